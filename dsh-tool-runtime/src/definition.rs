@@ -1,0 +1,533 @@
+//! The type-erased tool (SPEC §2 "Definitions").
+
+use std::fmt;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Arc;
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use crate::error::{ErrorCode, ToolError};
+use crate::exec::ToolExec;
+use crate::presentation::{CallView, ResultView};
+use crate::result::{ContentBlock, ToolFailure, ToolResult};
+use crate::tool::{Tool, default_render};
+use crate::validate::{SchemaValidator, depth_violation, invalid_args, invalid_output};
+
+/// A boxed, sendable future.
+pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
+
+/// What a successful dispatch produced: the canonical value, its rendering and UI metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Dispatched {
+    /// Canonical JSON value.
+    pub value: Value,
+    /// Model-facing content.
+    pub content: Vec<ContentBlock>,
+    /// `presentation_meta` (top-level calls only).
+    pub meta: Option<Value>,
+}
+
+type DispatchFn =
+    dyn Fn(Value, ToolExec) -> BoxFuture<Result<Dispatched, ToolFailure>> + Send + Sync;
+type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
+type RenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
+type FinalizeFn = dyn Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync;
+type PresentCallFn = dyn Fn(&Value) -> Option<CallView> + Send + Sync;
+type PresentResultFn = dyn Fn(&Value, &ToolResult) -> Option<ResultView> + Send + Sync;
+type HandlerFn = dyn Fn(Value, ToolExec) -> BoxFuture<Result<Value, ToolError>> + Send + Sync;
+
+/// A tool with its types erased: what the registry stores. Cheap to clone.
+///
+/// Built from a typed [`Tool`] with [`ToolDefinition::from_tool`], or at run time with
+/// [`ToolDefinition::builder`] and a raw JSON Schema (MCP tools, runtime-defined tools).
+#[derive(Clone)]
+pub struct ToolDefinition {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    name: String,
+    description: String,
+    parameters: Value,
+    output_schema: Option<Value>,
+    output_validator: Option<Arc<SchemaValidator>>,
+    timeout_ms: Option<u64>,
+    classifier: Box<ClassifierFn>,
+    dispatch: Box<DispatchFn>,
+    render_value: Box<RenderFn>,
+    finalize: Option<Box<FinalizeFn>>,
+    present_call: Option<Box<PresentCallFn>>,
+    present_result: Option<Box<PresentResultFn>>,
+}
+
+impl fmt::Debug for ToolDefinition {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ToolDefinition")
+            .field("name", &self.inner.name)
+            .field("timeout_ms", &self.inner.timeout_ms)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Why a dynamic definition could not be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum DefinitionError {
+    /// The builder has no handler.
+    #[error("tool \"{0}\" has no handler: call .handler(...) before .build()")]
+    MissingHandler(String),
+    /// The parameters or output schema is not a usable JSON Schema (`UNSUPPORTED_SCHEMA`).
+    #[error("unsupported JSON schema: tool \"{tool}\" {which} schema: {message}")]
+    UnsupportedSchema {
+        /// Tool name.
+        tool: String,
+        /// `parameters` or `output`.
+        which: &'static str,
+        /// What `jsonschema` reported.
+        message: String,
+    },
+    /// The parameters schema's root is not an object schema.
+    #[error("tool \"{0}\" parameters schema must have \"type\": \"object\" at its root")]
+    ParametersNotObject(String),
+}
+
+/// Removes top-level `null` values of properties that are not `required`: strict-mode clients send
+/// `null` for "absent" (SPEC §1, §3).
+fn drop_null_optionals(parameters: &Value, mut args: Value) -> Value {
+    if let Value::Object(map) = &mut args
+        && map.values().any(Value::is_null)
+    {
+        let required: Vec<&str> = parameters
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        map.retain(|key, value| !value.is_null() || required.contains(&key.as_str()));
+    }
+    args
+}
+
+fn non_object_args() -> ToolFailure {
+    invalid_args(&["\"arguments\" must be an object".to_owned()])
+}
+
+impl ToolDefinition {
+    /// Erases a typed tool. Its schemas are derived here, once.
+    pub fn from_tool<T: Tool>(tool: T) -> Self {
+        let tool = Arc::new(tool);
+        let parameters = T::parameters_schema();
+        let output_schema = T::output_schema();
+        let validator = Arc::new(SchemaValidator::new(&parameters).ok());
+        let params_for_dispatch = parameters.clone();
+        let dispatch =
+            move |args: Value, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
+                let tool = tool.clone();
+                let validator = validator.clone();
+                let parameters = params_for_dispatch.clone();
+                Box::pin(async move {
+                    if !args.is_object() {
+                        return Err(non_object_args());
+                    }
+                    if let Some(violation) = depth_violation(&args, "") {
+                        return Err(invalid_args(&[violation]));
+                    }
+                    let args = drop_null_optionals(&parameters, args);
+                    let typed = match T::Args::deserialize(&args) {
+                        Ok(typed) => typed,
+                        Err(serde_error) => {
+                            let mut violations = match validator.as_ref() {
+                                Some(validator) => validator.violations(&args, ""),
+                                None => Vec::new(),
+                            };
+                            if violations.is_empty() {
+                                violations.push(serde_error.to_string());
+                            }
+                            return Err(invalid_args(&violations));
+                        }
+                    };
+                    let violations = T::check_constraints(&typed);
+                    if !violations.is_empty() {
+                        return Err(invalid_args(&violations));
+                    }
+                    let top_level = !exec.is_nested();
+                    let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
+                    let value = serde_json::to_value(&output).map_err(|err| {
+                        invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
+                    })?;
+                    // `call` consumed the typed arguments; only tools with a custom renderer pay for a
+                    // second deserialization.
+                    let (content, meta) = match T::RENDERS_WITH_ARGS
+                        .then(|| T::Args::deserialize(&args).ok())
+                        .flatten()
+                    {
+                        Some(typed) => (
+                            T::render(&typed, &output).unwrap_or_else(|| default_render(&value)),
+                            if top_level {
+                                T::presentation_meta(&typed, &output)
+                            } else {
+                                None
+                            },
+                        ),
+                        None => (default_render(&value), None),
+                    };
+                    Ok(Dispatched {
+                        value,
+                        content,
+                        meta,
+                    })
+                })
+            };
+        let finalize: Option<Box<FinalizeFn>> = if T::HAS_FINALIZE_CONTENT {
+            Some(Box::new(T::finalize_content))
+        } else {
+            None
+        };
+        ToolDefinition {
+            inner: Arc::new(Inner {
+                name: T::NAME.to_owned(),
+                description: T::DESCRIPTION.to_owned(),
+                parameters,
+                output_schema: Some(output_schema),
+                // Typed outputs match their derived schema by construction: no runtime check.
+                output_validator: None,
+                timeout_ms: T::TIMEOUT_MS,
+                classifier: Box::new(|args| {
+                    args.is_object()
+                        && T::Args::deserialize(args)
+                            .is_ok_and(|typed| T::is_concurrency_safe(&typed))
+                }),
+                dispatch: Box::new(dispatch),
+                render_value: Box::new(|_, value| default_render(value)),
+                finalize,
+                present_call: Some(Box::new(|args| {
+                    T::Args::deserialize(args)
+                        .ok()
+                        .and_then(|typed| T::present_call(&typed))
+                })),
+                present_result: Some(Box::new(|args, result| {
+                    T::Args::deserialize(args)
+                        .ok()
+                        .and_then(|typed| T::present_result(&typed, result))
+                })),
+            }),
+        }
+    }
+
+    /// Starts a dynamic definition with a raw JSON Schema.
+    pub fn builder(name: impl Into<String>) -> ToolDefinitionBuilder {
+        ToolDefinitionBuilder {
+            name: name.into(),
+            description: String::new(),
+            parameters: serde_json::json!({"type": "object", "properties": {}}),
+            output_schema: None,
+            timeout_ms: None,
+            classifier: None,
+            handler: None,
+            render: None,
+            finalize: None,
+        }
+    }
+
+    /// The tool name.
+    pub fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    /// The description the model reads.
+    pub fn description(&self) -> &str {
+        &self.inner.description
+    }
+
+    /// The parameters schema as derived or given (before any dialect transform).
+    pub fn parameters(&self) -> &Value {
+        &self.inner.parameters
+    }
+
+    /// The output schema, if declared.
+    pub fn output_schema(&self) -> Option<&Value> {
+        self.inner.output_schema.as_ref()
+    }
+
+    /// The declared timeout in ms.
+    pub fn timeout_ms(&self) -> Option<u64> {
+        self.inner.timeout_ms
+    }
+
+    /// Classifies a call: `true` only when the arguments parse and the classifier says so.
+    pub fn is_concurrency_safe(&self, args: &Value) -> bool {
+        (self.inner.classifier)(args)
+    }
+
+    /// Validates the arguments, runs the body, checks and renders its output. Does not run any
+    /// pipeline stage; use [`Registry::execute`](crate::Registry::execute) for that.
+    ///
+    /// # Errors
+    /// `INVALID_ARGS`, the body's own error, or `INVALID_TOOL_OUTPUT`.
+    pub fn dispatch(
+        &self,
+        args: Value,
+        exec: ToolExec,
+    ) -> BoxFuture<Result<Dispatched, ToolFailure>> {
+        (self.inner.dispatch)(args, exec)
+    }
+
+    /// Validates a replacement value against the output schema and renders it (post-execute
+    /// `Accept { value }`, wrapper-authored successes).
+    ///
+    /// # Errors
+    /// `INVALID_TOOL_OUTPUT` when the value breaks the output schema.
+    pub fn normalize_value(
+        &self,
+        args: &Value,
+        value: Value,
+    ) -> Result<(Value, Vec<ContentBlock>), ToolFailure> {
+        self.check_output(&value)?;
+        let content = (self.inner.render_value)(args, &value);
+        Ok((value, content))
+    }
+
+    fn check_output(&self, value: &Value) -> Result<(), ToolFailure> {
+        if let Some(validator) = &self.inner.output_validator {
+            let violations = validator.violations(value, "value");
+            if !violations.is_empty() {
+                return Err(invalid_output(&self.inner.name, &violations));
+            }
+        } else if let Some(schema) = &self.inner.output_schema {
+            // Typed tools skip validating their own bodies, but replacement values come from
+            // elsewhere and must be checked.
+            if let Ok(validator) = SchemaValidator::new(schema) {
+                let violations = validator.violations(value, "value");
+                if !violations.is_empty() {
+                    return Err(invalid_output(&self.inner.name, &violations));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Runs `finalize_content`, if the tool has one.
+    pub fn finalize_content(
+        &self,
+        exec: &ToolExec,
+        result: &ToolResult,
+    ) -> Option<Vec<ContentBlock>> {
+        self.inner
+            .finalize
+            .as_ref()
+            .and_then(|finalize| finalize(exec, result))
+    }
+
+    /// `true` when the tool declares `finalize_content`.
+    pub fn has_finalize_content(&self) -> bool {
+        self.inner.finalize.is_some()
+    }
+
+    /// The pending-state card for these arguments.
+    pub fn present_call(&self, args: &Value) -> Option<CallView> {
+        self.inner
+            .present_call
+            .as_ref()
+            .and_then(|present| present(args))
+    }
+
+    /// The completed-state card.
+    pub fn present_result(&self, args: &Value, result: &ToolResult) -> Option<ResultView> {
+        self.inner
+            .present_result
+            .as_ref()
+            .and_then(|present| present(args, result))
+    }
+
+    /// `true` when both handles point at the same definition.
+    pub fn ptr_eq(&self, other: &ToolDefinition) -> bool {
+        Arc::ptr_eq(&self.inner, &other.inner)
+    }
+}
+
+/// Builds a [`ToolDefinition`] from a raw JSON Schema and a JSON handler.
+///
+/// Arguments are validated against `parameters` with the `jsonschema` crate (unlike DSH, which
+/// trusts raw registrations), and the handler's value against `output_schema` when one is given.
+pub struct ToolDefinitionBuilder {
+    name: String,
+    description: String,
+    parameters: Value,
+    output_schema: Option<Value>,
+    timeout_ms: Option<u64>,
+    classifier: Option<Box<ClassifierFn>>,
+    handler: Option<Arc<HandlerFn>>,
+    render: Option<Box<RenderFn>>,
+    finalize: Option<Box<FinalizeFn>>,
+}
+
+impl ToolDefinitionBuilder {
+    /// The description the model reads.
+    pub fn description(mut self, description: impl Into<String>) -> Self {
+        self.description = description.into();
+        self
+    }
+
+    /// The parameters schema (object root; JSON Schema 2020-12).
+    pub fn parameters(mut self, schema: Value) -> Self {
+        self.parameters = schema;
+        self
+    }
+
+    /// The output schema; successful values are validated against it.
+    pub fn output_schema(mut self, schema: Value) -> Self {
+        self.output_schema = Some(schema);
+        self
+    }
+
+    /// Declared timeout in ms (validated at registration: must be > 0).
+    pub fn timeout_ms(mut self, timeout_ms: u64) -> Self {
+        self.timeout_ms = Some(timeout_ms);
+        self
+    }
+
+    /// Marks every call parallel-safe.
+    pub fn concurrency_safe(self) -> Self {
+        self.classifier(|_| true)
+    }
+
+    /// A classifier over the raw arguments.
+    pub fn classifier(
+        mut self,
+        classifier: impl Fn(&Value) -> bool + Send + Sync + 'static,
+    ) -> Self {
+        self.classifier = Some(Box::new(classifier));
+        self
+    }
+
+    /// The body: receives validated JSON arguments.
+    pub fn handler<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(Value, ToolExec) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Result<Value, ToolError>> + Send + 'static,
+    {
+        self.handler = Some(Arc::new(move |args, exec| Box::pin(handler(args, exec))));
+        self
+    }
+
+    /// Custom rendering `(args, value) -> content` (default: [`default_render`]).
+    pub fn render(
+        mut self,
+        render: impl Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync + 'static,
+    ) -> Self {
+        self.render = Some(Box::new(render));
+        self
+    }
+
+    /// `finalize_content`, called exactly once per outcome.
+    pub fn finalize_content(
+        mut self,
+        finalize: impl Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync + 'static,
+    ) -> Self {
+        self.finalize = Some(Box::new(finalize));
+        self
+    }
+
+    /// Compiles the schemas and returns the definition.
+    ///
+    /// # Errors
+    /// [`DefinitionError`] for a missing handler, a non-object parameters root, or a schema
+    /// `jsonschema` cannot compile.
+    pub fn build(self) -> Result<ToolDefinition, DefinitionError> {
+        let name = self.name;
+        let handler = self
+            .handler
+            .ok_or_else(|| DefinitionError::MissingHandler(name.clone()))?;
+        if self.parameters.get("type").and_then(Value::as_str) != Some("object") {
+            return Err(DefinitionError::ParametersNotObject(name));
+        }
+        let validator = SchemaValidator::new(&self.parameters).map_err(|message| {
+            DefinitionError::UnsupportedSchema {
+                tool: name.clone(),
+                which: "parameters",
+                message,
+            }
+        })?;
+        let output_validator = match &self.output_schema {
+            Some(schema) => Some(Arc::new(SchemaValidator::new(schema).map_err(
+                |message| DefinitionError::UnsupportedSchema {
+                    tool: name.clone(),
+                    which: "output",
+                    message,
+                },
+            )?)),
+            None => None,
+        };
+        let validator = Arc::new(validator);
+        let parameters = self.parameters.clone();
+        let render: Arc<RenderFn> = match self.render {
+            Some(render) => Arc::from(render),
+            None => Arc::new(|_: &Value, value: &Value| default_render(value)),
+        };
+        let render_for_dispatch = render.clone();
+        let output_for_dispatch = output_validator.clone();
+        let tool_name = name.clone();
+        let dispatch =
+            move |args: Value, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
+                let handler = handler.clone();
+                let validator = validator.clone();
+                let parameters = parameters.clone();
+                let render = render_for_dispatch.clone();
+                let output_validator = output_for_dispatch.clone();
+                let tool_name = tool_name.clone();
+                Box::pin(async move {
+                    if !args.is_object() {
+                        return Err(non_object_args());
+                    }
+                    let args = drop_null_optionals(&parameters, args);
+                    let violations = validator.violations(&args, "");
+                    if !violations.is_empty() {
+                        return Err(invalid_args(&violations));
+                    }
+                    let value = handler(args.clone(), exec)
+                        .await
+                        .map_err(ToolFailure::from)?;
+                    if let Some(validator) = &output_validator {
+                        let violations = validator.violations(&value, "value");
+                        if !violations.is_empty() {
+                            return Err(invalid_output(&tool_name, &violations));
+                        }
+                    }
+                    let content = render(&args, &value);
+                    Ok(Dispatched {
+                        value,
+                        content,
+                        meta: None,
+                    })
+                })
+            };
+        let classifier = self.classifier.unwrap_or_else(|| Box::new(|_| false));
+        Ok(ToolDefinition {
+            inner: Arc::new(Inner {
+                name,
+                description: self.description,
+                parameters: self.parameters,
+                output_schema: self.output_schema,
+                output_validator,
+                timeout_ms: self.timeout_ms,
+                classifier,
+                dispatch: Box::new(dispatch),
+                render_value: Box::new(move |args, value| render(args, value)),
+                finalize: self.finalize,
+                present_call: None,
+                present_result: None,
+            }),
+        })
+    }
+}
+
+impl From<ToolDefinition> for Vec<ToolDefinition> {
+    fn from(definition: ToolDefinition) -> Self {
+        vec![definition]
+    }
+}
+
+/// The error every dispatch of a definition removed mid-call reports.
+pub(crate) fn unknown_tool(name: &str) -> ToolFailure {
+    ToolFailure::coded(ErrorCode::UnknownTool, format!("unknown tool \"{name}\""))
+}

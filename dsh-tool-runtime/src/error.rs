@@ -1,0 +1,172 @@
+//! Error codes and the error type tool bodies return (SPEC §2, REFERENCE §1.10).
+
+use std::fmt;
+
+/// The wire codes of the results the runtime itself produces, plus user codes.
+///
+/// `Display` prints the wire string (`INVALID_ARGS`, …), which is what lands in
+/// [`ErrorInfo::code`](crate::ErrorInfo).
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum ErrorCode {
+    /// Arguments did not match the parameters schema (`ToolArgsError`).
+    InvalidArgs,
+    /// The body, a wrapper or a post-execute hook produced a value that breaks the output schema
+    /// (`ToolOutputError`).
+    InvalidToolOutput,
+    /// The tool is not visible to the caller's scope (`ToolNotFoundError`).
+    UnknownTool,
+    /// Cancelled after the body ran and the outcome was otherwise a success (`AbortError`).
+    Aborted,
+    /// Cancellation prevented the body from running (`AbortError`).
+    AbortedBeforeDispatch,
+    /// The timeout policy's own deadline fired (`ToolTimeoutError`).
+    ToolTimeout,
+    /// A `run_code` program failed (`CodeRunFailedError`).
+    CodeRunFailed,
+    /// A schema could not be accepted (`JsonSchemaError`).
+    UnsupportedSchema,
+    /// A code chosen by a tool author, e.g. `ENOSPC`.
+    Other(String),
+}
+
+impl ErrorCode {
+    /// The wire string of this code.
+    pub fn as_str(&self) -> &str {
+        match self {
+            ErrorCode::InvalidArgs => "INVALID_ARGS",
+            ErrorCode::InvalidToolOutput => "INVALID_TOOL_OUTPUT",
+            ErrorCode::UnknownTool => "UNKNOWN_TOOL",
+            ErrorCode::Aborted => "ABORTED",
+            ErrorCode::AbortedBeforeDispatch => "ABORTED_BEFORE_DISPATCH",
+            ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
+            ErrorCode::CodeRunFailed => "CODE_RUN_FAILED",
+            ErrorCode::UnsupportedSchema => "UNSUPPORTED_SCHEMA",
+            ErrorCode::Other(code) => code,
+        }
+    }
+
+    /// The error name that goes with the code (`ToolArgsError`, …); `ToolError` for user codes.
+    pub fn error_name(&self) -> &'static str {
+        match self {
+            ErrorCode::InvalidArgs => "ToolArgsError",
+            ErrorCode::InvalidToolOutput => "ToolOutputError",
+            ErrorCode::UnknownTool => "ToolNotFoundError",
+            ErrorCode::Aborted | ErrorCode::AbortedBeforeDispatch => "AbortError",
+            ErrorCode::ToolTimeout => "ToolTimeoutError",
+            ErrorCode::CodeRunFailed => "CodeRunFailedError",
+            ErrorCode::UnsupportedSchema => "JsonSchemaError",
+            ErrorCode::Other(_) => "ToolError",
+        }
+    }
+
+    /// Parses a wire string; unknown strings become [`ErrorCode::Other`].
+    pub fn from_wire(code: &str) -> Self {
+        match code {
+            "INVALID_ARGS" => ErrorCode::InvalidArgs,
+            "INVALID_TOOL_OUTPUT" => ErrorCode::InvalidToolOutput,
+            "UNKNOWN_TOOL" => ErrorCode::UnknownTool,
+            "ABORTED" => ErrorCode::Aborted,
+            "ABORTED_BEFORE_DISPATCH" => ErrorCode::AbortedBeforeDispatch,
+            "TOOL_TIMEOUT" => ErrorCode::ToolTimeout,
+            "CODE_RUN_FAILED" => ErrorCode::CodeRunFailed,
+            "UNSUPPORTED_SCHEMA" => ErrorCode::UnsupportedSchema,
+            other => ErrorCode::Other(other.to_owned()),
+        }
+    }
+}
+
+impl fmt::Display for ErrorCode {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The error a tool body returns: a message, and optionally a code and a name, like DSH's
+/// `HarnessError`.
+///
+/// Without a code the model sees `Error: <message>` and the result carries no
+/// [`ErrorInfo`](crate::ErrorInfo); with one, `info = { name, code }` (name defaults to
+/// `ToolError`).
+///
+/// ```
+/// use dsh_tool_runtime::ToolError;
+/// let err = ToolError::new("disk full").with_code("ENOSPC");
+/// assert_eq!(err.code(), Some("ENOSPC"));
+/// ```
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolError {
+    message: String,
+    code: Option<String>,
+    name: Option<String>,
+}
+
+impl ToolError {
+    /// An error with a message only.
+    pub fn new(message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            code: None,
+            name: None,
+        }
+    }
+
+    /// An error carrying one of the runtime's codes, named after it (`INVALID_ARGS` ⇒
+    /// `ToolArgsError`).
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolError {
+            message: message.into(),
+            name: Some(code.error_name().to_owned()),
+            code: Some(code.as_str().to_owned()),
+        }
+    }
+
+    /// Attaches a wire code such as `ENOSPC`.
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
+    }
+
+    /// Attaches an error name (default `ToolError` once a code is set).
+    pub fn with_name(mut self, name: impl Into<String>) -> Self {
+        self.name = Some(name.into());
+        self
+    }
+
+    /// The message, without the `Error: ` prefix the model sees.
+    pub fn message(&self) -> &str {
+        &self.message
+    }
+
+    /// The wire code, if any.
+    pub fn code(&self) -> Option<&str> {
+        self.code.as_deref()
+    }
+
+    /// The error name, if a code or a name was set.
+    pub fn name(&self) -> Option<&str> {
+        match (&self.name, &self.code) {
+            (Some(name), _) => Some(name),
+            (None, Some(_)) => Some("ToolError"),
+            (None, None) => None,
+        }
+    }
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// Converts whatever error type a tool body returns into a [`ToolError`].
+///
+/// A `ToolError` keeps its code and name; any other `Display` type becomes a message-only error.
+/// Used by the code `#[tool]` generates.
+pub fn into_tool_error<E: fmt::Display + 'static>(err: E) -> ToolError {
+    match (&err as &dyn std::any::Any).downcast_ref::<ToolError>() {
+        Some(tool_error) => tool_error.clone(),
+        None => ToolError::new(err.to_string()),
+    }
+}

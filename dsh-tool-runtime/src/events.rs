@@ -1,0 +1,1 @@
+//! Events published for every call (SPEC §10).

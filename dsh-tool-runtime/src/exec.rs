@@ -1,0 +1,141 @@
+//! The execution context a tool body receives (SPEC §1 "Execution context", REFERENCE §2.1).
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::result::AdditionalContext;
+use crate::scope::AgentId;
+
+/// The call context handed to a tool body: cancellation signal, ids, the agent, deferred contexts.
+///
+/// Cheap to clone (one `Arc`). A `#[tool]` fn receives it by declaring a parameter of type
+/// `ToolExec` or `&ToolExec`.
+#[derive(Clone, Debug)]
+pub struct ToolExec {
+    inner: Arc<ExecInner>,
+}
+
+#[derive(Debug)]
+struct ExecInner {
+    call_id: String,
+    root_call_id: String,
+    tool_name: String,
+    agent: Option<AgentId>,
+    nested: bool,
+    signal: CancellationToken,
+    deferred: Mutex<Vec<AdditionalContext>>,
+    concluded: AtomicBool,
+}
+
+impl ToolExec {
+    /// A context for one call. `root_call_id` defaults to `call_id` for top-level calls.
+    pub fn new(
+        call_id: impl Into<String>,
+        root_call_id: Option<String>,
+        tool_name: impl Into<String>,
+        agent: Option<AgentId>,
+        nested: bool,
+        signal: CancellationToken,
+    ) -> Self {
+        let call_id = call_id.into();
+        ToolExec {
+            inner: Arc::new(ExecInner {
+                root_call_id: root_call_id.unwrap_or_else(|| call_id.clone()),
+                call_id,
+                tool_name: tool_name.into(),
+                agent,
+                nested,
+                signal,
+                deferred: Mutex::new(Vec::new()),
+                concluded: AtomicBool::new(false),
+            }),
+        }
+    }
+
+    /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh token.
+    pub fn detached(tool_name: impl Into<String>) -> Self {
+        ToolExec::new(
+            "test",
+            None,
+            tool_name,
+            None,
+            false,
+            CancellationToken::new(),
+        )
+    }
+
+    /// The cancellation signal. A body must observe it and settle once its owned work is quiescent.
+    pub fn signal(&self) -> &CancellationToken {
+        &self.inner.signal
+    }
+
+    /// The id of this call (`<outer>:code:<n>` for calls made from a code-mode program).
+    pub fn call_id(&self) -> &str {
+        &self.inner.call_id
+    }
+
+    /// The id of the top-level call this call descends from (equal to `call_id` for roots).
+    pub fn root_call_id(&self) -> &str {
+        &self.inner.root_call_id
+    }
+
+    /// The name of the tool being called.
+    pub fn tool_name(&self) -> &str {
+        &self.inner.tool_name
+    }
+
+    /// The agent the call runs for, if any.
+    pub fn agent(&self) -> Option<&AgentId> {
+        self.inner.agent.as_ref()
+    }
+
+    /// `true` for a sub-call made by a transport such as `run_code`.
+    pub fn is_nested(&self) -> bool {
+        self.inner.nested
+    }
+
+    /// Attaches a user-role context to this call's own final result (never injected immediately;
+    /// kept in call order; discarded if a post-execute hook blocks the result).
+    pub fn defer_context(&self, context: AdditionalContext) {
+        lock(&self.inner.deferred).push(context);
+    }
+
+    /// Asks the agent loop to end the turn after this batch; honoured only if the call's final
+    /// outcome is a success.
+    pub fn conclude_turn(&self) {
+        self.inner.concluded.store(true, Ordering::SeqCst);
+    }
+
+    pub(crate) fn take_deferred(&self) -> Vec<AdditionalContext> {
+        std::mem::take(&mut *lock(&self.inner.deferred))
+    }
+
+    pub(crate) fn concluded(&self) -> bool {
+        self.inner.concluded.load(Ordering::SeqCst)
+    }
+
+    /// The same call with another signal (used when a wrapper replaces the token).
+    pub(crate) fn with_signal(&self, signal: CancellationToken) -> ToolExec {
+        ToolExec {
+            inner: Arc::new(ExecInner {
+                call_id: self.inner.call_id.clone(),
+                root_call_id: self.inner.root_call_id.clone(),
+                tool_name: self.inner.tool_name.clone(),
+                agent: self.inner.agent.clone(),
+                nested: self.inner.nested,
+                signal,
+                deferred: Mutex::new(Vec::new()),
+                concluded: AtomicBool::new(false),
+            }),
+        }
+    }
+}
+
+/// Locks a mutex, recovering from poisoning: a panicking tool must not wedge the registry.
+pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    mutex
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}

@@ -1,0 +1,1 @@
+//! The execution pipeline's hook types (SPEC §4).

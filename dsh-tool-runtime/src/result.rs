@@ -1,0 +1,282 @@
+//! Result shapes of a tool call (SPEC §2 "Results", REFERENCE §1.9).
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::error::{ErrorCode, ToolError};
+
+/// One block of model-facing content.
+///
+/// JSON is not a block: structured values are rendered to text (pretty JSON by default).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum ContentBlock {
+    /// Plain text.
+    Text {
+        /// The text.
+        text: String,
+    },
+    /// An image, base64-encoded.
+    Image {
+        /// MIME type such as `image/png`.
+        media_type: String,
+        /// Base64 (standard alphabet, padded) of the image bytes.
+        data: String,
+    },
+}
+
+impl ContentBlock {
+    /// A text block.
+    pub fn text(text: impl Into<String>) -> Self {
+        ContentBlock::Text { text: text.into() }
+    }
+}
+
+/// Where an additional context came from.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ContextSource {
+    /// Who produced it: `tool`, `hook`, `plugin`, …
+    pub kind: String,
+    /// The producer's name (tool name, plugin name).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
+    /// A short summary for UIs, e.g. `grep × 3`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub summary: Option<String>,
+}
+
+/// A user-role message the agent loop appends after the step's tool results
+/// (REFERENCE §1.9 `additionalContexts`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AdditionalContext {
+    /// The message content.
+    pub content: Vec<ContentBlock>,
+    /// Who produced it.
+    pub source: ContextSource,
+}
+
+impl AdditionalContext {
+    /// A one-text-block context from `source_kind`.
+    pub fn text(source_kind: impl Into<String>, text: impl Into<String>) -> Self {
+        AdditionalContext {
+            content: vec![ContentBlock::text(text)],
+            source: ContextSource {
+                kind: source_kind.into(),
+                name: None,
+                summary: None,
+            },
+        }
+    }
+}
+
+/// `{ name, code }` of a coded failure.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ErrorInfo {
+    /// Error name, e.g. `ToolArgsError`.
+    pub name: String,
+    /// Wire code, e.g. `INVALID_ARGS`.
+    pub code: String,
+}
+
+/// The structured error of a failed call.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ToolFailure {
+    /// The message (the model sees `Error: <message>`).
+    pub message: String,
+    /// Present for coded errors only.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub info: Option<ErrorInfo>,
+}
+
+impl ToolFailure {
+    /// A failure with one of the runtime's codes.
+    pub fn coded(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolFailure {
+            message: message.into(),
+            info: Some(ErrorInfo {
+                name: code.error_name().to_owned(),
+                code: code.as_str().to_owned(),
+            }),
+        }
+    }
+
+    /// A failure with a message only (denials).
+    pub fn plain(message: impl Into<String>) -> Self {
+        ToolFailure {
+            message: message.into(),
+            info: None,
+        }
+    }
+
+    /// The code, parsed.
+    pub fn code(&self) -> Option<ErrorCode> {
+        self.info
+            .as_ref()
+            .map(|info| ErrorCode::from_wire(&info.code))
+    }
+}
+
+impl From<ToolError> for ToolFailure {
+    fn from(err: ToolError) -> Self {
+        let info = match (err.name(), err.code()) {
+            (Some(name), Some(code)) => Some(ErrorInfo {
+                name: name.to_owned(),
+                code: code.to_owned(),
+            }),
+            _ => None,
+        };
+        ToolFailure {
+            message: err.message().to_owned(),
+            info,
+        }
+    }
+}
+
+/// The outcome of one tool call. Every call ends in exactly one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum ToolResult {
+    /// The body returned a value that passed the output schema.
+    Success {
+        /// The canonical JSON value (returned to direct callers and code-mode bindings).
+        value: Value,
+        /// Model-facing content, rendered from `value` or replaced by a post-execute hook.
+        content: Vec<ContentBlock>,
+        /// Replayable presentation metadata (top-level calls only).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Value>,
+        /// Contexts deferred by the body and added by hooks, in order.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        additional_contexts: Vec<AdditionalContext>,
+        /// The body called `conclude_turn()`.
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        concludes_turn: bool,
+    },
+    /// The call failed; it never has a value.
+    Failure {
+        /// The structured error.
+        error: ToolFailure,
+        /// Model-facing content: `Error: <message>` unless a hook or wrapper authored it.
+        content: Vec<ContentBlock>,
+        /// Replayable presentation metadata.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        meta: Option<Value>,
+        /// Contexts that survive the failure.
+        #[serde(default, skip_serializing_if = "Vec::is_empty")]
+        additional_contexts: Vec<AdditionalContext>,
+    },
+}
+
+impl ToolResult {
+    /// A failure whose content is the standard `Error: <message>` text block.
+    pub fn failure(error: ToolFailure) -> Self {
+        let content = vec![ContentBlock::text(format!("Error: {}", error.message))];
+        ToolResult::Failure {
+            error,
+            content,
+            meta: None,
+            additional_contexts: Vec::new(),
+        }
+    }
+
+    /// A coded failure with the standard content.
+    pub fn coded_failure(code: ErrorCode, message: impl Into<String>) -> Self {
+        ToolResult::failure(ToolFailure::coded(code, message))
+    }
+
+    /// A success with the given value and content.
+    pub fn success(value: Value, content: Vec<ContentBlock>) -> Self {
+        ToolResult::Success {
+            value,
+            content,
+            meta: None,
+            additional_contexts: Vec::new(),
+            concludes_turn: false,
+        }
+    }
+
+    /// `true` for [`ToolResult::Failure`].
+    pub fn is_error(&self) -> bool {
+        matches!(self, ToolResult::Failure { .. })
+    }
+
+    /// The value of a success.
+    pub fn value(&self) -> Option<&Value> {
+        match self {
+            ToolResult::Success { value, .. } => Some(value),
+            ToolResult::Failure { .. } => None,
+        }
+    }
+
+    /// The error of a failure.
+    pub fn error(&self) -> Option<&ToolFailure> {
+        match self {
+            ToolResult::Failure { error, .. } => Some(error),
+            ToolResult::Success { .. } => None,
+        }
+    }
+
+    /// The error code of a coded failure.
+    pub fn error_code(&self) -> Option<ErrorCode> {
+        self.error().and_then(ToolFailure::code)
+    }
+
+    /// Model-facing content.
+    pub fn content(&self) -> &[ContentBlock] {
+        match self {
+            ToolResult::Success { content, .. } | ToolResult::Failure { content, .. } => content,
+        }
+    }
+
+    /// Mutable model-facing content.
+    pub fn content_mut(&mut self) -> &mut Vec<ContentBlock> {
+        match self {
+            ToolResult::Success { content, .. } | ToolResult::Failure { content, .. } => content,
+        }
+    }
+
+    /// Additional contexts.
+    pub fn additional_contexts(&self) -> &[AdditionalContext] {
+        match self {
+            ToolResult::Success {
+                additional_contexts,
+                ..
+            }
+            | ToolResult::Failure {
+                additional_contexts,
+                ..
+            } => additional_contexts,
+        }
+    }
+
+    /// Mutable additional contexts.
+    pub fn additional_contexts_mut(&mut self) -> &mut Vec<AdditionalContext> {
+        match self {
+            ToolResult::Success {
+                additional_contexts,
+                ..
+            }
+            | ToolResult::Failure {
+                additional_contexts,
+                ..
+            } => additional_contexts,
+        }
+    }
+
+    /// The content's text blocks joined by `\n` (images as `[image content]`).
+    pub fn text(&self) -> String {
+        blocks_text(self.content())
+    }
+}
+
+/// Text blocks joined by `\n`; a non-text block reads `[<type> content]` (REFERENCE §2.2 step 11).
+pub fn blocks_text(blocks: &[ContentBlock]) -> String {
+    blocks
+        .iter()
+        .map(|block| match block {
+            ContentBlock::Text { text } => text.clone(),
+            ContentBlock::Image { .. } => "[image content]".to_owned(),
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}

@@ -1,0 +1,1 @@
+//! The order-preserving batch scheduler (SPEC §7).

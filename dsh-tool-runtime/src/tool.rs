@@ -1,0 +1,106 @@
+//! The trait `#[tool]` implements (SPEC §1 "Generated items").
+
+use std::future::Future;
+
+use schemars::JsonSchema;
+use serde::Serialize;
+use serde::de::DeserializeOwned;
+use serde_json::Value;
+
+use crate::error::ToolError;
+use crate::exec::ToolExec;
+use crate::presentation::{CallView, ResultView};
+use crate::result::{ContentBlock, ToolResult};
+
+/// A statically typed tool. `#[tool]` implements it on a generated `<CamelName>Tool` struct;
+/// implement it by hand only when a macro does not fit.
+///
+/// The registry erases it into a [`ToolDefinition`](crate::ToolDefinition) with
+/// [`ToolDefinition::from_tool`](crate::ToolDefinition::from_tool).
+pub trait Tool: Send + Sync + 'static {
+    /// The arguments, deserialized from the model's JSON.
+    type Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static;
+    /// The canonical output value.
+    type Output: Serialize + JsonSchema + Send + 'static;
+
+    /// The tool name, `^[A-Za-z0-9_-]{1,64}$`.
+    const NAME: &'static str;
+    /// The description the model reads.
+    const DESCRIPTION: &'static str;
+    /// Declared timeout in ms (honoured by the timeout policy; never sent to the model).
+    const TIMEOUT_MS: Option<u64> = None;
+    /// Whether [`Tool::render`] or [`Tool::presentation_meta`] is overridden: they need the typed
+    /// arguments after the body consumed them, which costs a second deserialization.
+    const RENDERS_WITH_ARGS: bool = false;
+    /// Whether the parameter root rejects unknown properties.
+    const DENY_UNKNOWN: bool = false;
+
+    /// Runs the body.
+    fn call(
+        &self,
+        args: Self::Args,
+        exec: ToolExec,
+    ) -> impl Future<Output = Result<Self::Output, ToolError>> + Send;
+
+    /// The concurrency classifier: `true` lets the call overlap with other parallel-safe calls.
+    fn is_concurrency_safe(_args: &Self::Args) -> bool {
+        false
+    }
+
+    /// Checks the `#[arg]` constraints (`range`, `length`, `pattern`) that serde cannot; returns
+    /// every violation in the REFERENCE §1.6 format.
+    fn check_constraints(_args: &Self::Args) -> Vec<String> {
+        Vec::new()
+    }
+
+    /// Renders the body's output to model-facing content; `None` (the default) renders the JSON
+    /// value with [`default_render`]. Values that a post-execute hook substitutes are always
+    /// rendered with [`default_render`], since the typed output cannot be rebuilt from JSON.
+    fn render(_args: &Self::Args, _output: &Self::Output) -> Option<Vec<ContentBlock>> {
+        None
+    }
+
+    /// The pending-state UI card (`None`: generic card).
+    fn present_call(_args: &Self::Args) -> Option<CallView> {
+        None
+    }
+
+    /// The completed-state UI card (`None`: keep the pending title and raw content).
+    fn present_result(_args: &Self::Args, _result: &ToolResult) -> Option<ResultView> {
+        None
+    }
+
+    /// Replayable UI metadata, computed for top-level calls only.
+    fn presentation_meta(_args: &Self::Args, _output: &Self::Output) -> Option<Value> {
+        None
+    }
+
+    /// Whether [`Tool::finalize_content`] is overridden (lets the pipeline skip the call).
+    const HAS_FINALIZE_CONTENT: bool = false;
+
+    /// Replaces the final content of every outcome, called exactly once per call; `None` keeps it.
+    fn finalize_content(_exec: &ToolExec, _result: &ToolResult) -> Option<Vec<ContentBlock>> {
+        None
+    }
+
+    /// The parameters schema (JSON Schema 2020-12, object root).
+    fn parameters_schema() -> Value {
+        crate::schema::parameters_schema::<Self::Args>(Self::DENY_UNKNOWN)
+    }
+
+    /// The output schema (`null` for `()`).
+    fn output_schema() -> Value {
+        crate::schema::output_schema::<Self::Output>()
+    }
+}
+
+/// Default rendering: a JSON string becomes one text block with the string itself, anything else
+/// pretty-printed JSON.
+pub fn default_render(value: &Value) -> Vec<ContentBlock> {
+    match value {
+        Value::String(text) => vec![ContentBlock::text(text.clone())],
+        other => vec![ContentBlock::text(
+            serde_json::to_string_pretty(other).unwrap_or_else(|_| other.to_string()),
+        )],
+    }
+}

@@ -1,0 +1,311 @@
+//! Argument validation (SPEC §2 "Argument validation", REFERENCE §1.6).
+//!
+//! The fast path deserializes arguments straight into the typed `Args`; only when that fails does
+//! the slow path here run the full schema with the `jsonschema` crate and collect every
+//! violation, rendered with REFERENCE §1.6's templates.
+
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use jsonschema::error::{TypeKind, ValidationErrorKind};
+use jsonschema::paths::LocationSegment;
+use regex::Regex;
+use serde_json::Value;
+
+use crate::error::ErrorCode;
+use crate::exec::lock;
+use crate::result::ToolFailure;
+
+/// Arguments nested deeper than this are refused before any recursive code touches them.
+pub const MAX_ARGUMENT_DEPTH: usize = 1024;
+
+/// A compiled parameters or output schema.
+pub struct SchemaValidator {
+    validator: jsonschema::Validator,
+}
+
+impl std::fmt::Debug for SchemaValidator {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("SchemaValidator")
+    }
+}
+
+impl SchemaValidator {
+    /// Compiles a JSON Schema (2020-12 unless `$schema` says otherwise).
+    ///
+    /// # Errors
+    /// The schema is not a valid JSON Schema; the message comes from `jsonschema`.
+    pub fn new(schema: &Value) -> Result<Self, String> {
+        jsonschema::options()
+            .with_draft(jsonschema::Draft::Draft202012)
+            .build(schema)
+            .map(|validator| SchemaValidator { validator })
+            .map_err(|err| err.to_string())
+    }
+
+    /// Every violation of `value`, rendered with root name `root` (`""` renders as `arguments`).
+    pub fn violations(&self, value: &Value, root: &str) -> Vec<String> {
+        if let Some(violation) = depth_violation(value, root) {
+            return vec![violation];
+        }
+        let mut out = Vec::new();
+        for error in self.validator.iter_errors(value) {
+            let path: Vec<Segment> = error
+                .instance_path()
+                .iter()
+                .map(|segment| match segment {
+                    LocationSegment::Property(name) => Segment::Key(name.to_string()),
+                    LocationSegment::Index(index) => Segment::Index(index),
+                })
+                .collect();
+            render_error(error.kind(), root, &path, &error.to_string(), &mut out);
+        }
+        out
+    }
+
+    /// `true` when `value` satisfies the schema.
+    pub fn is_valid(&self, value: &Value) -> bool {
+        depth_violation(value, "").is_none() && self.validator.is_valid(value)
+    }
+}
+
+/// The `INVALID_ARGS` failure for a list of violations: `invalid arguments: v1; v2`.
+pub fn invalid_args(violations: &[String]) -> ToolFailure {
+    ToolFailure::coded(
+        ErrorCode::InvalidArgs,
+        format!("invalid arguments: {}", violations.join("; ")),
+    )
+}
+
+/// The `INVALID_TOOL_OUTPUT` failure: `tool "<name>" returned invalid output: <violations>`.
+pub fn invalid_output(tool: &str, violations: &[String]) -> ToolFailure {
+    ToolFailure::coded(
+        ErrorCode::InvalidToolOutput,
+        format!(
+            "tool \"{tool}\" returned invalid output: {}",
+            violations.join("; ")
+        ),
+    )
+}
+
+/// A path segment of an instance location.
+enum Segment {
+    Key(String),
+    Index(usize),
+}
+
+/// Renders a path: the root name (empty ⇒ `arguments` when alone), `.key` and `[i]` after it.
+fn render_path(root: &str, path: &[Segment]) -> String {
+    let mut out = root.to_owned();
+    for segment in path {
+        match segment {
+            Segment::Key(key) if out.is_empty() => out.push_str(key),
+            Segment::Key(key) => {
+                out.push('.');
+                out.push_str(key);
+            }
+            Segment::Index(index) => {
+                let _ = write!(out, "[{index}]");
+            }
+        }
+    }
+    if out.is_empty() {
+        "arguments".to_owned()
+    } else {
+        out
+    }
+}
+
+fn child(root: &str, path: &[Segment], key: &str) -> String {
+    if path.is_empty() && root.is_empty() {
+        key.to_owned()
+    } else {
+        format!("{}.{key}", render_path(root, path))
+    }
+}
+
+fn type_name(kind: &TypeKind) -> String {
+    match kind {
+        TypeKind::Single(ty) => ty.to_string(),
+        TypeKind::Multiple(types) => {
+            let names: Vec<String> = types.iter().map(|ty| ty.to_string()).collect();
+            names.join(" or ")
+        }
+    }
+}
+
+fn article(type_name: &str) -> &'static str {
+    if type_name.starts_with(['a', 'e', 'i', 'o', 'u']) {
+        "an"
+    } else {
+        "a"
+    }
+}
+
+fn render_error(
+    kind: &ValidationErrorKind,
+    root: &str,
+    path: &[Segment],
+    fallback: &str,
+    out: &mut Vec<String>,
+) {
+    let at = render_path(root, path);
+    match kind {
+        ValidationErrorKind::Required { property } => {
+            let key = property
+                .as_str()
+                .map(str::to_owned)
+                .unwrap_or_else(|| property.to_string());
+            out.push(format!(
+                "missing required property \"{}\"",
+                child(root, path, &key)
+            ));
+        }
+        ValidationErrorKind::AdditionalProperties { unexpected } => {
+            for key in unexpected {
+                out.push(format!(
+                    "\"{}\" is not a declared property (additionalProperties: false)",
+                    child(root, path, key)
+                ));
+            }
+        }
+        ValidationErrorKind::Type { kind } => {
+            let name = type_name(kind);
+            if name == "null" {
+                out.push(format!("\"{at}\" must be null"));
+            } else {
+                out.push(format!("\"{at}\" must be {} {name}", article(&name)));
+            }
+        }
+        ValidationErrorKind::Enum { options } => {
+            out.push(format!("\"{at}\" must be one of {options}"))
+        }
+        ValidationErrorKind::Constant { expected_value } => {
+            out.push(format!("\"{at}\" must be {expected_value}"))
+        }
+        ValidationErrorKind::OneOfNotValid { .. } => {
+            out.push(format!(
+                "\"{at}\" must match exactly one oneOf branch (matched 0)"
+            ));
+        }
+        ValidationErrorKind::OneOfMultipleValid { .. } => {
+            out.push(format!(
+                "\"{at}\" must match exactly one oneOf branch (matched 2 or more)"
+            ));
+        }
+        ValidationErrorKind::Minimum { limit } => out.push(format!("\"{at}\" must be >= {limit}")),
+        ValidationErrorKind::Maximum { limit } => out.push(format!("\"{at}\" must be <= {limit}")),
+        ValidationErrorKind::ExclusiveMinimum { limit } => {
+            out.push(format!("\"{at}\" must be > {limit}"))
+        }
+        ValidationErrorKind::ExclusiveMaximum { limit } => {
+            out.push(format!("\"{at}\" must be < {limit}"))
+        }
+        ValidationErrorKind::MinLength { limit } => {
+            out.push(format!("\"{at}\" must be at least {limit} characters long"));
+        }
+        ValidationErrorKind::MaxLength { limit } => {
+            out.push(format!("\"{at}\" must be at most {limit} characters long"));
+        }
+        ValidationErrorKind::Pattern { pattern } => {
+            out.push(format!("\"{at}\" must match the pattern \"{pattern}\""))
+        }
+        ValidationErrorKind::MinItems { limit } => {
+            out.push(format!("\"{at}\" must have at least {limit} items"))
+        }
+        ValidationErrorKind::MaxItems { limit } => {
+            out.push(format!("\"{at}\" must have at most {limit} items"))
+        }
+        _ => out.push(format!("\"{at}\" {fallback}")),
+    }
+}
+
+/// Refuses values nested deeper than [`MAX_ARGUMENT_DEPTH`], measured without recursion, so that
+/// no later recursive walk (validation, deserialization) can overflow the stack.
+pub fn depth_violation(value: &Value, root: &str) -> Option<String> {
+    let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
+    while let Some((node, depth)) = stack.pop() {
+        if depth > MAX_ARGUMENT_DEPTH {
+            let name = if root.is_empty() { "arguments" } else { root };
+            return Some(format!(
+                "\"{name}\" is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
+            ));
+        }
+        match node {
+            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
+            Value::Object(map) => stack.extend(map.values().map(|item| (item, depth + 1))),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// Checks an `#[arg(range(min, max))]` constraint on a number.
+pub fn check_range(
+    name: &str,
+    value: f64,
+    min: Option<f64>,
+    max: Option<f64>,
+    out: &mut Vec<String>,
+) {
+    if let Some(min) = min
+        && value < min
+    {
+        out.push(format!("\"{name}\" must be >= {}", Value::from(min)));
+    }
+    if let Some(max) = max
+        && value > max
+    {
+        out.push(format!("\"{name}\" must be <= {}", Value::from(max)));
+    }
+}
+
+/// Checks an `#[arg(length(min, max))]` constraint; strings count chars (JSON Schema counts code
+/// points), collections count items.
+pub fn check_length(
+    name: &str,
+    len: usize,
+    is_string: bool,
+    min: Option<u64>,
+    max: Option<u64>,
+    out: &mut Vec<String>,
+) {
+    let unit = if is_string {
+        "characters long"
+    } else {
+        "items"
+    };
+    if let Some(min) = min
+        && (len as u64) < min
+    {
+        if is_string {
+            out.push(format!("\"{name}\" must be at least {min} {unit}"));
+        } else {
+            out.push(format!("\"{name}\" must have at least {min} {unit}"));
+        }
+    }
+    if let Some(max) = max
+        && (len as u64) > max
+    {
+        if is_string {
+            out.push(format!("\"{name}\" must be at most {max} {unit}"));
+        } else {
+            out.push(format!("\"{name}\" must have at most {max} {unit}"));
+        }
+    }
+}
+
+/// Checks an `#[arg(pattern = "…")]` constraint (unanchored search, as JSON Schema's `pattern`).
+/// Compiled regexes are cached per pattern.
+pub fn check_pattern(name: &str, value: &str, pattern: &'static str, out: &mut Vec<String>) {
+    static CACHE: OnceLock<Mutex<HashMap<&'static str, Option<Arc<Regex>>>>> = OnceLock::new();
+    let regex = lock(CACHE.get_or_init(Default::default))
+        .entry(pattern)
+        .or_insert_with(|| Regex::new(pattern).ok().map(Arc::new))
+        .clone();
+    match regex {
+        Some(regex) if regex.is_match(value) => {}
+        _ => out.push(format!("\"{name}\" must match the pattern \"{pattern}\"")),
+    }
+}
