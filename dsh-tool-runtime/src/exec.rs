@@ -15,6 +15,7 @@ use crate::scope::AgentId;
 #[derive(Clone, Debug)]
 pub struct ToolExec {
     inner: Arc<ExecInner>,
+    signal: CancellationToken,
 }
 
 #[derive(Debug)]
@@ -24,7 +25,6 @@ struct ExecInner {
     tool_name: String,
     agent: Option<AgentId>,
     nested: bool,
-    signal: CancellationToken,
     deferred: Mutex<Vec<AdditionalContext>>,
     concluded: AtomicBool,
 }
@@ -47,10 +47,10 @@ impl ToolExec {
                 tool_name: tool_name.into(),
                 agent,
                 nested,
-                signal,
                 deferred: Mutex::new(Vec::new()),
                 concluded: AtomicBool::new(false),
             }),
+            signal,
         }
     }
 
@@ -68,7 +68,7 @@ impl ToolExec {
 
     /// The cancellation signal. A body must observe it and settle once its owned work is quiescent.
     pub fn signal(&self) -> &CancellationToken {
-        &self.inner.signal
+        &self.signal
     }
 
     /// The id of this call (`<outer>:code:<n>` for calls made from a code-mode program).
@@ -116,19 +116,11 @@ impl ToolExec {
         self.inner.concluded.load(Ordering::SeqCst)
     }
 
-    /// The same call with another signal (used when a wrapper replaces the token).
+    /// The same call with another signal; deferred contexts and `conclude_turn` stay shared.
     pub(crate) fn with_signal(&self, signal: CancellationToken) -> ToolExec {
         ToolExec {
-            inner: Arc::new(ExecInner {
-                call_id: self.inner.call_id.clone(),
-                root_call_id: self.inner.root_call_id.clone(),
-                tool_name: self.inner.tool_name.clone(),
-                agent: self.inner.agent.clone(),
-                nested: self.inner.nested,
-                signal,
-                deferred: Mutex::new(Vec::new()),
-                concluded: AtomicBool::new(false),
-            }),
+            inner: self.inner.clone(),
+            signal,
         }
     }
 }

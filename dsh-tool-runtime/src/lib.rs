@@ -12,6 +12,7 @@ pub mod dialect;
 pub mod error;
 pub mod events;
 pub mod exec;
+pub mod execute;
 pub mod guards;
 pub mod pipeline;
 pub mod presentation;
@@ -30,8 +31,13 @@ pub mod code_runtime;
 pub use definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};
 pub use exec::ToolExec;
+pub use pipeline::{
+    ApprovalOutcome, ApprovalRequest, Approver, PostDecision, PreDecision, ToolCallView,
+};
 pub use presentation::{CallView, ResultView, ToolCallKind};
-pub use registry::{RegisterError, Registry, ToolCall, ToolHandle};
+pub use registry::{
+    AgentScope, Filter, Handle, Mode, RegisterError, Registry, ToolCall, ToolHandle, ToolSchema,
+};
 pub use result::{
     AdditionalContext, ContentBlock, ContextSource, ErrorInfo, ToolFailure, ToolResult,
 };

@@ -1,1 +1,289 @@
-//! The execution pipeline's hook types (SPEC §4).
+//! The execution pipeline's extension points (SPEC §4, REFERENCE §2.2).
+//!
+//! A call runs: resolve → pre-execute hooks (waterfall) → approval on `Ask` → guards → execute
+//! wrappers around the body → normalisation → post-execute hooks (waterfall) → `finalize_content`
+//! → result observers. The stages themselves live in [`crate::registry`]; this module holds the
+//! hook shapes and the `next` continuations of the two waterfalls and the wrapper chain.
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::definition::BoxFuture;
+use crate::result::{AdditionalContext, ContentBlock, ToolResult};
+use crate::scope::AgentId;
+
+/// What hooks, guards and observers see of a call: read-only.
+#[derive(Debug, Clone)]
+pub struct ToolCallView {
+    /// The call id.
+    pub call_id: String,
+    /// The id of the top-level call (equal to `call_id` for roots).
+    pub root_call_id: String,
+    /// The tool name as the model wrote it.
+    pub name: String,
+    /// The arguments as received.
+    pub arguments: Value,
+    /// The agent the call runs for.
+    pub agent: Option<AgentId>,
+    /// The id of the enclosing transport call (`run_code`) for sub-calls.
+    pub parent: Option<String>,
+    /// The caller's cancellation signal.
+    pub signal: CancellationToken,
+}
+
+/// A pre-execute decision (REFERENCE §2.2 step 4).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum PreDecision {
+    /// Go on to the guards and the body.
+    Allow,
+    /// Refuse; the model sees `Error: <reason>`.
+    Deny {
+        /// The reason shown to the model.
+        reason: String,
+    },
+    /// Ask the registered [`Approver`]; without one the call is denied.
+    Ask {
+        /// Why approval is needed (shown to the user; also the denial reason when nobody can ask).
+        reason: Option<String>,
+    },
+}
+
+/// A pre-execute hook: sees the call, may call `next` to learn the downstream decision, returns
+/// its own. Registered first = outermost.
+pub type PreExecuteHook =
+    Arc<dyn Fn(Arc<ToolCallView>, PreNext) -> BoxFuture<PreDecision> + Send + Sync>;
+
+/// The rest of the pre-execute waterfall; its base decision is [`PreDecision::Allow`].
+pub struct PreNext {
+    pub(crate) hooks: Arc<[PreExecuteHook]>,
+    pub(crate) index: usize,
+    pub(crate) view: Arc<ToolCallView>,
+}
+
+impl PreNext {
+    /// Runs the downstream hooks. A panic in one of them propagates to the pipeline, which turns
+    /// it into an error result.
+    pub fn run(self) -> BoxFuture<PreDecision> {
+        match self.hooks.get(self.index).cloned() {
+            None => Box::pin(async { PreDecision::Allow }),
+            Some(hook) => {
+                let view = self.view.clone();
+                hook(
+                    view,
+                    PreNext {
+                        index: self.index + 1,
+                        ..self
+                    },
+                )
+            }
+        }
+    }
+}
+
+/// A guard: `Some(reason)` denies the call. Guards run after an `Allow`, global ones first, then
+/// the scope chain from the farthest ancestor; a denial is final (no hook can override it).
+pub type Guard = Arc<dyn Fn(&ToolCallView) -> Option<String> + Send + Sync>;
+
+/// What an execute wrapper may change: the cancellation signal the body will observe (the
+/// caller's signal is always fused back in).
+#[derive(Debug, Clone)]
+pub struct DispatchContext {
+    /// The call.
+    pub view: Arc<ToolCallView>,
+    /// The tool's declared timeout in ms, if any.
+    pub timeout_ms: Option<u64>,
+}
+
+/// An execute wrapper around the body: calls `next.run(signal)` to dispatch, or returns its own
+/// result to short-circuit. A wrapper-authored success is re-validated against the output schema
+/// and re-rendered; a wrapper-authored failure is kept as authored.
+pub type ExecuteWrapper =
+    Arc<dyn Fn(DispatchContext, ExecNext) -> BoxFuture<ToolResult> + Send + Sync>;
+
+/// The body dispatch at the base of the wrapper chain: `(signal, replaced by a wrapper)`.
+pub(crate) type BaseDispatch =
+    Arc<dyn Fn(CancellationToken, bool) -> BoxFuture<ToolResult> + Send + Sync>;
+
+/// The rest of the wrapper chain; its base runs the body.
+pub struct ExecNext {
+    pub(crate) wrappers: Arc<[ExecuteWrapper]>,
+    pub(crate) index: usize,
+    pub(crate) context: DispatchContext,
+    pub(crate) signal: CancellationToken,
+    pub(crate) replaced: bool,
+    pub(crate) base: BaseDispatch,
+}
+
+impl ExecNext {
+    /// The signal the downstream chain would give the body if not replaced.
+    pub fn signal(&self) -> &CancellationToken {
+        &self.signal
+    }
+
+    /// Dispatches with the current signal.
+    pub fn run(self) -> BoxFuture<ToolResult> {
+        let signal = self.signal.clone();
+        let replaced = self.replaced;
+        self.chain(signal, replaced)
+    }
+
+    /// Dispatches with a replacement signal (e.g. a deadline token); the caller's signal is fused
+    /// back in before the body runs.
+    pub fn run_with_signal(self, signal: CancellationToken) -> BoxFuture<ToolResult> {
+        self.chain(signal, true)
+    }
+
+    fn chain(self, signal: CancellationToken, replaced: bool) -> BoxFuture<ToolResult> {
+        match self.wrappers.get(self.index).cloned() {
+            None => (self.base)(signal, replaced),
+            Some(wrapper) => {
+                let context = self.context.clone();
+                wrapper(
+                    context,
+                    ExecNext {
+                        index: self.index + 1,
+                        signal,
+                        replaced,
+                        ..self
+                    },
+                )
+            }
+        }
+    }
+}
+
+/// A post-execute decision (REFERENCE §2.2 step 11).
+#[derive(Debug, Clone, PartialEq)]
+pub enum PostDecision {
+    /// Keep the result, optionally replacing its content or (successes only) its value, and add
+    /// contexts after the existing ones. Replacing both content and value is an error.
+    Accept {
+        /// Replacement model content.
+        content: Option<Vec<ContentBlock>>,
+        /// Replacement canonical value: re-validated and re-rendered.
+        value: Option<Value>,
+        /// Contexts appended after the call's own.
+        contexts: Vec<AdditionalContext>,
+    },
+    /// Turn the call into a failure whose content is exactly `feedback`; the body's deferred
+    /// contexts are discarded, only `contexts` survive.
+    Block {
+        /// The content the model sees.
+        feedback: Vec<ContentBlock>,
+        /// The only contexts kept.
+        contexts: Vec<AdditionalContext>,
+    },
+}
+
+impl PostDecision {
+    /// `Accept` with no change.
+    pub fn accept() -> Self {
+        PostDecision::Accept {
+            content: None,
+            value: None,
+            contexts: Vec::new(),
+        }
+    }
+
+    /// The decision's contexts, for hooks that add to them.
+    pub fn contexts_mut(&mut self) -> &mut Vec<AdditionalContext> {
+        match self {
+            PostDecision::Accept { contexts, .. } | PostDecision::Block { contexts, .. } => {
+                contexts
+            }
+        }
+    }
+}
+
+/// A post-execute hook: sees the call and its result so far, may call `next`.
+pub type PostExecuteHook = Arc<
+    dyn Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> BoxFuture<PostDecision> + Send + Sync,
+>;
+
+/// The rest of the post-execute waterfall; its base decision is [`PostDecision::accept`].
+pub struct PostNext {
+    pub(crate) hooks: Arc<[PostExecuteHook]>,
+    pub(crate) index: usize,
+    pub(crate) view: Arc<ToolCallView>,
+    pub(crate) result: Arc<ToolResult>,
+}
+
+impl PostNext {
+    /// Runs the downstream hooks.
+    pub fn run(self) -> BoxFuture<PostDecision> {
+        match self.hooks.get(self.index).cloned() {
+            None => Box::pin(async { PostDecision::accept() }),
+            Some(hook) => {
+                let view = self.view.clone();
+                let result = self.result.clone();
+                hook(
+                    view,
+                    result,
+                    PostNext {
+                        index: self.index + 1,
+                        ..self
+                    },
+                )
+            }
+        }
+    }
+}
+
+/// A result observer: sees every final result. A panic is contained and logged.
+pub type ResultObserver = Arc<dyn Fn(&ToolCallView, &ToolResult) + Send + Sync>;
+
+/// An approval request for a call whose pre-execute decision was `Ask`.
+#[derive(Debug, Clone)]
+pub struct ApprovalRequest {
+    /// The agent the call runs for.
+    pub agent: AgentId,
+    /// The tool name.
+    pub tool_name: String,
+    /// The call id.
+    pub call_id: String,
+    /// Why approval is needed.
+    pub reason: Option<String>,
+    /// The caller's signal: an approver should give up when it fires.
+    pub signal: CancellationToken,
+}
+
+/// What an approver answered.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ApprovalOutcome {
+    /// Run this call.
+    AllowedOnce,
+    /// The user said no.
+    Rejected,
+    /// The request was cancelled.
+    Cancelled,
+    /// No approval channel could be reached.
+    Unavailable,
+}
+
+/// Answers `Ask` decisions, e.g. by prompting the user.
+pub trait Approver: Send + Sync + 'static {
+    /// Asks for approval of one call.
+    fn request(&self, request: ApprovalRequest) -> BoxFuture<ApprovalOutcome>;
+}
+
+/// Turns a caught panic payload into text.
+pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+    if let Some(text) = payload.downcast_ref::<&str>() {
+        (*text).to_owned()
+    } else if let Some(text) = payload.downcast_ref::<String>() {
+        text.clone()
+    } else {
+        "non-string panic payload".to_owned()
+    }
+}
+
+/// Awaits a future, turning a panic into `Err(message)`.
+pub(crate) async fn contain<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
+    std::panic::AssertUnwindSafe(future)
+        .catch_unwind()
+        .await
+        .map_err(|payload| panic_message(payload.as_ref()))
+}

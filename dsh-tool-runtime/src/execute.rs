@@ -1,0 +1,670 @@
+//! The stages of one call (SPEC §4, REFERENCE §2.2–§2.3).
+//!
+//! [`Registry::execute`] runs them back to back; the batch scheduler (SPEC §7) runs
+//! [`Registry::prepare`] in model order, overlaps [`Registry::dispatch`], and commits with
+//! [`Registry::commit`] in model order again.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+use tokio_util::sync::CancellationToken;
+
+use crate::definition::{ToolDefinition, unknown_tool};
+use crate::error::ErrorCode;
+use crate::events::ToolEvent;
+use crate::exec::{ToolExec, lock};
+use crate::pipeline::{
+    ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
+    Guard, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
+    ResultObserver, ToolCallView, contain,
+};
+use crate::registry::{Layer, Mode, RUN_CODE, Registry, State, ToolCall, read};
+use crate::result::{ToolFailure, ToolResult, blocks_text};
+
+/// Hooks that apply to one call, in registration order, snapshotted when the call starts.
+#[derive(Default)]
+struct Hooks {
+    pre: Vec<PreExecuteHook>,
+    guards: Vec<Guard>,
+    wrappers: Vec<ExecuteWrapper>,
+    post: Vec<PostExecuteHook>,
+    observers: Vec<ResultObserver>,
+}
+
+/// Merges one hook kind across layers in registration order (ids are global and increasing).
+fn merged<T: Clone>(layers: &[&Layer], pick: impl Fn(&Layer) -> &Vec<(u64, T)>) -> Vec<T> {
+    let mut all: Vec<(u64, T)> = Vec::new();
+    for layer in layers {
+        all.extend(pick(layer).iter().cloned());
+    }
+    if layers.len() > 1 {
+        all.sort_by_key(|(id, _)| *id);
+    }
+    all.into_iter().map(|(_, item)| item).collect()
+}
+
+impl Hooks {
+    fn collect(state: &State, call: &ToolCall) -> Self {
+        let layers = state.layers(call.agent.as_ref());
+        // Guards: global first, then the scope chain from the farthest ancestor (layer order).
+        let guards = layers
+            .iter()
+            .flat_map(|layer| layer.guards.iter().map(|(_, guard)| guard.clone()))
+            .collect();
+        Hooks {
+            pre: merged(&layers, |layer| &layer.pre),
+            guards,
+            wrappers: merged(&layers, |layer| &layer.wrappers),
+            post: merged(&layers, |layer| &layer.post),
+            observers: merged(&layers, |layer| &layer.observers),
+        }
+    }
+}
+
+/// A call between stages.
+pub struct PreparedCall {
+    view: Arc<ToolCallView>,
+    definition: Option<ToolDefinition>,
+    /// `finalize_content` is captured when the call starts (REFERENCE §2.2 step 1).
+    finalizer: Option<ToolDefinition>,
+    exec: ToolExec,
+    hooks: Hooks,
+    body_invoked: Arc<AtomicBool>,
+    stage: Stage,
+}
+
+enum Stage {
+    /// Run wrappers and the body next.
+    Dispatch,
+    /// Skip dispatch, still run post-execute (denials).
+    PostResult(ToolResult),
+    /// Skip post-execute (pipeline failures, pre-aborted calls).
+    FinalResult(ToolResult),
+}
+
+/// A call whose body (if any) has settled, waiting to be committed.
+pub struct DispatchedCall {
+    prepared: PreparedCall,
+    result: ToolResult,
+    run_post: bool,
+}
+
+fn aborted(body_invoked: bool) -> ToolResult {
+    if body_invoked {
+        ToolResult::coded_failure(ErrorCode::Aborted, "tool call aborted")
+    } else {
+        ToolResult::coded_failure(
+            ErrorCode::AbortedBeforeDispatch,
+            "tool call aborted before dispatch",
+        )
+    }
+}
+
+fn stage_failure(stage: &str, message: &str) -> ToolResult {
+    ToolResult::failure(ToolFailure::plain(format!("{stage} failed: {message}")))
+}
+
+/// Replaces a success by the cancellation result, keeping its contexts (REFERENCE §2.3).
+fn cancel_success(result: ToolResult, body_invoked: bool) -> ToolResult {
+    match result {
+        ToolResult::Success {
+            additional_contexts,
+            ..
+        } => {
+            let mut replaced = aborted(body_invoked);
+            *replaced.additional_contexts_mut() = additional_contexts;
+            replaced
+        }
+        failure => failure,
+    }
+}
+
+impl Registry {
+    /// Runs one call through the whole pipeline. Always returns exactly one result (also
+    /// published to observers and subscribers); never panics because a hook or body did.
+    pub async fn execute(&self, call: ToolCall) -> ToolResult {
+        let prepared = self.prepare(call).await;
+        let dispatched = self.dispatch(prepared).await;
+        self.commit(dispatched).await
+    }
+
+    /// Stages 1–3 of SPEC §4: resolve, code-mode collapse, pre-cancel check, pre-execute hooks,
+    /// approval and guards.
+    pub async fn prepare(&self, call: ToolCall) -> PreparedCall {
+        let (definition, hooks, mode, approver) = {
+            let state = read(&self.inner.state);
+            (
+                state.resolve(&call.name, call.agent.as_ref()),
+                Hooks::collect(&state, &call),
+                state.mode(call.agent.as_ref()),
+                state.approver.clone(),
+            )
+        };
+        let view = Arc::new(ToolCallView {
+            root_call_id: call
+                .root_call_id
+                .clone()
+                .unwrap_or_else(|| call.call_id.clone()),
+            call_id: call.call_id,
+            name: call.name,
+            arguments: call.arguments,
+            agent: call.agent,
+            parent: call.parent,
+            signal: call.signal,
+        });
+        let exec = ToolExec::new(
+            view.call_id.clone(),
+            Some(view.root_call_id.clone()),
+            view.name.clone(),
+            view.agent.clone(),
+            view.parent.is_some(),
+            view.signal.clone(),
+        );
+        let mut prepared = PreparedCall {
+            finalizer: definition
+                .clone()
+                .filter(ToolDefinition::has_finalize_content),
+            view,
+            definition,
+            exec,
+            hooks,
+            body_invoked: Arc::new(AtomicBool::new(false)),
+            stage: Stage::Dispatch,
+        };
+        let view = prepared.view.clone();
+
+        // Code-mode collapse: the model may only call `run_code` directly (REFERENCE §2.2 step 2).
+        if mode == Mode::Code
+            && view.parent.is_none()
+            && view.name != RUN_CODE
+            && prepared.definition.is_some()
+        {
+            prepared.stage = Stage::FinalResult(if view.signal.is_cancelled() {
+                aborted(false)
+            } else {
+                prepared.finalizer = None;
+                ToolResult::coded_failure(
+                    ErrorCode::UnknownTool,
+                    format!(
+                        "unknown tool \"{0}\": only `run_code` is callable directly — call `{0}` from inside a `run_code` program instead",
+                        view.name
+                    ),
+                )
+            });
+            return prepared;
+        }
+        if view.signal.is_cancelled() {
+            prepared.stage = Stage::FinalResult(aborted(false));
+            return prepared;
+        }
+        self.publish(|| ToolEvent::Call {
+            call_id: view.call_id.clone(),
+            name: view.name.clone(),
+            arguments: view.arguments.clone(),
+            agent: view.agent.clone(),
+            parent: view.parent.clone(),
+            view: prepared
+                .definition
+                .as_ref()
+                .and_then(|def| def.present_call(&view.arguments)),
+        });
+
+        let decision = if prepared.hooks.pre.is_empty() {
+            PreDecision::Allow
+        } else {
+            let next = PreNext {
+                hooks: Arc::from(prepared.hooks.pre.clone()),
+                index: 0,
+                view: view.clone(),
+            };
+            match contain(next.run()).await {
+                Ok(decision) => decision,
+                Err(panic) => {
+                    prepared.stage = Stage::FinalResult(stage_failure("pre-execute hook", &panic));
+                    return prepared;
+                }
+            }
+        };
+        let denial = match decision {
+            PreDecision::Allow => None,
+            PreDecision::Deny { reason } => Some(reason),
+            PreDecision::Ask { reason } => match self.ask(approver, &view, reason).await {
+                Ok(None) => None,
+                Ok(Some(reason)) => Some(reason),
+                Err(result) => {
+                    prepared.stage = Stage::PostResult(result);
+                    return prepared;
+                }
+            },
+        };
+        let denial = match denial {
+            Some(reason) => Some(reason),
+            None => {
+                let mut found = None;
+                for guard in &prepared.hooks.guards {
+                    match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&view))) {
+                        Ok(None) => {}
+                        Ok(Some(reason)) => {
+                            found = Some(reason);
+                            break;
+                        }
+                        Err(payload) => {
+                            let message = crate::pipeline::panic_message(payload.as_ref());
+                            prepared.stage = Stage::FinalResult(stage_failure("guard", &message));
+                            return prepared;
+                        }
+                    }
+                }
+                found
+            }
+        };
+        prepared.stage = match denial {
+            // A denial is reported even if the caller cancelled meanwhile (denial > cancel).
+            Some(reason) => Stage::PostResult(ToolResult::failure(ToolFailure::plain(reason))),
+            None if view.signal.is_cancelled() => Stage::PostResult(aborted(false)),
+            None => Stage::Dispatch,
+        };
+        prepared
+    }
+
+    /// Approval of an `Ask`: `Ok(None)` allows, `Ok(Some(reason))` denies, `Err(result)` is the
+    /// cancellation result when approval was cancelled together with the caller.
+    async fn ask(
+        &self,
+        approver: Option<Arc<dyn crate::pipeline::Approver>>,
+        view: &ToolCallView,
+        reason: Option<String>,
+    ) -> Result<Option<String>, ToolResult> {
+        let name = &view.name;
+        let Some(approver) = approver else {
+            return Ok(Some(reason.unwrap_or_else(|| {
+                format!("tool \"{name}\" requires approval (not yet supported)")
+            })));
+        };
+        let Some(agent) = view.agent.clone() else {
+            return Ok(Some(format!(
+                "tool \"{name}\" requires approval, but the call has no agent to route it through"
+            )));
+        };
+        let request = ApprovalRequest {
+            agent,
+            tool_name: name.clone(),
+            call_id: view.call_id.clone(),
+            reason,
+            signal: view.signal.clone(),
+        };
+        let outcome = match contain(approver.request(request)).await {
+            Ok(outcome) => outcome,
+            Err(panic) => {
+                return Ok(Some(format!(
+                    "approval for tool \"{name}\" failed: {panic}"
+                )));
+            }
+        };
+        match outcome {
+            ApprovalOutcome::AllowedOnce => Ok(None),
+            ApprovalOutcome::Rejected => Ok(Some(format!("the user rejected tool \"{name}\""))),
+            ApprovalOutcome::Cancelled if view.signal.is_cancelled() => Err(aborted(false)),
+            ApprovalOutcome::Cancelled => {
+                Ok(Some(format!("approval for tool \"{name}\" was cancelled")))
+            }
+            ApprovalOutcome::Unavailable => Ok(Some(format!(
+                "tool \"{name}\" requires approval, but no approval channel is available"
+            ))),
+        }
+    }
+
+    /// Stage 4–5 of SPEC §4: execute wrappers around the body, normalisation, deferred contexts.
+    /// A started body is always awaited, never dropped (only a wrapper such as the timeout
+    /// policy's grace may drop it).
+    pub async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
+        match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
+            Stage::PostResult(result) => {
+                return DispatchedCall {
+                    prepared,
+                    result,
+                    run_post: true,
+                };
+            }
+            Stage::FinalResult(result) => {
+                return DispatchedCall {
+                    prepared,
+                    result,
+                    run_post: false,
+                };
+            }
+            Stage::Dispatch => {}
+        }
+        let view = prepared.view.clone();
+        let caller = view.signal.clone();
+        let registry = self.clone();
+        let exec = prepared.exec.clone();
+        let body_invoked = prepared.body_invoked.clone();
+        let has_wrappers = !prepared.hooks.wrappers.is_empty();
+        let base_result: Arc<std::sync::Mutex<Option<ToolResult>>> = Arc::default();
+        let base_slot = base_result.clone();
+        let base: BaseDispatch = Arc::new(move |signal: CancellationToken, replaced: bool| {
+            let registry = registry.clone();
+            let view = view.clone();
+            let exec = exec.clone();
+            let body_invoked = body_invoked.clone();
+            let caller = view.signal.clone();
+            let base_slot = base_slot.clone();
+            Box::pin(async move {
+                let result = registry
+                    .run_body(&view, &exec, &caller, signal, replaced, &body_invoked)
+                    .await;
+                if has_wrappers {
+                    *lock(&base_slot) = Some(result.clone());
+                }
+                result
+            })
+        });
+        let context = DispatchContext {
+            view: prepared.view.clone(),
+            timeout_ms: prepared
+                .definition
+                .as_ref()
+                .and_then(ToolDefinition::timeout_ms),
+        };
+        let next = ExecNext {
+            wrappers: Arc::from(prepared.hooks.wrappers.clone()),
+            index: 0,
+            context,
+            signal: caller.clone(),
+            replaced: false,
+            base,
+        };
+        let result = match contain(next.run()).await {
+            Ok(result) => result,
+            Err(panic) => {
+                let result = stage_failure("execute wrapper", &panic);
+                return DispatchedCall {
+                    prepared,
+                    result,
+                    run_post: false,
+                };
+            }
+        };
+        let body_invoked = prepared.body_invoked.load(Ordering::SeqCst);
+        let mut result = if has_wrappers {
+            self.trust(&prepared, result, base_result)
+        } else {
+            result
+        };
+        // Deferred contexts come before the result's own (REFERENCE §2.2 step 10).
+        let deferred = prepared.exec.take_deferred();
+        if !deferred.is_empty() {
+            let own = std::mem::take(result.additional_contexts_mut());
+            *result.additional_contexts_mut() = deferred.into_iter().chain(own).collect();
+        }
+        if caller.is_cancelled() {
+            result = cancel_success(result, body_invoked);
+        }
+        DispatchedCall {
+            prepared,
+            result,
+            run_post: true,
+        }
+    }
+
+    /// A success that did not come from this call's body was authored by a wrapper: re-validate
+    /// and re-render it through the tool's output contract (its content is ignored).
+    fn trust(
+        &self,
+        prepared: &PreparedCall,
+        result: ToolResult,
+        base: Arc<std::sync::Mutex<Option<ToolResult>>>,
+    ) -> ToolResult {
+        let ToolResult::Success {
+            value,
+            content,
+            meta,
+            additional_contexts,
+            concludes_turn,
+        } = result
+        else {
+            return result;
+        };
+        let from_body = matches!(
+            &*lock(&base),
+            Some(ToolResult::Success { value: body_value, content: body_content, .. })
+                if *body_value == value && *body_content == content
+        );
+        if from_body {
+            return ToolResult::Success {
+                value,
+                content,
+                meta,
+                additional_contexts,
+                concludes_turn,
+            };
+        }
+        let Some(definition) = self.get(&prepared.view.name, prepared.view.agent.as_ref()) else {
+            return ToolResult::failure(unknown_tool(&prepared.view.name));
+        };
+        match definition.normalize_value(&prepared.view.arguments, value) {
+            Ok((value, content)) => ToolResult::Success {
+                value,
+                content,
+                meta: None,
+                additional_contexts,
+                concludes_turn,
+            },
+            Err(failure) => ToolResult::failure(failure),
+        }
+    }
+
+    /// The base of the wrapper chain: fuse signals, re-resolve, run the body, normalise.
+    async fn run_body(
+        &self,
+        view: &ToolCallView,
+        exec: &ToolExec,
+        caller: &CancellationToken,
+        signal: CancellationToken,
+        replaced: bool,
+        body_invoked: &AtomicBool,
+    ) -> ToolResult {
+        // The body sees the caller's signal fused with whatever a wrapper installed.
+        let (fused, forwarder) = fuse(caller, signal, replaced);
+        if fused.is_cancelled() {
+            return aborted(false);
+        }
+        let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
+            return ToolResult::failure(unknown_tool(&view.name));
+        };
+        body_invoked.store(true, Ordering::SeqCst);
+        let body_exec = exec.with_signal(fused.clone());
+        let outcome = contain(definition.dispatch(view.arguments.clone(), body_exec)).await;
+        if let Some(forwarder) = forwarder {
+            forwarder.cancel();
+        }
+        let result = match outcome {
+            Ok(Ok(dispatched)) => ToolResult::Success {
+                value: dispatched.value,
+                content: dispatched.content,
+                meta: dispatched.meta,
+                additional_contexts: Vec::new(),
+                concludes_turn: false,
+            },
+            Ok(Err(failure)) => ToolResult::failure(failure),
+            Err(panic) => ToolResult::failure(ToolFailure::plain(format!(
+                "tool \"{}\" panicked: {panic}",
+                view.name
+            ))),
+        };
+        if fused.is_cancelled() {
+            cancel_success(result, true)
+        } else {
+            result
+        }
+    }
+
+    /// Stages 6–8 of SPEC §4: post-execute hooks, `finalize_content`, observers and the result
+    /// event.
+    pub async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
+        let DispatchedCall {
+            prepared,
+            mut result,
+            run_post,
+        } = dispatched;
+        let view = &prepared.view;
+        if run_post && !prepared.hooks.post.is_empty() {
+            result = self.post_execute(&prepared, result).await;
+            if view.signal.is_cancelled() {
+                result = cancel_success(result, prepared.body_invoked.load(Ordering::SeqCst));
+            }
+        }
+        if let ToolResult::Success { concludes_turn, .. } = &mut result {
+            *concludes_turn = prepared.exec.concluded();
+        }
+        if let Some(finalizer) = &prepared.finalizer {
+            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                finalizer.finalize_content(&prepared.exec, &result)
+            })) {
+                Ok(Some(content)) => *result.content_mut() = content,
+                Ok(None) => {}
+                Err(payload) => {
+                    let message = crate::pipeline::panic_message(payload.as_ref());
+                    result = ToolResult::failure(ToolFailure::plain(format!(
+                        "finalize_content failed: {message}"
+                    )));
+                }
+            }
+        }
+        for observer in &prepared.hooks.observers {
+            if let Err(payload) =
+                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| observer(view, &result)))
+            {
+                tracing::warn!(
+                    "tool \"{}\" ({}): result observer failed: {}",
+                    view.name,
+                    view.call_id,
+                    crate::pipeline::panic_message(payload.as_ref())
+                );
+            }
+        }
+        self.publish(|| ToolEvent::Result {
+            call_id: view.call_id.clone(),
+            name: view.name.clone(),
+            agent: view.agent.clone(),
+            parent: view.parent.clone(),
+            view: prepared
+                .definition
+                .as_ref()
+                .and_then(|def| def.present_result(&view.arguments, &result)),
+            result: Arc::new(result.clone()),
+        });
+        result
+    }
+
+    async fn post_execute(&self, prepared: &PreparedCall, result: ToolResult) -> ToolResult {
+        let view = &prepared.view;
+        let current = Arc::new(result);
+        let next = PostNext {
+            hooks: Arc::from(prepared.hooks.post.clone()),
+            index: 0,
+            view: view.clone(),
+            result: current.clone(),
+        };
+        let decision = match contain(next.run()).await {
+            Ok(decision) => decision,
+            Err(panic) => return stage_failure("post-execute hook", &panic),
+        };
+        let result = Arc::unwrap_or_clone(current);
+        match decision {
+            PostDecision::Accept {
+                content: Some(_),
+                value: Some(_),
+                ..
+            } => ToolResult::failure(ToolFailure::plain(
+                "post-execute accept decision cannot replace both value and content",
+            )),
+            PostDecision::Accept { value: Some(_), .. } if result.is_error() => {
+                ToolResult::failure(ToolFailure::plain(
+                    "post-execute cannot replace the value of a failed result",
+                ))
+            }
+            PostDecision::Accept {
+                value: Some(value),
+                contexts,
+                ..
+            } => {
+                let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
+                    return ToolResult::failure(unknown_tool(&view.name));
+                };
+                let mut existing = result.additional_contexts().to_vec();
+                match definition.normalize_value(&view.arguments, value) {
+                    Ok((value, content)) => {
+                        existing.extend(contexts);
+                        ToolResult::Success {
+                            value,
+                            content,
+                            meta: None,
+                            additional_contexts: existing,
+                            concludes_turn: false,
+                        }
+                    }
+                    Err(failure) => ToolResult::failure(failure),
+                }
+            }
+            PostDecision::Accept {
+                content, contexts, ..
+            } => {
+                let mut result = result;
+                if let Some(content) = content {
+                    *result.content_mut() = content;
+                }
+                result.additional_contexts_mut().extend(contexts);
+                result
+            }
+            PostDecision::Block { feedback, contexts } => {
+                let message = if feedback.is_empty() {
+                    "tool result blocked by post-execute policy".to_owned()
+                } else {
+                    blocks_text(&feedback)
+                };
+                ToolResult::Failure {
+                    error: ToolFailure::plain(message),
+                    content: feedback,
+                    meta: None,
+                    additional_contexts: contexts,
+                }
+            }
+        }
+    }
+
+    fn publish(&self, event: impl FnOnce() -> ToolEvent) {
+        if self.inner.events.receiver_count() > 0 {
+            // A send error only means every receiver went away meanwhile.
+            let _ = self.inner.events.send(event());
+        }
+    }
+}
+
+/// A token cancelled when either `caller` or `installed` is. Without a replacement `installed` is
+/// the caller's own token and no task is needed; otherwise a small forwarder task runs until the
+/// body settles.
+fn fuse(
+    caller: &CancellationToken,
+    installed: CancellationToken,
+    replaced: bool,
+) -> (CancellationToken, Option<CancellationToken>) {
+    if !replaced {
+        return (installed, None);
+    }
+    let fused = installed.child_token();
+    let stop = CancellationToken::new();
+    let (caller, target, stop_signal) = (caller.clone(), fused.clone(), stop.clone());
+    if caller.is_cancelled() {
+        fused.cancel();
+        return (fused, None);
+    }
+    tokio::spawn(async move {
+        tokio::select! {
+            _ = caller.cancelled() => target.cancel(),
+            _ = stop_signal.cancelled() => {}
+        }
+    });
+    (fused, Some(stop))
+}
