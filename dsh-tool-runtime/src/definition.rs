@@ -13,7 +13,7 @@ use crate::exec::ToolExec;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
-use crate::validate::{SchemaValidator, depth_violation, invalid_args, invalid_output};
+use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args, invalid_output};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -130,6 +130,7 @@ impl ToolDefinition {
                         return Err(non_object_args());
                     }
                     if let Some(violation) = depth_violation(&args, "") {
+                        dismantle(args);
                         return Err(invalid_args(&[violation]));
                     }
                     let args = drop_null_optionals(&parameters, args);
@@ -478,6 +479,10 @@ impl ToolDefinitionBuilder {
                 Box::pin(async move {
                     if !args.is_object() {
                         return Err(non_object_args());
+                    }
+                    if let Some(violation) = depth_violation(&args, "") {
+                        dismantle(args);
+                        return Err(invalid_args(&[violation]));
                     }
                     let args = drop_null_optionals(&parameters, args);
                     let violations = validator.violations(&args, "");

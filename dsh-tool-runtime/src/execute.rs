@@ -20,6 +20,7 @@ use crate::pipeline::{
 };
 use crate::registry::{Layer, Mode, RUN_CODE, Registry, State, ToolCall, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
+use crate::validate::{depth_violation, dismantle, invalid_args};
 
 /// Hooks that apply to one call, in registration order, snapshotted when the call starts.
 #[derive(Default)]
@@ -130,7 +131,14 @@ impl Registry {
 
     /// Stages 1–3 of SPEC §4: resolve, code-mode collapse, pre-cancel check, pre-execute hooks,
     /// approval and guards.
-    pub async fn prepare(&self, call: ToolCall) -> PreparedCall {
+    pub async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
+        // Arguments too deep to clone or drop recursively are refused before anything sees them;
+        // hooks and observers then read `null` (REFERENCE §2.2 step 1: an argument failure is a
+        // final result and wins over a pre-cancelled signal).
+        let too_deep = depth_violation(&call.arguments, "").map(|violation| {
+            dismantle(std::mem::take(&mut call.arguments));
+            invalid_args(&[violation])
+        });
         let (definition, hooks, mode, approver) = {
             let state = read(&self.inner.state);
             (
@@ -172,6 +180,10 @@ impl Registry {
             stage: Stage::Dispatch,
         };
         let view = prepared.view.clone();
+        if let Some(failure) = too_deep {
+            prepared.stage = Stage::FinalResult(ToolResult::failure(failure));
+            return prepared;
+        }
 
         // Code-mode collapse: the model may only call `run_code` directly (REFERENCE §2.2 step 2).
         if mode == Mode::Code

@@ -41,6 +41,7 @@ pub use registry::{
 pub use result::{
     AdditionalContext, ContentBlock, ContextSource, ErrorInfo, ToolFailure, ToolResult,
 };
+pub use scheduler::{BatchOptions, ExecutionMode};
 pub use scope::AgentId;
 pub use tool::{Tool, default_render};
 

@@ -17,8 +17,10 @@ use crate::error::ErrorCode;
 use crate::exec::lock;
 use crate::result::ToolFailure;
 
-/// Arguments nested deeper than this are refused before any recursive code touches them.
-pub const MAX_ARGUMENT_DEPTH: usize = 1024;
+/// Arguments nested deeper than this many levels are refused before any recursive code (clone,
+/// validation, deserialization, drop) touches them. serde_json's own parser stops at 128, so
+/// arguments parsed from model text never come near it.
+pub const MAX_ARGUMENT_DEPTH: usize = 256;
 
 /// A compiled parameters or output schema.
 pub struct SchemaValidator {
@@ -307,5 +309,18 @@ pub fn check_pattern(name: &str, value: &str, pattern: &'static str, out: &mut V
     match regex {
         Some(regex) if regex.is_match(value) => {}
         _ => out.push(format!("\"{name}\" must match the pattern \"{pattern}\"")),
+    }
+}
+
+/// Drops a value without recursion. serde_json's own `Drop` recurses once per nesting level,
+/// which a hostile, deeply nested value turns into a stack overflow.
+pub fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, item)| item)),
+            _ => {}
+        }
     }
 }
