@@ -229,7 +229,7 @@ impl Registry {
                 index: 0,
                 view: view.clone(),
             };
-            match contain(next.run()).await {
+            match contain(async move { next.run().await }).await {
                 Ok(decision) => decision,
                 Err(panic) => {
                     prepared.stage = Stage::FinalResult(stage_failure("pre-execute hook", &panic));
@@ -305,7 +305,7 @@ impl Registry {
             reason,
             signal: view.signal.clone(),
         };
-        let outcome = match contain(approver.request(request)).await {
+        let outcome = match contain(async move { approver.request(request).await }).await {
             Ok(outcome) => outcome,
             Err(panic) => {
                 return Ok(Some(format!(
@@ -387,7 +387,7 @@ impl Registry {
             replaced: false,
             base,
         };
-        let result = match contain(next.run()).await {
+        let result = match contain(async move { next.run().await }).await {
             Ok(result) => result,
             Err(panic) => {
                 let result = stage_failure("execute wrapper", &panic);
@@ -579,7 +579,7 @@ impl Registry {
             view: view.clone(),
             result: current.clone(),
         };
-        let decision = match contain(next.run()).await {
+        let decision = match contain(async move { next.run().await }).await {
             Ok(decision) => decision,
             Err(panic) => return stage_failure("post-execute hook", &panic),
         };
