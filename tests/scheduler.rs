@@ -1,0 +1,325 @@
+//! The order-preserving batch scheduler (SPEC §7, REFERENCE §2.5).
+
+mod common;
+
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use common::call;
+use dsh_tools::pipeline::{PreNext, ToolCallView};
+use dsh_tools::{
+    BatchOptions, ErrorCode, ExecutionMode, Registry, ToolCall, ToolDefinition, ToolExec,
+};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Records what ran concurrently with what.
+#[derive(Default)]
+struct Tracker {
+    active: AtomicUsize,
+    peak: AtomicUsize,
+    /// (call label, active count seen at start) per body.
+    starts: Mutex<Vec<(String, usize)>>,
+    exclusive_overlap: AtomicBool,
+    bodies: AtomicUsize,
+}
+
+/// A tool whose arguments say how long to sleep, whether it is parallel-safe, and a label.
+fn job(tracker: &Arc<Tracker>) -> ToolDefinition {
+    let t = tracker.clone();
+    ToolDefinition::builder("job")
+        .parameters(json!({"type": "object", "properties": {
+            "label": {"type": "string"}, "ms": {"type": "integer"}, "parallel": {"type": "boolean"}
+        }}))
+        .classifier(|args| args["parallel"] == json!(true))
+        .handler(move |args: Value, _exec: ToolExec| {
+            let t = t.clone();
+            async move {
+                let now = t.active.fetch_add(1, Ordering::SeqCst) + 1;
+                t.peak.fetch_max(now, Ordering::SeqCst);
+                t.bodies.fetch_add(1, Ordering::SeqCst);
+                let exclusive = args["parallel"] != json!(true);
+                if exclusive && now != 1 {
+                    t.exclusive_overlap.store(true, Ordering::SeqCst);
+                }
+                t.starts
+                    .lock()
+                    .unwrap()
+                    .push((args["label"].as_str().unwrap_or("").to_owned(), now));
+                tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0))).await;
+                if exclusive && t.active.load(Ordering::SeqCst) != 1 {
+                    t.exclusive_overlap.store(true, Ordering::SeqCst);
+                }
+                t.active.fetch_sub(1, Ordering::SeqCst);
+                Ok(args["label"].clone())
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+fn job_call(label: &str, ms: u64, parallel: bool) -> ToolCall {
+    call(
+        label,
+        "job",
+        json!({"label": label, "ms": ms, "parallel": parallel}),
+    )
+}
+
+fn commit_order(registry: &Registry) -> Arc<Mutex<Vec<String>>> {
+    let order = Arc::new(Mutex::new(Vec::new()));
+    let o = order.clone();
+    registry.on_result(move |view: &ToolCallView, _result| {
+        o.lock().unwrap().push(view.call_id.clone())
+    });
+    order
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn exclusive_calls_are_barriers_and_commits_keep_model_order() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let order = commit_order(&registry);
+    // Later parallel bodies finish first (shorter sleeps).
+    let calls = vec![
+        job_call("p1", 80, true),
+        job_call("p2", 60, true),
+        job_call("p3", 40, true),
+        job_call("p4", 20, true),
+        job_call("x", 30, false),
+        job_call("q1", 60, true),
+        job_call("q2", 30, true),
+        job_call("q3", 10, true),
+    ];
+    let results = registry
+        .execute_batch(None, calls, BatchOptions::default())
+        .await;
+    let values: Vec<Value> = results
+        .iter()
+        .map(|r| r.value().cloned().unwrap_or(Value::Null))
+        .collect();
+    assert_eq!(
+        values,
+        ["p1", "p2", "p3", "p4", "x", "q1", "q2", "q3"].map(|s| json!(s))
+    );
+    assert_eq!(
+        *order.lock().unwrap(),
+        ["p1", "p2", "p3", "p4", "x", "q1", "q2", "q3"],
+        "commits in model order"
+    );
+    assert!(
+        !tracker.exclusive_overlap.load(Ordering::SeqCst),
+        "the exclusive call overlapped something"
+    );
+    assert_eq!(
+        tracker.peak.load(Ordering::SeqCst),
+        4,
+        "the parallel groups overlapped"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_pool_rolls_at_max_parallel() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let calls = (0..7)
+        .map(|i| job_call(&format!("c{i}"), 30, true))
+        .collect();
+    let started = std::time::Instant::now();
+    let results = registry
+        .execute_batch(
+            None,
+            calls,
+            BatchOptions {
+                max_parallel: 2,
+                ..Default::default()
+            },
+        )
+        .await;
+    assert_eq!(results.len(), 7);
+    assert_eq!(tracker.peak.load(Ordering::SeqCst), 2);
+    // Four rounds of 30 ms at the very least.
+    assert!(started.elapsed() >= Duration::from_millis(110));
+}
+
+#[tokio::test]
+async fn pre_execute_runs_in_model_order_one_at_a_time() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let in_pre = Arc::new(AtomicUsize::new(0));
+    let (s, p) = (seen.clone(), in_pre.clone());
+    registry.on_pre_execute(Arc::new(move |view: Arc<ToolCallView>, next: PreNext| {
+        let (s, p) = (s.clone(), p.clone());
+        Box::pin(async move {
+            assert_eq!(
+                p.fetch_add(1, Ordering::SeqCst),
+                0,
+                "two pre-execute hooks overlapped"
+            );
+            tokio::time::sleep(Duration::from_millis(5)).await;
+            s.lock().unwrap().push(view.call_id.clone());
+            p.fetch_sub(1, Ordering::SeqCst);
+            next.run().await
+        })
+    }));
+    let calls = (0..6)
+        .map(|i| job_call(&format!("c{i}"), 5, true))
+        .collect();
+    registry
+        .execute_batch(None, calls, BatchOptions::default())
+        .await;
+    assert_eq!(*seen.lock().unwrap(), ["c0", "c1", "c2", "c3", "c4", "c5"]);
+}
+
+#[test]
+fn classification() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let panicky = ToolDefinition::builder("panicky")
+        .classifier(|_| panic!("classifier bug"))
+        .handler(|_, _| async { Ok(Value::Null) })
+        .build()
+        .unwrap();
+    registry.register(panicky).unwrap();
+    registry
+        .register(ToolDefinition::from_tool(common::Echo))
+        .unwrap();
+    assert_eq!(
+        registry.execution_mode(&job_call("a", 0, true)),
+        ExecutionMode::Parallel
+    );
+    assert_eq!(
+        registry.execution_mode(&job_call("a", 0, false)),
+        ExecutionMode::Exclusive
+    );
+    assert_eq!(
+        registry.execution_mode(&call("u", "unknown", json!({}))),
+        ExecutionMode::Exclusive
+    );
+    assert_eq!(
+        registry.execution_mode(&call("p", "panicky", json!({}))),
+        ExecutionMode::Exclusive
+    );
+    assert_eq!(
+        registry.execution_mode(&call("e", "echo", json!({"text": "hi"}))),
+        ExecutionMode::Parallel
+    );
+    assert_eq!(
+        registry.execution_mode(&call("e", "echo", json!({"text": 3}))),
+        ExecutionMode::Exclusive,
+        "invalid arguments"
+    );
+    assert_eq!(
+        registry.execution_mode(&call("e", "echo", json!("nope"))),
+        ExecutionMode::Exclusive
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn calls_are_reclassified_before_they_start() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    let safe = Arc::new(AtomicBool::new(true));
+    let t = tracker.clone();
+    let s = safe.clone();
+    let flip = ToolDefinition::builder("flip")
+        .classifier(move |_| s.load(Ordering::SeqCst))
+        .handler(move |_, _| {
+            let t = t.clone();
+            async move {
+                let now = t.active.fetch_add(1, Ordering::SeqCst) + 1;
+                t.peak.fetch_max(now, Ordering::SeqCst);
+                tokio::time::sleep(Duration::from_millis(30)).await;
+                t.active.fetch_sub(1, Ordering::SeqCst);
+                Ok(Value::Null)
+            }
+        })
+        .build()
+        .unwrap();
+    registry.register(flip).unwrap();
+    let s = safe.clone();
+    let toggle = ToolDefinition::builder("toggle")
+        .handler(move |_, _| {
+            let s = s.clone();
+            async move {
+                s.store(false, Ordering::SeqCst);
+                Ok(Value::Null)
+            }
+        })
+        .build()
+        .unwrap();
+    registry.register(toggle).unwrap();
+    let calls = vec![
+        call("t", "toggle", json!({})),
+        call("a", "flip", json!({})),
+        call("b", "flip", json!({})),
+    ];
+    registry
+        .execute_batch(None, calls, BatchOptions::default())
+        .await;
+    assert_eq!(
+        tracker.peak.load(Ordering::SeqCst),
+        1,
+        "flip became exclusive after the barrier ran"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn abort_drains_started_calls_and_skips_the_rest() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let signal = CancellationToken::new();
+    let canceller = signal.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        canceller.cancel();
+    });
+    let calls = vec![
+        job_call("p1", 100, true),
+        job_call("p2", 100, true),
+        job_call("x", 10, false),
+        job_call("q1", 10, true),
+    ];
+    let results = registry
+        .execute_batch(
+            None,
+            calls,
+            BatchOptions {
+                max_parallel: 10,
+                signal,
+            },
+        )
+        .await;
+    assert_eq!(results.len(), 4);
+    // The started bodies ignore the signal and finish, but a cancelled success reads ABORTED.
+    assert_eq!(results[0].error_code(), Some(ErrorCode::Aborted));
+    assert_eq!(results[1].error_code(), Some(ErrorCode::Aborted));
+    assert_eq!(
+        results[2].error_code(),
+        Some(ErrorCode::AbortedBeforeDispatch),
+        "the barrier never ran"
+    );
+    assert_eq!(
+        results[3].error_code(),
+        Some(ErrorCode::AbortedBeforeDispatch)
+    );
+    assert_eq!(tracker.bodies.load(Ordering::SeqCst), 2);
+}
+
+#[tokio::test]
+async fn an_empty_batch_is_empty() {
+    let registry = Registry::new();
+    assert!(
+        registry
+            .execute_batch(None, Vec::new(), BatchOptions::default())
+            .await
+            .is_empty()
+    );
+}
