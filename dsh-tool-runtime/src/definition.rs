@@ -30,7 +30,7 @@ pub struct Dispatched {
 }
 
 type DispatchFn =
-    dyn Fn(Value, ToolExec) -> BoxFuture<Result<Dispatched, ToolFailure>> + Send + Sync;
+    dyn Fn(Arc<Value>, ToolExec) -> BoxFuture<Result<Dispatched, ToolFailure>> + Send + Sync;
 type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
 type RenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
 type FinalizeFn = dyn Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync;
@@ -94,18 +94,35 @@ pub enum DefinitionError {
 
 /// Removes top-level `null` values of properties that are not `required`: strict-mode clients send
 /// `null` for "absent" (SPEC §1, §3).
-fn drop_null_optionals(parameters: &Value, mut args: Value) -> Value {
-    if let Value::Object(map) = &mut args
-        && map.values().any(Value::is_null)
-    {
-        let required: Vec<&str> = parameters
-            .get("required")
-            .and_then(Value::as_array)
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
-        map.retain(|key, value| !value.is_null() || required.contains(&key.as_str()));
+/// Copies the arguments only when there is a `null` to drop.
+fn drop_null_optionals(parameters: &Value, args: Arc<Value>) -> Arc<Value> {
+    let Value::Object(map) = &*args else {
+        return args;
+    };
+    if !map.values().any(Value::is_null) {
+        return args;
     }
-    args
+    let required: Vec<&str> = parameters
+        .get("required")
+        .and_then(Value::as_array)
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut map = map.clone();
+    map.retain(|key, value| !value.is_null() || required.contains(&key.as_str()));
+    Arc::new(Value::Object(map))
+}
+
+/// Refuses too-deep arguments, dropping them without recursion when this is the last handle.
+fn check_depth(args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
+    match depth_violation(&args, "") {
+        None => Ok(args),
+        Some(violation) => {
+            if let Ok(value) = Arc::try_unwrap(args) {
+                dismantle(value);
+            }
+            Err(invalid_args(&[violation]))
+        }
+    }
 }
 
 fn non_object_args() -> ToolFailure {
@@ -121,7 +138,7 @@ impl ToolDefinition {
         let validator = Arc::new(SchemaValidator::new(&parameters).ok());
         let params_for_dispatch = parameters.clone();
         let dispatch =
-            move |args: Value, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
+            move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let tool = tool.clone();
                 let validator = validator.clone();
                 let parameters = params_for_dispatch.clone();
@@ -129,12 +146,9 @@ impl ToolDefinition {
                     if !args.is_object() {
                         return Err(non_object_args());
                     }
-                    if let Some(violation) = depth_violation(&args, "") {
-                        dismantle(args);
-                        return Err(invalid_args(&[violation]));
-                    }
+                    let args = check_depth(args)?;
                     let args = drop_null_optionals(&parameters, args);
-                    let typed = match T::Args::deserialize(&args) {
+                    let typed = match T::Args::deserialize(&*args) {
                         Ok(typed) => typed,
                         Err(serde_error) => {
                             let mut violations = match validator.as_ref() {
@@ -159,7 +173,7 @@ impl ToolDefinition {
                     // `call` consumed the typed arguments; only tools with a custom renderer pay for a
                     // second deserialization.
                     let (content, meta) = match T::RENDERS_WITH_ARGS
-                        .then(|| T::Args::deserialize(&args).ok())
+                        .then(|| T::Args::deserialize(&*args).ok())
                         .flatten()
                     {
                         Some(typed) => (
@@ -267,10 +281,10 @@ impl ToolDefinition {
     /// `INVALID_ARGS`, the body's own error, or `INVALID_TOOL_OUTPUT`.
     pub fn dispatch(
         &self,
-        args: Value,
+        args: impl Into<Arc<Value>>,
         exec: ToolExec,
     ) -> BoxFuture<Result<Dispatched, ToolFailure>> {
-        (self.inner.dispatch)(args, exec)
+        (self.inner.dispatch)(args.into(), exec)
     }
 
     /// Validates a replacement value against the output schema and renders it (post-execute
@@ -469,7 +483,7 @@ impl ToolDefinitionBuilder {
         let output_for_dispatch = output_validator.clone();
         let tool_name = name.clone();
         let dispatch =
-            move |args: Value, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
+            move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let handler = handler.clone();
                 let validator = validator.clone();
                 let parameters = parameters.clone();
@@ -480,16 +494,13 @@ impl ToolDefinitionBuilder {
                     if !args.is_object() {
                         return Err(non_object_args());
                     }
-                    if let Some(violation) = depth_violation(&args, "") {
-                        dismantle(args);
-                        return Err(invalid_args(&[violation]));
-                    }
+                    let args = check_depth(args)?;
                     let args = drop_null_optionals(&parameters, args);
                     let violations = validator.violations(&args, "");
                     if !violations.is_empty() {
                         return Err(invalid_args(&violations));
                     }
-                    let value = handler(args.clone(), exec)
+                    let value = handler(Value::clone(&args), exec)
                         .await
                         .map_err(ToolFailure::from)?;
                     if let Some(validator) = &output_validator {

@@ -22,7 +22,7 @@ pub enum ToolEvent {
         /// Tool name.
         name: String,
         /// Arguments as received.
-        arguments: Value,
+        arguments: Arc<Value>,
         /// The agent, if any.
         agent: Option<AgentId>,
         /// The enclosing transport call for sub-calls.

@@ -5,6 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
+use crate::pipeline::ToolCallView;
 use crate::result::AdditionalContext;
 use crate::scope::AgentId;
 
@@ -20,33 +21,18 @@ pub struct ToolExec {
 
 #[derive(Debug)]
 struct ExecInner {
-    call_id: String,
-    root_call_id: String,
-    tool_name: String,
-    agent: Option<AgentId>,
-    nested: bool,
+    view: Arc<ToolCallView>,
     deferred: Mutex<Vec<AdditionalContext>>,
     concluded: AtomicBool,
 }
 
 impl ToolExec {
-    /// A context for one call. `root_call_id` defaults to `call_id` for top-level calls.
-    pub fn new(
-        call_id: impl Into<String>,
-        root_call_id: Option<String>,
-        tool_name: impl Into<String>,
-        agent: Option<AgentId>,
-        nested: bool,
-        signal: CancellationToken,
-    ) -> Self {
-        let call_id = call_id.into();
+    /// A context for one call, from its view.
+    pub fn new(view: Arc<ToolCallView>) -> Self {
+        let signal = view.signal.clone();
         ToolExec {
             inner: Arc::new(ExecInner {
-                root_call_id: root_call_id.unwrap_or_else(|| call_id.clone()),
-                call_id,
-                tool_name: tool_name.into(),
-                agent,
-                nested,
+                view,
                 deferred: Mutex::new(Vec::new()),
                 concluded: AtomicBool::new(false),
             }),
@@ -56,14 +42,15 @@ impl ToolExec {
 
     /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh token.
     pub fn detached(tool_name: impl Into<String>) -> Self {
-        ToolExec::new(
-            "test",
-            None,
-            tool_name,
-            None,
-            false,
-            CancellationToken::new(),
-        )
+        ToolExec::new(Arc::new(ToolCallView {
+            call_id: "test".to_owned(),
+            root_call_id: "test".to_owned(),
+            name: tool_name.into(),
+            arguments: Arc::new(serde_json::Value::Null),
+            agent: None,
+            parent: None,
+            signal: CancellationToken::new(),
+        }))
     }
 
     /// The cancellation signal. A body must observe it and settle once its owned work is quiescent.
@@ -73,27 +60,27 @@ impl ToolExec {
 
     /// The id of this call (`<outer>:code:<n>` for calls made from a code-mode program).
     pub fn call_id(&self) -> &str {
-        &self.inner.call_id
+        &self.inner.view.call_id
     }
 
     /// The id of the top-level call this call descends from (equal to `call_id` for roots).
     pub fn root_call_id(&self) -> &str {
-        &self.inner.root_call_id
+        &self.inner.view.root_call_id
     }
 
     /// The name of the tool being called.
     pub fn tool_name(&self) -> &str {
-        &self.inner.tool_name
+        &self.inner.view.name
     }
 
     /// The agent the call runs for, if any.
     pub fn agent(&self) -> Option<&AgentId> {
-        self.inner.agent.as_ref()
+        self.inner.view.agent.as_ref()
     }
 
     /// `true` for a sub-call made by a transport such as `run_code`.
     pub fn is_nested(&self) -> bool {
-        self.inner.nested
+        self.inner.view.parent.is_some()
     }
 
     /// Attaches a user-role context to this call's own final result (never injected immediately;

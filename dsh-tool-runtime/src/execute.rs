@@ -46,6 +46,28 @@ fn merged<T: Clone>(layers: &[&Layer], pick: impl Fn(&Layer) -> &Vec<(u64, T)>) 
 
 impl Hooks {
     fn collect(state: &State, call: &ToolCall) -> Self {
+        if call.agent.is_none() {
+            let global = &state.global;
+            return Hooks {
+                pre: global.pre.iter().map(|(_, hook)| hook.clone()).collect(),
+                guards: global
+                    .guards
+                    .iter()
+                    .map(|(_, guard)| guard.clone())
+                    .collect(),
+                wrappers: global
+                    .wrappers
+                    .iter()
+                    .map(|(_, wrapper)| wrapper.clone())
+                    .collect(),
+                post: global.post.iter().map(|(_, hook)| hook.clone()).collect(),
+                observers: global
+                    .observers
+                    .iter()
+                    .map(|(_, observer)| observer.clone())
+                    .collect(),
+            };
+        }
         let layers = state.layers(call.agent.as_ref());
         // Guards: global first, then the scope chain from the farthest ancestor (layer order).
         let guards = layers
@@ -155,19 +177,12 @@ impl Registry {
                 .unwrap_or_else(|| call.call_id.clone()),
             call_id: call.call_id,
             name: call.name,
-            arguments: call.arguments,
+            arguments: Arc::new(call.arguments),
             agent: call.agent,
             parent: call.parent,
             signal: call.signal,
         });
-        let exec = ToolExec::new(
-            view.call_id.clone(),
-            Some(view.root_call_id.clone()),
-            view.name.clone(),
-            view.agent.clone(),
-            view.parent.is_some(),
-            view.signal.clone(),
-        );
+        let exec = ToolExec::new(view.clone());
         let mut prepared = PreparedCall {
             finalizer: definition
                 .clone()
@@ -349,10 +364,28 @@ impl Registry {
         }
         let view = prepared.view.clone();
         let caller = view.signal.clone();
+        if prepared.hooks.wrappers.is_empty() {
+            let invoked = prepared.body_invoked.clone();
+            let mut result = self
+                .run_body(
+                    &view,
+                    &prepared.exec,
+                    &caller,
+                    caller.clone(),
+                    false,
+                    &invoked,
+                )
+                .await;
+            self.attach_deferred(&prepared, &mut result);
+            return DispatchedCall {
+                prepared,
+                result,
+                run_post: true,
+            };
+        }
         let registry = self.clone();
         let exec = prepared.exec.clone();
         let body_invoked = prepared.body_invoked.clone();
-        let has_wrappers = !prepared.hooks.wrappers.is_empty();
         let base_result: Arc<std::sync::Mutex<Option<ToolResult>>> = Arc::default();
         let base_slot = base_result.clone();
         let base: BaseDispatch = Arc::new(move |signal: CancellationToken, replaced: bool| {
@@ -366,9 +399,7 @@ impl Registry {
                 let result = registry
                     .run_body(&view, &exec, &caller, signal, replaced, &body_invoked)
                     .await;
-                if has_wrappers {
-                    *lock(&base_slot) = Some(result.clone());
-                }
+                *lock(&base_slot) = Some(result.clone());
                 result
             })
         });
@@ -398,25 +429,29 @@ impl Registry {
                 };
             }
         };
-        let body_invoked = prepared.body_invoked.load(Ordering::SeqCst);
-        let mut result = if has_wrappers {
-            self.trust(&prepared, result, base_result)
-        } else {
-            result
-        };
-        // Deferred contexts come before the result's own (REFERENCE §2.2 step 10).
+        let mut result = self.trust(&prepared, result, base_result);
+        self.attach_deferred(&prepared, &mut result);
+        DispatchedCall {
+            prepared,
+            result,
+            run_post: true,
+        }
+    }
+
+    /// Deferred contexts go before the result's own (REFERENCE §2.2 step 10); then a success of a
+    /// cancelled caller becomes the cancellation result, keeping its contexts.
+    fn attach_deferred(&self, prepared: &PreparedCall, result: &mut ToolResult) {
         let deferred = prepared.exec.take_deferred();
         if !deferred.is_empty() {
             let own = std::mem::take(result.additional_contexts_mut());
             *result.additional_contexts_mut() = deferred.into_iter().chain(own).collect();
         }
-        if caller.is_cancelled() {
-            result = cancel_success(result, body_invoked);
-        }
-        DispatchedCall {
-            prepared,
-            result,
-            run_post: true,
+        if prepared.view.signal.is_cancelled() && !result.is_error() {
+            let body_invoked = prepared.body_invoked.load(Ordering::SeqCst);
+            *result = cancel_success(
+                std::mem::replace(result, aborted(body_invoked)),
+                body_invoked,
+            );
         }
     }
 

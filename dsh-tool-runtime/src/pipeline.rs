@@ -24,8 +24,8 @@ pub struct ToolCallView {
     pub root_call_id: String,
     /// The tool name as the model wrote it.
     pub name: String,
-    /// The arguments as received.
-    pub arguments: Value,
+    /// The arguments as received (shared, never copied per stage).
+    pub arguments: Arc<Value>,
     /// The agent the call runs for.
     pub agent: Option<AgentId>,
     /// The id of the enclosing transport call (`run_code`) for sub-calls.

@@ -1,0 +1,230 @@
+//! A small real toolset over a directory tree: list files, read a window of a file, grep, and
+//! file statistics. Shared by the `quickstart` and `code_mode` examples and by the tests that pin
+//! their schemas and the committed SDK.
+
+use std::path::{Component, Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_tools::{ToolDefinition, ToolError, ToolExec, toolbox};
+use schemars::JsonSchema;
+use serde::Serialize;
+
+/// Read-only file tools confined to one root directory.
+pub struct RepoTools {
+    root: PathBuf,
+}
+
+/// One entry of `list_files`.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileEntry {
+    /// Path relative to the root, `/`-separated.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+}
+
+/// What `read_file` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct ReadWindow {
+    /// Path relative to the root.
+    pub path: String,
+    /// 1-based number of the first line returned.
+    pub offset: u64,
+    /// The lines, without their line endings.
+    pub lines: Vec<String>,
+    /// Number of lines in the whole file.
+    pub total_lines: u64,
+}
+
+/// One `grep` hit.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GrepMatch {
+    /// Path relative to the root.
+    pub path: String,
+    /// 1-based line number.
+    pub line_number: u64,
+    /// The matching line.
+    pub line: String,
+}
+
+/// What `grep` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct GrepResult {
+    /// The hits, in path then line order.
+    pub matches: Vec<GrepMatch>,
+    /// `true` when `max_matches` cut the list.
+    pub truncated: bool,
+}
+
+/// What `file_stats` returns.
+#[derive(Debug, Serialize, JsonSchema)]
+pub struct FileStats {
+    /// Path relative to the root.
+    pub path: String,
+    /// Size in bytes.
+    pub bytes: u64,
+    /// Number of lines (0 for directories).
+    pub lines: u64,
+    /// `true` for a directory.
+    pub is_dir: bool,
+}
+
+/// Directories never listed: build output and dependency caches.
+const SKIPPED_DIRS: [&str; 4] = ["target", "node_modules", ".git", ".tools"];
+
+impl RepoTools {
+    /// Tools confined to `root`.
+    pub fn new(root: impl Into<PathBuf>) -> Arc<Self> {
+        Arc::new(RepoTools { root: root.into() })
+    }
+
+    /// Resolves a path relative to the root, refusing absolute paths and `..`.
+    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        let relative = Path::new(path);
+        if relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
+            return Err(ToolError::new(format!("path \"{path}\" must be relative to the root and must not contain ..")).with_code("EPATH"));
+        }
+        Ok(self.root.join(relative))
+    }
+
+    fn relative(&self, path: &Path) -> String {
+        let relative = path.strip_prefix(&self.root).unwrap_or(path);
+        relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+    }
+
+    /// Every file below `dir`, sorted by path, skipping [`SKIPPED_DIRS`].
+    fn walk(&self, dir: &Path, exec: &ToolExec) -> Result<Vec<PathBuf>, ToolError> {
+        let mut files = Vec::new();
+        let mut stack = vec![dir.to_path_buf()];
+        while let Some(dir) = stack.pop() {
+            if exec.signal().is_cancelled() {
+                return Err(ToolError::new("cancelled"));
+            }
+            let entries = std::fs::read_dir(&dir).map_err(|err| ToolError::new(format!("cannot list {}: {err}", self.relative(&dir))))?;
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let Ok(kind) = entry.file_type() else { continue };
+                if kind.is_dir() {
+                    if !SKIPPED_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()) {
+                        stack.push(path);
+                    }
+                } else if kind.is_file() {
+                    files.push(path);
+                }
+            }
+        }
+        files.sort();
+        Ok(files)
+    }
+}
+
+#[toolbox]
+impl RepoTools {
+    /// List the files below a directory of the repository, sorted by path.
+    #[tool(concurrency_safe)]
+    async fn list_files(
+        &self,
+        /// Directory relative to the repository root; `.` for the root itself.
+        #[arg(default = ".".to_owned())]
+        dir: String,
+        /// Keep only paths ending with this suffix, e.g. `.rs`.
+        suffix: Option<String>,
+        /// Most entries to return.
+        #[arg(default = 1000, range(min = 1, max = 100000))]
+        limit: u32,
+        exec: ToolExec,
+    ) -> Result<Vec<FileEntry>, ToolError> {
+        let dir = self.resolve(&dir)?;
+        let files = self.walk(&dir, &exec)?;
+        Ok(files
+            .into_iter()
+            .filter(|path| suffix.as_deref().is_none_or(|suffix| path.to_string_lossy().ends_with(suffix)))
+            .take(limit as usize)
+            .map(|path| FileEntry { bytes: path.metadata().map(|m| m.len()).unwrap_or(0), path: self.relative(&path) })
+            .collect())
+    }
+
+    /// Read a window of lines from a UTF-8 text file of the repository.
+    #[tool(concurrency_safe, timeout_ms = 5_000)]
+    async fn read_file(
+        &self,
+        /// File path relative to the repository root.
+        #[arg(length(min = 1))]
+        path: String,
+        /// First line to return, 1-based.
+        #[arg(default = 1, range(min = 1))]
+        offset: u64,
+        /// Most lines to return; all remaining lines when absent.
+        limit: Option<u32>,
+        exec: ToolExec,
+    ) -> Result<ReadWindow, ToolError> {
+        let full = self.resolve(&path)?;
+        let text = tokio::select! {
+            text = tokio::fs::read_to_string(&full) => text.map_err(|err| ToolError::new(format!("cannot read {path}: {err}")).with_code("EREAD"))?,
+            _ = exec.signal().cancelled() => return Err(ToolError::new("cancelled")),
+        };
+        let all: Vec<&str> = text.lines().collect();
+        let start = usize::try_from(offset - 1).unwrap_or(usize::MAX).min(all.len());
+        let end = limit.map_or(all.len(), |limit| start.saturating_add(limit as usize).min(all.len()));
+        Ok(ReadWindow {
+            path,
+            offset,
+            lines: all[start..end].iter().map(|line| (*line).to_owned()).collect(),
+            total_lines: all.len() as u64,
+        })
+    }
+
+    /// Search the repository's text files for a regular expression, line by line.
+    #[tool(concurrency_safe)]
+    async fn grep(
+        &self,
+        /// A regular expression (Rust `regex` syntax).
+        #[arg(length(min = 1))]
+        pattern: String,
+        /// Directory to search, relative to the repository root.
+        #[arg(default = ".".to_owned())]
+        dir: String,
+        /// Most matches to return.
+        #[arg(default = 200, range(min = 1, max = 10000))]
+        max_matches: u32,
+        exec: ToolExec,
+    ) -> Result<GrepResult, ToolError> {
+        let regex = regex::Regex::new(&pattern).map_err(|err| ToolError::new(format!("invalid pattern: {err}")).with_code("EPATTERN"))?;
+        let dir = self.resolve(&dir)?;
+        let mut matches = Vec::new();
+        for file in self.walk(&dir, &exec)? {
+            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            for (index, line) in text.lines().enumerate() {
+                if regex.is_match(line) {
+                    if matches.len() == max_matches as usize {
+                        return Ok(GrepResult { matches, truncated: true });
+                    }
+                    matches.push(GrepMatch { path: self.relative(&file), line_number: index as u64 + 1, line: line.to_owned() });
+                }
+            }
+        }
+        Ok(GrepResult { matches, truncated: false })
+    }
+
+    /// Size, line count and kind of a file or directory of the repository.
+    #[tool(concurrency_safe)]
+    async fn file_stats(
+        &self,
+        /// Path relative to the repository root.
+        path: String,
+    ) -> Result<FileStats, ToolError> {
+        let full = self.resolve(&path)?;
+        let meta = tokio::fs::metadata(&full).await.map_err(|err| ToolError::new(format!("cannot stat {path}: {err}")).with_code("ESTAT"))?;
+        let lines = if meta.is_file() {
+            tokio::fs::read(&full).await.map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64).unwrap_or(0)
+        } else {
+            0
+        };
+        Ok(FileStats { path, bytes: meta.len(), lines, is_dir: meta.is_dir() })
+    }
+}
+
+/// The toolset's definitions for `root`.
+pub fn definitions(root: impl Into<PathBuf>) -> Vec<ToolDefinition> {
+    RepoTools::new(root).tools()
+}
