@@ -681,7 +681,7 @@ impl Registry {
         }
     }
 
-    fn publish(&self, event: impl FnOnce() -> ToolEvent) {
+    pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
         if self.inner.events.receiver_count() > 0 {
             // A send error only means every receiver went away meanwhile.
             let _ = self.inner.events.send(event());

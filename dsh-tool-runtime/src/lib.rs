@@ -14,6 +14,7 @@ pub mod events;
 pub mod exec;
 pub mod execute;
 pub mod guards;
+pub mod json;
 pub mod pipeline;
 pub mod presentation;
 pub mod registry;

@@ -185,6 +185,11 @@ pub(crate) struct State {
     pub(crate) parents: HashMap<AgentId, AgentId>,
     pub(crate) default_mode: Mode,
     pub(crate) approver: Option<Arc<dyn Approver>>,
+    /// The mounted code runtime and the `run_code` definition bound to it.
+    #[cfg(feature = "code-mode")]
+    pub(crate) code_runtime: Option<Arc<dyn crate::code_runtime::CodeRuntime>>,
+    #[cfg(feature = "code-mode")]
+    pub(crate) run_code: Option<ToolDefinition>,
 }
 
 impl State {
@@ -251,8 +256,16 @@ impl State {
             })
     }
 
-    /// The definition `name` resolves to for `agent`, if visible.
+    /// The definition `name` resolves to for `agent`, if visible. `run_code` lives outside the
+    /// layers: it resolves in non-native scopes once a code runtime is mounted.
     pub(crate) fn resolve(&self, name: &str, agent: Option<&AgentId>) -> Option<ToolDefinition> {
+        if name == RUN_CODE {
+            #[cfg(feature = "code-mode")]
+            if self.mode(agent) != Mode::Native {
+                return self.run_code.clone();
+            }
+            return None;
+        }
         let Some(agent) = agent else {
             return self.global.tools.get(name).map(|(_, def)| def.clone());
         };

@@ -1,0 +1,159 @@
+//! Code mode (SPEC §8, REFERENCE §4.1–§4.3): the model writes a program instead of single calls.
+//!
+//! - [`Registry::set_code_runtime`] mounts a [`CodeRuntime`]; with a non-native [`Mode`] the
+//!   registry then serves the reserved `run_code` tool ([`run_code`]).
+//! - [`Registry::model_view`] is what the model is shown: tool schemas and prompt sections.
+//! - Every binding call a program makes is a nested call through the full pipeline, scheduled by
+//!   [`bridge`] in submission order.
+
+pub mod bridge;
+pub mod render;
+pub mod run_code;
+
+use std::sync::Arc;
+
+use crate::code_runtime::CodeRuntime;
+pub use run_code::RunCodeConfig;
+use crate::dialect::Dialect;
+use crate::registry::{Mode, Registry, ToolSchema, read, write};
+use crate::scope::AgentId;
+use crate::sdk::{self, Language, ToolSpec};
+
+/// A prompt section contributed by the registry.
+#[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
+pub struct PromptSection {
+    /// Stable id: `tools:code-only` or `tools:sdk`.
+    pub id: &'static str,
+    /// Sort key among the prompt's sections (99 for the code-only rule, 150 for the SDK).
+    pub order: u32,
+    /// The section text.
+    pub text: String,
+}
+
+/// What the model is shown for a scope: deterministic, byte-identical for an unchanged tool set.
+#[derive(Debug, Clone, PartialEq, serde::Serialize)]
+pub struct ModelView {
+    /// The mode in force.
+    pub mode: Mode,
+    /// Tool schemas: native, all visible tools sorted by name; code, only `run_code`; both, all
+    /// visible tools then `run_code` last.
+    pub tools: Vec<ToolSchema>,
+    /// Prompt sections, by `order`.
+    pub sections: Vec<PromptSection>,
+}
+
+/// Why a model view cannot be built.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodeModeError {
+    /// A non-native mode without a mounted runtime.
+    #[error(
+        "dsh-tools: mode \"{0}\" requires a code runtime — mount one with Registry::set_code_runtime (e.g. SubprocessRuntime::typescript) or set the mode to native"
+    )]
+    NoRuntime(Mode),
+    /// The runtime's language has no SDK renderer.
+    #[error("dsh-tools: no SDK renderer registered for runtime language \"{0}\" (known: \"typescript\", \"python\")")]
+    UnknownLanguage(String),
+}
+
+/// The SDK language for a runtime language id.
+pub fn language_of(runtime: &dyn CodeRuntime) -> Result<Language, CodeModeError> {
+    match runtime.language() {
+        "typescript" => Ok(Language::TypeScript),
+        "python" => Ok(Language::Python),
+        other => Err(CodeModeError::UnknownLanguage(other.to_owned())),
+    }
+}
+
+/// The code-only rule, in our words.
+const CODE_ONLY_RULE: &str = "Tools are reached through programs in this session. The only tool you can call \
+directly is `run_code`; a direct call to any other tool fails. Write a program that calls the tools \
+declared in the SDK below and pass it to `run_code`.";
+
+impl Registry {
+    /// Mounts the code runtime that `run_code` uses (replacing any earlier one, which is not
+    /// disposed), with the default [`RunCodeConfig`]. Scopes in [`Mode::Code`] or [`Mode::Both`]
+    /// then see `run_code`.
+    pub fn set_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) {
+        self.set_code_runtime_with(runtime, RunCodeConfig::default());
+    }
+
+    /// [`Registry::set_code_runtime`] with explicit settings.
+    pub fn set_code_runtime_with(&self, runtime: Arc<dyn CodeRuntime>, config: RunCodeConfig) {
+        let definition = run_code::definition(self, &runtime, config);
+        let mut state = write(&self.inner.state);
+        state.code_runtime = Some(runtime);
+        state.run_code = Some(definition);
+    }
+
+    /// The mounted code runtime.
+    pub fn code_runtime(&self) -> Option<Arc<dyn CodeRuntime>> {
+        read(&self.inner.state).code_runtime.clone()
+    }
+
+    /// The SDK text (a whole file, with its `@generated` header) for the tools `scope` sees,
+    /// excluding `run_code`.
+    pub fn sdk(&self, scope: Option<&AgentId>, language: Language) -> String {
+        sdk::render(language, &self.tool_specs(scope))
+    }
+
+    /// [`ToolSpec`]s of the tools `scope` sees, sorted by name, excluding `run_code`.
+    pub fn tool_specs(&self, scope: Option<&AgentId>) -> Vec<ToolSpec> {
+        self.tools(scope)
+            .into_iter()
+            .map(|def| {
+                ToolSpec::new(
+                    def.name(),
+                    def.description(),
+                    def.parameters().clone(),
+                    def.output_schema().cloned().unwrap_or(serde_json::Value::Bool(true)),
+                )
+            })
+            .collect()
+    }
+
+    /// What the model is shown for `scope` (REFERENCE §4.1): the tool schemas (Portable dialect)
+    /// and the prompt sections.
+    ///
+    /// # Errors
+    /// [`CodeModeError::NoRuntime`] for a non-native mode without a runtime,
+    /// [`CodeModeError::UnknownLanguage`] when the runtime's language has no renderer.
+    pub fn model_view(&self, scope: Option<&AgentId>) -> Result<ModelView, CodeModeError> {
+        let mode = self.mode(scope);
+        let native = || self.schemas_for(scope, Dialect::Portable).into_iter().filter_map(|(schema, result)| {
+            result.ok().map(|parameters| ToolSchema { parameters, ..schema })
+        });
+        if mode == Mode::Native {
+            return Ok(ModelView { mode, tools: native().collect(), sections: Vec::new() });
+        }
+        let (runtime, run_code) = {
+            let state = read(&self.inner.state);
+            (state.code_runtime.clone(), state.run_code.clone())
+        };
+        let (Some(runtime), Some(run_code)) = (runtime, run_code) else {
+            return Err(CodeModeError::NoRuntime(mode));
+        };
+        let language = language_of(runtime.as_ref())?;
+        let run_code_schema = ToolSchema {
+            name: run_code.name().to_owned(),
+            description: run_code.description().to_owned(),
+            parameters: run_code.parameters().clone(),
+        };
+        let sdk_section =
+            PromptSection { id: "tools:sdk", order: 150, text: sdk::prompt_section(language, &self.tool_specs(scope)) };
+        Ok(match mode {
+            Mode::Code => ModelView {
+                mode,
+                tools: vec![run_code_schema],
+                sections: vec![
+                    PromptSection { id: "tools:code-only", order: 99, text: CODE_ONLY_RULE.to_owned() },
+                    sdk_section,
+                ],
+            },
+            _ => ModelView {
+                mode,
+                tools: native().chain(std::iter::once(run_code_schema)).collect(),
+                sections: vec![sdk_section],
+            },
+        })
+    }
+}

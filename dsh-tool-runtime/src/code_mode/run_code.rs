@@ -1,0 +1,147 @@
+//! The `run_code` transport tool (REFERENCE §4.2).
+
+use std::sync::{Arc, Weak};
+
+use serde_json::{Map, Value, json};
+
+use super::bridge::Bridge;
+use super::render::render_run;
+use crate::code_runtime::{BindingNamespace, CodeRuntime, RunRequest};
+use crate::definition::ToolDefinition;
+use crate::error::{ErrorCode, ToolError};
+use crate::exec::ToolExec;
+use crate::registry::{Inner, RUN_CODE, Registry};
+use crate::result::ContentBlock;
+
+/// Settings of the transport.
+#[derive(Debug, Clone, Copy)]
+pub struct RunCodeConfig {
+    /// Binding calls of one program that may run at once. Default 10.
+    pub max_parallel_sub_calls: usize,
+}
+
+impl Default for RunCodeConfig {
+    fn default() -> Self {
+        RunCodeConfig { max_parallel_sub_calls: 10 }
+    }
+}
+
+fn description(language: &str) -> String {
+    let (name, output) = match language {
+        "python" => ("Python", "`print(...)` and/or `return <value>`"),
+        _ => ("TypeScript", "`console.log(...)` and/or `return <value>`"),
+    };
+    format!(
+        "Run a {name} program that calls the tools declared in the SDK. `code` is the body of an async \
+         {name} function: top-level `await` and `return` work, and each tool is an async function on \
+         `tools` (`await tools.name(args)`). Start independent calls together and await them as a group \
+         to run them concurrently. Only what the program prints with {output} comes back to you, so \
+         print or return just what you need. Images returned by tools are attached after the run."
+    )
+}
+
+fn parameters(language: &str) -> Value {
+    let name = if language == "python" { "Python" } else { "TypeScript" };
+    json!({
+        "type": "object",
+        "properties": {
+            "code": {
+                "type": "string",
+                "description": format!("The program: the body of an async {name} function.")
+            },
+            "description": {
+                "type": "string",
+                "description": "What the program does, in 5 to 10 words of active voice, shown to the user (e.g. \"Count lines in every Rust file\", \"Find the failing test\")."
+            }
+        },
+        "required": ["code", "description"]
+    })
+}
+
+/// Builds the `run_code` definition bound to `registry` and `runtime`. The handler holds the
+/// registry weakly: the registry owns the definition.
+pub(crate) fn definition(registry: &Registry, runtime: &Arc<dyn CodeRuntime>, config: RunCodeConfig) -> ToolDefinition {
+    let weak: Weak<Inner> = Arc::downgrade(&registry.inner);
+    let runtime = runtime.clone();
+    let language = runtime.language();
+    let built = ToolDefinition::builder(RUN_CODE)
+        .description(description(language))
+        .parameters(parameters(language))
+        .output_schema(json!({
+            "type": "object",
+            "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}},
+            "required": ["logs"],
+            "additionalProperties": false
+        }))
+        .render(|_args, value| {
+            let logs: Vec<String> = value["logs"]
+                .as_array()
+                .map(|logs| logs.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .unwrap_or_default();
+            vec![ContentBlock::text(render_run(&logs, value.get("result")))]
+        })
+        .handler(move |args: Value, exec: ToolExec| {
+            let registry = weak.upgrade().map(|inner| Registry { inner });
+            let runtime = runtime.clone();
+            async move {
+                let Some(registry) = registry else {
+                    return Err(ToolError::new("run_code: the registry is gone"));
+                };
+                run(registry, runtime, config, args, exec).await
+            }
+        })
+        .build();
+    match built {
+        Ok(definition) => definition,
+        // The schemas above are fixed and valid; a failure here is a bug in this file.
+        Err(err) => unreachable!("run_code definition is valid: {err}"),
+    }
+}
+
+async fn run(
+    registry: Registry,
+    runtime: Arc<dyn CodeRuntime>,
+    config: RunCodeConfig,
+    args: Value,
+    exec: ToolExec,
+) -> Result<Value, ToolError> {
+    let code = args["code"].as_str().unwrap_or_default().to_owned();
+    if args["description"].as_str().is_none_or(|text| text.trim().is_empty()) {
+        return Err(ToolError::coded(ErrorCode::InvalidArgs, "invalid description: expected a non-empty string"));
+    }
+    let names: Vec<String> = registry.tools(exec.agent()).iter().map(|def| def.name().to_owned()).collect();
+    // The run signal follows the outer call and is cancelled when the run settles.
+    let run_signal = exec.signal().child_token();
+    let bridge = Bridge::new(registry, exec.clone(), run_signal.clone(), config.max_parallel_sub_calls);
+    let request = RunRequest::new(code)
+        .binding(BindingNamespace::tools(names))
+        .dispatch(bridge.dispatcher())
+        .signal(run_signal.clone());
+    let (outcome, ()) = tokio::join!(
+        async {
+            let outcome = runtime.run(request).await;
+            run_signal.cancel();
+            outcome
+        },
+        bridge.drive()
+    );
+    let outcome = outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
+    if exec.signal().is_cancelled() {
+        // The caller cancelled: an aborted program reads as an aborted call (REFERENCE §4.3 step 7).
+        return Err(ToolError::coded(ErrorCode::Aborted, "tool call aborted"));
+    }
+    if let Some(failure) = outcome.error {
+        let mut message = format!("code run failed ({}): {}", failure.kind, failure.message);
+        if !outcome.logs.is_empty() {
+            message.push_str("\nCaptured output:\n");
+            message.push_str(&outcome.logs.join("\n"));
+        }
+        return Err(ToolError::coded(ErrorCode::CodeRunFailed, message));
+    }
+    let mut output = Map::new();
+    output.insert("logs".into(), Value::from(outcome.logs));
+    if let Some(value) = outcome.value {
+        output.insert("result".into(), value);
+    }
+    Ok(Value::Object(output))
+}
