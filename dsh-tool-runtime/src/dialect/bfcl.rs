@@ -28,9 +28,9 @@ pub fn bfcl_to_json_schema(parameters: &Value) -> Value {
             let mapped = json_schema_type(ty);
             map.insert("type".to_owned(), Value::String(mapped.to_owned()));
         }
-        map.remove("optional");
+        map.shift_remove("optional");
         if map.get("required").is_some_and(|required| !required.is_array()) {
-            map.remove("required");
+            map.shift_remove("required");
         }
         for (keyword, value) in map.iter_mut() {
             match (keyword.as_str(), value) {

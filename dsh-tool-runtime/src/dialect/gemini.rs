@@ -64,7 +64,7 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
         }
     };
     for keyword in DROPPED {
-        map.remove(*keyword);
+        map.shift_remove(*keyword);
     }
     let mut notes = Map::new();
     combinators(map, &mut notes);
@@ -77,7 +77,7 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
     let keys: Vec<String> = map.keys().cloned().collect();
     for key in keys {
         if !SUPPORTED.contains(&key.as_str())
-            && let Some(value) = map.remove(&key)
+            && let Some(value) = map.shift_remove(&key)
         {
             notes.insert(key, value);
         }
@@ -101,7 +101,7 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
 
 /// `const: v` → `enum: [v]` (Gemini has no `const`), with the value's type when none is given.
 fn const_to_enum(map: &mut Map<String, Value>, notes: &mut Map<String, Value>) {
-    let Some(value) = map.remove("const") else { return };
+    let Some(value) = map.shift_remove("const") else { return };
     if map.contains_key("enum") {
         notes.insert("const".to_owned(), value);
         return;
@@ -128,7 +128,7 @@ fn string_enum(map: &mut Map<String, Value>, notes: &mut Map<String, Value>) {
         .get("enum")
         .and_then(Value::as_array)
         .is_some_and(|values| values.iter().all(Value::is_string));
-    if !all_strings && let Some(values) = map.remove("enum") {
+    if !all_strings && let Some(values) = map.shift_remove("enum") {
         notes.insert("enum".to_owned(), values);
     }
 }
@@ -151,7 +151,7 @@ fn nullable_types(map: &mut Map<String, Value>, types: &[String], notes: &mut Ma
             map.insert("type".to_owned(), Value::String(one.clone()));
         }
         _ if map.contains_key("anyOf") => {
-            if let Some(ty) = map.remove("type") {
+            if let Some(ty) = map.shift_remove("type") {
                 notes.insert("type".to_owned(), ty);
             }
         }
@@ -165,7 +165,7 @@ fn nullable_types(map: &mut Map<String, Value>, types: &[String], notes: &mut Ma
 /// Null branches of `anyOf` become `nullable: true`; a single branch left is merged into the
 /// node; otherwise the node's other fields are copied into every branch so `anyOf` stands alone.
 fn union_alone(map: &mut Map<String, Value>) {
-    let Some(Value::Array(mut branches)) = map.remove("anyOf") else {
+    let Some(Value::Array(mut branches)) = map.shift_remove("anyOf") else {
         return;
     };
     let before = branches.len();

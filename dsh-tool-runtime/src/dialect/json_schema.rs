@@ -27,14 +27,14 @@ pub(super) fn portable(node: &mut Value) {
     if let Ok(Some(types)) = types_of(map) {
         match types.as_slice() {
             [] => {
-                map.remove("type");
+                map.shift_remove("type");
             }
             [one] => {
                 map.insert("type".to_owned(), Value::String(one.clone()));
             }
             many => {
                 let branches = split_type_list(map, many);
-                if let Some(existing) = map.remove("anyOf") {
+                if let Some(existing) = map.shift_remove("anyOf") {
                     let mut wrapped = Map::new();
                     wrapped.insert("anyOf".to_owned(), existing);
                     push_all_of(map, Value::Object(wrapped));
@@ -88,7 +88,7 @@ pub(super) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
 /// OpenAPI 3.0 `nullable: true` → JSON Schema: `null` added to `type` (and to `enum`), or a
 /// `{"type":"null"}` branch in `anyOf`. `nullable: false` is the default and is just dropped.
 pub(super) fn openapi_nullable(map: &mut Map<String, Value>) {
-    if map.remove("nullable") != Some(Value::Bool(true)) {
+    if map.shift_remove("nullable") != Some(Value::Bool(true)) {
         return;
     }
     if admits_null(map) {
@@ -159,7 +159,7 @@ pub(super) fn drop_null(map: &mut Map<String, Value>) {
         values.retain(|value| !value.is_null());
     }
     if map.get("default") == Some(&Value::Null) {
-        map.remove("default");
+        map.shift_remove("default");
     }
     for keyword in ["anyOf", "oneOf"] {
         let Some(Value::Array(branches)) = map.get_mut(keyword) else {
@@ -172,7 +172,7 @@ pub(super) fn drop_null(map: &mut Map<String, Value>) {
         if branches.len() == 1
             && let Some(Value::Object(kept)) = branches.pop()
         {
-            map.remove(keyword);
+            map.shift_remove(keyword);
             for (key, value) in kept {
                 map.entry(key).or_insert(value);
             }

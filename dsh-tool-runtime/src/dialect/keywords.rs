@@ -199,13 +199,7 @@ pub(crate) fn rename_key(map: &mut Map<String, Value>, from: &str, to: &str) {
 
 /// Puts `key: value` first in the map (providers show `type` first; purely cosmetic but stable).
 pub(crate) fn insert_first(map: &mut Map<String, Value>, key: &str, value: Value) {
-    let old = std::mem::take(map);
-    map.insert(key.to_owned(), value);
-    for (k, v) in old {
-        if k != key {
-            map.insert(k, v);
-        }
-    }
+    map.shift_insert(0, key.to_owned(), value);
 }
 
 /// Appends keywords a dialect cannot carry to the node's `description`, as
@@ -249,7 +243,7 @@ fn family(keyword: &str) -> Option<&'static str> {
 /// type-specific keyword into the branch of its type (numeric ones into both `integer` and
 /// `number`). Equivalent in 2020-12, and needed where type lists are not accepted.
 pub(crate) fn split_type_list(map: &mut Map<String, Value>, types: &[String]) -> Vec<Value> {
-    map.remove("type");
+    map.shift_remove("type");
     let mut branches: Vec<Map<String, Value>> = types
         .iter()
         .map(|ty| {
@@ -261,7 +255,7 @@ pub(crate) fn split_type_list(map: &mut Map<String, Value>, types: &[String]) ->
     let keys: Vec<String> = map.keys().cloned().collect();
     for key in keys {
         let Some(family) = family(&key) else { continue };
-        let Some(value) = map.remove(&key) else { continue };
+        let Some(value) = map.shift_remove(&key) else { continue };
         for (ty, branch) in types.iter().zip(branches.iter_mut()) {
             let matches = ty == family || (family == "number" && ty == "integer");
             if matches {
@@ -320,12 +314,12 @@ pub(crate) fn last_segment(reference: &str) -> String {
 /// (both dialects that call this treat `oneOf` as `anyOf`); what cannot be rewritten goes to the
 /// notes.
 pub(crate) fn combinators(map: &mut Map<String, Value>, notes: &mut Map<String, Value>) {
-    if let Some(all_of) = map.remove("allOf") {
+    if let Some(all_of) = map.shift_remove("allOf") {
         merge_all_of(map, all_of, notes);
     }
     if map.contains_key("oneOf") {
         if map.contains_key("anyOf") {
-            if let Some(one_of) = map.remove("oneOf") {
+            if let Some(one_of) = map.shift_remove("oneOf") {
                 notes.insert("oneOf".to_owned(), one_of);
             }
         } else {

@@ -138,9 +138,9 @@ impl Strict {
                     .and_then(Value::as_str)
                     .is_some_and(|format| FORMATS.contains(&format));
             if key == "$comment" {
-                map.remove(&key);
+                map.shift_remove(&key);
             } else if !SUPPORTED.contains(&key.as_str()) || unsupported_format {
-                if let Some(value) = map.remove(&key) {
+                if let Some(value) = map.shift_remove(&key) {
                     notes.insert(key, value);
                 }
             }
@@ -272,7 +272,7 @@ fn wrap_ref(map: &mut Map<String, Value>) -> Result<(), DialectErrorKind> {
     if map.contains_key("anyOf") {
         return Err(DialectErrorKind::RefBesideAnyOf);
     }
-    let Some(reference) = map.remove("$ref") else {
+    let Some(reference) = map.shift_remove("$ref") else {
         return Ok(());
     };
     let mut branch = Map::new();
@@ -298,7 +298,7 @@ fn make_nullable(property: &mut Value) {
         Value::Object(branch)
     };
     if plain {
-        if let Some(ty) = map.remove("type") {
+        if let Some(ty) = map.shift_remove("type") {
             insert_first(
                 map,
                 "type",
