@@ -352,9 +352,10 @@ fn openai_strict_moves_rejected_keywords_into_the_description() {
         "properties": {
             "url": {"type": "string", "format": "uri", "minLength": 1, "description": "Page to fetch"},
             "when": {"type": "string", "format": "date-time"},
-            "count": {"type": "integer", "default": 5, "not": {"const": 3}}
+            "count": {"type": "integer", "default": 5, "not": {"const": 3}},
+            "since": {"type": ["string", "null"], "default": null}
         },
-        "required": ["url", "when", "count"]
+        "required": ["url", "when", "count", "since"]
     });
     let out = ok(Dialect::OpenAiStrict, &schema);
     assert_eq!(
@@ -366,6 +367,8 @@ fn openai_strict_moves_rejected_keywords_into_the_description() {
         out["properties"]["count"],
         json!({"type": "integer", "description": "{default: 5, not: {\"const\":3}}"})
     );
+    // `default: null` says nothing a nullable type does not; it is dropped, not noted.
+    assert_eq!(out["properties"]["since"], json!({"type": ["string", "null"]}));
 }
 
 #[test]
@@ -446,7 +449,9 @@ fn gemini_keeps_only_its_schema_fields() {
             "kind": {"const": "page"},
             "level": {"type": "integer", "enum": [1, 2, 3]},
             "choice": {"oneOf": [{"type": "string"}, {"type": "integer"}], "description": "Either"},
-            "limit": {"type": "integer", "exclusiveMinimum": 0}
+            "limit": {"type": "integer", "exclusiveMinimum": 0},
+            "nested": {"anyOf": [{"anyOf": [{"type": "string"}, {"type": "integer"}]}, {"type": "boolean"}]},
+            "labels": {"type": "object", "additionalProperties": {"type": "integer"}}
         }
     });
     let out = ok(Dialect::Gemini, &schema);
@@ -462,6 +467,14 @@ fn gemini_keeps_only_its_schema_fields() {
         ]})
     );
     assert_eq!(properties["limit"], json!({"type": "integer", "description": "{exclusiveMinimum: 0}"}));
+    assert_eq!(
+        properties["nested"],
+        json!({"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "boolean"}]})
+    );
+    assert_eq!(
+        properties["labels"],
+        json!({"type": "object", "description": "{additionalProperties: {\"type\":\"integer\"}}"})
+    );
 }
 
 #[test]

@@ -41,8 +41,9 @@ const SUPPORTED: &[&str] = &[
     "propertyOrdering",
 ];
 
-/// Keywords Gemini rejects and that carry nothing for the model: dropped, not noted.
-const DROPPED: &[&str] = &["$schema", "additionalProperties", "$comment"];
+/// Keywords Gemini rejects and that carry nothing for the model: dropped, not noted
+/// (`additionalProperties` only when it is a boolean).
+const DROPPED: &[&str] = &["$schema", "$comment"];
 
 /// Rewrites the expanded schema for Gemini, or names the first node it cannot express.
 pub(super) fn gemini(root: &mut Value) -> Result<(), DialectError> {
@@ -63,10 +64,14 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
             return Err(fail(path, DialectErrorKind::NotASchema { found }));
         }
     };
+    let mut notes = Map::new();
+    // A map's value schema still tells the model what the values are.
+    if let Some(values @ Value::Object(_)) = map.shift_remove("additionalProperties") {
+        notes.insert("additionalProperties".to_owned(), values);
+    }
     for keyword in DROPPED {
         map.shift_remove(*keyword);
     }
-    let mut notes = Map::new();
     combinators(map, &mut notes);
     const_to_enum(map, &mut notes);
     string_enum(map, &mut notes);
@@ -162,12 +167,27 @@ fn nullable_types(map: &mut Map<String, Value>, types: &[String], notes: &mut Ma
     }
 }
 
-/// Null branches of `anyOf` become `nullable: true`; a single branch left is merged into the
-/// node; otherwise the node's other fields are copied into every branch so `anyOf` stands alone.
+/// Nested unions are flattened, null branches of `anyOf` become `nullable: true`, a single
+/// branch left is merged into the node; otherwise the node's other fields are copied into every
+/// branch so `anyOf` stands alone.
 fn union_alone(map: &mut Map<String, Value>) {
     let Some(Value::Array(mut branches)) = map.shift_remove("anyOf") else {
         return;
     };
+    // A branch that is itself only an `anyOf` (already alone on its node) is spliced in.
+    branches = branches
+        .into_iter()
+        .flat_map(|branch| match branch {
+            Value::Object(mut inner) if inner.len() == 1 && inner.contains_key("anyOf") => {
+                match inner.shift_remove("anyOf") {
+                    Some(Value::Array(nested)) => nested,
+                    Some(other) => vec![other],
+                    None => Vec::new(),
+                }
+            }
+            other => vec![other],
+        })
+        .collect();
     let before = branches.len();
     branches.retain(|branch| !is_null_branch(branch));
     if branches.len() < before {

@@ -137,7 +137,9 @@ impl Strict {
                     .get("format")
                     .and_then(Value::as_str)
                     .is_some_and(|format| FORMATS.contains(&format));
-            if key == "$comment" {
+            // `default: null` is what a nullable field means anyway (the SDK drops it too).
+            let null_default = key == "default" && map.get("default") == Some(&Value::Null);
+            if key == "$comment" || null_default {
                 map.shift_remove(&key);
             } else if !SUPPORTED.contains(&key.as_str()) || unsupported_format {
                 if let Some(value) = map.shift_remove(&key) {
