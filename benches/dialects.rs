@@ -54,11 +54,9 @@ static CORPUS: LazyLock<Vec<Value>> = LazyLock::new(|| {
 #[divan::bench(args = Dialect::ALL)]
 fn whole_corpus(bencher: Bencher, dialect: Dialect) {
     let schemas = &*CORPUS;
-    bencher
-        .counter(ItemsCount::new(schemas.len()))
-        .bench(|| {
-            for schema in schemas {
-                let _ = black_box(dialect.transform(black_box(schema)));
-            }
-        });
+    bencher.counter(ItemsCount::new(schemas.len())).bench(|| {
+        for schema in schemas {
+            let _ = black_box(dialect.transform(black_box(schema)));
+        }
+    });
 }

@@ -36,7 +36,10 @@ fn corpus_tools() -> Option<Vec<(String, String, Value)>> {
         let text = std::fs::read_to_string(&file).expect("readable capture");
         let response: Value = serde_json::from_str(&text).expect("capture is JSON");
         let server = file.file_stem().unwrap().to_string_lossy().into_owned();
-        for tool in response["result"]["tools"].as_array().expect("tools/list result") {
+        for tool in response["result"]["tools"]
+            .as_array()
+            .expect("tools/list result")
+        {
             let name = tool["name"].as_str().expect("tool name").to_owned();
             tools.push((server.clone(), name, tool["inputSchema"].clone()));
         }
@@ -47,7 +50,11 @@ fn corpus_tools() -> Option<Vec<(String, String, Value)>> {
         let record: Value = serde_json::from_str(line).expect("BFCL line is JSON");
         let function = &record["function"];
         let name = function["name"].as_str().expect("function name").to_owned();
-        tools.push(("bfcl".to_owned(), name, bfcl_to_json_schema(&function["parameters"])));
+        tools.push((
+            "bfcl".to_owned(),
+            name,
+            bfcl_to_json_schema(&function["parameters"]),
+        ));
     }
     Some(tools)
 }
@@ -113,7 +120,9 @@ fn check_common(out: &Value) -> Vec<String> {
         problems.push("root has no properties".to_owned());
     }
     for (path, node) in nodes(out) {
-        let Some(map) = node.as_object() else { continue };
+        let Some(map) = node.as_object() else {
+            continue;
+        };
         for keyword in ["$schema", "definitions"] {
             if map.contains_key(keyword) {
                 problems.push(format!("{path}: has {keyword}"));
@@ -140,7 +149,9 @@ fn check_common(out: &Value) -> Vec<String> {
 fn check_portable(out: &Value) -> Vec<String> {
     let mut problems = Vec::new();
     for (path, node) in nodes(out) {
-        let Some(map) = node.as_object() else { continue };
+        let Some(map) = node.as_object() else {
+            continue;
+        };
         if map.get("type").is_some_and(Value::is_array) {
             problems.push(format!("{path}: type list"));
         }
@@ -163,12 +174,39 @@ fn check_standard(out: &Value) -> Vec<String> {
 }
 
 const OPENAI_KEYWORDS: &[&str] = &[
-    "type", "properties", "required", "additionalProperties", "items", "enum", "const", "anyOf",
-    "$ref", "$defs", "title", "description", "pattern", "format", "multipleOf", "maximum",
-    "exclusiveMaximum", "minimum", "exclusiveMinimum", "minItems", "maxItems",
+    "type",
+    "properties",
+    "required",
+    "additionalProperties",
+    "items",
+    "enum",
+    "const",
+    "anyOf",
+    "$ref",
+    "$defs",
+    "title",
+    "description",
+    "pattern",
+    "format",
+    "multipleOf",
+    "maximum",
+    "exclusiveMaximum",
+    "minimum",
+    "exclusiveMinimum",
+    "minItems",
+    "maxItems",
 ];
-const OPENAI_FORMATS: &[&str] =
-    &["date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid"];
+const OPENAI_FORMATS: &[&str] = &[
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
+];
 
 fn check_openai(out: &Value) -> Vec<String> {
     let mut problems = Vec::new();
@@ -228,9 +266,28 @@ fn check_openai(out: &Value) -> Vec<String> {
 }
 
 const GEMINI_FIELDS: &[&str] = &[
-    "type", "format", "title", "description", "nullable", "enum", "items", "minItems", "maxItems",
-    "properties", "required", "minProperties", "maxProperties", "minLength", "maxLength",
-    "pattern", "minimum", "maximum", "anyOf", "default", "example", "propertyOrdering",
+    "type",
+    "format",
+    "title",
+    "description",
+    "nullable",
+    "enum",
+    "items",
+    "minItems",
+    "maxItems",
+    "properties",
+    "required",
+    "minProperties",
+    "maxProperties",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minimum",
+    "maximum",
+    "anyOf",
+    "default",
+    "example",
+    "propertyOrdering",
 ];
 
 fn check_gemini(out: &Value) -> Vec<String> {
@@ -249,7 +306,9 @@ fn check_gemini(out: &Value) -> Vec<String> {
             problems.push(format!("{path}: type is not one string"));
         }
         if let Some(values) = map.get("enum")
-            && !values.as_array().is_some_and(|values| values.iter().all(Value::is_string))
+            && !values
+                .as_array()
+                .is_some_and(|values| values.iter().all(Value::is_string))
         {
             problems.push(format!("{path}: enum of non-strings"));
         }
@@ -274,10 +333,17 @@ fn check(dialect: Dialect, out: &Value) -> Vec<String> {
 #[test]
 fn every_corpus_tool_is_transformed_or_refused_per_tool() {
     let Some(tools) = corpus_tools() else {
-        println!("dialect corpus test skipped: no corpus at {}", corpus_dir().display());
+        println!(
+            "dialect corpus test skipped: no corpus at {}",
+            corpus_dir().display()
+        );
         return;
     };
-    assert!(tools.len() > 250, "expected the full corpus, found {} tools", tools.len());
+    assert!(
+        tools.len() > 250,
+        "expected the full corpus, found {} tools",
+        tools.len()
+    );
     let mut failures = Vec::new();
     for dialect in Dialect::ALL {
         let mut transformed = 0;
@@ -290,14 +356,18 @@ fn every_corpus_tool_is_transformed_or_refused_per_tool() {
                         failures.push(format!("{dialect} {source}/{name}: {problem}"));
                     }
                     let again = dialect.transform(schema).expect("second run succeeds too");
-                    if serde_json::to_string(&again).unwrap() != serde_json::to_string(&out).unwrap() {
+                    if serde_json::to_string(&again).unwrap()
+                        != serde_json::to_string(&out).unwrap()
+                    {
                         failures.push(format!("{dialect} {source}/{name}: not deterministic"));
                     }
                 }
                 Err(error) => {
                     let pointer = error.path.is_empty() || error.path.starts_with('/');
                     if error.dialect != dialect || !pointer {
-                        failures.push(format!("{dialect} {source}/{name}: malformed error {error:?}"));
+                        failures.push(format!(
+                            "{dialect} {source}/{name}: malformed error {error:?}"
+                        ));
                     }
                     *refused.entry(kind_name(&error.kind)).or_default() += 1;
                 }
@@ -306,13 +376,22 @@ fn every_corpus_tool_is_transformed_or_refused_per_tool() {
         let total_refused: usize = refused.values().sum();
         println!("{dialect:>15}: {transformed} transformed, {total_refused} refused {refused:?}");
     }
-    assert!(failures.is_empty(), "{} rule violations:\n{}", failures.len(), failures.join("\n"));
+    assert!(
+        failures.is_empty(),
+        "{} rule violations:\n{}",
+        failures.len(),
+        failures.join("\n")
+    );
 }
 
 /// The variant name of an error kind, for the summary.
 fn kind_name(kind: &dsh_tools::dialect::DialectErrorKind) -> String {
     let debug = format!("{kind:?}");
-    debug.split([' ', '{', '(']).next().unwrap_or_default().to_owned()
+    debug
+        .split([' ', '{', '('])
+        .next()
+        .unwrap_or_default()
+        .to_owned()
 }
 
 /// The validators above are the test's teeth: each must reject a schema that breaks its rules.
@@ -331,30 +410,52 @@ fn validators_catch_untransformed_schemas() {
     });
     for dialect in Dialect::ALL {
         let problems = check(dialect, &raw);
-        assert!(problems.iter().any(|p| p.contains("$schema")), "{dialect}: {problems:?}");
-        assert!(problems.iter().any(|p| p.contains("does not resolve")), "{dialect}: {problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("$schema")),
+            "{dialect}: {problems:?}"
+        );
+        assert!(
+            problems.iter().any(|p| p.contains("does not resolve")),
+            "{dialect}: {problems:?}"
+        );
     }
     let expect = |dialect: Dialect, needles: &[&str]| {
         let problems = check(dialect, &raw);
         for needle in needles {
-            assert!(problems.iter().any(|p| p.contains(needle)), "{dialect} missed {needle}: {problems:?}");
+            assert!(
+                problems.iter().any(|p| p.contains(needle)),
+                "{dialect} missed {needle}: {problems:?}"
+            );
         }
     };
-    expect(Dialect::Portable, &["/properties/a: type list", "/properties/b: OpenAPI nullable", "/properties/b/oneOf/0: object without properties"]);
+    expect(
+        Dialect::Portable,
+        &[
+            "/properties/a: type list",
+            "/properties/b: OpenAPI nullable",
+            "/properties/b/oneOf/0: object without properties",
+        ],
+    );
     expect(Dialect::Anthropic, &["/properties/b: OpenAPI nullable"]);
-    expect(Dialect::OpenAiStrict, &[
-        ": object not closed",
-        "required is not every key",
-        "/properties/a: format uri",
-        "/properties/b: unsupported keyword oneOf",
-        "/properties/c: $ref with siblings",
-        "/properties/d: array without items",
-        "/properties/b/oneOf/1: no type",
-    ]);
-    expect(Dialect::Gemini, &[
-        "/properties/a: type is not one string",
-        "/properties/b: field oneOf",
-        "/properties/c: field $ref",
-        "field definitions",
-    ]);
+    expect(
+        Dialect::OpenAiStrict,
+        &[
+            ": object not closed",
+            "required is not every key",
+            "/properties/a: format uri",
+            "/properties/b: unsupported keyword oneOf",
+            "/properties/c: $ref with siblings",
+            "/properties/d: array without items",
+            "/properties/b/oneOf/1: no type",
+        ],
+    );
+    expect(
+        Dialect::Gemini,
+        &[
+            "/properties/a: type is not one string",
+            "/properties/b: field oneOf",
+            "/properties/c: field $ref",
+            "field definitions",
+        ],
+    );
 }

@@ -73,8 +73,14 @@ fn no_dialect_emits_schema_keyword_but_a_property_named_so_survives() {
     for dialect in Dialect::ALL {
         let out = ok(dialect, &schema);
         assert!(out.get("$schema").is_none(), "{dialect}: {out}");
-        assert!(out["properties"]["inner"].get("$schema").is_none(), "{dialect}: {out}");
-        assert!(out["properties"].get("$schema").is_some(), "{dialect}: {out}");
+        assert!(
+            out["properties"]["inner"].get("$schema").is_none(),
+            "{dialect}: {out}"
+        );
+        assert!(
+            out["properties"].get("$schema").is_some(),
+            "{dialect}: {out}"
+        );
     }
 }
 
@@ -95,7 +101,10 @@ fn non_object_roots_are_errors_at_the_root() {
         for dialect in Dialect::ALL {
             let error = err(dialect, &schema);
             assert_eq!(error.path, "");
-            assert!(matches!(error.kind, DialectErrorKind::RootNotObject { .. }), "{error}");
+            assert!(
+                matches!(error.kind, DialectErrorKind::RootNotObject { .. }),
+                "{error}"
+            );
         }
     }
 }
@@ -120,7 +129,10 @@ fn non_recursive_refs_are_inlined_with_their_siblings() {
         assert_eq!(when["type"], "string", "{dialect}: {when}");
         assert_eq!(when["format"], "date", "{dialect}: {when}");
         assert!(
-            when["description"].as_str().unwrap().starts_with("Day of the meeting"),
+            when["description"]
+                .as_str()
+                .unwrap()
+                .starts_with("Day of the meeting"),
             "{dialect}: the sibling description wins: {when}"
         );
         assert_eq!(out["properties"]["old"]["type"], "integer");
@@ -164,15 +176,27 @@ fn tree_schema() -> Value {
 
 #[test]
 fn recursive_refs_are_kept_under_defs_and_nothing_dangles() {
-    for dialect in [Dialect::Portable, Dialect::OpenAiStrict, Dialect::Anthropic, Dialect::Mcp] {
+    for dialect in [
+        Dialect::Portable,
+        Dialect::OpenAiStrict,
+        Dialect::Anthropic,
+        Dialect::Mcp,
+    ] {
         let out = ok(dialect, &tree_schema());
         let defs = out["$defs"].as_object().expect("kept definitions");
-        assert_eq!(defs.keys().collect::<Vec<_>>(), ["Node"], "{dialect}: {out}");
+        assert_eq!(
+            defs.keys().collect::<Vec<_>>(),
+            ["Node"],
+            "{dialect}: {out}"
+        );
         assert!(out.get("definitions").is_none());
         let all = refs(&out);
         assert!(all.contains(&"#/$defs/Node".to_owned()), "{dialect}: {out}");
         for reference in all {
-            assert!(resolves(&out, &reference), "{dialect}: {reference} dangles in {out}");
+            assert!(
+                resolves(&out, &reference),
+                "{dialect}: {reference} dangles in {out}"
+            );
         }
         // The non-recursive `Label` was inlined inside the kept definition.
         let label = &defs["Node"]["properties"]["label"];
@@ -203,19 +227,28 @@ fn a_recursive_root_ref_is_inlined_one_level() {
     let out = ok(Dialect::Mcp, &schema);
     assert_eq!(out["type"], "object");
     assert_eq!(out["properties"]["tail"], json!({"$ref": "#/$defs/List"}));
-    assert_eq!(out["$defs"]["List"]["properties"]["head"], json!({"type": "integer"}));
+    assert_eq!(
+        out["$defs"]["List"]["properties"]["head"],
+        json!({"type": "integer"})
+    );
 }
 
 #[test]
 fn dangling_and_external_refs_are_errors_with_their_path() {
-    for reference in ["#/$defs/Missing", "https://example.com/schema.json", "#anchor"] {
+    for reference in [
+        "#/$defs/Missing",
+        "https://example.com/schema.json",
+        "#anchor",
+    ] {
         let schema = json!({"type": "object", "properties": {"x": {"items": {"$ref": reference}}}});
         for dialect in Dialect::ALL {
             let error = err(dialect, &schema);
             assert_eq!(error.path, "/properties/x/items", "{dialect}");
             assert_eq!(
                 error.kind,
-                DialectErrorKind::UnresolvedRef { reference: reference.to_owned() }
+                DialectErrorKind::UnresolvedRef {
+                    reference: reference.to_owned()
+                }
             );
         }
     }
@@ -237,7 +270,10 @@ fn portable_writes_optional_fields_without_type_lists() {
     let properties = &out["properties"];
     assert_eq!(properties["limit"], json!({"type": "integer"}));
     assert_eq!(properties["branch"], json!({"type": "string"}));
-    assert_eq!(properties["mode"], json!({"type": "string", "enum": ["a", "b"]}));
+    assert_eq!(
+        properties["mode"],
+        json!({"type": "string", "enum": ["a", "b"]})
+    );
     // Required but nullable keeps `null`, as a union instead of a type list.
     assert_eq!(
         properties["must"],
@@ -267,7 +303,10 @@ fn gemini_writes_null_as_nullable() {
     });
     let out = ok(Dialect::Gemini, &schema);
     let properties = &out["properties"];
-    assert_eq!(properties["limit"], json!({"type": "integer", "nullable": true}));
+    assert_eq!(
+        properties["limit"],
+        json!({"type": "integer", "nullable": true})
+    );
     assert_eq!(
         properties["branch"],
         json!({"description": "Branch", "nullable": true, "type": "string"})
@@ -304,20 +343,32 @@ fn openai_strict_closes_every_object_and_requires_every_key() {
     });
     let out = ok(Dialect::OpenAiStrict, &schema);
     assert_eq!(out["additionalProperties"], false);
-    assert_eq!(out["required"], json!(["name", "limit", "filter", "items", "choice", "node"]));
-    assert_eq!(out["properties"]["limit"]["type"], json!(["integer", "null"]));
+    assert_eq!(
+        out["required"],
+        json!(["name", "limit", "filter", "items", "choice", "node"])
+    );
+    assert_eq!(
+        out["properties"]["limit"]["type"],
+        json!(["integer", "null"])
+    );
     let filter = &out["properties"]["filter"];
     assert_eq!(filter["type"], json!(["object", "null"]));
     assert_eq!(filter["additionalProperties"], false, "{out}");
     assert_eq!(filter["required"], json!(["tag"]));
-    assert_eq!(out["properties"]["items"]["items"]["additionalProperties"], false);
+    assert_eq!(
+        out["properties"]["items"]["items"]["additionalProperties"],
+        false
+    );
     for branch in out["properties"]["choice"]["anyOf"].as_array().unwrap() {
         assert_eq!(branch["additionalProperties"], false, "{branch}");
     }
     let node = &out["$defs"]["Node"];
     assert_eq!(node["additionalProperties"], false, "{out}");
     assert_eq!(node["required"], json!(["next"]));
-    assert_eq!(node["properties"]["next"], json!({"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]}));
+    assert_eq!(
+        node["properties"]["next"],
+        json!({"anyOf": [{"$ref": "#/$defs/Node"}, {"type": "null"}]})
+    );
 }
 
 #[test]
@@ -331,18 +382,28 @@ fn openai_strict_rewrites_one_of_and_unwraps_single_all_of() {
         "required": ["shape", "size"]
     });
     let out = ok(Dialect::OpenAiStrict, &schema);
-    assert_eq!(out["properties"]["shape"], json!({"anyOf": [{"type": "string"}, {"type": "integer"}]}));
-    assert_eq!(out["properties"]["size"], json!({"description": "Size", "type": "integer", "minimum": 0}));
+    assert_eq!(
+        out["properties"]["shape"],
+        json!({"anyOf": [{"type": "string"}, {"type": "integer"}]})
+    );
+    assert_eq!(
+        out["properties"]["size"],
+        json!({"description": "Size", "type": "integer", "minimum": 0})
+    );
 }
 
 #[test]
 fn openai_strict_wraps_a_ref_that_has_siblings() {
     let mut schema = tree_schema();
     schema["properties"]["root"]["description"] = json!("The tree");
-    schema["definitions"]["Node"]["properties"]["children"]["items"]["description"] = json!("A child");
+    schema["definitions"]["Node"]["properties"]["children"]["items"]["description"] =
+        json!("A child");
     let out = ok(Dialect::OpenAiStrict, &schema);
     let child = &out["$defs"]["Node"]["properties"]["children"]["items"];
-    assert_eq!(child, &json!({"description": "A child", "anyOf": [{"$ref": "#/$defs/Node"}]}));
+    assert_eq!(
+        child,
+        &json!({"description": "A child", "anyOf": [{"$ref": "#/$defs/Node"}]})
+    );
 }
 
 #[test]
@@ -368,24 +429,63 @@ fn openai_strict_moves_rejected_keywords_into_the_description() {
         json!({"type": "integer", "description": "{default: 5, not: {\"const\":3}}"})
     );
     // `default: null` says nothing a nullable type does not; it is dropped, not noted.
-    assert_eq!(out["properties"]["since"], json!({"type": ["string", "null"]}));
+    assert_eq!(
+        out["properties"]["since"],
+        json!({"type": ["string", "null"]})
+    );
 }
 
 #[test]
 fn openai_strict_refuses_what_cannot_be_strict_with_a_path() {
     let cases = [
-        (json!({"properties": {"meta": {"type": "object", "additionalProperties": {"type": "string"}}}}), "/properties/meta", DialectErrorKind::FreeFormObject),
-        (json!({"properties": {"meta": {"type": "object"}}}), "/properties/meta", DialectErrorKind::FreeFormObject),
-        (json!({"properties": {"m": {"type": "object", "patternProperties": {"^x": {}}, "properties": {}}}}), "/properties/m", DialectErrorKind::FreeFormObject),
-        (json!({"properties": {"tags": {"type": "array"}}}), "/properties/tags", DialectErrorKind::UntypedArray),
-        (json!({"properties": {"tags": {"type": "array", "items": {}}}}), "/properties/tags/items", DialectErrorKind::UntypedValue),
-        (json!({"properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}}}), "/properties/pair", DialectErrorKind::TupleArray),
-        (json!({"properties": {"any": {"description": "anything"}}}), "/properties/any", DialectErrorKind::UntypedValue),
-        (json!({"anyOf": [{"properties": {}}, {"properties": {"a": {"type": "string"}}}]}), "", DialectErrorKind::RootUnion),
+        (
+            json!({"properties": {"meta": {"type": "object", "additionalProperties": {"type": "string"}}}}),
+            "/properties/meta",
+            DialectErrorKind::FreeFormObject,
+        ),
+        (
+            json!({"properties": {"meta": {"type": "object"}}}),
+            "/properties/meta",
+            DialectErrorKind::FreeFormObject,
+        ),
+        (
+            json!({"properties": {"m": {"type": "object", "patternProperties": {"^x": {}}, "properties": {}}}}),
+            "/properties/m",
+            DialectErrorKind::FreeFormObject,
+        ),
+        (
+            json!({"properties": {"tags": {"type": "array"}}}),
+            "/properties/tags",
+            DialectErrorKind::UntypedArray,
+        ),
+        (
+            json!({"properties": {"tags": {"type": "array", "items": {}}}}),
+            "/properties/tags/items",
+            DialectErrorKind::UntypedValue,
+        ),
+        (
+            json!({"properties": {"pair": {"type": "array", "items": [{"type": "string"}, {"type": "integer"}]}}}),
+            "/properties/pair",
+            DialectErrorKind::TupleArray,
+        ),
+        (
+            json!({"properties": {"any": {"description": "anything"}}}),
+            "/properties/any",
+            DialectErrorKind::UntypedValue,
+        ),
+        (
+            json!({"anyOf": [{"properties": {}}, {"properties": {"a": {"type": "string"}}}]}),
+            "",
+            DialectErrorKind::RootUnion,
+        ),
     ];
     for (schema, path, kind) in cases {
         let error = err(Dialect::OpenAiStrict, &schema);
-        assert_eq!((error.path.as_str(), &error.kind), (path, &kind), "{schema}");
+        assert_eq!(
+            (error.path.as_str(), &error.kind),
+            (path, &kind),
+            "{schema}"
+        );
     }
 }
 
@@ -403,29 +503,64 @@ fn openai_strict_enforces_the_documented_size_limits() {
     ok(Dialect::OpenAiStrict, &nested_objects(10));
     let error = err(Dialect::OpenAiStrict, &nested_objects(11));
     assert_eq!(error.path, "/properties/x".repeat(10));
-    assert!(matches!(error.kind, DialectErrorKind::LimitExceeded { limit: 10, found: 11, .. }));
+    assert!(matches!(
+        error.kind,
+        DialectErrorKind::LimitExceeded {
+            limit: 10,
+            found: 11,
+            ..
+        }
+    ));
 
-    let many: serde_json::Map<String, Value> =
-        (0..5_001).map(|i| (format!("p{i}"), json!({"type": "integer"}))).collect();
-    let error = err(Dialect::OpenAiStrict, &json!({"type": "object", "properties": many}));
-    assert!(matches!(error.kind, DialectErrorKind::LimitExceeded { limit: 5_000, found: 5_001, .. }));
+    let many: serde_json::Map<String, Value> = (0..5_001)
+        .map(|i| (format!("p{i}"), json!({"type": "integer"})))
+        .collect();
+    let error = err(
+        Dialect::OpenAiStrict,
+        &json!({"type": "object", "properties": many}),
+    );
+    assert!(matches!(
+        error.kind,
+        DialectErrorKind::LimitExceeded {
+            limit: 5_000,
+            found: 5_001,
+            ..
+        }
+    ));
 
     let values: Vec<Value> = (0..1_001).map(Value::from).collect();
     let schema = json!({"properties": {"n": {"type": "integer", "enum": values}}});
     let error = err(Dialect::OpenAiStrict, &schema);
     assert_eq!(error.path, "/properties/n");
-    assert!(matches!(error.kind, DialectErrorKind::LimitExceeded { limit: 1_000, .. }));
+    assert!(matches!(
+        error.kind,
+        DialectErrorKind::LimitExceeded { limit: 1_000, .. }
+    ));
 
-    let long: Vec<Value> = (0..251).map(|i| Value::String(format!("{i:0>60}"))).collect();
+    let long: Vec<Value> = (0..251)
+        .map(|i| Value::String(format!("{i:0>60}")))
+        .collect();
     let schema = json!({"properties": {"s": {"type": "string", "enum": long}}});
     let error = err(Dialect::OpenAiStrict, &schema);
-    assert!(matches!(error.kind, DialectErrorKind::LimitExceeded { limit: 15_000, .. }), "{error}");
+    assert!(
+        matches!(
+            error.kind,
+            DialectErrorKind::LimitExceeded { limit: 15_000, .. }
+        ),
+        "{error}"
+    );
 
     let names: serde_json::Map<String, Value> = (0..1_300)
         .map(|i| (format!("{i:0>100}"), json!({"type": "integer"})))
         .collect();
     let error = err(Dialect::OpenAiStrict, &json!({"properties": names}));
-    assert!(matches!(error.kind, DialectErrorKind::LimitExceeded { limit: 120_000, .. }), "{error}");
+    assert!(
+        matches!(
+            error.kind,
+            DialectErrorKind::LimitExceeded { limit: 120_000, .. }
+        ),
+        "{error}"
+    );
 }
 
 #[test]
@@ -435,7 +570,9 @@ fn gemini_inlines_refs_and_rejects_recursion_with_the_path() {
     assert_eq!(error.path, "/properties/root");
     assert_eq!(
         error.kind,
-        DialectErrorKind::RecursiveRef { reference: "#/definitions/Node".to_owned() }
+        DialectErrorKind::RecursiveRef {
+            reference: "#/definitions/Node".to_owned()
+        }
     );
 }
 
@@ -457,8 +594,14 @@ fn gemini_keeps_only_its_schema_fields() {
     let out = ok(Dialect::Gemini, &schema);
     assert!(out.get("additionalProperties").is_none());
     let properties = &out["properties"];
-    assert_eq!(properties["kind"], json!({"type": "string", "enum": ["page"]}));
-    assert_eq!(properties["level"], json!({"type": "integer", "description": "{enum: [1,2,3]}"}));
+    assert_eq!(
+        properties["kind"],
+        json!({"type": "string", "enum": ["page"]})
+    );
+    assert_eq!(
+        properties["level"],
+        json!({"type": "integer", "description": "{enum: [1,2,3]}"})
+    );
     assert_eq!(
         properties["choice"],
         json!({"anyOf": [
@@ -466,7 +609,10 @@ fn gemini_keeps_only_its_schema_fields() {
             {"type": "integer", "description": "Either"}
         ]})
     );
-    assert_eq!(properties["limit"], json!({"type": "integer", "description": "{exclusiveMinimum: 0}"}));
+    assert_eq!(
+        properties["limit"],
+        json!({"type": "integer", "description": "{exclusiveMinimum: 0}"})
+    );
     assert_eq!(
         properties["nested"],
         json!({"anyOf": [{"type": "string"}, {"type": "integer"}, {"type": "boolean"}]})
@@ -489,7 +635,10 @@ fn anthropic_and_mcp_write_standard_json_schema_with_an_object_root() {
     for dialect in [Dialect::Anthropic, Dialect::Mcp] {
         let out = ok(dialect, &schema);
         assert_eq!(out["type"], "object");
-        assert_eq!(out["properties"]["note"], json!({"type": ["string", "null"]}));
+        assert_eq!(
+            out["properties"]["note"],
+            json!({"type": ["string", "null"]})
+        );
         assert_eq!(
             out["properties"]["pair"],
             json!({"type": "array", "prefixItems": [{"type": "string"}], "items": false})
@@ -536,7 +685,11 @@ fn a_5000_deep_schema_is_an_error_not_a_stack_overflow() {
     schema["properties"]["deep"] = inner;
     for dialect in Dialect::ALL {
         let error = err(dialect, &schema);
-        assert_eq!(error.kind, DialectErrorKind::TooDeep { limit: MAX_DEPTH }, "{dialect}");
+        assert_eq!(
+            error.kind,
+            DialectErrorKind::TooDeep { limit: MAX_DEPTH },
+            "{dialect}"
+        );
         assert!(error.path.starts_with("/properties/deep/items/items"));
     }
     dismantle(schema);
@@ -547,39 +700,58 @@ fn ref_chains_that_expand_too_deep_or_too_wide_are_errors() {
     // Each definition nests the next one level deeper: shallow as written, deep once inlined.
     let mut defs = serde_json::Map::new();
     for i in 0..200 {
-        defs.insert(format!("D{i}"), json!({"type": "array", "items": {"$ref": format!("#/$defs/D{}", i + 1)}}));
+        defs.insert(
+            format!("D{i}"),
+            json!({"type": "array", "items": {"$ref": format!("#/$defs/D{}", i + 1)}}),
+        );
     }
     defs.insert("D200".to_owned(), json!({"type": "string"}));
     let deep = json!({"properties": {"x": {"$ref": "#/$defs/D0"}}, "$defs": defs});
-    assert_eq!(err(Dialect::Portable, &deep).kind, DialectErrorKind::TooDeep { limit: MAX_DEPTH });
+    assert_eq!(
+        err(Dialect::Portable, &deep).kind,
+        DialectErrorKind::TooDeep { limit: MAX_DEPTH }
+    );
 
     // Each definition uses the next twice: 2^40 nodes once inlined.
     let mut defs = serde_json::Map::new();
     for i in 0..40 {
         let next = format!("#/$defs/W{}", i + 1);
-        defs.insert(format!("W{i}"), json!({"properties": {"a": {"$ref": next}, "b": {"$ref": next}}}));
+        defs.insert(
+            format!("W{i}"),
+            json!({"properties": {"a": {"$ref": next}, "b": {"$ref": next}}}),
+        );
     }
     defs.insert("W40".to_owned(), json!({"type": "string"}));
     let wide = json!({"properties": {"x": {"$ref": "#/$defs/W0"}}, "$defs": defs});
-    assert!(matches!(err(Dialect::Gemini, &wide).kind, DialectErrorKind::TooLarge { .. }));
+    assert!(matches!(
+        err(Dialect::Gemini, &wide).kind,
+        DialectErrorKind::TooLarge { .. }
+    ));
 }
 
 #[test]
 fn transforms_are_deterministic() {
     let schema = tree_schema();
     for dialect in Dialect::ALL {
-        let first = dialect.transform(&schema).map(|out| serde_json::to_string(&out).unwrap());
-        let second = dialect.transform(&schema).map(|out| serde_json::to_string(&out).unwrap());
+        let first = dialect
+            .transform(&schema)
+            .map(|out| serde_json::to_string(&out).unwrap());
+        let second = dialect
+            .transform(&schema)
+            .map(|out| serde_json::to_string(&out).unwrap());
         assert_eq!(first, second, "{dialect}");
     }
 }
 
 #[test]
 fn dialect_errors_name_dialect_path_and_reason() {
-    let error = err(Dialect::OpenAiStrict, &json!({"properties": {"tags": {"type": "array"}}}));
+    let error = err(
+        Dialect::OpenAiStrict,
+        &json!({"properties": {"tags": {"type": "array"}}}),
+    );
     assert_eq!(
         error.to_string(),
-        "open-ai-strict dialect: schema at `/properties/tags`: an array without an `items` schema cannot be made strict"
+        "openai-strict dialect: schema at `/properties/tags`: an array without an `items` schema cannot be made strict"
     );
 }
 
@@ -697,5 +869,57 @@ fn bfcl_types_map_to_json_schema() {
             "required": ["ids"]
         })
     );
-    assert_eq!(bfcl_to_json_schema(&json!({"type": "dict"})), json!({"type": "object", "properties": {}}));
+    assert_eq!(
+        bfcl_to_json_schema(&json!({"type": "dict"})),
+        json!({"type": "object", "properties": {}})
+    );
+}
+
+#[test]
+fn reference_cycles_without_structure_neither_hang_nor_dangle() {
+    let schema = json!({
+        "type": "object",
+        "properties": {"a": {"$ref": "#/$defs/A"}},
+        "$defs": {"A": {"$ref": "#/$defs/B"}, "B": {"$ref": "#/$defs/A"}}
+    });
+    let out = ok(Dialect::Portable, &schema);
+    for reference in refs(&out) {
+        assert!(resolves(&out, &reference), "{reference} dangles in {out}");
+    }
+    assert!(matches!(
+        err(Dialect::Gemini, &schema).kind,
+        DialectErrorKind::RecursiveRef { .. }
+    ));
+    let args = json!({"a": {"x": null}});
+    assert_eq!(normalize_strict_arguments(&schema, args.clone()), args);
+}
+
+#[test]
+fn too_many_distinct_ref_targets_is_an_error() {
+    let properties: serde_json::Map<String, Value> = (0..1_001)
+        .map(|i| (format!("p{i}"), json!({"$ref": format!("#/$defs/D{i}")})))
+        .collect();
+    let defs: serde_json::Map<String, Value> = (0..1_001)
+        .map(|i| (format!("D{i}"), json!({"type": "integer"})))
+        .collect();
+    let schema = json!({"type": "object", "properties": properties, "$defs": defs});
+    assert_eq!(
+        err(Dialect::Portable, &schema).kind,
+        DialectErrorKind::TooManyRefTargets {
+            limit: dsh_tools::dialect::MAX_REF_TARGETS
+        }
+    );
+}
+
+#[test]
+fn a_non_schema_in_a_schema_position_is_an_error_with_its_path() {
+    let schema = json!({"type": "object", "properties": {"a": {"items": 5}}});
+    for dialect in Dialect::ALL {
+        let error = err(dialect, &schema);
+        assert_eq!(error.path, "/properties/a/items", "{dialect}");
+        assert_eq!(
+            error.kind,
+            DialectErrorKind::NotASchema { found: "integer" }
+        );
+    }
 }

@@ -29,7 +29,10 @@ pub fn bfcl_to_json_schema(parameters: &Value) -> Value {
             map.insert("type".to_owned(), Value::String(mapped.to_owned()));
         }
         map.shift_remove("optional");
-        if map.get("required").is_some_and(|required| !required.is_array()) {
+        if map
+            .get("required")
+            .is_some_and(|required| !required.is_array())
+        {
             map.shift_remove("required");
         }
         for (keyword, value) in map.iter_mut() {

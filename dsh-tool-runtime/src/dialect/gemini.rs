@@ -106,7 +106,9 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
 
 /// `const: v` → `enum: [v]` (Gemini has no `const`), with the value's type when none is given.
 fn const_to_enum(map: &mut Map<String, Value>, notes: &mut Map<String, Value>) {
-    let Some(value) = map.shift_remove("const") else { return };
+    let Some(value) = map.shift_remove("const") else {
+        return;
+    };
     if map.contains_key("enum") {
         notes.insert("const".to_owned(), value);
         return;

@@ -22,9 +22,18 @@ pub(crate) enum Holds {
 pub(crate) fn holds(keyword: &str, value: &Value) -> Option<Holds> {
     match keyword {
         "items" if value.is_array() => Some(Holds::List),
-        "items" | "additionalProperties" | "additionalItems" | "unevaluatedItems"
-        | "unevaluatedProperties" | "not" | "if" | "then" | "else" | "contains"
-        | "propertyNames" | "contentSchema" => Some(Holds::One),
+        "items"
+        | "additionalProperties"
+        | "additionalItems"
+        | "unevaluatedItems"
+        | "unevaluatedProperties"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "contains"
+        | "propertyNames"
+        | "contentSchema" => Some(Holds::One),
         "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
         | "dependencies" => Some(Holds::Map),
         "allOf" | "anyOf" | "oneOf" | "prefixItems" => Some(Holds::List),
@@ -52,7 +61,9 @@ pub(crate) fn is_annotation(keyword: &str) -> bool {
 /// Every direct subschema of a schema object, with the one or two path segments that lead to it.
 /// Entries of map and list keywords that are not objects or booleans (draft-07 `dependencies`
 /// arrays) are data and are skipped.
-pub(crate) fn children_mut(map: &mut Map<String, Value>) -> Vec<(String, Option<String>, &mut Value)> {
+pub(crate) fn children_mut(
+    map: &mut Map<String, Value>,
+) -> Vec<(String, Option<String>, &mut Value)> {
     let mut out = Vec::new();
     for (keyword, value) in map.iter_mut() {
         match holds(keyword, value) {
@@ -162,7 +173,9 @@ pub(crate) fn type_of_values<'a>(values: impl IntoIterator<Item = &'a Value>) ->
         [] => None,
         [one] => Some(Value::String((*one).to_owned())),
         many => Some(Value::Array(
-            many.iter().map(|ty| Value::String((*ty).to_owned())).collect(),
+            many.iter()
+                .map(|ty| Value::String((*ty).to_owned()))
+                .collect(),
         )),
     }
 }
@@ -176,9 +189,11 @@ pub(crate) fn types_of(map: &Map<String, Value>) -> Result<Option<Vec<String>>, 
         Some(Value::Array(list)) => list
             .iter()
             .map(|ty| {
-                ty.as_str().map(str::to_owned).ok_or(DialectErrorKind::NotASchema {
-                    found: json_type(ty),
-                })
+                ty.as_str()
+                    .map(str::to_owned)
+                    .ok_or(DialectErrorKind::NotASchema {
+                        found: json_type(ty),
+                    })
             })
             .collect::<Result<Vec<_>, _>>()
             .map(Some),
@@ -193,7 +208,13 @@ pub(crate) fn rename_key(map: &mut Map<String, Value>, from: &str, to: &str) {
     let old = std::mem::take(map);
     *map = old
         .into_iter()
-        .map(|(key, value)| if key == from { (to.to_owned(), value) } else { (key, value) })
+        .map(|(key, value)| {
+            if key == from {
+                (to.to_owned(), value)
+            } else {
+                (key, value)
+            }
+        })
         .collect();
 }
 
@@ -225,9 +246,16 @@ pub(crate) fn append_notes(map: &mut Map<String, Value>, notes: Map<String, Valu
 /// branch per type (JSON Schema 2020-12 validation vocabulary §6).
 fn family(keyword: &str) -> Option<&'static str> {
     match keyword {
-        "properties" | "required" | "additionalProperties" | "patternProperties"
-        | "propertyNames" | "minProperties" | "maxProperties" | "dependentRequired"
-        | "dependentSchemas" | "unevaluatedProperties" => Some("object"),
+        "properties"
+        | "required"
+        | "additionalProperties"
+        | "patternProperties"
+        | "propertyNames"
+        | "minProperties"
+        | "maxProperties"
+        | "dependentRequired"
+        | "dependentSchemas"
+        | "unevaluatedProperties" => Some("object"),
         "items" | "prefixItems" | "contains" | "minItems" | "maxItems" | "uniqueItems"
         | "minContains" | "maxContains" | "unevaluatedItems" => Some("array"),
         "minLength" | "maxLength" | "pattern" | "format" | "contentEncoding"
@@ -255,7 +283,9 @@ pub(crate) fn split_type_list(map: &mut Map<String, Value>, types: &[String]) ->
     let keys: Vec<String> = map.keys().cloned().collect();
     for key in keys {
         let Some(family) = family(&key) else { continue };
-        let Some(value) = map.shift_remove(&key) else { continue };
+        let Some(value) = map.shift_remove(&key) else {
+            continue;
+        };
         for (ty, branch) in types.iter().zip(branches.iter_mut()) {
             let matches = ty == family || (family == "number" && ty == "integer");
             if matches {

@@ -56,6 +56,7 @@ pub enum Dialect {
     /// unwrapped, a `$ref` with siblings wrapped in `anyOf`, unsupported keywords and `format`s
     /// moved into `description` as text. Free-form maps, untyped values and arrays, tuples and
     /// the documented size limits give a [`DialectError`]: send that tool non-strict.
+    #[serde(rename = "openai-strict")]
     OpenAiStrict,
     /// Gemini `functionDeclarations[].parameters` (OpenAPI 3.0 Schema subset): every `$ref`
     /// inlined (recursion is an error), no `additionalProperties` or `$schema`, `const` → a
@@ -80,12 +81,12 @@ impl Dialect {
         Dialect::Mcp,
     ];
 
-    /// The dialect's stable name, as serde writes it: `portable`, `open-ai-strict`, `gemini`,
+    /// The dialect's stable name, as serde writes it: `portable`, `openai-strict`, `gemini`,
     /// `anthropic`, `mcp`.
     pub fn as_str(self) -> &'static str {
         match self {
             Dialect::Portable => "portable",
-            Dialect::OpenAiStrict => "open-ai-strict",
+            Dialect::OpenAiStrict => "openai-strict",
             Dialect::Gemini => "gemini",
             Dialect::Anthropic => "anthropic",
             Dialect::Mcp => "mcp",
@@ -104,9 +105,8 @@ impl Dialect {
     /// [`DialectErrorKind`].
     pub fn transform(self, schema: &Value) -> Result<Value, DialectError> {
         check_depth(schema, MAX_DEPTH).map_err(|(path, kind)| path.error(self, kind))?;
-        let root_error = |found: String| {
-            Path::default().error(self, DialectErrorKind::RootNotObject { found })
-        };
+        let root_error =
+            |found: String| Path::default().error(self, DialectErrorKind::RootNotObject { found });
         let empty = Value::Object(Map::new());
         let schema = match schema {
             Value::Bool(true) => &empty,

@@ -26,6 +26,9 @@ const MAX_CANDIDATES: usize = 64;
 pub fn normalize_strict_arguments(original_schema: &Value, mut args: Value) -> Value {
     let mut stack: Vec<(&Value, &mut Value)> = vec![(original_schema, &mut args)];
     while let Some((schema, value)) = stack.pop() {
+        if !(value.is_object() || value.is_array()) {
+            continue;
+        }
         let candidates = candidates(original_schema, schema);
         match value {
             Value::Object(fields) => {
@@ -48,9 +51,10 @@ pub fn normalize_strict_arguments(original_schema: &Value, mut args: Value) -> V
                 }
             }
             Value::Array(items) => {
-                let Some(shape) = candidates.iter().find(|c| {
-                    c.contains_key("items") || c.contains_key("prefixItems")
-                }) else {
+                let Some(shape) = candidates
+                    .iter()
+                    .find(|c| c.contains_key("items") || c.contains_key("prefixItems"))
+                else {
                     continue;
                 };
                 let prefix = shape.get("prefixItems").and_then(Value::as_array);
@@ -102,7 +106,10 @@ fn candidates<'a>(root: &'a Value, schema: &'a Value) -> Vec<&'a Schema> {
 
 /// The candidate that declares every non-null key of the object, else the first that declares
 /// properties at all.
-fn pick_object<'a>(candidates: &[&'a Schema], fields: &serde_json::Map<String, Value>) -> Option<&'a Schema> {
+fn pick_object<'a>(
+    candidates: &[&'a Schema],
+    fields: &serde_json::Map<String, Value>,
+) -> Option<&'a Schema> {
     fn declared(schema: &Schema) -> Option<&Schema> {
         schema.get("properties").and_then(Value::as_object)
     }

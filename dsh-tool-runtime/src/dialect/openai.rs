@@ -42,7 +42,15 @@ const SUPPORTED: &[&str] = &[
 
 /// String `format`s strict mode accepts; others (`uri`, …) are a 400 error.
 const FORMATS: &[&str] = &[
-    "date-time", "time", "date", "duration", "email", "hostname", "ipv4", "ipv6", "uuid",
+    "date-time",
+    "time",
+    "date",
+    "duration",
+    "email",
+    "hostname",
+    "ipv4",
+    "ipv6",
+    "uuid",
 ];
 
 /// Documented limits of a strict schema.
@@ -141,15 +149,17 @@ impl Strict {
             let null_default = key == "default" && map.get("default") == Some(&Value::Null);
             if key == "$comment" || null_default {
                 map.shift_remove(&key);
-            } else if !SUPPORTED.contains(&key.as_str()) || unsupported_format {
-                if let Some(value) = map.shift_remove(&key) {
-                    notes.insert(key, value);
-                }
+            } else if (!SUPPORTED.contains(&key.as_str()) || unsupported_format)
+                && let Some(value) = map.shift_remove(&key)
+            {
+                notes.insert(key, value);
             }
         }
         append_notes(map, notes);
         self.infer_type(map)?;
-        let types = types_of(map).map_err(|kind| self.fail(kind))?.unwrap_or_default();
+        let types = types_of(map)
+            .map_err(|kind| self.fail(kind))?
+            .unwrap_or_default();
         self.values(map)?;
         if types.iter().any(|ty| ty == "object") {
             self.object(map, objects)?;
@@ -279,7 +289,10 @@ fn wrap_ref(map: &mut Map<String, Value>) -> Result<(), DialectErrorKind> {
     };
     let mut branch = Map::new();
     branch.insert("$ref".to_owned(), reference);
-    map.insert("anyOf".to_owned(), Value::Array(vec![Value::Object(branch)]));
+    map.insert(
+        "anyOf".to_owned(),
+        Value::Array(vec![Value::Object(branch)]),
+    );
     Ok(())
 }
 

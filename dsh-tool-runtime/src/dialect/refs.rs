@@ -11,7 +11,9 @@ use serde_json::{Map, Value};
 
 use super::Dialect;
 use super::error::{DialectError, DialectErrorKind, Path};
-use super::keywords::{Holds, holds, is_annotation, json_type, last_segment, live_children, resolve_local};
+use super::keywords::{
+    Holds, holds, is_annotation, json_type, last_segment, live_children, resolve_local,
+};
 
 /// Deepest output the expansion builds, in JSON levels. serde_json refuses to parse text deeper
 /// than 128 levels, so every schema that arrived as JSON text fits; the bound also keeps the
@@ -37,6 +39,8 @@ struct Target<'a> {
     anchor: Option<String>,
 }
 
+/// The expansion state. On an error, `path` is left where the error happened: the error is
+/// built from it and returned straight up, so no caller reads it again.
 struct Expander<'a> {
     dialect: Dialect,
     recursion: Recursion,
@@ -294,9 +298,9 @@ impl<'a> Expander<'a> {
         depth: usize,
     ) -> Result<Value, DialectError> {
         path.push(keyword);
-        let out = self.node(value, path, depth + 1, false);
+        let out = self.node(value, path, depth + 1, false)?;
         path.pop();
-        out
+        Ok(out)
     }
 
     fn entries(
@@ -307,23 +311,20 @@ impl<'a> Expander<'a> {
         depth: usize,
     ) -> Result<Value, DialectError> {
         let Value::Object(entries) = value else {
-            return Err(self.error(path, DialectErrorKind::NotASchema { found: json_type(value) }));
+            return Err(self.error(
+                path,
+                DialectErrorKind::NotASchema {
+                    found: json_type(value),
+                },
+            ));
         };
         path.push(keyword);
         let mut out = Map::new();
         for (name, child) in entries {
             path.push(name);
-            let expanded = self.node(child, path, depth + 2, false);
+            let expanded = self.node(child, path, depth + 2, false)?;
             path.pop();
-            match expanded {
-                Ok(expanded) => {
-                    out.insert(name.clone(), expanded);
-                }
-                Err(error) => {
-                    path.pop();
-                    return Err(error);
-                }
-            }
+            out.insert(name.clone(), expanded);
         }
         path.pop();
         Ok(Value::Object(out))
@@ -337,21 +338,19 @@ impl<'a> Expander<'a> {
         depth: usize,
     ) -> Result<Value, DialectError> {
         let Value::Array(entries) = value else {
-            return Err(self.error(path, DialectErrorKind::NotASchema { found: json_type(value) }));
+            return Err(self.error(
+                path,
+                DialectErrorKind::NotASchema {
+                    found: json_type(value),
+                },
+            ));
         };
         path.push(keyword);
         let mut out = Vec::with_capacity(entries.len());
         for (index, child) in entries.iter().enumerate() {
             path.push(&index.to_string());
-            let expanded = self.node(child, path, depth + 2, false);
+            out.push(self.node(child, path, depth + 2, false)?);
             path.pop();
-            match expanded {
-                Ok(expanded) => out.push(expanded),
-                Err(error) => {
-                    path.pop();
-                    return Err(error);
-                }
-            }
         }
         path.pop();
         Ok(Value::Array(out))
@@ -365,7 +364,12 @@ impl<'a> Expander<'a> {
         depth: usize,
     ) -> Result<(), DialectError> {
         let Value::Object(entries) = value else {
-            return Err(self.error(path, DialectErrorKind::NotASchema { found: json_type(value) }));
+            return Err(self.error(
+                path,
+                DialectErrorKind::NotASchema {
+                    found: json_type(value),
+                },
+            ));
         };
         let mut required = Map::new();
         let mut schemas = Map::new();
@@ -376,17 +380,9 @@ impl<'a> Expander<'a> {
                 continue;
             }
             path.push(name);
-            let expanded = self.node(child, path, depth + 2, false);
+            let expanded = self.node(child, path, depth + 2, false)?;
             path.pop();
-            match expanded {
-                Ok(expanded) => {
-                    schemas.insert(name.clone(), expanded);
-                }
-                Err(error) => {
-                    path.pop();
-                    return Err(error);
-                }
-            }
+            schemas.insert(name.clone(), expanded);
         }
         path.pop();
         if !required.is_empty() {
