@@ -1,0 +1,380 @@
+//! Where subschemas live in a JSON Schema object, and small helpers every dialect pass shares.
+//!
+//! Only keyword positions listed here are walked as schemas: a property *named* `$schema` or
+//! `$ref` inside `properties` is a name, and `enum`/`const`/`default` values are data.
+
+use serde_json::{Map, Value};
+
+use super::error::{DialectErrorKind, Path};
+
+/// How a keyword holds subschemas (JSON Schema 2020-12 applicators, plus draft-07 spellings
+/// `definitions`, `dependencies`, `additionalItems` and list-form `items`).
+#[derive(Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Holds {
+    /// The value is one schema.
+    One,
+    /// The value maps names to schemas.
+    Map,
+    /// The value is a list of schemas.
+    List,
+}
+
+pub(crate) fn holds(keyword: &str, value: &Value) -> Option<Holds> {
+    match keyword {
+        "items" if value.is_array() => Some(Holds::List),
+        "items"
+        | "additionalProperties"
+        | "additionalItems"
+        | "unevaluatedItems"
+        | "unevaluatedProperties"
+        | "not"
+        | "if"
+        | "then"
+        | "else"
+        | "contains"
+        | "propertyNames"
+        | "contentSchema" => Some(Holds::One),
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+        | "dependencies" => Some(Holds::Map),
+        "allOf" | "anyOf" | "oneOf" | "prefixItems" => Some(Holds::List),
+        _ => None,
+    }
+}
+
+/// Keywords that describe rather than constrain; they may sit next to anything and the node's
+/// own value wins when two schemas are merged.
+pub(crate) const ANNOTATIONS: &[&str] = &[
+    "title",
+    "description",
+    "default",
+    "examples",
+    "deprecated",
+    "readOnly",
+    "writeOnly",
+    "$comment",
+];
+
+pub(crate) fn is_annotation(keyword: &str) -> bool {
+    ANNOTATIONS.contains(&keyword)
+}
+
+/// Every direct subschema of a schema object, with the one or two path segments that lead to it.
+/// Entries of map and list keywords that are not objects or booleans (draft-07 `dependencies`
+/// arrays) are data and are skipped.
+pub(crate) fn children_mut(
+    map: &mut Map<String, Value>,
+) -> Vec<(String, Option<String>, &mut Value)> {
+    let mut out = Vec::new();
+    for (keyword, value) in map.iter_mut() {
+        match holds(keyword, value) {
+            Some(Holds::One) => out.push((keyword.clone(), None, value)),
+            Some(Holds::Map) => {
+                if let Value::Object(entries) = value {
+                    for (name, child) in entries.iter_mut() {
+                        if child.is_object() || child.is_boolean() {
+                            out.push((keyword.clone(), Some(name.clone()), child));
+                        }
+                    }
+                }
+            }
+            Some(Holds::List) => {
+                if let Value::Array(entries) = value {
+                    for (index, child) in entries.iter_mut().enumerate() {
+                        out.push((keyword.clone(), Some(index.to_string()), child));
+                    }
+                }
+            }
+            None => {}
+        }
+    }
+    out
+}
+
+/// Like [`children_mut`], read-only, skipping `$defs`/`definitions` (they are only evaluated
+/// through a `$ref`, so they are not "live" parts of the node).
+pub(crate) fn live_children(map: &Map<String, Value>) -> Vec<&Value> {
+    let mut out = Vec::new();
+    for (keyword, value) in map {
+        if keyword == "$defs" || keyword == "definitions" {
+            continue;
+        }
+        match (holds(keyword, value), value) {
+            (Some(Holds::One), _) => out.push(value),
+            (Some(Holds::Map), Value::Object(entries)) => out.extend(entries.values()),
+            (Some(Holds::List), Value::Array(entries)) => out.extend(entries.iter()),
+            _ => {}
+        }
+    }
+    out
+}
+
+/// The depth of the deepest node, iteratively; `Err` with the pointer of the first node that is
+/// deeper than `limit` JSON levels.
+pub(crate) fn check_depth(value: &Value, limit: usize) -> Result<(), (Path, DialectErrorKind)> {
+    let mut path: Vec<String> = Vec::new();
+    let mut stack: Vec<(&Value, usize, Option<String>)> = vec![(value, 0, None)];
+    while let Some((node, depth, segment)) = stack.pop() {
+        path.truncate(depth.saturating_sub(1));
+        if let Some(segment) = segment {
+            path.push(segment);
+        }
+        if depth > limit {
+            let mut at = Path::default();
+            for segment in &path {
+                at.push(segment);
+            }
+            return Err((at, DialectErrorKind::TooDeep { limit }));
+        }
+        match node {
+            Value::Object(map) => {
+                for (key, child) in map.iter().rev() {
+                    stack.push((child, depth + 1, Some(key.clone())));
+                }
+            }
+            Value::Array(items) => {
+                for (index, child) in items.iter().enumerate().rev() {
+                    stack.push((child, depth + 1, Some(index.to_string())));
+                }
+            }
+            _ => {}
+        }
+    }
+    Ok(())
+}
+
+/// The JSON type name of a value, as JSON Schema's `type` spells it (`integer` for integral
+/// numbers).
+pub(crate) fn json_type(value: &Value) -> &'static str {
+    match value {
+        Value::Null => "null",
+        Value::Bool(_) => "boolean",
+        Value::Number(number) if number.is_i64() || number.is_u64() => "integer",
+        Value::Number(_) => "number",
+        Value::String(_) => "string",
+        Value::Array(_) => "array",
+        Value::Object(_) => "object",
+    }
+}
+
+/// The `type` of the smallest schema that admits every value (`integer` folds into `number`);
+/// `None` for no values.
+pub(crate) fn type_of_values<'a>(values: impl IntoIterator<Item = &'a Value>) -> Option<Value> {
+    let mut types: Vec<&'static str> = Vec::new();
+    for value in values {
+        let ty = json_type(value);
+        if !types.contains(&ty) {
+            types.push(ty);
+        }
+    }
+    if types.contains(&"number") {
+        types.retain(|ty| *ty != "integer");
+    }
+    match types.as_slice() {
+        [] => None,
+        [one] => Some(Value::String((*one).to_owned())),
+        many => Some(Value::Array(
+            many.iter()
+                .map(|ty| Value::String((*ty).to_owned()))
+                .collect(),
+        )),
+    }
+}
+
+/// The entries of `type` (a string or a list of strings); `None` when absent, `Err` when
+/// malformed.
+pub(crate) fn types_of(map: &Map<String, Value>) -> Result<Option<Vec<String>>, DialectErrorKind> {
+    match map.get("type") {
+        None => Ok(None),
+        Some(Value::String(ty)) => Ok(Some(vec![ty.clone()])),
+        Some(Value::Array(list)) => list
+            .iter()
+            .map(|ty| {
+                ty.as_str()
+                    .map(str::to_owned)
+                    .ok_or(DialectErrorKind::NotASchema {
+                        found: json_type(ty),
+                    })
+            })
+            .collect::<Result<Vec<_>, _>>()
+            .map(Some),
+        Some(other) => Err(DialectErrorKind::NotASchema {
+            found: json_type(other),
+        }),
+    }
+}
+
+/// Renames a keyword in place, keeping its position (output order is part of determinism).
+pub(crate) fn rename_key(map: &mut Map<String, Value>, from: &str, to: &str) {
+    let old = std::mem::take(map);
+    *map = old
+        .into_iter()
+        .map(|(key, value)| {
+            if key == from {
+                (to.to_owned(), value)
+            } else {
+                (key, value)
+            }
+        })
+        .collect();
+}
+
+/// Puts `key: value` first in the map (providers show `type` first; purely cosmetic but stable).
+pub(crate) fn insert_first(map: &mut Map<String, Value>, key: &str, value: Value) {
+    map.shift_insert(0, key.to_owned(), value);
+}
+
+/// Appends keywords a dialect cannot carry to the node's `description`, as
+/// `"<description>\n\n{minimum: 1, format: \"uri\"}"` — the form Anthropic's SDK uses, so the
+/// model still reads the constraint even though the provider does not enforce it.
+pub(crate) fn append_notes(map: &mut Map<String, Value>, notes: Map<String, Value>) {
+    if notes.is_empty() {
+        return;
+    }
+    let rendered: Vec<String> = notes
+        .iter()
+        .map(|(key, value)| format!("{key}: {value}"))
+        .collect();
+    let note = format!("{{{}}}", rendered.join(", "));
+    let text = match map.get("description").and_then(Value::as_str) {
+        Some(existing) if !existing.is_empty() => format!("{existing}\n\n{note}"),
+        _ => note,
+    };
+    map.insert("description".to_owned(), Value::String(text));
+}
+
+/// Which type family a type-specific keyword belongs to, for splitting a `type` list into one
+/// branch per type (JSON Schema 2020-12 validation vocabulary §6).
+fn family(keyword: &str) -> Option<&'static str> {
+    match keyword {
+        "properties"
+        | "required"
+        | "additionalProperties"
+        | "patternProperties"
+        | "propertyNames"
+        | "minProperties"
+        | "maxProperties"
+        | "dependentRequired"
+        | "dependentSchemas"
+        | "unevaluatedProperties" => Some("object"),
+        "items" | "prefixItems" | "contains" | "minItems" | "maxItems" | "uniqueItems"
+        | "minContains" | "maxContains" | "unevaluatedItems" => Some("array"),
+        "minLength" | "maxLength" | "pattern" | "format" | "contentEncoding"
+        | "contentMediaType" | "contentSchema" => Some("string"),
+        "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" | "multipleOf" => {
+            Some("number")
+        }
+        _ => None,
+    }
+}
+
+/// Replaces `type: [a, b, …]` by `anyOf: [{type: a, …}, {type: b, …}]`, moving each
+/// type-specific keyword into the branch of its type (numeric ones into both `integer` and
+/// `number`). Equivalent in 2020-12, and needed where type lists are not accepted.
+pub(crate) fn split_type_list(map: &mut Map<String, Value>, types: &[String]) -> Vec<Value> {
+    map.shift_remove("type");
+    let mut branches: Vec<Map<String, Value>> = types
+        .iter()
+        .map(|ty| {
+            let mut branch = Map::new();
+            branch.insert("type".to_owned(), Value::String(ty.clone()));
+            branch
+        })
+        .collect();
+    let keys: Vec<String> = map.keys().cloned().collect();
+    for key in keys {
+        let Some(family) = family(&key) else { continue };
+        let Some(value) = map.shift_remove(&key) else {
+            continue;
+        };
+        for (ty, branch) in types.iter().zip(branches.iter_mut()) {
+            let matches = ty == family || (family == "number" && ty == "integer");
+            if matches {
+                branch.insert(key.clone(), value.clone());
+            }
+        }
+    }
+    branches.into_iter().map(Value::Object).collect()
+}
+
+/// Resolves a local reference (`#`, `#/json/pointer`, percent-encoded or not) against `root`.
+/// External and anchor (`#name`) references give `None`.
+pub(crate) fn resolve_local<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
+    let fragment = reference.strip_prefix('#')?;
+    if fragment.is_empty() {
+        return Some(root);
+    }
+    if !fragment.starts_with('/') {
+        return None;
+    }
+    root.pointer(&percent_decode(fragment)?)
+}
+
+fn percent_decode(text: &str) -> Option<String> {
+    if !text.contains('%') {
+        return Some(text.to_owned());
+    }
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut index = 0;
+    while index < bytes.len() {
+        if bytes[index] == b'%' {
+            let hex = text.get(index + 1..index + 3)?;
+            out.push(u8::from_str_radix(hex, 16).ok()?);
+            index += 3;
+        } else {
+            out.push(bytes[index]);
+            index += 1;
+        }
+    }
+    String::from_utf8(out).ok()
+}
+
+/// The last segment of a JSON Pointer fragment, unescaped: the name a kept definition gets.
+pub(crate) fn last_segment(reference: &str) -> String {
+    let decoded = percent_decode(reference).unwrap_or_else(|| reference.to_owned());
+    decoded
+        .rsplit('/')
+        .next()
+        .unwrap_or_default()
+        .replace("~1", "/")
+        .replace("~0", "~")
+}
+
+/// A one-branch `allOf` merged into its node when nothing conflicts, then `oneOf` → `anyOf`
+/// (both dialects that call this treat `oneOf` as `anyOf`); what cannot be rewritten goes to the
+/// notes.
+pub(crate) fn combinators(map: &mut Map<String, Value>, notes: &mut Map<String, Value>) {
+    if let Some(all_of) = map.shift_remove("allOf") {
+        merge_all_of(map, all_of, notes);
+    }
+    if map.contains_key("oneOf") {
+        if map.contains_key("anyOf") {
+            if let Some(one_of) = map.shift_remove("oneOf") {
+                notes.insert("oneOf".to_owned(), one_of);
+            }
+        } else {
+            rename_key(map, "oneOf", "anyOf");
+        }
+    }
+}
+
+fn merge_all_of(map: &mut Map<String, Value>, all_of: Value, notes: &mut Map<String, Value>) {
+    let single = match &all_of {
+        Value::Array(branches) if branches.len() == 1 => branches[0].as_object(),
+        _ => None,
+    };
+    match single {
+        Some(branch)
+            if !branch
+                .keys()
+                .any(|key| !is_annotation(key) && map.contains_key(key)) =>
+        {
+            for (key, value) in branch {
+                map.entry(key.clone()).or_insert_with(|| value.clone());
+            }
+        }
+        _ => {
+            notes.insert("allOf".to_owned(), all_of);
+        }
+    }
+}
