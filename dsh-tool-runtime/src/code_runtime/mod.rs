@@ -1,1 +1,350 @@
 //! Subprocess code runtimes (SPEC §8): run a model-written program in a fresh child per run.
+//!
+//! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
+//! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
+//! either its completion value or a typed [`CodeRunFailure`]. It returns a [`CodeRuntimeError`]
+//! only for misuse (a run after [`CodeRuntime::dispose`], binding namespaces that break the
+//! portable identifier rules).
+//!
+//! [`SubprocessRuntime`] is the implementation: TypeScript runs in Node.js (types stripped on the
+//! host with oxc), Python in CPython; each run gets a process no other program has touched, in its
+//! own process group, with an empty environment and a fresh temporary working directory, under
+//! the budgets of [`SubprocessConfig`]. The contract follows the DSH code-runtime service
+//! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
+
+mod ledger;
+mod names;
+mod process;
+mod strip;
+mod subprocess;
+
+pub mod frame;
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+pub use ledger::OutputLedger;
+pub use names::validate_namespaces;
+pub use subprocess::{SubprocessConfig, SubprocessRuntime};
+
+/// A code runtime: runs one program per [`run`](CodeRuntime::run) call, never sharing state
+/// between runs.
+///
+/// The trait is object safe, so a registry can hold an `Arc<dyn CodeRuntime>`.
+pub trait CodeRuntime: Send + Sync {
+    /// The lowercase language id of the programs this runtime accepts: `"typescript"` or
+    /// `"python"` (REFERENCE §4.6).
+    fn language(&self) -> &'static str;
+
+    /// How programs are isolated from the host. A label for humans and logs, not a security claim.
+    fn isolation(&self) -> Isolation;
+
+    /// Runs one program to completion.
+    ///
+    /// Every program outcome (value, thrown error, budget hit, crash, cancellation) resolves as
+    /// `Ok(RunOutcome)`. Errors: [`CodeRuntimeError::Disposed`] after
+    /// [`dispose`](CodeRuntime::dispose), [`CodeRuntimeError::InvalidBindings`] when the
+    /// namespaces break the rules of [`validate_namespaces`]. Nothing is spawned in either case.
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>>;
+
+    /// Stops the runtime: live runs settle as [`FailureKind::Abort`] (`runtime disposed`), their
+    /// children and any standby child are killed and awaited before the future resolves. Later
+    /// runs fail with [`CodeRuntimeError::Disposed`]. Calling it twice is harmless.
+    fn dispose(&self) -> BoxFuture<'_, ()>;
+}
+
+/// The isolation label of a runtime (REFERENCE §4.6).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Isolation {
+    /// A thread inside the host process.
+    WorkerThread,
+    /// A separate OS process per run.
+    Process,
+    /// A container per run.
+    Container,
+}
+
+impl Isolation {
+    /// The wire name: `worker-thread`, `process` or `container`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Isolation::WorkerThread => "worker-thread",
+            Isolation::Process => "process",
+            Isolation::Container => "container",
+        }
+    }
+}
+
+/// The error class a namespace's failed calls are raised as inside the program.
+///
+/// For the tool bridge this is `ToolCallError` with member `toolName` (SPEC §8): a failed call
+/// rejects with an instance whose `message` is the failure text and whose `toolName` is the
+/// binding's name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ErrorClass {
+    /// The class name bound in the program, e.g. `ToolCallError`. A portable identifier.
+    pub name: String,
+    /// The property (attribute in Python) carrying the binding name, e.g. `toolName`.
+    pub member_name_property: String,
+}
+
+/// One global the program sees, holding callable bindings.
+///
+/// In TypeScript `tools.search(args)` and `tools["my-tool"](args)`; in Python
+/// `await tools.search(args)` and `await tools["my-tool"](args)`. Binding names are arbitrary
+/// strings and are looked up as own names only, so `constructor` or `__proto__` never reach
+/// anything but a binding of that exact name.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingNamespace {
+    /// The global's name, e.g. `tools`. A portable identifier ([`validate_namespaces`]).
+    pub global: String,
+    /// The callable names; duplicates are ignored.
+    pub names: Vec<String>,
+    /// The class failed calls raise; without one they raise a plain `Error` / `Exception`.
+    pub error_class: Option<ErrorClass>,
+}
+
+impl BindingNamespace {
+    /// The tool namespace of SPEC §8: global `tools`, error class `ToolCallError` with member
+    /// `toolName`.
+    pub fn tools(names: impl IntoIterator<Item = impl Into<String>>) -> Self {
+        BindingNamespace {
+            global: "tools".to_owned(),
+            names: names.into_iter().map(Into::into).collect(),
+            error_class: Some(ErrorClass {
+                name: "ToolCallError".to_owned(),
+                member_name_property: "toolName".to_owned(),
+            }),
+        }
+    }
+}
+
+/// One call a program made to a binding, handed to the [`BindingDispatch`].
+#[derive(Debug, Clone)]
+pub struct BindingCall {
+    /// The namespace's global, e.g. `tools`.
+    pub namespace: String,
+    /// The binding name, exactly as declared in [`BindingNamespace::names`].
+    pub name: String,
+    /// The arguments: lossless JSON (no `-0`), at most [`frame::MAX_DEPTH`] levels deep.
+    pub args: Value,
+    /// Cancelled when the run settles; a dispatcher should stop work it started for the call.
+    pub signal: CancellationToken,
+}
+
+/// A binding call's failure; the program sees `message` on the namespace's error class.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct BindingError {
+    /// The text the program reads as the error's `message`.
+    pub message: String,
+}
+
+impl BindingError {
+    /// A failure with this message.
+    pub fn new(message: impl Into<String>) -> Self {
+        BindingError {
+            message: message.into(),
+        }
+    }
+}
+
+impl fmt::Display for BindingError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+impl std::error::Error for BindingError {}
+
+/// The host callback that serves binding calls. Calls of one run may overlap (a program using
+/// `Promise.all` or `asyncio.gather`); the result must be lossless JSON (no `-0`), else the call
+/// rejects in the program with `binding resolution must be lossless JSON`.
+pub type BindingDispatch =
+    Arc<dyn Fn(BindingCall) -> BoxFuture<'static, Result<Value, BindingError>> + Send + Sync>;
+
+/// What to run: the program and what it may call. Budgets are runtime configuration
+/// ([`SubprocessConfig`]), never part of a request (REFERENCE §4.6).
+#[derive(Clone)]
+pub struct RunRequest {
+    /// The program: the body of an async function in the runtime's language. Top-level `await`
+    /// and `return` work; the returned value is the run's value.
+    pub program: String,
+    /// The globals the program sees besides `console` (TypeScript) / `print` (Python).
+    pub bindings: Vec<BindingNamespace>,
+    /// Serves the bindings' calls. Without one every call rejects with
+    /// `no binding dispatcher installed`.
+    pub dispatch: Option<BindingDispatch>,
+    /// Cancelling it settles the run as [`FailureKind::Abort`]; a token cancelled before the run
+    /// starts spawns nothing.
+    pub signal: CancellationToken,
+}
+
+impl RunRequest {
+    /// A request for `program` with no bindings and a fresh, uncancelled signal.
+    pub fn new(program: impl Into<String>) -> Self {
+        RunRequest {
+            program: program.into(),
+            bindings: Vec::new(),
+            dispatch: None,
+            signal: CancellationToken::new(),
+        }
+    }
+
+    /// Adds a namespace.
+    pub fn binding(mut self, namespace: BindingNamespace) -> Self {
+        self.bindings.push(namespace);
+        self
+    }
+
+    /// Sets the callback serving binding calls.
+    pub fn dispatch(mut self, dispatch: BindingDispatch) -> Self {
+        self.dispatch = Some(dispatch);
+        self
+    }
+
+    /// Sets the cancellation signal.
+    pub fn signal(mut self, signal: CancellationToken) -> Self {
+        self.signal = signal;
+        self
+    }
+}
+
+impl fmt::Debug for RunRequest {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("RunRequest")
+            .field("program", &self.program)
+            .field("bindings", &self.bindings)
+            .field("dispatch", &self.dispatch.as_ref().map(|_| "<fn>"))
+            .field("signal", &self.signal)
+            .finish()
+    }
+}
+
+/// The result of one run (REFERENCE §4.6 `CodeRunResult`).
+///
+/// Exactly one of `value` and `error` describes the ending: `error` set means the run failed;
+/// otherwise `value` is the returned JSON value, `None` when the program returned nothing
+/// (`undefined` / `None`). `logs` holds the program's output in arrival order: one entry per
+/// `console.*` call or `process.stdout.write` (TypeScript), per printed line (Python), and per
+/// line written to the process's stdout or stderr by any other means.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunOutcome {
+    /// The returned value when the run succeeded.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub value: Option<Value>,
+    /// Output entries, oldest first.
+    pub logs: Vec<String>,
+    /// Why the run failed, if it did.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<CodeRunFailure>,
+}
+
+/// A typed run failure (REFERENCE §4.6 `CodeRunFailure`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct CodeRunFailure {
+    /// The class of failure.
+    pub kind: FailureKind,
+    /// Human-readable detail; for [`FailureKind::Exception`] the error's stack or message.
+    pub message: String,
+}
+
+/// The failure classes of a run. Limit kinds are decided by the host alone: a program that
+/// prints or raises a limit message gets [`FailureKind::Exception`] (or nothing), never a limit.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum FailureKind {
+    /// The program raised, or failed to parse or type-strip.
+    Exception,
+    /// The compute (CPU) budget or the wall-clock ceiling ran out; the message says which.
+    Timeout,
+    /// The request's signal was cancelled or the runtime was disposed.
+    Abort,
+    /// The child died before completing (e.g. out of memory, killed, exited).
+    WorkerExit,
+    /// The program completed with a value that is not lossless JSON.
+    InvalidOutput,
+    /// Logs plus value or failure message exceeded `max_output_bytes`.
+    OutputLimit,
+    /// The program made more than `max_binding_calls` binding calls (beyond DSH).
+    BindingLimit,
+}
+
+impl FailureKind {
+    /// The wire name, e.g. `worker-exit`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            FailureKind::Exception => "exception",
+            FailureKind::Timeout => "timeout",
+            FailureKind::Abort => "abort",
+            FailureKind::WorkerExit => "worker-exit",
+            FailureKind::InvalidOutput => "invalid-output",
+            FailureKind::OutputLimit => "output-limit",
+            FailureKind::BindingLimit => "binding-limit",
+        }
+    }
+}
+
+impl fmt::Display for FailureKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// Misuse of a runtime, or a runtime that cannot be built. Program outcomes are never errors.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum CodeRuntimeError {
+    /// [`CodeRuntime::run`] after [`CodeRuntime::dispose`].
+    #[error("dsh-code-runtime: run() after disposal")]
+    Disposed,
+    /// The binding namespaces break a rule of [`validate_namespaces`]; the text names it.
+    #[error("dsh-code-runtime: {0}")]
+    InvalidBindings(String),
+    /// A [`SubprocessConfig`] field is out of range; the text names the field.
+    #[error("dsh-code-runtime: {0}")]
+    InvalidConfig(String),
+    /// The interpreter binary was not found.
+    #[error(
+        "dsh-code-runtime: the {language} runtime needs `{binary}`, which was not found on PATH; \
+         install it or set `SubprocessConfig::interpreter` to its path"
+    )]
+    InterpreterNotFound {
+        /// `typescript` or `python`.
+        language: &'static str,
+        /// The binary looked for, e.g. `node`.
+        binary: String,
+    },
+    /// The interpreter runs but is older than supported, or did not report a version.
+    #[error(
+        "dsh-code-runtime: `{binary}` reports version {found:?} but the {language} runtime needs \
+         {minimum} or newer; set `SubprocessConfig::interpreter` to a newer binary"
+    )]
+    InterpreterTooOld {
+        /// `typescript` or `python`.
+        language: &'static str,
+        /// The binary that was run.
+        binary: String,
+        /// What it printed for its version (trimmed).
+        found: String,
+        /// The oldest supported version, e.g. `18` (Node.js) or `3.10` (CPython).
+        minimum: &'static str,
+    },
+    /// The interpreter could not be started to check its version.
+    #[error(
+        "dsh-code-runtime: could not run `{binary}` for the {language} runtime: {reason}; \
+         set `SubprocessConfig::interpreter` to a working binary"
+    )]
+    InterpreterUnusable {
+        /// `typescript` or `python`.
+        language: &'static str,
+        /// The binary that was run.
+        binary: String,
+        /// The OS error.
+        reason: String,
+    },
+}

@@ -1,0 +1,456 @@
+//! The host side of the child protocol: newline-delimited JSON frames on a dedicated pipe pair
+//! (the child writes on its fd 3 and reads on its fd 4; stdout and stderr stay the program's).
+//!
+//! Child → host: `{"type":"call","id":N,"global":G,"name":B,"args":V}`,
+//! `{"type":"log","text":T}`, `{"type":"done"}` / `{"type":"done","value":V}` /
+//! `{"type":"done","error":{"kind":"exception"|"invalid-output","message":M}}`.
+//! Host → child: one `{"type":"run",...}` frame, then `{"type":"reply","id":N,"ok":true,"value":V}`
+//! or `{"type":"reply","id":N,"ok":false,"message":M}` per call.
+//!
+//! The program shares a process with the bootstrap that writes these frames, so every inbound
+//! byte is hostile (REFERENCE §4.7 hostile-peer rules): [`FrameDecoder`] bounds each frame's size
+//! and nesting, shape-checks it, rebuilds it into a [`ChildFrame`] and silently drops anything
+//! else. Nothing it is fed can make it panic, allocate beyond its bound, or recurse without a
+//! bound.
+
+use serde::Deserialize;
+use serde_json::Value;
+
+use super::FailureKind;
+
+/// The deepest JSON value (arrays and objects nested in each other) that crosses the protocol,
+/// either way. Deeper values are rejected where they are made: in the child before sending, in
+/// the host before replying, and dropped as junk when they arrive anyway.
+pub const MAX_DEPTH: usize = 4_096;
+
+/// Largest integer a call id may be: ids are JavaScript numbers, exact up to 2^53 − 1.
+const MAX_CALL_ID: u64 = (1 << 53) - 1;
+
+/// How much of an oversized frame is kept to recognise what it was.
+const OVERSIZE_PREFIX: usize = 32;
+
+/// A frame from the child, rebuilt from a validated wire frame.
+#[derive(Debug, Clone, PartialEq)]
+pub enum ChildFrame {
+    /// The program called a binding. `args` is `None` when the arguments were not lossless
+    /// JSON (`-0`), which the host answers with a failure reply.
+    Call {
+        /// The child-issued call id (1 ..= 2^53 − 1).
+        id: u64,
+        /// The namespace's global.
+        global: String,
+        /// The binding name.
+        name: String,
+        /// The arguments, if lossless.
+        args: Option<Value>,
+    },
+    /// One log entry.
+    Log {
+        /// The entry's text.
+        text: String,
+    },
+    /// The program finished.
+    Done(Completion),
+}
+
+/// How the program finished, as the child reported it.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Completion {
+    /// It returned this value (`None`: nothing / `undefined`).
+    Value(Option<Value>),
+    /// It failed with a program-level failure: only [`FailureKind::Exception`] and
+    /// [`FailureKind::InvalidOutput`] are accepted from the child; limits are the host's.
+    Failure {
+        /// `exception` or `invalid-output`.
+        kind: FailureKind,
+        /// The failure text.
+        message: String,
+    },
+}
+
+/// One unit the [`FrameDecoder`] yields.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Inbound {
+    /// A valid frame.
+    Frame(ChildFrame),
+    /// A frame longer than the decoder's bound that starts like a completion value or a log
+    /// entry: the program produced more output than the run may return (`output-limit`).
+    /// Other oversized frames are dropped.
+    OutputOverflow,
+}
+
+/// Splits the child's protocol stream into frames and decodes them.
+///
+/// Feed it bytes in any chunking with [`feed`](Self::feed); each complete line is decoded with
+/// [`decode_child_frame`]. A line longer than `max_frame_bytes` is never buffered beyond that
+/// bound: the rest of it is skipped up to the next newline.
+#[derive(Debug)]
+pub struct FrameDecoder {
+    max_frame_bytes: usize,
+    line: Vec<u8>,
+    oversize: Option<Vec<u8>>,
+}
+
+impl FrameDecoder {
+    /// A decoder whose frames may be at most `max_frame_bytes` long (newline excluded).
+    pub fn new(max_frame_bytes: usize) -> Self {
+        FrameDecoder {
+            max_frame_bytes,
+            line: Vec::new(),
+            oversize: None,
+        }
+    }
+
+    /// Decodes every line `bytes` completes, appending the results to `out`.
+    pub fn feed(&mut self, mut bytes: &[u8], out: &mut Vec<Inbound>) {
+        while !bytes.is_empty() {
+            let (chunk, rest, complete) = match bytes.iter().position(|&b| b == b'\n') {
+                Some(i) => (&bytes[..i], &bytes[i + 1..], true),
+                None => (bytes, &[][..], false),
+            };
+            bytes = rest;
+            if self.oversize.is_none() {
+                if self.line.len() + chunk.len() <= self.max_frame_bytes {
+                    self.line.extend_from_slice(chunk);
+                } else {
+                    let mut prefix = std::mem::take(&mut self.line);
+                    prefix.extend_from_slice(&chunk[..chunk.len().min(OVERSIZE_PREFIX)]);
+                    prefix.truncate(OVERSIZE_PREFIX);
+                    self.oversize = Some(prefix);
+                }
+            }
+            if complete {
+                self.end_line(out);
+            }
+        }
+    }
+
+    /// Ends the stream: a final line without a newline is decoded too.
+    pub fn finish(&mut self, out: &mut Vec<Inbound>) {
+        if !self.line.is_empty() || self.oversize.is_some() {
+            self.end_line(out);
+        }
+    }
+
+    fn end_line(&mut self, out: &mut Vec<Inbound>) {
+        if let Some(prefix) = self.oversize.take() {
+            if prefix.starts_with(br#"{"type":"done","value":"#)
+                || prefix.starts_with(br#"{"type":"log","text":"#)
+            {
+                out.push(Inbound::OutputOverflow);
+            }
+        } else if let Some(frame) = decode_child_frame(&self.line) {
+            out.push(Inbound::Frame(frame));
+        }
+        self.line.clear();
+        // Keep the buffer's capacity for the next frame, but not a huge one from a past frame.
+        if self.line.capacity() > 1 << 20 {
+            self.line = Vec::new();
+        }
+    }
+}
+
+/// Decodes one frame (without its newline). Returns `None` for anything that is not a
+/// well-formed frame of a known type: invalid UTF-8 or JSON, trailing bytes, values nested more
+/// than [`MAX_DEPTH`] levels, a root that is not an object, an unknown `type`, a call whose id is
+/// not an integer in 1 ..= 2^53 − 1 or whose global or name is not a string or that has no
+/// `args`, a log without string `text`, a done whose `error` is not `{kind, message}` with a
+/// child-reportable kind. Unknown extra keys are ignored; the frame is rebuilt from the known
+/// ones. A done carrying both `value` and `error` counts as the error.
+pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
+    let depth = nesting_depth(line)?;
+    if depth > MAX_DEPTH + 1 {
+        return None;
+    }
+    // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
+    with_stack_for(depth, || {
+        let root = parse(line)?;
+        rebuild(root)
+    })
+}
+
+/// The bracket nesting depth of JSON text, ignoring brackets inside strings; `None` for text
+/// that is not UTF-8. Quadratic blow-ups are impossible: one pass, no allocation.
+fn nesting_depth(line: &[u8]) -> Option<usize> {
+    std::str::from_utf8(line).ok()?;
+    let (mut depth, mut max) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &b in line {
+        if in_string {
+            match (escaped, b) {
+                (true, _) => escaped = false,
+                (false, b'\\') => escaped = true,
+                (false, b'"') => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match b {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    Some(max)
+}
+
+/// Runs `f` on a stack sized for values `depth` levels deep.
+pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
+    if depth <= 64 {
+        f()
+    } else {
+        stacker::maybe_grow(depth * 1024 + (256 << 10), depth * 2048 + (1 << 20), f)
+    }
+}
+
+fn parse(line: &[u8]) -> Option<Value> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
+    de.end().ok()?;
+    Some(value)
+}
+
+fn rebuild(root: Value) -> Option<ChildFrame> {
+    let Value::Object(mut map) = root else {
+        return None;
+    };
+    match map.get("type")?.as_str()? {
+        "call" => {
+            let id = map.get("id")?.as_u64().filter(|id| (1..=MAX_CALL_ID).contains(id))?;
+            let global = take_string(&mut map, "global")?;
+            let name = take_string(&mut map, "name")?;
+            let args = map.remove("args")?;
+            let args = inspect(&args).is_ok().then_some(args);
+            Some(ChildFrame::Call {
+                id,
+                global,
+                name,
+                args,
+            })
+        }
+        "log" => Some(ChildFrame::Log {
+            text: take_string(&mut map, "text")?,
+        }),
+        "done" => {
+            if let Some(error) = map.remove("error") {
+                let Value::Object(mut error) = error else {
+                    return None;
+                };
+                let kind = match error.get("kind")?.as_str()? {
+                    "exception" => FailureKind::Exception,
+                    "invalid-output" => FailureKind::InvalidOutput,
+                    _ => return None,
+                };
+                let message = take_string(&mut error, "message")?;
+                return Some(ChildFrame::Done(Completion::Failure { kind, message }));
+            }
+            match map.remove("value") {
+                None => Some(ChildFrame::Done(Completion::Value(None))),
+                Some(value) if inspect(&value).is_ok() => {
+                    Some(ChildFrame::Done(Completion::Value(Some(value))))
+                }
+                Some(_) => Some(ChildFrame::Done(Completion::Failure {
+                    kind: FailureKind::InvalidOutput,
+                    message: "program completion must be lossless JSON".to_owned(),
+                })),
+            }
+        }
+        _ => None,
+    }
+}
+
+fn take_string(map: &mut serde_json::Map<String, Value>, key: &str) -> Option<String> {
+    match map.remove(key)? {
+        Value::String(s) => Some(s),
+        _ => None,
+    }
+}
+
+/// Why a value may not cross the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unfit {
+    /// It holds `-0`, which JSON cannot carry losslessly (REFERENCE §8 notes).
+    Lossy,
+    /// It nests deeper than [`MAX_DEPTH`].
+    TooDeep,
+}
+
+/// Checks that `value` is lossless and at most [`MAX_DEPTH`] deep; returns its depth. Iterative.
+pub(crate) fn inspect(value: &Value) -> Result<usize, Unfit> {
+    let mut max = 0;
+    let mut stack = vec![(value, 0usize)];
+    while let Some((v, depth)) = stack.pop() {
+        match v {
+            Value::Number(n) => {
+                if n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) && n.is_f64() {
+                    return Err(Unfit::Lossy);
+                }
+            }
+            Value::Array(items) => {
+                max = max.max(depth + 1);
+                stack.extend(items.iter().map(|i| (i, depth + 1)));
+            }
+            Value::Object(map) => {
+                max = max.max(depth + 1);
+                stack.extend(map.values().map(|i| (i, depth + 1)));
+            }
+            _ => {}
+        }
+        if max > MAX_DEPTH {
+            return Err(Unfit::TooDeep);
+        }
+    }
+    Ok(max)
+}
+
+/// Appends `value` as compact JSON, on a stack sized for its `depth`.
+pub(crate) fn write_value(out: &mut Vec<u8>, value: &Value, depth: usize) {
+    with_stack_for(depth, || {
+        // Writing a `Value` into a Vec cannot fail: its keys are strings and numbers finite.
+        if serde_json::to_writer(&mut *out, value).is_err() {
+            out.extend_from_slice(b"null");
+        }
+    });
+}
+
+/// A success reply frame for call `id`; `depth` is the value's depth from [`inspect`].
+pub(crate) fn reply_ok(id: u64, value: &Value, depth: usize) -> Vec<u8> {
+    let mut out = format!(r#"{{"type":"reply","id":{id},"ok":true,"value":"#).into_bytes();
+    write_value(&mut out, value, depth);
+    out.extend_from_slice(b"}\n");
+    out
+}
+
+/// A failure reply frame for call `id`.
+pub(crate) fn reply_err(id: u64, message: &str) -> Vec<u8> {
+    let mut out = serde_json::to_vec(&serde_json::json!({
+        "type": "reply", "id": id, "ok": false, "message": message,
+    }))
+    .unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn decode(s: &str) -> Option<ChildFrame> {
+        decode_child_frame(s.as_bytes())
+    }
+
+    #[test]
+    fn accepts_well_formed_frames() {
+        assert_eq!(
+            decode(r#"{"type":"call","id":1,"global":"tools","name":"x","args":{"a":[1]},"extra":0}"#),
+            Some(ChildFrame::Call {
+                id: 1,
+                global: "tools".into(),
+                name: "x".into(),
+                args: Some(json!({"a": [1]})),
+            })
+        );
+        assert_eq!(decode(r#"{"type":"log","text":"hi"}"#), Some(ChildFrame::Log { text: "hi".into() }));
+        assert_eq!(decode(r#"{"type":"done"}"#), Some(ChildFrame::Done(Completion::Value(None))));
+        assert_eq!(
+            decode(r#"{"type":"done","value":null}"#),
+            Some(ChildFrame::Done(Completion::Value(Some(Value::Null))))
+        );
+        assert_eq!(
+            decode(r#"{"type":"done","value":1,"error":{"kind":"exception","message":"m"}}"#),
+            Some(ChildFrame::Done(Completion::Failure {
+                kind: FailureKind::Exception,
+                message: "m".into()
+            }))
+        );
+    }
+
+    #[test]
+    fn drops_junk() {
+        for junk in [
+            "",
+            "null",
+            "[]",
+            "\"call\"",
+            r#"{"type":"nope"}"#,
+            r#"{"type":"call","id":"1","global":"t","name":"x","args":1}"#,
+            r#"{"type":"call","id":0,"global":"t","name":"x","args":1}"#,
+            r#"{"type":"call","id":1.5,"global":"t","name":"x","args":1}"#,
+            r#"{"type":"call","id":-3,"global":"t","name":"x","args":1}"#,
+            r#"{"type":"call","id":9007199254740992,"global":"t","name":"x","args":1}"#,
+            r#"{"type":"call","id":1,"global":1,"name":"x","args":1}"#,
+            r#"{"type":"call","id":1,"global":"t","name":"x"}"#,
+            r#"{"type":"log","text":5}"#,
+            r#"{"type":"done","error":{"kind":"timeout","message":"compute budget exhausted"}}"#,
+            r#"{"type":"done","error":{"kind":"output-limit","message":"x"}}"#,
+            r#"{"type":"done","error":"x"}"#,
+            r#"{"type":"log","text":"a"} trailing"#,
+            "{\"type\":\"log\",\"text\":\"\\ud800\"}",
+        ] {
+            assert_eq!(decode(junk), None, "{junk}");
+        }
+        assert_eq!(decode_child_frame(b"{\"type\":\"log\",\"text\":\"\xff\"}"), None);
+    }
+
+    #[test]
+    fn marks_negative_zero() {
+        assert_eq!(
+            decode(r#"{"type":"call","id":2,"global":"t","name":"x","args":[-0.0]}"#),
+            Some(ChildFrame::Call { id: 2, global: "t".into(), name: "x".into(), args: None })
+        );
+        assert!(matches!(
+            decode(r#"{"type":"done","value":{"a":-0.0}}"#),
+            Some(ChildFrame::Done(Completion::Failure { kind: FailureKind::InvalidOutput, .. }))
+        ));
+    }
+
+    #[test]
+    fn bounds_depth() {
+        let ok = format!(r#"{{"type":"done","value":{}1{}}}"#, "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
+        assert!(matches!(decode(&ok), Some(ChildFrame::Done(Completion::Value(Some(_))))));
+        let deep = format!(r#"{{"type":"done","value":{}1{}}}"#, "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        assert_eq!(decode(&deep), None);
+        let huge = "[".repeat(1 << 20);
+        assert_eq!(decode(&huge), None);
+    }
+
+    #[test]
+    fn splits_and_bounds_lines() {
+        let mut d = FrameDecoder::new(64);
+        let mut out = Vec::new();
+        d.feed(b"{\"type\":\"log\",\"te", &mut out);
+        d.feed(b"xt\":\"a\"}\njunk\n{\"type\":\"log\",\"text\":\"", &mut out);
+        d.feed(&[b'x'; 200], &mut out);
+        d.feed(b"\"}\n{\"type\":\"done\"}", &mut out);
+        d.finish(&mut out);
+        assert_eq!(
+            out,
+            vec![
+                Inbound::Frame(ChildFrame::Log { text: "a".into() }),
+                Inbound::OutputOverflow,
+                Inbound::Frame(ChildFrame::Done(Completion::Value(None))),
+            ]
+        );
+    }
+
+    #[test]
+    fn replies_are_valid_json() {
+        let v = json!({"a": [1, "x\n"]});
+        let ok = reply_ok(7, &v, inspect(&v).unwrap());
+        assert_eq!(
+            serde_json::from_slice::<Value>(&ok).unwrap(),
+            json!({"type":"reply","id":7,"ok":true,"value":v})
+        );
+        let err = reply_err(8, "bad \"x\"");
+        assert_eq!(
+            serde_json::from_slice::<Value>(&err).unwrap(),
+            json!({"type":"reply","id":8,"ok":false,"message":"bad \"x\""})
+        );
+    }
+}

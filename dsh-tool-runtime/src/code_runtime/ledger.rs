@@ -1,0 +1,226 @@
+//! The output ledger: exact JSON byte accounting of what a run hands back (REFERENCE §4.7).
+
+use serde_json::Value;
+
+/// Counts the bytes of a run's output as the JSON the caller will serialize: the logs array
+/// (`[]` is 2 bytes, each entry its quoted and escaped UTF-8 string, plus 1 per separating
+/// comma) plus the completion value or the failure message string. The total may not exceed
+/// the cap (`max_output_bytes`).
+///
+/// Strings are counted as `serde_json` writes them: `"` and `\` and the control characters
+/// `\b \f \n \r \t` take 2 bytes, other control characters 6 (`\u00XX`), everything else its
+/// UTF-8 length. Numbers take the length of their `serde_json` rendering.
+///
+/// Boundary examples (REFERENCE §4.7): with a cap of 7, returning `"€"` fits (2 + 5 bytes) and a
+/// cap of 6 does not; with a cap of 11, one log `"abc"` plus the value `"xy"` fits (7 + 4).
+#[derive(Debug, Clone)]
+pub struct OutputLedger {
+    cap: u64,
+    used: u64,
+    entries: usize,
+}
+
+impl OutputLedger {
+    /// An empty ledger (the logs array `[]` already counts 2 bytes) with this cap in bytes.
+    pub fn new(cap: u64) -> Self {
+        OutputLedger {
+            cap,
+            used: 2,
+            entries: 0,
+        }
+    }
+
+    /// Bytes charged so far.
+    pub fn used(&self) -> u64 {
+        self.used
+    }
+
+    /// The fixed diagnostic of an output overflow: `outer output exceeded <cap> bytes`.
+    pub fn diagnostic(&self) -> String {
+        format!("outer output exceeded {} bytes", self.cap)
+    }
+
+    /// Appends `text` to `logs` if it fits.
+    ///
+    /// # Errors
+    ///
+    /// When it does not fit, the run is over: `logs` keeps every earlier entry plus the longest
+    /// code-point-aligned prefix of `text` (if non-empty) that fits together with the diagnostic,
+    /// and the returned message is the diagnostic, itself cut to what is left.
+    pub fn push_log(&mut self, logs: &mut Vec<String>, text: &str) -> Result<(), String> {
+        let cost = self.separator() + json_str_len(text);
+        if self.used + cost <= self.cap {
+            logs.push(text.to_owned());
+            self.used += cost;
+            self.entries += 1;
+            return Ok(());
+        }
+        Err(self.overflow(logs, Some(text)))
+    }
+
+    /// Whether `value` fits as the completion value after the logs charged so far.
+    pub fn fits_value(&self, value: &Value) -> bool {
+        self.used.saturating_add(json_len(value)) <= self.cap
+    }
+
+    /// Checks a failure message against the remaining budget.
+    ///
+    /// # Errors
+    ///
+    /// When it does not fit, the overflow diagnostic (cut to fit) to report as `output-limit`.
+    pub fn check_message(&mut self, logs: &mut Vec<String>, message: &str) -> Result<(), String> {
+        if self.used + json_str_len(message) <= self.cap {
+            Ok(())
+        } else {
+            Err(self.overflow(logs, None))
+        }
+    }
+
+    /// Ends the ledger with an overflow that no single entry caused (e.g. an oversized value).
+    pub fn overflow_message(&mut self, logs: &mut Vec<String>) -> String {
+        self.overflow(logs, None)
+    }
+
+    fn separator(&self) -> u64 {
+        u64::from(self.entries > 0)
+    }
+
+    fn overflow(&mut self, logs: &mut Vec<String>, partial: Option<&str>) -> String {
+        let diagnostic = self.diagnostic();
+        let diagnostic_cost = json_str_len(&diagnostic);
+        if let Some(text) = partial {
+            let fixed = self.used + self.separator() + diagnostic_cost;
+            if let Some(budget) = self.cap.checked_sub(fixed) {
+                let prefix = longest_prefix(text, budget);
+                if !prefix.is_empty() {
+                    self.used += self.separator() + json_str_len(prefix);
+                    self.entries += 1;
+                    logs.push(prefix.to_owned());
+                }
+            }
+        }
+        let left = self.cap.saturating_sub(self.used);
+        let message = longest_prefix(&diagnostic, left).to_owned();
+        self.used += json_str_len(&message);
+        message
+    }
+}
+
+/// The longest code-point-aligned prefix of `text` whose JSON string form takes at most
+/// `budget` bytes (empty when even `""` does not fit).
+fn longest_prefix(text: &str, budget: u64) -> &str {
+    let mut used = 2;
+    for (i, c) in text.char_indices() {
+        used += char_cost(c);
+        if used > budget {
+            return &text[..i];
+        }
+    }
+    if used > budget { "" } else { text }
+}
+
+fn char_cost(c: char) -> u64 {
+    match c {
+        '"' | '\\' | '\u{8}' | '\u{c}' | '\n' | '\r' | '\t' => 2,
+        c if (c as u32) < 0x20 => 6,
+        c => c.len_utf8() as u64,
+    }
+}
+
+/// The byte length of `s` as a JSON string literal written by `serde_json`, quotes included.
+pub(crate) fn json_str_len(s: &str) -> u64 {
+    // ASCII without escapes is the common case; count it without decoding chars.
+    2 + s
+        .bytes()
+        .map(|b| match b {
+            b'"' | b'\\' | 0x08 | 0x0c | b'\n' | b'\r' | b'\t' => 2,
+            b if b < 0x20 => 6,
+            _ => 1,
+        })
+        .sum::<u64>()
+}
+
+/// The byte length of `value` as compact JSON written by `serde_json`, computed without
+/// recursion or allocation of the text.
+pub(crate) fn json_len(value: &Value) -> u64 {
+    let mut total = 0u64;
+    let mut stack = vec![value];
+    while let Some(v) = stack.pop() {
+        total += match v {
+            Value::Null => 4,
+            Value::Bool(true) => 4,
+            Value::Bool(false) => 5,
+            Value::Number(n) => n.to_string().len() as u64,
+            Value::String(s) => json_str_len(s),
+            Value::Array(items) => {
+                stack.extend(items.iter());
+                2 + items.len().saturating_sub(1) as u64
+            }
+            Value::Object(map) => {
+                stack.extend(map.values());
+                let keys: u64 = map.keys().map(|k| json_str_len(k) + 1).sum();
+                2 + keys + map.len().saturating_sub(1) as u64
+            }
+        };
+    }
+    total
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn lengths_match_serde_json() {
+        let samples = [
+            json!(null),
+            json!(true),
+            json!(false),
+            json!(-12.5e-7),
+            json!(1e21),
+            json!(18446744073709551615u64),
+            json!("a\"b\\c\n\u{1}\u{7f}€😀"),
+            json!([]),
+            json!({}),
+            json!([1, [2, {"k": [null, "x"]}], {"a": {}, "b\n": []}]),
+        ];
+        for v in samples {
+            assert_eq!(json_len(&v), serde_json::to_string(&v).unwrap().len() as u64, "{v}");
+        }
+    }
+
+    #[test]
+    fn exact_boundaries() {
+        assert!(OutputLedger::new(7).fits_value(&json!("€")));
+        assert!(!OutputLedger::new(6).fits_value(&json!("€")));
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(11);
+        l.push_log(&mut logs, "abc").unwrap();
+        assert!(l.fits_value(&json!("xy")));
+        let mut l = OutputLedger::new(10);
+        l.push_log(&mut logs, "abc").unwrap();
+        assert!(!l.fits_value(&json!("xy")));
+    }
+
+    #[test]
+    fn overflow_keeps_a_prefix_and_the_diagnostic() {
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(60);
+        l.push_log(&mut logs, "first").unwrap();
+        let message = l.push_log(&mut logs, &"€".repeat(100)).unwrap_err();
+        assert_eq!(message, "outer output exceeded 60 bytes");
+        // 2 + 7 ("first") + 1 (comma) + 32 (diagnostic) leaves 18: quotes + five 3-byte chars.
+        assert_eq!(logs, vec!["first".to_owned(), "€".repeat(5)]);
+        assert_eq!(l.used(), 60);
+    }
+
+    #[test]
+    fn overflow_cuts_the_diagnostic_when_nothing_else_fits() {
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(12);
+        let message = l.check_message(&mut logs, &"x".repeat(100)).unwrap_err();
+        assert_eq!(message, "outer out");
+        assert!(logs.is_empty());
+    }
+}

@@ -1,0 +1,223 @@
+//! Child processes: spawning one contained interpreter, measuring its CPU time, killing its
+//! process group.
+
+use std::ffi::OsString;
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use tokio::net::unix::pipe;
+use tokio::process::{Child, ChildStderr, ChildStdout, Command};
+
+/// The child's protocol fds: it writes frames on 3 and reads frames on 4.
+const CHILD_WRITE_FD: i32 = 3;
+const CHILD_READ_FD: i32 = 4;
+
+/// How to start one kind of child.
+#[derive(Debug, Clone)]
+pub(crate) struct Launch {
+    /// Absolute path of the interpreter.
+    pub interpreter: PathBuf,
+    /// Arguments before the bootstrap file name.
+    pub args: Vec<OsString>,
+    /// File name of the bootstrap inside the child's working directory.
+    pub bootstrap_name: &'static str,
+    /// The bootstrap's text.
+    pub bootstrap: &'static str,
+    /// `RLIMIT_CPU` in seconds: a backstop behind the host's own CPU polling.
+    pub cpu_seconds: u64,
+    /// The memory rlimit and its size in bytes.
+    pub memory: (MemoryLimit, u64),
+}
+
+/// Which rlimit bounds the child's memory.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum MemoryLimit {
+    /// `RLIMIT_AS`: the whole address space (CPython).
+    AddressSpace,
+    /// `RLIMIT_DATA`: writable private memory; V8 reserves far more address space than it uses,
+    /// so Node.js cannot start under `RLIMIT_AS`.
+    Data,
+}
+
+/// A live child: its process, its group, its pipes and its working directory.
+pub(crate) struct Worker {
+    pub child: Child,
+    /// The child's pid, which is also its process group id.
+    pub pid: i32,
+    /// The pipes, until a run takes them over.
+    pub io: Option<WorkerIo>,
+    /// Removed when the worker is dropped, after the group is dead.
+    _dir: tempfile::TempDir,
+}
+
+/// The host ends of a child's pipes.
+pub(crate) struct WorkerIo {
+    /// Frames from the child (its fd 3).
+    pub frames_in: pipe::Receiver,
+    /// Frames to the child (its fd 4).
+    pub frames_out: pipe::Sender,
+    /// The program's stdout.
+    pub stdout: ChildStdout,
+    /// The program's stderr.
+    pub stderr: ChildStderr,
+}
+
+impl Worker {
+    /// Spawns one child in a fresh temporary directory, in its own process group, with an
+    /// empty environment and the limits of `launch`.
+    pub(crate) fn spawn(launch: &Launch) -> io::Result<Worker> {
+        let dir = tempfile::Builder::new().prefix("dsh-code-").tempdir()?;
+        std::fs::write(dir.path().join(launch.bootstrap_name), launch.bootstrap)?;
+        let (host_read, child_write) = io::pipe()?;
+        let (child_read, host_write) = io::pipe()?;
+        let (child_write_raw, child_read_raw) = (child_write.as_raw_fd(), child_read.as_raw_fd());
+        let (cpu_seconds, (memory_kind, memory_bytes)) = (launch.cpu_seconds, launch.memory);
+
+        let mut command = Command::new(&launch.interpreter);
+        command
+            .args(&launch.args)
+            .arg(launch.bootstrap_name)
+            .env_clear()
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .process_group(0)
+            .kill_on_drop(true);
+        // SAFETY: the closure runs in the forked child before exec and only makes
+        // async-signal-safe calls (fcntl, dup2, setrlimit) on values copied into it.
+        unsafe {
+            command.pre_exec(move || {
+                // Move both ends above the target numbers first, so that placing one cannot
+                // close the other.
+                let w = cvt(libc::fcntl(child_write_raw, libc::F_DUPFD_CLOEXEC, 10))?;
+                let r = cvt(libc::fcntl(child_read_raw, libc::F_DUPFD_CLOEXEC, 10))?;
+                cvt(libc::dup2(w, CHILD_WRITE_FD))?;
+                cvt(libc::dup2(r, CHILD_READ_FD))?;
+                set_limit(libc::RLIMIT_CORE, 0)?;
+                set_limit(libc::RLIMIT_CPU, cpu_seconds)?;
+                let resource = match memory_kind {
+                    MemoryLimit::AddressSpace => libc::RLIMIT_AS,
+                    MemoryLimit::Data => libc::RLIMIT_DATA,
+                };
+                set_limit(resource, memory_bytes)?;
+                Ok(())
+            });
+        }
+        let mut child = command.spawn()?;
+        drop((child_write, child_read));
+        let pid = child
+            .id()
+            .and_then(|id| i32::try_from(id).ok())
+            .ok_or_else(|| io::Error::other("the child exited before it could be tracked"))?;
+        let (Some(stdout), Some(stderr)) = (child.stdout.take(), child.stderr.take()) else {
+            kill_group(pid);
+            return Err(io::Error::other("the child's output pipes are missing"));
+        };
+        let frames_in = pipe::Receiver::from_owned_fd(OwnedFd::from(host_read));
+        let frames_out = pipe::Sender::from_owned_fd(OwnedFd::from(host_write));
+        let (frames_in, frames_out) = match (frames_in, frames_out) {
+            (Ok(i), Ok(o)) => (i, o),
+            (Err(e), _) | (_, Err(e)) => {
+                kill_group(pid);
+                return Err(e);
+            }
+        };
+        Ok(Worker {
+            child,
+            pid,
+            io: Some(WorkerIo {
+                frames_in,
+                frames_out,
+                stdout,
+                stderr,
+            }),
+            _dir: dir,
+        })
+    }
+
+    /// Whether the child is still running (not yet exited).
+    pub(crate) fn is_alive(&mut self) -> bool {
+        matches!(self.child.try_wait(), Ok(None))
+    }
+}
+
+impl Drop for Worker {
+    fn drop(&mut self) {
+        // Whatever path drops a worker (settled run, dropped run future, disposal), the whole
+        // group dies with it: grandchildren included.
+        kill_group(self.pid);
+    }
+}
+
+fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
+    if ret < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(ret)
+    }
+}
+
+fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
+    let limit = libc::rlimit {
+        rlim_cur: value as libc::rlim_t,
+        rlim_max: value as libc::rlim_t,
+    };
+    // SAFETY: `limit` is a valid rlimit for the duration of the call.
+    cvt(unsafe { libc::setrlimit(resource, &limit) }).map(|_| ())
+}
+
+/// Sends `SIGKILL` to every process of group `pgid`. Harmless if the group is already gone.
+pub(crate) fn kill_group(pgid: i32) {
+    if pgid > 1 {
+        // SAFETY: plain syscall; a negative pid addresses the process group.
+        unsafe {
+            libc::kill(-pgid, libc::SIGKILL);
+        }
+    }
+}
+
+/// CPU time (user + system, in ms) used by process `pid` and its reaped children, read from
+/// `/proc/<pid>/stat` (proc(5) fields 14–17). `None` once the process is gone.
+pub(crate) fn cpu_time_ms(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // The command name (field 2) may hold spaces and parentheses: fields restart after the
+    // last `)`, at field 3.
+    let rest = &stat[stat.rfind(')')? + 1..];
+    let ticks: u64 = rest
+        .split_whitespace()
+        .skip(11)
+        .take(4)
+        .map(|f| f.parse::<u64>().ok())
+        .sum::<Option<u64>>()?;
+    Some(ticks * 1000 / clock_ticks_per_second())
+}
+
+fn clock_ticks_per_second() -> u64 {
+    // SAFETY: plain syscall without pointers.
+    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
+}
+
+/// Describes how a child ended, e.g. `exited with code 1` or `was killed by signal 6 (SIGABRT)`.
+pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    if let Some(code) = status.code() {
+        format!("exited with code {code}")
+    } else if let Some(signal) = status.signal() {
+        let name = match signal {
+            libc::SIGABRT => " (SIGABRT)",
+            libc::SIGKILL => " (SIGKILL)",
+            libc::SIGSEGV => " (SIGSEGV)",
+            libc::SIGXCPU => " (SIGXCPU)",
+            libc::SIGTRAP => " (SIGTRAP)",
+            libc::SIGBUS => " (SIGBUS)",
+            _ => "",
+        };
+        format!("was killed by signal {signal}{name}")
+    } else {
+        "ended".to_owned()
+    }
+}

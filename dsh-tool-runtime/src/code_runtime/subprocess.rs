@@ -1,0 +1,793 @@
+//! [`SubprocessRuntime`]: one fresh interpreter process per run, driven over the frame protocol.
+
+use std::collections::{HashMap, HashSet};
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
+
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use futures::FutureExt;
+use serde_json::Value;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
+use tokio::sync::mpsc;
+use tokio::task::JoinHandle;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
+use super::ledger::OutputLedger;
+use super::names::validate_namespaces;
+use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
+use super::strip::strip_types;
+use super::{
+    BindingCall, BindingError, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind,
+    Isolation, RunOutcome, RunRequest,
+};
+
+const NODE_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.mjs");
+const PYTHON_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.py");
+
+/// How often the child's CPU time is sampled; a compute overrun is caught within one interval
+/// plus the kernel's accounting granularity (one clock tick, usually 10 ms).
+const CPU_POLL: Duration = Duration::from_millis(25);
+
+/// How long output already written by a settled child may take to arrive.
+const DRAIN_GRACE: Duration = Duration::from_millis(100);
+
+/// How long frames may still arrive after the child has exited.
+const EXIT_GRACE: Duration = Duration::from_millis(200);
+
+/// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the child
+/// writes longer than the host does.
+const FRAME_SLACK: usize = 64 << 10;
+
+/// Budgets and options of a [`SubprocessRuntime`] (SPEC §8). All durations in milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SubprocessConfig {
+    /// The interpreter: a path, or a name looked up on the host's `PATH`. Default `node` for
+    /// TypeScript (Node.js 18 or newer), `python3` for Python (CPython 3.10 or newer).
+    pub interpreter: Option<PathBuf>,
+    /// CPU time the child may use, in ms (default 60,000). Time spent waiting on bindings is
+    /// not charged. Sampled every 25 ms from `/proc/<pid>/stat` (the child and its reaped
+    /// children); `RLIMIT_CPU` backs it up per process. Overrun: `timeout`
+    /// `compute budget exhausted (<compute_ms>ms of CPU time)`.
+    pub compute_ms: u64,
+    /// Wall-clock ceiling of a run in ms (default 600,000). Overrun: `timeout`
+    /// `wall-clock ceiling reached (<max_wall_ms>ms)`.
+    pub max_wall_ms: u64,
+    /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
+    /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
+    pub max_output_bytes: u64,
+    /// Memory of the child in MiB (default 512; at least 64): Python gets `RLIMIT_AS`, Node.js
+    /// `--max-old-space-size` plus `RLIMIT_DATA` with 512 MiB of headroom for V8 itself.
+    /// Overrun ends the child: `worker-exit`.
+    pub max_memory_mb: u64,
+    /// Binding calls a run may make (default 10,000). The call past it ends the run:
+    /// `binding-limit` `binding call limit reached (<n> calls)`.
+    pub max_binding_calls: u64,
+    /// Keep one pre-spawned child waiting for its program (default `true`). It cuts the start
+    /// latency; each run still gets a process no program has run in.
+    pub standby: bool,
+}
+
+impl Default for SubprocessConfig {
+    fn default() -> Self {
+        SubprocessConfig {
+            interpreter: None,
+            compute_ms: 60_000,
+            max_wall_ms: 600_000,
+            max_output_bytes: 64 << 20,
+            max_memory_mb: 512,
+            max_binding_calls: 10_000,
+            standby: true,
+        }
+    }
+}
+
+impl SubprocessConfig {
+    fn validate(&self) -> Result<(), CodeRuntimeError> {
+        let fail = |m: &str| Err(CodeRuntimeError::InvalidConfig(m.to_owned()));
+        if self.compute_ms == 0 {
+            return fail("config.compute_ms must be positive");
+        }
+        if self.max_wall_ms == 0 || self.max_wall_ms > i32::MAX as u64 {
+            return fail("config.max_wall_ms must be between 1 and 2147483647");
+        }
+        if self.max_output_bytes < 4 || self.max_output_bytes > (1 << 53) - 1 {
+            return fail("config.max_output_bytes must be a safe integer of at least 4");
+        }
+        if self.max_memory_mb < 64 || self.max_memory_mb > 1 << 20 {
+            return fail("config.max_memory_mb must be between 64 and 1048576");
+        }
+        Ok(())
+    }
+}
+
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Language {
+    TypeScript,
+    Python,
+}
+
+impl Language {
+    fn id(self) -> &'static str {
+        match self {
+            Language::TypeScript => "typescript",
+            Language::Python => "python",
+        }
+    }
+}
+
+/// A [`CodeRuntime`] running each program in a fresh Node.js or CPython child process.
+///
+/// Containment (SPEC §8): the child has an empty environment, a fresh temporary working
+/// directory (removed afterwards), its own process group (killed with `SIGKILL` when the run
+/// settles, so processes the program spawned die too), stdin closed, and the limits of
+/// [`SubprocessConfig`]. The program's stdout and stderr become log entries. Protocol frames
+/// travel on a separate pipe pair (see [`frame`](super::frame)). Cloning shares the runtime.
+#[derive(Clone)]
+pub struct SubprocessRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    language: Language,
+    config: SubprocessConfig,
+    launch: Launch,
+    standby: Mutex<Option<Worker>>,
+    disposed: CancellationToken,
+    runs: TaskTracker,
+}
+
+impl SubprocessRuntime {
+    /// A TypeScript runtime on Node.js (18 or newer). Programs are type-stripped on the host
+    /// (erasable syntax only) and run as the body of an async function with `console` and the
+    /// binding globals in scope; dynamic `import()` works, static `import` does not.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`], or an interpreter error naming the binary and
+    /// `SubprocessConfig::interpreter`.
+    pub async fn typescript(config: SubprocessConfig) -> Result<Self, CodeRuntimeError> {
+        Self::new(Language::TypeScript, config).await
+    }
+
+    /// A Python runtime on CPython (3.10 or newer). Programs run as the body of an async
+    /// function under asyncio with the binding globals in scope; `print` output becomes logs.
+    ///
+    /// # Errors
+    ///
+    /// As [`typescript`](Self::typescript).
+    pub async fn python(config: SubprocessConfig) -> Result<Self, CodeRuntimeError> {
+        Self::new(Language::Python, config).await
+    }
+
+    async fn new(language: Language, config: SubprocessConfig) -> Result<Self, CodeRuntimeError> {
+        config.validate()?;
+        let default = match language {
+            Language::TypeScript => "node",
+            Language::Python => "python3",
+        };
+        let wanted = config
+            .interpreter
+            .clone()
+            .unwrap_or_else(|| PathBuf::from(default));
+        let interpreter =
+            resolve_binary(&wanted).ok_or_else(|| CodeRuntimeError::InterpreterNotFound {
+                language: language.id(),
+                binary: wanted.display().to_string(),
+            })?;
+        check_version(language, &interpreter).await?;
+        let mb = config.max_memory_mb;
+        let (args, bootstrap_name, bootstrap, memory): (Vec<OsString>, _, _, _) = match language {
+            Language::TypeScript => (
+                vec![format!("--max-old-space-size={mb}").into()],
+                "worker.mjs",
+                NODE_BOOTSTRAP,
+                (MemoryLimit::Data, (mb + 512) << 20),
+            ),
+            Language::Python => (
+                vec!["-I".into(), "-B".into(), "-X".into(), "utf8".into()],
+                "worker.py",
+                PYTHON_BOOTSTRAP,
+                (MemoryLimit::AddressSpace, mb << 20),
+            ),
+        };
+        let launch = Launch {
+            interpreter,
+            args,
+            bootstrap_name,
+            bootstrap,
+            cpu_seconds: config.compute_ms.div_ceil(1000) + 2,
+            memory,
+        };
+        let inner = Arc::new(Inner {
+            language,
+            config,
+            launch,
+            standby: Mutex::new(None),
+            disposed: CancellationToken::new(),
+            runs: TaskTracker::new(),
+        });
+        inner.refill_standby();
+        Ok(SubprocessRuntime { inner })
+    }
+
+    /// The configuration this runtime was built with.
+    pub fn config(&self) -> &SubprocessConfig {
+        &self.inner.config
+    }
+}
+
+impl CodeRuntime for SubprocessRuntime {
+    fn language(&self) -> &'static str {
+        self.inner.language.id()
+    }
+
+    fn isolation(&self) -> Isolation {
+        Isolation::Process
+    }
+
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
+        let inner = Arc::clone(&self.inner);
+        self.inner.runs.track_future(inner.run(request)).boxed()
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        async move {
+            let inner = &self.inner;
+            inner.disposed.cancel();
+            let standby = inner.standby.lock().unwrap_or_else(PoisonError::into_inner).take();
+            if let Some(mut worker) = standby {
+                process::kill_group(worker.pid);
+                let _ = worker.child.wait().await;
+            }
+            inner.runs.close();
+            inner.runs.wait().await;
+        }
+        .boxed()
+    }
+}
+
+fn resolve_binary(wanted: &Path) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let executable = |p: &Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    if wanted.components().count() > 1 {
+        return executable(wanted).then(|| wanted.to_path_buf());
+    }
+    let path = std::env::var_os("PATH")?;
+    std::env::split_paths(&path)
+        .map(|dir| dir.join(wanted))
+        .find(|candidate| executable(candidate))
+}
+
+async fn check_version(language: Language, binary: &Path) -> Result<(), CodeRuntimeError> {
+    let shown = binary.display().to_string();
+    let output = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(binary)
+            .arg("--version")
+            .env_clear()
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .map_err(|_| "it did not answer `--version` within 30 s".to_owned())
+    .and_then(|r| r.map_err(|e| e.to_string()))
+    .map_err(|reason| CodeRuntimeError::InterpreterUnusable {
+        language: language.id(),
+        binary: shown.clone(),
+        reason,
+    })?;
+    let text = String::from_utf8_lossy(&output.stdout).trim().to_owned()
+        + String::from_utf8_lossy(&output.stderr).trim();
+    let numbers: Vec<u64> = text
+        .trim_start_matches(|c: char| !c.is_ascii_digit())
+        .split(|c: char| !c.is_ascii_digit())
+        .take(2)
+        .map_while(|n| n.parse().ok())
+        .collect();
+    let (ok, minimum) = match language {
+        Language::TypeScript => (numbers.first().is_some_and(|&major| major >= 18), "18"),
+        Language::Python => (
+            matches!(numbers[..], [3, minor, ..] if minor >= 10),
+            "3.10",
+        ),
+    };
+    if ok {
+        Ok(())
+    } else {
+        Err(CodeRuntimeError::InterpreterTooOld {
+            language: language.id(),
+            binary: shown,
+            found: text,
+            minimum,
+        })
+    }
+}
+
+/// Everything the run loop reacts to besides timers and binding completions.
+enum Event {
+    Inbound(Inbound),
+    FramesClosed,
+    Output(String),
+    OutputClosed,
+}
+
+/// How the run loop ended, before the output ledger has had its say.
+enum Ending {
+    Done(Completion),
+    Fail(FailureKind, String),
+    Overflow(String),
+}
+
+type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
+
+impl Inner {
+    fn refill_standby(&self) {
+        if !self.config.standby {
+            return;
+        }
+        let mut slot = self.standby.lock().unwrap_or_else(PoisonError::into_inner);
+        // Checked under the lock: `dispose` cancels before it empties the slot.
+        if slot.is_none() && !self.disposed.is_cancelled() {
+            *slot = Worker::spawn(&self.launch).ok();
+        }
+    }
+
+    /// A child no program has run in, with its pipes: the standby if it is still alive.
+    fn take_worker(&self) -> std::io::Result<(Worker, WorkerIo)> {
+        let standby = self.standby.lock().unwrap_or_else(PoisonError::into_inner).take();
+        // A standby that died while waiting is dropped (and its group killed).
+        let mut worker = match standby.and_then(|mut w| w.is_alive().then_some(w)) {
+            Some(worker) => worker,
+            None => Worker::spawn(&self.launch)?,
+        };
+        self.refill_standby();
+        // Pipes are taken exactly once, by the one run the worker serves.
+        let io = worker
+            .io
+            .take()
+            .ok_or_else(|| std::io::Error::other("the worker's pipes were already taken"))?;
+        Ok((worker, io))
+    }
+
+    fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
+        let mut logs = Vec::new();
+        let mut ledger = OutputLedger::new(self.config.max_output_bytes);
+        failure_outcome(&mut ledger, logs.split_off(0), kind, message)
+    }
+
+    async fn run(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
+        if self.disposed.is_cancelled() {
+            return Err(CodeRuntimeError::Disposed);
+        }
+        validate_namespaces(&request.bindings).map_err(CodeRuntimeError::InvalidBindings)?;
+        if request.signal.is_cancelled() {
+            return Ok(self.early(FailureKind::Abort, "run aborted before it started".to_owned()));
+        }
+        let program = match self.language {
+            Language::TypeScript => match strip_types(request.program.clone()).await {
+                Ok(js) => js,
+                Err(message) => return Ok(self.early(FailureKind::Exception, message)),
+            },
+            Language::Python => request.program.clone(),
+        };
+        if request.signal.is_cancelled() {
+            return Ok(self.early(FailureKind::Abort, "run aborted before it started".to_owned()));
+        }
+        let (worker, io) = match self.take_worker() {
+            Ok(taken) => taken,
+            Err(e) => {
+                return Ok(self.early(
+                    FailureKind::WorkerExit,
+                    format!("could not start the worker: {e}"),
+                ));
+            }
+        };
+        Ok(Session::new(&self, worker, io, &request, &program).drive().await)
+    }
+}
+
+fn failure_outcome(
+    ledger: &mut OutputLedger,
+    mut logs: Vec<String>,
+    kind: FailureKind,
+    message: String,
+) -> RunOutcome {
+    let error = match ledger.check_message(&mut logs, &message) {
+        Ok(()) => CodeRunFailure { kind, message },
+        Err(diagnostic) => CodeRunFailure {
+            kind: FailureKind::OutputLimit,
+            message: diagnostic,
+        },
+    };
+    RunOutcome {
+        value: None,
+        logs,
+        error: Some(error),
+    }
+}
+
+/// One run in flight: the worker, its reader and writer tasks and the run's bookkeeping.
+struct Session<'r> {
+    inner: &'r Inner,
+    request: &'r RunRequest,
+    worker: Worker,
+    events: mpsc::Receiver<Event>,
+    replies: mpsc::UnboundedSender<Vec<u8>>,
+    tasks: Vec<JoinHandle<()>>,
+    logs: Vec<String>,
+    ledger: OutputLedger,
+    namespaces: HashMap<&'r str, HashSet<&'r str>>,
+    seen_ids: HashSet<u64>,
+    calls: u64,
+    pending: FuturesUnordered<PendingCall>,
+    run_signal: CancellationToken,
+    outputs_open: usize,
+}
+
+impl<'r> Session<'r> {
+    fn new(
+        inner: &'r Inner,
+        worker: Worker,
+        io: WorkerIo,
+        request: &'r RunRequest, program: &str) -> Self {
+        let cap = inner.config.max_output_bytes;
+        let max_frame = usize::try_from(cap).unwrap_or(usize::MAX).saturating_add(FRAME_SLACK);
+        let (tx, events) = mpsc::channel(256);
+        let (replies, reply_rx) = mpsc::unbounded_channel();
+        let run_frame = run_frame(program, request, cap);
+        // Replies were queued before the writer existed: the run frame is always first.
+        let _ = replies.send(run_frame);
+        let tasks = vec![
+            tokio::spawn(read_frames(io.frames_in, max_frame, tx.clone())),
+            tokio::spawn(read_output(io.stdout, max_frame, tx.clone())),
+            tokio::spawn(read_output(io.stderr, max_frame, tx)),
+            tokio::spawn(write_frames(io.frames_out, reply_rx)),
+        ];
+        let namespaces = request
+            .bindings
+            .iter()
+            .map(|ns| (ns.global.as_str(), ns.names.iter().map(String::as_str).collect()))
+            .collect();
+        Session {
+            inner,
+            request,
+            worker,
+            events,
+            replies,
+            tasks,
+            logs: Vec::new(),
+            ledger: OutputLedger::new(cap),
+            namespaces,
+            seen_ids: HashSet::new(),
+            calls: 0,
+            pending: FuturesUnordered::new(),
+            run_signal: CancellationToken::new(),
+            outputs_open: 2,
+        }
+    }
+
+    async fn drive(mut self) -> RunOutcome {
+        let ending = self.wait_for_ending().await;
+        self.settle(ending).await
+    }
+
+    async fn wait_for_ending(&mut self) -> Ending {
+        let config = &self.inner.config;
+        let pid = self.worker.pid;
+        let cpu_base = process::cpu_time_ms(pid).unwrap_or(0);
+        let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
+        tokio::pin!(wall);
+        let mut tick = tokio::time::interval(CPU_POLL);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut exited: Option<(String, Instant)> = None;
+        let mut frames_closed = false;
+        let mut events_done = false;
+        loop {
+            let grace = exited.as_ref().map(|(_, at)| *at);
+            tokio::select! {
+                biased;
+                _ = self.request.signal.cancelled() => {
+                    return Ending::Fail(FailureKind::Abort, "run aborted".to_owned());
+                }
+                _ = self.inner.disposed.cancelled() => {
+                    return Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned());
+                }
+                _ = &mut wall => {
+                    return Ending::Fail(
+                        FailureKind::Timeout,
+                        format!("wall-clock ceiling reached ({}ms)", config.max_wall_ms),
+                    );
+                }
+                _ = tick.tick() => {
+                    let used = process::cpu_time_ms(pid).map(|cpu| cpu.saturating_sub(cpu_base));
+                    if used.is_some_and(|used| used >= config.compute_ms) {
+                        return Ending::Fail(
+                            FailureKind::Timeout,
+                            format!("compute budget exhausted ({}ms of CPU time)", config.compute_ms),
+                        );
+                    }
+                }
+                event = self.events.recv(), if !events_done => match event {
+                    None => events_done = true,
+                    Some(Event::FramesClosed) => frames_closed = true,
+                    Some(Event::OutputClosed) => self.outputs_open -= 1,
+                    Some(Event::Output(text)) => {
+                        if let Err(diagnostic) = self.ledger.push_log(&mut self.logs, &text) {
+                            return Ending::Overflow(diagnostic);
+                        }
+                    }
+                    Some(Event::Inbound(Inbound::OutputOverflow)) => {
+                        return Ending::Overflow(self.ledger.overflow_message(&mut self.logs));
+                    }
+                    Some(Event::Inbound(Inbound::Frame(frame))) => {
+                        if let Some(ending) = self.on_frame(frame) {
+                            return ending;
+                        }
+                    }
+                },
+                Some((id, result)) = self.pending.next(), if !self.pending.is_empty() => {
+                    self.reply(id, result);
+                }
+                status = self.worker.child.wait(), if exited.is_none() => {
+                    let how = status.map_or_else(|e| format!("ended ({e})"), process::describe_exit);
+                    exited = Some((how, Instant::now() + EXIT_GRACE));
+                }
+                _ = sleep_until_opt(grace), if grace.is_some() && !frames_closed => {
+                    frames_closed = true;
+                }
+            }
+            if frames_closed && let Some((how, _)) = &exited {
+                return Ending::Fail(
+                    FailureKind::WorkerExit,
+                    format!("worker {how} before completing"),
+                );
+            }
+        }
+    }
+
+    fn on_frame(&mut self, frame: ChildFrame) -> Option<Ending> {
+        match frame {
+            ChildFrame::Log { text } => self
+                .ledger
+                .push_log(&mut self.logs, &text)
+                .err()
+                .map(Ending::Overflow),
+            ChildFrame::Done(completion) => Some(Ending::Done(completion)),
+            ChildFrame::Call {
+                id,
+                global,
+                name,
+                args,
+            } => {
+                if !self.seen_ids.insert(id) {
+                    return None;
+                }
+                self.calls += 1;
+                let max = self.inner.config.max_binding_calls;
+                if self.calls > max {
+                    return Some(Ending::Fail(
+                        FailureKind::BindingLimit,
+                        format!("binding call limit reached ({max} calls)"),
+                    ));
+                }
+                let known = self
+                    .namespaces
+                    .get(global.as_str())
+                    .is_some_and(|names| names.contains(name.as_str()));
+                if !known {
+                    self.send(frame::reply_err(id, &format!("unknown binding \"{global}.{name}\"")));
+                    return None;
+                }
+                let Some(args) = args else {
+                    self.send(frame::reply_err(id, "binding arguments must be lossless JSON"));
+                    return None;
+                };
+                let Some(dispatch) = &self.request.dispatch else {
+                    self.send(frame::reply_err(id, "no binding dispatcher installed"));
+                    return None;
+                };
+                let call = dispatch(BindingCall {
+                    namespace: global,
+                    name,
+                    args,
+                    signal: self.run_signal.child_token(),
+                });
+                self.pending.push(call.map(move |result| (id, result)).boxed());
+                None
+            }
+        }
+    }
+
+    fn reply(&mut self, id: u64, result: Result<Value, BindingError>) {
+        let frame = match result {
+            Ok(value) => match frame::inspect(&value) {
+                Ok(depth) => {
+                    let frame = frame::reply_ok(id, &value, depth);
+                    frame::with_stack_for(depth, move || drop(value));
+                    frame
+                }
+                Err(Unfit::Lossy) => {
+                    frame::reply_err(id, "binding resolution must be lossless JSON")
+                }
+                Err(Unfit::TooDeep) => frame::reply_err(
+                    id,
+                    &format!("binding resolution nests deeper than {MAX_DEPTH} levels"),
+                ),
+            },
+            Err(error) => frame::reply_err(id, &error.message),
+        };
+        self.send(frame);
+    }
+
+    fn send(&self, frame: Vec<u8>) {
+        // The writer only stops when the child's end is gone; the run is then ending anyway.
+        let _ = self.replies.send(frame);
+    }
+
+    async fn settle(mut self, mut ending: Ending) -> RunOutcome {
+        self.run_signal.cancel();
+        self.pending = FuturesUnordered::new();
+        process::kill_group(self.worker.pid);
+        // Output the program wrote before the end is still in the pipes: take it in.
+        let deadline = Instant::now() + DRAIN_GRACE;
+        while self.outputs_open > 0 {
+            match tokio::time::timeout_at(deadline, self.events.recv()).await {
+                Ok(Some(Event::Output(text))) => {
+                    if matches!(ending, Ending::Overflow(_)) {
+                        continue;
+                    }
+                    if let Err(diagnostic) = self.ledger.push_log(&mut self.logs, &text) {
+                        ending = Ending::Overflow(diagnostic);
+                    }
+                }
+                Ok(Some(Event::OutputClosed)) => self.outputs_open -= 1,
+                Ok(Some(_)) => {}
+                Ok(None) | Err(_) => break,
+            }
+        }
+        for task in &self.tasks {
+            task.abort();
+        }
+        let _ = tokio::time::timeout(Duration::from_secs(5), self.worker.child.wait()).await;
+        let mut logs = std::mem::take(&mut self.logs);
+        match ending {
+            Ending::Done(Completion::Value(value)) => {
+                if let Some(v) = &value
+                    && !self.ledger.fits_value(v)
+                {
+                    let message = self.ledger.overflow_message(&mut logs);
+                    return RunOutcome {
+                        value: None,
+                        logs,
+                        error: Some(CodeRunFailure {
+                            kind: FailureKind::OutputLimit,
+                            message,
+                        }),
+                    };
+                }
+                RunOutcome {
+                    value,
+                    logs,
+                    error: None,
+                }
+            }
+            Ending::Done(Completion::Failure { kind, message }) | Ending::Fail(kind, message) => {
+                failure_outcome(&mut self.ledger, logs, kind, message)
+            }
+            Ending::Overflow(message) => RunOutcome {
+                value: None,
+                logs,
+                error: Some(CodeRunFailure {
+                    kind: FailureKind::OutputLimit,
+                    message,
+                }),
+            },
+        }
+    }
+}
+
+async fn sleep_until_opt(at: Option<Instant>) {
+    match at {
+        Some(at) => tokio::time::sleep_until(at).await,
+        None => std::future::pending().await,
+    }
+}
+
+fn run_frame(program: &str, request: &RunRequest, cap: u64) -> Vec<u8> {
+    let namespaces: Vec<Value> = request
+        .bindings
+        .iter()
+        .map(|ns| {
+            serde_json::json!({
+                "global": ns.global,
+                "names": ns.names,
+                "errorClass": ns.error_class.as_ref().map(|c| serde_json::json!({
+                    "name": c.name,
+                    "member": c.member_name_property,
+                })),
+            })
+        })
+        .collect();
+    let mut out = serde_json::to_vec(&serde_json::json!({
+        "type": "run",
+        "program": program,
+        "namespaces": namespaces,
+        "maxOutputBytes": cap,
+        "maxDepth": MAX_DEPTH,
+    }))
+    .unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
+async fn read_frames(mut pipe: tokio::net::unix::pipe::Receiver, max: usize, tx: mpsc::Sender<Event>) {
+    let mut decoder = FrameDecoder::new(max);
+    let mut buf = vec![0u8; 64 << 10];
+    let mut out = Vec::new();
+    loop {
+        let n = pipe.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            decoder.finish(&mut out);
+        } else {
+            decoder.feed(&buf[..n], &mut out);
+        }
+        for inbound in out.drain(..) {
+            if tx.send(Event::Inbound(inbound)).await.is_err() {
+                return;
+            }
+        }
+        if n == 0 {
+            let _ = tx.send(Event::FramesClosed).await;
+            return;
+        }
+    }
+}
+
+/// Turns a raw output stream into log entries, one per line (a final unterminated line too).
+/// A line longer than `max` bytes is cut there: it cannot fit the ledger anyway.
+async fn read_output(mut stream: impl AsyncRead + Unpin, max: usize, tx: mpsc::Sender<Event>) {
+    let mut buf = vec![0u8; 64 << 10];
+    let mut line = Vec::new();
+    loop {
+        let n = stream.read(&mut buf).await.unwrap_or(0);
+        if n == 0 {
+            break;
+        }
+        for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+            let (body, complete) = match chunk.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (chunk, false),
+            };
+            line.extend_from_slice(body);
+            if complete || line.len() > max {
+                let text = String::from_utf8_lossy(&line).into_owned();
+                line.clear();
+                if tx.send(Event::Output(text)).await.is_err() {
+                    return;
+                }
+            }
+        }
+    }
+    if !line.is_empty() {
+        let _ = tx
+            .send(Event::Output(String::from_utf8_lossy(&line).into_owned()))
+            .await;
+    }
+    let _ = tx.send(Event::OutputClosed).await;
+}
+
+async fn write_frames(mut pipe: tokio::net::unix::pipe::Sender, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+    while let Some(frame) = rx.recv().await {
+        if pipe.write_all(&frame).await.is_err() {
+            return;
+        }
+    }
+}

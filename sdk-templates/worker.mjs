@@ -1,0 +1,302 @@
+// Bootstrap of the dsh-tools TypeScript code runtime: runs one program in this Node.js process.
+//
+// Protocol (newline-delimited JSON): frames to the host on fd 3, frames from the host on fd 4.
+// The host sends one `run` frame ({program, namespaces, maxOutputBytes, maxDepth}); this side
+// sends `call`, `log` and one `done`, and receives a `reply` per call. The program is already
+// type-stripped; it runs as the body of an async function whose parameters are the binding
+// globals, the error classes and `console`. The host trusts nothing sent from here: it enforces
+// every budget itself and kills this process group when the run settles.
+
+import fs from 'node:fs';
+import net from 'node:net';
+import { formatWithOptions } from 'node:util';
+
+const TO_HOST = 3;
+const FROM_HOST = 4;
+const INSPECT = { depth: 4, maxArrayLength: 100, maxStringLength: 10000 };
+const LONE_SURROGATE = /\p{Cs}/u;
+
+let maxOutputBytes = 64 * 1024 * 1024;
+let maxDepth = 4096;
+let finished = false;
+
+function send(line) {
+  const bytes = Buffer.from(line + '\n', 'utf8');
+  let offset = 0;
+  while (offset < bytes.length) {
+    offset += fs.writeSync(TO_HOST, bytes, offset, bytes.length - offset);
+  }
+}
+
+function wellFormed(text) {
+  return LONE_SURROGATE.test(text) ? text.replace(/\p{Cs}/gu, '\uFFFD') : text;
+}
+
+// Cuts text whose JSON form is far over the output cap, keeping enough for the host to see
+// that it is over and to keep the longest prefix that fits.
+function capText(text) {
+  if (text.length * 6 + 2 <= maxOutputBytes) return text;
+  let bytes = 2;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x22 || c === 0x5c || c === 8 || c === 9 || c === 10 || c === 12 || c === 13) {
+      bytes += 2;
+    } else if (c < 0x20) {
+      bytes += 6;
+    } else if (c < 0x80) {
+      bytes += 1;
+    } else if (c < 0x800) {
+      bytes += 2;
+    } else if (c >= 0xdc00 && c <= 0xdfff) {
+      bytes += 1; // second half of a pair: the pair is 4 bytes in all
+    } else {
+      bytes += 3;
+    }
+    if (bytes > maxOutputBytes + 2) {
+      const cut = c >= 0xdc00 && c <= 0xdfff ? i - 1 : i;
+      return text.slice(0, Math.max(cut, 0));
+    }
+  }
+  return text;
+}
+
+function log(text) {
+  if (finished) return;
+  send('{"type":"log","text":' + JSON.stringify(capText(wellFormed(String(text)))) + '}');
+}
+
+class Unfit extends Error {}
+
+// Lossless JSON encoding without recursion: plain objects and dense arrays of finite numbers
+// (not -0), well-formed strings, booleans and null, at most maxDepth levels deep.
+function encode(root) {
+  const out = [];
+  const stack = [];
+  let value = root;
+  for (;;) {
+    if (value === null) {
+      out.push('null');
+    } else {
+      switch (typeof value) {
+        case 'boolean':
+          out.push(value ? 'true' : 'false');
+          break;
+        case 'number':
+          if (!Number.isFinite(value) || Object.is(value, -0)) throw new Unfit('lossy');
+          out.push(JSON.stringify(value));
+          break;
+        case 'string':
+          if (LONE_SURROGATE.test(value)) throw new Unfit('lossy');
+          out.push(JSON.stringify(value));
+          break;
+        case 'object': {
+          if (stack.length >= maxDepth) throw new Unfit('deep');
+          const proto = Object.getPrototypeOf(value);
+          if (Array.isArray(value)) {
+            if (proto !== Array.prototype) throw new Unfit('lossy');
+            out.push('[');
+            stack.push({ array: value, index: 0 });
+          } else {
+            if (proto !== Object.prototype && proto !== null) throw new Unfit('lossy');
+            out.push('{');
+            stack.push({ object: value, keys: Object.keys(value), index: 0 });
+          }
+          break;
+        }
+        default:
+          throw new Unfit('lossy');
+      }
+    }
+    for (;;) {
+      const top = stack[stack.length - 1];
+      if (top === undefined) return out.join('');
+      if (top.array) {
+        if (top.index < top.array.length) {
+          if (top.index > 0) out.push(',');
+          if (!(top.index in top.array)) throw new Unfit('lossy');
+          value = top.array[top.index++];
+          break;
+        }
+        out.push(']');
+      } else {
+        if (top.index < top.keys.length) {
+          if (top.index > 0) out.push(',');
+          const key = top.keys[top.index++];
+          if (LONE_SURROGATE.test(key)) throw new Unfit('lossy');
+          out.push(JSON.stringify(key), ':');
+          value = top.object[key];
+          break;
+        }
+        out.push('}');
+      }
+      stack.pop();
+    }
+  }
+}
+
+function describe(thrown) {
+  try {
+    if (thrown instanceof Error && typeof thrown.stack === 'string') {
+      // Keep the message and the program's own frames; the bootstrap's are noise.
+      const lines = thrown.stack.split('\n');
+      return lines.filter((l) => !/^\s+at /.test(l) || l.includes('program.ts')).join('\n');
+    }
+    if (thrown !== null && typeof thrown === 'object' && typeof thrown.message === 'string') {
+      return thrown.message;
+    }
+    return String(thrown);
+  } catch {
+    return 'program threw an unrenderable value';
+  }
+}
+
+function finish(frame) {
+  if (finished) return;
+  finished = true;
+  send(frame);
+}
+
+function fail(kind, message) {
+  finish(
+    '{"type":"done","error":{"kind":"' + kind + '","message":' +
+      JSON.stringify(capText(wellFormed(message))) + '}}',
+  );
+}
+
+function complete(value) {
+  if (value === undefined) return finish('{"type":"done"}');
+  let text;
+  try {
+    text = encode(value);
+  } catch (e) {
+    return fail(
+      'invalid-output',
+      e instanceof Unfit && e.message === 'deep'
+        ? `program completion nests deeper than ${maxDepth} levels`
+        : 'program completion must be lossless JSON',
+    );
+  }
+  finish('{"type":"done","value":' + text + '}');
+}
+
+const console_ = Object.freeze({
+  log: (...args) => log(formatWithOptions(INSPECT, ...args)),
+  info: (...args) => log(formatWithOptions(INSPECT, ...args)),
+  warn: (...args) => log(formatWithOptions(INSPECT, ...args)),
+  error: (...args) => log(formatWithOptions(INSPECT, ...args)),
+  debug: (...args) => log(formatWithOptions(INSPECT, ...args)),
+});
+
+for (const stream of [process.stdout, process.stderr]) {
+  stream.write = function write(chunk, encoding, callback) {
+    const done = typeof encoding === 'function' ? encoding : callback;
+    const text = typeof chunk === 'string' ? chunk : Buffer.from(chunk).toString('utf8');
+    log(text.endsWith('\n') ? text.slice(0, -1) : text);
+    if (typeof done === 'function') process.nextTick(done);
+    return true;
+  };
+}
+
+process.on('uncaughtException', (e) => fail('exception', describe(e)));
+process.on('unhandledRejection', (e) => fail('exception', describe(e)));
+
+const pending = new Map();
+let nextId = 0;
+
+function errorClass(name, member) {
+  const cls = class extends Error {
+    constructor(bindingName, message) {
+      super(message);
+      Object.defineProperty(this, 'name', { value: name, writable: true, configurable: true });
+      this[member] = bindingName;
+    }
+  };
+  Object.defineProperty(cls, 'name', { value: name });
+  return cls;
+}
+
+function namespace(spec, cls) {
+  const raise = (name, message) => (cls ? new cls(name, message) : new Error(message));
+  const functions = Object.create(null);
+  for (const name of spec.names) {
+    const call = (args) => {
+      let text;
+      try {
+        text = encode(args);
+      } catch {
+        return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
+      }
+      if (Buffer.byteLength(text, 'utf8') > maxOutputBytes) {
+        return Promise.reject(raise(name, `binding arguments exceed ${maxOutputBytes} bytes`));
+      }
+      const id = ++nextId;
+      return new Promise((resolve, reject) => {
+        pending.set(id, { resolve, reject, name, raise });
+        send(
+          '{"type":"call","id":' + id + ',"global":' + JSON.stringify(spec.global) +
+            ',"name":' + JSON.stringify(name) + ',"args":' + text + '}',
+        );
+      });
+    };
+    Object.defineProperty(functions, name, { value: call, enumerable: true });
+  }
+  return Object.freeze(functions);
+}
+
+function onReply(frame) {
+  const waiter = pending.get(frame.id);
+  if (!waiter) return;
+  pending.delete(frame.id);
+  if (frame.ok) waiter.resolve(frame.value);
+  else waiter.reject(waiter.raise(waiter.name, String(frame.message)));
+}
+
+function start(frame) {
+  maxOutputBytes = frame.maxOutputBytes;
+  maxDepth = frame.maxDepth;
+  const names = [];
+  const values = [];
+  const classes = [];
+  for (const spec of frame.namespaces) {
+    const cls = spec.errorClass ? errorClass(spec.errorClass.name, spec.errorClass.member) : null;
+    names.push(spec.global);
+    values.push(namespace(spec, cls));
+    if (cls) classes.push([spec.errorClass.name, cls]);
+  }
+  for (const [name, cls] of classes) {
+    names.push(name);
+    values.push(cls);
+  }
+  names.push('console');
+  values.push(console_);
+  // The shell keeps the program on its own lines, so stack positions are the program's own.
+  const source =
+    '"use strict"; (async function (' + names.join(', ') + ') {' + frame.program +
+    '\n})\n//# sourceURL=program.ts';
+  let main;
+  try {
+    main = (0, eval)(source);
+  } catch (e) {
+    return fail('exception', describe(e));
+  }
+  main(...values).then(complete, (e) => fail('exception', describe(e)));
+}
+
+const input = new net.Socket({ fd: FROM_HOST, readable: true, writable: false });
+input.setEncoding('utf8');
+let buffered = '';
+let started = false;
+input.on('data', (chunk) => {
+  buffered += chunk;
+  let newline;
+  while ((newline = buffered.indexOf('\n')) >= 0) {
+    const frame = JSON.parse(buffered.slice(0, newline));
+    buffered = buffered.slice(newline + 1);
+    if (!started && frame.type === 'run') {
+      started = true;
+      start(frame);
+    } else if (frame.type === 'reply') {
+      onReply(frame);
+    }
+  }
+});

@@ -1,0 +1,418 @@
+# Bootstrap of the dsh-tools Python code runtime: runs one program in this CPython process.
+#
+# Protocol (newline-delimited JSON): frames to the host on fd 3, frames from the host on fd 4.
+# The host sends one `run` frame ({program, namespaces, maxOutputBytes, maxDepth}); this side
+# sends `call`, `log` and one `done`, and receives a `reply` per call. The program runs as the
+# body of an async function whose parameters are the binding globals and the error classes.
+# The host trusts nothing sent from here: it enforces every budget itself and kills this
+# process group when the run settles.
+
+import ast
+import asyncio
+import builtins
+import json
+import linecache
+import math
+import os
+import sys
+import threading
+import traceback
+
+TO_HOST = 3
+FROM_HOST = 4
+MAX_SAFE_INTEGER = 2**53 - 1
+
+# Deep (but bounded) values go through the json module, which recurses per level.
+sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
+
+_max_output_bytes = 64 * 1024 * 1024
+_max_depth = 4096
+_finished = False
+_send_lock = threading.Lock()
+
+
+def _send(line):
+    data = memoryview(line.encode("utf-8") + b"\n")
+    with _send_lock:
+        while data:
+            data = data[os.write(TO_HOST, data):]
+
+
+def _well_formed(text):
+    try:
+        text.encode("utf-8")
+        return text
+    except UnicodeEncodeError:
+        return text.encode("utf-16", "surrogatepass").decode("utf-16", "replace")
+
+
+_ESCAPED_TWO = frozenset('"\\\b\f\n\r\t')
+
+
+def _cap_text(text):
+    """Cuts text whose JSON form is far over the output cap, keeping enough for the host to
+    see that it is over and to keep the longest prefix that fits."""
+    if len(text) * 6 + 2 <= _max_output_bytes:
+        return text
+    size = 2
+    for i, c in enumerate(text):
+        o = ord(c)
+        if c in _ESCAPED_TWO:
+            size += 2
+        elif o < 0x20:
+            size += 6
+        else:
+            size += 1 if o < 0x80 else 2 if o < 0x800 else 3 if o < 0x10000 else 4
+        if size > _max_output_bytes + 2:
+            return text[:i]
+    return text
+
+
+def _log(text):
+    if not _finished:
+        _send('{"type":"log","text":%s}' % json.dumps(_cap_text(_well_formed(str(text))), ensure_ascii=False))
+
+
+class _LogStream:
+    """Replaces sys.stdout and sys.stderr: each complete line becomes one log entry."""
+
+    encoding = "utf-8"
+    errors = "replace"
+
+    def __init__(self):
+        self._partial = []
+        self._lock = threading.Lock()
+
+    def write(self, text):
+        if not isinstance(text, str):
+            raise TypeError("write() argument must be str, not %s" % type(text).__name__)
+        with self._lock:
+            lines = text.split("\n")
+            if len(lines) > 1:
+                first = "".join(self._partial) + lines[0]
+                self._partial = [lines[-1]] if lines[-1] else []
+                complete = [first] + lines[1:-1]
+            else:
+                if text:
+                    self._partial.append(text)
+                complete = []
+        for line in complete:
+            _log(line)
+        return len(text)
+
+    def flush(self):
+        pass
+
+    def end(self):
+        with self._lock:
+            rest = "".join(self._partial)
+            self._partial = []
+        if rest:
+            _log(rest)
+
+    def isatty(self):
+        return False
+
+    def writable(self):
+        return True
+
+
+class _Unfit(Exception):
+    pass
+
+
+def _encode(root):
+    """Lossless JSON without recursion: dicts with str keys, lists and tuples, finite floats
+    (not -0.0), integers within +-(2**53 - 1), well-formed str, bool and None, at most
+    _max_depth levels deep."""
+    out = []
+    stack = []
+    value = root
+    while True:
+        if value is None:
+            out.append("null")
+        elif value is True:
+            out.append("true")
+        elif value is False:
+            out.append("false")
+        elif type(value) is int:
+            if abs(value) > MAX_SAFE_INTEGER:
+                raise _Unfit("lossy")
+            out.append(str(value))
+        elif type(value) is float:
+            if not math.isfinite(value) or (value == 0.0 and math.copysign(1.0, value) < 0):
+                raise _Unfit("lossy")
+            out.append(repr(value))
+        elif type(value) is str:
+            try:
+                value.encode("utf-8")
+            except UnicodeEncodeError:
+                raise _Unfit("lossy") from None
+            out.append(json.dumps(value, ensure_ascii=False))
+        elif type(value) in (list, tuple, dict):
+            if len(stack) >= _max_depth:
+                raise _Unfit("deep")
+            if type(value) is dict:
+                out.append("{")
+                stack.append([iter(value.items()), True, True])
+            else:
+                out.append("[")
+                stack.append([iter(value), False, True])
+        else:
+            raise _Unfit("lossy")
+        while True:
+            if not stack:
+                return "".join(out)
+            top = stack[-1]
+            items, is_dict, first = top
+            try:
+                item = next(items)
+            except StopIteration:
+                out.append("}" if is_dict else "]")
+                stack.pop()
+                continue
+            if not first:
+                out.append(",")
+            top[2] = False
+            if is_dict:
+                key, value = item
+                if type(key) is not str:
+                    raise _Unfit("lossy")
+                try:
+                    key.encode("utf-8")
+                except UnicodeEncodeError:
+                    raise _Unfit("lossy") from None
+                out.append(json.dumps(key, ensure_ascii=False))
+                out.append(":")
+            else:
+                value = item
+            break
+
+
+def _describe(exc):
+    try:
+        summary = traceback.TracebackException.from_exception(exc)
+        # Keep the program's own frames; the bootstrap's are noise.
+        summary.stack = traceback.StackSummary.from_list(
+            [frame for frame in summary.stack if frame.filename == "program.py"]
+        )
+        return "".join(summary.format()).rstrip("\n")
+    except BaseException:
+        try:
+            return repr(exc)
+        except BaseException:
+            return "program raised an unrenderable value"
+
+
+def _finish(frame):
+    global _finished
+    if not _finished:
+        _finished = True
+        _send(frame)
+
+
+def _fail(kind, message):
+    _finish(
+        '{"type":"done","error":{"kind":"%s","message":%s}}'
+        % (kind, json.dumps(_cap_text(_well_formed(message)), ensure_ascii=False))
+    )
+
+
+def _complete(value):
+    if value is None:
+        _finish('{"type":"done"}')
+        return
+    try:
+        text = _encode(value)
+    except _Unfit as e:
+        if str(e) == "deep":
+            _fail("invalid-output", "program completion nests deeper than %d levels" % _max_depth)
+        else:
+            _fail("invalid-output", "program completion must be lossless JSON")
+        return
+    except MemoryError:
+        raise
+    except Exception:
+        _fail("invalid-output", "program completion must be lossless JSON")
+        return
+    _finish('{"type":"done","value":%s}' % text)
+
+
+class _Namespace:
+    """A binding global: `ns.name(args)` and `ns["any-name"](args)` reach own bindings only."""
+
+    __slots__ = ("_dsh_functions",)
+
+    def __init__(self, functions):
+        object.__setattr__(self, "_dsh_functions", functions)
+
+    def __getattr__(self, name):
+        try:
+            return self._dsh_functions[name]
+        except KeyError:
+            raise AttributeError("no binding named %r" % name) from None
+
+    def __getitem__(self, name):
+        try:
+            return self._dsh_functions[name]
+        except (KeyError, TypeError):
+            raise KeyError(name) from None
+
+    def __setattr__(self, name, value):
+        raise AttributeError("bindings are read-only")
+
+    def __dir__(self):
+        return list(self._dsh_functions)
+
+
+_pending = {}
+_next_id = 0
+_MISSING = object()
+
+
+def _error_class(name, member):
+    return type(name, (Exception,), {"__module__": "builtins", "__annotations__": {member: str}})
+
+
+def _raiser(cls, member):
+    def make(binding, message):
+        if cls is None:
+            return Exception(message)
+        error = cls(message)
+        setattr(error, member, binding)
+        return error
+
+    return make
+
+
+def _binding(loop, global_name, name, make_error):
+    async def call(args=_MISSING):
+        global _next_id
+        try:
+            if args is _MISSING:
+                raise _Unfit("lossy")
+            text = _encode(args)
+        except MemoryError:
+            raise
+        except Exception:
+            raise make_error(name, "binding arguments must be lossless JSON") from None
+        if len(text.encode("utf-8")) > _max_output_bytes:
+            raise make_error(name, "binding arguments exceed %d bytes" % _max_output_bytes)
+        _next_id += 1
+        call_id = _next_id
+        future = loop.create_future()
+        _pending[call_id] = (future, name, make_error)
+        _send(
+            '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}'
+            % (call_id, json.dumps(global_name), json.dumps(name), text)
+        )
+        return await future
+
+    call.__name__ = call.__qualname__ = "binding"
+    return call
+
+
+def _on_reply(frame):
+    waiter = _pending.pop(frame.get("id"), None)
+    if waiter is None:
+        return
+    future, name, make_error = waiter
+    if future.done():
+        return
+    if frame.get("ok"):
+        future.set_result(frame.get("value"))
+    else:
+        future.set_exception(make_error(name, str(frame.get("message"))))
+
+
+def _compile(program, params):
+    tree = ast.parse(program, filename="program.py", mode="exec")
+    arguments = ast.arguments(
+        posonlyargs=[],
+        args=[ast.arg(arg=p) for p in params],
+        vararg=None,
+        kwonlyargs=[],
+        kw_defaults=[],
+        kwarg=None,
+        defaults=[],
+    )
+    main = ast.AsyncFunctionDef(
+        name="__dsh_main__",
+        args=arguments,
+        body=tree.body or [ast.Pass(lineno=1, col_offset=0)],
+        decorator_list=[],
+        returns=None,
+        type_comment=None,
+        lineno=1,
+        col_offset=0,
+    )
+    if "type_params" in ast.AsyncFunctionDef._fields:
+        main.type_params = []
+    module = ast.Module(body=[main], type_ignores=[])
+    ast.fix_missing_locations(module)
+    code = compile(module, "program.py", "exec")
+    # Lets tracebacks quote the program's lines.
+    linecache.cache["program.py"] = (len(program), None, program.splitlines(True), "program.py")
+    scope = {"__name__": "__dsh_program__", "__builtins__": builtins}
+    exec(code, scope)
+    return scope["__dsh_main__"]
+
+
+async def _read_frames(reader, on_frame):
+    while True:
+        line = await reader.readline()
+        if not line:
+            return
+        on_frame(json.loads(line))
+
+
+async def _main():
+    global _max_output_bytes, _max_depth
+    loop = asyncio.get_running_loop()
+    reader = asyncio.StreamReader(limit=sys.maxsize)
+    await loop.connect_read_pipe(
+        lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(FROM_HOST, "rb", buffering=0)
+    )
+    run = json.loads(await reader.readline())
+    _max_output_bytes = run["maxOutputBytes"]
+    _max_depth = run["maxDepth"]
+    params, values, classes = [], [], []
+    for spec in run["namespaces"]:
+        descriptor = spec.get("errorClass")
+        cls = _error_class(descriptor["name"], descriptor["member"]) if descriptor else None
+        make_error = _raiser(cls, descriptor["member"] if descriptor else None)
+        functions = {name: _binding(loop, spec["global"], name, make_error) for name in spec["names"]}
+        params.append(spec["global"])
+        values.append(_Namespace(functions))
+        if cls is not None:
+            classes.append((descriptor["name"], cls))
+    for name, cls in classes:
+        params.append(name)
+        values.append(cls)
+    replies = asyncio.ensure_future(_read_frames(reader, lambda f: f.get("type") == "reply" and _on_reply(f)))
+    streams = (sys.stdout, sys.stderr)
+    try:
+        main = _compile(run["program"], params)
+        result = await main(*values)
+    except MemoryError:
+        raise
+    except BaseException as exc:
+        for stream in streams:
+            stream.end()
+        _fail("exception", _describe(exc))
+    else:
+        for stream in streams:
+            stream.end()
+        _complete(result)
+    # The host ends this process; until then, keep serving nothing.
+    await replies
+    await asyncio.Event().wait()
+
+
+sys.stdout = _LogStream()
+sys.stderr = _LogStream()
+try:
+    asyncio.run(_main())
+except MemoryError:
+    os.write(2, b"MemoryError: the program ran out of memory\n")
+    os.abort()
