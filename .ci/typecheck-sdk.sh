@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Type-checks generated code-mode SDKs (SPEC §8): the SDK rendered from every tool of the corpus
-# (MCP tools/list captures and the BFCL sample) and, when present, the committed `sdk/` files.
+# (MCP tools/list captures and the BFCL sample), the generator's snapshot goldens and, when present,
+# the committed `sdk/` files.
 #
 # TypeScript and mypy are installed project-locally under `.tools/` at pinned versions (skipped
 # when already there), so this runs the same on a fresh machine without global installs.
@@ -58,6 +59,19 @@ fi
 if [[ -d "$root/sdk" ]]; then
   targets+=("$root/sdk")
 fi
+# The reviewed snapshot goldens of the generator's tests (tests/snapshots/sdk_*__{typescript,python}.snap):
+# the text after insta's `---` front matter.
+mkdir -p "$work/goldens"
+for snap in "$root"/tests/snapshots/sdk_*__typescript.snap "$root"/tests/snapshots/sdk_*__python.snap; do
+  [[ -f "$snap" ]] || continue
+  name="$(basename "$snap" .snap)"
+  case "$name" in
+    *__typescript) extension=ts ;;
+    *) extension=py ;;
+  esac
+  awk 'seen >= 2 { print; next } /^---$/ { seen++ }' "$snap" >"$work/goldens/${name//-/_}.$extension"
+done
+targets+=("$work/goldens")
 if [[ ${#targets[@]} -eq 0 ]]; then
   echo "nothing to check"
   exit 0
