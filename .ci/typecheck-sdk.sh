@@ -1,0 +1,103 @@
+#!/usr/bin/env bash
+# Type-checks generated code-mode SDKs (SPEC §8): the SDK rendered from every tool of the corpus
+# (MCP tools/list captures and the BFCL sample), the generator's snapshot goldens and, when present,
+# the committed `sdk/` files.
+#
+# TypeScript and mypy are installed project-locally under `.tools/` at pinned versions (skipped
+# when already there), so this runs the same on a fresh machine without global installs.
+# Needs: node + npm, python3 (3.10+) with venv, cargo. Corpus: $DSH_CORPUS (default
+# ../shared/corpus relative to the repository root).
+#
+# Usage: .ci/typecheck-sdk.sh        Exit status: non-zero on any type error.
+set -euo pipefail
+
+TYPESCRIPT_VERSION=5.9.3
+MYPY_VERSION=1.19.1
+# The oldest Python the generated SDK supports; mypy checks against it.
+PYTHON_FLOOR=3.10
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+tools_dir="$root/.tools"
+corpus="${DSH_CORPUS:-$root/../shared/corpus}"
+
+install_typescript() {
+  local tsc="$tools_dir/node/node_modules/.bin/tsc"
+  if [[ -x "$tsc" ]] && [[ "$("$tsc" --version)" == "Version $TYPESCRIPT_VERSION" ]]; then
+    return
+  fi
+  echo "installing typescript@$TYPESCRIPT_VERSION into .tools/node"
+  mkdir -p "$tools_dir/node"
+  npm install --prefix "$tools_dir/node" --no-save --no-audit --no-fund --silent \
+    "typescript@$TYPESCRIPT_VERSION"
+}
+
+install_mypy() {
+  local venv="$tools_dir/venv"
+  if [[ -x "$venv/bin/mypy" ]] && [[ "$("$venv/bin/mypy" --version)" == "mypy $MYPY_VERSION"* ]]; then
+    return
+  fi
+  echo "installing mypy==$MYPY_VERSION into .tools/venv"
+  python3 -m venv "$venv"
+  "$venv/bin/pip" install --quiet --disable-pip-version-check "mypy==$MYPY_VERSION"
+}
+
+install_typescript
+install_mypy
+tsc="$tools_dir/node/node_modules/.bin/tsc"
+mypy="$tools_dir/venv/bin/mypy"
+
+work="$(mktemp -d)"
+trap 'rm -rf "$work"' EXIT
+targets=()
+
+if [[ -d "$corpus/mcp-tools" ]]; then
+  (cd "$root" && cargo run --quiet --example render_sdk -- --corpus "$corpus" --out "$work/corpus")
+  targets+=("$work/corpus")
+else
+  echo "corpus not found at $corpus (set DSH_CORPUS); skipping the corpus SDKs"
+fi
+if [[ -d "$root/sdk" ]]; then
+  targets+=("$root/sdk")
+fi
+# The reviewed snapshot goldens of the generator's tests (tests/snapshots/sdk_*__{typescript,python}.snap):
+# the text after insta's `---` front matter.
+mkdir -p "$work/goldens"
+for snap in "$root"/tests/snapshots/sdk_*__typescript.snap "$root"/tests/snapshots/sdk_*__python.snap; do
+  [[ -f "$snap" ]] || continue
+  name="$(basename "$snap" .snap)"
+  case "$name" in
+    *__typescript) extension=ts ;;
+    *) extension=py ;;
+  esac
+  awk 'seen >= 2 { print; next } /^---$/ { seen++ }' "$snap" >"$work/goldens/${name//-/_}.$extension"
+done
+targets+=("$work/goldens")
+if [[ ${#targets[@]} -eq 0 ]]; then
+  echo "nothing to check"
+  exit 0
+fi
+
+status=0
+for dir in "${targets[@]}"; do
+  # Each SDK file declares `tools` in the global scope, so each is its own tsc program.
+  while IFS= read -r -d '' file; do
+    if ! "$tsc" --noEmit --strict --target es2022 "$file"; then
+      echo "tsc: errors in $file"
+      status=1
+    fi
+  done < <(find "$dir" -maxdepth 1 -name '*.ts' -print0 | sort -z)
+  mapfile -d '' py_files < <(find "$dir" -maxdepth 1 -name '*.py' -print0 | sort -z)
+  if [[ ${#py_files[@]} -gt 0 ]]; then
+    if ! "$mypy" --strict --python-version "$PYTHON_FLOOR" --no-incremental "${py_files[@]}"; then
+      status=1
+    fi
+    # The stubs also import cleanly: every evaluated type expression is quoted.
+    for file in "${py_files[@]}"; do
+      if ! python3 "$file"; then
+        echo "python3: $file does not import"
+        status=1
+      fi
+    done
+  fi
+done
+exit "$status"

@@ -1,0 +1,539 @@
+//! Python rendering of the model: `TypedDict` classes, type aliases, keywords and literals.
+//!
+//! Target: Python 3.10 and mypy `--strict --python-version 3.10`. `NotRequired` arrived in 3.11
+//! (PEP 655), so an object with both required and optional keys is split into a total base and a
+//! `total=False` subclass (PEP 589). The file starts with `from __future__ import annotations` and
+//! quotes every type expression Python would evaluate (aliases, functional `TypedDict` values), so
+//! it also imports cleanly at run time despite forward and recursive references.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::model::{DefId, Extra, Kind, Model, NodeId};
+use super::text::{NameAllocator, is_ascii_identifier, pascal_case, quoted};
+
+/// Python's hard keywords (Python 3.10 reference §2.3.1, `keyword.kwlist`) and `__debug__`,
+/// which cannot be assigned either. Soft keywords (`match`, `case`, `_`, `type`) are ordinary
+/// names where we use them.
+const KEYWORDS: &[&str] = &[
+    "False",
+    "None",
+    "True",
+    "and",
+    "as",
+    "assert",
+    "async",
+    "await",
+    "break",
+    "class",
+    "continue",
+    "def",
+    "del",
+    "elif",
+    "else",
+    "except",
+    "finally",
+    "for",
+    "from",
+    "global",
+    "if",
+    "import",
+    "in",
+    "is",
+    "lambda",
+    "nonlocal",
+    "not",
+    "or",
+    "pass",
+    "raise",
+    "return",
+    "try",
+    "while",
+    "with",
+    "yield",
+    "__debug__",
+];
+
+/// Builtins the generated annotations use: a class-body field or a `Tools` method with one of
+/// these names would shadow it for the annotations that follow in the same class scope.
+const ANNOTATION_BUILTINS: &[&str] = &["bool", "dict", "float", "int", "list", "str"];
+
+/// Names a generated class or alias may not take: the names the file imports or declares, and
+/// the builtin it subclasses. Generated names always start with an upper-case letter, so
+/// lower-case builtins cannot collide.
+pub(crate) const RESERVED: &[&str] = &[
+    "Any",
+    "Exception",
+    "False",
+    "Literal",
+    "None",
+    "Protocol",
+    "ToolCallError",
+    "Tools",
+    "True",
+    "TypeAlias",
+    "TypedDict",
+];
+
+/// A fresh allocator for Python type names.
+pub(crate) fn names() -> NameAllocator {
+    NameAllocator::new(RESERVED)
+}
+
+/// True when `name` can be written as a bare name in a class body: an ASCII identifier that is
+/// no keyword, does not start with `__` (private-name mangling, Python reference §6.2.1) nor an
+/// upper-case letter (generated and `typing` names), and shadows no annotation builtin.
+fn is_plain_member(name: &str) -> bool {
+    is_ascii_identifier(name)
+        && !KEYWORDS.contains(&name)
+        && !name.starts_with("__")
+        && !name.starts_with(|c: char| c.is_ascii_uppercase())
+        && !ANNOTATION_BUILTINS.contains(&name)
+}
+
+/// True when a tool can be a bare `async def` of `Tools` and be called as `tools.<name>(...)`:
+/// a plain member name that does not start with `_` at all (such attributes are conventionally
+/// private, and the runtime object may define its own).
+fn is_bare_tool_name(name: &str) -> bool {
+    is_plain_member(name) && !name.starts_with('_')
+}
+
+/// One member of the `Tools` protocol.
+#[derive(Debug, Serialize)]
+pub(crate) struct ToolEntry {
+    /// `async def` when true, a `tools[...]` comment otherwise.
+    bare: bool,
+    /// The method name (bare) or the quoted tool name (subscript).
+    name: String,
+    doc: Option<String>,
+    args: String,
+    output: String,
+}
+
+/// The template context of the Python file: sorted sequences only.
+#[derive(Debug, Serialize)]
+pub(crate) struct Context {
+    /// Names imported from `typing`, in a fixed order.
+    imports: Vec<&'static str>,
+    /// Generated classes and aliases, in emission order.
+    blocks: Vec<String>,
+    tools: Vec<ToolEntry>,
+    /// True when at least one tool is a bare method (otherwise `Tools` needs `pass`).
+    any_bare: bool,
+}
+
+/// Builds the template context from the model, allocating class names from `names` (the
+/// allocator the model's named types came from).
+pub(crate) fn context(model: &Model, names: NameAllocator) -> Context {
+    let mut render = Renderer {
+        model,
+        names,
+        blocks: Vec::new(),
+        uses: BTreeSet::new(),
+        def_emitted: vec![false; model.defs.len()],
+        def_queue: Vec::new(),
+    };
+    let mut tools = Vec::with_capacity(model.tools.len());
+    for tool in &model.tools {
+        let base = pascal_case(&tool.name);
+        let args = render.ty(tool.args, &format!("{base}Args"));
+        let output = render.ty(tool.output, &format!("{base}Output"));
+        render.drain_defs();
+        let bare = is_bare_tool_name(&tool.name);
+        tools.push(ToolEntry {
+            bare,
+            name: if bare {
+                tool.name.clone()
+            } else {
+                quoted(&tool.name)
+            },
+            doc: tool.doc.as_deref().map(|doc| {
+                if bare {
+                    docstring_text(doc)
+                } else {
+                    doc.to_owned()
+                }
+            }),
+            args,
+            output,
+        });
+    }
+    let mut imports = vec!["Protocol"];
+    for name in ["Any", "Literal", "TypeAlias", "TypedDict"] {
+        if render.uses.contains(name) {
+            imports.push(name);
+        }
+    }
+    imports.sort_unstable();
+    Context {
+        imports,
+        blocks: render.blocks,
+        any_bare: tools.iter().any(|t| t.bare),
+        tools,
+    }
+}
+
+/// Docstring body text: backslashes doubled and quotes escaped, so neither an escape sequence
+/// nor a `"""` inside the description can end or alter the string.
+fn docstring_text(line: &str) -> String {
+    line.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// A field of a `TypedDict` being assembled.
+struct Field {
+    key: String,
+    ty: String,
+    doc: Option<String>,
+    required: bool,
+}
+
+/// How an assembled object treats undeclared keys, for its closing comment.
+enum ExtraNote {
+    None,
+    Any,
+    Typed(String),
+}
+
+struct Renderer<'m> {
+    model: &'m Model,
+    names: NameAllocator,
+    blocks: Vec<String>,
+    uses: BTreeSet<&'static str>,
+    def_emitted: Vec<bool>,
+    def_queue: Vec<DefId>,
+}
+
+impl Renderer<'_> {
+    fn any(&mut self) -> String {
+        self.uses.insert("Any");
+        "Any".to_owned()
+    }
+
+    /// Emits every named type referenced so far and not yet emitted, and those they reference.
+    fn drain_defs(&mut self) {
+        while let Some(def) = self.def_queue.pop() {
+            let name = self.model.defs[def].name.clone();
+            let node = self.model.defs[def].node;
+            let doc = self.model.node(node).doc.clone();
+            if self.model.defs[def].degenerate {
+                let any = self.any();
+                self.alias(&name, &any, doc.as_deref());
+                continue;
+            }
+            match self.object_parts(node) {
+                Some((parts, extra)) if !parts.is_empty() || matches!(extra, Extra::Closed) => {
+                    self.class(&name, parts, &extra, doc.as_deref());
+                }
+                _ => {
+                    let ty = self.ty(node, &name);
+                    self.alias(&name, &ty, doc.as_deref());
+                }
+            }
+        }
+    }
+
+    fn alias(&mut self, name: &str, ty: &str, doc: Option<&str>) {
+        self.uses.insert("TypeAlias");
+        let mut block = String::new();
+        if let Some(doc) = doc {
+            block.push_str(&format!("# {doc}\n"));
+        }
+        block.push_str(&format!("{name}: TypeAlias = {}", quoted(ty)));
+        self.blocks.push(block);
+    }
+
+    /// Renders node `id` as a type expression; object nodes become classes named from `hint`.
+    /// Recursion follows the model's tree, which lowering bounded in depth.
+    fn ty(&mut self, id: NodeId, hint: &str) -> String {
+        match &self.model.node(id).kind {
+            Kind::Unknown | Kind::Any | Kind::Never => self.any(),
+            Kind::Null => "None".to_owned(),
+            Kind::Boolean => "bool".to_owned(),
+            Kind::Integer => "int".to_owned(),
+            Kind::Number => "float".to_owned(),
+            Kind::String => "str".to_owned(),
+            Kind::Literals(values) => self.literals(values),
+            Kind::Array(items) => format!("list[{}]", self.ty(*items, hint)),
+            Kind::Tuple { items, rest, .. } => {
+                // JSON arrays arrive as Python lists whatever their schema, so a tuple schema is a
+                // list of the union of its positions.
+                let mut members: Vec<NodeId> = items.clone();
+                members.extend(*rest);
+                let parts: Vec<String> = members.iter().map(|m| self.ty(*m, hint)).collect();
+                match union(parts) {
+                    Some(items) => format!("list[{items}]"),
+                    None => format!("list[{}]", self.any()),
+                }
+            }
+            Kind::Object(_) | Kind::Intersection(_) => match self.object_parts(id) {
+                Some((parts, extra)) => {
+                    if parts.is_empty() && !matches!(extra, Extra::Closed) {
+                        let value = match extra {
+                            Extra::Typed(node) => self.ty(node, hint),
+                            _ => self.any(),
+                        };
+                        return format!("dict[str, {value}]");
+                    }
+                    let name = self.names.allocate(hint);
+                    self.class(&name, parts, &extra, None);
+                    name
+                }
+                None => self.intersection_fallback(id, hint),
+            },
+            Kind::Union(members) => {
+                let members = members.clone();
+                let parts: Vec<String> = members
+                    .iter()
+                    .enumerate()
+                    .map(|(n, m)| self.ty(*m, &format!("{hint}{}", n + 1)))
+                    .collect();
+                union(parts).unwrap_or_else(|| self.any())
+            }
+            Kind::Ref(def) => {
+                if !self.def_emitted[*def] {
+                    self.def_emitted[*def] = true;
+                    self.def_queue.push(*def);
+                }
+                self.model.defs[*def].name.clone()
+            }
+        }
+    }
+
+    /// An intersection that is not all objects: its one constraining member if there is exactly
+    /// one, otherwise `Any` (Python has no intersection type).
+    fn intersection_fallback(&mut self, id: NodeId, hint: &str) -> String {
+        let Kind::Intersection(members) = &self.model.node(id).kind else {
+            return self.any();
+        };
+        let constraining: Vec<NodeId> = members
+            .iter()
+            .copied()
+            .filter(|m| !matches!(self.model.node(*m).kind, Kind::Any | Kind::Unknown))
+            .collect();
+        match constraining.as_slice() {
+            [only] => self.ty(*only, hint),
+            _ => self.any(),
+        }
+    }
+
+    /// The properties (key, node, required) and extra-key rule of `id` if it is an object, or an
+    /// intersection whose members (through references) are all objects, merged: the first
+    /// declaration of a key wins, a key required anywhere is required, closed if any member is
+    /// closed. Iterative, with a visited set, so reference chains of any length or with cycles
+    /// terminate.
+    fn object_parts(&self, id: NodeId) -> Option<(Vec<(String, NodeId, bool)>, Extra)> {
+        let model = self.model;
+        let mut objects = Vec::new();
+        let mut stack = vec![id];
+        let mut visited_defs = BTreeSet::new();
+        while let Some(node) = stack.pop() {
+            match &model.node(node).kind {
+                Kind::Object(object) => objects.push(object),
+                Kind::Intersection(members) => stack.extend(members.iter().rev()),
+                // A reference only merges when reached through an intersection.
+                Kind::Ref(def) if node != id => {
+                    if model.defs[*def].degenerate {
+                        return None;
+                    }
+                    if visited_defs.insert(*def) {
+                        stack.push(model.defs[*def].node);
+                    }
+                }
+                Kind::Any | Kind::Unknown if node != id => {}
+                _ => return None,
+            }
+        }
+        let mut declared: Vec<(String, NodeId, bool)> = Vec::new();
+        let mut extra = Extra::Open;
+        for object in objects {
+            for property in &object.properties {
+                match declared
+                    .iter_mut()
+                    .find(|(name, ..)| *name == property.name)
+                {
+                    Some(entry) => entry.2 |= property.required,
+                    None => {
+                        declared.push((property.name.clone(), property.node, property.required))
+                    }
+                }
+            }
+            extra = match (extra, object.extra) {
+                (Extra::Closed, _) | (_, Extra::Closed) => Extra::Closed,
+                (Extra::Typed(node), _) | (Extra::Open, Extra::Typed(node)) => Extra::Typed(node),
+                (Extra::Open, Extra::Open) => Extra::Open,
+            };
+        }
+        Some((declared, extra))
+    }
+
+    /// Emits the `TypedDict` (or total base plus `total=False` subclass) for an object named
+    /// `name`. Field types are rendered first, so nested classes precede the class using them.
+    fn class(
+        &mut self,
+        name: &str,
+        parts: Vec<(String, NodeId, bool)>,
+        extra: &Extra,
+        doc: Option<&str>,
+    ) {
+        self.uses.insert("TypedDict");
+        let mut fields = Vec::with_capacity(parts.len());
+        for (key, node, required) in parts {
+            let ty = self.ty(node, &format!("{name}{}", pascal_case(&key)));
+            let doc = self.model.node(node).doc.clone();
+            fields.push(Field {
+                key,
+                ty,
+                doc,
+                required,
+            });
+        }
+        let note = match extra {
+            Extra::Closed => ExtraNote::None,
+            Extra::Open => ExtraNote::Any,
+            Extra::Typed(node) => ExtraNote::Typed(self.ty(*node, &format!("{name}Value"))),
+        };
+        let (required, optional): (Vec<Field>, Vec<Field>) =
+            fields.into_iter().partition(|f| f.required);
+        let mut block = String::new();
+        if let Some(doc) = doc {
+            block.push_str(&format!("# {doc}\n"));
+        }
+        if required.is_empty() || optional.is_empty() {
+            let total = required.is_empty() && !optional.is_empty();
+            let fields = if total { optional } else { required };
+            block.push_str(&typed_dict(name, "TypedDict", !total, &fields, &note));
+        } else if optional.iter().all(|f| is_plain_member(&f.key)) {
+            let base = self.names.allocate(&format!("{name}Required"));
+            block.push_str(&typed_dict(
+                &base,
+                "TypedDict",
+                true,
+                &required,
+                &ExtraNote::None,
+            ));
+            block.push_str("\n\n");
+            block.push_str(&typed_dict(name, &base, false, &optional, &note));
+        } else {
+            let base = self.names.allocate(&format!("{name}Required"));
+            let rest = self.names.allocate(&format!("{name}Optional"));
+            block.push_str(&typed_dict(
+                &base,
+                "TypedDict",
+                true,
+                &required,
+                &ExtraNote::None,
+            ));
+            block.push_str("\n\n");
+            block.push_str(&typed_dict(
+                &rest,
+                "TypedDict",
+                false,
+                &optional,
+                &ExtraNote::None,
+            ));
+            block.push_str(&format!("\n\nclass {name}({base}, {rest}):\n"));
+            block.push_str(&extra_comment(&note, "    "));
+            block.push_str("    pass");
+        }
+        self.blocks.push(block);
+    }
+
+    /// `Literal[...]` for string, integer, boolean and null values; a non-integral number is not
+    /// a valid `Literal` parameter (PEP 586), so it widens to `float`.
+    fn literals(&mut self, values: &[Value]) -> String {
+        let mut literal = Vec::new();
+        let mut floats = false;
+        for value in values {
+            match value {
+                Value::String(s) => literal.push(quoted(s)),
+                Value::Bool(true) => literal.push("True".to_owned()),
+                Value::Bool(false) => literal.push("False".to_owned()),
+                Value::Null => literal.push("None".to_owned()),
+                Value::Number(n) => match integer_text(n) {
+                    Some(text) => literal.push(text),
+                    None => floats = true,
+                },
+                Value::Array(_) | Value::Object(_) => {}
+            }
+        }
+        let mut parts = Vec::new();
+        if !literal.is_empty() {
+            self.uses.insert("Literal");
+            let mut seen = BTreeSet::new();
+            literal.retain(|l| seen.insert(l.clone()));
+            parts.push(format!("Literal[{}]", literal.join(", ")));
+        }
+        if floats {
+            parts.push("float".to_owned());
+        }
+        union(parts).unwrap_or_else(|| self.any())
+    }
+}
+
+/// Exact decimal digits of an integral JSON number (`1e21` → `1000000000000000000000`), or
+/// `None` for a fractional one.
+fn integer_text(n: &serde_json::Number) -> Option<String> {
+    if n.is_i64() || n.is_u64() {
+        return Some(n.to_string());
+    }
+    let f = n.as_f64()?;
+    (f.is_finite() && f.fract() == 0.0).then(|| format!("{f:.0}"))
+}
+
+/// Members joined with ` | `, repeats dropped; `None` when there are none.
+fn union(parts: Vec<String>) -> Option<String> {
+    let mut seen = BTreeSet::new();
+    let unique: Vec<String> = parts
+        .into_iter()
+        .filter(|p| seen.insert(p.clone()))
+        .collect();
+    (!unique.is_empty()).then(|| unique.join(" | "))
+}
+
+/// The closing comment of an object that admits undeclared keys.
+fn extra_comment(note: &ExtraNote, indent: &str) -> String {
+    match note {
+        ExtraNote::None => String::new(),
+        ExtraNote::Any => format!("{indent}# Keys not listed here are accepted too.\n"),
+        ExtraNote::Typed(ty) => {
+            format!("{indent}# Keys not listed here hold values of type {ty}.\n")
+        }
+    }
+}
+
+/// One `TypedDict` definition: class syntax when every key is a plain member name, the
+/// functional form (PEP 589 "Alternative Syntax") otherwise, which accepts any string key.
+fn typed_dict(name: &str, base: &str, total: bool, fields: &[Field], note: &ExtraNote) -> String {
+    let total_arg = if total { "" } else { ", total=False" };
+    let mut text = String::new();
+    if fields.iter().all(|f| is_plain_member(&f.key)) {
+        text.push_str(&format!("class {name}({base}{total_arg}):\n"));
+        for field in fields {
+            if let Some(doc) = &field.doc {
+                text.push_str(&format!("    # {doc}\n"));
+            }
+            text.push_str(&format!("    {}: {}\n", field.key, field.ty));
+        }
+        text.push_str(&extra_comment(note, "    "));
+        if fields.is_empty() {
+            text.push_str("    pass\n");
+        }
+    } else {
+        text.push_str(&format!("{name} = TypedDict({}, {{\n", quoted(name)));
+        for field in fields {
+            if let Some(doc) = &field.doc {
+                text.push_str(&format!("    # {doc}\n"));
+            }
+            text.push_str(&format!(
+                "    {}: {},\n",
+                quoted(&field.key),
+                quoted(&field.ty)
+            ));
+        }
+        text.push_str(&extra_comment(note, "    "));
+        text.push_str(&format!("}}{total_arg})\n"));
+    }
+    text.trim_end().to_owned()
+}

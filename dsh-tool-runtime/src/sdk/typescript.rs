@@ -1,0 +1,391 @@
+//! TypeScript rendering of the model: keys, keywords, literals and type expressions.
+
+use std::collections::BTreeSet;
+
+use serde::Serialize;
+use serde_json::Value;
+
+use super::model::{Extra, Kind, Model, NodeId};
+use super::text::{NameAllocator, is_ascii_identifier, quoted};
+
+/// Names a generated type may not take in the file's global scope. Sources: the names this SDK
+/// declares itself; TypeScript's reserved and contextual type keywords (TypeScript spec §2.2.1,
+/// `src/compiler/scanner.ts` `textToKeywordObj`) that start with a capital letter or are types;
+/// the global names of `lib.es2023.d.ts` and `lib.dom.d.ts` a schema name plausibly collides with
+/// (`Node`, `Event`, `Record`…): a script-scope `type` with one of them is a duplicate identifier.
+pub(crate) const RESERVED: &[&str] = &[
+    // Declared by the SDK.
+    "JsonValue",
+    "ToolArgsMap",
+    "ToolOutputMap",
+    "ToolName",
+    "ToolCallError",
+    // ECMAScript globals (lib.es5 … lib.es2023).
+    "AggregateError",
+    "Array",
+    "ArrayBuffer",
+    "ArrayBufferLike",
+    "ArrayBufferView",
+    "ArrayLike",
+    "AsyncGenerator",
+    "AsyncIterable",
+    "AsyncIterableIterator",
+    "AsyncIterator",
+    "Atomics",
+    "Awaited",
+    "BigInt",
+    "BigInt64Array",
+    "BigUint64Array",
+    "Boolean",
+    "Capitalize",
+    "ConcatArray",
+    "ConstructorParameters",
+    "DataView",
+    "Date",
+    "Error",
+    "EvalError",
+    "Exclude",
+    "Extract",
+    "FinalizationRegistry",
+    "Float32Array",
+    "Float64Array",
+    "Function",
+    "Generator",
+    "Infinity",
+    "InstanceType",
+    "Int16Array",
+    "Int32Array",
+    "Int8Array",
+    "Intl",
+    "Iterable",
+    "IterableIterator",
+    "Iterator",
+    "JSON",
+    "Lowercase",
+    "Map",
+    "Math",
+    "NaN",
+    "NoInfer",
+    "NonNullable",
+    "Number",
+    "Object",
+    "Omit",
+    "OmitThisParameter",
+    "Parameters",
+    "Partial",
+    "Pick",
+    "Promise",
+    "PromiseLike",
+    "PropertyDescriptor",
+    "PropertyKey",
+    "Proxy",
+    "RangeError",
+    "Readonly",
+    "ReadonlyArray",
+    "ReadonlyMap",
+    "ReadonlySet",
+    "Record",
+    "ReferenceError",
+    "Reflect",
+    "RegExp",
+    "Required",
+    "ReturnType",
+    "Set",
+    "SharedArrayBuffer",
+    "String",
+    "Symbol",
+    "SyntaxError",
+    "TemplateStringsArray",
+    "ThisParameterType",
+    "ThisType",
+    "TypeError",
+    "URIError",
+    "Uint16Array",
+    "Uint32Array",
+    "Uint8Array",
+    "Uint8ClampedArray",
+    "Uncapitalize",
+    "Uppercase",
+    "WeakKey",
+    "WeakMap",
+    "WeakRef",
+    "WeakSet",
+    // Common DOM and Web API globals (lib.dom.d.ts), present when a checker loads the DOM lib.
+    "AbortController",
+    "AbortSignal",
+    "Attr",
+    "Blob",
+    "Body",
+    "Cache",
+    "Comment",
+    "Credential",
+    "Document",
+    "Element",
+    "Event",
+    "EventTarget",
+    "File",
+    "FileList",
+    "FormData",
+    "Headers",
+    "History",
+    "Image",
+    "Location",
+    "Navigator",
+    "Node",
+    "NodeList",
+    "Notification",
+    "Option",
+    "Performance",
+    "Permissions",
+    "Range",
+    "Request",
+    "Response",
+    "Screen",
+    "Selection",
+    "Storage",
+    "Text",
+    "TextDecoder",
+    "TextEncoder",
+    "URL",
+    "URLSearchParams",
+    "WebSocket",
+    "Window",
+    "Worker",
+];
+
+/// One tool's lines in `ToolArgsMap` / `ToolOutputMap`.
+#[derive(Debug, Serialize)]
+pub(crate) struct ToolEntry {
+    /// Property key: a bare identifier or a quoted string.
+    key: String,
+    doc: Option<String>,
+    args: String,
+    output: String,
+}
+
+/// One named type (`type Name = …`).
+#[derive(Debug, Serialize)]
+pub(crate) struct DefEntry {
+    name: String,
+    doc: Option<String>,
+    body: String,
+}
+
+/// The template context of the TypeScript file: sorted sequences only.
+#[derive(Debug, Serialize)]
+pub(crate) struct Context {
+    tools: Vec<ToolEntry>,
+    defs: Vec<DefEntry>,
+}
+
+/// A fresh allocator for TypeScript type names.
+pub(crate) fn names() -> NameAllocator {
+    NameAllocator::new(RESERVED)
+}
+
+/// Builds the template context from the model.
+pub(crate) fn context(model: &Model) -> Context {
+    let render = Renderer { model };
+    let tools = model
+        .tools
+        .iter()
+        .map(|tool| ToolEntry {
+            key: key(&tool.name),
+            doc: tool.doc.as_deref().map(doc_text),
+            args: render.ty(tool.args, 1).text,
+            output: render.ty(tool.output, 1).text,
+        })
+        .collect();
+    let defs = model
+        .defs
+        .iter()
+        .map(|def| DefEntry {
+            name: def.name.clone(),
+            doc: model.node(def.node).doc.as_deref().map(doc_text),
+            body: if def.degenerate {
+                "unknown".to_owned()
+            } else {
+                render.ty(def.node, 0).text
+            },
+        })
+        .collect();
+    Context { tools, defs }
+}
+
+/// A property key: bare when it is a plain identifier, JSON-style quoted otherwise. `__proto__`
+/// is always quoted: as a bare key in an object literal it sets the prototype instead.
+pub(crate) fn key(name: &str) -> String {
+    if is_ascii_identifier(name) && name != "__proto__" {
+        name.to_owned()
+    } else {
+        quoted(name)
+    }
+}
+
+/// Doc comment text: `*/` would end the comment early, so its slash is escaped.
+fn doc_text(line: &str) -> String {
+    line.replace("*/", "*\\/")
+}
+
+/// Binding strength of a rendered type, for parenthesising.
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Prec {
+    Union,
+    Intersection,
+    Atom,
+}
+
+struct Rendered {
+    text: String,
+    prec: Prec,
+}
+
+impl Rendered {
+    fn atom(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            prec: Prec::Atom,
+        }
+    }
+
+    /// The text, parenthesised when it binds looser than `context`.
+    fn at(self, context: Prec) -> String {
+        if (self.prec as u8) < (context as u8) {
+            format!("({})", self.text)
+        } else {
+            self.text
+        }
+    }
+}
+
+struct Renderer<'m> {
+    model: &'m Model,
+}
+
+impl Renderer<'_> {
+    /// Renders node `id`; `indent` is the nesting level of the line the type starts on (two
+    /// spaces each). Recursion follows the model's tree, which lowering bounded in depth.
+    fn ty(&self, id: NodeId, indent: usize) -> Rendered {
+        match &self.model.node(id).kind {
+            Kind::Unknown => Rendered::atom("unknown"),
+            Kind::Any => Rendered::atom("JsonValue"),
+            Kind::Never => Rendered::atom("never"),
+            Kind::Null => Rendered::atom("null"),
+            Kind::Boolean => Rendered::atom("boolean"),
+            Kind::Integer | Kind::Number => Rendered::atom("number"),
+            Kind::String => Rendered::atom("string"),
+            Kind::Literals(values) => join(
+                values.iter().map(|v| Rendered::atom(literal(v))).collect(),
+                Prec::Union,
+            ),
+            Kind::Array(items) => array(self.ty(*items, indent)),
+            Kind::Tuple { items, min, rest } => {
+                let mut parts = Vec::with_capacity(items.len() + 1);
+                for (position, item) in items.iter().enumerate() {
+                    let item = self.ty(*item, indent);
+                    if position < *min {
+                        parts.push(item.text);
+                    } else {
+                        parts.push(format!("{}?", item.at(Prec::Atom)));
+                    }
+                }
+                if let Some(rest) = rest {
+                    parts.push(format!("...{}", array(self.ty(*rest, indent)).text));
+                }
+                Rendered::atom(format!("[{}]", parts.join(", ")))
+            }
+            Kind::Object(object) => {
+                let extra = match &object.extra {
+                    Extra::Open => Some("JsonValue".to_owned()),
+                    Extra::Closed => None,
+                    Extra::Typed(node) => Some(self.ty(*node, indent).text),
+                };
+                if object.properties.is_empty() {
+                    let value = extra.unwrap_or_else(|| "never".to_owned());
+                    return Rendered::atom(format!("Record<string, {value}>"));
+                }
+                let pad = "  ".repeat(indent + 1);
+                let mut text = String::from("{\n");
+                for property in &object.properties {
+                    let node = self.model.node(property.node);
+                    if let Some(doc) = &node.doc {
+                        text.push_str(&format!("{pad}/** {} */\n", doc_text(doc)));
+                    }
+                    let optional = if property.required { "" } else { "?" };
+                    let ty = self.ty(property.node, indent + 1).text;
+                    text.push_str(&format!("{pad}{}{optional}: {ty};\n", key(&property.name)));
+                }
+                text.push_str(&"  ".repeat(indent));
+                text.push('}');
+                match extra {
+                    // An intersection, not an index signature: a signature would have to admit
+                    // every declared property's type.
+                    Some(value) => Rendered {
+                        text: format!("{text} & Record<string, {value}>"),
+                        prec: Prec::Intersection,
+                    },
+                    None => Rendered::atom(text),
+                }
+            }
+            Kind::Union(members) => join(
+                members.iter().map(|m| self.ty(*m, indent)).collect(),
+                Prec::Union,
+            ),
+            Kind::Intersection(members) => join(
+                members.iter().map(|m| self.ty(*m, indent)).collect(),
+                Prec::Intersection,
+            ),
+            Kind::Ref(def) => Rendered::atom(self.model.defs[*def].name.clone()),
+        }
+    }
+}
+
+/// `T[]` for a simple element type, `Array<T>` otherwise (`Array<string | null>`, never the
+/// misparse `string | null[]`).
+fn array(items: Rendered) -> Rendered {
+    if items.prec == Prec::Atom && !items.text.contains('\n') {
+        Rendered::atom(format!("{}[]", items.text))
+    } else {
+        Rendered::atom(format!("Array<{}>", items.text))
+    }
+}
+
+/// Joins members with the operator of `prec` (` | ` or ` & `), parenthesising members that bind
+/// looser and dropping repeats; a single remaining member is returned as it is.
+fn join(parts: Vec<Rendered>, prec: Prec) -> Rendered {
+    let separator = if prec == Prec::Union { " | " } else { " & " };
+    let mut seen = BTreeSet::new();
+    let mut unique: Vec<Rendered> = Vec::with_capacity(parts.len());
+    for part in parts {
+        if seen.insert(part.text.clone()) {
+            unique.push(part);
+        }
+    }
+    if unique.len() == 1 {
+        return unique.swap_remove(0);
+    }
+    // Same-operator members flatten; an intersection inside a union is parenthesised too:
+    // correct without, but easier to read.
+    let texts: Vec<String> = unique
+        .into_iter()
+        .map(|p| {
+            if p.prec == prec {
+                p.text
+            } else {
+                p.at(Prec::Atom)
+            }
+        })
+        .collect();
+    Rendered {
+        text: texts.join(separator),
+        prec,
+    }
+}
+
+/// A literal type for a scalar JSON value (`"a"`, `1.5`, `true`, `null`).
+fn literal(value: &Value) -> String {
+    match value {
+        Value::String(s) => quoted(s),
+        other => other.to_string(),
+    }
+}

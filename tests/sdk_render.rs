@@ -1,0 +1,572 @@
+//! SDK generator (SPEC §8): snapshots of a hostile fixture set, byte stability, depth bounds,
+//! type mapping and `write_if_changed`.
+
+use dsh_tools::sdk::{self, Language, ToolSpec};
+use serde_json::{Value, json};
+
+/// Every hostile name, text and schema construct the generator must survive, in one tool set.
+fn hostile_fixture() -> Vec<ToolSpec> {
+    let nasty = "Ends */ here, \"\"\" triple, 'single' and \"double\", back\\slash \\n literal,\nnew line,\u{2028}line sep,\u{2029}para sep, nul \u{0} bell \u{7} del \u{7f} c1 \u{85} bidi \u{202e}evil\u{202c} bom \u{feff}.";
+    let tree = json!({
+        "type": "object",
+        "$defs": {
+            "Node": {
+                "description": "A tree node. */ not the end",
+                "type": "object",
+                "properties": {
+                    "value": {"type": "integer", "minimum": 0, "maximum": 10},
+                    "children": {"type": "array", "items": {"$ref": "#/$defs/Node"}}
+                },
+                "required": ["value"],
+                "additionalProperties": false
+            },
+            "Loop": {"anyOf": [{"$ref": "#/$defs/Loop"}, {"type": "null"}]},
+            "Pair": {"allOf": [{"$ref": "#/$defs/Left"}, {"$ref": "#/$defs/Right"}]},
+            "Left": {"type": "object", "properties": {"left": {"type": "string"}}, "required": ["left"]},
+            "Right": {"type": "object", "properties": {"right": {"type": "number"}}}
+        },
+        "properties": {
+            "root": {"$ref": "#/$defs/Node", "description": "The root."},
+            "loop": {"$ref": "#/$defs/Loop"},
+            "pair": {"$ref": "#/$defs/Pair"},
+            "self": {"$ref": "#"},
+            "dangling": {"$ref": "#/$defs/Missing"},
+            "remote": {"$ref": "https://example.com/schema.json"}
+        },
+        "required": ["root"]
+    });
+    let kitchen_sink = json!({
+        "type": "object",
+        "properties": {
+            "class": {"type": "string", "description": nasty},
+            "from": {"type": "integer", "format": "int64", "minimum": 1, "exclusiveMaximum": 100},
+            "my-field": {"type": ["string", "null"], "minLength": 1, "maxLength": 64, "pattern": "^[a-z]+$"},
+            "__proto__": {"type": "boolean"},
+            "__private": {"type": "string"},
+            "Upper": {"type": "string"},
+            "str": {"type": "string"},
+            "say \"hi\"": {"const": "a \"quoted\" */ literal\nline"},
+            "": {"type": "number"},
+            "1x": {"enum": ["a", 1, 1.5, 1e21, true, null, [1], {"k": 1}]},
+            "nullable_items": {"type": "array", "items": {"type": ["string", "null"]}},
+            "either": {"oneOf": [{"type": "string"}, {"type": "object", "properties": {"id": {"type": "integer"}}, "required": ["id"]}]},
+            "both": {"allOf": [
+                {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]},
+                {"type": "object", "properties": {"b": {"type": "string"}}}
+            ]},
+            "tuple": {"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "minItems": 1, "items": false},
+            "map": {"type": "object", "additionalProperties": {"type": "array", "items": {"type": "integer"}}},
+            "closed_empty": {"type": "object", "additionalProperties": false},
+            "legacy_nullable": {"type": "string", "nullable": true},
+            "bfcl_dict": {"type": "dict"},
+            "nothing": false,
+            "anything": true
+        },
+        "required": ["class", "from", "1x"]
+    });
+    let empty = json!({"type": "object", "properties": {}});
+    let mut tools = vec![
+        ToolSpec::new("delete", nasty, kitchen_sink, json!({"type": "string"})),
+        ToolSpec::new("class", "Python keyword.", empty.clone(), json!(true)),
+        ToolSpec::new("from", "", empty.clone(), json!({})),
+        ToolSpec::new(
+            "async",
+            "Both languages' keyword.",
+            empty.clone(),
+            json!({"type": "null"}),
+        ),
+        ToolSpec::new(
+            "__proto__",
+            "Prototype pollution.",
+            empty.clone(),
+            json!(true),
+        ),
+        ToolSpec::new("constructor", "", empty.clone(), json!(true)),
+        ToolSpec::new(
+            "my-tool.v2 name",
+            "Dashes, dots and a space.",
+            tree,
+            json!({"type": "array", "items": {"type": "string"}}),
+        ),
+        ToolSpec::new("路径", "Unicode name.", empty.clone(), json!(true)),
+        ToolSpec::new("1st-tool", "Leading digit.", empty.clone(), json!(true)),
+        ToolSpec::new("_hidden", "Leading underscore.", empty.clone(), json!(true)),
+        ToolSpec::new("list", "Shadows a builtin.", empty.clone(), json!(true)),
+        ToolSpec::new(
+            "mcp__github__create_issue",
+            "A plain MCP name.",
+            empty.clone(),
+            json!(true),
+        ),
+        // Empty name: its `Node` definition would be the DOM's `Node` without a suffix.
+        ToolSpec::new(
+            "",
+            "Empty name.",
+            json!({"$defs": {"Node": {"type": "string"}}, "$ref": "#/$defs/Node"}),
+            json!(true),
+        ),
+    ];
+    // Three names that escape to the same identifier, and one equal to another's generated name.
+    for name in ["a-b", "a.b", "a_b", "Foo", "FooArgs"] {
+        tools.push(ToolSpec::new(
+            name,
+            "Collides after escaping.",
+            json!({"type": "object", "properties": {"x": {"type": "object", "properties": {"y": {"type": "string"}}}}}),
+            json!({"type": "object", "properties": {"z": {"type": "integer"}}, "required": ["z"]}),
+        ));
+    }
+    tools
+}
+
+#[test]
+fn typescript_snapshot() {
+    insta::assert_snapshot!("typescript", sdk::typescript(&hostile_fixture()));
+}
+
+#[test]
+fn python_snapshot() {
+    insta::assert_snapshot!("python", sdk::python(&hostile_fixture()));
+}
+
+#[test]
+fn prompt_sections_fence_the_same_declarations() {
+    let tools = hostile_fixture();
+    for (language, fence, comment) in [
+        (Language::TypeScript, "```ts\n", "//"),
+        (Language::Python, "```python\n", "#"),
+    ] {
+        let file = sdk::render(language, &tools);
+        let section = sdk::prompt_section(language, &tools);
+        assert!(
+            section.starts_with("Writing code for run_code\n"),
+            "{section}"
+        );
+        assert!(section.ends_with("\n```\n"));
+        let code = &section[section.find(fence).expect("fence") + fence.len()..section.len() - 4];
+        assert!(
+            file.ends_with(code),
+            "the section's code is the file's code"
+        );
+        assert!(!section.contains("@generated"));
+        assert!(file.starts_with(&format!(
+            "{comment} This file is @generated by dsh-tools. Do not edit.\n"
+        )));
+    }
+}
+
+#[test]
+fn output_is_normalised() {
+    let tools = hostile_fixture();
+    for language in [Language::TypeScript, Language::Python] {
+        let text = sdk::render(language, &tools);
+        assert!(text.ends_with('\n') && !text.ends_with("\n\n"));
+        assert!(!text.contains('\r'));
+        assert!(!text.contains("\n\n\n"));
+        for line in text.lines() {
+            assert_eq!(line, line.trim_end(), "trailing space in {line:?}");
+            assert!(
+                !line.chars().any(|c| (c.is_control() && c != '\t')
+                    || matches!(c, '\u{2028}' | '\u{2029}' | '\u{202e}' | '\u{feff}')),
+                "raw control or separator in {line:?}"
+            );
+        }
+    }
+}
+
+#[test]
+fn byte_stable_across_runs_orders_and_threads() {
+    let tools = hostile_fixture();
+    let mut reversed = tools.clone();
+    reversed.reverse();
+    let mut rotated = tools.clone();
+    rotated.rotate_left(5);
+    for language in [Language::TypeScript, Language::Python] {
+        let first = sdk::render(language, &tools);
+        for _ in 0..10 {
+            assert_eq!(sdk::render(language, &tools), first);
+        }
+        assert_eq!(sdk::render(language, &reversed), first);
+        assert_eq!(sdk::render(language, &rotated), first);
+        let outputs: Vec<String> = std::thread::scope(|scope| {
+            let handles: Vec<_> = (0..4)
+                .map(|n| {
+                    let input = if n % 2 == 0 { &tools } else { &reversed };
+                    scope.spawn(move || sdk::render(language, input))
+                })
+                .collect();
+            handles
+                .into_iter()
+                .map(|h| h.join().expect("render thread"))
+                .collect()
+        });
+        assert!(outputs.iter().all(|o| *o == first));
+    }
+}
+
+#[test]
+fn duplicate_names_resolve_the_same_whatever_the_order() {
+    let a = ToolSpec::new("dup", "First.", json!({"type": "object"}), json!(true));
+    let b = ToolSpec::new(
+        "dup",
+        "Second.",
+        json!({"type": "object"}),
+        json!({"type": "string"}),
+    );
+    for language in [Language::TypeScript, Language::Python] {
+        let forward = sdk::render(language, &[a.clone(), b.clone()]);
+        let backward = sdk::render(language, &[b.clone(), a.clone()]);
+        assert_eq!(forward, backward);
+        assert_eq!(
+            forward.matches("First.").count() + forward.matches("Second.").count(),
+            1
+        );
+    }
+}
+
+/// Drops a deep value without deep recursion: serde_json's own drop recurses per level.
+fn dismantle(mut value: Value) {
+    let mut stack = vec![];
+    loop {
+        match &mut value {
+            Value::Object(map) => stack.extend(std::mem::take(map).into_iter().map(|(_, v)| v)),
+            Value::Array(items) => stack.append(items),
+            _ => {}
+        }
+        match stack.pop() {
+            Some(next) => value = next,
+            None => return,
+        }
+    }
+}
+
+#[test]
+fn five_thousand_deep_schemas_render_with_deep_nodes_degraded() {
+    // Built by moving values into maps: `json!` would re-serialise the inner value recursively.
+    let wrap = |entries: Vec<(&str, Value)>| -> Value {
+        Value::Object(
+            entries
+                .into_iter()
+                .map(|(k, v)| (k.to_owned(), v))
+                .collect(),
+        )
+    };
+    let mut properties = json!({"type": "string"});
+    let mut items = json!({"type": "string"});
+    let mut unions = json!({"type": "string"});
+    for _ in 0..5_000 {
+        properties = wrap(vec![
+            ("type", json!("object")),
+            ("properties", wrap(vec![("a", properties)])),
+            ("required", json!(["a"])),
+        ]);
+        items = wrap(vec![("type", json!("array")), ("items", items)]);
+        unions = wrap(vec![(
+            "anyOf",
+            Value::Array(vec![unions, json!({"type": "null"})]),
+        )]);
+    }
+    // A chain of 5,000 references, each definition pointing at the next.
+    let mut defs = serde_json::Map::new();
+    for n in 0..5_000 {
+        defs.insert(
+            format!("D{n}"),
+            json!({"allOf": [{"$ref": format!("#/$defs/D{}", n + 1)}]}),
+        );
+    }
+    defs.insert(
+        "D5000".into(),
+        json!({"type": "object", "properties": {"end": {"type": "string"}}}),
+    );
+    let chain = json!({"$defs": defs, "$ref": "#/$defs/D0"});
+    let big_enum = json!({"enum": (0..5_000).map(|n| format!("v{n}")).collect::<Vec<_>>()});
+    let tools = vec![
+        ToolSpec::new("properties", "", properties, json!(true)),
+        ToolSpec::new("items", "", items, json!(true)),
+        ToolSpec::new("unions", "", unions, json!(true)),
+        ToolSpec::new("chain", "", chain, big_enum),
+    ];
+    let typescript = sdk::typescript(&tools);
+    let python = sdk::python(&tools);
+    assert!(
+        typescript.contains("unknown"),
+        "deep nodes degrade to unknown"
+    );
+    assert!(python.contains("Any"), "deep nodes degrade to Any");
+    assert!(typescript.contains("\"v4999\""));
+    assert!(python.contains("end: str"));
+    // Bounded nesting: no line opens more than 100 brackets (CPython's parser allows 200).
+    for line in python.lines() {
+        assert!(line.matches('[').count() < 100, "too deep: {line}");
+    }
+    for tool in tools {
+        dismantle(tool.parameters);
+        dismantle(tool.output);
+    }
+}
+
+#[test]
+fn write_if_changed_writes_only_new_bytes() {
+    let dir = std::env::temp_dir().join(format!("dsh-sdk-write-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("tools.ts");
+    let _ = std::fs::remove_file(&path);
+    assert!(sdk::write_if_changed(&path, "one\n").expect("first write"));
+    let stamp = std::fs::metadata(&path)
+        .and_then(|m| m.modified())
+        .expect("mtime");
+    std::thread::sleep(std::time::Duration::from_millis(20));
+    assert!(!sdk::write_if_changed(&path, "one\n").expect("same bytes"));
+    assert_eq!(
+        std::fs::metadata(&path)
+            .and_then(|m| m.modified())
+            .expect("mtime"),
+        stamp
+    );
+    assert!(sdk::write_if_changed(&path, "two\n").expect("new bytes"));
+    assert_eq!(std::fs::read_to_string(&path).expect("read"), "two\n");
+    let missing_dir = dir.join("no-such-dir").join("tools.ts");
+    assert!(sdk::write_if_changed(&missing_dir, "x").is_err());
+    std::fs::remove_dir_all(&dir).expect("cleanup");
+}
+
+// ---- type mapping -------------------------------------------------------------------------
+
+/// The TypeScript argument type of a single tool `t` with parameters `schema`.
+fn ts(schema: Value) -> String {
+    let text = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
+    let start = text.find("\n  t: ").expect("args member") + "\n  t: ".len();
+    let end = text
+        .find(";\n}\n\ninterface ToolOutputMap")
+        .expect("end of args");
+    text[start..end].to_owned()
+}
+
+/// The TypeScript named types (`type X = …;`) of a single tool `t`.
+fn ts_defs(schema: Value) -> String {
+    let text = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
+    text.lines()
+        .filter(|l| l.starts_with("type T") && !l.starts_with("type ToolName"))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The Python declarations of a single tool `t`: the blocks between `ToolCallError` and `Tools`.
+fn py(schema: Value) -> String {
+    let text = sdk::python(&[ToolSpec::new("t", "", schema, json!(true))]);
+    let start =
+        text.find("    toolName: str\n").expect("error class") + "    toolName: str\n".len();
+    let end = text.find("class Tools(Protocol):").expect("protocol");
+    let method = text[end..]
+        .lines()
+        .nth(1)
+        .expect("method")
+        .trim()
+        .to_owned();
+    format!("{}\n{method}", text[start..end].trim())
+}
+
+#[test]
+fn scalars_and_literals() {
+    let schema = json!({"type": "object", "properties": {
+        "s": {"type": "string"}, "i": {"type": "integer"}, "n": {"type": "number"},
+        "b": {"type": "boolean"}, "z": {"type": "null"}, "c": {"const": "x"},
+        "e": {"enum": ["a", 2, 2.5, false, null]}
+    }, "additionalProperties": false});
+    assert_eq!(
+        ts(schema.clone()),
+        "{\n    s?: string;\n    i?: number;\n    n?: number;\n    b?: boolean;\n    z?: null;\n    c?: \"x\";\n    e?: \"a\" | 2 | 2.5 | false | null;\n  }"
+    );
+    let py = py(schema);
+    assert!(py.contains("class TArgs(TypedDict, total=False):\n    s: str\n    i: int\n    n: float\n    b: bool\n    z: None\n    c: Literal[\"x\"]\n    e: Literal[\"a\", 2, False, None] | float"), "{py}");
+}
+
+#[test]
+fn arrays_parenthesise_unions() {
+    let items = json!({"type": "array", "items": {"type": ["string", "null"]}});
+    assert_eq!(ts(items.clone()), "Array<string | null>");
+    assert!(py(items).ends_with("async def t(self, args: list[str | None]) -> Any: ..."));
+    assert_eq!(ts(json!({"type": "array"})), "JsonValue[]");
+    assert_eq!(
+        ts(json!({"type": "array", "items": {"type": "array", "items": {"type": "integer"}}})),
+        "number[][]"
+    );
+    assert_eq!(
+        ts(
+            json!({"type": "array", "prefixItems": [{"type": "string"}, {"type": "integer"}], "minItems": 1, "items": false})
+        ),
+        "[string, number?]"
+    );
+    assert_eq!(
+        ts(
+            json!({"type": "array", "items": [{"type": "string"}], "additionalItems": {"type": "boolean"}})
+        ),
+        "[string?, ...boolean[]]"
+    );
+}
+
+#[test]
+fn objects_open_closed_and_indexed() {
+    assert_eq!(ts(json!({"type": "object"})), "Record<string, JsonValue>");
+    assert_eq!(
+        ts(json!({"type": "object", "additionalProperties": false})),
+        "Record<string, never>"
+    );
+    assert_eq!(
+        ts(json!({"type": "object", "additionalProperties": {"type": "integer"}})),
+        "Record<string, number>"
+    );
+    assert_eq!(
+        ts(json!({"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"]})),
+        "{\n    a: string;\n  } & Record<string, JsonValue>"
+    );
+    assert!(
+        py(json!({"type": "object", "additionalProperties": {"type": "integer"}}))
+            .ends_with("(self, args: dict[str, int]) -> Any: ...")
+    );
+    let mixed = py(
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"]}),
+    );
+    assert!(
+        mixed.contains("class TArgsRequired(TypedDict):\n    a: str\n\nclass TArgs(TArgsRequired, total=False):\n    b: int\n    # Keys not listed here are accepted too."),
+        "{mixed}"
+    );
+    assert!(
+        py(json!({"type": "object", "additionalProperties": false}))
+            .contains("class TArgs(TypedDict):\n    pass")
+    );
+}
+
+#[test]
+fn optional_and_nullable_unions() {
+    let option = json!({"anyOf": [{"type": "string", "format": "uri"}, {"type": "null"}]});
+    assert_eq!(ts(option.clone()), "string | null");
+    assert!(py(option).ends_with("args: str | None) -> Any: ..."));
+    assert_eq!(
+        ts(json!({"type": "integer", "nullable": true})),
+        "number | null"
+    );
+    assert_eq!(ts(json!({"oneOf": [{"const": 1}, {"const": 2}]})), "1 | 2");
+}
+
+#[test]
+fn all_of_is_an_intersection_or_a_merged_typed_dict() {
+    let schema = json!({"allOf": [
+        {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false},
+        {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
+    ]});
+    assert_eq!(
+        ts(schema.clone()),
+        "{\n    a: string;\n  } & {\n    b: number;\n  } & Record<string, JsonValue>"
+    );
+    assert!(py(schema).contains("class TArgs(TypedDict):\n    a: str\n    b: int\n"));
+    // A non-object member with nothing else to merge is kept; several are beyond Python.
+    assert!(py(json!({"allOf": [{"type": "string"}, {}]})).ends_with("args: str) -> Any: ..."));
+    assert!(
+        py(json!({"allOf": [{"type": "string"}, {"type": "integer"}]}))
+            .ends_with("args: Any) -> Any: ...")
+    );
+}
+
+#[test]
+fn refs_become_named_types_recursion_included() {
+    let schema = json!({
+        "$defs": {"Node": {"type": "object", "properties": {"next": {"$ref": "#/$defs/Node"}}}},
+        "$ref": "#/$defs/Node"
+    });
+    assert_eq!(ts(schema.clone()), "TNode");
+    assert_eq!(ts_defs(schema.clone()), "type TNode = {");
+    let py = py(schema);
+    assert!(
+        py.contains("class TNode(TypedDict, total=False):\n    next: TNode"),
+        "{py}"
+    );
+    // draft-07 `definitions`, percent-encoded and `~1`-escaped pointers.
+    let legacy =
+        json!({"definitions": {"a/b c": {"type": "string"}}, "$ref": "#/definitions/a~1b%20c"});
+    assert_eq!(ts(legacy.clone()), "TABC");
+    assert_eq!(ts_defs(legacy), "type TABC = string;");
+}
+
+#[test]
+fn unrenderable_nodes_degrade_locally() {
+    let schema = json!({"type": "object", "properties": {
+        "odd": {"type": "dict"}, "gone": {"$ref": "#/$defs/Missing"},
+        "remote": {"$ref": "https://example.com/s.json"}, "ok": {"type": "string"}
+    }, "required": ["ok"], "additionalProperties": false});
+    assert_eq!(
+        ts(schema.clone()),
+        "{\n    odd?: unknown;\n    gone?: unknown;\n    remote?: unknown;\n    ok: string;\n  }"
+    );
+    let py = py(schema);
+    assert!(
+        py.contains("    odd: Any\n    gone: Any\n    remote: Any\n"),
+        "{py}"
+    );
+    assert!(py.contains("    ok: str\n"), "{py}");
+    // An alias that is only itself has no meaning in either language.
+    let cycle = json!({"$defs": {"L": {"anyOf": [{"$ref": "#/$defs/L"}, {"type": "null"}]}}, "$ref": "#/$defs/L"});
+    assert_eq!(ts_defs(cycle.clone()), "type TL = unknown;");
+    assert!(self::py(cycle).contains("TL: TypeAlias = \"Any\""));
+}
+
+#[test]
+fn constraints_become_doc_comments() {
+    let schema = json!({"type": "object", "properties": {
+        "url": {"type": "string", "description": "Where.", "format": "uri", "minLength": 1, "maxLength": 2048},
+        "n": {"type": "integer", "minimum": 0, "exclusiveMaximum": 10, "default": 3}
+    }});
+    let ts = ts(schema.clone());
+    assert!(
+        ts.contains(
+            "/** Where. (format: uri; minLength: 1; maxLength: 2048) */\n    url?: string;"
+        ),
+        "{ts}"
+    );
+    assert!(
+        ts.contains("/** (minimum: 0; exclusiveMaximum: 10; default: 3) */\n    n?: number;"),
+        "{ts}"
+    );
+    assert!(
+        py(schema)
+            .contains("    # Where. (format: uri; minLength: 1; maxLength: 2048)\n    url: str\n")
+    );
+}
+
+#[test]
+fn hostile_keys_are_quoted_or_moved_to_functional_typed_dicts() {
+    let schema = json!({"type": "object", "properties": {
+        "my-key": {"type": "string"}, "class": {"type": "string"}, "__proto__": {"type": "string"}, "ok": {"type": "string"}
+    }, "required": ["my-key", "class", "__proto__", "ok"], "additionalProperties": false});
+    assert_eq!(
+        ts(schema.clone()),
+        "{\n    \"my-key\": string;\n    class: string;\n    \"__proto__\": string;\n    ok: string;\n  }"
+    );
+    assert!(py(schema).contains("TArgs = TypedDict(\"TArgs\", {\n    \"my-key\": \"str\",\n    \"class\": \"str\",\n    \"__proto__\": \"str\",\n    \"ok\": \"str\",\n})"));
+}
+
+#[test]
+fn escaped_names_never_collide() {
+    let tools: Vec<ToolSpec> = ["a-b", "a.b", "a_b"]
+        .iter()
+        .map(|name| {
+            ToolSpec::new(
+                *name,
+                "",
+                json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+                json!(true),
+            )
+        })
+        .collect();
+    let python = sdk::python(&tools);
+    for class in ["class ABArgs(", "class ABArgs2(", "class ABArgs3("] {
+        assert_eq!(python.matches(class).count(), 1, "{class} in {python}");
+    }
+    let typescript = sdk::typescript(&tools);
+    for key in ["\"a-b\":", "\"a.b\":", "a_b:"] {
+        assert_eq!(
+            typescript.matches(&format!("\n  {key}")).count(),
+            2,
+            "{key} in args and output"
+        );
+    }
+}
