@@ -8,6 +8,7 @@ use std::sync::Arc;
 use serde::Deserialize;
 use serde_json::Value;
 
+use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
 use crate::presentation::{CallView, ResultView};
@@ -151,14 +152,23 @@ impl ToolDefinition {
                     let typed = match T::Args::deserialize(&*args) {
                         Ok(typed) => typed,
                         Err(serde_error) => {
-                            let mut violations = match validator.as_ref() {
-                                Some(validator) => validator.violations(&args, ""),
-                                None => Vec::new(),
-                            };
-                            if violations.is_empty() {
-                                violations.push(serde_error.to_string());
+                            // Slow path: nested `null`s from a strict-mode client may be all that
+                            // is wrong; otherwise report every violation.
+                            let normalized =
+                                normalize_strict_arguments(&parameters, Value::clone(&args));
+                            match T::Args::deserialize(&normalized) {
+                                Ok(typed) => typed,
+                                Err(_) => {
+                                    let mut violations = match validator.as_ref() {
+                                        Some(validator) => validator.violations(&args, ""),
+                                        None => Vec::new(),
+                                    };
+                                    if violations.is_empty() {
+                                        violations.push(serde_error.to_string());
+                                    }
+                                    return Err(invalid_args(&violations));
+                                }
                             }
-                            return Err(invalid_args(&violations));
                         }
                     };
                     let violations = T::check_constraints(&typed);
@@ -496,11 +506,20 @@ impl ToolDefinitionBuilder {
                     }
                     let args = check_depth(args)?;
                     let args = drop_null_optionals(&parameters, args);
-                    let violations = validator.violations(&args, "");
+                    let mut violations = validator.violations(&args, "");
+                    let mut args = Value::clone(&args);
+                    if !violations.is_empty() {
+                        // Nested `null`s from a strict-mode client read as absent.
+                        let normalized = normalize_strict_arguments(&parameters, args.clone());
+                        if validator.is_valid(&normalized) {
+                            args = normalized;
+                            violations.clear();
+                        }
+                    }
                     if !violations.is_empty() {
                         return Err(invalid_args(&violations));
                     }
-                    let value = handler(Value::clone(&args), exec)
+                    let value = handler(args.clone(), exec)
                         .await
                         .map_err(ToolFailure::from)?;
                     if let Some(validator) = &output_validator {

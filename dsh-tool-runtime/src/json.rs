@@ -58,7 +58,6 @@ fn utf16_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

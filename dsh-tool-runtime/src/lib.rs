@@ -27,6 +27,8 @@ pub mod tool;
 pub mod validate;
 
 #[cfg(feature = "code-mode")]
+pub mod code_mode;
+#[cfg(feature = "code-mode")]
 pub mod code_runtime;
 
 pub use definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};

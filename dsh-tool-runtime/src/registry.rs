@@ -14,6 +14,7 @@ use tokio::sync::broadcast;
 use tokio_util::sync::CancellationToken;
 
 use crate::definition::ToolDefinition;
+use crate::dialect::{Dialect, DialectError};
 use crate::events::ToolEvent;
 use crate::pipeline::{
     Approver, ExecuteWrapper, Guard, PostExecuteHook, PreExecuteHook, ResultObserver,
@@ -136,6 +137,19 @@ pub struct ToolSchema {
     pub description: String,
     /// Parameters schema.
     pub parameters: Value,
+}
+
+/// One tool's schema in a [`Dialect`], from [`Registry::schemas_for`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct DialectSchema {
+    /// Tool name.
+    pub name: String,
+    /// Description.
+    pub description: String,
+    /// The parameters in the dialect's form, or why they cannot be expressed in it.
+    pub parameters: Result<Value, DialectError>,
+    /// The parameters as derived or given, for a fallback.
+    pub original: Value,
 }
 
 #[derive(Default)]
@@ -554,14 +568,31 @@ impl Registry {
     }
 
     /// `{name, description, parameters}` of every tool visible to `scope`, sorted by name (Rust
-    /// `str` order), parameters as derived or given.
+    /// `str` order), parameters in [`Dialect::Portable`] form (a schema Portable cannot handle is
+    /// passed through as given rather than dropping the tool).
     pub fn schemas(&self, scope: Option<&AgentId>) -> Vec<ToolSchema> {
+        self.schemas_for(scope, Dialect::Portable)
+            .into_iter()
+            .map(|schema| ToolSchema {
+                name: schema.name,
+                description: schema.description,
+                parameters: schema.parameters.unwrap_or(schema.original),
+            })
+            .collect()
+    }
+
+    /// Every visible tool's parameters in `dialect`'s wire form, sorted by name. Errors are per
+    /// tool: a tool whose schema cannot be expressed (e.g. a free-form map under
+    /// [`Dialect::OpenAiStrict`]) carries its [`DialectError`] and its original schema, so the
+    /// caller can send that one tool in another dialect (non-strict) without failing the others.
+    pub fn schemas_for(&self, scope: Option<&AgentId>, dialect: Dialect) -> Vec<DialectSchema> {
         self.tools(scope)
             .into_iter()
-            .map(|def| ToolSchema {
+            .map(|def| DialectSchema {
                 name: def.name().to_owned(),
                 description: def.description().to_owned(),
-                parameters: def.parameters().clone(),
+                parameters: dialect.transform(def.parameters()),
+                original: def.parameters().clone(),
             })
             .collect()
     }

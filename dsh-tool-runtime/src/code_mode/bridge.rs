@@ -44,11 +44,18 @@ pub(crate) struct Bridge {
 }
 
 fn over(name: &str, what: &str) -> BindingError {
-    BindingError::new(format!("run_code run is over (run_code settled); {name} {what}"))
+    BindingError::new(format!(
+        "run_code run is over (run_code settled); {name} {what}"
+    ))
 }
 
 impl Bridge {
-    pub(crate) fn new(registry: Registry, outer: ToolExec, run_signal: CancellationToken, max_parallel: usize) -> Self {
+    pub(crate) fn new(
+        registry: Registry,
+        outer: ToolExec,
+        run_signal: CancellationToken,
+        max_parallel: usize,
+    ) -> Self {
         let (sender, receiver) = mpsc::unbounded_channel();
         Bridge {
             registry,
@@ -77,22 +84,30 @@ impl Bridge {
                     return Err(over(&binding.name, "not dispatched"));
                 }
                 let n = submitted.fetch_add(1, Ordering::SeqCst) + 1;
-                let mut call = ToolCall::new(format!("{}:code:{n}", outer.call_id()), binding.name.clone(), binding.args)
-                    .with_parent(outer.call_id(), outer.root_call_id())
-                    .with_signal(signal);
+                let mut call = ToolCall::new(
+                    format!("{}:code:{n}", outer.call_id()),
+                    binding.name.clone(),
+                    binding.args,
+                )
+                .with_parent(outer.call_id(), outer.root_call_id())
+                .with_signal(signal);
                 call.agent = outer.agent().cloned();
                 let (reply, answer) = oneshot::channel();
                 if sender.send(Submission { call, reply }).is_err() {
                     return Err(over(&binding.name, "not dispatched"));
                 }
-                answer.await.unwrap_or_else(|_| Err(over(&binding.name, "tool call abandoned")))
+                answer
+                    .await
+                    .unwrap_or_else(|_| Err(over(&binding.name, "tool call abandoned")))
             })
         })
     }
 
     /// Runs the lane until the run has settled and every started call has committed.
     pub(crate) async fn drive(&self) {
-        let Some(mut receiver) = lock(&self.receiver).take() else { return };
+        let Some(mut receiver) = lock(&self.receiver).take() else {
+            return;
+        };
         let mut queue: VecDeque<Submission> = VecDeque::new();
         let mut running: JoinSet<(usize, DispatchedCall)> = JoinSet::new();
         let mut done: BTreeMap<usize, DispatchedCall> = BTreeMap::new();
@@ -104,14 +119,17 @@ impl Bridge {
         loop {
             while !settled && barrier.is_none() {
                 let Some(front) = queue.front() else { break };
-                let exclusive = self.registry.execution_mode(&front.call) == ExecutionMode::Exclusive;
+                let exclusive =
+                    self.registry.execution_mode(&front.call) == ExecutionMode::Exclusive;
                 if exclusive && committed < started {
                     break;
                 }
                 if !exclusive && running.len() >= self.max_parallel {
                     break;
                 }
-                let Some(Submission { call, reply }) = queue.pop_front() else { break };
+                let Some(Submission { call, reply }) = queue.pop_front() else {
+                    break;
+                };
                 let seq = started;
                 started += 1;
                 if exclusive {
@@ -166,11 +184,23 @@ impl Bridge {
 
     /// Carries a committed sub-result over to the outer call and answers the program.
     fn settle(&self, result: &ToolResult, reply: Reply, call_id: String, name: String) {
-        if let ToolResult::Success { content, concludes_turn, .. } = result {
-            if content.iter().any(|block| matches!(block, ContentBlock::Image { .. })) {
+        if let ToolResult::Success {
+            content,
+            concludes_turn,
+            ..
+        } = result
+        {
+            if content
+                .iter()
+                .any(|block| matches!(block, ContentBlock::Image { .. }))
+            {
                 self.outer.defer_context(AdditionalContext {
                     content: content.clone(),
-                    source: ContextSource { kind: "plugin".into(), name: Some("tools-code-mode".into()), summary: Some(name.clone()) },
+                    source: ContextSource {
+                        kind: "plugin".into(),
+                        name: Some("tools-code-mode".into()),
+                        summary: Some(name.clone()),
+                    },
                 });
             }
             if *concludes_turn {

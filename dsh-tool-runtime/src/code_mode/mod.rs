@@ -13,11 +13,10 @@ pub mod run_code;
 use std::sync::Arc;
 
 use crate::code_runtime::CodeRuntime;
-pub use run_code::RunCodeConfig;
-use crate::dialect::Dialect;
 use crate::registry::{Mode, Registry, ToolSchema, read, write};
 use crate::scope::AgentId;
 use crate::sdk::{self, Language, ToolSpec};
+pub use run_code::RunCodeConfig;
 
 /// A prompt section contributed by the registry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
@@ -51,7 +50,9 @@ pub enum CodeModeError {
     )]
     NoRuntime(Mode),
     /// The runtime's language has no SDK renderer.
-    #[error("dsh-tools: no SDK renderer registered for runtime language \"{0}\" (known: \"typescript\", \"python\")")]
+    #[error(
+        "dsh-tools: no SDK renderer registered for runtime language \"{0}\" (known: \"typescript\", \"python\")"
+    )]
     UnknownLanguage(String),
 }
 
@@ -105,7 +106,9 @@ impl Registry {
                     def.name(),
                     def.description(),
                     def.parameters().clone(),
-                    def.output_schema().cloned().unwrap_or(serde_json::Value::Bool(true)),
+                    def.output_schema()
+                        .cloned()
+                        .unwrap_or(serde_json::Value::Bool(true)),
                 )
             })
             .collect()
@@ -119,11 +122,13 @@ impl Registry {
     /// [`CodeModeError::UnknownLanguage`] when the runtime's language has no renderer.
     pub fn model_view(&self, scope: Option<&AgentId>) -> Result<ModelView, CodeModeError> {
         let mode = self.mode(scope);
-        let native = || self.schemas_for(scope, Dialect::Portable).into_iter().filter_map(|(schema, result)| {
-            result.ok().map(|parameters| ToolSchema { parameters, ..schema })
-        });
+        let native = || self.schemas(scope).into_iter();
         if mode == Mode::Native {
-            return Ok(ModelView { mode, tools: native().collect(), sections: Vec::new() });
+            return Ok(ModelView {
+                mode,
+                tools: native().collect(),
+                sections: Vec::new(),
+            });
         }
         let (runtime, run_code) = {
             let state = read(&self.inner.state);
@@ -138,14 +143,21 @@ impl Registry {
             description: run_code.description().to_owned(),
             parameters: run_code.parameters().clone(),
         };
-        let sdk_section =
-            PromptSection { id: "tools:sdk", order: 150, text: sdk::prompt_section(language, &self.tool_specs(scope)) };
+        let sdk_section = PromptSection {
+            id: "tools:sdk",
+            order: 150,
+            text: sdk::prompt_section(language, &self.tool_specs(scope)),
+        };
         Ok(match mode {
             Mode::Code => ModelView {
                 mode,
                 tools: vec![run_code_schema],
                 sections: vec![
-                    PromptSection { id: "tools:code-only", order: 99, text: CODE_ONLY_RULE.to_owned() },
+                    PromptSection {
+                        id: "tools:code-only",
+                        order: 99,
+                        text: CODE_ONLY_RULE.to_owned(),
+                    },
                     sdk_section,
                 ],
             },

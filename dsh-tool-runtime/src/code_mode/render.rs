@@ -19,7 +19,11 @@ pub fn render_run(logs: &[String], result: Option<&Value>) -> String {
             parts.push(rendered);
         }
     }
-    if parts.is_empty() { "(run_code completed with no output)".to_owned() } else { parts.join("\n") }
+    if parts.is_empty() {
+        "(run_code completed with no output)".to_owned()
+    } else {
+        parts.join("\n")
+    }
 }
 
 /// A string result raw; anything else as 2-space pretty JSON whose indentation stops at
@@ -38,14 +42,19 @@ pub fn render_result(value: &Value) -> String {
         match step {
             Step::Text(text) => out.push_str(&text),
             Step::Value(node, indent) => {
-                let (open, close, children): (char, char, Vec<(Option<&String>, &Value)>) = match node {
-                    Value::Array(items) if !items.is_empty() => ('[', ']', items.iter().map(|item| (None, item)).collect()),
-                    Value::Object(map) if !map.is_empty() => ('{', '}', map.iter().map(|(k, v)| (Some(k), v)).collect()),
-                    scalar_or_empty => {
-                        out.push_str(&compact(scalar_or_empty));
-                        continue;
-                    }
-                };
+                let (open, close, children): (char, char, Vec<(Option<&String>, &Value)>) =
+                    match node {
+                        Value::Array(items) if !items.is_empty() => {
+                            ('[', ']', items.iter().map(|item| (None, item)).collect())
+                        }
+                        Value::Object(map) if !map.is_empty() => {
+                            ('{', '}', map.iter().map(|(k, v)| (Some(k), v)).collect())
+                        }
+                        scalar_or_empty => {
+                            out.push_str(&compact(scalar_or_empty));
+                            continue;
+                        }
+                    };
                 let inner = indent + 2;
                 if inner > MAX_INDENT {
                     out.push_str(&compact(node));
@@ -60,7 +69,9 @@ pub fn render_result(value: &Value) -> String {
                     }
                     stack.push(Step::Value(child, inner));
                     let prefix = match key {
-                        Some(key) => format!("\n{}{}: ", " ".repeat(inner), Value::String(key.clone())),
+                        Some(key) => {
+                            format!("\n{}{}: ", " ".repeat(inner), Value::String(key.clone()))
+                        }
                         None => format!("\n{}", " ".repeat(inner)),
                     };
                     stack.push(Step::Text(prefix));
@@ -85,14 +96,20 @@ mod tests {
     #[test]
     fn empty_runs_say_so() {
         assert_eq!(render_run(&[], None), "(run_code completed with no output)");
-        assert_eq!(render_run(&["a".into(), "b".into()], Some(&json!("c"))), "a\nb\nc");
+        assert_eq!(
+            render_run(&["a".into(), "b".into()], Some(&json!("c"))),
+            "a\nb\nc"
+        );
     }
 
     #[test]
     fn results_render_pretty_with_capped_indentation() {
         assert_eq!(render_result(&json!(null)), "null");
         assert_eq!(render_result(&json!({})), "{}");
-        assert_eq!(render_result(&json!({"a": [1, 2]})), "{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+        assert_eq!(
+            render_result(&json!({"a": [1, 2]})),
+            "{\n  \"a\": [\n    1,\n    2\n  ]\n}"
+        );
         let deep = json!({"a": {"b": {"c": {"d": {"e": {"f": 1}}}}}});
         let text = render_result(&deep);
         assert!(text.contains("\"e\": {\"f\":1}"), "{text}");

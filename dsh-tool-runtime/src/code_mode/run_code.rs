@@ -22,7 +22,9 @@ pub struct RunCodeConfig {
 
 impl Default for RunCodeConfig {
     fn default() -> Self {
-        RunCodeConfig { max_parallel_sub_calls: 10 }
+        RunCodeConfig {
+            max_parallel_sub_calls: 10,
+        }
     }
 }
 
@@ -41,7 +43,11 @@ fn description(language: &str) -> String {
 }
 
 fn parameters(language: &str) -> Value {
-    let name = if language == "python" { "Python" } else { "TypeScript" };
+    let name = if language == "python" {
+        "Python"
+    } else {
+        "TypeScript"
+    };
     json!({
         "type": "object",
         "properties": {
@@ -60,7 +66,11 @@ fn parameters(language: &str) -> Value {
 
 /// Builds the `run_code` definition bound to `registry` and `runtime`. The handler holds the
 /// registry weakly: the registry owns the definition.
-pub(crate) fn definition(registry: &Registry, runtime: &Arc<dyn CodeRuntime>, config: RunCodeConfig) -> ToolDefinition {
+pub(crate) fn definition(
+    registry: &Registry,
+    runtime: &Arc<dyn CodeRuntime>,
+    config: RunCodeConfig,
+) -> ToolDefinition {
     let weak: Weak<Inner> = Arc::downgrade(&registry.inner);
     let runtime = runtime.clone();
     let language = runtime.language();
@@ -76,7 +86,12 @@ pub(crate) fn definition(registry: &Registry, runtime: &Arc<dyn CodeRuntime>, co
         .render(|_args, value| {
             let logs: Vec<String> = value["logs"]
                 .as_array()
-                .map(|logs| logs.iter().filter_map(Value::as_str).map(str::to_owned).collect())
+                .map(|logs| {
+                    logs.iter()
+                        .filter_map(Value::as_str)
+                        .map(str::to_owned)
+                        .collect()
+                })
                 .unwrap_or_default();
             vec![ContentBlock::text(render_run(&logs, value.get("result")))]
         })
@@ -106,13 +121,28 @@ async fn run(
     exec: ToolExec,
 ) -> Result<Value, ToolError> {
     let code = args["code"].as_str().unwrap_or_default().to_owned();
-    if args["description"].as_str().is_none_or(|text| text.trim().is_empty()) {
-        return Err(ToolError::coded(ErrorCode::InvalidArgs, "invalid description: expected a non-empty string"));
+    if args["description"]
+        .as_str()
+        .is_none_or(|text| text.trim().is_empty())
+    {
+        return Err(ToolError::coded(
+            ErrorCode::InvalidArgs,
+            "invalid description: expected a non-empty string",
+        ));
     }
-    let names: Vec<String> = registry.tools(exec.agent()).iter().map(|def| def.name().to_owned()).collect();
+    let names: Vec<String> = registry
+        .tools(exec.agent())
+        .iter()
+        .map(|def| def.name().to_owned())
+        .collect();
     // The run signal follows the outer call and is cancelled when the run settles.
     let run_signal = exec.signal().child_token();
-    let bridge = Bridge::new(registry, exec.clone(), run_signal.clone(), config.max_parallel_sub_calls);
+    let bridge = Bridge::new(
+        registry,
+        exec.clone(),
+        run_signal.clone(),
+        config.max_parallel_sub_calls,
+    );
     let request = RunRequest::new(code)
         .binding(BindingNamespace::tools(names))
         .dispatch(bridge.dispatcher())
@@ -125,7 +155,8 @@ async fn run(
         },
         bridge.drive()
     );
-    let outcome = outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
+    let outcome =
+        outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
     if exec.signal().is_cancelled() {
         // The caller cancelled: an aborted program reads as an aborted call (REFERENCE §4.3 step 7).
         return Err(ToolError::coded(ErrorCode::Aborted, "tool call aborted"));

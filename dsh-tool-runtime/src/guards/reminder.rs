@@ -3,7 +3,6 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-
 use crate::exec::lock;
 use crate::pipeline::{PostExecuteHook, PostNext, ToolCallView};
 use crate::registry::{Handle, Registry};

@@ -1,0 +1,441 @@
+//! Code mode end to end (SPEC §8, REFERENCE §4.1–§4.3) with the real Node.js and Python runtimes.
+
+mod common;
+
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use common::{call, mirror};
+use dsh_tools::code_mode::CodeModeError;
+use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::events::ToolEvent;
+use dsh_tools::pipeline::{PreNext, ToolCallView};
+use dsh_tools::{ErrorCode, Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+#[derive(Clone, Copy, Debug)]
+enum Lang {
+    Ts,
+    Py,
+}
+
+async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
+    let config = SubprocessConfig {
+        compute_ms: 10_000,
+        max_wall_ms: 20_000,
+        ..Default::default()
+    };
+    match lang {
+        Lang::Ts => Arc::new(
+            SubprocessRuntime::typescript(config)
+                .await
+                .expect("node is installed"),
+        ),
+        Lang::Py => Arc::new(
+            SubprocessRuntime::python(config)
+                .await
+                .expect("python3 is installed"),
+        ),
+    }
+}
+
+/// Tracks overlap of the `nap` tool's bodies.
+#[derive(Default)]
+struct Overlap {
+    active: AtomicUsize,
+    peak: AtomicUsize,
+}
+
+fn nap(name: &str, parallel: bool, overlap: &Arc<Overlap>) -> ToolDefinition {
+    let overlap = overlap.clone();
+    let builder = ToolDefinition::builder(name)
+        .parameters(json!({"type": "object", "properties": {"ms": {"type": "integer"}, "i": {"type": "integer"}}}))
+        .handler(move |args: Value, exec: ToolExec| {
+            let overlap = overlap.clone();
+            async move {
+                let now = overlap.active.fetch_add(1, Ordering::SeqCst) + 1;
+                overlap.peak.fetch_max(now, Ordering::SeqCst);
+                let ms = args["ms"].as_u64().unwrap_or(0);
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_millis(ms)) => {}
+                    _ = exec.signal().cancelled() => {}
+                }
+                overlap.active.fetch_sub(1, Ordering::SeqCst);
+                Ok(args["i"].clone())
+            }
+        });
+    let builder = if parallel {
+        builder.concurrency_safe()
+    } else {
+        builder
+    };
+    builder.build().unwrap()
+}
+
+fn failing() -> ToolDefinition {
+    ToolDefinition::builder("broken")
+        .handler(|_, _| async { Err(ToolError::new("broken on purpose").with_code("EBROKEN")) })
+        .build()
+        .unwrap()
+}
+
+async fn code_registry(lang: Lang, mode: Mode) -> (Registry, Arc<Overlap>) {
+    let registry = Registry::new();
+    let overlap = Arc::new(Overlap::default());
+    registry.register(nap("nap", true, &overlap)).unwrap();
+    registry
+        .register(nap("exclusive_nap", false, &overlap))
+        .unwrap();
+    registry.register(failing()).unwrap();
+    registry.register(mirror("echo-back")).unwrap();
+    registry.set_code_runtime(runtime(lang).await);
+    registry.set_mode(mode);
+    (registry, overlap)
+}
+
+fn run_code(id: &str, code: &str) -> dsh_tools::ToolCall {
+    call(
+        id,
+        "run_code",
+        json!({"code": code, "description": "Test program"}),
+    )
+}
+
+fn output(result: &ToolResult) -> &Value {
+    result
+        .value()
+        .unwrap_or_else(|| panic!("run_code failed: {result:?}"))
+}
+
+#[tokio::test]
+async fn model_views_per_mode() {
+    let registry = Registry::new();
+    registry.register(mirror("b")).unwrap();
+    registry.register(mirror("a")).unwrap();
+    let native = registry.model_view(None).unwrap();
+    assert_eq!(
+        native
+            .tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a", "b"]
+    );
+    assert!(native.sections.is_empty());
+    registry.set_mode(Mode::Code);
+    assert_eq!(
+        registry.model_view(None).unwrap_err(),
+        CodeModeError::NoRuntime(Mode::Code)
+    );
+    registry.set_code_runtime(runtime(Lang::Ts).await);
+    let code = registry.model_view(None).unwrap();
+    assert_eq!(
+        code.tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["run_code"]
+    );
+    let ids: Vec<(&str, u32)> = code.sections.iter().map(|s| (s.id, s.order)).collect();
+    assert_eq!(ids, [("tools:code-only", 99), ("tools:sdk", 150)]);
+    assert!(
+        code.sections[1].text.contains("```ts"),
+        "{}",
+        code.sections[1].text
+    );
+    assert_eq!(code, registry.model_view(None).unwrap(), "deterministic");
+    let agent = registry.agent("both");
+    agent.present_as(Mode::Both).unwrap();
+    let both = registry.model_view(Some(agent.id())).unwrap();
+    assert_eq!(
+        both.tools
+            .iter()
+            .map(|t| t.name.as_str())
+            .collect::<Vec<_>>(),
+        ["a", "b", "run_code"]
+    );
+    assert_eq!(both.sections.len(), 1);
+}
+
+#[tokio::test]
+async fn code_mode_refuses_direct_calls_before_any_hook() {
+    let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
+    let hooks = Arc::new(AtomicUsize::new(0));
+    let h = hooks.clone();
+    registry.on_pre_execute(Arc::new(move |_view: Arc<ToolCallView>, next: PreNext| {
+        h.fetch_add(1, Ordering::SeqCst);
+        next.run()
+    }));
+    let result = registry.execute(call("1", "nap", json!({}))).await;
+    assert_eq!(result.error_code(), Some(ErrorCode::UnknownTool));
+    assert_eq!(
+        result.error().unwrap().message,
+        "unknown tool \"nap\": only `run_code` is callable directly — call `nap` from inside a `run_code` program instead"
+    );
+    assert_eq!(hooks.load(Ordering::SeqCst), 0);
+    assert!(registry.get("run_code", None).is_some());
+}
+
+#[tokio::test]
+async fn both_mode_exposes_both_paths() {
+    let (registry, _) = code_registry(Lang::Ts, Mode::Both).await;
+    let direct = registry.execute(call("1", "nap", json!({"i": 7}))).await;
+    assert_eq!(direct.value(), Some(&json!(7)));
+    let program = registry
+        .execute(run_code("2", "return await tools.nap({ i: 8 });"))
+        .await;
+    assert_eq!(output(&program)["result"], json!(8));
+}
+
+#[tokio::test]
+async fn native_mode_has_no_run_code() {
+    let registry = Registry::new();
+    registry.set_code_runtime(runtime(Lang::Ts).await);
+    let result = registry.execute(run_code("1", "return 1;")).await;
+    assert_eq!(result.error_code(), Some(ErrorCode::UnknownTool));
+}
+
+const TS_PARALLEL: &str = r#"
+const started = Date.now();
+const values = await Promise.all(Array.from({ length: 20 }, (_, i) => tools.nap({ ms: 50, i })));
+console.log(`sum=${values.reduce((a: number, b: number) => a + b, 0)}`);
+return { values, elapsed: Date.now() - started };
+"#;
+
+const PY_PARALLEL: &str = r#"
+import asyncio, time
+started = time.monotonic()
+values = await asyncio.gather(*[tools.nap({"ms": 50, "i": i}) for i in range(20)])
+print(f"sum={sum(values)}")
+return {"values": list(values), "elapsed": (time.monotonic() - started) * 1000}
+"#;
+
+async fn parallel_calls_overlap(lang: Lang, program: &str) {
+    let (registry, overlap) = code_registry(lang, Mode::Code).await;
+    let result = registry.execute(run_code("run", program)).await;
+    let out = output(&result);
+    assert_eq!(out["logs"], json!(["sum=190"]));
+    assert_eq!(out["result"]["values"], json!((0..20).collect::<Vec<_>>()));
+    // Measured inside the program, so interpreter start-up on a busy machine does not count.
+    let elapsed = out["result"]["elapsed"].as_f64().expect("elapsed");
+    assert!(
+        elapsed < (20 * 50 / 2) as f64,
+        "{lang:?}: {elapsed} ms is not well under 1000 ms"
+    );
+    assert_eq!(
+        overlap.peak.load(Ordering::SeqCst),
+        10,
+        "{lang:?}: pool of max_parallel_sub_calls"
+    );
+}
+
+#[tokio::test]
+async fn typescript_parallel_calls_overlap() {
+    parallel_calls_overlap(Lang::Ts, TS_PARALLEL).await;
+}
+
+#[tokio::test]
+async fn python_parallel_calls_overlap() {
+    parallel_calls_overlap(Lang::Py, PY_PARALLEL).await;
+}
+
+#[tokio::test]
+async fn exclusive_calls_never_overlap() {
+    for (lang, program) in [
+        (
+            Lang::Ts,
+            "await Promise.all([1,2,3,4].map(i => tools.exclusive_nap({ ms: 20, i })));\nawait Promise.all([tools.nap({ms: 20}), tools.exclusive_nap({ms: 20}), tools.nap({ms: 20})]);",
+        ),
+        (
+            Lang::Py,
+            "import asyncio\nawait asyncio.gather(*[tools.exclusive_nap({'ms': 20, 'i': i}) for i in range(4)])\nawait asyncio.gather(tools.nap({'ms': 20}), tools.exclusive_nap({'ms': 20}), tools.nap({'ms': 20}))",
+        ),
+    ] {
+        let (registry, overlap) = code_registry(lang, Mode::Code).await;
+        let result = registry.execute(run_code("run", program)).await;
+        assert!(!result.is_error(), "{lang:?}: {result:?}");
+        assert_eq!(
+            overlap.peak.load(Ordering::SeqCst),
+            1,
+            "{lang:?}: an exclusive call overlapped"
+        );
+    }
+}
+
+#[tokio::test]
+async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() {
+    for (lang, program) in [
+        (
+            Lang::Ts,
+            "try { await tools.broken({}); } catch (e) { if (e instanceof ToolCallError) console.log(`${e.toolName}: ${e.message}`); }\nreturn await tools[\"echo-back\"]({ n: 1 });",
+        ),
+        (
+            Lang::Py,
+            "try:\n    await tools.broken({})\nexcept ToolCallError as e:\n    print(f\"{e.toolName}: {e}\")\nreturn await tools[\"echo-back\"]({\"n\": 1})",
+        ),
+    ] {
+        let (registry, _) = code_registry(lang, Mode::Code).await;
+        let result = registry.execute(run_code("run", program)).await;
+        let out = output(&result);
+        assert_eq!(
+            out["logs"],
+            json!(["broken: broken on purpose"]),
+            "{lang:?}"
+        );
+        assert_eq!(out["result"], json!({"n": 1}), "{lang:?}");
+    }
+}
+
+#[tokio::test]
+async fn sub_calls_are_nested_pipeline_calls_with_derived_ids() {
+    let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
+    let seen = Arc::new(Mutex::new(Vec::new()));
+    let s = seen.clone();
+    registry.on_result(move |view: &ToolCallView, _result| {
+        s.lock().unwrap().push((
+            view.call_id.clone(),
+            view.root_call_id.clone(),
+            view.parent.clone(),
+        ));
+    });
+    let mut events = registry.subscribe();
+    let result = registry
+        .execute(run_code(
+            "outer",
+            "await tools.nap({}); await tools.nap({});",
+        ))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    let seen = seen.lock().unwrap().clone();
+    assert_eq!(
+        seen,
+        [
+            (
+                "outer:code:1".to_owned(),
+                "outer".to_owned(),
+                Some("outer".to_owned())
+            ),
+            (
+                "outer:code:2".to_owned(),
+                "outer".to_owned(),
+                Some("outer".to_owned())
+            ),
+            ("outer".to_owned(), "outer".to_owned(), None),
+        ]
+    );
+    let mut starts = 0;
+    let mut dispatches = 0;
+    while let Ok(event) = events.try_recv() {
+        match event {
+            ToolEvent::CodeDispatchStart { .. } => starts += 1,
+            ToolEvent::CodeDispatch { is_error, .. } => {
+                dispatches += 1;
+                assert!(!is_error);
+            }
+            _ => {}
+        }
+    }
+    assert_eq!((starts, dispatches), (2, 2));
+}
+
+#[tokio::test]
+async fn cancelling_the_outer_call_settles_every_sub_call() {
+    for (lang, program) in [
+        (
+            Lang::Ts,
+            "await Promise.all([tools.nap({ ms: 10000 }), tools.nap({ ms: 10000 })]);\nawait tools.nap({ ms: 10000 });",
+        ),
+        (
+            Lang::Py,
+            "import asyncio\nawait asyncio.gather(tools.nap({'ms': 10000}), tools.nap({'ms': 10000}))\nawait tools.nap({'ms': 10000})",
+        ),
+    ] {
+        let (registry, overlap) = code_registry(lang, Mode::Code).await;
+        let mut events = registry.subscribe();
+        let signal = CancellationToken::new();
+        let canceller = signal.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(800)).await;
+            canceller.cancel();
+        });
+        let started = Instant::now();
+        let result = registry
+            .execute(run_code("run", program).with_signal(signal))
+            .await;
+        assert!(started.elapsed() < Duration::from_secs(8), "{lang:?}");
+        assert_eq!(
+            result.error_code(),
+            Some(ErrorCode::Aborted),
+            "{lang:?}: {result:?}"
+        );
+        assert_eq!(
+            overlap.active.load(Ordering::SeqCst),
+            0,
+            "{lang:?}: a sub-call body is still running"
+        );
+        let (mut starts, mut settles) = (0, 0);
+        while let Ok(event) = events.try_recv() {
+            match event {
+                ToolEvent::CodeDispatchStart { .. } => starts += 1,
+                ToolEvent::CodeDispatch { .. } => settles += 1,
+                _ => {}
+            }
+        }
+        assert_eq!(starts, settles, "{lang:?}: every started sub-call settled");
+        assert!(starts >= 2, "{lang:?}: the program had started its calls");
+    }
+}
+
+#[tokio::test]
+async fn failures_and_rendering() {
+    let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
+    let failed = registry
+        .execute(run_code(
+            "1",
+            "console.log('before'); throw new Error('kaput');",
+        ))
+        .await;
+    let message = &failed.error().unwrap().message;
+    assert_eq!(failed.error_code(), Some(ErrorCode::CodeRunFailed));
+    assert!(
+        message.starts_with("code run failed (exception): "),
+        "{message}"
+    );
+    assert!(message.contains("kaput"), "{message}");
+    assert!(message.ends_with("\nCaptured output:\nbefore"), "{message}");
+    assert_eq!(failed.text(), format!("Error: {message}"));
+
+    let rendered = registry
+        .execute(run_code(
+            "2",
+            "console.log('a'); console.log('b'); return { n: [1, 2] };",
+        ))
+        .await;
+    assert_eq!(
+        rendered.text(),
+        "a\nb\n{\n  \"n\": [\n    1,\n    2\n  ]\n}"
+    );
+    let empty = registry.execute(run_code("3", "")).await;
+    assert_eq!(empty.text(), "(run_code completed with no output)");
+
+    let no_description = registry
+        .execute(call(
+            "4",
+            "run_code",
+            json!({"code": "return 1", "description": "  "}),
+        ))
+        .await;
+    assert_eq!(
+        no_description.error().unwrap().message,
+        "invalid description: expected a non-empty string"
+    );
+    let missing = registry
+        .execute(call("5", "run_code", json!({"code": "return 1"})))
+        .await;
+    assert_eq!(
+        missing.error().unwrap().message,
+        "invalid arguments: missing required property \"description\""
+    );
+}
