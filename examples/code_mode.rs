@@ -1,0 +1,128 @@
+//! The main job: code mode over this repository.
+//!
+//! Registers a real read-only toolset (list files, read file windows, grep, file stats), shows
+//! what the model would see in code mode, then runs model-style programs in TypeScript and Python
+//! that call the tools concurrently, and prints their logs, result, elapsed time and the number
+//! of tool calls they made.
+//!
+//! ```text
+//! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR]
+//! ```
+
+#[path = "toolset/mod.rs"]
+mod toolset;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+use anyhow::{Context, bail};
+use clap::{Parser, ValueEnum};
+use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::guards::TimeoutPolicy;
+use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
+use serde_json::json;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum Lang {
+    Ts,
+    Py,
+    Both,
+}
+
+/// Run model-style programs against this repository's files in code mode.
+#[derive(Parser, Debug)]
+struct Cli {
+    /// Which runtime(s) to use.
+    #[arg(long, value_enum, default_value_t = Lang::Both)]
+    lang: Lang,
+    /// A program to run instead of the bundled one (its language follows --lang, which must then
+    /// be ts or py).
+    #[arg(long)]
+    program: Option<PathBuf>,
+    /// The directory the tools may read (default: this repository).
+    #[arg(long)]
+    root: Option<PathBuf>,
+}
+
+const BUNDLED_TS: &str = include_str!("programs/crate_summary.ts");
+const BUNDLED_PY: &str = include_str!("programs/crate_summary.py");
+
+#[tokio::main]
+async fn main() -> anyhow::Result<()> {
+    let cli = Cli::parse();
+    let root = cli.root.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let root = root.canonicalize().with_context(|| format!("--root {}", root.display()))?;
+    if cli.program.is_some() && cli.lang == Lang::Both {
+        bail!("--program needs --lang ts or --lang py");
+    }
+    let registry = Registry::new();
+    registry.register_all(toolset::definitions(&root))?;
+    TimeoutPolicy::new().install(&registry);
+    registry.set_mode(Mode::Code);
+    let sub_calls = Arc::new(AtomicUsize::new(0));
+    let counter = sub_calls.clone();
+    registry.on_result(move |view, _result| {
+        if view.parent.is_some() {
+            counter.fetch_add(1, Ordering::SeqCst);
+        }
+    });
+
+    let languages: &[Lang] = match cli.lang {
+        Lang::Both => &[Lang::Ts, Lang::Py],
+        Lang::Ts => &[Lang::Ts],
+        Lang::Py => &[Lang::Py],
+    };
+    println!("tools root: {}", root.display());
+    for (index, lang) in languages.iter().enumerate() {
+        let runtime: Arc<dyn CodeRuntime> = match lang {
+            Lang::Py => Arc::new(SubprocessRuntime::python(SubprocessConfig::default()).await?),
+            _ => Arc::new(SubprocessRuntime::typescript(SubprocessConfig::default()).await?),
+        };
+        registry.set_code_runtime(runtime.clone());
+        let view = registry.model_view(None)?;
+        let name = if *lang == Lang::Py { "Python" } else { "TypeScript" };
+        println!("\n=== What the model sees in code mode ({name}) ===");
+        println!("tools: {}", serde_json::to_string_pretty(&view.tools)?);
+        for section in &view.sections {
+            // The SDK section is long; show it in full once, then only its size.
+            if index == 0 || section.id != "tools:sdk" {
+                println!("\n--- prompt section {} (order {}) ---\n{}", section.id, section.order, section.text);
+            } else {
+                println!("\n--- prompt section {} (order {}): {} lines ---", section.id, section.order, section.text.lines().count());
+            }
+        }
+        let program = match &cli.program {
+            Some(path) => std::fs::read_to_string(path).with_context(|| format!("--program {}", path.display()))?,
+            None if *lang == Lang::Py => BUNDLED_PY.to_owned(),
+            None => BUNDLED_TS.to_owned(),
+        };
+        println!("\n=== Running the {name} program ===");
+        sub_calls.store(0, Ordering::SeqCst);
+        let started = Instant::now();
+        let call = ToolCall::new(
+            format!("run-{index}"),
+            "run_code",
+            json!({"code": program, "description": "Summarise Rust sources per folder"}),
+        );
+        let result = registry.execute(call).await;
+        let elapsed = started.elapsed();
+        match &result {
+            ToolResult::Success { value, .. } => {
+                println!("logs:");
+                for line in value["logs"].as_array().into_iter().flatten() {
+                    println!("  {}", line.as_str().unwrap_or_default());
+                }
+                println!("result: {}", serde_json::to_string_pretty(&value["result"])?);
+            }
+            ToolResult::Failure { error, .. } => println!("failed: {}", error.message),
+        }
+        println!("elapsed: {:.1} ms, tool calls: {}", elapsed.as_secs_f64() * 1000.0, sub_calls.load(Ordering::SeqCst));
+        runtime.dispose().await;
+        if result.is_error() {
+            bail!("the {name} program failed");
+        }
+    }
+    Ok(())
+}
