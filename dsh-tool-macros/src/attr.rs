@@ -17,16 +17,17 @@ use crate::symbol::*;
 /// duplicate instead of silently winning.
 struct Attr<'c, T> {
     cx: &'c Ctxt,
-    attr: Symbol,
+    /// What the key belongs to, e.g. "`#[tool]` argument" or "`range` bound".
+    what: &'static str,
     name: Symbol,
     value: Option<T>,
 }
 
 impl<'c, T> Attr<'c, T> {
-    fn none(cx: &'c Ctxt, attr: Symbol, name: Symbol) -> Self {
+    fn none(cx: &'c Ctxt, what: &'static str, name: Symbol) -> Self {
         Attr {
             cx,
-            attr,
+            what,
             name,
             value: None,
         }
@@ -36,10 +37,7 @@ impl<'c, T> Attr<'c, T> {
         if self.value.is_some() {
             self.cx.error_spanned_by(
                 key,
-                format!(
-                    "duplicate `#[{}]` argument `{}`; keep only one",
-                    self.attr, self.name
-                ),
+                format!("duplicate {} `{}`; keep only one", self.what, self.name),
             );
         } else {
             self.value = Some(value);
@@ -50,6 +48,9 @@ impl<'c, T> Attr<'c, T> {
         self.value
     }
 }
+
+const TOOL_ARGUMENT: &str = "`#[tool]` argument";
+const ARG_ARGUMENT: &str = "`#[arg]` argument";
 
 /// `#[tool(timeout_ms = N)]`: the literal as written (validated in `check.rs`).
 pub struct Timeout {
@@ -188,18 +189,18 @@ fn number_literal(expr: &Expr) -> Option<f64> {
 impl Tool {
     /// Parses the tokens inside `#[tool(...)]`.
     pub fn from_tokens(cx: &Ctxt, tokens: TokenStream) -> Tool {
-        let mut name = Attr::none(cx, TOOL, NAME);
-        let mut description = Attr::none(cx, TOOL, DESCRIPTION);
-        let mut timeout_ms = Attr::none(cx, TOOL, TIMEOUT_MS);
-        let mut concurrency_safe = Attr::none(cx, TOOL, CONCURRENCY_SAFE);
-        let mut render = Attr::none(cx, TOOL, RENDER);
-        let mut present_call = Attr::none(cx, TOOL, PRESENT_CALL);
-        let mut present_result = Attr::none(cx, TOOL, PRESENT_RESULT);
-        let mut presentation_meta = Attr::none(cx, TOOL, PRESENTATION_META);
-        let mut finalize_content = Attr::none(cx, TOOL, FINALIZE_CONTENT);
-        let mut deny_unknown = Attr::none(cx, TOOL, DENY_UNKNOWN);
-        let mut args = Attr::none(cx, TOOL, ARGS);
-        let mut krate = Attr::none(cx, TOOL, CRATE);
+        let mut name = Attr::none(cx, TOOL_ARGUMENT, NAME);
+        let mut description = Attr::none(cx, TOOL_ARGUMENT, DESCRIPTION);
+        let mut timeout_ms = Attr::none(cx, TOOL_ARGUMENT, TIMEOUT_MS);
+        let mut concurrency_safe = Attr::none(cx, TOOL_ARGUMENT, CONCURRENCY_SAFE);
+        let mut render = Attr::none(cx, TOOL_ARGUMENT, RENDER);
+        let mut present_call = Attr::none(cx, TOOL_ARGUMENT, PRESENT_CALL);
+        let mut present_result = Attr::none(cx, TOOL_ARGUMENT, PRESENT_RESULT);
+        let mut presentation_meta = Attr::none(cx, TOOL_ARGUMENT, PRESENTATION_META);
+        let mut finalize_content = Attr::none(cx, TOOL_ARGUMENT, FINALIZE_CONTENT);
+        let mut deny_unknown = Attr::none(cx, TOOL_ARGUMENT, DENY_UNKNOWN);
+        let mut args = Attr::none(cx, TOOL_ARGUMENT, ARGS);
+        let mut krate = Attr::none(cx, TOOL_ARGUMENT, CRATE);
 
         for meta in meta_items(cx, tokens) {
             let Some(key) = find_key(TOOL_KEYS, meta.path()) else {
@@ -355,12 +356,12 @@ impl Param {
     /// Reads `#[doc]`, `#[arg(...)]` and `#[args]` from a parameter's attributes.
     pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Param {
         let mut param = Param::default();
-        let mut description = Attr::none(cx, ARG, DESCRIPTION);
-        let mut rename = Attr::none(cx, ARG, RENAME);
-        let mut default = Attr::none(cx, ARG, DEFAULT);
-        let mut range = Attr::none(cx, ARG, RANGE);
-        let mut length = Attr::none(cx, ARG, LENGTH);
-        let mut pattern = Attr::none(cx, ARG, PATTERN);
+        let mut description = Attr::none(cx, ARG_ARGUMENT, DESCRIPTION);
+        let mut rename = Attr::none(cx, ARG_ARGUMENT, RENAME);
+        let mut default = Attr::none(cx, ARG_ARGUMENT, DEFAULT);
+        let mut range = Attr::none(cx, ARG_ARGUMENT, RANGE);
+        let mut length = Attr::none(cx, ARG_ARGUMENT, LENGTH);
+        let mut pattern = Attr::none(cx, ARG_ARGUMENT, PATTERN);
 
         for attr in attrs {
             let path = attr.path();
@@ -453,8 +454,13 @@ fn parse_bounds(cx: &Ctxt, list: &syn::MetaList, key: Symbol) -> Option<Bounds> 
             return None;
         }
     };
-    let mut min = Attr::none(cx, key, MIN);
-    let mut max = Attr::none(cx, key, MAX);
+    let what = if key == RANGE {
+        "`range` bound"
+    } else {
+        "`length` bound"
+    };
+    let mut min = Attr::none(cx, what, MIN);
+    let mut max = Attr::none(cx, what, MAX);
     let expected = if key == RANGE {
         "a number literal"
     } else {

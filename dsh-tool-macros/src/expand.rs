@@ -5,7 +5,7 @@ use proc_macro2::{Literal, Span, TokenStream};
 use quote::{ToTokens, format_ident, quote, quote_spanned};
 use syn::ext::IdentExt;
 use syn::spanned::Spanned;
-use syn::{FnArg, ImplItem, ItemFn, ItemImpl, Signature};
+use syn::{FnArg, Ident, ImplItem, ItemFn, ItemImpl, Signature};
 
 use crate::ast::{Context, Output, ParamKind, Toolbox, ToolFn, is_tool_attr};
 use crate::attr;
@@ -14,8 +14,15 @@ use crate::ctxt::Ctxt;
 use crate::fallback;
 use crate::symbol::{ARG, ARGS, DOC};
 
+/// What `#[toolbox]` leaves in place of a method's `#[tool(...)]`: the method is already
+/// expanded, and keeping the attribute keeps the user's `use dsh_tools::tool` in use.
+const TOOLBOX_MARKER: &str = "__dsh_toolbox_method";
+
 /// `#[tool]` on a free fn: the fn itself, `<CamelName>Args` and `<CamelName>Tool`.
 pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    if is_toolbox_marker(&args) {
+        return item;
+    }
     let item_fn: ItemFn = match syn::parse2(item.clone()) {
         Ok(item_fn) => item_fn,
         Err(_) => {
@@ -92,16 +99,34 @@ pub fn strip_param_attrs(sig: &mut Signature) {
     }
 }
 
-/// The impl block with `#[tool]` attributes and parameter attributes removed.
+fn is_toolbox_marker(args: &TokenStream) -> bool {
+    let mut tokens = args.clone().into_iter();
+    matches!(
+        (tokens.next(), tokens.next()),
+        (Some(proc_macro2::TokenTree::Ident(ident)), None) if ident == TOOLBOX_MARKER
+    )
+}
+
+/// The impl block with each method's `#[tool(...)]` reduced to the marker and parameter
+/// attributes removed.
 fn strip_toolbox(item_impl: &ItemImpl) -> ItemImpl {
     let mut item_impl = item_impl.clone();
     for item in &mut item_impl.items {
-        if let ImplItem::Fn(method) = item
-            && method.attrs.iter().any(is_tool_attr)
-        {
-            method.attrs.retain(|attr| !is_tool_attr(attr));
-            strip_param_attrs(&mut method.sig);
-        }
+        let ImplItem::Fn(method) = item else { continue };
+        // Duplicates were reported by the model; only the first `#[tool]` stays.
+        let mut seen = false;
+        method.attrs.retain(|attr| {
+            let keep = !(seen && is_tool_attr(attr));
+            seen |= is_tool_attr(attr);
+            keep
+        });
+        let Some(attr) = method.attrs.iter_mut().find(|attr| is_tool_attr(attr)) else {
+            continue;
+        };
+        let path = attr.path().clone();
+        let marker = Ident::new(TOOLBOX_MARKER, Span::call_site());
+        attr.meta = syn::parse_quote!(#path(#marker));
+        strip_param_attrs(&mut method.sig);
     }
     item_impl
 }
@@ -289,9 +314,11 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             ParamKind::Arg | ParamKind::ArgsStruct => {
                 quote_spanned!(ty.span()=> #private::assert_arg::<#ty>();)
             }
-            ParamKind::Exec { ty, .. } => {
-                quote_spanned!(ty.span()=> #private::assert_exec::<#ty>();)
-            }
+            // Converting through the trait (rather than passing the runtime's `ToolExec`) makes
+            // a look-alike type fail once, with the trait's note, instead of also as a mismatch.
+            ParamKind::Exec { ty, .. } => quote_spanned! {ty.span()=>
+                let __dsh_exec = <#ty as #private::IsToolExec>::from_exec(__dsh_exec);
+            },
         });
     }
     match tool.output {
@@ -336,7 +363,10 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             ::core::result::Result::Ok(())
         },
         Output::Plain(_) => quote!(::core::result::Result::Ok(#call)),
-        Output::Result(ty) => quote!(<#ty as #private::IntoToolResult>::into_tool_result(#call)),
+        // Spanned like `type Output`, so a non-`Result` type is reported once, on the type.
+        Output::Result(ty) => quote_spanned! {ty.span()=>
+            <#ty as #private::IntoToolResult>::into_tool_result(#call)
+        },
     };
 
     let timeout = tool.attrs.timeout_ms.as_ref().map(|timeout| {

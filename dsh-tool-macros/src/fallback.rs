@@ -16,7 +16,8 @@ pub fn unparsed(item: TokenStream, message: &str) -> TokenStream {
 /// A free `#[tool]` fn with errors.
 pub fn tool(tool: &ToolFn, emitted: TokenStream, errors: syn::Error) -> TokenStream {
     let errors = errors.to_compile_error();
-    let stubs = stubs(tool);
+    // A method under `#[tool]` without `#[toolbox]` sits inside an `impl`, where items cannot go.
+    let stubs = tool.receiver.is_none().then(|| stubs(tool));
     quote!(#emitted #errors #stubs)
 }
 

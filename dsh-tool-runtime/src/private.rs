@@ -38,15 +38,21 @@ impl<T: Serialize + JsonSchema> ToolOutput for T {}
     label = "a parameter whose type is named `ToolExec` receives the call context",
     note = "import the context type with `use dsh_tools::ToolExec;`, or rename your own type"
 )]
-pub trait IsToolExec {}
-impl IsToolExec for ToolExec {}
+pub trait IsToolExec {
+    /// Hands the context over (the identity for `ToolExec`).
+    fn from_exec(exec: ToolExec) -> Self;
+}
+
+impl IsToolExec for ToolExec {
+    fn from_exec(exec: ToolExec) -> Self {
+        exec
+    }
+}
 
 /// Asserts `T: ToolArg` where the generated code names a parameter type.
 pub const fn assert_arg<T: ToolArg + ?Sized>() {}
 /// Asserts `T: ToolOutput` where the generated code names the output type.
 pub const fn assert_output<T: ToolOutput + ?Sized>() {}
-/// Asserts `T: IsToolExec` where the generated code names a context parameter type.
-pub const fn assert_exec<T: IsToolExec + ?Sized>() {}
 
 /// The return type of a `#[tool]` fn named `Result`: any `Result<T, E>` with a `Display` error.
 #[diagnostic::on_unimplemented(
