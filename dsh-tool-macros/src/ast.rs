@@ -317,8 +317,9 @@ fn doc_parts(attrs: &[Attribute]) -> Vec<DocPart<'_>> {
                 lit: Lit::Str(lit), ..
             }) => {
                 let value = lit.value();
+                // `split`, not `lines`: an empty `///` line is a paragraph break to keep.
                 let lines = value
-                    .lines()
+                    .split('\n')
                     .map(|line| line.strip_prefix(' ').unwrap_or(line).trim_end());
                 parts.extend(lines.map(|line| DocPart::Text(line.to_owned())));
             }
