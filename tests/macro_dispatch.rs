@@ -27,10 +27,7 @@ async fn read_file(
     limit: Option<u32>,
     exec: ToolExec,
 ) -> Result<String, ToolError> {
-    Ok(format!(
-        "{}:{path}:{offset}:{limit:?}",
-        exec.tool_name()
-    ))
+    Ok(format!("{}:{path}:{offset}:{limit:?}", exec.tool_name()))
 }
 
 async fn dispatch(definition: &ToolDefinition, args: Value) -> Result<Dispatched, ToolFailure> {
@@ -91,7 +88,10 @@ async fn constraints_are_checked_before_the_body_and_every_violation_is_reported
          \"path\" must match the pattern \"^/\"; \"offset\" must be >= 1; \"limit\" must be <= 100"
     );
     let info = failure.info.expect("coded failure");
-    assert_eq!((info.name.as_str(), info.code.as_str()), ("ToolArgsError", "INVALID_ARGS"));
+    assert_eq!(
+        (info.name.as_str(), info.code.as_str()),
+        ("ToolArgsError", "INVALID_ARGS")
+    );
 }
 
 #[tokio::test]
@@ -119,7 +119,9 @@ async fn the_root_is_open_unless_deny_unknown() {
     let closed = ToolDefinition::from_tool(StrictEchoTool);
     assert_eq!(closed.parameters()["additionalProperties"], json!(false));
     assert_eq!(
-        failure(&closed, json!({"text": "a", "extra": true})).await.message,
+        failure(&closed, json!({"text": "a", "extra": true}))
+            .await
+            .message,
         "invalid arguments: \"extra\" is not a declared property (additionalProperties: false)"
     );
     assert_eq!(value(&closed, json!({"text": "a"})).await, json!("a"));
@@ -145,15 +147,22 @@ async fn list_dir(
     #[arg(description = "Directory to list.", rename = "dirPath")] dir: String,
     #[arg(default = false)] recursive: bool,
 ) -> Vec<String> {
-    vec![format!("{dir}/a"), format!("{dir}/b{}", if recursive { "/" } else { "" })]
+    vec![
+        format!("{dir}/a"),
+        format!("{dir}/b{}", if recursive { "/" } else { "" }),
+    ]
 }
 
 fn is_shallow(args: &LsArguments) -> bool {
     !args.recursive
 }
 
-fn render_listing(args: &LsArguments, entries: &Vec<String>) -> Vec<ContentBlock> {
-    vec![ContentBlock::text(format!("{}: {}", args.dir, entries.join(", ")))]
+fn render_listing(args: &LsArguments, entries: &[String]) -> Vec<ContentBlock> {
+    vec![ContentBlock::text(format!(
+        "{}: {}",
+        args.dir,
+        entries.join(", ")
+    ))]
 }
 
 fn present_ls(args: &LsArguments) -> CallView {
@@ -166,7 +175,7 @@ fn present_ls(args: &LsArguments) -> CallView {
     }
 }
 
-fn listing_meta(_: &LsArguments, entries: &Vec<String>) -> Value {
+fn listing_meta(_: &LsArguments, entries: &[String]) -> Value {
     json!({"count": entries.len()})
 }
 
@@ -229,7 +238,9 @@ async fn render_presentation_and_finalize_hooks_are_wired() {
 
     // Without hooks: a string is one text block, other values pretty JSON.
     let echo = ToolDefinition::from_tool(StrictEchoTool);
-    let plain = dispatch(&echo, json!({"text": "hi"})).await.expect("success");
+    let plain = dispatch(&echo, json!({"text": "hi"}))
+        .await
+        .expect("success");
     assert_eq!(plain.content, [ContentBlock::text("hi")]);
     assert_eq!(plain.meta, None);
     assert!(!echo.has_finalize_content());
@@ -275,7 +286,10 @@ async fn errors_keep_their_message_and_code() {
     let coded = failure(&ToolDefinition::from_tool(FailCodedTool), json!({})).await;
     assert_eq!(coded.message, "no space left");
     let info = coded.info.expect("coded");
-    assert_eq!((info.name.as_str(), info.code.as_str()), ("ToolError", "ENOSPC"));
+    assert_eq!(
+        (info.name.as_str(), info.code.as_str()),
+        ("ToolError", "ENOSPC")
+    );
 
     let nothing = ToolDefinition::from_tool(NothingTool);
     assert_eq!(value(&nothing, json!({})).await, Value::Null);
@@ -374,8 +388,6 @@ async fn the_fn_stays_callable_directly() {
         .await
         .expect("ok");
     assert_eq!(text, "direct:/a:2:None");
-    let notes = Notes {
-        prefix: ">".into(),
-    };
+    let notes = Notes { prefix: ">".into() };
     assert_eq!(notes.note("x".into()).await, ">x");
 }

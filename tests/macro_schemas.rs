@@ -56,10 +56,8 @@ async fn search(
     query: String,
     /// How to match.
     mode: Option<Mode>,
-    #[arg(rename = "maxResults", default = 50, range(min = 1, max = 500))]
-    max_results: u32,
-    #[arg(description = "Globs to include.", length(max = 8))]
-    include: Vec<String>,
+    #[arg(rename = "maxResults", default = 50, range(min = 1, max = 500))] max_results: u32,
+    #[arg(description = "Globs to include.", length(max = 8))] include: Vec<String>,
 ) -> SearchOutput {
     let _ = (query, mode, max_results, include);
     SearchOutput {

@@ -5,8 +5,8 @@ use proc_macro2::{Span, TokenStream};
 use quote::{ToTokens, format_ident, quote};
 use syn::ext::IdentExt;
 use syn::{
-    Attribute, Expr, ExprLit, FnArg, GenericArgument, Ident, ImplItem, ItemImpl, Lit, Pat,
-    PatType, Path, PathArguments, ReturnType, Signature, Type, Visibility,
+    Attribute, Expr, ExprLit, FnArg, GenericArgument, Ident, ImplItem, ItemImpl, Lit, Pat, PatType,
+    Path, PathArguments, ReturnType, Signature, Type, Visibility,
 };
 
 use crate::attr;

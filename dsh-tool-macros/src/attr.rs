@@ -276,9 +276,7 @@ impl Tool {
                         // #[tool(crate = dsh_tools)] or #[tool(crate = "dsh_tools")]
                         CRATE => {
                             let path = match value {
-                                Expr::Path(path) if path.qself.is_none() => {
-                                    Some(path.path.clone())
-                                }
+                                Expr::Path(path) if path.qself.is_none() => Some(path.path.clone()),
                                 _ => lit_str(value).and_then(|lit| lit.parse::<Path>().ok()),
                             };
                             match path {

@@ -5,7 +5,7 @@ use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
 use syn::{GenericParam, Type};
 
-use crate::ast::{Context, ParamKind, Toolbox, ToolFn};
+use crate::ast::{Context, ParamKind, ToolFn, Toolbox};
 use crate::ctxt::Ctxt;
 
 /// Runs every rule on one tool fn.
@@ -379,7 +379,10 @@ fn check_wire_names(cx: &Ctxt, tool: &ToolFn) {
 //     #[arg(range(min = 10, max = 1))]
 fn check_bounds_order(cx: &Ctxt, tool: &ToolFn) {
     for param in tool.arg_params() {
-        for bounds in [&param.attrs.range, &param.attrs.length].into_iter().flatten() {
+        for bounds in [&param.attrs.range, &param.attrs.length]
+            .into_iter()
+            .flatten()
+        {
             if let (Some((_, min)), Some((max_expr, max))) = (&bounds.min, &bounds.max)
                 && min > max
             {

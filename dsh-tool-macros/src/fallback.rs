@@ -5,7 +5,7 @@
 use proc_macro2::{Span, TokenStream};
 use quote::quote;
 
-use crate::ast::{Toolbox, ToolFn};
+use crate::ast::{ToolFn, Toolbox};
 
 /// The item did not parse as what the attribute expects: return it unchanged, plus the error.
 pub fn unparsed(item: TokenStream, message: &str) -> TokenStream {

@@ -27,7 +27,7 @@ fn is_shallow(args: &LsArguments) -> bool {
     !args.recursive
 }
 
-fn render_listing(_: &LsArguments, entries: &Vec<String>) -> Vec<ContentBlock> {
+fn render_listing(_: &LsArguments, entries: &[String]) -> Vec<ContentBlock> {
     vec![ContentBlock::text(entries.join("\n"))]
 }
 
@@ -40,7 +40,7 @@ fn present_ls_result(_: &LsArguments, _: &ToolResult) -> Option<ResultView> {
     None
 }
 
-fn listing_meta(_: &LsArguments, entries: &Vec<String>) -> serde_json::Value {
+fn listing_meta(_: &LsArguments, entries: &[String]) -> serde_json::Value {
     serde_json::json!({ "count": entries.len() })
 }
 
