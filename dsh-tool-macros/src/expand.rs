@@ -214,8 +214,12 @@ fn expand_args_struct(tool: &ToolFn) -> TokenStream {
         if let Some(pattern) = &param.attrs.pattern {
             attrs.push(quote!(#[schemars(regex(pattern = #pattern))]));
         }
+        // A `///` comment here would become the property description, so an undocumented
+        // parameter stays undocumented rather than tripping `missing_docs` in the user's crate.
+        let allow = docs.is_empty().then(|| quote!(#[allow(missing_docs)]));
         quote! {
             #(#docs)*
+            #allow
             #(#attrs)*
             pub #ident: #ty,
         }

@@ -80,3 +80,59 @@ fn errors_keep_the_fn_and_emit_stubs() {
     );
     insta::assert_snapshot!(pretty(expanded));
 }
+
+/// Malformed input of every kind yields tokens carrying `compile_error!`, never a panic.
+#[test]
+fn hostile_input_gives_errors_not_panics() {
+    let items = [
+        quote!(),
+        quote!(
+            struct S;
+        ),
+        quote!(
+            async fn f(#[arg] a: u32) {}
+        ),
+        quote!(
+            async fn f(#[arg(range(min = 1e999999))] a: f64) {}
+        ),
+        quote!(
+            async fn f(#[arg(length(max = 99999999999999999999999999999))] a: String) {}
+        ),
+        quote!(
+            async fn f(#[arg(range(min = -))] a: i32) {}
+        ),
+        quote!(
+            async fn f(self: Box<Self>, ...) {}
+        ),
+        quote!(
+            async fn r#type(r#type: String, r#async: u8) {}
+        ),
+        quote!(
+            async fn __(_a: u8, mut b: u8, ref c: u8, d @ 1..=2: u8) {}
+        ),
+    ];
+    let args = [
+        quote!(),
+        quote!(timeout_ms = 340282366920938463463374607431768211456),
+        quote!(timeout_ms = 18446744073709551616),
+        quote!(name = "", description = ""),
+        quote!(crate = "not a path"),
+        quote!(= = =),
+        quote!(name = "é"),
+    ];
+    for item in &items {
+        for arg in &args {
+            // None of these items has a description, so each one is an error.
+            let out = expand::tool(arg.clone(), item.clone()).to_string();
+            assert!(
+                out.contains("compile_error"),
+                "no error for #[tool({arg})] {item}: {out}"
+            );
+        }
+        let out = expand::toolbox(quote!(), quote!(impl S { #[tool] #item })).to_string();
+        assert!(
+            out.contains("compile_error"),
+            "no error for toolbox {item}: {out}"
+        );
+    }
+}
