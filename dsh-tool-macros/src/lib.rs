@@ -1,14 +1,135 @@
-//! The `#[tool]` and `#[toolbox]` attributes of dsh-tools.
+//! The `#[tool]` and `#[toolbox]` attributes of dsh-tools. Use them through the `dsh-tools`
+//! crate, which re-exports them with the runtime they expand to.
+
+mod ast;
+mod attr;
+mod check;
+mod ctxt;
+mod expand;
+mod fallback;
+mod symbol;
+
 use proc_macro::TokenStream;
 
-/// Turns an `async fn` into a tool.
+/// Turns an `async fn` into a tool a model can call.
+///
+/// ```ignore
+/// use dsh_tools::{tool, ToolError, ToolExec};
+///
+/// /// Read a UTF-8 text file and return a window of its lines.
+/// #[tool(concurrency_safe, timeout_ms = 5_000)]
+/// async fn read_file(
+///     /// Absolute path of the file.
+///     path: String,
+///     /// First line to return, 1-based.
+///     #[arg(default = 1, range(min = 1))]
+///     offset: u64,
+///     /// Maximum number of lines.
+///     limit: Option<u32>,
+///     exec: ToolExec,
+/// ) -> Result<String, ToolError> {
+///     # let _ = (path, offset, limit, exec);
+///     Ok(String::new())
+/// }
+///
+/// let definition = dsh_tools::ToolDefinition::from_tool(ReadFileTool);
+/// ```
+///
+/// # What is generated
+///
+/// - The fn itself, unchanged except that parameter attributes are removed: call and test it
+///   directly.
+/// - `<CamelName>Args` (`ReadFileArgs`), a struct with the fn's visibility and one public field
+///   per argument parameter, deriving `Deserialize`, `Serialize` and `JsonSchema` through the
+///   runtime's re-exports (no serde or schemars dependency needed).
+/// - `<CamelName>Tool` (`ReadFileTool`), a unit struct implementing `dsh_tools::Tool`; erase it
+///   with `ToolDefinition::from_tool(ReadFileTool)`.
+///
+/// # Parameters
+///
+/// Every parameter becomes a property of the parameters schema (JSON Schema 2020-12), named
+/// after the identifier, except:
+/// - a parameter whose type is named `ToolExec` (by value or `&ToolExec`) receives the call
+///   context; a trait bound verifies it is `dsh_tools::ToolExec`;
+/// - a single parameter marked `#[args]` whose type derives `Deserialize + Serialize +
+///   JsonSchema` is used as the whole arguments struct (no other argument may sit next to it).
+///
+/// A parameter's `///` comment is its property description. `Option<T>` parameters are not
+/// required; an explicit JSON `null` counts as absent. Parameter types must own their data (no
+/// `&str`). `#[arg(...)]` keys:
+///
+/// | key | effect |
+/// | --- | --- |
+/// | `description = "…"` | property description (instead of the `///` comment) |
+/// | `rename = "wireName"` | property name on the wire |
+/// | `default = <expr>` | value used when the property is absent; shown in the schema; not on `Option` |
+/// | `range(min = N, max = N)` | number bounds (inclusive, number literals): `minimum`/`maximum` |
+/// | `length(min = N, max = N)` | string length in characters, or item count of a list/set/map |
+/// | `pattern = "regex"` | the string must match (unanchored, as JSON Schema's `pattern`) |
+///
+/// Constraints are in the schema and checked before the body runs; every violation is reported
+/// (`invalid arguments: "offset" must be >= 1; …`).
+///
+/// # Output
+///
+/// `Result<T, E>` (any type named `Result` with two parameters or an alias such as
+/// `io::Result<T>`) or a plain `T`, where `T: Serialize + JsonSchema` gives the output schema
+/// (`()` ⇒ `{"type": "null"}`). `E` is a `dsh_tools::ToolError` (code and name kept) or any
+/// `Display` type (message only).
+///
+/// # `#[tool(...)]` arguments
+///
+/// | key | default | meaning |
+/// | --- | --- | --- |
+/// | `name = "…"` | the fn name | `^[A-Za-z0-9_-]{1,64}$`; `run_code` and `mcp__…` are reserved |
+/// | `description = "…"` | the fn's `///` comment | what the model reads; one of the two is required |
+/// | `timeout_ms = N` | none | declared timeout in milliseconds, `N > 0`; needs a `ToolExec` parameter |
+/// | `concurrency_safe` | exclusive | every call may run in parallel with other safe calls |
+/// | `concurrency_safe = path` | exclusive | classifier `fn(&Args) -> bool` |
+/// | `render = path` | text or pretty JSON | `fn(&Args, &T) -> Vec<ContentBlock>` (or `Option<…>`) |
+/// | `present_call = path` | generic card | `fn(&Args) -> CallView` (or `Option<CallView>`) |
+/// | `present_result = path` | pending card | `fn(&Args, &ToolResult) -> ResultView` (or `Option<…>`) |
+/// | `presentation_meta = path` | none | `fn(&Args, &T) -> serde_json::Value` (or `Option<…>`), top-level calls only |
+/// | `finalize_content = path` | none | `fn(&ToolExec, &ToolResult) -> Vec<ContentBlock>` (or `Option<…>`), once per outcome |
+/// | `deny_unknown` | open | unknown properties are rejected (`additionalProperties: false`) |
+/// | `args = Ident` | `<CamelName>Args` | name of the generated arguments struct |
+/// | `crate = path` | `::dsh_tools` | path of the `dsh-tools` crate, for a renamed dependency |
+///
+/// Hook paths are resolved in the module of the fn (inside a toolbox, write `Files::render_x`,
+/// not `Self::render_x`).
+///
+/// Mistakes are compile errors pointing at the token at fault, all reported at once.
 #[proc_macro_attribute]
-pub fn tool(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::tool(args.into(), item.into()).into()
 }
 
-/// Turns the `#[tool]` methods of an `impl` block into tools.
+/// Turns the `#[tool]` methods of an inherent `impl` block into tools sharing one value.
+///
+/// ```ignore
+/// use std::sync::Arc;
+/// use dsh_tools::{tool, toolbox};
+///
+/// struct Notes { prefix: String }
+///
+/// #[toolbox]
+/// impl Notes {
+///     /// Prefix a note.
+///     #[tool(concurrency_safe)]
+///     async fn note(&self, text: String) -> String {
+///         format!("{}{text}", self.prefix)
+///     }
+/// }
+///
+/// let definitions = Arc::new(Notes { prefix: "- ".into() }).tools();
+/// ```
+///
+/// Each `#[tool]` method takes `&self` and accepts every argument of [`tool`](macro@tool). For
+/// each one, `<CamelName>Args` and `<CamelName>Tool(pub Arc<Self>)` are generated next to the
+/// block, and `Self::tools(self: Arc<Self>) -> Vec<ToolDefinition>` returns them all. Generic
+/// impls (with `where` clauses) are supported; the value must be `Send + Sync + 'static`, and
+/// parameter types may not name `Self` or the impl's type parameters.
 #[proc_macro_attribute]
-pub fn toolbox(_attr: TokenStream, item: TokenStream) -> TokenStream {
-    item
+pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
+    expand::toolbox(args.into(), item.into()).into()
 }

@@ -26,6 +26,8 @@ pub mod sdk;
 pub mod tool;
 pub mod validate;
 
+mod private;
+
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
 #[cfg(feature = "code-mode")]
@@ -58,8 +60,8 @@ pub mod __private {
     pub use serde_json;
     pub use std;
 
-    /// Proves at compile time that a `ToolExec` parameter really is the context type.
-    pub trait IsToolExec {}
-    impl IsToolExec for crate::ToolExec {}
-    impl IsToolExec for &crate::ToolExec {}
+    pub use crate::private::*;
+    pub use crate::{
+        CallView, ContentBlock, ResultView, Tool, ToolDefinition, ToolError, ToolExec, ToolResult,
+    };
 }

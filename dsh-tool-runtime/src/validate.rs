@@ -254,12 +254,25 @@ pub fn check_range(
     if let Some(min) = min
         && value < min
     {
-        out.push(format!("\"{name}\" must be >= {}", Value::from(min)));
+        out.push(format!("\"{name}\" must be >= {}", bound_text(min)));
     }
     if let Some(max) = max
         && value > max
     {
-        out.push(format!("\"{name}\" must be <= {}", Value::from(max)));
+        out.push(format!("\"{name}\" must be <= {}", bound_text(max)));
+    }
+}
+
+/// A bound as the schema shows it: integral bounds without a fractional part (`1`, not `1.0`),
+/// matching the messages of schema validation.
+fn bound_text(bound: f64) -> String {
+    const EXACT: f64 = 9_007_199_254_740_992.0; // 2^53: larger integers are not exact in f64
+    if bound.fract() == 0.0 && bound.abs() < EXACT {
+        #[allow(clippy::cast_possible_truncation)]
+        let integral = bound as i64;
+        integral.to_string()
+    } else {
+        Value::from(bound).to_string()
     }
 }
 

@@ -1,0 +1,609 @@
+//! Code generation from a checked model. Parsing and validation happen before; nothing here
+//! reports an error.
+
+use proc_macro2::{Literal, Span, TokenStream};
+use quote::{ToTokens, format_ident, quote, quote_spanned};
+use syn::ext::IdentExt;
+use syn::spanned::Spanned;
+use syn::{FnArg, Ident, ImplItem, ItemFn, ItemImpl, Signature};
+
+use crate::ast::{Context, Output, ParamKind, ToolFn, Toolbox, is_tool_attr};
+use crate::attr;
+use crate::check;
+use crate::ctxt::Ctxt;
+use crate::fallback;
+use crate::symbol::{ARG, ARGS, DOC};
+
+/// What `#[toolbox]` leaves in place of a method's `#[tool(...)]`: the method is already
+/// expanded, and keeping the attribute keeps the user's `use dsh_tools::tool` in use.
+const TOOLBOX_MARKER: &str = "__dsh_toolbox_method";
+
+/// `#[tool]` on a free fn: the fn itself, `<CamelName>Args` and `<CamelName>Tool`.
+pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+    if is_toolbox_marker(&args) {
+        return item;
+    }
+    let item_fn: ItemFn = match syn::parse2(item.clone()) {
+        Ok(item_fn) => item_fn,
+        Err(_) => {
+            return fallback::unparsed(
+                item,
+                "`#[tool]` goes on an `async fn`; for methods, put `#[toolbox]` on the `impl` block",
+            );
+        }
+    };
+    let cx = Ctxt::new();
+    let attrs = attr::Tool::from_tokens(&cx, args);
+    let model = ToolFn::from_syn(
+        &cx,
+        Context::Free,
+        attrs,
+        &item_fn.attrs,
+        &item_fn.vis,
+        &item_fn.sig,
+    );
+    check::check(&cx, &model);
+    let mut emitted = item_fn.clone();
+    strip_param_attrs(&mut emitted.sig);
+    match cx.check() {
+        Ok(()) => {
+            let items = expand_tool(&model);
+            quote!(#emitted #items)
+        }
+        Err(err) => fallback::tool(&model, emitted.into_token_stream(), err),
+    }
+}
+
+/// `#[toolbox]` on an `impl` block: the block, one args struct and tool struct per `#[tool]`
+/// method, and `tools()`.
+pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
+    let item_impl: ItemImpl = match syn::parse2(item.clone()) {
+        Ok(item_impl) => item_impl,
+        Err(_) => {
+            return fallback::unparsed(
+                item,
+                "`#[toolbox]` goes on an `impl` block whose methods are marked `#[tool]`",
+            );
+        }
+    };
+    let cx = Ctxt::new();
+    if !args.is_empty() {
+        cx.error_spanned_by(
+            &args,
+            "`#[toolbox]` takes no arguments; put options on each `#[tool]` method",
+        );
+    }
+    let model = Toolbox::from_syn(&cx, &item_impl);
+    check::check_toolbox(&cx, &model);
+    let emitted = strip_toolbox(&item_impl).into_token_stream();
+    match cx.check() {
+        Ok(()) => {
+            let items = model.tools.iter().map(expand_tool);
+            let tools_fn = expand_tools_fn(&model);
+            quote!(#emitted #(#items)* #tools_fn)
+        }
+        Err(err) => fallback::toolbox(&model, emitted, err),
+    }
+}
+
+/// Removes the attributes only `#[tool]` understands (`#[arg]`, `#[args]`, parameter docs, which
+/// rustc would reject) from a signature.
+pub fn strip_param_attrs(sig: &mut Signature) {
+    for input in &mut sig.inputs {
+        if let FnArg::Typed(pat_type) = input {
+            pat_type.attrs.retain(|attr| {
+                let path = attr.path();
+                !(path == DOC || path == ARG || path == ARGS)
+            });
+        }
+    }
+}
+
+fn is_toolbox_marker(args: &TokenStream) -> bool {
+    let mut tokens = args.clone().into_iter();
+    matches!(
+        (tokens.next(), tokens.next()),
+        (Some(proc_macro2::TokenTree::Ident(ident)), None) if ident == TOOLBOX_MARKER
+    )
+}
+
+/// The impl block with each method's `#[tool(...)]` reduced to the marker and parameter
+/// attributes removed.
+fn strip_toolbox(item_impl: &ItemImpl) -> ItemImpl {
+    let mut item_impl = item_impl.clone();
+    for item in &mut item_impl.items {
+        let ImplItem::Fn(method) = item else { continue };
+        // Duplicates were reported by the model; only the first `#[tool]` stays.
+        let mut seen = false;
+        method.attrs.retain(|attr| {
+            let keep = !(seen && is_tool_attr(attr));
+            seen |= is_tool_attr(attr);
+            keep
+        });
+        let Some(attr) = method.attrs.iter_mut().find(|attr| is_tool_attr(attr)) else {
+            continue;
+        };
+        let path = attr.path().clone();
+        let marker = Ident::new(TOOLBOX_MARKER, Span::call_site());
+        attr.meta = syn::parse_quote!(#path(#marker));
+        strip_param_attrs(&mut method.sig);
+    }
+    item_impl
+}
+
+/// The arguments struct, the tool struct and its `Tool` impl for one tool fn.
+fn expand_tool(tool: &ToolFn) -> TokenStream {
+    let args_struct = expand_args_struct(tool);
+    let tool_struct = expand_tool_struct(tool);
+    let tool_impl = expand_tool_impl(tool);
+    quote! {
+        #args_struct
+        #tool_struct
+        #[doc(hidden)]
+        const _: () = {
+            #tool_impl
+        };
+    }
+}
+
+fn expand_args_struct(tool: &ToolFn) -> TokenStream {
+    if tool.args_struct_param().is_some() {
+        return TokenStream::new();
+    }
+    let krate = &tool.krate;
+    let mut krate_str = if krate.leading_colon.is_some() {
+        String::from("::")
+    } else {
+        String::new()
+    };
+    let segments: Vec<String> = krate
+        .segments
+        .iter()
+        .map(|segment| segment.ident.to_string())
+        .collect();
+    krate_str.push_str(&segments.join("::"));
+    let serde_crate = format!("{krate_str}::__private::serde");
+    let schemars_crate = format!("{krate_str}::__private::schemars");
+    let vis = tool.vis;
+    let args_ident = &tool.args_ident;
+    let doc = format!(
+        " Arguments of the `{}` tool, generated by `#[tool]`.",
+        tool.name
+    );
+    let deny = tool
+        .attrs
+        .deny_unknown
+        .as_ref()
+        .map(|_| quote!(#[serde(deny_unknown_fields)]));
+
+    let mut defaults = Vec::new();
+    let fields = tool.arg_params().map(|param| {
+        let Some(ident) = param.ident else {
+            return TokenStream::new();
+        };
+        let ty = param.ty;
+        let docs = &param.attrs.docs;
+        let mut attrs = Vec::new();
+        if let Some(description) = &param.attrs.description {
+            attrs.push(quote!(#[schemars(description = #description)]));
+        }
+        if let Some(rename) = &param.attrs.rename {
+            attrs.push(quote!(#[serde(rename = #rename)]));
+        }
+        if let Some((_, expr)) = &param.attrs.default {
+            let default_fn = format_ident!("__dsh_default_{}", ident.unraw());
+            let path = format!("{args_ident}::{default_fn}");
+            attrs.push(quote!(#[serde(default = #path)]));
+            defaults.push(quote_spanned! {expr.span()=>
+                fn #default_fn() -> #ty {
+                    #expr
+                }
+            });
+        }
+        for (bounds, word) in [
+            (&param.attrs.range, "range"),
+            (&param.attrs.length, "length"),
+        ] {
+            if let Some(bounds) = bounds {
+                let word = format_ident!("{}", word);
+                let min = bounds.min.as_ref().map(|(expr, _)| quote!(min = #expr,));
+                let max = bounds.max.as_ref().map(|(expr, _)| quote!(max = #expr,));
+                attrs.push(quote!(#[schemars(#word(#min #max))]));
+            }
+        }
+        if let Some(pattern) = &param.attrs.pattern {
+            attrs.push(quote!(#[schemars(regex(pattern = #pattern))]));
+        }
+        // A `///` comment here would become the property description, so an undocumented
+        // parameter stays undocumented rather than tripping `missing_docs` in the user's crate.
+        let allow = docs.is_empty().then(|| quote!(#[allow(missing_docs)]));
+        quote! {
+            #(#docs)*
+            #allow
+            #(#attrs)*
+            pub #ident: #ty,
+        }
+    });
+    let fields: Vec<TokenStream> = fields.collect();
+    let defaults_impl = (!defaults.is_empty()).then(|| {
+        quote! {
+            #[doc(hidden)]
+            const _: () = {
+                impl #args_ident {
+                    #(#defaults)*
+                }
+            };
+        }
+    });
+
+    quote! {
+        #[doc = #doc]
+        #[derive(
+            #krate::__private::serde::Deserialize,
+            #krate::__private::serde::Serialize,
+            #krate::__private::schemars::JsonSchema,
+        )]
+        #[serde(crate = #serde_crate)]
+        #[schemars(crate = #schemars_crate)]
+        // The tool description already describes the call; the root stays without one.
+        #[schemars(description = "")]
+        #deny
+        #vis struct #args_ident {
+            #(#fields)*
+        }
+        #defaults_impl
+    }
+}
+
+fn expand_tool_struct(tool: &ToolFn) -> TokenStream {
+    let vis = tool.vis;
+    let tool_ident = &tool.tool_ident;
+    match tool.context {
+        Context::Free => {
+            let doc = format!(
+                " The `{}` tool, generated by `#[tool]`: register it with `ToolDefinition::from_tool({tool_ident})`.",
+                tool.name
+            );
+            quote! {
+                #[doc = #doc]
+                #[derive(::core::clone::Clone, ::core::marker::Copy, ::core::fmt::Debug, ::core::default::Default)]
+                #vis struct #tool_ident;
+            }
+        }
+        Context::Method(item_impl) => {
+            let doc = format!(
+                " The `{}` tool of a toolbox, generated by `#[tool]`; `tools()` builds it.",
+                tool.name
+            );
+            let self_ty = &item_impl.self_ty;
+            let (impl_generics, _, where_clause) = item_impl.generics.split_for_impl();
+            quote! {
+                #[doc = #doc]
+                #vis struct #tool_ident #impl_generics (pub ::std::sync::Arc<#self_ty>) #where_clause;
+            }
+        }
+    }
+}
+
+fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
+    let krate = &tool.krate;
+    let private = quote!(#krate::__private);
+    let tool_ident = &tool.tool_ident;
+    let name = &tool.name;
+    let description = tool.description_tokens();
+
+    let (impl_generics, ty_generics, where_clause) = match tool.context {
+        Context::Free => (quote!(), quote!(), quote!()),
+        Context::Method(item_impl) => {
+            let self_ty = &item_impl.self_ty;
+            let (impl_generics, ty_generics, _) = item_impl.generics.split_for_impl();
+            let mut where_clause = item_impl
+                .generics
+                .where_clause
+                .clone()
+                .unwrap_or_else(|| syn::parse_quote!(where));
+            where_clause.predicates.push(syn::parse_quote!(
+                #self_ty: ::core::marker::Send + ::core::marker::Sync + 'static
+            ));
+            (
+                impl_generics.to_token_stream(),
+                ty_generics.to_token_stream(),
+                where_clause.to_token_stream(),
+            )
+        }
+    };
+
+    let args_ty = match tool.args_struct_param() {
+        Some(param) => param.ty.to_token_stream(),
+        None => tool.args_ident.to_token_stream(),
+    };
+    let output_ty = match tool.output {
+        Output::Unit => quote!(()),
+        Output::Plain(ty) => ty.to_token_stream(),
+        Output::Result(ty) => quote_spanned!(ty.span()=> <#ty as #private::IntoToolResult>::Ok),
+    };
+
+    // Type assertions, spanned on the user's types so a failure points at them.
+    let mut assertions = Vec::new();
+    for param in &tool.params {
+        let ty = param.ty;
+        assertions.push(match param.kind {
+            ParamKind::Arg | ParamKind::ArgsStruct => {
+                quote_spanned!(ty.span()=> #private::assert_arg::<#ty>();)
+            }
+            // Converting through the trait (rather than passing the runtime's `ToolExec`) makes
+            // a look-alike type fail once, with the trait's note, instead of also as a mismatch.
+            ParamKind::Exec { ty, .. } => quote_spanned! {ty.span()=>
+                let __dsh_exec = <#ty as #private::IsToolExec>::from_exec(__dsh_exec);
+            },
+        });
+    }
+    match tool.output {
+        Output::Unit => {}
+        Output::Plain(ty) => {
+            assertions.push(quote_spanned!(ty.span()=> #private::assert_output::<#ty>();));
+        }
+        Output::Result(ty) => assertions.push(quote_spanned!(ty.span()=>
+            #private::assert_output::<<#ty as #private::IntoToolResult>::Ok>();
+        )),
+    }
+
+    // Bind each argument field to a `__dsh_` local so user names cannot clash with ours.
+    let mut destructure = Vec::new();
+    let mut call_args = Vec::new();
+    for (i, param) in tool.params.iter().enumerate() {
+        match param.kind {
+            ParamKind::Arg => {
+                let local = format_ident!("__dsh_a{}", i);
+                if let Some(ident) = param.ident {
+                    destructure.push(quote!(#ident: #local));
+                }
+                call_args.push(local.into_token_stream());
+            }
+            ParamKind::ArgsStruct => call_args.push(quote!(__dsh_args)),
+            ParamKind::Exec { by_ref: true, .. } => call_args.push(quote!(&__dsh_exec)),
+            ParamKind::Exec { by_ref: false, .. } => call_args.push(quote!(__dsh_exec)),
+        }
+    }
+    let unpack = tool
+        .args_struct_param()
+        .is_none()
+        .then(|| quote!(let #args_ty { #(#destructure),* } = __dsh_args;));
+    let fn_ident = &tool.sig.ident;
+    let call = match tool.context {
+        Context::Free => quote!(#fn_ident(#(#call_args),*).await),
+        Context::Method(_) => quote!(self.0.#fn_ident(#(#call_args),*).await),
+    };
+    let body = match tool.output {
+        Output::Unit => quote! {
+            #call;
+            ::core::result::Result::Ok(())
+        },
+        Output::Plain(_) => quote!(::core::result::Result::Ok(#call)),
+        // Spanned like `type Output`, so a non-`Result` type is reported once, on the type.
+        Output::Result(ty) => quote_spanned! {ty.span()=>
+            <#ty as #private::IntoToolResult>::into_tool_result(#call)
+        },
+    };
+
+    let timeout = tool.attrs.timeout_ms.as_ref().map(|timeout| {
+        let ms = Literal::u64_unsuffixed(u64::try_from(timeout.ms).unwrap_or_default());
+        quote!(const TIMEOUT_MS: ::core::option::Option<u64> = ::core::option::Option::Some(#ms);)
+    });
+    let deny = tool.attrs.deny_unknown.as_ref().map(|_| {
+        quote!(
+            const DENY_UNKNOWN: bool = true;
+        )
+    });
+    let renders_with_args = (tool.attrs.render.is_some() || tool.attrs.presentation_meta.is_some())
+        .then(|| {
+            quote!(
+                const RENDERS_WITH_ARGS: bool = true;
+            )
+        });
+    let has_finalize = tool.attrs.finalize_content.is_some().then(|| {
+        quote!(
+            const HAS_FINALIZE_CONTENT: bool = true;
+        )
+    });
+
+    let classifier = tool.attrs.concurrency_safe.as_ref().map(|safe| {
+        let verdict = match safe {
+            attr::ConcurrencySafe::Always => quote!(true),
+            attr::ConcurrencySafe::Classifier(path) => {
+                quote_spanned!(path.span()=> #path(__dsh_args))
+            }
+        };
+        quote! {
+            fn is_concurrency_safe(__dsh_args: &Self::Args) -> bool {
+                #verdict
+            }
+        }
+    });
+    let constraints = expand_constraints(tool);
+    let hooks = expand_hooks(tool);
+
+    quote! {
+        #[automatically_derived]
+        impl #impl_generics #private::Tool for #tool_ident #ty_generics #where_clause {
+            type Args = #args_ty;
+            type Output = #output_ty;
+            const NAME: &'static str = #name;
+            const DESCRIPTION: &'static str = #description;
+            #timeout
+            #deny
+            #renders_with_args
+            #has_finalize
+
+            fn call(
+                &self,
+                __dsh_args: Self::Args,
+                __dsh_exec: #private::ToolExec,
+            ) -> impl ::core::future::Future<
+                Output = ::core::result::Result<Self::Output, #private::ToolError>,
+            > + ::core::marker::Send {
+                #(#assertions)*
+                #unpack
+                async move { #body }
+            }
+
+            #classifier
+            #constraints
+            #hooks
+        }
+    }
+}
+
+/// `check_constraints`: one runtime check per `range` / `length` / `pattern`, spanned on the
+/// key so a constraint that does not fit the type is reported there.
+fn expand_constraints(tool: &ToolFn) -> TokenStream {
+    let private = {
+        let krate = &tool.krate;
+        quote!(#krate::__private)
+    };
+    let mut checks = Vec::new();
+    for param in tool.arg_params() {
+        let Some(ident) = param.ident else { continue };
+        let wire = &param.wire_name;
+        let bound = |value: &Option<(syn::Expr, f64)>, float: bool| match value {
+            Some((_, value)) if float => {
+                let lit = Literal::f64_suffixed(*value);
+                quote!(::core::option::Option::Some(#lit))
+            }
+            #[allow(clippy::cast_possible_truncation, clippy::cast_sign_loss)]
+            // Lengths were parsed as non-negative integer literals.
+            Some((_, value)) => {
+                let lit = Literal::u64_suffixed(*value as u64);
+                quote!(::core::option::Option::Some(#lit))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        if let Some(range) = &param.attrs.range {
+            let (min, max) = (bound(&range.min, true), bound(&range.max, true));
+            checks.push(quote_spanned! {range.key.span()=>
+                #private::arg_range(#wire, &__dsh_args.#ident, #min, #max, &mut __dsh_out);
+            });
+        }
+        if let Some(length) = &param.attrs.length {
+            let (min, max) = (bound(&length.min, false), bound(&length.max, false));
+            checks.push(quote_spanned! {length.key.span()=>
+                #private::arg_length(#wire, &__dsh_args.#ident, #min, #max, &mut __dsh_out);
+            });
+        }
+        if let Some(pattern) = &param.attrs.pattern {
+            checks.push(quote_spanned! {pattern.span()=>
+                #private::arg_pattern(#wire, &__dsh_args.#ident, #pattern, &mut __dsh_out);
+            });
+        }
+    }
+    if checks.is_empty() {
+        return TokenStream::new();
+    }
+    quote! {
+        fn check_constraints(__dsh_args: &Self::Args) -> ::std::vec::Vec<::std::string::String> {
+            let mut __dsh_out = ::std::vec::Vec::new();
+            #(#checks)*
+            __dsh_out
+        }
+    }
+}
+
+/// `render`, `present_call`, `present_result`, `presentation_meta` and `finalize_content`: each
+/// user fn may return the value or an `Option` of it.
+fn expand_hooks(tool: &ToolFn) -> TokenStream {
+    let krate = &tool.krate;
+    let private = quote!(#krate::__private);
+    let value = quote!(#private::serde_json::Value);
+    let blocks = quote!(::std::vec::Vec<#private::ContentBlock>);
+    let mut hooks = Vec::new();
+    if let Some(path) = &tool.attrs.render {
+        hooks.push(quote_spanned! {path.span()=>
+            fn render(
+                __dsh_args: &Self::Args,
+                __dsh_output: &Self::Output,
+            ) -> ::core::option::Option<#blocks> {
+                ::core::convert::Into::into(#path(__dsh_args, __dsh_output))
+            }
+        });
+    }
+    if let Some(path) = &tool.attrs.present_call {
+        hooks.push(quote_spanned! {path.span()=>
+            fn present_call(__dsh_args: &Self::Args) -> ::core::option::Option<#private::CallView> {
+                ::core::convert::Into::into(#path(__dsh_args))
+            }
+        });
+    }
+    if let Some(path) = &tool.attrs.present_result {
+        hooks.push(quote_spanned! {path.span()=>
+            fn present_result(
+                __dsh_args: &Self::Args,
+                __dsh_result: &#private::ToolResult,
+            ) -> ::core::option::Option<#private::ResultView> {
+                ::core::convert::Into::into(#path(__dsh_args, __dsh_result))
+            }
+        });
+    }
+    if let Some(path) = &tool.attrs.presentation_meta {
+        hooks.push(quote_spanned! {path.span()=>
+            fn presentation_meta(
+                __dsh_args: &Self::Args,
+                __dsh_output: &Self::Output,
+            ) -> ::core::option::Option<#value> {
+                ::core::convert::Into::into(#path(__dsh_args, __dsh_output))
+            }
+        });
+    }
+    if let Some(path) = &tool.attrs.finalize_content {
+        hooks.push(quote_spanned! {path.span()=>
+            fn finalize_content(
+                __dsh_exec: &#private::ToolExec,
+                __dsh_result: &#private::ToolResult,
+            ) -> ::core::option::Option<#blocks> {
+                ::core::convert::Into::into(#path(__dsh_exec, __dsh_result))
+            }
+        });
+    }
+    quote!(#(#hooks)*)
+}
+
+/// `Foo::tools(self: Arc<Self>) -> Vec<ToolDefinition>`.
+fn expand_tools_fn(toolbox: &Toolbox) -> TokenStream {
+    let item_impl = toolbox.original;
+    let Some(first) = toolbox.tools.first() else {
+        return TokenStream::new();
+    };
+    let krate = &first.krate;
+    let self_ty = &item_impl.self_ty;
+    let (impl_generics, _, where_clause) = item_impl.generics.split_for_impl();
+    let names: Vec<&str> = toolbox
+        .tools
+        .iter()
+        .map(|tool| tool.name.as_str())
+        .collect();
+    let doc = format!(
+        " The tools of this toolbox (`{}`), sharing this value; generated by `#[toolbox]`.",
+        names.join("`, `")
+    );
+    let definitions = toolbox.tools.iter().map(|tool| {
+        let tool_ident = &tool.tool_ident;
+        quote! {
+            #krate::__private::ToolDefinition::from_tool(
+                #tool_ident(::std::sync::Arc::clone(&self)),
+            )
+        }
+    });
+    let span = Span::call_site();
+    quote_spanned! {span=>
+        impl #impl_generics #self_ty #where_clause {
+            #[doc = #doc]
+            pub fn tools(
+                self: ::std::sync::Arc<Self>,
+            ) -> ::std::vec::Vec<#krate::__private::ToolDefinition>
+            where
+                Self: ::core::marker::Send + ::core::marker::Sync + 'static,
+            {
+                ::std::vec![#(#definitions),*]
+            }
+        }
+    }
+}

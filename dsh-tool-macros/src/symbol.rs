@@ -1,0 +1,100 @@
+//! Every keyword `#[tool]`, `#[toolbox]` and the parameter attributes accept, written once.
+
+use std::fmt::{self, Display};
+
+use syn::{Ident, Path};
+
+/// An accepted keyword.
+#[derive(Copy, Clone, PartialEq, Eq)]
+pub struct Symbol(&'static str);
+
+// Attributes.
+pub const TOOL: Symbol = Symbol("tool");
+pub const ARG: Symbol = Symbol("arg");
+pub const ARGS: Symbol = Symbol("args");
+pub const DOC: Symbol = Symbol("doc");
+
+// `#[tool(...)]` keys.
+pub const NAME: Symbol = Symbol("name");
+pub const DESCRIPTION: Symbol = Symbol("description");
+pub const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
+pub const CONCURRENCY_SAFE: Symbol = Symbol("concurrency_safe");
+pub const RENDER: Symbol = Symbol("render");
+pub const PRESENT_CALL: Symbol = Symbol("present_call");
+pub const PRESENT_RESULT: Symbol = Symbol("present_result");
+pub const PRESENTATION_META: Symbol = Symbol("presentation_meta");
+pub const FINALIZE_CONTENT: Symbol = Symbol("finalize_content");
+pub const DENY_UNKNOWN: Symbol = Symbol("deny_unknown");
+pub const CRATE: Symbol = Symbol("crate");
+
+/// The `#[tool(...)]` keys, in the order error messages list them.
+pub const TOOL_KEYS: &[Symbol] = &[
+    NAME,
+    DESCRIPTION,
+    TIMEOUT_MS,
+    CONCURRENCY_SAFE,
+    RENDER,
+    PRESENT_CALL,
+    PRESENT_RESULT,
+    PRESENTATION_META,
+    FINALIZE_CONTENT,
+    DENY_UNKNOWN,
+    ARGS,
+    CRATE,
+];
+
+// `#[arg(...)]` keys (`description` is shared with `#[tool]`).
+pub const RENAME: Symbol = Symbol("rename");
+pub const DEFAULT: Symbol = Symbol("default");
+pub const RANGE: Symbol = Symbol("range");
+pub const LENGTH: Symbol = Symbol("length");
+pub const PATTERN: Symbol = Symbol("pattern");
+pub const MIN: Symbol = Symbol("min");
+pub const MAX: Symbol = Symbol("max");
+
+/// The `#[arg(...)]` keys, in the order error messages list them.
+pub const ARG_KEYS: &[Symbol] = &[DESCRIPTION, RENAME, DEFAULT, RANGE, LENGTH, PATTERN];
+
+// Type names recognised syntactically (and then verified by a trait bound).
+pub const TOOL_EXEC: Symbol = Symbol("ToolExec");
+pub const OPTION: Symbol = Symbol("Option");
+pub const RESULT: Symbol = Symbol("Result");
+
+/// Renders a key list as `` `a`, `b` or `c` `` for "expected one of" messages.
+pub fn one_of(keys: &[Symbol]) -> String {
+    let quoted: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();
+    match quoted.split_last() {
+        Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),
+        _ => quoted.concat(),
+    }
+}
+
+impl PartialEq<Symbol> for Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for &Ident {
+    fn eq(&self, word: &Symbol) -> bool {
+        *self == word.0
+    }
+}
+
+impl PartialEq<Symbol> for Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl PartialEq<Symbol> for &Path {
+    fn eq(&self, word: &Symbol) -> bool {
+        self.is_ident(word.0)
+    }
+}
+
+impl Display for Symbol {
+    fn fmt(&self, formatter: &mut fmt::Formatter) -> fmt::Result {
+        formatter.write_str(self.0)
+    }
+}

@@ -1,0 +1,48 @@
+//! A crate that depends on `dsh-tools` alone (or on it renamed, with `#[tool(crate = …)]`)
+//! compiles: expansions name serde, schemars and serde_json only through `dsh_tools::__private`
+//! (SPEC §11 "macro expansions that need the user to depend on serde_json").
+//!
+//! Runs `cargo check --offline` on the two crates under `ui-tests/`, sharing the target directory
+//! trybuild uses so dependencies are already built.
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn target_dir() -> PathBuf {
+    // `CARGO_TARGET_TMPDIR` is `<target>/tmp`; trybuild builds under `<target>/tests/trybuild`.
+    Path::new(env!("CARGO_TARGET_TMPDIR"))
+        .parent()
+        .expect("the target tmp dir has a parent")
+        .join("tests")
+        .join("trybuild")
+}
+
+fn check(crate_dir: &str) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let manifest = root.join("ui-tests").join(crate_dir).join("Cargo.toml");
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let output = Command::new(cargo)
+        .arg("check")
+        .arg("--quiet")
+        .arg("--offline")
+        .arg("--manifest-path")
+        .arg(&manifest)
+        .env("CARGO_TARGET_DIR", target_dir())
+        .output()
+        .expect("cargo runs");
+    assert!(
+        output.status.success(),
+        "`cargo check` of {crate_dir} failed:\n{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+#[test]
+fn a_crate_depending_only_on_dsh_tools_compiles() {
+    check("only-facade");
+}
+
+#[test]
+fn a_crate_depending_on_dsh_tools_renamed_compiles() {
+    check("only-facade-renamed");
+}

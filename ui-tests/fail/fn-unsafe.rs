@@ -1,0 +1,9 @@
+use dsh_tools::tool;
+
+/// Read raw memory.
+#[tool]
+async unsafe fn peek(address: u64) -> u64 {
+    address
+}
+
+fn main() {}

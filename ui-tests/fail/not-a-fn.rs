@@ -1,0 +1,9 @@
+use dsh_tools::{tool, toolbox};
+
+#[tool]
+struct Read;
+
+#[toolbox]
+fn free() {}
+
+fn main() {}

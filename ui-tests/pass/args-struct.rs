@@ -1,0 +1,22 @@
+use dsh_tools::{tool, ToolDefinition, ToolExec};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct Query {
+    /// Text to find.
+    text: String,
+    #[serde(default)]
+    limit: Option<u32>,
+}
+
+/// Search the index.
+#[tool(concurrency_safe)]
+async fn search(#[args] query: Query, exec: ToolExec) -> Vec<String> {
+    let _ = exec;
+    vec![query.text; query.limit.unwrap_or(1) as usize]
+}
+
+fn main() {
+    let _definition = ToolDefinition::from_tool(SearchTool);
+}

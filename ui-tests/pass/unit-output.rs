@@ -1,0 +1,23 @@
+use dsh_tools::{tool, ToolDefinition, ToolError};
+
+/// Forget everything.
+#[tool]
+async fn forget() {}
+
+/// Forget one key.
+#[tool]
+async fn forget_key(key: String) -> () {
+    let _ = key;
+}
+
+/// Forget, or fail.
+#[tool]
+async fn try_forget() -> Result<(), ToolError> {
+    Ok(())
+}
+
+fn main() {
+    let _ = ToolDefinition::from_tool(ForgetTool);
+    let _ = ToolDefinition::from_tool(ForgetKeyTool);
+    let _ = ToolDefinition::from_tool(TryForgetTool);
+}
