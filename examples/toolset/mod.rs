@@ -5,7 +5,7 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_tools::{ToolDefinition, ToolError, ToolExec, toolbox};
+use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool, toolbox};
 use schemars::JsonSchema;
 use serde::Serialize;
 
