@@ -503,6 +503,13 @@ fn unrenderable_nodes_degrade_locally() {
         "{py}"
     );
     assert!(py.contains("    ok: str\n"), "{py}");
+    // A foreign type name next to object keywords still lowers to an object (BFCL's `dict`).
+    assert_eq!(
+        ts(
+            json!({"type": "dict", "properties": {"k": {"type": "string"}}, "additionalProperties": false})
+        ),
+        "{\n    k?: string;\n  }"
+    );
     // An alias that is only itself has no meaning in either language.
     let cycle = json!({"$defs": {"L": {"anyOf": [{"$ref": "#/$defs/L"}, {"type": "null"}]}}, "$ref": "#/$defs/L"});
     assert_eq!(ts_defs(cycle.clone()), "type TL = unknown;");

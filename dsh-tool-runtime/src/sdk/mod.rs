@@ -43,9 +43,6 @@ mod template;
 mod text;
 mod typescript;
 
-#[cfg(test)]
-mod tests;
-
 use std::path::Path;
 
 use serde_json::Value;

@@ -197,6 +197,9 @@ struct Lowering<'a> {
     documents: usize,
 }
 
+/// Keywords only an object schema has.
+const OBJECT_KEYWORDS: &[&str] = &["properties", "required", "additionalProperties"];
+
 /// Keywords that give a node its own shape (as opposed to combinators).
 const SHAPE_KEYWORDS: &[&str] = &[
     "type",
@@ -449,6 +452,17 @@ impl<'a> Lowering<'a> {
             "string" => Kind::String,
             "array" => self.lower_array(map, depth, ctx),
             "object" => Kind::Object(self.lower_object(map, depth, ctx)),
+            // A type name outside JSON Schema (`dict`, `float`, `tuple` from other dialects): the
+            // object or array keywords beside it still say what it is; otherwise unknown.
+            _ if OBJECT_KEYWORDS.iter().any(|k| map.contains_key(*k)) => {
+                Kind::Object(self.lower_object(map, depth, ctx))
+            }
+            _ if ["items", "prefixItems"]
+                .iter()
+                .any(|k| map.contains_key(*k)) =>
+            {
+                self.lower_array(map, depth, ctx)
+            }
             _ => Kind::Unknown,
         };
         self.push(kind, None)

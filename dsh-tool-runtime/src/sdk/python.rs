@@ -181,6 +181,9 @@ fn docstring_text(line: &str) -> String {
     line.replace('\\', "\\\\").replace('"', "\\\"")
 }
 
+/// A declared property before rendering: key, schema node, required.
+type Part = (String, NodeId, bool);
+
 /// A field of a `TypedDict` being assembled.
 struct Field {
     key: String,
@@ -323,7 +326,7 @@ impl Renderer<'_> {
     /// declaration of a key wins, a key required anywhere is required, closed if any member is
     /// closed. Iterative, with a visited set, so reference chains of any length or with cycles
     /// terminate.
-    fn object_parts(&self, id: NodeId) -> Option<(Vec<(String, NodeId, bool)>, Extra)> {
+    fn object_parts(&self, id: NodeId) -> Option<(Vec<Part>, Extra)> {
         let model = self.model;
         let mut objects = Vec::new();
         let mut stack = vec![id];
@@ -345,7 +348,7 @@ impl Renderer<'_> {
                 _ => return None,
             }
         }
-        let mut declared: Vec<(String, NodeId, bool)> = Vec::new();
+        let mut declared: Vec<Part> = Vec::new();
         let mut extra = Extra::Open;
         for object in objects {
             for property in &object.properties {
@@ -370,13 +373,7 @@ impl Renderer<'_> {
 
     /// Emits the `TypedDict` (or total base plus `total=False` subclass) for an object named
     /// `name`. Field types are rendered first, so nested classes precede the class using them.
-    fn class(
-        &mut self,
-        name: &str,
-        parts: Vec<(String, NodeId, bool)>,
-        extra: &Extra,
-        doc: Option<&str>,
-    ) {
+    fn class(&mut self, name: &str, parts: Vec<Part>, extra: &Extra, doc: Option<&str>) {
         self.uses.insert("TypedDict");
         let mut fields = Vec::with_capacity(parts.len());
         for (key, node, required) in parts {
