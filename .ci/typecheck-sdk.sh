@@ -1,14 +1,13 @@
 #!/usr/bin/env bash
-# Type-checks generated code-mode SDKs (SPEC §8): the SDK rendered from every tool of the corpus
-# (MCP tools/list captures and the BFCL sample), the generator's snapshot goldens and, when present,
-# the committed `sdk/` files.
+# Type-checks generated code-mode SDKs (SPEC §8): the committed `sdk/` files, the generator's
+# snapshot goldens, and every directory given as an argument (tests/sdk_typecheck.rs passes the
+# SDKs it renders from the corpus).
 #
 # TypeScript and mypy are installed project-locally under `.tools/` at pinned versions (skipped
 # when already there), so this runs the same on a fresh machine without global installs.
-# Needs: node + npm, python3 (3.10+) with venv, cargo. Corpus: $DSH_CORPUS (default
-# ../shared/corpus relative to the repository root).
+# Needs: node + npm, python3 (3.10+) with venv.
 #
-# Usage: .ci/typecheck-sdk.sh        Exit status: non-zero on any type error.
+# Usage: .ci/typecheck-sdk.sh [DIR...]        Exit status: non-zero on any type error.
 set -euo pipefail
 
 TYPESCRIPT_VERSION=5.9.3
@@ -18,7 +17,6 @@ PYTHON_FLOOR=3.10
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 tools_dir="$root/.tools"
-corpus="${DSH_CORPUS:-$root/../shared/corpus}"
 
 install_typescript() {
   local tsc="$tools_dir/node/node_modules/.bin/tsc"
@@ -50,12 +48,11 @@ work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT
 targets=()
 
-if [[ -d "$corpus/mcp-tools" ]]; then
-  (cd "$root" && cargo run --quiet --example render_sdk -- --corpus "$corpus" --out "$work/corpus")
-  targets+=("$work/corpus")
-else
-  echo "corpus not found at $corpus (set DSH_CORPUS); skipping the corpus SDKs"
-fi
+# Directories named on the command line (e.g. SDKs rendered from the corpus by the test that
+# calls this script) are checked too.
+for dir in "$@"; do
+  targets+=("$dir")
+done
 if [[ -d "$root/sdk" ]]; then
   targets+=("$root/sdk")
 fi

@@ -52,8 +52,13 @@ const BUNDLED_PY: &str = include_str!("programs/crate_summary.py");
 #[tokio::main]
 async fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
-    let root = cli.root.clone().unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
-    let root = root.canonicalize().with_context(|| format!("--root {}", root.display()))?;
+    let root = cli
+        .root
+        .clone()
+        .unwrap_or_else(|| PathBuf::from(env!("CARGO_MANIFEST_DIR")));
+    let root = root
+        .canonicalize()
+        .with_context(|| format!("--root {}", root.display()))?;
     if cli.program.is_some() && cli.lang == Lang::Both {
         bail!("--program needs --lang ts or --lang py");
     }
@@ -82,19 +87,32 @@ async fn main() -> anyhow::Result<()> {
         };
         registry.set_code_runtime(runtime.clone());
         let view = registry.model_view(None)?;
-        let name = if *lang == Lang::Py { "Python" } else { "TypeScript" };
+        let name = if *lang == Lang::Py {
+            "Python"
+        } else {
+            "TypeScript"
+        };
         println!("\n=== What the model sees in code mode ({name}) ===");
         println!("tools: {}", serde_json::to_string_pretty(&view.tools)?);
         for section in &view.sections {
             // The SDK section is long; show it in full once, then only its size.
             if index == 0 || section.id != "tools:sdk" {
-                println!("\n--- prompt section {} (order {}) ---\n{}", section.id, section.order, section.text);
+                println!(
+                    "\n--- prompt section {} (order {}) ---\n{}",
+                    section.id, section.order, section.text
+                );
             } else {
-                println!("\n--- prompt section {} (order {}): {} lines ---", section.id, section.order, section.text.lines().count());
+                println!(
+                    "\n--- prompt section {} (order {}): {} lines ---",
+                    section.id,
+                    section.order,
+                    section.text.lines().count()
+                );
             }
         }
         let program = match &cli.program {
-            Some(path) => std::fs::read_to_string(path).with_context(|| format!("--program {}", path.display()))?,
+            Some(path) => std::fs::read_to_string(path)
+                .with_context(|| format!("--program {}", path.display()))?,
             None if *lang == Lang::Py => BUNDLED_PY.to_owned(),
             None => BUNDLED_TS.to_owned(),
         };
@@ -114,11 +132,18 @@ async fn main() -> anyhow::Result<()> {
                 for line in value["logs"].as_array().into_iter().flatten() {
                     println!("  {}", line.as_str().unwrap_or_default());
                 }
-                println!("result: {}", serde_json::to_string_pretty(&value["result"])?);
+                println!(
+                    "result: {}",
+                    serde_json::to_string_pretty(&value["result"])?
+                );
             }
             ToolResult::Failure { error, .. } => println!("failed: {}", error.message),
         }
-        println!("elapsed: {:.1} ms, tool calls: {}", elapsed.as_secs_f64() * 1000.0, sub_calls.load(Ordering::SeqCst));
+        println!(
+            "elapsed: {:.1} ms, tool calls: {}",
+            elapsed.as_secs_f64() * 1000.0,
+            sub_calls.load(Ordering::SeqCst)
+        );
         runtime.dispose().await;
         if result.is_error() {
             bail!("the {name} program failed");

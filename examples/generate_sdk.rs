@@ -18,7 +18,10 @@ fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let registry = Registry::new();
     registry.register_all(toolset::definitions(root))?;
-    for (language, file) in [(Language::TypeScript, "sdk/tools.ts"), (Language::Python, "sdk/tools.py")] {
+    for (language, file) in [
+        (Language::TypeScript, "sdk/tools.ts"),
+        (Language::Python, "sdk/tools.py"),
+    ] {
         let written = write_if_changed(root.join(file), &registry.sdk(None, language))?;
         println!("{file}: {}", if written { "written" } else { "up to date" });
     }

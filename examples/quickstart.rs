@@ -21,17 +21,43 @@ async fn main() -> anyhow::Result<()> {
     println!("{}", serde_json::to_string_pretty(&registry.schemas(None))?);
 
     let calls = [
-        ("list the crates' manifests", "list_files", json!({"suffix": "Cargo.toml"})),
-        ("read the README's first lines", "read_file", json!({"path": "README.md", "limit": 5})),
-        ("find the #[tool] attribute's entry point", "grep", json!({"pattern": "pub fn tool\\(", "dir": "dsh-tool-macros"})),
-        ("stat the runtime crate", "file_stats", json!({"path": "dsh-tool-runtime"})),
-        ("invalid arguments: wrong types and a missing path", "read_file", json!({"offset": 0, "limit": "ten"})),
-        ("a path outside the root", "read_file", json!({"path": "../secrets"})),
+        (
+            "list the crates' manifests",
+            "list_files",
+            json!({"suffix": "Cargo.toml"}),
+        ),
+        (
+            "read the README's first lines",
+            "read_file",
+            json!({"path": "README.md", "limit": 5}),
+        ),
+        (
+            "find the #[tool] attribute's entry point",
+            "grep",
+            json!({"pattern": "pub fn tool\\(", "dir": "dsh-tool-macros"}),
+        ),
+        (
+            "stat the runtime crate",
+            "file_stats",
+            json!({"path": "dsh-tool-runtime"}),
+        ),
+        (
+            "invalid arguments: wrong types and a missing path",
+            "read_file",
+            json!({"offset": 0, "limit": "ten"}),
+        ),
+        (
+            "a path outside the root",
+            "read_file",
+            json!({"path": "../secrets"}),
+        ),
         ("a tool that does not exist", "delete_everything", json!({})),
     ];
     for (index, (what, name, arguments)) in calls.into_iter().enumerate() {
         println!("\n=== {what}: {name} {arguments} ===");
-        let result = registry.execute(ToolCall::new(format!("call-{index}"), name, arguments)).await;
+        let result = registry
+            .execute(ToolCall::new(format!("call-{index}"), name, arguments))
+            .await;
         match &result {
             ToolResult::Success { .. } => println!("ok:\n{}", result.text()),
             ToolResult::Failure { error, .. } => {

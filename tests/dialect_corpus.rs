@@ -3,60 +3,22 @@
 //! validator written independently of the transforms — or be a per-tool `DialectError` with a
 //! path. Without the corpus the test prints that it skipped.
 
+#[path = "corpus/mod.rs"]
+mod corpus;
+
 use std::collections::BTreeMap;
-use std::path::PathBuf;
 
-use dsh_tools::dialect::{Dialect, bfcl_to_json_schema};
+use dsh_tools::dialect::Dialect;
 use serde_json::{Map, Value};
-
-fn corpus_dir() -> PathBuf {
-    std::env::var_os("DSH_CORPUS")
-        .map(PathBuf::from)
-        .unwrap_or_else(|| PathBuf::from(concat!(env!("CARGO_MANIFEST_DIR"), "/../shared/corpus")))
-}
 
 /// `(source, tool name, parameters schema)` for every tool in the corpus; `None` without it.
 fn corpus_tools() -> Option<Vec<(String, String, Value)>> {
-    let dir = corpus_dir();
-    let mcp = dir.join("mcp-tools");
-    if !mcp.is_dir() {
-        return None;
-    }
-    let mut tools = Vec::new();
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&mcp)
-        .expect("readable corpus directory")
-        .map(|entry| entry.expect("directory entry").path())
-        .filter(|path| {
-            path.extension().is_some_and(|ext| ext == "json")
-                && !path.to_string_lossy().ends_with(".initialize.json")
-        })
-        .collect();
-    files.sort();
-    for file in files {
-        let text = std::fs::read_to_string(&file).expect("readable capture");
-        let response: Value = serde_json::from_str(&text).expect("capture is JSON");
-        let server = file.file_stem().unwrap().to_string_lossy().into_owned();
-        for tool in response["result"]["tools"]
-            .as_array()
-            .expect("tools/list result")
-        {
-            let name = tool["name"].as_str().expect("tool name").to_owned();
-            tools.push((server.clone(), name, tool["inputSchema"].clone()));
-        }
-    }
-    let bfcl = dir.join("bfcl/functions_sample.jsonl");
-    let text = std::fs::read_to_string(&bfcl).expect("readable BFCL sample");
-    for line in text.lines().filter(|line| !line.trim().is_empty()) {
-        let record: Value = serde_json::from_str(line).expect("BFCL line is JSON");
-        let function = &record["function"];
-        let name = function["name"].as_str().expect("function name").to_owned();
-        tools.push((
-            "bfcl".to_owned(),
-            name,
-            bfcl_to_json_schema(&function["parameters"]),
-        ));
-    }
-    Some(tools)
+    Some(
+        corpus::tools()?
+            .into_iter()
+            .map(|tool| (tool.source, tool.name, tool.parameters))
+            .collect(),
+    )
 }
 
 /// A node's subschemas: `(pointer segment(s), schema)`.
@@ -332,13 +294,7 @@ fn check(dialect: Dialect, out: &Value) -> Vec<String> {
 
 #[test]
 fn every_corpus_tool_is_transformed_or_refused_per_tool() {
-    let Some(tools) = corpus_tools() else {
-        println!(
-            "dialect corpus test skipped: no corpus at {}",
-            corpus_dir().display()
-        );
-        return;
-    };
+    let Some(tools) = corpus_tools() else { return };
     assert!(
         tools.len() > 250,
         "expected the full corpus, found {} tools",

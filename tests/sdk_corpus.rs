@@ -3,87 +3,58 @@
 //! is type-checked by `.ci/typecheck-sdk.sh`; here: every tool is present, nothing degrades
 //! wholesale, and the output is stable.
 
-use std::path::{Path, PathBuf};
+#[path = "corpus/mod.rs"]
+mod corpus;
+
+use std::collections::BTreeMap;
+use std::process::Command;
 
 use dsh_tools::sdk::{self, Language, ToolSpec};
-use serde_json::Value;
 
-fn corpus() -> Option<PathBuf> {
-    let dir = std::env::var_os("DSH_CORPUS").map_or_else(
-        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"),
-        PathBuf::from,
-    );
-    if dir.join("mcp-tools").is_dir() {
-        Some(dir)
-    } else {
-        eprintln!(
-            "skipped: corpus not found at {} (set DSH_CORPUS)",
-            dir.display()
-        );
-        None
+/// `(source, tools)` per MCP capture and for the BFCL sample; `None` without the corpus.
+fn sources() -> Option<Vec<(String, Vec<ToolSpec>)>> {
+    let mut grouped: BTreeMap<String, Vec<ToolSpec>> = BTreeMap::new();
+    for tool in corpus::tools()? {
+        grouped
+            .entry(tool.source.clone())
+            .or_default()
+            .push(tool.spec());
     }
+    Some(grouped.into_iter().collect())
 }
 
-/// (source, tools) per MCP capture, schemas verbatim.
-fn mcp_sources(dir: &Path) -> Vec<(String, Vec<ToolSpec>)> {
-    let mut paths: Vec<PathBuf> = std::fs::read_dir(dir.join("mcp-tools"))
-        .expect("list mcp-tools")
-        .map(|e| e.expect("entry").path())
-        .filter(|p| {
-            let name = p.file_name().and_then(|n| n.to_str()).unwrap_or_default();
-            name.ends_with(".json") && !name.ends_with(".initialize.json")
-        })
-        .collect();
-    paths.sort();
-    paths
-        .into_iter()
-        .map(|path| {
-            let response: Value =
-                serde_json::from_str(&std::fs::read_to_string(&path).expect("read")).expect("json");
-            let tools = response["result"]["tools"]
-                .as_array()
-                .expect("tools")
-                .iter()
-                .map(|tool| {
-                    ToolSpec::new(
-                        tool["name"].as_str().expect("name"),
-                        tool["description"].as_str().unwrap_or_default(),
-                        tool["inputSchema"].clone(),
-                        tool.get("outputSchema")
-                            .cloned()
-                            .unwrap_or(Value::Bool(true)),
-                    )
-                })
-                .collect();
-            (path.display().to_string(), tools)
-        })
-        .collect()
-}
-
-/// The BFCL sample with its dialect left as is: unknown `type` names must degrade locally.
-fn bfcl(dir: &Path) -> Vec<ToolSpec> {
-    std::fs::read_to_string(dir.join("bfcl/functions_sample.jsonl"))
-        .expect("read bfcl")
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|line| {
-            let record: Value = serde_json::from_str(line).expect("json line");
-            let f = &record["function"];
-            ToolSpec::new(
-                f["name"].as_str().expect("name"),
-                f["description"].as_str().unwrap_or_default(),
-                f["parameters"].clone(),
-                f.get("response").cloned().unwrap_or(Value::Bool(true)),
-            )
-        })
-        .collect()
+/// Renders every source's SDK in both languages into a temporary folder and runs
+/// `.ci/typecheck-sdk.sh` over it (which also checks the committed `sdk/` and the generator's
+/// goldens): `tsc --noEmit --strict` and `mypy --strict` must report nothing. The script installs
+/// its pinned TypeScript and mypy under `.tools/` on first use.
+#[test]
+fn generated_sdks_type_check() {
+    let Some(sources) = sources() else { return };
+    let out = std::env::temp_dir().join(format!("dsh-sdk-typecheck-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("temporary folder");
+    for (source, tools) in &sources {
+        let stem: String = source
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+            .collect();
+        std::fs::write(out.join(format!("{stem}.ts")), sdk::typescript(tools)).expect("write");
+        std::fs::write(out.join(format!("{stem}.py")), sdk::python(tools)).expect("write");
+    }
+    let status = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/typecheck-sdk.sh"))
+        .arg(&out)
+        .status()
+        .expect("bash runs");
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(
+        status.success(),
+        "generated SDKs do not type-check (see the tsc/mypy output above)"
+    );
 }
 
 #[test]
 fn every_corpus_tool_renders_in_both_languages() {
-    let Some(dir) = corpus() else { return };
-    let mut sources = mcp_sources(&dir);
-    sources.push(("bfcl".to_owned(), bfcl(&dir)));
+    let Some(sources) = sources() else { return };
     let mut total = 0;
     for (source, tools) in &sources {
         total += tools.len();
@@ -142,12 +113,11 @@ fn every_corpus_tool_renders_in_both_languages() {
 
 #[test]
 fn corpus_constructs_map_to_named_types_and_unions() {
-    let Some(dir) = corpus() else { return };
-    let sources = mcp_sources(&dir);
+    let Some(sources) = sources() else { return };
     let find = |suffix: &str| {
         sources
             .iter()
-            .find(|(source, _)| source.ends_with(suffix))
+            .find(|(source, _)| format!("{source}.json").ends_with(suffix))
             .map(|(_, tools)| tools.clone())
             .expect("capture present")
     };

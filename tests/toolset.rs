@@ -12,7 +12,9 @@ use serde_json::json;
 
 fn registry() -> Registry {
     let registry = Registry::new();
-    registry.register_all(toolset::definitions(env!("CARGO_MANIFEST_DIR"))).expect("registered");
+    registry
+        .register_all(toolset::definitions(env!("CARGO_MANIFEST_DIR")))
+        .expect("registered");
     registry
 }
 
@@ -30,16 +32,26 @@ fn toolset_schemas_are_pinned() {
 fn first_difference(committed: &str, fresh: &str) -> String {
     for (number, (old, new)) in committed.lines().zip(fresh.lines()).enumerate() {
         if old != new {
-            return format!("line {}:\n  committed: {old}\n  generated: {new}", number + 1);
+            return format!(
+                "line {}:\n  committed: {old}\n  generated: {new}",
+                number + 1
+            );
         }
     }
-    format!("lengths differ: committed {} lines, generated {} lines", committed.lines().count(), fresh.lines().count())
+    format!(
+        "lengths differ: committed {} lines, generated {} lines",
+        committed.lines().count(),
+        fresh.lines().count()
+    )
 }
 
 #[test]
 fn committed_sdk_is_fresh() {
     let registry = registry();
-    for (language, file) in [(Language::TypeScript, "sdk/tools.ts"), (Language::Python, "sdk/tools.py")] {
+    for (language, file) in [
+        (Language::TypeScript, "sdk/tools.ts"),
+        (Language::Python, "sdk/tools.py"),
+    ] {
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(file);
         let committed = std::fs::read_to_string(&path).unwrap_or_default();
         let fresh = registry.sdk(None, language);

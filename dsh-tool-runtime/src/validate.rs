@@ -314,7 +314,9 @@ pub fn check_length(
 /// Checks an `#[arg(pattern = "…")]` constraint (unanchored search, as JSON Schema's `pattern`).
 /// Compiled regexes are cached per pattern.
 pub fn check_pattern(name: &str, value: &str, pattern: &'static str, out: &mut Vec<String>) {
-    static CACHE: OnceLock<Mutex<HashMap<&'static str, Option<Arc<Regex>>>>> = OnceLock::new();
+    /// Compiled patterns by source; `None` for a pattern that does not compile.
+    type Cache = Mutex<HashMap<&'static str, Option<Arc<Regex>>>>;
+    static CACHE: OnceLock<Cache> = OnceLock::new();
     let regex = lock(CACHE.get_or_init(Default::default))
         .entry(pattern)
         .or_insert_with(|| Regex::new(pattern).ok().map(Arc::new))

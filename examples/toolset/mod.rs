@@ -81,15 +81,25 @@ impl RepoTools {
     /// Resolves a path relative to the root, refusing absolute paths and `..`.
     fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
         let relative = Path::new(path);
-        if relative.components().any(|c| !matches!(c, Component::Normal(_) | Component::CurDir)) {
-            return Err(ToolError::new(format!("path \"{path}\" must be relative to the root and must not contain ..")).with_code("EPATH"));
+        if relative
+            .components()
+            .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
+        {
+            return Err(ToolError::new(format!(
+                "path \"{path}\" must be relative to the root and must not contain .."
+            ))
+            .with_code("EPATH"));
         }
         Ok(self.root.join(relative))
     }
 
     fn relative(&self, path: &Path) -> String {
         let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        relative.components().map(|c| c.as_os_str().to_string_lossy()).collect::<Vec<_>>().join("/")
+        relative
+            .components()
+            .map(|c| c.as_os_str().to_string_lossy())
+            .collect::<Vec<_>>()
+            .join("/")
     }
 
     /// Every file below `dir`, sorted by path, skipping [`SKIPPED_DIRS`].
@@ -100,10 +110,14 @@ impl RepoTools {
             if exec.signal().is_cancelled() {
                 return Err(ToolError::new("cancelled"));
             }
-            let entries = std::fs::read_dir(&dir).map_err(|err| ToolError::new(format!("cannot list {}: {err}", self.relative(&dir))))?;
+            let entries = std::fs::read_dir(&dir).map_err(|err| {
+                ToolError::new(format!("cannot list {}: {err}", self.relative(&dir)))
+            })?;
             for entry in entries.flatten() {
                 let path = entry.path();
-                let Ok(kind) = entry.file_type() else { continue };
+                let Ok(kind) = entry.file_type() else {
+                    continue;
+                };
                 if kind.is_dir() {
                     if !SKIPPED_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()) {
                         stack.push(path);
@@ -138,9 +152,16 @@ impl RepoTools {
         let files = self.walk(&dir, &exec)?;
         Ok(files
             .into_iter()
-            .filter(|path| suffix.as_deref().is_none_or(|suffix| path.to_string_lossy().ends_with(suffix)))
+            .filter(|path| {
+                suffix
+                    .as_deref()
+                    .is_none_or(|suffix| path.to_string_lossy().ends_with(suffix))
+            })
             .take(limit as usize)
-            .map(|path| FileEntry { bytes: path.metadata().map(|m| m.len()).unwrap_or(0), path: self.relative(&path) })
+            .map(|path| FileEntry {
+                bytes: path.metadata().map(|m| m.len()).unwrap_or(0),
+                path: self.relative(&path),
+            })
             .collect())
     }
 
@@ -164,12 +185,19 @@ impl RepoTools {
             _ = exec.signal().cancelled() => return Err(ToolError::new("cancelled")),
         };
         let all: Vec<&str> = text.lines().collect();
-        let start = usize::try_from(offset - 1).unwrap_or(usize::MAX).min(all.len());
-        let end = limit.map_or(all.len(), |limit| start.saturating_add(limit as usize).min(all.len()));
+        let start = usize::try_from(offset - 1)
+            .unwrap_or(usize::MAX)
+            .min(all.len());
+        let end = limit.map_or(all.len(), |limit| {
+            start.saturating_add(limit as usize).min(all.len())
+        });
         Ok(ReadWindow {
             path,
             offset,
-            lines: all[start..end].iter().map(|line| (*line).to_owned()).collect(),
+            lines: all[start..end]
+                .iter()
+                .map(|line| (*line).to_owned())
+                .collect(),
             total_lines: all.len() as u64,
         })
     }
@@ -189,21 +217,35 @@ impl RepoTools {
         max_matches: u32,
         exec: ToolExec,
     ) -> Result<GrepResult, ToolError> {
-        let regex = regex::Regex::new(&pattern).map_err(|err| ToolError::new(format!("invalid pattern: {err}")).with_code("EPATTERN"))?;
+        let regex = regex::Regex::new(&pattern).map_err(|err| {
+            ToolError::new(format!("invalid pattern: {err}")).with_code("EPATTERN")
+        })?;
         let dir = self.resolve(&dir)?;
         let mut matches = Vec::new();
         for file in self.walk(&dir, &exec)? {
-            let Ok(text) = std::fs::read_to_string(&file) else { continue };
+            let Ok(text) = std::fs::read_to_string(&file) else {
+                continue;
+            };
             for (index, line) in text.lines().enumerate() {
                 if regex.is_match(line) {
                     if matches.len() == max_matches as usize {
-                        return Ok(GrepResult { matches, truncated: true });
+                        return Ok(GrepResult {
+                            matches,
+                            truncated: true,
+                        });
                     }
-                    matches.push(GrepMatch { path: self.relative(&file), line_number: index as u64 + 1, line: line.to_owned() });
+                    matches.push(GrepMatch {
+                        path: self.relative(&file),
+                        line_number: index as u64 + 1,
+                        line: line.to_owned(),
+                    });
                 }
             }
         }
-        Ok(GrepResult { matches, truncated: false })
+        Ok(GrepResult {
+            matches,
+            truncated: false,
+        })
     }
 
     /// Size, line count and kind of a file or directory of the repository.
@@ -214,13 +256,23 @@ impl RepoTools {
         path: String,
     ) -> Result<FileStats, ToolError> {
         let full = self.resolve(&path)?;
-        let meta = tokio::fs::metadata(&full).await.map_err(|err| ToolError::new(format!("cannot stat {path}: {err}")).with_code("ESTAT"))?;
+        let meta = tokio::fs::metadata(&full).await.map_err(|err| {
+            ToolError::new(format!("cannot stat {path}: {err}")).with_code("ESTAT")
+        })?;
         let lines = if meta.is_file() {
-            tokio::fs::read(&full).await.map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64).unwrap_or(0)
+            tokio::fs::read(&full)
+                .await
+                .map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64)
+                .unwrap_or(0)
         } else {
             0
         };
-        Ok(FileStats { path, bytes: meta.len(), lines, is_dir: meta.is_dir() })
+        Ok(FileStats {
+            path,
+            bytes: meta.len(),
+            lines,
+            is_dir: meta.is_dir(),
+        })
     }
 }
 
