@@ -226,7 +226,21 @@ fn render_error(
 /// Refuses values nested deeper than [`MAX_ARGUMENT_DEPTH`], measured without recursion, so that
 /// no later recursive walk (validation, deserialization) can overflow the stack.
 pub fn depth_violation(value: &Value, root: &str) -> Option<String> {
-    let mut stack: Vec<(&Value, usize)> = vec![(value, 1)];
+    // Only nested containers are pushed, so flat arguments (the common case) allocate nothing.
+    fn push_children<'a>(node: &'a Value, depth: usize, stack: &mut Vec<(&'a Value, usize)>) {
+        let nested = |item: &&Value| matches!(item, Value::Array(_) | Value::Object(_));
+        match node {
+            Value::Array(items) => {
+                stack.extend(items.iter().filter(nested).map(|item| (item, depth)))
+            }
+            Value::Object(map) => {
+                stack.extend(map.values().filter(nested).map(|item| (item, depth)))
+            }
+            _ => {}
+        }
+    }
+    let mut stack = Vec::new();
+    push_children(value, 2, &mut stack);
     while let Some((node, depth)) = stack.pop() {
         if depth > MAX_ARGUMENT_DEPTH {
             let name = if root.is_empty() { "arguments" } else { root };
@@ -234,11 +248,7 @@ pub fn depth_violation(value: &Value, root: &str) -> Option<String> {
                 "\"{name}\" is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
             ));
         }
-        match node {
-            Value::Array(items) => stack.extend(items.iter().map(|item| (item, depth + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|item| (item, depth + 1))),
-            _ => {}
-        }
+        push_children(node, depth + 1, &mut stack);
     }
     None
 }

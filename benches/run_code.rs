@@ -1,0 +1,79 @@
+//! End-to-end cost of one `run_code` call whose program makes 100 sequential, or 100 parallel,
+//! trivial tool calls — per language, with the real subprocess runtimes. Figures: BENCHMARKS.md.
+
+use std::sync::Arc;
+
+use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
+use serde_json::{Value, json};
+
+fn main() {
+    divan::main();
+}
+
+const TS_SEQUENTIAL: &str =
+    "let sum = 0;\nfor (let i = 0; i < 100; i++) sum += await tools.echo({ n: i });\nreturn sum;";
+const TS_PARALLEL: &str = "const all = await Promise.all(Array.from({ length: 100 }, (_, i) => tools.echo({ n: i })));\nreturn all.length;";
+const PY_SEQUENTIAL: &str =
+    "total = 0\nfor i in range(100):\n    total += await tools.echo({'n': i})\nreturn total";
+const PY_PARALLEL: &str = "import asyncio\nvalues = await asyncio.gather(*[tools.echo({'n': i}) for i in range(100)])\nreturn len(values)";
+
+fn setup(python: bool, rt: &tokio::runtime::Runtime) -> Registry {
+    let registry = Registry::new();
+    let echo = ToolDefinition::builder("echo")
+        .parameters(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+        .concurrency_safe()
+        .handler(|args: Value, _exec| async move { Ok(args["n"].clone()) })
+        .build()
+        .expect("valid");
+    registry.register(echo).expect("registered");
+    let runtime: Arc<dyn CodeRuntime> = rt.block_on(async {
+        let config = SubprocessConfig::default();
+        if python {
+            Arc::new(SubprocessRuntime::python(config).await.expect("python3"))
+        } else {
+            Arc::new(SubprocessRuntime::typescript(config).await.expect("node"))
+        }
+    });
+    registry.set_code_runtime(runtime);
+    registry.set_mode(Mode::Code);
+    registry
+}
+
+fn run(bencher: divan::Bencher, python: bool, program: &'static str) {
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .expect("runtime");
+    let registry = setup(python, &rt);
+    bencher.bench_local(|| {
+        let call = ToolCall::new(
+            "bench",
+            "run_code",
+            json!({"code": program, "description": "Benchmark program"}),
+        );
+        let result = rt.block_on(registry.execute(call));
+        assert!(!result.is_error(), "{result:?}");
+    });
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn typescript_100_sequential(bencher: divan::Bencher) {
+    run(bencher, false, TS_SEQUENTIAL);
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn typescript_100_parallel(bencher: divan::Bencher) {
+    run(bencher, false, TS_PARALLEL);
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn python_100_sequential(bencher: divan::Bencher) {
+    run(bencher, true, PY_SEQUENTIAL);
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn python_100_parallel(bencher: divan::Bencher) {
+    run(bencher, true, PY_PARALLEL);
+}
