@@ -7,6 +7,7 @@ mod toolset;
 use std::path::Path;
 
 use dsh_tools::Registry;
+use dsh_tools::dialect::Dialect;
 use dsh_tools::sdk::Language;
 use serde_json::json;
 
@@ -26,6 +27,22 @@ fn toolset_schemas_are_pinned() {
         .map(|def| json!({"name": def.name(), "parameters": def.parameters(), "output": def.output_schema()}))
         .collect();
     insta::assert_json_snapshot!("toolset_schemas", schemas);
+}
+
+#[test]
+fn toolset_schemas_in_every_dialect_are_pinned() {
+    let registry = registry();
+    for dialect in Dialect::ALL {
+        let schemas: Vec<_> = registry
+            .schemas_for(None, dialect)
+            .into_iter()
+            .map(|schema| match schema.parameters {
+                Ok(parameters) => json!({"name": schema.name, "parameters": parameters}),
+                Err(error) => json!({"name": schema.name, "error": error.to_string()}),
+            })
+            .collect();
+        insta::assert_json_snapshot!(format!("toolset_{dialect}"), schemas);
+    }
 }
 
 /// The first line where two texts differ, for a readable failure.

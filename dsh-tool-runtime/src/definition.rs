@@ -251,6 +251,7 @@ impl ToolDefinition {
             handler: None,
             render: None,
             finalize: None,
+            present_call: None,
         }
     }
 
@@ -384,9 +385,16 @@ pub struct ToolDefinitionBuilder {
     handler: Option<Arc<HandlerFn>>,
     render: Option<Box<RenderFn>>,
     finalize: Option<Box<FinalizeFn>>,
+    present_call: Option<Box<PresentCallFn>>,
 }
 
 impl ToolDefinitionBuilder {
+    /// The pending-state UI card for a call's raw arguments (SPEC §10).
+    pub fn present_call(mut self, present: impl Fn(&Value) -> Option<CallView> + Send + Sync + 'static) -> Self {
+        self.present_call = Some(Box::new(present));
+        self
+    }
+
     /// The description the model reads.
     pub fn description(mut self, description: impl Into<String>) -> Self {
         self.description = description.into();
@@ -549,7 +557,7 @@ impl ToolDefinitionBuilder {
                 dispatch: Box::new(dispatch),
                 render_value: Box::new(move |args, value| render(args, value)),
                 finalize: self.finalize,
-                present_call: None,
+                present_call: self.present_call,
                 present_result: None,
             }),
         })

@@ -84,8 +84,9 @@ mod tests {
 
     #[test]
     fn utf16_order_differs_from_byte_order_for_astral_characters() {
-        // U+FF61 sorts after U+1F600 in UTF-8 bytes but before it in UTF-16 units.
-        assert_eq!(utf16_cmp("\u{1F600}", "\u{FF61}"), Ordering::Greater);
+        // U+1F600 sorts after U+FF61 in UTF-8 bytes but before it in UTF-16 units (surrogates).
+        assert_eq!(utf16_cmp("\u{1F600}", "\u{FF61}"), Ordering::Less);
+        assert_eq!("\u{1F600}".cmp("\u{FF61}"), Ordering::Greater);
     }
 
     #[test]

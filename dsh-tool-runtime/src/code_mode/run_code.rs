@@ -11,6 +11,7 @@ use crate::definition::ToolDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
 use crate::registry::{Inner, RUN_CODE, Registry};
+use crate::presentation::{CallView, ToolCallKind};
 use crate::result::ContentBlock;
 
 /// Settings of the transport.
@@ -94,6 +95,15 @@ pub(crate) fn definition(
                 })
                 .unwrap_or_default();
             vec![ContentBlock::text(render_run(&logs, value.get("result")))]
+        })
+        .present_call(|args| {
+            Some(CallView::Generic {
+                title: args["description"].as_str().unwrap_or("run_code").to_owned(),
+                kind: ToolCallKind::Execute,
+                raw_input: args.get("code").cloned(),
+                content: Vec::new(),
+                locations: Vec::new(),
+            })
         })
         .handler(move |args: Value, exec: ToolExec| {
             let registry = weak.upgrade().map(|inner| Registry { inner });
