@@ -221,7 +221,10 @@ fn rebuild(root: Value) -> Option<ChildFrame> {
     };
     match map.get("type")?.as_str()? {
         "call" => {
-            let id = map.get("id")?.as_u64().filter(|id| (1..=MAX_CALL_ID).contains(id))?;
+            let id = map
+                .get("id")?
+                .as_u64()
+                .filter(|id| (1..=MAX_CALL_ID).contains(id))?;
             let global = take_string(&mut map, "global")?;
             let name = take_string(&mut map, "name")?;
             let args = map.remove("args")?;
@@ -348,7 +351,9 @@ mod tests {
     #[test]
     fn accepts_well_formed_frames() {
         assert_eq!(
-            decode(r#"{"type":"call","id":1,"global":"tools","name":"x","args":{"a":[1]},"extra":0}"#),
+            decode(
+                r#"{"type":"call","id":1,"global":"tools","name":"x","args":{"a":[1]},"extra":0}"#
+            ),
             Some(ChildFrame::Call {
                 id: 1,
                 global: "tools".into(),
@@ -356,8 +361,14 @@ mod tests {
                 args: Some(json!({"a": [1]})),
             })
         );
-        assert_eq!(decode(r#"{"type":"log","text":"hi"}"#), Some(ChildFrame::Log { text: "hi".into() }));
-        assert_eq!(decode(r#"{"type":"done"}"#), Some(ChildFrame::Done(Completion::Value(None))));
+        assert_eq!(
+            decode(r#"{"type":"log","text":"hi"}"#),
+            Some(ChildFrame::Log { text: "hi".into() })
+        );
+        assert_eq!(
+            decode(r#"{"type":"done"}"#),
+            Some(ChildFrame::Done(Completion::Value(None)))
+        );
         assert_eq!(
             decode(r#"{"type":"done","value":null}"#),
             Some(ChildFrame::Done(Completion::Value(Some(Value::Null))))
@@ -395,26 +406,48 @@ mod tests {
         ] {
             assert_eq!(decode(junk), None, "{junk}");
         }
-        assert_eq!(decode_child_frame(b"{\"type\":\"log\",\"text\":\"\xff\"}"), None);
+        assert_eq!(
+            decode_child_frame(b"{\"type\":\"log\",\"text\":\"\xff\"}"),
+            None
+        );
     }
 
     #[test]
     fn marks_negative_zero() {
         assert_eq!(
             decode(r#"{"type":"call","id":2,"global":"t","name":"x","args":[-0.0]}"#),
-            Some(ChildFrame::Call { id: 2, global: "t".into(), name: "x".into(), args: None })
+            Some(ChildFrame::Call {
+                id: 2,
+                global: "t".into(),
+                name: "x".into(),
+                args: None
+            })
         );
         assert!(matches!(
             decode(r#"{"type":"done","value":{"a":-0.0}}"#),
-            Some(ChildFrame::Done(Completion::Failure { kind: FailureKind::InvalidOutput, .. }))
+            Some(ChildFrame::Done(Completion::Failure {
+                kind: FailureKind::InvalidOutput,
+                ..
+            }))
         ));
     }
 
     #[test]
     fn bounds_depth() {
-        let ok = format!(r#"{{"type":"done","value":{}1{}}}"#, "[".repeat(MAX_DEPTH), "]".repeat(MAX_DEPTH));
-        assert!(matches!(decode(&ok), Some(ChildFrame::Done(Completion::Value(Some(_))))));
-        let deep = format!(r#"{{"type":"done","value":{}1{}}}"#, "[".repeat(MAX_DEPTH + 1), "]".repeat(MAX_DEPTH + 1));
+        let ok = format!(
+            r#"{{"type":"done","value":{}1{}}}"#,
+            "[".repeat(MAX_DEPTH),
+            "]".repeat(MAX_DEPTH)
+        );
+        assert!(matches!(
+            decode(&ok),
+            Some(ChildFrame::Done(Completion::Value(Some(_))))
+        ));
+        let deep = format!(
+            r#"{{"type":"done","value":{}1{}}}"#,
+            "[".repeat(MAX_DEPTH + 1),
+            "]".repeat(MAX_DEPTH + 1)
+        );
         assert_eq!(decode(&deep), None);
         let huge = "[".repeat(1 << 20);
         assert_eq!(decode(&huge), None);
@@ -425,7 +458,10 @@ mod tests {
         let mut d = FrameDecoder::new(64);
         let mut out = Vec::new();
         d.feed(b"{\"type\":\"log\",\"te", &mut out);
-        d.feed(b"xt\":\"a\"}\njunk\n{\"type\":\"log\",\"text\":\"", &mut out);
+        d.feed(
+            b"xt\":\"a\"}\njunk\n{\"type\":\"log\",\"text\":\"",
+            &mut out,
+        );
         d.feed(&[b'x'; 200], &mut out);
         d.feed(b"\"}\n{\"type\":\"done\"}", &mut out);
         d.finish(&mut out);

@@ -186,7 +186,11 @@ mod tests {
             json!([1, [2, {"k": [null, "x"]}], {"a": {}, "b\n": []}]),
         ];
         for v in samples {
-            assert_eq!(json_len(&v), serde_json::to_string(&v).unwrap().len() as u64, "{v}");
+            assert_eq!(
+                json_len(&v),
+                serde_json::to_string(&v).unwrap().len() as u64,
+                "{v}"
+            );
         }
     }
 

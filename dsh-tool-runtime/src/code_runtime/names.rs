@@ -191,17 +191,38 @@ mod tests {
     #[test]
     fn rejects_each_rule() {
         let cases: &[(Vec<BindingNamespace>, &str)] = &[
-            (vec![ns("a-b", None)], r#"binding global "a-b" is not a usable identifier"#),
-            (vec![ns("$x", None)], r#"binding global "$x" is not a usable identifier"#),
-            (vec![ns("match", None)], r#"binding global "match" is not a usable identifier"#),
-            (vec![ns("yield", None)], r#"binding global "yield" is not a usable identifier"#),
-            (vec![ns("console", None)], r#"reserved binding global "console""#),
-            (vec![ns("t", None), ns("t", None)], r#"duplicate binding global "t""#),
+            (
+                vec![ns("a-b", None)],
+                r#"binding global "a-b" is not a usable identifier"#,
+            ),
+            (
+                vec![ns("$x", None)],
+                r#"binding global "$x" is not a usable identifier"#,
+            ),
+            (
+                vec![ns("match", None)],
+                r#"binding global "match" is not a usable identifier"#,
+            ),
+            (
+                vec![ns("yield", None)],
+                r#"binding global "yield" is not a usable identifier"#,
+            ),
+            (
+                vec![ns("console", None)],
+                r#"reserved binding global "console""#,
+            ),
+            (
+                vec![ns("t", None), ns("t", None)],
+                r#"duplicate binding global "t""#,
+            ),
             (
                 vec![ns("t", Some(("E-1", "m")))],
                 r#"binding error class "E-1" is not a usable identifier"#,
             ),
-            (vec![ns("t", Some(("t", "m")))], r#"duplicate injected global "t""#),
+            (
+                vec![ns("t", Some(("t", "m")))],
+                r#"duplicate injected global "t""#,
+            ),
             (
                 vec![ns("t", Some(("E", "m"))), ns("u", Some(("E", "m")))],
                 r#"duplicate injected global "E""#,

@@ -79,7 +79,9 @@ pub(crate) fn strip_now(source: &str) -> Result<String, String> {
         return Err(located(
             source,
             offset as usize,
-            &format!("{what} is not erasable TypeScript syntax; only type annotations can be stripped, so rewrite it with plain JavaScript"),
+            &format!(
+                "{what} is not erasable TypeScript syntax; only type annotations can be stripped, so rewrite it with plain JavaScript"
+            ),
         ));
     }
     Ok(blank_out(source, stripper.blanks))
@@ -184,7 +186,9 @@ impl Stripper<'_> {
         let start = key.span().start;
         if computed {
             // The computed key's span excludes its `[`: stop before it.
-            source[..start as usize].rfind('[').map_or(start, |i| i as u32)
+            source[..start as usize]
+                .rfind('[')
+                .map_or(start, |i| i as u32)
         } else {
             start
         }
@@ -246,7 +250,10 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_module_declaration(&mut self, it: &ModuleDeclaration<'a>) {
         // A program is a function body: static `import`/`export` cannot appear there.
-        self.refuse(it.span(), "a static `import` or `export` (use `await import(...)`)");
+        self.refuse(
+            it.span(),
+            "a static `import` or `export` (use `await import(...)`)",
+        );
     }
 
     fn visit_ts_as_expression(&mut self, it: &TSAsExpression<'a>) {
@@ -407,20 +414,41 @@ mod tests {
     fn strips_erasable_syntax() {
         same("const x: number = 1;", "const x = 1;");
         same("let y!: string;", "let y ;");
-        same("function f<T>(a: T, b?: number): T { return a; }", "function f (a , b ) { return a; }");
-        same("function g(this: Window, a: number) { return a; }", "function g( a ) { return a; }");
-        same("const v = (x as any).y satisfies unknown;", "const v = (x ).y ;");
+        same(
+            "function f<T>(a: T, b?: number): T { return a; }",
+            "function f (a , b ) { return a; }",
+        );
+        same(
+            "function g(this: Window, a: number) { return a; }",
+            "function g( a ) { return a; }",
+        );
+        same(
+            "const v = (x as any).y satisfies unknown;",
+            "const v = (x ).y ;",
+        );
         same("const w = o!.p!;", "const w = o .p ;");
         same("const z = <number>q;", "const z = q;");
-        same("interface I {\n a: string\n}\ntype T = I;\nreturn 1;", "return 1;");
+        same(
+            "interface I {\n a: string\n}\ntype T = I;\nreturn 1;",
+            "return 1;",
+        );
         same("declare const d: number;\ndeclare function h(): void;", "");
-        same("function o(a: string): void;\nfunction o(a: any) {}", "function o(a ) {}");
+        same(
+            "function o(a: string): void;\nfunction o(a: any) {}",
+            "function o(a ) {}",
+        );
         same(
             "abstract class A<T> extends B<T> implements C, D {\n private readonly x?: number = 1;\n declare y: string;\n public static m?(): void {}\n abstract n(): void;\n [k: string]: any;\n}",
             "class A extends B {\n x = 1;\n static m() {}\n}",
         );
-        same("const f2 = async <T,>(a: T): Promise<T> => a;", "const f2 = async (a) => a;");
-        same("const r = f<string>(1);\nreturn await r;", "const r = f(1);\nreturn await r;");
+        same(
+            "const f2 = async <T,>(a: T): Promise<T> => a;",
+            "const f2 = async (a) => a;",
+        );
+        same(
+            "const r = f<string>(1);\nreturn await r;",
+            "const r = f(1);\nreturn await r;",
+        );
     }
 
     #[test]
@@ -436,7 +464,10 @@ mod tests {
         for (ts, what) in [
             ("enum E { A }", "`enum`"),
             ("namespace N { export const a = 1; }", "`namespace`"),
-            ("class K { constructor(private a: number) {} }", "a parameter property"),
+            (
+                "class K { constructor(private a: number) {} }",
+                "a parameter property",
+            ),
             ("import fs = require('fs');", "`import ... = ...`"),
             ("import x from 'y';", "a static `import`"),
         ] {
@@ -463,6 +494,10 @@ mod tests {
             // Any answer will do, as long as the process is still here to see it.
             let _ = strip_types(program).await;
         }
-        assert!(strip_types("x".repeat(MAX_PROGRAM_BYTES + 1)).await.is_err());
+        assert!(
+            strip_types("x".repeat(MAX_PROGRAM_BYTES + 1))
+                .await
+                .is_err()
+        );
     }
 }

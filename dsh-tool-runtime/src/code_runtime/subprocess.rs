@@ -6,9 +6,9 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
+use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
-use futures::FutureExt;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -240,7 +240,11 @@ impl CodeRuntime for SubprocessRuntime {
         async move {
             let inner = &self.inner;
             inner.disposed.cancel();
-            let standby = inner.standby.lock().unwrap_or_else(PoisonError::into_inner).take();
+            let standby = inner
+                .standby
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+                .take();
             if let Some(mut worker) = standby {
                 process::kill_group(worker.pid);
                 let _ = worker.child.wait().await;
@@ -294,10 +298,7 @@ async fn check_version(language: Language, binary: &Path) -> Result<(), CodeRunt
         .collect();
     let (ok, minimum) = match language {
         Language::TypeScript => (numbers.first().is_some_and(|&major| major >= 18), "18"),
-        Language::Python => (
-            matches!(numbers[..], [3, minor, ..] if minor >= 10),
-            "3.10",
-        ),
+        Language::Python => (matches!(numbers[..], [3, minor, ..] if minor >= 10), "3.10"),
     };
     if ok {
         Ok(())
@@ -342,7 +343,11 @@ impl Inner {
 
     /// A child no program has run in, with its pipes: the standby if it is still alive.
     fn take_worker(&self) -> std::io::Result<(Worker, WorkerIo)> {
-        let standby = self.standby.lock().unwrap_or_else(PoisonError::into_inner).take();
+        let standby = self
+            .standby
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .take();
         // A standby that died while waiting is dropped (and its group killed).
         let mut worker = match standby.and_then(|mut w| w.is_alive().then_some(w)) {
             Some(worker) => worker,
@@ -369,7 +374,10 @@ impl Inner {
         }
         validate_namespaces(&request.bindings).map_err(CodeRuntimeError::InvalidBindings)?;
         if request.signal.is_cancelled() {
-            return Ok(self.early(FailureKind::Abort, "run aborted before it started".to_owned()));
+            return Ok(self.early(
+                FailureKind::Abort,
+                "run aborted before it started".to_owned(),
+            ));
         }
         let program = match self.language {
             Language::TypeScript => match strip_types(request.program.clone()).await {
@@ -379,7 +387,10 @@ impl Inner {
             Language::Python => request.program.clone(),
         };
         if request.signal.is_cancelled() {
-            return Ok(self.early(FailureKind::Abort, "run aborted before it started".to_owned()));
+            return Ok(self.early(
+                FailureKind::Abort,
+                "run aborted before it started".to_owned(),
+            ));
         }
         let (worker, io) = match self.take_worker() {
             Ok(taken) => taken,
@@ -390,7 +401,9 @@ impl Inner {
                 ));
             }
         };
-        Ok(Session::new(&self, worker, io, &request, &program).drive().await)
+        Ok(Session::new(&self, worker, io, &request, &program)
+            .drive()
+            .await)
     }
 }
 
@@ -437,9 +450,13 @@ impl<'r> Session<'r> {
         inner: &'r Inner,
         worker: Worker,
         io: WorkerIo,
-        request: &'r RunRequest, program: &str) -> Self {
+        request: &'r RunRequest,
+        program: &str,
+    ) -> Self {
         let cap = inner.config.max_output_bytes;
-        let max_frame = usize::try_from(cap).unwrap_or(usize::MAX).saturating_add(FRAME_SLACK);
+        let max_frame = usize::try_from(cap)
+            .unwrap_or(usize::MAX)
+            .saturating_add(FRAME_SLACK);
         let (tx, events) = mpsc::channel(256);
         let (replies, reply_rx) = mpsc::unbounded_channel();
         let run_frame = run_frame(program, request, cap);
@@ -454,7 +471,12 @@ impl<'r> Session<'r> {
         let namespaces = request
             .bindings
             .iter()
-            .map(|ns| (ns.global.as_str(), ns.names.iter().map(String::as_str).collect()))
+            .map(|ns| {
+                (
+                    ns.global.as_str(),
+                    ns.names.iter().map(String::as_str).collect(),
+                )
+            })
             .collect();
         Session {
             inner,
@@ -583,11 +605,17 @@ impl<'r> Session<'r> {
                     .get(global.as_str())
                     .is_some_and(|names| names.contains(name.as_str()));
                 if !known {
-                    self.send(frame::reply_err(id, &format!("unknown binding \"{global}.{name}\"")));
+                    self.send(frame::reply_err(
+                        id,
+                        &format!("unknown binding \"{global}.{name}\""),
+                    ));
                     return None;
                 }
                 let Some(args) = args else {
-                    self.send(frame::reply_err(id, "binding arguments must be lossless JSON"));
+                    self.send(frame::reply_err(
+                        id,
+                        "binding arguments must be lossless JSON",
+                    ));
                     return None;
                 };
                 let Some(dispatch) = &self.request.dispatch else {
@@ -600,7 +628,8 @@ impl<'r> Session<'r> {
                     args,
                     signal: self.run_signal.child_token(),
                 });
-                self.pending.push(call.map(move |result| (id, result)).boxed());
+                self.pending
+                    .push(call.map(move |result| (id, result)).boxed());
                 None
             }
         }
@@ -728,7 +757,11 @@ fn run_frame(program: &str, request: &RunRequest, cap: u64) -> Vec<u8> {
     out
 }
 
-async fn read_frames(mut pipe: tokio::net::unix::pipe::Receiver, max: usize, tx: mpsc::Sender<Event>) {
+async fn read_frames(
+    mut pipe: tokio::net::unix::pipe::Receiver,
+    max: usize,
+    tx: mpsc::Sender<Event>,
+) {
     let mut decoder = FrameDecoder::new(max);
     let mut buf = vec![0u8; 64 << 10];
     let mut out = Vec::new();
@@ -784,7 +817,10 @@ async fn read_output(mut stream: impl AsyncRead + Unpin, max: usize, tx: mpsc::S
     let _ = tx.send(Event::OutputClosed).await;
 }
 
-async fn write_frames(mut pipe: tokio::net::unix::pipe::Sender, mut rx: mpsc::UnboundedReceiver<Vec<u8>>) {
+async fn write_frames(
+    mut pipe: tokio::net::unix::pipe::Sender,
+    mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+) {
     while let Some(frame) = rx.recv().await {
         if pipe.write_all(&frame).await.is_err() {
             return;
