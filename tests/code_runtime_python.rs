@@ -258,7 +258,8 @@ async fn cancellation_mid_run_aborts_and_leaves_no_child() {
     let out = out.unwrap();
     assert_failure(&out, FailureKind::Abort, "run aborted");
     assert_eq!(out.logs, ["waiting"]);
-    assert!(eventually_gone(tools.reported.lock().unwrap()[0]).await);
+    let pid = tools.reported.lock().unwrap()[0];
+    assert!(eventually_gone(pid).await);
     rt.dispose().await;
 }
 
