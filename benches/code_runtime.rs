@@ -7,7 +7,6 @@
 //! (b) the per-call round trip of 1,000 sequential binding calls against a worker-port round
 //!     trip. The Node.js figures come from `benches/baseline/worker_threads.mjs`.
 
-use std::future::Future;
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
@@ -57,23 +56,21 @@ fn run_once(rt: &SubprocessRuntime, program: &str) {
     assert_eq!(out.error, None, "{out:?}");
 }
 
-fn median_ms<F: Fn()>(samples: usize, f: F) -> f64 {
+/// Median start-to-result time of `program` over `samples` runs, in ms. Between runs the
+/// thread pauses (untimed) so a standby child can finish booting, as it does between an
+/// agent's turns.
+fn median_ms(rt: &SubprocessRuntime, program: &str, samples: usize) -> f64 {
     let mut times: Vec<Duration> = (0..samples)
         .map(|_| {
             let start = Instant::now();
-            f();
-            start.elapsed()
+            run_once(rt, program);
+            let elapsed = start.elapsed();
+            std::thread::sleep(Duration::from_millis(300));
+            elapsed
         })
         .collect();
     times.sort();
     times[samples / 2].as_secs_f64() * 1e3
-}
-
-/// Lets a standby child finish booting between runs, as it does between an agent's turns.
-fn settle<T>(f: impl Future<Output = T>) -> T {
-    let value = tokio().block_on(f);
-    std::thread::sleep(Duration::from_millis(300));
-    value
 }
 
 fn comparison() {
@@ -102,7 +99,7 @@ fn comparison() {
     ] {
         let rt = runtime(python, standby);
         run_once(&rt, program);
-        let ms = median_ms(15, || settle(async { run_once(&rt, program) }));
+        let ms = median_ms(&rt, program, 15);
         println!(
             "{:<44} {:>8.2}ms {:>8.2}",
             format!("start-to-result, {name}"),
@@ -121,8 +118,8 @@ fn comparison() {
     ] {
         let rt = runtime(python, true);
         run_once(&rt, calls);
-        let with_calls = median_ms(7, || settle(async { run_once(&rt, calls) }));
-        let without = median_ms(7, || settle(async { run_once(&rt, trivial) }));
+        let with_calls = median_ms(&rt, calls, 7);
+        let without = median_ms(&rt, trivial, 7);
         let us = (with_calls - without) * 1e3 / 1000.0;
         println!(
             "{:<44} {:>8.2}us {:>8.2}",
