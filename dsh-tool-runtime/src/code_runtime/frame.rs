@@ -289,10 +289,10 @@ pub(crate) fn inspect(value: &Value) -> Result<usize, Unfit> {
     let mut stack = vec![(value, 0usize)];
     while let Some((v, depth)) = stack.pop() {
         match v {
-            Value::Number(n) => {
-                if n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) && n.is_f64() {
-                    return Err(Unfit::Lossy);
-                }
+            Value::Number(n)
+                if n.is_f64() && n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) =>
+            {
+                return Err(Unfit::Lossy);
             }
             Value::Array(items) => {
                 max = max.max(depth + 1);

@@ -52,7 +52,8 @@ pub struct SubprocessConfig {
     pub interpreter: Option<PathBuf>,
     /// CPU time the child may use, in ms (default 60,000). Time spent waiting on bindings is
     /// not charged. Sampled every 25 ms from `/proc/<pid>/stat` (the child and its reaped
-    /// children); `RLIMIT_CPU` backs it up per process. Overrun: `timeout`
+    /// children), counted from the moment the program is handed over (a standby's start-up is
+    /// free, a fresh child's is charged); `RLIMIT_CPU` backs it up per process. Overrun: `timeout`
     /// `compute budget exhausted (<compute_ms>ms of CPU time)`.
     pub compute_ms: u64,
     /// Wall-clock ceiling of a run in ms (default 600,000). Overrun: `timeout`
@@ -341,8 +342,9 @@ impl Inner {
         }
     }
 
-    /// A child no program has run in, with its pipes: the standby if it is still alive.
-    fn take_worker(&self) -> std::io::Result<(Worker, WorkerIo)> {
+    /// A child no program has run in, with its pipes: the standby if it is still alive. The
+    /// next standby is spawned off the run's path.
+    fn take_worker(self: &Arc<Self>) -> std::io::Result<(Worker, WorkerIo)> {
         let standby = self
             .standby
             .lock()
@@ -353,7 +355,8 @@ impl Inner {
             Some(worker) => worker,
             None => Worker::spawn(&self.launch)?,
         };
-        self.refill_standby();
+        let inner = Arc::clone(self);
+        tokio::spawn(async move { inner.refill_standby() });
         // Pipes are taken exactly once, by the one run the worker serves.
         let io = worker
             .io
@@ -362,10 +365,11 @@ impl Inner {
         Ok((worker, io))
     }
 
+    /// The outcome of a run that ends before a child exists; its message still has to fit the
+    /// output cap (REFERENCE §4.7).
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        let mut logs = Vec::new();
         let mut ledger = OutputLedger::new(self.config.max_output_bytes);
-        failure_outcome(&mut ledger, logs.split_off(0), kind, message)
+        failure_outcome(&mut ledger, Vec::new(), kind, message)
     }
 
     async fn run(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {

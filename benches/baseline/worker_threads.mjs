@@ -1,0 +1,62 @@
+// Baseline for benches/code_runtime.rs: what the same work costs with Node.js worker_threads,
+// the substrate of the DSH worker-thread code runtime (REFERENCE §4.7).
+//
+// Usage: node worker_threads.mjs [starts] [round-trips]
+// Prints one JSON line: {"worker_start_ms": <median>, "port_round_trip_us": <mean>}.
+
+import { Worker } from 'node:worker_threads';
+
+const starts = Number(process.argv[2] ?? 20);
+const rounds = Number(process.argv[3] ?? 1000);
+
+// A Worker running a trivial program (an async function returning 2), from construction to
+// its result message.
+const PROGRAM = `
+const { parentPort } = require('node:worker_threads');
+(async function () { return 1 + 1; })().then((value) => parentPort.postMessage({ value }));
+`;
+
+function startOnce() {
+  return new Promise((resolve, reject) => {
+    const t0 = performance.now();
+    const worker = new Worker(PROGRAM, { eval: true, env: {}, execArgv: [] });
+    worker.once('error', reject);
+    worker.once('message', () => {
+      const elapsed = performance.now() - t0;
+      worker.terminate().then(() => resolve(elapsed), reject);
+    });
+  });
+}
+
+const times = [];
+for (let i = 0; i < starts; i++) times.push(await startOnce());
+times.sort((a, b) => a - b);
+
+// Sequential calls from the worker to the host and back, as a binding call travels.
+const ECHO = `
+const { parentPort } = require('node:worker_threads');
+const rounds = ${rounds};
+let pending;
+parentPort.on('message', (m) => { if (m.reply) pending(m.value); });
+(async () => {
+  const t0 = performance.now();
+  for (let i = 0; i < rounds; i++) {
+    await new Promise((resolve) => { pending = resolve; parentPort.postMessage({ call: i, args: { i } }); });
+  }
+  parentPort.postMessage({ done: performance.now() - t0 });
+})();
+`;
+const worker = new Worker(ECHO, { eval: true, env: {}, execArgv: [] });
+const totalMs = await new Promise((resolve, reject) => {
+  worker.once('error', reject);
+  worker.on('message', (m) => {
+    if (m.done !== undefined) resolve(m.done);
+    else worker.postMessage({ reply: true, value: m.args });
+  });
+});
+await worker.terminate();
+
+console.log(JSON.stringify({
+  worker_start_ms: times[Math.floor(times.length / 2)],
+  port_round_trip_us: (totalMs / rounds) * 1000,
+}));

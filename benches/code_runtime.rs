@@ -1,0 +1,166 @@
+//! Code runtime latency (SPEC §8), side by side with Node.js `worker_threads`.
+//!
+//! Run: `cargo bench --bench code_runtime`. Before divan's own tables it prints one comparison
+//! table, measured in the same process run:
+//! (a) start-to-result latency of a trivial program (TypeScript and Python, with and without a
+//!     standby child) against starting a `worker_threads` Worker for the same program;
+//! (b) the per-call round trip of 1,000 sequential binding calls against a worker-port round
+//!     trip. The Node.js figures come from `benches/baseline/worker_threads.mjs`.
+
+use std::path::Path;
+use std::sync::{Arc, OnceLock};
+use std::time::{Duration, Instant};
+
+use dsh_tools::code_runtime::{
+    BindingNamespace, CodeRuntime, RunRequest, SubprocessConfig, SubprocessRuntime,
+};
+use futures::FutureExt;
+use tokio::runtime::Runtime;
+
+const TRIVIAL_TS: &str = "return 1 + 1;";
+const TRIVIAL_PY: &str = "return 1 + 1";
+const CALLS_TS: &str = "for (let i = 0; i < 1000; i++) await tools.echo({i});\nreturn 1;";
+const CALLS_PY: &str = "for i in range(1000):\n    await tools.echo({'i': i})\nreturn 1";
+
+fn tokio() -> &'static Runtime {
+    static RT: OnceLock<Runtime> = OnceLock::new();
+    RT.get_or_init(|| Runtime::new().expect("a tokio runtime"))
+}
+
+fn runtime(python: bool, standby: bool) -> SubprocessRuntime {
+    let config = SubprocessConfig {
+        standby,
+        ..SubprocessConfig::default()
+    };
+    tokio()
+        .block_on(async {
+            if python {
+                SubprocessRuntime::python(config).await
+            } else {
+                SubprocessRuntime::typescript(config).await
+            }
+        })
+        .expect("the interpreter is installed")
+}
+
+fn request(program: &str) -> RunRequest {
+    RunRequest::new(program)
+        .binding(BindingNamespace::tools(["echo"]))
+        .dispatch(Arc::new(|call| async move { Ok(call.args) }.boxed()))
+}
+
+fn run_once(rt: &SubprocessRuntime, program: &str) {
+    let out = tokio()
+        .block_on(rt.run(request(program)))
+        .expect("a valid request");
+    assert_eq!(out.error, None, "{out:?}");
+}
+
+/// Median start-to-result time of `program` over `samples` runs, in ms. Between runs the
+/// thread pauses (untimed) so a standby child can finish booting, as it does between an
+/// agent's turns.
+fn median_ms(rt: &SubprocessRuntime, program: &str, samples: usize) -> f64 {
+    let mut times: Vec<Duration> = (0..samples)
+        .map(|_| {
+            let start = Instant::now();
+            run_once(rt, program);
+            let elapsed = start.elapsed();
+            std::thread::sleep(Duration::from_millis(300));
+            elapsed
+        })
+        .collect();
+    times.sort();
+    times[samples / 2].as_secs_f64() * 1e3
+}
+
+fn comparison() {
+    let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("benches/baseline/worker_threads.mjs");
+    let output = std::process::Command::new("node")
+        .arg(&script)
+        .args(["20", "1000"])
+        .output()
+        .expect("node runs the baseline");
+    let baseline: serde_json::Value =
+        serde_json::from_slice(&output.stdout).expect("the baseline prints JSON");
+    let worker_start = baseline["worker_start_ms"].as_f64().unwrap_or(f64::NAN);
+    let port_rt_us = baseline["port_round_trip_us"].as_f64().unwrap_or(f64::NAN);
+
+    println!("code runtime vs Node.js worker_threads (median of 15 runs each)");
+    println!("{:<44} {:>10} {:>8}", "measure", "figure", "ratio");
+    println!(
+        "{:<44} {:>8.2}ms {:>8}",
+        "worker_threads Worker start-to-result", worker_start, "1.00"
+    );
+    for (name, python, standby, program) in [
+        ("typescript, standby", false, true, TRIVIAL_TS),
+        ("typescript, no standby", false, false, TRIVIAL_TS),
+        ("python, standby", true, true, TRIVIAL_PY),
+        ("python, no standby", true, false, TRIVIAL_PY),
+    ] {
+        let rt = runtime(python, standby);
+        run_once(&rt, program);
+        let ms = median_ms(&rt, program, 15);
+        println!(
+            "{:<44} {:>8.2}ms {:>8.2}",
+            format!("start-to-result, {name}"),
+            ms,
+            ms / worker_start
+        );
+        tokio().block_on(rt.dispose());
+    }
+    println!(
+        "{:<44} {:>8.2}us {:>8}",
+        "worker-port round trip", port_rt_us, "1.00"
+    );
+    for (name, python, calls, trivial) in [
+        ("typescript", false, CALLS_TS, TRIVIAL_TS),
+        ("python", true, CALLS_PY, TRIVIAL_PY),
+    ] {
+        let rt = runtime(python, true);
+        run_once(&rt, calls);
+        let with_calls = median_ms(&rt, calls, 7);
+        let without = median_ms(&rt, trivial, 7);
+        let us = (with_calls - without) * 1e3 / 1000.0;
+        println!(
+            "{:<44} {:>8.2}us {:>8.2}",
+            format!("binding round trip, {name}"),
+            us,
+            us / port_rt_us
+        );
+        tokio().block_on(rt.dispose());
+    }
+    println!();
+}
+
+fn main() {
+    comparison();
+    divan::main();
+}
+
+#[divan::bench(args = [false, true], sample_count = 10, sample_size = 1)]
+fn typescript_trivial(bencher: divan::Bencher, standby: bool) {
+    let rt = runtime(false, standby);
+    bencher.bench_local(|| run_once(&rt, TRIVIAL_TS));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(args = [false, true], sample_count = 10, sample_size = 1)]
+fn python_trivial(bencher: divan::Bencher, standby: bool) {
+    let rt = runtime(true, standby);
+    bencher.bench_local(|| run_once(&rt, TRIVIAL_PY));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn typescript_1000_binding_calls(bencher: divan::Bencher) {
+    let rt = runtime(false, true);
+    bencher.bench_local(|| run_once(&rt, CALLS_TS));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 5, sample_size = 1)]
+fn python_1000_binding_calls(bencher: divan::Bencher) {
+    let rt = runtime(true, true);
+    bencher.bench_local(|| run_once(&rt, CALLS_PY));
+    tokio().block_on(rt.dispose());
+}

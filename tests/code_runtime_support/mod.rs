@@ -1,0 +1,157 @@
+//! Helpers shared by the code runtime tests of both languages.
+
+use std::future::Future;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
+
+use dsh_tools::code_runtime::{
+    BindingCall, BindingDispatch, BindingError, BindingNamespace, CodeRuntime, FailureKind,
+    RunOutcome, RunRequest, SubprocessConfig,
+};
+use futures::FutureExt;
+use serde_json::{Value, json};
+
+/// A small configuration so budget tests finish fast.
+pub fn small() -> SubprocessConfig {
+    SubprocessConfig {
+        compute_ms: 1_000,
+        max_wall_ms: 20_000,
+        max_memory_mb: 128,
+        ..SubprocessConfig::default()
+    }
+}
+
+pub fn dispatch<F, Fut>(f: F) -> BindingDispatch
+where
+    F: Fn(BindingCall) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = Result<Value, BindingError>> + Send + 'static,
+{
+    Arc::new(move |call| f(call).boxed())
+}
+
+pub async fn run(rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
+    rt.run(RunRequest::new(program))
+        .await
+        .expect("a valid request")
+}
+
+#[track_caller]
+pub fn assert_failure(out: &RunOutcome, kind: FailureKind, needle: &str) {
+    let error = out
+        .error
+        .as_ref()
+        .unwrap_or_else(|| panic!("expected {kind}, got {out:?}"));
+    assert_eq!(error.kind, kind, "{out:?}");
+    assert!(
+        error.message.contains(needle),
+        "{needle:?} not in {:?}",
+        error.message
+    );
+    assert_eq!(out.value, None);
+}
+
+#[track_caller]
+pub fn assert_value(out: &RunOutcome, value: Value) {
+    assert_eq!(out.error, None, "{out:?}");
+    assert_eq!(out.value, Some(value));
+}
+
+/// Whether process `pid` is gone (or only a zombie waiting to be reaped by init).
+pub fn process_gone(pid: u64) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Err(_) => true,
+        Ok(stat) => stat
+            .rsplit(')')
+            .next()
+            .is_some_and(|rest| rest.trim_start().starts_with('Z')),
+    }
+}
+
+pub async fn eventually_gone(pid: u64) -> bool {
+    for _ in 0..50 {
+        if process_gone(pid) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    false
+}
+
+/// The depth of a value, computed without recursion.
+pub fn depth(value: &Value) -> usize {
+    let mut max = 0;
+    let mut stack = vec![(value, 0)];
+    while let Some((v, d)) = stack.pop() {
+        match v {
+            Value::Array(items) => {
+                max = max.max(d + 1);
+                stack.extend(items.iter().map(|i| (i, d + 1)));
+            }
+            Value::Object(map) => {
+                max = max.max(d + 1);
+                stack.extend(map.values().map(|i| (i, d + 1)));
+            }
+            _ => {}
+        }
+    }
+    max
+}
+
+/// Binding namespace `tools` with `echo` (returns its arguments), `fail` (rejects), `slow`
+/// (sleeps 300 ms, tracking how many calls overlap) and `report` (records a number).
+pub struct Tools {
+    pub in_flight: Arc<AtomicUsize>,
+    pub max_in_flight: Arc<AtomicUsize>,
+    pub calls: Arc<AtomicUsize>,
+    pub reported: Arc<std::sync::Mutex<Vec<u64>>>,
+}
+
+impl Tools {
+    pub fn new() -> Self {
+        Tools {
+            in_flight: Arc::default(),
+            max_in_flight: Arc::default(),
+            calls: Arc::default(),
+            reported: Arc::default(),
+        }
+    }
+
+    pub fn request(&self, program: &str) -> RunRequest {
+        let (in_flight, max_in_flight, calls, reported) = (
+            self.in_flight.clone(),
+            self.max_in_flight.clone(),
+            self.calls.clone(),
+            self.reported.clone(),
+        );
+        RunRequest::new(program)
+            .binding(BindingNamespace::tools([
+                "echo", "fail", "slow", "report", "my-tool",
+            ]))
+            .dispatch(dispatch(move |call: BindingCall| {
+                calls.fetch_add(1, Ordering::SeqCst);
+                let (in_flight, max_in_flight, reported) =
+                    (in_flight.clone(), max_in_flight.clone(), reported.clone());
+                async move {
+                    match call.name.as_str() {
+                        "echo" | "my-tool" => Ok(call.args),
+                        "fail" => Err(BindingError::new(format!("no luck with {}", call.args))),
+                        "slow" => {
+                            let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
+                            max_in_flight.fetch_max(now, Ordering::SeqCst);
+                            tokio::time::sleep(Duration::from_millis(300)).await;
+                            in_flight.fetch_sub(1, Ordering::SeqCst);
+                            Ok(json!({"slept": call.args}))
+                        }
+                        "report" => {
+                            if let Some(n) = call.args.get("pid").and_then(Value::as_u64) {
+                                reported.lock().unwrap().push(n);
+                            }
+                            Ok(Value::Null)
+                        }
+                        other => Err(BindingError::new(format!("unexpected {other}"))),
+                    }
+                }
+            }))
+    }
+}
