@@ -390,7 +390,10 @@ pub struct ToolDefinitionBuilder {
 
 impl ToolDefinitionBuilder {
     /// The pending-state UI card for a call's raw arguments (SPEC §10).
-    pub fn present_call(mut self, present: impl Fn(&Value) -> Option<CallView> + Send + Sync + 'static) -> Self {
+    pub fn present_call(
+        mut self,
+        present: impl Fn(&Value) -> Option<CallView> + Send + Sync + 'static,
+    ) -> Self {
         self.present_call = Some(Box::new(present));
         self
     }

@@ -10,8 +10,8 @@ use crate::code_runtime::{BindingNamespace, CodeRuntime, RunRequest};
 use crate::definition::ToolDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
-use crate::registry::{Inner, RUN_CODE, Registry};
 use crate::presentation::{CallView, ToolCallKind};
+use crate::registry::{Inner, RUN_CODE, Registry};
 use crate::result::ContentBlock;
 
 /// Settings of the transport.
@@ -98,7 +98,10 @@ pub(crate) fn definition(
         })
         .present_call(|args| {
             Some(CallView::Generic {
-                title: args["description"].as_str().unwrap_or("run_code").to_owned(),
+                title: args["description"]
+                    .as_str()
+                    .unwrap_or("run_code")
+                    .to_owned(),
                 kind: ToolCallKind::Execute,
                 raw_input: args.get("code").cloned(),
                 content: Vec::new(),

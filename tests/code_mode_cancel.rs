@@ -1,0 +1,93 @@
+//! Cancelling a `run_code` call mid-run leaves no child process behind (SPEC §8). A test binary
+//! of its own, so no other test's children are counted.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use dsh_tools::code_runtime::{SubprocessConfig, SubprocessRuntime};
+use dsh_tools::{ErrorCode, Mode, Registry, ToolCall, ToolDefinition, ToolExec};
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// Processes whose parent is this test process.
+fn children() -> Vec<u32> {
+    let me = std::process::id();
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<u32>() else {
+            continue;
+        };
+        let Ok(stat) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        // Fields after the parenthesised command: state, then the parent pid.
+        let ppid = stat
+            .rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().nth(1))
+            .and_then(|p| p.parse::<u32>().ok());
+        if ppid == Some(me) {
+            found.push(pid);
+        }
+    }
+    found
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn cancelling_run_code_leaves_no_child_process() {
+    assert!(children().is_empty(), "clean start");
+    for python in [false, true] {
+        let registry = Registry::new();
+        let nap = ToolDefinition::builder("nap")
+            .concurrency_safe()
+            .handler(|_args: Value, exec: ToolExec| async move {
+                exec.signal().cancelled().await;
+                Ok(Value::Null)
+            })
+            .build()
+            .unwrap();
+        registry.register(nap).unwrap();
+        let config = SubprocessConfig {
+            standby: false,
+            ..Default::default()
+        };
+        let runtime: Arc<dyn dsh_tools::code_runtime::CodeRuntime> = if python {
+            Arc::new(SubprocessRuntime::python(config).await.unwrap())
+        } else {
+            Arc::new(SubprocessRuntime::typescript(config).await.unwrap())
+        };
+        registry.set_code_runtime(runtime.clone());
+        registry.set_mode(Mode::Code);
+        let program = if python {
+            "import asyncio\nawait asyncio.gather(tools.nap({}), tools.nap({}))"
+        } else {
+            "await Promise.all([tools.nap({}), tools.nap({})]);"
+        };
+        let signal = CancellationToken::new();
+        let canceller = signal.clone();
+        // While the program waits, its interpreter is our child: the check can see it.
+        let seen = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            let during = children();
+            canceller.cancel();
+            during
+        });
+        let call = ToolCall::new(
+            "run",
+            "run_code",
+            json!({"code": program, "description": "Wait forever"}),
+        )
+        .with_signal(signal);
+        let result = registry.execute(call).await;
+        assert_eq!(result.error_code(), Some(ErrorCode::Aborted), "{result:?}");
+        assert!(
+            !seen.await.unwrap().is_empty(),
+            "python={python}: no child was seen during the run"
+        );
+        runtime.dispose().await;
+        assert!(
+            children().is_empty(),
+            "python={python}: children left: {:?}",
+            children()
+        );
+    }
+}
