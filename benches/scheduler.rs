@@ -37,6 +37,15 @@ async fn work(ms: u64) {
         tokio::task::spawn_blocking(move || std::thread::sleep(Duration::from_millis(ms))).await;
 }
 
+/// Two workers, as on the machines this runs on.
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_time()
+        .build()
+        .expect("runtime")
+}
+
 fn batch(name: &str, ms: u64) -> Vec<ToolCall> {
     (0..100)
         .map(|i| ToolCall::new(i.to_string(), name, json!({ "ms": ms })))
@@ -44,11 +53,7 @@ fn batch(name: &str, ms: u64) -> Vec<ToolCall> {
 }
 
 fn run(bencher: divan::Bencher, name: &str, ms: u64) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     let registry = registry();
     bencher.bench_local(|| {
         rt.block_on(registry.execute_batch(
@@ -75,11 +80,7 @@ fn exclusive_100_x_1ms(bencher: divan::Bencher) {
 /// The same work without a registry: 10 rounds of 10 concurrent 10 ms bodies.
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn floor_parallel_rounds(bencher: divan::Bencher) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     bencher.bench_local(|| {
         rt.block_on(async {
             for _ in 0..10 {
@@ -92,11 +93,7 @@ fn floor_parallel_rounds(bencher: divan::Bencher) {
 /// The same work without a registry: 100 sequential 1 ms bodies.
 #[divan::bench(sample_count = 10, sample_size = 1)]
 fn floor_sequential_1ms(bencher: divan::Bencher) {
-    let rt = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_time()
-        .build()
-        .expect("runtime");
+    let rt = runtime();
     bencher.bench_local(|| {
         rt.block_on(async {
             for _ in 0..100 {

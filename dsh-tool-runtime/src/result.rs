@@ -237,30 +237,28 @@ impl ToolResult {
 
     /// Additional contexts.
     pub fn additional_contexts(&self) -> &[AdditionalContext] {
-        match self {
-            ToolResult::Success {
-                additional_contexts,
-                ..
-            }
-            | ToolResult::Failure {
-                additional_contexts,
-                ..
-            } => additional_contexts,
+        let (ToolResult::Success {
+            additional_contexts,
+            ..
         }
+        | ToolResult::Failure {
+            additional_contexts,
+            ..
+        }) = self;
+        additional_contexts
     }
 
     /// Mutable additional contexts.
     pub fn additional_contexts_mut(&mut self) -> &mut Vec<AdditionalContext> {
-        match self {
-            ToolResult::Success {
-                additional_contexts,
-                ..
-            }
-            | ToolResult::Failure {
-                additional_contexts,
-                ..
-            } => additional_contexts,
+        let (ToolResult::Success {
+            additional_contexts,
+            ..
         }
+        | ToolResult::Failure {
+            additional_contexts,
+            ..
+        }) = self;
+        additional_contexts
     }
 
     /// The content's text blocks joined by `\n` (images as `[image content]`).

@@ -86,12 +86,8 @@ fn drop_null(property: &mut Value) {
 /// The parameters schema of an argument struct: object root, `properties` always present, no
 /// `$schema` or root `title`; `additionalProperties: false` only when `deny_unknown`.
 pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
-    let schema = settings().into_generator().into_root_schema_for::<T>();
-    let mut value = Value::from(schema);
-    strip_optional_nulls(&mut value);
+    let mut value = output_schema::<T>();
     if let Value::Object(root) = &mut value {
-        root.remove("$schema");
-        root.remove("title");
         root.entry("type")
             .or_insert_with(|| Value::String("object".into()));
         root.entry("properties")
