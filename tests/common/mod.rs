@@ -2,7 +2,6 @@
 //! its own.
 #![allow(dead_code)]
 
-use std::future::Future;
 use std::time::Duration;
 
 use dsh_tools::{ToolDefinition, ToolError, ToolExec};
@@ -31,20 +30,14 @@ impl dsh_tools::Tool for Echo {
     const NAME: &'static str = "echo";
     const DESCRIPTION: &'static str = "Echo the text.";
 
-    fn call(
-        &self,
-        args: EchoArgs,
-        _exec: ToolExec,
-    ) -> impl Future<Output = Result<String, ToolError>> + Send {
-        async move {
-            if args.text == "fail" {
-                return Err(ToolError::new("disk full").with_code("ENOSPC"));
-            }
-            if args.text == "panic" {
-                panic!("echo exploded");
-            }
-            Ok(args.text.repeat(args.times.unwrap_or(1) as usize))
+    async fn call(&self, args: EchoArgs, _exec: ToolExec) -> Result<String, ToolError> {
+        if args.text == "fail" {
+            return Err(ToolError::new("disk full").with_code("ENOSPC"));
         }
+        if args.text == "panic" {
+            panic!("echo exploded");
+        }
+        Ok(args.text.repeat(args.times.unwrap_or(1) as usize))
     }
 
     fn is_concurrency_safe(args: &EchoArgs) -> bool {
