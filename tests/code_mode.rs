@@ -439,3 +439,101 @@ async fn failures_and_rendering() {
         "invalid arguments: missing required property \"description\""
     );
 }
+
+/// A runtime for a language no SDK renderer knows.
+struct Ruby;
+
+impl CodeRuntime for Ruby {
+    fn language(&self) -> &'static str {
+        "ruby"
+    }
+
+    fn isolation(&self) -> dsh_tools::code_runtime::Isolation {
+        dsh_tools::code_runtime::Isolation::Process
+    }
+
+    fn run(
+        &self,
+        _request: dsh_tools::code_runtime::RunRequest,
+    ) -> futures::future::BoxFuture<
+        '_,
+        Result<dsh_tools::code_runtime::RunOutcome, dsh_tools::code_runtime::CodeRuntimeError>,
+    > {
+        Box::pin(async { Err(dsh_tools::code_runtime::CodeRuntimeError::Disposed) })
+    }
+
+    fn dispose(&self) -> futures::future::BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+#[test]
+fn a_runtime_language_without_a_renderer_is_a_view_error() {
+    let registry = Registry::new();
+    registry.set_code_runtime(Arc::new(Ruby));
+    registry.set_mode(Mode::Both);
+    let err = registry.model_view(None).unwrap_err();
+    assert_eq!(err, CodeModeError::UnknownLanguage("ruby".into()));
+    assert_eq!(
+        err.to_string(),
+        "dsh-tools: no SDK renderer registered for runtime language \"ruby\" (known: \"typescript\", \"python\")"
+    );
+}
+
+#[tokio::test]
+async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
+    let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
+    let camera = ToolDefinition::builder("camera")
+        .render(|_args, _value| {
+            vec![
+                dsh_tools::ContentBlock::text("a picture"),
+                dsh_tools::ContentBlock::Image {
+                    media_type: "image/png".into(),
+                    data: "iVBORw0KGgo=".into(),
+                },
+            ]
+        })
+        .handler(|_args, exec: ToolExec| async move {
+            exec.defer_context(dsh_tools::AdditionalContext::text("tool", "camera context"));
+            exec.conclude_turn();
+            Ok(json!({"shot": 1}))
+        })
+        .build()
+        .unwrap();
+    registry.register(camera).unwrap();
+    let result = registry
+        .execute(run_code(
+            "run",
+            "const shot = await tools.camera({});\nreturn shot;",
+        ))
+        .await;
+    assert_eq!(
+        output(&result)["result"],
+        json!({"shot": 1}),
+        "the program gets the value, not the content"
+    );
+    let contexts = result.additional_contexts();
+    assert_eq!(contexts.len(), 2, "{contexts:?}");
+    assert_eq!(contexts[0].source.name.as_deref(), Some("tools-code-mode"));
+    assert!(
+        matches!(
+            contexts[0].content[1],
+            dsh_tools::ContentBlock::Image { .. }
+        ),
+        "the image content is deferred"
+    );
+    assert_eq!(
+        dsh_tools::result::blocks_text(&contexts[1].content),
+        "camera context"
+    );
+    assert!(
+        matches!(
+            result,
+            ToolResult::Success {
+                concludes_turn: true,
+                ..
+            }
+        ),
+        "forwarded from the nested success"
+    );
+}
