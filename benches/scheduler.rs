@@ -14,8 +14,13 @@ fn main() {
 fn registry() -> Registry {
     let registry = Registry::new();
     for (name, parallel) in [("parallel", true), ("exclusive", false)] {
-        let builder = ToolDefinition::builder(name).handler(|args: Value, _exec| async move {
-            work(args["ms"].as_u64().unwrap_or(0)).await;
+        let builder = ToolDefinition::builder(name).handler(move |args: Value, _exec| async move {
+            let ms = args["ms"].as_u64().unwrap_or(0);
+            if parallel {
+                wait(ms).await
+            } else {
+                compute(ms)
+            }
             Ok(Value::Null)
         });
         let builder = if parallel {
@@ -30,11 +35,19 @@ fn registry() -> Registry {
     registry
 }
 
-/// `ms` of off-runtime work: a thread sleep on the blocking pool is precise to well under a
-/// millisecond, unlike the runtime's 1 ms timer wheel, so the ideal schedule is reachable.
-async fn work(ms: u64) {
+/// `ms` of waiting off the runtime (I/O-like): a thread sleep on the blocking pool is precise to
+/// well under a millisecond, unlike the runtime's 1 ms timer wheel, so the ideal is reachable.
+async fn wait(ms: u64) {
     let _ =
         tokio::task::spawn_blocking(move || std::thread::sleep(Duration::from_millis(ms))).await;
+}
+
+/// `ms` of CPU work on the calling thread (an exclusive call runs alone, so it may).
+fn compute(ms: u64) {
+    let until = std::time::Instant::now() + Duration::from_millis(ms);
+    while std::time::Instant::now() < until {
+        std::hint::spin_loop();
+    }
 }
 
 /// Two workers, as on the machines this runs on.
@@ -84,7 +97,7 @@ fn floor_parallel_rounds(bencher: divan::Bencher) {
     bencher.bench_local(|| {
         rt.block_on(async {
             for _ in 0..10 {
-                futures::future::join_all((0..10).map(|_| work(10))).await;
+                futures::future::join_all((0..10).map(|_| wait(10))).await;
             }
         })
     });
@@ -97,7 +110,7 @@ fn floor_sequential_1ms(bencher: divan::Bencher) {
     bencher.bench_local(|| {
         rt.block_on(async {
             for _ in 0..100 {
-                work(1).await;
+                compute(1);
             }
         })
     });

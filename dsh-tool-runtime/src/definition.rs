@@ -137,7 +137,8 @@ impl ToolDefinition {
         let parameters = T::parameters_schema();
         let output_schema = T::output_schema();
         let validator = Arc::new(SchemaValidator::new(&parameters).ok());
-        let params_for_dispatch = parameters.clone();
+        // Shared, not copied per call: the schema is only read.
+        let params_for_dispatch = Arc::new(parameters.clone());
         let dispatch =
             move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let tool = tool.clone();
@@ -495,7 +496,7 @@ impl ToolDefinitionBuilder {
             None => None,
         };
         let validator = Arc::new(validator);
-        let parameters = self.parameters.clone();
+        let parameters = Arc::new(self.parameters.clone());
         let render: Arc<RenderFn> = match self.render {
             Some(render) => Arc::from(render),
             None => Arc::new(|_: &Value, value: &Value| default_render(value)),

@@ -118,13 +118,16 @@ impl Registry {
                     barrier = Some(index);
                 }
                 let prepared = self.prepare(call).await;
+                if exclusive {
+                    // Nothing else runs beside an exclusive call: dispatch it inline, saving a
+                    // task hand-off per barrier.
+                    done.insert(index, self.dispatch(prepared).await);
+                    break;
+                }
                 let registry = self.clone();
                 running
                     .0
                     .spawn(async move { (index, registry.dispatch(prepared).await) });
-                if exclusive {
-                    break;
-                }
             }
             match running.0.join_next().await {
                 Some(Ok((index, dispatched))) => {
