@@ -6,11 +6,66 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dsh_tools::code_runtime::{
-    BindingCall, BindingDispatch, BindingError, BindingNamespace, CodeRuntime, FailureKind,
-    RunOutcome, RunRequest, SubprocessConfig,
+    BindingCall, BindingDispatch, BindingError, BindingNamespace, CodeRuntime, CodeRuntimeError,
+    FailureKind, RunOutcome, RunRequest, SubprocessConfig, SubprocessRuntime,
 };
 use futures::FutureExt;
 use serde_json::{Value, json};
+
+/// A language of the subprocess code runtime, so that one test body covers both.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Lang {
+    TypeScript,
+    Python,
+}
+
+impl Lang {
+    /// Starts this language's runtime, with the errors `SubprocessRuntime::typescript` and
+    /// `SubprocessRuntime::python` return.
+    pub async fn start(
+        self,
+        config: SubprocessConfig,
+    ) -> Result<SubprocessRuntime, CodeRuntimeError> {
+        match self {
+            Lang::TypeScript => SubprocessRuntime::typescript(config).await,
+            Lang::Python => SubprocessRuntime::python(config).await,
+        }
+    }
+
+    /// Starts this language's runtime against the interpreter on PATH.
+    pub async fn runtime(self, config: SubprocessConfig) -> SubprocessRuntime {
+        self.start(config)
+            .await
+            .unwrap_or_else(|err| panic!("the {} runtime did not start: {err}", self.name()))
+    }
+
+    /// Runs this language's program of the two on a fresh runtime with `config`, then disposes
+    /// of the runtime.
+    pub async fn run_once(
+        self,
+        config: SubprocessConfig,
+        typescript: &str,
+        python: &str,
+    ) -> RunOutcome {
+        let rt = self.runtime(config).await;
+        let out = run(&rt, self.pick(typescript, python)).await;
+        rt.dispose().await;
+        out
+    }
+
+    /// The language name the runtime reports.
+    pub fn name(self) -> &'static str {
+        self.pick("typescript", "python")
+    }
+
+    /// Whichever of the two is this language's: a program, an expected value or a message.
+    pub fn pick<T>(self, typescript: T, python: T) -> T {
+        match self {
+            Lang::TypeScript => typescript,
+            Lang::Python => python,
+        }
+    }
+}
 
 /// A small configuration so budget tests finish fast.
 pub fn small() -> SubprocessConfig {
@@ -115,6 +170,13 @@ impl Tools {
             calls: Arc::default(),
             reported: Arc::default(),
         }
+    }
+
+    /// Runs `program` on `rt` with these bindings.
+    pub async fn run(&self, rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
+        rt.run(self.request(program))
+            .await
+            .expect("a valid request")
     }
 
     pub fn request(&self, program: &str) -> RunRequest {
