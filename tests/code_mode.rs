@@ -537,3 +537,31 @@ async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
         "forwarded from the nested success"
     );
 }
+
+#[tokio::test]
+async fn an_output_limit_reads_as_a_whole_sentence() {
+    let registry = Registry::new();
+    let config = SubprocessConfig {
+        max_output_bytes: 200,
+        ..Default::default()
+    };
+    registry.set_code_runtime(Arc::new(
+        SubprocessRuntime::typescript(config).await.unwrap(),
+    ));
+    registry.set_mode(Mode::Code);
+    let result = registry
+        .execute(run_code(
+            "1",
+            "for (let i = 0; i < 100; i++) console.log(`line ${i}`);",
+        ))
+        .await;
+    let message = &result.error().unwrap().message;
+    assert!(
+        message.starts_with("code run failed (output-limit): the program's output (logs plus result) exceeded the output budget"),
+        "{message}"
+    );
+    assert!(
+        message.contains("\nCaptured output:\nline 0\n"),
+        "earlier logs are kept: {message}"
+    );
+}

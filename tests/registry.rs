@@ -344,3 +344,95 @@ fn error_codes_display_their_wire_strings() {
         ErrorCode::Other("ENOSPC".into())
     );
 }
+
+#[tokio::test]
+async fn integral_floats_are_integers_and_serde_only_errors_name_their_property() {
+    let registry = registry();
+    let ok = registry
+        .execute(call("1", "echo", json!({"text": "a", "times": 2.0})))
+        .await;
+    assert_eq!(
+        ok.value(),
+        Some(&json!("aa")),
+        "JSON Schema counts 2.0 as an integer"
+    );
+    let fractional = registry
+        .execute(call("2", "echo", json!({"text": "a", "times": 2.5})))
+        .await;
+    assert_eq!(
+        fractional.error().unwrap().message,
+        "invalid arguments: \"times\" must be an integer"
+    );
+    // The schema says a non-negative integer; only serde knows u32 stops at 2^32 - 1.
+    let huge = registry
+        .execute(call(
+            "3",
+            "echo",
+            json!({"text": "a", "times": 5_000_000_000u64}),
+        ))
+        .await;
+    assert_eq!(
+        huge.error().unwrap().message,
+        "invalid arguments: \"times\": invalid value: integer `5000000000`, expected u32"
+    );
+}
+
+mod lossy {
+    use dsh_tools::{ToolError, ToolExec};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    pub struct Pick {
+        pub which: String,
+    }
+
+    #[derive(Serialize, JsonSchema)]
+    pub struct Reading {
+        pub value: f64,
+        pub note: Option<String>,
+    }
+
+    /// A typed tool whose output may be NaN (which serde_json writes as `null`).
+    pub struct Sensor;
+
+    impl dsh_tools::Tool for Sensor {
+        type Args = Pick;
+        type Output = Reading;
+        const NAME: &'static str = "sensor";
+        const DESCRIPTION: &'static str = "Read a sensor.";
+
+        async fn call(&self, args: Pick, _exec: ToolExec) -> Result<Reading, ToolError> {
+            Ok(match args.which.as_str() {
+                "nan" => Reading {
+                    value: f64::NAN,
+                    note: None,
+                },
+                _ => Reading {
+                    value: 1.5,
+                    note: None,
+                },
+            })
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_non_finite_typed_output_is_invalid_output_but_none_fields_are_fine() {
+    let registry = Registry::new();
+    registry
+        .register(ToolDefinition::from_tool(lossy::Sensor))
+        .unwrap();
+    let fine = registry
+        .execute(call("1", "sensor", json!({"which": "ok"})))
+        .await;
+    assert_eq!(fine.value(), Some(&json!({"value": 1.5, "note": null})));
+    let nan = registry
+        .execute(call("2", "sensor", json!({"which": "nan"})))
+        .await;
+    assert_eq!(nan.error_code(), Some(ErrorCode::InvalidToolOutput));
+    assert_eq!(
+        nan.error().unwrap().message,
+        "tool \"sensor\" returned invalid output: \"value.value\" must be a number"
+    );
+}

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::future::Future;
 use std::pin::Pin;
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
@@ -126,6 +126,52 @@ fn check_depth(args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
     }
 }
 
+/// `true` when a `null` appears anywhere in `value` (iterative).
+fn contains_null(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Null => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// Rewrites floats with no fractional part (`1.0`) as integers, which JSON Schema 2020-12 counts as
+/// integers and serde's integer types reject. Iterative.
+fn integralize(value: &mut Value) {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Number(number) if number.is_f64() => {
+                let float = number.as_f64().unwrap_or(f64::NAN);
+                if float.fract() == 0.0 && float.abs() < 9_007_199_254_740_992.0 {
+                    // Within ±2^53 the conversion is exact.
+                    *node = Value::from(float as i64);
+                }
+            }
+            Value::Array(items) => stack.extend(items.iter_mut()),
+            Value::Object(map) => stack.extend(map.values_mut()),
+            _ => {}
+        }
+    }
+}
+
+/// A serde error the schema did not catch, named by the path where it happened
+/// (`"n": invalid value: …`); the path uses serde's `a.b[0]` form, like the schema messages.
+fn serde_violation<A: serde::de::DeserializeOwned>(
+    args: &Value,
+    fallback: &serde_json::Error,
+) -> String {
+    match serde_path_to_error::deserialize::<_, A>(args) {
+        Err(err) if err.path().to_string() != "." => format!("\"{}\": {}", err.path(), err.inner()),
+        _ => fallback.to_string(),
+    }
+}
+
 fn non_object_args() -> ToolFailure {
     invalid_args(&["\"arguments\" must be an object".to_owned()])
 }
@@ -139,11 +185,14 @@ impl ToolDefinition {
         let validator = Arc::new(SchemaValidator::new(&parameters).ok());
         // Shared, not copied per call: the schema is only read.
         let params_for_dispatch = Arc::new(parameters.clone());
+        // Compiled on first need only: most outputs contain no `null` and are never checked.
+        let output_check: Arc<OnceLock<Option<SchemaValidator>>> = Arc::default();
         let dispatch =
             move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let tool = tool.clone();
                 let validator = validator.clone();
                 let parameters = params_for_dispatch.clone();
+                let output_check = output_check.clone();
                 Box::pin(async move {
                     if !args.is_object() {
                         return Err(non_object_args());
@@ -155,8 +204,11 @@ impl ToolDefinition {
                         Err(serde_error) => {
                             // Slow path: nested `null`s from a strict-mode client may be all that
                             // is wrong; otherwise report every violation.
-                            let normalized =
+                            // nested `null`s from a strict-mode client, or `1.0` for an integer
+                            // (JSON Schema counts it as one; serde does not).
+                            let mut normalized =
                                 normalize_strict_arguments(&parameters, Value::clone(&args));
+                            integralize(&mut normalized);
                             match T::Args::deserialize(&normalized) {
                                 Ok(typed) => typed,
                                 Err(_) => {
@@ -165,7 +217,10 @@ impl ToolDefinition {
                                         None => Vec::new(),
                                     };
                                     if violations.is_empty() {
-                                        violations.push(serde_error.to_string());
+                                        violations.push(serde_violation::<T::Args>(
+                                            &normalized,
+                                            &serde_error,
+                                        ));
                                     }
                                     return Err(invalid_args(&violations));
                                 }
@@ -181,6 +236,17 @@ impl ToolDefinition {
                     let value = serde_json::to_value(&output).map_err(|err| {
                         invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
                     })?;
+                    // serde_json writes NaN and infinities as `null`: where the output schema
+                    // does not allow a `null`, that is a lossy value, not a success.
+                    if contains_null(&value)
+                        && let Some(validator) = output_check
+                            .get_or_init(|| SchemaValidator::new(&T::output_schema()).ok())
+                    {
+                        let violations = validator.violations(&value, "value");
+                        if !violations.is_empty() {
+                            return Err(invalid_output(T::NAME, &violations));
+                        }
+                    }
                     // `call` consumed the typed arguments; only tools with a custom renderer pay for a
                     // second deserialization.
                     let (content, meta) = match T::RENDERS_WITH_ARGS

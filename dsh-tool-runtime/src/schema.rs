@@ -87,6 +87,7 @@ fn drop_null(property: &mut Value) {
 /// `$schema` or root `title`; `additionalProperties: false` only when `deny_unknown`.
 pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
     let mut value = output_schema::<T>();
+    strip_optional_nulls(&mut value);
     if let Value::Object(root) = &mut value {
         root.entry("type")
             .or_insert_with(|| Value::String("object".into()));
@@ -109,11 +110,10 @@ pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
 }
 
 /// The output schema of a tool's output type, without `$schema` or root `title`; `()` gives
-/// `{"type":"null"}`.
+/// `{"type":"null"}`. `Option<T>` fields keep their `null`: serde writes `None` as `null`.
 pub fn output_schema<T: JsonSchema>() -> Value {
     let schema = settings().into_generator().into_root_schema_for::<T>();
     let mut value = Value::from(schema);
-    strip_optional_nulls(&mut value);
     if let Value::Object(root) = &mut value {
         root.remove("$schema");
         root.remove("title");

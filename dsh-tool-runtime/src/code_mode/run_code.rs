@@ -6,7 +6,7 @@ use serde_json::{Map, Value, json};
 
 use super::bridge::Bridge;
 use super::render::render_run;
-use crate::code_runtime::{BindingNamespace, CodeRuntime, RunRequest};
+use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunRequest};
 use crate::definition::ToolDefinition;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
@@ -175,7 +175,14 @@ async fn run(
         return Err(ToolError::coded(ErrorCode::Aborted, "tool call aborted"));
     }
     if let Some(failure) = outcome.error {
-        let mut message = format!("code run failed ({}): {}", failure.kind, failure.message);
+        // The runtime's own output-limit diagnostic is cut to what still fits the budget and can
+        // end up unreadable; the model gets the full sentence here.
+        let detail = if failure.kind == FailureKind::OutputLimit {
+            "the program's output (logs plus result) exceeded the output budget; print less and return only what is needed".to_owned()
+        } else {
+            failure.message
+        };
+        let mut message = format!("code run failed ({}): {detail}", failure.kind);
         if !outcome.logs.is_empty() {
             message.push_str("\nCaptured output:\n");
             message.push_str(&outcome.logs.join("\n"));
