@@ -923,3 +923,61 @@ fn a_non_schema_in_a_schema_position_is_an_error_with_its_path() {
         );
     }
 }
+
+#[test]
+fn malformed_keywords_are_errors_at_their_own_path_in_every_dialect() {
+    let cases = [
+        (
+            json!({"type": "object", "properties": [1, 2]}),
+            "/properties",
+            "`properties` must be an object mapping names to schemas",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": 5}}}),
+            "/properties/a/type",
+            "`type` must be a type name",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"type": "text"}}}),
+            "/properties/a/type",
+            "`type` must be a type name",
+        ),
+        (
+            json!({"type": "object", "required": "a"}),
+            "/required",
+            "`required` must be a list of property names",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"enum": []}}}),
+            "/properties/a/enum",
+            "`enum` must be a non-empty list of values",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"anyOf": []}}}),
+            "/properties/a/anyOf",
+            "`anyOf` must be a non-empty list of schemas",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"not": "x"}}}),
+            "/properties/a/not",
+            "expected a schema (object or boolean), found string",
+        ),
+        (
+            json!({"type": "object", "properties": {"a": {"$ref": 1}}}),
+            "/properties/a/$ref",
+            "`$ref` must be a string",
+        ),
+    ];
+    for dialect in Dialect::ALL {
+        for (schema, path, message) in &cases {
+            let err = dialect
+                .transform(schema)
+                .expect_err(&format!("{dialect}: {schema} passed"));
+            assert_eq!(err.path, *path, "{dialect}: {schema}");
+            assert!(err.to_string().contains(message), "{dialect}: {err}");
+        }
+    }
+    // Draft-07 list-form `items` and name-list `dependencies` are still accepted.
+    let draft07 = json!({"type": "object", "properties": {"t": {"type": "array", "items": [{"type": "string"}]}}, "dependencies": {"a": ["b"]}});
+    assert!(Dialect::Portable.transform(&draft07).is_ok());
+}

@@ -66,6 +66,15 @@ pub enum DialectErrorKind {
         /// The JSON type found.
         found: &'static str,
     },
+    /// A keyword whose value breaks JSON Schema 2020-12's own rules (`"type": 5`,
+    /// `"required": "a"`, `"properties": [..]`, an empty `enum`, …).
+    #[error("`{keyword}` {reason}")]
+    InvalidKeyword {
+        /// The keyword.
+        keyword: String,
+        /// What is wrong with its value.
+        reason: &'static str,
+    },
     /// A `$ref` that does not point into the same document, or points at nothing.
     #[error("`$ref` {reference:?} does not resolve to a schema in this document")]
     UnresolvedRef {

@@ -378,3 +378,112 @@ fn merge_all_of(map: &mut Map<String, Value>, all_of: Value, notes: &mut Map<Str
         }
     }
 }
+
+const TYPE_NAMES: &[&str] = &[
+    "object", "array", "string", "number", "integer", "boolean", "null",
+];
+
+/// Checks the keywords every dialect relies on against JSON Schema 2020-12's rules for their
+/// values (draft-07's array form of `items` is accepted), iteratively. Errors carry the pointer of
+/// the offending keyword.
+pub(crate) fn check_keywords(schema: &Value) -> Result<(), (Path, DialectErrorKind)> {
+    let mut stack: Vec<(&Value, Vec<String>)> = vec![(schema, Vec::new())];
+    while let Some((node, path)) = stack.pop() {
+        let Value::Object(map) = node else {
+            if node.is_boolean() {
+                continue;
+            }
+            let (keyword, parent) = match path.split_last() {
+                Some((last, rest)) => (last.clone(), rest.to_vec()),
+                None => continue,
+            };
+            return Err((
+                at(&parent, &keyword),
+                DialectErrorKind::NotASchema {
+                    found: json_type(node),
+                },
+            ));
+        };
+        let child = |key: &str| {
+            let mut next = path.clone();
+            next.push(key.to_owned());
+            next
+        };
+        for (key, value) in map {
+            let bad = |reason| Err((at(&path, key), invalid(key, reason)));
+            match key.as_str() {
+                "type" => {
+                    let ok = match value {
+                        Value::String(name) => TYPE_NAMES.contains(&name.as_str()),
+                        Value::Array(names) => {
+                            !names.is_empty()
+                                && names
+                                    .iter()
+                                    .all(|n| n.as_str().is_some_and(|n| TYPE_NAMES.contains(&n)))
+                        }
+                        _ => false,
+                    };
+                    if !ok {
+                        return bad(
+                            "must be a type name (object, array, string, number, integer, boolean, null) or a list of them",
+                        );
+                    }
+                }
+                "required"
+                    if !value
+                        .as_array()
+                        .is_some_and(|names| names.iter().all(Value::is_string)) =>
+                {
+                    return bad("must be a list of property names");
+                }
+                "enum" if !value.as_array().is_some_and(|values| !values.is_empty()) => {
+                    return bad("must be a non-empty list of values");
+                }
+                "$ref" if !value.is_string() => return bad("must be a string"),
+                // draft-07 `dependencies` may map to lists of names: data, not schemas.
+                "dependencies" => {}
+                _ => match (holds(key, value), value) {
+                    (Some(Holds::One), _) => stack.push((value, child(key))),
+                    (Some(Holds::Map), Value::Object(members)) => {
+                        for (name, member) in members {
+                            let mut next = child(key);
+                            next.push(name.clone());
+                            stack.push((member, next));
+                        }
+                    }
+                    (Some(Holds::Map), _) => {
+                        return bad("must be an object mapping names to schemas");
+                    }
+                    (Some(Holds::List), Value::Array(members))
+                        if !members.is_empty() || key == "items" =>
+                    {
+                        for (index, member) in members.iter().enumerate() {
+                            let mut next = child(key);
+                            next.push(index.to_string());
+                            stack.push((member, next));
+                        }
+                    }
+                    (Some(Holds::List), _) => return bad("must be a non-empty list of schemas"),
+                    (None, _) => {}
+                },
+            }
+        }
+    }
+    Ok(())
+}
+
+fn at(parent: &[String], keyword: &str) -> Path {
+    let mut path = Path::default();
+    for segment in parent {
+        path.push(segment);
+    }
+    path.push(keyword);
+    path
+}
+
+fn invalid(keyword: &str, reason: &'static str) -> DialectErrorKind {
+    DialectErrorKind::InvalidKeyword {
+        keyword: keyword.to_owned(),
+        reason,
+    }
+}

@@ -37,7 +37,7 @@ pub use normalize::normalize_strict_arguments;
 pub use refs::{MAX_DEPTH, MAX_NODES, MAX_REF_TARGETS};
 
 use error::Path;
-use keywords::{check_depth, insert_first, json_type, types_of};
+use keywords::{check_depth, check_keywords, insert_first, json_type, types_of};
 use refs::Recursion;
 
 /// A provider's wire form of a parameters schema.
@@ -105,6 +105,7 @@ impl Dialect {
     /// [`DialectErrorKind`].
     pub fn transform(self, schema: &Value) -> Result<Value, DialectError> {
         check_depth(schema, MAX_DEPTH).map_err(|(path, kind)| path.error(self, kind))?;
+        check_keywords(schema).map_err(|(path, kind)| path.error(self, kind))?;
         let root_error =
             |found: String| Path::default().error(self, DialectErrorKind::RootNotObject { found });
         let empty = Value::Object(Map::new());
