@@ -436,7 +436,7 @@ pub(crate) fn check_keywords(schema: &Value) -> Result<(), (Path, DialectErrorKi
                 {
                     return bad("must be a list of property names");
                 }
-                "enum" if !value.as_array().is_some_and(|values| !values.is_empty()) => {
+                "enum" if value.as_array().is_none_or(|values| values.is_empty()) => {
                     return bad("must be a non-empty list of values");
                 }
                 "$ref" if !value.is_string() => return bad("must be a string"),
