@@ -5,7 +5,9 @@
 //! (a) start-to-result latency of a trivial program (TypeScript and Python, with and without a
 //!     standby child) against starting a `worker_threads` Worker for the same program;
 //! (b) the per-call round trip of 1,000 sequential binding calls against a worker-port round
-//!     trip. The Node.js figures come from `benches/baseline/worker_threads.mjs`.
+//!     trip, and against the same calls as JSON lines over a pipe pair between two Node.js
+//!     processes (the floor of any design that gives each run its own process). The Node.js
+//!     figures come from `benches/baseline/worker_threads.mjs`.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
@@ -84,6 +86,7 @@ fn comparison() {
         serde_json::from_slice(&output.stdout).expect("the baseline prints JSON");
     let worker_start = baseline["worker_start_ms"].as_f64().unwrap_or(f64::NAN);
     let port_rt_us = baseline["port_round_trip_us"].as_f64().unwrap_or(f64::NAN);
+    let pipe_rt_us = baseline["pipe_round_trip_us"].as_f64().unwrap_or(f64::NAN);
 
     println!("code runtime vs Node.js worker_threads (median of 15 runs each)");
     println!("{:<44} {:>10} {:>8}", "measure", "figure", "ratio");
@@ -111,6 +114,13 @@ fn comparison() {
     println!(
         "{:<44} {:>8.2}us {:>8}",
         "worker-port round trip", port_rt_us, "1.00"
+    );
+    // What any process-per-run design pays at least: two Node.js processes, one pipe pair.
+    println!(
+        "{:<44} {:>8.2}us {:>8.2}",
+        "pipe round trip, two Node.js processes",
+        pipe_rt_us,
+        pipe_rt_us / port_rt_us
     );
     for (name, python, calls, trivial) in [
         ("typescript", false, CALLS_TS, TRIVIAL_TS),

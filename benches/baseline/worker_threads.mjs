@@ -2,7 +2,8 @@
 // the substrate of the DSH worker-thread code runtime (REFERENCE §4.7).
 //
 // Usage: node worker_threads.mjs [starts] [round-trips]
-// Prints one JSON line: {"worker_start_ms": <median>, "port_round_trip_us": <mean>}.
+// Prints one JSON line: {"worker_start_ms": <median>, "port_round_trip_us": <mean>,
+// "pipe_round_trip_us": <mean>}.
 
 import { Worker } from 'node:worker_threads';
 
@@ -56,7 +57,38 @@ const totalMs = await new Promise((resolve, reject) => {
 });
 await worker.terminate();
 
+// The floor of any design that runs each program in its own process: the same sequential calls
+// as JSON lines over a pipe pair between two Node.js processes, with nothing else in the way.
+const PIPE_CHILD = `
+const rounds = ${rounds};
+const rl = require('node:readline').createInterface({ input: process.stdin });
+let pending;
+rl.on('line', (line) => pending(JSON.parse(line)));
+(async () => {
+  const t0 = performance.now();
+  for (let i = 0; i < rounds; i++) {
+    await new Promise((resolve) => { pending = resolve; process.stdout.write(JSON.stringify({ call: i, args: { i } }) + '\\n'); });
+  }
+  process.stderr.write(JSON.stringify({ done: performance.now() - t0 }));
+  process.exit(0);
+})();
+`;
+const { spawn } = await import('node:child_process');
+const { createInterface } = await import('node:readline');
+const child = spawn(process.execPath, ['-e', PIPE_CHILD], { stdio: ['pipe', 'pipe', 'pipe'] });
+createInterface({ input: child.stdout }).on('line', (line) => {
+  const message = JSON.parse(line);
+  child.stdin.write(JSON.stringify({ reply: true, value: message.args }) + '\n');
+});
+let report = '';
+child.stderr.on('data', (chunk) => { report += chunk; });
+const pipeMs = await new Promise((resolve, reject) => {
+  child.once('error', reject);
+  child.once('exit', () => resolve(JSON.parse(report).done));
+});
+
 console.log(JSON.stringify({
   worker_start_ms: times[Math.floor(times.length / 2)],
   port_round_trip_us: (totalMs / rounds) * 1000,
+  pipe_round_trip_us: (pipeMs / rounds) * 1000,
 }));
