@@ -103,13 +103,12 @@ fn drop_null_optionals(parameters: &Value, args: Arc<Value>) -> Arc<Value> {
     if !map.values().any(Value::is_null) {
         return args;
     }
-    let required: Vec<&str> = parameters
-        .get("required")
-        .and_then(Value::as_array)
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
+    let required = parameters
+        .as_object()
+        .map(crate::schema::required_names)
         .unwrap_or_default();
     let mut map = map.clone();
-    map.retain(|key, value| !value.is_null() || required.contains(&key.as_str()));
+    map.retain(|key, value| !value.is_null() || required.contains(key));
     Arc::new(Value::Object(map))
 }
 

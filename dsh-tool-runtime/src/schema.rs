@@ -2,6 +2,8 @@
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
+use std::collections::HashSet;
+
 use serde_json::{Map, Value};
 
 /// The schemars settings every derived schema uses: JSON Schema 2020-12.
@@ -17,17 +19,7 @@ pub fn strip_optional_nulls(schema: &mut Value) {
     while let Some(node) = stack.pop() {
         match node {
             Value::Object(map) => {
-                let required: Vec<String> = map
-                    .get("required")
-                    .and_then(Value::as_array)
-                    .map(|names| {
-                        names
-                            .iter()
-                            .filter_map(Value::as_str)
-                            .map(str::to_owned)
-                            .collect()
-                    })
-                    .unwrap_or_default();
+                let required = required_names(map);
                 if let Some(Value::Object(properties)) = map.get_mut("properties") {
                     for (name, property) in properties.iter_mut() {
                         if !required.contains(name) {
@@ -81,6 +73,20 @@ fn drop_null(property: &mut Value) {
     for (key, value) in kept {
         map.entry(key).or_insert(value);
     }
+}
+
+/// The names listed in an object schema's `required`, ignoring malformed entries.
+pub(crate) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
+    map.get("required")
+        .and_then(Value::as_array)
+        .map(|names| {
+            names
+                .iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default()
 }
 
 /// The parameters schema of an argument struct: object root, `properties` always present, no

@@ -2,8 +2,6 @@
 //! [`Dialect::Anthropic`](super::Dialect::Anthropic) and [`Dialect::Mcp`](super::Dialect::Mcp).
 //! Both passes run on the expanded tree, whose depth is bounded by [`super::MAX_DEPTH`].
 
-use std::collections::HashSet;
-
 use serde_json::{Map, Value};
 
 use super::keywords::{children_mut, split_type_list, types_of};
@@ -71,19 +69,7 @@ fn push_all_of(map: &mut Map<String, Value>, schema: Value) {
     }
 }
 
-/// The names in `required`, ignoring malformed entries.
-pub(super) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
-    map.get("required")
-        .and_then(Value::as_array)
-        .map(|names| {
-            names
-                .iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default()
-}
+pub(super) use crate::schema::required_names;
 
 /// OpenAPI 3.0 `nullable: true` → JSON Schema: `null` added to `type` (and to `enum`), or a
 /// `{"type":"null"}` branch in `anyOf`. `nullable: false` is the default and is just dropped.
