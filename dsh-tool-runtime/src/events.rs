@@ -12,8 +12,13 @@ use crate::presentation::{CallView, ResultView};
 use crate::result::ToolResult;
 use crate::scope::AgentId;
 
-/// One pipeline event.
-#[derive(Debug, Clone)]
+mod log;
+pub use log::EventLog;
+
+/// One pipeline event. Serializes as an object tagged by `"event"` (`call`, `result`,
+/// `code_dispatch_start`, `code_dispatch`).
+#[derive(Debug, Clone, serde::Serialize)]
+#[serde(tag = "event", rename_all = "snake_case")]
 pub enum ToolEvent {
     /// A call passed entry checks and is about to run its pre-execute hooks.
     Call {

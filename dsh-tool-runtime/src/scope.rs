@@ -3,8 +3,9 @@
 use std::fmt;
 use std::sync::Arc;
 
-/// The identity of an agent: the key of a scope layer.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
+/// The identity of an agent: the key of a scope layer. Serializes as its string.
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[serde(transparent)]
 pub struct AgentId(Arc<str>);
 
 impl AgentId {
