@@ -4,8 +4,10 @@
 use std::collections::HashSet;
 
 use super::BindingNamespace;
+use crate::sdk::PYTHON_KEYWORDS;
 
-/// ECMAScript reserved words, strict-mode words, and Python keywords and soft keywords.
+/// ECMAScript reserved words, strict-mode words and Python soft keywords; Python's hard keywords
+/// come from the SDK generator's list ([`crate::sdk`]), so both agree.
 const PORTABLE_RESERVED_WORDS: &[&str] = &[
     // ECMAScript reserved words (ECMA-262 §12.7.2).
     "await",
@@ -57,27 +59,6 @@ const PORTABLE_RESERVED_WORDS: &[&str] = &[
     "public",
     "arguments",
     "eval",
-    // Python keywords (`keyword.kwlist`).
-    "False",
-    "None",
-    "True",
-    "and",
-    "as",
-    "assert",
-    "async",
-    "def",
-    "del",
-    "elif",
-    "except",
-    "from",
-    "global",
-    "is",
-    "lambda",
-    "nonlocal",
-    "not",
-    "or",
-    "pass",
-    "raise",
     // Python soft keywords (`keyword.softkwlist`).
     "match",
     "type",
@@ -110,7 +91,7 @@ fn is_identifier(s: &str) -> bool {
 }
 
 fn is_usable_identifier(s: &str) -> bool {
-    is_identifier(s) && !PORTABLE_RESERVED_WORDS.contains(&s)
+    is_identifier(s) && !PORTABLE_RESERVED_WORDS.contains(&s) && !PYTHON_KEYWORDS.contains(&s)
 }
 
 fn is_dunder(s: &str) -> bool {

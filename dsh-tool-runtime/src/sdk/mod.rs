@@ -43,6 +43,10 @@ mod template;
 mod text;
 mod typescript;
 
+/// Python's hard keywords, shared with the code runtime's identifier rules.
+#[cfg(feature = "code-mode")]
+pub(crate) use python::KEYWORDS as PYTHON_KEYWORDS;
+
 use std::path::Path;
 
 use serde_json::Value;
