@@ -1,6 +1,6 @@
 //! dsh-tools: typed tools for LLM agents.
 //!
-//! Write an ordinary `async fn`, put [`tool`] on it, register it in a [`Registry`], and every call
+//! Write an ordinary `async fn`, put [`#[tool]`](macro@tool) on it, register it in a [`Registry`], and every call
 //! runs through one pipeline. See the README for a tour.
 
 pub use dsh_tool_macros::{tool, toolbox};

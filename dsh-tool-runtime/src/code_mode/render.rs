@@ -27,7 +27,7 @@ pub fn render_run(logs: &[String], result: Option<&Value>) -> String {
 }
 
 /// A string result raw; anything else as 2-space pretty JSON whose indentation stops at
-/// [`MAX_INDENT`] spaces (deeper subtrees compact). Iterative, so any depth renders.
+/// 10 spaces (deeper subtrees compact). Iterative, so any depth renders.
 pub fn render_result(value: &Value) -> String {
     if let Value::String(text) = value {
         return text.clone();
