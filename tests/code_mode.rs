@@ -565,3 +565,38 @@ async fn an_output_limit_reads_as_a_whole_sentence() {
         "earlier logs are kept: {message}"
     );
 }
+
+#[tokio::test]
+async fn queued_calls_are_abandoned_when_the_run_settles() {
+    let registry = Registry::new();
+    let overlap = Arc::new(Overlap::default());
+    registry.register(nap("nap", true, &overlap)).unwrap();
+    registry.set_code_runtime_with(
+        runtime(Lang::Ts).await,
+        dsh_tools::code_mode::RunCodeConfig {
+            max_parallel_sub_calls: 1,
+        },
+    );
+    registry.set_mode(Mode::Code);
+    for round in 0..10 {
+        let mut events = registry.subscribe();
+        // The program returns without awaiting its calls: only the first may have started.
+        let result = registry
+            .execute(run_code(
+                "run",
+                "tools.nap({ms: 50}); tools.nap({}); tools.nap({}); return 1;",
+            ))
+            .await;
+        assert_eq!(output(&result)["result"], json!(1));
+        let mut starts = 0;
+        while let Ok(event) = events.try_recv() {
+            if let ToolEvent::CodeDispatchStart { .. } = event {
+                starts += 1;
+            }
+        }
+        assert!(
+            starts <= 1,
+            "round {round}: {starts} sub-calls started after the run settled"
+        );
+    }
+}

@@ -332,3 +332,40 @@ async fn a_failure_before_the_deadline_is_kept() {
         "a failure before the deadline is kept"
     );
 }
+
+#[tokio::test]
+async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubborn_body() {
+    for policy in [TimeoutPolicy::new(), TimeoutPolicy::with_grace(50)] {
+        let registry = Registry::new();
+        policy.install(&registry);
+        let def = ToolDefinition::builder("stubborn")
+            .timeout_ms(100)
+            .handler(|_args: Value, _exec: ToolExec| async move {
+                // Ignores its signal for 300 ms.
+                tokio::time::sleep(Duration::from_millis(300)).await;
+                Ok(json!("late"))
+            })
+            .build()
+            .unwrap();
+        registry.register(def).unwrap();
+        let signal = CancellationToken::new();
+        let canceller = signal.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_millis(20)).await;
+            canceller.cancel();
+        });
+        let started = Instant::now();
+        let result = registry
+            .execute(call("1", "stubborn", json!({})).with_signal(signal))
+            .await;
+        assert_eq!(
+            result.error_code(),
+            Some(ErrorCode::Aborted),
+            "{policy:?}: {result:?}"
+        );
+        assert!(
+            started.elapsed() >= Duration::from_millis(290),
+            "{policy:?}: the body was awaited, not dropped"
+        );
+    }
+}

@@ -555,7 +555,7 @@ async fn accept_rules() {
     let result = registry.execute(call("1", "work", json!({}))).await;
     assert_eq!(
         result.error().unwrap().message,
-        "post-execute accept decision cannot replace both value and content"
+        "tools/post-execute accept decision cannot replace both value and content"
     );
 
     set(PostDecision::Accept {
@@ -568,7 +568,7 @@ async fn accept_rules() {
         .await;
     assert_eq!(
         result.error().unwrap().message,
-        "post-execute cannot replace the value of a failed result"
+        "tools/post-execute cannot replace the value of a failed result"
     );
     let result = registry
         .execute(call("3", "work", json!({"mode": "defer"})))

@@ -323,3 +323,65 @@ async fn an_empty_batch_is_empty() {
             .is_empty()
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_body_cannot_cancel_its_caller_or_siblings() {
+    let registry = Registry::new();
+    let rogue = ToolDefinition::builder("rogue")
+        .concurrency_safe()
+        .handler(|_args, exec: ToolExec| async move {
+            exec.signal().cancel();
+            Ok(json!("cancelled my own token"))
+        })
+        .build()
+        .unwrap();
+    registry.register(rogue).unwrap();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let batch = CancellationToken::new();
+    let calls = vec![
+        call("r", "rogue", json!({})),
+        job_call("a", 20, true),
+        job_call("b", 20, false),
+    ];
+    let results = registry
+        .execute_batch(
+            None,
+            calls,
+            BatchOptions {
+                max_parallel: 10,
+                signal: batch.clone(),
+            },
+        )
+        .await;
+    assert!(!batch.is_cancelled(), "the batch signal survived");
+    assert_eq!(results[1].value(), Some(&json!("a")));
+    assert_eq!(results[2].value(), Some(&json!("b")));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_success_committing_after_an_abort_reads_aborted_without_any_post_hook() {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    let signal = CancellationToken::new();
+    let canceller = signal.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(80)).await;
+        canceller.cancel();
+    });
+    // `fast` finishes before the abort but commits after `slow`, which ends after it.
+    let calls = vec![job_call("slow", 200, true), job_call("fast", 10, true)];
+    let results = registry
+        .execute_batch(
+            None,
+            calls,
+            BatchOptions {
+                max_parallel: 10,
+                signal,
+            },
+        )
+        .await;
+    assert_eq!(results[0].error_code(), Some(ErrorCode::Aborted));
+    assert_eq!(results[1].error_code(), Some(ErrorCode::Aborted));
+}

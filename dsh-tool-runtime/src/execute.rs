@@ -556,8 +556,12 @@ impl Registry {
             run_post,
         } = dispatched;
         let view = &prepared.view;
-        if run_post && !prepared.hooks.post.is_empty() {
-            result = self.post_execute(&prepared, result).await;
+        if run_post {
+            if !prepared.hooks.post.is_empty() {
+                result = self.post_execute(&prepared, result).await;
+            }
+            // A success that commits after the caller cancelled reads as cancelled
+            // (REFERENCE §2.2 step 11), hooks or not.
             if view.signal.is_cancelled() {
                 result = cancel_success(result, prepared.body_invoked.load(Ordering::SeqCst));
             }
@@ -625,11 +629,11 @@ impl Registry {
                 value: Some(_),
                 ..
             } => ToolResult::failure(ToolFailure::plain(
-                "post-execute accept decision cannot replace both value and content",
+                "tools/post-execute accept decision cannot replace both value and content",
             )),
             PostDecision::Accept { value: Some(_), .. } if result.is_error() => {
                 ToolResult::failure(ToolFailure::plain(
-                    "post-execute cannot replace the value of a failed result",
+                    "tools/post-execute cannot replace the value of a failed result",
                 ))
             }
             PostDecision::Accept {
@@ -697,8 +701,10 @@ fn fuse(
     installed: CancellationToken,
     replaced: bool,
 ) -> (CancellationToken, Option<CancellationToken>) {
+    // The body gets a child, never the caller's own token: cancelling it must not reach the
+    // caller (or a batch's other calls).
     if !replaced {
-        return (installed, None);
+        return (installed.child_token(), None);
     }
     let fused = installed.child_token();
     let stop = CancellationToken::new();

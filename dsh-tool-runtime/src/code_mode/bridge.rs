@@ -117,6 +117,11 @@ impl Bridge {
         let mut barrier: Option<usize> = None;
         let mut settled = false;
         loop {
+            // Once the run settles nothing new starts, whichever branch woke the loop.
+            if self.run_signal.is_cancelled() && !settled {
+                settled = true;
+                queue.clear();
+            }
             while !settled && barrier.is_none() {
                 let Some(front) = queue.front() else { break };
                 let exclusive =

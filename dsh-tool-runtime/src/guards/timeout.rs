@@ -58,7 +58,11 @@ impl TimeoutPolicy {
                 let mut fired = false;
                 let result = tokio::select! {
                     result = &mut body => result,
-                    _ = timer => {
+                    // A caller that cancelled before the deadline gets an ordinary cancel: its body
+                    // is awaited, never dropped, and the result is not a timeout.
+                    _ = timer => if context.view.signal.is_cancelled() {
+                        body.await
+                    } else {
                         fired = true;
                         deadline.cancel();
                         match self.grace_ms {
@@ -70,7 +74,7 @@ impl TimeoutPolicy {
                                 }
                             },
                         }
-                    }
+                    },
                 };
                 if fired {
                     timeout_result(timeout_ms)
