@@ -6,7 +6,9 @@
 //! it has committed). Pre-execute and guards run in model order one call at a time; only execute
 //! wrappers and bodies overlap; results commit (post-execute, `finalize_content`, observers) in
 //! model order. Once the batch signal fires nothing new dispatches: started calls drain, the rest
-//! get `ABORTED_BEFORE_DISPATCH` without running any hook.
+//! get `ABORTED_BEFORE_DISPATCH` without running any pre-execute hook, guard, wrapper or body
+//! (their results still reach `finalize_content`, observers and subscribers, so every call is
+//! seen ending exactly once).
 
 use std::collections::BTreeMap;
 

@@ -54,8 +54,10 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Renders the body's output to model-facing content; `None` (the default) renders the JSON
-    /// value with [`default_render`]. Values that a post-execute hook substitutes are always
-    /// rendered with [`default_render`], since the typed output cannot be rebuilt from JSON.
+    /// value with [`default_render`]. Values that a post-execute hook or an execute wrapper
+    /// substitutes are validated against the output schema and rendered with
+    /// [`default_render`], without `presentation_meta`: the typed output cannot be rebuilt from
+    /// JSON.
     fn render(_args: &Self::Args, _output: &Self::Output) -> Option<Vec<ContentBlock>> {
         None
     }
