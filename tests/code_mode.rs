@@ -6,14 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{call, mirror};
+use common::{call, cancel_after, mirror};
 use dsh_tools::code_mode::CodeModeError;
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::pipeline::{PreNext, ToolCallView};
 use dsh_tools::{ErrorCode, Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 #[derive(Clone, Copy, Debug)]
 enum Lang {
@@ -354,12 +353,7 @@ async fn cancelling_the_outer_call_settles_every_sub_call() {
     ] {
         let (registry, overlap) = code_registry(lang, Mode::Code).await;
         let mut events = registry.subscribe();
-        let signal = CancellationToken::new();
-        let canceller = signal.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(800)).await;
-            canceller.cancel();
-        });
+        let signal = cancel_after(800);
         let started = Instant::now();
         let result = registry
             .execute(run_code("run", program).with_signal(signal))

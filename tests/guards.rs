@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{call, mirror, sleeper};
+use common::{call, cancel_after, mirror, sleeper};
 use dsh_tools::guards::{ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy};
 use dsh_tools::pipeline::PostNext;
 use dsh_tools::result::blocks_text;
@@ -13,7 +13,6 @@ use dsh_tools::{
     AgentId, ErrorCode, PostDecision, Registry, ToolDefinition, ToolError, ToolExec, ToolResult,
 };
 use serde_json::{Value, json};
-use tokio_util::sync::CancellationToken;
 
 fn timed(name: &str, timeout_ms: u64, cooperative: bool) -> ToolDefinition {
     ToolDefinition::builder(name)
@@ -53,12 +52,7 @@ async fn a_caller_cancel_before_the_deadline_is_an_ordinary_cancel() {
     let registry = Registry::new();
     TimeoutPolicy::new().install(&registry);
     registry.register(timed("slow", 5_000, true)).unwrap();
-    let signal = CancellationToken::new();
-    let canceller = signal.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        canceller.cancel();
-    });
+    let signal = cancel_after(20);
     let result = registry
         .execute(call("1", "slow", json!({})).with_signal(signal))
         .await;
@@ -348,12 +342,7 @@ async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubb
             .build()
             .unwrap();
         registry.register(def).unwrap();
-        let signal = CancellationToken::new();
-        let canceller = signal.clone();
-        tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(20)).await;
-            canceller.cancel();
-        });
+        let signal = cancel_after(20);
         let started = Instant::now();
         let result = registry
             .execute(call("1", "stubborn", json!({})).with_signal(signal))

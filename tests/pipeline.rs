@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{call, mirror, sleeper, text};
+use common::{call, cancel_after, mirror, sleeper, text};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::pipeline::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
 use dsh_tools::{
@@ -148,13 +148,8 @@ async fn an_uncooperative_body_keeps_the_call_pending_then_reads_aborted() {
         .build()
         .unwrap();
     registry.register(def).unwrap();
-    let signal = CancellationToken::new();
     let started = std::time::Instant::now();
-    let canceller = signal.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        canceller.cancel();
-    });
+    let signal = cancel_after(20);
     let result = registry
         .execute(call("1", "stubborn", json!({})).with_signal(signal))
         .await;
@@ -177,9 +172,7 @@ async fn failures_win_over_cancellation() {
         .build()
         .unwrap();
     registry.register(def).unwrap();
-    let signal = CancellationToken::new();
-    let canceller = signal.clone();
-    tokio::spawn(async move { canceller.cancel() });
+    let signal = cancel_after(0);
     let result = registry
         .execute(call("1", "fails", json!({})).with_signal(signal))
         .await;
@@ -204,9 +197,7 @@ async fn a_denial_that_settles_after_cancellation_stays_a_denial() {
         counter.fetch_add(1, Ordering::SeqCst);
         next.run()
     }));
-    let signal = CancellationToken::new();
-    let canceller = signal.clone();
-    tokio::spawn(async move { canceller.cancel() });
+    let signal = cancel_after(0);
     let result = registry
         .execute(call("1", "m", json!({})).with_signal(signal))
         .await;
@@ -394,12 +385,7 @@ async fn a_wrapper_token_is_fused_with_the_caller_signal() {
     registry.on_execute(Arc::new(|_ctx, next: ExecNext| {
         next.run_with_signal(CancellationToken::new())
     }));
-    let signal = CancellationToken::new();
-    let canceller = signal.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(20)).await;
-        canceller.cancel();
-    });
+    let signal = cancel_after(20);
     let started = std::time::Instant::now();
     let result = registry
         .execute(call("1", "sleep", json!({"ms": 10_000})).with_signal(signal))

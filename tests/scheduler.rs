@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::call;
+use common::{call, cancel_after};
 use dsh_tools::pipeline::{PreNext, ToolCallView};
 use dsh_tools::{
     BatchOptions, ErrorCode, ExecutionMode, Registry, ToolCall, ToolDefinition, ToolExec,
@@ -59,6 +59,14 @@ fn job(tracker: &Arc<Tracker>) -> ToolDefinition {
         .unwrap()
 }
 
+/// A registry holding only the `job` tool, and its tracker.
+fn job_registry() -> (Registry, Arc<Tracker>) {
+    let registry = Registry::new();
+    let tracker = Arc::new(Tracker::default());
+    registry.register(job(&tracker)).unwrap();
+    (registry, tracker)
+}
+
 fn job_call(label: &str, ms: u64, parallel: bool) -> ToolCall {
     call(
         label,
@@ -78,9 +86,7 @@ fn commit_order(registry: &Registry) -> Arc<Mutex<Vec<String>>> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn exclusive_calls_are_barriers_and_commits_keep_model_order() {
-    let registry = Registry::new();
-    let tracker = Arc::new(Tracker::default());
-    registry.register(job(&tracker)).unwrap();
+    let (registry, tracker) = job_registry();
     let order = commit_order(&registry);
     // Later parallel bodies finish first (shorter sleeps).
     let calls = vec![
@@ -122,9 +128,7 @@ async fn exclusive_calls_are_barriers_and_commits_keep_model_order() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_pool_rolls_at_max_parallel() {
-    let registry = Registry::new();
-    let tracker = Arc::new(Tracker::default());
-    registry.register(job(&tracker)).unwrap();
+    let (registry, tracker) = job_registry();
     let calls = (0..7)
         .map(|i| job_call(&format!("c{i}"), 30, true))
         .collect();
@@ -147,9 +151,7 @@ async fn the_pool_rolls_at_max_parallel() {
 
 #[tokio::test]
 async fn pre_execute_runs_in_model_order_one_at_a_time() {
-    let registry = Registry::new();
-    let tracker = Arc::new(Tracker::default());
-    registry.register(job(&tracker)).unwrap();
+    let (registry, _) = job_registry();
     let seen = Arc::new(Mutex::new(Vec::new()));
     let in_pre = Arc::new(AtomicUsize::new(0));
     let (s, p) = (seen.clone(), in_pre.clone());
@@ -178,9 +180,7 @@ async fn pre_execute_runs_in_model_order_one_at_a_time() {
 
 #[test]
 fn classification() {
-    let registry = Registry::new();
-    let tracker = Arc::new(Tracker::default());
-    registry.register(job(&tracker)).unwrap();
+    let (registry, _) = job_registry();
     let panicky = ToolDefinition::builder("panicky")
         .classifier(|_| panic!("classifier bug"))
         .handler(|_, _| async { Ok(Value::Null) })
@@ -272,15 +272,8 @@ async fn calls_are_reclassified_before_they_start() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_drains_started_calls_and_skips_the_rest() {
-    let registry = Registry::new();
-    let tracker = Arc::new(Tracker::default());
-    registry.register(job(&tracker)).unwrap();
-    let signal = CancellationToken::new();
-    let canceller = signal.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(30)).await;
-        canceller.cancel();
-    });
+    let (registry, tracker) = job_registry();
+    let signal = cancel_after(30);
     let calls = vec![
         job_call("p1", 100, true),
         job_call("p2", 100, true),
@@ -361,15 +354,8 @@ async fn a_body_cannot_cancel_its_caller_or_siblings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_success_committing_after_an_abort_reads_aborted_without_any_post_hook() {
-    let registry = Registry::new();
-    let tracker = Arc::new(Tracker::default());
-    registry.register(job(&tracker)).unwrap();
-    let signal = CancellationToken::new();
-    let canceller = signal.clone();
-    tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(80)).await;
-        canceller.cancel();
-    });
+    let (registry, _) = job_registry();
+    let signal = cancel_after(80);
     // `fast` finishes before the abort but commits after `slow`, which ends after it.
     let calls = vec![job_call("slow", 200, true), job_call("fast", 10, true)];
     let results = registry

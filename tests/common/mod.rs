@@ -85,3 +85,14 @@ pub fn call(id: &str, name: &str, arguments: Value) -> dsh_tools::ToolCall {
 pub fn text(result: &dsh_tools::ToolResult) -> String {
     result.text()
 }
+
+/// A signal that cancels itself after `ms` (0: on the next scheduler turn).
+pub fn cancel_after(ms: u64) -> tokio_util::sync::CancellationToken {
+    let signal = tokio_util::sync::CancellationToken::new();
+    let canceller = signal.clone();
+    tokio::spawn(async move {
+        tokio::time::sleep(Duration::from_millis(ms)).await;
+        canceller.cancel();
+    });
+    signal
+}
