@@ -311,22 +311,15 @@ impl<'a> Expander<'a> {
         depth: usize,
     ) -> Result<Value, DialectError> {
         let Value::Object(entries) = value else {
-            return Err(self.error(
-                path,
-                DialectErrorKind::NotASchema {
-                    found: json_type(value),
-                },
-            ));
+            return Err(self.not_a_schema(path, value));
         };
-        path.push(keyword);
         let mut out = Map::new();
         for (name, child) in entries {
-            path.push(name);
-            let expanded = self.node(child, path, depth + 2, false)?;
-            path.pop();
-            out.insert(name.clone(), expanded);
+            out.insert(
+                name.clone(),
+                self.member(keyword, name, child, path, depth)?,
+            );
         }
-        path.pop();
         Ok(Value::Object(out))
     }
 
@@ -338,22 +331,39 @@ impl<'a> Expander<'a> {
         depth: usize,
     ) -> Result<Value, DialectError> {
         let Value::Array(entries) = value else {
-            return Err(self.error(
-                path,
-                DialectErrorKind::NotASchema {
-                    found: json_type(value),
-                },
-            ));
+            return Err(self.not_a_schema(path, value));
         };
-        path.push(keyword);
         let mut out = Vec::with_capacity(entries.len());
         for (index, child) in entries.iter().enumerate() {
-            path.push(&index.to_string());
-            out.push(self.node(child, path, depth + 2, false)?);
-            path.pop();
+            out.push(self.member(keyword, &index.to_string(), child, path, depth)?);
         }
-        path.pop();
         Ok(Value::Array(out))
+    }
+
+    /// Expands one member of a schema map or list at `<keyword>/<segment>`.
+    fn member(
+        &mut self,
+        keyword: &str,
+        segment: &str,
+        child: &'a Value,
+        path: &mut Path,
+        depth: usize,
+    ) -> Result<Value, DialectError> {
+        path.push(keyword);
+        path.push(segment);
+        let expanded = self.node(child, path, depth + 2, false);
+        path.pop();
+        path.pop();
+        expanded
+    }
+
+    fn not_a_schema(&self, path: &Path, value: &Value) -> DialectError {
+        self.error(
+            path,
+            DialectErrorKind::NotASchema {
+                found: json_type(value),
+            },
+        )
     }
 
     fn dependencies(
