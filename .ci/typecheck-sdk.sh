@@ -3,46 +3,21 @@
 # snapshot goldens, and every directory given as an argument (tests/sdk_typecheck.rs passes the
 # SDKs it renders from the corpus).
 #
-# TypeScript and mypy are installed project-locally under `.tools/` at pinned versions (skipped
-# when already there), so this runs the same on a fresh machine without global installs.
+# TypeScript and mypy come from `.ci/install-tools.sh` (pinned in `.ci/tools/`, installed under
+# `.tools/` on first use), so this runs the same on a fresh machine without global installs.
 # Needs: node + npm, python3 (3.10+) with venv.
 #
 # Usage: .ci/typecheck-sdk.sh [DIR...]        Exit status: non-zero on any type error.
 set -euo pipefail
 
-TYPESCRIPT_VERSION=5.9.3
-MYPY_VERSION=1.19.1
 # The oldest Python the generated SDK supports; mypy checks against it.
 PYTHON_FLOOR=3.10
 
 root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-tools_dir="$root/.tools"
-
-install_typescript() {
-  local tsc="$tools_dir/node/node_modules/.bin/tsc"
-  if [[ -x "$tsc" ]] && [[ "$("$tsc" --version)" == "Version $TYPESCRIPT_VERSION" ]]; then
-    return
-  fi
-  echo "installing typescript@$TYPESCRIPT_VERSION into .tools/node"
-  mkdir -p "$tools_dir/node"
-  npm install --prefix "$tools_dir/node" --no-save --no-audit --no-fund --silent \
-    "typescript@$TYPESCRIPT_VERSION"
-}
-
-install_mypy() {
-  local venv="$tools_dir/venv"
-  if [[ -x "$venv/bin/mypy" ]] && [[ "$("$venv/bin/mypy" --version)" == "mypy $MYPY_VERSION"* ]]; then
-    return
-  fi
-  echo "installing mypy==$MYPY_VERSION into .tools/venv"
-  python3 -m venv "$venv"
-  "$venv/bin/pip" install --quiet --disable-pip-version-check "mypy==$MYPY_VERSION"
-}
-
-install_typescript
-install_mypy
-tsc="$tools_dir/node/node_modules/.bin/tsc"
-mypy="$tools_dir/venv/bin/mypy"
+# TypeScript and mypy at the versions pinned in .ci/tools/ (installed once, then reused).
+"$root/.ci/install-tools.sh" >/dev/null
+tsc="$root/.tools/node/node_modules/.bin/tsc"
+mypy="$root/.tools/venv/bin/mypy"
 
 work="$(mktemp -d)"
 trap 'rm -rf "$work"' EXIT

@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# Installs the third-party programs the test suite drives, at the versions pinned in `.ci/tools/`
+# (package-lock.json, requirements.txt): TypeScript and mypy for the SDK type checks, the real MCP
+# servers (server-everything, server-filesystem, mcp-server-time, and our own on `mcp`), and the MCP
+# clients and agent framework that drive `dsh-tools serve`.
+#
+#   .tools/node/node_modules   npm ci from .ci/tools/package-lock.json
+#   .tools/venv                python3 -m venv + pip install -r .ci/tools/requirements.txt
+#
+# Idempotent and safe to call from several test processes at once: a lock serialises installs and a
+# stamp (the lockfiles' hash) skips work already done. Prints the two install roots on success.
+# Needs: node + npm, python3 (3.10+) with venv. Exit status non-zero when an install fails.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+pins="$root/.ci/tools"
+tools="$root/.tools"
+mkdir -p "$tools"
+
+exec 9>"$tools/.install.lock"
+flock 9
+
+node_stamp="$(cat "$pins/package.json" "$pins/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$tools/node/.stamp" 2>/dev/null)" != "$node_stamp" ]]; then
+  echo "installing pinned npm packages into .tools/node" >&2
+  rm -rf "$tools/node"
+  mkdir -p "$tools/node"
+  cp "$pins/package.json" "$pins/package-lock.json" "$tools/node/"
+  npm ci --prefix "$tools/node" --no-audit --no-fund --silent >&2
+  echo "$node_stamp" >"$tools/node/.stamp"
+fi
+
+venv_stamp="$(sha256sum "$pins/requirements.txt" | cut -d' ' -f1)"
+if [[ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$venv_stamp" ]]; then
+  echo "installing pinned Python packages into .tools/venv" >&2
+  rm -rf "$tools/venv"
+  python3 -m venv "$tools/venv"
+  "$tools/venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+    -r "$pins/requirements.txt" >&2
+  echo "$venv_stamp" >"$tools/venv/.stamp"
+fi
+
+echo "$tools/node/node_modules"
+echo "$tools/venv"
