@@ -9,7 +9,7 @@
 //! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR]
 //! ```
 
-#[path = "toolset/mod.rs"]
+#[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
 use std::path::PathBuf;

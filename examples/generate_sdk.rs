@@ -6,7 +6,7 @@
 //!
 //! Files are written only when their bytes change, so the command is safe in build scripts.
 
-#[path = "toolset/mod.rs"]
+#[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
 use std::path::Path;

@@ -5,7 +5,7 @@
 //! cargo run --example quickstart
 //! ```
 
-#[path = "toolset/mod.rs"]
+#[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
 use dsh_tools::{Registry, ToolCall, ToolResult};

@@ -1,7 +1,7 @@
 //! The example toolset: its schemas are pinned, and the committed `sdk/` matches what the
 //! generator renders for it today.
 
-#[path = "../examples/toolset/mod.rs"]
+#[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
 use std::path::Path;

@@ -4,7 +4,8 @@
 //! - §1–§2 [`tool`], [`exec`], [`definition`], [`registry`], [`result`], [`error`], [`schema`],
 //!   [`validate`];
 //! - §3 [`dialect`]; §4 [`pipeline`]; §5 [`scope`]; §6 [`guards`]; §7 [`scheduler`];
-//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §10 [`presentation`], [`events`].
+//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §10 [`presentation`], [`events`];
+//! - §12 `mcp_server` (feature `mcp-server`).
 #![warn(missing_docs)]
 
 pub mod definition;
@@ -32,6 +33,8 @@ mod private;
 pub mod code_mode;
 #[cfg(feature = "code-mode")]
 pub mod code_runtime;
+#[cfg(feature = "mcp-server")]
+pub mod mcp_server;
 
 pub use definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};

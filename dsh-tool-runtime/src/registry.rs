@@ -204,6 +204,25 @@ pub(crate) struct State {
     pub(crate) code_runtime: Option<Arc<dyn crate::code_runtime::CodeRuntime>>,
     #[cfg(feature = "code-mode")]
     pub(crate) run_code: Option<ToolDefinition>,
+    /// Bumped on every write, so watchers (the MCP server's `list_changed`) learn of changes.
+    pub(crate) changes: Changes,
+}
+
+/// A generation counter that wakes its receivers on every registry write.
+pub(crate) struct Changes(tokio::sync::watch::Sender<u64>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes(tokio::sync::watch::Sender::new(0))
+    }
+}
+
+impl Changes {
+    /// A receiver woken after each later write.
+    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
 }
 
 impl State {
@@ -402,8 +421,12 @@ pub(crate) fn read(lock: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State
 }
 
 pub(crate) fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
-    lock.write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
+    let state = lock
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Receivers read the state through the lock, so they see this write once it is released.
+    state.changes.0.send_modify(|generation| *generation = generation.wrapping_add(1));
+    state
 }
 
 /// One tool call as the model made it.

@@ -1,6 +1,6 @@
 //! A small real toolset over a directory tree: list files, read a window of a file, grep, and
-//! file statistics. Shared by the `quickstart` and `code_mode` examples and by the tests that pin
-//! their schemas and the committed SDK.
+//! file statistics. The `dsh-tools` command's `--builtin repo`; also used by the `quickstart` and
+//! `code_mode` examples and by the tests that pin their schemas and the committed SDK.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;

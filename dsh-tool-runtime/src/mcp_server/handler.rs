@@ -1,0 +1,259 @@
+//! The rmcp `ServerHandler` over a registry scope.
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
+    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerCapabilities, ServerConfig,
+};
+use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::sync::broadcast::error::RecvError;
+use tokio_util::sync::CancellationToken;
+
+use super::listing::{Listing, output_schema};
+use super::{McpServeError, McpServeOptions};
+use crate::events::ToolEvent;
+use crate::registry::{Registry, ToolCall, read};
+use crate::result::{ContentBlock, ToolResult};
+use crate::scope::AgentId;
+
+/// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
+pub(crate) struct McpHandler {
+    registry: Registry,
+    scope: Option<AgentId>,
+    options: Arc<McpServeOptions>,
+    /// Shared by every session of one server, so call ids never repeat across sessions.
+    calls: Arc<AtomicU64>,
+    stop: CancellationToken,
+}
+
+impl Drop for McpHandler {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl McpHandler {
+    pub(crate) fn new(registry: Registry, scope: Option<AgentId>, options: McpServeOptions) -> Self {
+        McpHandler {
+            registry,
+            scope,
+            options: Arc::new(options),
+            calls: Arc::new(AtomicU64::new(1)),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Another session of the same server (streamable HTTP makes one per client).
+    pub(crate) fn session(&self) -> Self {
+        McpHandler {
+            registry: self.registry.clone(),
+            scope: self.scope.clone(),
+            options: self.options.clone(),
+            calls: self.calls.clone(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
+        let running = self
+            .serve(rmcp::transport::stdio())
+            .await
+            .map_err(|error| McpServeError::Handshake(error.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|error| McpServeError::Transport(error.to_string()))?;
+        Ok(())
+    }
+
+    fn listing(&self) -> Result<Listing, ErrorData> {
+        Listing::of(&self.registry, self.scope.as_ref())
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    /// Runs one call, forwarding its progress to `token` until it settles. Events published
+    /// before the result are all sent before it, so the client sees them in order.
+    async fn execute_with_progress(
+        &self,
+        call: ToolCall,
+        token: ProgressToken,
+        peer: &Peer<RoleServer>,
+    ) -> ToolResult {
+        let call_id = call.call_id.clone();
+        let mut events = self.registry.subscribe();
+        let execution = self.registry.execute(call);
+        tokio::pin!(execution);
+        let mut sent = 0u64;
+        let result = loop {
+            tokio::select! {
+                biased;
+                result = &mut execution => break result,
+                event = events.recv() => match event {
+                    Ok(event) => forward(&event, &call_id, &token, peer, &mut sent).await,
+                    Err(RecvError::Lagged(_)) => {}
+                    Err(RecvError::Closed) => break execution.await,
+                },
+            }
+        };
+        while let Ok(event) = events.try_recv() {
+            forward(&event, &call_id, &token, peer, &mut sent).await;
+        }
+        result
+    }
+
+    fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
+        let mut content: Vec<McpContent> = result.content().iter().map(mcp_content).collect();
+        content.extend(
+            result
+                .additional_contexts()
+                .iter()
+                .flat_map(|context| context.content.iter().map(mcp_content)),
+        );
+        match result {
+            ToolResult::Failure { .. } => CallToolResult::error(content),
+            ToolResult::Success { value, .. } => {
+                let mut answer = CallToolResult::success(content);
+                let declared = self
+                    .registry
+                    .get(name, self.scope.as_ref())
+                    .as_ref()
+                    .and_then(output_schema)
+                    .is_some();
+                if declared && value.is_object() {
+                    answer.structured_content = Some(value.clone());
+                }
+                answer
+            }
+        }
+    }
+}
+
+/// Sends one progress notification for `event` when it belongs to the call `call_id`: a
+/// code-mode sub-call starting or settling, or progress a tool (an MCP server behind us) reported.
+async fn forward(
+    event: &ToolEvent,
+    call_id: &str,
+    token: &ProgressToken,
+    peer: &Peer<RoleServer>,
+    sent: &mut u64,
+) {
+    let message = match event {
+        ToolEvent::CodeDispatchStart { parent, name, .. } if parent == call_id => {
+            format!("{name} started")
+        }
+        ToolEvent::CodeDispatch {
+            parent,
+            name,
+            is_error,
+            ..
+        } if parent == call_id => {
+            format!("{name} {}", if *is_error { "error" } else { "ok" })
+        }
+        _ => return,
+    };
+    *sent += 1;
+    let params = ProgressNotificationParam::new(token.clone(), *sent as f64).with_message(message);
+    // A client that went away cannot be told; the call still settles and answers.
+    let _ = peer.notify_progress(params).await;
+}
+
+fn mcp_content(block: &ContentBlock) -> McpContent {
+    match block {
+        ContentBlock::Text { text } => McpContent::text(text.clone()),
+        ContentBlock::Image { media_type, data } => McpContent::image(data.clone(), media_type.clone()),
+    }
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .build();
+        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.options.server_name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ));
+        match Listing::of(&self.registry, self.scope.as_ref())
+            .ok()
+            .and_then(|listing| listing.instructions)
+        {
+            Some(instructions) => info.with_instructions(instructions),
+            None => info,
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer;
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        let stop = self.stop.clone();
+        let mut changes = read(&registry.inner.state).changes.subscribe();
+        let mut last = Listing::of(&registry, scope.as_ref()).ok();
+        tokio::spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = stop.cancelled() => return,
+                    changed = changes.changed() => if changed.is_err() { return },
+                }
+                let now = Listing::of(&registry, scope.as_ref()).ok();
+                if now != last {
+                    last = now;
+                    if peer.notify_tool_list_changed().await.is_err() {
+                        return;
+                    }
+                }
+            }
+        });
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let tools = self.listing()?.tools;
+        let start = match request.and_then(|request| request.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < tools.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(format!("unknown tools/list cursor \"{cursor}\""), None)
+                })?,
+        };
+        let end = (start + self.options.page_size).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        if end < tools.len() {
+            page.next_cursor = Some(end.to_string());
+        }
+        Ok(page)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let name = request.name.to_string();
+        let arguments = Value::Object(request.arguments.unwrap_or_else(Map::new));
+        // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
+        // request; the pipeline then settles the call as cancelled.
+        let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_signal(context.ct.clone());
+        if let Some(agent) = &self.scope {
+            call = call.with_agent(agent.clone());
+        }
+        let result = match context.meta.get_progress_token() {
+            Some(token) => self.execute_with_progress(call, token, &context.peer).await,
+            None => self.registry.execute(call).await,
+        };
+        Ok(self.mcp_result(&name, &result).into())
+    }
+}

@@ -1,0 +1,122 @@
+//! The scope's model view in MCP's shapes: `Tool` entries and the server `instructions`.
+
+use std::sync::Arc;
+
+use rmcp::model::{JsonObject, Tool, ToolAnnotations};
+use serde_json::{Map, Value};
+
+use crate::code_mode::{CodeModeError, ModelView};
+use crate::definition::ToolDefinition;
+use crate::dialect::Dialect;
+use crate::registry::{RUN_CODE, Registry, ToolSchema};
+use crate::scope::AgentId;
+
+/// What one scope shows an MCP client.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct Listing {
+    pub(crate) tools: Vec<Tool>,
+    pub(crate) instructions: Option<String>,
+}
+
+impl Listing {
+    pub(crate) fn of(registry: &Registry, scope: Option<&AgentId>) -> Result<Listing, CodeModeError> {
+        let view = registry.model_view(scope)?;
+        let tools = view
+            .tools
+            .iter()
+            .map(|schema| mcp_tool(registry, scope, &view, schema))
+            .collect();
+        let instructions = view
+            .sections
+            .iter()
+            .find(|section| section.id == "tools:code-only")
+            .map(|section| section.text.clone());
+        Ok(Listing {
+            tools,
+            instructions,
+        })
+    }
+}
+
+fn mcp_tool(
+    registry: &Registry,
+    scope: Option<&AgentId>,
+    view: &ModelView,
+    schema: &ToolSchema,
+) -> Tool {
+    let definition = registry.get(&schema.name, scope);
+    let mut description = schema.description.clone();
+    if schema.name == RUN_CODE {
+        // MCP has no prompt sections: the SDK travels in the one place every host shows the model.
+        if let Some(sdk) = view.sections.iter().find(|section| section.id == "tools:sdk") {
+            description.push_str("\n\n");
+            description.push_str(&sdk.text);
+        }
+    }
+    let input = object_schema(Dialect::Mcp.transform(&schema.parameters).unwrap_or_else(|_| schema.parameters.clone()))
+        .unwrap_or_else(empty_object_schema);
+    let mut tool = Tool::new(schema.name.clone(), description, Arc::new(input));
+    let read_only = definition
+        .as_ref()
+        .is_some_and(|def| schema.name != RUN_CODE && def.is_concurrency_safe(&Value::Object(Map::new())));
+    tool = tool.with_annotations(ToolAnnotations::from_raw(
+        Some(title(&schema.name)),
+        Some(read_only),
+        None,
+        None,
+        None,
+    ));
+    if let Some(output) = definition.as_ref().and_then(output_schema) {
+        tool = tool.with_raw_output_schema(Arc::new(output));
+    }
+    tool
+}
+
+/// The MCP `outputSchema` of a tool: MCP requires an object root, so tools whose output is not
+/// an object (strings, lists, unit) publish none and answer with content blocks only.
+pub(crate) fn output_schema(definition: &ToolDefinition) -> Option<JsonObject> {
+    let schema = definition.output_schema()?;
+    if schema.get("type").and_then(Value::as_str) != Some("object") {
+        return None;
+    }
+    object_schema(Dialect::Mcp.transform(schema).unwrap_or_else(|_| schema.clone()))
+}
+
+fn object_schema(schema: Value) -> Option<JsonObject> {
+    match schema {
+        Value::Object(map) => Some(map),
+        _ => None,
+    }
+}
+
+fn empty_object_schema() -> JsonObject {
+    let mut map = Map::new();
+    map.insert("type".to_owned(), Value::String("object".to_owned()));
+    map.insert("properties".to_owned(), Value::Object(Map::new()));
+    map
+}
+
+/// `read_file` → `Read file`: a display title from the tool name.
+fn title(name: &str) -> String {
+    let spaced: String = name
+        .chars()
+        .map(|c| if c == '_' || c == '-' { ' ' } else { c })
+        .collect();
+    let mut chars = spaced.chars();
+    match chars.next() {
+        Some(first) => first.to_uppercase().chain(chars).collect(),
+        None => String::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::title;
+
+    #[test]
+    fn titles_come_from_names() {
+        assert_eq!(title("read_file"), "Read file");
+        assert_eq!(title("get-sum"), "Get sum");
+        assert_eq!(title("run_code"), "Run code");
+    }
+}

@@ -1,0 +1,132 @@
+//! Serving a registry over MCP (SPEC §12), on rmcp's server side.
+//!
+//! [`Registry::serve_mcp`] answers `tools/list` with the scope's model view (native tools in the
+//! [`Dialect::Mcp`](crate::dialect::Dialect::Mcp) form, or `run_code` alone in code mode, or
+//! both), paginated, and sends `notifications/tools/list_changed` when the registry changes.
+//! `tools/call` runs the full pipeline: `notifications/cancelled` cancels the call's signal,
+//! progress reaches clients that sent a progress token, and every failure is an `isError` result.
+
+mod handler;
+mod http;
+mod listing;
+
+use std::net::SocketAddr;
+
+use tokio::net::TcpListener;
+
+use crate::registry::Registry;
+use crate::scope::AgentId;
+use handler::McpHandler;
+
+/// Where [`Registry::serve_mcp`] speaks MCP.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum McpTransport {
+    /// JSON-RPC lines on this process's stdin and stdout (what MCP hosts spawn).
+    Stdio,
+    /// Streamable HTTP on an already bound listener, endpoint `/mcp` (any path is served).
+    Http(TcpListener),
+}
+
+impl McpTransport {
+    /// The address streamable HTTP binds when none is given: loopback only, port chosen by the
+    /// OS.
+    pub const DEFAULT_HTTP_ADDR: SocketAddr =
+        SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
+
+    /// Binds streamable HTTP on `addr` (use [`McpTransport::DEFAULT_HTTP_ADDR`] for loopback).
+    /// Read the bound port from [`McpTransport::local_addr`].
+    ///
+    /// # Errors
+    /// The bind error (address in use, permission).
+    pub async fn http(addr: SocketAddr) -> std::io::Result<McpTransport> {
+        Ok(McpTransport::Http(TcpListener::bind(addr).await?))
+    }
+
+    /// The bound address of an HTTP transport; `None` for stdio.
+    pub fn local_addr(&self) -> Option<SocketAddr> {
+        match self {
+            McpTransport::Http(listener) => listener.local_addr().ok(),
+            McpTransport::Stdio => None,
+        }
+    }
+}
+
+/// Settings of [`Registry::serve_mcp_with`].
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpServeOptions {
+    /// Tools per `tools/list` page (at least 1; default 100). Later pages follow `nextCursor`.
+    pub page_size: usize,
+    /// The `serverInfo.name` sent in `initialize` (default `dsh-tools`).
+    pub server_name: String,
+}
+
+impl Default for McpServeOptions {
+    fn default() -> Self {
+        McpServeOptions {
+            page_size: 100,
+            server_name: "dsh-tools".to_owned(),
+        }
+    }
+}
+
+impl McpServeOptions {
+    /// Sets [`McpServeOptions::page_size`] (0 counts as 1).
+    pub fn page_size(mut self, page_size: usize) -> Self {
+        self.page_size = page_size.max(1);
+        self
+    }
+
+    /// Sets [`McpServeOptions::server_name`].
+    pub fn server_name(mut self, name: impl Into<String>) -> Self {
+        self.server_name = name.into();
+        self
+    }
+}
+
+/// Why serving stopped with an error.
+#[derive(Debug, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpServeError {
+    /// The client never completed the `initialize` handshake, or the transport failed before it.
+    #[error("MCP handshake failed: {0}")]
+    Handshake(String),
+    /// The transport failed while serving.
+    #[error("MCP transport failed: {0}")]
+    Transport(String),
+}
+
+impl Registry {
+    /// Serves `scope` (`None` = global) of this registry as an MCP server on `transport` with
+    /// the default [`McpServeOptions`], until the client disconnects (stdio) or forever (HTTP;
+    /// drop the future to stop).
+    ///
+    /// # Errors
+    /// [`McpServeError`] when the handshake or the transport fails.
+    pub async fn serve_mcp(
+        &self,
+        scope: Option<AgentId>,
+        transport: McpTransport,
+    ) -> Result<(), McpServeError> {
+        self.serve_mcp_with(scope, transport, McpServeOptions::default())
+            .await
+    }
+
+    /// [`Registry::serve_mcp`] with explicit settings.
+    ///
+    /// # Errors
+    /// As [`Registry::serve_mcp`].
+    pub async fn serve_mcp_with(
+        &self,
+        scope: Option<AgentId>,
+        transport: McpTransport,
+        options: McpServeOptions,
+    ) -> Result<(), McpServeError> {
+        let handler = McpHandler::new(self.clone(), scope, options);
+        match transport {
+            McpTransport::Stdio => handler.serve_stdio().await,
+            McpTransport::Http(listener) => http::serve(handler, listener).await,
+        }
+    }
+}

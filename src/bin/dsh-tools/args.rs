@@ -1,0 +1,220 @@
+//! The command line: subcommands, tool sources, budgets, and value parsers whose errors name
+//! the accepted values on the same line.
+
+use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use dsh_tools::Mode;
+use dsh_tools::dialect::Dialect;
+use dsh_tools::sdk::Language;
+
+/// Typed tools for LLM agents: inspect a toolset, call it, run code-mode programs over it, or
+/// serve it to any MCP host.
+#[derive(Debug, Parser)]
+#[command(name = "dsh-tools", version)]
+pub struct Cli {
+    /// Where the tools come from.
+    #[command(flatten)]
+    pub sources: Sources,
+    /// Print machine-readable JSON instead of text.
+    #[arg(long, global = true)]
+    pub json: bool,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// One subcommand; each has its own arguments and handler.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the tools as an MCP server (stdio by default).
+    Serve(ServeArgs),
+    /// Print the tool schemas in a provider dialect.
+    Tools(ToolsArgs),
+    /// Print the code-mode SDK of the tools.
+    Sdk(SdkArgs),
+    /// Print what the model is shown: tool schemas and prompt sections.
+    View(ViewArgs),
+    /// Make one tool call through the pipeline.
+    Call(CallArgs),
+    /// Run one code-mode program (`run_code`) over the tools.
+    Run(RunArgs),
+}
+
+/// Tool sources, usable with every subcommand. At least one is needed by those that use tools.
+#[derive(Debug, Args)]
+pub struct Sources {
+    /// A built-in toolset: `repo` (read-only file tools over `--root`).
+    #[arg(long, global = true, value_enum)]
+    pub builtin: Option<Builtin>,
+    /// The directory the built-in toolset serves (default: the current directory).
+    #[arg(long, global = true)]
+    pub root: Option<PathBuf>,
+    /// An MCP server to start over stdio, as one command line (repeatable).
+    #[arg(long = "mcp", global = true, value_name = "COMMAND LINE")]
+    pub mcp: Vec<String>,
+    /// An MCP server reached over streamable HTTP (repeatable).
+    #[arg(long = "mcp-http", global = true, value_name = "URL")]
+    pub mcp_http: Vec<String>,
+    /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
+    #[arg(long, global = true, value_name = "FILE")]
+    pub config: Option<PathBuf>,
+}
+
+/// The built-in toolsets.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum Builtin {
+    /// `list_files`, `read_file`, `grep`, `file_stats` confined to `--root`.
+    Repo,
+}
+
+/// Code runtime budgets (SPEC §8).
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct Budgets {
+    /// CPU time a program may use, in ms.
+    #[arg(long, value_name = "MS")]
+    pub cpu_ms: Option<u64>,
+    /// Wall-clock ceiling of a program, in ms.
+    #[arg(long, value_name = "MS")]
+    pub wall_ms: Option<u64>,
+    /// Cap on a program's output (logs plus result), in bytes.
+    #[arg(long, value_name = "BYTES")]
+    pub max_output: Option<u64>,
+}
+
+/// `serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// How the tools are presented: native, code (only `run_code`) or both.
+    #[arg(long, default_value = "native", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The language of code-mode programs: ts or py.
+    #[arg(long, default_value = "ts", value_parser = parse_language)]
+    pub lang: Language,
+    /// Serve streamable HTTP on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1)
+    /// instead of stdio.
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    pub http: Option<SocketAddr>,
+    /// Tools per `tools/list` page.
+    #[arg(long, default_value_t = 100)]
+    pub page_size: usize,
+    /// Write every pipeline event to PATH as JSON lines (zstd when PATH ends in `.zst`).
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+    #[command(flatten)]
+    pub budgets: Budgets,
+}
+
+/// `tools`.
+#[derive(Debug, Args)]
+pub struct ToolsArgs {
+    /// portable, openai-strict, gemini, anthropic or mcp.
+    #[arg(long, default_value = "portable", value_parser = parse_dialect)]
+    pub dialect: Dialect,
+}
+
+/// `sdk`.
+#[derive(Debug, Args)]
+pub struct SdkArgs {
+    /// ts or py.
+    #[arg(long, value_parser = parse_language)]
+    pub lang: Language,
+}
+
+/// `view`.
+#[derive(Debug, Args)]
+pub struct ViewArgs {
+    /// native, code or both.
+    #[arg(long, default_value = "native", value_parser = parse_mode)]
+    pub mode: Mode,
+    /// The language of code-mode programs: ts or py.
+    #[arg(long, default_value = "ts", value_parser = parse_language)]
+    pub lang: Language,
+}
+
+/// `call`.
+#[derive(Debug, Args)]
+pub struct CallArgs {
+    /// The tool name.
+    pub name: String,
+    /// The arguments, a JSON object (default `{}`).
+    pub arguments: Option<String>,
+    /// Write every pipeline event to PATH as JSON lines (zstd when PATH ends in `.zst`).
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+}
+
+/// `run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The program file.
+    pub file: PathBuf,
+    /// ts or py (default: from the file extension, else ts).
+    #[arg(long, value_parser = parse_language)]
+    pub lang: Option<Language>,
+    /// Write every pipeline event to PATH as JSON lines (zstd when PATH ends in `.zst`).
+    #[arg(long, value_name = "PATH")]
+    pub events: Option<PathBuf>,
+    #[command(flatten)]
+    pub budgets: Budgets,
+}
+
+fn parse_mode(value: &str) -> Result<Mode, String> {
+    match value {
+        "native" => Ok(Mode::Native),
+        "code" => Ok(Mode::Code),
+        "both" => Ok(Mode::Both),
+        _ => Err(format!("unknown mode \"{value}\" (known: native, code, both)")),
+    }
+}
+
+/// `ts`/`typescript` or `py`/`python`.
+pub fn parse_language(value: &str) -> Result<Language, String> {
+    match value {
+        "ts" | "typescript" => Ok(Language::TypeScript),
+        "py" | "python" => Ok(Language::Python),
+        _ => Err(format!("unknown language \"{value}\" (known: ts, py)")),
+    }
+}
+
+fn parse_dialect(value: &str) -> Result<Dialect, String> {
+    Dialect::ALL
+        .into_iter()
+        .find(|dialect| dialect.as_str() == value)
+        .ok_or_else(|| {
+            let known: Vec<&str> = Dialect::ALL.iter().map(|dialect| dialect.as_str()).collect();
+            format!("unknown dialect \"{value}\" (known: {})", known.join(", "))
+        })
+}
+
+/// `PORT`, `:PORT` or `HOST:PORT`; a missing host is loopback, never every interface.
+fn parse_addr(value: &str) -> Result<SocketAddr, String> {
+    let port_only = value.strip_prefix(':').unwrap_or(value);
+    if let Ok(port) = port_only.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    if let Some(port) = value.strip_prefix("localhost:") {
+        if let Ok(port) = port.parse::<u16>() {
+            return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+        }
+    }
+    value
+        .parse::<SocketAddr>()
+        .map_err(|_| format!("\"{value}\" is not PORT, :PORT or HOST:PORT"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_default_to_loopback() {
+        let loopback = |port| SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port);
+        assert_eq!(parse_addr("8080"), Ok(loopback(8080)));
+        assert_eq!(parse_addr(":0"), Ok(loopback(0)));
+        assert_eq!(parse_addr("localhost:7"), Ok(loopback(7)));
+        assert_eq!(parse_addr("0.0.0.0:9").unwrap().ip().to_string(), "0.0.0.0");
+        assert!(parse_addr("nowhere").is_err());
+    }
+}

@@ -1,0 +1,269 @@
+//! One handler per subcommand. Each returns its output or a one-line error.
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::Path;
+use std::time::Instant;
+
+use dsh_tools::events::{EventLog, ToolEvent};
+use dsh_tools::mcp_server::{McpServeOptions, McpTransport};
+use dsh_tools::sdk::Language;
+use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
+use serde_json::{Value, json};
+use tokio::sync::broadcast::error::RecvError;
+
+use crate::args::{CallArgs, RunArgs, SdkArgs, ServeArgs, Sources, ToolsArgs, ViewArgs};
+use crate::sources::{mount_runtime, registry};
+
+/// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
+pub async fn serve(sources: &Sources, args: &ServeArgs) -> Result<(), String> {
+    let registry = registry(sources).await?;
+    registry.set_mode(args.mode);
+    let runtime = if args.mode == Mode::Native {
+        None
+    } else {
+        Some(mount_runtime(&registry, args.lang, args.budgets, true).await?)
+    };
+    let log = start_log(&registry, args.events.as_deref())?;
+    let options = McpServeOptions::default().page_size(args.page_size);
+    let served = match args.http {
+        None => registry
+            .serve_mcp_with(None, McpTransport::Stdio, options)
+            .await
+            .map_err(|error| error.to_string()),
+        Some(addr) => {
+            let transport = McpTransport::http(addr)
+                .await
+                .map_err(|error| format!("--http {addr}: {error}"))?;
+            if let Some(bound) = transport.local_addr() {
+                eprintln!("dsh-tools: serving MCP on http://{bound}/mcp");
+            }
+            tokio::select! {
+                served = registry.serve_mcp_with(None, transport, options) => served.map_err(|error| error.to_string()),
+                () = stop_signal() => Ok(()),
+            }
+        }
+    };
+    if let Some(runtime) = runtime {
+        runtime.dispose().await;
+    }
+    finish_log(log).await?;
+    served
+}
+
+async fn stop_signal() {
+    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = async {
+            match terminate.as_mut() {
+                Some(terminate) => { terminate.recv().await; }
+                None => std::future::pending::<()>().await,
+            }
+        } => {}
+    }
+}
+
+/// `tools`.
+pub async fn tools(sources: &Sources, args: &ToolsArgs, json_output: bool) -> Result<String, String> {
+    let registry = registry(sources).await?;
+    let schemas = registry.schemas_for(None, args.dialect);
+    if json_output {
+        let list: Vec<Value> = schemas
+            .iter()
+            .map(|schema| match &schema.parameters {
+                Ok(parameters) => json!({"name": schema.name, "description": schema.description, "parameters": parameters}),
+                Err(error) => json!({"name": schema.name, "description": schema.description, "error": error.to_string()}),
+            })
+            .collect();
+        return Ok(pretty(&Value::Array(list)));
+    }
+    let mut out = String::new();
+    for schema in &schemas {
+        out.push_str(&schema.name);
+        out.push('\n');
+        out.push_str(&format!("  {}\n", first_line(&schema.description)));
+        match &schema.parameters {
+            Ok(parameters) => out.push_str(&format!("  parameters: {parameters}\n")),
+            Err(error) => out.push_str(&format!("  not expressible in {}: {error}\n", args.dialect.as_str())),
+        }
+    }
+    out.push_str(&format!("{} tools ({})", schemas.len(), args.dialect.as_str()));
+    Ok(out)
+}
+
+/// `sdk`.
+pub async fn sdk(sources: &Sources, args: &SdkArgs, json_output: bool) -> Result<String, String> {
+    let registry = registry(sources).await?;
+    let text = registry.sdk(None, args.lang);
+    if json_output {
+        return Ok(pretty(&json!({"language": language_name(args.lang), "text": text})));
+    }
+    Ok(text.trim_end().to_owned())
+}
+
+/// `view`.
+pub async fn view(sources: &Sources, args: &ViewArgs, json_output: bool) -> Result<String, String> {
+    let registry = registry(sources).await?;
+    registry.set_mode(args.mode);
+    let runtime = if args.mode == Mode::Native {
+        None
+    } else {
+        Some(mount_runtime(&registry, args.lang, Default::default(), false).await?)
+    };
+    let view = registry.model_view(None).map_err(|error| error.to_string());
+    if let Some(runtime) = runtime {
+        runtime.dispose().await;
+    }
+    let view = view?;
+    if json_output {
+        return Ok(pretty(&serde_json::to_value(&view).map_err(|error| error.to_string())?));
+    }
+    let mut out = format!("mode: {}\n\ntools:\n", view.mode);
+    for tool in &view.tools {
+        out.push_str(&format!("- {}: {}\n  parameters: {}\n", tool.name, first_line(&tool.description), tool.parameters));
+    }
+    for section in &view.sections {
+        out.push_str(&format!("\n--- prompt section {} (order {}) ---\n{}\n", section.id, section.order, section.text.trim_end()));
+    }
+    Ok(out.trim_end().to_owned())
+}
+
+/// `call`.
+pub async fn call(sources: &Sources, args: &CallArgs, json_output: bool) -> Result<String, String> {
+    let arguments: Value = match &args.arguments {
+        None => json!({}),
+        Some(text) => serde_json::from_str(text).map_err(|error| format!("invalid JSON arguments: {error}"))?,
+    };
+    let registry = registry(sources).await?;
+    if registry.get(&args.name, None).is_none() {
+        return Err(unknown_tool(&registry, &args.name));
+    }
+    let log = start_log(&registry, args.events.as_deref())?;
+    let result = registry.execute(ToolCall::new("cli-1", args.name.clone(), arguments)).await;
+    finish_log(log).await?;
+    settle(&result, json_output)
+}
+
+/// `run`: progress lines (tool, ms, ok/error) on stderr as the program's calls settle.
+pub async fn run(sources: &Sources, args: &RunArgs, json_output: bool) -> Result<String, String> {
+    let program = std::fs::read_to_string(&args.file).map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
+    let language = args.lang.unwrap_or_else(|| language_of_file(&args.file));
+    let registry = registry(sources).await?;
+    registry.set_mode(Mode::Code);
+    let runtime = mount_runtime(&registry, language, args.budgets, false).await?;
+    let log = start_log(&registry, args.events.as_deref())?;
+    let mut events = registry.subscribe();
+    let execution = registry.execute(ToolCall::new("cli-run", "run_code", json!({"code": program, "description": format!("Run {}", args.file.display())})));
+    tokio::pin!(execution);
+    let mut started: HashMap<String, Instant> = HashMap::new();
+    let result = loop {
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Ok(event) => progress_line(&event, &mut started),
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break execution.await,
+            },
+            result = &mut execution => break result,
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        progress_line(&event, &mut started);
+    }
+    runtime.dispose().await;
+    finish_log(log).await?;
+    settle(&result, json_output)
+}
+
+fn progress_line(event: &ToolEvent, started: &mut HashMap<String, Instant>) {
+    match event {
+        ToolEvent::CodeDispatchStart { call_id, .. } => {
+            started.insert(call_id.clone(), Instant::now());
+        }
+        ToolEvent::CodeDispatch { call_id, name, is_error, .. } => {
+            let ms = started
+                .remove(call_id)
+                .map_or(0.0, |start| start.elapsed().as_secs_f64() * 1000.0);
+            let outcome = if *is_error { "error" } else { "ok" };
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "{name} {ms:.1} ms {outcome}");
+        }
+        _ => {}
+    }
+}
+
+/// A success prints its content (or the whole result with `--json`); a failure is an error
+/// line, except with `--json`, where the result is printed and the exit is still non-zero.
+fn settle(result: &ToolResult, json_output: bool) -> Result<String, String> {
+    if json_output {
+        let text = pretty(&serde_json::to_value(result).map_err(|error| error.to_string())?);
+        if result.is_error() {
+            crate::print_stdout(&text)?;
+            return Err(failure_message(result));
+        }
+        return Ok(text);
+    }
+    if result.is_error() {
+        return Err(failure_message(result));
+    }
+    Ok(result.text())
+}
+
+fn failure_message(result: &ToolResult) -> String {
+    result
+        .error()
+        .map(|error| match error.code() {
+            Some(code) => format!("{} ({code})", error.message),
+            None => error.message.clone(),
+        })
+        .unwrap_or_else(|| result.text())
+}
+
+fn unknown_tool(registry: &Registry, name: &str) -> String {
+    let mut names: Vec<(usize, String)> = registry
+        .tools(None)
+        .iter()
+        .map(|tool| (strsim::levenshtein(name, tool.name()), tool.name().to_owned()))
+        .collect();
+    names.sort();
+    let nearest: Vec<String> = names.into_iter().take(3).map(|(_, name)| name).collect();
+    if nearest.is_empty() {
+        return format!("unknown tool \"{name}\": no tools are registered");
+    }
+    format!("unknown tool \"{name}\"; nearest: {}", nearest.join(", "))
+}
+
+fn start_log(registry: &Registry, path: Option<&Path>) -> Result<Option<EventLog>, String> {
+    path.map(|path| EventLog::start(registry, path).map_err(|error| format!("--events {}: {error}", path.display())))
+        .transpose()
+}
+
+async fn finish_log(log: Option<EventLog>) -> Result<(), String> {
+    if let Some(log) = log {
+        log.finish().await.map_err(|error| format!("--events: {error}"))?;
+    }
+    Ok(())
+}
+
+fn language_of_file(path: &Path) -> Language {
+    match path.extension().and_then(|ext| ext.to_str()) {
+        Some("py") => Language::Python,
+        _ => Language::TypeScript,
+    }
+}
+
+fn language_name(language: Language) -> &'static str {
+    match language {
+        Language::Python => "python",
+        _ => "typescript",
+    }
+}
+
+fn first_line(text: &str) -> &str {
+    text.lines().next().unwrap_or_default()
+}
+
+fn pretty(value: &Value) -> String {
+    serde_json::to_string_pretty(value).unwrap_or_default()
+}

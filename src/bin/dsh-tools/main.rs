@@ -1,0 +1,80 @@
+//! The `dsh-tools` command (SPEC §12): inspect, call and serve a toolset, and turn any set of MCP
+//! servers into a code-mode MCP server.
+//!
+//! ```text
+//! dsh-tools [--builtin repo --root DIR] [--mcp "COMMAND"]... [--mcp-http URL]... [--config FILE]
+//!           [--json] serve|tools|sdk|view|call|run ...
+//! ```
+//!
+//! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
+//! command line, 1 for anything else).
+
+mod args;
+mod commands;
+mod mcp_sources;
+mod sources;
+mod toolset;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+use clap::error::ErrorKind;
+
+use args::{Cli, Command};
+
+fn main() -> ExitCode {
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(error) if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => {
+            let _ = error.print();
+            return if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
+                ExitCode::from(2)
+            } else {
+                ExitCode::SUCCESS
+            };
+        }
+        Err(error) => {
+            // clap's first line names the problem; the usage block after it is noise here.
+            let rendered = error.render().to_string();
+            let line = rendered.lines().find(|line| !line.trim().is_empty()).unwrap_or("error: invalid command line");
+            eprintln!("{line}");
+            return ExitCode::from(2);
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(runtime) => runtime,
+        Err(error) => {
+            eprintln!("error: cannot start the async runtime: {error}");
+            return ExitCode::FAILURE;
+        }
+    };
+    match runtime.block_on(run(cli)) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {}", message.replace('\n', " "));
+            ExitCode::FAILURE
+        }
+    }
+}
+
+async fn run(cli: Cli) -> Result<(), String> {
+    let sources = &cli.sources;
+    let output = match &cli.command {
+        Command::Serve(args) => return commands::serve(sources, args).await,
+        Command::Tools(args) => commands::tools(sources, args, cli.json).await?,
+        Command::Sdk(args) => commands::sdk(sources, args, cli.json).await?,
+        Command::View(args) => commands::view(sources, args, cli.json).await?,
+        Command::Call(args) => commands::call(sources, args, cli.json).await?,
+        Command::Run(args) => commands::run(sources, args, cli.json).await?,
+    };
+    print_stdout(&output)
+}
+
+/// Writes one output to stdout; a reader that closed the pipe early (`| head`) is not an error.
+pub fn print_stdout(text: &str) -> Result<(), String> {
+    use std::io::Write;
+    match writeln!(std::io::stdout().lock(), "{text}") {
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {error}")),
+        _ => Ok(()),
+    }
+}

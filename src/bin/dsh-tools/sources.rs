@@ -1,0 +1,70 @@
+//! Building the registry from the command line's tool sources and budgets.
+
+use std::sync::Arc;
+
+use dsh_tools::Registry;
+use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::guards::TimeoutPolicy;
+use dsh_tools::sdk::Language;
+
+use crate::args::{Budgets, Builtin, Sources};
+use crate::toolset;
+
+/// A registry holding every tool the sources name, with the timeout policy installed.
+pub async fn registry(sources: &Sources) -> Result<Registry, String> {
+    if sources.builtin.is_none()
+        && sources.mcp.is_empty()
+        && sources.mcp_http.is_empty()
+        && sources.config.is_none()
+    {
+        return Err(
+            "no tools: pass --builtin repo [--root DIR], --mcp \"COMMAND\", --mcp-http URL or --config FILE"
+                .to_owned(),
+        );
+    }
+    let registry = Registry::new();
+    TimeoutPolicy::new().install(&registry);
+    if let Some(Builtin::Repo) = sources.builtin {
+        let root = sources.root.clone().unwrap_or_else(|| ".".into());
+        let root = root
+            .canonicalize()
+            .map_err(|error| format!("--root {}: {error}", root.display()))?;
+        if !root.is_dir() {
+            return Err(format!("--root {}: not a directory", root.display()));
+        }
+        registry
+            .register_all(toolset::definitions(root))
+            .map_err(|error| error.to_string())?;
+    }
+    crate::mcp_sources::add(&registry, sources).await?;
+    Ok(registry)
+}
+
+/// Mounts a subprocess code runtime for `language` under `budgets`. `standby` keeps a child
+/// ready for the next program (worth it for a server, not for one run).
+pub async fn mount_runtime(
+    registry: &Registry,
+    language: Language,
+    budgets: Budgets,
+    standby: bool,
+) -> Result<Arc<dyn CodeRuntime>, String> {
+    let mut config = SubprocessConfig {
+        standby,
+        ..SubprocessConfig::default()
+    };
+    if let Some(cpu_ms) = budgets.cpu_ms {
+        config.compute_ms = cpu_ms;
+    }
+    if let Some(wall_ms) = budgets.wall_ms {
+        config.max_wall_ms = wall_ms;
+    }
+    if let Some(max_output) = budgets.max_output {
+        config.max_output_bytes = max_output;
+    }
+    let runtime: Arc<dyn CodeRuntime> = match language {
+        Language::Python => Arc::new(SubprocessRuntime::python(config).await.map_err(|error| format!("Python runtime: {error}"))?),
+        _ => Arc::new(SubprocessRuntime::typescript(config).await.map_err(|error| format!("TypeScript runtime: {error}"))?),
+    };
+    registry.set_code_runtime(runtime.clone());
+    Ok(runtime)
+}
