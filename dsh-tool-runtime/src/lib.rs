@@ -4,9 +4,11 @@
 //! - §1–§2 [`tool`], [`exec`], [`definition`], [`registry`], [`result`], [`error`], [`schema`],
 //!   [`validate`];
 //! - §3 [`dialect`]; §4 [`pipeline`]; §5 [`scope`]; §6 [`guards`]; §7 [`scheduler`];
-//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §10 [`presentation`], [`events`].
+//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §9 `mcp` (feature `mcp`);
+//!   §10 [`presentation`], [`events`].
 #![warn(missing_docs)]
 
+pub mod annotations;
 pub mod definition;
 pub mod dialect;
 pub mod error;
@@ -28,11 +30,15 @@ pub mod validate;
 
 mod private;
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
 #[cfg(feature = "code-mode")]
 pub mod code_runtime;
 
+pub use annotations::ToolAnnotations;
 pub use definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};
 pub use exec::ToolExec;
