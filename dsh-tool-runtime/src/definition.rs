@@ -14,6 +14,7 @@ use crate::exec::ToolExec;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
+pub use crate::annotations::ToolAnnotations;
 use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args, invalid_output};
 
 /// A boxed, sendable future.
@@ -61,6 +62,7 @@ struct Inner {
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
     present_result: Option<Box<PresentResultFn>>,
+    annotations: Option<ToolAnnotations>,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -301,6 +303,7 @@ impl ToolDefinition {
                         .ok()
                         .and_then(|typed| T::present_result(&typed, result))
                 })),
+                annotations: None,
             }),
         }
     }
@@ -318,6 +321,8 @@ impl ToolDefinition {
             render: None,
             finalize: None,
             present_call: None,
+            annotations: None,
+            coerce_non_object: false,
         }
     }
 
@@ -431,6 +436,11 @@ impl ToolDefinition {
             .and_then(|present| present(args, result))
     }
 
+    /// The behaviour hints declared for this tool (MCP `annotations`), if any.
+    pub fn annotations(&self) -> Option<&ToolAnnotations> {
+        self.inner.annotations.as_ref()
+    }
+
     /// `true` when both handles point at the same definition.
     pub fn ptr_eq(&self, other: &ToolDefinition) -> bool {
         Arc::ptr_eq(&self.inner, &other.inner)
@@ -452,9 +462,25 @@ pub struct ToolDefinitionBuilder {
     render: Option<Box<RenderFn>>,
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
+    annotations: Option<ToolAnnotations>,
+    coerce_non_object: bool,
 }
 
 impl ToolDefinitionBuilder {
+    /// Behaviour hints kept on the definition (MCP `annotations`); they change nothing by
+    /// themselves (pair `read_only_hint` with [`concurrency_safe`](Self::concurrency_safe)).
+    pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
+        self.annotations = Some(annotations);
+        self
+    }
+
+    /// Non-object arguments (`null`, a string, …) are replaced by `{}` before validation instead of
+    /// failing with `"arguments" must be an object` (the MCP bridge's rule, REFERENCE §5).
+    pub fn coerce_non_object_arguments(mut self) -> Self {
+        self.coerce_non_object = true;
+        self
+    }
+
     /// The pending-state UI card for a call's raw arguments (SPEC §10).
     pub fn present_call(
         mut self,
@@ -569,6 +595,7 @@ impl ToolDefinitionBuilder {
         let render_for_dispatch = render.clone();
         let output_for_dispatch = output_validator.clone();
         let tool_name = name.clone();
+        let coerce_non_object = self.coerce_non_object;
         let dispatch =
             move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let handler = handler.clone();
@@ -578,9 +605,13 @@ impl ToolDefinitionBuilder {
                 let output_validator = output_for_dispatch.clone();
                 let tool_name = tool_name.clone();
                 Box::pin(async move {
-                    if !args.is_object() {
+                    let args = if args.is_object() {
+                        args
+                    } else if coerce_non_object {
+                        Arc::new(Value::Object(serde_json::Map::new()))
+                    } else {
                         return Err(non_object_args());
-                    }
+                    };
                     let args = check_depth(args)?;
                     let args = drop_null_optionals(&parameters, args);
                     let mut violations = validator.violations(&args, "");
@@ -628,6 +659,7 @@ impl ToolDefinitionBuilder {
                 finalize: self.finalize,
                 present_call: self.present_call,
                 present_result: None,
+                annotations: self.annotations,
             }),
         })
     }

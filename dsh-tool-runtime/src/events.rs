@@ -16,7 +16,7 @@ mod log;
 pub use log::EventLog;
 
 /// One pipeline event. Serializes as an object tagged by `"event"` (`call`, `result`,
-/// `code_dispatch_start`, `code_dispatch`).
+/// `code_dispatch_start`, `code_dispatch`, `progress`, `tools_changed`).
 #[derive(Debug, Clone, serde::Serialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum ToolEvent {
@@ -69,5 +69,26 @@ pub enum ToolEvent {
         name: String,
         /// `true` when the sub-call failed.
         is_error: bool,
+    },
+    /// A running call reported progress (MCP `notifications/progress`).
+    Progress {
+        /// The call id.
+        call_id: String,
+        /// Progress so far (increases with every report).
+        progress: f64,
+        /// The total, when known.
+        total: Option<f64>,
+        /// A human-readable status line.
+        message: Option<String>,
+    },
+    /// A tool source replaced its set of tools (an MCP server's `tools/list` re-sync).
+    ToolsChanged {
+        /// The source, e.g. the MCP server name.
+        source: String,
+        /// The generation now live (1 for the first list; increases with every sync).
+        generation: u64,
+        /// The public names registered in that generation, in list order (empty after a
+        /// rolled-back sync).
+        tools: Vec<String>,
     },
 }

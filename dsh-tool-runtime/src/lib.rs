@@ -4,10 +4,11 @@
 //! - §1–§2 [`tool`], [`exec`], [`definition`], [`registry`], [`result`], [`error`], [`schema`],
 //!   [`validate`];
 //! - §3 [`dialect`]; §4 [`pipeline`]; §5 [`scope`]; §6 [`guards`]; §7 [`scheduler`];
-//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §10 [`presentation`], [`events`];
-//! - §12 `mcp_server` (feature `mcp-server`).
+//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §9 `mcp` (feature `mcp`);
+//!   §10 [`presentation`], [`events`]; §12 `mcp_server` (feature `mcp-server`).
 #![warn(missing_docs)]
 
+pub mod annotations;
 pub mod definition;
 pub mod dialect;
 pub mod error;
@@ -29,6 +30,9 @@ pub mod validate;
 
 mod private;
 
+#[cfg(feature = "mcp")]
+pub mod mcp;
+
 #[cfg(feature = "code-mode")]
 pub mod code_mode;
 #[cfg(feature = "code-mode")]
@@ -36,6 +40,7 @@ pub mod code_runtime;
 #[cfg(feature = "mcp-server")]
 pub mod mcp_server;
 
+pub use annotations::ToolAnnotations;
 pub use definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};
 pub use exec::ToolExec;

@@ -363,6 +363,9 @@ pub(crate) struct Inner {
     pub(crate) state: RwLock<State>,
     next_id: AtomicU64,
     pub(crate) events: broadcast::Sender<ToolEvent>,
+    /// Names of the live MCP servers bridged into this registry (unique per registry).
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_servers: std::sync::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.
@@ -495,6 +498,8 @@ impl Registry {
                 state: RwLock::new(State::default()),
                 next_id: AtomicU64::new(1),
                 events,
+                #[cfg(feature = "mcp")]
+                mcp_servers: Default::default(),
             }),
         }
     }

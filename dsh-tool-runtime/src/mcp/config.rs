@@ -1,0 +1,243 @@
+//! How to reach an MCP server and how the bridge treats it (REFERENCE §5 config).
+
+use std::path::PathBuf;
+
+use crate::registry::RegisterError;
+
+/// Reconnection after the transport closes: exponential backoff from `initial_delay_ms`, doubled
+/// per attempt up to `max_delay_ms`, at most `max_attempts` attempts (REFERENCE §5 defaults:
+/// enabled, 500 ms, 30 000 ms, 10).
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReconnectPolicy {
+    /// Whether the bridge reconnects at all.
+    pub enabled: bool,
+    /// Delay before the first attempt, in ms.
+    pub initial_delay_ms: u64,
+    /// Longest delay between attempts, in ms.
+    pub max_delay_ms: u64,
+    /// Attempts before giving up (the tools then stay registered and fail with
+    /// `MCP_DISCONNECTED`).
+    pub max_attempts: u32,
+}
+
+impl Default for ReconnectPolicy {
+    fn default() -> Self {
+        ReconnectPolicy {
+            enabled: true,
+            initial_delay_ms: 500,
+            max_delay_ms: 30_000,
+            max_attempts: 10,
+        }
+    }
+}
+
+impl ReconnectPolicy {
+    /// Never reconnect.
+    pub fn disabled() -> Self {
+        ReconnectPolicy {
+            enabled: false,
+            ..ReconnectPolicy::default()
+        }
+    }
+
+    /// Sets the first delay (ms).
+    pub fn initial_delay_ms(mut self, ms: u64) -> Self {
+        self.initial_delay_ms = ms;
+        self
+    }
+
+    /// Sets the longest delay (ms).
+    pub fn max_delay_ms(mut self, ms: u64) -> Self {
+        self.max_delay_ms = ms;
+        self
+    }
+
+    /// Sets the number of attempts.
+    pub fn max_attempts(mut self, attempts: u32) -> Self {
+        self.max_attempts = attempts;
+        self
+    }
+
+    /// The delay before attempt `attempt` (0-based).
+    pub(crate) fn delay_ms(&self, attempt: u32) -> u64 {
+        self.initial_delay_ms
+            .saturating_mul(1u64 << attempt.min(32))
+            .min(self.max_delay_ms)
+    }
+}
+
+#[derive(Debug, Clone)]
+pub(crate) enum Transport {
+    Stdio { command: String, args: Vec<String> },
+    Http { url: String },
+}
+
+/// One MCP server to bridge: a transport plus its settings.
+///
+/// ```no_run
+/// # async fn demo() -> Result<(), dsh_tool_runtime::mcp::McpError> {
+/// use dsh_tool_runtime::Registry;
+/// use dsh_tool_runtime::mcp::McpServer;
+///
+/// let registry = Registry::new();
+/// let server = McpServer::stdio("everything", "mcp-server-everything", ["stdio"])
+///     .call_timeout_ms(30_000);
+/// let handle = registry.add_mcp_server(server).await?;
+/// assert!(handle.tools().iter().any(|name| name == "mcp__everything__echo"));
+/// handle.disconnect().await;
+/// # Ok(()) }
+/// ```
+#[derive(Debug, Clone)]
+pub struct McpServer {
+    pub(crate) name: String,
+    pub(crate) transport: Transport,
+    pub(crate) env: Vec<(String, String)>,
+    pub(crate) cwd: Option<PathBuf>,
+    pub(crate) headers: Vec<(String, String)>,
+    pub(crate) call_timeout_ms: u64,
+    pub(crate) connect_timeout_ms: u64,
+    pub(crate) list_timeout_ms: u64,
+    pub(crate) reconnect: ReconnectPolicy,
+}
+
+impl McpServer {
+    fn new(name: impl Into<String>, transport: Transport) -> Self {
+        McpServer {
+            name: name.into(),
+            transport,
+            env: Vec::new(),
+            cwd: None,
+            headers: Vec::new(),
+            call_timeout_ms: 60_000,
+            connect_timeout_ms: 30_000,
+            list_timeout_ms: 30_000,
+            reconnect: ReconnectPolicy::default(),
+        }
+    }
+
+    /// A server the bridge starts as a child process and talks to over stdin/stdout. Its stderr
+    /// goes to `tracing` (target `dsh_tool_runtime::mcp`, level `info`).
+    /// `name` must match `[A-Za-z0-9_-]{1,32}`.
+    pub fn stdio<I, S>(name: impl Into<String>, command: impl Into<String>, args: I) -> Self
+    where
+        I: IntoIterator<Item = S>,
+        S: Into<String>,
+    {
+        McpServer::new(
+            name,
+            Transport::Stdio {
+                command: command.into(),
+                args: args.into_iter().map(Into::into).collect(),
+            },
+        )
+    }
+
+    /// A server reached over streamable HTTP at `url` (e.g. `http://127.0.0.1:3001/mcp`).
+    pub fn http(name: impl Into<String>, url: impl Into<String>) -> Self {
+        McpServer::new(name, Transport::Http { url: url.into() })
+    }
+
+    /// The server name (the `<server>` of `mcp__<server>__<tool>`).
+    pub fn name(&self) -> &str {
+        &self.name
+    }
+
+    /// Adds an environment variable for a stdio server (the parent's environment is inherited).
+    pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
+        self.env.push((key.into(), value.into()));
+        self
+    }
+
+    /// The working directory of a stdio server.
+    pub fn cwd(mut self, dir: impl Into<PathBuf>) -> Self {
+        self.cwd = Some(dir.into());
+        self
+    }
+
+    /// Adds an HTTP header sent with every request to an HTTP server.
+    pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
+        self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Per-call timeout in ms (default 60 000); a call that runs longer fails with
+    /// `TOOL_TIMEOUT` and the server is sent `notifications/cancelled`.
+    pub fn call_timeout_ms(mut self, ms: u64) -> Self {
+        self.call_timeout_ms = ms;
+        self
+    }
+
+    /// Timeout of connect + `initialize`, in ms (default 30 000).
+    pub fn connect_timeout_ms(mut self, ms: u64) -> Self {
+        self.connect_timeout_ms = ms;
+        self
+    }
+
+    /// Timeout of each `tools/list` page, in ms (default 30 000).
+    pub fn list_timeout_ms(mut self, ms: u64) -> Self {
+        self.list_timeout_ms = ms;
+        self
+    }
+
+    /// The reconnection policy (default [`ReconnectPolicy::default`]).
+    pub fn reconnect(mut self, policy: ReconnectPolicy) -> Self {
+        self.reconnect = policy;
+        self
+    }
+}
+
+/// Why an MCP server could not be added (or re-synced).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum McpError {
+    /// The server name is not `[A-Za-z0-9_-]{1,32}`.
+    #[error("invalid MCP server name \"{0}\": use 1 to 32 of A-Z, a-z, 0-9, '_' and '-'")]
+    InvalidName(String),
+    /// Another live server in this registry has the same name.
+    #[error("an MCP server named \"{0}\" is already connected to this registry")]
+    DuplicateServer(String),
+    /// The transport could not be opened or `initialize` failed.
+    #[error("mcp-client({server}): cannot connect: {message}")]
+    Connect {
+        /// Server name.
+        server: String,
+        /// What failed.
+        message: String,
+    },
+    /// `initialize` or `tools/list` took longer than its timeout.
+    #[error("mcp-client({server}): {stage} timed out after {timeout_ms}ms")]
+    Timeout {
+        /// Server name.
+        server: String,
+        /// `initialize` or `tools/list`.
+        stage: &'static str,
+        /// The timeout, in ms.
+        timeout_ms: u64,
+    },
+    /// `tools/list` failed or answered something that is not a tool list.
+    #[error("mcp-client({server}): tools/list failed: {message}")]
+    List {
+        /// Server name.
+        server: String,
+        /// What failed.
+        message: String,
+    },
+    /// The list named one tool twice; the previous generation stays.
+    #[error("mcp-client({server}): server listed tool \"{raw_name}\" more than once — invalid tool list")]
+    DuplicateTool {
+        /// Server name.
+        server: String,
+        /// The raw tool name.
+        raw_name: String,
+    },
+    /// Registering the list failed (a foreign tool holds one of its names); no tool of this
+    /// server is registered.
+    #[error("mcp-client({server}): registering the tool list failed, no tools registered: {source}")]
+    Conflict {
+        /// Server name.
+        server: String,
+        /// The registry's refusal.
+        source: RegisterError,
+    },
+}

@@ -1,0 +1,369 @@
+//! One live MCP server: connecting, calling, watching the transport, reconnecting.
+
+use std::collections::HashMap;
+use std::process::Stdio;
+use std::sync::{Arc, Mutex, Weak};
+use std::time::Duration;
+
+use rmcp::model::{
+    CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
+    Implementation, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
+    ProgressToken, ServerResult,
+};
+use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::common::client_side_sse::ExponentialBackoff;
+use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use serde_json::{Map, Value};
+use tokio::io::AsyncBufReadExt;
+use tokio_util::sync::CancellationToken;
+
+use super::config::{McpError, McpServer, Transport};
+use super::results;
+use crate::error::{ErrorCode, ToolError};
+use crate::events::ToolEvent;
+use crate::exec::ToolExec;
+use crate::registry::Registry;
+
+/// The `code` of a call that failed because the server's transport closed.
+pub const MCP_DISCONNECTED: &str = "MCP_DISCONNECTED";
+
+/// Pages of `tools/list` read before a server is considered to loop.
+const MAX_LIST_PAGES: usize = 10_000;
+
+/// Attempts of the HTTP transport to re-open a broken response stream: rmcp retries forever by
+/// default, which would leave a call hanging on a dead server.
+const HTTP_STREAM_RETRIES: usize = 2;
+const HTTP_STREAM_RETRY_BASE: Duration = Duration::from_millis(100);
+
+/// One open transport.
+pub(crate) struct Conn {
+    pub(crate) peer: Peer<RoleClient>,
+    /// Cancelled when the transport is gone (or is being closed).
+    pub(crate) closed: CancellationToken,
+    /// Cancelled once the service has fully stopped (child reaped, streams closed).
+    pub(crate) stopped: CancellationToken,
+    pub(crate) pid: Option<u32>,
+}
+
+/// The notification side of a connection: progress, list changes, logging.
+pub(crate) struct Handler {
+    pub(crate) link: Weak<Link>,
+}
+
+/// What the notification handler needs from its bridge.
+pub(crate) struct Link {
+    pub(crate) registry: Registry,
+    /// Progress token → call id of the calls in flight.
+    pub(crate) progress: tokio::sync::Mutex<HashMap<ProgressToken, String>>,
+    /// Woken by `notifications/tools/list_changed`.
+    pub(crate) list_changed: tokio::sync::Notify,
+}
+
+impl ClientHandler for Handler {
+    async fn on_progress(
+        &self,
+        params: ProgressNotificationParam,
+        _context: NotificationContext<RoleClient>,
+    ) {
+        let Some(link) = self.link.upgrade() else {
+            return;
+        };
+        let call_id = link.progress.lock().await.get(&params.progress_token).cloned();
+        if let Some(call_id) = call_id {
+            link.registry.publish(|| ToolEvent::Progress {
+                call_id,
+                progress: params.progress,
+                total: params.total,
+                message: params.message,
+            });
+        }
+    }
+
+    async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
+        if let Some(link) = self.link.upgrade() {
+            link.list_changed.notify_one();
+        }
+    }
+
+    fn get_info(&self) -> ClientConfig {
+        ClientConfig::new(
+            ClientCapabilities::default(),
+            Implementation::new("dsh-tools", env!("CARGO_PKG_VERSION")),
+        )
+    }
+}
+
+fn connect_error(server: &str, message: impl std::fmt::Display) -> McpError {
+    McpError::Connect {
+        server: server.to_owned(),
+        message: message.to_string(),
+    }
+}
+
+/// Forwards a stdio server's stderr to `tracing`, line by line.
+fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
+    tokio::spawn(async move {
+        let mut lines = tokio::io::BufReader::new(stderr).lines();
+        while let Ok(Some(line)) = lines.next_line().await {
+            tracing::info!(target: "dsh_tool_runtime::mcp", server = %server, "stderr: {line}");
+        }
+    });
+}
+
+/// Opens the transport and runs `initialize`.
+pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
+    let server = &config.name;
+    let handler = Handler {
+        link: Arc::downgrade(link),
+    };
+    let timeout = Duration::from_millis(config.connect_timeout_ms);
+    let timed_out = || McpError::Timeout {
+        server: server.clone(),
+        stage: "initialize",
+        timeout_ms: config.connect_timeout_ms,
+    };
+    let (running, pid): (RunningService<RoleClient, Handler>, Option<u32>) =
+        match &config.transport {
+            Transport::Stdio { command, args } => {
+                let mut cmd = tokio::process::Command::new(command);
+                cmd.args(args);
+                for (key, value) in &config.env {
+                    cmd.env(key, value);
+                }
+                if let Some(dir) = &config.cwd {
+                    cmd.current_dir(dir);
+                }
+                let (process, stderr) = TokioChildProcess::builder(cmd)
+                    .stderr(Stdio::piped())
+                    .spawn()
+                    .map_err(|err| connect_error(server, format!("cannot start {command}: {err}")))?;
+                let pid = process.id();
+                if let Some(stderr) = stderr {
+                    forward_stderr(server.clone(), stderr);
+                }
+                let running = tokio::time::timeout(timeout, handler.serve(process))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(|err| connect_error(server, err))?;
+                (running, pid)
+            }
+            Transport::Http { url } => {
+                let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+                let mut retry = ExponentialBackoff::default();
+                retry.max_times = Some(HTTP_STREAM_RETRIES);
+                retry.base_duration = HTTP_STREAM_RETRY_BASE;
+                retry.max_delay = Some(Duration::from_secs(1));
+                http.retry_config = Arc::new(retry);
+                for (name, value) in &config.headers {
+                    let name = http::HeaderName::try_from(name.as_str())
+                        .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
+                    let value = http::HeaderValue::try_from(value.as_str())
+                        .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
+                    http.custom_headers.insert(name, value);
+                }
+                let transport = StreamableHttpClientTransport::from_config(http);
+                let running = tokio::time::timeout(timeout, handler.serve(transport))
+                    .await
+                    .map_err(|_| timed_out())?
+                    .map_err(|err| connect_error(server, err))?;
+                (running, None)
+            }
+        };
+    let conn = Arc::new(Conn {
+        peer: running.peer().clone(),
+        closed: CancellationToken::new(),
+        stopped: CancellationToken::new(),
+        pid,
+    });
+    let service = running.cancellation_token();
+    let closing = conn.closed.clone();
+    tokio::spawn(async move {
+        closing.cancelled().await;
+        service.cancel();
+    });
+    let watched = conn.clone();
+    tokio::spawn(async move {
+        let _ = running.waiting().await;
+        watched.closed.cancel();
+        watched.stopped.cancel();
+    });
+    Ok(conn)
+}
+
+/// Every tool of every page of `tools/list`, as raw JSON (no cache: each sync asks the server).
+pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Value>, McpError> {
+    let server = &config.name;
+    let list_error = |message: String| McpError::List {
+        server: server.clone(),
+        message,
+    };
+    let mut tools = Vec::new();
+    let mut cursor: Option<String> = None;
+    let mut seen = std::collections::HashSet::new();
+    for _ in 0..MAX_LIST_PAGES {
+        let request = ClientRequest::ListToolsRequest(ListToolsRequest {
+            method: Default::default(),
+            params: Some(PaginatedRequestParams::default().with_cursor(cursor.clone())),
+            extensions: Default::default(),
+        });
+        let answer = tokio::time::timeout(
+            Duration::from_millis(config.list_timeout_ms),
+            conn.peer.send_request(request),
+        )
+        .await
+        .map_err(|_| McpError::Timeout {
+            server: server.clone(),
+            stage: "tools/list",
+            timeout_ms: config.list_timeout_ms,
+        })?
+        .map_err(|err| list_error(err.to_string()))?;
+        // A list rmcp's typed model refuses (one malformed tool) arrives as a custom result; both
+        // are read per tool from the JSON so one bad entry cannot hide its siblings.
+        let page = match answer {
+            ServerResult::ListToolsResult(list) => {
+                serde_json::to_value(list).map_err(|err| list_error(err.to_string()))?
+            }
+            ServerResult::CustomResult(raw) => raw.0,
+            other => serde_json::to_value(other).map_err(|err| list_error(err.to_string()))?,
+        };
+        let Value::Object(mut page) = page else {
+            return Err(list_error("the answer is not an object".to_owned()));
+        };
+        match page.remove("tools") {
+            Some(Value::Array(items)) => tools.extend(items),
+            _ => return Err(list_error("the answer has no \"tools\" array".to_owned())),
+        }
+        match page.remove("nextCursor") {
+            Some(Value::String(next)) if !next.is_empty() => {
+                if !seen.insert(next.clone()) {
+                    return Err(list_error(format!("cursor \"{next}\" repeats")));
+                }
+                cursor = Some(next);
+            }
+            _ => return Ok(tools),
+        }
+    }
+    Err(list_error(format!("more than {MAX_LIST_PAGES} pages")))
+}
+
+pub(crate) fn disconnected(server: &str, raw_name: &str) -> ToolError {
+    ToolError::new(format!(
+        "mcp server \"{server}\" disconnected before tool \"{raw_name}\" finished"
+    ))
+    .with_code(MCP_DISCONNECTED)
+    .with_name("McpDisconnectedError")
+}
+
+pub(crate) fn not_connected(server: &str) -> ToolError {
+    ToolError::new(format!("mcp server \"{server}\" is not connected"))
+        .with_code(MCP_DISCONNECTED)
+        .with_name("McpDisconnectedError")
+}
+
+enum Outcome {
+    Answer(Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>),
+    Closed,
+    Cancelled,
+    TimedOut,
+}
+
+/// Sends `tools/call` and settles it: the answer, a closed transport (`MCP_DISCONNECTED`), the
+/// caller's cancellation (`ABORTED`, the server is told) or the per-call timeout
+/// (`TOOL_TIMEOUT`, the server is told) — whichever comes first.
+pub(crate) async fn call_tool(
+    config: &McpServer,
+    link: &Link,
+    conn: &Conn,
+    raw_name: &str,
+    arguments: Map<String, Value>,
+    exec: &ToolExec,
+) -> Result<Value, ToolError> {
+    let server = &config.name;
+    let params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
+    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
+    // Holding the map while sending means a progress notification cannot arrive before its
+    // token is known.
+    let mut progress = link.progress.lock().await;
+    let mut handle = match conn
+        .peer
+        .send_cancellable_request(request, PeerRequestOptions::no_options())
+        .await
+    {
+        Ok(handle) => handle,
+        Err(_) => {
+            drop(progress);
+            conn.closed.cancel();
+            return Err(disconnected(server, raw_name));
+        }
+    };
+    let token = handle.progress_token.clone();
+    progress.insert(token.clone(), exec.call_id().to_owned());
+    drop(progress);
+    let timeout = Duration::from_millis(config.call_timeout_ms);
+    let outcome = tokio::select! {
+        biased;
+        answer = &mut handle.rx => Outcome::Answer(answer),
+        _ = conn.closed.cancelled() => Outcome::Closed,
+        _ = exec.signal().cancelled() => Outcome::Cancelled,
+        _ = tokio::time::sleep(timeout) => Outcome::TimedOut,
+    };
+    link.progress.lock().await.remove(&token);
+    let answer = match outcome {
+        Outcome::Answer(answer) => answer,
+        Outcome::Closed => return Err(disconnected(server, raw_name)),
+        Outcome::Cancelled => {
+            tokio::spawn(handle.cancel(Some("cancelled by the caller".to_owned())));
+            return Err(ToolError::coded(
+                ErrorCode::Aborted,
+                "tool call was cancelled",
+            ));
+        }
+        Outcome::TimedOut => {
+            tokio::spawn(handle.cancel(Some("timed out".to_owned())));
+            return Err(ToolError::coded(
+                ErrorCode::ToolTimeout,
+                format!("tool call timed out after {}ms", config.call_timeout_ms),
+            ));
+        }
+    };
+    let raw = match answer {
+        Ok(Ok(ServerResult::CallToolResult(result))) => {
+            serde_json::to_value(result).map_err(|err| ToolError::new(err.to_string()))?
+        }
+        Ok(Ok(ServerResult::CustomResult(raw))) => raw.0,
+        Ok(Ok(other)) => {
+            return Err(ToolError::new(format!(
+                "mcp server \"{server}\" answered tools/call with an unexpected result: {}",
+                serde_json::to_string(&other).unwrap_or_default()
+            )));
+        }
+        Ok(Err(ServiceError::McpError(error))) => {
+            return Err(ToolError::new(format!(
+                "mcp server \"{server}\" refused tool \"{raw_name}\": {} (code {})",
+                error.message, error.code.0
+            )));
+        }
+        Ok(Err(ServiceError::TransportSend(_) | ServiceError::TransportClosed)) | Err(_) => {
+            conn.closed.cancel();
+            return Err(disconnected(server, raw_name));
+        }
+        Ok(Err(other)) => return Err(ToolError::new(other.to_string())),
+    };
+    let Value::Object(result) = raw else {
+        return Err(ToolError::new(format!(
+            "mcp server \"{server}\" answered tools/call with a non-object result"
+        )));
+    };
+    let value = results::canonical_value(&result);
+    if results::is_error(&result) {
+        return Err(ToolError::new(results::error_text(raw_name, &value)));
+    }
+    Ok(value)
+}
+
+/// The pid of the child process, for diagnostics.
+pub(crate) fn pid(conn: &Mutex<Option<Arc<Conn>>>) -> Option<u32> {
+    crate::exec::lock(conn).as_ref().and_then(|conn| conn.pid)
+}

@@ -1,0 +1,208 @@
+//! From a `tools/call` answer to a tool value and model content (REFERENCE §5).
+
+use serde_json::{Map, Value};
+
+use crate::result::ContentBlock;
+
+/// The canonical value of a call: `{content: <raw MCP blocks>, structuredContent?}`.
+pub(crate) fn canonical_value(result: &Map<String, Value>) -> Value {
+    let mut value = Map::new();
+    let content = match result.get("content") {
+        Some(Value::Array(blocks)) => Value::Array(blocks.clone()),
+        // The legacy `toolResult` shape carries one value instead of blocks.
+        _ => match result.get("toolResult") {
+            Some(legacy) => Value::Array(vec![serde_json::json!({
+                "type": "text",
+                "text": legacy_text(legacy),
+            })]),
+            None => Value::Array(Vec::new()),
+        },
+    };
+    value.insert("content".to_owned(), content);
+    if let Some(structured) = result.get("structuredContent") {
+        value.insert("structuredContent".to_owned(), structured.clone());
+    }
+    Value::Object(value)
+}
+
+fn legacy_text(value: &Value) -> String {
+    match value {
+        Value::String(text) => text.clone(),
+        other => other.to_string(),
+    }
+}
+
+/// `true` when the server flagged the result as a tool error (`isError: true`).
+pub(crate) fn is_error(result: &Map<String, Value>) -> bool {
+    result.get("isError").and_then(Value::as_bool) == Some(true)
+}
+
+fn str_field<'a>(block: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
+    block.get(key).and_then(Value::as_str)
+}
+
+/// The text a non-image block reads as, or `None` for an image.
+fn describe(block: &Value) -> Option<String> {
+    let Value::Object(block) = block else {
+        return Some("[invalid content block: not an object]".to_owned());
+    };
+    let kind = str_field(block, "type").unwrap_or("");
+    Some(match kind {
+        "text" => str_field(block, "text").unwrap_or("").to_owned(),
+        "image" if str_field(block, "data").is_some() => return None,
+        "resource_link" => format!(
+            "Resource link: {} ({})",
+            str_field(block, "name").unwrap_or("unnamed"),
+            str_field(block, "uri").unwrap_or("no uri")
+        ),
+        "resource" => {
+            let resource = block.get("resource").and_then(Value::as_object);
+            let field = |key| resource.and_then(|r| str_field(r, key));
+            match (field("uri"), field("text")) {
+                (Some(uri), Some(text)) => format!("[embedded resource {uri}]\n{text}"),
+                (uri, None) => format!(
+                    "[embedded resource {} ({}), binary content not shown]",
+                    uri.unwrap_or("without uri"),
+                    field("mimeType").unwrap_or("unknown type")
+                ),
+                (None, Some(text)) => format!("[embedded resource]\n{text}"),
+            }
+        }
+        "audio" => format!(
+            "[audio content ({}) not shown]",
+            str_field(block, "mimeType").unwrap_or("unknown type")
+        ),
+        other => format!("[unsupported content block type \"{other}\"]"),
+    })
+}
+
+/// Model content for a call's blocks: consecutive text-like blocks joined by `\n` into one text
+/// block, images as image blocks; `(<raw> returned no model-visible content)` when empty.
+pub(crate) fn render(raw_name: &str, value: &Value) -> Vec<ContentBlock> {
+    let blocks = value
+        .get("content")
+        .and_then(Value::as_array)
+        .map(Vec::as_slice)
+        .unwrap_or_default();
+    let mut out = Vec::new();
+    let mut run: Vec<String> = Vec::new();
+    for block in blocks {
+        match describe(block) {
+            Some(text) => run.push(text),
+            None => {
+                if !run.is_empty() {
+                    out.push(ContentBlock::text(run.join("\n")));
+                    run.clear();
+                }
+                out.push(ContentBlock::Image {
+                    media_type: block
+                        .get("mimeType")
+                        .and_then(Value::as_str)
+                        .unwrap_or("application/octet-stream")
+                        .to_owned(),
+                    data: block
+                        .get("data")
+                        .and_then(Value::as_str)
+                        .unwrap_or_default()
+                        .to_owned(),
+                });
+            }
+        }
+    }
+    if !run.is_empty() {
+        out.push(ContentBlock::text(run.join("\n")));
+    }
+    if out.iter().all(|block| matches!(block, ContentBlock::Text { text } if text.is_empty())) {
+        return vec![ContentBlock::text(format!(
+            "({raw_name} returned no model-visible content)"
+        ))];
+    }
+    out
+}
+
+/// The text of a failed call (`isError: true`): its rendered text blocks.
+pub(crate) fn error_text(raw_name: &str, value: &Value) -> String {
+    let texts: Vec<String> = render(raw_name, value)
+        .into_iter()
+        .filter_map(|block| match block {
+            ContentBlock::Text { text } => Some(text),
+            _ => None,
+        })
+        .collect();
+    if texts.is_empty() {
+        format!("({raw_name} returned no model-visible content)")
+    } else {
+        texts.join("\n")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn text_runs_join_and_images_split_them() {
+        let value = json!({"content": [
+            {"type": "text", "text": "a"},
+            {"type": "text", "text": "b"},
+            {"type": "image", "data": "AAA=", "mimeType": "image/png"},
+            {"type": "resource_link", "name": "readme", "uri": "file:///r"},
+            {"type": "resource", "resource": {"uri": "mem://x", "text": "body"}},
+            {"type": "resource", "resource": {"uri": "mem://y", "blob": "AA==", "mimeType": "image/gif"}},
+            {"type": "audio", "data": "AA==", "mimeType": "audio/wav"},
+            {"type": "hologram"},
+            7
+        ]});
+        let content = render("t", &value);
+        assert_eq!(content.len(), 3);
+        assert_eq!(content[0], ContentBlock::text("a\nb"));
+        assert_eq!(
+            content[1],
+            ContentBlock::Image {
+                media_type: "image/png".into(),
+                data: "AAA=".into()
+            }
+        );
+        assert_eq!(
+            content[2],
+            ContentBlock::text(
+                "Resource link: readme (file:///r)\n[embedded resource mem://x]\nbody\n\
+                 [embedded resource mem://y (image/gif), binary content not shown]\n\
+                 [audio content (audio/wav) not shown]\n\
+                 [unsupported content block type \"hologram\"]\n\
+                 [invalid content block: not an object]"
+            )
+        );
+    }
+
+    #[test]
+    fn empty_content_says_so() {
+        assert_eq!(
+            render("echo", &json!({"content": []})),
+            vec![ContentBlock::text("(echo returned no model-visible content)")]
+        );
+        assert_eq!(
+            error_text("echo", &json!({"content": []})),
+            "(echo returned no model-visible content)"
+        );
+    }
+
+    #[test]
+    fn canonical_value_keeps_blocks_and_structured_content() {
+        let result = json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"n": 1},
+            "isError": false, "_meta": {}});
+        let result = result.as_object().unwrap();
+        assert_eq!(
+            canonical_value(result),
+            json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"n": 1}})
+        );
+        assert!(!is_error(result));
+        let legacy = json!({"toolResult": {"ok": true}});
+        assert_eq!(
+            canonical_value(legacy.as_object().unwrap()),
+            json!({"content": [{"type": "text", "text": "{\"ok\":true}"}]})
+        );
+    }
+}
