@@ -142,9 +142,13 @@ async fn forward(
     peer: &Peer<RoleServer>,
     sent: &mut u64,
 ) {
-    let message = match event {
+    let sub_call = |id: &str| {
+        id.strip_prefix(call_id)
+            .is_some_and(|rest| rest.starts_with(":code:"))
+    };
+    let (progress, total, message) = match event {
         ToolEvent::CodeDispatchStart { parent, name, .. } if parent == call_id => {
-            format!("{name} started")
+            (None, None, Some(format!("{name} started")))
         }
         ToolEvent::CodeDispatch {
             parent,
@@ -152,12 +156,28 @@ async fn forward(
             is_error,
             ..
         } if parent == call_id => {
-            format!("{name} {}", if *is_error { "error" } else { "ok" })
+            let outcome = if *is_error { "error" } else { "ok" };
+            (None, None, Some(format!("{name} {outcome}")))
         }
+        // The called tool itself reports (an MCP server behind us): its own figures pass through.
+        ToolEvent::Progress {
+            call_id: id,
+            progress,
+            total,
+            message,
+        } if id == call_id => (Some(*progress), *total, message.clone()),
+        // A program's sub-call reports: our own count keeps the sequence increasing.
+        ToolEvent::Progress { call_id: id, message, .. } if sub_call(id) => (None, None, message.clone()),
         _ => return,
     };
     *sent += 1;
-    let params = ProgressNotificationParam::new(token.clone(), *sent as f64).with_message(message);
+    let mut params = ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
+    if let Some(total) = total {
+        params = params.with_total(total);
+    }
+    if let Some(message) = message {
+        params = params.with_message(message);
+    }
     // A client that went away cannot be told; the call still settles and answers.
     let _ = peer.notify_progress(params).await;
 }

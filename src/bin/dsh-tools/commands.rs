@@ -12,19 +12,18 @@ use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::args::{CallArgs, RunArgs, SdkArgs, ServeArgs, Sources, ToolsArgs, ViewArgs};
-use crate::sources::{mount_runtime, registry};
+use crate::args::{CallArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs};
+use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
-pub async fn serve(sources: &Sources, args: &ServeArgs) -> Result<(), String> {
-    let registry = registry(sources).await?;
+pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
         None
     } else {
-        Some(mount_runtime(&registry, args.lang, args.budgets, true).await?)
+        Some(mount_runtime(registry, args.lang, args.budgets, true).await?)
     };
-    let log = start_log(&registry, args.events.as_deref())?;
+    let log = start_log(registry, args.events.as_deref())?;
     let options = McpServeOptions::default().page_size(args.page_size);
     let served = match args.http {
         None => registry
@@ -65,8 +64,7 @@ async fn stop_signal() {
 }
 
 /// `tools`.
-pub async fn tools(sources: &Sources, args: &ToolsArgs, json_output: bool) -> Result<String, String> {
-    let registry = registry(sources).await?;
+pub async fn tools(registry: &Registry, args: &ToolsArgs, json_output: bool) -> Result<String, String> {
     let schemas = registry.schemas_for(None, args.dialect);
     if json_output {
         let list: Vec<Value> = schemas
@@ -93,8 +91,7 @@ pub async fn tools(sources: &Sources, args: &ToolsArgs, json_output: bool) -> Re
 }
 
 /// `sdk`.
-pub async fn sdk(sources: &Sources, args: &SdkArgs, json_output: bool) -> Result<String, String> {
-    let registry = registry(sources).await?;
+pub async fn sdk(registry: &Registry, args: &SdkArgs, json_output: bool) -> Result<String, String> {
     let text = registry.sdk(None, args.lang);
     if json_output {
         return Ok(pretty(&json!({"language": language_name(args.lang), "text": text})));
@@ -103,13 +100,12 @@ pub async fn sdk(sources: &Sources, args: &SdkArgs, json_output: bool) -> Result
 }
 
 /// `view`.
-pub async fn view(sources: &Sources, args: &ViewArgs, json_output: bool) -> Result<String, String> {
-    let registry = registry(sources).await?;
+pub async fn view(registry: &Registry, args: &ViewArgs, json_output: bool) -> Result<String, String> {
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
         None
     } else {
-        Some(mount_runtime(&registry, args.lang, Default::default(), false).await?)
+        Some(mount_runtime(registry, args.lang, Default::default(), false).await?)
     };
     let view = registry.model_view(None).map_err(|error| error.to_string());
     if let Some(runtime) = runtime {
@@ -130,29 +126,27 @@ pub async fn view(sources: &Sources, args: &ViewArgs, json_output: bool) -> Resu
 }
 
 /// `call`.
-pub async fn call(sources: &Sources, args: &CallArgs, json_output: bool) -> Result<String, String> {
+pub async fn call(registry: &Registry, args: &CallArgs, json_output: bool) -> Result<String, String> {
     let arguments: Value = match &args.arguments {
         None => json!({}),
         Some(text) => serde_json::from_str(text).map_err(|error| format!("invalid JSON arguments: {error}"))?,
     };
-    let registry = registry(sources).await?;
     if registry.get(&args.name, None).is_none() {
-        return Err(unknown_tool(&registry, &args.name));
+        return Err(unknown_tool(registry, &args.name));
     }
-    let log = start_log(&registry, args.events.as_deref())?;
+    let log = start_log(registry, args.events.as_deref())?;
     let result = registry.execute(ToolCall::new("cli-1", args.name.clone(), arguments)).await;
     finish_log(log).await?;
     settle(&result, json_output)
 }
 
 /// `run`: progress lines (tool, ms, ok/error) on stderr as the program's calls settle.
-pub async fn run(sources: &Sources, args: &RunArgs, json_output: bool) -> Result<String, String> {
+pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Result<String, String> {
     let program = std::fs::read_to_string(&args.file).map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
     let language = args.lang.unwrap_or_else(|| language_of_file(&args.file));
-    let registry = registry(sources).await?;
     registry.set_mode(Mode::Code);
-    let runtime = mount_runtime(&registry, language, args.budgets, false).await?;
-    let log = start_log(&registry, args.events.as_deref())?;
+    let runtime = mount_runtime(registry, language, args.budgets, false).await?;
+    let log = start_log(registry, args.events.as_deref())?;
     let mut events = registry.subscribe();
     let execution = registry.execute(ToolCall::new("cli-run", "run_code", json!({"code": program, "description": format!("Run {}", args.file.display())})));
     tokio::pin!(execution);

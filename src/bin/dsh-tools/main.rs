@@ -58,16 +58,28 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), String> {
-    let sources = &cli.sources;
-    let output = match &cli.command {
-        Command::Serve(args) => return commands::serve(sources, args).await,
-        Command::Tools(args) => commands::tools(sources, args, cli.json).await?,
-        Command::Sdk(args) => commands::sdk(sources, args, cli.json).await?,
-        Command::View(args) => commands::view(sources, args, cli.json).await?,
-        Command::Call(args) => commands::call(sources, args, cli.json).await?,
-        Command::Run(args) => commands::run(sources, args, cli.json).await?,
-    };
-    print_stdout(&output)
+    let loaded = sources::registry(&cli.sources).await?;
+    let outcome = dispatch(&loaded.registry, &cli).await;
+    loaded.close().await;
+    match outcome? {
+        Some(output) => print_stdout(&output),
+        None => Ok(()),
+    }
+}
+
+/// Runs the subcommand over the loaded tools; `Some` is what to print on stdout.
+async fn dispatch(registry: &dsh_tools::Registry, cli: &Cli) -> Result<Option<String>, String> {
+    Ok(Some(match &cli.command {
+        Command::Serve(args) => {
+            commands::serve(registry, args).await?;
+            return Ok(None);
+        }
+        Command::Tools(args) => commands::tools(registry, args, cli.json).await?,
+        Command::Sdk(args) => commands::sdk(registry, args, cli.json).await?,
+        Command::View(args) => commands::view(registry, args, cli.json).await?,
+        Command::Call(args) => commands::call(registry, args, cli.json).await?,
+        Command::Run(args) => commands::run(registry, args, cli.json).await?,
+    }))
 }
 
 /// Writes one output to stdout; a reader that closed the pipe early (`| head`) is not an error.

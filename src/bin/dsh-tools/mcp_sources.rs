@@ -1,13 +1,288 @@
-//! MCP servers as tool sources: `--mcp`, `--mcp-http` and `--config` (`mcpServers` JSON).
+//! MCP servers as tool sources: `--mcp "COMMAND LINE"`, `--mcp-http URL` and `--config FILE` in
+//! the `mcpServers` JSON format MCP hosts use:
+//!
+//! ```json
+//! {"mcpServers": {
+//!   "fs":     {"command": "npx", "args": ["-y", "@modelcontextprotocol/server-filesystem", "."]},
+//!   "remote": {"url": "http://127.0.0.1:3001/mcp", "headers": {"Authorization": "Bearer …"}}
+//! }}
+//! ```
+//!
+//! A server's tools are registered as `mcp__<server>__<tool>`. The server name comes from the
+//! config key, or for `--mcp` from the package or program name (`server-filesystem` →
+//! `filesystem`), for `--mcp-http` from the host.
+
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use dsh_tools::Registry;
+use dsh_tools::mcp::{McpHandle, McpServer};
+use serde::Deserialize;
+use tracing::field::{Field, Visit};
+use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 use crate::args::Sources;
 
-/// Connects every MCP server the sources name and registers its tools.
-pub async fn add(_registry: &Registry, sources: &Sources) -> Result<(), String> {
-    if sources.mcp.is_empty() && sources.mcp_http.is_empty() && sources.config.is_none() {
-        return Ok(());
+/// Lines of a failing server's stderr quoted in its error.
+const STDERR_TAIL: usize = 5;
+
+#[derive(Debug, Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct ConfigFile {
+    mcp_servers: BTreeMap<String, ServerEntry>,
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+struct ServerEntry {
+    command: Option<String>,
+    #[serde(default)]
+    args: Vec<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    cwd: Option<String>,
+    url: Option<String>,
+    #[serde(default)]
+    headers: BTreeMap<String, String>,
+    /// `stdio`, `http` or `streamable-http`; implied by `command` / `url` when absent.
+    #[serde(rename = "type")]
+    kind: Option<String>,
+    /// Hosts' on/off switch for an entry.
+    #[serde(default)]
+    disabled: bool,
+}
+
+/// Connects every MCP server the sources name and registers its tools. The first server that
+/// fails stops the whole start-up with its error and the tail of its stderr.
+pub async fn add(registry: &Registry, sources: &Sources) -> Result<Vec<McpHandle>, String> {
+    let servers = servers(sources)?;
+    if servers.is_empty() {
+        return Ok(Vec::new());
     }
-    Err("MCP servers as tool sources need the MCP client of this crate".to_owned())
+    let tails = StderrTails::install();
+    let mut handles = Vec::new();
+    for server in servers {
+        let name = server.name().to_owned();
+        match registry.add_mcp_server(server).await {
+            Ok(handle) => handles.push(handle),
+            Err(error) => {
+                for handle in handles {
+                    handle.disconnect().await;
+                }
+                let tail = tails.wait_for(&name).await;
+                return Err(match tail.is_empty() {
+                    true => error.to_string(),
+                    false => format!("{error}; stderr: {}", tail.join(" | ")),
+                });
+            }
+        }
+    }
+    Ok(handles)
+}
+
+fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
+    let mut taken = HashSet::new();
+    let mut servers = Vec::new();
+    for line in &sources.mcp {
+        let words = shlex::split(line)
+            .filter(|words| !words.is_empty())
+            .ok_or_else(|| format!("--mcp \"{line}\": not a command line (empty or unbalanced quotes)"))?;
+        let name = unique(&mut taken, server_name_of_command(&words));
+        servers.push(McpServer::stdio(name, words[0].clone(), words[1..].to_vec()));
+    }
+    for url in &sources.mcp_http {
+        let host = url.split("://").nth(1).unwrap_or(url).split(['/', '?']).next().unwrap_or_default();
+        let name = unique(&mut taken, sanitize(host));
+        servers.push(McpServer::http(name, url.clone()));
+    }
+    if let Some(path) = &sources.config {
+        let text = std::fs::read_to_string(path).map_err(|error| format!("--config {}: {error}", path.display()))?;
+        let config: ConfigFile =
+            serde_json::from_str(&text).map_err(|error| format!("--config {}: {error}", path.display()))?;
+        for (key, entry) in config.mcp_servers {
+            if entry.disabled {
+                continue;
+            }
+            if !taken.insert(key.clone()) {
+                return Err(format!("--config {}: server \"{key}\" is named twice", path.display()));
+            }
+            servers.push(entry_server(&key, entry).map_err(|error| format!("--config {}: {error}", path.display()))?);
+        }
+    }
+    Ok(servers)
+}
+
+fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
+    let mut server = match (entry.kind.as_deref(), entry.command, entry.url) {
+        (None | Some("stdio"), Some(command), None) => McpServer::stdio(key, command, entry.args),
+        (None | Some("http") | Some("streamable-http") | Some("streamableHttp"), None, Some(url)) => {
+            McpServer::http(key, url)
+        }
+        (Some(kind), _, _) if !["stdio", "http", "streamable-http", "streamableHttp"].contains(&kind) => {
+            return Err(format!("server \"{key}\": unsupported type \"{kind}\" (known: stdio, http)"));
+        }
+        _ => return Err(format!("server \"{key}\": give either \"command\" (stdio) or \"url\" (http)")),
+    };
+    for (name, value) in entry.env {
+        server = server.env(name, value);
+    }
+    if let Some(cwd) = entry.cwd {
+        server = server.cwd(cwd);
+    }
+    for (name, value) in entry.headers {
+        server = server.header(name, value);
+    }
+    Ok(server)
+}
+
+/// Programs that start another program: the server is named after what they start.
+const LAUNCHERS: [&str; 12] = ["npx", "uvx", "node", "python", "python3", "bunx", "deno", "pipx", "uv", "sh", "bash", "env"];
+
+/// `npx -y @modelcontextprotocol/server-filesystem .` → `filesystem`; `mcp-server-time` → `time`.
+fn server_name_of_command(words: &[String]) -> String {
+    let program = basename(&words[0]);
+    let subject = if LAUNCHERS.contains(&program) {
+        words[1..]
+            .iter()
+            .find(|word| !word.starts_with('-') && !["run", "exec", "-m"].contains(&word.as_str()))
+            .map_or(program, |word| basename(word))
+    } else {
+        program
+    };
+    let mut name = subject.split('@').find(|part| !part.is_empty()).unwrap_or(subject);
+    for suffix in [".py", ".js", ".mjs", ".ts"] {
+        name = name.strip_suffix(suffix).unwrap_or(name);
+    }
+    for prefix in ["mcp-server-", "server-", "mcp-"] {
+        if let Some(rest) = name.strip_prefix(prefix).filter(|rest| !rest.is_empty()) {
+            name = rest;
+            break;
+        }
+    }
+    for suffix in ["-mcp-server", "-mcp", "-server"] {
+        if let Some(rest) = name.strip_suffix(suffix).filter(|rest| !rest.is_empty()) {
+            name = rest;
+            break;
+        }
+    }
+    sanitize(name)
+}
+
+fn basename(word: &str) -> &str {
+    word.rsplit('/').find(|part| !part.is_empty()).unwrap_or(word)
+}
+
+fn sanitize(name: &str) -> String {
+    let clean: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .take(28)
+        .collect();
+    if clean.is_empty() { "mcp".to_owned() } else { clean }
+}
+
+fn unique(taken: &mut HashSet<String>, name: String) -> String {
+    let mut candidate = name.clone();
+    let mut n = 2;
+    while !taken.insert(candidate.clone()) {
+        candidate = format!("{name}_{n}");
+        n += 1;
+    }
+    candidate
+}
+
+/// The last stderr lines of each stdio server, collected from the MCP client's `tracing`
+/// events, so a server that fails to start can be quoted.
+#[derive(Clone, Default)]
+struct StderrTails(Arc<Mutex<HashMap<String, VecDeque<String>>>>);
+
+impl StderrTails {
+    fn install() -> StderrTails {
+        let tails = StderrTails::default();
+        let subscriber = tracing_subscriber::registry().with(tails.clone());
+        // Another subscriber already set (none is, in this binary) would only cost the tails.
+        let _ = tracing::subscriber::set_global_default(subscriber);
+        tails
+    }
+
+    /// The server's tail, waiting briefly for lines still in its pipe when there are none yet.
+    async fn wait_for(&self, server: &str) -> Vec<String> {
+        for _ in 0..20 {
+            let tail: Vec<String> = self.lines(server);
+            if !tail.is_empty() {
+                return tail;
+            }
+            tokio::time::sleep(Duration::from_millis(25)).await;
+        }
+        Vec::new()
+    }
+
+    fn lines(&self, server: &str) -> Vec<String> {
+        let tails = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        tails.get(server).map(|tail| tail.iter().cloned().collect()).unwrap_or_default()
+    }
+}
+
+#[derive(Default)]
+struct StderrLine {
+    server: Option<String>,
+    message: Option<String>,
+}
+
+impl Visit for StderrLine {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        if field.name() == "server" {
+            self.server = Some(value.to_owned());
+        }
+    }
+
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = Some(format!("{value:?}")),
+            "server" => self.server = Some(format!("{value:?}")),
+            _ => {}
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for StderrTails {
+    fn on_event(&self, event: &tracing::Event<'_>, _context: Context<'_, S>) {
+        if event.metadata().target() != "dsh_tool_runtime::mcp" {
+            return;
+        }
+        let mut line = StderrLine::default();
+        event.record(&mut line);
+        let (Some(server), Some(message)) = (line.server, line.message) else {
+            return;
+        };
+        let Some(text) = message.strip_prefix("stderr: ") else {
+            return;
+        };
+        let mut tails = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let tail = tails.entry(server).or_default();
+        if tail.len() == STDERR_TAIL {
+            tail.pop_front();
+        }
+        tail.push_back(text.to_owned());
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::server_name_of_command;
+
+    fn name(line: &str) -> String {
+        server_name_of_command(&shlex::split(line).unwrap())
+    }
+
+    #[test]
+    fn servers_are_named_after_what_they_run() {
+        assert_eq!(name("npx -y @modelcontextprotocol/server-filesystem ."), "filesystem");
+        assert_eq!(name("npx -y @modelcontextprotocol/server-everything"), "everything");
+        assert_eq!(name("/venv/bin/mcp-server-time --local-timezone UTC"), "time");
+        assert_eq!(name("python3 tests/servers/slow_server.py"), "slow_server");
+        assert_eq!(name("uvx mcp-server-fetch"), "fetch");
+        assert_eq!(name("my-tool"), "my-tool");
+    }
 }

@@ -3,6 +3,7 @@
 use std::sync::Arc;
 
 use dsh_tools::Registry;
+use dsh_tools::mcp::McpHandle;
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::sdk::Language;
@@ -10,8 +11,24 @@ use dsh_tools::sdk::Language;
 use crate::args::{Budgets, Builtin, Sources};
 use crate::toolset;
 
-/// A registry holding every tool the sources name, with the timeout policy installed.
-pub async fn registry(sources: &Sources) -> Result<Registry, String> {
+/// The registry of one command and the MCP servers bridged into it.
+pub struct Loaded {
+    /// Every tool the sources name, with the timeout policy installed.
+    pub registry: Registry,
+    servers: Vec<McpHandle>,
+}
+
+impl Loaded {
+    /// Stops the bridged MCP servers.
+    pub async fn close(self) {
+        for server in self.servers {
+            server.disconnect().await;
+        }
+    }
+}
+
+/// Loads every tool the sources name.
+pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
     if sources.builtin.is_none()
         && sources.mcp.is_empty()
         && sources.mcp_http.is_empty()
@@ -36,8 +53,8 @@ pub async fn registry(sources: &Sources) -> Result<Registry, String> {
             .register_all(toolset::definitions(root))
             .map_err(|error| error.to_string())?;
     }
-    crate::mcp_sources::add(&registry, sources).await?;
-    Ok(registry)
+    let servers = crate::mcp_sources::add(&registry, sources).await?;
+    Ok(Loaded { registry, servers })
 }
 
 /// Mounts a subprocess code runtime for `language` under `budgets`. `standby` keeps a child
