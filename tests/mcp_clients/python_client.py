@@ -1,11 +1,12 @@
 """Drives `dsh-tools serve` over stdio with the official Python MCP SDK client (`mcp`, pinned in
 .ci/tools/requirements.txt). Run by tests/mcp_serve.rs; exits non-zero with the failed check.
 
-    python_client.py SCENARIO DSH_TOOLS ROOT [EVENTS_PATH]
+    python_client.py SCENARIO DSH_TOOLS ROOT|SERVER_COMMAND [EVENTS_PATH]
 
 Scenarios: `native` (paged listing, outputSchema, annotations, a native call, failures as
 isError), `code` (code-only listing and instructions, a run_code program with progress, a
-cancelled slow call).
+cancelled slow call), `proxy` (code mode over a real MCP server started behind us: a program
+calling two of its tools; in both mode its progress reaching us).
 """
 
 import sys
@@ -134,7 +135,48 @@ async def code(binary, root, events):
     print("code ok")
 
 
-SCENARIOS = {"native": native, "code": code}
+async def proxy(binary, server_command, _events):
+    server = StdioServerParameters(command=binary, args=["--mcp", server_command, "serve", "--mode", "code"])
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        listing = await session.list_tools()
+        check([tool.name for tool in listing.tools] == ["run_code"], "run_code alone")
+        description = listing.tools[0].description
+        check('"mcp__everything__get-sum"' in description and "mcp__everything__echo" in description, "SDK of the server's tools")
+        program = (
+            "const [sum, echo] = await Promise.all([\n"
+            "  tools['mcp__everything__get-sum']({ a: 2, b: 40 }),\n"
+            "  tools.mcp__everything__echo({ message: 'through dsh-tools' }),\n"
+            "]);\n"
+            "return [sum.content[0].text, echo.content[0].text];\n"
+        )
+        result = await session.call_tool("run_code", {"code": program, "description": "Sum and echo"})
+        text = text_of(result)
+        check(result.is_error is False, f"run_code over the server succeeded: {text}")
+        check("The sum of 2 and 40 is 42." in text and "Echo: through dsh-tools" in text, f"both results: {text}")
+
+    server = StdioServerParameters(command=binary, args=["--mcp", server_command, "serve", "--mode", "both"])
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        progress = []
+
+        async def on_progress(value, total, message):
+            progress.append((value, total))
+
+        result = await session.call_tool(
+            "mcp__everything__trigger-long-running-operation",
+            {"duration": 0.2, "steps": 2},
+            progress_callback=on_progress,
+        )
+        check(result.is_error is False, f"long-running operation: {text_of(result)}")
+        # The server reports after each step; its last report can race its own response inside
+        # the client bridge, so at least the first one must pass through, with the server's figures.
+        check(progress[:1] == [(1, 2)], f"the server's progress passes through: {progress}")
+        check(all(total == 2 for _, total in progress), f"totals: {progress}")
+    print("proxy ok")
+
+
+SCENARIOS = {"native": native, "code": code, "proxy": proxy}
 
 if __name__ == "__main__":
     scenario, binary, root = sys.argv[1:4]
