@@ -1,0 +1,196 @@
+//! `dsh-tools serve` driven by real MCP clients written elsewhere, installed at pinned versions by
+//! `.ci/install-tools.sh`: the official Python SDK client (`mcp`), the official TypeScript SDK
+//! client (`@modelcontextprotocol/sdk`) over streamable HTTP, and pydantic-ai as an agent host
+//! with a deterministic model. The client scripts live in `tests/mcp_clients/` and exit non-zero
+//! with the check that failed. `list_changed` is checked in-process with this crate's rmcp-based
+//! MCP client against `Registry::serve_mcp` over HTTP.
+
+#[path = "mcp_support/mod.rs"]
+mod mcp_support;
+#[path = "../src/bin/dsh-tools/toolset.rs"]
+mod toolset;
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use dsh_tools::events::ToolEvent;
+use dsh_tools::mcp::McpServer;
+use dsh_tools::mcp_server::McpTransport;
+use dsh_tools::{Registry, ToolDefinition};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");
+
+/// Runs a client script to completion; its failure output is the test's failure message.
+fn run_client(program: &str, args: &[&str]) {
+    let output = Command::new(program)
+        .args(args)
+        .output()
+        .unwrap_or_else(|error| panic!("cannot start {program}: {error}"));
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        output.status.success(),
+        "{program} {args:?} failed ({}):\nstdout:\n{stdout}\nstderr:\n{stderr}",
+        output.status
+    );
+    eprintln!("{stdout}");
+}
+
+fn script(name: &str) -> String {
+    format!("{ROOT}/tests/mcp_clients/{name}")
+}
+
+#[test]
+fn python_client_lists_pages_and_calls_native_tools() {
+    let tools = require_tools!();
+    run_client(&tools.python(), &[&script("python_client.py"), "native", BIN, ROOT]);
+}
+
+#[test]
+fn python_client_runs_code_gets_progress_and_cancels_a_slow_call() {
+    let tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let events = dir.path().join("events.jsonl");
+    let events_path = events.display().to_string();
+    run_client(&tools.python(), &[&script("python_client.py"), "code", BIN, ROOT, &events_path]);
+    // The log is complete once the server exits (the client closed stdin). The cancelled call
+    // settled as aborted: the pipeline saw the client's notifications/cancelled.
+    let results: Vec<Value> = std::fs::read_to_string(&events)
+        .unwrap()
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .filter(|event| event["event"] == "result" && event["parent"].is_null())
+        .collect();
+    let codes: Vec<&str> = results
+        .iter()
+        .map(|event| event["result"]["error"]["info"]["code"].as_str().unwrap_or("ok"))
+        .collect();
+    assert_eq!(codes, ["ok", "CODE_RUN_FAILED", "ABORTED", "ok"], "{results:#?}");
+}
+
+#[test]
+fn python_client_uses_a_real_mcp_server_through_the_code_mode_proxy() {
+    let tools = require_tools!();
+    let everything = format!("{} stdio", tools.bin("mcp-server-everything"));
+    run_client(&tools.python(), &[&script("python_client.py"), "proxy", BIN, &everything]);
+}
+
+/// A `dsh-tools serve --http` child, stopped (SIGTERM, then kill) on drop.
+struct HttpServer {
+    child: Child,
+    url: String,
+}
+
+impl HttpServer {
+    fn start(sources: &[&str], serve: &[&str]) -> HttpServer {
+        let mut child = Command::new(BIN)
+            .args(sources)
+            .args(["serve", "--http", "0"])
+            .args(serve)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let mut line = String::new();
+        stderr.read_line(&mut line).unwrap();
+        let url = line
+            .trim()
+            .strip_prefix("dsh-tools: serving MCP on ")
+            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .to_owned();
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        HttpServer { child, url }
+    }
+}
+
+impl Drop for HttpServer {
+    fn drop(&mut self) {
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn typescript_client_over_streamable_http_sees_both_modes() {
+    let tools = require_tools!();
+    let server = HttpServer::start(&["--builtin", "repo", "--root", ROOT], &["--mode", "both"]);
+    assert!(server.url.starts_with("http://127.0.0.1:"), "loopback by default: {}", server.url);
+    let node_modules = tools.node_bin.parent().unwrap().display().to_string();
+    run_client("node", &[&script("ts_client.mjs"), &node_modules, &server.url]);
+}
+
+#[test]
+fn pydantic_ai_host_sees_and_calls_run_code() {
+    let tools = require_tools!();
+    run_client(&tools.python(), &[&script("pydantic_ai_host.py"), BIN, ROOT]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn registry_changes_reach_clients_as_list_changed() {
+    let served = Registry::new();
+    served.register_all(toolset::definitions(ROOT)).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR).await.unwrap();
+    let addr = transport.local_addr().unwrap();
+    assert!(addr.ip().is_loopback(), "loopback by default: {addr}");
+    let server = tokio::spawn({
+        let served = served.clone();
+        async move { served.serve_mcp(None, transport).await }
+    });
+
+    let client = Registry::new();
+    let mut events = client.subscribe();
+    let handle = client
+        .add_mcp_server(McpServer::http("served", format!("http://{addr}/mcp")))
+        .await
+        .unwrap();
+    assert_eq!(handle.tools().len(), 4);
+
+    let extra = ToolDefinition::builder("shout")
+        .description("Upper-case a text.")
+        .parameters(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
+        .handler(|args: Value, _exec| async move {
+            Ok(json!(args["text"].as_str().unwrap_or_default().to_uppercase()))
+        })
+        .build()
+        .unwrap();
+    let registration = served.register(extra).unwrap();
+    let shout = "mcp__served__shout".to_owned();
+    let (added, names) = tools_changed(&mut events, |names| names.contains(&shout)).await;
+    assert_eq!(names.len(), 5, "{names:?}");
+
+    registration.unregister();
+    let (removed, names) = tools_changed(&mut events, |names| !names.contains(&shout)).await;
+    assert!(removed > added, "a later generation");
+    assert_eq!(names.len(), 4, "{names:?}");
+
+    handle.disconnect().await;
+    server.abort();
+}
+
+/// The first re-sync the client bridge publishes whose tool list passes `wanted`, with its
+/// generation; the timeout only bounds a failure.
+async fn tools_changed(
+    events: &mut tokio::sync::broadcast::Receiver<ToolEvent>,
+    wanted: impl Fn(&Vec<String>) -> bool,
+) -> (u64, Vec<String>) {
+    tokio::time::timeout(Duration::from_secs(60), async {
+        loop {
+            if let Ok(ToolEvent::ToolsChanged {
+                tools, generation, ..
+            }) = events.recv().await
+                && generation > 1
+                && wanted(&tools)
+            {
+                return (generation, tools);
+            }
+        }
+    })
+    .await
+    .expect("no tools/list_changed reached the client")
+}
