@@ -9,6 +9,7 @@ import asyncio
 import sys
 
 from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
 
 server = MCPServer("dsh-test-server")
 
@@ -55,7 +56,7 @@ async def slow(seconds: float) -> str:
 @server.tool()
 async def fail(message: str) -> str:
     """Always fails with `message` (an `isError` result)."""
-    raise ValueError(message)
+    raise ToolError(message)
 
 
 @server.tool()
