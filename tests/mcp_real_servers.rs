@@ -36,7 +36,8 @@ async fn everything_lists_and_calls_its_tools() {
         assert!(names.iter().any(|name| name == expected), "{expected} in {names:?}");
         assert!(registry.get(expected, None).is_some());
     }
-    assert_eq!(handle.generation(), 1);
+    // server-everything announces list changes of its own right after connecting.
+    assert!(handle.generation() >= 1);
 
     // The dashed raw name goes on the wire unchanged.
     let sum = registry

@@ -1,7 +1,8 @@
 """A bare JSON-RPC MCP server (stdio, no SDK) for tool lists the official SDKs refuse to send.
 
 Usage: raw_list_server.py MODE, where MODE is
-  paged      three pages of `tools/list` (cursors "2", "3") with one tool each
+  paged      three pages of `tools/list` (cursors "2", "3"), with `admin.reset` next to
+             `admin_reset`
   malformed  one list with good tools next to broken ones (no inputSchema, a non-object
              inputSchema, a schema that does not compile, a non-object entry, no name)
   duplicate  a list naming one tool twice
@@ -47,7 +48,11 @@ STRUCTURED = tool(
 )
 
 PAGES = {
-    "paged": [[tool("first")], [tool("second")], [tool("third"), STRUCTURED, tool("mixed")]],
+    "paged": [
+        [tool("first"), tool("admin.reset"), tool("admin_reset")],
+        [tool("second")],
+        [tool("third"), STRUCTURED, tool("mixed")],
+    ],
     "malformed": [[
         tool("good_one"),
         {"name": "no_schema", "description": "missing inputSchema"},
