@@ -5,8 +5,13 @@
 //! that call the tools concurrently, and prints their logs, result, elapsed time and the number
 //! of tool calls they made.
 //!
+//! `--mcp "<command line>"` (repeatable) starts an MCP server over stdio and registers its tools
+//! next to the local ones, so programs can call them too. The server is named after its command
+//! (`mcp-server-time` → `time`) unless the value starts with `<name>=`.
+//!
 //! ```text
 //! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR]
+//!                                   [--mcp "[NAME=]COMMAND ARGS…"]…
 //! ```
 
 #[path = "../src/bin/dsh-tools/toolset.rs"]
@@ -21,6 +26,7 @@ use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::guards::TimeoutPolicy;
+use dsh_tools::mcp::{McpServer, is_valid_server_name};
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::json;
 
@@ -44,6 +50,80 @@ struct Cli {
     /// The directory the tools may read (default: this repository).
     #[arg(long)]
     root: Option<PathBuf>,
+    /// An MCP server to start over stdio, as `[NAME=]COMMAND ARGS…` (repeatable).
+    #[arg(long = "mcp", value_name = "COMMAND LINE")]
+    mcp: Vec<String>,
+}
+
+/// Splits a command line into words: whitespace separates, single and double quotes group,
+/// a backslash escapes the next character (outside single quotes).
+fn split_words(line: &str) -> anyhow::Result<Vec<String>> {
+    let (mut words, mut word, mut in_word) = (Vec::new(), String::new(), false);
+    let mut quote: Option<char> = None;
+    let mut chars = line.chars();
+    while let Some(c) = chars.next() {
+        match (quote, c) {
+            (Some('\''), '\'') | (Some('"'), '"') => quote = None,
+            (Some('\''), _) => word.push(c),
+            (_, '\\') => {
+                word.push(chars.next().context("a trailing backslash")?);
+                in_word = true;
+            }
+            (Some(_), _) => word.push(c),
+            (None, '\'' | '"') => {
+                quote = Some(c);
+                in_word = true;
+            }
+            (None, c) if c.is_whitespace() => {
+                if in_word {
+                    words.push(std::mem::take(&mut word));
+                    in_word = false;
+                }
+            }
+            (None, _) => {
+                word.push(c);
+                in_word = true;
+            }
+        }
+    }
+    if quote.is_some() {
+        bail!("unclosed quote in {line:?}");
+    }
+    if in_word {
+        words.push(word);
+    }
+    Ok(words)
+}
+
+/// An MCP server from a `--mcp` value; `taken` holds the names already used.
+fn mcp_server(value: &str, taken: &mut Vec<String>) -> anyhow::Result<McpServer> {
+    let (name, line) = match value.split_once('=') {
+        Some((name, rest)) if is_valid_server_name(name) => (Some(name.to_owned()), rest),
+        _ => (None, value),
+    };
+    let mut words = split_words(line)?.into_iter();
+    let command = words.next().context("--mcp needs a command")?;
+    let base = name.unwrap_or_else(|| {
+        let stem = std::path::Path::new(&command)
+            .file_stem()
+            .map(|stem| stem.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let stem = stem.strip_prefix("mcp-server-").unwrap_or(&stem);
+        let clean: String = stem
+            .chars()
+            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .take(28)
+            .collect();
+        if clean.is_empty() { "mcp".to_owned() } else { clean }
+    });
+    let mut name = base.clone();
+    let mut n = 2;
+    while taken.contains(&name) {
+        name = format!("{base}-{n}");
+        n += 1;
+    }
+    taken.push(name.clone());
+    Ok(McpServer::stdio(name, command, words))
 }
 
 const BUNDLED_TS: &str = include_str!("programs/crate_summary.ts");
@@ -65,6 +145,22 @@ async fn main() -> anyhow::Result<()> {
     let registry = Registry::new();
     registry.register_all(toolset::definitions(&root))?;
     TimeoutPolicy::new().install(&registry);
+    let mut names = Vec::new();
+    let mut servers = Vec::new();
+    for value in &cli.mcp {
+        let server = mcp_server(value, &mut names)?;
+        let handle = registry
+            .add_mcp_server(server)
+            .await
+            .with_context(|| format!("--mcp {value:?}"))?;
+        println!(
+            "mcp server {}: {} tools ({})",
+            handle.server(),
+            handle.tools().len(),
+            handle.tools().join(", ")
+        );
+        servers.push(handle);
+    }
     registry.set_mode(Mode::Code);
     let sub_calls = Arc::new(AtomicUsize::new(0));
     let counter = sub_calls.clone();
@@ -148,6 +244,9 @@ async fn main() -> anyhow::Result<()> {
         if result.is_error() {
             bail!("the {name} program failed");
         }
+    }
+    for server in servers {
+        server.disconnect().await;
     }
     Ok(())
 }

@@ -13,8 +13,8 @@ use super::config::{McpError, McpServer};
 use super::connection::{self, Conn, Link};
 use super::names::mcp_tool_name;
 use super::results;
-use super::schema::{McpToolSpec, parse_tool};
-use crate::definition::ToolDefinition;
+use super::schema::{McpToolSpec, canonical_output_schema, parse_tool};
+use crate::definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 use crate::events::ToolEvent;
 use crate::exec::lock;
 use crate::registry::Handle;
@@ -222,8 +222,23 @@ impl Bridge {
         outcome
     }
 
-    /// The registry definition of one listed tool.
+    /// The registry definition of one listed tool. An output schema that does not compile in
+    /// its canonical wrapper falls back to unconstrained JSON (REFERENCE §5), like one that
+    /// does not compile alone.
     fn definition(self: &Arc<Self>, spec: McpToolSpec) -> Result<ToolDefinition, String> {
+        let output = spec.output_schema.clone();
+        match self.builder(&spec, output).build() {
+            Err(DefinitionError::UnsupportedSchema { which: "output", message, .. }) => {
+                tracing::debug!(target: "dsh_tool_runtime::mcp", server = %self.server(), tool = %spec.raw_name, "ignoring outputSchema: {message}");
+                self.builder(&spec, canonical_output_schema(None))
+                    .build()
+                    .map_err(|err| err.to_string())
+            }
+            built => built.map_err(|err| err.to_string()),
+        }
+    }
+
+    fn builder(self: &Arc<Self>, spec: &McpToolSpec, output: Value) -> ToolDefinitionBuilder {
         let name = mcp_tool_name(self.server(), &spec.raw_name);
         let raw_name: Arc<str> = Arc::from(spec.raw_name.as_str());
         let render_name = raw_name.clone();
@@ -234,9 +249,9 @@ impl Bridge {
             .and_then(|annotations| annotations.read_only_hint)
             == Some(true);
         let mut builder = ToolDefinition::builder(name)
-            .description(spec.description)
-            .parameters(spec.parameters)
-            .output_schema(spec.output_schema)
+            .description(spec.description.clone())
+            .parameters(spec.parameters.clone())
+            .output_schema(output)
             .coerce_non_object_arguments()
             .render(move |_, value| results::render(&render_name, value))
             .handler(move |args: Value, exec| {
@@ -264,13 +279,13 @@ impl Bridge {
                     .await
                 }
             });
-        if let Some(annotations) = spec.annotations {
+        if let Some(annotations) = spec.annotations.clone() {
             builder = builder.annotations(annotations);
         }
         if read_only {
             builder = builder.concurrency_safe();
         }
-        builder.build().map_err(|err| err.to_string())
+        builder
     }
 
     /// Stops watching, closes the transport and unregisters every tool.

@@ -1,7 +1,6 @@
 //! One live MCP server: connecting, calling, watching the transport, reconnecting.
 
 use std::collections::HashMap;
-use std::process::Stdio;
 use std::sync::{Arc, Mutex, Weak};
 use std::time::Duration;
 
@@ -13,10 +12,11 @@ use rmcp::model::{
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
+use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpError, McpServer, Transport};
@@ -28,6 +28,9 @@ use crate::registry::Registry;
 
 /// The `code` of a call that failed because the server's transport closed.
 pub const MCP_DISCONNECTED: &str = "MCP_DISCONNECTED";
+
+/// How long a stdio server may take to exit after its stdin closes before it is killed.
+const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// Pages of `tools/list` read before a server is considered to loop.
 const MAX_LIST_PAGES: usize = 10_000;
@@ -124,30 +127,21 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
         stage: "initialize",
         timeout_ms: config.connect_timeout_ms,
     };
-    let (running, pid): (RunningService<RoleClient, Handler>, Option<u32>) =
+    let (running, pid, mut child): (RunningService<RoleClient, Handler>, Option<u32>, Option<Child>) =
         match &config.transport {
             Transport::Stdio { command, args } => {
-                let mut cmd = tokio::process::Command::new(command);
-                cmd.args(args);
-                for (key, value) in &config.env {
-                    cmd.env(key, value);
-                }
-                if let Some(dir) = &config.cwd {
-                    cmd.current_dir(dir);
-                }
-                let (process, stderr) = TokioChildProcess::builder(cmd)
-                    .stderr(Stdio::piped())
-                    .spawn()
+                let (transport, child, stderr) = super::stdio::spawn(config, command, args)
                     .map_err(|err| connect_error(server, format!("cannot start {command}: {err}")))?;
-                let pid = process.id();
+                let pid = child.id();
                 if let Some(stderr) = stderr {
                     forward_stderr(server.clone(), stderr);
                 }
-                let running = tokio::time::timeout(timeout, handler.serve(process))
+                // Until the service runs, dropping `child` kills it.
+                let running = tokio::time::timeout(timeout, handler.serve(transport))
                     .await
                     .map_err(|_| timed_out())?
                     .map_err(|err| connect_error(server, err))?;
-                (running, pid)
+                (running, pid, Some(child))
             }
             Transport::Http { url } => {
                 let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -168,7 +162,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                     .await
                     .map_err(|_| timed_out())?
                     .map_err(|err| connect_error(server, err))?;
-                (running, None)
+                (running, None, None)
             }
         };
     let conn = Arc::new(Conn {
@@ -187,6 +181,12 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
     tokio::spawn(async move {
         let _ = running.waiting().await;
         watched.closed.cancel();
+        if let Some(child) = child.as_mut() {
+            // The service closed the child's stdin: a well-behaved server exits now.
+            if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait()).await.is_err() {
+                let _ = child.kill().await;
+            }
+        }
         watched.stopped.cancel();
     });
     Ok(conn)

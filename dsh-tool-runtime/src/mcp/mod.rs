@@ -20,6 +20,7 @@ mod connection;
 mod names;
 mod results;
 mod schema;
+mod stdio;
 
 use std::sync::Arc;
 

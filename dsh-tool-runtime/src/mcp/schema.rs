@@ -89,7 +89,7 @@ fn usable_schema(schema: &Value, which: &str) -> Result<Map<String, Value>, Stri
 
 /// The canonical output schema of an MCP tool: a closed object with `content` (an array of any
 /// JSON) and `structuredContent` (the server's `outputSchema`, required when one is declared).
-fn canonical_output_schema(structured: Option<Map<String, Value>>) -> Value {
+pub(crate) fn canonical_output_schema(structured: Option<Map<String, Value>>) -> Value {
     let mut root = Map::new();
     let mut required = vec![json!("content")];
     let structured = match structured {
@@ -98,6 +98,13 @@ fn canonical_output_schema(structured: Option<Map<String, Value>>) -> Value {
             // allowed outside a resource root.
             if let Some(dialect) = schema.remove("$schema") {
                 root.insert("$schema".to_owned(), dialect);
+            }
+            // `#/$defs/…` references inside the output schema point at its root, which becomes
+            // the canonical root: its definitions move up with it.
+            for key in ["$defs", "definitions"] {
+                if let Some(defs) = schema.remove(key) {
+                    root.insert(key.to_owned(), defs);
+                }
             }
             required.push(json!("structuredContent"));
             Value::Object(schema)
@@ -231,6 +238,14 @@ mod tests {
         let annotations = spec.annotations.unwrap();
         assert_eq!(annotations.read_only_hint, Some(true));
         assert_eq!(annotations.title.as_deref(), Some("T"));
+        let with_defs = json!({"name": "t", "inputSchema": {}, "outputSchema": {
+            "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}},
+            "$defs": {"A": {"type": "string"}}}});
+        let spec = parse_tool(&with_defs).unwrap();
+        assert_eq!(spec.output_schema["$defs"], json!({"A": {"type": "string"}}));
+        let validator = SchemaValidator::new(&spec.output_schema).unwrap();
+        assert!(validator.is_valid(&json!({"content": [], "structuredContent": {"a": "x"}})));
+        assert!(!validator.is_valid(&json!({"content": [], "structuredContent": {"a": 1}})));
         let unusable = json!({"name": "t", "inputSchema": {}, "outputSchema": "nope"});
         assert_eq!(
             parse_tool(&unusable).unwrap().output_schema["required"],

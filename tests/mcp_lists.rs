@@ -1,0 +1,151 @@
+//! Tool lists (REFERENCE §5 "Sync"): every page, one malformed tool never takes its siblings
+//! down, duplicates keep nothing new, conflicts roll back, hostile depth is refused per tool;
+//! results: structured content checked against `outputSchema`, rendering of mixed blocks.
+//! Served by a bare JSON-RPC server of ours (tests/mcp_servers/raw_list_server.py), because the
+//! official SDKs refuse to send such lists; the real servers are covered by the other MCP tests.
+
+mod mcp_support;
+
+use dsh_tools::mcp::{McpError, mcp_tool_name};
+use dsh_tools::{ContentBlock, ErrorCode, Registry, ToolCall, ToolDefinition};
+use serde_json::{Value, json};
+
+fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
+    ToolCall::new(id, name, arguments)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_page_is_registered_and_raw_names_go_on_the_wire() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(tools.raw_lists("raw", "paged"))
+        .await
+        .unwrap();
+    let dotted = mcp_tool_name("raw", "admin.reset");
+    assert!(dotted.starts_with("mcp__raw__admin_reset_"), "{dotted}");
+    assert_eq!(
+        handle.tools(),
+        [
+            "mcp__raw__first".to_owned(),
+            dotted.clone(),
+            "mcp__raw__admin_reset".to_owned(),
+            "mcp__raw__second".to_owned(),
+            "mcp__raw__third".to_owned(),
+            "mcp__raw__bad_structured".to_owned(),
+            "mcp__raw__mixed".to_owned(),
+        ]
+    );
+    let echoed = registry
+        .execute(call("1", &dotted, json!({"text": "x"})))
+        .await;
+    assert_eq!(
+        echoed.text(),
+        r#"{"arguments": {"text": "x"}, "tool": "admin.reset"}"#
+    );
+    // Non-object arguments reach the server as `{}`.
+    let coerced = registry
+        .execute(call("2", "mcp__raw__third", Value::Null))
+        .await;
+    assert_eq!(coerced.text(), r#"{"arguments": {}, "tool": "third"}"#);
+    handle.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_tools_are_skipped_and_their_siblings_register() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(tools.raw_lists("raw", "malformed"))
+        .await
+        .expect("one bad tool does not fail the server");
+    assert_eq!(
+        handle.tools(),
+        ["mcp__raw__good_one".to_owned(), "mcp__raw__good_two".to_owned()]
+    );
+    let result = registry
+        .execute(call("1", "mcp__raw__good_two", json!({"text": "ok"})))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    handle.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_depth_is_refused_for_that_tool_only() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(tools.raw_lists("raw", "deep"))
+        .await
+        .expect("a 5,000-deep schema does not fail the server");
+    assert_eq!(handle.tools(), ["mcp__raw__shallow".to_owned()]);
+    handle.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_list_naming_a_tool_twice_registers_nothing() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let err = registry
+        .add_mcp_server(tools.raw_lists("raw", "duplicate"))
+        .await
+        .unwrap_err();
+    assert_eq!(
+        err.to_string(),
+        "mcp-client(raw): server listed tool \"twice\" more than once — invalid tool list"
+    );
+    assert!(registry.tools(None).is_empty());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_foreign_tool_in_the_namespace_rolls_the_generation_back() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let squatter = ToolDefinition::builder("mcp__raw__second")
+        .handler(|_, _| async { Ok(json!("mine")) })
+        .build()
+        .unwrap();
+    registry.register(squatter).unwrap();
+    let err = registry
+        .add_mcp_server(tools.raw_lists("raw", "paged"))
+        .await
+        .unwrap_err();
+    assert!(matches!(err, McpError::Conflict { .. }), "{err:?}");
+    // Zero tools of the server, the squatter untouched.
+    let names: Vec<String> = registry
+        .tools(None)
+        .iter()
+        .map(|tool| tool.name().to_owned())
+        .collect();
+    assert_eq!(names, ["mcp__raw__second"]);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn structured_content_is_checked_and_blocks_render() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(tools.raw_lists("raw", "paged"))
+        .await
+        .unwrap();
+    let bad = registry
+        .execute(call("1", "mcp__raw__bad_structured", json!({})))
+        .await;
+    assert_eq!(bad.error_code(), Some(ErrorCode::InvalidToolOutput), "{bad:?}");
+    let mixed = registry
+        .execute(call("2", "mcp__raw__mixed", json!({})))
+        .await;
+    assert_eq!(
+        mixed.content(),
+        [
+            ContentBlock::text("line one\nline two"),
+            ContentBlock::Image {
+                media_type: "image/png".into(),
+                data: "iVBORw0KGgo=".into()
+            },
+            ContentBlock::text("Resource link: notes (file:///notes.txt)\n[embedded resource mem://a]\ninline"),
+        ]
+    );
+    assert_eq!(mixed.value().unwrap()["content"].as_array().unwrap().len(), 5);
+    handle.disconnect().await;
+}

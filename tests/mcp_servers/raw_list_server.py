@@ -1,0 +1,126 @@
+"""A bare JSON-RPC MCP server (stdio, no SDK) for tool lists the official SDKs refuse to send.
+
+Usage: raw_list_server.py MODE, where MODE is
+  paged      three pages of `tools/list` (cursors "2", "3"), with `admin.reset` next to
+             `admin_reset`
+  malformed  one list with good tools next to broken ones (no inputSchema, a non-object
+             inputSchema, a schema that does not compile, a non-object entry, no name)
+  duplicate  a list naming one tool twice
+  deep       a good tool next to one whose schema nests 5,000 `items`
+Every tool answers `tools/call` by echoing its arguments; `bad_structured` answers structured
+content that breaks its `outputSchema`; `mixed` answers text, an image, a resource link and an
+embedded resource.
+"""
+
+import json
+import sys
+
+MODE = sys.argv[1] if len(sys.argv) > 1 else "paged"
+
+
+def tool(name, schema=None, **extra):
+    entry = {"name": name, "description": f"tool {name}"}
+    entry["inputSchema"] = schema if schema is not None else {
+        "type": "object",
+        "properties": {"text": {"type": "string"}},
+    }
+    entry.update(extra)
+    return entry
+
+
+DEEP_LEVELS = 5000
+DEEP_PLACEHOLDER = "__deep_schema__"
+
+
+def deep_schema_text(levels):
+    # Built as text: Python's own json module cannot nest this deep.
+    inner = '{"type": "array", "items": ' * levels + '{"type": "string"}' + "}" * levels
+    return '{"type": "object", "properties": {"x": ' + inner + "}}"
+
+
+STRUCTURED = tool(
+    "bad_structured",
+    outputSchema={
+        "type": "object",
+        "properties": {"n": {"type": "number"}},
+        "required": ["n"],
+    },
+)
+
+PAGES = {
+    "paged": [
+        [tool("first"), tool("admin.reset"), tool("admin_reset")],
+        [tool("second")],
+        [tool("third"), STRUCTURED, tool("mixed")],
+    ],
+    "malformed": [[
+        tool("good_one"),
+        {"name": "no_schema", "description": "missing inputSchema"},
+        tool("string_schema", schema="not a schema"),
+        tool("bad_keyword", schema={"type": "object", "minProperties": "many"}),
+        "not an object",
+        {"description": "no name", "inputSchema": {"type": "object"}},
+        tool("good_two"),
+    ]],
+    "duplicate": [[tool("twice"), tool("twice")]],
+    "deep": [[tool("shallow"), tool("deep", schema=DEEP_PLACEHOLDER)]],
+}
+
+
+def send(message):
+    text = json.dumps(message).replace(json.dumps(DEEP_PLACEHOLDER), deep_schema_text(DEEP_LEVELS))
+    sys.stdout.write(text + "\n")
+    sys.stdout.flush()
+
+
+def answer(request):
+    method = request.get("method")
+    params = request.get("params") or {}
+    if method == "initialize":
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {"listChanged": False}},
+            "serverInfo": {"name": "raw-list-server", "version": "1.0.0"},
+        }
+    if method == "tools/list":
+        pages = PAGES[MODE]
+        index = int(params.get("cursor") or "1") - 1
+        result = {"tools": pages[index]}
+        if index + 1 < len(pages):
+            result["nextCursor"] = str(index + 2)
+        return result
+    if method == "tools/call":
+        name = params.get("name")
+        if name == "bad_structured":
+            return {
+                "content": [{"type": "text", "text": "n is a string here"}],
+                "structuredContent": {"n": "not a number"},
+            }
+        if name == "mixed":
+            return {"content": [
+                {"type": "text", "text": "line one"},
+                {"type": "text", "text": "line two"},
+                {"type": "image", "data": "iVBORw0KGgo=", "mimeType": "image/png"},
+                {"type": "resource_link", "name": "notes", "uri": "file:///notes.txt"},
+                {"type": "resource", "resource": {"uri": "mem://a", "text": "inline"}},
+            ]}
+        return {"content": [{"type": "text", "text": json.dumps(
+            {"tool": name, "arguments": params.get("arguments")}, sort_keys=True)}]}
+    if method == "ping":
+        return {}
+    return None
+
+
+for line in sys.stdin:
+    line = line.strip()
+    if not line:
+        continue
+    request = json.loads(line)
+    if "id" not in request:
+        continue
+    result = answer(request)
+    if result is None:
+        send({"jsonrpc": "2.0", "id": request["id"],
+              "error": {"code": -32601, "message": "method not found"}})
+    else:
+        send({"jsonrpc": "2.0", "id": request["id"], "result": result})
