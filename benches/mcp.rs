@@ -42,7 +42,9 @@ fn call(rt: &tokio::runtime::Runtime, client: &Client, name: &'static str, argum
         unreachable!("object arguments")
     };
     let params = CallToolRequestParams::new(name).with_arguments(arguments);
-    let result = rt.block_on(client.peer().call_tool(params)).expect("tools/call");
+    let result = rt
+        .block_on(client.peer().call_tool(params))
+        .expect("tools/call");
     assert_ne!(result.is_error, Some(true), "{result:?}");
 }
 
@@ -52,7 +54,11 @@ fn dsh_tools_serve_file_stats(bencher: divan::Bencher) {
     std::fs::write(root.path().join("a.txt"), "one line\n").expect("file");
     let rt = runtime();
     let root_arg = root.path().display().to_string();
-    let client = connect(&rt, BIN, &["--builtin", "repo", "--root", &root_arg, "serve"]);
+    let client = connect(
+        &rt,
+        BIN,
+        &["--builtin", "repo", "--root", &root_arg, "serve"],
+    );
     let arguments = json!({"path": "a.txt"});
     bencher.bench_local(|| call(&rt, &client, "file_stats", &arguments));
     rt.block_on(client.cancel()).expect("closed");
@@ -64,7 +70,10 @@ fn server_everything_echo(bencher: divan::Bencher) {
         .stdout(std::process::Stdio::null())
         .status()
         .expect("install script");
-    assert!(status.success(), "the pinned MCP servers could not be installed");
+    assert!(
+        status.success(),
+        "the pinned MCP servers could not be installed"
+    );
     let rt = runtime();
     let everything = format!("{ROOT}/.tools/node/node_modules/.bin/mcp-server-everything");
     let client = connect(&rt, &everything, &["stdio"]);

@@ -46,7 +46,10 @@ fn script(name: &str) -> String {
 #[test]
 fn python_client_lists_pages_and_calls_native_tools() {
     let tools = require_tools!();
-    run_client(&tools.python(), &[&script("python_client.py"), "native", BIN, ROOT]);
+    run_client(
+        &tools.python(),
+        &[&script("python_client.py"), "native", BIN, ROOT],
+    );
 }
 
 #[test]
@@ -55,7 +58,10 @@ fn python_client_runs_code_gets_progress_and_cancels_a_slow_call() {
     let dir = tempfile::tempdir().unwrap();
     let events = dir.path().join("events.jsonl");
     let events_path = events.display().to_string();
-    run_client(&tools.python(), &[&script("python_client.py"), "code", BIN, ROOT, &events_path]);
+    run_client(
+        &tools.python(),
+        &[&script("python_client.py"), "code", BIN, ROOT, &events_path],
+    );
     // The log is complete once the server exits (the client closed stdin). The cancelled call
     // settled as aborted: the pipeline saw the client's notifications/cancelled.
     let results: Vec<Value> = std::fs::read_to_string(&events)
@@ -66,16 +72,27 @@ fn python_client_runs_code_gets_progress_and_cancels_a_slow_call() {
         .collect();
     let codes: Vec<&str> = results
         .iter()
-        .map(|event| event["result"]["error"]["info"]["code"].as_str().unwrap_or("ok"))
+        .map(|event| {
+            event["result"]["error"]["info"]["code"]
+                .as_str()
+                .unwrap_or("ok")
+        })
         .collect();
-    assert_eq!(codes, ["ok", "CODE_RUN_FAILED", "ABORTED", "ok"], "{results:#?}");
+    assert_eq!(
+        codes,
+        ["ok", "CODE_RUN_FAILED", "ABORTED", "ok"],
+        "{results:#?}"
+    );
 }
 
 #[test]
 fn python_client_uses_a_real_mcp_server_through_the_code_mode_proxy() {
     let tools = require_tools!();
     let everything = format!("{} stdio", tools.bin("mcp-server-everything"));
-    run_client(&tools.python(), &[&script("python_client.py"), "proxy", BIN, &everything]);
+    run_client(
+        &tools.python(),
+        &[&script("python_client.py"), "proxy", BIN, &everything],
+    );
 }
 
 /// A `dsh-tools serve --http` child, stopped (SIGTERM, then kill) on drop.
@@ -111,7 +128,9 @@ impl HttpServer {
 
 impl Drop for HttpServer {
     fn drop(&mut self) {
-        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let _ = Command::new("kill")
+            .arg(self.child.id().to_string())
+            .status();
         let _ = self.child.wait();
     }
 }
@@ -120,22 +139,34 @@ impl Drop for HttpServer {
 fn typescript_client_over_streamable_http_sees_both_modes() {
     let tools = require_tools!();
     let server = HttpServer::start(&["--builtin", "repo", "--root", ROOT], &["--mode", "both"]);
-    assert!(server.url.starts_with("http://127.0.0.1:"), "loopback by default: {}", server.url);
+    assert!(
+        server.url.starts_with("http://127.0.0.1:"),
+        "loopback by default: {}",
+        server.url
+    );
     let node_modules = tools.node_bin.parent().unwrap().display().to_string();
-    run_client("node", &[&script("ts_client.mjs"), &node_modules, &server.url]);
+    run_client(
+        "node",
+        &[&script("ts_client.mjs"), &node_modules, &server.url],
+    );
 }
 
 #[test]
 fn pydantic_ai_host_sees_and_calls_run_code() {
     let tools = require_tools!();
-    run_client(&tools.python(), &[&script("pydantic_ai_host.py"), BIN, ROOT]);
+    run_client(
+        &tools.python(),
+        &[&script("pydantic_ai_host.py"), BIN, ROOT],
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn registry_changes_reach_clients_as_list_changed() {
     let served = Registry::new();
     served.register_all(toolset::definitions(ROOT)).unwrap();
-    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR).await.unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
     let addr = transport.local_addr().unwrap();
     assert!(addr.ip().is_loopback(), "loopback by default: {addr}");
     let server = tokio::spawn({
@@ -155,7 +186,9 @@ async fn registry_changes_reach_clients_as_list_changed() {
         .description("Upper-case a text.")
         .parameters(json!({"type": "object", "properties": {"text": {"type": "string"}}}))
         .handler(|args: Value, _exec| async move {
-            Ok(json!(args["text"].as_str().unwrap_or_default().to_uppercase()))
+            Ok(json!(
+                args["text"].as_str().unwrap_or_default().to_uppercase()
+            ))
         })
         .build()
         .unwrap();

@@ -428,7 +428,10 @@ pub(crate) fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, Sta
         .write()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
     // Receivers read the state through the lock, so they see this write once it is released.
-    state.changes.0.send_modify(|generation| *generation = generation.wrapping_add(1));
+    state
+        .changes
+        .0
+        .send_modify(|generation| *generation = generation.wrapping_add(1));
     state
 }
 

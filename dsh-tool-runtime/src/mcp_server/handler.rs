@@ -38,7 +38,11 @@ impl Drop for McpHandler {
 }
 
 impl McpHandler {
-    pub(crate) fn new(registry: Registry, scope: Option<AgentId>, options: McpServeOptions) -> Self {
+    pub(crate) fn new(
+        registry: Registry,
+        scope: Option<AgentId>,
+        options: McpServeOptions,
+    ) -> Self {
         McpHandler {
             registry,
             scope,
@@ -167,11 +171,16 @@ async fn forward(
             message,
         } if id == call_id => (Some(*progress), *total, message.clone()),
         // A program's sub-call reports: our own count keeps the sequence increasing.
-        ToolEvent::Progress { call_id: id, message, .. } if sub_call(id) => (None, None, message.clone()),
+        ToolEvent::Progress {
+            call_id: id,
+            message,
+            ..
+        } if sub_call(id) => (None, None, message.clone()),
         _ => return,
     };
     *sent += 1;
-    let mut params = ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
+    let mut params =
+        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
     if let Some(total) = total {
         params = params.with_total(total);
     }
@@ -185,7 +194,9 @@ async fn forward(
 fn mcp_content(block: &ContentBlock) -> McpContent {
     match block {
         ContentBlock::Text { text } => McpContent::text(text.clone()),
-        ContentBlock::Image { media_type, data } => McpContent::image(data.clone(), media_type.clone()),
+        ContentBlock::Image { media_type, data } => {
+            McpContent::image(data.clone(), media_type.clone())
+        }
     }
 }
 
@@ -245,7 +256,10 @@ impl ServerHandler for McpHandler {
                 .ok()
                 .filter(|start| *start < tools.len())
                 .ok_or_else(|| {
-                    ErrorData::invalid_params(format!("unknown tools/list cursor \"{cursor}\""), None)
+                    ErrorData::invalid_params(
+                        format!("unknown tools/list cursor \"{cursor}\""),
+                        None,
+                    )
                 })?,
         };
         let end = (start + self.options.page_size).min(tools.len());
@@ -266,7 +280,8 @@ impl ServerHandler for McpHandler {
         let arguments = Value::Object(request.arguments.unwrap_or_else(Map::new));
         // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
         // request; the pipeline then settles the call as cancelled.
-        let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_signal(context.ct.clone());
+        let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments)
+            .with_signal(context.ct.clone());
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }

@@ -19,7 +19,10 @@ pub(crate) struct Listing {
 }
 
 impl Listing {
-    pub(crate) fn of(registry: &Registry, scope: Option<&AgentId>) -> Result<Listing, CodeModeError> {
+    pub(crate) fn of(
+        registry: &Registry,
+        scope: Option<&AgentId>,
+    ) -> Result<Listing, CodeModeError> {
         let view = registry.model_view(scope)?;
         let tools = view
             .tools
@@ -48,13 +51,21 @@ fn mcp_tool(
     let mut description = schema.description.clone();
     if schema.name == RUN_CODE {
         // MCP has no prompt sections: the SDK travels in the one place every host shows the model.
-        if let Some(sdk) = view.sections.iter().find(|section| section.id == "tools:sdk") {
+        if let Some(sdk) = view
+            .sections
+            .iter()
+            .find(|section| section.id == "tools:sdk")
+        {
             description.push_str("\n\n");
             description.push_str(&sdk.text);
         }
     }
-    let input = object_schema(Dialect::Mcp.transform(&schema.parameters).unwrap_or_else(|_| schema.parameters.clone()))
-        .unwrap_or_else(empty_object_schema);
+    let input = object_schema(
+        Dialect::Mcp
+            .transform(&schema.parameters)
+            .unwrap_or_else(|_| schema.parameters.clone()),
+    )
+    .unwrap_or_else(empty_object_schema);
     let mut tool = Tool::new(schema.name.clone(), description, Arc::new(input));
     // A classifier answers per call; the hint is its answer for the simplest valid arguments.
     let read_only = definition.as_ref().is_some_and(|def| {
@@ -80,7 +91,11 @@ pub(crate) fn output_schema(definition: &ToolDefinition) -> Option<JsonObject> {
     if schema.get("type").and_then(Value::as_str) != Some("object") {
         return None;
     }
-    object_schema(Dialect::Mcp.transform(schema).unwrap_or_else(|_| schema.clone()))
+    object_schema(
+        Dialect::Mcp
+            .transform(schema)
+            .unwrap_or_else(|_| schema.clone()),
+    )
 }
 
 /// The simplest value `schema` accepts, as far as its `type`, `enum`, `const`, `default`,
@@ -92,7 +107,11 @@ fn sample(schema: &Value, depth: usize) -> Value {
     if let Some(value) = node.get("const").or_else(|| node.get("default")) {
         return value.clone();
     }
-    if let Some(first) = node.get("enum").and_then(Value::as_array).and_then(|values| values.first()) {
+    if let Some(first) = node
+        .get("enum")
+        .and_then(Value::as_array)
+        .and_then(|values| values.first())
+    {
         return first.clone();
     }
     let kind = match node.get("type") {
@@ -104,19 +123,29 @@ fn sample(schema: &Value, depth: usize) -> Value {
     match kind {
         Some("object") => {
             let properties = node.get("properties").and_then(Value::as_object);
-            let required = node.get("required").and_then(Value::as_array).into_iter().flatten();
+            let required = node
+                .get("required")
+                .and_then(Value::as_array)
+                .into_iter()
+                .flatten();
             Value::Object(
                 required
                     .filter_map(Value::as_str)
                     .map(|name| {
-                        let property = properties.and_then(|properties| properties.get(name)).unwrap_or(&Value::Null);
+                        let property = properties
+                            .and_then(|properties| properties.get(name))
+                            .unwrap_or(&Value::Null);
                         (name.to_owned(), sample(property, depth + 1))
                     })
                     .collect(),
             )
         }
         Some("string") => {
-            let length = node.get("minLength").and_then(Value::as_u64).unwrap_or(0).min(64);
+            let length = node
+                .get("minLength")
+                .and_then(Value::as_u64)
+                .unwrap_or(0)
+                .min(64);
             Value::String("x".repeat(length as usize))
         }
         Some("integer") | Some("number") => node.get("minimum").cloned().unwrap_or(Value::from(0)),
@@ -171,7 +200,10 @@ mod tests {
             },
             "required": ["path", "offset", "mode"]
         });
-        assert_eq!(sample(&schema, 0), json!({"path": "xx", "offset": 1, "mode": "a"}));
+        assert_eq!(
+            sample(&schema, 0),
+            json!({"path": "xx", "offset": 1, "mode": "a"})
+        );
     }
 
     #[test]

@@ -165,7 +165,9 @@ fn parse_mode(value: &str) -> Result<Mode, String> {
         "native" => Ok(Mode::Native),
         "code" => Ok(Mode::Code),
         "both" => Ok(Mode::Both),
-        _ => Err(format!("unknown mode \"{value}\" (known: native, code, both)")),
+        _ => Err(format!(
+            "unknown mode \"{value}\" (known: native, code, both)"
+        )),
     }
 }
 
@@ -183,7 +185,10 @@ fn parse_dialect(value: &str) -> Result<Dialect, String> {
         .into_iter()
         .find(|dialect| dialect.as_str() == value)
         .ok_or_else(|| {
-            let known: Vec<&str> = Dialect::ALL.iter().map(|dialect| dialect.as_str()).collect();
+            let known: Vec<&str> = Dialect::ALL
+                .iter()
+                .map(|dialect| dialect.as_str())
+                .collect();
             format!("unknown dialect \"{value}\" (known: {})", known.join(", "))
         })
 }

@@ -51,7 +51,8 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
 }
 
 async fn stop_signal() {
-    let mut terminate = tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
+    let mut terminate =
+        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
     tokio::select! {
         _ = tokio::signal::ctrl_c() => {}
         _ = async {
@@ -64,7 +65,11 @@ async fn stop_signal() {
 }
 
 /// `tools`.
-pub async fn tools(registry: &Registry, args: &ToolsArgs, json_output: bool) -> Result<String, String> {
+pub async fn tools(
+    registry: &Registry,
+    args: &ToolsArgs,
+    json_output: bool,
+) -> Result<String, String> {
     let schemas = registry.schemas_for(None, args.dialect);
     if json_output {
         let list: Vec<Value> = schemas
@@ -83,10 +88,17 @@ pub async fn tools(registry: &Registry, args: &ToolsArgs, json_output: bool) -> 
         out.push_str(&format!("  {}\n", first_line(&schema.description)));
         match &schema.parameters {
             Ok(parameters) => out.push_str(&format!("  parameters: {parameters}\n")),
-            Err(error) => out.push_str(&format!("  not expressible in {}: {error}\n", args.dialect.as_str())),
+            Err(error) => out.push_str(&format!(
+                "  not expressible in {}: {error}\n",
+                args.dialect.as_str()
+            )),
         }
     }
-    out.push_str(&format!("{} tools ({})", schemas.len(), args.dialect.as_str()));
+    out.push_str(&format!(
+        "{} tools ({})",
+        schemas.len(),
+        args.dialect.as_str()
+    ));
     Ok(out)
 }
 
@@ -94,13 +106,19 @@ pub async fn tools(registry: &Registry, args: &ToolsArgs, json_output: bool) -> 
 pub async fn sdk(registry: &Registry, args: &SdkArgs, json_output: bool) -> Result<String, String> {
     let text = registry.sdk(None, args.lang);
     if json_output {
-        return Ok(pretty(&json!({"language": language_name(args.lang), "text": text})));
+        return Ok(pretty(
+            &json!({"language": language_name(args.lang), "text": text}),
+        ));
     }
     Ok(text.trim_end().to_owned())
 }
 
 /// `view`.
-pub async fn view(registry: &Registry, args: &ViewArgs, json_output: bool) -> Result<String, String> {
+pub async fn view(
+    registry: &Registry,
+    args: &ViewArgs,
+    json_output: bool,
+) -> Result<String, String> {
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
         None
@@ -113,42 +131,66 @@ pub async fn view(registry: &Registry, args: &ViewArgs, json_output: bool) -> Re
     }
     let view = view?;
     if json_output {
-        return Ok(pretty(&serde_json::to_value(&view).map_err(|error| error.to_string())?));
+        return Ok(pretty(
+            &serde_json::to_value(&view).map_err(|error| error.to_string())?,
+        ));
     }
     let mut out = format!("mode: {}\n\ntools:\n", view.mode);
     for tool in &view.tools {
-        out.push_str(&format!("- {}: {}\n  parameters: {}\n", tool.name, first_line(&tool.description), tool.parameters));
+        out.push_str(&format!(
+            "- {}: {}\n  parameters: {}\n",
+            tool.name,
+            first_line(&tool.description),
+            tool.parameters
+        ));
     }
     for section in &view.sections {
-        out.push_str(&format!("\n--- prompt section {} (order {}) ---\n{}\n", section.id, section.order, section.text.trim_end()));
+        out.push_str(&format!(
+            "\n--- prompt section {} (order {}) ---\n{}\n",
+            section.id,
+            section.order,
+            section.text.trim_end()
+        ));
     }
     Ok(out.trim_end().to_owned())
 }
 
 /// `call`.
-pub async fn call(registry: &Registry, args: &CallArgs, json_output: bool) -> Result<String, String> {
+pub async fn call(
+    registry: &Registry,
+    args: &CallArgs,
+    json_output: bool,
+) -> Result<String, String> {
     let arguments: Value = match &args.arguments {
         None => json!({}),
-        Some(text) => serde_json::from_str(text).map_err(|error| format!("invalid JSON arguments: {error}"))?,
+        Some(text) => serde_json::from_str(text)
+            .map_err(|error| format!("invalid JSON arguments: {error}"))?,
     };
     if registry.get(&args.name, None).is_none() {
         return Err(unknown_tool(registry, &args.name));
     }
     let log = start_log(registry, args.events.as_deref())?;
-    let result = registry.execute(ToolCall::new("cli-1", args.name.clone(), arguments)).await;
+    let result = registry
+        .execute(ToolCall::new("cli-1", args.name.clone(), arguments))
+        .await;
     finish_log(log).await?;
     settle(&result, json_output)
 }
 
 /// `run`: progress lines (tool, ms, ok/error) on stderr as the program's calls settle.
 pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Result<String, String> {
-    let program = std::fs::read_to_string(&args.file).map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
+    let program = std::fs::read_to_string(&args.file)
+        .map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
     let language = args.lang.unwrap_or_else(|| language_of_file(&args.file));
     registry.set_mode(Mode::Code);
     let runtime = mount_runtime(registry, language, args.budgets, false).await?;
     let log = start_log(registry, args.events.as_deref())?;
     let mut events = registry.subscribe();
-    let execution = registry.execute(ToolCall::new("cli-run", "run_code", json!({"code": program, "description": format!("Run {}", args.file.display())})));
+    let execution = registry.execute(ToolCall::new(
+        "cli-run",
+        "run_code",
+        json!({"code": program, "description": format!("Run {}", args.file.display())}),
+    ));
     tokio::pin!(execution);
     let mut started: HashMap<String, Instant> = HashMap::new();
     let result = loop {
@@ -175,7 +217,12 @@ fn progress_line(event: &ToolEvent, started: &mut HashMap<String, Instant>) {
         ToolEvent::CodeDispatchStart { call_id, .. } => {
             started.insert(call_id.clone(), Instant::now());
         }
-        ToolEvent::CodeDispatch { call_id, name, is_error, .. } => {
+        ToolEvent::CodeDispatch {
+            call_id,
+            name,
+            is_error,
+            ..
+        } => {
             let ms = started
                 .remove(call_id)
                 .map_or(0.0, |start| start.elapsed().as_secs_f64() * 1000.0);
@@ -218,7 +265,12 @@ fn unknown_tool(registry: &Registry, name: &str) -> String {
     let mut names: Vec<(usize, String)> = registry
         .tools(None)
         .iter()
-        .map(|tool| (strsim::levenshtein(name, tool.name()), tool.name().to_owned()))
+        .map(|tool| {
+            (
+                strsim::levenshtein(name, tool.name()),
+                tool.name().to_owned(),
+            )
+        })
         .collect();
     names.sort();
     let nearest: Vec<String> = names.into_iter().take(3).map(|(_, name)| name).collect();
@@ -229,13 +281,18 @@ fn unknown_tool(registry: &Registry, name: &str) -> String {
 }
 
 fn start_log(registry: &Registry, path: Option<&Path>) -> Result<Option<EventLog>, String> {
-    path.map(|path| EventLog::start(registry, path).map_err(|error| format!("--events {}: {error}", path.display())))
-        .transpose()
+    path.map(|path| {
+        EventLog::start(registry, path)
+            .map_err(|error| format!("--events {}: {error}", path.display()))
+    })
+    .transpose()
 }
 
 async fn finish_log(log: Option<EventLog>) -> Result<(), String> {
     if let Some(log) = log {
-        log.finish().await.map_err(|error| format!("--events: {error}"))?;
+        log.finish()
+            .await
+            .map_err(|error| format!("--events: {error}"))?;
     }
     Ok(())
 }

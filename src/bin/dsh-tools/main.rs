@@ -25,7 +25,14 @@ use args::{Cli, Command};
 fn main() -> ExitCode {
     let cli = match Cli::try_parse() {
         Ok(cli) => cli,
-        Err(error) if matches!(error.kind(), ErrorKind::DisplayHelp | ErrorKind::DisplayVersion | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand) => {
+        Err(error)
+            if matches!(
+                error.kind(),
+                ErrorKind::DisplayHelp
+                    | ErrorKind::DisplayVersion
+                    | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand
+            ) =>
+        {
             let _ = error.print();
             return if error.kind() == ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand {
                 ExitCode::from(2)
@@ -36,12 +43,18 @@ fn main() -> ExitCode {
         Err(error) => {
             // clap's first line names the problem; the usage block after it is noise here.
             let rendered = error.render().to_string();
-            let line = rendered.lines().find(|line| !line.trim().is_empty()).unwrap_or("error: invalid command line");
+            let line = rendered
+                .lines()
+                .find(|line| !line.trim().is_empty())
+                .unwrap_or("error: invalid command line");
             eprintln!("{line}");
             return ExitCode::from(2);
         }
     };
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    let runtime = match tokio::runtime::Builder::new_multi_thread()
+        .enable_all()
+        .build()
+    {
         Ok(runtime) => runtime,
         Err(error) => {
             eprintln!("error: cannot start the async runtime: {error}");
@@ -86,7 +99,9 @@ async fn dispatch(registry: &dsh_tools::Registry, cli: &Cli) -> Result<Option<St
 pub fn print_stdout(text: &str) -> Result<(), String> {
     use std::io::Write;
     match writeln!(std::io::stdout().lock(), "{text}") {
-        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => Err(format!("stdout: {error}")),
+        Err(error) if error.kind() != std::io::ErrorKind::BrokenPipe => {
+            Err(format!("stdout: {error}"))
+        }
         _ => Ok(()),
     }
 }

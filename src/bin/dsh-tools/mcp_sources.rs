@@ -87,27 +87,46 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
     for line in &sources.mcp {
         let words = shlex::split(line)
             .filter(|words| !words.is_empty())
-            .ok_or_else(|| format!("--mcp \"{line}\": not a command line (empty or unbalanced quotes)"))?;
+            .ok_or_else(|| {
+                format!("--mcp \"{line}\": not a command line (empty or unbalanced quotes)")
+            })?;
         let name = unique(&mut taken, server_name_of_command(&words));
-        servers.push(McpServer::stdio(name, words[0].clone(), words[1..].to_vec()));
+        servers.push(McpServer::stdio(
+            name,
+            words[0].clone(),
+            words[1..].to_vec(),
+        ));
     }
     for url in &sources.mcp_http {
-        let host = url.split("://").nth(1).unwrap_or(url).split(['/', '?']).next().unwrap_or_default();
+        let host = url
+            .split("://")
+            .nth(1)
+            .unwrap_or(url)
+            .split(['/', '?'])
+            .next()
+            .unwrap_or_default();
         let name = unique(&mut taken, sanitize(host));
         servers.push(McpServer::http(name, url.clone()));
     }
     if let Some(path) = &sources.config {
-        let text = std::fs::read_to_string(path).map_err(|error| format!("--config {}: {error}", path.display()))?;
-        let config: ConfigFile =
-            serde_json::from_str(&text).map_err(|error| format!("--config {}: {error}", path.display()))?;
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("--config {}: {error}", path.display()))?;
+        let config: ConfigFile = serde_json::from_str(&text)
+            .map_err(|error| format!("--config {}: {error}", path.display()))?;
         for (key, entry) in config.mcp_servers {
             if entry.disabled {
                 continue;
             }
             if !taken.insert(key.clone()) {
-                return Err(format!("--config {}: server \"{key}\" is named twice", path.display()));
+                return Err(format!(
+                    "--config {}: server \"{key}\" is named twice",
+                    path.display()
+                ));
             }
-            servers.push(entry_server(&key, entry).map_err(|error| format!("--config {}: {error}", path.display()))?);
+            servers.push(
+                entry_server(&key, entry)
+                    .map_err(|error| format!("--config {}: {error}", path.display()))?,
+            );
         }
     }
     Ok(servers)
@@ -116,13 +135,23 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
 fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
     let mut server = match (entry.kind.as_deref(), entry.command, entry.url) {
         (None | Some("stdio"), Some(command), None) => McpServer::stdio(key, command, entry.args),
-        (None | Some("http") | Some("streamable-http") | Some("streamableHttp"), None, Some(url)) => {
-            McpServer::http(key, url)
+        (
+            None | Some("http") | Some("streamable-http") | Some("streamableHttp"),
+            None,
+            Some(url),
+        ) => McpServer::http(key, url),
+        (Some(kind), _, _)
+            if !["stdio", "http", "streamable-http", "streamableHttp"].contains(&kind) =>
+        {
+            return Err(format!(
+                "server \"{key}\": unsupported type \"{kind}\" (known: stdio, http)"
+            ));
         }
-        (Some(kind), _, _) if !["stdio", "http", "streamable-http", "streamableHttp"].contains(&kind) => {
-            return Err(format!("server \"{key}\": unsupported type \"{kind}\" (known: stdio, http)"));
+        _ => {
+            return Err(format!(
+                "server \"{key}\": give either \"command\" (stdio) or \"url\" (http)"
+            ));
         }
-        _ => return Err(format!("server \"{key}\": give either \"command\" (stdio) or \"url\" (http)")),
     };
     for (name, value) in entry.env {
         server = server.env(name, value);
@@ -137,7 +166,9 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
 }
 
 /// Programs that start another program: the server is named after what they start.
-const LAUNCHERS: [&str; 12] = ["npx", "uvx", "node", "python", "python3", "bunx", "deno", "pipx", "uv", "sh", "bash", "env"];
+const LAUNCHERS: [&str; 12] = [
+    "npx", "uvx", "node", "python", "python3", "bunx", "deno", "pipx", "uv", "sh", "bash", "env",
+];
 
 /// `npx -y @modelcontextprotocol/server-filesystem .` → `filesystem`; `mcp-server-time` → `time`.
 fn server_name_of_command(words: &[String]) -> String {
@@ -150,7 +181,10 @@ fn server_name_of_command(words: &[String]) -> String {
     } else {
         program
     };
-    let mut name = subject.split('@').find(|part| !part.is_empty()).unwrap_or(subject);
+    let mut name = subject
+        .split('@')
+        .find(|part| !part.is_empty())
+        .unwrap_or(subject);
     for suffix in [".py", ".js", ".mjs", ".ts"] {
         name = name.strip_suffix(suffix).unwrap_or(name);
     }
@@ -170,16 +204,28 @@ fn server_name_of_command(words: &[String]) -> String {
 }
 
 fn basename(word: &str) -> &str {
-    word.rsplit('/').find(|part| !part.is_empty()).unwrap_or(word)
+    word.rsplit('/')
+        .find(|part| !part.is_empty())
+        .unwrap_or(word)
 }
 
 fn sanitize(name: &str) -> String {
     let clean: String = name
         .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || c == '_' || c == '-' { c } else { '_' })
+        .map(|c| {
+            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
+                c
+            } else {
+                '_'
+            }
+        })
         .take(28)
         .collect();
-    if clean.is_empty() { "mcp".to_owned() } else { clean }
+    if clean.is_empty() {
+        "mcp".to_owned()
+    } else {
+        clean
+    }
 }
 
 fn unique(taken: &mut HashSet<String>, name: String) -> String {
@@ -219,8 +265,14 @@ impl StderrTails {
     }
 
     fn lines(&self, server: &str) -> Vec<String> {
-        let tails = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        tails.get(server).map(|tail| tail.iter().cloned().collect()).unwrap_or_default()
+        let tails = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
+        tails
+            .get(server)
+            .map(|tail| tail.iter().cloned().collect())
+            .unwrap_or_default()
     }
 }
 
@@ -259,7 +311,10 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
         let Some(text) = message.strip_prefix("stderr: ") else {
             return;
         };
-        let mut tails = self.0.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
+        let mut tails = self
+            .0
+            .lock()
+            .unwrap_or_else(std::sync::PoisonError::into_inner);
         let tail = tails.entry(server).or_default();
         if tail.len() == STDERR_TAIL {
             tail.pop_front();
@@ -278,9 +333,18 @@ mod tests {
 
     #[test]
     fn servers_are_named_after_what_they_run() {
-        assert_eq!(name("npx -y @modelcontextprotocol/server-filesystem ."), "filesystem");
-        assert_eq!(name("npx -y @modelcontextprotocol/server-everything"), "everything");
-        assert_eq!(name("/venv/bin/mcp-server-time --local-timezone UTC"), "time");
+        assert_eq!(
+            name("npx -y @modelcontextprotocol/server-filesystem ."),
+            "filesystem"
+        );
+        assert_eq!(
+            name("npx -y @modelcontextprotocol/server-everything"),
+            "everything"
+        );
+        assert_eq!(
+            name("/venv/bin/mcp-server-time --local-timezone UTC"),
+            "time"
+        );
         assert_eq!(name("python3 tests/servers/slow_server.py"), "slow_server");
         assert_eq!(name("uvx mcp-server-fetch"), "fetch");
         assert_eq!(name("my-tool"), "my-tool");

@@ -3,9 +3,9 @@
 use std::sync::Arc;
 
 use dsh_tools::Registry;
-use dsh_tools::mcp::McpHandle;
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::guards::TimeoutPolicy;
+use dsh_tools::mcp::McpHandle;
 use dsh_tools::sdk::Language;
 
 use crate::args::{Budgets, Builtin, Sources};
@@ -79,8 +79,16 @@ pub async fn mount_runtime(
         config.max_output_bytes = max_output;
     }
     let runtime: Arc<dyn CodeRuntime> = match language {
-        Language::Python => Arc::new(SubprocessRuntime::python(config).await.map_err(|error| format!("Python runtime: {error}"))?),
-        _ => Arc::new(SubprocessRuntime::typescript(config).await.map_err(|error| format!("TypeScript runtime: {error}"))?),
+        Language::Python => Arc::new(
+            SubprocessRuntime::python(config)
+                .await
+                .map_err(|error| format!("Python runtime: {error}"))?,
+        ),
+        _ => Arc::new(
+            SubprocessRuntime::typescript(config)
+                .await
+                .map_err(|error| format!("TypeScript runtime: {error}"))?,
+        ),
     };
     registry.set_code_runtime(runtime.clone());
     Ok(runtime)
