@@ -124,12 +124,12 @@ fn corpus_constructs_map_to_named_types_and_unions() {
     // Notion: `$defs` + `$ref` become named types; `oneOf` a union.
     let notion = sdk::render(Language::TypeScript, &find("notion-mcp-server.json"));
     assert!(
-        notion.contains("\ntype APIMovePageMovePageParentRequest = "),
+        notion.contains("\ntype MovePageParentRequest = "),
         "{notion}"
     );
     // mcp-server-time: pydantic `$defs` in the output schema.
     let time = sdk::render(Language::Python, &find("mcp-server-time.json"));
-    assert!(time.contains("source: ConvertTimeTimeResult"), "{time}");
+    assert!(time.contains("source: TimeResult"), "{time}");
     // mcp-server-git: `anyOf [string, null]` is an optional union.
     let git = sdk::render(Language::TypeScript, &find("mcp-server-git.json"));
     assert!(git.contains("string | null"), "{git}");
