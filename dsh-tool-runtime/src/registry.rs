@@ -204,6 +204,9 @@ pub(crate) struct State {
     pub(crate) code_runtime: Option<Arc<dyn crate::code_runtime::CodeRuntime>>,
     #[cfg(feature = "code-mode")]
     pub(crate) run_code: Option<ToolDefinition>,
+    /// SDK presentation settings (progressive disclosure).
+    #[cfg(feature = "code-mode")]
+    pub(crate) disclosure: crate::code_mode::disclosure::Settings,
 }
 
 impl State {

@@ -186,7 +186,7 @@ pub fn section(language: Language, tools: &[ToolSpec], disclosure: Disclosure) -
 
 /// The progressive-disclosure prompt section: the guide (which says how to use `sdk.describe`
 /// and `sdk.search`), then one line per tool, sorted by name: the name as a program writes it
-/// after `tools` and the first sentence of its description, cut to about 48 characters.
+/// after `tools` and the first sentence of its description, cut to about 24 characters.
 /// Byte-stable like [`render`].
 pub fn index_section(language: Language, tools: &[ToolSpec]) -> String {
     let specs = canonical(language, tools);
