@@ -166,3 +166,100 @@ pub fn corpus_table(tools: &[super::corpus::CorpusTool]) -> (String, Figures, Fi
     text.push_str(&together.row("all servers, one registry"));
     (text, sum, together)
 }
+
+/// What the model reads doing the main job (`examples/code_mode.rs`: the per-folder summary of
+/// this repository's Rust sources) natively and in code mode, in tokens.
+#[derive(Debug, Clone, Copy)]
+pub struct Task {
+    /// Native: the tool list (Anthropic wire form).
+    pub native_tools: usize,
+    /// Native: every call the model writes (name and arguments as JSON) and every call's
+    /// rendered result — the file list, then each file read.
+    pub native_calls: usize,
+    /// Native tool calls made.
+    pub calls: usize,
+    /// Code mode: the `run_code` schema and the prompt sections (code-only rule, SDK).
+    pub code_prompt: usize,
+    /// Code mode: the program.
+    pub code_program: usize,
+    /// Code mode: the rendered `run_code` result.
+    pub code_result: usize,
+}
+
+impl Task {
+    /// Native total.
+    pub fn native(&self) -> usize {
+        self.native_tools + self.native_calls
+    }
+
+    /// Code-mode total.
+    pub fn code(&self) -> usize {
+        self.code_prompt + self.code_program + self.code_result
+    }
+
+    /// `code / native`.
+    pub fn ratio(&self) -> f64 {
+        self.code() as f64 / self.native() as f64
+    }
+}
+
+/// Measures the main job over `root` with `runtime` running `program` (the bundled
+/// `examples/programs/crate_summary.*`), the native side doing the same calls one by one.
+pub async fn task(
+    root: &std::path::Path,
+    runtime: std::sync::Arc<dyn dsh_tools::code_runtime::CodeRuntime>,
+    program: &str,
+) -> Task {
+    use dsh_tools::{Mode, Registry, ToolCall};
+    let registry = Registry::new();
+    registry
+        .register_all(super::toolset::definitions(root))
+        .expect("the toolset registers");
+    // Native: list the Rust files, then read each one.
+    let native_tools = tokens(&native_anthropic(&registry.tool_specs(None)));
+    let mut native_calls = 0;
+    let mut calls = 0;
+    let mut call = |name: &str, args: Value| {
+        calls += 1;
+        native_calls += tokens(&json!({"name": name, "input": args}).to_string());
+        ToolCall::new(format!("native-{calls}"), name, args)
+    };
+    let listed = registry
+        .execute(call("list_files", json!({"dir": ".", "suffix": ".rs"})))
+        .await;
+    let mut reads = Vec::new();
+    for file in listed.value().and_then(Value::as_array).expect("a file list") {
+        reads.push(call("read_file", json!({"path": file["path"]})));
+    }
+    let mut rendered = tokens(&listed.text());
+    for read in reads {
+        rendered += tokens(&registry.execute(read).await.text());
+    }
+    let native_calls = native_calls + rendered;
+    // Code mode: the view, the program, the rendered result.
+    registry.set_code_runtime(runtime);
+    registry.set_mode(Mode::Code);
+    let view = registry.model_view(None).expect("code-mode view");
+    let code_prompt = tokens(&serde_json::to_string(&view.tools).expect("JSON"))
+        + view
+            .sections
+            .iter()
+            .map(|section| tokens(&section.text))
+            .sum::<usize>();
+    let result = registry
+        .execute(ToolCall::new(
+            "code-1",
+            "run_code",
+            json!({"code": program, "description": "Summarise Rust sources per folder"}),
+        ))
+        .await;
+    assert!(!result.is_error(), "the program failed: {}", result.text());
+    Task {
+        native_tools,
+        native_calls,
+        calls,
+        code_prompt,
+        code_program: tokens(program),
+        code_result: tokens(&result.text()),
+    }
+}
