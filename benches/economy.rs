@@ -29,7 +29,9 @@ fn main() -> anyhow::Result<()> {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let tokio = tokio::runtime::Runtime::new()?;
-    println!("| main job | native (tools + calls) | code mode (prompt + program + result) | code / native |");
+    println!(
+        "| main job | native (tools + calls) | code mode (prompt + program + result) | code / native |"
+    );
     println!("|---|---|---|---|");
     for language in ["TypeScript", "Python"] {
         let task = tokio.block_on(async {

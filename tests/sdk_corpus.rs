@@ -39,6 +39,13 @@ fn generated_sdks_type_check() {
             .collect();
         std::fs::write(out.join(format!("{stem}.ts")), sdk::typescript(tools)).expect("write");
         std::fs::write(out.join(format!("{stem}.py")), sdk::python(tools)).expect("write");
+        // What `sdk.describe` answers for a few of the source's tools stands on its own too.
+        let names: Vec<String> = tools.iter().take(3).map(|t| t.name.clone()).collect();
+        for (language, extension) in [(Language::TypeScript, "ts"), (Language::Python, "py")] {
+            let described = sdk::describe(language, tools, &names).expect("known names");
+            std::fs::write(out.join(format!("{stem}_described.{extension}")), described)
+                .expect("write");
+        }
     }
     let status = Command::new("bash")
         .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/typecheck-sdk.sh"))

@@ -87,13 +87,27 @@ fn sdk_section(registry: &Registry, scope: Option<&dsh_tools::AgentId>) -> Strin
 #[test]
 fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
     let tools = vec![
-        ToolSpec::new("read_file", "Read a file. Then more text that the index leaves out.", json!({"type": "object"}), json!(true)),
-        ToolSpec::new("API-get-user", "Notion | Retrieve a user with a very long description that goes on", json!({"type": "object"}), json!(true)),
+        ToolSpec::new(
+            "read_file",
+            "Read a file. Then more text that the index leaves out.",
+            json!({"type": "object"}),
+            json!(true),
+        ),
+        ToolSpec::new(
+            "API-get-user",
+            "Notion | Retrieve a user with a very long description that goes on",
+            json!({"type": "object"}),
+            json!(true),
+        ),
         ToolSpec::new("bad\nname */", "", json!({"type": "object"}), json!(true)),
     ];
     for language in [Language::TypeScript, Language::Python] {
         let index = sdk::index_section(language, &tools);
-        let lines: Vec<&str> = index.lines().skip_while(|l| *l != "Tools:").skip(1).collect();
+        let lines: Vec<&str> = index
+            .lines()
+            .skip_while(|l| *l != "Tools:")
+            .skip(1)
+            .collect();
         assert_eq!(
             lines,
             [
@@ -124,7 +138,10 @@ async fn large_sets_get_the_index_automatically_and_scopes_can_choose() {
     }
     // 32 tools: above the default 30, so the index.
     let large = sdk_section(&registry, None);
-    assert!(!large.contains("interface ToolArgsMap") && large.contains("\ntool-30: "), "{large}");
+    assert!(
+        !large.contains("interface ToolArgsMap") && large.contains("\ntool-30: "),
+        "{large}"
+    );
     registry.set_disclosure(Disclosure::Auto {
         max_tools: 100,
         max_bytes: 1_000_000,
@@ -245,12 +262,20 @@ async fn crate_summary_runs(lang: Lang, program: &str) {
 
 #[tokio::test]
 async fn the_typescript_crate_summary_runs() {
-    crate_summary_runs(Lang::Ts, include_str!("../examples/programs/crate_summary.ts")).await;
+    crate_summary_runs(
+        Lang::Ts,
+        include_str!("../examples/programs/crate_summary.ts"),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn the_python_crate_summary_runs() {
-    crate_summary_runs(Lang::Py, include_str!("../examples/programs/crate_summary.py")).await;
+    crate_summary_runs(
+        Lang::Py,
+        include_str!("../examples/programs/crate_summary.py"),
+    )
+    .await;
 }
 
 /// The TypeScript program type-checks against the committed SDK (`tsc --strict`), and so does
@@ -287,5 +312,28 @@ fn the_program_and_described_declarations_type_check() {
         .status()
         .expect("bash runs");
     let _ = std::fs::remove_dir_all(&out);
-    assert!(status.success(), "type errors (see the tsc/mypy output above)");
+    assert!(
+        status.success(),
+        "type errors (see the tsc/mypy output above)"
+    );
+}
+
+/// The README's SDK excerpt is a verbatim piece of the committed `sdk/tools.ts`.
+#[test]
+fn the_readme_excerpt_matches_the_committed_sdk() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
+    let start = readme
+        .find("<!-- sdk-excerpt:start -->\n```ts\n")
+        .expect("excerpt start")
+        + "<!-- sdk-excerpt:start -->\n```ts\n".len();
+    let end = readme[start..]
+        .find("```\n<!-- sdk-excerpt:end -->")
+        .expect("excerpt end");
+    let excerpt = &readme[start..start + end];
+    let sdk_text = std::fs::read_to_string(root.join("sdk/tools.ts")).expect("committed SDK");
+    assert!(
+        excerpt.lines().count() > 2 && sdk_text.contains(excerpt),
+        "README excerpt is stale:\n{excerpt}"
+    );
 }

@@ -6,10 +6,10 @@
 
 #[path = "corpus/mod.rs"]
 mod corpus;
-#[path = "../examples/toolset/mod.rs"]
-mod toolset;
 #[path = "economy/mod.rs"]
 mod economy;
+#[path = "../examples/toolset/mod.rs"]
+mod toolset;
 
 #[test]
 fn sdk_sections_cost_less_than_the_native_tool_list() {
@@ -26,7 +26,6 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
     assert!(all.ratio(all.sdk_python) <= 1.05, "{table}");
 }
 
-
 /// The main job in code mode costs at most 2 % of the tokens the model reads doing it natively.
 #[tokio::test]
 async fn the_main_job_in_code_mode_costs_two_percent_of_native() {
@@ -36,7 +35,11 @@ async fn the_main_job_in_code_mode_costs_two_percent_of_native() {
     let config = SubprocessConfig::default();
     let runtimes: [(Arc<dyn CodeRuntime>, &str); 2] = [
         (
-            Arc::new(SubprocessRuntime::typescript(config.clone()).await.expect("node")),
+            Arc::new(
+                SubprocessRuntime::typescript(config.clone())
+                    .await
+                    .expect("node"),
+            ),
             include_str!("../examples/programs/crate_summary.ts"),
         ),
         (

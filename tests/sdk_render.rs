@@ -467,10 +467,7 @@ fn all_of_is_an_intersection_or_a_merged_typed_dict() {
         {"type": "object", "properties": {"a": {"type": "string"}}, "required": ["a"], "additionalProperties": false},
         {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
     ]});
-    assert_eq!(
-        ts(schema.clone()),
-        "{ a: string } & { b: number }"
-    );
+    assert_eq!(ts(schema.clone()), "{ a: string } & { b: number }");
     assert!(py(schema).contains("class TArgs(TypedDict):\n    a: str\n    b: int\n"));
     // A non-object member with nothing else to merge is kept; several are beyond Python.
     assert!(py(json!({"allOf": [{"type": "string"}, {}]})).ends_with("args: str) -> Any: ..."));

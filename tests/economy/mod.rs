@@ -228,7 +228,11 @@ pub async fn task(
         .execute(call("list_files", json!({"dir": ".", "suffix": ".rs"})))
         .await;
     let mut reads = Vec::new();
-    for file in listed.value().and_then(Value::as_array).expect("a file list") {
+    for file in listed
+        .value()
+        .and_then(Value::as_array)
+        .expect("a file list")
+    {
         reads.push(call("read_file", json!({"path": file["path"]})));
     }
     let mut rendered = tokens(&listed.text());

@@ -94,10 +94,14 @@ pub(crate) fn search<'t>(tools: &[&'t ToolSpec], query: &str) -> Vec<&'t ToolSpe
         .filter_map(|tool| {
             let name = words(&tool.name);
             let description = words(&tool.description);
-            let hit = |set: &BTreeSet<String>, word: &String| set.iter().any(|w| w.starts_with(word.as_str()));
+            let hit = |set: &BTreeSet<String>, word: &String| {
+                set.iter().any(|w| w.starts_with(word.as_str()))
+            };
             let score: usize = wanted
                 .iter()
-                .map(|word| 2 * usize::from(hit(&name, word)) + usize::from(hit(&description, word)))
+                .map(|word| {
+                    2 * usize::from(hit(&name, word)) + usize::from(hit(&description, word))
+                })
                 .sum();
             (score > 0).then_some((score, *tool))
         })

@@ -7,6 +7,15 @@
 //! then declarations — TypeScript `ToolArgsMap` / `ToolOutputMap` / `tools`, or Python
 //! `TypedDict`s and a `Tools` protocol.
 //!
+//! The text is written for a model's token budget (SPEC §13): object types render closed (the
+//! declared keys; extra keys stay accepted when a call is validated), notes appear only where
+//! the type does not say them already (no numeric `format`, no `minimum: 0` of an unsigned
+//! type), a property description already rendered for a property of that name, or echoed from
+//! a tool's input in its output, is not repeated, equal `$defs` of several tools are one named
+//! type, and a tool returning any JSON has no `ToolOutputMap` entry. For large sets,
+//! [`index_section`] lists one line per tool and programs read declarations at run time
+//! ([`describe`], [`search`]); [`Disclosure`] chooses between the two.
+//!
 //! Pipeline (one per call, no shared state): sort and deduplicate the [`ToolSpec`]s by name,
 //! lower every parameters and output schema to one language-neutral model, render that model
 //! through the language's template from `sdk-templates/`, normalise the text.
@@ -20,7 +29,7 @@
 //! `Record<string, T>` / `dict[str, T]`; `type` lists, `nullable` and `anyOf`/`oneOf` as unions;
 //! `allOf` as intersections (TypeScript) or merged `TypedDict`s (Python); local `$ref`s (`#`,
 //! `#/$defs/X`, `#/definitions/X`, any JSON pointer) as named types, recursive ones included;
-//! `format`, ranges, lengths, patterns and defaults as doc comments. A node that cannot be
+//! `format`, ranges, lengths, patterns and defaults as comments. A node that cannot be
 //! expressed (an unknown `type`, a remote or dangling `$ref`, nesting past 48 levels) becomes
 //! `unknown` / `Any` on its own; the rest of the tool renders normally.
 //!
@@ -62,7 +71,7 @@ pub use index::MAX_SEARCH_RESULTS;
 pub struct ToolSpec {
     /// The tool name exactly as the model calls it (any string; quoted where needed).
     pub name: String,
-    /// Prose for the model; shown as a one-line doc comment. Empty means none.
+    /// Prose for the model; shown as a one-line comment. Empty means none.
     pub description: String,
     /// Parameters schema (JSON Schema, normally `{"type": "object", ...}`).
     pub parameters: Value,
@@ -190,7 +199,10 @@ pub fn section(language: Language, tools: &[ToolSpec], disclosure: Disclosure) -
 /// Byte-stable like [`render`].
 pub fn index_section(language: Language, tools: &[ToolSpec]) -> String {
     let specs = canonical(language, tools);
-    text::normalise(&template::index(language, &index::entries(language, &specs)))
+    text::normalise(&template::index(
+        language,
+        &index::entries(language, &specs),
+    ))
 }
 
 /// Why [`describe`] cannot answer.

@@ -789,9 +789,7 @@ fn restates_type(map: &Map<String, Value>, key: &str, value: &Value) -> bool {
     let format = map.get("format").and_then(Value::as_str);
     match key {
         "format" => format.is_some_and(|f| NUMERIC_FORMATS.contains(&f)),
-        "minimum" => {
-            format.is_some_and(|f| f.starts_with("uint")) && value.as_f64() == Some(0.0)
-        }
+        "minimum" => format.is_some_and(|f| f.starts_with("uint")) && value.as_f64() == Some(0.0),
         _ => false,
     }
 }

@@ -525,7 +525,12 @@ fn typed_dict(name: &str, base: &str, total: bool, fields: &[Field], note: &Extr
     if fields.iter().all(|f| is_plain_member(&f.key)) {
         text.push_str(&format!("class {name}({base}{total_arg}):\n"));
         for field in fields {
-            text.push_str(&format!("    {}: {}{}\n", field.key, field.ty, trailing(field)));
+            text.push_str(&format!(
+                "    {}: {}{}\n",
+                field.key,
+                field.ty,
+                trailing(field)
+            ));
         }
         text.push_str(&extra_comment(note, "    "));
         if fields.is_empty() {
