@@ -2,28 +2,12 @@
 #
 # Writing code for run_code
 #
-# `run_code` runs a program you write. It takes two required arguments: `code`, the body of an
-# async Python function (top-level `await` and `return` work), and `description`, one line saying
-# what the program is for.
-#
-# - The runtime gives the program exactly two names: `tools` and `ToolCallError`. The classes below
-#   describe shapes for reading only and do not exist while the program runs: build arguments as
-#   plain dicts and lists, `await tools.search({"query": "x"})`, never `SearchArgs(query="x")`.
-# - Call a tool with `await tools.name(args)`, where `args` is plain JSON (dicts, lists, strings,
-#   numbers, booleans, None). Tools listed as comments in `Tools` (names that are not plain
-#   lower-case identifiers, are Python keywords or start with an underscore) are reached by index
-#   with the quoted name: `await tools["my-tool"](args)`. The call resolves to the tool's output as
-#   a JSON value of the type shown.
-# - A failed call raises `ToolCallError`: `toolName` says which tool failed and `str(error)` says
-#   why. Catch it with `try`/`except` to carry on.
-# - Calls that do not depend on each other can overlap:
-#   `a, b = await asyncio.gather(tools.a(x), tools.b(y))`. Tools that change state still run one at
-#   a time, in the order they were called. When a call needs an earlier result, `await` that result
-#   first.
-# - Only what the program prints with `print(...)` and the value it `return`s are kept; a returned
-#   value must be plain JSON. A tool result the program neither prints nor returns is dropped.
-#
-# Available tools:
+# `code` is the body of an async Python function (top-level `await` and `return` work); `description` says in one line what it does.
+# - Only `tools` and `ToolCallError` exist at run time; the classes are for reading: pass plain dicts, `await tools.search({"query": "x"})`, never `SearchArgs(query="x")`.
+# - `await tools.name(args)` takes plain JSON and resolves to the tool's output; tools that are not plain methods are reached by subscript: `await tools["my-tool"](args)`.
+# - A failed call raises `ToolCallError` (`toolName`, `str(error)`); `try`/`except` to go on.
+# - Overlap independent calls with `asyncio.gather`; calls that change state still run one at a time, in call order.
+# - Only `print(...)` output and the returned value (plain JSON) come back.
 
 from __future__ import annotations
 
@@ -33,94 +17,60 @@ class ToolCallError(Exception):
     toolName: str
 
 class FileStatsArgs(TypedDict):
-    # Path relative to the repository root.
-    path: str
-    # Keys not listed here are accepted too.
+    path: str  # Path relative to the repository root.
 
 class FileStatsOutput(TypedDict):
-    # Path relative to the root.
     path: str
-    # Size in bytes. (format: uint64; minimum: 0)
-    bytes: int
-    # Number of lines (0 for directories). (format: uint64; minimum: 0)
-    lines: int
-    # `true` for a directory.
-    is_dir: bool
-    # Keys not listed here are accepted too.
+    bytes: int  # Size in bytes.
+    lines: int  # Number of lines (0 for directories).
+    is_dir: bool  # `true` for a directory.
 
 class GrepArgsRequired(TypedDict):
-    # A regular expression (Rust `regex` syntax). (minLength: 1)
-    pattern: str
+    pattern: str  # A regular expression (Rust `regex` syntax). (minLength: 1)
 
 class GrepArgs(GrepArgsRequired, total=False):
-    # Directory to search, relative to the repository root. (default: .)
-    dir: str
-    # Most matches to return. (format: uint32; minimum: 1; maximum: 10000; default: 200)
-    max_matches: int
-    # Keys not listed here are accepted too.
+    dir: str  # Directory to search, relative to the repository root. (default: .)
+    max_matches: int  # Most matches to return. (minimum: 1; maximum: 10000; default: 200)
 
 class GrepOutput(TypedDict):
-    # The hits, in path then line order.
-    matches: list[GrepGrepMatch]
-    # `true` when `max_matches` cut the list.
-    truncated: bool
-    # Keys not listed here are accepted too.
+    matches: list[GrepMatch]  # The hits, in path then line order.
+    truncated: bool  # `true` when `max_matches` cut the list.
 
 # One `grep` hit.
-class GrepGrepMatch(TypedDict):
-    # Path relative to the root.
-    path: str
-    # 1-based line number. (format: uint64; minimum: 0)
-    line_number: int
-    # The matching line.
-    line: str
-    # Keys not listed here are accepted too.
+class GrepMatch(TypedDict):
+    path: str  # Path relative to the root.
+    line_number: int  # 1-based line number.
+    line: str  # The matching line.
 
 class ListFilesArgs(TypedDict, total=False):
-    # Directory relative to the repository root; `.` for the root itself. (default: .)
-    dir: str
-    # Keep only paths ending with this suffix, e.g. `.rs`.
-    suffix: str
-    # Most entries to return. (format: uint32; minimum: 1; maximum: 100000; default: 1000)
-    limit: int
-    # Keys not listed here are accepted too.
+    dir: str  # Directory relative to the repository root; `.` for the root itself. (default: .)
+    suffix: str  # Keep only paths ending with this suffix, e.g. `.rs`.
+    limit: int  # Most entries to return. (minimum: 1; maximum: 100000; default: 1000)
 
 # One entry of `list_files`.
-class ListFilesFileEntry(TypedDict):
-    # Path relative to the root, `/`-separated.
-    path: str
-    # Size in bytes. (format: uint64; minimum: 0)
-    bytes: int
-    # Keys not listed here are accepted too.
+class FileEntry(TypedDict):
+    path: str  # Path relative to the root, `/`-separated.
+    bytes: int  # Size in bytes.
 
 class ReadFileArgsRequired(TypedDict):
-    # File path relative to the repository root. (minLength: 1)
-    path: str
+    path: str  # File path relative to the repository root. (minLength: 1)
 
 class ReadFileArgs(ReadFileArgsRequired, total=False):
-    # First line to return, 1-based. (format: uint64; minimum: 1; default: 1)
-    offset: int
-    # Most lines to return; all remaining lines when absent. (format: uint32; minimum: 0)
-    limit: int
-    # Keys not listed here are accepted too.
+    offset: int  # First line to return, 1-based. (minimum: 1; default: 1)
+    limit: int  # Most lines to return; all remaining lines when absent.
 
 class ReadFileOutput(TypedDict):
-    # Path relative to the root.
     path: str
-    # 1-based number of the first line returned. (format: uint64; minimum: 0)
     offset: int
-    # The lines, without their line endings.
-    lines: list[str]
-    # Number of lines in the whole file. (format: uint64; minimum: 0)
-    total_lines: int
-    # Keys not listed here are accepted too.
+    lines: list[str]  # The lines, without their line endings.
+    total_lines: int  # Number of lines in the whole file.
 
 class Tools(Protocol):
     async def file_stats(self, args: FileStatsArgs) -> FileStatsOutput:
         """Size, line count and kind of a file or directory of the repository."""
     async def grep(self, args: GrepArgs) -> GrepOutput:
         """Search the repository's text files for a regular expression, line by line."""
-    async def list_files(self, args: ListFilesArgs) -> list[ListFilesFileEntry]:
+    async def list_files(self, args: ListFilesArgs) -> list[FileEntry]:
         """List the files below a directory of the repository, sorted by path."""
     async def read_file(self, args: ReadFileArgs) -> ReadFileOutput:
         """Read a window of lines from a UTF-8 text file of the repository."""

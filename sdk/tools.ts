@@ -2,119 +2,81 @@
 //
 // Writing code for run_code
 //
-// `run_code` runs a program you write. It takes two required arguments: `code`, the body of an
-// async TypeScript function, and `description`, one line saying what the program is for. Type
-// annotations are allowed and are removed before the run; syntax that generates code (`enum`,
-// `namespace`, constructor parameter properties) is rejected.
-//
-// - The runtime gives the program exactly two names: `tools` and `ToolCallError`. Every other
-//   declaration below is for reading only and does not exist while the program runs.
-// - Call a tool with `await tools.name(args)`, where `args` is plain JSON (objects, arrays, strings,
-//   numbers, booleans, null). When a tool name is not a plain identifier (dashes, dots, spaces,
-//   leading digits), index with the quoted name: `await tools["my-tool"](args)`. The call resolves
-//   to the tool's output as a JSON value of the type shown.
-// - A failed call rejects with a `ToolCallError`: `toolName` says which tool failed and `message`
-//   says why. Catch it with `try`/`catch` to carry on.
-// - Calls that do not depend on each other can overlap: `await Promise.all([tools.a(x), tools.b(y)])`.
-//   Tools that change state still run one at a time, in the order they were called. When a call
-//   needs an earlier result, `await` that result first.
-// - Only what the program prints with `console.log(...)` and the value it `return`s are kept. A tool
-//   result the program neither prints nor returns is dropped.
-//
-// Available tools:
+// `code` is the body of an async TypeScript function (types are stripped; no `enum`, `namespace` or parameter properties); `description` says in one line what it does.
+// - Only `tools` and `ToolCallError` exist at run time; the other declarations are for reading.
+// - `await tools.name(args)` takes plain JSON and resolves to the tool's output; quote other names: `tools["my-tool"](args)`.
+// - A failed call throws `ToolCallError` (`toolName`, `message`); `try`/`catch` to go on.
+// - Overlap independent calls with `Promise.all`; calls that change state still run one at a time, in call order.
+// - Only `console.log(...)` output and the returned value come back.
 
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
 
 interface ToolArgsMap {
-  /** Size, line count and kind of a file or directory of the repository. */
+  // Size, line count and kind of a file or directory of the repository.
   file_stats: {
-    /** Path relative to the repository root. */
-    path: string;
-  } & Record<string, JsonValue>;
-  /** Search the repository's text files for a regular expression, line by line. */
+    path: string; // Path relative to the repository root.
+  };
+  // Search the repository's text files for a regular expression, line by line.
   grep: {
-    /** A regular expression (Rust `regex` syntax). (minLength: 1) */
-    pattern: string;
-    /** Directory to search, relative to the repository root. (default: .) */
-    dir?: string;
-    /** Most matches to return. (format: uint32; minimum: 1; maximum: 10000; default: 200) */
-    max_matches?: number;
-  } & Record<string, JsonValue>;
-  /** List the files below a directory of the repository, sorted by path. */
+    pattern: string; // A regular expression (Rust `regex` syntax). (minLength: 1)
+    dir?: string; // Directory to search, relative to the repository root. (default: .)
+    max_matches?: number; // Most matches to return. (minimum: 1; maximum: 10000; default: 200)
+  };
+  // List the files below a directory of the repository, sorted by path.
   list_files: {
-    /** Directory relative to the repository root; `.` for the root itself. (default: .) */
-    dir?: string;
-    /** Keep only paths ending with this suffix, e.g. `.rs`. */
-    suffix?: string;
-    /** Most entries to return. (format: uint32; minimum: 1; maximum: 100000; default: 1000) */
-    limit?: number;
-  } & Record<string, JsonValue>;
-  /** Read a window of lines from a UTF-8 text file of the repository. */
+    dir?: string; // Directory relative to the repository root; `.` for the root itself. (default: .)
+    suffix?: string; // Keep only paths ending with this suffix, e.g. `.rs`.
+    limit?: number; // Most entries to return. (minimum: 1; maximum: 100000; default: 1000)
+  };
+  // Read a window of lines from a UTF-8 text file of the repository.
   read_file: {
-    /** File path relative to the repository root. (minLength: 1) */
-    path: string;
-    /** First line to return, 1-based. (format: uint64; minimum: 1; default: 1) */
-    offset?: number;
-    /** Most lines to return; all remaining lines when absent. (format: uint32; minimum: 0) */
-    limit?: number;
-  } & Record<string, JsonValue>;
+    path: string; // File path relative to the repository root. (minLength: 1)
+    offset?: number; // First line to return, 1-based. (minimum: 1; default: 1)
+    limit?: number; // Most lines to return; all remaining lines when absent.
+  };
 }
 
 interface ToolOutputMap {
   file_stats: {
-    /** Path relative to the root. */
     path: string;
-    /** Size in bytes. (format: uint64; minimum: 0) */
-    bytes: number;
-    /** Number of lines (0 for directories). (format: uint64; minimum: 0) */
-    lines: number;
-    /** `true` for a directory. */
-    is_dir: boolean;
-  } & Record<string, JsonValue>;
+    bytes: number; // Size in bytes.
+    lines: number; // Number of lines (0 for directories).
+    is_dir: boolean; // `true` for a directory.
+  };
   grep: {
-    /** The hits, in path then line order. */
-    matches: GrepGrepMatch[];
-    /** `true` when `max_matches` cut the list. */
-    truncated: boolean;
-  } & Record<string, JsonValue>;
-  list_files: ListFilesFileEntry[];
+    matches: GrepMatch[]; // The hits, in path then line order.
+    truncated: boolean; // `true` when `max_matches` cut the list.
+  };
+  list_files: FileEntry[];
   read_file: {
-    /** Path relative to the root. */
     path: string;
-    /** 1-based number of the first line returned. (format: uint64; minimum: 0) */
     offset: number;
-    /** The lines, without their line endings. */
-    lines: string[];
-    /** Number of lines in the whole file. (format: uint64; minimum: 0) */
-    total_lines: number;
-  } & Record<string, JsonValue>;
+    lines: string[]; // The lines, without their line endings.
+    total_lines: number; // Number of lines in the whole file.
+  };
 }
 
-/** One `grep` hit. */
-type GrepGrepMatch = {
-  /** Path relative to the root. */
-  path: string;
-  /** 1-based line number. (format: uint64; minimum: 0) */
-  line_number: number;
-  /** The matching line. */
-  line: string;
-} & Record<string, JsonValue>;
+// One `grep` hit.
+type GrepMatch = {
+  path: string; // Path relative to the root.
+  line_number: number; // 1-based line number.
+  line: string; // The matching line.
+};
 
-/** One entry of `list_files`. */
-type ListFilesFileEntry = {
-  /** Path relative to the root, `/`-separated. */
-  path: string;
-  /** Size in bytes. (format: uint64; minimum: 0) */
-  bytes: number;
-} & Record<string, JsonValue>;
+// One entry of `list_files`.
+type FileEntry = {
+  path: string; // Path relative to the root, `/`-separated.
+  bytes: number; // Size in bytes.
+};
 
-type ToolName = keyof ToolOutputMap;
+type ToolName = keyof ToolArgsMap;
 
 declare class ToolCallError extends Error {
   readonly name: "ToolCallError";
   readonly toolName: ToolName;
 }
 
+// A tool without an entry in ToolOutputMap returns any JSON value.
 declare const tools: {
-  [K in ToolName]: (args: ToolArgsMap[K]) => Promise<ToolOutputMap[K]>;
+  [K in ToolName]: (args: ToolArgsMap[K]) => Promise<K extends keyof ToolOutputMap ? ToolOutputMap[K] : JsonValue>;
 };

@@ -206,6 +206,9 @@ pub(crate) struct State {
     pub(crate) run_code: Option<ToolDefinition>,
     /// Bumped on every write, so watchers (the MCP server's `list_changed`) learn of changes.
     pub(crate) changes: Changes,
+    /// SDK presentation settings (progressive disclosure).
+    #[cfg(feature = "code-mode")]
+    pub(crate) disclosure: crate::code_mode::disclosure::Settings,
 }
 
 /// A generation counter that wakes its receivers on every registry write.

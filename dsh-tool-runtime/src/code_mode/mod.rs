@@ -7,6 +7,7 @@
 //!   [`bridge`] in submission order.
 
 pub mod bridge;
+pub mod disclosure;
 pub mod render;
 pub mod run_code;
 
@@ -146,7 +147,11 @@ impl Registry {
         let sdk_section = PromptSection {
             id: "tools:sdk",
             order: 150,
-            text: sdk::prompt_section(language, &self.tool_specs(scope)),
+            text: {
+                let specs = self.tool_specs(scope);
+                let disclosure = self.resolved_disclosure(scope, language, &specs);
+                sdk::section(language, &specs, disclosure)
+            },
         };
         Ok(match mode {
             Mode::Code => ModelView {

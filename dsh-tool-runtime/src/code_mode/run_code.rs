@@ -5,6 +5,8 @@ use std::sync::{Arc, Weak};
 use serde_json::{Map, Value, json};
 
 use super::bridge::Bridge;
+use super::disclosure::Catalog;
+use super::language_of;
 use super::render::render_run;
 use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunRequest};
 use crate::definition::ToolDefinition;
@@ -13,6 +15,7 @@ use crate::exec::ToolExec;
 use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
 use crate::result::ContentBlock;
+use crate::sdk::Disclosure;
 
 /// Settings of the transport.
 #[derive(Debug, Clone, Copy)]
@@ -39,7 +42,9 @@ fn description(language: &str) -> String {
          {name} function: top-level `await` and `return` work, and each tool is an async function on \
          `tools` (`await tools.name(args)`). Start independent calls together and await them as a group \
          to run them concurrently. Only what the program prints with {output} comes back to you, so \
-         print or return just what you need. Images returned by tools are attached after the run."
+         print or return just what you need. Images returned by tools are attached after the run. \
+         When the SDK lists tools by name only, print `await sdk.describe([\"name\"])` first: it \
+         returns their declarations (`sdk.search(\"words\")` finds tools)."
     )
 }
 
@@ -150,16 +155,26 @@ async fn run(
         .collect();
     // The run signal follows the outer call and is cancelled when the run settles.
     let run_signal = exec.signal().child_token();
+    // With the index section the program reads declarations through `sdk`.
+    let catalog = language_of(runtime.as_ref()).ok().and_then(|language| {
+        let specs = registry.tool_specs(exec.agent());
+        (registry.resolved_disclosure(exec.agent(), language, &specs) == Disclosure::Index)
+            .then(|| Catalog::new(language, specs))
+    });
     let bridge = Bridge::new(
         registry,
         exec.clone(),
         run_signal.clone(),
         config.max_parallel_sub_calls,
     );
-    let request = RunRequest::new(code)
-        .binding(BindingNamespace::tools(names))
-        .dispatch(bridge.dispatcher())
-        .signal(run_signal.clone());
+    let request = RunRequest::new(code).binding(BindingNamespace::tools(names));
+    let request = match catalog {
+        Some(catalog) => request
+            .binding(Catalog::namespace())
+            .dispatch(catalog.dispatch(bridge.dispatcher())),
+        None => request.dispatch(bridge.dispatcher()),
+    }
+    .signal(run_signal.clone());
     let (outcome, ()) = tokio::join!(
         async {
             let outcome = runtime.run(request).await;

@@ -5,7 +5,7 @@
 //! Recursion is bounded by [`MAX_DEPTH`]; `$ref` targets are lowered from a work list, not by
 //! recursion, so neither deep nor self-referencing schemas can exhaust the stack.
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
@@ -126,14 +126,18 @@ impl Model {
             nodes: Vec::new(),
             defs: Vec::new(),
             def_index: BTreeMap::new(),
+            def_by_content: BTreeMap::new(),
+            definitions: BTreeMap::new(),
             pending: Vec::new(),
             documents: 0,
         };
         let mut tools = Vec::with_capacity(specs.len());
+        let mut seen_docs = BTreeSet::new();
         for spec in specs {
             let tool_base = pascal_case(&spec.name);
             let args = lowering.lower_document(&spec.parameters, &tool_base, names);
             let output = lowering.lower_document(&spec.output, &tool_base, names);
+            lowering.drop_repeated_docs(args, output, &mut seen_docs);
             tools.push(ToolModel {
                 name: spec.name.clone(),
                 doc: comment_line(&spec.description),
@@ -191,6 +195,11 @@ struct Lowering<'a> {
     defs: Vec<Def>,
     /// (document index, JSON pointer) → def, so each target is lowered once.
     def_index: BTreeMap<(usize, String), DefId>,
+    /// Content key (target text, and its document's definitions when it refers into them) →
+    /// def, so equal definitions of different documents merge.
+    def_by_content: BTreeMap<String, DefId>,
+    /// Definitions text of the documents seen → its id ([`Lowering::definitions_id`]).
+    definitions: BTreeMap<String, usize>,
     /// Defs allocated but not yet lowered, with their target schema.
     pending: Vec<(DefId, &'a Value)>,
     /// Documents lowered so far; the next one's index.
@@ -219,6 +228,77 @@ impl<'a> Lowering<'a> {
         self.nodes.len() - 1
     }
 
+    /// Nodes directly below `id` in its own document (references are not followed).
+    fn children(&self, id: NodeId) -> Vec<NodeId> {
+        match &self.nodes[id].kind {
+            Kind::Array(items) => vec![*items],
+            Kind::Tuple { items, rest, .. } => items.iter().copied().chain(*rest).collect(),
+            Kind::Object(object) => {
+                let mut children: Vec<NodeId> = object.properties.iter().map(|p| p.node).collect();
+                if let Extra::Typed(node) = object.extra {
+                    children.push(node);
+                }
+                children
+            }
+            Kind::Union(members) | Kind::Intersection(members) => members.clone(),
+            _ => Vec::new(),
+        }
+    }
+
+    /// Every object property below `root` (named types excluded), iteratively.
+    fn properties_below(&self, root: NodeId) -> Vec<(String, NodeId)> {
+        let mut found = Vec::new();
+        let mut stack = vec![root];
+        while let Some(id) = stack.pop() {
+            if let Kind::Object(object) = &self.nodes[id].kind {
+                found.extend(object.properties.iter().map(|p| (p.name.clone(), p.node)));
+            }
+            // Reversed, so nodes pop in document order.
+            stack.extend(self.children(id).into_iter().rev());
+        }
+        found
+    }
+
+    /// Drops property docs the model has already read: a property of an earlier tool had the
+    /// same name and text, or an output property echoes an input of the same tool (same name,
+    /// or same text). The type stays; only the repeated comment goes. `seen` carries the
+    /// `(name, text)` pairs rendered so far, in file order.
+    fn drop_repeated_docs(
+        &mut self,
+        args: NodeId,
+        output: NodeId,
+        seen: &mut BTreeSet<(String, String)>,
+    ) {
+        let inputs = self.properties_below(args);
+        let input_names: BTreeSet<String> = inputs.iter().map(|(name, _)| name.clone()).collect();
+        let input_docs: BTreeSet<String> = inputs
+            .iter()
+            .filter_map(|(_, node)| self.nodes[*node].doc.clone())
+            .collect();
+        let mut dropped = Vec::new();
+        for (name, node) in inputs {
+            if let Some(doc) = &self.nodes[node].doc
+                && !seen.insert((name, doc.clone()))
+            {
+                dropped.push(node);
+            }
+        }
+        for (name, node) in self.properties_below(output) {
+            let Some(doc) = &self.nodes[node].doc else {
+                continue;
+            };
+            if input_names.contains(&name)
+                || input_docs.contains(doc)
+                || !seen.insert((name, doc.clone()))
+            {
+                dropped.push(node);
+            }
+        }
+        for node in dropped {
+            self.nodes[node].doc = None;
+        }
+    }
+
     /// Lowers one document (a parameters or output schema) and every `$ref` target reached from it.
     fn lower_document(
         &mut self,
@@ -233,6 +313,7 @@ impl<'a> Lowering<'a> {
             root,
             tool_base,
             names,
+            definitions: None,
         };
         let top = self.lower(root, 0, &mut ctx);
         while let Some((def, schema)) = self.pending.pop() {
@@ -319,6 +400,25 @@ impl<'a> Lowering<'a> {
         }
     }
 
+    /// A small id for the document's `$defs` and `definitions` together, equal for documents
+    /// whose definitions are equal; computed once per document.
+    fn definitions_id(&mut self, ctx: &mut DocumentCtx<'a, '_>) -> usize {
+        if let Some(id) = ctx.definitions {
+            return id;
+        }
+        let mut text = String::new();
+        for section in ["$defs", "definitions"] {
+            if let Some(defs) = ctx.root.get(section) {
+                text.push_str(&crate::json::compact(defs, false));
+            }
+            text.push('\n');
+        }
+        let next = self.definitions.len();
+        let id = *self.definitions.entry(text).or_insert(next);
+        ctx.definitions = Some(id);
+        id
+    }
+
     /// Lowers a local `$ref` (`#`, `#/$defs/X`, any JSON pointer into the same document) to a named
     /// type; remote and unresolvable references become unknown.
     fn lower_ref(&mut self, reference: &Value, ctx: &mut DocumentCtx<'a, '_>) -> NodeId {
@@ -336,15 +436,33 @@ impl<'a> Lowering<'a> {
         let Some(target) = ctx.root.pointer(&key.1) else {
             return self.push(Kind::Unknown, None);
         };
+        // The same definition in several documents (every tool of one MCP server carrying the
+        // server's `$defs`) is one named type.
+        let content = shareable(target).map(|refers| {
+            // Serialised without recursion: a hostile definition may nest thousands of levels.
+            let text = crate::json::compact(target, false);
+            if refers {
+                format!("{}\n{text}", self.definitions_id(ctx))
+            } else {
+                format!("-\n{text}")
+            }
+        });
+        if let Some(&def) = content.as_ref().and_then(|c| self.def_by_content.get(c)) {
+            self.def_index.insert(key, def);
+            return self.push(Kind::Ref(def), None);
+        }
         let last = key.1.rsplit('/').next().unwrap_or_default();
         let last = last.replace("~1", "/").replace("~0", "~");
-        let suffix = if last.is_empty() {
-            "Self".to_owned()
+        // Named after the definition alone: shorter, and right for a shared one.
+        let name = if last.is_empty() {
+            ctx.names.allocate(&format!("{}Self", ctx.tool_base))
         } else {
-            pascal_case(&last)
+            ctx.names.allocate(&pascal_case(&last))
         };
-        let name = ctx.names.allocate(&format!("{}{suffix}", ctx.tool_base));
         let def = self.defs.len();
+        if let Some(content) = content {
+            self.def_by_content.insert(content, def);
+        }
         self.defs.push(Def {
             name,
             node: usize::MAX,
@@ -554,6 +672,36 @@ struct DocumentCtx<'a, 'n> {
     root: &'a Value,
     tool_base: &'n str,
     names: &'n mut NameAllocator,
+    /// The document's [`Lowering::definitions_id`], once computed.
+    definitions: Option<usize>,
+}
+
+/// Whether a `$ref` target may be shared between documents, and how: `None` when it refers
+/// anywhere but `#/$defs/…` / `#/definitions/…` (its meaning depends on the rest of its
+/// document), `Some(false)` when it refers nowhere, `Some(true)` when it refers into the
+/// document's definitions (then equal only together with them).
+fn shareable(target: &Value) -> Option<bool> {
+    let mut refers = false;
+    let mut stack = vec![target];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if let Some(reference) = map.get("$ref") {
+                    let local = reference.as_str().is_some_and(|r| {
+                        r.starts_with("#/$defs/") || r.starts_with("#/definitions/")
+                    });
+                    if !local {
+                        return None;
+                    }
+                    refers = true;
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    Some(refers)
 }
 
 /// Decodes `%XX` escapes of a URI fragment (RFC 3986 §2.1) before it is read as a JSON pointer
@@ -606,6 +754,9 @@ fn doc_of(map: &Map<String, Value>) -> Option<String> {
     let mut notes = Vec::new();
     for key in NOTED {
         let Some(value) = map.get(*key) else { continue };
+        if restates_type(map, key, value) {
+            continue;
+        }
         let rendered = match value {
             Value::String(s) => s.clone(),
             Value::Number(_) | Value::Bool(_) | Value::Null => value.to_string(),
@@ -623,6 +774,24 @@ fn doc_of(map: &Map<String, Value>) -> Option<String> {
         text.push(')');
     }
     comment_line(&text)
+}
+
+/// `format` values that only name a machine number type (schemars writes them for every Rust
+/// integer and float): the rendered `number` / `int` / `float` says all a program needs.
+const NUMERIC_FORMATS: &[&str] = &[
+    "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
+    "uint64", "uint128", "float", "double", "integer", "number",
+];
+
+/// True when the note `key: value` of `map` adds nothing to its rendered type: a numeric
+/// `format`, and the `minimum: 0` that comes with every unsigned (`uint*`) format.
+fn restates_type(map: &Map<String, Value>, key: &str, value: &Value) -> bool {
+    let format = map.get("format").and_then(Value::as_str);
+    match key {
+        "format" => format.is_some_and(|f| NUMERIC_FORMATS.contains(&f)),
+        "minimum" => format.is_some_and(|f| f.starts_with("uint")) && value.as_f64() == Some(0.0),
+        _ => false,
+    }
 }
 
 /// JSON text of a small array or object value, or `…` when it nests or runs long. Never recurses

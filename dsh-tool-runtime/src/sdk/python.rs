@@ -100,6 +100,16 @@ fn is_bare_tool_name(name: &str) -> bool {
     is_plain_member(name) && !name.starts_with('_')
 }
 
+/// How a program reaches tool `name` on `tools`: the bare method name, or the quoted name to
+/// subscript with.
+pub(crate) fn access_key(name: &str) -> String {
+    if is_bare_tool_name(name) {
+        name.to_owned()
+    } else {
+        quoted(name)
+    }
+}
+
 /// One member of the `Tools` protocol.
 #[derive(Debug, Serialize)]
 pub(crate) struct ToolEntry {
@@ -192,10 +202,11 @@ struct Field {
     required: bool,
 }
 
-/// How an assembled object treats undeclared keys, for its closing comment.
+/// What an assembled object says about undeclared keys in its closing comment. Declared keys
+/// render closed whether or not the schema admits more (extra keys stay accepted when the call
+/// is checked); only typed extra keys are worth a line.
 enum ExtraNote {
     None,
-    Any,
     Typed(String),
 }
 
@@ -387,8 +398,7 @@ impl Renderer<'_> {
             });
         }
         let note = match extra {
-            Extra::Closed => ExtraNote::None,
-            Extra::Open => ExtraNote::Any,
+            Extra::Closed | Extra::Open => ExtraNote::None,
             Extra::Typed(node) => ExtraNote::Typed(self.ty(*node, &format!("{name}Value"))),
         };
         let (required, optional): (Vec<Field>, Vec<Field>) =
@@ -493,11 +503,18 @@ fn union(parts: Vec<String>) -> Option<String> {
 fn extra_comment(note: &ExtraNote, indent: &str) -> String {
     match note {
         ExtraNote::None => String::new(),
-        ExtraNote::Any => format!("{indent}# Keys not listed here are accepted too.\n"),
         ExtraNote::Typed(ty) => {
             format!("{indent}# Keys not listed here hold values of type {ty}.\n")
         }
     }
+}
+
+/// A field's doc as a trailing comment (`  # …`), or nothing.
+fn trailing(field: &Field) -> String {
+    field
+        .doc
+        .as_ref()
+        .map_or_else(String::new, |doc| format!("  # {doc}"))
 }
 
 /// One `TypedDict` definition: class syntax when every key is a plain member name, the
@@ -508,10 +525,12 @@ fn typed_dict(name: &str, base: &str, total: bool, fields: &[Field], note: &Extr
     if fields.iter().all(|f| is_plain_member(&f.key)) {
         text.push_str(&format!("class {name}({base}{total_arg}):\n"));
         for field in fields {
-            if let Some(doc) = &field.doc {
-                text.push_str(&format!("    # {doc}\n"));
-            }
-            text.push_str(&format!("    {}: {}\n", field.key, field.ty));
+            text.push_str(&format!(
+                "    {}: {}{}\n",
+                field.key,
+                field.ty,
+                trailing(field)
+            ));
         }
         text.push_str(&extra_comment(note, "    "));
         if fields.is_empty() {
@@ -520,13 +539,11 @@ fn typed_dict(name: &str, base: &str, total: bool, fields: &[Field], note: &Extr
     } else {
         text.push_str(&format!("{name} = TypedDict({}, {{\n", quoted(name)));
         for field in fields {
-            if let Some(doc) = &field.doc {
-                text.push_str(&format!("    # {doc}\n"));
-            }
             text.push_str(&format!(
-                "    {}: {},\n",
+                "    {}: {},{}\n",
                 quoted(&field.key),
-                quoted(&field.ty)
+                quoted(&field.ty),
+                trailing(field)
             ));
         }
         text.push_str(&extra_comment(note, "    "));

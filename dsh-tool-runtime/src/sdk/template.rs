@@ -7,22 +7,58 @@ use std::sync::OnceLock;
 
 use minijinja::syntax::SyntaxConfig;
 use minijinja::value::Serde;
-use minijinja::{AutoEscape, Environment, UndefinedBehavior};
+use minijinja::{AutoEscape, Environment, UndefinedBehavior, context};
 use serde::Serialize;
 
+use super::Language;
+use super::index::Entry;
 use super::{python as py, typescript as ts};
 
-const TYPESCRIPT: &str = include_str!("../../../sdk-templates/sdk_tools.ts.j2");
-const PYTHON: &str = include_str!("../../../sdk-templates/sdk_tools.py.j2");
-const GUIDE_TYPESCRIPT: &str = include_str!("../../../sdk-templates/sdk_guide.ts.md");
-const GUIDE_PYTHON: &str = include_str!("../../../sdk-templates/sdk_guide.py.md");
+const TEMPLATES: &[(&str, &str)] = &[
+    (
+        "sdk_tools.ts",
+        include_str!("../../../sdk-templates/sdk_tools.ts.j2"),
+    ),
+    (
+        "sdk_tools.py",
+        include_str!("../../../sdk-templates/sdk_tools.py.j2"),
+    ),
+    (
+        "sdk_index.ts",
+        include_str!("../../../sdk-templates/sdk_index.ts.j2"),
+    ),
+    (
+        "sdk_index.py",
+        include_str!("../../../sdk-templates/sdk_index.py.j2"),
+    ),
+    (
+        "sdk_guide.ts",
+        include_str!("../../../sdk-templates/sdk_guide.ts.md"),
+    ),
+    (
+        "sdk_guide.py",
+        include_str!("../../../sdk-templates/sdk_guide.py.md"),
+    ),
+];
 
-/// The full context a template sees: the guide lines, whether a file (header, guide as
-/// comments) or a prompt section (guide as text, fenced code) is wanted, and the language part.
+/// Which text a declarations template renders.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub(crate) enum Part {
+    /// A whole file: `@generated` header, the guide as comments, the declarations.
+    File,
+    /// A prompt section: the guide as text, the declarations in a fenced code block.
+    Section,
+    /// The declarations alone (what `sdk.describe` answers).
+    Declarations,
+}
+
+/// The full context a template sees: the guide lines, which part is wanted, and the language
+/// part.
 #[derive(Serialize)]
 struct Full<'a, C: Serialize> {
-    guide: Vec<&'static str>,
-    file: bool,
+    guide: Vec<String>,
+    part: Part,
     #[serde(flatten)]
     language: &'a C,
 }
@@ -40,34 +76,67 @@ fn environment() -> &'static Environment<'static> {
             .build()
             .expect("the default delimiters are valid");
         env.set_syntax(syntax);
-        env.add_template("sdk_tools.ts", TYPESCRIPT)
-            .expect("the embedded TypeScript template parses");
-        env.add_template("sdk_tools.py", PYTHON)
-            .expect("the embedded Python template parses");
+        for (name, source) in TEMPLATES {
+            env.add_template(name, source)
+                .expect("the embedded SDK templates parse");
+        }
         env
     })
 }
 
-fn render<C: Serialize>(name: &str, guide: &'static str, language: &C, file: bool) -> String {
-    let context = Full {
-        guide: guide.lines().collect(),
-        file,
-        language,
-    };
-    // The templates and the shape of their context are fixed at compile time and covered by the
-    // tests; no input value can make rendering fail.
+// The templates and the shape of their contexts are fixed at compile time and covered by the
+// tests; no input value can make rendering fail.
+const RENDERS: &str = "the embedded SDK templates render every context the renderers build";
+
+fn extension(language: Language) -> &'static str {
+    match language {
+        Language::TypeScript => "ts",
+        Language::Python => "py",
+    }
+}
+
+/// The guide's lines; `index` selects the progressive-disclosure wording.
+fn guide(language: Language, index: bool) -> Vec<String> {
     environment()
-        .get_template(name)
+        .get_template(&format!("sdk_guide.{}", extension(language)))
+        .and_then(|template| template.render(context! { index }))
+        .expect(RENDERS)
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn render<C: Serialize>(language: Language, language_context: &C, part: Part) -> String {
+    let context = Full {
+        guide: guide(language, false),
+        part,
+        language: language_context,
+    };
+    environment()
+        .get_template(&format!("sdk_tools.{}", extension(language)))
         .and_then(|template| template.render(Serde(&context)))
-        .expect("the embedded SDK templates render every context the renderers build")
+        .expect(RENDERS)
 }
 
-/// Renders the TypeScript file (`file`) or prompt section.
-pub(crate) fn typescript(context: &ts::Context, file: bool) -> String {
-    render("sdk_tools.ts", GUIDE_TYPESCRIPT, context, file)
+/// Renders the TypeScript file, prompt section or declarations.
+pub(crate) fn typescript(context: &ts::Context, part: Part) -> String {
+    render(Language::TypeScript, context, part)
 }
 
-/// Renders the Python file (`file`) or prompt section.
-pub(crate) fn python(context: &py::Context, file: bool) -> String {
-    render("sdk_tools.py", GUIDE_PYTHON, context, file)
+/// Renders the Python file, prompt section or declarations.
+pub(crate) fn python(context: &py::Context, part: Part) -> String {
+    render(Language::Python, context, part)
+}
+
+/// Renders the progressive-disclosure prompt section: the index guide and one line per tool.
+pub(crate) fn index(language: Language, entries: &[Entry]) -> String {
+    environment()
+        .get_template(&format!("sdk_index.{}", extension(language)))
+        .and_then(|template| {
+            template.render(context! {
+                guide => guide(language, true),
+                tools => Serde(entries),
+            })
+        })
+        .expect(RENDERS)
 }

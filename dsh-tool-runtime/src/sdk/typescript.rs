@@ -160,7 +160,8 @@ pub(crate) struct ToolEntry {
     key: String,
     doc: Option<String>,
     args: String,
-    output: String,
+    /// The output type; `None` for any JSON value, which `tools` declares without an entry.
+    output: Option<String>,
 }
 
 /// One named type (`type Name = …`).
@@ -176,6 +177,8 @@ pub(crate) struct DefEntry {
 pub(crate) struct Context {
     tools: Vec<ToolEntry>,
     defs: Vec<DefEntry>,
+    /// True when some tool has a typed output (an entry in `ToolOutputMap`).
+    any_output: bool,
 }
 
 /// A fresh allocator for TypeScript type names.
@@ -186,14 +189,14 @@ pub(crate) fn names() -> NameAllocator {
 /// Builds the template context from the model.
 pub(crate) fn context(model: &Model) -> Context {
     let render = Renderer { model };
-    let tools = model
+    let tools: Vec<ToolEntry> = model
         .tools
         .iter()
         .map(|tool| ToolEntry {
             key: key(&tool.name),
-            doc: tool.doc.as_deref().map(doc_text),
+            doc: tool.doc.clone(),
             args: render.ty(tool.args, 1).text,
-            output: render.ty(tool.output, 1).text,
+            output: Some(render.ty(tool.output, 1).text).filter(|ty| ty != "JsonValue"),
         })
         .collect();
     let defs = model
@@ -201,7 +204,7 @@ pub(crate) fn context(model: &Model) -> Context {
         .iter()
         .map(|def| DefEntry {
             name: def.name.clone(),
-            doc: model.node(def.node).doc.as_deref().map(doc_text),
+            doc: model.node(def.node).doc.clone(),
             body: if def.degenerate {
                 "unknown".to_owned()
             } else {
@@ -209,7 +212,12 @@ pub(crate) fn context(model: &Model) -> Context {
             },
         })
         .collect();
-    Context { tools, defs }
+    let any_output = tools.iter().any(|tool| tool.output.is_some());
+    Context {
+        tools,
+        defs,
+        any_output,
+    }
 }
 
 /// A property key: bare when it is a plain identifier, JSON-style quoted otherwise. `__proto__`
@@ -220,11 +228,6 @@ pub(crate) fn key(name: &str) -> String {
     } else {
         quoted(name)
     }
-}
-
-/// Doc comment text: `*/` would end the comment early, so its slash is escaped.
-fn doc_text(line: &str) -> String {
-    line.replace("*/", "*\\/")
 }
 
 /// Binding strength of a rendered type, for parenthesising.
@@ -295,28 +298,33 @@ impl Renderer<'_> {
                 Rendered::atom(format!("[{}]", parts.join(", ")))
             }
             Kind::Object(object) => {
-                let extra = match &object.extra {
-                    Extra::Open => Some("JsonValue".to_owned()),
-                    Extra::Closed => None,
-                    Extra::Typed(node) => Some(self.ty(*node, indent).text),
-                };
                 if object.properties.is_empty() {
-                    let value = extra.unwrap_or_else(|| "never".to_owned());
+                    let value = match &object.extra {
+                        Extra::Open => "JsonValue".to_owned(),
+                        Extra::Closed => "never".to_owned(),
+                        Extra::Typed(node) => self.ty(*node, indent).text,
+                    };
                     return Rendered::atom(format!("Record<string, {value}>"));
                 }
-                let pad = "  ".repeat(indent + 1);
-                let mut text = String::from("{\n");
-                for property in &object.properties {
-                    let node = self.model.node(property.node);
-                    if let Some(doc) = &node.doc {
-                        text.push_str(&format!("{pad}/** {} */\n", doc_text(doc)));
-                    }
-                    let optional = if property.required { "" } else { "?" };
-                    let ty = self.ty(property.node, indent + 1).text;
-                    text.push_str(&format!("{pad}{}{optional}: {ty};\n", key(&property.name)));
-                }
-                text.push_str(&"  ".repeat(indent));
-                text.push('}');
+                // Declared keys render closed whether or not the schema admits more: the model
+                // writes what is declared, and extra keys stay accepted when the call is checked.
+                let extra = match &object.extra {
+                    Extra::Open | Extra::Closed => None,
+                    Extra::Typed(node) => Some(self.ty(*node, indent).text),
+                };
+                let members: Vec<(Option<&String>, String)> = object
+                    .properties
+                    .iter()
+                    .map(|property| {
+                        let optional = if property.required { "" } else { "?" };
+                        let ty = self.ty(property.node, indent + 1).text;
+                        (
+                            self.model.node(property.node).doc.as_ref(),
+                            format!("{}{optional}: {ty}", key(&property.name)),
+                        )
+                    })
+                    .collect();
+                let text = object_text(&members, indent);
                 match extra {
                     // An intersection, not an index signature: a signature would have to admit
                     // every declared property's type.
@@ -338,6 +346,43 @@ impl Renderer<'_> {
             Kind::Ref(def) => Rendered::atom(self.model.defs[*def].name.clone()),
         }
     }
+}
+
+/// Longest object type written on one line (undocumented members only).
+const MAX_INLINE_OBJECT: usize = 72;
+
+/// `{ a: T; b?: U }` when no member has a doc and the line stays short, else one member per line
+/// (two spaces per level) with its doc comment above it.
+fn object_text(members: &[(Option<&String>, String)], indent: usize) -> String {
+    let inline = format!(
+        "{{ {} }}",
+        members
+            .iter()
+            .map(|(_, member)| member.as_str())
+            .collect::<Vec<_>>()
+            .join("; ")
+    );
+    if members.iter().all(|(doc, _)| doc.is_none())
+        && inline.len() <= MAX_INLINE_OBJECT
+        && !inline.contains('\n')
+    {
+        return inline;
+    }
+    let pad = "  ".repeat(indent + 1);
+    let mut text = String::from("{\n");
+    for (doc, member) in members {
+        // A line comment after a one-line member, above a multi-line one.
+        match doc {
+            Some(doc) if member.contains('\n') => {
+                text.push_str(&format!("{pad}// {doc}\n{pad}{member};\n"));
+            }
+            Some(doc) => text.push_str(&format!("{pad}{member}; // {doc}\n")),
+            None => text.push_str(&format!("{pad}{member};\n")),
+        }
+    }
+    text.push_str(&"  ".repeat(indent));
+    text.push('}');
+    text
 }
 
 /// `T[]` for a simple element type, `Array<T>` otherwise (`Array<string | null>`, never the

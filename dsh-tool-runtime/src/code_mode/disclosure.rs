@@ -1,0 +1,139 @@
+//! Progressive disclosure in code mode (SPEC §13): which SDK presentation a scope gets, and the
+//! host side of the `sdk` binding namespace (`sdk.describe`, `sdk.search`) that programs use to
+//! read declarations the prompt section left out.
+//!
+//! The namespace rides on the ordinary binding protocol: the worker bootstraps treat `sdk` like
+//! any other global, and its calls are answered here, without a tool call or an event.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+
+use crate::code_runtime::{BindingCall, BindingDispatch, BindingError, BindingNamespace};
+use crate::registry::{AgentScope, Registry, read, write};
+use crate::scope::AgentId;
+use crate::sdk::{self, Disclosure, Language, ToolSpec};
+
+/// The global programs reach the catalog through.
+pub const SDK_GLOBAL: &str = "sdk";
+
+/// Registry-wide and per-scope [`Disclosure`] settings.
+#[derive(Debug, Default)]
+pub(crate) struct Settings {
+    default: Disclosure,
+    scopes: HashMap<AgentId, Disclosure>,
+}
+
+impl Registry {
+    /// Sets how the SDK section presents tools to scopes that declare nothing themselves.
+    /// Default: [`Disclosure::default`] (an index above 30 tools or 24,000 bytes).
+    pub fn set_disclosure(&self, disclosure: Disclosure) {
+        write(&self.inner.state).disclosure.default = disclosure;
+    }
+
+    /// The [`Disclosure`] setting in force for `scope` (nearest declaration on its chain, else
+    /// the registry's), before `Auto` is resolved against a tool set.
+    pub fn disclosure(&self, scope: Option<&AgentId>) -> Disclosure {
+        let state = read(&self.inner.state);
+        scope
+            .and_then(|agent| {
+                state
+                    .chain(agent)
+                    .iter()
+                    .rev()
+                    .find_map(|id| state.disclosure.scopes.get(id).copied())
+            })
+            .unwrap_or(state.disclosure.default)
+    }
+
+    /// The disclosure `scope` gets for its visible tools in `language`: `Full` or `Index`.
+    pub(crate) fn resolved_disclosure(
+        &self,
+        scope: Option<&AgentId>,
+        language: Language,
+        specs: &[ToolSpec],
+    ) -> Disclosure {
+        self.disclosure(scope).resolve(language, specs)
+    }
+}
+
+impl AgentScope {
+    /// Declares how the SDK section presents tools to this scope and descendants that declare
+    /// nothing, replacing an earlier declaration of this scope.
+    pub fn disclose(&self, disclosure: Disclosure) {
+        write(&self.registry().inner.state)
+            .disclosure
+            .scopes
+            .insert(self.id().clone(), disclosure);
+    }
+}
+
+/// The `sdk` namespace of one run: the tools the program may call, in the run's language.
+pub(crate) struct Catalog {
+    language: Language,
+    specs: Vec<ToolSpec>,
+}
+
+impl Catalog {
+    pub(crate) fn new(language: Language, specs: Vec<ToolSpec>) -> Arc<Self> {
+        Arc::new(Catalog { language, specs })
+    }
+
+    /// The binding namespace programs see: `sdk.describe`, `sdk.search`; failures raise a plain
+    /// `Error` / `Exception`.
+    pub(crate) fn namespace() -> BindingNamespace {
+        BindingNamespace {
+            global: SDK_GLOBAL.to_owned(),
+            names: vec!["describe".to_owned(), "search".to_owned()],
+            error_class: None,
+        }
+    }
+
+    /// Serves `sdk` calls here and hands every other call to `tools`.
+    pub(crate) fn dispatch(self: Arc<Self>, tools: BindingDispatch) -> BindingDispatch {
+        Arc::new(move |call: BindingCall| {
+            if call.namespace == SDK_GLOBAL {
+                let answer = self.answer(&call);
+                Box::pin(async move { answer })
+            } else {
+                tools(call)
+            }
+        })
+    }
+
+    /// `describe(name | [names])` → the declarations as text; `search(query)` →
+    /// `[{name, description}]`, best first.
+    fn answer(&self, call: &BindingCall) -> Result<Value, BindingError> {
+        match call.name.as_str() {
+            "describe" => {
+                let names: Option<Vec<String>> = match &call.args {
+                    Value::String(name) => Some(vec![name.clone()]),
+                    Value::Array(items) => items
+                        .iter()
+                        .map(|item| item.as_str().map(str::to_owned))
+                        .collect(),
+                    _ => None,
+                };
+                let names = names.ok_or_else(|| {
+                    BindingError::new("sdk.describe takes a tool name or a list of tool names")
+                })?;
+                sdk::describe(self.language, &self.specs, &names)
+                    .map(Value::String)
+                    .map_err(|err| BindingError::new(err.to_string()))
+            }
+            "search" => {
+                let Value::String(query) = &call.args else {
+                    return Err(BindingError::new("sdk.search takes a string of words"));
+                };
+                Ok(Value::Array(
+                    sdk::search(&self.specs, query)
+                        .into_iter()
+                        .map(|tool| json!({"name": tool.name, "description": tool.description}))
+                        .collect(),
+                ))
+            }
+            other => Err(BindingError::new(format!("sdk has no binding {other:?}"))),
+        }
+    }
+}

@@ -1,0 +1,57 @@
+//! The model-facing economy goals of SPEC §13 on the corpus's real MCP servers, counted in
+//! `o200k_base` tokens: the progressive-disclosure index ≤ 0.1× the native tool list with every
+//! server in one registry, the full SDK section bounded (the 0.6× goal is not met yet), and the
+//! main job in code mode ≤ 2 % of its native cost. The corpus test skips, saying so, without the
+//! corpus.
+
+#[path = "corpus/mod.rs"]
+mod corpus;
+#[path = "economy/mod.rs"]
+mod economy;
+#[path = "../src/bin/dsh-tools/toolset.rs"]
+mod toolset;
+
+#[test]
+fn sdk_sections_cost_less_than_the_native_tool_list() {
+    let Some(tools) = corpus::tools() else { return };
+    let (table, _sum, all) = economy::corpus_table(&tools);
+    println!("{table}");
+    assert_eq!(all.tools, 75, "the whole MCP corpus");
+    // The index meets SPEC §13's 0.1×.
+    assert!(all.ratio(all.index_typescript) <= 0.1, "{table}");
+    assert!(all.ratio(all.index_python) <= 0.1, "{table}");
+    // The full section does not reach SPEC §13's 0.6× yet (0.72× / 1.04× measured, from 0.98× /
+    // 1.27× before the compact rendering); these bounds keep it from growing back.
+    assert!(all.ratio(all.sdk_typescript) <= 0.73, "{table}");
+    assert!(all.ratio(all.sdk_python) <= 1.05, "{table}");
+}
+
+/// The main job in code mode costs at most 2 % of the tokens the model reads doing it natively.
+#[tokio::test]
+async fn the_main_job_in_code_mode_costs_two_percent_of_native() {
+    use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+    use std::sync::Arc;
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let config = SubprocessConfig::default();
+    let runtimes: [(Arc<dyn CodeRuntime>, &str); 2] = [
+        (
+            Arc::new(
+                SubprocessRuntime::typescript(config.clone())
+                    .await
+                    .expect("node"),
+            ),
+            include_str!("../examples/programs/crate_summary.ts"),
+        ),
+        (
+            Arc::new(SubprocessRuntime::python(config).await.expect("python3")),
+            include_str!("../examples/programs/crate_summary.py"),
+        ),
+    ];
+    for (runtime, program) in runtimes {
+        let task = economy::task(root, runtime.clone(), program).await;
+        runtime.dispose().await;
+        println!("{task:?} ratio {:.4}", task.ratio());
+        assert!(task.calls > 50, "{task:?}");
+        assert!(task.ratio() <= 0.02, "{task:?}");
+    }
+}
