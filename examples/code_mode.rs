@@ -6,8 +6,11 @@
 //! of tool calls they made.
 //!
 //! ```text
-//! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR]
+//! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR] [--events LOG]
 //! ```
+//!
+//! With `--events`, every tool call's events go to a JSON-lines log (zstd when it ends in `.zst`)
+//! that `cargo run --example replay -- LOG --html OUT` turns into a page.
 
 #[path = "toolset/mod.rs"]
 mod toolset;
@@ -20,6 +23,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::events::EventLog;
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::json;
@@ -44,6 +48,9 @@ struct Cli {
     /// The directory the tools may read (default: this repository).
     #[arg(long)]
     root: Option<PathBuf>,
+    /// Write every tool call's events to this JSON-lines log (`.zst`: zstd) for replay.
+    #[arg(long)]
+    events: Option<PathBuf>,
 }
 
 const BUNDLED_TS: &str = include_str!("programs/crate_summary.ts");
@@ -66,6 +73,13 @@ async fn main() -> anyhow::Result<()> {
     registry.register_all(toolset::definitions(&root))?;
     TimeoutPolicy::new().install(&registry);
     registry.set_mode(Mode::Code);
+    let log = match &cli.events {
+        Some(path) => Some(
+            EventLog::start(&registry, path)
+                .with_context(|| format!("--events {}", path.display()))?,
+        ),
+        None => None,
+    };
     let sub_calls = Arc::new(AtomicUsize::new(0));
     let counter = sub_calls.clone();
     registry.on_result(move |view, _result| {
@@ -148,6 +162,10 @@ async fn main() -> anyhow::Result<()> {
         if result.is_error() {
             bail!("the {name} program failed");
         }
+    }
+    if let (Some(log), Some(path)) = (log, &cli.events) {
+        let events = log.finish().await?;
+        println!("\n{events} events written to {}", path.display());
     }
     Ok(())
 }

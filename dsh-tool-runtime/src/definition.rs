@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
+use crate::presentation::presenter::guarded;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
@@ -19,7 +20,8 @@ use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args,
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// What a successful dispatch produced: the canonical value, its rendering and UI metadata.
+/// What a successful dispatch produced: the canonical value, its rendering, UI metadata and the
+/// result card.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dispatched {
     /// Canonical JSON value.
@@ -28,6 +30,8 @@ pub struct Dispatched {
     pub content: Vec<ContentBlock>,
     /// `presentation_meta` (top-level calls only).
     pub meta: Option<Value>,
+    /// The completed-state card (`present_result`); `None` for the generic card.
+    pub view: Option<ResultView>,
 }
 
 type DispatchFn =
@@ -36,7 +40,7 @@ type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
 type RenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
 type FinalizeFn = dyn Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync;
 type PresentCallFn = dyn Fn(&Value) -> Option<CallView> + Send + Sync;
-type PresentResultFn = dyn Fn(&Value, &ToolResult) -> Option<ResultView> + Send + Sync;
+type PresentResultFn = dyn Fn(&Value, &Value) -> Option<ResultView> + Send + Sync;
 type HandlerFn = dyn Fn(Value, ToolExec) -> BoxFuture<Result<Value, ToolError>> + Send + Sync;
 
 /// A tool with its types erased: what the registry stores. Cheap to clone.
@@ -60,7 +64,6 @@ struct Inner {
     render_value: Box<RenderFn>,
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
-    present_result: Option<Box<PresentResultFn>>,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -246,26 +249,37 @@ impl ToolDefinition {
                             return Err(invalid_output(T::NAME, &violations));
                         }
                     }
-                    // `call` consumed the typed arguments; only tools with a custom renderer pay for a
-                    // second deserialization.
-                    let (content, meta) = match T::RENDERS_WITH_ARGS
+                    // `call` consumed the typed arguments; only tools with a custom renderer or
+                    // presenter pay for a second deserialization.
+                    let (content, meta, view) = match T::RENDERS_WITH_ARGS
                         .then(|| T::Args::deserialize(&*args).ok())
                         .flatten()
                     {
-                        Some(typed) => (
-                            T::render(&typed, &output).unwrap_or_else(|| default_render(&value)),
-                            if top_level {
-                                T::presentation_meta(&typed, &output)
-                            } else {
-                                None
-                            },
-                        ),
-                        None => (default_render(&value), None),
+                        Some(typed) => {
+                            let meta = top_level
+                                .then(|| {
+                                    guarded(T::NAME, "presentation_meta", || {
+                                        T::presentation_meta(&typed, &output)
+                                    })
+                                })
+                                .flatten();
+                            let view = guarded(T::NAME, "present_result", || {
+                                T::present_result(&typed, &output, meta.as_ref())
+                            });
+                            (
+                                T::render(&typed, &output)
+                                    .unwrap_or_else(|| default_render(&value)),
+                                meta,
+                                view,
+                            )
+                        }
+                        None => (default_render(&value), None, None),
                     };
                     Ok(Dispatched {
                         value,
                         content,
                         meta,
+                        view,
                     })
                 })
             };
@@ -296,11 +310,6 @@ impl ToolDefinition {
                         .ok()
                         .and_then(|typed| T::present_call(&typed))
                 })),
-                present_result: Some(Box::new(|args, result| {
-                    T::Args::deserialize(args)
-                        .ok()
-                        .and_then(|typed| T::present_result(&typed, result))
-                })),
             }),
         }
     }
@@ -318,6 +327,7 @@ impl ToolDefinition {
             render: None,
             finalize: None,
             present_call: None,
+            present_result: None,
         }
     }
 
@@ -415,20 +425,12 @@ impl ToolDefinition {
         self.inner.finalize.is_some()
     }
 
-    /// The pending-state card for these arguments.
+    /// The pending-state card for these arguments; `None` (also when the presenter panics) means
+    /// the generic card. The completed-state card comes with the dispatch
+    /// ([`Dispatched::view`]), made from the typed output.
     pub fn present_call(&self, args: &Value) -> Option<CallView> {
-        self.inner
-            .present_call
-            .as_ref()
-            .and_then(|present| present(args))
-    }
-
-    /// The completed-state card.
-    pub fn present_result(&self, args: &Value, result: &ToolResult) -> Option<ResultView> {
-        self.inner
-            .present_result
-            .as_ref()
-            .and_then(|present| present(args, result))
+        let present = self.inner.present_call.as_ref()?;
+        guarded(&self.inner.name, "present_call", || present(args))
     }
 
     /// `true` when both handles point at the same definition.
@@ -452,6 +454,7 @@ pub struct ToolDefinitionBuilder {
     render: Option<Box<RenderFn>>,
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
+    present_result: Option<Box<PresentResultFn>>,
 }
 
 impl ToolDefinitionBuilder {
@@ -461,6 +464,16 @@ impl ToolDefinitionBuilder {
         present: impl Fn(&Value) -> Option<CallView> + Send + Sync + 'static,
     ) -> Self {
         self.present_call = Some(Box::new(present));
+        self
+    }
+
+    /// The completed-state UI card of a success, from the raw arguments and the value (SPEC
+    /// §10); a panic shows the generic card.
+    pub fn present_result(
+        mut self,
+        present: impl Fn(&Value, &Value) -> Option<ResultView> + Send + Sync + 'static,
+    ) -> Self {
+        self.present_result = Some(Box::new(present));
         self
     }
 
@@ -569,6 +582,7 @@ impl ToolDefinitionBuilder {
         let render_for_dispatch = render.clone();
         let output_for_dispatch = output_validator.clone();
         let tool_name = name.clone();
+        let present_result: Option<Arc<PresentResultFn>> = self.present_result.map(Arc::from);
         let dispatch =
             move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let handler = handler.clone();
@@ -577,6 +591,7 @@ impl ToolDefinitionBuilder {
                 let render = render_for_dispatch.clone();
                 let output_validator = output_for_dispatch.clone();
                 let tool_name = tool_name.clone();
+                let present_result = present_result.clone();
                 Box::pin(async move {
                     if !args.is_object() {
                         return Err(non_object_args());
@@ -606,10 +621,14 @@ impl ToolDefinitionBuilder {
                         }
                     }
                     let content = render(&args, &value);
+                    let view = present_result.and_then(|present| {
+                        guarded(&tool_name, "present_result", || present(&args, &value))
+                    });
                     Ok(Dispatched {
                         value,
                         content,
                         meta: None,
+                        view,
                     })
                 })
             };
@@ -627,7 +646,6 @@ impl ToolDefinitionBuilder {
                 render_value: Box::new(move |args, value| render(args, value)),
                 finalize: self.finalize,
                 present_call: self.present_call,
-                present_result: None,
             }),
         })
     }
