@@ -45,7 +45,7 @@ fn present_ls_result(
     Err("no card".to_owned())
 }
 
-fn listing_meta(_: &LsArguments, entries: &[String]) -> serde_json::Value {
+fn listing_meta(_: &LsArguments, entries: &Vec<String>) -> serde_json::Value {
     serde_json::json!({ "count": entries.len() })
 }
 

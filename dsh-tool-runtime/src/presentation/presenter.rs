@@ -40,9 +40,9 @@ mod sealed {
 /// What a presenter may return: the card, `Option` of it (`None`: generic card), or a `Result`
 /// whose error is logged and shows the generic card.
 #[diagnostic::on_unimplemented(
-    message = "a presenter producing `{T}` cannot return `{Self}`",
+    message = "a presenter cannot return `{Self}`",
     label = "this presenter returns `{Self}`",
-    note = "return `Option<{T}>` (`None` shows the generic card), `{T}`, or `Result<{T}, E>` with `E: Display`"
+    note = "`present_call` returns `Option<CallView>`, `present_result` `Option<ResultView>` and `presentation_meta` `serde_json::Value`; each may also return the bare card, or a `Result` whose error shows the generic card"
 )]
 pub trait IntoPresented<T> {
     /// The card, or `None` (logging an error through `tracing`).
