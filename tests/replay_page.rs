@@ -244,7 +244,7 @@ fn sub_calls_nest_collapsed_under_their_code_run() {
     );
     let children_end = page[first..].find("</section>").unwrap() + first;
     assert!(first < second && second < children_end && children_end < after, "sub-calls in start order, inside the run");
-    assert!(card_body(&page, "run:code:1").contains("<details>"), "sub-calls start collapsed");
+    assert!(card_body(&page, "run:code:1").contains("<details open>"), "a small run shows its sub-calls");
 }
 
 #[test]

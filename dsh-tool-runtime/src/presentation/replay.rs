@@ -28,7 +28,7 @@ pub fn render_html(events: &[LoggedEvent]) -> String {
     page.push_str("<main>\n");
     for entry in &session.top {
         match entry {
-            Entry::Call(index) => session.card(&mut page, *index, 0),
+            Entry::Call(index) => session.card(&mut page, *index, 0, 1),
             Entry::Lost(missed) => {
                 let _ = writeln!(
                     page,
@@ -45,6 +45,9 @@ pub fn render_html(events: &[LoggedEvent]) -> String {
     page.push_str("</body>\n</html>\n");
     page
 }
+
+/// Runs with at most this many sub-calls show them open.
+const OPEN_SUB_CALLS: usize = 6;
 
 /// One call, assembled from its `call` and `result` events.
 #[derive(Default)]
@@ -206,7 +209,7 @@ impl<'a> Session<'a> {
         );
     }
 
-    fn card(&self, page: &mut String, index: usize, depth: usize) {
+    fn card(&self, page: &mut String, index: usize, depth: usize, siblings: usize) {
         let record = &self.records[index];
         let kind = call_kind(record);
         let failure = match record.result {
@@ -224,8 +227,9 @@ impl<'a> Session<'a> {
             (_, Some(_)) => "failed",
             _ => "ok",
         };
-        // Top-level calls and failures start open; sub-calls read as one line each until opened.
-        let open = depth == 0 || failure.is_some();
+        // Top-level calls, failures and the sub-calls of small runs start open; a run with many
+        // sub-calls lists them one line each until opened.
+        let open = depth == 0 || failure.is_some() || siblings <= OPEN_SUB_CALLS;
         let _ = write!(
             page,
             "<article class=\"card {status}\" data-call-id=\"{}\" data-tool=\"{}\" data-kind=\"{}\" data-card=\"{card}\">\n<details{}>\n<summary>",
@@ -270,6 +274,18 @@ impl<'a> Session<'a> {
         }
         page.push_str("</span></summary>\n<div class=\"body\">\n");
         self.call_body(page, record);
+        if !record.children.is_empty() {
+            let _ = write!(
+                page,
+                "<section class=\"children\"><h3>{} {}</h3>\n",
+                record.children.len(),
+                plural(record.children.len(), "sub-call", "sub-calls")
+            );
+            for child in &record.children {
+                self.card(page, *child, depth + 1, record.children.len());
+            }
+            page.push_str("</section>\n");
+        }
         match record.result {
             Some(ToolResult::Failure { error, .. }) => {
                 page.push_str("<div class=\"failure\">");
@@ -287,18 +303,6 @@ impl<'a> Session<'a> {
                 None => content_blocks(page, content),
             },
             None => {}
-        }
-        if !record.children.is_empty() {
-            let _ = write!(
-                page,
-                "<section class=\"children\"><h3>{} {}</h3>\n",
-                record.children.len(),
-                plural(record.children.len(), "sub-call", "sub-calls")
-            );
-            for child in &record.children {
-                self.card(page, *child, depth + 1);
-            }
-            page.push_str("</section>\n");
         }
         if let Some(arguments) = record.arguments {
             let _ = write!(
@@ -729,6 +733,7 @@ details[open] > summary::before { content: "▾"; }
 .status { flex: none; font-weight: 600; }
 .status.ok { color: var(--ok); } .status.failed { color: var(--bad); } .status.running { color: var(--muted); }
 .time { flex: none; margin-left: auto; font-family: var(--mono); font-size: 12px; color: var(--muted); display: flex; gap: 10px; }
+.at, .took { min-width: 58px; text-align: right; }
 .body { padding: 0 12px 10px 30px; }
 .body > * { margin-top: 8px; }
 .file { border: 1px solid var(--line); border-radius: 6px; overflow: hidden; }
@@ -737,7 +742,7 @@ details[open] > summary::before { content: "▾"; }
 .range, .lang { color: var(--muted); } .lang { margin-left: auto; }
 table.code { border-collapse: collapse; width: 100%; font: 12px/1.5 var(--mono); display: block; max-height: 360px; overflow: auto; }
 table.code tbody { display: table; width: 100%; }
-.input table.code { border: 1px solid var(--line); border-radius: 6px; }
+.input table.code { border: 1px solid var(--line); border-radius: 6px; max-height: 260px; }
 td.ln { width: 1%; padding: 0 10px; text-align: right; color: #8c959f; user-select: none; white-space: nowrap; vertical-align: top; border-right: 1px solid var(--line); }
 td.src { padding: 0 10px; white-space: pre; }
 tr.hit td { background: var(--hit); } tr.hit td.ln { color: #7d4e00; font-weight: 600; box-shadow: inset 3px 0 #d4a72c; }
