@@ -27,7 +27,8 @@ fn main() -> anyhow::Result<()> {
     let cli = Cli::parse();
     let events = read_log(&cli.log)?;
     let out = cli.html.unwrap_or_else(|| cli.log.with_extension("html"));
-    std::fs::write(&out, render_html(&events)).with_context(|| format!("--html {}", out.display()))?;
+    std::fs::write(&out, render_html(&events))
+        .with_context(|| format!("--html {}", out.display()))?;
     println!("{} events → {}", events.len(), out.display());
     Ok(())
 }

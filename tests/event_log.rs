@@ -159,7 +159,11 @@ async fn every_line_is_on_disk_before_the_log_is_closed() {
             assert_eq!(read, published);
             break;
         }
-        assert!(std::time::Instant::now() < deadline, "{} events readable", read.len());
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} events readable",
+            read.len()
+        );
         tokio::time::sleep(std::time::Duration::from_millis(10)).await;
     }
     drop(log);

@@ -48,7 +48,11 @@ async fn present(
     while let Ok(event) = events.try_recv() {
         match event {
             ToolEvent::Call { view, .. } => call_view = view,
-            ToolEvent::Result { view, result: logged, .. } => {
+            ToolEvent::Result {
+                view,
+                result: logged,
+                ..
+            } => {
                 assert_eq!(*logged, result, "the event carries the returned result");
                 result_view = view;
             }
@@ -154,7 +158,11 @@ async fn grep_presents_search_matches_grouped_by_file_with_truncation() {
     );
     let (_, truncated, _) = present(
         &registry,
-        ToolCall::new("g2", "grep", json!({"pattern": "u32|one", "max_matches": 1})),
+        ToolCall::new(
+            "g2",
+            "grep",
+            json!({"pattern": "u32|one", "max_matches": 1}),
+        ),
     )
     .await;
     let Some(ResultView::Search {
@@ -198,7 +206,11 @@ async fn list_files_presents_search_paths() {
     .await;
     assert!(matches!(
         limited,
-        Some(ResultView::Search { truncated: true, total: 1, .. })
+        Some(ResultView::Search {
+            truncated: true,
+            total: 1,
+            ..
+        })
     ));
 }
 
@@ -215,7 +227,10 @@ async fn file_stats_keeps_the_generic_card() {
         call_view,
         Some(CallView::Generic { kind: ToolCallKind::Read, ref title, .. }) if title == "Stat NOTES.txt"
     ));
-    assert_eq!(result_view, None, "no result presenter: the raw content shows");
+    assert_eq!(
+        result_view, None,
+        "no result presenter: the raw content shows"
+    );
     assert!(!result.is_error());
 }
 
@@ -228,7 +243,10 @@ async fn failures_carry_no_result_card() {
         ToolCall::new("f1", "read_file", json!({"path": "missing.rs"})),
     )
     .await;
-    assert!(call_view.is_some(), "the pending card is drawn before the body runs");
+    assert!(
+        call_view.is_some(),
+        "the pending card is drawn before the body runs"
+    );
     assert_eq!(result_view, None);
     assert!(result.is_error());
 }
@@ -297,8 +315,11 @@ async fn presenters_that_panic_or_fail_fall_back_without_failing_the_call() {
                 .unwrap(),
         )
         .unwrap();
-    let (call_view, result_view, result) =
-        present(&registry, ToolCall::new("p1", "fragile", json!({"word": "hi"}))).await;
+    let (call_view, result_view, result) = present(
+        &registry,
+        ToolCall::new("p1", "fragile", json!({"word": "hi"})),
+    )
+    .await;
     assert_eq!((call_view, result_view), (None, None));
     assert_eq!(
         result,

@@ -49,7 +49,9 @@ fn out_dir() -> PathBuf {
 
 /// Runs the main job's code-mode session with an event log and returns the log's path.
 async fn main_job_log(dir: &Path) -> PathBuf {
-    let root = Path::new(env!("CARGO_MANIFEST_DIR")).canonicalize().unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .canonicalize()
+        .unwrap();
     let registry = Registry::new();
     registry.register_all(toolset::definitions(&root)).unwrap();
     TimeoutPolicy::new().install(&registry);
@@ -133,7 +135,11 @@ async fn chromium(browser: &Path, page: &Path, extra: &[String]) -> (String, Vec
         .expect("chromium finishes within 5 minutes")
         .unwrap();
     let _ = std::fs::remove_dir_all(&profile);
-    assert!(out.status.success(), "chromium failed: {}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "chromium failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     let console = String::from_utf8_lossy(&out.stderr)
         .lines()
         .filter(|line| line.contains(":CONSOLE"))
@@ -199,11 +205,21 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
     let events = read_log(&log).unwrap();
     let mut calls: Vec<(String, String, Option<String>)> = Vec::new();
     for event in &events {
-        if let LoggedEvent::Tool(ToolEvent::Call { call_id, name, parent, .. }) = event {
+        if let LoggedEvent::Tool(ToolEvent::Call {
+            call_id,
+            name,
+            parent,
+            ..
+        }) = event
+        {
             calls.push((call_id.clone(), name.clone(), parent.clone()));
         }
     }
-    assert!(calls.len() > 10, "the bundled program reads every Rust file: {}", calls.len());
+    assert!(
+        calls.len() > 10,
+        "the bundled program reads every Rust file: {}",
+        calls.len()
+    );
     let page = dir.join("replay.html");
     std::fs::write(&page, render_html(&events)).unwrap();
 
@@ -211,12 +227,18 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
         return;
     };
     let (dom, console) = chromium(&browser, &page, &["--dump-dom".to_owned()]).await;
-    assert!(console.is_empty(), "the page logs nothing to the console: {console:#?}");
+    assert!(
+        console.is_empty(),
+        "the page logs nothing to the console: {console:#?}"
+    );
 
     let cards = cards(&dom);
     let ids: Vec<&str> = cards.iter().map(|card| card.call_id.as_str()).collect();
     let expected: Vec<&str> = calls.iter().map(|(id, _, _)| id.as_str()).collect();
-    assert_eq!(ids, expected, "one card per call, in the order the calls started");
+    assert_eq!(
+        ids, expected,
+        "one card per call, in the order the calls started"
+    );
     for (card, (_, name, parent)) in cards.iter().zip(&calls) {
         assert_eq!(&card.tool, name);
         assert_eq!(&card.parent, parent, "{} nests under its run", card.call_id);
@@ -228,9 +250,16 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
             ("file_stats", false) => ("read", "generic"),
             (other, _) => panic!("unexpected tool {other}"),
         };
-        assert_eq!((card.kind.as_str(), card.card.as_str()), expected, "{card:?}");
+        assert_eq!(
+            (card.kind.as_str(), card.card.as_str()),
+            expected,
+            "{card:?}"
+        );
     }
-    let failed: Vec<&Card> = cards.iter().filter(|c| c.class.contains("failed")).collect();
+    let failed: Vec<&Card> = cards
+        .iter()
+        .filter(|c| c.class.contains("failed"))
+        .collect();
     assert_eq!(failed.len(), 1, "the missing file is the one failure");
     assert_eq!(failed[0].tool, "read_file");
     for tool in ["grep", "file_stats", "list_files", "read_file", "run_code"] {

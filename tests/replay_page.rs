@@ -22,7 +22,13 @@ fn call(id: &str, name: &str, parent: Option<&str>, view: Option<CallView>) -> L
     })
 }
 
-fn result(id: &str, name: &str, parent: Option<&str>, result: ToolResult, view: Option<ResultView>) -> LoggedEvent {
+fn result(
+    id: &str,
+    name: &str,
+    parent: Option<&str>,
+    result: ToolResult,
+    view: Option<ResultView>,
+) -> LoggedEvent {
     LoggedEvent::Tool(ToolEvent::Result {
         call_id: id.into(),
         root_call_id: parent.unwrap_or(id).into(),
@@ -83,8 +89,14 @@ fn each_card_kind_is_drawn_from_its_vocabulary() {
                 path: "src/lib.rs".into(),
                 offset: 41,
                 lines: vec![
-                    ReadLine { number: 41, text: "fn a() {}".into() },
-                    ReadLine { number: 42, text: "fn b() {}".into() },
+                    ReadLine {
+                        number: 41,
+                        text: "fn a() {}".into(),
+                    },
+                    ReadLine {
+                        number: 42,
+                        text: "fn b() {}".into(),
+                    },
                 ],
                 total_lines: 90,
                 lang: Some("rust".into()),
@@ -102,8 +114,14 @@ fn each_card_kind_is_drawn_from_its_vocabulary() {
                     files: vec![SearchFile {
                         path: "a.rs".into(),
                         matches: vec![
-                            SearchMatch { line_number: 3, line: "hit three".into() },
-                            SearchMatch { line_number: 9, line: "hit nine".into() },
+                            SearchMatch {
+                                line_number: 3,
+                                line: "hit three".into(),
+                            },
+                            SearchMatch {
+                                line_number: 9,
+                                line: "hit nine".into(),
+                            },
                         ],
                     }],
                 },
@@ -115,7 +133,11 @@ fn each_card_kind_is_drawn_from_its_vocabulary() {
             "edit",
             "edit_file",
             None,
-            Some(CallView::Diff { title: "Edit a.txt".into(), diffs: vec![], locations: vec![] }),
+            Some(CallView::Diff {
+                title: "Edit a.txt".into(),
+                diffs: vec![],
+                locations: vec![],
+            }),
         ),
         result(
             "edit",
@@ -159,20 +181,35 @@ fn each_card_kind_is_drawn_from_its_vocabulary() {
     let page = render_html(&events);
 
     let read = card_tag(&page, "read");
-    assert!(read.contains("data-kind=\"read\"") && read.contains("data-card=\"read\""), "{read}");
+    assert!(
+        read.contains("data-kind=\"read\"") && read.contains("data-card=\"read\""),
+        "{read}"
+    );
     let body = card_body(&page, "read");
-    assert!(body.contains("<td class=\"ln\">41</td><td class=\"src\">fn a() {}</td>"), "{body}");
+    assert!(
+        body.contains("<td class=\"ln\">41</td><td class=\"src\">fn a() {}</td>"),
+        "{body}"
+    );
     assert!(body.contains("lines 41–42 of 90"));
 
     let grep = card_body(&page, "grep");
     assert!(card_tag(&page, "grep").contains("data-card=\"search\""));
-    assert!(grep.contains("<tr class=\"hit\"><td class=\"ln\">3</td>"), "hit lines highlighted: {grep}");
-    assert!(grep.contains("<tr class=\"gap\">"), "a gap between lines 3 and 9");
+    assert!(
+        grep.contains("<tr class=\"hit\"><td class=\"ln\">3</td>"),
+        "hit lines highlighted: {grep}"
+    );
+    assert!(
+        grep.contains("<tr class=\"gap\">"),
+        "a gap between lines 3 and 9"
+    );
     assert!(grep.contains("truncated"));
 
     let edit = card_body(&page, "edit");
     assert!(card_tag(&page, "edit").contains("data-card=\"diff\""));
-    assert!(edit.contains("<tr class=\"del\">") && edit.contains("- old line"), "{edit}");
+    assert!(
+        edit.contains("<tr class=\"del\">") && edit.contains("- old line"),
+        "{edit}"
+    );
     assert!(edit.contains("<tr class=\"add\">") && edit.contains("+ new line"));
     assert!(edit.contains("<tr class=\"ctx\">") && edit.contains("  keep"));
 
@@ -183,8 +220,15 @@ fn each_card_kind_is_drawn_from_its_vocabulary() {
 
     let plain = card_body(&page, "plain");
     assert!(card_tag(&page, "plain").contains("data-card=\"generic\""));
-    assert!(plain.contains("<pre class=\"content\">12 bytes</pre>"), "raw content when no card: {plain}");
-    assert_eq!(page.matches("<article class=\"card").count(), 5, "one card per call");
+    assert!(
+        plain.contains("<pre class=\"content\">12 bytes</pre>"),
+        "raw content when no card: {plain}"
+    );
+    assert_eq!(
+        page.matches("<article class=\"card").count(),
+        5,
+        "one card per call"
+    );
 }
 
 #[test]
@@ -195,7 +239,10 @@ fn failures_running_calls_and_lost_events_are_visible() {
             "bad",
             "read_file",
             None,
-            ToolResult::coded_failure(ErrorCode::InvalidArgs, "invalid arguments: missing required property \"path\""),
+            ToolResult::coded_failure(
+                ErrorCode::InvalidArgs,
+                "invalid arguments: missing required property \"path\"",
+            ),
             None,
         ),
         LoggedEvent::Lagged { missed: 3 },
@@ -203,10 +250,16 @@ fn failures_running_calls_and_lost_events_are_visible() {
     ];
     let page = render_html(&events);
     let bad = card_tag(&page, "bad");
-    assert!(bad.contains("class=\"card failed\"") && bad.contains("data-card=\"error\""), "{bad}");
+    assert!(
+        bad.contains("class=\"card failed\"") && bad.contains("data-card=\"error\""),
+        "{bad}"
+    );
     let body = card_body(&page, "bad");
     assert!(body.contains("<details open>"), "a failure starts open");
-    assert!(body.contains("INVALID_ARGS") && body.contains("missing required property &quot;path&quot;"));
+    assert!(
+        body.contains("INVALID_ARGS")
+            && body.contains("missing required property &quot;path&quot;")
+    );
     assert!(page.contains("1 failed"));
     assert!(page.contains("3 events were lost here"));
     assert!(card_tag(&page, "slow").contains("class=\"card running\""));
@@ -235,7 +288,10 @@ fn sub_calls_nest_collapsed_under_their_code_run() {
     let run = card_body(&page, "run");
     assert!(card_tag(&page, "run").contains("data-kind=\"execute\""));
     assert!(run.contains("<span class=\"title\">Count lines in every file</span>"));
-    assert!(run.contains("<td class=\"ln\">2</td><td class=\"src\">return a;</td>"), "the program with line numbers: {run}");
+    assert!(
+        run.contains("<td class=\"ln\">2</td><td class=\"src\">return a;</td>"),
+        "the program with line numbers: {run}"
+    );
     assert!(run.contains("<section class=\"children\"><h3>2 sub-calls</h3>"));
     let (first, second, after) = (
         page.find("data-call-id=\"run:code:1\"").unwrap(),
@@ -243,8 +299,14 @@ fn sub_calls_nest_collapsed_under_their_code_run() {
         page.find("data-call-id=\"after\"").unwrap(),
     );
     let children_end = page[first..].find("</section>").unwrap() + first;
-    assert!(first < second && second < children_end && children_end < after, "sub-calls in start order, inside the run");
-    assert!(card_body(&page, "run:code:1").contains("<details open>"), "a small run shows its sub-calls");
+    assert!(
+        first < second && second < children_end && children_end < after,
+        "sub-calls in start order, inside the run"
+    );
+    assert!(
+        card_body(&page, "run:code:1").contains("<details open>"),
+        "a small run shows its sub-calls"
+    );
 }
 
 #[test]
@@ -272,9 +334,23 @@ fn text_from_the_log_is_escaped_and_the_page_loads_nothing() {
     assert!(!page.contains("<script>alert"), "no injected script");
     assert!(!page.contains("<b>") && !page.contains("onerror=\""));
     assert!(page.contains("&lt;/pre&gt;&lt;script&gt;"));
-    assert_eq!(page.matches("<script>").count(), 1, "only the page's own script");
-    for attribute in ["src=\"http", "href=\"http", "src=\"//", "href=\"//", "@import", "url("] {
-        assert!(!page.contains(attribute), "the page references no external asset ({attribute})");
+    assert_eq!(
+        page.matches("<script>").count(),
+        1,
+        "only the page's own script"
+    );
+    for attribute in [
+        "src=\"http",
+        "href=\"http",
+        "src=\"//",
+        "href=\"//",
+        "@import",
+        "url(",
+    ] {
+        assert!(
+            !page.contains(attribute),
+            "the page references no external asset ({attribute})"
+        );
     }
     assert!(page.contains("Content-Security-Policy"));
 }

@@ -399,10 +399,10 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
         || tool.attrs.present_result.is_some()
         || tool.attrs.presentation_meta.is_some())
     .then(|| {
-            quote!(
-                const RENDERS_WITH_ARGS: bool = true;
-            )
-        });
+        quote!(
+            const RENDERS_WITH_ARGS: bool = true;
+        )
+    });
     let has_finalize = tool.attrs.finalize_content.is_some().then(|| {
         quote!(
             const HAS_FINALIZE_CONTENT: bool = true;
@@ -563,7 +563,7 @@ fn expand_presenters(tool: &ToolFn) -> TokenStream {
                 __dsh_output: &Self::Output,
                 __dsh_meta: ::core::option::Option<&#value>,
             ) -> ::core::option::Option<#private::ResultView> {
-                #private::PresentResultFn::<Self::Args, Self::Output>::present(
+                #private::PresentResultFn::<Self::Args, Self::Output, _>::present(
                     &#path,
                     Self::NAME,
                     __dsh_args,
@@ -579,7 +579,7 @@ fn expand_presenters(tool: &ToolFn) -> TokenStream {
                 __dsh_args: &Self::Args,
                 __dsh_output: &Self::Output,
             ) -> ::core::option::Option<#value> {
-                #private::PresentationMetaFn::<Self::Args, Self::Output>::present(
+                #private::PresentationMetaFn::<Self::Args, Self::Output, _>::present(
                     &#path,
                     Self::NAME,
                     __dsh_args,

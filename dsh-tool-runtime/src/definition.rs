@@ -189,100 +189,100 @@ impl ToolDefinition {
         let params_for_dispatch = Arc::new(parameters.clone());
         // Compiled on first need only: most outputs contain no `null` and are never checked.
         let output_check: Arc<OnceLock<Option<SchemaValidator>>> = Arc::default();
-        let dispatch =
-            move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
-                let tool = tool.clone();
-                let validator = validator.clone();
-                let parameters = params_for_dispatch.clone();
-                let output_check = output_check.clone();
-                Box::pin(async move {
-                    if !args.is_object() {
-                        return Err(non_object_args());
-                    }
-                    let args = check_depth(args)?;
-                    let args = drop_null_optionals(&parameters, args);
-                    let typed = match T::Args::deserialize(&*args) {
-                        Ok(typed) => typed,
-                        Err(serde_error) => {
-                            // Slow path: nested `null`s from a strict-mode client may be all that
-                            // is wrong; otherwise report every violation.
-                            // nested `null`s from a strict-mode client, or `1.0` for an integer
-                            // (JSON Schema counts it as one; serde does not).
-                            let mut normalized =
-                                normalize_strict_arguments(&parameters, Value::clone(&args));
-                            integralize(&mut normalized);
-                            match T::Args::deserialize(&normalized) {
-                                Ok(typed) => typed,
-                                Err(_) => {
-                                    let mut violations = match validator.as_ref() {
-                                        Some(validator) => validator.violations(&args, ""),
-                                        None => Vec::new(),
-                                    };
-                                    if violations.is_empty() {
-                                        violations.push(serde_violation::<T::Args>(
-                                            &normalized,
-                                            &serde_error,
-                                        ));
-                                    }
-                                    return Err(invalid_args(&violations));
+        let dispatch = move |args: Arc<Value>,
+                             exec: ToolExec|
+              -> BoxFuture<Result<Dispatched, ToolFailure>> {
+            let tool = tool.clone();
+            let validator = validator.clone();
+            let parameters = params_for_dispatch.clone();
+            let output_check = output_check.clone();
+            Box::pin(async move {
+                if !args.is_object() {
+                    return Err(non_object_args());
+                }
+                let args = check_depth(args)?;
+                let args = drop_null_optionals(&parameters, args);
+                let typed = match T::Args::deserialize(&*args) {
+                    Ok(typed) => typed,
+                    Err(serde_error) => {
+                        // Slow path: nested `null`s from a strict-mode client may be all that
+                        // is wrong; otherwise report every violation.
+                        // nested `null`s from a strict-mode client, or `1.0` for an integer
+                        // (JSON Schema counts it as one; serde does not).
+                        let mut normalized =
+                            normalize_strict_arguments(&parameters, Value::clone(&args));
+                        integralize(&mut normalized);
+                        match T::Args::deserialize(&normalized) {
+                            Ok(typed) => typed,
+                            Err(_) => {
+                                let mut violations = match validator.as_ref() {
+                                    Some(validator) => validator.violations(&args, ""),
+                                    None => Vec::new(),
+                                };
+                                if violations.is_empty() {
+                                    violations.push(serde_violation::<T::Args>(
+                                        &normalized,
+                                        &serde_error,
+                                    ));
                                 }
+                                return Err(invalid_args(&violations));
                             }
                         }
-                    };
-                    let violations = T::check_constraints(&typed);
+                    }
+                };
+                let violations = T::check_constraints(&typed);
+                if !violations.is_empty() {
+                    return Err(invalid_args(&violations));
+                }
+                let top_level = !exec.is_nested();
+                let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
+                let value = serde_json::to_value(&output).map_err(|err| {
+                    invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
+                })?;
+                // serde_json writes NaN and infinities as `null`: where the output schema
+                // does not allow a `null`, that is a lossy value, not a success.
+                if contains_null(&value)
+                    && let Some(validator) =
+                        output_check.get_or_init(|| SchemaValidator::new(&T::output_schema()).ok())
+                {
+                    let violations = validator.violations(&value, "value");
                     if !violations.is_empty() {
-                        return Err(invalid_args(&violations));
+                        return Err(invalid_output(T::NAME, &violations));
                     }
-                    let top_level = !exec.is_nested();
-                    let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
-                    let value = serde_json::to_value(&output).map_err(|err| {
-                        invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
-                    })?;
-                    // serde_json writes NaN and infinities as `null`: where the output schema
-                    // does not allow a `null`, that is a lossy value, not a success.
-                    if contains_null(&value)
-                        && let Some(validator) = output_check
-                            .get_or_init(|| SchemaValidator::new(&T::output_schema()).ok())
-                    {
-                        let violations = validator.violations(&value, "value");
-                        if !violations.is_empty() {
-                            return Err(invalid_output(T::NAME, &violations));
-                        }
-                    }
-                    // `call` consumed the typed arguments; only tools with a custom renderer or
-                    // presenter pay for a second deserialization.
-                    let (content, meta, view) = match T::RENDERS_WITH_ARGS
-                        .then(|| T::Args::deserialize(&*args).ok())
-                        .flatten()
-                    {
-                        Some(typed) => {
-                            let meta = top_level
-                                .then(|| {
-                                    guarded(T::NAME, "presentation_meta", || {
-                                        T::presentation_meta(&typed, &output)
-                                    })
+                }
+                // `call` consumed the typed arguments; only tools with a custom renderer or
+                // presenter pay for a second deserialization.
+                let (content, meta, view) = match T::RENDERS_WITH_ARGS
+                    .then(|| T::Args::deserialize(&*args).ok())
+                    .flatten()
+                {
+                    Some(typed) => {
+                        let meta = top_level
+                            .then(|| {
+                                guarded(T::NAME, "presentation_meta", || {
+                                    T::presentation_meta(&typed, &output)
                                 })
-                                .flatten();
-                            let view = guarded(T::NAME, "present_result", || {
-                                T::present_result(&typed, &output, meta.as_ref())
-                            });
-                            (
-                                T::render(&typed, &output)
-                                    .unwrap_or_else(|| default_render(&value)),
-                                meta,
-                                view,
-                            )
-                        }
-                        None => (default_render(&value), None, None),
-                    };
-                    Ok(Dispatched {
-                        value,
-                        content,
-                        meta,
-                        view,
-                    })
+                            })
+                            .flatten();
+                        let view = guarded(T::NAME, "present_result", || {
+                            T::present_result(&typed, &output, meta.as_ref())
+                        });
+                        (
+                            T::render(&typed, &output).unwrap_or_else(|| default_render(&value)),
+                            meta,
+                            view,
+                        )
+                    }
+                    None => (default_render(&value), None, None),
+                };
+                Ok(Dispatched {
+                    value,
+                    content,
+                    meta,
+                    view,
                 })
-            };
+            })
+        };
         let finalize: Option<Box<FinalizeFn>> = if T::HAS_FINALIZE_CONTENT {
             Some(Box::new(T::finalize_content))
         } else {

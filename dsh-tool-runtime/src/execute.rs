@@ -14,12 +14,12 @@ use crate::definition::{ToolDefinition, unknown_tool};
 use crate::error::ErrorCode;
 use crate::events::{ToolEvent, unix_ms};
 use crate::exec::{ToolExec, lock};
-use crate::presentation::ResultView;
 use crate::pipeline::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
     Guard, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
     ResultObserver, ToolCallView, contain,
 };
+use crate::presentation::ResultView;
 use crate::registry::{Layer, Mode, RUN_CODE, Registry, State, ToolCall, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
 use crate::validate::{depth_violation, dismantle, invalid_args};
@@ -560,12 +560,12 @@ impl Registry {
             Ok(Ok(dispatched)) => {
                 *lock(result_view) = dispatched.view;
                 ToolResult::Success {
-                value: dispatched.value,
-                content: dispatched.content,
-                meta: dispatched.meta,
-                additional_contexts: Vec::new(),
-                concludes_turn: false,
-            }
+                    value: dispatched.value,
+                    content: dispatched.content,
+                    meta: dispatched.meta,
+                    additional_contexts: Vec::new(),
+                    concludes_turn: false,
+                }
             }
             Ok(Err(failure)) => ToolResult::failure(failure),
             Err(panic) => ToolResult::failure(ToolFailure::plain(format!(

@@ -322,7 +322,7 @@ fn present_list_files(args: &ListFilesArgs) -> Option<CallView> {
 
 fn present_listed_files(
     args: &ListFilesArgs,
-    entries: &Vec<FileEntry>,
+    entries: &[FileEntry],
     _meta: Option<&Value>,
 ) -> Option<ResultView> {
     Some(ResultView::Search {

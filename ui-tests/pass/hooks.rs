@@ -38,14 +38,14 @@ fn present_ls(args: &LsArguments) -> Option<CallView> {
 
 fn present_ls_result(
     _: &LsArguments,
-    entries: &Vec<String>,
+    entries: &[String],
     meta: Option<&serde_json::Value>,
 ) -> Result<ResultView, String> {
     let _ = (entries, meta);
     Err("no card".to_owned())
 }
 
-fn listing_meta(_: &LsArguments, entries: &Vec<String>) -> serde_json::Value {
+fn listing_meta(_: &LsArguments, entries: &[String]) -> serde_json::Value {
     serde_json::json!({ "count": entries.len() })
 }
 

@@ -11,6 +11,8 @@ use super::ToolEvent;
 /// One line of an event log written by [`EventLog`](super::EventLog).
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
+// Nearly every line is a tool event: boxing it would cost an allocation per line for nothing.
+#[allow(clippy::large_enum_variant)]
 pub enum LoggedEvent {
     /// A pipeline event.
     Tool(ToolEvent),

@@ -2,6 +2,7 @@
 //! falls back to the generic card. Also the adapters the `#[tool]` expansion calls, whose
 //! diagnostics say which signature a presenter must have.
 
+use std::borrow::Borrow;
 use std::fmt::Display;
 use std::panic::{AssertUnwindSafe, catch_unwind};
 
@@ -102,20 +103,24 @@ where
 }
 
 /// `#[tool(present_result = f)]`: `f` is `fn(&Args, &Output, Option<&Value>) -> Option<ResultView>`.
+/// The output may also be taken as anything it borrows as (`&[T]` for a `Vec<T>`, `&str` for a
+/// `String`): `T` is inferred from `f`'s signature.
 #[diagnostic::on_unimplemented(
     message = "`present_result` must be a `fn(&{A}, &{O}, Option<&Value>) -> Option<ResultView>`",
     label = "not a `fn(&{A}, &{O}, Option<&Value>) -> Option<ResultView>`",
     note = "write `fn present_result(args: &{A}, output: &{O}, meta: Option<&serde_json::Value>) -> Option<ResultView>`"
 )]
-pub trait PresentResultFn<A, O> {
+pub trait PresentResultFn<A, O, T: ?Sized> {
     /// Calls the presenter.
     fn present(&self, tool: &str, args: &A, output: &O, meta: Option<&Value>)
     -> Option<ResultView>;
 }
 
-impl<A, O, F, R> PresentResultFn<A, O> for F
+impl<A, O, T, F, R> PresentResultFn<A, O, T> for F
 where
-    F: Fn(&A, &O, Option<&Value>) -> R,
+    O: Borrow<T>,
+    T: ?Sized,
+    F: Fn(&A, &T, Option<&Value>) -> R,
     R: IntoPresented<ResultView>,
 {
     fn present(
@@ -125,27 +130,30 @@ where
         output: &O,
         meta: Option<&Value>,
     ) -> Option<ResultView> {
-        self(args, output, meta).into_presented(tool, "present_result")
+        self(args, output.borrow(), meta).into_presented(tool, "present_result")
     }
 }
 
-/// `#[tool(presentation_meta = f)]`: `f` is `fn(&Args, &Output) -> Value`.
+/// `#[tool(presentation_meta = f)]`: `f` is `fn(&Args, &Output) -> Value`; the output may be
+/// taken as anything it borrows as, as for [`PresentResultFn`].
 #[diagnostic::on_unimplemented(
     message = "`presentation_meta` must be a `fn(&{A}, &{O}) -> Value`",
     label = "not a `fn(&{A}, &{O}) -> Value`",
     note = "write `fn presentation_meta(args: &{A}, output: &{O}) -> serde_json::Value`"
 )]
-pub trait PresentationMetaFn<A, O> {
+pub trait PresentationMetaFn<A, O, T: ?Sized> {
     /// Calls the presenter.
     fn present(&self, tool: &str, args: &A, output: &O) -> Option<Value>;
 }
 
-impl<A, O, F, R> PresentationMetaFn<A, O> for F
+impl<A, O, T, F, R> PresentationMetaFn<A, O, T> for F
 where
-    F: Fn(&A, &O) -> R,
+    O: Borrow<T>,
+    T: ?Sized,
+    F: Fn(&A, &T) -> R,
     R: IntoPresented<Value>,
 {
     fn present(&self, tool: &str, args: &A, output: &O) -> Option<Value> {
-        self(args, output).into_presented(tool, "presentation_meta")
+        self(args, output.borrow()).into_presented(tool, "presentation_meta")
     }
 }

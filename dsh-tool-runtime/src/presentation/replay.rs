@@ -275,9 +275,9 @@ impl<'a> Session<'a> {
         page.push_str("</span></summary>\n<div class=\"body\">\n");
         self.call_body(page, record);
         if !record.children.is_empty() {
-            let _ = write!(
+            let _ = writeln!(
                 page,
-                "<section class=\"children\"><h3>{} {}</h3>\n",
+                "<section class=\"children\"><h3>{} {}</h3>",
                 record.children.len(),
                 plural(record.children.len(), "sub-call", "sub-calls")
             );
@@ -290,13 +290,9 @@ impl<'a> Session<'a> {
             Some(ToolResult::Failure { error, .. }) => {
                 page.push_str("<div class=\"failure\">");
                 if let Some(info) = &error.info {
-                    let _ = write!(
-                        page,
-                        "<span class=\"code\">{}</span>",
-                        escape(&info.code)
-                    );
+                    let _ = write!(page, "<span class=\"code\">{}</span>", escape(&info.code));
                 }
-                let _ = write!(page, "<pre>{}</pre></div>\n", escape(&error.message));
+                let _ = writeln!(page, "<pre>{}</pre></div>", escape(&error.message));
             }
             Some(ToolResult::Success { content, .. }) => match record.result_view {
                 Some(view) => result_view(page, view),
@@ -305,9 +301,9 @@ impl<'a> Session<'a> {
             None => {}
         }
         if let Some(arguments) = record.arguments {
-            let _ = write!(
+            let _ = writeln!(
                 page,
-                "<details class=\"raw\"><summary>arguments</summary><pre>{}</pre></details>\n",
+                "<details class=\"raw\"><summary>arguments</summary><pre>{}</pre></details>",
                 escape(&pretty(arguments))
             );
         }
@@ -332,7 +328,11 @@ impl<'a> Session<'a> {
                             page.push_str("</div>\n");
                         }
                         other => {
-                            let _ = write!(page, "<pre class=\"input\">{}</pre>\n", escape(&pretty(other)));
+                            let _ = writeln!(
+                                page,
+                                "<pre class=\"input\">{}</pre>",
+                                escape(&pretty(other))
+                            );
                         }
                     }
                 }
@@ -345,13 +345,17 @@ impl<'a> Session<'a> {
                 ..
             }) => {
                 if let Some(description) = description {
-                    let _ = write!(page, "<p class=\"description\">{}</p>\n", escape(description));
+                    let _ = writeln!(page, "<p class=\"description\">{}</p>", escape(description));
                 }
                 page.push_str("<pre class=\"terminal\">");
                 if let Some(cwd) = cwd {
                     let _ = write!(page, "<span class=\"cwd\">{}</span>", escape(cwd));
                 }
-                let _ = write!(page, "<span class=\"prompt\">$ </span>{}</pre>\n", escape(title));
+                let _ = writeln!(
+                    page,
+                    "<span class=\"prompt\">$ </span>{}</pre>",
+                    escape(title)
+                );
             }
             Some(CallView::Diff {
                 diffs, locations, ..
@@ -368,7 +372,7 @@ fn result_view(page: &mut String, view: &ResultView) {
     match view {
         ResultView::Generic { title, content } => {
             if let Some(title) = title {
-                let _ = write!(page, "<p class=\"result-title\">{}</p>\n", escape(title));
+                let _ = writeln!(page, "<p class=\"result-title\">{}</p>", escape(title));
             }
             content_blocks(page, content);
         }
@@ -378,20 +382,20 @@ fn result_view(page: &mut String, view: &ResultView) {
             signal,
             ..
         } => {
-            let _ = write!(
+            let _ = writeln!(
                 page,
-                "<pre class=\"terminal\">{}</pre>\n",
+                "<pre class=\"terminal\">{}</pre>",
                 escape(output.as_deref().unwrap_or(""))
             );
             match (exit_code, signal) {
                 (Some(code), _) => {
                     let class = if *code == 0 { "ok" } else { "bad" };
-                    let _ = write!(page, "<p class=\"exit {class}\">exit code {code}</p>\n");
+                    let _ = writeln!(page, "<p class=\"exit {class}\">exit code {code}</p>");
                 }
                 (None, Some(signal)) => {
-                    let _ = write!(
+                    let _ = writeln!(
                         page,
-                        "<p class=\"exit bad\">killed by {}</p>\n",
+                        "<p class=\"exit bad\">killed by {}</p>",
                         escape(signal)
                     );
                 }
@@ -448,7 +452,11 @@ fn result_view(page: &mut String, view: &ResultView) {
             lang,
             ..
         } => {
-            let _ = write!(page, "<div class=\"file\"><div class=\"path\">{}", escape(path));
+            let _ = write!(
+                page,
+                "<div class=\"file\"><div class=\"path\">{}",
+                escape(path)
+            );
             let range = match (lines.first(), lines.last()) {
                 (Some(first), Some(last)) => {
                     format!("lines {}–{} of {total_lines}", first.number, last.number)
@@ -516,7 +524,8 @@ fn diff_list(page: &mut String, diffs: &[FileDiff]) {
                         similar::ChangeTag::Insert => ("add", '+'),
                         similar::ChangeTag::Equal => ("ctx", ' '),
                     };
-                    let number = |n: Option<usize>| n.map(|n| (n + 1).to_string()).unwrap_or_default();
+                    let number =
+                        |n: Option<usize>| n.map(|n| (n + 1).to_string()).unwrap_or_default();
                     let text = change.value();
                     let _ = write!(
                         page,
@@ -550,7 +559,7 @@ fn content_blocks(page: &mut String, content: &[ContentBlock]) {
     for block in content {
         match block {
             ContentBlock::Text { text } => {
-                let _ = write!(page, "<pre class=\"content\">{}</pre>\n", escape(text));
+                let _ = writeln!(page, "<pre class=\"content\">{}</pre>", escape(text));
             }
             ContentBlock::Image { media_type, data } => {
                 // Only well-formed base64 of an image type goes into the `src` attribute.
@@ -562,12 +571,14 @@ fn content_blocks(page: &mut String, content: &[ContentBlock]) {
                         .bytes()
                         .all(|b| b.is_ascii_alphanumeric() || b"+/=".contains(&b));
                 if safe {
-                    let _ = write!(
+                    let _ = writeln!(
                         page,
-                        "<img class=\"content\" alt=\"image result\" src=\"data:{media_type};base64,{data}\">\n"
+                        "<img class=\"content\" alt=\"image result\" src=\"data:{media_type};base64,{data}\">"
                     );
                 } else {
-                    page.push_str("<p class=\"notice\">An image that is not valid base64 was left out.</p>\n");
+                    page.push_str(
+                        "<p class=\"notice\">An image that is not valid base64 was left out.</p>\n",
+                    );
                 }
             }
         }
@@ -606,13 +617,23 @@ fn outline(record: &Record<'_>) -> Option<String> {
     }
     let view = record.result_view?;
     Some(match view {
-        ResultView::Read { lines, total_lines, .. } => {
+        ResultView::Read {
+            lines, total_lines, ..
+        } => {
             format!("{} of {total_lines} lines", lines.len())
         }
-        ResultView::Search { title: Some(title), .. }
-        | ResultView::Generic { title: Some(title), .. }
-        | ResultView::Terminal { title: Some(title), .. }
-        | ResultView::Diff { title: Some(title), .. } => title.clone(),
+        ResultView::Search {
+            title: Some(title), ..
+        }
+        | ResultView::Generic {
+            title: Some(title), ..
+        }
+        | ResultView::Terminal {
+            title: Some(title), ..
+        }
+        | ResultView::Diff {
+            title: Some(title), ..
+        } => title.clone(),
         ResultView::Search { total, .. } => format!("{total} results"),
         ResultView::Diff { diffs, .. } => format!("{} files changed", diffs.len()),
         ResultView::Terminal {
