@@ -262,6 +262,18 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
         .collect();
     assert_eq!(failed.len(), 1, "the missing file is the one failure");
     assert_eq!(failed[0].tool, "read_file");
+    for (run, description) in [
+        ("run-0", "Find the replay entry points"),
+        ("run-1", "Summarise Rust sources per folder"),
+    ] {
+        let at = dom.find(&format!("data-call-id=\"{run}\"")).unwrap();
+        let title = format!("<span class=\"title\">{description}</span>");
+        assert_eq!(
+            dom[at..].find(&title).map(|offset| offset < 600),
+            Some(true),
+            "the {run} card is titled by its description"
+        );
+    }
     for tool in ["grep", "file_stats", "list_files", "read_file", "run_code"] {
         assert!(cards.iter().any(|card| card.tool == tool), "a {tool} card");
     }
