@@ -11,8 +11,11 @@
 //!
 //! ```text
 //! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR]
-//!                                   [--mcp "[NAME=]COMMAND ARGS…"]…
+//!                                   [--mcp "[NAME=]COMMAND ARGS…"]… [--events LOG]
 //! ```
+//!
+//! With `--events`, every tool call's events go to a JSON-lines log (zstd when it ends in `.zst`)
+//! that `cargo run --example replay -- LOG --html OUT` turns into a page.
 
 #[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
@@ -25,6 +28,7 @@ use std::time::Instant;
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::events::EventLog;
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::mcp::{McpServer, is_valid_server_name};
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
@@ -53,6 +57,9 @@ struct Cli {
     /// An MCP server to start over stdio, as `[NAME=]COMMAND ARGS…` (repeatable).
     #[arg(long = "mcp", value_name = "COMMAND LINE")]
     mcp: Vec<String>,
+    /// Write every tool call's events to this JSON-lines log (`.zst`: zstd) for replay.
+    #[arg(long)]
+    events: Option<PathBuf>,
 }
 
 /// Splits a command line into words: whitespace separates, single and double quotes group,
@@ -162,6 +169,13 @@ async fn main() -> anyhow::Result<()> {
         servers.push(handle);
     }
     registry.set_mode(Mode::Code);
+    let log = match &cli.events {
+        Some(path) => Some(
+            EventLog::start(&registry, path)
+                .with_context(|| format!("--events {}", path.display()))?,
+        ),
+        None => None,
+    };
     let sub_calls = Arc::new(AtomicUsize::new(0));
     let counter = sub_calls.clone();
     registry.on_result(move |view, _result| {
@@ -247,6 +261,10 @@ async fn main() -> anyhow::Result<()> {
     }
     for server in servers {
         server.disconnect().await;
+    }
+    if let (Some(log), Some(path)) = (log, &cli.events) {
+        let events = log.finish().await?;
+        println!("\n{events} events written to {}", path.display());
     }
     Ok(())
 }

@@ -4,7 +4,7 @@ mod common;
 
 use common::{call, mirror};
 use dsh_tools::Registry;
-use dsh_tools::events::EventLog;
+use dsh_tools::events::{EventLog, LogError, LoggedEvent, ToolEvent, read_log};
 use serde_json::{Value, json};
 
 async fn log_three_calls(file: &std::path::Path) -> u64 {
@@ -60,4 +60,165 @@ async fn plain_and_zstd_logs_hold_every_event() {
 async fn an_unwritable_path_is_an_error() {
     let registry = Registry::new();
     assert!(EventLog::start(&registry, "/nonexistent-dir/events.jsonl").is_err());
+}
+
+/// A fresh directory under the target dir.
+fn scratch(name: &str) -> std::path::PathBuf {
+    let dir = std::path::PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("event-log")
+        .join(name);
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).unwrap();
+    dir
+}
+
+/// Runs three calls (one unknown tool) with a log at `file` still open, and returns what a
+/// subscriber saw and the still-running log.
+async fn run_logged(file: &std::path::Path) -> (Vec<ToolEvent>, EventLog) {
+    let registry = Registry::new();
+    registry.register(mirror("m")).unwrap();
+    let log = EventLog::start(&registry, file).unwrap();
+    let mut events = registry.subscribe();
+    registry.execute(call("c0", "m", json!({ "n": 0 }))).await;
+    registry.execute(call("c1", "m", json!({ "n": 1 }))).await;
+    registry.execute(call("x", "missing", json!({}))).await;
+    let mut seen = Vec::new();
+    while let Ok(event) = events.try_recv() {
+        seen.push(event);
+    }
+    (seen, log)
+}
+
+fn tool_events(logged: Vec<LoggedEvent>) -> Vec<ToolEvent> {
+    logged
+        .into_iter()
+        .map(|event| match event {
+            LoggedEvent::Tool(event) => event,
+            other => panic!("only tool events were logged: {other:?}"),
+        })
+        .collect()
+}
+
+/// Waits until `file` holds `lines` complete lines; the timeout only bounds a failure.
+async fn wait_for_lines(file: &std::path::Path, lines: usize) -> String {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let text = std::fs::read_to_string(file).unwrap_or_default();
+        if text.matches('\n').count() >= lines {
+            return text;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "the log holds {} of {lines} lines",
+            text.matches('\n').count()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+}
+
+#[tokio::test]
+async fn the_log_reads_back_as_the_published_events() {
+    let dir = scratch("round-trip");
+    for name in ["events.jsonl", "events.jsonl.zst"] {
+        let file = dir.join(name);
+        let (published, log) = run_logged(&file).await;
+        assert_eq!(log.finish().await.unwrap(), 6);
+        let read = tool_events(read_log(&file).unwrap());
+        assert_eq!(read, published, "{name}");
+        let ToolEvent::Result {
+            root_call_id,
+            duration_ms,
+            at_ms,
+            ..
+        } = &read[1]
+        else {
+            panic!("a result event second: {:?}", read[1]);
+        };
+        assert_eq!(root_call_id, "c0");
+        assert!(*duration_ms >= 0.0 && *at_ms > 0);
+    }
+}
+
+#[tokio::test]
+async fn every_line_is_on_disk_before_the_log_is_closed() {
+    let dir = scratch("flushed");
+    let plain = dir.join("events.jsonl");
+    let (published, log) = run_logged(&plain).await;
+    let text = wait_for_lines(&plain, published.len()).await;
+    assert_eq!(text.lines().count(), published.len());
+    log.finish().await.unwrap();
+
+    // A zstd log whose writer never closed it (a killed process) still reads back whole: each
+    // line ended a zstd block.
+    let compressed = dir.join("events.jsonl.zst");
+    let (published, log) = run_logged(&compressed).await;
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    loop {
+        let read = read_log(&compressed).map(tool_events).unwrap_or_default();
+        if read.len() == published.len() {
+            assert_eq!(read, published);
+            break;
+        }
+        assert!(
+            std::time::Instant::now() < deadline,
+            "{} events readable",
+            read.len()
+        );
+        tokio::time::sleep(std::time::Duration::from_millis(10)).await;
+    }
+    drop(log);
+}
+
+#[tokio::test]
+async fn a_torn_last_line_is_skipped() {
+    let dir = scratch("torn");
+    let plain = dir.join("events.jsonl");
+    let (published, log) = run_logged(&plain).await;
+    log.finish().await.unwrap();
+    let mut text = std::fs::read_to_string(&plain).unwrap();
+    text.push_str("{\"event\":\"call\",\"call_id\":\"c9\",\"na");
+    std::fs::write(&plain, &text).unwrap();
+    assert_eq!(tool_events(read_log(&plain).unwrap()), published);
+
+    // The same in zstd: the frame is cut inside the block of the last line.
+    let compressed = dir.join("events.jsonl.zst");
+    let (published, log) = run_logged(&compressed).await;
+    log.finish().await.unwrap();
+    let bytes = std::fs::read(&compressed).unwrap();
+    // The finished frame ends with an empty last block (3 bytes); cutting 6 more tears the
+    // block of the last line.
+    std::fs::write(&compressed, &bytes[..bytes.len() - 9]).unwrap();
+    let read = tool_events(read_log(&compressed).unwrap());
+    assert_eq!(read, published[..published.len() - 1]);
+}
+
+#[tokio::test]
+async fn a_broken_line_inside_the_log_is_an_error_naming_it() {
+    let dir = scratch("broken");
+    let plain = dir.join("events.jsonl");
+    let (_, log) = run_logged(&plain).await;
+    log.finish().await.unwrap();
+    let text = std::fs::read_to_string(&plain).unwrap();
+    let mut lines: Vec<&str> = text.lines().collect();
+    lines[2] = "{\"event\":\"call\"}";
+    std::fs::write(&plain, lines.join("\n") + "\n").unwrap();
+    match read_log(&plain) {
+        Err(LogError::Malformed { line, .. }) => assert_eq!(line, 3),
+        other => panic!("line 3 is malformed: {other:?}"),
+    }
+    assert!(matches!(
+        read_log(dir.join("absent.jsonl")),
+        Err(LogError::Io { .. })
+    ));
+}
+
+#[tokio::test]
+async fn a_lagged_line_reads_as_lost_events() {
+    let dir = scratch("lagged");
+    let plain = dir.join("events.jsonl");
+    std::fs::write(&plain, "{\"event\":\"lagged\",\"missed\":4}\n").unwrap();
+    assert_eq!(
+        read_log(&plain).unwrap(),
+        [LoggedEvent::Lagged { missed: 4 }]
+    );
 }

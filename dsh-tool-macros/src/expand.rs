@@ -395,12 +395,14 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             const DENY_UNKNOWN: bool = true;
         )
     });
-    let renders_with_args = (tool.attrs.render.is_some() || tool.attrs.presentation_meta.is_some())
-        .then(|| {
-            quote!(
-                const RENDERS_WITH_ARGS: bool = true;
-            )
-        });
+    let renders_with_args = (tool.attrs.render.is_some()
+        || tool.attrs.present_result.is_some()
+        || tool.attrs.presentation_meta.is_some())
+    .then(|| {
+        quote!(
+            const RENDERS_WITH_ARGS: bool = true;
+        )
+    });
     let has_finalize = tool.attrs.finalize_content.is_some().then(|| {
         quote!(
             const HAS_FINALIZE_CONTENT: bool = true;
@@ -508,12 +510,11 @@ fn expand_constraints(tool: &ToolFn) -> TokenStream {
     }
 }
 
-/// `render`, `present_call`, `present_result`, `presentation_meta` and `finalize_content`: each
-/// user fn may return the value or an `Option` of it.
+/// `render` and `finalize_content` (each user fn may return the value or an `Option` of it), then
+/// the presenters.
 fn expand_hooks(tool: &ToolFn) -> TokenStream {
     let krate = &tool.krate;
     let private = quote!(#krate::__private);
-    let value = quote!(#private::serde_json::Value);
     let blocks = quote!(::std::vec::Vec<#private::ContentBlock>);
     let mut hooks = Vec::new();
     if let Some(path) = &tool.attrs.render {
@@ -526,10 +527,32 @@ fn expand_hooks(tool: &ToolFn) -> TokenStream {
             }
         });
     }
+    if let Some(path) = &tool.attrs.finalize_content {
+        hooks.push(quote_spanned! {path.span()=>
+            fn finalize_content(
+                __dsh_exec: &#private::ToolExec,
+                __dsh_result: &#private::ToolResult,
+            ) -> ::core::option::Option<#blocks> {
+                ::core::convert::Into::into(#path(__dsh_exec, __dsh_result))
+            }
+        });
+    }
+    hooks.push(expand_presenters(tool));
+    quote!(#(#hooks)*)
+}
+
+/// `present_call`, `present_result` and `presentation_meta`, called through the runtime's
+/// presenter traits: spanned on the user's path, a wrong signature is reported there with the
+/// signature to write.
+fn expand_presenters(tool: &ToolFn) -> TokenStream {
+    let krate = &tool.krate;
+    let private = quote!(#krate::__private);
+    let value = quote!(#private::serde_json::Value);
+    let mut hooks = Vec::new();
     if let Some(path) = &tool.attrs.present_call {
         hooks.push(quote_spanned! {path.span()=>
             fn present_call(__dsh_args: &Self::Args) -> ::core::option::Option<#private::CallView> {
-                ::core::convert::Into::into(#path(__dsh_args))
+                #private::PresentCallFn::<Self::Args>::present(&#path, Self::NAME, __dsh_args)
             }
         });
     }
@@ -537,9 +560,16 @@ fn expand_hooks(tool: &ToolFn) -> TokenStream {
         hooks.push(quote_spanned! {path.span()=>
             fn present_result(
                 __dsh_args: &Self::Args,
-                __dsh_result: &#private::ToolResult,
+                __dsh_output: &Self::Output,
+                __dsh_meta: ::core::option::Option<&#value>,
             ) -> ::core::option::Option<#private::ResultView> {
-                ::core::convert::Into::into(#path(__dsh_args, __dsh_result))
+                #private::PresentResultFn::<Self::Args, Self::Output, _>::present(
+                    &#path,
+                    Self::NAME,
+                    __dsh_args,
+                    __dsh_output,
+                    __dsh_meta,
+                )
             }
         });
     }
@@ -549,17 +579,12 @@ fn expand_hooks(tool: &ToolFn) -> TokenStream {
                 __dsh_args: &Self::Args,
                 __dsh_output: &Self::Output,
             ) -> ::core::option::Option<#value> {
-                ::core::convert::Into::into(#path(__dsh_args, __dsh_output))
-            }
-        });
-    }
-    if let Some(path) = &tool.attrs.finalize_content {
-        hooks.push(quote_spanned! {path.span()=>
-            fn finalize_content(
-                __dsh_exec: &#private::ToolExec,
-                __dsh_result: &#private::ToolResult,
-            ) -> ::core::option::Option<#blocks> {
-                ::core::convert::Into::into(#path(__dsh_exec, __dsh_result))
+                #private::PresentationMetaFn::<Self::Args, Self::Output, _>::present(
+                    &#path,
+                    Self::NAME,
+                    __dsh_args,
+                    __dsh_output,
+                )
             }
         });
     }

@@ -11,6 +11,7 @@ use serde_json::Value;
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
+use crate::presentation::presenter::guarded;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
@@ -20,7 +21,8 @@ use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args,
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
-/// What a successful dispatch produced: the canonical value, its rendering and UI metadata.
+/// What a successful dispatch produced: the canonical value, its rendering, UI metadata and the
+/// result card.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Dispatched {
     /// Canonical JSON value.
@@ -29,6 +31,8 @@ pub struct Dispatched {
     pub content: Vec<ContentBlock>,
     /// `presentation_meta` (top-level calls only).
     pub meta: Option<Value>,
+    /// The completed-state card (`present_result`); `None` for the generic card.
+    pub view: Option<ResultView>,
 }
 
 type DispatchFn =
@@ -37,7 +41,7 @@ type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
 type RenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
 type FinalizeFn = dyn Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync;
 type PresentCallFn = dyn Fn(&Value) -> Option<CallView> + Send + Sync;
-type PresentResultFn = dyn Fn(&Value, &ToolResult) -> Option<ResultView> + Send + Sync;
+type PresentResultFn = dyn Fn(&Value, &Value) -> Option<ResultView> + Send + Sync;
 type HandlerFn = dyn Fn(Value, ToolExec) -> BoxFuture<Result<Value, ToolError>> + Send + Sync;
 
 /// A tool with its types erased: what the registry stores. Cheap to clone.
@@ -61,7 +65,6 @@ struct Inner {
     render_value: Box<RenderFn>,
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
-    present_result: Option<Box<PresentResultFn>>,
     annotations: Option<ToolAnnotations>,
 }
 
@@ -188,89 +191,100 @@ impl ToolDefinition {
         let params_for_dispatch = Arc::new(parameters.clone());
         // Compiled on first need only: most outputs contain no `null` and are never checked.
         let output_check: Arc<OnceLock<Option<SchemaValidator>>> = Arc::default();
-        let dispatch =
-            move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
-                let tool = tool.clone();
-                let validator = validator.clone();
-                let parameters = params_for_dispatch.clone();
-                let output_check = output_check.clone();
-                Box::pin(async move {
-                    if !args.is_object() {
-                        return Err(non_object_args());
-                    }
-                    let args = check_depth(args)?;
-                    let args = drop_null_optionals(&parameters, args);
-                    let typed = match T::Args::deserialize(&*args) {
-                        Ok(typed) => typed,
-                        Err(serde_error) => {
-                            // Slow path: nested `null`s from a strict-mode client may be all that
-                            // is wrong; otherwise report every violation.
-                            // nested `null`s from a strict-mode client, or `1.0` for an integer
-                            // (JSON Schema counts it as one; serde does not).
-                            let mut normalized =
-                                normalize_strict_arguments(&parameters, Value::clone(&args));
-                            integralize(&mut normalized);
-                            match T::Args::deserialize(&normalized) {
-                                Ok(typed) => typed,
-                                Err(_) => {
-                                    let mut violations = match validator.as_ref() {
-                                        Some(validator) => validator.violations(&args, ""),
-                                        None => Vec::new(),
-                                    };
-                                    if violations.is_empty() {
-                                        violations.push(serde_violation::<T::Args>(
-                                            &normalized,
-                                            &serde_error,
-                                        ));
-                                    }
-                                    return Err(invalid_args(&violations));
+        let dispatch = move |args: Arc<Value>,
+                             exec: ToolExec|
+              -> BoxFuture<Result<Dispatched, ToolFailure>> {
+            let tool = tool.clone();
+            let validator = validator.clone();
+            let parameters = params_for_dispatch.clone();
+            let output_check = output_check.clone();
+            Box::pin(async move {
+                if !args.is_object() {
+                    return Err(non_object_args());
+                }
+                let args = check_depth(args)?;
+                let args = drop_null_optionals(&parameters, args);
+                let typed = match T::Args::deserialize(&*args) {
+                    Ok(typed) => typed,
+                    Err(serde_error) => {
+                        // Slow path: nested `null`s from a strict-mode client may be all that
+                        // is wrong; otherwise report every violation.
+                        // nested `null`s from a strict-mode client, or `1.0` for an integer
+                        // (JSON Schema counts it as one; serde does not).
+                        let mut normalized =
+                            normalize_strict_arguments(&parameters, Value::clone(&args));
+                        integralize(&mut normalized);
+                        match T::Args::deserialize(&normalized) {
+                            Ok(typed) => typed,
+                            Err(_) => {
+                                let mut violations = match validator.as_ref() {
+                                    Some(validator) => validator.violations(&args, ""),
+                                    None => Vec::new(),
+                                };
+                                if violations.is_empty() {
+                                    violations.push(serde_violation::<T::Args>(
+                                        &normalized,
+                                        &serde_error,
+                                    ));
                                 }
+                                return Err(invalid_args(&violations));
                             }
                         }
-                    };
-                    let violations = T::check_constraints(&typed);
+                    }
+                };
+                let violations = T::check_constraints(&typed);
+                if !violations.is_empty() {
+                    return Err(invalid_args(&violations));
+                }
+                let top_level = !exec.is_nested();
+                let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
+                let value = serde_json::to_value(&output).map_err(|err| {
+                    invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
+                })?;
+                // serde_json writes NaN and infinities as `null`: where the output schema
+                // does not allow a `null`, that is a lossy value, not a success.
+                if contains_null(&value)
+                    && let Some(validator) =
+                        output_check.get_or_init(|| SchemaValidator::new(&T::output_schema()).ok())
+                {
+                    let violations = validator.violations(&value, "value");
                     if !violations.is_empty() {
-                        return Err(invalid_args(&violations));
+                        return Err(invalid_output(T::NAME, &violations));
                     }
-                    let top_level = !exec.is_nested();
-                    let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
-                    let value = serde_json::to_value(&output).map_err(|err| {
-                        invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
-                    })?;
-                    // serde_json writes NaN and infinities as `null`: where the output schema
-                    // does not allow a `null`, that is a lossy value, not a success.
-                    if contains_null(&value)
-                        && let Some(validator) = output_check
-                            .get_or_init(|| SchemaValidator::new(&T::output_schema()).ok())
-                    {
-                        let violations = validator.violations(&value, "value");
-                        if !violations.is_empty() {
-                            return Err(invalid_output(T::NAME, &violations));
-                        }
-                    }
-                    // `call` consumed the typed arguments; only tools with a custom renderer pay for a
-                    // second deserialization.
-                    let (content, meta) = match T::RENDERS_WITH_ARGS
-                        .then(|| T::Args::deserialize(&*args).ok())
-                        .flatten()
-                    {
-                        Some(typed) => (
+                }
+                // `call` consumed the typed arguments; only tools with a custom renderer or
+                // presenter pay for a second deserialization.
+                let (content, meta, view) = match T::RENDERS_WITH_ARGS
+                    .then(|| T::Args::deserialize(&*args).ok())
+                    .flatten()
+                {
+                    Some(typed) => {
+                        let meta = top_level
+                            .then(|| {
+                                guarded(T::NAME, "presentation_meta", || {
+                                    T::presentation_meta(&typed, &output)
+                                })
+                            })
+                            .flatten();
+                        let view = guarded(T::NAME, "present_result", || {
+                            T::present_result(&typed, &output, meta.as_ref())
+                        });
+                        (
                             T::render(&typed, &output).unwrap_or_else(|| default_render(&value)),
-                            if top_level {
-                                T::presentation_meta(&typed, &output)
-                            } else {
-                                None
-                            },
-                        ),
-                        None => (default_render(&value), None),
-                    };
-                    Ok(Dispatched {
-                        value,
-                        content,
-                        meta,
-                    })
+                            meta,
+                            view,
+                        )
+                    }
+                    None => (default_render(&value), None, None),
+                };
+                Ok(Dispatched {
+                    value,
+                    content,
+                    meta,
+                    view,
                 })
-            };
+            })
+        };
         let finalize: Option<Box<FinalizeFn>> = if T::HAS_FINALIZE_CONTENT {
             Some(Box::new(T::finalize_content))
         } else {
@@ -298,11 +312,6 @@ impl ToolDefinition {
                         .ok()
                         .and_then(|typed| T::present_call(&typed))
                 })),
-                present_result: Some(Box::new(|args, result| {
-                    T::Args::deserialize(args)
-                        .ok()
-                        .and_then(|typed| T::present_result(&typed, result))
-                })),
                 annotations: None,
             }),
         }
@@ -323,6 +332,7 @@ impl ToolDefinition {
             present_call: None,
             annotations: None,
             coerce_non_object: false,
+            present_result: None,
         }
     }
 
@@ -420,20 +430,12 @@ impl ToolDefinition {
         self.inner.finalize.is_some()
     }
 
-    /// The pending-state card for these arguments.
+    /// The pending-state card for these arguments; `None` (also when the presenter panics) means
+    /// the generic card. The completed-state card comes with the dispatch
+    /// ([`Dispatched::view`]), made from the typed output.
     pub fn present_call(&self, args: &Value) -> Option<CallView> {
-        self.inner
-            .present_call
-            .as_ref()
-            .and_then(|present| present(args))
-    }
-
-    /// The completed-state card.
-    pub fn present_result(&self, args: &Value, result: &ToolResult) -> Option<ResultView> {
-        self.inner
-            .present_result
-            .as_ref()
-            .and_then(|present| present(args, result))
+        let present = self.inner.present_call.as_ref()?;
+        guarded(&self.inner.name, "present_call", || present(args))
     }
 
     /// The behaviour hints declared for this tool (MCP `annotations`), if any.
@@ -464,6 +466,7 @@ pub struct ToolDefinitionBuilder {
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
     coerce_non_object: bool,
+    present_result: Option<Box<PresentResultFn>>,
 }
 
 impl ToolDefinitionBuilder {
@@ -487,6 +490,16 @@ impl ToolDefinitionBuilder {
         present: impl Fn(&Value) -> Option<CallView> + Send + Sync + 'static,
     ) -> Self {
         self.present_call = Some(Box::new(present));
+        self
+    }
+
+    /// The completed-state UI card of a success, from the raw arguments and the value (SPEC
+    /// §10); a panic shows the generic card.
+    pub fn present_result(
+        mut self,
+        present: impl Fn(&Value, &Value) -> Option<ResultView> + Send + Sync + 'static,
+    ) -> Self {
+        self.present_result = Some(Box::new(present));
         self
     }
 
@@ -596,6 +609,7 @@ impl ToolDefinitionBuilder {
         let output_for_dispatch = output_validator.clone();
         let tool_name = name.clone();
         let coerce_non_object = self.coerce_non_object;
+        let present_result: Option<Arc<PresentResultFn>> = self.present_result.map(Arc::from);
         let dispatch =
             move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
                 let handler = handler.clone();
@@ -604,6 +618,7 @@ impl ToolDefinitionBuilder {
                 let render = render_for_dispatch.clone();
                 let output_validator = output_for_dispatch.clone();
                 let tool_name = tool_name.clone();
+                let present_result = present_result.clone();
                 Box::pin(async move {
                     let args = if args.is_object() {
                         args
@@ -637,10 +652,14 @@ impl ToolDefinitionBuilder {
                         }
                     }
                     let content = render(&args, &value);
+                    let view = present_result.and_then(|present| {
+                        guarded(&tool_name, "present_result", || present(&args, &value))
+                    });
                     Ok(Dispatched {
                         value,
                         content,
                         meta: None,
+                        view,
                     })
                 })
             };
@@ -658,7 +677,6 @@ impl ToolDefinitionBuilder {
                 render_value: Box::new(move |args, value| render(args, value)),
                 finalize: self.finalize,
                 present_call: self.present_call,
-                present_result: None,
                 annotations: self.annotations,
             }),
         })

@@ -2,10 +2,15 @@
 //!
 //! Subscribe with [`Registry::subscribe`](crate::Registry::subscribe). Every call publishes at most
 //! one [`ToolEvent::Call`] (none when it is refused before any hook runs) and exactly one
-//! [`ToolEvent::Result`].
+//! [`ToolEvent::Result`]. Together they carry what a viewer needs to show the session without the
+//! tools' code: arguments, both cards, the result (content, error info, `meta`), the ids that nest
+//! code-mode sub-calls under their run, the agent and the timing. [`EventLog`] writes them to a
+//! JSON-lines file and [`read_log`] reads one back.
 
 use std::sync::Arc;
+use std::time::{SystemTime, UNIX_EPOCH};
 
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::presentation::{CallView, ResultView};
@@ -13,17 +18,21 @@ use crate::result::ToolResult;
 use crate::scope::AgentId;
 
 mod log;
+mod read;
 pub use log::EventLog;
+pub use read::{LogError, LoggedEvent, read_log};
 
 /// One pipeline event. Serializes as an object tagged by `"event"` (`call`, `result`,
 /// `code_dispatch_start`, `code_dispatch`, `progress`, `tools_changed`).
-#[derive(Debug, Clone, serde::Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 pub enum ToolEvent {
     /// A call passed entry checks and is about to run its pre-execute hooks.
     Call {
         /// Call id.
         call_id: String,
+        /// The top-level call this one belongs to (its own id for top-level calls).
+        root_call_id: String,
         /// Tool name.
         name: String,
         /// Arguments as received.
@@ -32,13 +41,18 @@ pub enum ToolEvent {
         agent: Option<AgentId>,
         /// The enclosing transport call for sub-calls.
         parent: Option<String>,
-        /// The tool's pending-state card.
+        /// The tool's pending-state card; `None` for the generic card (tool name and raw
+        /// arguments).
         view: Option<CallView>,
+        /// When the event was published, ms since the Unix epoch.
+        at_ms: u64,
     },
     /// A call's final result (exactly one per call).
     Result {
         /// Call id.
         call_id: String,
+        /// The top-level call this one belongs to (its own id for top-level calls).
+        root_call_id: String,
         /// Tool name.
         name: String,
         /// The agent, if any.
@@ -47,8 +61,13 @@ pub enum ToolEvent {
         parent: Option<String>,
         /// The result, shared with the caller.
         result: Arc<ToolResult>,
-        /// The tool's completed-state card.
+        /// The tool's completed-state card of a success; `None` for the generic card (the
+        /// pending title and the raw content) and for every failure.
         view: Option<ResultView>,
+        /// When the event was published, ms since the Unix epoch.
+        at_ms: u64,
+        /// From the call entering the pipeline to this result, in ms (monotonic clock).
+        duration_ms: f64,
     },
     /// A code-mode program started a binding call (a nested call of `run_code`).
     CodeDispatchStart {
@@ -91,4 +110,13 @@ pub enum ToolEvent {
         /// rolled-back sync).
         tools: Vec<String>,
     },
+}
+
+/// Now, in ms since the Unix epoch (0 if the clock is before it).
+pub(crate) fn unix_ms() -> u64 {
+    SystemTime::now()
+        .duration_since(UNIX_EPOCH)
+        .map_or(0, |since| {
+            u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
+        })
 }

@@ -4,20 +4,22 @@
 //! [`Registry::prepare`] in model order, overlaps [`Registry::dispatch`], and commits with
 //! [`Registry::commit`] in model order again.
 
-use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::definition::{ToolDefinition, unknown_tool};
 use crate::error::ErrorCode;
-use crate::events::ToolEvent;
+use crate::events::{ToolEvent, unix_ms};
 use crate::exec::{ToolExec, lock};
 use crate::pipeline::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
     Guard, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
     ResultObserver, ToolCallView, contain,
 };
+use crate::presentation::ResultView;
 use crate::registry::{Layer, Mode, RUN_CODE, Registry, State, ToolCall, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
 use crate::validate::{depth_violation, dismantle, invalid_args};
@@ -93,6 +95,10 @@ pub struct PreparedCall {
     exec: ToolExec,
     hooks: Hooks,
     body_invoked: Arc<AtomicBool>,
+    /// The card of the last body run's success; cleared when its value is replaced.
+    result_view: Arc<Mutex<Option<ResultView>>>,
+    /// When the call entered the pipeline, for the result event's `duration_ms`.
+    started: Instant,
     stage: Stage,
 }
 
@@ -154,6 +160,7 @@ impl Registry {
     /// Stages 1–3 of SPEC §4: resolve, code-mode collapse, pre-cancel check, pre-execute hooks,
     /// approval and guards.
     pub async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
+        let started = Instant::now();
         // Arguments too deep to clone or drop recursively are refused before anything sees them;
         // hooks and observers then read `null` (REFERENCE §2.2 step 1: an argument failure is a
         // final result and wins over a pre-cancelled signal).
@@ -192,6 +199,8 @@ impl Registry {
             exec,
             hooks,
             body_invoked: Arc::new(AtomicBool::new(false)),
+            result_view: Arc::default(),
+            started,
             stage: Stage::Dispatch,
         };
         let view = prepared.view.clone();
@@ -226,6 +235,7 @@ impl Registry {
         }
         self.publish(|| ToolEvent::Call {
             call_id: view.call_id.clone(),
+            root_call_id: view.root_call_id.clone(),
             name: view.name.clone(),
             arguments: view.arguments.clone(),
             agent: view.agent.clone(),
@@ -234,6 +244,7 @@ impl Registry {
                 .definition
                 .as_ref()
                 .and_then(|def| def.present_call(&view.arguments)),
+            at_ms: unix_ms(),
         });
 
         let decision = if prepared.hooks.pre.is_empty() {
@@ -374,6 +385,7 @@ impl Registry {
                     caller.clone(),
                     false,
                     &invoked,
+                    &prepared.result_view,
                 )
                 .await;
             self.attach_deferred(&prepared, &mut result);
@@ -386,6 +398,7 @@ impl Registry {
         let registry = self.clone();
         let exec = prepared.exec.clone();
         let body_invoked = prepared.body_invoked.clone();
+        let result_view = prepared.result_view.clone();
         let base_result: Arc<std::sync::Mutex<Option<ToolResult>>> = Arc::default();
         let base_slot = base_result.clone();
         let base: BaseDispatch = Arc::new(move |signal: CancellationToken, replaced: bool| {
@@ -393,11 +406,20 @@ impl Registry {
             let view = view.clone();
             let exec = exec.clone();
             let body_invoked = body_invoked.clone();
+            let result_view = result_view.clone();
             let caller = view.signal.clone();
             let base_slot = base_slot.clone();
             Box::pin(async move {
                 let result = registry
-                    .run_body(&view, &exec, &caller, signal, replaced, &body_invoked)
+                    .run_body(
+                        &view,
+                        &exec,
+                        &caller,
+                        signal,
+                        replaced,
+                        &body_invoked,
+                        &result_view,
+                    )
                     .await;
                 *lock(&base_slot) = Some(result.clone());
                 result
@@ -478,6 +500,10 @@ impl Registry {
             Some(ToolResult::Success { value: body_value, content: body_content, .. })
                 if *body_value == value && *body_content == content
         );
+        if !from_body {
+            // The card describes the body's value, not the wrapper's.
+            *lock(&prepared.result_view) = None;
+        }
         if from_body {
             return ToolResult::Success {
                 value,
@@ -502,7 +528,9 @@ impl Registry {
         }
     }
 
-    /// The base of the wrapper chain: fuse signals, re-resolve, run the body, normalise.
+    /// The base of the wrapper chain: fuse signals, re-resolve, run the body, normalise. The
+    /// success's result card goes to `result_view`.
+    #[allow(clippy::too_many_arguments)] // one call site per wrapper path, all internal
     async fn run_body(
         &self,
         view: &ToolCallView,
@@ -511,6 +539,7 @@ impl Registry {
         signal: CancellationToken,
         replaced: bool,
         body_invoked: &AtomicBool,
+        result_view: &Mutex<Option<ResultView>>,
     ) -> ToolResult {
         // The body sees the caller's signal fused with whatever a wrapper installed.
         let (fused, forwarder) = fuse(caller, signal, replaced);
@@ -526,14 +555,18 @@ impl Registry {
         if let Some(forwarder) = forwarder {
             forwarder.cancel();
         }
+        *lock(result_view) = None;
         let result = match outcome {
-            Ok(Ok(dispatched)) => ToolResult::Success {
-                value: dispatched.value,
-                content: dispatched.content,
-                meta: dispatched.meta,
-                additional_contexts: Vec::new(),
-                concludes_turn: false,
-            },
+            Ok(Ok(dispatched)) => {
+                *lock(result_view) = dispatched.view;
+                ToolResult::Success {
+                    value: dispatched.value,
+                    content: dispatched.content,
+                    meta: dispatched.meta,
+                    additional_contexts: Vec::new(),
+                    concludes_turn: false,
+                }
+            }
             Ok(Err(failure)) => ToolResult::failure(failure),
             Err(panic) => ToolResult::failure(ToolFailure::plain(format!(
                 "tool \"{}\" panicked: {panic}",
@@ -595,16 +628,18 @@ impl Registry {
                 );
             }
         }
+        // A failure has no result card: the UI shows its message on the pending card.
+        let result_view = lock(&prepared.result_view).take();
         self.publish(|| ToolEvent::Result {
             call_id: view.call_id.clone(),
+            root_call_id: view.root_call_id.clone(),
             name: view.name.clone(),
             agent: view.agent.clone(),
             parent: view.parent.clone(),
-            view: prepared
-                .definition
-                .as_ref()
-                .and_then(|def| def.present_result(&view.arguments, &result)),
+            view: result_view.filter(|_| !result.is_error()),
             result: Arc::new(result.clone()),
+            at_ms: unix_ms(),
+            duration_ms: prepared.started.elapsed().as_secs_f64() * 1000.0,
         });
         result
     }
@@ -641,6 +676,7 @@ impl Registry {
                 contexts,
                 ..
             } => {
+                *lock(&prepared.result_view) = None;
                 let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
                     return ToolResult::failure(unknown_tool(&view.name));
                 };

@@ -70,6 +70,9 @@ pub mod __private {
     pub use serde_json;
     pub use std;
 
+    pub use crate::presentation::presenter::{
+        IntoPresented, PresentCallFn, PresentResultFn, PresentationMetaFn,
+    };
     pub use crate::private::*;
     pub use crate::{
         CallView, ContentBlock, ResultView, Tool, ToolDefinition, ToolError, ToolExec, ToolResult,

@@ -4,7 +4,7 @@ use std::fmt;
 use std::sync::Arc;
 
 /// The identity of an agent: the key of a scope layer. Serializes as its string.
-#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize)]
+#[derive(Clone, PartialEq, Eq, Hash, PartialOrd, Ord, serde::Serialize, serde::Deserialize)]
 #[serde(transparent)]
 pub struct AgentId(Arc<str>);
 

@@ -29,8 +29,9 @@ pub trait Tool: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     /// Declared timeout in ms (honoured by the timeout policy; never sent to the model).
     const TIMEOUT_MS: Option<u64> = None;
-    /// Whether [`Tool::render`] or [`Tool::presentation_meta`] is overridden: they need the typed
-    /// arguments after the body consumed them, which costs a second deserialization.
+    /// Whether [`Tool::render`], [`Tool::present_result`] or [`Tool::presentation_meta`] is
+    /// overridden: they need the typed arguments after the body consumed them, which costs a
+    /// second deserialization.
     const RENDERS_WITH_ARGS: bool = false;
     /// Whether the parameter root rejects unknown properties.
     const DENY_UNKNOWN: bool = false;
@@ -62,17 +63,26 @@ pub trait Tool: Send + Sync + 'static {
         None
     }
 
-    /// The pending-state UI card (`None`: generic card).
+    /// The pending-state UI card (`None`: generic card with the tool name and raw arguments).
+    /// Called once per call before its pre-execute hooks; a panic shows the generic card.
     fn present_call(_args: &Self::Args) -> Option<CallView> {
         None
     }
 
-    /// The completed-state UI card (`None`: keep the pending title and raw content).
-    fn present_result(_args: &Self::Args, _result: &ToolResult) -> Option<ResultView> {
+    /// The completed-state UI card of a success (`None`: keep the pending title and show the raw
+    /// content). `meta` is [`Tool::presentation_meta`]'s value, `None` for nested calls, so a
+    /// presenter must also work without it. A panic shows the generic card. The card is dropped
+    /// when a post-execute hook or an execute wrapper replaces the value it was made from.
+    fn present_result(
+        _args: &Self::Args,
+        _output: &Self::Output,
+        _meta: Option<&Value>,
+    ) -> Option<ResultView> {
         None
     }
 
-    /// Replayable UI metadata, computed for top-level calls only.
+    /// Replayable UI metadata carried on the result as `meta`, computed for top-level calls only
+    /// (code-mode sub-calls get none). A panic leaves the result without `meta`.
     fn presentation_meta(_args: &Self::Args, _output: &Self::Output) -> Option<Value> {
         None
     }

@@ -36,8 +36,13 @@ fn present_ls(args: &LsArguments) -> Option<CallView> {
     None
 }
 
-fn present_ls_result(_: &LsArguments, _: &ToolResult) -> Option<ResultView> {
-    None
+fn present_ls_result(
+    _: &LsArguments,
+    entries: &[String],
+    meta: Option<&serde_json::Value>,
+) -> Result<ResultView, String> {
+    let _ = (entries, meta);
+    Err("no card".to_owned())
 }
 
 fn listing_meta(_: &LsArguments, entries: &[String]) -> serde_json::Value {

@@ -11,7 +11,8 @@ use tokio_util::sync::CancellationToken;
 use crate::registry::Registry;
 
 /// Writes every [`ToolEvent`](super::ToolEvent) of a registry to a file, one JSON object per
-/// line (`{"event":"call",…}`), zstd-compressed when the path ends in `.zst`.
+/// line (`{"event":"call",…}`), each line flushed as it is written, zstd-compressed when the path
+/// ends in `.zst`. [`read_log`](super::read_log) reads it back.
 ///
 /// A writer that falls more than 1,024 events behind the pipeline loses the oldest and writes
 /// `{"event":"lagged","missed":N}` in their place, so a gap is visible in the log.
@@ -107,8 +108,11 @@ impl EventLog {
     }
 }
 
+/// Writes one line and flushes it (a zstd block ends there), so a reader sees every event as soon
+/// as it is published and a killed process leaves at most one torn line.
 fn write_line(out: &mut dyn Write, event: &impl serde::Serialize) -> io::Result<u64> {
     serde_json::to_writer(&mut *out, event)?;
     out.write_all(b"\n")?;
+    out.flush()?;
     Ok(1)
 }

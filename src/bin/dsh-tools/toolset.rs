@@ -1,13 +1,20 @@
 //! A small real toolset over a directory tree: list files, read a window of a file, grep, and
 //! file statistics. The `dsh-tools` command's `--builtin repo`; also used by the `quickstart` and
 //! `code_mode` examples and by the tests that pin their schemas and the committed SDK.
+//!
+//! Each tool presents itself to a UI (SPEC §10): `read_file` as a `read` card, `grep` as `search`
+//! matches, `list_files` as `search` paths, `file_stats` as a generic card.
 
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool, toolbox};
+use dsh_tools::presentation::{
+    FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape, ToolCallKind,
+};
+use dsh_tools::{CallView, ResultView, ToolDefinition, ToolError, ToolExec, tool, toolbox};
 use schemars::JsonSchema;
 use serde::Serialize;
+use serde_json::{Value, json};
 
 /// Read-only file tools confined to one root directory.
 pub struct RepoTools {
@@ -135,7 +142,11 @@ impl RepoTools {
 #[toolbox]
 impl RepoTools {
     /// List the files below a directory of the repository, sorted by path.
-    #[tool(concurrency_safe)]
+    #[tool(
+        concurrency_safe,
+        present_call = present_list_files,
+        present_result = present_listed_files
+    )]
     async fn list_files(
         &self,
         /// Directory relative to the repository root; `.` for the root itself.
@@ -166,7 +177,13 @@ impl RepoTools {
     }
 
     /// Read a window of lines from a UTF-8 text file of the repository.
-    #[tool(concurrency_safe, timeout_ms = 5_000)]
+    #[tool(
+        concurrency_safe,
+        timeout_ms = 5_000,
+        present_call = present_read_file,
+        present_result = present_read_window,
+        presentation_meta = read_file_meta
+    )]
     async fn read_file(
         &self,
         /// File path relative to the repository root.
@@ -203,7 +220,11 @@ impl RepoTools {
     }
 
     /// Search the repository's text files for a regular expression, line by line.
-    #[tool(concurrency_safe)]
+    #[tool(
+        concurrency_safe,
+        present_call = present_grep,
+        present_result = present_grep_matches
+    )]
     async fn grep(
         &self,
         /// A regular expression (Rust `regex` syntax).
@@ -249,7 +270,7 @@ impl RepoTools {
     }
 
     /// Size, line count and kind of a file or directory of the repository.
-    #[tool(concurrency_safe)]
+    #[tool(concurrency_safe, present_call = present_file_stats)]
     async fn file_stats(
         &self,
         /// Path relative to the repository root.
@@ -279,4 +300,147 @@ impl RepoTools {
 /// The toolset's definitions for `root`.
 pub fn definitions(root: impl Into<PathBuf>) -> Vec<ToolDefinition> {
     RepoTools::new(root).tools()
+}
+
+fn present_list_files(args: &ListFilesArgs) -> Option<CallView> {
+    let filter = args
+        .suffix
+        .as_deref()
+        .map(|suffix| format!(" (*{suffix})"))
+        .unwrap_or_default();
+    Some(CallView::Generic {
+        title: format!("List files in {}{filter}", args.dir),
+        kind: ToolCallKind::Search,
+        raw_input: None,
+        content: Vec::new(),
+        locations: vec![FileLocation {
+            path: args.dir.clone(),
+            line: None,
+        }],
+    })
+}
+
+fn present_listed_files(
+    args: &ListFilesArgs,
+    entries: &[FileEntry],
+    _meta: Option<&Value>,
+) -> Option<ResultView> {
+    Some(ResultView::Search {
+        title: Some(format!("{} files", entries.len())),
+        shape: SearchShape::Paths {
+            paths: entries.iter().map(|entry| entry.path.clone()).collect(),
+        },
+        // `limit` cut the walk exactly when it was reached.
+        truncated: entries.len() == args.limit as usize,
+        total: entries.len() as u64,
+    })
+}
+
+fn present_read_file(args: &ReadFileArgs) -> Option<CallView> {
+    Some(CallView::Generic {
+        title: format!("Read {}", args.path),
+        kind: ToolCallKind::Read,
+        raw_input: None,
+        content: Vec::new(),
+        locations: vec![FileLocation {
+            path: args.path.clone(),
+            line: Some(args.offset),
+        }],
+    })
+}
+
+/// The language of a path for highlighting: a UI concern the model's output does not carry.
+fn read_file_meta(args: &ReadFileArgs, _window: &ReadWindow) -> Option<Value> {
+    let lang = match Path::new(&args.path).extension()?.to_str()? {
+        "rs" => "rust",
+        "ts" | "mts" => "typescript",
+        "js" | "mjs" => "javascript",
+        "py" => "python",
+        "md" => "markdown",
+        "toml" => "toml",
+        "json" => "json",
+        "sh" => "shell",
+        _ => return None,
+    };
+    Some(json!({ "lang": lang }))
+}
+
+fn present_read_window(
+    _args: &ReadFileArgs,
+    window: &ReadWindow,
+    meta: Option<&Value>,
+) -> Option<ResultView> {
+    Some(ResultView::Read {
+        title: None,
+        path: window.path.clone(),
+        offset: window.offset,
+        lines: window
+            .lines
+            .iter()
+            .zip(window.offset..)
+            .map(|(text, number)| ReadLine {
+                number,
+                text: text.clone(),
+            })
+            .collect(),
+        total_lines: window.total_lines,
+        lang: meta
+            .and_then(|meta| meta["lang"].as_str())
+            .map(str::to_owned),
+    })
+}
+
+fn present_grep(args: &GrepArgs) -> Option<CallView> {
+    Some(CallView::Generic {
+        title: format!("Search /{}/ in {}", args.pattern, args.dir),
+        kind: ToolCallKind::Search,
+        raw_input: None,
+        content: Vec::new(),
+        locations: Vec::new(),
+    })
+}
+
+fn present_grep_matches(
+    _args: &GrepArgs,
+    result: &GrepResult,
+    _meta: Option<&Value>,
+) -> Option<ResultView> {
+    // Hits come in path then line order: consecutive hits of one path form its group.
+    let mut files: Vec<SearchFile> = Vec::new();
+    for hit in &result.matches {
+        let found = SearchMatch {
+            line_number: hit.line_number,
+            line: hit.line.clone(),
+        };
+        match files.last_mut() {
+            Some(file) if file.path == hit.path => file.matches.push(found),
+            _ => files.push(SearchFile {
+                path: hit.path.clone(),
+                matches: vec![found],
+            }),
+        }
+    }
+    Some(ResultView::Search {
+        title: Some(format!(
+            "{} matches in {} files",
+            result.matches.len(),
+            files.len()
+        )),
+        shape: SearchShape::Matches { files },
+        truncated: result.truncated,
+        total: result.matches.len() as u64,
+    })
+}
+
+fn present_file_stats(args: &FileStatsArgs) -> Option<CallView> {
+    Some(CallView::Generic {
+        title: format!("Stat {}", args.path),
+        kind: ToolCallKind::Read,
+        raw_input: None,
+        content: Vec::new(),
+        locations: vec![FileLocation {
+            path: args.path.clone(),
+            line: None,
+        }],
+    })
 }

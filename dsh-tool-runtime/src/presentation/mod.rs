@@ -7,6 +7,9 @@ use serde::{Deserialize, Serialize};
 
 use crate::result::ContentBlock;
 
+pub(crate) mod presenter;
+pub mod replay;
+
 /// What kind of work a call does; UIs pick an icon from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
