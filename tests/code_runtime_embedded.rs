@@ -297,3 +297,50 @@ async fn javascript_a_thousand_runs_leave_host_memory_flat() {
     );
     rt.dispose().await;
 }
+
+#[path = "../examples/toolset/mod.rs"]
+mod toolset;
+
+/// Runs `program` through `run_code` on a registry with the example toolset over this
+/// repository, mounted on `runtime`.
+async fn run_code(runtime: std::sync::Arc<dyn CodeRuntime>, program: &str) -> serde_json::Value {
+    let registry = dsh_tools::Registry::new();
+    registry
+        .register_all(toolset::definitions(env!("CARGO_MANIFEST_DIR")))
+        .expect("registered");
+    registry.set_mode(dsh_tools::Mode::Code);
+    registry.set_code_runtime(runtime.clone());
+    let call = dsh_tools::ToolCall::new(
+        "run-1",
+        "run_code",
+        json!({"code": program, "description": "Summarise Rust sources per folder"}),
+    );
+    let result = registry.execute(call).await;
+    runtime.dispose().await;
+    match result {
+        dsh_tools::ToolResult::Success { value, .. } => value,
+        other => panic!("run_code failed: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_jobs_typescript_program_gives_identical_results_embedded_and_in_a_subprocess() {
+    let _alone = ALONE.lock().await;
+    let program = include_str!("../examples/programs/crate_summary.ts");
+    let subprocess = dsh_tools::code_runtime::SubprocessRuntime::typescript(Default::default())
+        .await
+        .expect("node on PATH");
+    let in_process = run_code(
+        std::sync::Arc::new(javascript(EmbeddedConfig::default())),
+        program,
+    )
+    .await;
+    let child = run_code(std::sync::Arc::new(subprocess), program).await;
+    assert!(
+        in_process["result"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{in_process}"
+    );
+    assert_eq!(in_process, child);
+}
