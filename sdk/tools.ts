@@ -18,6 +18,8 @@
 // - Calls that do not depend on each other can overlap: `await Promise.all([tools.a(x), tools.b(y)])`.
 //   Tools that change state still run one at a time, in the order they were called. When a call
 //   needs an earlier result, `await` that result first.
+// - Only the language's built-ins exist besides these names: no `require`, no `import` of modules, no
+//   `fetch`, no timers (`setTimeout`), no `process` or other Node.js or browser APIs.
 // - Only what the program prints with `console.log(...)` and the value it `return`s are kept. A tool
 //   result the program neither prints nor returns is dropped.
 //
