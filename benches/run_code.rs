@@ -40,7 +40,7 @@ fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
     registry.register(echo).expect("registered");
     let runtime: Arc<dyn CodeRuntime> = rt.block_on(async {
         let config = SubprocessConfig::default();
-        match backend {
+        let runtime: Arc<dyn CodeRuntime> = match backend {
             Backend::SubprocessPython => {
                 Arc::new(SubprocessRuntime::python(config).await.expect("python3"))
             }
@@ -50,7 +50,8 @@ fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
             Backend::EmbeddedTypeScript => Arc::new(
                 EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config"),
             ),
-        }
+        };
+        runtime
     });
     registry.set_code_runtime(runtime);
     registry.set_mode(Mode::Code);

@@ -268,7 +268,8 @@
         } catch {
           return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
         }
-        if (utf8Length(text) > maxOutputBytes) {
+        // A UTF-16 unit takes at most 3 UTF-8 bytes: most arguments need no count at all.
+        if (text.length * 3 > maxOutputBytes && utf8Length(text) > maxOutputBytes) {
           return Promise.reject(raise(name, 'binding arguments exceed ' + maxOutputBytes + ' bytes'));
         }
         const id = ++nextId;
