@@ -1,4 +1,5 @@
-//! Subprocess code runtimes (SPEC §8): run a model-written program in a fresh child per run.
+//! Code runtimes (SPEC §8, §8.2): run a model-written program in a fresh child process per run,
+//! or (feature `embedded-js`) in a fresh in-process interpreter per run.
 //!
 //! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
 //! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
@@ -9,7 +10,9 @@
 //! [`SubprocessRuntime`] is the implementation: TypeScript runs in Node.js (types stripped on the
 //! host with oxc), Python in CPython; each run gets a process no other program has touched, in its
 //! own process group, with an empty environment and a fresh temporary working directory, under
-//! the budgets of [`SubprocessConfig`]. The contract follows the DSH code-runtime service
+//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript in QuickJS inside the
+//! host process, with no ambient authority, under the same budgets (`EmbeddedConfig`). The
+//! contract follows the DSH code-runtime service
 //! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
 
 #[cfg(feature = "embedded-js")]
