@@ -7,14 +7,17 @@
 //! (b) the per-call round trip of 1,000 sequential binding calls against a worker-port round
 //!     trip, and against the same calls as JSON lines over a pipe pair between two Node.js
 //!     processes (the floor of any design that gives each run its own process). The Node.js
-//!     figures come from `benches/baseline/worker_threads.mjs`.
+//!     figures come from `benches/baseline/worker_threads.mjs`;
+//! (c) the same for the embedded TypeScript runtime (QuickJS in this process), whose goals are
+//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use dsh_tools::code_runtime::{
-    BindingNamespace, CodeRuntime, RunRequest, SubprocessConfig, SubprocessRuntime,
+    BindingNamespace, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, RunRequest, SubprocessConfig,
+    SubprocessRuntime,
 };
 use futures::FutureExt;
 use tokio::runtime::Runtime;
@@ -51,7 +54,11 @@ fn request(program: &str) -> RunRequest {
         .dispatch(Arc::new(|call| async move { Ok(call.args) }.boxed()))
 }
 
-fn run_once(rt: &SubprocessRuntime, program: &str) {
+fn embedded() -> EmbeddedRuntime {
+    EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config")
+}
+
+fn run_once(rt: &dyn CodeRuntime, program: &str) {
     let out = tokio()
         .block_on(rt.run(request(program)))
         .expect("a valid request");
@@ -61,13 +68,17 @@ fn run_once(rt: &SubprocessRuntime, program: &str) {
 /// Median start-to-result time of `program` over `samples` runs, in ms. Between runs the
 /// thread pauses (untimed) so a standby child can finish booting, as it does between an
 /// agent's turns.
-fn median_ms(rt: &SubprocessRuntime, program: &str, samples: usize) -> f64 {
+fn median_ms(rt: &dyn CodeRuntime, program: &str, samples: usize) -> f64 {
+    median_ms_pausing(rt, program, samples, Duration::from_millis(300))
+}
+
+fn median_ms_pausing(rt: &dyn CodeRuntime, program: &str, samples: usize, pause: Duration) -> f64 {
     let mut times: Vec<Duration> = (0..samples)
         .map(|_| {
             let start = Instant::now();
             run_once(rt, program);
             let elapsed = start.elapsed();
-            std::thread::sleep(Duration::from_millis(300));
+            std::thread::sleep(pause);
             elapsed
         })
         .collect();
@@ -111,6 +122,17 @@ fn comparison() {
         );
         tokio().block_on(rt.dispose());
     }
+    let rt = embedded();
+    run_once(&rt, TRIVIAL_TS);
+    // No standby to wait for: 101 back-to-back runs.
+    let ms = median_ms_pausing(&rt, TRIVIAL_TS, 101, Duration::ZERO);
+    println!(
+        "{:<44} {:>8.3}ms {:>8.3}",
+        "start-to-result, embedded typescript",
+        ms,
+        ms / worker_start
+    );
+    tokio().block_on(rt.dispose());
     println!(
         "{:<44} {:>8.2}us {:>8}",
         "worker-port round trip", port_rt_us, "1.00"
@@ -139,6 +161,18 @@ fn comparison() {
         );
         tokio().block_on(rt.dispose());
     }
+    let rt = embedded();
+    run_once(&rt, CALLS_TS);
+    let with_calls = median_ms_pausing(&rt, CALLS_TS, 21, Duration::ZERO);
+    let without = median_ms_pausing(&rt, TRIVIAL_TS, 21, Duration::ZERO);
+    let us = (with_calls - without) * 1e3 / 1000.0;
+    println!(
+        "{:<44} {:>8.2}us {:>8.3}",
+        "binding round trip, embedded typescript",
+        us,
+        us / port_rt_us
+    );
+    tokio().block_on(rt.dispose());
     println!();
 }
 
@@ -172,5 +206,19 @@ fn typescript_1000_binding_calls(bencher: divan::Bencher) {
 fn python_1000_binding_calls(bencher: divan::Bencher) {
     let rt = runtime(true, true);
     bencher.bench_local(|| run_once(&rt, CALLS_PY));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 100, sample_size = 1)]
+fn embedded_typescript_trivial(bencher: divan::Bencher) {
+    let rt = embedded();
+    bencher.bench_local(|| run_once(&rt, TRIVIAL_TS));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn embedded_typescript_1000_binding_calls(bencher: divan::Bencher) {
+    let rt = embedded();
+    bencher.bench_local(|| run_once(&rt, CALLS_TS));
     tokio().block_on(rt.dispose());
 }

@@ -1,9 +1,13 @@
 //! End-to-end cost of one `run_code` call whose program makes 100 sequential, or 100 parallel,
-//! trivial tool calls — per language, with the real subprocess runtimes. Figures: BENCHMARKS.md.
+//! trivial tool calls — per language, with the real subprocess runtimes and the embedded
+//! TypeScript runtime (QuickJS in this process; goal: 100 sequential calls ≤ 5 ms). Figures:
+//! BENCHMARKS.md.
 
 use std::sync::Arc;
 
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code_runtime::{
+    CodeRuntime, EmbeddedConfig, EmbeddedRuntime, SubprocessConfig, SubprocessRuntime,
+};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -18,7 +22,14 @@ const PY_SEQUENTIAL: &str =
     "total = 0\nfor i in range(100):\n    total += await tools.echo({'n': i})\nreturn total";
 const PY_PARALLEL: &str = "import asyncio\nvalues = await asyncio.gather(*[tools.echo({'n': i}) for i in range(100)])\nreturn len(values)";
 
-fn setup(python: bool, rt: &tokio::runtime::Runtime) -> Registry {
+#[derive(Clone, Copy)]
+enum Backend {
+    SubprocessTypeScript,
+    SubprocessPython,
+    EmbeddedTypeScript,
+}
+
+fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
     let registry = Registry::new();
     let echo = ToolDefinition::builder("echo")
         .parameters(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
@@ -29,24 +40,31 @@ fn setup(python: bool, rt: &tokio::runtime::Runtime) -> Registry {
     registry.register(echo).expect("registered");
     let runtime: Arc<dyn CodeRuntime> = rt.block_on(async {
         let config = SubprocessConfig::default();
-        if python {
-            Arc::new(SubprocessRuntime::python(config).await.expect("python3"))
-        } else {
-            Arc::new(SubprocessRuntime::typescript(config).await.expect("node"))
-        }
+        let runtime: Arc<dyn CodeRuntime> = match backend {
+            Backend::SubprocessPython => {
+                Arc::new(SubprocessRuntime::python(config).await.expect("python3"))
+            }
+            Backend::SubprocessTypeScript => {
+                Arc::new(SubprocessRuntime::typescript(config).await.expect("node"))
+            }
+            Backend::EmbeddedTypeScript => Arc::new(
+                EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config"),
+            ),
+        };
+        runtime
     });
     registry.set_code_runtime(runtime);
     registry.set_mode(Mode::Code);
     registry
 }
 
-fn run(bencher: divan::Bencher, python: bool, program: &'static str) {
+fn run(bencher: divan::Bencher, backend: Backend, program: &'static str) {
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
         .expect("runtime");
-    let registry = setup(python, &rt);
+    let registry = setup(backend, &rt);
     bencher.bench_local(|| {
         let call = ToolCall::new(
             "bench",
@@ -60,20 +78,30 @@ fn run(bencher: divan::Bencher, python: bool, program: &'static str) {
 
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn typescript_100_sequential(bencher: divan::Bencher) {
-    run(bencher, false, TS_SEQUENTIAL);
+    run(bencher, Backend::SubprocessTypeScript, TS_SEQUENTIAL);
 }
 
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn typescript_100_parallel(bencher: divan::Bencher) {
-    run(bencher, false, TS_PARALLEL);
+    run(bencher, Backend::SubprocessTypeScript, TS_PARALLEL);
 }
 
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn python_100_sequential(bencher: divan::Bencher) {
-    run(bencher, true, PY_SEQUENTIAL);
+    run(bencher, Backend::SubprocessPython, PY_SEQUENTIAL);
 }
 
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn python_100_parallel(bencher: divan::Bencher) {
-    run(bencher, true, PY_PARALLEL);
+    run(bencher, Backend::SubprocessPython, PY_PARALLEL);
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn embedded_typescript_100_sequential(bencher: divan::Bencher) {
+    run(bencher, Backend::EmbeddedTypeScript, TS_SEQUENTIAL);
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn embedded_typescript_100_parallel(bencher: divan::Bencher) {
+    run(bencher, Backend::EmbeddedTypeScript, TS_PARALLEL);
 }

@@ -10,8 +10,8 @@
 //! (`mcp-server-time` → `time`) unless the value starts with `<name>=`.
 //!
 //! ```text
-//! cargo run --example code_mode [-- --lang ts|py|both] [--program FILE] [--root DIR]
-//!                                   [--mcp "[NAME=]COMMAND ARGS…"]… [--events LOG]
+//! cargo run --example code_mode [-- --lang ts|py|both] [--runtime subprocess|embedded]
+//!     [--program FILE] [--root DIR] [--mcp "[NAME=]COMMAND ARGS…"]… [--events LOG]
 //! ```
 //!
 //! With `--events`, every tool call's events go to a JSON-lines log (zstd when it ends in `.zst`)
@@ -27,7 +27,9 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code_runtime::{
+    CodeRuntime, EmbeddedConfig, EmbeddedRuntime, SubprocessConfig, SubprocessRuntime,
+};
 use dsh_tools::events::EventLog;
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::mcp::{McpServer, is_valid_server_name};
@@ -41,12 +43,24 @@ enum Lang {
     Both,
 }
 
+/// Where programs run.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+enum RuntimeKind {
+    /// A fresh Node.js or CPython process per run.
+    Subprocess,
+    /// An interpreter inside this process (QuickJS for TypeScript).
+    Embedded,
+}
+
 /// Run model-style programs against this repository's files in code mode.
 #[derive(Parser, Debug)]
 struct Cli {
     /// Which runtime(s) to use.
     #[arg(long, value_enum, default_value_t = Lang::Both)]
     lang: Lang,
+    /// Which kind of code runtime runs the programs.
+    #[arg(long, value_enum, default_value_t = RuntimeKind::Subprocess)]
+    runtime: RuntimeKind,
     /// A program to run instead of the bundled one (its language follows --lang, which must then
     /// be ts or py).
     #[arg(long)]
@@ -191,9 +205,21 @@ async fn main() -> anyhow::Result<()> {
     };
     println!("tools root: {}", root.display());
     for (index, lang) in languages.iter().enumerate() {
-        let runtime: Arc<dyn CodeRuntime> = match lang {
-            Lang::Py => Arc::new(SubprocessRuntime::python(SubprocessConfig::default()).await?),
-            _ => Arc::new(SubprocessRuntime::typescript(SubprocessConfig::default()).await?),
+        let runtime: Arc<dyn CodeRuntime> = match (cli.runtime, lang) {
+            (RuntimeKind::Subprocess, Lang::Py) => {
+                Arc::new(SubprocessRuntime::python(SubprocessConfig::default()).await?)
+            }
+            (RuntimeKind::Subprocess, _) => {
+                Arc::new(SubprocessRuntime::typescript(SubprocessConfig::default()).await?)
+            }
+            (RuntimeKind::Embedded, Lang::Py) => {
+                bail!(
+                    "the embedded runtime runs TypeScript only; use --lang ts or --runtime subprocess"
+                )
+            }
+            (RuntimeKind::Embedded, _) => {
+                Arc::new(EmbeddedRuntime::javascript(EmbeddedConfig::default())?)
+            }
         };
         registry.set_code_runtime(runtime.clone());
         let view = registry.model_view(None)?;
@@ -226,7 +252,10 @@ async fn main() -> anyhow::Result<()> {
             None if *lang == Lang::Py => BUNDLED_PY.to_owned(),
             None => BUNDLED_TS.to_owned(),
         };
-        println!("\n=== Running the {name} program ===");
+        println!(
+            "\n=== Running the {name} program ({}) ===",
+            runtime.isolation().as_str()
+        );
         sub_calls.store(0, Ordering::SeqCst);
         let started = Instant::now();
         let call = ToolCall::new(

@@ -7,6 +7,7 @@
 // - `await tools.name(args)` takes plain JSON and resolves to the tool's output; quote other names: `tools["my-tool"](args)`.
 // - A failed call throws `ToolCallError` (`toolName`, `message`); `try`/`catch` to go on.
 // - Overlap independent calls with `Promise.all`; calls that change state still run one at a time, in call order.
+// - No `require`, `import`, `fetch`, timers or `process`: only the language's built-ins.
 // - Only `console.log(...)` output and the returned value come back.
 
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

@@ -171,7 +171,7 @@ pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
 
 /// The bracket nesting depth of JSON text, ignoring brackets inside strings; `None` for text
 /// that is not UTF-8. Quadratic blow-ups are impossible: one pass, no allocation.
-fn nesting_depth(line: &[u8]) -> Option<usize> {
+pub(crate) fn nesting_depth(line: &[u8]) -> Option<usize> {
     std::str::from_utf8(line).ok()?;
     let (mut depth, mut max) = (0usize, 0usize);
     let (mut in_string, mut escaped) = (false, false);
@@ -207,7 +207,7 @@ pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
     }
 }
 
-fn parse(line: &[u8]) -> Option<Value> {
+pub(crate) fn parse(line: &[u8]) -> Option<Value> {
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
     let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;

@@ -1,4 +1,5 @@
-//! Subprocess code runtimes (SPEC §8): run a model-written program in a fresh child per run.
+//! Code runtimes (SPEC §8, §8.2): run a model-written program in a fresh child process per run,
+//! or (feature `embedded-js`) in a fresh in-process interpreter per run.
 //!
 //! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
 //! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
@@ -9,9 +10,13 @@
 //! [`SubprocessRuntime`] is the implementation: TypeScript runs in Node.js (types stripped on the
 //! host with oxc), Python in CPython; each run gets a process no other program has touched, in its
 //! own process group, with an empty environment and a fresh temporary working directory, under
-//! the budgets of [`SubprocessConfig`]. The contract follows the DSH code-runtime service
+//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript in QuickJS inside the
+//! host process, with no ambient authority, under the same budgets (`EmbeddedConfig`). The
+//! contract follows the DSH code-runtime service
 //! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
 
+#[cfg(feature = "embedded-js")]
+mod embedded;
 mod ledger;
 mod names;
 mod process;
@@ -28,6 +33,8 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+#[cfg(feature = "embedded-js")]
+pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
 pub use ledger::OutputLedger;
 pub use names::validate_namespaces;
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
@@ -68,15 +75,19 @@ pub enum Isolation {
     Process,
     /// A container per run.
     Container,
+    /// An interpreter inside the host process, with no ambient authority (SPEC §8.2).
+    #[serde(rename = "in-process interpreter")]
+    InProcessInterpreter,
 }
 
 impl Isolation {
-    /// The wire name: `worker-thread`, `process` or `container`.
+    /// The wire name: `worker-thread`, `process`, `container` or `in-process interpreter`.
     pub fn as_str(self) -> &'static str {
         match self {
             Isolation::WorkerThread => "worker-thread",
             Isolation::Process => "process",
             Isolation::Container => "container",
+            Isolation::InProcessInterpreter => "in-process interpreter",
         }
     }
 }
@@ -273,6 +284,8 @@ pub enum FailureKind {
     OutputLimit,
     /// The program made more than `max_binding_calls` binding calls (beyond DSH).
     BindingLimit,
+    /// The program's memory exceeded `max_memory_mb`, as measured by the host (beyond DSH).
+    MemoryLimit,
 }
 
 impl FailureKind {
@@ -286,6 +299,7 @@ impl FailureKind {
             FailureKind::InvalidOutput => "invalid-output",
             FailureKind::OutputLimit => "output-limit",
             FailureKind::BindingLimit => "binding-limit",
+            FailureKind::MemoryLimit => "memory-limit",
         }
     }
 }

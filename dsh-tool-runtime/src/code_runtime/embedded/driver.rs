@@ -1,0 +1,375 @@
+//! What every embedded engine shares: the budget watch its interrupt hook polls, the binding
+//! call table, the thread waker and the outcome rules (the same as the subprocess runtime's).
+
+use std::collections::{HashMap, HashSet};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU8, Ordering};
+use std::task::{Context, Poll, Wake};
+use std::time::{Duration, Instant};
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::super::frame::{self, MAX_DEPTH, Unfit};
+use super::super::ledger::OutputLedger;
+use super::super::{
+    BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome,
+};
+use super::Job;
+
+/// Stack of an interpreter thread. Only touched pages are committed; the interpreter's own
+/// limit ([`INTERPRETER_STACK_BYTES`]) sits well inside it, leaving room for the host code a
+/// binding call runs at the deepest point the interpreter allows.
+pub(crate) const THREAD_STACK_BYTES: usize = 64 << 20;
+
+/// The native stack the interpreter may use before it raises a stack overflow in the program.
+#[cfg_attr(not(feature = "embedded-js"), allow(dead_code))]
+pub(crate) const INTERPRETER_STACK_BYTES: usize = 8 << 20;
+
+/// CPU time the calling thread has used, in ns.
+pub(crate) fn thread_cpu_ns() -> u64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
+    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    (ts.tv_sec as u64)
+        .saturating_mul(1_000_000_000)
+        .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Why a run was stopped. The first reason raised wins.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[repr(u8)]
+pub(crate) enum Stop {
+    /// The request's signal was cancelled.
+    Aborted = 1,
+    /// The runtime was disposed.
+    Disposed,
+    /// The wall-clock ceiling was reached.
+    Wall,
+    /// The compute budget was used up.
+    Compute,
+    /// The interpreter's allocator refused an allocation.
+    Memory,
+    /// The host settled the run itself (completion, output overflow, binding limit): the
+    /// ending is in the engine's state.
+    Settled,
+}
+
+impl Stop {
+    fn from_u8(n: u8) -> Option<Stop> {
+        Some(match n {
+            1 => Stop::Aborted,
+            2 => Stop::Disposed,
+            3 => Stop::Wall,
+            4 => Stop::Compute,
+            5 => Stop::Memory,
+            6 => Stop::Settled,
+            _ => return None,
+        })
+    }
+}
+
+/// The budgets of one run, shared by the driver loop, the interrupt hook and the allocator.
+pub(crate) struct Watch {
+    stop: AtomicU8,
+    signal: CancellationToken,
+    disposed: CancellationToken,
+    wall_deadline: Instant,
+    cpu_deadline_ns: u64,
+    compute_ms: u64,
+    max_wall_ms: u64,
+    max_memory_mb: u64,
+}
+
+impl Watch {
+    /// Starts the clocks; call it on the interpreter thread.
+    pub(crate) fn new(job: &Job) -> Self {
+        let config = &job.config;
+        Watch {
+            stop: AtomicU8::new(0),
+            signal: job.request.signal.clone(),
+            disposed: job.disposed.clone(),
+            wall_deadline: Instant::now() + Duration::from_millis(config.max_wall_ms),
+            cpu_deadline_ns: thread_cpu_ns().saturating_add(config.compute_ms * 1_000_000),
+            compute_ms: config.compute_ms,
+            max_wall_ms: config.max_wall_ms,
+            max_memory_mb: config.max_memory_mb,
+        }
+    }
+
+    /// Records `stop` unless another reason came first.
+    pub(crate) fn raise(&self, stop: Stop) {
+        let _ = self
+            .stop
+            .compare_exchange(0, stop as u8, Ordering::AcqRel, Ordering::Acquire);
+    }
+
+    /// The reason the run was stopped, if it was.
+    pub(crate) fn stopped(&self) -> Option<Stop> {
+        Stop::from_u8(self.stop.load(Ordering::Acquire))
+    }
+
+    /// Checks every budget; `true` when the run must stop. Called by the interrupt hook on the
+    /// interpreter thread (its CPU clock is the one charged).
+    pub(crate) fn check(&self) -> bool {
+        if self.stopped().is_some() {
+            return true;
+        }
+        if self.signal.is_cancelled() {
+            self.raise(Stop::Aborted);
+        } else if self.disposed.is_cancelled() {
+            self.raise(Stop::Disposed);
+        } else if Instant::now() >= self.wall_deadline {
+            self.raise(Stop::Wall);
+        } else if thread_cpu_ns() >= self.cpu_deadline_ns {
+            self.raise(Stop::Compute);
+        }
+        self.stopped().is_some()
+    }
+
+    /// Time left until the wall-clock ceiling.
+    pub(crate) fn wall_left(&self) -> Duration {
+        self.wall_deadline.saturating_duration_since(Instant::now())
+    }
+
+    /// The typed failure a limit or cancellation reason ends the run with.
+    pub(crate) fn failure(&self, stop: Stop) -> (FailureKind, String) {
+        match stop {
+            Stop::Aborted => (FailureKind::Abort, "run aborted".to_owned()),
+            Stop::Disposed => (FailureKind::Abort, "runtime disposed".to_owned()),
+            Stop::Wall => (
+                FailureKind::Timeout,
+                format!("wall-clock ceiling reached ({}ms)", self.max_wall_ms),
+            ),
+            Stop::Compute => (
+                FailureKind::Timeout,
+                format!(
+                    "compute budget exhausted ({}ms of CPU time)",
+                    self.compute_ms
+                ),
+            ),
+            Stop::Memory => (
+                FailureKind::MemoryLimit,
+                format!("memory limit reached ({} MiB)", self.max_memory_mb),
+            ),
+            Stop::Settled => (
+                FailureKind::WorkerExit,
+                "the interpreter stopped before completing".to_owned(),
+            ),
+        }
+    }
+}
+
+/// Wakes the interpreter thread when a binding call or a cancellation is ready.
+pub(crate) struct Unpark(pub(crate) std::thread::Thread);
+
+impl Wake for Unpark {
+    fn wake(self: Arc<Self>) {
+        self.0.unpark();
+    }
+
+    fn wake_by_ref(self: &Arc<Self>) {
+        self.0.unpark();
+    }
+}
+
+/// How a run ended, before the output ledger has had its say.
+pub(crate) enum Ending {
+    /// The program returned this value (`None`: nothing).
+    Done(Option<Value>),
+    /// A typed failure.
+    Fail(FailureKind, String),
+    /// The output cap was exceeded; the diagnostic (already cut to fit).
+    Overflow(String),
+}
+
+/// What became of a binding call the program made.
+pub(crate) enum Submitted {
+    /// It is under way; its reply comes from [`Calls::poll_ready`].
+    Dispatched,
+    /// It rejects at once in the program with this message.
+    Refused(String),
+    /// It was one call too many: the run ends with this ending.
+    Limit(Ending),
+}
+
+type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
+
+/// The binding calls of one run: own-name lookup, the call budget, the calls in flight.
+pub(crate) struct Calls {
+    namespaces: HashMap<String, HashSet<String>>,
+    dispatch: Option<BindingDispatch>,
+    made: u64,
+    max: u64,
+    pending: FuturesUnordered<PendingCall>,
+    run_signal: CancellationToken,
+}
+
+impl Calls {
+    pub(crate) fn new(job: &Job) -> Self {
+        Calls {
+            namespaces: job
+                .request
+                .bindings
+                .iter()
+                .map(|ns| (ns.global.clone(), ns.names.iter().cloned().collect()))
+                .collect(),
+            dispatch: job.request.dispatch.clone(),
+            made: 0,
+            max: job.config.max_binding_calls,
+            pending: FuturesUnordered::new(),
+            run_signal: CancellationToken::new(),
+        }
+    }
+
+    /// Takes one call: `args` is its JSON text as the program's side encoded it.
+    pub(crate) fn submit(&mut self, id: u64, global: &str, name: &str, args: &str) -> Submitted {
+        self.made += 1;
+        if self.made > self.max {
+            return Submitted::Limit(Ending::Fail(
+                FailureKind::BindingLimit,
+                format!("binding call limit reached ({} calls)", self.max),
+            ));
+        }
+        let known = self
+            .namespaces
+            .get(global)
+            .is_some_and(|names| names.contains(name));
+        if !known {
+            return Submitted::Refused(format!("unknown binding \"{global}.{name}\""));
+        }
+        let Some(args) = parse_json(args) else {
+            return Submitted::Refused("binding arguments must be lossless JSON".to_owned());
+        };
+        let Some(dispatch) = &self.dispatch else {
+            return Submitted::Refused("no binding dispatcher installed".to_owned());
+        };
+        let call = dispatch(BindingCall {
+            namespace: global.to_owned(),
+            name: name.to_owned(),
+            args,
+            signal: self.run_signal.child_token(),
+        });
+        self.pending
+            .push(call.map(move |result| (id, result)).boxed());
+        Submitted::Dispatched
+    }
+
+    /// The calls that have finished since the last poll: the value's JSON text, or the message
+    /// the call rejects with.
+    pub(crate) fn poll_ready(
+        &mut self,
+        cx: &mut Context<'_>,
+    ) -> Vec<(u64, Result<String, String>)> {
+        let mut ready = Vec::new();
+        while !self.pending.is_empty() {
+            match self.pending.poll_next_unpin(cx) {
+                Poll::Ready(Some((id, result))) => ready.push((id, reply_text(result))),
+                Poll::Ready(None) | Poll::Pending => break,
+            }
+        }
+        ready
+    }
+
+    /// Stops every call in flight: the run has settled.
+    pub(crate) fn settle(&mut self) {
+        self.run_signal.cancel();
+        self.pending = FuturesUnordered::new();
+    }
+}
+
+fn reply_text(result: Result<Value, BindingError>) -> Result<String, String> {
+    let value = result.map_err(|e| e.message)?;
+    match frame::inspect(&value) {
+        Ok(depth) => {
+            let mut out = Vec::new();
+            frame::write_value(&mut out, &value, depth);
+            frame::with_stack_for(depth, move || drop(value));
+            // serde_json writes UTF-8.
+            String::from_utf8(out).map_err(|_| "binding resolution must be lossless JSON".into())
+        }
+        Err(Unfit::Lossy) => Err("binding resolution must be lossless JSON".to_owned()),
+        Err(Unfit::TooDeep) => Err(format!(
+            "binding resolution nests deeper than {MAX_DEPTH} levels"
+        )),
+    }
+}
+
+/// Parses JSON text from the interpreter: `None` unless it is lossless and at most
+/// [`MAX_DEPTH`] deep. Deep values are parsed on a stack sized for them.
+pub(crate) fn parse_json(text: &str) -> Option<Value> {
+    let depth = frame::nesting_depth(text.as_bytes())?;
+    if depth > MAX_DEPTH {
+        return None;
+    }
+    frame::with_stack_for(depth, || {
+        let value = frame::parse(text.as_bytes())?;
+        frame::inspect(&value).is_ok().then_some(value)
+    })
+}
+
+/// The outcome of a failure, its message charged to the ledger (REFERENCE §4.7).
+pub(crate) fn failure_outcome(
+    ledger: &mut OutputLedger,
+    mut logs: Vec<String>,
+    kind: FailureKind,
+    message: String,
+) -> RunOutcome {
+    let error = match ledger.check_message(&mut logs, &message) {
+        Ok(()) => CodeRunFailure { kind, message },
+        Err(diagnostic) => CodeRunFailure {
+            kind: FailureKind::OutputLimit,
+            message: diagnostic,
+        },
+    };
+    RunOutcome {
+        value: None,
+        logs,
+        error: Some(error),
+    }
+}
+
+/// The outcome of an ending, with the same output rules as the subprocess runtime.
+pub(crate) fn outcome(
+    ledger: &mut OutputLedger,
+    mut logs: Vec<String>,
+    ending: Ending,
+) -> RunOutcome {
+    match ending {
+        Ending::Done(value) => {
+            if let Some(v) = &value
+                && !ledger.fits_value(v)
+            {
+                let message = ledger.overflow_message(&mut logs);
+                return RunOutcome {
+                    value: None,
+                    logs,
+                    error: Some(CodeRunFailure {
+                        kind: FailureKind::OutputLimit,
+                        message,
+                    }),
+                };
+            }
+            RunOutcome {
+                value,
+                logs,
+                error: None,
+            }
+        }
+        Ending::Fail(kind, message) => failure_outcome(ledger, logs, kind, message),
+        Ending::Overflow(message) => RunOutcome {
+            value: None,
+            logs,
+            error: Some(CodeRunFailure {
+                kind: FailureKind::OutputLimit,
+                message,
+            }),
+        },
+    }
+}

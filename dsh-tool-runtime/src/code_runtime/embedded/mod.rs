@@ -1,0 +1,269 @@
+//! Embedded code runtimes (SPEC §8.2): the program runs in an interpreter inside the host
+//! process, with no ambient authority — no filesystem, network, processes, environment or
+//! modules; only the binding globals and `console` are handed in.
+//!
+//! [`EmbeddedRuntime::javascript`] runs TypeScript (stripped on the host, as for the subprocess
+//! runtime) on QuickJS (feature `embedded-js`). Each run gets a fresh interpreter runtime and
+//! context on a thread of its own, so a run never blocks tokio's workers; at most
+//! [`EmbeddedConfig::max_concurrent_runs`] interpreter threads exist at once, further runs wait.
+//! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
+//! kinds.
+
+mod driver;
+#[cfg(feature = "embedded-js")]
+mod quickjs;
+
+use std::sync::Arc;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use tokio::sync::{Semaphore, oneshot};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+use super::ledger::OutputLedger;
+use super::names::validate_namespaces;
+use super::strip::strip_types;
+use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
+
+/// Budgets and options of an [`EmbeddedRuntime`]. All durations in milliseconds.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct EmbeddedConfig {
+    /// CPU time the interpreter thread may use, in ms (default 60,000). Time spent waiting on
+    /// bindings is not charged. Checked by the interpreter's interrupt hook, so an overrun ends
+    /// within a few ms: `timeout` `compute budget exhausted (<compute_ms>ms of CPU time)`.
+    pub compute_ms: u64,
+    /// Wall-clock ceiling of a run in ms (default 600,000), counted from the moment the
+    /// interpreter starts. Overrun: `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
+    pub max_wall_ms: u64,
+    /// Heap of the interpreter in MiB (default 512; at least 4), enforced by its allocator. The
+    /// first refused allocation ends the run, even if the program catches the error:
+    /// `memory-limit` `memory limit reached (<max_memory_mb> MiB)`.
+    pub max_memory_mb: u64,
+    /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
+    /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
+    pub max_output_bytes: u64,
+    /// Binding calls a run may make (default 10,000). The call past it ends the run:
+    /// `binding-limit` `binding call limit reached (<n> calls)`.
+    pub max_binding_calls: u64,
+    /// Runs that may execute at once (default twice the number of cores); further runs wait
+    /// for a slot without holding a thread.
+    pub max_concurrent_runs: usize,
+}
+
+impl Default for EmbeddedConfig {
+    fn default() -> Self {
+        EmbeddedConfig {
+            compute_ms: 60_000,
+            max_wall_ms: 600_000,
+            max_memory_mb: 512,
+            max_output_bytes: 64 << 20,
+            max_binding_calls: 10_000,
+            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+        }
+    }
+}
+
+impl EmbeddedConfig {
+    fn validate(&self) -> Result<(), CodeRuntimeError> {
+        let fail = |m: &str| Err(CodeRuntimeError::InvalidConfig(m.to_owned()));
+        if self.compute_ms == 0 || self.compute_ms > i32::MAX as u64 {
+            return fail("config.compute_ms must be between 1 and 2147483647");
+        }
+        if self.max_wall_ms == 0 || self.max_wall_ms > i32::MAX as u64 {
+            return fail("config.max_wall_ms must be between 1 and 2147483647");
+        }
+        if self.max_output_bytes < 4 || self.max_output_bytes > (1 << 53) - 1 {
+            return fail("config.max_output_bytes must be a safe integer of at least 4");
+        }
+        if self.max_memory_mb < 4 || self.max_memory_mb > 1 << 20 {
+            return fail("config.max_memory_mb must be between 4 and 1048576");
+        }
+        if self.max_concurrent_runs == 0 || self.max_concurrent_runs > Semaphore::MAX_PERMITS {
+            return fail("config.max_concurrent_runs must be positive");
+        }
+        Ok(())
+    }
+}
+
+/// Which interpreter a runtime embeds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Engine {
+    #[cfg(feature = "embedded-js")]
+    QuickJs,
+}
+
+impl Engine {
+    fn language(self) -> &'static str {
+        match self {
+            #[cfg(feature = "embedded-js")]
+            Engine::QuickJs => "typescript",
+        }
+    }
+}
+
+/// A [`CodeRuntime`] running each program in a fresh in-process interpreter.
+///
+/// Nothing outside the interpreter is reachable from a program: there is no `require`,
+/// `process`, `fetch`, filesystem or module loader; `import()` rejects. The program's memory
+/// is bounded by the interpreter's allocator (`memory-limit` when exceeded), its native stack by
+/// the interpreter's stack limit (a catchable `RangeError`, as in Node.js), its time by the
+/// interrupt hook. Cloning shares the runtime.
+#[derive(Clone)]
+pub struct EmbeddedRuntime {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    engine: Engine,
+    config: EmbeddedConfig,
+    slots: Arc<Semaphore>,
+    disposed: CancellationToken,
+    runs: TaskTracker,
+}
+
+impl EmbeddedRuntime {
+    /// A TypeScript runtime on QuickJS (ES2023). Programs are type-stripped on the host
+    /// (erasable syntax only) and run as the body of an async function with `console` and the
+    /// binding globals in scope. Static `import`, `require` and Node.js or browser APIs do not
+    /// exist.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range.
+    #[cfg(feature = "embedded-js")]
+    pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::new(Engine::QuickJs, config)
+    }
+
+    fn new(engine: Engine, config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        config.validate()?;
+        Ok(EmbeddedRuntime {
+            inner: Arc::new(Inner {
+                engine,
+                slots: Arc::new(Semaphore::new(config.max_concurrent_runs)),
+                config,
+                disposed: CancellationToken::new(),
+                runs: TaskTracker::new(),
+            }),
+        })
+    }
+
+    /// The configuration this runtime was built with.
+    pub fn config(&self) -> &EmbeddedConfig {
+        &self.inner.config
+    }
+}
+
+impl CodeRuntime for EmbeddedRuntime {
+    fn language(&self) -> &'static str {
+        self.inner.engine.language()
+    }
+
+    fn isolation(&self) -> Isolation {
+        Isolation::InProcessInterpreter
+    }
+
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
+        let inner = Arc::clone(&self.inner);
+        self.inner.runs.track_future(inner.run(request)).boxed()
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        async move {
+            self.inner.disposed.cancel();
+            self.inner.runs.close();
+            self.inner.runs.wait().await;
+        }
+        .boxed()
+    }
+}
+
+/// Everything an interpreter thread needs for one run.
+pub(crate) struct Job {
+    pub(crate) program: String,
+    pub(crate) request: RunRequest,
+    pub(crate) config: EmbeddedConfig,
+    pub(crate) disposed: CancellationToken,
+    pub(crate) handle: tokio::runtime::Handle,
+}
+
+impl Inner {
+    fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
+        let mut ledger = OutputLedger::new(self.config.max_output_bytes);
+        driver::failure_outcome(&mut ledger, Vec::new(), kind, message)
+    }
+
+    async fn run(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
+        if self.disposed.is_cancelled() {
+            return Err(CodeRuntimeError::Disposed);
+        }
+        validate_namespaces(&request.bindings).map_err(CodeRuntimeError::InvalidBindings)?;
+        let before = || request.signal.is_cancelled() || self.disposed.is_cancelled();
+        let aborted = || {
+            self.early(
+                FailureKind::Abort,
+                "run aborted before it started".to_owned(),
+            )
+        };
+        if before() {
+            return Ok(aborted());
+        }
+        let program = match self.engine {
+            #[cfg(feature = "embedded-js")]
+            Engine::QuickJs => match strip_types(request.program.clone()).await {
+                Ok(js) => js,
+                Err(message) => return Ok(self.early(FailureKind::Exception, message)),
+            },
+        };
+        let slot = tokio::select! {
+            biased;
+            _ = request.signal.cancelled() => return Ok(aborted()),
+            _ = self.disposed.cancelled() => return Ok(aborted()),
+            slot = Arc::clone(&self.slots).acquire_owned() => match slot {
+                Ok(slot) => slot,
+                Err(_) => return Ok(aborted()),
+            },
+        };
+        if before() {
+            return Ok(aborted());
+        }
+        let job = Job {
+            program,
+            request,
+            config: self.config.clone(),
+            disposed: self.disposed.clone(),
+            handle: tokio::runtime::Handle::current(),
+        };
+        let (tx, rx) = oneshot::channel();
+        let engine = self.engine;
+        // The thread is tracked too: a caller may drop the run's future, but `dispose` still
+        // waits until the interpreter is gone.
+        let token = self.runs.token();
+        let spawned = std::thread::Builder::new()
+            .name("dsh-embedded".to_owned())
+            .stack_size(driver::THREAD_STACK_BYTES)
+            .spawn(move || {
+                // A panic drops `tx`: the run reads `worker-exit`.
+                let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match engine {
+                    #[cfg(feature = "embedded-js")]
+                    Engine::QuickJs => quickjs::run(job, tx),
+                }));
+                // The interpreter and its heap are gone before the slot is given back.
+                drop(slot);
+                drop(token);
+            });
+        if let Err(e) = spawned {
+            return Ok(self.early(
+                FailureKind::WorkerExit,
+                format!("could not start the interpreter thread: {e}"),
+            ));
+        }
+        Ok(rx.await.unwrap_or_else(|_| {
+            self.early(
+                FailureKind::WorkerExit,
+                "the interpreter stopped before completing".to_owned(),
+            )
+        }))
+    }
+}

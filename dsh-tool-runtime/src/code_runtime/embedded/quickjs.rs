@@ -1,0 +1,395 @@
+//! The QuickJS engine (through `rquickjs`): one fresh runtime and context per run, driven on the
+//! run's own thread, with binding calls polled on that thread between interpreter jobs.
+
+use std::cell::RefCell;
+use std::pin::pin;
+use std::rc::Rc;
+use std::sync::Arc;
+use std::task::Waker;
+
+use rquickjs::allocator::Allocator;
+use rquickjs::context::EvalOptions;
+use rquickjs::function::Opt;
+use rquickjs::{Context, Ctx, Function, Object, Runtime};
+use tokio::sync::oneshot;
+
+use super::super::frame::MAX_DEPTH;
+use super::super::ledger::OutputLedger;
+use super::super::{FailureKind, RunOutcome};
+use super::Job;
+use super::driver::{
+    self, Calls, Ending, INTERPRETER_STACK_BYTES, Stop, Submitted, Unpark, Watch, parse_json,
+};
+
+const BOOTSTRAP: &str = include_str!("../../../../sdk-templates/embedded_quickjs.js");
+
+/// Interpreter heap beyond `max_memory_mb` for the runtime, context and bootstrap themselves.
+const BASE_HEAP_BYTES: usize = 4 << 20;
+
+/// The interpreter's allocator: the C heap, counted, refusing what would exceed the budget.
+/// A refusal stops the run (`memory-limit`) even if the program catches the error it raises.
+struct Budgeted {
+    used: usize,
+    cap: usize,
+    watch: Arc<Watch>,
+}
+
+impl Budgeted {
+    fn refuse(&self) -> *mut u8 {
+        self.watch.raise(Stop::Memory);
+        std::ptr::null_mut()
+    }
+
+    fn admits(&self, size: usize) -> bool {
+        self.used.saturating_add(size) <= self.cap
+    }
+}
+
+// SAFETY: every pointer handed out comes from the C allocator (aligned for any type, at least
+// `size` usable bytes) and is given back to it; `usable_size` asks that same allocator.
+unsafe impl Allocator for Budgeted {
+    fn alloc(&mut self, size: usize) -> *mut u8 {
+        let size = size.max(1);
+        if !self.admits(size) {
+            return self.refuse();
+        }
+        // SAFETY: plain C allocation of a positive size.
+        let ptr = unsafe { libc::malloc(size) }.cast::<u8>();
+        if ptr.is_null() {
+            return self.refuse();
+        }
+        // SAFETY: `ptr` was just returned by malloc.
+        self.used += unsafe { libc::malloc_usable_size(ptr.cast()) };
+        ptr
+    }
+
+    fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        let Some(total) = count.checked_mul(size) else {
+            return self.refuse();
+        };
+        if !self.admits(total.max(1)) {
+            return self.refuse();
+        }
+        // SAFETY: plain C allocation; calloc checks the product itself too.
+        let ptr = unsafe { libc::calloc(count.max(1), size.max(1)) }.cast::<u8>();
+        if ptr.is_null() {
+            return self.refuse();
+        }
+        // SAFETY: `ptr` was just returned by calloc.
+        self.used += unsafe { libc::malloc_usable_size(ptr.cast()) };
+        ptr
+    }
+
+    unsafe fn dealloc(&mut self, ptr: *mut u8) {
+        if ptr.is_null() {
+            return;
+        }
+        // SAFETY: the caller hands back a pointer from this allocator.
+        unsafe {
+            self.used = self
+                .used
+                .saturating_sub(libc::malloc_usable_size(ptr.cast()));
+            libc::free(ptr.cast());
+        }
+    }
+
+    unsafe fn realloc(&mut self, ptr: *mut u8, new_size: usize) -> *mut u8 {
+        if ptr.is_null() {
+            return self.alloc(new_size);
+        }
+        if new_size == 0 {
+            // SAFETY: as `dealloc`.
+            unsafe { self.dealloc(ptr) };
+            return std::ptr::null_mut();
+        }
+        // SAFETY: the caller hands back a pointer from this allocator.
+        let old = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        if new_size > old && !self.admits(new_size - old) {
+            return self.refuse();
+        }
+        // SAFETY: `ptr` is live and from malloc; on failure it stays valid and is kept.
+        let grown = unsafe { libc::realloc(ptr.cast(), new_size) }.cast::<u8>();
+        if grown.is_null() {
+            return self.refuse();
+        }
+        // SAFETY: `grown` was just returned by realloc.
+        let now = unsafe { libc::malloc_usable_size(grown.cast()) };
+        self.used = self.used.saturating_sub(old) + now;
+        grown
+    }
+
+    unsafe fn usable_size(ptr: *mut u8) -> usize {
+        // SAFETY: the caller passes a pointer from this allocator.
+        unsafe { libc::malloc_usable_size(ptr.cast()) }
+    }
+}
+
+/// The run's state the host functions and the driver loop share (on the interpreter thread).
+struct State {
+    ledger: OutputLedger,
+    logs: Vec<String>,
+    ending: Option<Ending>,
+    calls: Calls,
+}
+
+impl State {
+    /// Settles the run with `ending` unless it has already ended.
+    fn end(&mut self, watch: &Watch, ending: Ending) {
+        if self.ending.is_none() && watch.stopped().is_none() {
+            self.ending = Some(ending);
+            watch.raise(Stop::Settled);
+        }
+    }
+}
+
+/// Runs `job` to its outcome, sends the outcome, then tears the interpreter down.
+pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
+    let _tokio = job.handle.enter();
+    let watch = Arc::new(Watch::new(&job));
+    let cap = usize::try_from(job.config.max_memory_mb << 20)
+        .unwrap_or(usize::MAX)
+        .saturating_add(BASE_HEAP_BYTES);
+    let allocator = Budgeted {
+        used: 0,
+        cap,
+        watch: Arc::clone(&watch),
+    };
+    let state = Rc::new(RefCell::new(State {
+        ledger: OutputLedger::new(job.config.max_output_bytes),
+        logs: Vec::new(),
+        ending: None,
+        calls: Calls::new(&job),
+    }));
+    let started = Runtime::new_with_alloc(allocator).and_then(|rt| {
+        rt.set_max_stack_size(INTERPRETER_STACK_BYTES);
+        let hook = Arc::clone(&watch);
+        rt.set_interrupt_handler(Some(Box::new(move || hook.check())));
+        let context = Context::full(&rt)?;
+        Ok((rt, context))
+    });
+    let (rt, context) = match started {
+        Ok(pair) => pair,
+        Err(e) => {
+            let mut state = state.borrow_mut();
+            let ending = match watch.stopped() {
+                Some(stop) if stop != Stop::Settled => {
+                    let (kind, message) = watch.failure(stop);
+                    Ending::Fail(kind, message)
+                }
+                _ => Ending::Fail(
+                    FailureKind::WorkerExit,
+                    format!("the interpreter could not start: {e}"),
+                ),
+            };
+            let logs = std::mem::take(&mut state.logs);
+            let _ = tx.send(driver::outcome(&mut state.ledger, logs, ending));
+            return;
+        }
+    };
+    let outcome = context.with(|ctx| drive(&ctx, &job, &watch, &state));
+    let _ = tx.send(outcome);
+    // The program's heap goes with the runtime; pending calls were dropped at settle.
+    drop(context);
+    drop(rt);
+}
+
+fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>>) -> RunOutcome {
+    let reply = match start(ctx, job, watch, state) {
+        Ok(reply) => Some(reply),
+        Err(e) => {
+            let _ = ctx.catch();
+            if watch.stopped().is_none() {
+                state.borrow_mut().end(
+                    watch,
+                    Ending::Fail(
+                        FailureKind::WorkerExit,
+                        format!("the interpreter could not start the program: {e}"),
+                    ),
+                );
+            }
+            None
+        }
+    };
+    if let Some(reply) = reply {
+        pump(ctx, job, watch, state, &reply);
+    }
+    let mut state = state.borrow_mut();
+    state.calls.settle();
+    let ending = match watch.stopped() {
+        Some(Stop::Settled) | None => state.ending.take().unwrap_or_else(|| {
+            let (kind, message) = watch.failure(Stop::Settled);
+            Ending::Fail(kind, message)
+        }),
+        Some(stop) => {
+            let (kind, message) = watch.failure(stop);
+            Ending::Fail(kind, message)
+        }
+    };
+    let logs = std::mem::take(&mut state.logs);
+    driver::outcome(&mut state.ledger, logs, ending)
+}
+
+/// Installs the host functions and the bootstrap, compiles the program and starts it. Returns
+/// the bootstrap's `reply` function.
+fn start<'js>(
+    ctx: &Ctx<'js>,
+    job: &Job,
+    watch: &Arc<Watch>,
+    state: &Rc<RefCell<State>>,
+) -> rquickjs::Result<Function<'js>> {
+    let host = Object::new(ctx.clone())?;
+    let (st, w) = (Rc::clone(state), Arc::clone(watch));
+    host.set(
+        "log",
+        Function::new(ctx.clone(), move |text: String| {
+            let mut guard = st.borrow_mut();
+            let s = &mut *guard;
+            if s.ending.is_some() {
+                return;
+            }
+            if let Err(diagnostic) = s.ledger.push_log(&mut s.logs, &text) {
+                s.end(&w, Ending::Overflow(diagnostic));
+            }
+        })?,
+    )?;
+    let (st, w) = (Rc::clone(state), Arc::clone(watch));
+    host.set(
+        "call",
+        Function::new(
+            ctx.clone(),
+            move |id: f64, global: String, name: String, args: String| -> String {
+                let mut s = st.borrow_mut();
+                if s.ending.is_some() || id < 1.0 || id.fract() != 0.0 {
+                    return "run_code run is over".to_owned();
+                }
+                match s.calls.submit(id as u64, &global, &name, &args) {
+                    Submitted::Dispatched => String::new(),
+                    Submitted::Refused(message) => message,
+                    Submitted::Limit(ending) => {
+                        s.end(&w, ending);
+                        "binding call limit reached".to_owned()
+                    }
+                }
+            },
+        )?,
+    )?;
+    let (st, w) = (Rc::clone(state), Arc::clone(watch));
+    host.set(
+        "done",
+        Function::new(ctx.clone(), move |text: Opt<String>| {
+            let ending = match text.0 {
+                None => Ending::Done(None),
+                Some(text) => match parse_json(&text) {
+                    Some(value) => Ending::Done(Some(value)),
+                    None => Ending::Fail(
+                        FailureKind::InvalidOutput,
+                        "program completion must be lossless JSON".to_owned(),
+                    ),
+                },
+            };
+            st.borrow_mut().end(&w, ending);
+        })?,
+    )?;
+    let (st, w) = (Rc::clone(state), Arc::clone(watch));
+    host.set(
+        "fail",
+        Function::new(ctx.clone(), move |kind: i32, message: String| {
+            // Only program-level kinds come from the program's side; limits are the host's.
+            let kind = if kind == 1 {
+                FailureKind::InvalidOutput
+            } else {
+                FailureKind::Exception
+            };
+            st.borrow_mut().end(&w, Ending::Fail(kind, message));
+        })?,
+    )?;
+    let mut options = EvalOptions::default();
+    options.filename = Some("bootstrap.js".to_owned());
+    let factory: Function = ctx.eval_with_options(BOOTSTRAP, options)?;
+    let api: Object = factory.call((host,))?;
+    let prepare: Function = api.get("prepare")?;
+    let reply: Function = api.get("reply")?;
+    let namespaces = serde_json::Value::Array(
+        job.request
+            .bindings
+            .iter()
+            .map(|ns| {
+                serde_json::json!({
+                    "global": ns.global,
+                    "names": ns.names,
+                    "errorClass": ns.error_class.as_ref().map(|c| serde_json::json!({
+                        "name": c.name,
+                        "member": c.member_name_property,
+                    })),
+                })
+            })
+            .collect(),
+    );
+    let prepared: Object = prepare.call((
+        namespaces.to_string(),
+        job.config.max_output_bytes as f64,
+        MAX_DEPTH as f64,
+    ))?;
+    let params: String = prepared.get("params")?;
+    let begin: Function = prepared.get("start")?;
+    let reject: Function = prepared.get("reject")?;
+    // The program keeps its own lines, so stack positions are the program's own.
+    let source = format!("(async function ({params}) {{{}\n}})", job.program);
+    let mut options = EvalOptions::default();
+    options.filename = Some("program.ts".to_owned());
+    match ctx.eval_with_options::<Function, _>(source, options) {
+        Ok(main) => begin.call::<_, ()>((main,))?,
+        Err(rquickjs::Error::Exception) => {
+            let thrown = ctx.catch();
+            reject.call::<_, ()>((thrown,))?;
+        }
+        Err(e) => return Err(e),
+    }
+    Ok(reply)
+}
+
+/// Runs interpreter jobs and binding replies until the run has ended or been stopped.
+fn pump<'js>(
+    ctx: &Ctx<'js>,
+    job: &Job,
+    watch: &Arc<Watch>,
+    state: &Rc<RefCell<State>>,
+    reply: &Function<'js>,
+) {
+    let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
+    let mut cx = std::task::Context::from_waker(&waker);
+    let mut aborted = pin!(job.request.signal.clone().cancelled_owned());
+    let mut disposed = pin!(job.disposed.clone().cancelled_owned());
+    loop {
+        while watch.stopped().is_none() && ctx.execute_pending_job() {}
+        if watch.stopped().is_some() {
+            return;
+        }
+        let ready = state.borrow_mut().calls.poll_ready(&mut cx);
+        if !ready.is_empty() {
+            for (id, result) in ready {
+                let (ok, payload) = match result {
+                    Ok(text) => (true, text),
+                    Err(message) => (false, message),
+                };
+                if reply.call::<_, ()>((id as f64, ok, payload)).is_err() {
+                    let _ = ctx.catch();
+                }
+                if watch.stopped().is_some() {
+                    return;
+                }
+            }
+            continue;
+        }
+        if aborted.as_mut().poll(&mut cx).is_ready() {
+            watch.raise(Stop::Aborted);
+        }
+        if disposed.as_mut().poll(&mut cx).is_ready() {
+            watch.raise(Stop::Disposed);
+        }
+        if watch.check() {
+            return;
+        }
+        std::thread::park_timeout(watch.wall_left());
+    }
+}

@@ -1,0 +1,334 @@
+// Bootstrap of the dsh-tools embedded TypeScript runtime: runs one program in a fresh QuickJS
+// context inside the host process.
+//
+// This file is one function expression. The host calls it with its own `host` object, which is
+// never reachable from the program: `host.log(text)`, `host.call(id, global, name, argsJson)`
+// (returns "" when the call was dispatched, else the message to reject with),
+// `host.done(valueJson)` / `host.done()` and `host.fail(kind, message)` (kind 0: exception,
+// 1: invalid output). It returns `{ prepare, reply }`: `prepare(namespacesJson, maxOutputBytes,
+// maxDepth)` builds the globals and returns `{ params, start, reject }`; the host compiles the
+// program as `async function (<params>) { <program> }`, then calls `start(main)` (or
+// `reject(syntaxError)`), and later `reply(id, ok, payload)` per call (payload: the value's JSON
+// text, or the failure message). The host trusts nothing sent from here: it enforces every
+// budget itself.
+(function (host) {
+  'use strict';
+  const LONE_SURROGATE = /\p{Cs}/u;
+  const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$]*$/;
+  const INSPECT_DEPTH = 4;
+  const hostLog = host.log;
+  const hostCall = host.call;
+  const hostDone = host.done;
+  const hostFail = host.fail;
+  let maxOutputBytes = 64 * 1024 * 1024;
+  let maxDepth = 4096;
+  let finished = false;
+
+  function wellFormed(text) {
+    return LONE_SURROGATE.test(text) ? text.replace(/\p{Cs}/gu, '\uFFFD') : text;
+  }
+
+  // Cuts text whose JSON form is far over the output cap, keeping enough for the host to see
+  // that it is over and to keep the longest prefix that fits.
+  function capText(text) {
+    if (text.length * 6 + 2 <= maxOutputBytes) return text;
+    return text.slice(0, maxOutputBytes + 2);
+  }
+
+  function utf8Length(text) {
+    let bytes = 0;
+    for (let i = 0; i < text.length; i++) {
+      const c = text.charCodeAt(i);
+      if (c < 0x80) bytes += 1;
+      else if (c < 0x800) bytes += 2;
+      else if (c >= 0xd800 && c <= 0xdbff) {
+        bytes += 4;
+        i++;
+      } else bytes += 3;
+    }
+    return bytes;
+  }
+
+  function log(text) {
+    if (!finished) hostLog(capText(wellFormed(String(text))));
+  }
+
+  function quote(s) {
+    return "'" + s.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n') + "'";
+  }
+
+  // A small rendering in the manner of Node.js `util.inspect`: nested strings quoted, objects
+  // and arrays on one line, depth-limited, cycles marked.
+  function inspect(value, depth, seen) {
+    switch (typeof value) {
+      case 'string':
+        return depth === 0 ? value : quote(value);
+      case 'number':
+        return Object.is(value, -0) ? '-0' : String(value);
+      case 'bigint':
+        return String(value) + 'n';
+      case 'undefined':
+        return 'undefined';
+      case 'boolean':
+        return String(value);
+      case 'symbol':
+        return value.toString();
+      case 'function':
+        return value.name ? '[Function: ' + value.name + ']' : '[Function (anonymous)]';
+      default:
+        break;
+    }
+    if (value === null) return 'null';
+    if (seen.includes(value)) return '[Circular]';
+    if (value instanceof Error) {
+      return typeof value.stack === 'string' && value.stack
+        ? value.name + ': ' + value.message + '\n' + value.stack.replace(/\n$/, '')
+        : value.name + ': ' + value.message;
+    }
+    const isArray = Array.isArray(value);
+    if (depth > INSPECT_DEPTH) return isArray ? '[Array]' : '[Object]';
+    seen.push(value);
+    const parts = [];
+    if (isArray) {
+      const shown = Math.min(value.length, 100);
+      for (let i = 0; i < shown; i++) parts.push(inspect(value[i], depth + 1, seen));
+      if (value.length > shown) parts.push('... ' + (value.length - shown) + ' more items');
+    } else if (value instanceof Map) {
+      for (const [k, v] of value) {
+        parts.push(inspect(k, depth + 1, seen) + ' => ' + inspect(v, depth + 1, seen));
+      }
+    } else if (value instanceof Set) {
+      for (const v of value) parts.push(inspect(v, depth + 1, seen));
+    } else {
+      for (const key of Object.keys(value)) {
+        const shown = IDENTIFIER.test(key) ? key : quote(key);
+        parts.push(shown + ': ' + inspect(value[key], depth + 1, seen));
+      }
+    }
+    seen.pop();
+    let prefix = '';
+    if (value instanceof Map) prefix = 'Map(' + value.size + ') ';
+    else if (value instanceof Set) prefix = 'Set(' + value.size + ') ';
+    const [open, close] = isArray ? ['[', ']'] : ['{', '}'];
+    return parts.length === 0 ? prefix + open + close : prefix + open + ' ' + parts.join(', ') + ' ' + close;
+  }
+
+  function format(args) {
+    return args.map((a) => inspect(a, 0, [])).join(' ');
+  }
+
+  class Unfit extends Error {}
+
+  // Lossless JSON encoding without recursion: plain objects and dense arrays of finite numbers
+  // (not -0), well-formed strings, booleans and null, at most maxDepth levels deep.
+  function encode(root) {
+    const out = [];
+    const stack = [];
+    let value = root;
+    for (;;) {
+      if (value === null) {
+        out.push('null');
+      } else {
+        switch (typeof value) {
+          case 'boolean':
+            out.push(value ? 'true' : 'false');
+            break;
+          case 'number':
+            if (!Number.isFinite(value) || Object.is(value, -0)) throw new Unfit('lossy');
+            out.push(JSON.stringify(value));
+            break;
+          case 'string':
+            if (LONE_SURROGATE.test(value)) throw new Unfit('lossy');
+            out.push(JSON.stringify(value));
+            break;
+          case 'object': {
+            if (stack.length >= maxDepth) throw new Unfit('deep');
+            const proto = Object.getPrototypeOf(value);
+            if (Array.isArray(value)) {
+              if (proto !== Array.prototype) throw new Unfit('lossy');
+              out.push('[');
+              stack.push({ array: value, index: 0 });
+            } else {
+              if (proto !== Object.prototype && proto !== null) throw new Unfit('lossy');
+              out.push('{');
+              stack.push({ object: value, keys: Object.keys(value), index: 0 });
+            }
+            break;
+          }
+          default:
+            throw new Unfit('lossy');
+        }
+      }
+      for (;;) {
+        const top = stack[stack.length - 1];
+        if (top === undefined) return out.join('');
+        if (top.array) {
+          if (top.index < top.array.length) {
+            if (top.index > 0) out.push(',');
+            if (!(top.index in top.array)) throw new Unfit('lossy');
+            value = top.array[top.index++];
+            break;
+          }
+          out.push(']');
+        } else {
+          if (top.index < top.keys.length) {
+            if (top.index > 0) out.push(',');
+            const key = top.keys[top.index++];
+            if (LONE_SURROGATE.test(key)) throw new Unfit('lossy');
+            out.push(JSON.stringify(key), ':');
+            value = top.object[key];
+            break;
+          }
+          out.push('}');
+        }
+        stack.pop();
+      }
+    }
+  }
+
+  function describe(thrown) {
+    try {
+      if (thrown instanceof Error) {
+        const head = String(thrown.name) + ': ' + String(thrown.message);
+        // Keep the program's own frames; the bootstrap's are noise.
+        const stack = typeof thrown.stack === 'string'
+          ? thrown.stack.split('\n').filter((l) => l && (!/^\s+at /.test(l) || l.includes('program.ts'))).join('\n')
+          : '';
+        return stack ? head + '\n' + stack : head;
+      }
+      if (thrown !== null && typeof thrown === 'object' && typeof thrown.message === 'string') {
+        return thrown.message;
+      }
+      return String(thrown);
+    } catch {
+      return 'program threw an unrenderable value';
+    }
+  }
+
+  function fail(kind, message) {
+    if (finished) return;
+    finished = true;
+    hostFail(kind, capText(wellFormed(message)));
+  }
+
+  function complete(value) {
+    if (finished) return;
+    if (value === undefined) {
+      finished = true;
+      hostDone();
+      return;
+    }
+    let text;
+    try {
+      text = encode(value);
+    } catch (e) {
+      fail(
+        1,
+        e instanceof Unfit && e.message === 'deep'
+          ? 'program completion nests deeper than ' + maxDepth + ' levels'
+          : 'program completion must be lossless JSON',
+      );
+      return;
+    }
+    finished = true;
+    hostDone(text);
+  }
+
+  const consoleObject = Object.freeze({
+    log: (...args) => log(format(args)),
+    info: (...args) => log(format(args)),
+    warn: (...args) => log(format(args)),
+    error: (...args) => log(format(args)),
+    debug: (...args) => log(format(args)),
+  });
+
+  const pending = new Map();
+  let nextId = 0;
+
+  function errorClass(name, member) {
+    const cls = class extends Error {
+      constructor(bindingName, message) {
+        super(message);
+        Object.defineProperty(this, 'name', { value: name, writable: true, configurable: true });
+        this[member] = bindingName;
+      }
+    };
+    Object.defineProperty(cls, 'name', { value: name });
+    return cls;
+  }
+
+  function namespace(spec, cls) {
+    const raise = (name, message) => (cls ? new cls(name, message) : new Error(message));
+    const functions = Object.create(null);
+    for (const name of spec.names) {
+      const call = (args) => {
+        let text;
+        try {
+          text = encode(args);
+        } catch {
+          return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
+        }
+        // A UTF-16 unit takes at most 3 UTF-8 bytes: most arguments need no count at all.
+        if (text.length * 3 > maxOutputBytes && utf8Length(text) > maxOutputBytes) {
+          return Promise.reject(raise(name, 'binding arguments exceed ' + maxOutputBytes + ' bytes'));
+        }
+        const id = ++nextId;
+        const refused = hostCall(id, spec.global, name, text);
+        if (refused !== '') return Promise.reject(raise(name, refused));
+        return new Promise((resolve, reject) => {
+          pending.set(id, { resolve, reject, name, raise });
+        });
+      };
+      Object.defineProperty(functions, name, { value: call, enumerable: true });
+    }
+    return Object.freeze(functions);
+  }
+
+  function reply(id, ok, payload) {
+    const waiter = pending.get(id);
+    if (!waiter) return;
+    pending.delete(id);
+    if (!ok) {
+      waiter.reject(waiter.raise(waiter.name, payload));
+      return;
+    }
+    let value;
+    try {
+      value = JSON.parse(payload);
+    } catch (e) {
+      waiter.reject(waiter.raise(waiter.name, 'binding resolution could not be read: ' + describe(e)));
+      return;
+    }
+    waiter.resolve(value);
+  }
+
+  function prepare(namespacesJson, outputCap, depthCap) {
+    maxOutputBytes = outputCap;
+    maxDepth = depthCap;
+    const names = [];
+    const values = [];
+    const classes = [];
+    for (const spec of JSON.parse(namespacesJson)) {
+      const cls = spec.errorClass ? errorClass(spec.errorClass.name, spec.errorClass.member) : null;
+      names.push(spec.global);
+      values.push(namespace(spec, cls));
+      if (cls) classes.push([spec.errorClass.name, cls]);
+    }
+    for (const [name, cls] of classes) {
+      names.push(name);
+      values.push(cls);
+    }
+    names.push('console');
+    values.push(consoleObject);
+    const start = (main) => {
+      try {
+        main(...values).then(complete, (e) => fail(0, describe(e)));
+      } catch (e) {
+        fail(0, describe(e));
+      }
+    };
+    return { params: names.join(', '), start, reject: (e) => fail(0, describe(e)) };
+  }
+
+  return { prepare, reply };
+})

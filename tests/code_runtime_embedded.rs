@@ -1,0 +1,346 @@
+//! What only the embedded runtimes promise (SPEC §8.2): a program cannot reach the host, hostile
+//! programs (deep nesting in source and data, huge literals, recursion and allocation bombs)
+//! end in a typed outcome while the host carries on, a hot loop stops within 20 ms of CPU time
+//! past its budget, and a thousand runs leave the host's memory flat.
+//!
+//! The tests of this file measure the whole process (CPU time, resident size), so they take
+//! one lock and run one at a time.
+
+#[allow(dead_code)]
+mod code_runtime_support;
+
+use code_runtime_support::*;
+use dsh_tools::code_runtime::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind};
+use serde_json::json;
+use tokio::sync::Mutex;
+
+static ALONE: Mutex<()> = Mutex::const_new(());
+
+fn config() -> EmbeddedConfig {
+    EmbeddedConfig {
+        compute_ms: 1_000,
+        max_wall_ms: 60_000,
+        max_memory_mb: 128,
+        ..EmbeddedConfig::default()
+    }
+}
+
+fn javascript(config: EmbeddedConfig) -> EmbeddedRuntime {
+    EmbeddedRuntime::javascript(config).expect("a valid config")
+}
+
+/// CPU time this process has used so far, in ms.
+fn process_cpu_ms() -> f64 {
+    let mut ts = libc::timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    // SAFETY: a valid timespec and a constant clock id.
+    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
+    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
+}
+
+/// Resident size of this process in bytes.
+fn rss_bytes() -> u64 {
+    let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");
+    let pages: u64 = statm
+        .split_whitespace()
+        .nth(1)
+        .and_then(|n| n.parse().ok())
+        .expect("resident pages");
+    // SAFETY: sysconf has no preconditions.
+    pages * unsafe { libc::sysconf(libc::_SC_PAGESIZE) } as u64
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javascript_cannot_reach_the_host() {
+    let _alone = ALONE.lock().await;
+    let rt = javascript(config());
+    let out = run(
+        &rt,
+        r#"const names = ['require', 'process', 'std', 'os', 'fetch', 'Deno', 'Bun', 'module',
+  'exports', 'XMLHttpRequest', 'WebSocket', 'setTimeout', 'setInterval',
+  'importScripts', 'host', 'Buffer', 'scriptArgs', 'print'];
+const seen: Record<string, string> = {};
+const global = (() => {}).constructor('return this')();
+for (const n of names) seen[n] = typeof (globalThis as any)[n] + '/' + typeof global[n];
+let imported = 'resolved';
+try { await import('os'); } catch (e) { imported = 'rejected'; }
+let required = 'ran';
+try { (0, eval)("require('fs')"); } catch (e) { required = (e as Error).name; }
+const own = Object.getOwnPropertyNames(globalThis).filter((n) => /dsh|host|tools|console/i.test(n));
+return { seen, imported, required, own, same: global === globalThis };"#,
+    )
+    .await;
+    let undefined: serde_json::Map<String, serde_json::Value> = [
+        "require",
+        "process",
+        "std",
+        "os",
+        "fetch",
+        "Deno",
+        "Bun",
+        "module",
+        "exports",
+        "XMLHttpRequest",
+        "WebSocket",
+        "setTimeout",
+        "setInterval",
+        "importScripts",
+        "host",
+        "Buffer",
+        "scriptArgs",
+        "print",
+    ]
+    .into_iter()
+    .map(|n| (n.to_owned(), json!("undefined/undefined")))
+    .collect();
+    assert_value(
+        &out,
+        json!({"seen": undefined, "imported": "rejected", "required": "ReferenceError",
+            "own": [], "same": true}),
+    );
+    // Nothing a run leaves behind reaches the next one.
+    let first = run(
+        &rt,
+        "(globalThis as any).leak = 42; Object.prototype.x = 1; return 1",
+    )
+    .await;
+    assert_value(&first, json!(1));
+    let second = run(
+        &rt,
+        "return [typeof (globalThis as any).leak, typeof ({} as any).x]",
+    )
+    .await;
+    assert_value(&second, json!(["undefined", "undefined"]));
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javascript_hot_loop_stops_within_20ms_of_cpu_past_the_budget() {
+    let _alone = ALONE.lock().await;
+    let rt = javascript(EmbeddedConfig {
+        compute_ms: 300,
+        ..config()
+    });
+    // Warm up the thread and allocator paths so the measured run is the loop alone.
+    assert_value(&run(&rt, "return 1").await, json!(1));
+    let before = process_cpu_ms();
+    let out = run(&rt, "let n = 0;\nwhile (true) { n++; }").await;
+    let used = process_cpu_ms() - before;
+    assert_failure(
+        &out,
+        FailureKind::Timeout,
+        "compute budget exhausted (300ms of CPU time)",
+    );
+    // The whole process, stripping and the host's own threads included, used at most the
+    // budget plus 20 ms of CPU time for the run.
+    assert!(used >= 300.0, "{used} ms");
+    assert!(used <= 320.0, "{used} ms");
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javascript_hostile_programs_end_in_a_typed_outcome_and_the_host_carries_on() {
+    let _alone = ALONE.lock().await;
+    let rt = javascript(config());
+    let deep = 100_000;
+    let open_arrays = "[".repeat(deep);
+    let close_arrays = "]".repeat(deep);
+    let cases: Vec<(String, &[FailureKind])> = vec![
+        // Nesting in source: arrays, parentheses, blocks, object literals, functions.
+        (
+            format!("return {open_arrays}{close_arrays};"),
+            &[FailureKind::Exception],
+        ),
+        (
+            format!("return {}1{};", "(".repeat(deep), ")".repeat(deep)),
+            &[FailureKind::Exception],
+        ),
+        (
+            format!("{}{}", "{".repeat(deep), "}".repeat(deep)),
+            &[FailureKind::Exception],
+        ),
+        (
+            format!("return {}1{};", "{a:".repeat(deep), "}".repeat(deep)),
+            &[FailureKind::Exception],
+        ),
+        (
+            format!("return {}1{};", "() => ".repeat(deep / 10), ""),
+            &[FailureKind::Exception, FailureKind::MemoryLimit],
+        ),
+        // Nesting in data: parsed, built in a loop, printed, serialised, returned, passed on.
+        (
+            format!("return JSON.parse('{open_arrays}{close_arrays}');"),
+            &[FailureKind::Exception, FailureKind::InvalidOutput],
+        ),
+        (
+            "let v: any = []; for (let i = 0; i < 100000; i++) v = [v]; return v;".to_owned(),
+            &[FailureKind::InvalidOutput],
+        ),
+        (
+            "let v: any = []; for (let i = 0; i < 100000; i++) v = [v]; return JSON.stringify(v).length;"
+                .to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "let v: any = []; for (let i = 0; i < 100000; i++) v = [v]; return String(v);".to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "let v: any = {}; for (let i = 0; i < 100000; i++) v = {v}; console.log(v); return 1;"
+                .to_owned(),
+            &[],
+        ),
+        (
+            "let v: any = 0; for (let i = 0; i < 100000; i++) v = [v]; return await tools.echo(v);"
+                .to_owned(),
+            &[FailureKind::Exception],
+        ),
+        // Huge literals.
+        (
+            format!("return '{}'.length;", "x".repeat(200_000)),
+            &[],
+        ),
+        (
+            format!("return [{}].length;", "1,".repeat(100_000)),
+            &[],
+        ),
+        // Recursion bombs.
+        (
+            "function f(): number { return f() + 1; }\nreturn f();".to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "const o: any = { get x(): any { return o.x; } };\nreturn o.x;".to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "const p: any = new Proxy({}, { get: (t, k, r) => r[k] });\nreturn p.x;".to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "async function f(): Promise<number> { return 1 + await f(); }\nreturn await f();"
+                .to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "const a: any[] = []; a.push(a);\nreturn a.join(',');".to_owned(),
+            &[FailureKind::Exception],
+        ),
+        // Allocation bombs.
+        (
+            "let s = 'x';\nwhile (true) s += s;".to_owned(),
+            &[FailureKind::MemoryLimit, FailureKind::Exception],
+        ),
+        (
+            "try { new ArrayBuffer(2 ** 30); } catch {}\nreturn 'caught';".to_owned(),
+            &[FailureKind::MemoryLimit],
+        ),
+        (
+            "const keep = [];\ntry { while (true) keep.push({ a: [1, 2, 3], s: 'x' + keep.length }); } catch {}\nreturn keep.length;"
+                .to_owned(),
+            &[FailureKind::MemoryLimit],
+        ),
+        (
+            "let p = Promise.resolve();\nwhile (true) p = p.then(() => {});".to_owned(),
+            &[FailureKind::MemoryLimit, FailureKind::Timeout],
+        ),
+        // Catastrophic backtracking is interrupted like any other loop.
+        (
+            "return /(a+)+$/.test('a'.repeat(40) + 'b');".to_owned(),
+            &[FailureKind::Timeout],
+        ),
+    ];
+    let tools = Tools::new();
+    for (program, kinds) in &cases {
+        let out = tools.run(&rt, program).await;
+        let kind = out.error.as_ref().map(|e| e.kind);
+        let shown = &program[..program.len().min(80)];
+        if kinds.is_empty() {
+            assert_eq!(kind, None, "{shown}: {out:?}");
+        } else {
+            assert!(
+                kind.is_some_and(|k| kinds.contains(&k)),
+                "{shown}: {:?}",
+                out.error
+            );
+        }
+        // The host is unharmed and the next run starts clean.
+        assert_value(&run(&rt, "return 'alive'").await, json!("alive"));
+    }
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn javascript_a_thousand_runs_leave_host_memory_flat() {
+    let _alone = ALONE.lock().await;
+    let rt = javascript(config());
+    let tools = Tools::new();
+    let program = "const big = new Array(10000).fill('x').map((s, i) => s + i);\n\
+                   const echoed = await tools.echo({n: big.length});\n\
+                   console.log('made', echoed.n);\nreturn big.length;";
+    let mut ok = 0;
+    for _ in 0..100 {
+        ok += usize::from(tools.run(&rt, program).await.value == Some(json!(10000)));
+    }
+    let warm = rss_bytes();
+    for _ in 0..1_000 {
+        ok += usize::from(tools.run(&rt, program).await.value == Some(json!(10000)));
+    }
+    let after = rss_bytes();
+    assert_eq!(ok, 1_100);
+    assert_eq!(tools.calls.load(std::sync::atomic::Ordering::SeqCst), 1_100);
+    assert!(
+        after as f64 <= warm as f64 * 1.10,
+        "resident size grew from {warm} to {after} bytes"
+    );
+    rt.dispose().await;
+}
+
+#[path = "../src/bin/dsh-tools/toolset.rs"]
+mod toolset;
+
+/// Runs `program` through `run_code` on a registry with the example toolset over this
+/// repository, mounted on `runtime`.
+async fn run_code(runtime: std::sync::Arc<dyn CodeRuntime>, program: &str) -> serde_json::Value {
+    let registry = dsh_tools::Registry::new();
+    registry
+        .register_all(toolset::definitions(env!("CARGO_MANIFEST_DIR")))
+        .expect("registered");
+    registry.set_mode(dsh_tools::Mode::Code);
+    registry.set_code_runtime(runtime.clone());
+    let call = dsh_tools::ToolCall::new(
+        "run-1",
+        "run_code",
+        json!({"code": program, "description": "Summarise Rust sources per folder"}),
+    );
+    let result = registry.execute(call).await;
+    runtime.dispose().await;
+    match result {
+        dsh_tools::ToolResult::Success { value, .. } => value,
+        other => panic!("run_code failed: {other:?}"),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_jobs_typescript_program_gives_identical_results_embedded_and_in_a_subprocess() {
+    let _alone = ALONE.lock().await;
+    let program = include_str!("../examples/programs/crate_summary.ts");
+    let subprocess = dsh_tools::code_runtime::SubprocessRuntime::typescript(Default::default())
+        .await
+        .expect("node on PATH");
+    let in_process = run_code(
+        std::sync::Arc::new(javascript(EmbeddedConfig::default())),
+        program,
+    )
+    .await;
+    let child = run_code(std::sync::Arc::new(subprocess), program).await;
+    assert!(
+        in_process["result"]
+            .as_array()
+            .is_some_and(|a| !a.is_empty()),
+        "{in_process}"
+    );
+    assert_eq!(in_process, child);
+}
