@@ -14,7 +14,10 @@ use crate::exec::ToolExec;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
-use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args, invalid_output};
+use crate::validate::{
+    MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints, invalid_args,
+    invalid_output,
+};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -182,6 +185,9 @@ impl ToolDefinition {
         let parameters = T::parameters_schema();
         let output_schema = T::output_schema();
         let validator = Arc::new(SchemaValidator::new(&parameters).ok());
+        // Constraints serde cannot see (`#[schemars(range(..))]` on an `#[args]` struct, or on a
+        // nested type) are checked against the schema before the body runs.
+        let schema_checks = has_unenforced_constraints(&parameters);
         // Shared, not copied per call: the schema is only read.
         let params_for_dispatch = Arc::new(parameters.clone());
         // Compiled on first need only: most outputs contain no `null` and are never checked.
@@ -226,6 +232,12 @@ impl ToolDefinition {
                             }
                         }
                     };
+                    if schema_checks
+                        && let Some(validator) = validator.as_ref()
+                        && !validator.is_valid(&args)
+                    {
+                        return Err(invalid_args(&validator.violations(&args, "")));
+                    }
                     let violations = T::check_constraints(&typed);
                     if !violations.is_empty() {
                         return Err(invalid_args(&violations));
@@ -540,6 +552,31 @@ impl ToolDefinitionBuilder {
         let handler = self
             .handler
             .ok_or_else(|| DefinitionError::MissingHandler(name.clone()))?;
+        // Checked before anything recursive (clone, compile, validation) touches the schemas:
+        // a hostile MCP server's schema must not overflow the stack.
+        let too_deep = [
+            ("parameters", Some(&self.parameters)),
+            ("output", self.output_schema.as_ref()),
+        ]
+        .into_iter()
+        .find_map(|(which, schema)| {
+            schema
+                .and_then(|schema| depth_violation(schema, ""))
+                .map(|_| which)
+        });
+        {
+            if let Some(which) = too_deep {
+                dismantle(self.parameters);
+                if let Some(output) = self.output_schema {
+                    dismantle(output);
+                }
+                return Err(DefinitionError::UnsupportedSchema {
+                    tool: name,
+                    which,
+                    message: format!("nested deeper than {MAX_ARGUMENT_DEPTH} levels"),
+                });
+            }
+        }
         if self.parameters.get("type").and_then(Value::as_str) != Some("object") {
             return Err(DefinitionError::ParametersNotObject(name));
         }

@@ -253,6 +253,83 @@ pub fn depth_violation(value: &Value, root: &str) -> Option<String> {
     None
 }
 
+/// Keywords a schema may show that deserializing into a Rust type does not enforce.
+const UNENFORCED: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "patternProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "not",
+    "if",
+];
+
+/// `true` when `schema` shows a constraint (a bound, length, pattern …) that deserializing into
+/// the typed arguments does not check, so the arguments must also be validated against the
+/// schema. The bounds schemars writes for an integer's own width (`"format": "uint8"`,
+/// `minimum: 0`, `maximum: 255`) are enforced by serde and do not count. Iterative.
+pub fn has_unenforced_constraints(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                let width = map
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .and_then(integer_width);
+                for keyword in UNENFORCED {
+                    let Some(bound) = map.get(*keyword) else {
+                        continue;
+                    };
+                    let natural = match (*keyword, width) {
+                        ("minimum", Some((min, _))) => bound.as_f64() == Some(min),
+                        ("maximum", Some((_, max))) => bound.as_f64() == Some(max),
+                        _ => false,
+                    };
+                    if !natural {
+                        return true;
+                    }
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The range of an integer `format` schemars writes, as `(min, max)` in `f64`.
+#[allow(clippy::cast_precision_loss)]
+fn integer_width(format: &str) -> Option<(f64, f64)> {
+    Some(match format {
+        "uint8" => (0.0, f64::from(u8::MAX)),
+        "uint16" => (0.0, f64::from(u16::MAX)),
+        "uint32" => (0.0, f64::from(u32::MAX)),
+        "uint64" | "uint" => (0.0, u64::MAX as f64),
+        "uint128" => (0.0, u128::MAX as f64),
+        "int8" => (f64::from(i8::MIN), f64::from(i8::MAX)),
+        "int16" => (f64::from(i16::MIN), f64::from(i16::MAX)),
+        "int32" => (f64::from(i32::MIN), f64::from(i32::MAX)),
+        "int64" | "int" => (i64::MIN as f64, i64::MAX as f64),
+        "int128" => (i128::MIN as f64, i128::MAX as f64),
+        _ => return None,
+    })
+}
+
 /// Checks an `#[arg(range(min, max))]` constraint on a number.
 pub fn check_range(
     name: &str,

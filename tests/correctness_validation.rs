@@ -1,0 +1,133 @@
+//! Validation and schema correctness (issue: "what a tool author hits first"): constraints of an
+//! `#[args]` struct, serialize-mode output schemas, recursive types, enum-of-const errors and the
+//! violation order of REFERENCE §1.6.
+
+use dsh_tools::definition::Dispatched;
+use dsh_tools::{ToolDefinition, ToolExec, ToolFailure, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+async fn dispatch(definition: &ToolDefinition, args: Value) -> Result<Dispatched, ToolFailure> {
+    definition
+        .dispatch(args, ToolExec::detached(definition.name()))
+        .await
+}
+
+async fn failure(definition: &ToolDefinition, args: Value) -> ToolFailure {
+    match dispatch(definition, args).await {
+        Ok(dispatched) => panic!("unexpected success: {}", dispatched.value),
+        Err(failure) => failure,
+    }
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct WindowArgs {
+    #[schemars(range(min = 1, max = 10))]
+    count: u32,
+    #[schemars(length(min = 2))]
+    name: String,
+    #[schemars(regex(pattern = r"^[a-z]+$"))]
+    slug: String,
+}
+
+/// Window.
+#[tool]
+async fn window(#[args] args: WindowArgs) -> String {
+    format!("{}{}{}", args.count, args.name, args.slug)
+}
+
+/// REFERENCE §1.6 / SPEC §2 "Argument validation": every constraint the schema shows is checked
+/// before the body runs, also when it was declared with `#[schemars]` on an `#[args]` struct.
+#[tokio::test]
+async fn args_struct_constraints_are_enforced_ref_1_6() {
+    let definition = ToolDefinition::from_tool(WindowTool);
+    let failed = failure(&definition, json!({"count": 0, "name": "ab", "slug": "ok"})).await;
+    assert_eq!(failed.message, "invalid arguments: \"count\" must be >= 1");
+    let failed = failure(&definition, json!({"count": 11, "name": "a", "slug": "A"})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"count\" must be <= 10; \"name\" must be at least 2 characters long; \"slug\" must match the pattern \"^[a-z]+$\""
+    );
+    let ok = dispatch(&definition, json!({"count": 10, "name": "ab", "slug": "ok"})).await;
+    assert_eq!(ok.unwrap().value, json!("10abok"));
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Listing {
+    name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+}
+
+/// List.
+#[tool]
+async fn listing(name: String) -> Listing {
+    Listing {
+        name,
+        tags: Vec::new(),
+        size: None,
+    }
+}
+
+/// SPEC §1 "Output": the output schema describes what serde writes. A field skipped when empty
+/// is not required, so an ordinary output is not refused as `INVALID_TOOL_OUTPUT` (REFERENCE §1.10).
+#[tokio::test]
+async fn output_schema_uses_the_serialize_view_ref_1_10() {
+    let definition = ToolDefinition::from_tool(ListingTool);
+    let output = definition.output_schema().unwrap();
+    assert_eq!(output["required"], json!(["name"]));
+    let dispatched = dispatch(&definition, json!({"name": "a"})).await.unwrap();
+    assert_eq!(dispatched.value, json!({"name": "a"}));
+    // A substituted value checked against the same schema is accepted too.
+    let (value, _) = definition
+        .normalize_value(&json!({"name": "a"}), json!({"name": "b"}))
+        .unwrap();
+    assert_eq!(value, json!({"name": "b"}));
+}
+
+/// Runs `body` on a thread with the default 2 MiB stack, as a host's worker thread would have.
+fn on_default_stack<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(body)
+        .unwrap()
+        .join()
+        .expect("the thread must not die")
+}
+
+/// SPEC §9 (hostile input): a 5,000-deep raw parameters schema, as a hostile MCP server could
+/// send, gives a `DefinitionError` (REFERENCE §1.10 `UNSUPPORTED_SCHEMA`) instead of a stack
+/// overflow on a default 2 MiB stack.
+#[test]
+fn deep_raw_schema_is_a_definition_error_ref_1_10() {
+    let message = on_default_stack(|| {
+        let mut schema = json!({"type": "string"});
+        for _ in 0..5_000 {
+            // Built by hand: `json!` would copy `schema` with a recursive `to_value`.
+            let mut properties = serde_json::Map::new();
+            properties.insert("p".into(), schema);
+            let mut object = serde_json::Map::new();
+            object.insert("type".into(), json!("object"));
+            object.insert("properties".into(), Value::Object(properties));
+            schema = Value::Object(object);
+        }
+        let result = ToolDefinition::builder("deep")
+            .parameters(schema)
+            .handler(|args, _exec| async move { Ok(args) })
+            .build();
+        let message = match &result {
+            Ok(_) => "built".to_owned(),
+            Err(err) => err.to_string(),
+        };
+        // The schema is dropped on this thread too.
+        drop(result);
+        message
+    });
+    assert!(
+        message.starts_with("unsupported JSON schema: tool \"deep\" parameters schema: nested deeper than"),
+        "{message}"
+    );
+}
