@@ -49,7 +49,11 @@ async fn args_struct_constraints_are_enforced_ref_1_6() {
         failed.message,
         "invalid arguments: \"count\" must be <= 10; \"name\" must be at least 2 characters long; \"slug\" must match the pattern \"^[a-z]+$\""
     );
-    let ok = dispatch(&definition, json!({"count": 10, "name": "ab", "slug": "ok"})).await;
+    let ok = dispatch(
+        &definition,
+        json!({"count": 10, "name": "ab", "slug": "ok"}),
+    )
+    .await;
     assert_eq!(ok.unwrap().value, json!("10abok"));
 }
 
@@ -127,7 +131,101 @@ fn deep_raw_schema_is_a_definition_error_ref_1_10() {
         message
     });
     assert!(
-        message.starts_with("unsupported JSON schema: tool \"deep\" parameters schema: nested deeper than"),
+        message.starts_with(
+            "unsupported JSON schema: tool \"deep\" parameters schema: nested deeper than"
+        ),
         "{message}"
+    );
+}
+
+/// How a search matches.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Syntax {
+    /// Shell globs.
+    Glob,
+    /// Regular expressions.
+    Regex,
+}
+
+/// Find.
+#[tool]
+async fn find(syntax: Syntax) -> String {
+    let _ = syntax;
+    String::new()
+}
+
+fn raw(schema: Value) -> ToolDefinition {
+    ToolDefinition::builder("raw")
+        .parameters(schema)
+        .handler(|args, _exec| async move { Ok(args) })
+        .build()
+        .unwrap()
+}
+
+/// REFERENCE §1.6 "enum miss": variants with doc comments make schemars write a `oneOf` of
+/// `const`s; the model still reads the allowed values.
+#[tokio::test]
+async fn enum_of_documented_variants_lists_the_values_ref_1_6() {
+    let definition = ToolDefinition::from_tool(FindTool);
+    let failed = failure(&definition, json!({"syntax": "fuzzy"})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"syntax\" must be one of [\"glob\",\"regex\"]"
+    );
+}
+
+/// REFERENCE §1.6 ordering: missing-required first (in `required` order), then children in the
+/// schema's `properties` order, then undeclared keys in the value's order.
+#[tokio::test]
+async fn violations_follow_the_reference_order_ref_1_6() {
+    let definition = raw(json!({
+        "type": "object",
+        "properties": {
+            "b": {"type": "string"},
+            "a": {"type": "integer"},
+            "c": {"type": "integer"},
+            "d": {"type": "boolean"}
+        },
+        "required": ["d", "c"],
+        "additionalProperties": false
+    }));
+    let failed = failure(&definition, json!({"z": 1, "a": "x", "y": 2, "b": 3})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: missing required property \"d\"; missing required property \"c\"; \
+         \"b\" must be a string; \"a\" must be an integer; \
+         \"z\" is not a declared property (additionalProperties: false); \
+         \"y\" is not a declared property (additionalProperties: false)"
+    );
+}
+
+/// REFERENCE §1.6: `enum` is checked before `const`, and an overlapping `oneOf` reports how many
+/// branches matched.
+#[tokio::test]
+async fn enum_before_const_and_one_of_match_count_ref_1_6() {
+    let definition = raw(json!({
+        "type": "object",
+        "properties": {
+            "e": {"const": "a", "enum": ["a", "b"]},
+            "o": {"oneOf": [{"type": "integer"}, {"type": "number"}, {"minimum": 0}]}
+        }
+    }));
+    let failed = failure(&definition, json!({"e": "b"})).await;
+    assert_eq!(failed.message, "invalid arguments: \"e\" must be \"a\"");
+    let failed = failure(&definition, json!({"e": "c"})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"e\" must be one of [\"a\",\"b\"]"
+    );
+    let failed = failure(&definition, json!({"o": 3})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"o\" must match exactly one oneOf branch (matched 3)"
+    );
+    let failed = failure(&definition, json!({"o": 1.5})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"o\" must match exactly one oneOf branch (matched 2)"
     );
 }

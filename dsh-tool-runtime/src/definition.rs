@@ -15,8 +15,8 @@ use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
 use crate::validate::{
-    MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints, invalid_args,
-    invalid_output,
+    MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints,
+    invalid_args, invalid_output,
 };
 
 /// A boxed, sendable future.
