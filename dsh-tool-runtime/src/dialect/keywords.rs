@@ -296,17 +296,44 @@ pub(crate) fn split_type_list(map: &mut Map<String, Value>, types: &[String]) ->
     branches.into_iter().map(Value::Object).collect()
 }
 
-/// Resolves a local reference (`#`, `#/json/pointer`, percent-encoded or not) against `root`.
-/// External and anchor (`#name`) references give `None`.
+/// Resolves a local reference (`#`, `#/json/pointer`, percent-encoded or not, or a plain-name
+/// `#anchor`) against `root`. External references give `None`, and so does an anchor that is
+/// declared twice or inside an embedded resource (a subschema with its own `$id`), where
+/// resolving it against the root could pick the wrong schema.
 pub(crate) fn resolve_local<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     let fragment = reference.strip_prefix('#')?;
     if fragment.is_empty() {
         return Some(root);
     }
     if !fragment.starts_with('/') {
-        return None;
+        return resolve_anchor(root, &percent_decode(fragment)?);
     }
     root.pointer(&percent_decode(fragment)?)
+}
+
+/// The one schema of the document declaring `"$anchor": name`; iterative.
+fn resolve_anchor<'a>(root: &'a Value, name: &str) -> Option<&'a Value> {
+    let mut found = None;
+    let mut stack = vec![(root, true)];
+    while let Some((node, is_root)) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if !is_root && map.contains_key("$id") {
+                    return None;
+                }
+                if map.get("$anchor").and_then(Value::as_str) == Some(name) {
+                    if found.is_some() {
+                        return None;
+                    }
+                    found = Some(node);
+                }
+                stack.extend(map.values().map(|child| (child, false)));
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|child| (child, false))),
+            _ => {}
+        }
+    }
+    found
 }
 
 fn percent_decode(text: &str) -> Option<String> {
