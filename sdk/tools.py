@@ -14,8 +14,8 @@
 #   lower-case identifiers, are Python keywords or start with an underscore) are reached by index
 #   with the quoted name: `await tools["my-tool"](args)`. The call resolves to the tool's output as
 #   a JSON value of the type shown.
-# - A failed call raises `ToolCallError`: `toolName` says which tool failed and `str(error)` says
-#   why. Catch it with `try`/`except` to carry on.
+# - A failed call raises `ToolCallError`: `tool_name` says which tool failed, `str(error)` says
+#   why and `code` is the error code (`INVALID_ARGS`, …) or `None`. Catch it with `try`/`except` to carry on.
 # - Calls that do not depend on each other can overlap:
 #   `a, b = await asyncio.gather(tools.a(x), tools.b(y))`. Tools that change state still run one at
 #   a time, in the order they were called. When a call needs an earlier result, `await` that result
@@ -30,7 +30,8 @@ from __future__ import annotations
 from typing import Protocol, TypedDict
 
 class ToolCallError(Exception):
-    toolName: str
+    tool_name: str
+    code: str | None
 
 class FileStatsArgs(TypedDict):
     # Path relative to the repository root.

@@ -13,8 +13,8 @@
 //   numbers, booleans, null). When a tool name is not a plain identifier (dashes, dots, spaces,
 //   leading digits), index with the quoted name: `await tools["my-tool"](args)`. The call resolves
 //   to the tool's output as a JSON value of the type shown.
-// - A failed call rejects with a `ToolCallError`: `toolName` says which tool failed and `message`
-//   says why. Catch it with `try`/`catch` to carry on.
+// - A failed call rejects with a `ToolCallError`: `toolName` says which tool failed, `message`
+//   says why and `code` is the error code (`INVALID_ARGS`, …) or `null`. Catch it with `try`/`catch` to carry on.
 // - Calls that do not depend on each other can overlap: `await Promise.all([tools.a(x), tools.b(y)])`.
 //   Tools that change state still run one at a time, in the order they were called. When a call
 //   needs an earlier result, `await` that result first.
@@ -113,6 +113,7 @@ type ToolName = keyof ToolOutputMap;
 declare class ToolCallError extends Error {
   readonly name: "ToolCallError";
   readonly toolName: ToolName;
+  readonly code: string | null;
 }
 
 declare const tools: {

@@ -354,7 +354,7 @@ fn ts_defs(schema: Value) -> String {
 fn py(schema: Value) -> String {
     let text = sdk::python(&[ToolSpec::new("t", "", schema, json!(true))]);
     let start =
-        text.find("    toolName: str\n").expect("error class") + "    toolName: str\n".len();
+        text.find("    code: str | None\n").expect("error class") + "    code: str | None\n".len();
     let end = text.find("class Tools(Protocol):").expect("protocol");
     let method = text[end..]
         .lines()
