@@ -229,3 +229,39 @@ async fn enum_before_const_and_one_of_match_count_ref_1_6() {
         "invalid arguments: \"o\" must match exactly one oneOf branch (matched 2)"
     );
 }
+
+/// Shout.
+#[tool(render = render_shout, presentation_meta = shout_meta)]
+async fn shout(text: String) -> String {
+    text
+}
+
+fn render_shout(args: &ShoutArgs, _output: &String) -> Vec<dsh_tools::ContentBlock> {
+    assert!(args.text != "render", "render exploded");
+    vec![dsh_tools::ContentBlock::text(args.text.to_uppercase())]
+}
+
+fn shout_meta(args: &ShoutArgs, _output: &String) -> Option<Value> {
+    assert!(args.text != "meta", "meta exploded");
+    Some(json!({"len": args.text.len()}))
+}
+
+/// REFERENCE §1.10: a `render` or `presentation_meta` that panics is the tool's invalid output,
+/// `output.render failed: …` / `output.presentationMeta failed: …`, not a plain panic failure.
+#[tokio::test]
+async fn a_panicking_presenter_is_invalid_tool_output_ref_1_10() {
+    let definition = ToolDefinition::from_tool(ShoutTool);
+    let ok = dispatch(&definition, json!({"text": "hi"})).await.unwrap();
+    assert_eq!(ok.meta, Some(json!({"len": 2})));
+    for (text, which) in [("render", "render"), ("meta", "presentationMeta")] {
+        let failed = failure(&definition, json!({ "text": text })).await;
+        assert_eq!(failed.code(), Some(dsh_tools::ErrorCode::InvalidToolOutput));
+        assert!(
+            failed.message.starts_with(&format!(
+                "tool \"shout\" returned invalid output: output.{which} failed: {text} exploded"
+            )),
+            "{}",
+            failed.message
+        );
+    }
+}

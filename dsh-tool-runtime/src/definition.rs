@@ -174,6 +174,15 @@ fn serde_violation<A: serde::de::DeserializeOwned>(
     }
 }
 
+/// Runs an author's `render` or `presentation_meta`; a panic in it is the tool's invalid output
+/// (`output.render failed: <message>`, REFERENCE §1.10), not a crash of the call.
+fn presenter<R>(tool: &str, which: &str, run: impl FnOnce() -> R) -> Result<R, ToolFailure> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
+        let message = crate::pipeline::panic_message(payload.as_ref());
+        invalid_output(tool, &[format!("output.{which} failed: {message}")])
+    })
+}
+
 fn non_object_args() -> ToolFailure {
     invalid_args(&["\"arguments\" must be an object".to_owned()])
 }
@@ -265,9 +274,12 @@ impl ToolDefinition {
                         .flatten()
                     {
                         Some(typed) => (
-                            T::render(&typed, &output).unwrap_or_else(|| default_render(&value)),
+                            presenter(T::NAME, "render", || T::render(&typed, &output))?
+                                .unwrap_or_else(|| default_render(&value)),
                             if top_level {
-                                T::presentation_meta(&typed, &output)
+                                presenter(T::NAME, "presentationMeta", || {
+                                    T::presentation_meta(&typed, &output)
+                                })?
                             } else {
                                 None
                             },
