@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use common::{call, cancel_after, mirror};
+use common::{call, mirror};
 use dsh_tools::code_mode::CodeModeError;
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
@@ -356,12 +356,28 @@ async fn cancelling_the_outer_call_settles_every_sub_call() {
     ] {
         let (registry, overlap) = code_registry(lang, Mode::Code).await;
         let mut events = registry.subscribe();
-        let signal = cancel_after(800);
+        // Cancel once the program's two first calls have started: an event, not a clock.
+        let mut watch = registry.subscribe();
+        let signal = tokio_util::sync::CancellationToken::new();
+        let canceller = signal.clone();
+        tokio::spawn(async move {
+            let mut seen = 0;
+            while let Ok(event) = watch.recv().await {
+                if matches!(event, ToolEvent::CodeDispatchStart { .. }) {
+                    seen += 1;
+                    if seen == 2 {
+                        break;
+                    }
+                }
+            }
+            canceller.cancel();
+        });
         let started = Instant::now();
         let result = registry
             .execute(run_code("run", program).with_signal(signal))
             .await;
-        assert!(started.elapsed() < Duration::from_secs(8), "{lang:?}");
+        // A failure bound only: the naps take 10 s each unless cancelled.
+        assert!(started.elapsed() < Duration::from_secs(9), "{lang:?}");
         assert_eq!(
             result.error_code(),
             Some(ErrorCode::Aborted),
