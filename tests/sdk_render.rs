@@ -577,3 +577,16 @@ fn escaped_names_never_collide() {
         );
     }
 }
+
+/// REFERENCE §4.5: a tool name that is a valid non-ASCII Python identifier (`搜索`) renders as a
+/// method of `Tools`; one whose NFKC form differs (fullwidth `ｆｕｌｌ`) stays an index comment.
+#[test]
+fn non_ascii_identifiers_are_python_methods() {
+    let empty = json!({"type": "object", "properties": {}});
+    let text = sdk::python(&[
+        ToolSpec::new("搜索", "Search.", empty.clone(), json!(true)),
+        ToolSpec::new("ｆｕｌｌ", "Fullwidth.", empty, json!(true)),
+    ]);
+    assert!(text.contains("    async def 搜索(self, args: "), "{text}");
+    assert!(text.contains("    # tools[\"ｆｕｌｌ\"](args: "), "{text}");
+}
