@@ -590,3 +590,19 @@ fn non_ascii_identifiers_are_python_methods() {
     assert!(text.contains("    async def 搜索(self, args: "), "{text}");
     assert!(text.contains("    # tools[\"ｆｕｌｌ\"](args: "), "{text}");
 }
+
+/// A `oneOf` of documented `const`s (schemars' form of an enum whose variants have doc
+/// comments) renders as the enum it is.
+#[test]
+fn a_union_of_consts_renders_as_an_enum() {
+    let schema = json!({"type": "object", "properties": {"k": {"oneOf": [
+        {"const": "glob", "type": "string", "description": "Shell globs."},
+        {"const": "regex", "type": "string", "description": "Regular expressions."}]}}, "required": ["k"]});
+    assert!(
+        py(schema.clone()).contains("    k: Literal[\"glob\", \"regex\"]\n"),
+        "{}",
+        py(schema.clone())
+    );
+    let ts = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
+    assert!(ts.contains("k: \"glob\" | \"regex\";"), "{ts}");
+}
