@@ -205,10 +205,11 @@ let nextId = 0;
 
 function errorClass(name, member) {
   const cls = class extends Error {
-    constructor(bindingName, message) {
+    constructor(bindingName, message, code) {
       super(message);
       Object.defineProperty(this, 'name', { value: name, writable: true, configurable: true });
       this[member] = bindingName;
+      this.code = typeof code === 'string' ? code : null;
     }
   };
   Object.defineProperty(cls, 'name', { value: name });
@@ -216,7 +217,7 @@ function errorClass(name, member) {
 }
 
 function namespace(spec, cls) {
-  const raise = (name, message) => (cls ? new cls(name, message) : new Error(message));
+  const raise = (name, message, code) => (cls ? new cls(name, message, code) : new Error(message));
   const functions = Object.create(null);
   for (const name of spec.names) {
     const call = (args) => {
@@ -248,7 +249,7 @@ function onReply(frame) {
   if (!waiter) return;
   pending.delete(frame.id);
   if (frame.ok) waiter.resolve(frame.value);
-  else waiter.reject(waiter.raise(waiter.name, String(frame.message)));
+  else waiter.reject(waiter.raise(waiter.name, String(frame.message), frame.code));
 }
 
 function start(frame) {

@@ -275,11 +275,12 @@ def _error_class(name, member):
 
 
 def _raiser(cls, member):
-    def make(binding, message):
+    def make(binding, message, code=None):
         if cls is None:
             return Exception(message)
         error = cls(message)
         setattr(error, member, binding)
+        error.code = code if isinstance(code, str) else None
         return error
 
     return make
@@ -322,7 +323,7 @@ def _on_reply(frame):
     if frame.get("ok"):
         future.set_result(frame.get("value"))
     else:
-        future.set_exception(make_error(name, str(frame.get("message"))))
+        future.set_exception(make_error(name, str(frame.get("message")), frame.get("code")))
 
 
 def _compile(program, params):

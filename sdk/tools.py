@@ -5,7 +5,7 @@
 # `code` is the body of an async Python function (top-level `await` and `return` work); `description` says in one line what it does.
 # - Only `tools` and `ToolCallError` exist at run time; the classes are for reading: pass plain dicts, `await tools.search({"query": "x"})`, never `SearchArgs(query="x")`.
 # - `await tools.name(args)` takes plain JSON and resolves to the tool's output; tools that are not plain methods are reached by subscript: `await tools["my-tool"](args)`.
-# - A failed call raises `ToolCallError` (`toolName`, `str(error)`); `try`/`except` to go on.
+# - A failed call raises `ToolCallError` (`tool_name`, `str(error)`, `code`: the error code or `None`); `try`/`except` to go on.
 # - Overlap independent calls with `asyncio.gather`; calls that change state still run one at a time, in call order.
 # - Only `print(...)` output and the returned value (plain JSON) come back.
 
@@ -14,7 +14,8 @@ from __future__ import annotations
 from typing import Protocol, TypedDict
 
 class ToolCallError(Exception):
-    toolName: str
+    tool_name: str
+    code: str | None
 
 class FileStatsArgs(TypedDict):
     path: str  # Path relative to the repository root.

@@ -5,7 +5,7 @@
 // `code` is the body of an async TypeScript function (types are stripped; no `enum`, `namespace` or parameter properties); `description` says in one line what it does.
 // - Only `tools` and `ToolCallError` exist at run time; the other declarations are for reading.
 // - `await tools.name(args)` takes plain JSON and resolves to the tool's output; quote other names: `tools["my-tool"](args)`.
-// - A failed call throws `ToolCallError` (`toolName`, `message`); `try`/`catch` to go on.
+// - A failed call throws `ToolCallError` (`toolName`, `message`, `code`: the error code or `null`); `try`/`catch` to go on.
 // - Overlap independent calls with `Promise.all`; calls that change state still run one at a time, in call order.
 // - No `require`, `import`, `fetch`, timers or `process`: only the language's built-ins.
 // - Only `console.log(...)` output and the returned value come back.
@@ -75,6 +75,7 @@ type ToolName = keyof ToolArgsMap;
 declare class ToolCallError extends Error {
   readonly name: "ToolCallError";
   readonly toolName: ToolName;
+  readonly code: string | null;
 }
 
 // A tool without an entry in ToolOutputMap returns any JSON value.

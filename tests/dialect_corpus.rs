@@ -104,6 +104,15 @@ fn check_common(out: &Value) -> Vec<String> {
         if path.contains("/$defs/") && map.contains_key("$defs") {
             problems.push(format!("{path}: nested $defs"));
         }
+        // No JSON Schema draft defines these number-width formats.
+        if let Some(format) = map.get("format").and_then(Value::as_str)
+            && [
+                "int32", "int64", "uint32", "uint64", "uint8", "float", "double",
+            ]
+            .contains(&format)
+        {
+            problems.push(format!("{path}: non-standard format {format}"));
+        }
     }
     problems
 }
@@ -277,6 +286,25 @@ fn check_gemini(out: &Value) -> Vec<String> {
         if map.contains_key("anyOf") && map.len() > 1 {
             problems.push(format!("{path}: anyOf has siblings"));
         }
+        let ty = types(map);
+        if let Some(format) = map.get("format") {
+            let string_format =
+                ty == ["string"] && matches!(format.as_str(), Some("enum" | "date-time"));
+            if !string_format {
+                problems.push(format!("{path}: format {format} on {ty:?}"));
+            }
+        }
+        if let Some(values) = map.get("enum").and_then(Value::as_array) {
+            if values.iter().any(|value| value == "") {
+                problems.push(format!("{path}: empty-string enum value"));
+            }
+            if ty.is_empty() {
+                problems.push(format!("{path}: enum without type"));
+            }
+        }
+        if ty.contains(&"array") && !map.contains_key("items") {
+            problems.push(format!("{path}: array without items"));
+        }
     }
     problems
 }
@@ -360,7 +388,9 @@ fn validators_catch_untransformed_schemas() {
             "a": {"type": ["string", "null"], "format": "uri"},
             "b": {"oneOf": [{"type": "object"}, {"const": 1}], "nullable": true},
             "c": {"$ref": "#/definitions/C", "description": "see C"},
-            "d": {"type": "array"}
+            "d": {"type": "array"},
+            "e": {"enum": ["", "x"]},
+            "f": {"type": "integer", "format": "int32"}
         },
         "definitions": {"C": {"type": "integer"}}
     });
@@ -372,6 +402,12 @@ fn validators_catch_untransformed_schemas() {
         );
         assert!(
             problems.iter().any(|p| p.contains("does not resolve")),
+            "{dialect}: {problems:?}"
+        );
+        assert!(
+            problems
+                .iter()
+                .any(|p| p.contains("non-standard format int32")),
             "{dialect}: {problems:?}"
         );
     }
@@ -412,6 +448,11 @@ fn validators_catch_untransformed_schemas() {
             "/properties/b: field oneOf",
             "/properties/c: field $ref",
             "field definitions",
+            "/properties/a: format \"uri\"",
+            "/properties/d: array without items",
+            "/properties/e: empty-string enum value",
+            "/properties/e: enum without type",
+            "/properties/f: format \"int32\"",
         ],
     );
 }

@@ -127,7 +127,10 @@ fn non_recursive_refs_are_inlined_with_their_siblings() {
         assert!(out.get("$defs").is_none() && out.get("definitions").is_none());
         let when = &out["properties"]["when"];
         assert_eq!(when["type"], "string", "{dialect}: {when}");
-        assert_eq!(when["format"], "date", "{dialect}: {when}");
+        // Gemini takes string formats `enum` and `date-time` only: `date` moves to the text.
+        if dialect != Dialect::Gemini {
+            assert_eq!(when["format"], "date", "{dialect}: {when}");
+        }
         assert!(
             when["description"]
                 .as_str()
@@ -980,4 +983,75 @@ fn malformed_keywords_are_errors_at_their_own_path_in_every_dialect() {
     // Draft-07 list-form `items` and name-list `dependencies` are still accepted.
     let draft07 = json!({"type": "object", "properties": {"t": {"type": "array", "items": [{"type": "string"}]}}, "dependencies": {"a": ["b"]}});
     assert!(Dialect::Portable.transform(&draft07).is_ok());
+}
+
+/// Gemini `Schema` rules (PROVIDERS.md "Gemini"; REFERENCE has no dialects, SPEC §3): string
+/// `format` only `enum`/`date-time`, no empty-string `enum` value, `enum` with a `type`, `items`
+/// on every array, and the property's description kept beside an enum of documented variants.
+#[test]
+fn gemini_formats_enums_arrays_and_descriptions() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "url": {"type": "string", "format": "uri", "description": "Where."},
+            "at": {"type": "string", "format": "date-time"},
+            "n": {"type": "integer", "format": "int32"},
+            "pick": {"enum": ["", "a", "b"]},
+            "list": {"type": "array"},
+            "kind": {"description": "Kind.", "oneOf": [
+                {"const": "glob", "description": "Shell globs."},
+                {"const": "regex", "description": "Regular expressions."}
+            ]}
+        }
+    });
+    let out = ok(Dialect::Gemini, &schema);
+    let properties = &out["properties"];
+    assert_eq!(
+        properties["url"],
+        json!({"type": "string", "description": "Where.\n\n{format: \"uri\"}"})
+    );
+    assert_eq!(
+        properties["at"],
+        json!({"type": "string", "format": "date-time"})
+    );
+    assert_eq!(properties["n"], json!({"type": "integer"}));
+    assert_eq!(
+        properties["pick"],
+        json!({"enum": ["a", "b"], "type": "string"})
+    );
+    assert_eq!(properties["list"], json!({"type": "array", "items": {}}));
+    assert_eq!(
+        properties["kind"],
+        json!({
+            "description": "Kind.\n\n- \"glob\": Shell globs.\n- \"regex\": Regular expressions.",
+            "type": "string",
+            "enum": ["glob", "regex"]
+        })
+    );
+    let only_empty =
+        json!({"type": "object", "properties": {"e": {"type": "string", "enum": [""]}}});
+    let error = err(Dialect::Gemini, &only_empty);
+    assert_eq!(error.path, "/properties/e/enum");
+}
+
+/// Non-standard number `format`s (`uint32`, `double`, …, written by schemars for Rust widths)
+/// are dropped by every dialect; standard ones stay where the dialect keeps formats.
+#[test]
+fn non_standard_formats_are_dropped_by_every_dialect() {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "a": {"type": "integer", "format": "uint32", "minimum": 0},
+            "b": {"type": "number", "format": "double"},
+            "c": {"type": "array", "items": {"type": "integer", "format": "int64"}}
+        },
+        "required": ["a", "b", "c"]
+    });
+    for dialect in Dialect::ALL {
+        let out = ok(dialect, &schema);
+        let text = out.to_string();
+        for format in ["uint32", "double", "int64"] {
+            assert!(!text.contains(format), "{dialect}: {text}");
+        }
+    }
 }

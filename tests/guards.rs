@@ -358,3 +358,19 @@ async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubb
         );
     }
 }
+
+/// A guard's denial carries the `DENIED` code (so a code-mode program reads it in
+/// `ToolCallError.code`), and the model text stays `Error: <reason>` (REFERENCE §1.9, §1.10).
+#[tokio::test]
+async fn guard_denials_carry_the_denied_code() {
+    let registry = Registry::new();
+    registry.register(mirror("read")).unwrap();
+    registry.guard(|view| (view.name == "read").then(|| "read is off".to_owned()));
+    let result = registry.execute(call("1", "read", json!({}))).await;
+    assert_eq!(result.error_code(), Some(ErrorCode::Denied));
+    assert_eq!(
+        result.error().unwrap().info.as_ref().unwrap().code,
+        "DENIED"
+    );
+    assert_eq!(result.text(), "Error: read is off");
+}

@@ -52,10 +52,34 @@ fn zero_timeout_is_rejected() {
         .handler(|_, _| async { Ok(Value::Null) })
         .build()
         .unwrap();
+    let err = registry.register(def).unwrap_err();
+    assert_eq!(err, RegisterError::InvalidTimeout("t".into()));
+    // REFERENCE §1.3 rule 3.
     assert_eq!(
-        registry.register(def).unwrap_err(),
-        RegisterError::InvalidTimeout("t".into())
+        err.to_string(),
+        "tool \"t\" timeout_ms must be a positive finite number"
     );
+}
+
+/// `register_all` registers all or nothing: a duplicate inside the batch, or with a tool
+/// already there, leaves the registry as it was (REFERENCE §1.3 rule 5).
+#[test]
+fn register_all_registers_all_or_nothing() {
+    let registry = Registry::new();
+    registry.register(mirror("taken")).unwrap();
+    let err = registry
+        .register_all([mirror("a"), mirror("b"), mirror("a")])
+        .unwrap_err();
+    assert_eq!(err, RegisterError::DuplicateGlobal("a".into()));
+    let err = registry
+        .register_all([mirror("c"), mirror("taken")])
+        .unwrap_err();
+    assert_eq!(err, RegisterError::DuplicateGlobal("taken".into()));
+    assert!(registry.get("a", None).is_none() && registry.get("b", None).is_none());
+    assert!(registry.get("c", None).is_none());
+    let handles = registry.register_all([mirror("a"), mirror("b")]).unwrap();
+    assert_eq!(handles.len(), 2);
+    assert!(registry.get("b", None).is_some());
 }
 
 #[test]

@@ -358,7 +358,7 @@ fn ts_defs(schema: Value) -> String {
 fn py(schema: Value) -> String {
     let text = sdk::python(&[ToolSpec::new("t", "", schema, json!(true))]);
     let start =
-        text.find("    toolName: str\n").expect("error class") + "    toolName: str\n".len();
+        text.find("    code: str | None\n").expect("error class") + "    code: str | None\n".len();
     let end = text.find("class Tools(Protocol):").expect("protocol");
     let method = text[end..]
         .lines()
@@ -595,4 +595,33 @@ fn escaped_names_never_collide() {
             "{key} in args (an any-JSON output has no ToolOutputMap entry)"
         );
     }
+}
+
+/// REFERENCE §4.5: a tool name that is a valid non-ASCII Python identifier (`搜索`) renders as a
+/// method of `Tools`; one whose NFKC form differs (fullwidth `ｆｕｌｌ`) stays an index comment.
+#[test]
+fn non_ascii_identifiers_are_python_methods() {
+    let empty = json!({"type": "object", "properties": {}});
+    let text = sdk::python(&[
+        ToolSpec::new("搜索", "Search.", empty.clone(), json!(true)),
+        ToolSpec::new("ｆｕｌｌ", "Fullwidth.", empty, json!(true)),
+    ]);
+    assert!(text.contains("    async def 搜索(self, args: "), "{text}");
+    assert!(text.contains("    # tools[\"ｆｕｌｌ\"](args: "), "{text}");
+}
+
+/// A `oneOf` of documented `const`s (schemars' form of an enum whose variants have doc
+/// comments) renders as the enum it is.
+#[test]
+fn a_union_of_consts_renders_as_an_enum() {
+    let schema = json!({"type": "object", "properties": {"k": {"oneOf": [
+        {"const": "glob", "type": "string", "description": "Shell globs."},
+        {"const": "regex", "type": "string", "description": "Regular expressions."}]}}, "required": ["k"]});
+    assert!(
+        py(schema.clone()).contains("    k: Literal[\"glob\", \"regex\"]\n"),
+        "{}",
+        py(schema.clone())
+    );
+    let ts = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
+    assert!(ts.contains("k: \"glob\" | \"regex\";"), "{ts}");
 }

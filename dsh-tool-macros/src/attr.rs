@@ -82,6 +82,8 @@ pub struct Tool {
     pub deny_unknown: Option<Path>,
     pub args: Option<Ident>,
     pub krate: Option<Path>,
+    /// An unknown key was a near miss of `description` (already reported).
+    pub description_misspelt: bool,
 }
 
 /// How each `#[tool]` key is written, for "malformed" messages.
@@ -201,17 +203,14 @@ impl Tool {
         let mut deny_unknown = Attr::none(cx, TOOL_ARGUMENT, DENY_UNKNOWN);
         let mut args = Attr::none(cx, TOOL_ARGUMENT, ARGS);
         let mut krate = Attr::none(cx, TOOL_ARGUMENT, CRATE);
+        let mut description_misspelt = false;
 
         for meta in meta_items(cx, tokens) {
             let Some(key) = find_key(TOOL_KEYS, meta.path()) else {
-                cx.error_spanned_by(
-                    meta.path(),
-                    format!(
-                        "unknown `#[tool]` argument `{}`; expected one of {}",
-                        meta.path().to_token_stream(),
-                        one_of(TOOL_KEYS)
-                    ),
-                );
+                let word = meta.path().to_token_stream().to_string();
+                // A misspelt `description` is the description: no second error about a missing one.
+                description_misspelt |= did_you_mean(&word, TOOL_KEYS) == Some(DESCRIPTION);
+                cx.error_spanned_by(meta.path(), unknown_key("#[tool]", &word, TOOL_KEYS));
                 continue;
             };
             let syntax = tool_syntax(key);
@@ -304,6 +303,7 @@ impl Tool {
             deny_unknown: deny_unknown.get(),
             args: args.get(),
             krate: krate.get(),
+            description_misspelt,
         }
     }
 
@@ -388,14 +388,8 @@ impl Param {
                 };
                 for meta in meta_items(cx, tokens) {
                     let Some(key) = find_key(ARG_KEYS, meta.path()) else {
-                        cx.error_spanned_by(
-                            meta.path(),
-                            format!(
-                                "unknown `#[arg]` argument `{}`; expected one of {}",
-                                meta.path().to_token_stream(),
-                                one_of(ARG_KEYS)
-                            ),
-                        );
+                        let word = meta.path().to_token_stream().to_string();
+                        cx.error_spanned_by(meta.path(), unknown_key("#[arg]", &word, ARG_KEYS));
                         continue;
                     };
                     let syntax = arg_syntax(key);

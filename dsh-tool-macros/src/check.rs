@@ -34,6 +34,28 @@ pub fn check_toolbox(cx: &Ctxt, toolbox: &Toolbox) {
     for tool in &toolbox.tools {
         check(cx, tool);
     }
+    check_unique_names(cx, toolbox);
+}
+
+// Two tools of one toolbox cannot share a wire name: registering them would fail at run time.
+//
+//     #[tool] async fn read(&self) { … }
+//     #[tool(name = "read")] async fn read_again(&self) { … }
+fn check_unique_names(cx: &Ctxt, toolbox: &Toolbox) {
+    for (index, tool) in toolbox.tools.iter().enumerate() {
+        if let Some(first) = toolbox.tools[..index]
+            .iter()
+            .find(|earlier| earlier.name == tool.name)
+        {
+            cx.error_spanned_by(
+                &tool.name_span,
+                format!(
+                    "duplicate tool name \"{}\" in this toolbox (also used by `{}`); give this tool another `name = \"…\"`",
+                    tool.name, first.sig.ident
+                ),
+            );
+        }
+    }
 }
 
 // The body runs on the async runtime.
@@ -99,10 +121,9 @@ fn check_receiver(cx: &Ctxt, tool: &ToolFn) {
 //     async fn read<T: Source>(source: T) { … }
 fn check_generics(cx: &Ctxt, tool: &ToolFn) {
     if !tool.sig.generics.params.is_empty() {
-        let hint = match tool.context {
-            Context::Free => "wrap the tool in a generic `#[toolbox] impl<T> … ` block instead",
-            Context::Method(_) => "put the type parameters on the `#[toolbox] impl` block instead",
-        };
+        // A generic `#[toolbox] impl<T>` does not help when `T` is a parameter type either
+        // (toolbox-impl-generics-in-params), so the hint names the fix that always compiles.
+        let hint = "write the parameter with a concrete type (`serde_json::Value` accepts any JSON) and call a generic helper from the body";
         cx.error_spanned_by(
             &tool.sig.generics,
             format!(
@@ -148,7 +169,7 @@ fn check_name(cx: &Ctxt, tool: &ToolFn) {
 //     #[tool]
 //     async fn read(path: String) { … }   // no `///` comment
 fn check_description(cx: &Ctxt, tool: &ToolFn) {
-    if tool.description_missing() {
+    if tool.description_missing() && !tool.attrs.description_misspelt {
         cx.error_spanned_by(
             &tool.sig.ident,
             format!(

@@ -60,6 +60,44 @@ pub const TOOL_EXEC: Symbol = Symbol("ToolExec");
 pub const OPTION: Symbol = Symbol("Option");
 pub const RESULT: Symbol = Symbol("Result");
 
+/// The key `word` is most likely a misspelling of: the one within an edit distance of 2 (and
+/// less than half the word), if any.
+pub fn did_you_mean(word: &str, keys: &[Symbol]) -> Option<Symbol> {
+    keys.iter()
+        .copied()
+        .map(|key| (edit_distance(word, key.0), key))
+        .filter(|(distance, _)| *distance <= 2 && *distance * 2 < word.len().max(1))
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, key)| key)
+}
+
+/// Levenshtein distance in chars.
+fn edit_distance(a: &str, b: &str) -> usize {
+    let b: Vec<char> = b.chars().collect();
+    let mut row: Vec<usize> = (0..=b.len()).collect();
+    for (i, ca) in a.chars().enumerate() {
+        let mut previous = row[0];
+        row[0] = i + 1;
+        for (j, cb) in b.iter().enumerate() {
+            let substitute = previous + usize::from(ca != *cb);
+            previous = row[j + 1];
+            row[j + 1] = substitute.min(row[j] + 1).min(previous + 1);
+        }
+    }
+    row[b.len()]
+}
+
+/// The "unknown argument" message: a "did you mean" when a key is close, else every key.
+pub fn unknown_key(what: &str, word: &str, keys: &[Symbol]) -> String {
+    match did_you_mean(word, keys) {
+        Some(key) => format!("unknown `{what}` argument `{word}`; did you mean `{key}`?"),
+        None => format!(
+            "unknown `{what}` argument `{word}`; expected one of {}",
+            one_of(keys)
+        ),
+    }
+}
+
 /// Renders a key list as `` `a`, `b` or `c` `` for "expected one of" messages.
 pub fn one_of(keys: &[Symbol]) -> String {
     let quoted: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();

@@ -16,7 +16,10 @@ use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
 pub use crate::annotations::ToolAnnotations;
-use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args, invalid_output};
+use crate::validate::{
+    MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints,
+    invalid_args, invalid_output,
+};
 
 /// A boxed, sendable future.
 pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
@@ -176,6 +179,15 @@ fn serde_violation<A: serde::de::DeserializeOwned>(
     }
 }
 
+/// Runs an author's `render` or `presentation_meta`; a panic in it is the tool's invalid output
+/// (`output.render failed: <message>`, REFERENCE §1.10), not a crash of the call.
+fn presenter<R>(tool: &str, which: &str, run: impl FnOnce() -> R) -> Result<R, ToolFailure> {
+    std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
+        let message = crate::pipeline::panic_message(payload.as_ref());
+        invalid_output(tool, &[format!("output.{which} failed: {message}")])
+    })
+}
+
 fn non_object_args() -> ToolFailure {
     invalid_args(&["\"arguments\" must be an object".to_owned()])
 }
@@ -187,6 +199,9 @@ impl ToolDefinition {
         let parameters = T::parameters_schema();
         let output_schema = T::output_schema();
         let validator = Arc::new(SchemaValidator::new(&parameters).ok());
+        // Constraints serde cannot see (`#[schemars(range(..))]` on an `#[args]` struct, or on a
+        // nested type) are checked against the schema before the body runs.
+        let schema_checks = has_unenforced_constraints(&parameters);
         // Shared, not copied per call: the schema is only read.
         let params_for_dispatch = Arc::new(parameters.clone());
         // Compiled on first need only: most outputs contain no `null` and are never checked.
@@ -232,6 +247,12 @@ impl ToolDefinition {
                         }
                     }
                 };
+                if schema_checks
+                    && let Some(validator) = validator.as_ref()
+                    && !validator.is_valid(&args)
+                {
+                    return Err(invalid_args(&validator.violations(&args, "")));
+                }
                 let violations = T::check_constraints(&typed);
                 if !violations.is_empty() {
                     return Err(invalid_args(&violations));
@@ -259,21 +280,19 @@ impl ToolDefinition {
                     .flatten()
                 {
                     Some(typed) => {
-                        let meta = top_level
-                            .then(|| {
-                                guarded(T::NAME, "presentation_meta", || {
-                                    T::presentation_meta(&typed, &output)
-                                })
-                            })
-                            .flatten();
+                        let meta = if top_level {
+                            presenter(T::NAME, "presentationMeta", || {
+                                T::presentation_meta(&typed, &output)
+                            })?
+                        } else {
+                            None
+                        };
                         let view = guarded(T::NAME, "present_result", || {
                             T::present_result(&typed, &output, meta.as_ref())
                         });
-                        (
-                            T::render(&typed, &output).unwrap_or_else(|| default_render(&value)),
-                            meta,
-                            view,
-                        )
+                        let content = presenter(T::NAME, "render", || T::render(&typed, &output))?
+                            .unwrap_or_else(|| default_render(&value));
+                        (content, meta, view)
                     }
                     None => (default_render(&value), None, None),
                 };
@@ -579,6 +598,31 @@ impl ToolDefinitionBuilder {
         let handler = self
             .handler
             .ok_or_else(|| DefinitionError::MissingHandler(name.clone()))?;
+        // Checked before anything recursive (clone, compile, validation) touches the schemas:
+        // a hostile MCP server's schema must not overflow the stack.
+        let too_deep = [
+            ("parameters", Some(&self.parameters)),
+            ("output", self.output_schema.as_ref()),
+        ]
+        .into_iter()
+        .find_map(|(which, schema)| {
+            schema
+                .and_then(|schema| depth_violation(schema, ""))
+                .map(|_| which)
+        });
+        {
+            if let Some(which) = too_deep {
+                dismantle(self.parameters);
+                if let Some(output) = self.output_schema {
+                    dismantle(output);
+                }
+                return Err(DefinitionError::UnsupportedSchema {
+                    tool: name,
+                    which,
+                    message: format!("nested deeper than {MAX_ARGUMENT_DEPTH} levels"),
+                });
+            }
+        }
         if self.parameters.get("type").and_then(Value::as_str) != Some("object") {
             return Err(DefinitionError::ParametersNotObject(name));
         }

@@ -25,6 +25,8 @@ pub enum ErrorCode {
     CodeRunFailed,
     /// A schema could not be accepted (`JsonSchemaError`).
     UnsupportedSchema,
+    /// A guard refused the call (`ToolDeniedError`); the message is the guard's reason.
+    Denied,
     /// A code chosen by a tool author, e.g. `ENOSPC`.
     Other(String),
 }
@@ -41,6 +43,7 @@ impl ErrorCode {
             ErrorCode::ToolTimeout => "TOOL_TIMEOUT",
             ErrorCode::CodeRunFailed => "CODE_RUN_FAILED",
             ErrorCode::UnsupportedSchema => "UNSUPPORTED_SCHEMA",
+            ErrorCode::Denied => "DENIED",
             ErrorCode::Other(code) => code,
         }
     }
@@ -55,6 +58,7 @@ impl ErrorCode {
             ErrorCode::ToolTimeout => "ToolTimeoutError",
             ErrorCode::CodeRunFailed => "CodeRunFailedError",
             ErrorCode::UnsupportedSchema => "JsonSchemaError",
+            ErrorCode::Denied => "ToolDeniedError",
             ErrorCode::Other(_) => "ToolError",
         }
     }
@@ -70,6 +74,7 @@ impl ErrorCode {
             "TOOL_TIMEOUT" => ErrorCode::ToolTimeout,
             "CODE_RUN_FAILED" => ErrorCode::CodeRunFailed,
             "UNSUPPORTED_SCHEMA" => ErrorCode::UnsupportedSchema,
+            "DENIED" => ErrorCode::Denied,
             other => ErrorCode::Other(other.to_owned()),
         }
     }

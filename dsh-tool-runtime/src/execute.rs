@@ -229,6 +229,18 @@ impl Registry {
             });
             return prepared;
         }
+        // `run_code` in a code mode without a mounted runtime: say what is missing (REFERENCE
+        // §4.2), not that the tool does not exist.
+        if prepared.definition.is_none() && view.name == RUN_CODE && mode != Mode::Native {
+            prepared.finalizer = None;
+            prepared.stage = Stage::FinalResult(ToolResult::coded_failure(
+                ErrorCode::UnknownTool,
+                format!(
+                    "tool \"{RUN_CODE}\" requires a code runtime: mode \"{mode}\" has none mounted — mount one with Registry::set_code_runtime or set the mode to native"
+                ),
+            ));
+            return prepared;
+        }
         if view.signal.is_cancelled() {
             prepared.stage = Stage::FinalResult(aborted(false));
             return prepared;
@@ -263,12 +275,14 @@ impl Registry {
                 }
             }
         };
+        // Pre-execute and approval denials carry the reason only (REFERENCE §1.10); a guard's
+        // carries the `DENIED` code too, so programs and the model can tell it apart.
         let denial = match decision {
             PreDecision::Allow => None,
-            PreDecision::Deny { reason } => Some(reason),
+            PreDecision::Deny { reason } => Some(ToolFailure::plain(reason)),
             PreDecision::Ask { reason } => match self.ask(approver, &view, reason).await {
                 Ok(None) => None,
-                Ok(Some(reason)) => Some(reason),
+                Ok(Some(reason)) => Some(ToolFailure::plain(reason)),
                 Err(result) => {
                     prepared.stage = Stage::PostResult(result);
                     return prepared;
@@ -283,7 +297,7 @@ impl Registry {
                     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| guard(&view))) {
                         Ok(None) => {}
                         Ok(Some(reason)) => {
-                            found = Some(reason);
+                            found = Some(ToolFailure::coded(ErrorCode::Denied, reason));
                             break;
                         }
                         Err(payload) => {
@@ -298,7 +312,7 @@ impl Registry {
         };
         prepared.stage = match denial {
             // A denial is reported even if the caller cancelled meanwhile (denial > cancel).
-            Some(reason) => Stage::PostResult(ToolResult::failure(ToolFailure::plain(reason))),
+            Some(failure) => Stage::PostResult(ToolResult::failure(failure)),
             None if view.signal.is_cancelled() => Stage::PostResult(aborted(false)),
             None => Stage::Dispatch,
         };

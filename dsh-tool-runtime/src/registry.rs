@@ -99,7 +99,7 @@ pub enum RegisterError {
     #[error("tool \"{0}\" is already registered in this scope")]
     DuplicateScoped(String),
     /// A declared timeout of 0 ms.
-    #[error("tool \"{0}\" timeout_ms must be a positive number of milliseconds")]
+    #[error("tool \"{0}\" timeout_ms must be a positive finite number")]
     InvalidTimeout(String),
     /// An empty filter.
     #[error("restrict() with an empty filter is a no-op; name at least one tool")]
@@ -531,7 +531,8 @@ impl Registry {
         self.register_in(None, definition)
     }
 
-    /// Registers several tools; stops at (and returns) the first error, keeping the ones before.
+    /// Registers several tools in the global layer, all or nothing: when one of them cannot be
+    /// registered (or two share a name), none is and the first error is returned.
     ///
     /// # Errors
     /// As [`Registry::register`].
@@ -539,10 +540,7 @@ impl Registry {
         &self,
         definitions: impl IntoIterator<Item = ToolDefinition>,
     ) -> Result<Vec<Handle>, RegisterError> {
-        definitions
-            .into_iter()
-            .map(|definition| self.register(definition))
-            .collect()
+        self.register_batch(None, definitions.into_iter().collect())
     }
 
     pub(crate) fn register_in(
@@ -550,28 +548,53 @@ impl Registry {
         agent: Option<&AgentId>,
         definition: ToolDefinition,
     ) -> Result<Handle, RegisterError> {
-        let name = definition.name().to_owned();
-        if definition.timeout_ms() == Some(0) {
-            return Err(RegisterError::InvalidTimeout(name));
+        let mut handles = self.register_batch(agent, vec![definition])?;
+        Ok(handles.remove(0))
+    }
+
+    /// REFERENCE §1.3's checks in order (timeout, reserved name, duplicates) for every definition,
+    /// then one insertion of all of them under one lock.
+    fn register_batch(
+        &self,
+        agent: Option<&AgentId>,
+        definitions: Vec<ToolDefinition>,
+    ) -> Result<Vec<Handle>, RegisterError> {
+        for definition in &definitions {
+            if definition.timeout_ms() == Some(0) {
+                return Err(RegisterError::InvalidTimeout(definition.name().to_owned()));
+            }
+            if definition.name() == RUN_CODE {
+                return Err(RegisterError::Reserved);
+            }
         }
-        if name == RUN_CODE {
-            return Err(RegisterError::Reserved);
-        }
-        let id = self.next_id();
         let mut state = write(&self.inner.state);
         let layer = match agent {
             None => &mut state.global,
             Some(agent) => state.agents.entry(agent.clone()).or_default(),
         };
-        if layer.tools.contains_key(&name) {
-            return Err(match agent {
-                None => RegisterError::DuplicateGlobal(name),
-                Some(_) => RegisterError::DuplicateScoped(name),
-            });
+        let mut batch = std::collections::HashSet::new();
+        for definition in &definitions {
+            let name = definition.name();
+            if layer.tools.contains_key(name) || !batch.insert(name) {
+                return Err(match agent {
+                    None => RegisterError::DuplicateGlobal(name.to_owned()),
+                    Some(_) => RegisterError::DuplicateScoped(name.to_owned()),
+                });
+            }
         }
-        layer.tools.insert(name, (id, definition));
+        let mut ids = Vec::with_capacity(definitions.len());
+        for definition in definitions {
+            let id = self.next_id();
+            ids.push(id);
+            layer
+                .tools
+                .insert(definition.name().to_owned(), (id, definition));
+        }
         drop(state);
-        Ok(self.handle(agent.cloned(), id))
+        Ok(ids
+            .into_iter()
+            .map(|id| self.handle(agent.cloned(), id))
+            .collect())
     }
 
     pub(crate) fn add<T>(

@@ -6,9 +6,16 @@ use std::collections::HashSet;
 
 use serde_json::{Map, Value};
 
-/// The schemars settings every derived schema uses: JSON Schema 2020-12.
+/// The schemars settings every derived schema uses: JSON Schema 2020-12, describing what serde
+/// reads (the parameters schema).
 pub fn settings() -> SchemaSettings {
-    SchemaSettings::draft2020_12()
+    SchemaSettings::draft2020_12().for_deserialize()
+}
+
+/// The settings of an output schema: what serde writes (`skip_serializing_if` fields are not
+/// required, `serialize_with` types are described as written).
+pub fn output_settings() -> SchemaSettings {
+    SchemaSettings::draft2020_12().for_serialize()
 }
 
 /// Rewrites every optional property (one not in its object's `required`) whose schema admits
@@ -92,7 +99,7 @@ pub(crate) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
 /// The parameters schema of an argument struct: object root, `properties` always present, no
 /// `$schema` or root `title`; `additionalProperties: false` only when `deny_unknown`.
 pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
-    let mut value = output_schema::<T>();
+    let mut value = root_schema::<T>(settings());
     strip_optional_nulls(&mut value);
     if let Value::Object(root) = &mut value {
         root.entry("type")
@@ -118,7 +125,11 @@ pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
 /// The output schema of a tool's output type, without `$schema` or root `title`; `()` gives
 /// `{"type":"null"}`. `Option<T>` fields keep their `null`: serde writes `None` as `null`.
 pub fn output_schema<T: JsonSchema>() -> Value {
-    let schema = settings().into_generator().into_root_schema_for::<T>();
+    root_schema::<T>(output_settings())
+}
+
+fn root_schema<T: JsonSchema>(settings: SchemaSettings) -> Value {
+    let schema = settings.into_generator().into_root_schema_for::<T>();
     let mut value = Value::from(schema);
     if let Value::Object(root) = &mut value {
         root.remove("$schema");

@@ -25,12 +25,24 @@ pub const MAX_ARGUMENT_DEPTH: usize = 256;
 /// A compiled parameters or output schema.
 pub struct SchemaValidator {
     validator: jsonschema::Validator,
+    /// The source, read to order violations and to name the values of an enum of consts.
+    schema: Value,
 }
 
 impl std::fmt::Debug for SchemaValidator {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("SchemaValidator")
     }
+}
+
+/// One violation before rendering: where it sorts, and the schema object holding its keyword.
+struct Found<'s> {
+    order: Vec<(u8, usize)>,
+    at: String,
+    holder: Option<&'s Value>,
+    is_enum: bool,
+    is_const: bool,
+    rendered: Vec<String>,
 }
 
 impl SchemaValidator {
@@ -42,16 +54,22 @@ impl SchemaValidator {
         jsonschema::options()
             .with_draft(jsonschema::Draft::Draft202012)
             .build(schema)
-            .map(|validator| SchemaValidator { validator })
+            .map(|validator| SchemaValidator {
+                validator,
+                schema: schema.clone(),
+            })
             .map_err(|err| err.to_string())
     }
 
-    /// Every violation of `value`, rendered with root name `root` (`""` renders as `arguments`).
+    /// Every violation of `value`, rendered with root name `root` (`""` renders as `arguments`),
+    /// in REFERENCE §1.6's order: within an object, missing-required first, then the children in
+    /// the schema's `properties` order, then undeclared keys; `enum` wins over `const` on the
+    /// same schema.
     pub fn violations(&self, value: &Value, root: &str) -> Vec<String> {
         if let Some(violation) = depth_violation(value, root) {
             return vec![violation];
         }
-        let mut out = Vec::new();
+        let mut found: Vec<Found<'_>> = Vec::new();
         for error in self.validator.iter_errors(value) {
             let path: Vec<Segment> = error
                 .instance_path()
@@ -61,15 +79,160 @@ impl SchemaValidator {
                     LocationSegment::Index(index) => Segment::Index(index),
                 })
                 .collect();
-            render_error(error.kind(), root, &path, &error.to_string(), &mut out);
+            let (mut order, holder) = locate(&self.schema, error.evaluation_path());
+            let kind = error.kind();
+            order.push(match kind {
+                ValidationErrorKind::Required { .. } => (0, 0),
+                ValidationErrorKind::AdditionalProperties { .. }
+                | ValidationErrorKind::UnevaluatedProperties { .. } => (2, 0),
+                _ => (0, 1),
+            });
+            let mut rendered = Vec::new();
+            render_error(kind, root, &path, holder, &error.to_string(), &mut rendered);
+            found.push(Found {
+                order,
+                at: error.instance_path().as_str().to_owned(),
+                holder,
+                is_enum: matches!(kind, ValidationErrorKind::Enum { .. }),
+                is_const: matches!(kind, ValidationErrorKind::Constant { .. }),
+                rendered,
+            });
         }
-        out
+        // `enum` is checked before `const`: when both fail on one schema, only `enum` reports.
+        let enum_misses: Vec<(String, *const Value)> = found
+            .iter()
+            .filter(|item| item.is_enum)
+            .filter_map(|item| {
+                item.holder
+                    .map(|holder| (item.at.clone(), holder as *const Value))
+            })
+            .collect();
+        found.retain(|item| {
+            !(item.is_const
+                && item.holder.is_some_and(|holder| {
+                    enum_misses.contains(&(item.at.clone(), holder as *const Value))
+                }))
+        });
+        found.sort_by(|a, b| a.order.cmp(&b.order));
+        found.into_iter().flat_map(|item| item.rendered).collect()
     }
 
     /// `true` when `value` satisfies the schema.
     pub fn is_valid(&self, value: &Value) -> bool {
         depth_violation(value, "").is_none() && self.validator.is_valid(value)
     }
+}
+
+/// Follows an evaluation path (which names every `$ref` it went through) from the root schema:
+/// returns the sort key of each step into a child instance — `(1, i)` for the `i`-th entry of
+/// `properties`, `(2, 0)` for an undeclared key — and the schema object that holds the failing
+/// keyword. Stops quietly where the path leaves the document (remote references).
+fn locate<'s>(
+    root: &'s Value,
+    path: &jsonschema::paths::Location,
+) -> (Vec<(u8, usize)>, Option<&'s Value>) {
+    let segments: Vec<String> = path
+        .segments()
+        .map(|segment| match segment {
+            LocationSegment::Property(name) => name.to_string(),
+            LocationSegment::Index(index) => index.to_string(),
+        })
+        .collect();
+    let mut order = Vec::new();
+    let mut node = Some(root);
+    let mut holder = Some(root);
+    let mut index = 0;
+    while index < segments.len() {
+        let Some(current) = node else { break };
+        let segment = segments[index].as_str();
+        holder = Some(current);
+        if index + 1 == segments.len() {
+            break;
+        }
+        node = match segment {
+            "$ref" | "$dynamicRef" => current
+                .get(segment)
+                .and_then(Value::as_str)
+                .and_then(|target| target.strip_prefix('#'))
+                .and_then(|pointer| resolve_local(root, pointer)),
+            "properties" => {
+                index += 1;
+                let name = segments[index].as_str();
+                let properties = current.get("properties").and_then(Value::as_object);
+                if let Some(position) =
+                    properties.and_then(|map| map.keys().position(|key| key == name))
+                {
+                    order.push((1, position));
+                }
+                properties.and_then(|map| map.get(name))
+            }
+            "patternProperties" => {
+                index += 1;
+                order.push((2, 0));
+                current
+                    .get(segment)
+                    .and_then(|map| map.get(segments[index].as_str()))
+            }
+            "additionalProperties" | "unevaluatedProperties" => {
+                order.push((2, 0));
+                current.get(segment)
+            }
+            _ => match current {
+                Value::Array(items) => segment.parse::<usize>().ok().and_then(|i| items.get(i)),
+                other => other.get(segment),
+            },
+        };
+        index += 1;
+    }
+    (order, holder)
+}
+
+/// Resolves a local JSON pointer (`/$defs/Node`) or an `$anchor` name against the root.
+fn resolve_local<'s>(root: &'s Value, pointer: &str) -> Option<&'s Value> {
+    if pointer.is_empty() || pointer.starts_with('/') {
+        return root.pointer(pointer);
+    }
+    let mut stack = vec![root];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if map.get("$anchor").and_then(Value::as_str) == Some(pointer) {
+                    return Some(node);
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    None
+}
+
+/// The values of a `oneOf`/`anyOf` whose every branch is a `const` (schemars writes documented
+/// enum variants so): the enum it stands for.
+pub(crate) fn const_branches(branches: &Value) -> Option<Vec<Value>> {
+    const ANNOTATIONS: &[&str] = &[
+        "const",
+        "type",
+        "description",
+        "title",
+        "$comment",
+        "deprecated",
+    ];
+    let branches = branches.as_array()?;
+    if branches.is_empty() {
+        return None;
+    }
+    branches
+        .iter()
+        .map(|branch| {
+            let map = branch.as_object()?;
+            let value = map.get("const")?;
+            map.keys()
+                .all(|key| ANNOTATIONS.contains(&key.as_str()))
+                .then(|| value.clone())
+        })
+        .collect()
 }
 
 /// The `INVALID_ARGS` failure for a list of violations: `invalid arguments: v1; v2`.
@@ -149,10 +312,16 @@ fn render_error(
     kind: &ValidationErrorKind,
     root: &str,
     path: &[Segment],
+    holder: Option<&Value>,
     fallback: &str,
     out: &mut Vec<String>,
 ) {
     let at = render_path(root, path);
+    let consts = |keyword: &str| {
+        holder
+            .and_then(|holder| holder.get(keyword))
+            .and_then(const_branches)
+    };
     match kind {
         ValidationErrorKind::Required { property } => {
             let key = property
@@ -186,14 +355,20 @@ fn render_error(
         ValidationErrorKind::Constant { expected_value } => {
             out.push(format!("\"{at}\" must be {expected_value}"))
         }
-        ValidationErrorKind::OneOfNotValid { .. } => {
-            out.push(format!(
+        ValidationErrorKind::OneOfNotValid { .. } => match consts("oneOf") {
+            Some(values) => out.push(format!("\"{at}\" must be one of {}", Value::Array(values))),
+            None => out.push(format!(
                 "\"{at}\" must match exactly one oneOf branch (matched 0)"
-            ));
+            )),
+        },
+        ValidationErrorKind::AnyOf { .. } if consts("anyOf").is_some() => {
+            let values = consts("anyOf").unwrap_or_default();
+            out.push(format!("\"{at}\" must be one of {}", Value::Array(values)));
         }
-        ValidationErrorKind::OneOfMultipleValid { .. } => {
+        ValidationErrorKind::OneOfMultipleValid { context } => {
+            let matched = context.iter().filter(|branch| branch.is_empty()).count();
             out.push(format!(
-                "\"{at}\" must match exactly one oneOf branch (matched 2 or more)"
+                "\"{at}\" must match exactly one oneOf branch (matched {matched})"
             ));
         }
         ValidationErrorKind::Minimum { limit } => out.push(format!("\"{at}\" must be >= {limit}")),
@@ -251,6 +426,83 @@ pub fn depth_violation(value: &Value, root: &str) -> Option<String> {
         push_children(node, depth + 1, &mut stack);
     }
     None
+}
+
+/// Keywords a schema may show that deserializing into a Rust type does not enforce.
+const UNENFORCED: &[&str] = &[
+    "minimum",
+    "maximum",
+    "exclusiveMinimum",
+    "exclusiveMaximum",
+    "multipleOf",
+    "minLength",
+    "maxLength",
+    "pattern",
+    "minItems",
+    "maxItems",
+    "uniqueItems",
+    "contains",
+    "minProperties",
+    "maxProperties",
+    "propertyNames",
+    "patternProperties",
+    "dependentRequired",
+    "dependentSchemas",
+    "not",
+    "if",
+];
+
+/// `true` when `schema` shows a constraint (a bound, length, pattern …) that deserializing into
+/// the typed arguments does not check, so the arguments must also be validated against the
+/// schema. The bounds schemars writes for an integer's own width (`"format": "uint8"`,
+/// `minimum: 0`, `maximum: 255`) are enforced by serde and do not count. Iterative.
+pub fn has_unenforced_constraints(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                let width = map
+                    .get("format")
+                    .and_then(Value::as_str)
+                    .and_then(integer_width);
+                for keyword in UNENFORCED {
+                    let Some(bound) = map.get(*keyword) else {
+                        continue;
+                    };
+                    let natural = match (*keyword, width) {
+                        ("minimum", Some((min, _))) => bound.as_f64() == Some(min),
+                        ("maximum", Some((_, max))) => bound.as_f64() == Some(max),
+                        _ => false,
+                    };
+                    if !natural {
+                        return true;
+                    }
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
+}
+
+/// The range of an integer `format` schemars writes, as `(min, max)` in `f64`.
+#[allow(clippy::cast_precision_loss)]
+fn integer_width(format: &str) -> Option<(f64, f64)> {
+    Some(match format {
+        "uint8" => (0.0, f64::from(u8::MAX)),
+        "uint16" => (0.0, f64::from(u16::MAX)),
+        "uint32" => (0.0, f64::from(u32::MAX)),
+        "uint64" | "uint" => (0.0, u64::MAX as f64),
+        "uint128" => (0.0, u128::MAX as f64),
+        "int8" => (f64::from(i8::MIN), f64::from(i8::MAX)),
+        "int16" => (f64::from(i16::MIN), f64::from(i16::MAX)),
+        "int32" => (f64::from(i32::MIN), f64::from(i32::MAX)),
+        "int64" | "int" => (i64::MIN as f64, i64::MAX as f64),
+        "int128" => (i128::MIN as f64, i128::MAX as f64),
+        _ => return None,
+    })
 }
 
 /// Checks an `#[arg(range(min, max))]` constraint on a number.

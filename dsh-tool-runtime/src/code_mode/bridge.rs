@@ -223,7 +223,13 @@ impl Bridge {
         });
         let answer = match result {
             ToolResult::Success { value, .. } => Ok(value.clone()),
-            ToolResult::Failure { error, .. } => Err(BindingError::new(error.message.clone())),
+            ToolResult::Failure { error, .. } => {
+                let failure = BindingError::new(error.message.clone());
+                Err(match &error.info {
+                    Some(info) => failure.with_code(info.code.clone()),
+                    None => failure,
+                })
+            }
         };
         // The program may be gone already; nobody is left to tell.
         let _ = reply.send(answer);

@@ -40,7 +40,8 @@ fn description(language: &str) -> String {
     format!(
         "Run a {name} program that calls the tools declared in the SDK. `code` is the body of an async \
          {name} function: top-level `await` and `return` work, and each tool is an async function on \
-         `tools` (`await tools.name(args)`). Start independent calls together and await them as a group \
+         `tools` (`await tools.name(args)`); `description` is a short summary of what the program \
+         does, shown to the user. Start independent calls together and await them as a group \
          to run them concurrently. Only what the program prints with {output} comes back to you, so \
          print or return just what you need. Images returned by tools are attached after the run. \
          When the SDK lists tools by name only, print `await sdk.describe([\"name\"])` first: it \
@@ -68,6 +69,12 @@ fn parameters(language: &str) -> Value {
         },
         "required": ["code", "description"]
     })
+}
+
+/// Failure kinds a caller's cancellation itself produces: the runtime stopping the program, or
+/// the program failing on the `ABORTED` rejections of its sub-calls.
+fn caused_by_cancel(kind: FailureKind) -> bool {
+    matches!(kind, FailureKind::Abort | FailureKind::Exception)
 }
 
 /// Builds the `run_code` definition bound to `registry` and `runtime`. The handler holds the
@@ -167,7 +174,14 @@ async fn run(
         run_signal.clone(),
         config.max_parallel_sub_calls,
     );
-    let request = RunRequest::new(code).binding(BindingNamespace::tools(names));
+    let mut namespace = BindingNamespace::tools(names);
+    if let Some(class) = &mut namespace.error_class
+        && runtime.language() == "python"
+    {
+        // Python attribute names are snake_case (REFERENCE §4.5).
+        class.member_name_property = "tool_name".to_owned();
+    }
+    let request = RunRequest::new(code).binding(namespace);
     let request = match catalog {
         Some(catalog) => request
             .binding(Catalog::namespace())
@@ -185,24 +199,26 @@ async fn run(
     );
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
-    if exec.signal().is_cancelled() {
-        // The caller cancelled: an aborted program reads as an aborted call (REFERENCE §4.3 step 7).
-        return Err(ToolError::coded(ErrorCode::Aborted, "tool call aborted"));
-    }
-    if let Some(failure) = outcome.error {
-        // The runtime's own output-limit diagnostic is cut to what still fits the budget and can
-        // end up unreadable; the model gets the full sentence here.
-        let detail = if failure.kind == FailureKind::OutputLimit {
-            "the program's output (logs plus result) exceeded the output budget; print less and return only what is needed".to_owned()
-        } else {
-            failure.message
-        };
-        let mut message = format!("code run failed ({}): {detail}", failure.kind);
+    // A failed run keeps its failure even when the caller cancelled meanwhile: failures win over
+    // cancellation (SPEC §4). The runtime's own abort, and an exception the program raised from
+    // an aborted sub-call, are the cancellation itself and read as aborted (REFERENCE §4.3 step 7).
+    let cancelled = exec.signal().is_cancelled();
+    if let Some(failure) = outcome
+        .error
+        .filter(|failure| !(cancelled && caused_by_cancel(failure.kind)))
+    {
+        // The runtime's own text (`outer output exceeded N bytes`) stays, with the captured output
+        // after it (SPEC §8).
+        let mut message = format!("code run failed ({}): {}", failure.kind, failure.message);
         if !outcome.logs.is_empty() {
             message.push_str("\nCaptured output:\n");
             message.push_str(&outcome.logs.join("\n"));
         }
         return Err(ToolError::coded(ErrorCode::CodeRunFailed, message));
+    }
+    if cancelled {
+        // The caller cancelled: an aborted program reads as an aborted call (REFERENCE §4.3 step 7).
+        return Err(ToolError::coded(ErrorCode::Aborted, "tool call aborted"));
     }
     let mut output = Map::new();
     output.insert("logs".into(), Value::from(outcome.logs));

@@ -331,10 +331,18 @@ pub(crate) fn reply_ok(id: u64, value: &Value, depth: usize) -> Vec<u8> {
 
 /// A failure reply frame for call `id`.
 pub(crate) fn reply_err(id: u64, message: &str) -> Vec<u8> {
-    let mut out = serde_json::to_vec(&serde_json::json!({
+    reply_failure(id, message, None)
+}
+
+/// A failure reply frame for call `id` with the failure's code (`"code"` only when there is one).
+pub(crate) fn reply_failure(id: u64, message: &str, code: Option<&str>) -> Vec<u8> {
+    let mut frame = serde_json::json!({
         "type": "reply", "id": id, "ok": false, "message": message,
-    }))
-    .unwrap_or_default();
+    });
+    if let Some(code) = code {
+        frame["code"] = Value::from(code);
+    }
+    let mut out = serde_json::to_vec(&frame).unwrap_or_default();
     out.push(b'\n');
     out
 }

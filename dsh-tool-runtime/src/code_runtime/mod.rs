@@ -149,19 +149,31 @@ pub struct BindingCall {
     pub signal: CancellationToken,
 }
 
-/// A binding call's failure; the program sees `message` on the namespace's error class.
+/// A binding call's failure; the program sees `message` and `code` on the namespace's error
+/// class.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct BindingError {
     /// The text the program reads as the error's `message`.
     pub message: String,
+    /// The code the program reads as the error's `code` (`null` / `None` without one): for tool
+    /// calls the [`ErrorCode`](crate::ErrorCode) wire string or the author's own code.
+    pub code: Option<String>,
 }
 
 impl BindingError {
-    /// A failure with this message.
+    /// A failure with this message and no code.
     pub fn new(message: impl Into<String>) -> Self {
         BindingError {
             message: message.into(),
+            code: None,
         }
+    }
+
+    /// The same failure carrying `code`.
+    #[must_use]
+    pub fn with_code(mut self, code: impl Into<String>) -> Self {
+        self.code = Some(code.into());
+        self
     }
 }
 

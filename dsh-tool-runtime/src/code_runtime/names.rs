@@ -77,6 +77,7 @@ const RESERVED_BINDING_GLOBALS: &[&str] = &[
 /// Members every error already has in one of the two languages.
 const RESERVED_ERROR_MEMBERS: &[&str] = &[
     "name",
+    "code",
     "message",
     "stack",
     "args",

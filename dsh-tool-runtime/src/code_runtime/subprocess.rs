@@ -655,7 +655,7 @@ impl<'r> Session<'r> {
                     &format!("binding resolution nests deeper than {MAX_DEPTH} levels"),
                 ),
             },
-            Err(error) => frame::reply_err(id, &error.message),
+            Err(error) => frame::reply_failure(id, &error.message, error.code.as_deref()),
         };
         self.send(frame);
     }

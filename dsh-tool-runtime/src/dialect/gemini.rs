@@ -75,9 +75,38 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
     combinators(map, &mut notes);
     const_to_enum(map, &mut notes);
     string_enum(map, &mut notes);
+    if let Some(Value::Array(values)) = map.get_mut("enum")
+        && values.iter().any(|value| value == "")
+    {
+        // Gemini refuses an empty-string enum value (400); absent is the way to say "none".
+        values.retain(|value| value != "");
+        if values.is_empty() {
+            path.push("enum");
+            return Err(fail(
+                path,
+                DialectErrorKind::InvalidKeyword {
+                    keyword: "enum".to_owned(),
+                    reason: "holds only the empty string, which Gemini refuses",
+                },
+            ));
+        }
+    }
+    if map.contains_key("enum") && !map.contains_key("type") {
+        map.insert("type".to_owned(), Value::String("string".to_owned()));
+    }
     let types = types_of(map).map_err(|kind| fail(path, kind))?;
-    if let Some(types) = types {
-        nullable_types(map, &types, &mut notes);
+    if let Some(types) = &types {
+        nullable_types(map, types, &mut notes);
+    }
+    string_format(map, &mut notes);
+    if types_of(map)
+        .ok()
+        .flatten()
+        .is_some_and(|types| types.iter().any(|ty| ty == "array"))
+        && !map.contains_key("items")
+    {
+        // Gemini requires `items` on an array; `{}` admits any item, as the absent keyword did.
+        map.insert("items".to_owned(), Value::Object(Map::new()));
     }
     let keys: Vec<String> = map.keys().cloned().collect();
     for key in keys {
@@ -102,6 +131,23 @@ fn rewrite(node: &mut Value, path: &mut Path) -> Result<(), DialectError> {
     }
     union_alone(map);
     Ok(())
+}
+
+/// String formats Gemini's `Schema` accepts; others (`uri`, `uuid`, `email`, which real MCP
+/// servers send) are a 400 error and move into the description.
+const STRING_FORMATS: &[&str] = &["enum", "date-time"];
+
+/// Keeps `format` only where Gemini accepts it: `enum`/`date-time` on strings,
+/// `float`/`double`/`int32`/`int64` never survive (every dialect drops them first).
+fn string_format(map: &mut Map<String, Value>, notes: &mut Map<String, Value>) {
+    let Some(format) = map.get("format") else {
+        return;
+    };
+    let is_string = map.get("type").and_then(Value::as_str) == Some("string");
+    let accepted = is_string && format.as_str().is_some_and(|f| STRING_FORMATS.contains(&f));
+    if !accepted && let Some(format) = map.shift_remove("format") {
+        notes.insert("format".to_owned(), format);
+    }
 }
 
 /// `const: v` → `enum: [v]` (Gemini has no `const`), with the value's type when none is given.
@@ -213,6 +259,15 @@ fn union_alone(map: &mut Map<String, Value>) {
             for branch in &mut branches {
                 if let Value::Object(branch) = branch {
                     for (key, value) in &siblings {
+                        // The node's own description (the property's) stays readable in
+                        // every branch, ahead of the branch's.
+                        if key == "description"
+                            && let (Some(outer), Some(Value::String(inner))) =
+                                (value.as_str(), branch.get_mut("description"))
+                        {
+                            *inner = format!("{outer}\n\n{inner}");
+                            continue;
+                        }
                         branch.entry(key.clone()).or_insert_with(|| value.clone());
                     }
                 }

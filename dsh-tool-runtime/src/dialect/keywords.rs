@@ -296,17 +296,44 @@ pub(crate) fn split_type_list(map: &mut Map<String, Value>, types: &[String]) ->
     branches.into_iter().map(Value::Object).collect()
 }
 
-/// Resolves a local reference (`#`, `#/json/pointer`, percent-encoded or not) against `root`.
-/// External and anchor (`#name`) references give `None`.
+/// Resolves a local reference (`#`, `#/json/pointer`, percent-encoded or not, or a plain-name
+/// `#anchor`) against `root`. External references give `None`, and so does an anchor that is
+/// declared twice or inside an embedded resource (a subschema with its own `$id`), where
+/// resolving it against the root could pick the wrong schema.
 pub(crate) fn resolve_local<'a>(root: &'a Value, reference: &str) -> Option<&'a Value> {
     let fragment = reference.strip_prefix('#')?;
     if fragment.is_empty() {
         return Some(root);
     }
     if !fragment.starts_with('/') {
-        return None;
+        return resolve_anchor(root, &percent_decode(fragment)?);
     }
     root.pointer(&percent_decode(fragment)?)
+}
+
+/// The one schema of the document declaring `"$anchor": name`; iterative.
+fn resolve_anchor<'a>(root: &'a Value, name: &str) -> Option<&'a Value> {
+    let mut found = None;
+    let mut stack = vec![(root, true)];
+    while let Some((node, is_root)) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if !is_root && map.contains_key("$id") {
+                    return None;
+                }
+                if map.get("$anchor").and_then(Value::as_str) == Some(name) {
+                    if found.is_some() {
+                        return None;
+                    }
+                    found = Some(node);
+                }
+                stack.extend(map.values().map(|child| (child, false)));
+            }
+            Value::Array(items) => stack.extend(items.iter().map(|child| (child, false))),
+            _ => {}
+        }
+    }
+    found
 }
 
 fn percent_decode(text: &str) -> Option<String> {
@@ -485,5 +512,86 @@ fn invalid(keyword: &str, reason: &'static str) -> DialectErrorKind {
     DialectErrorKind::InvalidKeyword {
         keyword: keyword.to_owned(),
         reason,
+    }
+}
+
+/// `format` values schemars writes for Rust number widths that no JSON Schema draft defines
+/// (the width's bounds are already `minimum`/`maximum`); every dialect drops them.
+const NON_STANDARD_FORMATS: &[&str] = &[
+    "int8", "int16", "int32", "int64", "int128", "int", "uint8", "uint16", "uint32", "uint64",
+    "uint128", "uint", "float", "double",
+];
+
+/// Drops the non-standard `format`s of every schema node (annotations in 2020-12, so the schema
+/// means the same). Recursive over schema positions; the expanded tree is at most
+/// [`super::MAX_DEPTH`] deep.
+pub(crate) fn drop_non_standard_formats(node: &mut Value) {
+    let Value::Object(map) = node else { return };
+    if map
+        .get("format")
+        .and_then(Value::as_str)
+        .is_some_and(|format| NON_STANDARD_FORMATS.contains(&format))
+    {
+        map.shift_remove("format");
+    }
+    for (_, _, child) in children_mut(map) {
+        drop_non_standard_formats(child);
+    }
+}
+
+/// A `oneOf`/`anyOf` whose every branch is a `const` (schemars writes documented enum variants
+/// so) becomes the `enum` it is, with the values' `type`; the branches' descriptions are kept in
+/// the node's description (`- "glob": Shell globs.`). Same meaning when the values are
+/// distinct, which is checked.
+pub(crate) fn const_union_to_enum(map: &mut Map<String, Value>) {
+    if map.contains_key("enum") || map.contains_key("const") {
+        return;
+    }
+    for keyword in ["oneOf", "anyOf"] {
+        let Some(values) = map.get(keyword).and_then(crate::validate::const_branches) else {
+            continue;
+        };
+        let distinct = values
+            .iter()
+            .enumerate()
+            .all(|(index, value)| !values[..index].contains(value));
+        if !distinct {
+            return;
+        }
+        let Some(Value::Array(branches)) = map.shift_remove(keyword) else {
+            return;
+        };
+        let documented: Vec<String> = branches
+            .iter()
+            .filter_map(|branch| {
+                let text = branch.get("description").and_then(Value::as_str)?;
+                Some(format!("- {}: {text}", branch.get("const")?))
+            })
+            .collect();
+        if !documented.is_empty() {
+            let list = documented.join("\n");
+            let text = match map.get("description").and_then(Value::as_str) {
+                Some(existing) if !existing.is_empty() => format!("{existing}\n\n{list}"),
+                _ => list,
+            };
+            map.insert("description".to_owned(), Value::String(text));
+        }
+        if !map.contains_key("type")
+            && let Some(ty) = type_of_values(&values)
+        {
+            map.insert("type".to_owned(), ty);
+        }
+        map.insert("enum".to_owned(), Value::Array(values));
+        return;
+    }
+}
+
+/// [`const_union_to_enum`] on every schema node (recursive; bounded like
+/// [`drop_non_standard_formats`]).
+pub(crate) fn const_unions_to_enums(node: &mut Value) {
+    let Value::Object(map) = node else { return };
+    const_union_to_enum(map);
+    for (_, _, child) in children_mut(map) {
+        const_unions_to_enums(child);
     }
 }

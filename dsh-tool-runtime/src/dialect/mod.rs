@@ -37,7 +37,10 @@ pub use normalize::normalize_strict_arguments;
 pub use refs::{MAX_DEPTH, MAX_NODES, MAX_REF_TARGETS};
 
 use error::Path;
-use keywords::{check_depth, check_keywords, insert_first, json_type, types_of};
+use keywords::{
+    check_depth, check_keywords, const_unions_to_enums, drop_non_standard_formats, insert_first,
+    json_type, types_of,
+};
 use refs::Recursion;
 
 /// A provider's wire form of a parameters schema.
@@ -124,6 +127,8 @@ impl Dialect {
             return Err(root_error("a boolean schema".to_owned()));
         };
         object_root(root).map_err(root_error)?;
+        drop_non_standard_formats(&mut out);
+        const_unions_to_enums(&mut out);
         match self {
             Dialect::Portable => json_schema::portable(&mut out),
             Dialect::Anthropic | Dialect::Mcp => json_schema::standard(&mut out),

@@ -443,10 +443,15 @@ impl<'a> Expander<'a> {
         if let Some(anchor) = &self.targets[id].anchor {
             return anchor.clone();
         }
-        let anchor = if reference == "#" {
+        // A root that is not already an object schema is kept as a definition of its own: the
+        // transform makes the output root an object, which a `"$ref": "#"` must not start seeing.
+        let object_root =
+            self.targets[id].schema.get("type").and_then(Value::as_str) == Some("object");
+        let anchor = if reference == "#" && object_root {
             "#".to_owned()
         } else {
             let base = match last_segment(reference) {
+                _ if reference == "#" => "root".to_owned(),
                 name if name.is_empty() => "definition".to_owned(),
                 name => name,
             };
@@ -464,9 +469,27 @@ impl<'a> Expander<'a> {
     }
 }
 
+/// Keywords whose meaning depends on keywords beside them (JSON Schema 2020-12 §10.3.1, §10.3.2,
+/// §11): merged into one node with keywords of another schema, they would start reading those.
+const READS_SIBLINGS: &[&str] = &[
+    "additionalProperties",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "items",
+    "contains",
+    "minContains",
+    "maxContains",
+    "then",
+    "else",
+    "$dynamicAnchor",
+    "$anchor",
+];
+
 /// An inlined `$ref` target merged with the keywords written beside the `$ref` (2020-12 applies
-/// both). Siblings override annotations; when both constrain the same keyword, the target goes
-/// under `allOf` instead so neither constraint is lost.
+/// both). Siblings override annotations. The two are merged only where that is provably the
+/// same schema: when both constrain the same keyword, or either side holds a keyword that reads
+/// its siblings (a `$ref` to `{"unevaluatedProperties": false}` beside `properties`), the target
+/// goes under `allOf` instead — an in-place applicator exactly like `$ref`.
 fn merge(body: Value, siblings: Map<String, Value>) -> Value {
     let body = match body {
         Value::Bool(true) => Map::new(),
@@ -481,9 +504,14 @@ fn merge(body: Value, siblings: Map<String, Value>) -> Value {
     if siblings.is_empty() {
         return Value::Object(body);
     }
+    let constrains = |map: &Map<String, Value>| map.keys().any(|key| !is_annotation(key));
+    let reads =
+        |map: &Map<String, Value>| map.keys().any(|key| READS_SIBLINGS.contains(&key.as_str()));
     let conflict = siblings
         .keys()
-        .any(|key| !is_annotation(key) && body.contains_key(key));
+        .any(|key| !is_annotation(key) && body.contains_key(key))
+        || (reads(&body) && constrains(&siblings))
+        || (reads(&siblings) && constrains(&body));
     if conflict {
         let mut out = siblings;
         match out.get_mut("allOf") {

@@ -345,6 +345,11 @@ impl<'a> Lowering<'a> {
         }
         for key in ["anyOf", "oneOf"] {
             if let Some(value) = map.get(key) {
+                // A union of `const`s (documented enum variants) is the enum it stands for.
+                if let Some(values) = crate::validate::const_branches(value) {
+                    parts.push(self.lower_literals(&values));
+                    continue;
+                }
                 let members = self.lower_list(value, depth, ctx);
                 parts.push(self.push(Kind::Union(members), None));
             }

@@ -97,7 +97,32 @@ fn is_plain_member(name: &str) -> bool {
 /// a plain member name that does not start with `_` at all (such attributes are conventionally
 /// private, and the runtime object may define its own).
 fn is_bare_tool_name(name: &str) -> bool {
-    is_plain_member(name) && !name.starts_with('_')
+    (is_plain_member(name) || is_stable_unicode_identifier(name)) && !name.starts_with('_')
+}
+
+/// True for a non-ASCII Python identifier that reads back as itself: Python parses identifiers
+/// as XID_Start XID_Continue* and NFKC-normalises them (REFERENCE §4.5: `搜索` is a method), so
+/// only characters whose NFKC form is themselves may appear. Without normalisation tables this
+/// admits the scripts where that holds for every letter (CJK ideographs, kana, Hangul syllables,
+/// basic Cyrillic and Greek, Latin-1 letters); other names are reached by index.
+fn is_stable_unicode_identifier(name: &str) -> bool {
+    let stable = |c: char| {
+        c.is_ascii_alphanumeric()
+            || c == '_'
+            || matches!(u32::from(c),
+                0x00C0..=0x00D6 | 0x00D8..=0x00F6 | 0x00F8..=0x00FF
+                | 0x0391..=0x03A9 | 0x03B1..=0x03C9
+                | 0x0410..=0x044F
+                | 0x3041..=0x3096 | 0x30A1..=0x30FA
+                | 0x3400..=0x4DBF | 0x4E00..=0x9FFF
+                | 0xAC00..=0xD7A3)
+    };
+    let mut chars = name.chars();
+    !name.is_ascii()
+        && chars
+            .next()
+            .is_some_and(|c| (c == '_' || unicode_ident::is_xid_start(c)) && stable(c))
+        && chars.all(|c| unicode_ident::is_xid_continue(c) && stable(c))
 }
 
 /// How a program reaches tool `name` on `tools`: the bare method name, or the quoted name to

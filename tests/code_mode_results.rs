@@ -1,0 +1,235 @@
+//! `run_code` results against a scripted code runtime (no interpreter, no clock): failures win
+//! over cancellation (SPEC §4), the missing-runtime text (REFERENCE §4.2), the runtime's own
+//! output-limit text (SPEC §8), the description texts (REFERENCE §4.2), and error codes reaching
+//! the program through the binding bridge (REFERENCE §1.10).
+
+use std::sync::{Arc, Mutex};
+
+use dsh_tools::code_runtime::{
+    BindingCall, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
+    RunRequest,
+};
+use dsh_tools::{ErrorCode, Mode, Registry, ToolCall, ToolDefinition, ToolError};
+use futures::future::BoxFuture;
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+/// What the scripted runtime does with a run.
+#[derive(Clone)]
+enum Script {
+    /// Waits until the run signal is cancelled, then fails with this kind and message.
+    FailOnCancel(FailureKind, &'static str),
+    /// Calls the binding `name` with `args` and returns the failure the bridge answered.
+    Call(&'static str, Value),
+}
+
+struct Scripted {
+    language: &'static str,
+    script: Script,
+    calls: Arc<Mutex<Vec<String>>>,
+}
+
+impl CodeRuntime for Scripted {
+    fn language(&self) -> &'static str {
+        self.language
+    }
+
+    fn isolation(&self) -> Isolation {
+        Isolation::WorkerThread
+    }
+
+    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
+        let script = self.script.clone();
+        let calls = self.calls.clone();
+        Box::pin(async move {
+            match script {
+                Script::FailOnCancel(kind, message) => {
+                    request.signal.cancelled().await;
+                    Ok(RunOutcome {
+                        value: None,
+                        logs: vec!["partial".to_owned()],
+                        error: Some(CodeRunFailure {
+                            kind,
+                            message: message.to_owned(),
+                        }),
+                    })
+                }
+                Script::Call(name, args) => {
+                    let namespace = &request.bindings[0];
+                    let class = namespace.error_class.clone().unwrap();
+                    calls
+                        .lock()
+                        .unwrap()
+                        .push(class.member_name_property.clone());
+                    let dispatch = request.dispatch.clone().unwrap();
+                    let answer = dispatch(BindingCall {
+                        namespace: namespace.global.clone(),
+                        name: name.to_owned(),
+                        args,
+                        signal: request.signal.clone(),
+                    })
+                    .await;
+                    let error = answer.expect_err("the call fails");
+                    Ok(RunOutcome {
+                        value: Some(json!({"message": error.message, "code": error.code})),
+                        logs: Vec::new(),
+                        error: None,
+                    })
+                }
+            }
+        })
+    }
+
+    fn dispose(&self) -> BoxFuture<'_, ()> {
+        Box::pin(async {})
+    }
+}
+
+fn registry(language: &'static str, script: Script) -> (Registry, Arc<Mutex<Vec<String>>>) {
+    let registry = Registry::new();
+    let calls = Arc::new(Mutex::new(Vec::new()));
+    registry.set_code_runtime(Arc::new(Scripted {
+        language,
+        script,
+        calls: calls.clone(),
+    }));
+    registry.set_mode(Mode::Code);
+    (registry, calls)
+}
+
+fn run_code(signal: CancellationToken) -> ToolCall {
+    ToolCall::new(
+        "run",
+        "run_code",
+        json!({"code": "return 1", "description": "Return one"}),
+    )
+    .with_signal(signal)
+}
+
+/// SPEC §4 "failures win over cancellation": a run that hits a budget while the caller cancels
+/// keeps its failure, with the runtime's own text and the captured output (SPEC §8).
+#[tokio::test]
+async fn a_failed_run_keeps_its_failure_when_the_caller_cancels() {
+    let (registry, _) = registry(
+        "typescript",
+        Script::FailOnCancel(FailureKind::OutputLimit, "outer output exceeded 200 bytes"),
+    );
+    let signal = CancellationToken::new();
+    // The scripted run waits for this cancellation: no clock involved.
+    let (result, ()) = tokio::join!(registry.execute(run_code(signal.clone())), async {
+        tokio::task::yield_now().await;
+        signal.cancel();
+    });
+    assert_eq!(
+        result.error_code(),
+        Some(ErrorCode::CodeRunFailed),
+        "{result:?}"
+    );
+    assert_eq!(
+        result.error().unwrap().message,
+        "code run failed (output-limit): outer output exceeded 200 bytes\nCaptured output:\npartial"
+    );
+}
+
+/// REFERENCE §4.3 step 7: the runtime stopping the program because the caller cancelled is the
+/// cancellation itself: `ABORTED`.
+#[tokio::test]
+async fn a_run_aborted_by_the_caller_reads_aborted() {
+    let (registry, _) = registry(
+        "python",
+        Script::FailOnCancel(FailureKind::Abort, "aborted"),
+    );
+    let signal = CancellationToken::new();
+    let (result, ()) = tokio::join!(registry.execute(run_code(signal.clone())), async {
+        tokio::task::yield_now().await;
+        signal.cancel();
+    });
+    assert_eq!(result.error_code(), Some(ErrorCode::Aborted), "{result:?}");
+}
+
+/// REFERENCE §4.2: in code mode without a runtime, `run_code` says it requires one.
+#[tokio::test]
+async fn run_code_without_a_runtime_says_it_requires_one() {
+    let registry = Registry::new();
+    registry.set_mode(Mode::Code);
+    let result = registry.execute(run_code(CancellationToken::new())).await;
+    let message = &result.error().unwrap().message;
+    assert!(message.contains("requires a code runtime"), "{message}");
+    assert!(!message.starts_with("unknown tool"), "{message}");
+}
+
+/// REFERENCE §4.2: both flavours of the `run_code` description explain the `description`
+/// argument.
+#[test]
+fn both_run_code_descriptions_mention_the_description_argument() {
+    for language in ["typescript", "python"] {
+        let (registry, _) = registry(language, Script::FailOnCancel(FailureKind::Abort, ""));
+        let run_code = registry.get("run_code", None).expect("run_code");
+        assert!(
+            run_code.description().contains("`description`"),
+            "{language}: {}",
+            run_code.description()
+        );
+    }
+}
+
+/// REFERENCE §1.10: the program's `ToolCallError` carries the code of the failure — the
+/// author's code, `INVALID_ARGS` for bad arguments — and its message stays the plain message.
+/// In Python the tool-name attribute is `tool_name` (REFERENCE §4.5 snake_case).
+#[tokio::test]
+async fn binding_failures_carry_their_error_code() {
+    for (language, member) in [("typescript", "toolName"), ("python", "tool_name")] {
+        for (tool, args, code, message) in [
+            ("broken", json!({}), json!("EBROKEN"), "broken on purpose"),
+            ("plain", json!({}), Value::Null, "plain failure"),
+            (
+                "typed",
+                json!({"n": "x"}),
+                json!("INVALID_ARGS"),
+                "invalid arguments: \"n\" must be an integer",
+            ),
+        ] {
+            let (registry, calls) = registry(language, Script::Call(tool, args));
+            registry
+                .register(
+                    ToolDefinition::builder("broken")
+                        .handler(|_, _| async {
+                            Err(ToolError::new("broken on purpose").with_code("EBROKEN"))
+                        })
+                        .build()
+                        .unwrap(),
+                )
+                .unwrap();
+            registry
+                .register(
+                    ToolDefinition::builder("plain")
+                        .handler(|_, _| async { Err(ToolError::new("plain failure")) })
+                        .build()
+                        .unwrap(),
+                )
+                .unwrap();
+            registry
+                .register(
+                    ToolDefinition::builder("typed")
+                        .parameters(
+                            json!({"type": "object", "properties": {"n": {"type": "integer"}}}),
+                        )
+                        .handler(|args, _| async move { Ok(args) })
+                        .build()
+                        .unwrap(),
+                )
+                .unwrap();
+            let result = registry.execute(run_code(CancellationToken::new())).await;
+            let value = result
+                .value()
+                .cloned()
+                .unwrap_or_else(|| panic!("{result:?}"));
+            assert_eq!(
+                value["result"],
+                json!({"message": message, "code": code}),
+                "{language} {tool}"
+            );
+            assert_eq!(calls.lock().unwrap().as_slice(), [member.to_owned()]);
+        }
+    }
+}

@@ -1,0 +1,267 @@
+//! Validation and schema correctness (issue: "what a tool author hits first"): constraints of an
+//! `#[args]` struct, serialize-mode output schemas, recursive types, enum-of-const errors and the
+//! violation order of REFERENCE §1.6.
+
+use dsh_tools::definition::Dispatched;
+use dsh_tools::{ToolDefinition, ToolExec, ToolFailure, tool};
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+use serde_json::{Value, json};
+
+async fn dispatch(definition: &ToolDefinition, args: Value) -> Result<Dispatched, ToolFailure> {
+    definition
+        .dispatch(args, ToolExec::detached(definition.name()))
+        .await
+}
+
+async fn failure(definition: &ToolDefinition, args: Value) -> ToolFailure {
+    match dispatch(definition, args).await {
+        Ok(dispatched) => panic!("unexpected success: {}", dispatched.value),
+        Err(failure) => failure,
+    }
+}
+
+#[derive(Deserialize, Serialize, JsonSchema)]
+struct WindowArgs {
+    #[schemars(range(min = 1, max = 10))]
+    count: u32,
+    #[schemars(length(min = 2))]
+    name: String,
+    #[schemars(regex(pattern = r"^[a-z]+$"))]
+    slug: String,
+}
+
+/// Window.
+#[tool]
+async fn window(#[args] args: WindowArgs) -> String {
+    format!("{}{}{}", args.count, args.name, args.slug)
+}
+
+/// REFERENCE §1.6 / SPEC §2 "Argument validation": every constraint the schema shows is checked
+/// before the body runs, also when it was declared with `#[schemars]` on an `#[args]` struct.
+#[tokio::test]
+async fn args_struct_constraints_are_enforced_ref_1_6() {
+    let definition = ToolDefinition::from_tool(WindowTool);
+    let failed = failure(&definition, json!({"count": 0, "name": "ab", "slug": "ok"})).await;
+    assert_eq!(failed.message, "invalid arguments: \"count\" must be >= 1");
+    let failed = failure(&definition, json!({"count": 11, "name": "a", "slug": "A"})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"count\" must be <= 10; \"name\" must be at least 2 characters long; \"slug\" must match the pattern \"^[a-z]+$\""
+    );
+    let ok = dispatch(
+        &definition,
+        json!({"count": 10, "name": "ab", "slug": "ok"}),
+    )
+    .await;
+    assert_eq!(ok.unwrap().value, json!("10abok"));
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Listing {
+    name: String,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    tags: Vec<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    size: Option<u64>,
+}
+
+/// List.
+#[tool]
+async fn listing(name: String) -> Listing {
+    Listing {
+        name,
+        tags: Vec::new(),
+        size: None,
+    }
+}
+
+/// SPEC §1 "Output": the output schema describes what serde writes. A field skipped when empty
+/// is not required, so an ordinary output is not refused as `INVALID_TOOL_OUTPUT` (REFERENCE §1.10).
+#[tokio::test]
+async fn output_schema_uses_the_serialize_view_ref_1_10() {
+    let definition = ToolDefinition::from_tool(ListingTool);
+    let output = definition.output_schema().unwrap();
+    assert_eq!(output["required"], json!(["name"]));
+    let dispatched = dispatch(&definition, json!({"name": "a"})).await.unwrap();
+    assert_eq!(dispatched.value, json!({"name": "a"}));
+    // A substituted value checked against the same schema is accepted too.
+    let (value, _) = definition
+        .normalize_value(&json!({"name": "a"}), json!({"name": "b"}))
+        .unwrap();
+    assert_eq!(value, json!({"name": "b"}));
+}
+
+/// Runs `body` on a thread with the default 2 MiB stack, as a host's worker thread would have.
+fn on_default_stack<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static) -> T {
+    std::thread::Builder::new()
+        .stack_size(2 * 1024 * 1024)
+        .spawn(body)
+        .unwrap()
+        .join()
+        .expect("the thread must not die")
+}
+
+/// SPEC §9 (hostile input): a 5,000-deep raw parameters schema, as a hostile MCP server could
+/// send, gives a `DefinitionError` (REFERENCE §1.10 `UNSUPPORTED_SCHEMA`) instead of a stack
+/// overflow on a default 2 MiB stack.
+#[test]
+fn deep_raw_schema_is_a_definition_error_ref_1_10() {
+    let message = on_default_stack(|| {
+        let mut schema = json!({"type": "string"});
+        for _ in 0..5_000 {
+            // Built by hand: `json!` would copy `schema` with a recursive `to_value`.
+            let mut properties = serde_json::Map::new();
+            properties.insert("p".into(), schema);
+            let mut object = serde_json::Map::new();
+            object.insert("type".into(), json!("object"));
+            object.insert("properties".into(), Value::Object(properties));
+            schema = Value::Object(object);
+        }
+        let result = ToolDefinition::builder("deep")
+            .parameters(schema)
+            .handler(|args, _exec| async move { Ok(args) })
+            .build();
+        let message = match &result {
+            Ok(_) => "built".to_owned(),
+            Err(err) => err.to_string(),
+        };
+        // The schema is dropped on this thread too.
+        drop(result);
+        message
+    });
+    assert!(
+        message.starts_with(
+            "unsupported JSON schema: tool \"deep\" parameters schema: nested deeper than"
+        ),
+        "{message}"
+    );
+}
+
+/// How a search matches.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+enum Syntax {
+    /// Shell globs.
+    Glob,
+    /// Regular expressions.
+    Regex,
+}
+
+/// Find.
+#[tool]
+async fn find(syntax: Syntax) -> String {
+    let _ = syntax;
+    String::new()
+}
+
+fn raw(schema: Value) -> ToolDefinition {
+    ToolDefinition::builder("raw")
+        .parameters(schema)
+        .handler(|args, _exec| async move { Ok(args) })
+        .build()
+        .unwrap()
+}
+
+/// REFERENCE §1.6 "enum miss": variants with doc comments make schemars write a `oneOf` of
+/// `const`s; the model still reads the allowed values.
+#[tokio::test]
+async fn enum_of_documented_variants_lists_the_values_ref_1_6() {
+    let definition = ToolDefinition::from_tool(FindTool);
+    let failed = failure(&definition, json!({"syntax": "fuzzy"})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"syntax\" must be one of [\"glob\",\"regex\"]"
+    );
+}
+
+/// REFERENCE §1.6 ordering: missing-required first (in `required` order), then children in the
+/// schema's `properties` order, then undeclared keys in the value's order.
+#[tokio::test]
+async fn violations_follow_the_reference_order_ref_1_6() {
+    let definition = raw(json!({
+        "type": "object",
+        "properties": {
+            "b": {"type": "string"},
+            "a": {"type": "integer"},
+            "c": {"type": "integer"},
+            "d": {"type": "boolean"}
+        },
+        "required": ["d", "c"],
+        "additionalProperties": false
+    }));
+    let failed = failure(&definition, json!({"z": 1, "a": "x", "y": 2, "b": 3})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: missing required property \"d\"; missing required property \"c\"; \
+         \"b\" must be a string; \"a\" must be an integer; \
+         \"z\" is not a declared property (additionalProperties: false); \
+         \"y\" is not a declared property (additionalProperties: false)"
+    );
+}
+
+/// REFERENCE §1.6: `enum` is checked before `const`, and an overlapping `oneOf` reports how many
+/// branches matched.
+#[tokio::test]
+async fn enum_before_const_and_one_of_match_count_ref_1_6() {
+    let definition = raw(json!({
+        "type": "object",
+        "properties": {
+            "e": {"const": "a", "enum": ["a", "b"]},
+            "o": {"oneOf": [{"type": "integer"}, {"type": "number"}, {"minimum": 0}]}
+        }
+    }));
+    let failed = failure(&definition, json!({"e": "b"})).await;
+    assert_eq!(failed.message, "invalid arguments: \"e\" must be \"a\"");
+    let failed = failure(&definition, json!({"e": "c"})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"e\" must be one of [\"a\",\"b\"]"
+    );
+    let failed = failure(&definition, json!({"o": 3})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"o\" must match exactly one oneOf branch (matched 3)"
+    );
+    let failed = failure(&definition, json!({"o": 1.5})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"o\" must match exactly one oneOf branch (matched 2)"
+    );
+}
+
+/// Shout.
+#[tool(render = render_shout, presentation_meta = shout_meta)]
+async fn shout(text: String) -> String {
+    text
+}
+
+fn render_shout(args: &ShoutArgs, _output: &String) -> Vec<dsh_tools::ContentBlock> {
+    assert!(args.text != "render", "render exploded");
+    vec![dsh_tools::ContentBlock::text(args.text.to_uppercase())]
+}
+
+fn shout_meta(args: &ShoutArgs, _output: &String) -> Option<Value> {
+    assert!(args.text != "meta", "meta exploded");
+    Some(json!({"len": args.text.len()}))
+}
+
+/// REFERENCE §1.10: a `render` or `presentation_meta` that panics is the tool's invalid output,
+/// `output.render failed: …` / `output.presentationMeta failed: …`, not a plain panic failure.
+#[tokio::test]
+async fn a_panicking_presenter_is_invalid_tool_output_ref_1_10() {
+    let definition = ToolDefinition::from_tool(ShoutTool);
+    let ok = dispatch(&definition, json!({"text": "hi"})).await.unwrap();
+    assert_eq!(ok.meta, Some(json!({"len": 2})));
+    for (text, which) in [("render", "render"), ("meta", "presentationMeta")] {
+        let failed = failure(&definition, json!({ "text": text })).await;
+        assert_eq!(failed.code(), Some(dsh_tools::ErrorCode::InvalidToolOutput));
+        assert!(
+            failed.message.starts_with(&format!(
+                "tool \"shout\" returned invalid output: output.{which} failed: {text} exploded"
+            )),
+            "{}",
+            failed.message
+        );
+    }
+}
