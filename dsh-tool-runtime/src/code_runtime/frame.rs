@@ -144,7 +144,10 @@ impl FrameDecoder {
             bytes = rest;
             if self.oversize.is_none() {
                 // The call limit applies once the line is long enough to show its prefix.
-                let head = CALL_PREFIX.len().saturating_sub(self.line.len()).min(chunk.len());
+                let head = CALL_PREFIX
+                    .len()
+                    .saturating_sub(self.line.len())
+                    .min(chunk.len());
                 self.line.extend_from_slice(&chunk[..head]);
                 let chunk = &chunk[head..];
                 if self.line.len() + chunk.len() <= self.limit() {

@@ -112,6 +112,9 @@ impl Worker {
         // values prepared before the fork.
         unsafe {
             command.pre_exec(move || {
+                // First, while the ruleset's descriptor cannot have been replaced by the
+                // protocol descriptors placed below.
+                confinement.apply()?;
                 // Move both ends above the target numbers first, so that placing one cannot
                 // close the other.
                 let w = cvt(libc::fcntl(child_write_raw, libc::F_DUPFD_CLOEXEC, 10))?;
@@ -128,7 +131,7 @@ impl Worker {
                 // Orphaned descendants are re-parented to the interpreter instead of init, so
                 // the tree stays whole for accounting and for the kill at settle.
                 cvt(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
-                confinement.apply()
+                Ok(())
             });
         }
         let mut child = command.spawn()?;
@@ -225,7 +228,10 @@ pub(crate) fn tree(root: i32) -> Vec<i32> {
             let Ok(text) = std::fs::read_to_string(path) else {
                 continue;
             };
-            all.extend(text.split_whitespace().filter_map(|p| p.parse::<i32>().ok()));
+            all.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
         }
     }
     all.truncate(MAX_TREE);
@@ -282,7 +288,12 @@ fn memory_of(pid: i32) -> Option<(u64, u64)> {
     let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
     let field = |name: &str| -> Option<u64> {
         let line = status.lines().find(|l| l.starts_with(name))?;
-        let kb: u64 = line[name.len()..].trim().trim_end_matches("kB").trim().parse().ok()?;
+        let kb: u64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
         Some(kb * 1024)
     };
     Some((field("VmRSS:")?, field("VmHWM:").unwrap_or(0)))

@@ -157,7 +157,10 @@ impl Plan {
                     status.missing.push(what.to_owned());
                 }
             };
-            missing(abi >= 3, "filesystem confinement (Landlock ABI 3, Linux 6.2)");
+            missing(
+                abi >= 3,
+                "filesystem confinement (Landlock ABI 3, Linux 6.2)",
+            );
             missing(abi >= 4, "TCP denial (Landlock ABI 4, Linux 6.7)");
             missing(
                 abi >= 6,
@@ -352,7 +355,15 @@ fn drop_capabilities() -> io::Result<()> {
         unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
     }
     // SAFETY: plain prctl.
-    unsafe { libc::prctl(libc::PR_CAP_AMBIENT, libc::PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0) };
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
     let mut header = Header {
         version: LINUX_CAPABILITY_VERSION_3,
         pid: 0,
@@ -416,10 +427,8 @@ fn build_filter() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
     for &nr in denied {
         rules.insert(nr, Vec::new());
     }
-    let mut errno_rules: BTreeMap<i64, (u32, Vec<SeccompRule>)> = rules
-        .into_iter()
-        .map(|(nr, r)| (nr, (eperm, r)))
-        .collect();
+    let mut errno_rules: BTreeMap<i64, (u32, Vec<SeccompRule>)> =
+        rules.into_iter().map(|(nr, r)| (nr, (eperm, r))).collect();
     errno_rules.insert(libc::SYS_clone3, (libc::ENOSYS as u32, Vec::new()));
     errno_rules.insert(libc::SYS_io_uring_setup, (libc::ENOSYS as u32, Vec::new()));
     errno_rules.insert(libc::SYS_socket, (libc::EACCES as u32, Vec::new()));

@@ -38,6 +38,9 @@ const USAGE_POLL: Duration = Duration::from_millis(10);
 /// How long output already written by a settled child may take to arrive.
 const DRAIN_GRACE: Duration = Duration::from_millis(100);
 
+/// How long a child whose protocol channel closed may take to show its exit status.
+const CLOSE_GRACE: Duration = Duration::from_millis(20);
+
 /// How long frames may still arrive after the child has exited.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 
@@ -102,8 +105,7 @@ impl Default for SubprocessConfig {
             standby: true,
             sandbox: Sandbox::Auto,
             max_frame_bytes: 1 << 20,
-            max_concurrent_runs: std::thread::available_parallelism()
-                .map_or(2, |n| n.get() * 2),
+            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
 }
@@ -479,19 +481,6 @@ impl Inner {
                 "run aborted before it started".to_owned(),
             ));
         }
-        let program = match self.language {
-            Language::TypeScript => match strip_types(request.program.clone()).await {
-                Ok(js) => js,
-                Err(message) => return Ok(self.early(FailureKind::Exception, message)),
-            },
-            Language::Python => request.program.clone(),
-        };
-        if request.signal.is_cancelled() {
-            return Ok(self.early(
-                FailureKind::Abort,
-                "run aborted before it started".to_owned(),
-            ));
-        }
         // Waiting for a slot is where a run may queue: cancellation and disposal end it there.
         let permit = tokio::select! {
             biased;
@@ -506,6 +495,19 @@ impl Inner {
         let Ok(_permit) = permit else {
             return Err(CodeRuntimeError::Disposed);
         };
+        let program = match self.language {
+            Language::TypeScript => match strip_types(request.program.clone()).await {
+                Ok(js) => js,
+                Err(message) => return Ok(self.early(FailureKind::Exception, message)),
+            },
+            Language::Python => request.program.clone(),
+        };
+        if request.signal.is_cancelled() {
+            return Ok(self.early(
+                FailureKind::Abort,
+                "run aborted before it started".to_owned(),
+            ));
+        }
         let (worker, io) = match self.take_worker() {
             Ok(taken) => taken,
             Err(e) => {
@@ -581,8 +583,9 @@ impl<'r> Session<'r> {
         let tasks = vec![
             tokio::spawn(read_frames(
                 io.frames_in,
-                FrameDecoder::new(max_frame)
-                    .with_call_limit(usize::try_from(inner.config.max_frame_bytes).unwrap_or(usize::MAX)),
+                FrameDecoder::new(max_frame).with_call_limit(
+                    usize::try_from(inner.config.max_frame_bytes).unwrap_or(usize::MAX),
+                ),
                 tx.clone(),
             )),
             tokio::spawn(read_output(io.stdout, max_frame, tx.clone())),
@@ -674,12 +677,20 @@ impl<'r> Session<'r> {
                     None => events_done = true,
                     Some(Event::FramesClosed) => {
                         // Nothing more can come from the program: settle now, not at the
-                        // wall-clock ceiling.
+                        // wall-clock ceiling. A dying child closes its descriptors just before
+                        // its exit status exists: wait a moment for it, to say how it ended.
                         if exited.is_none() {
-                            return Ending::Fail(
-                                FailureKind::WorkerExit,
-                                "worker closed its protocol channel before completing".to_owned(),
-                            );
+                            let status =
+                                tokio::time::timeout(CLOSE_GRACE, self.worker.child.wait()).await;
+                            let message = match status {
+                                Ok(Ok(status)) => format!(
+                                    "worker {} before completing",
+                                    process::describe_exit(status)
+                                ),
+                                _ => "worker closed its protocol channel before completing"
+                                    .to_owned(),
+                            };
+                            return Ending::Fail(FailureKind::WorkerExit, message);
                         }
                         frames_closed = true;
                     }
