@@ -5,7 +5,7 @@
 // sends `call`, `log` and one `done`, and receives a `reply` per call. The program is already
 // type-stripped; it runs as the body of an async function whose parameters are the binding
 // globals, the error classes and `console`. The host trusts nothing sent from here: it enforces
-// every budget itself and kills this process group when the run settles.
+// every budget itself and kills this process tree when the run settles.
 
 import fs from 'node:fs';
 import net from 'node:net';

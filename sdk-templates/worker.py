@@ -5,7 +5,7 @@
 # sends `call`, `log` and one `done`, and receives a `reply` per call. The program runs as the
 # body of an async function whose parameters are the binding globals and the error classes.
 # The host trusts nothing sent from here: it enforces every budget itself and kills this
-# process group when the run settles.
+# process tree when the run settles.
 
 import ast
 import asyncio

@@ -43,7 +43,7 @@ pub trait CodeRuntime: Send + Sync {
     /// `"python"` (REFERENCE §4.6).
     fn language(&self) -> &'static str;
 
-    /// How programs are isolated from the host. A label for humans and logs, not a security claim.
+    /// How programs are isolated from the host.
     fn isolation(&self) -> Isolation;
 
     /// Runs one program to completion.

@@ -172,11 +172,22 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Kills the tree while the interpreter is still unreaped (its pid cannot have been reused
+    /// then), and the process group in any case.
+    pub(crate) fn kill(&mut self) {
+        if self.child.id().is_some() {
+            kill_tree(self.pid);
+        }
+        kill_group(self.pid);
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         // Whatever path drops a worker (settled run, dropped run future, disposal), the whole
         // tree dies with it: descendants included, whatever group or session they moved to.
-        kill_tree(self.pid);
+        self.kill();
     }
 }
 
@@ -236,6 +247,27 @@ pub(crate) fn tree(root: i32) -> Vec<i32> {
     }
     all.truncate(MAX_TREE);
     all
+}
+
+/// The start time of `pid` (proc(5) field 22).
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// Kills, with their trees, the processes of `seen` (pid → start time) that are still the same
+/// processes: those a run's tree held at a sample, in case its interpreter ended first and they
+/// were re-parented away from it.
+pub(crate) fn kill_seen(seen: &std::collections::HashMap<i32, u64>) {
+    for (&pid, &started) in seen {
+        if start_time(pid) == Some(started) {
+            kill_tree(pid);
+        }
+    }
 }
 
 /// What a process tree uses: CPU (user + system, ms, including reaped children) and resident

@@ -109,6 +109,49 @@ fn seccomp_available() -> bool {
     unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
 }
 
+/// What `mode` gives on a kernel with Landlock ABI `abi` and (or without) seccomp.
+///
+/// # Errors
+///
+/// [`CodeRuntimeError::SandboxUnavailable`] under [`Sandbox::Enforce`] when anything is missing.
+fn decide(mode: Sandbox, abi: u32, seccomp: bool) -> Result<SandboxStatus, CodeRuntimeError> {
+    let on = mode != Sandbox::Off;
+    let mut status = SandboxStatus {
+        mode,
+        landlock_abi: abi,
+        filesystem: on && abi >= 3,
+        network: on && seccomp && abi >= 4,
+        scopes: on && abi >= 6,
+        processes: on && seccomp && abi >= 1,
+        no_new_privs: on,
+        missing: Vec::new(),
+    };
+    if on {
+        for (ok, what) in [
+            (
+                abi >= 3,
+                "filesystem confinement (Landlock ABI 3, Linux 6.2)",
+            ),
+            (abi >= 4, "TCP denial (Landlock ABI 4, Linux 6.7)"),
+            (
+                abi >= 6,
+                "signal and abstract-socket scoping (Landlock ABI 6, Linux 6.12)",
+            ),
+            (seccomp, "process and socket denial (seccomp)"),
+        ] {
+            if !ok {
+                status.missing.push(what.to_owned());
+            }
+        }
+    }
+    if mode == Sandbox::Enforce && !status.missing.is_empty() {
+        return Err(CodeRuntimeError::SandboxUnavailable(
+            status.missing.join(", "),
+        ));
+    }
+    Ok(status)
+}
+
 /// The sandbox plan of one runtime: what to allow, decided once.
 #[derive(Debug)]
 pub(crate) struct Plan {
@@ -140,39 +183,7 @@ impl Plan {
         } else {
             None
         };
-        let on = mode != Sandbox::Off;
-        let mut status = SandboxStatus {
-            mode,
-            landlock_abi: abi,
-            filesystem: on && abi >= 3,
-            network: on && filter.is_some() && abi >= 4,
-            scopes: on && abi >= 6,
-            processes: on && filter.is_some() && abi >= 1,
-            no_new_privs: on,
-            missing: Vec::new(),
-        };
-        if on {
-            let mut missing = |ok: bool, what: &str| {
-                if !ok {
-                    status.missing.push(what.to_owned());
-                }
-            };
-            missing(
-                abi >= 3,
-                "filesystem confinement (Landlock ABI 3, Linux 6.2)",
-            );
-            missing(abi >= 4, "TCP denial (Landlock ABI 4, Linux 6.7)");
-            missing(
-                abi >= 6,
-                "signal and abstract-socket scoping (Landlock ABI 6, Linux 6.12)",
-            );
-            missing(filter.is_some(), "process and socket denial (seccomp)");
-        }
-        if mode == Sandbox::Enforce && !status.missing.is_empty() {
-            return Err(CodeRuntimeError::SandboxUnavailable(
-                status.missing.join(", "),
-            ));
-        }
+        let status = decide(mode, abi, filter.is_some())?;
         let mut read: Vec<PathBuf> = [
             "/lib",
             "/lib64",
@@ -447,7 +458,57 @@ fn build_filter() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
                 SeccompAction::Errno(errno),
                 arch,
             )?;
-            Ok(filter.try_into()?)
+            filter.try_into()
         })
         .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enforce_names_what_an_older_kernel_lacks() {
+        let err = decide(Sandbox::Enforce, 5, true).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "dsh-code-runtime: the sandbox cannot be enforced on this kernel: signal and \
+             abstract-socket scoping (Landlock ABI 6, Linux 6.12) missing"
+        );
+        assert!(decide(Sandbox::Enforce, 0, false).is_err());
+        assert!(
+            decide(Sandbox::Enforce, 7, true)
+                .unwrap()
+                .missing
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn auto_applies_what_there_is_and_says_what_is_missing() {
+        let status = decide(Sandbox::Auto, 3, true).unwrap();
+        assert!(status.filesystem && status.processes && !status.network && !status.scopes);
+        assert_eq!(status.missing.len(), 2, "{status:?}");
+        let none = decide(Sandbox::Auto, 0, false).unwrap();
+        assert!(!none.filesystem && !none.processes && none.missing.len() == 4);
+        let off = decide(Sandbox::Off, 7, true).unwrap();
+        assert!(!off.is_active() && off.missing.is_empty());
+    }
+
+    #[test]
+    fn the_filter_compiles_for_this_machine() {
+        let filters = build_filter().unwrap();
+        assert_eq!(
+            filters.len(),
+            3,
+            "one filter per errno: EPERM, EACCES, ENOSYS"
+        );
+        assert!(filters.iter().all(|f| !f.is_empty()));
+    }
+
+    #[test]
+    fn the_elf_loader_is_found() {
+        let loader = elf_loader(Path::new("/proc/self/exe"));
+        assert!(loader.is_some_and(|p| p.exists()));
+    }
 }

@@ -298,7 +298,7 @@ impl CodeRuntime for SubprocessRuntime {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some(mut worker) = standby {
-                process::kill_tree(worker.pid);
+                worker.kill();
                 let _ = worker.child.wait().await;
             }
             inner.runs.close();
@@ -560,6 +560,8 @@ struct Session<'r> {
     pending: FuturesUnordered<PendingCall>,
     run_signal: CancellationToken,
     outputs_open: usize,
+    /// Descendants seen so far, killed at settle even if re-parented away.
+    seen: HashMap<i32, u64>,
 }
 
 impl<'r> Session<'r> {
@@ -617,6 +619,7 @@ impl<'r> Session<'r> {
             pending: FuturesUnordered::new(),
             run_signal: CancellationToken::new(),
             outputs_open: 2,
+            seen: HashMap::new(),
         }
     }
 
@@ -654,7 +657,9 @@ impl<'r> Session<'r> {
                     );
                 }
                 _ = tick.tick(), if exited.is_none() => {
-                    let Some(usage) = process::usage(&process::tree(pid)) else { continue };
+                    let tree = process::tree(pid);
+                    self.remember(&tree);
+                    let Some(usage) = process::usage(&tree) else { continue };
                     if usage.cpu_ms.saturating_sub(cpu_base) >= config.compute_ms {
                         return Ending::Fail(
                             FailureKind::Timeout,
@@ -806,6 +811,22 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Records the descendants of a tree sample (the root is the worker itself).
+    fn remember(&mut self, tree: &[i32]) {
+        for &pid in tree.iter().skip(1) {
+            if !self.seen.contains_key(&pid)
+                && let Some(started) = process::start_time(pid)
+            {
+                self.seen.insert(pid, started);
+            }
+        }
+        // Processes that are gone need no killing: keep the record small.
+        if self.seen.len() > 4 * 4096 {
+            self.seen
+                .retain(|&pid, &mut started| process::start_time(pid) == Some(started));
+        }
+    }
+
     /// A call frame the host will not decode: counted as a call, answered with a rejection.
     fn refuse_call(&mut self, id: u64, message: &str) -> Option<Ending> {
         if !self.seen_ids.insert(id) {
@@ -852,7 +873,8 @@ impl<'r> Session<'r> {
     async fn settle(mut self, mut ending: Ending) -> RunOutcome {
         self.run_signal.cancel();
         self.pending = FuturesUnordered::new();
-        process::kill_tree(self.worker.pid);
+        self.worker.kill();
+        process::kill_seen(&self.seen);
         // Output the program wrote before the end is still in the pipes: take it in.
         let deadline = Instant::now() + DRAIN_GRACE;
         while self.outputs_open > 0 {
