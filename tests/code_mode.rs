@@ -590,11 +590,13 @@ async fn queued_calls_are_abandoned_when_the_run_settles() {
     registry.set_mode(Mode::Code);
     for round in 0..10 {
         let mut events = registry.subscribe();
-        // The program returns without awaiting its calls: only the first may have started.
+        // The program returns without awaiting its calls: only the first may have started. It
+        // outlives the run (and is cancelled with it), so its slot frees only after settle,
+        // whatever the machine's load.
         let result = registry
             .execute(run_code(
                 "run",
-                "tools.nap({ms: 50}); tools.nap({}); tools.nap({}); return 1;",
+                "tools.nap({ms: 5000}); tools.nap({}); tools.nap({}); return 1;",
             ))
             .await;
         assert_eq!(output(&result)["result"], json!(1));
