@@ -10,14 +10,17 @@
 //!     figures come from `benches/baseline/worker_threads.mjs`;
 //! (c) the same for the embedded TypeScript runtime (QuickJS in this process), whose goals are
 //!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip.
+//! (d) the sandbox's cost (SPEC §8.1): start-to-result of the trivial program with the default
+//!     sandbox (`Sandbox::Auto`, all of it on Linux 6.12+) against `Sandbox::Off`, per language,
+//!     with and without a standby child, the two interleaved run by run.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
 use dsh_tools::code_runtime::{
-    BindingNamespace, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, RunRequest, SubprocessConfig,
-    SubprocessRuntime,
+    BindingNamespace, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, RunRequest, Sandbox,
+    SubprocessConfig, SubprocessRuntime,
 };
 use futures::FutureExt;
 use tokio::runtime::Runtime;
@@ -33,8 +36,13 @@ fn tokio() -> &'static Runtime {
 }
 
 fn runtime(python: bool, standby: bool) -> SubprocessRuntime {
+    runtime_with(python, standby, Sandbox::Auto)
+}
+
+fn runtime_with(python: bool, standby: bool, sandbox: Sandbox) -> SubprocessRuntime {
     let config = SubprocessConfig {
         standby,
+        sandbox,
         ..SubprocessConfig::default()
     };
     tokio()
@@ -84,6 +92,59 @@ fn median_ms_pausing(rt: &dyn CodeRuntime, program: &str, samples: usize, pause:
         .collect();
     times.sort();
     times[samples / 2].as_secs_f64() * 1e3
+}
+
+/// One start-to-result time of `program`, in ms, after the same untimed pause as
+/// [`median_ms`].
+fn once_ms(rt: &SubprocessRuntime, program: &str) -> f64 {
+    let start = Instant::now();
+    run_once(rt, program);
+    let elapsed = start.elapsed();
+    std::thread::sleep(Duration::from_millis(300));
+    elapsed.as_secs_f64() * 1e3
+}
+
+fn median(mut xs: Vec<f64>) -> f64 {
+    xs.sort_by(f64::total_cmp);
+    xs[xs.len() / 2]
+}
+
+/// (c): sandboxed against `Off`, runs interleaved so both see the same machine load.
+fn sandbox_cost() {
+    const SAMPLES: usize = 21;
+    println!("sandbox cost on start-to-result (median of {SAMPLES} interleaved runs each)");
+    println!(
+        "{:<28} {:>10} {:>10} {:>10} {:>8}",
+        "runtime", "off", "sandboxed", "added", "ratio"
+    );
+    for (name, python, standby, program) in [
+        ("typescript, standby", false, true, TRIVIAL_TS),
+        ("typescript, no standby", false, false, TRIVIAL_TS),
+        ("python, standby", true, true, TRIVIAL_PY),
+        ("python, no standby", true, false, TRIVIAL_PY),
+    ] {
+        let off = runtime_with(python, standby, Sandbox::Off);
+        let on = runtime_with(python, standby, Sandbox::Auto);
+        run_once(&off, program);
+        run_once(&on, program);
+        let (mut t_off, mut t_on) = (Vec::new(), Vec::new());
+        for _ in 0..SAMPLES {
+            t_off.push(once_ms(&off, program));
+            t_on.push(once_ms(&on, program));
+        }
+        let (m_off, m_on) = (median(t_off), median(t_on));
+        println!(
+            "{:<28} {:>8.2}ms {:>8.2}ms {:>8.2}ms {:>8.2}",
+            name,
+            m_off,
+            m_on,
+            m_on - m_off,
+            m_on / m_off
+        );
+        tokio().block_on(off.dispose());
+        tokio().block_on(on.dispose());
+    }
+    println!();
 }
 
 fn comparison() {
@@ -177,6 +238,7 @@ fn comparison() {
 }
 
 fn main() {
+    sandbox_cost();
     comparison();
     divan::main();
 }

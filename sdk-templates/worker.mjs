@@ -5,7 +5,7 @@
 // sends `call`, `log` and one `done`, and receives a `reply` per call. The program is already
 // type-stripped; it runs as the body of an async function whose parameters are the binding
 // globals, the error classes and `console`. The host trusts nothing sent from here: it enforces
-// every budget itself and kills this process group when the run settles.
+// every budget itself and kills this process tree when the run settles.
 
 import fs from 'node:fs';
 import net from 'node:net';
@@ -17,6 +17,7 @@ const INSPECT = { depth: 4, maxArrayLength: 100, maxStringLength: 10000 };
 const LONE_SURROGATE = /\p{Cs}/u;
 
 let maxOutputBytes = 64 * 1024 * 1024;
+let maxFrameBytes = 1024 * 1024;
 let maxDepth = 4096;
 let finished = false;
 
@@ -227,16 +228,16 @@ function namespace(spec, cls) {
       } catch {
         return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
       }
-      if (Buffer.byteLength(text, 'utf8') > maxOutputBytes) {
-        return Promise.reject(raise(name, `binding arguments exceed ${maxOutputBytes} bytes`));
-      }
       const id = ++nextId;
+      const frame =
+        '{"type":"call","id":' + id + ',"global":' + JSON.stringify(spec.global) +
+        ',"name":' + JSON.stringify(name) + ',"args":' + text + '}';
+      if (Buffer.byteLength(frame, 'utf8') > maxFrameBytes) {
+        return Promise.reject(raise(name, `binding arguments exceed ${maxFrameBytes} bytes`));
+      }
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject, name, raise });
-        send(
-          '{"type":"call","id":' + id + ',"global":' + JSON.stringify(spec.global) +
-            ',"name":' + JSON.stringify(name) + ',"args":' + text + '}',
-        );
+        send(frame);
       });
     };
     Object.defineProperty(functions, name, { value: call, enumerable: true });
@@ -254,6 +255,7 @@ function onReply(frame) {
 
 function start(frame) {
   maxOutputBytes = frame.maxOutputBytes;
+  maxFrameBytes = frame.maxFrameBytes;
   maxDepth = frame.maxDepth;
   const names = [];
   const values = [];

@@ -5,7 +5,7 @@
 # sends `call`, `log` and one `done`, and receives a `reply` per call. The program runs as the
 # body of an async function whose parameters are the binding globals and the error classes.
 # The host trusts nothing sent from here: it enforces every budget itself and kills this
-# process group when the run settles.
+# process tree when the run settles.
 
 import ast
 import asyncio
@@ -26,6 +26,7 @@ MAX_SAFE_INTEGER = 2**53 - 1
 sys.setrecursionlimit(max(sys.getrecursionlimit(), 20000))
 
 _max_output_bytes = 64 * 1024 * 1024
+_max_frame_bytes = 1024 * 1024
 _max_depth = 4096
 _finished = False
 _send_lock = threading.Lock()
@@ -81,6 +82,7 @@ class _LogStream:
 
     def __init__(self):
         self._partial = []
+        self._partial_len = 0
         self._lock = threading.Lock()
 
     def write(self, text):
@@ -91,11 +93,19 @@ class _LogStream:
             if len(lines) > 1:
                 first = "".join(self._partial) + lines[0]
                 self._partial = [lines[-1]] if lines[-1] else []
+                self._partial_len = len(lines[-1])
                 complete = [first] + lines[1:-1]
             else:
                 if text:
                     self._partial.append(text)
+                    self._partial_len += len(text)
                 complete = []
+            # A line that can no longer fit the output cap goes to the host now, so that a
+            # newline-free flood ends as output-limit instead of piling up here.
+            if self._partial_len > _max_output_bytes:
+                complete.append("".join(self._partial))
+                self._partial = []
+                self._partial_len = 0
         for line in complete:
             _log(line)
         return len(text)
@@ -107,6 +117,7 @@ class _LogStream:
         with self._lock:
             rest = "".join(self._partial)
             self._partial = []
+            self._partial_len = 0
         if rest:
             _log(rest)
 
@@ -230,8 +241,6 @@ def _complete(value):
         else:
             _fail("invalid-output", "program completion must be lossless JSON")
         return
-    except MemoryError:
-        raise
     except Exception:
         _fail("invalid-output", "program completion must be lossless JSON")
         return
@@ -293,20 +302,21 @@ def _binding(loop, global_name, name, make_error):
             if args is _MISSING:
                 raise _Unfit("lossy")
             text = _encode(args)
-        except MemoryError:
-            raise
         except Exception:
             raise make_error(name, "binding arguments must be lossless JSON") from None
-        if len(text.encode("utf-8")) > _max_output_bytes:
-            raise make_error(name, "binding arguments exceed %d bytes" % _max_output_bytes)
         _next_id += 1
         call_id = _next_id
+        frame = '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}' % (
+            call_id,
+            json.dumps(global_name),
+            json.dumps(name),
+            text,
+        )
+        if len(frame.encode("utf-8")) > _max_frame_bytes:
+            raise make_error(name, "binding arguments exceed %d bytes" % _max_frame_bytes)
         future = loop.create_future()
         _pending[call_id] = (future, name, make_error)
-        _send(
-            '{"type":"call","id":%d,"global":%s,"name":%s,"args":%s}'
-            % (call_id, json.dumps(global_name), json.dumps(name), text)
-        )
+        _send(frame)
         return await future
 
     call.__name__ = call.__qualname__ = "binding"
@@ -368,7 +378,7 @@ async def _read_frames(reader, on_frame):
 
 
 async def _main():
-    global _max_output_bytes, _max_depth
+    global _max_output_bytes, _max_frame_bytes, _max_depth
     loop = asyncio.get_running_loop()
     reader = asyncio.StreamReader(limit=sys.maxsize)
     await loop.connect_read_pipe(
@@ -376,6 +386,7 @@ async def _main():
     )
     run = json.loads(await reader.readline())
     _max_output_bytes = run["maxOutputBytes"]
+    _max_frame_bytes = run["maxFrameBytes"]
     _max_depth = run["maxDepth"]
     params, values, classes = [], [], []
     for spec in run["namespaces"]:
@@ -395,8 +406,6 @@ async def _main():
     try:
         main = _compile(run["program"], params)
         result = await main(*values)
-    except MemoryError:
-        raise
     except BaseException as exc:
         for stream in streams:
             stream.end()
@@ -412,8 +421,6 @@ async def _main():
 
 sys.stdout = _LogStream()
 sys.stderr = _LogStream()
-try:
-    asyncio.run(_main())
-except MemoryError:
-    os.write(2, b"MemoryError: the program ran out of memory\n")
-    os.abort()
+# Out-of-memory errors are the program's exceptions like any other; only the host's own
+# measurement of resident memory ends a run as memory-limit.
+asyncio.run(_main())

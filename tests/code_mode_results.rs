@@ -47,6 +47,7 @@ impl CodeRuntime for Scripted {
                     request.signal.cancelled().await;
                     Ok(RunOutcome {
                         value: None,
+                        sandbox: None,
                         logs: vec!["partial".to_owned()],
                         error: Some(CodeRunFailure {
                             kind,
@@ -74,6 +75,7 @@ impl CodeRuntime for Scripted {
                         value: Some(json!({"message": error.message, "code": error.code})),
                         logs: Vec::new(),
                         error: None,
+                        sandbox: None,
                     })
                 }
             }

@@ -125,6 +125,8 @@ fn oversized_frames_are_skipped_without_buffering_them() {
         decoder.feed(&[b'a'; 1024], &mut out);
     }
     decoder.feed(b"\"}\n{\"type\":\"done\"}\n", &mut out);
-    assert_eq!(out.len(), 1, "{out:?}");
-    assert!(matches!(out[0], Inbound::Frame(ChildFrame::Done(_))));
+    // The call is answered (rejected) by id; nothing of it was kept.
+    assert_eq!(out.len(), 2, "{out:?}");
+    assert_eq!(out[0], Inbound::OversizedCall { id: 1 });
+    assert!(matches!(out[1], Inbound::Frame(ChildFrame::Done(_))));
 }

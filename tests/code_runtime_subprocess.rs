@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use code_runtime_support::*;
 use dsh_tools::code_runtime::{
-    BindingNamespace, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunRequest,
+    BindingNamespace, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunRequest, Sandbox,
     SubprocessConfig,
 };
 use serde_json::{Value, json};
@@ -43,7 +43,7 @@ in_both_languages!(
     a_hung_wait_reaches_the_wall_clock_ceiling,
     a_flood_of_output_hits_the_output_limit,
     output_boundaries_are_exact,
-    a_memory_bomb_ends_the_worker_and_the_host_stays_healthy,
+    a_memory_bomb_hits_the_memory_limit_and_the_host_stays_healthy,
     forged_limit_messages_are_exceptions,
     junk_on_the_protocol_pipe_is_dropped,
     spawned_grandchildren_die_with_the_run,
@@ -62,7 +62,7 @@ async fn returns_every_json_shape(lang: Lang) {
     let rt = lang.runtime(small()).await;
     assert_eq!(
         (rt.language(), rt.isolation()),
-        (lang.name(), Isolation::Process)
+        (lang.name(), Isolation::SandboxedProcess)
     );
     // `None` stands for a run that completes without a value: Python cannot tell `return None`
     // from falling off the end of the program.
@@ -293,7 +293,7 @@ async fn output_boundaries_are_exact(lang: Lang) {
     assert_eq!(out.logs, ["abc"]);
 }
 
-async fn a_memory_bomb_ends_the_worker_and_the_host_stays_healthy(lang: Lang) {
+async fn a_memory_bomb_hits_the_memory_limit_and_the_host_stays_healthy(lang: Lang) {
     let rt = lang
         .runtime(SubprocessConfig {
             compute_ms: 30_000,
@@ -308,7 +308,7 @@ async fn a_memory_bomb_ends_the_worker_and_the_host_stays_healthy(lang: Lang) {
         ),
     )
     .await;
-    assert_failure(&out, FailureKind::WorkerExit, "before completing");
+    assert_failure(&out, FailureKind::MemoryLimit, "memory budget exhausted");
     assert_value(&run(&rt, "return 'still here'").await, json!("still here"));
     rt.dispose().await;
 }
@@ -357,7 +357,13 @@ return 'survived'"#,
 }
 
 async fn spawned_grandchildren_die_with_the_run(lang: Lang) {
-    let rt = lang.runtime(small()).await;
+    // Starting processes needs the sandbox off.
+    let rt = lang
+        .runtime(SubprocessConfig {
+            sandbox: Sandbox::Off,
+            ..small()
+        })
+        .await;
     let out = run(
         &rt,
         lang.pick(

@@ -1,4 +1,6 @@
 //! Helpers shared by the code runtime tests of both languages.
+//! Each test binary uses a part of them.
+#![allow(dead_code)]
 
 use std::future::Future;
 use std::sync::Arc;

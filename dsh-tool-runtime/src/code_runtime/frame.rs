@@ -26,8 +26,11 @@ pub const MAX_DEPTH: usize = 4_096;
 /// Largest integer a call id may be: ids are JavaScript numbers, exact up to 2^53 − 1.
 const MAX_CALL_ID: u64 = (1 << 53) - 1;
 
-/// How much of an oversized frame is kept to recognise what it was.
-const OVERSIZE_PREFIX: usize = 32;
+/// How much of an oversized frame is kept to recognise what it was (and a call's id).
+const OVERSIZE_PREFIX: usize = 48;
+
+/// How the bootstrap starts every call frame.
+const CALL_PREFIX: &[u8] = br#"{"type":"call","id":"#;
 
 /// A frame from the child, rebuilt from a validated wire frame.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,6 +54,12 @@ pub enum ChildFrame {
     },
     /// The program finished.
     Done(Completion),
+    /// A call frame whose arguments would take more than 4 × the frame's bytes (plus 1 MiB) of
+    /// host memory to decode; it is answered with a rejection without being decoded.
+    Costly {
+        /// The call's id.
+        id: u64,
+    },
 }
 
 /// How the program finished, as the child reported it.
@@ -77,6 +86,12 @@ pub enum Inbound {
     /// entry: the program produced more output than the run may return (`output-limit`).
     /// Other oversized frames are dropped.
     OutputOverflow,
+    /// A call frame longer than the decoder's call limit, in the bootstrap's own layout (type
+    /// and id first), so that the call can be answered with a rejection.
+    OversizedCall {
+        /// The call's id.
+        id: u64,
+    },
 }
 
 /// Splits the child's protocol stream into frames and decodes them.
@@ -87,6 +102,7 @@ pub enum Inbound {
 #[derive(Debug)]
 pub struct FrameDecoder {
     max_frame_bytes: usize,
+    max_call_bytes: usize,
     line: Vec<u8>,
     oversize: Option<Vec<u8>>,
 }
@@ -96,8 +112,25 @@ impl FrameDecoder {
     pub fn new(max_frame_bytes: usize) -> Self {
         FrameDecoder {
             max_frame_bytes,
+            max_call_bytes: max_frame_bytes,
             line: Vec::new(),
             oversize: None,
+        }
+    }
+
+    /// Bounds call frames more tightly: a line that starts as a call frame
+    /// (`{"type":"call","id":`) is not buffered past `max_call_bytes`; it yields
+    /// [`Inbound::OversizedCall`].
+    pub fn with_call_limit(mut self, max_call_bytes: usize) -> Self {
+        self.max_call_bytes = max_call_bytes.min(self.max_frame_bytes);
+        self
+    }
+
+    fn limit(&self) -> usize {
+        if self.line.starts_with(CALL_PREFIX) {
+            self.max_call_bytes
+        } else {
+            self.max_frame_bytes
         }
     }
 
@@ -110,7 +143,14 @@ impl FrameDecoder {
             };
             bytes = rest;
             if self.oversize.is_none() {
-                if self.line.len() + chunk.len() <= self.max_frame_bytes {
+                // The call limit applies once the line is long enough to show its prefix.
+                let head = CALL_PREFIX
+                    .len()
+                    .saturating_sub(self.line.len())
+                    .min(chunk.len());
+                self.line.extend_from_slice(&chunk[..head]);
+                let chunk = &chunk[head..];
+                if self.line.len() + chunk.len() <= self.limit() {
                     self.line.extend_from_slice(chunk);
                 } else {
                     let mut prefix = std::mem::take(&mut self.line);
@@ -138,6 +178,8 @@ impl FrameDecoder {
                 || prefix.starts_with(br#"{"type":"log","text":"#)
             {
                 out.push(Inbound::OutputOverflow);
+            } else if let Some(id) = call_id(&prefix) {
+                out.push(Inbound::OversizedCall { id });
             }
         } else if let Some(frame) = decode_child_frame(&self.line) {
             out.push(Inbound::Frame(frame));
@@ -149,6 +191,23 @@ impl FrameDecoder {
         }
     }
 }
+
+/// The id of a call frame from its first bytes, `{"type":"call","id":N,`.
+fn call_id(prefix: &[u8]) -> Option<u64> {
+    let rest = prefix.strip_prefix(CALL_PREFIX)?;
+    let end = rest.iter().position(|&b| b == b',')?;
+    let digits = std::str::from_utf8(&rest[..end]).ok()?;
+    if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+        return None;
+    }
+    digits
+        .parse::<u64>()
+        .ok()
+        .filter(|id| (1..=MAX_CALL_ID).contains(id))
+}
+
+/// Host memory a decoded frame may take: 4 × its bytes plus this much.
+const DECODE_ALLOWANCE: usize = 1 << 20;
 
 /// Decodes one frame (without its newline). Returns `None` for anything that is not a
 /// well-formed frame of a known type: invalid UTF-8 or JSON, trailing bytes, values nested more
@@ -164,9 +223,81 @@ pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
     }
     // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
     with_stack_for(depth, || {
+        if decoded_size(line)? > line.len().saturating_mul(4) + DECODE_ALLOWANCE {
+            return Some(too_costly(line));
+        }
         let root = parse(line)?;
         rebuild(root)
     })
+}
+
+/// What stands for a frame that is valid JSON but would take too much host memory to decode:
+/// a rejection of the call, or an `invalid-output` completion.
+fn too_costly(line: &[u8]) -> ChildFrame {
+    match call_id(&line[..line.len().min(OVERSIZE_PREFIX)]) {
+        Some(id) => ChildFrame::Costly { id },
+        None => ChildFrame::Done(Completion::Failure {
+            kind: FailureKind::InvalidOutput,
+            message: "program completion takes more than 4 times its size to decode".to_owned(),
+        }),
+    }
+}
+
+/// Upper bound of the host memory that decoding `line` into a [`Value`] takes, without
+/// building it: per value its enum slot (twice, for vector growth), per member its key and map
+/// slot, plus string bytes. `None` for text that is not JSON.
+fn decoded_size(line: &[u8]) -> Option<usize> {
+    struct Cost(usize);
+    impl<'de> serde::de::DeserializeSeed<'de> for &mut Cost {
+        type Value = ();
+        fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<(), D::Error> {
+            d.deserialize_any(self)
+        }
+    }
+    impl<'de> serde::de::Visitor<'de> for &mut Cost {
+        type Value = ();
+        fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+            f.write_str("JSON")
+        }
+        fn visit_bool<E>(self, _: bool) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_i64<E>(self, _: i64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_u64<E>(self, _: u64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_f64<E>(self, _: f64) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_unit<E>(self) -> Result<(), E> {
+            Ok(())
+        }
+        fn visit_str<E>(self, s: &str) -> Result<(), E> {
+            self.0 += s.len();
+            Ok(())
+        }
+        fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            while seq.next_element_seed(&mut *self)?.is_some() {
+                self.0 += 2 * std::mem::size_of::<Value>();
+            }
+            Ok(())
+        }
+        fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            while map.next_key_seed(&mut *self)?.is_some() {
+                map.next_value_seed(&mut *self)?;
+                self.0 += 2 * (std::mem::size_of::<Value>() + std::mem::size_of::<String>() + 16);
+            }
+            Ok(())
+        }
+    }
+    let mut cost = Cost(0);
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    serde::de::DeserializeSeed::deserialize(&mut cost, serde_stacker::Deserializer::new(&mut de))
+        .ok()?;
+    Some(cost.0 + std::mem::size_of::<Value>())
 }
 
 /// The bracket nesting depth of JSON text, ignoring brackets inside strings; `None` for text

@@ -20,6 +20,7 @@ mod embedded;
 mod ledger;
 mod names;
 mod process;
+mod sandbox;
 mod strip;
 mod subprocess;
 
@@ -37,6 +38,7 @@ use tokio_util::sync::CancellationToken;
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
 pub use ledger::OutputLedger;
 pub use names::validate_namespaces;
+pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
 
 /// A code runtime: runs one program per [`run`](CodeRuntime::run) call, never sharing state
@@ -48,7 +50,7 @@ pub trait CodeRuntime: Send + Sync {
     /// `"python"` (REFERENCE §4.6).
     fn language(&self) -> &'static str;
 
-    /// How programs are isolated from the host. A label for humans and logs, not a security claim.
+    /// How programs are isolated from the host.
     fn isolation(&self) -> Isolation;
 
     /// Runs one program to completion.
@@ -73,6 +75,8 @@ pub enum Isolation {
     WorkerThread,
     /// A separate OS process per run.
     Process,
+    /// A separate OS process per run, confined by the OS sandbox of SPEC §8.1 ([`Sandbox`]).
+    SandboxedProcess,
     /// A container per run.
     Container,
     /// An interpreter inside the host process, with no ambient authority (SPEC §8.2).
@@ -81,11 +85,13 @@ pub enum Isolation {
 }
 
 impl Isolation {
-    /// The wire name: `worker-thread`, `process`, `container` or `in-process interpreter`.
+    /// The wire name: `worker-thread`, `process`, `sandboxed-process`, `container` or
+    /// `in-process interpreter`.
     pub fn as_str(self) -> &'static str {
         match self {
             Isolation::WorkerThread => "worker-thread",
             Isolation::Process => "process",
+            Isolation::SandboxedProcess => "sandboxed-process",
             Isolation::Container => "container",
             Isolation::InProcessInterpreter => "in-process interpreter",
         }
@@ -266,6 +272,9 @@ pub struct RunOutcome {
     /// Why the run failed, if it did.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub error: Option<CodeRunFailure>,
+    /// The sandbox the run's child had, when a child was started.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sandbox: Option<SandboxStatus>,
 }
 
 /// A typed run failure (REFERENCE §4.6 `CodeRunFailure`).
@@ -288,7 +297,8 @@ pub enum FailureKind {
     Timeout,
     /// The request's signal was cancelled or the runtime was disposed.
     Abort,
-    /// The child died before completing (e.g. out of memory, killed, exited).
+    /// The child died or closed its protocol channel before completing (killed, aborted,
+    /// exited).
     WorkerExit,
     /// The program completed with a value that is not lossless JSON.
     InvalidOutput,
@@ -296,7 +306,9 @@ pub enum FailureKind {
     OutputLimit,
     /// The program made more than `max_binding_calls` binding calls (beyond DSH).
     BindingLimit,
-    /// The program's memory exceeded `max_memory_mb`, as measured by the host (beyond DSH).
+    /// The run's processes held more resident memory than `max_memory_mb` (beyond DSH). Only
+    /// the host's own measurement decides it: a program raising an out-of-memory error or
+    /// aborting gets [`FailureKind::Exception`] or [`FailureKind::WorkerExit`].
     MemoryLimit,
 }
 
@@ -360,6 +372,10 @@ pub enum CodeRuntimeError {
         /// The oldest supported version, e.g. `18` (Node.js) or `3.10` (CPython).
         minimum: &'static str,
     },
+    /// [`Sandbox::Enforce`] on a kernel that cannot give all of the sandbox; the text names
+    /// what is missing.
+    #[error("dsh-code-runtime: the sandbox cannot be enforced on this kernel: {0} missing")]
+    SandboxUnavailable(String),
     /// The interpreter could not be started to check its version.
     #[error(
         "dsh-code-runtime: could not run `{binary}` for the {language} runtime: {reason}; \

@@ -1,5 +1,5 @@
-//! Child processes: spawning one contained interpreter, measuring its CPU time, killing its
-//! process group.
+//! Child processes: spawning one contained interpreter, measuring the CPU time and memory of
+//! its process tree, killing the tree.
 
 use std::ffi::OsString;
 use std::io;
@@ -7,7 +7,11 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 
+use std::sync::Arc;
+
 use tokio::net::unix::pipe;
+
+use super::sandbox::Plan;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 /// The child's protocol fds: it writes frames on 3 and reads frames on 4.
@@ -29,6 +33,8 @@ pub(crate) struct Launch {
     pub cpu_seconds: u64,
     /// The memory rlimit and its size in bytes.
     pub memory: (MemoryLimit, u64),
+    /// The sandbox to apply before the interpreter starts.
+    pub sandbox: Arc<Plan>,
 }
 
 /// Which rlimit bounds the child's memory.
@@ -68,8 +74,23 @@ impl Worker {
     /// Spawns one child in a fresh temporary directory, in its own process group, with an
     /// empty environment and the limits of `launch`.
     pub(crate) fn spawn(launch: &Launch) -> io::Result<Worker> {
-        let dir = tempfile::Builder::new().prefix("dsh-code-").tempdir()?;
-        std::fs::write(dir.path().join(launch.bootstrap_name), launch.bootstrap)?;
+        use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+        let dir = tempfile::Builder::new()
+            .prefix("dsh-code-")
+            .permissions(std::fs::Permissions::from_mode(0o700))
+            .tempdir()?;
+        // Owner-only whatever the umask: no other user reads the bootstrap or the run's files.
+        std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o700))?;
+        {
+            use std::io::Write;
+            let mut file = std::fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o600)
+                .open(dir.path().join(launch.bootstrap_name))?;
+            file.write_all(launch.bootstrap.as_bytes())?;
+        }
+        let mut confinement = launch.sandbox.prepare(dir.path())?;
         let (host_read, child_write) = io::pipe()?;
         let (child_read, host_write) = io::pipe()?;
         let (child_write_raw, child_read_raw) = (child_write.as_raw_fd(), child_read.as_raw_fd());
@@ -87,9 +108,13 @@ impl Worker {
             .process_group(0)
             .kill_on_drop(true);
         // SAFETY: the closure runs in the forked child before exec and only makes
-        // async-signal-safe calls (fcntl, dup2, setrlimit) on values copied into it.
+        // async-signal-safe calls (fcntl, dup2, setrlimit, prctl and the sandbox's syscalls) on
+        // values prepared before the fork.
         unsafe {
             command.pre_exec(move || {
+                // First, while the ruleset's descriptor cannot have been replaced by the
+                // protocol descriptors placed below.
+                confinement.apply()?;
                 // Move both ends above the target numbers first, so that placing one cannot
                 // close the other.
                 let w = cvt(libc::fcntl(child_write_raw, libc::F_DUPFD_CLOEXEC, 10))?;
@@ -103,6 +128,9 @@ impl Worker {
                     MemoryLimit::Data => libc::RLIMIT_DATA,
                 };
                 set_limit(resource, memory_bytes)?;
+                // Orphaned descendants are re-parented to the interpreter instead of init, so
+                // the tree stays whole for accounting and for the kill at settle.
+                cvt(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
                 Ok(())
             });
         }
@@ -144,11 +172,22 @@ impl Worker {
     }
 }
 
+impl Worker {
+    /// Kills the tree while the interpreter is still unreaped (its pid cannot have been reused
+    /// then), and the process group in any case.
+    pub(crate) fn kill(&mut self) {
+        if self.child.id().is_some() {
+            kill_tree(self.pid);
+        }
+        kill_group(self.pid);
+    }
+}
+
 impl Drop for Worker {
     fn drop(&mut self) {
         // Whatever path drops a worker (settled run, dropped run future, disposal), the whole
-        // group dies with it: grandchildren included.
-        kill_group(self.pid);
+        // tree dies with it: descendants included, whatever group or session they moved to.
+        self.kill();
     }
 }
 
@@ -179,6 +218,86 @@ pub(crate) fn kill_group(pgid: i32) {
     }
 }
 
+/// Most processes one tree may hold before the rest are ignored for accounting (they are still
+/// killed: the group and the interpreter's death take them).
+const MAX_TREE: usize = 4_096;
+
+/// `root` and every live or zombie descendant, parents before children, from the
+/// `/proc/<pid>/task/<tid>/children` lists. The interpreter is a child subreaper, so orphans
+/// stay in its tree.
+pub(crate) fn tree(root: i32) -> Vec<i32> {
+    let mut all = vec![root];
+    let mut next = 0;
+    while next < all.len() && all.len() < MAX_TREE {
+        let pid = all[next];
+        next += 1;
+        let Ok(tasks) = std::fs::read_dir(format!("/proc/{pid}/task")) else {
+            continue;
+        };
+        for task in tasks.flatten() {
+            let path = task.path().join("children");
+            let Ok(text) = std::fs::read_to_string(path) else {
+                continue;
+            };
+            all.extend(
+                text.split_whitespace()
+                    .filter_map(|p| p.parse::<i32>().ok()),
+            );
+        }
+    }
+    all.truncate(MAX_TREE);
+    all
+}
+
+/// The start time of `pid` (proc(5) field 22).
+pub(crate) fn start_time(pid: i32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    stat[stat.rfind(')')? + 1..]
+        .split_whitespace()
+        .nth(19)?
+        .parse()
+        .ok()
+}
+
+/// Kills, with their trees, the processes of `seen` (pid → start time) that are still the same
+/// processes: those a run's tree held at a sample, in case its interpreter ended first and they
+/// were re-parented away from it.
+pub(crate) fn kill_seen(seen: &std::collections::HashMap<i32, u64>) {
+    for (&pid, &started) in seen {
+        if start_time(pid) == Some(started) {
+            kill_tree(pid);
+        }
+    }
+}
+
+/// What a process tree uses: CPU (user + system, ms, including reaped children) and resident
+/// memory (bytes, shared pages counted in every process that maps them).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub(crate) struct Usage {
+    pub cpu_ms: u64,
+    pub rss_bytes: u64,
+    /// Sum of the processes' resident high-water marks (`VmHWM`), bytes.
+    pub peak_rss_bytes: u64,
+}
+
+/// The usage of `pids` summed; `None` when the first (the root) is gone.
+pub(crate) fn usage(pids: &[i32]) -> Option<Usage> {
+    let mut total = Usage::default();
+    for (i, &pid) in pids.iter().enumerate() {
+        match (cpu_time_ms(pid), memory_of(pid)) {
+            (Some(cpu), memory) => {
+                total.cpu_ms += cpu;
+                let (rss, peak) = memory.unwrap_or((0, 0));
+                total.rss_bytes += rss;
+                total.peak_rss_bytes += peak;
+            }
+            (None, _) if i == 0 => return None,
+            (None, _) => {}
+        }
+    }
+    Some(total)
+}
+
 /// CPU time (user + system, in ms) used by process `pid` and its reaped children, read from
 /// `/proc/<pid>/stat` (proc(5) fields 14–17). `None` once the process is gone.
 pub(crate) fn cpu_time_ms(pid: i32) -> Option<u64> {
@@ -193,6 +312,50 @@ pub(crate) fn cpu_time_ms(pid: i32) -> Option<u64> {
         .map(|f| f.parse::<u64>().ok())
         .sum::<Option<u64>>()?;
     Some(ticks * 1000 / clock_ticks_per_second())
+}
+
+/// Resident size and its high-water mark of `pid`, bytes, from `/proc/<pid>/status` (`VmRSS`
+/// counts anonymous, file and shared memory: V8's heap and off-heap buffers alike).
+fn memory_of(pid: i32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let field = |name: &str| -> Option<u64> {
+        let line = status.lines().find(|l| l.starts_with(name))?;
+        let kb: u64 = line[name.len()..]
+            .trim()
+            .trim_end_matches("kB")
+            .trim()
+            .parse()
+            .ok()?;
+        Some(kb * 1024)
+    };
+    Some((field("VmRSS:")?, field("VmHWM:").unwrap_or(0)))
+}
+
+/// Kills `root`'s whole tree with `SIGKILL`: first every process is stopped (a stopped process
+/// cannot fork), until a pass finds nothing new, then all are killed, the root last so that
+/// nothing is orphaned to init while the others die. Its process group is killed too.
+pub(crate) fn kill_tree(root: i32) {
+    if root <= 1 {
+        return;
+    }
+    let mut seen: Vec<i32> = Vec::new();
+    for _ in 0..64 {
+        let now = tree(root);
+        let fresh: Vec<i32> = now.iter().copied().filter(|p| !seen.contains(p)).collect();
+        if fresh.is_empty() {
+            break;
+        }
+        for &pid in &fresh {
+            // SAFETY: plain syscall.
+            unsafe { libc::kill(pid, libc::SIGSTOP) };
+        }
+        seen.extend(fresh);
+    }
+    for &pid in seen.iter().rev() {
+        // SAFETY: plain syscall.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    kill_group(root);
 }
 
 fn clock_ticks_per_second() -> u64 {

@@ -2,13 +2,25 @@
 //! syntax becomes a space (line terminators stay), so line and column numbers in the child's
 //! stack traces are the model's own. This is the "strip-only" mode Node.js uses for
 //! `--experimental-strip-types`; syntax with run-time meaning (`enum`, `namespace`, parameter
-//! properties, `import x = require(...)`) is refused instead of transformed.
+//! properties, `import x = require(...)`, decorators) is refused instead of transformed.
+//!
+//! Blanking alone can change what a program means where a line break is involved; the rules of
+//! the reference strippers (`ts-blank-space`, `swc_fast_ts_strip`) keep it the same program:
+//! - an erased statement or class member (`type`, `interface`, `declare ...`, overload and
+//!   abstract signatures, index signatures) starts with `;` instead of a space, and so does a
+//!   member whose leading modifiers are erased, so the next line never joins the previous one;
+//! - an arrow function whose return type spans lines gets its `)` moved to the end of the type,
+//!   so no line break separates `)` and `=>`;
+//! - an `async` arrow whose type parameters span lines gets its `(` moved up to where the `<`
+//!   was, so `async` and its parameters stay on one line;
+//! - a prefix type assertion (`<T>value`) followed by a line break is refused: after `return`
+//!   blanking it would end the statement.
 
 use oxc::allocator::Allocator;
 use oxc::ast::ast::{
-    AccessorProperty, Class, ClassElement, Decorator, Expression, FormalParameter, Function,
-    MethodDefinition, MethodDefinitionType, ModuleDeclaration, PropertyDefinition,
-    PropertyDefinitionType, PropertyKey, TSAsExpression, TSEnumDeclaration,
+    AccessorProperty, ArrowFunctionExpression, Class, ClassElement, Decorator, Expression,
+    FormalParameter, Function, MethodDefinition, MethodDefinitionType, ModuleDeclaration,
+    PropertyDefinition, PropertyDefinitionType, PropertyKey, TSAsExpression, TSEnumDeclaration,
     TSExternalModuleDeclaration, TSGlobalDeclaration, TSImportEqualsDeclaration,
     TSInterfaceDeclaration, TSNamespaceDeclaration, TSNonNullExpression, TSSatisfiesExpression,
     TSThisParameter, TSTypeAliasDeclaration, TSTypeAnnotation, TSTypeAssertion,
@@ -72,6 +84,7 @@ pub(crate) fn strip_now(source: &str) -> Result<String, String> {
     let mut stripper = Stripper {
         source,
         blanks: Vec::new(),
+        puts: Vec::new(),
         refused: None,
     };
     stripper.visit_program(&ret.program);
@@ -84,7 +97,7 @@ pub(crate) fn strip_now(source: &str) -> Result<String, String> {
             ),
         ));
     }
-    Ok(blank_out(source, stripper.blanks))
+    Ok(blank_out(source, stripper.blanks, stripper.puts))
 }
 
 fn located(source: &str, offset: usize, message: &str) -> String {
@@ -102,8 +115,9 @@ fn floor_char_boundary(s: &str, mut i: usize) -> usize {
     i
 }
 
-/// Replaces every character inside `blanks` by a space, keeping line terminators.
-fn blank_out(source: &str, mut blanks: Vec<(u32, u32)>) -> String {
+/// Replaces every character inside `blanks` by a space, keeping line terminators, then writes
+/// each of `puts` (an ASCII character at a blanked byte offset).
+fn blank_out(source: &str, mut blanks: Vec<(u32, u32)>, puts: Vec<(u32, u8)>) -> String {
     blanks.sort_unstable();
     let mut out = String::with_capacity(source.len());
     let mut ranges = blanks.into_iter().peekable();
@@ -114,17 +128,27 @@ fn blank_out(source: &str, mut blanks: Vec<(u32, u32)>) -> String {
         }
         let inside = ranges.peek().is_some_and(|&(start, _)| start <= i);
         if inside && !matches!(c, '\n' | '\r' | '\u{2028}' | '\u{2029}') {
-            out.push(' ');
+            // One space per byte keeps every later offset (and so `puts`) in place.
+            out.extend(std::iter::repeat_n(' ', c.len_utf8()));
         } else {
             out.push(c);
         }
     }
-    out
+    let mut bytes = out.into_bytes();
+    for (at, byte) in puts {
+        // Only onto a space that blanking made, so the text stays UTF-8.
+        if bytes.get(at as usize) == Some(&b' ') {
+            bytes[at as usize] = byte;
+        }
+    }
+    String::from_utf8(bytes).unwrap_or_default()
 }
 
 struct Stripper<'s> {
     source: &'s str,
     blanks: Vec<(u32, u32)>,
+    /// Characters written over blanked bytes: `;`, a moved `)` or `(`.
+    puts: Vec<(u32, u8)>,
     refused: Option<(u32, &'static str)>,
 }
 
@@ -143,6 +167,21 @@ impl Stripper<'_> {
         if span.start < span.end {
             self.blanks.push((span.start, span.end));
         }
+    }
+
+    /// Blanks a whole statement or class member and starts it with `;`, so that the code before
+    /// and after it cannot join into one statement.
+    fn erase(&mut self, span: Span) {
+        if span.start < span.end {
+            self.blank(span);
+            self.puts.push((span.start, b';'));
+        }
+    }
+
+    fn spans_lines(&self, from: u32, to: u32) -> bool {
+        self.source
+            .get(from as usize..to as usize)
+            .is_some_and(|t| t.contains(['\n', '\r', '\u{2028}', '\u{2029}']))
     }
 
     fn refuse(&mut self, span: Span, what: &'static str) {
@@ -166,13 +205,23 @@ impl Stripper<'_> {
 
     /// Blanks TypeScript-only modifier words between `from` and `to` (a member's start and its
     /// key).
+    /// When the member's first word is erased, the member starts with `;` (a computed key, a
+    /// generator `*` or a string key on the next line would otherwise continue the previous
+    /// member's initializer).
     fn blank_modifiers(&mut self, from: u32, to: u32) {
         let text = &self.source[from as usize..to as usize];
         let mut offset = 0;
+        let mut first = true;
         for word in text.split(|c: char| !c.is_ascii_alphanumeric() && c != '_') {
-            if MEMBER_MODIFIERS.contains(&word) {
+            if !word.is_empty() {
                 let start = from + offset as u32;
-                self.blanks.push((start, start + word.len() as u32));
+                if MEMBER_MODIFIERS.contains(&word) {
+                    self.blanks.push((start, start + word.len() as u32));
+                    if first {
+                        self.puts.push((start, b';'));
+                    }
+                }
+                first = false;
             }
             offset += word.len() + 1;
         }
@@ -209,16 +258,16 @@ impl<'a> Visit<'a> for Stripper<'_> {
     }
 
     fn visit_ts_interface_declaration(&mut self, it: &TSInterfaceDeclaration<'a>) {
-        self.blank(it.span);
+        self.erase(it.span);
     }
 
     fn visit_ts_type_alias_declaration(&mut self, it: &TSTypeAliasDeclaration<'a>) {
-        self.blank(it.span);
+        self.erase(it.span);
     }
 
     fn visit_ts_enum_declaration(&mut self, it: &TSEnumDeclaration<'a>) {
         if it.declare {
-            self.blank(it.span);
+            self.erase(it.span);
         } else {
             self.refuse(it.span, "`enum`");
         }
@@ -226,7 +275,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_ts_namespace_declaration(&mut self, it: &TSNamespaceDeclaration<'a>) {
         if it.declare {
-            self.blank(it.span);
+            self.erase(it.span);
         } else {
             self.refuse(it.span, "`namespace`");
         }
@@ -234,14 +283,14 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_ts_external_module_declaration(&mut self, it: &TSExternalModuleDeclaration<'a>) {
         if it.declare {
-            self.blank(it.span);
+            self.erase(it.span);
         } else {
             self.refuse(it.span, "`module`");
         }
     }
 
     fn visit_ts_global_declaration(&mut self, it: &TSGlobalDeclaration<'a>) {
-        self.blank(it.span);
+        self.erase(it.span);
     }
 
     fn visit_ts_import_equals_declaration(&mut self, it: &TSImportEqualsDeclaration<'a>) {
@@ -272,8 +321,41 @@ impl<'a> Visit<'a> for Stripper<'_> {
     }
 
     fn visit_ts_type_assertion(&mut self, it: &TSTypeAssertion<'a>) {
-        self.blank(Span::new(it.span.start, it.expression.span().start));
+        let expression = it.expression.span().start;
+        if self.spans_lines(it.span.start, expression) {
+            self.refuse(
+                it.span,
+                "a `<T>value` type assertion followed by a line break (blanked, the line break would end the statement; write `value as T`)",
+            );
+        }
+        self.blank(Span::new(it.span.start, expression));
         self.visit_expression(&it.expression);
+    }
+
+    fn visit_decorator(&mut self, it: &Decorator<'a>) {
+        self.refuse(it.span, "a decorator");
+    }
+
+    fn visit_arrow_function_expression(&mut self, it: &ArrowFunctionExpression<'a>) {
+        let params = it.params.span;
+        if let Some(types) = &it.type_parameters
+            && it.r#async
+            && self.spans_lines(types.span.start, params.start)
+        {
+            // `async <\n T\n>(a) => a`: the `(` takes the place of the `<`.
+            self.puts.push((types.span.start, b'('));
+            self.blank(Span::new(params.start, params.start + 1));
+        }
+        if let Some(annotation) = &it.return_type
+            && params.end > params.start
+            && self.source.as_bytes().get(params.end as usize - 1) == Some(&b')')
+            && self.spans_lines(params.end, annotation.span.end)
+        {
+            // `(a):\n T => a`: the `)` moves to the end of the type, next to `=>`.
+            self.blank(Span::new(params.end - 1, params.end));
+            self.puts.push((annotation.span.end - 1, b')'));
+        }
+        walk::walk_arrow_function_expression(self, it);
     }
 
     fn visit_ts_this_parameter(&mut self, it: &TSThisParameter<'a>) {
@@ -298,7 +380,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_function(&mut self, it: &Function<'a>, flags: ScopeFlags) {
         if it.declare || it.body.is_none() {
-            self.blank(it.span);
+            self.erase(it.span);
             return;
         }
         walk::walk_function(self, it, flags);
@@ -306,7 +388,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_variable_declaration(&mut self, it: &VariableDeclaration<'a>) {
         if it.declare {
-            self.blank(it.span);
+            self.erase(it.span);
             return;
         }
         walk::walk_variable_declaration(self, it);
@@ -321,7 +403,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_class(&mut self, it: &Class<'a>) {
         if it.declare {
-            self.blank(it.span);
+            self.erase(it.span);
             return;
         }
         if it.r#abstract {
@@ -342,7 +424,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_class_element(&mut self, it: &ClassElement<'a>) {
         match it {
-            ClassElement::TSIndexSignature(sig) => self.blank(sig.span),
+            ClassElement::TSIndexSignature(sig) => self.erase(sig.span),
             ClassElement::MethodDefinition(m) => self.visit_method_definition(m),
             ClassElement::PropertyDefinition(p) => self.visit_property_definition(p),
             ClassElement::AccessorProperty(a) => self.visit_accessor_property(a),
@@ -353,7 +435,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
     fn visit_method_definition(&mut self, it: &MethodDefinition<'a>) {
         if it.r#type == MethodDefinitionType::TSAbstractMethodDefinition || it.value.body.is_none()
         {
-            self.blank(it.span);
+            self.erase(it.span);
             return;
         }
         let key = Self::key_start(&it.key, it.computed, self.source);
@@ -366,7 +448,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_property_definition(&mut self, it: &PropertyDefinition<'a>) {
         if it.r#type == PropertyDefinitionType::TSAbstractPropertyDefinition || it.declare {
-            self.blank(it.span);
+            self.erase(it.span);
             return;
         }
         let key = Self::key_start(&it.key, it.computed, self.source);
@@ -382,7 +464,7 @@ impl<'a> Visit<'a> for Stripper<'_> {
 
     fn visit_accessor_property(&mut self, it: &AccessorProperty<'a>) {
         if it.r#type == oxc::ast::ast::AccessorPropertyType::TSAbstractAccessorProperty {
-            self.blank(it.span);
+            self.erase(it.span);
             return;
         }
         let key = Self::key_start(&it.key, it.computed, self.source);
@@ -429,16 +511,19 @@ mod tests {
         same("const z = <number>q;", "const z = q;");
         same(
             "interface I {\n a: string\n}\ntype T = I;\nreturn 1;",
-            "return 1;",
+            "; ; return 1;",
         );
-        same("declare const d: number;\ndeclare function h(): void;", "");
+        same(
+            "declare const d: number;\ndeclare function h(): void;",
+            "; ;",
+        );
         same(
             "function o(a: string): void;\nfunction o(a: any) {}",
-            "function o(a ) {}",
+            "; function o(a ) {}",
         );
         same(
             "abstract class A<T> extends B<T> implements C, D {\n private readonly x?: number = 1;\n declare y: string;\n public static m?(): void {}\n abstract n(): void;\n [k: string]: any;\n}",
-            "class A extends B {\n x = 1;\n static m () {}\n}",
+            "class A extends B {\n ; x = 1;\n ;\n ; static m () {}\n ;\n ;\n}",
         );
         same(
             "const f2 = async <T,>(a: T): Promise<T> => a;",
@@ -448,6 +533,31 @@ mod tests {
             "const r = f<string>(1);\nreturn await r;",
             "const r = f (1);\nreturn await r;",
         );
+    }
+
+    #[test]
+    fn keeps_statement_boundaries_across_line_breaks() {
+        // The erased declaration must not let `(b)` call `a`.
+        same("let x = a\ntype T = number\n(b)", "let x = a\n;\n(b)");
+        same(
+            "class C {\n x = a\n private ['k']() {}\n}",
+            "class C {\n x = a\n ; ['k']() {}\n}",
+        );
+        same(
+            "const f = (a: number):\n  Promise<number> => g(a)",
+            "const f = (a\n ) => g(a)",
+        );
+        same(
+            "const h = async <\n  T,\n>(a: T) => a",
+            "const h = async (\n \n a ) => a",
+        );
+        let err = strip_now("return <number>\n  value").unwrap_err();
+        assert!(
+            err.contains("type assertion followed by a line break"),
+            "{err}"
+        );
+        let err = strip_now("class K { m(@inject x: number) {} }").unwrap_err();
+        assert!(err.contains("a decorator"), "{err}");
     }
 
     #[test]

@@ -21,6 +21,7 @@ use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPT
 use super::ledger::OutputLedger;
 use super::names::validate_namespaces;
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
+use super::sandbox::{Plan, Sandbox, SandboxStatus};
 use super::strip::strip_types;
 use super::{
     BindingCall, BindingError, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind,
@@ -30,12 +31,15 @@ use super::{
 const NODE_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.mjs");
 const PYTHON_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.py");
 
-/// How often the child's CPU time is sampled; a compute overrun is caught within one interval
-/// plus the kernel's accounting granularity (one clock tick, usually 10 ms).
-const CPU_POLL: Duration = Duration::from_millis(25);
+/// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
+/// within one interval plus the kernel's accounting granularity (one clock tick, usually 10 ms).
+const USAGE_POLL: Duration = Duration::from_millis(10);
 
 /// How long output already written by a settled child may take to arrive.
 const DRAIN_GRACE: Duration = Duration::from_millis(100);
+
+/// How long a child whose protocol channel closed may take to show its exit status.
+const CLOSE_GRACE: Duration = Duration::from_millis(20);
 
 /// How long frames may still arrive after the child has exited.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
@@ -62,9 +66,12 @@ pub struct SubprocessConfig {
     /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
     /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
     pub max_output_bytes: u64,
-    /// Memory of the child in MiB (default 512; at least 64): Python gets `RLIMIT_AS`, Node.js
-    /// `--max-old-space-size` plus `RLIMIT_DATA` with 512 MiB of headroom for V8 itself.
-    /// Overrun ends the child: `worker-exit`.
+    /// Resident memory of the run's process tree in MiB (default 512; at least 64), including
+    /// memory outside the JavaScript heap (buffers) and every descendant. Sampled every 10 ms
+    /// from `/proc/<pid>/status` (`VmRSS`); overrun: `memory-limit`
+    /// `memory budget exhausted (<resident> MiB resident of <max_memory_mb> MiB, peak <p> MiB)`,
+    /// decided by the host. Backstops per process: Python `RLIMIT_AS` at twice the budget plus
+    /// 256 MiB, Node.js a V8 heap of 1.25 × the budget and `RLIMIT_DATA` 512 MiB above it.
     pub max_memory_mb: u64,
     /// Binding calls a run may make (default 10,000). The call past it ends the run:
     /// `binding-limit` `binding call limit reached (<n> calls)`.
@@ -72,6 +79,18 @@ pub struct SubprocessConfig {
     /// Keep one pre-spawned child waiting for its program (default `true`). It cuts the start
     /// latency; each run still gets a process no program has run in.
     pub standby: bool,
+    /// The OS sandbox of each child (default [`Sandbox::Auto`]; SPEC §8.1).
+    pub sandbox: Sandbox,
+    /// Largest binding-call frame (the call's JSON arguments plus a few bytes), in bytes
+    /// (default 1 MiB; at least 1,024). A bigger call rejects in the program with
+    /// `binding arguments exceed <max_frame_bytes> bytes` and the host never buffers it whole.
+    /// Independently, any frame whose decoded form would take more than 4 × its bytes plus
+    /// 1 MiB of host memory is refused (a call rejects, a completion is `invalid-output`).
+    pub max_frame_bytes: u64,
+    /// Runs of this runtime that may have a child at once (default 2 × the machine's cores;
+    /// at least 1). Further runs wait in arrival order; cancelling a waiting run ends it as
+    /// `abort` `run aborted while queued`.
+    pub max_concurrent_runs: usize,
 }
 
 impl Default for SubprocessConfig {
@@ -84,6 +103,9 @@ impl Default for SubprocessConfig {
             max_memory_mb: 512,
             max_binding_calls: 10_000,
             standby: true,
+            sandbox: Sandbox::Auto,
+            max_frame_bytes: 1 << 20,
+            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
 }
@@ -102,6 +124,12 @@ impl SubprocessConfig {
         }
         if self.max_memory_mb < 64 || self.max_memory_mb > 1 << 20 {
             return fail("config.max_memory_mb must be between 64 and 1048576");
+        }
+        if self.max_frame_bytes < 1024 || self.max_frame_bytes > (1 << 53) - 1 {
+            return fail("config.max_frame_bytes must be a safe integer of at least 1024");
+        }
+        if self.max_concurrent_runs == 0 {
+            return fail("config.max_concurrent_runs must be positive");
         }
         Ok(())
     }
@@ -124,10 +152,12 @@ impl Language {
 
 /// A [`CodeRuntime`] running each program in a fresh Node.js or CPython child process.
 ///
-/// Containment (SPEC §8): the child has an empty environment, a fresh temporary working
-/// directory (removed afterwards), its own process group (killed with `SIGKILL` when the run
-/// settles, so processes the program spawned die too), stdin closed, and the limits of
-/// [`SubprocessConfig`]. The program's stdout and stderr become log entries. Protocol frames
+/// Containment (SPEC §8): the child has an empty environment, a fresh owner-only (0700)
+/// temporary working directory (removed afterwards), its own process group, stdin closed, the
+/// budgets of [`SubprocessConfig`] over its whole process tree (the interpreter is a child
+/// subreaper, so descendants stay in the tree whatever group or session they move to; the tree
+/// is killed with `SIGKILL` when the run settles) and, unless [`Sandbox::Off`], the OS sandbox
+/// of SPEC §8.1 ([`Sandbox`]). The program's stdout and stderr become log entries. Protocol frames
 /// travel on a separate pipe pair (see [`frame`](super::frame)). Cloning shares the runtime.
 #[derive(Clone)]
 pub struct SubprocessRuntime {
@@ -141,6 +171,7 @@ struct Inner {
     standby: Mutex<Option<Worker>>,
     disposed: CancellationToken,
     runs: TaskTracker,
+    slots: Arc<tokio::sync::Semaphore>,
 }
 
 impl SubprocessRuntime {
@@ -150,8 +181,9 @@ impl SubprocessRuntime {
     ///
     /// # Errors
     ///
-    /// [`CodeRuntimeError::InvalidConfig`], or an interpreter error naming the binary and
-    /// `SubprocessConfig::interpreter`.
+    /// [`CodeRuntimeError::InvalidConfig`], an interpreter error naming the binary and
+    /// `SubprocessConfig::interpreter`, or under [`Sandbox::Enforce`]
+    /// [`CodeRuntimeError::SandboxUnavailable`].
     pub async fn typescript(config: SubprocessConfig) -> Result<Self, CodeRuntimeError> {
         Self::new(Language::TypeScript, config).await
     }
@@ -182,19 +214,25 @@ impl SubprocessRuntime {
                 binary: wanted.display().to_string(),
             })?;
         check_version(language, &interpreter).await?;
+        let (interpreter, libraries) = locate(language, &interpreter).await?;
+        let sandbox = Arc::new(Plan::new(config.sandbox, &interpreter, &libraries)?);
         let mb = config.max_memory_mb;
         let (args, bootstrap_name, bootstrap, memory): (Vec<OsString>, _, _, _) = match language {
             Language::TypeScript => (
-                vec![format!("--max-old-space-size={mb}").into()],
+                vec![
+                    format!("--max-old-space-size={}", mb * 5 / 4).into(),
+                    // The host-wide OpenSSL configuration is outside the sandbox: built-in defaults.
+                    "--openssl-config=/dev/null".into(),
+                ],
                 "worker.mjs",
                 NODE_BOOTSTRAP,
-                (MemoryLimit::Data, (mb + 512) << 20),
+                (MemoryLimit::Data, (mb * 5 / 4 + 512) << 20),
             ),
             Language::Python => (
                 vec!["-I".into(), "-B".into(), "-X".into(), "utf8".into()],
                 "worker.py",
                 PYTHON_BOOTSTRAP,
-                (MemoryLimit::AddressSpace, mb << 20),
+                (MemoryLimit::AddressSpace, (mb * 2 + 256) << 20),
             ),
         };
         let launch = Launch {
@@ -204,7 +242,9 @@ impl SubprocessRuntime {
             bootstrap,
             cpu_seconds: config.compute_ms.div_ceil(1000) + 2,
             memory,
+            sandbox,
         };
+        let slots = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_runs));
         let inner = Arc::new(Inner {
             language,
             config,
@@ -212,6 +252,7 @@ impl SubprocessRuntime {
             standby: Mutex::new(None),
             disposed: CancellationToken::new(),
             runs: TaskTracker::new(),
+            slots,
         });
         inner.refill_standby();
         Ok(SubprocessRuntime { inner })
@@ -221,6 +262,12 @@ impl SubprocessRuntime {
     pub fn config(&self) -> &SubprocessConfig {
         &self.inner.config
     }
+
+    /// What the sandbox gives each child on this kernel ([`SandboxStatus::missing`] lists what
+    /// [`Sandbox::Auto`] could not apply). Every [`RunOutcome`] of a started child carries it too.
+    pub fn sandbox(&self) -> &SandboxStatus {
+        self.inner.launch.sandbox.status()
+    }
 }
 
 impl CodeRuntime for SubprocessRuntime {
@@ -229,7 +276,11 @@ impl CodeRuntime for SubprocessRuntime {
     }
 
     fn isolation(&self) -> Isolation {
-        Isolation::Process
+        if self.sandbox().is_active() {
+            Isolation::SandboxedProcess
+        } else {
+            Isolation::Process
+        }
     }
 
     fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
@@ -247,7 +298,7 @@ impl CodeRuntime for SubprocessRuntime {
                 .unwrap_or_else(PoisonError::into_inner)
                 .take();
             if let Some(mut worker) = standby {
-                process::kill_group(worker.pid);
+                worker.kill();
                 let _ = worker.child.wait().await;
             }
             inner.runs.close();
@@ -269,6 +320,51 @@ fn resolve_binary(wanted: &Path) -> Option<PathBuf> {
     std::env::split_paths(&path)
         .map(|dir| dir.join(wanted))
         .find(|candidate| executable(candidate))
+}
+
+/// The interpreter's real executable (not a launcher script or shim: the sandbox lets the child
+/// execute that one file) and the directories of its own libraries.
+async fn locate(
+    language: Language,
+    binary: &Path,
+) -> Result<(PathBuf, Vec<PathBuf>), CodeRuntimeError> {
+    let args: &[&str] = match language {
+        Language::TypeScript => &["-p", "process.execPath"],
+        Language::Python => &[
+            "-I",
+            "-c",
+            "import sys, sysconfig\nprint(sys.executable)\nprint(sys.base_prefix + '/lib')\n\
+             for k in ('stdlib', 'platstdlib'): print(sysconfig.get_paths()[k])",
+        ],
+    };
+    let unusable = |reason: String| CodeRuntimeError::InterpreterUnusable {
+        language: language.id(),
+        binary: binary.display().to_string(),
+        reason,
+    };
+    let output = tokio::time::timeout(
+        Duration::from_secs(30),
+        tokio::process::Command::new(binary)
+            .args(args)
+            .env_clear()
+            .kill_on_drop(true)
+            .output(),
+    )
+    .await
+    .map_err(|_| unusable("it did not report its executable within 30 s".to_owned()))?
+    .map_err(|e| unusable(e.to_string()))?;
+    let text = String::from_utf8_lossy(&output.stdout).into_owned();
+    let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+    let executable = lines
+        .next()
+        .map(PathBuf::from)
+        .and_then(|p| std::fs::canonicalize(p).ok())
+        .ok_or_else(|| unusable("it did not report its executable".to_owned()))?;
+    let libraries = lines
+        .map(PathBuf::from)
+        .filter_map(|p| std::fs::canonicalize(p).ok())
+        .collect();
+    Ok((executable, libraries))
 }
 
 async fn check_version(language: Language, binary: &Path) -> Result<(), CodeRuntimeError> {
@@ -317,6 +413,8 @@ async fn check_version(language: Language, binary: &Path) -> Result<(), CodeRunt
 enum Event {
     Inbound(Inbound),
     FramesClosed,
+    /// The child's end of the host-to-child pipe is gone.
+    RepliesClosed,
     Output(String),
     OutputClosed,
 }
@@ -383,6 +481,20 @@ impl Inner {
                 "run aborted before it started".to_owned(),
             ));
         }
+        // Waiting for a slot is where a run may queue: cancellation and disposal end it there.
+        let permit = tokio::select! {
+            biased;
+            _ = request.signal.cancelled() => {
+                return Ok(self.early(FailureKind::Abort, "run aborted while queued".to_owned()));
+            }
+            _ = self.disposed.cancelled() => {
+                return Ok(self.early(FailureKind::Abort, "runtime disposed".to_owned()));
+            }
+            permit = Arc::clone(&self.slots).acquire_owned() => permit,
+        };
+        let Ok(_permit) = permit else {
+            return Err(CodeRuntimeError::Disposed);
+        };
         let program = match self.language {
             Language::TypeScript => match strip_types(request.program.clone()).await {
                 Ok(js) => js,
@@ -428,6 +540,7 @@ fn failure_outcome(
         value: None,
         logs,
         error: Some(error),
+        sandbox: None,
     }
 }
 
@@ -447,6 +560,8 @@ struct Session<'r> {
     pending: FuturesUnordered<PendingCall>,
     run_signal: CancellationToken,
     outputs_open: usize,
+    /// Descendants seen so far, killed at settle even if re-parented away.
+    seen: HashMap<i32, u64>,
 }
 
 impl<'r> Session<'r> {
@@ -463,14 +578,21 @@ impl<'r> Session<'r> {
             .saturating_add(FRAME_SLACK);
         let (tx, events) = mpsc::channel(256);
         let (replies, reply_rx) = mpsc::unbounded_channel();
-        let run_frame = run_frame(program, request, cap);
+        let tx_replies = tx.clone();
+        let run_frame = run_frame(program, request, cap, inner.config.max_frame_bytes);
         // Replies were queued before the writer existed: the run frame is always first.
         let _ = replies.send(run_frame);
         let tasks = vec![
-            tokio::spawn(read_frames(io.frames_in, max_frame, tx.clone())),
+            tokio::spawn(read_frames(
+                io.frames_in,
+                FrameDecoder::new(max_frame).with_call_limit(
+                    usize::try_from(inner.config.max_frame_bytes).unwrap_or(usize::MAX),
+                ),
+                tx.clone(),
+            )),
             tokio::spawn(read_output(io.stdout, max_frame, tx.clone())),
-            tokio::spawn(read_output(io.stderr, max_frame, tx)),
-            tokio::spawn(write_frames(io.frames_out, reply_rx)),
+            tokio::spawn(read_output(io.stderr, max_frame, tx.clone())),
+            tokio::spawn(write_frames(io.frames_out, reply_rx, tx_replies)),
         ];
         let namespaces = request
             .bindings
@@ -497,6 +619,7 @@ impl<'r> Session<'r> {
             pending: FuturesUnordered::new(),
             run_signal: CancellationToken::new(),
             outputs_open: 2,
+            seen: HashMap::new(),
         }
     }
 
@@ -509,9 +632,10 @@ impl<'r> Session<'r> {
         let config = &self.inner.config;
         let pid = self.worker.pid;
         let cpu_base = process::cpu_time_ms(pid).unwrap_or(0);
+        let memory_cap = config.max_memory_mb << 20;
         let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
         tokio::pin!(wall);
-        let mut tick = tokio::time::interval(CPU_POLL);
+        let mut tick = tokio::time::interval(USAGE_POLL);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut exited: Option<(String, Instant)> = None;
         let mut frames_closed = false;
@@ -532,18 +656,55 @@ impl<'r> Session<'r> {
                         format!("wall-clock ceiling reached ({}ms)", config.max_wall_ms),
                     );
                 }
-                _ = tick.tick() => {
-                    let used = process::cpu_time_ms(pid).map(|cpu| cpu.saturating_sub(cpu_base));
-                    if used.is_some_and(|used| used >= config.compute_ms) {
+                _ = tick.tick(), if exited.is_none() => {
+                    let tree = process::tree(pid);
+                    self.remember(&tree);
+                    let Some(usage) = process::usage(&tree) else { continue };
+                    if usage.cpu_ms.saturating_sub(cpu_base) >= config.compute_ms {
                         return Ending::Fail(
                             FailureKind::Timeout,
                             format!("compute budget exhausted ({}ms of CPU time)", config.compute_ms),
                         );
                     }
+                    if usage.rss_bytes > memory_cap {
+                        return Ending::Fail(
+                            FailureKind::MemoryLimit,
+                            format!(
+                                "memory budget exhausted ({} MiB resident of {} MiB, peak {} MiB)",
+                                usage.rss_bytes >> 20,
+                                config.max_memory_mb,
+                                usage.peak_rss_bytes.max(usage.rss_bytes) >> 20,
+                            ),
+                        );
+                    }
                 }
                 event = self.events.recv(), if !events_done => match event {
                     None => events_done = true,
-                    Some(Event::FramesClosed) => frames_closed = true,
+                    Some(Event::FramesClosed) => {
+                        // Nothing more can come from the program: settle now, not at the
+                        // wall-clock ceiling. A dying child closes its descriptors just before
+                        // its exit status exists: wait a moment for it, to say how it ended.
+                        if exited.is_none() {
+                            let status =
+                                tokio::time::timeout(CLOSE_GRACE, self.worker.child.wait()).await;
+                            let message = match status {
+                                Ok(Ok(status)) => format!(
+                                    "worker {} before completing",
+                                    process::describe_exit(status)
+                                ),
+                                _ => "worker closed its protocol channel before completing"
+                                    .to_owned(),
+                            };
+                            return Ending::Fail(FailureKind::WorkerExit, message);
+                        }
+                        frames_closed = true;
+                    }
+                    Some(Event::RepliesClosed) => {
+                        return Ending::Fail(
+                            FailureKind::WorkerExit,
+                            "worker closed its protocol channel before completing".to_owned(),
+                        );
+                    }
                     Some(Event::OutputClosed) => self.outputs_open -= 1,
                     Some(Event::Output(text)) => {
                         if let Err(diagnostic) = self.ledger.push_log(&mut self.logs, &text) {
@@ -552,6 +713,13 @@ impl<'r> Session<'r> {
                     }
                     Some(Event::Inbound(Inbound::OutputOverflow)) => {
                         return Ending::Overflow(self.ledger.overflow_message(&mut self.logs));
+                    }
+                    Some(Event::Inbound(Inbound::OversizedCall { id })) => {
+                        let limit = self.inner.config.max_frame_bytes;
+                        let message = format!("binding arguments exceed {limit} bytes");
+                        if let Some(ending) = self.refuse_call(id, &message) {
+                            return ending;
+                        }
                     }
                     Some(Event::Inbound(Inbound::Frame(frame))) => {
                         if let Some(ending) = self.on_frame(frame) {
@@ -587,6 +755,10 @@ impl<'r> Session<'r> {
                 .err()
                 .map(Ending::Overflow),
             ChildFrame::Done(completion) => Some(Ending::Done(completion)),
+            ChildFrame::Costly { id } => self.refuse_call(
+                id,
+                "binding arguments take more than 4 times their size to decode",
+            ),
             ChildFrame::Call {
                 id,
                 global,
@@ -639,6 +811,39 @@ impl<'r> Session<'r> {
         }
     }
 
+    /// Records the descendants of a tree sample (the root is the worker itself).
+    fn remember(&mut self, tree: &[i32]) {
+        for &pid in tree.iter().skip(1) {
+            if !self.seen.contains_key(&pid)
+                && let Some(started) = process::start_time(pid)
+            {
+                self.seen.insert(pid, started);
+            }
+        }
+        // Processes that are gone need no killing: keep the record small.
+        if self.seen.len() > 4 * 4096 {
+            self.seen
+                .retain(|&pid, &mut started| process::start_time(pid) == Some(started));
+        }
+    }
+
+    /// A call frame the host will not decode: counted as a call, answered with a rejection.
+    fn refuse_call(&mut self, id: u64, message: &str) -> Option<Ending> {
+        if !self.seen_ids.insert(id) {
+            return None;
+        }
+        self.calls += 1;
+        let max = self.inner.config.max_binding_calls;
+        if self.calls > max {
+            return Some(Ending::Fail(
+                FailureKind::BindingLimit,
+                format!("binding call limit reached ({max} calls)"),
+            ));
+        }
+        self.send(frame::reply_err(id, message));
+        None
+    }
+
     fn reply(&mut self, id: u64, result: Result<Value, BindingError>) {
         let frame = match result {
             Ok(value) => match frame::inspect(&value) {
@@ -668,7 +873,8 @@ impl<'r> Session<'r> {
     async fn settle(mut self, mut ending: Ending) -> RunOutcome {
         self.run_signal.cancel();
         self.pending = FuturesUnordered::new();
-        process::kill_group(self.worker.pid);
+        self.worker.kill();
+        process::kill_seen(&self.seen);
         // Output the program wrote before the end is still in the pipes: take it in.
         let deadline = Instant::now() + DRAIN_GRACE;
         while self.outputs_open > 0 {
@@ -691,6 +897,7 @@ impl<'r> Session<'r> {
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.worker.child.wait()).await;
         let mut logs = std::mem::take(&mut self.logs);
+        let sandbox = Some(self.inner.launch.sandbox.status().clone());
         match ending {
             Ending::Done(Completion::Value(value)) => {
                 if let Some(v) = &value
@@ -704,16 +911,21 @@ impl<'r> Session<'r> {
                             kind: FailureKind::OutputLimit,
                             message,
                         }),
+                        sandbox,
                     };
                 }
                 RunOutcome {
                     value,
                     logs,
                     error: None,
+                    sandbox,
                 }
             }
             Ending::Done(Completion::Failure { kind, message }) | Ending::Fail(kind, message) => {
-                failure_outcome(&mut self.ledger, logs, kind, message)
+                RunOutcome {
+                    sandbox,
+                    ..failure_outcome(&mut self.ledger, logs, kind, message)
+                }
             }
             Ending::Overflow(message) => RunOutcome {
                 value: None,
@@ -722,6 +934,7 @@ impl<'r> Session<'r> {
                     kind: FailureKind::OutputLimit,
                     message,
                 }),
+                sandbox,
             },
         }
     }
@@ -734,7 +947,7 @@ async fn sleep_until_opt(at: Option<Instant>) {
     }
 }
 
-fn run_frame(program: &str, request: &RunRequest, cap: u64) -> Vec<u8> {
+fn run_frame(program: &str, request: &RunRequest, cap: u64, max_frame_bytes: u64) -> Vec<u8> {
     let namespaces: Vec<Value> = request
         .bindings
         .iter()
@@ -754,6 +967,7 @@ fn run_frame(program: &str, request: &RunRequest, cap: u64) -> Vec<u8> {
         "program": program,
         "namespaces": namespaces,
         "maxOutputBytes": cap,
+        "maxFrameBytes": max_frame_bytes,
         "maxDepth": MAX_DEPTH,
     }))
     .unwrap_or_default();
@@ -763,10 +977,9 @@ fn run_frame(program: &str, request: &RunRequest, cap: u64) -> Vec<u8> {
 
 async fn read_frames(
     mut pipe: tokio::net::unix::pipe::Receiver,
-    max: usize,
+    mut decoder: FrameDecoder,
     tx: mpsc::Sender<Event>,
 ) {
-    let mut decoder = FrameDecoder::new(max);
     let mut buf = vec![0u8; 64 << 10];
     let mut out = Vec::new();
     loop {
@@ -824,9 +1037,11 @@ async fn read_output(mut stream: impl AsyncRead + Unpin, max: usize, tx: mpsc::S
 async fn write_frames(
     mut pipe: tokio::net::unix::pipe::Sender,
     mut rx: mpsc::UnboundedReceiver<Vec<u8>>,
+    tx: mpsc::Sender<Event>,
 ) {
     while let Some(frame) = rx.recv().await {
         if pipe.write_all(&frame).await.is_err() {
+            let _ = tx.send(Event::RepliesClosed).await;
             return;
         }
     }

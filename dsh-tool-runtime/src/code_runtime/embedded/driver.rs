@@ -331,6 +331,7 @@ pub(crate) fn failure_outcome(
     RunOutcome {
         value: None,
         logs,
+        sandbox: None,
         error: Some(error),
     }
 }
@@ -350,6 +351,7 @@ pub(crate) fn outcome(
                 return RunOutcome {
                     value: None,
                     logs,
+                    sandbox: None,
                     error: Some(CodeRunFailure {
                         kind: FailureKind::OutputLimit,
                         message,
@@ -359,6 +361,7 @@ pub(crate) fn outcome(
             RunOutcome {
                 value,
                 logs,
+                sandbox: None,
                 error: None,
             }
         }
@@ -366,6 +369,7 @@ pub(crate) fn outcome(
         Ending::Overflow(message) => RunOutcome {
             value: None,
             logs,
+            sandbox: None,
             error: Some(CodeRunFailure {
                 kind: FailureKind::OutputLimit,
                 message,

@@ -1,0 +1,514 @@
+//! The OS sandbox of the subprocess runtimes (SPEC §8.1): Landlock for the filesystem, TCP and
+//! scopes, a seccomp filter against new processes and sockets, no capabilities and
+//! `no_new_privs`.
+//!
+//! Everything that allocates (the Landlock ruleset with its path rules, the BPF program) is
+//! built in the host before the fork; the child only makes plain syscalls on what it inherited
+//! ([`Confinement::apply`]), which is all that is safe between `fork` and `exec`.
+
+use std::collections::BTreeMap;
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use landlock::{
+    ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
+    Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
+};
+use seccompiler::{
+    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
+    SeccompRule, TargetArch,
+};
+use serde::{Deserialize, Serialize};
+
+use super::CodeRuntimeError;
+
+/// How much of the OS sandbox a subprocess runtime applies to each child (SPEC §8.1, Linux).
+///
+/// Sandboxed children can read only the interpreter, its libraries and the bootstrap, read and
+/// write only their own scratch directory, open no socket (TCP is also denied by Landlock), send
+/// no signal and reach no abstract unix socket outside the run, start no process (the
+/// interpreter is the only file they may execute, replacing themselves), hold no capability and
+/// run with `no_new_privs`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
+pub enum Sandbox {
+    /// All of it, or the runtime does not start: [`CodeRuntimeError::SandboxUnavailable`]
+    /// names what the kernel lacks.
+    Enforce,
+    /// What the kernel offers; [`SandboxStatus::missing`] says what it does not.
+    #[default]
+    Auto,
+    /// None of it: the containment of DSH (own process group, empty environment, budgets), for
+    /// trusted programs that need subprocesses or the network. Budgets then cover the whole
+    /// process tree.
+    Off,
+}
+
+impl Sandbox {
+    /// The wire name: `enforce`, `auto` or `off`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Sandbox::Enforce => "enforce",
+            Sandbox::Auto => "auto",
+            Sandbox::Off => "off",
+        }
+    }
+}
+
+/// What the sandbox of a runtime gives each child, as found on this kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+#[non_exhaustive]
+pub struct SandboxStatus {
+    /// The mode the runtime was configured with.
+    pub mode: Sandbox,
+    /// The kernel's Landlock ABI version (0: none).
+    pub landlock_abi: u32,
+    /// Filesystem confined to the interpreter, its libraries, the bootstrap and the scratch
+    /// directory (Landlock ABI 1+; ABI 3+ also covers truncation).
+    pub filesystem: bool,
+    /// No network: sockets refused by seccomp, TCP bind/connect also denied by Landlock (ABI 4+).
+    pub network: bool,
+    /// Signals and abstract unix sockets scoped to the run (Landlock ABI 6+).
+    pub scopes: bool,
+    /// No new processes (seccomp) and the interpreter as the only executable file (Landlock).
+    pub processes: bool,
+    /// `no_new_privs` set and every capability dropped.
+    pub no_new_privs: bool,
+    /// What the configured mode wanted and this kernel cannot give, in words; empty when
+    /// nothing is missing (always empty for [`Sandbox::Off`]).
+    pub missing: Vec<String>,
+}
+
+impl SandboxStatus {
+    /// Whether any confinement is applied.
+    pub fn is_active(&self) -> bool {
+        self.filesystem || self.network || self.scopes || self.processes || self.no_new_privs
+    }
+}
+
+/// Landlock ABI version of the running kernel, from `landlock_create_ruleset(2)`'s version query.
+fn kernel_landlock_abi() -> u32 {
+    const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
+    // SAFETY: the version query takes no attribute pointer and creates no descriptor.
+    let v = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            LANDLOCK_CREATE_RULESET_VERSION,
+        )
+    };
+    u32::try_from(v).unwrap_or(0)
+}
+
+fn seccomp_available() -> bool {
+    // SAFETY: a read-only query of the calling thread's seccomp mode.
+    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+}
+
+/// What `mode` gives on a kernel with Landlock ABI `abi` and (or without) seccomp.
+///
+/// # Errors
+///
+/// [`CodeRuntimeError::SandboxUnavailable`] under [`Sandbox::Enforce`] when anything is missing.
+fn decide(mode: Sandbox, abi: u32, seccomp: bool) -> Result<SandboxStatus, CodeRuntimeError> {
+    let on = mode != Sandbox::Off;
+    let mut status = SandboxStatus {
+        mode,
+        landlock_abi: abi,
+        filesystem: on && abi >= 3,
+        network: on && seccomp && abi >= 4,
+        scopes: on && abi >= 6,
+        processes: on && seccomp && abi >= 1,
+        no_new_privs: on,
+        missing: Vec::new(),
+    };
+    if on {
+        for (ok, what) in [
+            (
+                abi >= 3,
+                "filesystem confinement (Landlock ABI 3, Linux 6.2)",
+            ),
+            (abi >= 4, "TCP denial (Landlock ABI 4, Linux 6.7)"),
+            (
+                abi >= 6,
+                "signal and abstract-socket scoping (Landlock ABI 6, Linux 6.12)",
+            ),
+            (seccomp, "process and socket denial (seccomp)"),
+        ] {
+            if !ok {
+                status.missing.push(what.to_owned());
+            }
+        }
+    }
+    if mode == Sandbox::Enforce && !status.missing.is_empty() {
+        return Err(CodeRuntimeError::SandboxUnavailable(
+            status.missing.join(", "),
+        ));
+    }
+    Ok(status)
+}
+
+/// The sandbox plan of one runtime: what to allow, decided once.
+#[derive(Debug)]
+pub(crate) struct Plan {
+    status: SandboxStatus,
+    /// Files and directories the child may read (beneath).
+    read: Vec<PathBuf>,
+    /// The only files the child may execute: the interpreter and the ELF loader the kernel
+    /// starts it with.
+    executables: Vec<PathBuf>,
+    filter: Option<Arc<Vec<BpfProgram>>>,
+}
+
+impl Plan {
+    /// Decides the plan for `interpreter` whose libraries live under `libraries`.
+    pub(crate) fn new(
+        mode: Sandbox,
+        interpreter: &Path,
+        libraries: &[PathBuf],
+    ) -> Result<Plan, CodeRuntimeError> {
+        let abi = if mode == Sandbox::Off {
+            0
+        } else {
+            kernel_landlock_abi()
+        };
+        let filter = if mode != Sandbox::Off && seccomp_available() {
+            Some(Arc::new(build_filter().map_err(|e| {
+                CodeRuntimeError::SandboxUnavailable(format!("seccomp filter: {e}"))
+            })?))
+        } else {
+            None
+        };
+        let status = decide(mode, abi, filter.is_some())?;
+        let mut read: Vec<PathBuf> = [
+            "/lib",
+            "/lib64",
+            "/usr/lib",
+            "/usr/lib64",
+            "/usr/local/lib",
+            "/etc/ld.so.cache",
+        ]
+        .into_iter()
+        .map(PathBuf::from)
+        .chain(libraries.iter().cloned())
+        .filter(|p| p.exists())
+        .collect();
+        read.sort();
+        read.dedup();
+        Ok(Plan {
+            status,
+            read,
+            executables: std::iter::once(interpreter.to_path_buf())
+                .chain(elf_loader(interpreter))
+                .collect(),
+            filter,
+        })
+    }
+
+    pub(crate) fn status(&self) -> &SandboxStatus {
+        &self.status
+    }
+
+    /// Builds the confinement of one child whose scratch directory is `scratch`. Runs in the
+    /// host: it opens the rule paths and creates the Landlock ruleset.
+    pub(crate) fn prepare(&self, scratch: &Path) -> io::Result<Confinement> {
+        if self.status.mode == Sandbox::Off {
+            return Ok(Confinement::default());
+        }
+        let ruleset = if self.status.landlock_abi >= 1 {
+            Some(self.ruleset(scratch).map_err(io::Error::other)?)
+        } else {
+            None
+        };
+        Ok(Confinement {
+            ruleset,
+            filter: self.filter.clone(),
+            active: true,
+        })
+    }
+
+    fn ruleset(
+        &self,
+        scratch: &Path,
+    ) -> Result<RulesetCreated, Box<dyn std::error::Error + Send + Sync>> {
+        let abi = ABI::V7;
+        let read = AccessFs::ReadFile | AccessFs::ReadDir;
+        let mut ruleset = Ruleset::default()
+            .set_compatibility(CompatLevel::BestEffort)
+            .handle_access(AccessFs::from_all(abi))?;
+        if self.status.landlock_abi >= 4 {
+            ruleset = ruleset.handle_access(AccessNet::BindTcp | AccessNet::ConnectTcp)?;
+        }
+        if self.status.landlock_abi >= 6 {
+            ruleset = ruleset.scope(Scope::AbstractUnixSocket | Scope::Signal)?;
+        }
+        let mut created = ruleset.create()?;
+        for path in &self.read {
+            if let Ok(fd) = PathFd::new(path) {
+                let access = if path.is_dir() {
+                    read
+                } else {
+                    AccessFs::ReadFile.into()
+                };
+                created = created.add_rule(PathBeneath::new(fd, access))?;
+            }
+        }
+        let rules: BTreeMap<&str, BitFlags<AccessFs>> = [
+            ("/dev/null", AccessFs::ReadFile | AccessFs::WriteFile),
+            ("/dev/urandom", AccessFs::ReadFile.into()),
+            ("/dev/random", AccessFs::ReadFile.into()),
+        ]
+        .into_iter()
+        .collect();
+        for (path, access) in rules {
+            if let Ok(fd) = PathFd::new(path) {
+                created = created.add_rule(PathBeneath::new(fd, access))?;
+            }
+        }
+        for executable in &self.executables {
+            created = created.add_rule(PathBeneath::new(
+                PathFd::new(executable)?,
+                AccessFs::Execute | AccessFs::ReadFile,
+            ))?;
+        }
+        created = created.add_rule(PathBeneath::new(
+            PathFd::new(scratch)?,
+            AccessFs::from_all(abi) & !AccessFs::Execute,
+        ))?;
+        Ok(created.no_new_privs(true))
+    }
+}
+
+/// The program interpreter (`PT_INTERP`, e.g. `/lib64/ld-linux-x86-64.so.2`) of a 64-bit
+/// little-endian ELF executable; `None` for a static or non-ELF file.
+fn elf_loader(executable: &Path) -> Option<PathBuf> {
+    let bytes = std::fs::read(executable).ok()?;
+    let u16_at = |at: usize| Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
+    let u32_at = |at: usize| Some(u32::from_le_bytes(bytes.get(at..at + 4)?.try_into().ok()?));
+    let u64_at = |at: usize| Some(u64::from_le_bytes(bytes.get(at..at + 8)?.try_into().ok()?));
+    if bytes.get(..6)? != b"\x7fELF\x02\x01" {
+        return None;
+    }
+    let phoff = usize::try_from(u64_at(0x20)?).ok()?;
+    let (phentsize, phnum) = (usize::from(u16_at(0x36)?), usize::from(u16_at(0x38)?));
+    const PT_INTERP: u32 = 3;
+    (0..phnum).find_map(|i| {
+        let header = phoff + i * phentsize;
+        if u32_at(header)? != PT_INTERP {
+            return None;
+        }
+        let offset = usize::try_from(u64_at(header + 0x08)?).ok()?;
+        let size = usize::try_from(u64_at(header + 0x20)?).ok()?;
+        let raw = bytes.get(offset..offset + size)?;
+        let path = std::str::from_utf8(raw).ok()?.trim_end_matches('\0');
+        std::fs::canonicalize(path).ok()
+    })
+}
+
+/// What one child applies to itself between `fork` and `exec`.
+#[derive(Default)]
+pub(crate) struct Confinement {
+    ruleset: Option<RulesetCreated>,
+    filter: Option<Arc<Vec<BpfProgram>>>,
+    active: bool,
+}
+
+impl Confinement {
+    /// Confines the calling (forked, single-threaded) process: drops every capability, sets
+    /// `no_new_privs`, restricts itself with the Landlock ruleset and installs the seccomp
+    /// filter, in that order (the filter last, so nothing it denies is needed afterwards).
+    ///
+    /// Only plain syscalls on memory prepared before the fork: async-signal-safe.
+    pub(crate) fn apply(&mut self) -> io::Result<()> {
+        if !self.active {
+            return Ok(());
+        }
+        drop_capabilities()?;
+        // SAFETY: plain prctl without pointers.
+        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
+            return Err(io::Error::last_os_error());
+        }
+        if let Some(ruleset) = self.ruleset.take() {
+            ruleset
+                .restrict_self()
+                .map_err(|_| io::Error::other("landlock_restrict_self failed"))?;
+        }
+        for filter in self.filter.iter().flat_map(|f| f.iter()) {
+            seccompiler::apply_filter(filter).map_err(|_| io::Error::last_os_error())?;
+        }
+        Ok(())
+    }
+}
+
+/// Empties the bounding, ambient, inheritable, permitted and effective capability sets, so a
+/// child of a root host holds no privilege over the machine even before exec.
+fn drop_capabilities() -> io::Result<()> {
+    #[repr(C)]
+    struct Header {
+        version: u32,
+        pid: i32,
+    }
+    #[repr(C)]
+    #[derive(Clone, Copy)]
+    struct Data {
+        effective: u32,
+        permitted: u32,
+        inheritable: u32,
+    }
+    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    for cap in 0..64 {
+        // SAFETY: plain prctl; EINVAL past the last capability, EPERM without CAP_SETPCAP
+        // (then there is nothing to drop from the bounding set anyway).
+        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+    }
+    // SAFETY: plain prctl.
+    unsafe {
+        libc::prctl(
+            libc::PR_CAP_AMBIENT,
+            libc::PR_CAP_AMBIENT_CLEAR_ALL,
+            0,
+            0,
+            0,
+        )
+    };
+    let mut header = Header {
+        version: LINUX_CAPABILITY_VERSION_3,
+        pid: 0,
+    };
+    let data = [Data {
+        effective: 0,
+        permitted: 0,
+        inheritable: 0,
+    }; 2];
+    // SAFETY: header and data are valid for capset's v3 layout (two data words).
+    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
+    if rc != 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The seccomp filter: default allow; no new processes (`fork`, `vfork`, `clone` without
+/// `CLONE_THREAD` ⇒ `EPERM`; `clone3` ⇒ `ENOSYS`, so libc falls back to `clone`), no sockets
+/// (`socket` ⇒ `EACCES`; `socketpair` stays for event loops' self-pipes), no `io_uring` (it
+/// would bypass the filter; libuv falls back on `ENOSYS`), and none of the calls that change
+/// namespaces, mounts, kernel state or trace other processes.
+fn build_filter() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
+    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
+    let eperm = libc::EPERM as u32;
+    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
+    let clone_without_thread = SeccompRule::new(vec![SeccompCondition::new(
+        0,
+        SeccompCmpArgLen::Qword,
+        SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64),
+        0,
+    )?])?;
+    rules.insert(libc::SYS_clone, vec![clone_without_thread]);
+    let denied: &[i64] = &[
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_fork,
+        #[cfg(target_arch = "x86_64")]
+        libc::SYS_vfork,
+        libc::SYS_execveat,
+        libc::SYS_ptrace,
+        libc::SYS_process_vm_readv,
+        libc::SYS_process_vm_writev,
+        libc::SYS_unshare,
+        libc::SYS_setns,
+        libc::SYS_mount,
+        libc::SYS_umount2,
+        libc::SYS_pivot_root,
+        libc::SYS_chroot,
+        libc::SYS_bpf,
+        libc::SYS_perf_event_open,
+        libc::SYS_userfaultfd,
+        libc::SYS_keyctl,
+        libc::SYS_add_key,
+        libc::SYS_request_key,
+        libc::SYS_kexec_load,
+        libc::SYS_init_module,
+        libc::SYS_finit_module,
+        libc::SYS_delete_module,
+        libc::SYS_reboot,
+    ];
+    for &nr in denied {
+        rules.insert(nr, Vec::new());
+    }
+    let mut errno_rules: BTreeMap<i64, (u32, Vec<SeccompRule>)> =
+        rules.into_iter().map(|(nr, r)| (nr, (eperm, r))).collect();
+    errno_rules.insert(libc::SYS_clone3, (libc::ENOSYS as u32, Vec::new()));
+    errno_rules.insert(libc::SYS_io_uring_setup, (libc::ENOSYS as u32, Vec::new()));
+    errno_rules.insert(libc::SYS_socket, (libc::EACCES as u32, Vec::new()));
+    // One seccompiler filter has one match action: one filter per errno. The kernel runs every
+    // installed filter and takes the most restrictive answer.
+    let mut by_errno: BTreeMap<u32, BTreeMap<i64, Vec<SeccompRule>>> = BTreeMap::new();
+    for (nr, (errno, r)) in errno_rules {
+        by_errno.entry(errno).or_default().insert(nr, r);
+    }
+    by_errno
+        .into_iter()
+        .map(|(errno, rules)| {
+            let filter = SeccompFilter::new(
+                rules,
+                SeccompAction::Allow,
+                SeccompAction::Errno(errno),
+                arch,
+            )?;
+            filter.try_into()
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn enforce_names_what_an_older_kernel_lacks() {
+        let err = decide(Sandbox::Enforce, 5, true).unwrap_err();
+        assert_eq!(
+            err.to_string(),
+            "dsh-code-runtime: the sandbox cannot be enforced on this kernel: signal and \
+             abstract-socket scoping (Landlock ABI 6, Linux 6.12) missing"
+        );
+        assert!(decide(Sandbox::Enforce, 0, false).is_err());
+        assert!(
+            decide(Sandbox::Enforce, 7, true)
+                .unwrap()
+                .missing
+                .is_empty()
+        );
+    }
+
+    #[test]
+    fn auto_applies_what_there_is_and_says_what_is_missing() {
+        let status = decide(Sandbox::Auto, 3, true).unwrap();
+        assert!(status.filesystem && status.processes && !status.network && !status.scopes);
+        assert_eq!(status.missing.len(), 2, "{status:?}");
+        let none = decide(Sandbox::Auto, 0, false).unwrap();
+        assert!(!none.filesystem && !none.processes && none.missing.len() == 4);
+        let off = decide(Sandbox::Off, 7, true).unwrap();
+        assert!(!off.is_active() && off.missing.is_empty());
+    }
+
+    #[test]
+    fn the_filter_compiles_for_this_machine() {
+        let filters = build_filter().unwrap();
+        assert_eq!(
+            filters.len(),
+            3,
+            "one filter per errno: EPERM, EACCES, ENOSYS"
+        );
+        assert!(filters.iter().all(|f| !f.is_empty()));
+    }
+
+    #[test]
+    fn the_elf_loader_is_found() {
+        let loader = elf_loader(Path::new("/proc/self/exe"));
+        assert!(loader.is_some_and(|p| p.exists()));
+    }
+}
