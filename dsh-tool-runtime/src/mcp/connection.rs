@@ -262,6 +262,9 @@ pub(crate) fn not_connected(server: &str) -> ToolError {
         .with_name("McpDisconnectedError")
 }
 
+// rmcp's `server` feature (the MCP server side) makes `ServerResult` large; this value lives
+// only for one match.
+#[allow(clippy::large_enum_variant)]
 enum Outcome {
     Answer(Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>),
     Closed,
