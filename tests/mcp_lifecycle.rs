@@ -302,3 +302,58 @@ async fn an_http_server_killed_mid_call_fails_the_call_then_reconnects() {
     handle.disconnect().await;
     let _ = restarted.kill().await;
 }
+
+/// Collects every `tracing` event as `field=value` text.
+struct Capture(tokio::sync::mpsc::UnboundedSender<String>);
+
+struct Fields(String);
+
+impl tracing::field::Visit for Fields {
+    fn record_debug(&mut self, field: &tracing::field::Field, value: &dyn std::fmt::Debug) {
+        self.0.push_str(&format!("{}={:?} ", field.name(), value));
+    }
+}
+
+impl tracing::Subscriber for Capture {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        let mut fields = Fields(String::new());
+        event.record(&mut fields);
+        let _ = self.0.send(fields.0);
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_stderr_goes_to_tracing() {
+    let tools = require_tools!();
+    let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
+    tracing::subscriber::set_global_default(Capture(sender)).expect("the only subscriber");
+    let registry = Registry::new();
+    let handle = registry.add_mcp_server(tools.ours("ours", &[])).await.unwrap();
+    let marker = "stderr-marker-7f3a";
+    let result = registry
+        .execute(call("1", "mcp__ours__shout", json!({"text": marker})))
+        .await;
+    assert_eq!(result.text(), "written");
+    let seen = tokio::time::timeout(mcp_support::WAIT, async {
+        while let Some(line) = lines.recv().await {
+            if line.contains(marker) && line.contains("server=ours") {
+                return line;
+            }
+        }
+        String::new()
+    })
+    .await
+    .expect("the stderr line reaches tracing");
+    assert!(seen.contains("stderr: stderr-marker-7f3a"), "{seen}");
+    handle.disconnect().await;
+}

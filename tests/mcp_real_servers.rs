@@ -245,8 +245,13 @@ async fn handles_disconnect_and_unregister_and_names_are_checked() {
             .unwrap_err(),
         McpError::InvalidName("every.thing".into())
     );
+    let mut events = registry.subscribe();
+    let before = handle.generation();
     handle.disconnect().await;
     assert!(registry.get("mcp__everything__echo", None).is_none());
+    // Observers see the tools go.
+    let (_, listed) = mcp_support::wait_for_generation(&mut events, "everything", before).await;
+    assert!(listed.is_empty());
     assert!(handle.tools().is_empty());
     assert!(!handle.is_connected());
     // The child is gone: signal 0 to its pid fails once it has been reaped.

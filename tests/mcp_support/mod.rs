@@ -108,7 +108,7 @@ impl Tools {
     pub fn raw_lists(&self, name: &str, mode: &str) -> McpServer {
         McpServer::stdio(
             name,
-            "python3",
+            self.python(),
             [format!("{ROOT}/tests/mcp_servers/raw_list_server.py"), mode.to_owned()],
         )
         .reconnect(ReconnectPolicy::disabled())

@@ -297,10 +297,19 @@ impl Bridge {
             conn.stopped.cancelled().await;
         }
         let mut generation = self.generation.lock().await;
+        let had_tools = !generation.handles.is_empty();
         for handle in std::mem::take(&mut generation.handles) {
             handle.unregister();
         }
         generation.names.clear();
         lock(&self.names).clear();
+        if had_tools {
+            let id = self.generation_id.fetch_add(1, Ordering::SeqCst) + 1;
+            self.link.registry.publish(|| ToolEvent::ToolsChanged {
+                source: self.server().to_owned(),
+                generation: id,
+                tools: Vec::new(),
+            });
+        }
     }
 }

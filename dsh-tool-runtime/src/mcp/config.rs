@@ -241,3 +241,18 @@ pub enum McpError {
         source: RegisterError,
     },
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn backoff_doubles_up_to_the_cap() {
+        let policy = ReconnectPolicy::default();
+        let delays: Vec<u64> = (0..8).map(|attempt| policy.delay_ms(attempt)).collect();
+        assert_eq!(delays, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+        assert_eq!(policy.delay_ms(u32::MAX), 30_000);
+        assert!(!ReconnectPolicy::disabled().enabled);
+        assert_eq!(policy.max_attempts, 10);
+    }
+}
