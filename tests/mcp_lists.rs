@@ -61,7 +61,10 @@ async fn malformed_tools_are_skipped_and_their_siblings_register() {
         .expect("one bad tool does not fail the server");
     assert_eq!(
         handle.tools(),
-        ["mcp__raw__good_one".to_owned(), "mcp__raw__good_two".to_owned()]
+        [
+            "mcp__raw__good_one".to_owned(),
+            "mcp__raw__good_two".to_owned()
+        ]
     );
     let result = registry
         .execute(call("1", "mcp__raw__good_two", json!({"text": "ok"})))
@@ -131,7 +134,11 @@ async fn structured_content_is_checked_and_blocks_render() {
     let bad = registry
         .execute(call("1", "mcp__raw__bad_structured", json!({})))
         .await;
-    assert_eq!(bad.error_code(), Some(ErrorCode::InvalidToolOutput), "{bad:?}");
+    assert_eq!(
+        bad.error_code(),
+        Some(ErrorCode::InvalidToolOutput),
+        "{bad:?}"
+    );
     let mixed = registry
         .execute(call("2", "mcp__raw__mixed", json!({})))
         .await;
@@ -143,9 +150,64 @@ async fn structured_content_is_checked_and_blocks_render() {
                 media_type: "image/png".into(),
                 data: "iVBORw0KGgo=".into()
             },
-            ContentBlock::text("Resource link: notes (file:///notes.txt)\n[embedded resource mem://a]\ninline"),
+            ContentBlock::text(
+                "Resource link: notes (file:///notes.txt)\n[embedded resource mem://a]\ninline"
+            ),
         ]
     );
-    assert_eq!(mixed.value().unwrap()["content"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        mixed.value().unwrap()["content"].as_array().unwrap().len(),
+        5
+    );
+    handle.disconnect().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_conflicts() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let mut events = registry.subscribe();
+    let handle = registry
+        .add_mcp_server(tools.raw_lists("raw", "resync"))
+        .await
+        .unwrap();
+    let (first, listed) = mcp_support::wait_for_generation(&mut events, "raw", 0).await;
+    assert_eq!(listed.len(), 3);
+
+    // The list naming `x` twice is refused without a new generation; the next valid list is
+    // the very next generation.
+    let triggered = registry
+        .execute(call("1", "mcp__raw__dupe_trigger", json!({})))
+        .await;
+    assert!(!triggered.is_error(), "{triggered:?}");
+    let (second, listed) = mcp_support::wait_for_generation(&mut events, "raw", first).await;
+    assert_eq!(second, first + 1);
+    assert_eq!(
+        listed,
+        [
+            "mcp__raw__a",
+            "mcp__raw__after",
+            "mcp__raw__conflict_trigger"
+        ]
+    );
+
+    // A foreign tool holds a name of the next list: the whole generation rolls back.
+    let squatter = ToolDefinition::builder("mcp__raw__squatted")
+        .handler(|_, _| async { Ok(json!("mine")) })
+        .build()
+        .unwrap();
+    registry.register(squatter).unwrap();
+    let triggered = registry
+        .execute(call("2", "mcp__raw__conflict_trigger", json!({})))
+        .await;
+    assert!(!triggered.is_error(), "{triggered:?}");
+    let (_, listed) = mcp_support::wait_for_generation(&mut events, "raw", second).await;
+    assert!(listed.is_empty(), "{listed:?}");
+    assert!(registry.get("mcp__raw__a", None).is_none());
+    assert!(handle.tools().is_empty());
+    let foreign = registry
+        .execute(call("3", "mcp__raw__squatted", json!({})))
+        .await;
+    assert_eq!(foreign.value(), Some(&json!("mine")));
     handle.disconnect().await;
 }

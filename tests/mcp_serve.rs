@@ -70,14 +70,16 @@ fn python_client_runs_code_gets_progress_and_cancels_a_slow_call() {
         .map(|line| serde_json::from_str::<Value>(line).unwrap())
         .filter(|event| event["event"] == "result" && event["parent"].is_null())
         .collect();
-    let codes: Vec<&str> = results
+    // Ordered by call id: the cancelled call may settle after the next call has answered.
+    let mut by_call: Vec<(&str, &str)> = results
         .iter()
         .map(|event| {
-            event["result"]["error"]["info"]["code"]
-                .as_str()
-                .unwrap_or("ok")
+            let code = event["result"]["error"]["info"]["code"].as_str();
+            (event["call_id"].as_str().unwrap(), code.unwrap_or("ok"))
         })
         .collect();
+    by_call.sort();
+    let codes: Vec<&str> = by_call.into_iter().map(|(_, code)| code).collect();
     assert_eq!(
         codes,
         ["ok", "CODE_RUN_FAILED", "ABORTED", "ok"],

@@ -8,6 +8,7 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use crate::annotations::ToolAnnotations;
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
@@ -15,7 +16,6 @@ use crate::presentation::presenter::guarded;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
-pub use crate::annotations::ToolAnnotations;
 use crate::validate::{
     MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints,
     invalid_args, invalid_output,

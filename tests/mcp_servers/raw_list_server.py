@@ -7,6 +7,9 @@ Usage: raw_list_server.py MODE, where MODE is
              inputSchema, a schema that does not compile, a non-object entry, no name)
   duplicate  a list naming one tool twice
   deep       a good tool next to one whose schema nests 5,000 `items`
+  resync     lists that change on demand: calling `dupe_trigger` announces a list naming `x`
+             twice, then (once that list was served) a valid one with `after`; calling
+             `conflict_trigger` announces a list with `squatted`
 Every tool answers `tools/call` by echoing its arguments; `bad_structured` answers structured
 content that breaks its `outputSchema`; `mixed` answers text, an image, a resource link and an
 embedded resource.
@@ -67,6 +70,18 @@ PAGES = {
 }
 
 
+STATE = {"phase": "start"}
+
+RESYNC_LISTS = {
+    "start": [tool("a"), tool("dupe_trigger"), tool("conflict_trigger")],
+    "dupe": [tool("a"), tool("x"), tool("x")],
+    "after_dupe": [tool("a"), tool("after"), tool("conflict_trigger")],
+    "conflict": [tool("a"), tool("squatted")],
+}
+
+LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
+
+
 def send(message):
     text = json.dumps(message).replace(json.dumps(DEEP_PLACEHOLDER), deep_schema_text(DEEP_LEVELS))
     sys.stdout.write(text + "\n")
@@ -79,9 +94,19 @@ def answer(request):
     if method == "initialize":
         return {
             "protocolVersion": params.get("protocolVersion", "2025-06-18"),
-            "capabilities": {"tools": {"listChanged": False}},
+            "capabilities": {"tools": {"listChanged": MODE == "resync"}},
             "serverInfo": {"name": "raw-list-server", "version": "1.0.0"},
         }
+    if method == "tools/list" and MODE == "resync":
+        phase = STATE["phase"]
+        if phase == "dupe":
+            STATE["phase"] = "after_dupe"
+            STATE["announce"] = True
+        return {"tools": RESYNC_LISTS[phase]}
+    if method == "tools/call" and params.get("name") in ("dupe_trigger", "conflict_trigger"):
+        STATE["phase"] = "dupe" if params["name"] == "dupe_trigger" else "conflict"
+        STATE["announce"] = True
+        return {"content": [{"type": "text", "text": STATE["phase"]}]}
     if method == "tools/list":
         pages = PAGES[MODE]
         index = int(params.get("cursor") or "1") - 1
@@ -124,3 +149,5 @@ for line in sys.stdin:
               "error": {"code": -32601, "message": "method not found"}})
     else:
         send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    if STATE.pop("announce", False):
+        send(LIST_CHANGED)

@@ -228,7 +228,11 @@ impl Bridge {
     fn definition(self: &Arc<Self>, spec: McpToolSpec) -> Result<ToolDefinition, String> {
         let output = spec.output_schema.clone();
         match self.builder(&spec, output).build() {
-            Err(DefinitionError::UnsupportedSchema { which: "output", message, .. }) => {
+            Err(DefinitionError::UnsupportedSchema {
+                which: "output",
+                message,
+                ..
+            }) => {
                 tracing::debug!(target: "dsh_tool_runtime::mcp", server = %self.server(), tool = %spec.raw_name, "ignoring outputSchema: {message}");
                 self.builder(&spec, canonical_output_schema(None))
                     .build()
@@ -297,10 +301,19 @@ impl Bridge {
             conn.stopped.cancelled().await;
         }
         let mut generation = self.generation.lock().await;
+        let had_tools = !generation.handles.is_empty();
         for handle in std::mem::take(&mut generation.handles) {
             handle.unregister();
         }
         generation.names.clear();
         lock(&self.names).clear();
+        if had_tools {
+            let id = self.generation_id.fetch_add(1, Ordering::SeqCst) + 1;
+            self.link.registry.publish(|| ToolEvent::ToolsChanged {
+                source: self.server().to_owned(),
+                generation: id,
+                tools: Vec::new(),
+            });
+        }
     }
 }

@@ -10,7 +10,7 @@ use rmcp::model::{
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
-use serde_json::{Map, Value};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
@@ -277,7 +277,7 @@ impl ServerHandler for McpHandler {
     ) -> Result<CallToolResponse, ErrorData> {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let name = request.name.to_string();
-        let arguments = Value::Object(request.arguments.unwrap_or_else(Map::new));
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
         // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
         // request; the pipeline then settles the call as cancelled.
         let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments)

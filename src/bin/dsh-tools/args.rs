@@ -199,10 +199,8 @@ fn parse_addr(value: &str) -> Result<SocketAddr, String> {
     if let Ok(port) = port_only.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
-    if let Some(port) = value.strip_prefix("localhost:") {
-        if let Ok(port) = port.parse::<u16>() {
-            return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
-        }
+    if let Some(Ok(port)) = value.strip_prefix("localhost:").map(str::parse::<u16>) {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
     value
         .parse::<SocketAddr>()
