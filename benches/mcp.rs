@@ -55,10 +55,10 @@ fn setup() -> Option<&'static Setup> {
                     .expect("server-everything through the registry");
                 let mut command = tokio::process::Command::new(&bin);
                 command.arg("stdio").stderr(std::process::Stdio::null());
-                let direct = ()
-                    .serve(TokioChildProcess::new(command).expect("spawn"))
-                    .await
-                    .expect("server-everything through rmcp");
+                let direct =
+                    ().serve(TokioChildProcess::new(command).expect("spawn"))
+                        .await
+                        .expect("server-everything through rmcp");
                 (registry, handle, direct)
             });
             Some(Setup {

@@ -111,10 +111,20 @@ fn mcp_server(value: &str, taken: &mut Vec<String>) -> anyhow::Result<McpServer>
         let stem = stem.strip_prefix("mcp-server-").unwrap_or(&stem);
         let clean: String = stem
             .chars()
-            .map(|c| if c.is_ascii_alphanumeric() || c == '-' { c } else { '_' })
+            .map(|c| {
+                if c.is_ascii_alphanumeric() || c == '-' {
+                    c
+                } else {
+                    '_'
+                }
+            })
             .take(28)
             .collect();
-        if clean.is_empty() { "mcp".to_owned() } else { clean }
+        if clean.is_empty() {
+            "mcp".to_owned()
+        } else {
+            clean
+        }
     });
     let mut name = base.clone();
     let mut n = 2;

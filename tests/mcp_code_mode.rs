@@ -10,7 +10,9 @@ use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::{Value, json};
 
-async fn registry_with_servers(tools: &mcp_support::Tools) -> (Registry, Vec<dsh_tools::mcp::McpHandle>) {
+async fn registry_with_servers(
+    tools: &mcp_support::Tools,
+) -> (Registry, Vec<dsh_tools::mcp::McpHandle>) {
     let registry = Registry::new();
     let mut handles = vec![
         registry
@@ -45,7 +47,10 @@ async fn server_sdks_type_check() {
     std::fs::create_dir_all(&dir).unwrap();
     let typescript = registry.sdk(None, Language::TypeScript);
     let python = registry.sdk(None, Language::Python);
-    assert!(typescript.contains("\"mcp__everything__get-sum\""), "{typescript}");
+    assert!(
+        typescript.contains("\"mcp__everything__get-sum\""),
+        "{typescript}"
+    );
     assert!(python.contains("mcp__time__get_current_time"), "{python}");
     std::fs::write(dir.join("mcp_servers.ts"), &typescript).unwrap();
     std::fs::write(dir.join("mcp_servers.py"), &python).unwrap();
@@ -55,7 +60,10 @@ async fn server_sdks_type_check() {
         .status()
         .expect("bash runs");
     let _ = std::fs::remove_dir_all(&dir);
-    assert!(status.success(), "MCP server SDKs do not type-check (tsc/mypy output above)");
+    assert!(
+        status.success(),
+        "MCP server SDKs do not type-check (tsc/mypy output above)"
+    );
     for handle in handles {
         handle.disconnect().await;
     }

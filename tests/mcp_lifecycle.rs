@@ -36,10 +36,16 @@ async fn list_changed_resyncs_into_a_new_generation() {
     let tools = require_tools!();
     let registry = Registry::new();
     let mut events = registry.subscribe();
-    let handle = registry.add_mcp_server(tools.ours("ours", &[])).await.unwrap();
+    let handle = registry
+        .add_mcp_server(tools.ours("ours", &[]))
+        .await
+        .unwrap();
     let (first, listed) = wait_for_generation(&mut events, "ours", 0).await;
     assert_eq!(first, 1);
-    assert!(listed.contains(&"mcp__ours__add_tool".to_owned()), "{listed:?}");
+    assert!(
+        listed.contains(&"mcp__ours__add_tool".to_owned()),
+        "{listed:?}"
+    );
     assert!(registry.get("mcp__ours__late", None).is_none());
 
     let added = registry
@@ -68,7 +74,10 @@ async fn list_changed_resyncs_into_a_new_generation() {
 async fn progress_notifications_become_events() {
     let tools = require_tools!();
     let registry = Registry::new();
-    let handle = registry.add_mcp_server(tools.ours("ours", &[])).await.unwrap();
+    let handle = registry
+        .add_mcp_server(tools.ours("ours", &[]))
+        .await
+        .unwrap();
     let mut events = registry.subscribe();
     let result = registry
         .execute(call("p1", "mcp__ours__progress", json!({"steps": 3})))
@@ -111,7 +120,11 @@ async fn a_slow_tool_times_out_and_the_server_stays_usable() {
     let result = registry
         .execute(call("1", "mcp__ours__slow", json!({"seconds": 3600})))
         .await;
-    assert_eq!(result.error_code(), Some(ErrorCode::ToolTimeout), "{result:?}");
+    assert_eq!(
+        result.error_code(),
+        Some(ErrorCode::ToolTimeout),
+        "{result:?}"
+    );
     assert_eq!(
         result.error().unwrap().message,
         "tool call timed out after 300ms"
@@ -127,14 +140,25 @@ async fn a_slow_tool_times_out_and_the_server_stays_usable() {
 async fn is_error_results_are_failures() {
     let tools = require_tools!();
     let registry = Registry::new();
-    let handle = registry.add_mcp_server(tools.ours("ours", &[])).await.unwrap();
+    let handle = registry
+        .add_mcp_server(tools.ours("ours", &[]))
+        .await
+        .unwrap();
     let result = registry
-        .execute(call("1", "mcp__ours__fail", json!({"message": "the disk is on fire"})))
+        .execute(call(
+            "1",
+            "mcp__ours__fail",
+            json!({"message": "the disk is on fire"}),
+        ))
         .await;
     assert!(result.is_error(), "{result:?}");
     assert!(result.value().is_none());
     assert!(
-        result.error().unwrap().message.contains("the disk is on fire"),
+        result
+            .error()
+            .unwrap()
+            .message
+            .contains("the disk is on fire"),
         "{result:?}"
     );
     assert!(result.text().starts_with("Error: "));
@@ -176,7 +200,11 @@ async fn cancelled_calls_settle_as_aborted() {
         .unwrap();
     assert_eq!(result.error_code(), Some(ErrorCode::Aborted), "{result:?}");
     let echo = registry
-        .execute(call("after", "mcp__everything__echo", json!({"message": "still here"})))
+        .execute(call(
+            "after",
+            "mcp__everything__echo",
+            json!({"message": "still here"}),
+        ))
         .await;
     assert_eq!(echo.text(), "Echo: still here");
     handle.disconnect().await;
@@ -191,7 +219,11 @@ async fn kill_mid_call(registry: &Registry, server: &str, kill_server: impl FnOn
         let registry = registry.clone();
         async move {
             let result = registry
-                .execute(call("doomed", &name, json!({"duration": 3600, "steps": 3600})))
+                .execute(call(
+                    "doomed",
+                    &name,
+                    json!({"duration": 3600, "steps": 3600}),
+                ))
                 .await;
             (result, Instant::now())
         }
@@ -203,7 +235,11 @@ async fn kill_mid_call(registry: &Registry, server: &str, kill_server: impl FnOn
         .await
         .expect("the call settles")
         .unwrap();
-    assert_eq!(code(&result).as_deref(), Some(MCP_DISCONNECTED), "{result:?}");
+    assert_eq!(
+        code(&result).as_deref(),
+        Some(MCP_DISCONNECTED),
+        "{result:?}"
+    );
     let took = settled.duration_since(killed);
     assert!(took < Duration::from_secs(2), "failure took {took:?}");
 }
@@ -232,7 +268,11 @@ async fn a_stdio_server_killed_mid_call_fails_the_call_then_reconnects() {
         }
     }
     let echo = registry
-        .execute(call("again", "mcp__everything__echo", json!({"message": "back"})))
+        .execute(call(
+            "again",
+            "mcp__everything__echo",
+            json!({"message": "back"}),
+        ))
         .await;
     assert_eq!(echo.text(), "Echo: back");
     handle.disconnect().await;
@@ -260,7 +300,11 @@ async fn start_http_everything(tools: &mcp_support::Tools, port: u16) -> tokio::
         false
     })
     .await;
-    assert_eq!(listening, Ok(true), "server-everything did not start listening");
+    assert_eq!(
+        listening,
+        Ok(true),
+        "server-everything did not start listening"
+    );
     // Keep draining stderr so the server never blocks on a full pipe.
     tokio::spawn(async move { while let Ok(Some(_)) = lines.next_line().await {} });
     child
@@ -296,7 +340,11 @@ async fn an_http_server_killed_mid_call_fails_the_call_then_reconnects() {
     let (_, listed) = wait_for_generation(&mut after, "web", 0).await;
     assert!(listed.contains(&"mcp__web__echo".to_owned()));
     let echo = registry
-        .execute(call("2", "mcp__web__echo", json!({"message": "back over http"})))
+        .execute(call(
+            "2",
+            "mcp__web__echo",
+            json!({"message": "back over http"}),
+        ))
         .await;
     assert_eq!(echo.text(), "Echo: back over http");
     handle.disconnect().await;
@@ -338,7 +386,10 @@ async fn server_stderr_goes_to_tracing() {
     let (sender, mut lines) = tokio::sync::mpsc::unbounded_channel();
     tracing::subscriber::set_global_default(Capture(sender)).expect("the only subscriber");
     let registry = Registry::new();
-    let handle = registry.add_mcp_server(tools.ours("ours", &[])).await.unwrap();
+    let handle = registry
+        .add_mcp_server(tools.ours("ours", &[]))
+        .await
+        .unwrap();
     let marker = "stderr-marker-7f3a";
     let result = registry
         .execute(call("1", "mcp__ours__shout", json!({"text": marker})))

@@ -61,7 +61,10 @@ async fn malformed_tools_are_skipped_and_their_siblings_register() {
         .expect("one bad tool does not fail the server");
     assert_eq!(
         handle.tools(),
-        ["mcp__raw__good_one".to_owned(), "mcp__raw__good_two".to_owned()]
+        [
+            "mcp__raw__good_one".to_owned(),
+            "mcp__raw__good_two".to_owned()
+        ]
     );
     let result = registry
         .execute(call("1", "mcp__raw__good_two", json!({"text": "ok"})))
@@ -131,7 +134,11 @@ async fn structured_content_is_checked_and_blocks_render() {
     let bad = registry
         .execute(call("1", "mcp__raw__bad_structured", json!({})))
         .await;
-    assert_eq!(bad.error_code(), Some(ErrorCode::InvalidToolOutput), "{bad:?}");
+    assert_eq!(
+        bad.error_code(),
+        Some(ErrorCode::InvalidToolOutput),
+        "{bad:?}"
+    );
     let mixed = registry
         .execute(call("2", "mcp__raw__mixed", json!({})))
         .await;
@@ -143,10 +150,15 @@ async fn structured_content_is_checked_and_blocks_render() {
                 media_type: "image/png".into(),
                 data: "iVBORw0KGgo=".into()
             },
-            ContentBlock::text("Resource link: notes (file:///notes.txt)\n[embedded resource mem://a]\ninline"),
+            ContentBlock::text(
+                "Resource link: notes (file:///notes.txt)\n[embedded resource mem://a]\ninline"
+            ),
         ]
     );
-    assert_eq!(mixed.value().unwrap()["content"].as_array().unwrap().len(), 5);
+    assert_eq!(
+        mixed.value().unwrap()["content"].as_array().unwrap().len(),
+        5
+    );
     handle.disconnect().await;
 }
 
@@ -172,7 +184,11 @@ async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_con
     assert_eq!(second, first + 1);
     assert_eq!(
         listed,
-        ["mcp__raw__a", "mcp__raw__after", "mcp__raw__conflict_trigger"]
+        [
+            "mcp__raw__a",
+            "mcp__raw__after",
+            "mcp__raw__conflict_trigger"
+        ]
     );
 
     // A foreign tool holds a name of the next list: the whole generation rolls back.
@@ -189,7 +205,9 @@ async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_con
     assert!(listed.is_empty(), "{listed:?}");
     assert!(registry.get("mcp__raw__a", None).is_none());
     assert!(handle.tools().is_empty());
-    let foreign = registry.execute(call("3", "mcp__raw__squatted", json!({}))).await;
+    let foreign = registry
+        .execute(call("3", "mcp__raw__squatted", json!({})))
+        .await;
     assert_eq!(foreign.value(), Some(&json!("mine")));
     handle.disconnect().await;
 }

@@ -33,7 +33,10 @@ async fn everything_lists_and_calls_its_tools() {
         "mcp__everything__get-structured-content",
         "mcp__everything__trigger-long-running-operation",
     ] {
-        assert!(names.iter().any(|name| name == expected), "{expected} in {names:?}");
+        assert!(
+            names.iter().any(|name| name == expected),
+            "{expected} in {names:?}"
+        );
         assert!(registry.get(expected, None).is_some());
     }
     // server-everything announces list changes of its own right after connecting.
@@ -41,7 +44,11 @@ async fn everything_lists_and_calls_its_tools() {
 
     // The dashed raw name goes on the wire unchanged.
     let sum = registry
-        .execute(call("1", "mcp__everything__get-sum", json!({"a": 2, "b": 40})))
+        .execute(call(
+            "1",
+            "mcp__everything__get-sum",
+            json!({"a": 2, "b": 40}),
+        ))
         .await;
     assert!(sum.text().contains("42"), "{sum:?}");
     assert_eq!(value(&sum)["content"][0]["type"], "text");
@@ -97,10 +104,17 @@ async fn bad_arguments_fail_client_side() {
     let result = registry
         .execute(call("1", "mcp__everything__get-sum", json!({"a": "two"})))
         .await;
-    assert_eq!(result.error_code(), Some(ErrorCode::InvalidArgs), "{result:?}");
+    assert_eq!(
+        result.error_code(),
+        Some(ErrorCode::InvalidArgs),
+        "{result:?}"
+    );
     let message = &result.error().unwrap().message;
     assert!(message.starts_with("invalid arguments: "), "{message}");
-    assert!(message.contains("missing required property \"b\""), "{message}");
+    assert!(
+        message.contains("missing required property \"b\""),
+        "{message}"
+    );
     assert!(message.contains("\"a\" must be a number"), "{message}");
     // Refused locally: no progress, and the enum of get-structured-content is checked too.
     let result = registry
@@ -110,16 +124,27 @@ async fn bad_arguments_fail_client_side() {
             json!({"location": "Atlantis"}),
         ))
         .await;
-    assert_eq!(result.error_code(), Some(ErrorCode::InvalidArgs), "{result:?}");
+    assert_eq!(
+        result.error_code(),
+        Some(ErrorCode::InvalidArgs),
+        "{result:?}"
+    );
     assert!(result.error().unwrap().message.contains("must be one of"));
     // Non-object arguments are coerced to `{}` (then fail for the missing properties).
     let result = registry
         .execute(call("3", "mcp__everything__get-sum", Value::Null))
         .await;
     let message = &result.error().unwrap().message;
-    assert!(message.contains("missing required property \"a\""), "{message}");
+    assert!(
+        message.contains("missing required property \"a\""),
+        "{message}"
+    );
     let echo = registry
-        .execute(call("4", "mcp__everything__get-tiny-image", json!("stringly")))
+        .execute(call(
+            "4",
+            "mcp__everything__get-tiny-image",
+            json!("stringly"),
+        ))
         .await;
     assert!(!echo.is_error(), "{echo:?}");
     while let Ok(event) = events.try_recv() {
@@ -146,7 +171,11 @@ async fn annotations_are_kept_and_read_only_tools_run_in_parallel() {
     assert_eq!(annotations.idempotent_hint, Some(true));
     assert_eq!(annotations.open_world_hint, Some(false));
     assert_eq!(
-        registry.execution_mode(&call("1", "mcp__everything__get-sum", json!({"a": 1, "b": 2}))),
+        registry.execution_mode(&call(
+            "1",
+            "mcp__everything__get-sum",
+            json!({"a": 1, "b": 2})
+        )),
         ExecutionMode::Parallel
     );
     let exclusive: Vec<String> = handle
@@ -161,7 +190,10 @@ async fn annotations_are_kept_and_read_only_tools_run_in_parallel() {
                 != Some(true)
         })
         .collect();
-    assert!(!exclusive.is_empty(), "server-everything has tools that are not read-only");
+    assert!(
+        !exclusive.is_empty(),
+        "server-everything has tools that are not read-only"
+    );
     for name in exclusive {
         assert_eq!(
             registry.execution_mode(&call("2", &name, json!({}))),
@@ -184,7 +216,13 @@ async fn filesystem_and_time_servers() {
         .add_mcp_server(tools.filesystem("fs", &dir_text))
         .await
         .expect("server-filesystem connects");
-    assert!(fs.tools().iter().any(|name| name == "mcp__fs__read_text_file"), "{:?}", fs.tools());
+    assert!(
+        fs.tools()
+            .iter()
+            .any(|name| name == "mcp__fs__read_text_file"),
+        "{:?}",
+        fs.tools()
+    );
     let read = registry
         .execute(call(
             "1",
@@ -195,7 +233,11 @@ async fn filesystem_and_time_servers() {
     assert!(read.text().contains("hello from disk"), "{read:?}");
     // Outside the allowed directory: the server answers `isError`, a failure result.
     let denied = registry
-        .execute(call("2", "mcp__fs__read_text_file", json!({"path": "/etc/hostname"})))
+        .execute(call(
+            "2",
+            "mcp__fs__read_text_file",
+            json!({"path": "/etc/hostname"}),
+        ))
         .await;
     assert!(denied.is_error(), "{denied:?}");
     assert!(denied.value().is_none());
@@ -204,9 +246,17 @@ async fn filesystem_and_time_servers() {
         .add_mcp_server(tools.time("time"))
         .await
         .expect("mcp-server-time connects");
-    assert!(time.tools().iter().any(|name| name == "mcp__time__get_current_time"));
+    assert!(
+        time.tools()
+            .iter()
+            .any(|name| name == "mcp__time__get_current_time")
+    );
     let now = registry
-        .execute(call("3", "mcp__time__get_current_time", json!({"timezone": "UTC"})))
+        .execute(call(
+            "3",
+            "mcp__time__get_current_time",
+            json!({"timezone": "UTC"}),
+        ))
         .await;
     assert!(now.text().contains("UTC"), "{now:?}");
     let converted = registry
@@ -260,7 +310,10 @@ async fn handles_disconnect_and_unregister_and_names_are_checked() {
         .status()
         .unwrap()
         .success();
-    assert!(!alive, "server process {pid} still running after disconnect");
+    assert!(
+        !alive,
+        "server process {pid} still running after disconnect"
+    );
     // The name is free again.
     let again = registry
         .add_mcp_server(tools.everything("everything"))

@@ -8,13 +8,13 @@ use std::sync::{Arc, OnceLock};
 use serde::Deserialize;
 use serde_json::Value;
 
+pub use crate::annotations::ToolAnnotations;
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
 use crate::exec::ToolExec;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, default_render};
-pub use crate::annotations::ToolAnnotations;
 use crate::validate::{SchemaValidator, depth_violation, dismantle, invalid_args, invalid_output};
 
 /// A boxed, sendable future.

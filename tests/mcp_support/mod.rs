@@ -83,7 +83,8 @@ impl Tools {
 
     /// server-filesystem over stdio, serving `dir`.
     pub fn filesystem(&self, name: &str, dir: &str) -> McpServer {
-        McpServer::stdio(name, self.bin("mcp-server-filesystem"), [dir]).reconnect(quick_reconnect())
+        McpServer::stdio(name, self.bin("mcp-server-filesystem"), [dir])
+            .reconnect(quick_reconnect())
     }
 
     /// mcp-server-time over stdio, answering in UTC.
@@ -109,7 +110,10 @@ impl Tools {
         McpServer::stdio(
             name,
             self.python(),
-            [format!("{ROOT}/tests/mcp_servers/raw_list_server.py"), mode.to_owned()],
+            [
+                format!("{ROOT}/tests/mcp_servers/raw_list_server.py"),
+                mode.to_owned(),
+            ],
         )
         .reconnect(ReconnectPolicy::disabled())
     }

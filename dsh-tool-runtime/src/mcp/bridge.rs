@@ -228,7 +228,11 @@ impl Bridge {
     fn definition(self: &Arc<Self>, spec: McpToolSpec) -> Result<ToolDefinition, String> {
         let output = spec.output_schema.clone();
         match self.builder(&spec, output).build() {
-            Err(DefinitionError::UnsupportedSchema { which: "output", message, .. }) => {
+            Err(DefinitionError::UnsupportedSchema {
+                which: "output",
+                message,
+                ..
+            }) => {
                 tracing::debug!(target: "dsh_tool_runtime::mcp", server = %self.server(), tool = %spec.raw_name, "ignoring outputSchema: {message}");
                 self.builder(&spec, canonical_output_schema(None))
                     .build()

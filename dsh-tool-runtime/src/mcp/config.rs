@@ -224,7 +224,9 @@ pub enum McpError {
         message: String,
     },
     /// The list named one tool twice; the previous generation stays.
-    #[error("mcp-client({server}): server listed tool \"{raw_name}\" more than once — invalid tool list")]
+    #[error(
+        "mcp-client({server}): server listed tool \"{raw_name}\" more than once — invalid tool list"
+    )]
     DuplicateTool {
         /// Server name.
         server: String,
@@ -233,7 +235,9 @@ pub enum McpError {
     },
     /// Registering the list failed (a foreign tool holds one of its names); no tool of this
     /// server is registered.
-    #[error("mcp-client({server}): registering the tool list failed, no tools registered: {source}")]
+    #[error(
+        "mcp-client({server}): registering the tool list failed, no tools registered: {source}"
+    )]
     Conflict {
         /// Server name.
         server: String,
@@ -250,7 +254,10 @@ mod tests {
     fn backoff_doubles_up_to_the_cap() {
         let policy = ReconnectPolicy::default();
         let delays: Vec<u64> = (0..8).map(|attempt| policy.delay_ms(attempt)).collect();
-        assert_eq!(delays, [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]);
+        assert_eq!(
+            delays,
+            [500, 1_000, 2_000, 4_000, 8_000, 16_000, 30_000, 30_000]
+        );
         assert_eq!(policy.delay_ms(u32::MAX), 30_000);
         assert!(!ReconnectPolicy::disabled().enabled);
         assert_eq!(policy.max_attempts, 10);

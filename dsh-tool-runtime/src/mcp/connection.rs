@@ -10,9 +10,9 @@ use rmcp::model::{
     ProgressToken, ServerResult,
 };
 use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
-use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
@@ -73,7 +73,12 @@ impl ClientHandler for Handler {
         let Some(link) = self.link.upgrade() else {
             return;
         };
-        let call_id = link.progress.lock().await.get(&params.progress_token).cloned();
+        let call_id = link
+            .progress
+            .lock()
+            .await
+            .get(&params.progress_token)
+            .cloned();
         if let Some(call_id) = call_id {
             link.registry.publish(|| ToolEvent::Progress {
                 call_id,
@@ -127,44 +132,47 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
         stage: "initialize",
         timeout_ms: config.connect_timeout_ms,
     };
-    let (running, pid, mut child): (RunningService<RoleClient, Handler>, Option<u32>, Option<Child>) =
-        match &config.transport {
-            Transport::Stdio { command, args } => {
-                let (transport, child, stderr) = super::stdio::spawn(config, command, args)
-                    .map_err(|err| connect_error(server, format!("cannot start {command}: {err}")))?;
-                let pid = child.id();
-                if let Some(stderr) = stderr {
-                    forward_stderr(server.clone(), stderr);
-                }
-                // Until the service runs, dropping `child` kills it.
-                let running = tokio::time::timeout(timeout, handler.serve(transport))
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(|err| connect_error(server, err))?;
-                (running, pid, Some(child))
+    let (running, pid, mut child): (
+        RunningService<RoleClient, Handler>,
+        Option<u32>,
+        Option<Child>,
+    ) = match &config.transport {
+        Transport::Stdio { command, args } => {
+            let (transport, child, stderr) = super::stdio::spawn(config, command, args)
+                .map_err(|err| connect_error(server, format!("cannot start {command}: {err}")))?;
+            let pid = child.id();
+            if let Some(stderr) = stderr {
+                forward_stderr(server.clone(), stderr);
             }
-            Transport::Http { url } => {
-                let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
-                let mut retry = ExponentialBackoff::default();
-                retry.max_times = Some(HTTP_STREAM_RETRIES);
-                retry.base_duration = HTTP_STREAM_RETRY_BASE;
-                retry.max_delay = Some(Duration::from_secs(1));
-                http.retry_config = Arc::new(retry);
-                for (name, value) in &config.headers {
-                    let name = http::HeaderName::try_from(name.as_str())
-                        .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
-                    let value = http::HeaderValue::try_from(value.as_str())
-                        .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
-                    http.custom_headers.insert(name, value);
-                }
-                let transport = StreamableHttpClientTransport::from_config(http);
-                let running = tokio::time::timeout(timeout, handler.serve(transport))
-                    .await
-                    .map_err(|_| timed_out())?
-                    .map_err(|err| connect_error(server, err))?;
-                (running, None, None)
+            // Until the service runs, dropping `child` kills it.
+            let running = tokio::time::timeout(timeout, handler.serve(transport))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|err| connect_error(server, err))?;
+            (running, pid, Some(child))
+        }
+        Transport::Http { url } => {
+            let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
+            let mut retry = ExponentialBackoff::default();
+            retry.max_times = Some(HTTP_STREAM_RETRIES);
+            retry.base_duration = HTTP_STREAM_RETRY_BASE;
+            retry.max_delay = Some(Duration::from_secs(1));
+            http.retry_config = Arc::new(retry);
+            for (name, value) in &config.headers {
+                let name = http::HeaderName::try_from(name.as_str())
+                    .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
+                let value = http::HeaderValue::try_from(value.as_str())
+                    .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
+                http.custom_headers.insert(name, value);
             }
-        };
+            let transport = StreamableHttpClientTransport::from_config(http);
+            let running = tokio::time::timeout(timeout, handler.serve(transport))
+                .await
+                .map_err(|_| timed_out())?
+                .map_err(|err| connect_error(server, err))?;
+            (running, None, None)
+        }
+    };
     let conn = Arc::new(Conn {
         peer: running.peer().clone(),
         closed: CancellationToken::new(),
@@ -183,7 +191,10 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
         watched.closed.cancel();
         if let Some(child) = child.as_mut() {
             // The service closed the child's stdin: a well-behaved server exits now.
-            if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait()).await.is_err() {
+            if tokio::time::timeout(CHILD_EXIT_GRACE, child.wait())
+                .await
+                .is_err()
+            {
                 let _ = child.kill().await;
             }
         }
@@ -263,7 +274,7 @@ pub(crate) fn not_connected(server: &str) -> ToolError {
 }
 
 enum Outcome {
-    Answer(Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>),
+    Answer(Box<Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>>),
     Closed,
     Cancelled,
     TimedOut,
@@ -304,14 +315,14 @@ pub(crate) async fn call_tool(
     let timeout = Duration::from_millis(config.call_timeout_ms);
     let outcome = tokio::select! {
         biased;
-        answer = &mut handle.rx => Outcome::Answer(answer),
+        answer = &mut handle.rx => Outcome::Answer(Box::new(answer)),
         _ = conn.closed.cancelled() => Outcome::Closed,
         _ = exec.signal().cancelled() => Outcome::Cancelled,
         _ = tokio::time::sleep(timeout) => Outcome::TimedOut,
     };
     link.progress.lock().await.remove(&token);
     let answer = match outcome {
-        Outcome::Answer(answer) => answer,
+        Outcome::Answer(answer) => *answer,
         Outcome::Closed => return Err(disconnected(server, raw_name)),
         Outcome::Cancelled => {
             tokio::spawn(handle.cancel(Some("cancelled by the caller".to_owned())));

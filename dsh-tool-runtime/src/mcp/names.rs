@@ -75,7 +75,11 @@ mod tests {
         let dotted = mcp_tool_name("srv", "admin.reset");
         assert!(dotted.starts_with("mcp__srv__admin_reset_"), "{dotted}");
         assert_eq!(dotted.len(), "mcp__srv__admin_reset_".len() + 12);
-        assert!(dotted[dotted.len() - 12..].chars().all(|c| c.is_ascii_hexdigit()));
+        assert!(
+            dotted[dotted.len() - 12..]
+                .chars()
+                .all(|c| c.is_ascii_hexdigit())
+        );
         assert_ne!(dotted, mcp_tool_name("srv", "admin_reset"));
         assert_eq!(dotted, mcp_tool_name("srv", "admin.reset"));
     }

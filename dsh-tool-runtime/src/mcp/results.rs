@@ -112,7 +112,10 @@ pub(crate) fn render(raw_name: &str, value: &Value) -> Vec<ContentBlock> {
     if !run.is_empty() {
         out.push(ContentBlock::text(run.join("\n")));
     }
-    if out.iter().all(|block| matches!(block, ContentBlock::Text { text } if text.is_empty())) {
+    if out
+        .iter()
+        .all(|block| matches!(block, ContentBlock::Text { text } if text.is_empty()))
+    {
         return vec![ContentBlock::text(format!(
             "({raw_name} returned no model-visible content)"
         ))];
@@ -181,7 +184,9 @@ mod tests {
     fn empty_content_says_so() {
         assert_eq!(
             render("echo", &json!({"content": []})),
-            vec![ContentBlock::text("(echo returned no model-visible content)")]
+            vec![ContentBlock::text(
+                "(echo returned no model-visible content)"
+            )]
         );
         assert_eq!(
             error_text("echo", &json!({"content": []})),

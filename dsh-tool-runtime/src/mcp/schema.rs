@@ -234,7 +234,10 @@ mod tests {
             "outputSchema": {"type": "object", "properties": {"n": {"type": "number"}}, "required": ["n"]},
             "annotations": {"readOnlyHint": true, "title": "T"}});
         let spec = parse_tool(&tool).unwrap();
-        assert_eq!(spec.output_schema["required"], json!(["content", "structuredContent"]));
+        assert_eq!(
+            spec.output_schema["required"],
+            json!(["content", "structuredContent"])
+        );
         let annotations = spec.annotations.unwrap();
         assert_eq!(annotations.read_only_hint, Some(true));
         assert_eq!(annotations.title.as_deref(), Some("T"));
@@ -242,7 +245,10 @@ mod tests {
             "type": "object", "properties": {"a": {"$ref": "#/$defs/A"}},
             "$defs": {"A": {"type": "string"}}}});
         let spec = parse_tool(&with_defs).unwrap();
-        assert_eq!(spec.output_schema["$defs"], json!({"A": {"type": "string"}}));
+        assert_eq!(
+            spec.output_schema["$defs"],
+            json!({"A": {"type": "string"}})
+        );
         let validator = SchemaValidator::new(&spec.output_schema).unwrap();
         assert!(validator.is_valid(&json!({"content": [], "structuredContent": {"a": "x"}})));
         assert!(!validator.is_valid(&json!({"content": [], "structuredContent": {"a": 1}})));
