@@ -277,7 +277,7 @@ pub(crate) fn not_connected(server: &str) -> ToolError {
 // only for one match.
 #[allow(clippy::large_enum_variant)]
 enum Outcome {
-    Answer(Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>),
+    Answer(Box<Result<Result<ServerResult, ServiceError>, tokio::sync::oneshot::error::RecvError>>),
     Closed,
     Cancelled,
     TimedOut,
@@ -318,14 +318,14 @@ pub(crate) async fn call_tool(
     let timeout = Duration::from_millis(config.call_timeout_ms);
     let outcome = tokio::select! {
         biased;
-        answer = &mut handle.rx => Outcome::Answer(answer),
+        answer = &mut handle.rx => Outcome::Answer(Box::new(answer)),
         _ = conn.closed.cancelled() => Outcome::Closed,
         _ = exec.signal().cancelled() => Outcome::Cancelled,
         _ = tokio::time::sleep(timeout) => Outcome::TimedOut,
     };
     link.progress.lock().await.remove(&token);
     let answer = match outcome {
-        Outcome::Answer(answer) => answer,
+        Outcome::Answer(answer) => *answer,
         Outcome::Closed => return Err(disconnected(server, raw_name)),
         Outcome::Cancelled => {
             tokio::spawn(handle.cancel(Some("cancelled by the caller".to_owned())));

@@ -179,21 +179,31 @@ pub(crate) fn parse_tool(raw: &Value) -> Result<McpToolSpec, String> {
 mod tests {
     use super::*;
 
+    /// Nests by moving values into new maps (`json!` would serialize, recursively, the inner
+    /// value).
     fn nested(levels: usize, keyword: &str) -> Value {
+        let wrap = |key: &str, value: Value| {
+            let mut map = Map::new();
+            map.insert(key.to_owned(), value);
+            Value::Object(map)
+        };
         let mut schema = json!({"type": "string"});
         for _ in 0..levels {
             schema = match keyword {
-                "oneOf" => json!({"oneOf": [schema]}),
-                _ => json!({"type": "array", "items": schema}),
+                "oneOf" => wrap("oneOf", Value::Array(vec![schema])),
+                _ => wrap("items", schema),
             };
         }
-        json!({"type": "object", "properties": {"x": schema}})
+        wrap("properties", wrap("x", schema))
     }
 
     #[test]
     fn hostile_depth_is_an_error_for_the_tool() {
         for keyword in ["oneOf", "items"] {
-            let tool = json!({"name": "deep", "inputSchema": nested(5_000, keyword)});
+            let mut tool = Map::new();
+            tool.insert("name".to_owned(), json!("deep"));
+            tool.insert("inputSchema".to_owned(), nested(5_000, keyword));
+            let tool = Value::Object(tool);
             let err = parse_tool(&tool).unwrap_err();
             assert!(err.contains("nested deeper"), "{err}");
             // Dropping the 5,000-deep value must not overflow either: serde_json's drop is
