@@ -337,3 +337,49 @@ fn the_readme_excerpt_matches_the_committed_sdk() {
         "README excerpt is stale:\n{excerpt}"
     );
 }
+
+#[test]
+fn describe_renders_each_name_once_and_refuses_unknown_names() {
+    let tools = vec![
+        ToolSpec::new(
+            "a",
+            "First.",
+            json!({"type": "object", "properties": {"x": {"type": "string"}}}),
+            json!(true),
+        ),
+        ToolSpec::new(
+            "b",
+            "Second.",
+            json!({"type": "object"}),
+            json!({"type": "string"}),
+        ),
+    ];
+    for language in [Language::TypeScript, Language::Python] {
+        let once = sdk::describe(language, &tools, &["a".to_owned()]).expect("known");
+        let repeated = vec!["a".to_owned(); 10_000];
+        assert_eq!(
+            sdk::describe(language, &tools, &repeated).expect("known"),
+            once
+        );
+        assert!(
+            once.contains("First.") && !once.contains("Second."),
+            "{once}"
+        );
+        let both =
+            sdk::describe(language, &tools, &["b".to_owned(), "a".to_owned()]).expect("known");
+        assert_eq!(
+            both,
+            sdk::describe(language, &tools, &["a".to_owned(), "b".to_owned()]).expect("known")
+        );
+        assert_eq!(
+            sdk::describe(language, &tools, &["a".to_owned(), "zz".to_owned()]),
+            Err(sdk::DescribeError::UnknownTool("zz".to_owned()))
+        );
+    }
+    let hits: Vec<&str> = sdk::search(&tools, "second")
+        .iter()
+        .map(|t| t.name.as_str())
+        .collect();
+    assert_eq!(hits, ["b"]);
+    assert!(sdk::search(&tools, "nothing matches").is_empty());
+}

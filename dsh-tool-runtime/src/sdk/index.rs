@@ -14,6 +14,9 @@ const MAX_SUMMARY_CHARS: usize = 24;
 /// Most results `sdk.search` returns.
 pub const MAX_SEARCH_RESULTS: usize = 12;
 
+/// Query words `sdk.search` looks at; the rest are ignored.
+const MAX_QUERY_WORDS: usize = 16;
+
 /// One line of the index.
 #[derive(Debug, Serialize)]
 pub(crate) struct Entry {
@@ -88,7 +91,8 @@ fn words(text: &str) -> BTreeSet<String> {
 /// description 1 (a word matches when it starts a word of the tool's text); ties by name.
 /// Tools matching no word are left out; at most [`MAX_SEARCH_RESULTS`].
 pub(crate) fn search<'t>(tools: &[&'t ToolSpec], query: &str) -> Vec<&'t ToolSpec> {
-    let wanted = words(query);
+    // A query is a few words; a megabyte of them would cost the host, not the program.
+    let wanted: BTreeSet<String> = words(query).into_iter().take(MAX_QUERY_WORDS).collect();
     let mut scored: Vec<(usize, &ToolSpec)> = tools
         .iter()
         .filter_map(|tool| {

@@ -225,12 +225,18 @@ pub fn describe(
     tools: &[ToolSpec],
     names: &[String],
 ) -> Result<String, DescribeError> {
-    let mut chosen = Vec::with_capacity(names.len());
+    // Each name once, whatever a program sends: a list repeating one name costs one lookup.
+    let mut done = std::collections::BTreeSet::new();
+    let mut chosen = Vec::new();
     for name in names {
-        let Some(tool) = tools.iter().find(|tool| &tool.name == name) else {
+        if !done.insert(name.as_str()) {
+            continue;
+        }
+        let before = chosen.len();
+        chosen.extend(tools.iter().filter(|tool| tool.name == *name).cloned());
+        if chosen.len() == before {
             return Err(DescribeError::UnknownTool(name.clone()));
-        };
-        chosen.push(tool.clone());
+        }
     }
     Ok(render_file(language, &chosen, Part::Declarations))
 }
