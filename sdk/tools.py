@@ -5,7 +5,7 @@
 # `code` is the body of an async Python function (top-level `await` and `return` work); `description` says in one line what it does.
 # - Only `tools` and `ToolCallError` exist at run time; the classes are for reading: pass plain dicts, `await tools.search({"query": "x"})`, never `SearchArgs(query="x")`.
 # - `await tools.name(args)` takes plain JSON and resolves to the tool's output; tools that are not plain methods are reached by subscript: `await tools["my-tool"](args)`.
-# - A failed call raises `ToolCallError` (`tool_name`, `str(error)`, `code`: the error code or `None`); `try`/`except` to go on.
+# - A failed call raises `ToolCallError` (`tool_name`, `str(error)`, `code`); `try`/`except` to go on.
 # - Overlap independent calls with `asyncio.gather`; calls that change state still run one at a time, in call order.
 # - Only `print(...)` output and the returned value (plain JSON) come back.
 

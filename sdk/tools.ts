@@ -3,11 +3,10 @@
 // Writing code for run_code
 //
 // `code` is the body of an async TypeScript function (types are stripped; no `enum`, `namespace` or parameter properties); `description` says in one line what it does.
-// - Only `tools` and `ToolCallError` exist at run time; the other declarations are for reading.
+// - Only `tools`, `ToolCallError` and built-ins exist (no `require`, `import`, `fetch`, `process`); the other declarations are for reading.
 // - `await tools.name(args)` takes plain JSON and resolves to the tool's output; quote other names: `tools["my-tool"](args)`.
-// - A failed call throws `ToolCallError` (`toolName`, `message`, `code`: the error code or `null`); `try`/`catch` to go on.
+// - A failed call throws `ToolCallError` (`toolName`, `message`, `code`); `try`/`catch` to go on.
 // - Overlap independent calls with `Promise.all`; calls that change state still run one at a time, in call order.
-// - No `require`, `import`, `fetch`, timers or `process`: only the language's built-ins.
 // - Only `console.log(...)` output and the returned value come back.
 
 type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };

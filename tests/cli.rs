@@ -184,6 +184,58 @@ fn run_prints_progress_on_stderr_and_the_result_on_stdout() {
     );
 }
 
+/// `replay` turns the `--events` log of a `run` into one page with a card per call, nested
+/// under the run's card, and needs no tool source (SPEC §10, §12).
+#[test]
+fn replay_renders_the_events_of_a_run() {
+    let tools = require_tools!();
+    let _ = tools;
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("program.ts");
+    std::fs::write(
+        &program,
+        "await tools.file_stats({ path: 'Cargo.toml' });\nreturn (await tools.list_files({ dir: 'src' })).length;\n",
+    )
+    .unwrap();
+    let events = dir.path().join("events.jsonl");
+    let events_arg = events.to_str().unwrap();
+    stdout(&repo(&[
+        "run",
+        program.to_str().unwrap(),
+        "--events",
+        events_arg,
+    ]));
+    let page = dir.path().join("page.html");
+    let out = stdout(&dsh(&[
+        "replay",
+        events_arg,
+        "--html",
+        page.to_str().unwrap(),
+    ]));
+    assert!(
+        out.trim_end().ends_with(&format!("→ {}", page.display())),
+        "{out}"
+    );
+    let html = std::fs::read_to_string(&page).unwrap();
+    for tool in ["run_code", "file_stats", "list_files"] {
+        assert_eq!(
+            html.matches(&format!("data-tool=\"{tool}\"")).count(),
+            1,
+            "one {tool} card"
+        );
+    }
+    let json: Value =
+        serde_json::from_str(&stdout(&dsh(&["replay", events_arg, "--json"]))).unwrap();
+    assert_eq!(
+        json["html"],
+        events.with_extension("html").to_str().unwrap()
+    );
+    assert!(json["events"].as_u64().unwrap() >= 6, "{json}");
+
+    let missing = error_line(&dsh(&["replay", "no-such-log.jsonl"]), 1);
+    assert!(missing.contains("no-such-log.jsonl"), "{missing}");
+}
+
 #[test]
 fn run_budgets_end_a_runaway_program() {
     let dir = tempfile::tempdir().unwrap();

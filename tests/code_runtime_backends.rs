@@ -2,7 +2,6 @@
 //! runtimes (Node.js, CPython) and the embedded ones (QuickJS). Each behaviour is written once
 //! and runs as one test per backend, `<behaviour>::<backend>`; programs differ only by language.
 
-#[allow(dead_code)]
 mod code_runtime_support;
 
 use std::sync::Arc;

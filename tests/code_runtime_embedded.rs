@@ -6,7 +6,6 @@
 //! The tests of this file measure the whole process (CPU time, resident size), so they take
 //! one lock and run one at a time.
 
-#[allow(dead_code)]
 mod code_runtime_support;
 
 use code_runtime_support::*;

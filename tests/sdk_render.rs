@@ -623,5 +623,5 @@ fn a_union_of_consts_renders_as_an_enum() {
         py(schema.clone())
     );
     let ts = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
-    assert!(ts.contains("k: \"glob\" | \"regex\";"), "{ts}");
+    assert!(ts.contains("k: \"glob\" | \"regex\""), "{ts}");
 }

@@ -258,6 +258,11 @@ impl Bridge {
             .output_schema(output)
             .coerce_non_object_arguments()
             .render(move |_, value| results::render(&render_name, value))
+            .present_call({
+                let raw_name = raw_name.clone();
+                let annotations = spec.annotations.clone();
+                move |args| Some(results::call_card(&raw_name, annotations.as_ref(), args))
+            })
             .handler(move |args: Value, exec| {
                 let bridge = bridge.clone();
                 let raw_name = raw_name.clone();

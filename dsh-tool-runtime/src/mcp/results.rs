@@ -2,6 +2,8 @@
 
 use serde_json::{Map, Value};
 
+use crate::annotations::ToolAnnotations;
+use crate::presentation::{CallView, ToolCallKind};
 use crate::result::ContentBlock;
 
 /// The canonical value of a call: `{content: <raw MCP blocks>, structuredContent?}`.
@@ -139,11 +141,91 @@ pub(crate) fn error_text(raw_name: &str, value: &Value) -> String {
     }
 }
 
+/// The pending-state card of an MCP tool call (REFERENCE §6): a generic card titled by the
+/// server's `annotations.title` (else the raw name), its kind read from the behaviour hints
+/// (`readOnlyHint` ⇒ read, or fetch when also `openWorldHint`; `destructiveHint` ⇒ delete;
+/// otherwise other), the arguments as raw input.
+pub(crate) fn call_card(
+    raw_name: &str,
+    annotations: Option<&ToolAnnotations>,
+    args: &Value,
+) -> CallView {
+    let hint =
+        |pick: fn(&ToolAnnotations) -> Option<bool>| annotations.and_then(pick) == Some(true);
+    let kind = if hint(|a| a.read_only_hint) {
+        if hint(|a| a.open_world_hint) {
+            ToolCallKind::Fetch
+        } else {
+            ToolCallKind::Read
+        }
+    } else if hint(|a| a.destructive_hint) {
+        ToolCallKind::Delete
+    } else {
+        ToolCallKind::Other
+    };
+    let title = annotations
+        .and_then(|a| a.title.as_deref())
+        .filter(|title| !title.trim().is_empty())
+        .unwrap_or(raw_name);
+    CallView::Generic {
+        title: title.to_owned(),
+        kind,
+        raw_input: Some(args.clone()),
+        content: Vec::new(),
+        locations: Vec::new(),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
 
     use super::*;
+
+    #[test]
+    fn call_cards_follow_the_title_and_the_behaviour_hints() {
+        let args = json!({"path": "a"});
+        let card = |annotations: Option<ToolAnnotations>| match call_card(
+            "read-it",
+            annotations.as_ref(),
+            &args,
+        ) {
+            CallView::Generic {
+                title,
+                kind,
+                raw_input,
+                ..
+            } => {
+                assert_eq!(raw_input.as_ref(), Some(&args));
+                (title, kind)
+            }
+            other => panic!("not generic: {other:?}"),
+        };
+        assert_eq!(card(None), ("read-it".to_owned(), ToolCallKind::Other));
+        let read = ToolAnnotations {
+            title: Some("Read a file".into()),
+            read_only_hint: Some(true),
+            ..ToolAnnotations::default()
+        };
+        assert_eq!(
+            card(Some(read.clone())),
+            ("Read a file".to_owned(), ToolCallKind::Read)
+        );
+        let fetch = ToolAnnotations {
+            open_world_hint: Some(true),
+            ..read
+        };
+        assert_eq!(card(Some(fetch)).1, ToolCallKind::Fetch);
+        let delete = ToolAnnotations {
+            title: Some("  ".into()),
+            destructive_hint: Some(true),
+            ..ToolAnnotations::default()
+        };
+        assert_eq!(
+            card(Some(delete)),
+            ("read-it".to_owned(), ToolCallKind::Delete)
+        );
+    }
 
     #[test]
     fn text_runs_join_and_images_split_them() {

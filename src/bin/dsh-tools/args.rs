@@ -40,6 +40,18 @@ pub enum Command {
     Call(CallArgs),
     /// Run one code-mode program (`run_code`) over the tools.
     Run(RunArgs),
+    /// Render an event log (`--events`) as one self-contained HTML page. Needs no tool source.
+    Replay(ReplayArgs),
+}
+
+/// Arguments of `replay`.
+#[derive(Debug, Args)]
+pub struct ReplayArgs {
+    /// The event log: JSON lines, zstd when it ends in `.zst` (a torn last line is skipped).
+    pub log: PathBuf,
+    /// Where to write the page (default: the log's path with the extension `.html`).
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
 }
 
 /// Tool sources, usable with every subcommand. At least one is needed by those that use tools.

@@ -12,7 +12,7 @@ use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::args::{CallArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs};
+use crate::args::{CallArgs, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs};
 use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
@@ -210,6 +210,22 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
     runtime.dispose().await;
     finish_log(log).await?;
     settle(&result, json_output)
+}
+
+/// `replay`: reads an event log and writes its replay page; says how many events it drew and where.
+pub fn replay(args: &ReplayArgs, json_output: bool) -> Result<String, String> {
+    let events = dsh_tools::events::read_log(&args.log).map_err(|error| error.to_string())?;
+    let out = args
+        .html
+        .clone()
+        .unwrap_or_else(|| args.log.with_extension("html"));
+    std::fs::write(&out, dsh_tools::presentation::replay::render_html(&events))
+        .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
+    Ok(if json_output {
+        pretty(&json!({"events": events.len(), "html": out.display().to_string()}))
+    } else {
+        format!("{} events → {}", events.len(), out.display())
+    })
 }
 
 fn progress_line(event: &ToolEvent, started: &mut HashMap<String, Instant>) {

@@ -4,6 +4,7 @@
 //! ```text
 //! dsh-tools [--builtin repo --root DIR] [--mcp "COMMAND"]... [--mcp-http URL]... [--config FILE]
 //!           [--json] serve|tools|sdk|view|call|run ...
+//! dsh-tools replay LOG [--html OUT]
 //! ```
 //!
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
@@ -71,6 +72,10 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), String> {
+    if let Command::Replay(args) = &cli.command {
+        // A log is read back without the tools' code: no tool source is loaded.
+        return print_stdout(&commands::replay(args, cli.json)?);
+    }
     let loaded = sources::registry(&cli.sources).await?;
     let outcome = dispatch(&loaded.registry, &cli).await;
     loaded.close().await;
@@ -92,6 +97,7 @@ async fn dispatch(registry: &dsh_tools::Registry, cli: &Cli) -> Result<Option<St
         Command::View(args) => commands::view(registry, args, cli.json).await?,
         Command::Call(args) => commands::call(registry, args, cli.json).await?,
         Command::Run(args) => commands::run(registry, args, cli.json).await?,
+        Command::Replay(args) => commands::replay(args, cli.json)?,
     }))
 }
 
