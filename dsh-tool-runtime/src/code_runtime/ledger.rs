@@ -2,6 +2,8 @@
 
 use serde_json::Value;
 
+use super::{CodeRunFailure, FailureKind, RunOutcome};
+
 /// Counts the bytes of a run's output as the JSON the caller will serialize: the logs array
 /// (`[]` is 2 bytes, each entry its quoted and escaped UTF-8 string, plus 1 per separating
 /// comma) plus the completion value or the failure message string. The total may not exceed
@@ -164,6 +166,29 @@ pub(crate) fn json_len(value: &Value) -> u64 {
         };
     }
     total
+}
+
+/// The outcome of a failed run, its message charged to the ledger like any output (REFERENCE
+/// §4.7): a message that no longer fits turns the failure into an `output-limit` one.
+pub(crate) fn failure_outcome(
+    ledger: &mut OutputLedger,
+    mut logs: Vec<String>,
+    kind: FailureKind,
+    message: String,
+) -> RunOutcome {
+    let error = match ledger.check_message(&mut logs, &message) {
+        Ok(()) => CodeRunFailure { kind, message },
+        Err(diagnostic) => CodeRunFailure {
+            kind: FailureKind::OutputLimit,
+            message: diagnostic,
+        },
+    };
+    RunOutcome {
+        value: None,
+        logs,
+        error: Some(error),
+        sandbox: None,
+    }
 }
 
 #[cfg(test)]

@@ -128,6 +128,18 @@ pub struct BindingNamespace {
 }
 
 impl BindingNamespace {
+    /// The namespace as the bootstraps read it: `{global, names, errorClass: {name, member}?}`.
+    pub(crate) fn bootstrap_form(&self) -> Value {
+        serde_json::json!({
+            "global": self.global,
+            "names": self.names,
+            "errorClass": self.error_class.as_ref().map(|class| serde_json::json!({
+                "name": class.name,
+                "member": class.member_name_property,
+            })),
+        })
+    }
+
     /// The tool namespace of SPEC §8: global `tools`, error class `ToolCallError` with member
     /// `toolName`.
     pub fn tools(names: impl IntoIterator<Item = impl Into<String>>) -> Self {

@@ -18,7 +18,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
-use super::ledger::OutputLedger;
+use super::ledger::{OutputLedger, failure_outcome};
 use super::names::validate_namespaces;
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
 use super::sandbox::{Plan, Sandbox, SandboxStatus};
@@ -523,27 +523,6 @@ impl Inner {
     }
 }
 
-fn failure_outcome(
-    ledger: &mut OutputLedger,
-    mut logs: Vec<String>,
-    kind: FailureKind,
-    message: String,
-) -> RunOutcome {
-    let error = match ledger.check_message(&mut logs, &message) {
-        Ok(()) => CodeRunFailure { kind, message },
-        Err(diagnostic) => CodeRunFailure {
-            kind: FailureKind::OutputLimit,
-            message: diagnostic,
-        },
-    };
-    RunOutcome {
-        value: None,
-        logs,
-        error: Some(error),
-        sandbox: None,
-    }
-}
-
 /// One run in flight: the worker, its reader and writer tasks and the run's bookkeeping.
 struct Session<'r> {
     inner: &'r Inner,
@@ -951,16 +930,7 @@ fn run_frame(program: &str, request: &RunRequest, cap: u64, max_frame_bytes: u64
     let namespaces: Vec<Value> = request
         .bindings
         .iter()
-        .map(|ns| {
-            serde_json::json!({
-                "global": ns.global,
-                "names": ns.names,
-                "errorClass": ns.error_class.as_ref().map(|c| serde_json::json!({
-                    "name": c.name,
-                    "member": c.member_name_property,
-                })),
-            })
-        })
+        .map(super::BindingNamespace::bootstrap_form)
         .collect();
     let mut out = serde_json::to_vec(&serde_json::json!({
         "type": "run",

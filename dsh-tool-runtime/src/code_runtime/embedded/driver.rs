@@ -15,6 +15,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::super::frame::{self, MAX_DEPTH, Unfit};
 use super::super::ledger::OutputLedger;
+pub(crate) use super::super::ledger::failure_outcome;
 use super::super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome,
 };
@@ -312,28 +313,6 @@ pub(crate) fn parse_json(text: &str) -> Option<Value> {
         let value = frame::parse(text.as_bytes())?;
         frame::inspect(&value).is_ok().then_some(value)
     })
-}
-
-/// The outcome of a failure, its message charged to the ledger (REFERENCE §4.7).
-pub(crate) fn failure_outcome(
-    ledger: &mut OutputLedger,
-    mut logs: Vec<String>,
-    kind: FailureKind,
-    message: String,
-) -> RunOutcome {
-    let error = match ledger.check_message(&mut logs, &message) {
-        Ok(()) => CodeRunFailure { kind, message },
-        Err(diagnostic) => CodeRunFailure {
-            kind: FailureKind::OutputLimit,
-            message: diagnostic,
-        },
-    };
-    RunOutcome {
-        value: None,
-        logs,
-        sandbox: None,
-        error: Some(error),
-    }
 }
 
 /// The outcome of an ending, with the same output rules as the subprocess runtime.

@@ -313,16 +313,7 @@ fn start<'js>(
         job.request
             .bindings
             .iter()
-            .map(|ns| {
-                serde_json::json!({
-                    "global": ns.global,
-                    "names": ns.names,
-                    "errorClass": ns.error_class.as_ref().map(|c| serde_json::json!({
-                        "name": c.name,
-                        "member": c.member_name_property,
-                    })),
-                })
-            })
+            .map(crate::code_runtime::BindingNamespace::bootstrap_form)
             .collect(),
     );
     let prepared: Object = prepare.call((
