@@ -208,10 +208,17 @@ async fn main() -> anyhow::Result<()> {
         }
     });
 
-    let languages: &[Lang] = match cli.lang {
-        Lang::Both => &[Lang::Ts, Lang::Py],
-        Lang::Ts => &[Lang::Ts],
-        Lang::Py => &[Lang::Py],
+    let languages: &[Lang] = match (cli.lang, cli.runtime) {
+        (Lang::Both, RuntimeKind::Embedded) => {
+            // There is no embedded Python runtime yet: `both` means the one embedded language.
+            println!(
+                "--runtime embedded runs TypeScript only; Python runs with --runtime subprocess"
+            );
+            &[Lang::Ts]
+        }
+        (Lang::Both, _) => &[Lang::Ts, Lang::Py],
+        (Lang::Ts, _) => &[Lang::Ts],
+        (Lang::Py, _) => &[Lang::Py],
     };
     println!("tools root: {}", root.display());
     for (index, lang) in languages.iter().enumerate() {
