@@ -117,74 +117,7 @@
     return args.map((a) => inspect(a, 0, [])).join(' ');
   }
 
-  class Unfit extends Error {}
-
-  // Lossless JSON encoding without recursion: plain objects and dense arrays of finite numbers
-  // (not -0), well-formed strings, booleans and null, at most maxDepth levels deep.
-  function encode(root) {
-    const out = [];
-    const stack = [];
-    let value = root;
-    for (;;) {
-      if (value === null) {
-        out.push('null');
-      } else {
-        switch (typeof value) {
-          case 'boolean':
-            out.push(value ? 'true' : 'false');
-            break;
-          case 'number':
-            if (!Number.isFinite(value) || Object.is(value, -0)) throw new Unfit('lossy');
-            out.push(JSON.stringify(value));
-            break;
-          case 'string':
-            if (LONE_SURROGATE.test(value)) throw new Unfit('lossy');
-            out.push(JSON.stringify(value));
-            break;
-          case 'object': {
-            if (stack.length >= maxDepth) throw new Unfit('deep');
-            const proto = Object.getPrototypeOf(value);
-            if (Array.isArray(value)) {
-              if (proto !== Array.prototype) throw new Unfit('lossy');
-              out.push('[');
-              stack.push({ array: value, index: 0 });
-            } else {
-              if (proto !== Object.prototype && proto !== null) throw new Unfit('lossy');
-              out.push('{');
-              stack.push({ object: value, keys: Object.keys(value), index: 0 });
-            }
-            break;
-          }
-          default:
-            throw new Unfit('lossy');
-        }
-      }
-      for (;;) {
-        const top = stack[stack.length - 1];
-        if (top === undefined) return out.join('');
-        if (top.array) {
-          if (top.index < top.array.length) {
-            if (top.index > 0) out.push(',');
-            if (!(top.index in top.array)) throw new Unfit('lossy');
-            value = top.array[top.index++];
-            break;
-          }
-          out.push(']');
-        } else {
-          if (top.index < top.keys.length) {
-            if (top.index > 0) out.push(',');
-            const key = top.keys[top.index++];
-            if (LONE_SURROGATE.test(key)) throw new Unfit('lossy');
-            out.push(JSON.stringify(key), ':');
-            value = top.object[key];
-            break;
-          }
-          out.push('}');
-        }
-        stack.pop();
-      }
-    }
-  }
+  /* @include lossless_json.js */
 
   function describe(thrown) {
     try {

@@ -41,6 +41,15 @@ pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
 
+/// The lossless JSON encoder both JavaScript bootstraps share.
+const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
+
+/// A JavaScript bootstrap with the shared encoder put where it says
+/// `/* @include lossless_json.js */`.
+pub(crate) fn javascript_bootstrap(template: &str) -> String {
+    template.replacen("/* @include lossless_json.js */", LOSSLESS_JSON, 1)
+}
+
 /// A code runtime: runs one program per [`run`](CodeRuntime::run) call, never sharing state
 /// between runs.
 ///

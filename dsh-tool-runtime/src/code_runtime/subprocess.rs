@@ -28,7 +28,9 @@ use super::{
     Isolation, RunOutcome, RunRequest,
 };
 
-const NODE_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.mjs");
+static NODE_BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    super::javascript_bootstrap(include_str!("../../../sdk-templates/worker.mjs"))
+});
 const PYTHON_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.py");
 
 /// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
@@ -225,7 +227,7 @@ impl SubprocessRuntime {
                     "--openssl-config=/dev/null".into(),
                 ],
                 "worker.mjs",
-                NODE_BOOTSTRAP,
+                NODE_BOOTSTRAP.as_str(),
                 (MemoryLimit::Data, (mb * 5 / 4 + 512) << 20),
             ),
             Language::Python => (

@@ -21,7 +21,11 @@ use super::driver::{
     self, Calls, Ending, INTERPRETER_STACK_BYTES, Stop, Submitted, Unpark, Watch, parse_json,
 };
 
-const BOOTSTRAP: &str = include_str!("../../../../sdk-templates/embedded_quickjs.js");
+static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
+    crate::code_runtime::javascript_bootstrap(include_str!(
+        "../../../../sdk-templates/embedded_quickjs.js"
+    ))
+});
 
 /// Interpreter heap beyond `max_memory_mb` for the runtime, context and bootstrap themselves.
 const BASE_HEAP_BYTES: usize = 4 << 20;
@@ -305,7 +309,7 @@ fn start<'js>(
     )?;
     let mut options = EvalOptions::default();
     options.filename = Some("bootstrap.js".to_owned());
-    let factory: Function = ctx.eval_with_options(BOOTSTRAP, options)?;
+    let factory: Function = ctx.eval_with_options(BOOTSTRAP.as_str(), options)?;
     let api: Object = factory.call((host,))?;
     let prepare: Function = api.get("prepare")?;
     let reply: Function = api.get("reply")?;
