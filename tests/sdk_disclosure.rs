@@ -6,19 +6,16 @@
 #[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
+mod code_runtime_support;
+
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use code_runtime_support::Lang;
+use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig};
 use dsh_tools::sdk::{self, Disclosure, Language, ToolSpec};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolResult};
 use serde_json::{Value, json};
-
-#[derive(Clone, Copy, Debug)]
-enum Lang {
-    Ts,
-    Py,
-}
 
 async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
     let config = SubprocessConfig {
@@ -26,18 +23,7 @@ async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
         max_wall_ms: 60_000,
         ..Default::default()
     };
-    match lang {
-        Lang::Ts => Arc::new(
-            SubprocessRuntime::typescript(config)
-                .await
-                .expect("node is installed"),
-        ),
-        Lang::Py => Arc::new(
-            SubprocessRuntime::python(config)
-                .await
-                .expect("python3 is installed"),
-        ),
-    }
+    Arc::new(lang.runtime(config).await)
 }
 
 fn add() -> ToolDefinition {
@@ -129,7 +115,7 @@ fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
 async fn large_sets_get_the_index_automatically_and_scopes_can_choose() {
     let registry = Registry::new();
     registry.register(add()).expect("registered");
-    registry.set_code_runtime(runtime(Lang::Ts).await);
+    registry.set_code_runtime(runtime(Lang::TypeScript).await);
     registry.set_mode(Mode::Code);
     let small = sdk_section(&registry, None);
     assert!(small.contains("interface ToolArgsMap"), "{small}");
@@ -216,19 +202,19 @@ async fn describe_and_search_from_a_program(lang: Lang, program: &str) {
 
 #[tokio::test]
 async fn typescript_programs_describe_and_search_tools() {
-    describe_and_search_from_a_program(Lang::Ts, DESCRIBE_TS).await;
+    describe_and_search_from_a_program(Lang::TypeScript, DESCRIBE_TS).await;
 }
 
 #[tokio::test]
 async fn python_programs_describe_and_search_tools() {
-    describe_and_search_from_a_program(Lang::Py, DESCRIBE_PY).await;
+    describe_and_search_from_a_program(Lang::Python, DESCRIBE_PY).await;
 }
 
 #[tokio::test]
 async fn with_the_full_sdk_there_is_no_sdk_global() {
     let registry = Registry::new();
     registry.register(add()).expect("registered");
-    registry.set_code_runtime(runtime(Lang::Ts).await);
+    registry.set_code_runtime(runtime(Lang::TypeScript).await);
     registry.set_mode(Mode::Code);
     registry.set_disclosure(Disclosure::Full);
     // `sdk` is an ordinary name then, free for the program.
@@ -263,7 +249,7 @@ async fn crate_summary_runs(lang: Lang, program: &str) {
 #[tokio::test]
 async fn the_typescript_crate_summary_runs() {
     crate_summary_runs(
-        Lang::Ts,
+        Lang::TypeScript,
         include_str!("../examples/programs/crate_summary.ts"),
     )
     .await;
@@ -272,7 +258,7 @@ async fn the_typescript_crate_summary_runs() {
 #[tokio::test]
 async fn the_python_crate_summary_runs() {
     crate_summary_runs(
-        Lang::Py,
+        Lang::Python,
         include_str!("../examples/programs/crate_summary.py"),
     )
     .await;
