@@ -371,3 +371,65 @@ async fn a_success_committing_after_an_abort_reads_aborted_without_any_post_hook
     assert_eq!(results[0].error_code(), Some(ErrorCode::Aborted));
     assert_eq!(results[1].error_code(), Some(ErrorCode::Aborted));
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_the_batch_future_lets_started_calls_commit_and_aborts_the_rest() {
+    use tokio::sync::{Notify, mpsc};
+    let registry = Registry::new();
+    let (started, mut starts) = mpsc::unbounded_channel::<String>();
+    let release = Arc::new(Notify::new());
+    let bodies = Arc::new(AtomicUsize::new(0));
+    let gate = {
+        let release = release.clone();
+        let bodies = bodies.clone();
+        ToolDefinition::builder("gate")
+            .concurrency_safe()
+            .handler(move |args: Value, _exec: ToolExec| {
+                let (started, release, bodies) = (started.clone(), release.clone(), bodies.clone());
+                async move {
+                    bodies.fetch_add(1, Ordering::SeqCst);
+                    let _ = started.send(args["label"].as_str().unwrap_or("").to_owned());
+                    release.notified().await;
+                    Ok(args["label"].clone())
+                }
+            })
+            .build()
+            .unwrap()
+    };
+    registry.register(gate).unwrap();
+    let (observed, mut results) = mpsc::unbounded_channel();
+    registry.on_result(move |view: &ToolCallView, result| {
+        let _ = observed.send((view.call_id.clone(), result.error_code()));
+    });
+    let calls = vec![
+        call("a", "gate", json!({"label": "a"})),
+        call("b", "gate", json!({"label": "b"})),
+    ];
+    let batch = registry.execute_batch(
+        None,
+        calls,
+        BatchOptions {
+            max_parallel: 1,
+            signal: CancellationToken::new(),
+        },
+    );
+    tokio::select! {
+        _ = batch => panic!("the batch ended while a call was blocked"),
+        label = starts.recv() => assert_eq!(label.as_deref(), Some("a")),
+    }
+    // The batch future is dropped; its started call must still finish and commit, in order.
+    release.notify_one();
+    let bound = Duration::from_secs(60);
+    let first = tokio::time::timeout(bound, results.recv()).await.unwrap();
+    assert_eq!(first, Some(("a".to_owned(), None)));
+    let second = tokio::time::timeout(bound, results.recv()).await.unwrap();
+    assert_eq!(
+        second,
+        Some(("b".to_owned(), Some(ErrorCode::AbortedBeforeDispatch)))
+    );
+    assert_eq!(
+        bodies.load(Ordering::SeqCst),
+        1,
+        "the unstarted call never ran"
+    );
+}

@@ -3,7 +3,7 @@
 //! Modules follow the sections of the design spec:
 //! - §1–§2 [`tool`], [`exec`], [`definition`], [`registry`], [`result`], [`error`], [`schema`],
 //!   [`validate`];
-//! - §3 [`dialect`]; §4 [`pipeline`]; §5 [`scope`]; §6 [`guards`]; §7 [`scheduler`];
+//! - §3 [`dialect`]; §4 [`pipeline`]; §5 [`scope`]; §6 [`guards`]; §7 [`schedule`];
 //! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §9 `mcp` (feature `mcp`);
 //!   §10 [`presentation`], [`events`]; §12 `mcp_server` (feature `mcp-server`).
 #![warn(missing_docs)]
@@ -21,7 +21,7 @@ pub mod pipeline;
 pub mod presentation;
 pub mod registry;
 pub mod result;
-pub mod scheduler;
+pub mod schedule;
 pub mod schema;
 pub mod scope;
 pub mod sdk;
@@ -54,7 +54,7 @@ pub use registry::{
 pub use result::{
     AdditionalContext, ContentBlock, ContextSource, ErrorInfo, ToolFailure, ToolResult,
 };
-pub use scheduler::{BatchOptions, ExecutionMode};
+pub use schedule::{BatchOptions, ExecutionMode};
 pub use scope::AgentId;
 /// The cancellation token every call carries (re-exported so callers need no `tokio-util`).
 pub use tokio_util::sync::CancellationToken;

@@ -1,36 +1,28 @@
 //! The dispatch bridge (REFERENCE §4.3): binding calls of a program become nested pipeline calls.
 //!
-//! Calls start strictly in submission order on one lane: parallel-safe calls overlap up to
-//! `max_parallel_sub_calls`; an exclusive call waits for the pool to drain, runs alone and holds
-//! its barrier until it has committed. Pre-execute and guards run one call at a time, commits
-//! (post-execute, `finalize_content`, observers) run in submission order. When the run settles,
-//! queued calls are abandoned and calls in flight are drained, so every started sub-call settles
-//! exactly once before `run_code` returns.
+//! The calls of one run form one lane of the shared scheduler ([`crate::schedule`]):
+//! parallel-safe calls overlap up to `max_parallel_sub_calls`, an exclusive call runs alone, and
+//! commits run in submission order. When the run settles, queued calls are abandoned and calls in
+//! flight are drained, so every started sub-call settles exactly once before `run_code` returns.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
-use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
 use crate::code_runtime::{BindingCall, BindingDispatch, BindingError};
 use crate::events::ToolEvent;
 use crate::exec::{ToolExec, lock};
-use crate::execute::DispatchedCall;
 use crate::registry::{Registry, ToolCall};
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
-use crate::scheduler::ExecutionMode;
+use crate::schedule::{Schedule, Sink, Unstarted};
 
 type Reply = oneshot::Sender<Result<Value, BindingError>>;
 
 /// One binding call waiting for its turn.
-struct Submission {
-    call: ToolCall,
-    reply: Reply,
-}
+type Submission = (ToolCall, (Reply, String, String));
 
 /// The lane of one `run_code` run.
 pub(crate) struct Bridge {
@@ -93,7 +85,8 @@ impl Bridge {
                 .with_signal(signal);
                 call.agent = outer.agent().cloned();
                 let (reply, answer) = oneshot::channel();
-                if sender.send(Submission { call, reply }).is_err() {
+                let ticket = (reply, call.call_id.clone(), call.name.clone());
+                if sender.send((call, ticket)).is_err() {
                     return Err(over(&binding.name, "not dispatched"));
                 }
                 answer
@@ -103,90 +96,55 @@ impl Bridge {
         })
     }
 
-    /// Runs the lane until the run has settled and every started call has committed.
+    /// Runs the lane on the shared scheduler until the run has settled and every started call
+    /// has committed. Queued calls are abandoned when the run settles (their promises reject);
+    /// dropping this future abandons them too, while started calls still run to completion and
+    /// commit on the lane's own task (see [`crate::schedule`]).
     pub(crate) async fn drive(&self) {
-        let Some(mut receiver) = lock(&self.receiver).take() else {
+        let Some(receiver) = lock(&self.receiver).take() else {
             return;
         };
-        let mut queue: VecDeque<Submission> = VecDeque::new();
-        let mut running: JoinSet<(usize, DispatchedCall)> = JoinSet::new();
-        let mut done: BTreeMap<usize, DispatchedCall> = BTreeMap::new();
-        let mut replies: HashMap<usize, (Reply, String, String)> = HashMap::new();
-        let mut started = 0;
-        let mut committed = 0;
-        let mut barrier: Option<usize> = None;
-        let mut settled = false;
-        loop {
-            // Once the run settles nothing new starts, whichever branch woke the loop.
-            if self.run_signal.is_cancelled() && !settled {
-                settled = true;
-                queue.clear();
-            }
-            while !settled && barrier.is_none() {
-                let Some(front) = queue.front() else { break };
-                let exclusive =
-                    self.registry.execution_mode(&front.call) == ExecutionMode::Exclusive;
-                if exclusive && committed < started {
-                    break;
-                }
-                if !exclusive && running.len() >= self.max_parallel {
-                    break;
-                }
-                let Some(Submission { call, reply }) = queue.pop_front() else {
-                    break;
-                };
-                let seq = started;
-                started += 1;
-                if exclusive {
-                    barrier = Some(seq);
-                }
-                self.registry.publish(|| ToolEvent::CodeDispatchStart {
-                    parent: self.outer.call_id().to_owned(),
-                    call_id: call.call_id.clone(),
-                    name: call.name.clone(),
-                });
-                replies.insert(seq, (reply, call.call_id.clone(), call.name.clone()));
-                let prepared = self.registry.prepare(call).await;
-                let registry = self.registry.clone();
-                running.spawn(async move { (seq, registry.dispatch(prepared).await) });
-            }
-            if settled && running.is_empty() {
-                break;
-            }
-            tokio::select! {
-                submission = receiver.recv(), if !settled => match submission {
-                    Some(submission) => queue.push_back(submission),
-                    None => settled = true,
-                },
-                joined = running.join_next(), if !running.is_empty() => {
-                    match joined {
-                        Some(Ok((seq, dispatched))) => {
-                            done.insert(seq, dispatched);
-                        }
-                        // Dispatch contains panics; only a runtime shutdown lands here.
-                        Some(Err(join_error)) => tracing::error!("code-mode sub-call task failed: {join_error}"),
-                        None => {}
-                    }
-                    while let Some(dispatched) = done.remove(&committed) {
-                        let result = self.registry.commit(dispatched).await;
-                        if let Some((reply, call_id, name)) = replies.remove(&committed) {
-                            self.settle(&result, reply, call_id, name);
-                        }
-                        if barrier == Some(committed) {
-                            barrier = None;
-                        }
-                        committed += 1;
-                    }
-                }
-                _ = self.run_signal.cancelled(), if !settled => {
-                    settled = true;
-                    // Queued calls are abandoned: their programs' promises reject.
-                    queue.clear();
-                }
-            }
-        }
+        let settle = Settle {
+            registry: self.registry.clone(),
+            outer: self.outer.clone(),
+        };
+        Schedule::new(
+            self.registry.clone(),
+            self.max_parallel,
+            self.run_signal.clone(),
+            Unstarted::Abandon,
+            settle,
+        )
+        .submissions(receiver)
+        .run()
+        .await;
+    }
+}
+
+/// Where the lane's committed sub-results go: back to the outer call and the program.
+struct Settle {
+    registry: Registry,
+    outer: ToolExec,
+}
+
+impl Sink for Settle {
+    /// The program's reply channel, the sub-call's id and its tool name.
+    type Ticket = (Reply, String, String);
+
+    fn starting(&mut self, call: &ToolCall) {
+        self.registry.publish(|| ToolEvent::CodeDispatchStart {
+            parent: self.outer.call_id().to_owned(),
+            call_id: call.call_id.clone(),
+            name: call.name.clone(),
+        });
     }
 
+    fn committed(&mut self, _seq: usize, (reply, call_id, name): Self::Ticket, result: ToolResult) {
+        self.settle(&result, reply, call_id, name);
+    }
+}
+
+impl Settle {
     /// Carries a committed sub-result over to the outer call and answers the program.
     fn settle(&self, result: &ToolResult, reply: Reply, call_id: String, name: String) {
         if let ToolResult::Success {
@@ -233,5 +191,84 @@ impl Bridge {
         };
         // The program may be gone already; nobody is left to tell.
         let _ = reply.send(answer);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+    use std::time::Duration;
+
+    use serde_json::{Value, json};
+    use tokio::sync::{Notify, mpsc};
+    use tokio_util::sync::CancellationToken;
+
+    use super::Bridge;
+    use crate::code_runtime::BindingCall;
+    use crate::{Registry, ToolDefinition, ToolExec};
+
+    /// A failure bound only: every wait below ends on an event long before it.
+    const BOUND: Duration = Duration::from_secs(60);
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn dropping_the_lane_lets_started_calls_commit_and_abandons_queued_ones() {
+        let registry = Registry::new();
+        let (started, mut starts) = mpsc::unbounded_channel::<String>();
+        let release = Arc::new(Notify::new());
+        let bodies = Arc::new(AtomicUsize::new(0));
+        let gate = {
+            let release = release.clone();
+            let bodies = bodies.clone();
+            ToolDefinition::builder("gate")
+                .concurrency_safe()
+                .handler(move |args: Value, _exec: ToolExec| {
+                    let (started, release, bodies) =
+                        (started.clone(), release.clone(), bodies.clone());
+                    async move {
+                        bodies.fetch_add(1, Ordering::SeqCst);
+                        let _ = started.send(args["label"].as_str().unwrap_or("").to_owned());
+                        release.notified().await;
+                        Ok(args["label"].clone())
+                    }
+                })
+                .build()
+                .unwrap()
+        };
+        registry.register(gate).unwrap();
+        let (observed, mut results) = mpsc::unbounded_channel::<(String, bool)>();
+        registry.on_result(move |view, result| {
+            let _ = observed.send((view.call_id.clone(), result.is_error()));
+        });
+        let outer = ToolExec::detached("run_code");
+        let bridge = Bridge::new(registry, outer, CancellationToken::new(), 1);
+        let dispatch = bridge.dispatcher();
+        let binding = |label: &str| BindingCall {
+            namespace: "tools".into(),
+            name: "gate".into(),
+            args: json!({"label": label}),
+            signal: CancellationToken::new(),
+        };
+        let first = tokio::spawn(dispatch(binding("a")));
+        let second = tokio::spawn(dispatch(binding("b")));
+        tokio::select! {
+            () = bridge.drive() => panic!("the lane ended while a call was blocked"),
+            label = starts.recv() => assert_eq!(label.as_deref(), Some("a")),
+        }
+        // The lane's future is gone; its started call must still finish and commit.
+        drop(bridge);
+        let second = tokio::time::timeout(BOUND, second).await.unwrap().unwrap();
+        let error = second.expect_err("the queued call is abandoned");
+        assert!(error.message.contains("run_code run is over"), "{error:?}");
+        release.notify_one();
+        let first = tokio::time::timeout(BOUND, first).await.unwrap().unwrap();
+        assert_eq!(first, Ok(json!("a")), "the started call ran to completion");
+        let committed = tokio::time::timeout(BOUND, results.recv()).await.unwrap();
+        assert_eq!(committed, Some(("test:code:1".to_owned(), false)));
+        assert_eq!(
+            bodies.load(Ordering::SeqCst),
+            1,
+            "the queued call never ran"
+        );
     }
 }
