@@ -10,8 +10,8 @@ use common::{call, mirror};
 use dsh_tools::code_mode::CodeModeError;
 use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
-use dsh_tools::pipeline::{PreNext, ToolCallView};
 use dsh_tools::{ErrorCode, Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
+use dsh_tools::{PreNext, ToolCallView};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy, Debug)]

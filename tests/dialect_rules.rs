@@ -810,7 +810,7 @@ fn strict_arguments_pick_the_matching_union_branch() {
 }
 
 #[test]
-fn strict_arguments_normalise_5000_deep_values_iteratively() {
+fn strict_arguments_normalize_5000_deep_values_iteratively() {
     // Built with `Map::insert`: `json!` would serialize (recursively) every interpolated value.
     let mut schema = json!({"type": "object", "properties": {"v": {"type": "integer"}}});
     let mut args = json!({"v": null});

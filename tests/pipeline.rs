@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use common::{call, cancel_after, mirror, sleeper, text};
 use dsh_tools::events::ToolEvent;
-use dsh_tools::pipeline::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
 use dsh_tools::{
     AdditionalContext, AgentId, ApprovalOutcome, ApprovalRequest, Approver, ContentBlock,
     ErrorCode, PostDecision, PreDecision, Registry, ToolDefinition, ToolError, ToolExec,
     ToolResult,
 };
+use dsh_tools::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -280,7 +280,7 @@ impl Approver for FixedApprover {
     fn request(
         &self,
         _request: ApprovalRequest,
-    ) -> dsh_tools::definition::BoxFuture<ApprovalOutcome> {
+    ) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
         self.1.fetch_add(1, Ordering::SeqCst);
         let outcome = self.0;
         Box::pin(async move { outcome })
@@ -360,7 +360,7 @@ async fn approval_cancelled_together_with_the_caller_is_aborted_before_dispatch(
         fn request(
             &self,
             _request: ApprovalRequest,
-        ) -> dsh_tools::definition::BoxFuture<ApprovalOutcome> {
+        ) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
             self.0.cancel();
             Box::pin(async { ApprovalOutcome::Cancelled })
         }

@@ -8,8 +8,8 @@ mod toolset;
 use std::path::PathBuf;
 use std::sync::Arc;
 
+use dsh_tools::PostDecision;
 use dsh_tools::events::ToolEvent;
-use dsh_tools::pipeline::PostDecision;
 use dsh_tools::presentation::{FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape};
 use dsh_tools::{
     CallView, Registry, ResultView, ToolCall, ToolCallKind, ToolDefinition, ToolResult, tool,

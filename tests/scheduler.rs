@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::{call, cancel_after};
-use dsh_tools::pipeline::{PreNext, ToolCallView};
 use dsh_tools::{
     BatchOptions, ErrorCode, ExecutionMode, Registry, ToolCall, ToolDefinition, ToolExec,
 };
+use dsh_tools::{PreNext, ToolCallView};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -5,8 +5,8 @@ mod common;
 use std::sync::Arc;
 
 use common::{call, mirror};
-use dsh_tools::pipeline::{PreNext, ToolCallView};
 use dsh_tools::{AgentId, ErrorCode, Filter, Mode, RegisterError, Registry};
+use dsh_tools::{PreNext, ToolCallView};
 use serde_json::json;
 
 fn names(schemas: Vec<dsh_tools::ToolSchema>) -> Vec<String> {

@@ -155,7 +155,7 @@ fn prompt_sections_fence_the_same_declarations() {
 }
 
 #[test]
-fn output_is_normalised() {
+fn output_is_normalized() {
     let tools = hostile_fixture();
     for language in [Language::TypeScript, Language::Python] {
         let text = sdk::render(language, &tools);

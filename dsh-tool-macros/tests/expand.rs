@@ -6,7 +6,7 @@
 
 #[path = "../src/ast.rs"]
 mod ast;
-#[path = "../src/attr.rs"]
+#[path = "../src/attr/mod.rs"]
 mod attr;
 #[path = "../src/check.rs"]
 mod check;

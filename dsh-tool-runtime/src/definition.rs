@@ -1,17 +1,17 @@
 //! The type-erased tool (SPEC §2 "Definitions").
 
+use futures::future::BoxFuture;
 use std::fmt;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, OnceLock};
 
 use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::annotations::ToolAnnotations;
+use crate::call::ToolExec;
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
-use crate::exec::ToolExec;
 use crate::presentation::presenter::guarded;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
@@ -20,9 +20,6 @@ use crate::validate::{
     MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints,
     invalid_args, invalid_output,
 };
-
-/// A boxed, sendable future.
-pub type BoxFuture<T> = Pin<Box<dyn Future<Output = T> + Send + 'static>>;
 
 /// What a successful dispatch produced: the canonical value, its rendering, UI metadata and the
 /// result card.
@@ -38,14 +35,16 @@ pub struct Dispatched {
     pub view: Option<ResultView>,
 }
 
-type DispatchFn =
-    dyn Fn(Arc<Value>, ToolExec) -> BoxFuture<Result<Dispatched, ToolFailure>> + Send + Sync;
+type DispatchFn = dyn Fn(Arc<Value>, ToolExec) -> BoxFuture<'static, Result<Dispatched, ToolFailure>>
+    + Send
+    + Sync;
 type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
 type RenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
 type FinalizeFn = dyn Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync;
 type PresentCallFn = dyn Fn(&Value) -> Option<CallView> + Send + Sync;
 type PresentResultFn = dyn Fn(&Value, &Value) -> Option<ResultView> + Send + Sync;
-type HandlerFn = dyn Fn(Value, ToolExec) -> BoxFuture<Result<Value, ToolError>> + Send + Sync;
+type HandlerFn =
+    dyn Fn(Value, ToolExec) -> BoxFuture<'static, Result<Value, ToolError>> + Send + Sync;
 
 /// A tool with its types erased: what the registry stores. Cheap to clone.
 ///
@@ -183,7 +182,7 @@ fn serde_violation<A: serde::de::DeserializeOwned>(
 /// (`output.render failed: <message>`, REFERENCE §1.10), not a crash of the call.
 fn presenter<R>(tool: &str, which: &str, run: impl FnOnce() -> R) -> Result<R, ToolFailure> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
-        let message = crate::pipeline::panic_message(payload.as_ref());
+        let message = crate::call::panic_message(payload.as_ref());
         invalid_output(tool, &[format!("output.{which} failed: {message}")])
     })
 }
@@ -208,7 +207,7 @@ impl ToolDefinition {
         let output_check: Arc<OnceLock<Option<SchemaValidator>>> = Arc::default();
         let dispatch = move |args: Arc<Value>,
                              exec: ToolExec|
-              -> BoxFuture<Result<Dispatched, ToolFailure>> {
+              -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
             let tool = tool.clone();
             let validator = validator.clone();
             let parameters = params_for_dispatch.clone();
@@ -394,7 +393,7 @@ impl ToolDefinition {
         &self,
         args: impl Into<Arc<Value>>,
         exec: ToolExec,
-    ) -> BoxFuture<Result<Dispatched, ToolFailure>> {
+    ) -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
         (self.inner.dispatch)(args.into(), exec)
     }
 
@@ -654,59 +653,60 @@ impl ToolDefinitionBuilder {
         let tool_name = name.clone();
         let coerce_non_object = self.coerce_non_object;
         let present_result: Option<Arc<PresentResultFn>> = self.present_result.map(Arc::from);
-        let dispatch =
-            move |args: Arc<Value>, exec: ToolExec| -> BoxFuture<Result<Dispatched, ToolFailure>> {
-                let handler = handler.clone();
-                let validator = validator.clone();
-                let parameters = parameters.clone();
-                let render = render_for_dispatch.clone();
-                let output_validator = output_for_dispatch.clone();
-                let tool_name = tool_name.clone();
-                let present_result = present_result.clone();
-                Box::pin(async move {
-                    let args = if args.is_object() {
-                        args
-                    } else if coerce_non_object {
-                        Arc::new(Value::Object(serde_json::Map::new()))
-                    } else {
-                        return Err(non_object_args());
-                    };
-                    let args = check_depth(args)?;
-                    let args = drop_null_optionals(&parameters, args);
-                    let mut violations = validator.violations(&args, "");
-                    let mut args = Value::clone(&args);
+        let dispatch = move |args: Arc<Value>,
+                             exec: ToolExec|
+              -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
+            let handler = handler.clone();
+            let validator = validator.clone();
+            let parameters = parameters.clone();
+            let render = render_for_dispatch.clone();
+            let output_validator = output_for_dispatch.clone();
+            let tool_name = tool_name.clone();
+            let present_result = present_result.clone();
+            Box::pin(async move {
+                let args = if args.is_object() {
+                    args
+                } else if coerce_non_object {
+                    Arc::new(Value::Object(serde_json::Map::new()))
+                } else {
+                    return Err(non_object_args());
+                };
+                let args = check_depth(args)?;
+                let args = drop_null_optionals(&parameters, args);
+                let mut violations = validator.violations(&args, "");
+                let mut args = Value::clone(&args);
+                if !violations.is_empty() {
+                    // Nested `null`s from a strict-mode client read as absent.
+                    let normalized = normalize_strict_arguments(&parameters, args.clone());
+                    if validator.is_valid(&normalized) {
+                        args = normalized;
+                        violations.clear();
+                    }
+                }
+                if !violations.is_empty() {
+                    return Err(invalid_args(&violations));
+                }
+                let value = handler(args.clone(), exec)
+                    .await
+                    .map_err(ToolFailure::from)?;
+                if let Some(validator) = &output_validator {
+                    let violations = validator.violations(&value, "value");
                     if !violations.is_empty() {
-                        // Nested `null`s from a strict-mode client read as absent.
-                        let normalized = normalize_strict_arguments(&parameters, args.clone());
-                        if validator.is_valid(&normalized) {
-                            args = normalized;
-                            violations.clear();
-                        }
+                        return Err(invalid_output(&tool_name, &violations));
                     }
-                    if !violations.is_empty() {
-                        return Err(invalid_args(&violations));
-                    }
-                    let value = handler(args.clone(), exec)
-                        .await
-                        .map_err(ToolFailure::from)?;
-                    if let Some(validator) = &output_validator {
-                        let violations = validator.violations(&value, "value");
-                        if !violations.is_empty() {
-                            return Err(invalid_output(&tool_name, &violations));
-                        }
-                    }
-                    let content = render(&args, &value);
-                    let view = present_result.and_then(|present| {
-                        guarded(&tool_name, "present_result", || present(&args, &value))
-                    });
-                    Ok(Dispatched {
-                        value,
-                        content,
-                        meta: None,
-                        view,
-                    })
+                }
+                let content = render(&args, &value);
+                let view = present_result.and_then(|present| {
+                    guarded(&tool_name, "present_result", || present(&args, &value))
+                });
+                Ok(Dispatched {
+                    value,
+                    content,
+                    meta: None,
+                    view,
                 })
-            };
+            })
+        };
         let classifier = self.classifier.unwrap_or_else(|| Box::new(|_| false));
         Ok(ToolDefinition {
             inner: Arc::new(Inner {

@@ -1,23 +1,23 @@
 //! The runtime of dsh-tools: everything between a model's tool call and the result it reads.
 //!
-//! Modules follow the sections of the design spec:
-//! - §1–§2 [`tool`], [`exec`], [`definition`], [`registry`], [`result`], [`error`], [`schema`],
-//!   [`validate`];
-//! - §3 [`dialect`]; §4 [`pipeline`]; §5 [`scope`]; §6 [`guards`]; §7 [`schedule`];
-//! - §8 [`sdk`], [`code_runtime`] (feature `code-mode`); §9 `mcp` (feature `mcp`);
+//! Modules follow the sections of the design spec (see `ARCHITECTURE.md` for the whole tree):
+//! - §1–§2 [`tool`], [`definition`], [`registry`], [`call`] (the call, its context and its
+//!   stages), [`result`], [`error`], [`schema`], [`validate`];
+//! - §3 [`dialect`]; §4 [`hooks`] and [`call`]; §5 [`scope`]; §6 [`guards`]; §7 [`schedule`];
+//! - §8 [`sdk`], `code_mode` and `code_runtime` (feature `code-mode`); §9 `mcp` (feature `mcp`);
 //!   §10 [`presentation`], [`events`]; §12 `mcp_server` (feature `mcp-server`).
 #![warn(missing_docs)]
 
 pub mod annotations;
+pub mod call;
 pub mod definition;
 pub mod dialect;
 pub mod error;
 pub mod events;
-pub mod exec;
-pub mod execute;
+
 pub mod guards;
+pub mod hooks;
 pub mod json;
-pub mod pipeline;
 pub mod presentation;
 pub mod registry;
 pub mod result;
@@ -41,21 +41,24 @@ pub mod code_runtime;
 pub mod mcp_server;
 
 pub use annotations::ToolAnnotations;
+pub use call::{ToolCall, ToolExec};
 pub use definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};
-pub use exec::ToolExec;
-pub use pipeline::{
-    ApprovalOutcome, ApprovalRequest, Approver, PostDecision, PreDecision, ToolCallView,
+pub use hooks::{
+    ApprovalOutcome, ApprovalRequest, Approver, DispatchContext, ExecNext, ExecuteWrapper,
+    PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, ResultObserver,
+    ToolCallView,
 };
 pub use presentation::{CallView, ResultView, ToolCallKind};
-pub use registry::{
-    AgentScope, Filter, Handle, Mode, RegisterError, Registry, ToolCall, ToolHandle, ToolSchema,
-};
+pub use registry::{DialectSchema, Handle, RegisterError, Registry, ToolSchema};
 pub use result::{
     AdditionalContext, ContentBlock, ContextSource, ErrorInfo, ToolFailure, ToolResult,
 };
 pub use schedule::{BatchOptions, ExecutionMode};
-pub use scope::AgentId;
+pub use scope::{AgentId, AgentScope, Filter, Mode};
+/// The boxed future hooks, approvers and handlers return (re-exported so callers need no
+/// `futures`).
+pub use futures::future::BoxFuture;
 /// The cancellation token every call carries (re-exported so callers need no `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{Tool, default_render};

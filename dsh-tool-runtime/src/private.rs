@@ -9,8 +9,8 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::call::ToolExec;
 use crate::error::{ToolError, into_tool_error};
-use crate::exec::ToolExec;
 use crate::validate::{check_length, check_pattern, check_range};
 
 /// A type a `#[tool]` parameter may have: decoded from the model's JSON and described by a schema.

@@ -7,8 +7,8 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
+use crate::call::ToolExec;
 use crate::error::ToolError;
-use crate::exec::ToolExec;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolResult};
 

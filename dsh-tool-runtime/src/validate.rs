@@ -13,8 +13,8 @@ use jsonschema::paths::LocationSegment;
 use regex::Regex;
 use serde_json::Value;
 
+use crate::call::lock;
 use crate::error::ErrorCode;
-use crate::exec::lock;
 use crate::result::ToolFailure;
 
 /// Arguments nested deeper than this many levels are refused before any recursive code (clone,

@@ -12,10 +12,11 @@ use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
+use crate::call::ToolCall;
+use crate::call::{ToolExec, lock};
 use crate::code_runtime::{BindingCall, BindingDispatch, BindingError};
 use crate::events::ToolEvent;
-use crate::exec::{ToolExec, lock};
-use crate::registry::{Registry, ToolCall};
+use crate::registry::Registry;
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
 use crate::schedule::{Schedule, Sink, Unstarted};
 

@@ -11,8 +11,9 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 
 use crate::code_runtime::{BindingCall, BindingDispatch, BindingError, BindingNamespace};
-use crate::registry::{AgentScope, Registry, read, write};
+use crate::registry::{Registry, read, write};
 use crate::scope::AgentId;
+use crate::scope::AgentScope;
 use crate::sdk::{self, Disclosure, Language, ToolSpec};
 
 /// The global programs reach the catalog through.

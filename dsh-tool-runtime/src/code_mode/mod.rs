@@ -14,8 +14,9 @@ pub mod run_code;
 use std::sync::Arc;
 
 use crate::code_runtime::CodeRuntime;
-use crate::registry::{Mode, Registry, ToolSchema, read, write};
+use crate::registry::{Registry, ToolSchema, read, write};
 use crate::scope::AgentId;
+use crate::scope::Mode;
 use crate::sdk::{self, Language, ToolSpec};
 pub use run_code::RunCodeConfig;
 

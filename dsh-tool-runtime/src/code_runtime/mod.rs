@@ -16,6 +16,7 @@
 //! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
 
 #[cfg(feature = "embedded-js")]
+mod budget;
 mod embedded;
 mod ledger;
 mod names;

@@ -17,6 +17,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::budget::TreeBudget;
 use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
 use super::ledger::{OutputLedger, failure_outcome};
 use super::names::validate_namespaces;
@@ -27,6 +28,7 @@ use super::{
     BindingCall, BindingError, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind,
     Isolation, RunOutcome, RunRequest,
 };
+use crate::sdk::Language;
 
 static NODE_BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     super::javascript_bootstrap(include_str!("../../../sdk-templates/worker.mjs"))
@@ -134,21 +136,6 @@ impl SubprocessConfig {
             return fail("config.max_concurrent_runs must be positive");
         }
         Ok(())
-    }
-}
-
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Language {
-    TypeScript,
-    Python,
-}
-
-impl Language {
-    fn id(self) -> &'static str {
-        match self {
-            Language::TypeScript => "typescript",
-            Language::Python => "python",
-        }
     }
 }
 
@@ -612,8 +599,7 @@ impl<'r> Session<'r> {
     async fn wait_for_ending(&mut self) -> Ending {
         let config = &self.inner.config;
         let pid = self.worker.pid;
-        let cpu_base = process::cpu_time_ms(pid).unwrap_or(0);
-        let memory_cap = config.max_memory_mb << 20;
+        let budget = TreeBudget::start(pid, config.compute_ms, config.max_memory_mb);
         let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
         tokio::pin!(wall);
         let mut tick = tokio::time::interval(USAGE_POLL);
@@ -641,22 +627,8 @@ impl<'r> Session<'r> {
                     let tree = process::tree(pid);
                     self.remember(&tree);
                     let Some(usage) = process::usage(&tree) else { continue };
-                    if usage.cpu_ms.saturating_sub(cpu_base) >= config.compute_ms {
-                        return Ending::Fail(
-                            FailureKind::Timeout,
-                            format!("compute budget exhausted ({}ms of CPU time)", config.compute_ms),
-                        );
-                    }
-                    if usage.rss_bytes > memory_cap {
-                        return Ending::Fail(
-                            FailureKind::MemoryLimit,
-                            format!(
-                                "memory budget exhausted ({} MiB resident of {} MiB, peak {} MiB)",
-                                usage.rss_bytes >> 20,
-                                config.max_memory_mb,
-                                usage.peak_rss_bytes.max(usage.rss_bytes) >> 20,
-                            ),
-                        );
+                    if let Some((kind, message)) = budget.overrun(&usage) {
+                        return Ending::Fail(kind, message);
                     }
                 }
                 event = self.events.recv(), if !events_done => match event {

@@ -1,10 +1,19 @@
-//! Guard plugins (SPEC §6): the timeout policy and the repeat-call reminder.
+//! Guards (SPEC §6): the per-call [`Guard`] check, and the two built-in guards, the timeout
+//! policy (`timeout_policy.rs`) and the repeat-call reminder (`repeat_call_reminder.rs`).
 //!
-//! Both are ordinary pipeline extensions: the timeout policy is an execute wrapper, the reminder
-//! a post-execute hook. Install them with their `install` methods.
+//! Both built-ins are ordinary pipeline extensions: the timeout policy is an execute wrapper, the
+//! reminder a post-execute hook. Install them with their `install` methods.
 
-mod reminder;
-mod timeout;
+mod repeat_call_reminder;
+mod timeout_policy;
 
-pub use reminder::{ReminderConfig, ReminderConfigError, RepeatCallReminder};
-pub use timeout::TimeoutPolicy;
+use std::sync::Arc;
+
+use crate::hooks::ToolCallView;
+
+pub use repeat_call_reminder::{ReminderConfig, ReminderConfigError, RepeatCallReminder};
+pub use timeout_policy::TimeoutPolicy;
+
+/// A guard: `Some(reason)` denies the call. Guards run after an `Allow`, global ones first, then
+/// the scope chain from the farthest ancestor; a denial is final (no hook can override it).
+pub type Guard = Arc<dyn Fn(&ToolCallView) -> Option<String> + Send + Sync>;

@@ -14,9 +14,9 @@ use super::connection::{self, Conn, Link};
 use super::names::mcp_tool_name;
 use super::results;
 use super::schema::{McpToolSpec, canonical_output_schema, parse_tool};
+use crate::call::lock;
 use crate::definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 use crate::events::ToolEvent;
-use crate::exec::lock;
 use crate::registry::Handle;
 use crate::scope::AgentId;
 

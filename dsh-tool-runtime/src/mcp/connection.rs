@@ -21,9 +21,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::config::{McpError, McpServer, Transport};
 use super::results;
+use crate::call::ToolExec;
 use crate::error::{ErrorCode, ToolError};
 use crate::events::ToolEvent;
-use crate::exec::ToolExec;
 use crate::registry::Registry;
 
 /// The `code` of a call that failed because the server's transport closed.
@@ -379,5 +379,5 @@ pub(crate) async fn call_tool(
 
 /// The pid of the child process, for diagnostics.
 pub(crate) fn pid(conn: &Mutex<Option<Arc<Conn>>>) -> Option<u32> {
-    crate::exec::lock(conn).as_ref().and_then(|conn| conn.pid)
+    crate::call::lock(conn).as_ref().and_then(|conn| conn.pid)
 }

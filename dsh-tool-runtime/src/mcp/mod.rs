@@ -31,9 +31,10 @@ pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
 pub use schema::MAX_SCHEMA_DEPTH;
 
-use crate::exec::lock;
-use crate::registry::{AgentScope, Registry};
+use crate::call::lock;
+use crate::registry::Registry;
 use crate::scope::AgentId;
+use crate::scope::AgentScope;
 
 /// A bridged MCP server. [`McpHandle::disconnect`] closes the transport and unregisters its
 /// tools; dropping the handle keeps the server connected (like every registry handle).

@@ -16,8 +16,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::listing::{Listing, output_schema};
 use super::{McpServeError, McpServeOptions};
+use crate::call::ToolCall;
 use crate::events::ToolEvent;
-use crate::registry::{Registry, ToolCall, read};
+use crate::registry::{Registry, read};
 use crate::result::{ContentBlock, ToolResult};
 use crate::scope::AgentId;
 

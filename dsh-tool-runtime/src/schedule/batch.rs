@@ -3,7 +3,8 @@
 use tokio_util::sync::CancellationToken;
 
 use super::{Schedule, Sink, Unstarted};
-use crate::registry::{Registry, ToolCall};
+use crate::call::ToolCall;
+use crate::registry::Registry;
 use crate::result::ToolResult;
 use crate::scope::AgentId;
 

@@ -25,9 +25,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::execute::DispatchedCall;
-use crate::registry::{Mode, RUN_CODE, Registry, ToolCall, read};
+use crate::call::DispatchedCall;
+use crate::call::ToolCall;
+use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::ToolResult;
+use crate::scope::Mode;
 
 pub use batch::BatchOptions;
 
@@ -135,6 +137,7 @@ impl<S: Sink> Schedule<S> {
     }
 
     /// Also takes calls from `submissions` until the schedule stops or every sender is gone.
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
     pub(crate) fn submissions(
         mut self,
         submissions: mpsc::UnboundedReceiver<Submission<S::Ticket>>,

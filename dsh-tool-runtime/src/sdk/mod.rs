@@ -18,7 +18,7 @@
 //!
 //! Pipeline (one per call, no shared state): sort and deduplicate the [`ToolSpec`]s by name,
 //! lower every parameters and output schema to one language-neutral model, render that model
-//! through the language's template from `sdk-templates/`, normalise the text.
+//! through the language's template from `sdk-templates/`, normalize the text.
 //!
 //! # Type mapping
 //!
@@ -103,6 +103,16 @@ pub enum Language {
     TypeScript,
     /// Python 3.10 or newer, checked with `mypy --strict`.
     Python,
+}
+
+impl Language {
+    /// The language's id, as a code runtime reports it: `typescript` or `python`.
+    pub fn id(self) -> &'static str {
+        match self {
+            Language::TypeScript => "typescript",
+            Language::Python => "python",
+        }
+    }
 }
 
 /// The TypeScript SDK file for `tools`: header line, the guide as `//` comments, declarations.
@@ -199,7 +209,7 @@ pub fn section(language: Language, tools: &[ToolSpec], disclosure: Disclosure) -
 /// Byte-stable like [`render`].
 pub fn index_section(language: Language, tools: &[ToolSpec]) -> String {
     let specs = canonical(language, tools);
-    text::normalise(&template::index(
+    text::normalize(&template::index(
         language,
         &index::entries(language, &specs),
     ))
@@ -286,7 +296,7 @@ fn render_file(language: Language, tools: &[ToolSpec], part: Part) -> String {
             template::python(&python::context(&model, names), part)
         }
     };
-    text::normalise(&text)
+    text::normalize(&text)
 }
 
 /// The specs sorted by name. Tool names are unique in a registry; should a slice repeat one,

@@ -157,9 +157,9 @@ impl NameAllocator {
     }
 }
 
-/// Normalises generated text: `\n` line endings, no trailing spaces or tabs, no run of more than
+/// Normalizes generated text: `\n` line endings, no trailing spaces or tabs, no run of more than
 /// one blank line, exactly one final newline.
-pub(crate) fn normalise(text: &str) -> String {
+pub(crate) fn normalize(text: &str) -> String {
     let mut out = String::with_capacity(text.len() + 1);
     let mut blank_run = 0usize;
     for line in text.split('\n') {

@@ -5,7 +5,7 @@ use std::sync::{Arc, Mutex};
 
 use tokio_util::sync::CancellationToken;
 
-use crate::pipeline::ToolCallView;
+use crate::hooks::ToolCallView;
 use crate::result::AdditionalContext;
 use crate::scope::AgentId;
 

@@ -6,7 +6,7 @@ use std::time::Duration;
 use serde_json::json;
 
 use crate::error::ErrorCode;
-use crate::pipeline::{DispatchContext, ExecNext, ExecuteWrapper};
+use crate::hooks::{DispatchContext, ExecNext, ExecuteWrapper};
 use crate::registry::{Handle, Registry};
 use crate::result::ToolResult;
 

@@ -1,4 +1,4 @@
-//! Agent scopes (SPEC §5, REFERENCE §2.4).
+//! The identity of an agent.
 
 use std::fmt;
 use std::sync::Arc;

@@ -10,18 +10,22 @@ use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
+use crate::call::ToolCall;
+use crate::call::contain;
+use crate::call::{ToolExec, lock};
 use crate::definition::{ToolDefinition, unknown_tool};
 use crate::error::ErrorCode;
 use crate::events::{ToolEvent, unix_ms};
-use crate::exec::{ToolExec, lock};
-use crate::pipeline::{
+use crate::guards::Guard;
+use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
-    Guard, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
-    ResultObserver, ToolCallView, contain,
+    PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, ResultObserver,
+    ToolCallView,
 };
 use crate::presentation::ResultView;
-use crate::registry::{Layer, Mode, RUN_CODE, Registry, State, ToolCall, read};
+use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
+use crate::scope::{Layer, Mode, State};
 use crate::validate::{depth_violation, dismantle, invalid_args};
 
 /// Hooks that apply to one call, in registration order, snapshotted when the call starts.
@@ -301,7 +305,7 @@ impl Registry {
                             break;
                         }
                         Err(payload) => {
-                            let message = crate::pipeline::panic_message(payload.as_ref());
+                            let message = crate::call::panic_message(payload.as_ref());
                             prepared.stage = Stage::FinalResult(stage_failure("guard", &message));
                             return prepared;
                         }
@@ -323,7 +327,7 @@ impl Registry {
     /// cancellation result when approval was cancelled together with the caller.
     async fn ask(
         &self,
-        approver: Option<Arc<dyn crate::pipeline::Approver>>,
+        approver: Option<Arc<dyn crate::hooks::Approver>>,
         view: &ToolCallView,
         reason: Option<String>,
     ) -> Result<Option<String>, ToolResult> {
@@ -366,7 +370,7 @@ impl Registry {
         }
     }
 
-    /// Stage 4–5 of SPEC §4: execute wrappers around the body, normalisation, deferred contexts.
+    /// Stage 4–5 of SPEC §4: execute wrappers around the body, normalization, deferred contexts.
     /// A started body is always awaited, never dropped (only a wrapper such as the timeout
     /// policy's grace may drop it).
     pub async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
@@ -542,7 +546,7 @@ impl Registry {
         }
     }
 
-    /// The base of the wrapper chain: fuse signals, re-resolve, run the body, normalise. The
+    /// The base of the wrapper chain: fuse signals, re-resolve, run the body, normalize. The
     /// success's result card goes to `result_view`.
     #[allow(clippy::too_many_arguments)] // one call site per wrapper path, all internal
     async fn run_body(
@@ -623,7 +627,7 @@ impl Registry {
                 Ok(Some(content)) => *result.content_mut() = content,
                 Ok(None) => {}
                 Err(payload) => {
-                    let message = crate::pipeline::panic_message(payload.as_ref());
+                    let message = crate::call::panic_message(payload.as_ref());
                     result = ToolResult::failure(ToolFailure::plain(format!(
                         "finalize_content failed: {message}"
                     )));
@@ -638,7 +642,7 @@ impl Registry {
                     "tool \"{}\" ({}): result observer failed: {}",
                     view.name,
                     view.call_id,
-                    crate::pipeline::panic_message(payload.as_ref())
+                    crate::call::panic_message(payload.as_ref())
                 );
             }
         }

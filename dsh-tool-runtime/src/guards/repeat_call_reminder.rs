@@ -3,8 +3,8 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
 
-use crate::exec::lock;
-use crate::pipeline::{PostExecuteHook, PostNext, ToolCallView};
+use crate::call::lock;
+use crate::hooks::{PostExecuteHook, PostNext, ToolCallView};
 use crate::registry::{Handle, Registry};
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
 use crate::scope::AgentId;

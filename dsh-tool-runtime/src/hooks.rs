@@ -1,19 +1,18 @@
 //! The execution pipeline's extension points (SPEC §4, REFERENCE §2.2).
 //!
 //! A call runs: resolve → pre-execute hooks (waterfall) → approval on `Ask` → guards → execute
-//! wrappers around the body → normalisation → post-execute hooks (waterfall) → `finalize_content`
-//! → result observers. The stages themselves live in [`crate::registry`]; this module holds the
+//! wrappers around the body → normalization → post-execute hooks (waterfall) → `finalize_content`
+//! → result observers. The stages themselves live in `call/stages.rs`; this module holds the
 //! hook shapes and the `next` continuations of the two waterfalls and the wrapper chain.
 
 use std::sync::Arc;
 
-use futures::FutureExt;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::definition::BoxFuture;
 use crate::result::{AdditionalContext, ContentBlock, ToolResult};
 use crate::scope::AgentId;
+use futures::future::BoxFuture;
 
 /// What hooks, guards and observers see of a call: read-only.
 #[derive(Debug, Clone)]
@@ -54,7 +53,7 @@ pub enum PreDecision {
 /// A pre-execute hook: sees the call, may call `next` to learn the downstream decision, returns
 /// its own. Registered first = outermost.
 pub type PreExecuteHook =
-    Arc<dyn Fn(Arc<ToolCallView>, PreNext) -> BoxFuture<PreDecision> + Send + Sync>;
+    Arc<dyn Fn(Arc<ToolCallView>, PreNext) -> BoxFuture<'static, PreDecision> + Send + Sync>;
 
 /// The rest of the pre-execute waterfall; its base decision is [`PreDecision::Allow`].
 pub struct PreNext {
@@ -66,7 +65,7 @@ pub struct PreNext {
 impl PreNext {
     /// Runs the downstream hooks. A panic in one of them propagates to the pipeline, which turns
     /// it into an error result.
-    pub fn run(self) -> BoxFuture<PreDecision> {
+    pub fn run(self) -> BoxFuture<'static, PreDecision> {
         match self.hooks.get(self.index).cloned() {
             None => Box::pin(async { PreDecision::Allow }),
             Some(hook) => {
@@ -83,10 +82,6 @@ impl PreNext {
     }
 }
 
-/// A guard: `Some(reason)` denies the call. Guards run after an `Allow`, global ones first, then
-/// the scope chain from the farthest ancestor; a denial is final (no hook can override it).
-pub type Guard = Arc<dyn Fn(&ToolCallView) -> Option<String> + Send + Sync>;
-
 /// What an execute wrapper may change: the cancellation signal the body will observe (the
 /// caller's signal is always fused back in).
 #[derive(Debug, Clone)]
@@ -101,11 +96,11 @@ pub struct DispatchContext {
 /// result to short-circuit. A wrapper-authored success is re-validated against the output schema
 /// and re-rendered; a wrapper-authored failure is kept as authored.
 pub type ExecuteWrapper =
-    Arc<dyn Fn(DispatchContext, ExecNext) -> BoxFuture<ToolResult> + Send + Sync>;
+    Arc<dyn Fn(DispatchContext, ExecNext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
 /// The body dispatch at the base of the wrapper chain: `(signal, replaced by a wrapper)`.
 pub(crate) type BaseDispatch =
-    Arc<dyn Fn(CancellationToken, bool) -> BoxFuture<ToolResult> + Send + Sync>;
+    Arc<dyn Fn(CancellationToken, bool) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
 /// The rest of the wrapper chain; its base runs the body.
 pub struct ExecNext {
@@ -124,7 +119,7 @@ impl ExecNext {
     }
 
     /// Dispatches with the current signal.
-    pub fn run(self) -> BoxFuture<ToolResult> {
+    pub fn run(self) -> BoxFuture<'static, ToolResult> {
         let signal = self.signal.clone();
         let replaced = self.replaced;
         self.chain(signal, replaced)
@@ -132,11 +127,11 @@ impl ExecNext {
 
     /// Dispatches with a replacement signal (e.g. a deadline token); the caller's signal is fused
     /// back in before the body runs.
-    pub fn run_with_signal(self, signal: CancellationToken) -> BoxFuture<ToolResult> {
+    pub fn run_with_signal(self, signal: CancellationToken) -> BoxFuture<'static, ToolResult> {
         self.chain(signal, true)
     }
 
-    fn chain(self, signal: CancellationToken, replaced: bool) -> BoxFuture<ToolResult> {
+    fn chain(self, signal: CancellationToken, replaced: bool) -> BoxFuture<'static, ToolResult> {
         match self.wrappers.get(self.index).cloned() {
             None => (self.base)(signal, replaced),
             Some(wrapper) => {
@@ -200,7 +195,9 @@ impl PostDecision {
 
 /// A post-execute hook: sees the call and its result so far, may call `next`.
 pub type PostExecuteHook = Arc<
-    dyn Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> BoxFuture<PostDecision> + Send + Sync,
+    dyn Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> BoxFuture<'static, PostDecision>
+        + Send
+        + Sync,
 >;
 
 /// The rest of the post-execute waterfall; its base decision is [`PostDecision::accept`].
@@ -213,7 +210,7 @@ pub struct PostNext {
 
 impl PostNext {
     /// Runs the downstream hooks.
-    pub fn run(self) -> BoxFuture<PostDecision> {
+    pub fn run(self) -> BoxFuture<'static, PostDecision> {
         match self.hooks.get(self.index).cloned() {
             None => Box::pin(async { PostDecision::accept() }),
             Some(hook) => {
@@ -266,24 +263,5 @@ pub enum ApprovalOutcome {
 /// Answers `Ask` decisions, e.g. by prompting the user.
 pub trait Approver: Send + Sync + 'static {
     /// Asks for approval of one call.
-    fn request(&self, request: ApprovalRequest) -> BoxFuture<ApprovalOutcome>;
-}
-
-/// Turns a caught panic payload into text.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
-    if let Some(text) = payload.downcast_ref::<&str>() {
-        (*text).to_owned()
-    } else if let Some(text) = payload.downcast_ref::<String>() {
-        text.clone()
-    } else {
-        "non-string panic payload".to_owned()
-    }
-}
-
-/// Awaits a future, turning a panic into `Err(message)`.
-pub(crate) async fn contain<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
-    std::panic::AssertUnwindSafe(future)
-        .catch_unwind()
-        .await
-        .map_err(|payload| panic_message(payload.as_ref()))
+    fn request(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalOutcome>;
 }

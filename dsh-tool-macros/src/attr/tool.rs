@@ -1,0 +1,183 @@
+//! The `#[tool(...)]` argument list.
+
+use proc_macro2::TokenStream;
+use quote::ToTokens;
+use syn::{Attribute, Expr, ExprPath, Ident, LitStr, Meta, Path};
+
+use crate::ctxt::Ctxt;
+use crate::symbol::*;
+
+use super::{Attr, TOOL_ARGUMENT, Timeout, expr_path, find_key, lit_str, malformed, meta_items};
+
+/// `#[tool(concurrency_safe)]` or `#[tool(concurrency_safe = path)]`.
+pub enum ConcurrencySafe {
+    Always,
+    Classifier(ExprPath),
+}
+
+/// The raw `#[tool(...)]` arguments, before defaults are resolved (see `ast.rs`).
+#[derive(Default)]
+pub struct Tool {
+    pub name: Option<LitStr>,
+    pub description: Option<LitStr>,
+    pub timeout_ms: Option<Timeout>,
+    pub concurrency_safe: Option<ConcurrencySafe>,
+    pub render: Option<ExprPath>,
+    pub present_call: Option<ExprPath>,
+    pub present_result: Option<ExprPath>,
+    pub presentation_meta: Option<ExprPath>,
+    pub finalize_content: Option<ExprPath>,
+    /// The `deny_unknown` key itself, for spans.
+    pub deny_unknown: Option<Path>,
+    pub args: Option<Ident>,
+    pub krate: Option<Path>,
+    /// An unknown key was a near miss of `description` (already reported).
+    pub description_misspelt: bool,
+}
+
+/// How each `#[tool]` key is written, for "malformed" messages.
+fn tool_syntax(key: Symbol) -> &'static str {
+    match key {
+        NAME => "name = \"my_tool\"",
+        DESCRIPTION => "description = \"…\"",
+        TIMEOUT_MS => "timeout_ms = 5_000",
+        CONCURRENCY_SAFE => "concurrency_safe` or `concurrency_safe = path::to::classifier",
+        RENDER => "render = path::to::render_fn",
+        PRESENT_CALL => "present_call = path::to::fn",
+        PRESENT_RESULT => "present_result = path::to::fn",
+        PRESENTATION_META => "presentation_meta = path::to::fn",
+        FINALIZE_CONTENT => "finalize_content = path::to::fn",
+        DENY_UNKNOWN => "deny_unknown",
+        ARGS => "args = MyToolArgs",
+        _ => "crate = dsh_tools",
+    }
+}
+
+impl Tool {
+    /// Parses the tokens inside `#[tool(...)]`.
+    pub fn from_tokens(cx: &Ctxt, tokens: TokenStream) -> Tool {
+        let mut name = Attr::none(cx, TOOL_ARGUMENT, NAME);
+        let mut description = Attr::none(cx, TOOL_ARGUMENT, DESCRIPTION);
+        let mut timeout_ms = Attr::none(cx, TOOL_ARGUMENT, TIMEOUT_MS);
+        let mut concurrency_safe = Attr::none(cx, TOOL_ARGUMENT, CONCURRENCY_SAFE);
+        let mut render = Attr::none(cx, TOOL_ARGUMENT, RENDER);
+        let mut present_call = Attr::none(cx, TOOL_ARGUMENT, PRESENT_CALL);
+        let mut present_result = Attr::none(cx, TOOL_ARGUMENT, PRESENT_RESULT);
+        let mut presentation_meta = Attr::none(cx, TOOL_ARGUMENT, PRESENTATION_META);
+        let mut finalize_content = Attr::none(cx, TOOL_ARGUMENT, FINALIZE_CONTENT);
+        let mut deny_unknown = Attr::none(cx, TOOL_ARGUMENT, DENY_UNKNOWN);
+        let mut args = Attr::none(cx, TOOL_ARGUMENT, ARGS);
+        let mut krate = Attr::none(cx, TOOL_ARGUMENT, CRATE);
+        let mut description_misspelt = false;
+
+        for meta in meta_items(cx, tokens) {
+            let Some(key) = find_key(TOOL_KEYS, meta.path()) else {
+                let word = meta.path().to_token_stream().to_string();
+                // A misspelt `description` is the description: no second error about a missing one.
+                description_misspelt |= did_you_mean(&word, TOOL_KEYS) == Some(DESCRIPTION);
+                cx.error_spanned_by(meta.path(), unknown_key("#[tool]", &word, TOOL_KEYS));
+                continue;
+            };
+            let syntax = tool_syntax(key);
+            match (&meta, key) {
+                // #[tool(concurrency_safe)]
+                (Meta::Path(path), CONCURRENCY_SAFE) => {
+                    concurrency_safe.set(path, ConcurrencySafe::Always);
+                }
+                // #[tool(deny_unknown)]
+                (Meta::Path(path), DENY_UNKNOWN) => deny_unknown.set(path, path.clone()),
+                (Meta::NameValue(nv), key) => {
+                    let value = &nv.value;
+                    match key {
+                        // #[tool(name = "read_file")]
+                        NAME => match lit_str(value) {
+                            Some(lit) => name.set(&nv.path, lit.clone()),
+                            None => malformed(cx, value, TOOL, key, syntax),
+                        },
+                        // #[tool(description = "Reads a file.")]
+                        DESCRIPTION => match lit_str(value) {
+                            Some(lit) => description.set(&nv.path, lit.clone()),
+                            None => malformed(cx, value, TOOL, key, syntax),
+                        },
+                        // #[tool(timeout_ms = 5_000)]
+                        TIMEOUT_MS => match Timeout::parse(value) {
+                            Some(Ok(timeout)) => timeout_ms.set(&nv.path, timeout),
+                            Some(Err(err)) => cx.syn_error(err),
+                            None => malformed(cx, value, TOOL, key, syntax),
+                        },
+                        // #[tool(concurrency_safe = path::to::classifier)]
+                        CONCURRENCY_SAFE => match expr_path(value) {
+                            Some(path) => concurrency_safe
+                                .set(&nv.path, ConcurrencySafe::Classifier(path.clone())),
+                            None => malformed(cx, value, TOOL, key, syntax),
+                        },
+                        // #[tool(render = path::to::fn)], and the other hook paths alike
+                        RENDER | PRESENT_CALL | PRESENT_RESULT | PRESENTATION_META
+                        | FINALIZE_CONTENT => {
+                            let slot = match key {
+                                RENDER => &mut render,
+                                PRESENT_CALL => &mut present_call,
+                                PRESENT_RESULT => &mut present_result,
+                                PRESENTATION_META => &mut presentation_meta,
+                                _ => &mut finalize_content,
+                            };
+                            match expr_path(value) {
+                                Some(path) => slot.set(&nv.path, path.clone()),
+                                None => malformed(cx, value, TOOL, key, syntax),
+                            }
+                        }
+                        // #[tool(args = ReadArgs)]
+                        ARGS => match expr_path(value).and_then(|path| path.path.get_ident()) {
+                            Some(ident) => args.set(&nv.path, ident.clone()),
+                            None => malformed(cx, value, TOOL, key, syntax),
+                        },
+                        // #[tool(crate = dsh_tools)] or #[tool(crate = "dsh_tools")]
+                        CRATE => {
+                            let path = match value {
+                                Expr::Path(path) if path.qself.is_none() => Some(path.path.clone()),
+                                _ => lit_str(value).and_then(|lit| lit.parse::<Path>().ok()),
+                            };
+                            match path {
+                                Some(path) => krate.set(&nv.path, path),
+                                None => malformed(cx, value, TOOL, key, syntax),
+                            }
+                        }
+                        _ => malformed(cx, &meta, TOOL, key, syntax),
+                    }
+                }
+                _ => malformed(cx, &meta, TOOL, key, syntax),
+            }
+        }
+
+        Tool {
+            name: name.get(),
+            description: description.get(),
+            timeout_ms: timeout_ms.get(),
+            concurrency_safe: concurrency_safe.get(),
+            render: render.get(),
+            present_call: present_call.get(),
+            present_result: present_result.get(),
+            presentation_meta: presentation_meta.get(),
+            finalize_content: finalize_content.get(),
+            deny_unknown: deny_unknown.get(),
+            args: args.get(),
+            krate: krate.get(),
+            description_misspelt,
+        }
+    }
+
+    /// Parses a `#[tool]` / `#[tool(...)]` attribute found on a method inside `#[toolbox]`.
+    pub fn from_attribute(cx: &Ctxt, attr: &Attribute) -> Tool {
+        match &attr.meta {
+            Meta::Path(_) => Tool::default(),
+            Meta::List(list) => Tool::from_tokens(cx, list.tokens.clone()),
+            Meta::NameValue(nv) => {
+                cx.error_spanned_by(
+                    nv,
+                    "malformed `#[tool]` attribute; write `#[tool]` or `#[tool(key = value, …)]`",
+                );
+                Tool::default()
+            }
+        }
+    }
+}

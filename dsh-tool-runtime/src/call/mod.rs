@@ -1,0 +1,73 @@
+//! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
+//! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`, SPEC §4).
+
+mod contain;
+mod context;
+mod stages;
+
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use crate::scope::AgentId;
+
+pub(crate) use contain::{contain, panic_message};
+pub use context::ToolExec;
+pub(crate) use context::lock;
+pub use stages::{DispatchedCall, PreparedCall};
+
+/// One tool call as the model made it.
+#[derive(Debug, Clone)]
+pub struct ToolCall {
+    /// The call id (from the model's tool-call block).
+    pub call_id: String,
+    /// The id of the top-level call; `None` for roots (defaults to `call_id`).
+    pub root_call_id: Option<String>,
+    /// The tool name.
+    pub name: String,
+    /// The arguments, parsed JSON of any shape (non-objects fail with `INVALID_ARGS`).
+    pub arguments: Value,
+    /// The agent the call runs for.
+    pub agent: Option<AgentId>,
+    /// The id of the enclosing transport call (`run_code`) for sub-calls.
+    pub parent: Option<String>,
+    /// The caller's cancellation signal.
+    pub signal: CancellationToken,
+}
+
+impl ToolCall {
+    /// A top-level call with no agent and a fresh signal.
+    pub fn new(call_id: impl Into<String>, name: impl Into<String>, arguments: Value) -> Self {
+        ToolCall {
+            call_id: call_id.into(),
+            root_call_id: None,
+            name: name.into(),
+            arguments,
+            agent: None,
+            parent: None,
+            signal: CancellationToken::new(),
+        }
+    }
+
+    /// Sets the agent.
+    pub fn with_agent(mut self, agent: AgentId) -> Self {
+        self.agent = Some(agent);
+        self
+    }
+
+    /// Sets the cancellation signal.
+    pub fn with_signal(mut self, signal: CancellationToken) -> Self {
+        self.signal = signal;
+        self
+    }
+
+    /// Marks the call as a sub-call of the transport call `parent`, under root `root_call_id`.
+    pub fn with_parent(
+        mut self,
+        parent: impl Into<String>,
+        root_call_id: impl Into<String>,
+    ) -> Self {
+        self.parent = Some(parent.into());
+        self.root_call_id = Some(root_call_id.into());
+        self
+    }
+}

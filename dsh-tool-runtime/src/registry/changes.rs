@@ -1,0 +1,39 @@
+//! The registry's lock, and the generation counter every write through it bumps.
+
+use std::sync::RwLock;
+
+use crate::scope::State;
+
+/// A generation counter that wakes its receivers on every registry write.
+pub(crate) struct Changes(pub(super) tokio::sync::watch::Sender<u64>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes(tokio::sync::watch::Sender::new(0))
+    }
+}
+
+impl Changes {
+    /// A receiver woken after each later write.
+    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+}
+
+pub(crate) fn read(lock: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
+    lock.read()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
+pub(crate) fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
+    let state = lock
+        .write()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    // Receivers read the state through the lock, so they see this write once it is released.
+    state
+        .changes
+        .0
+        .send_modify(|generation| *generation = generation.wrapping_add(1));
+    state
+}

@@ -1,0 +1,269 @@
+//! The registry (SPEC §2): registration of tools, hooks and guards, and the entry point of every
+//! call. Where a registration lands and what a scope sees is [`crate::scope`].
+
+mod changes;
+mod error;
+mod handle;
+mod schemas;
+
+use std::collections::BTreeSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, RwLock};
+
+use tokio::sync::broadcast;
+
+use crate::definition::ToolDefinition;
+use crate::events::ToolEvent;
+use crate::guards::Guard;
+use crate::hooks::{Approver, ExecuteWrapper, PostExecuteHook, PreExecuteHook, ResultObserver};
+use crate::scope::{AgentId, AgentScope, Layer, Mode, State};
+
+pub(crate) use changes::{Changes, read, write};
+pub use error::RegisterError;
+pub use handle::Handle;
+pub use schemas::{DialectSchema, ToolSchema};
+
+/// The name of the code-mode transport tool, reserved in every scope.
+pub const RUN_CODE: &str = "run_code";
+
+pub(crate) struct Inner {
+    pub(crate) state: RwLock<State>,
+    next_id: AtomicU64,
+    pub(crate) events: broadcast::Sender<ToolEvent>,
+    /// Names of the live MCP servers bridged into this registry (unique per registry).
+    #[cfg(feature = "mcp")]
+    pub(crate) mcp_servers: std::sync::Mutex<std::collections::HashSet<String>>,
+}
+
+/// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.
+///
+/// Cheap to clone (one `Arc`); every clone is the same registry.
+#[derive(Clone)]
+pub struct Registry {
+    pub(crate) inner: Arc<Inner>,
+}
+
+impl Default for Registry {
+    fn default() -> Self {
+        Registry::new()
+    }
+}
+
+impl std::fmt::Debug for Registry {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Registry").finish_non_exhaustive()
+    }
+}
+
+impl Registry {
+    /// An empty registry in [`Mode::Native`].
+    pub fn new() -> Self {
+        let (events, _) = broadcast::channel(1024);
+        Registry {
+            inner: Arc::new(Inner {
+                state: RwLock::new(State::default()),
+                next_id: AtomicU64::new(1),
+                events,
+                #[cfg(feature = "mcp")]
+                mcp_servers: Default::default(),
+            }),
+        }
+    }
+
+    pub(crate) fn next_id(&self) -> u64 {
+        self.inner.next_id.fetch_add(1, Ordering::Relaxed)
+    }
+
+    pub(crate) fn handle(&self, agent: Option<AgentId>, id: u64) -> Handle {
+        Handle {
+            registry: Arc::downgrade(&self.inner),
+            agent,
+            id,
+        }
+    }
+
+    /// Registers a tool in the global layer.
+    ///
+    /// # Errors
+    /// [`RegisterError::Reserved`] for `run_code`, [`RegisterError::DuplicateGlobal`],
+    /// [`RegisterError::InvalidTimeout`] for a 0 ms timeout.
+    pub fn register(&self, definition: ToolDefinition) -> Result<Handle, RegisterError> {
+        self.register_in(None, definition)
+    }
+
+    /// Registers several tools in the global layer, all or nothing: when one of them cannot be
+    /// registered (or two share a name), none is and the first error is returned.
+    ///
+    /// # Errors
+    /// As [`Registry::register`].
+    pub fn register_all(
+        &self,
+        definitions: impl IntoIterator<Item = ToolDefinition>,
+    ) -> Result<Vec<Handle>, RegisterError> {
+        self.register_batch(None, definitions.into_iter().collect())
+    }
+
+    pub(crate) fn register_in(
+        &self,
+        agent: Option<&AgentId>,
+        definition: ToolDefinition,
+    ) -> Result<Handle, RegisterError> {
+        let mut handles = self.register_batch(agent, vec![definition])?;
+        Ok(handles.remove(0))
+    }
+
+    /// REFERENCE §1.3's checks in order (timeout, reserved name, duplicates) for every definition,
+    /// then one insertion of all of them under one lock.
+    fn register_batch(
+        &self,
+        agent: Option<&AgentId>,
+        definitions: Vec<ToolDefinition>,
+    ) -> Result<Vec<Handle>, RegisterError> {
+        for definition in &definitions {
+            if definition.timeout_ms() == Some(0) {
+                return Err(RegisterError::InvalidTimeout(definition.name().to_owned()));
+            }
+            if definition.name() == RUN_CODE {
+                return Err(RegisterError::Reserved);
+            }
+        }
+        let mut state = write(&self.inner.state);
+        let layer = match agent {
+            None => &mut state.global,
+            Some(agent) => state.agents.entry(agent.clone()).or_default(),
+        };
+        let mut batch = std::collections::HashSet::new();
+        for definition in &definitions {
+            let name = definition.name();
+            if layer.tools.contains_key(name) || !batch.insert(name) {
+                return Err(match agent {
+                    None => RegisterError::DuplicateGlobal(name.to_owned()),
+                    Some(_) => RegisterError::DuplicateScoped(name.to_owned()),
+                });
+            }
+        }
+        let mut ids = Vec::with_capacity(definitions.len());
+        for definition in definitions {
+            let id = self.next_id();
+            ids.push(id);
+            layer
+                .tools
+                .insert(definition.name().to_owned(), (id, definition));
+        }
+        drop(state);
+        Ok(ids
+            .into_iter()
+            .map(|id| self.handle(agent.cloned(), id))
+            .collect())
+    }
+
+    pub(crate) fn add<T>(
+        &self,
+        agent: Option<&AgentId>,
+        pick: impl FnOnce(&mut Layer) -> &mut Vec<(u64, T)>,
+        item: T,
+    ) -> Handle {
+        let id = self.next_id();
+        let mut state = write(&self.inner.state);
+        let layer = match agent {
+            None => &mut state.global,
+            Some(agent) => state.agents.entry(agent.clone()).or_default(),
+        };
+        pick(layer).push((id, item));
+        drop(state);
+        self.handle(agent.cloned(), id)
+    }
+
+    /// The definition `name` resolves to in `scope` (`None` = global), if visible.
+    pub fn get(&self, name: &str, scope: Option<&AgentId>) -> Option<ToolDefinition> {
+        read(&self.inner.state).resolve(name, scope)
+    }
+
+    /// Every tool visible to `scope`, sorted by name.
+    pub fn tools(&self, scope: Option<&AgentId>) -> Vec<ToolDefinition> {
+        read(&self.inner.state).visible(scope)
+    }
+
+    /// Adds a global guard.
+    pub fn guard(
+        &self,
+        guard: impl Fn(&crate::hooks::ToolCallView) -> Option<String> + Send + Sync + 'static,
+    ) -> Handle {
+        self.add(None, |layer| &mut layer.guards, Arc::new(guard) as Guard)
+    }
+
+    /// Adds a global pre-execute hook (sees every call).
+    pub fn on_pre_execute(&self, hook: PreExecuteHook) -> Handle {
+        self.add(None, |layer| &mut layer.pre, hook)
+    }
+
+    /// Adds a global execute wrapper.
+    pub fn on_execute(&self, wrapper: ExecuteWrapper) -> Handle {
+        self.add(None, |layer| &mut layer.wrappers, wrapper)
+    }
+
+    /// Adds a global post-execute hook.
+    pub fn on_post_execute(&self, hook: PostExecuteHook) -> Handle {
+        self.add(None, |layer| &mut layer.post, hook)
+    }
+
+    /// Adds a global result observer.
+    pub fn on_result(
+        &self,
+        observer: impl Fn(&crate::hooks::ToolCallView, &crate::ToolResult) + Send + Sync + 'static,
+    ) -> Handle {
+        self.add(
+            None,
+            |layer| &mut layer.observers,
+            Arc::new(observer) as ResultObserver,
+        )
+    }
+
+    /// Sets the approver that answers `Ask` decisions (replacing any earlier one).
+    pub fn set_approver(&self, approver: impl Approver) {
+        write(&self.inner.state).approver = Some(Arc::new(approver));
+    }
+
+    /// Sets the default presentation mode for scopes that declare none.
+    pub fn set_mode(&self, mode: Mode) {
+        write(&self.inner.state).default_mode = mode;
+    }
+
+    /// The mode in force for `scope`.
+    pub fn mode(&self, scope: Option<&AgentId>) -> Mode {
+        read(&self.inner.state).mode(scope)
+    }
+
+    /// Subscribes to [`ToolEvent`]s. A slow subscriber that falls more than 1,024 events behind
+    /// misses the oldest (tokio broadcast semantics).
+    pub fn subscribe(&self) -> broadcast::Receiver<ToolEvent> {
+        self.inner.events.subscribe()
+    }
+
+    /// A scope for `agent` (created on first use, no parent).
+    pub fn agent(&self, id: impl AsRef<str>) -> AgentScope {
+        AgentScope::new(self.clone(), AgentId::new(id))
+    }
+
+    /// A scope for `agent` whose parent is `parent`: it inherits the parent's tools, restrictions,
+    /// guards, hooks and mode.
+    pub fn agent_with_parent(&self, id: impl AsRef<str>, parent: &AgentScope) -> AgentScope {
+        let id = AgentId::new(id);
+        let mut state = write(&self.inner.state);
+        // Refuse to build a cycle: a parent whose chain contains the child is ignored.
+        if !state.chain(parent.id()).contains(&id) {
+            state.parents.insert(id.clone(), parent.id().clone());
+        }
+        drop(state);
+        AgentScope::new(self.clone(), id)
+    }
+
+    /// The names `agent` may restrict: inherited ones (global and ancestors'), sorted.
+    pub(crate) fn restrictable(&self, agent: &AgentId) -> BTreeSet<String> {
+        read(&self.inner.state)
+            .inherited(agent)
+            .keys()
+            .map(|name| (*name).to_owned())
+            .collect()
+    }
+}

@@ -1,0 +1,17 @@
+//! Agent scopes (SPEC §5, REFERENCE §2.4).
+//!
+//! One global layer plus one layer per agent scope. A scope sees global tools, then its ancestors'
+//! tools (nearer shadowing farther), filtered by every restriction on its chain, then its own tools,
+//! which shadow inherited names and are exempt from restrictions.
+
+mod agent_id;
+mod agent_scope;
+mod filter;
+mod layers;
+mod mode;
+
+pub use agent_id::AgentId;
+pub use agent_scope::AgentScope;
+pub use filter::Filter;
+pub(crate) use layers::{Layer, State};
+pub use mode::Mode;

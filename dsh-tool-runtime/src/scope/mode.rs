@@ -1,0 +1,26 @@
+//! How a scope presents tools to the model.
+
+use serde::Serialize;
+
+/// How a scope presents tools to the model (SPEC §8).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Mode {
+    /// Every visible tool as a native tool schema.
+    #[default]
+    Native,
+    /// Only `run_code`; other tools are reached from inside programs.
+    Code,
+    /// Native schemas plus `run_code`.
+    Both,
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            Mode::Native => "native",
+            Mode::Code => "code",
+            Mode::Both => "both",
+        })
+    }
+}
