@@ -18,7 +18,7 @@ use std::path::Path;
 use std::sync::{Arc, OnceLock};
 use std::time::{Duration, Instant};
 
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     BindingNamespace, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, RunRequest, Sandbox,
     SubprocessConfig, SubprocessRuntime,
 };

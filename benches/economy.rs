@@ -20,7 +20,7 @@ mod toolset;
 use std::path::Path;
 use std::sync::Arc;
 
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 
 fn main() -> anyhow::Result<()> {
     match corpus::tools() {

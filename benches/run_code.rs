@@ -5,7 +5,7 @@
 
 use std::sync::Arc;
 
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     CodeRuntime, EmbeddedConfig, EmbeddedRuntime, SubprocessConfig, SubprocessRuntime,
 };
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};

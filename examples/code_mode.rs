@@ -27,7 +27,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     CodeRuntime, EmbeddedConfig, EmbeddedRuntime, SubprocessConfig, SubprocessRuntime,
 };
 use dsh_tools::events::EventLog;

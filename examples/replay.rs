@@ -11,7 +11,7 @@ use std::path::PathBuf;
 use anyhow::Context;
 use clap::Parser;
 use dsh_tools::events::read_log;
-use dsh_tools::presentation::replay::render_html;
+use dsh_tools::presentation::render_html;
 
 /// Render an event log (`.jsonl`, or `.zst` for zstd) as one HTML page.
 #[derive(Parser, Debug)]

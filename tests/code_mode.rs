@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use common::{call, mirror};
-use dsh_tools::code_mode::CodeModeError;
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::CodeModeError;
+use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::{ErrorCode, Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use dsh_tools::{PreNext, ToolCallView};
@@ -461,18 +461,18 @@ impl CodeRuntime for Ruby {
         "ruby"
     }
 
-    fn isolation(&self) -> dsh_tools::code_runtime::Isolation {
-        dsh_tools::code_runtime::Isolation::Process
+    fn isolation(&self) -> dsh_tools::code::Isolation {
+        dsh_tools::code::Isolation::Process
     }
 
     fn run(
         &self,
-        _request: dsh_tools::code_runtime::RunRequest,
+        _request: dsh_tools::code::RunRequest,
     ) -> futures::future::BoxFuture<
         '_,
-        Result<dsh_tools::code_runtime::RunOutcome, dsh_tools::code_runtime::CodeRuntimeError>,
+        Result<dsh_tools::code::RunOutcome, dsh_tools::code::CodeRuntimeError>,
     > {
-        Box::pin(async { Err(dsh_tools::code_runtime::CodeRuntimeError::Disposed) })
+        Box::pin(async { Err(dsh_tools::code::CodeRuntimeError::Disposed) })
     }
 
     fn dispose(&self) -> futures::future::BoxFuture<'_, ()> {
@@ -536,7 +536,7 @@ async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
         "the image content is deferred"
     );
     assert_eq!(
-        dsh_tools::result::blocks_text(&contexts[1].content),
+        dsh_tools::__private::blocks_text(&contexts[1].content),
         "camera context"
     );
     assert!(
@@ -583,7 +583,7 @@ async fn queued_calls_are_abandoned_when_the_run_settles() {
     registry.register(nap("nap", true, &overlap)).unwrap();
     registry.set_code_runtime_with(
         runtime(Lang::Ts).await,
-        dsh_tools::code_mode::RunCodeConfig {
+        dsh_tools::code::RunCodeConfig {
             max_parallel_sub_calls: 1,
         },
     );

@@ -4,7 +4,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_tools::code_runtime::{SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::{ErrorCode, Mode, Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -50,7 +50,7 @@ async fn cancelling_run_code_leaves_no_child_process() {
             standby: false,
             ..Default::default()
         };
-        let runtime: Arc<dyn dsh_tools::code_runtime::CodeRuntime> = if python {
+        let runtime: Arc<dyn dsh_tools::code::CodeRuntime> = if python {
             Arc::new(SubprocessRuntime::python(config).await.unwrap())
         } else {
             Arc::new(SubprocessRuntime::typescript(config).await.unwrap())

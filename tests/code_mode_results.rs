@@ -5,7 +5,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     BindingCall, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
     RunRequest,
 };

@@ -9,7 +9,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     BindingNamespace, CodeRuntime, CodeRuntimeError, EmbeddedConfig, EmbeddedRuntime, FailureKind,
     Isolation, RunOutcome, RunRequest, SubprocessConfig,
 };

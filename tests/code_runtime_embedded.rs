@@ -9,7 +9,7 @@
 mod code_runtime_support;
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind};
+use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -326,7 +326,7 @@ async fn run_code(runtime: std::sync::Arc<dyn CodeRuntime>, program: &str) -> se
 async fn the_main_jobs_typescript_program_gives_identical_results_embedded_and_in_a_subprocess() {
     let _alone = ALONE.lock().await;
     let program = include_str!("../examples/programs/crate_summary.ts");
-    let subprocess = dsh_tools::code_runtime::SubprocessRuntime::typescript(Default::default())
+    let subprocess = dsh_tools::code::SubprocessRuntime::typescript(Default::default())
         .await
         .expect("node on PATH");
     let in_process = run_code(

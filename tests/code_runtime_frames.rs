@@ -1,6 +1,6 @@
 //! The host's frame decoder against hostile input: seeded random and malformed frames.
 
-use dsh_tools::code_runtime::frame::{ChildFrame, FrameDecoder, Inbound, MAX_DEPTH};
+use dsh_tools::__private::frame::{ChildFrame, FrameDecoder, Inbound, MAX_DEPTH};
 
 /// xorshift64*: a tiny deterministic generator, so failures reproduce.
 struct Rng(u64);

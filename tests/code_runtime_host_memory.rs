@@ -5,7 +5,7 @@
 mod code_runtime_support;
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig};
 
 /// The host process's resident high-water mark, bytes.
 fn host_peak_rss() -> u64 {

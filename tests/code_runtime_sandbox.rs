@@ -7,7 +7,7 @@ mod code_runtime_support;
 use std::sync::{Arc, Mutex};
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     BindingNamespace, CodeRuntime, FailureKind, Isolation, RunOutcome, RunRequest, Sandbox,
     SubprocessConfig,
 };

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{CodeRuntime, FailureKind, SubprocessConfig};
+use dsh_tools::code::{CodeRuntime, FailureKind, SubprocessConfig};
 use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 

@@ -10,9 +10,7 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{
-    CodeRuntime, CodeRuntimeError, FailureKind, Sandbox, SubprocessConfig,
-};
+use dsh_tools::code::{CodeRuntime, CodeRuntimeError, FailureKind, Sandbox, SubprocessConfig};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 

@@ -2,7 +2,7 @@
 //! `#[args]` struct, serialize-mode output schemas, recursive types, enum-of-const errors and the
 //! violation order of REFERENCE §1.6.
 
-use dsh_tools::definition::Dispatched;
+use dsh_tools::Dispatched;
 use dsh_tools::{ToolDefinition, ToolExec, ToolFailure, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};

@@ -1,8 +1,8 @@
 //! One test per rule of the schema dialects (SPEC §3, provider rules in PROVIDERS.md).
 
+use dsh_tools::__private::bfcl_to_json_schema;
 use dsh_tools::dialect::{
-    Dialect, DialectError, DialectErrorKind, MAX_DEPTH, bfcl_to_json_schema,
-    normalize_strict_arguments, transform_tools,
+    Dialect, DialectError, DialectErrorKind, MAX_DEPTH, normalize_strict_arguments, transform_tools,
 };
 use serde_json::{Value, json};
 

@@ -1,10 +1,10 @@
 //! Pins each dialect's output for schemas derived with schemars from representative argument
-//! structs (`dsh_tools::schema::parameters_schema`). Review changes with `cargo insta review`.
+//! structs (the schema `#[tool]` derives). Review changes with `cargo insta review`.
 
 use std::collections::HashMap;
 
+use dsh_tools::__private::parameters_schema;
 use dsh_tools::dialect::Dialect;
-use dsh_tools::schema::parameters_schema;
 use schemars::JsonSchema;
 use serde_json::{Map, Value};
 

@@ -6,9 +6,9 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use common::{call, cancel_after, mirror, sleeper};
+use dsh_tools::__private::blocks_text;
 use dsh_tools::PostNext;
 use dsh_tools::guards::{ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy};
-use dsh_tools::result::blocks_text;
 use dsh_tools::{
     AgentId, ErrorCode, PostDecision, Registry, ToolDefinition, ToolError, ToolExec, ToolResult,
 };

@@ -4,7 +4,7 @@
 use std::fmt;
 use std::sync::Arc;
 
-use dsh_tools::definition::Dispatched;
+use dsh_tools::Dispatched;
 use dsh_tools::{
     CallView, ContentBlock, ToolDefinition, ToolError, ToolExec, ToolFailure, ToolResult, tool,
     toolbox,

@@ -5,7 +5,7 @@ mod mcp_support;
 
 use std::sync::Arc;
 
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::{Value, json};

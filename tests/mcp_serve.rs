@@ -16,7 +16,7 @@ use std::time::Duration;
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::McpServer;
-use dsh_tools::mcp_server::McpTransport;
+use dsh_tools::mcp::McpTransport;
 use dsh_tools::{Registry, ToolDefinition};
 use serde_json::{Value, json};
 

@@ -277,10 +277,7 @@ async fn pre_execute_is_a_waterfall_in_registration_order() {
 struct FixedApprover(ApprovalOutcome, Arc<AtomicUsize>);
 
 impl Approver for FixedApprover {
-    fn request(
-        &self,
-        _request: ApprovalRequest,
-    ) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
+    fn request(&self, _request: ApprovalRequest) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
         self.1.fetch_add(1, Ordering::SeqCst);
         let outcome = self.0;
         Box::pin(async move { outcome })
@@ -499,7 +496,7 @@ async fn block_discards_deferred_contexts_and_keeps_its_own() {
     let contexts: Vec<String> = result
         .additional_contexts()
         .iter()
-        .map(|c| dsh_tools::result::blocks_text(&c.content))
+        .map(|c| dsh_tools::__private::blocks_text(&c.content))
         .collect();
     assert_eq!(contexts, ["from block"]);
     assert!(matches!(result, ToolResult::Failure { .. }));
@@ -580,7 +577,7 @@ async fn accept_rules() {
     let contexts: Vec<String> = result
         .additional_contexts()
         .iter()
-        .map(|c| dsh_tools::result::blocks_text(&c.content))
+        .map(|c| dsh_tools::__private::blocks_text(&c.content))
         .collect();
     assert_eq!(
         contexts,

@@ -460,3 +460,100 @@ async fn a_non_finite_typed_output_is_invalid_output_but_none_fields_are_fine() 
         "tool \"sensor\" returned invalid output: \"value.value\" must be a number"
     );
 }
+
+/// A hand-written `impl Tool` sets its rendering and finalizing hooks as values: nothing else
+/// has to agree with them for the pipeline to call them.
+mod hand_written_hooks {
+    use dsh_tools::{ContentBlock, ToolError, ToolExec, ToolResult};
+    use schemars::JsonSchema;
+    use serde::{Deserialize, Serialize};
+
+    #[derive(Deserialize, Serialize, JsonSchema)]
+    pub struct Words {
+        pub text: String,
+    }
+
+    pub struct Shout;
+
+    fn loud(args: &Words, output: &String) -> Option<Vec<ContentBlock>> {
+        Some(vec![ContentBlock::text(format!(
+            "{} -> {}",
+            args.text,
+            output.to_uppercase()
+        ))])
+    }
+
+    fn signed(_exec: &ToolExec, result: &ToolResult) -> Option<Vec<ContentBlock>> {
+        Some(vec![ContentBlock::text(format!(
+            "{} (signed)",
+            result.text()
+        ))])
+    }
+
+    impl dsh_tools::Tool for Shout {
+        type Args = Words;
+        type Output = String;
+        const NAME: &'static str = "shout";
+        const DESCRIPTION: &'static str = "Shout.";
+        const RENDER: Option<dsh_tools::RenderHook<Self>> = Some(loud);
+        const FINALIZE_CONTENT: Option<dsh_tools::FinalizeContentHook> = Some(signed);
+
+        async fn call(&self, args: Words, _exec: ToolExec) -> Result<String, ToolError> {
+            Ok(args.text)
+        }
+    }
+}
+
+#[tokio::test]
+async fn a_hand_written_tool_s_render_and_finalize_hooks_are_called() {
+    let registry = Registry::new();
+    registry
+        .register(ToolDefinition::from_tool(hand_written_hooks::Shout))
+        .unwrap();
+    let result = registry
+        .execute(call("1", "shout", json!({"text": "hey"})))
+        .await;
+    assert_eq!(result.text(), "hey -> HEY (signed)");
+}
+
+#[test]
+fn dialect_schemas_serialize_with_their_parameters_or_their_error() {
+    use dsh_tools::dialect::{Dialect, DialectSchema};
+    let registry = Registry::new();
+    let map = ToolDefinition::builder("labels")
+        .description("Free-form labels.")
+        .parameters(json!({"type": "object", "properties": {
+            "labels": {"type": "object", "additionalProperties": {"type": "string"}}
+        }}))
+        .handler(|args: Value, _exec| async move { Ok(args) })
+        .build()
+        .unwrap();
+    registry.register(map).unwrap();
+    registry.register(ToolDefinition::from_tool(Echo)).unwrap();
+    let schemas: Vec<DialectSchema> = registry.schemas_for(None, Dialect::OpenAiStrict);
+    let json = serde_json::to_value(&schemas).unwrap();
+    let echo = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|schema| schema["name"] == "echo")
+        .unwrap();
+    assert!(echo["parameters"].is_object(), "{echo}");
+    assert!(echo.get("error").is_none(), "{echo}");
+    let labels = json
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|schema| schema["name"] == "labels")
+        .unwrap();
+    assert!(labels.get("parameters").is_none(), "{labels}");
+    assert_eq!(labels["error"]["path"], "/properties/labels", "{labels}");
+    assert!(
+        labels["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("openai"),
+        "{labels}"
+    );
+    assert_eq!(labels["original"]["properties"]["labels"]["type"], "object");
+}

@@ -16,10 +16,10 @@ use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
 
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::{EventLog, LoggedEvent, ToolEvent, read_log};
 use dsh_tools::guards::TimeoutPolicy;
-use dsh_tools::presentation::replay::render_html;
+use dsh_tools::presentation::render_html;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::json;
 

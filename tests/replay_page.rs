@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use dsh_tools::events::{LoggedEvent, ToolEvent};
-use dsh_tools::presentation::replay::render_html;
+use dsh_tools::presentation::render_html;
 use dsh_tools::presentation::{FileDiff, ReadLine, SearchFile, SearchMatch, SearchShape};
 use dsh_tools::{CallView, ContentBlock, ErrorCode, ResultView, ToolCallKind, ToolResult};
 use serde_json::{Value, json};

@@ -12,7 +12,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use code_runtime_support::Lang;
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig};
 use dsh_tools::sdk::{self, Disclosure, Language, ToolSpec};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolResult};
 use serde_json::{Value, json};

@@ -29,7 +29,7 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
 /// The main job in code mode costs at most 2 % of the tokens the model reads doing it natively.
 #[tokio::test]
 async fn the_main_job_in_code_mode_costs_two_percent_of_native() {
-    use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+    use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
     use std::sync::Arc;
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
     let config = SubprocessConfig::default();

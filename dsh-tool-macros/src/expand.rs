@@ -395,19 +395,6 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             const DENY_UNKNOWN: bool = true;
         )
     });
-    let renders_with_args = (tool.attrs.render.is_some()
-        || tool.attrs.present_result.is_some()
-        || tool.attrs.presentation_meta.is_some())
-    .then(|| {
-        quote!(
-            const RENDERS_WITH_ARGS: bool = true;
-        )
-    });
-    let has_finalize = tool.attrs.finalize_content.is_some().then(|| {
-        quote!(
-            const HAS_FINALIZE_CONTENT: bool = true;
-        )
-    });
 
     let classifier = tool.attrs.concurrency_safe.as_ref().map(|safe| {
         let verdict = match safe {
@@ -434,8 +421,6 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             const DESCRIPTION: &'static str = #description;
             #timeout
             #deny
-            #renders_with_args
-            #has_finalize
 
             fn call(
                 &self,
@@ -519,22 +504,22 @@ fn expand_hooks(tool: &ToolFn) -> TokenStream {
     let mut hooks = Vec::new();
     if let Some(path) = &tool.attrs.render {
         hooks.push(quote_spanned! {path.span()=>
-            fn render(
-                __dsh_args: &Self::Args,
-                __dsh_output: &Self::Output,
-            ) -> ::core::option::Option<#blocks> {
-                ::core::convert::Into::into(#path(__dsh_args, __dsh_output))
-            }
+            const RENDER: ::core::option::Option<#private::RenderHook<Self>> =
+                ::core::option::Option::Some(|__dsh_args, __dsh_output| {
+                    let __dsh_blocks: ::core::option::Option<#blocks> =
+                        ::core::convert::Into::into(#path(__dsh_args, __dsh_output));
+                    __dsh_blocks
+                });
         });
     }
     if let Some(path) = &tool.attrs.finalize_content {
         hooks.push(quote_spanned! {path.span()=>
-            fn finalize_content(
-                __dsh_exec: &#private::ToolExec,
-                __dsh_result: &#private::ToolResult,
-            ) -> ::core::option::Option<#blocks> {
-                ::core::convert::Into::into(#path(__dsh_exec, __dsh_result))
-            }
+            const FINALIZE_CONTENT: ::core::option::Option<#private::FinalizeContentHook> =
+                ::core::option::Option::Some(|__dsh_exec, __dsh_result| {
+                    let __dsh_blocks: ::core::option::Option<#blocks> =
+                        ::core::convert::Into::into(#path(__dsh_exec, __dsh_result));
+                    __dsh_blocks
+                });
         });
     }
     hooks.push(expand_presenters(tool));
@@ -547,7 +532,6 @@ fn expand_hooks(tool: &ToolFn) -> TokenStream {
 fn expand_presenters(tool: &ToolFn) -> TokenStream {
     let krate = &tool.krate;
     let private = quote!(#krate::__private);
-    let value = quote!(#private::serde_json::Value);
     let mut hooks = Vec::new();
     if let Some(path) = &tool.attrs.present_call {
         hooks.push(quote_spanned! {path.span()=>
@@ -558,34 +542,29 @@ fn expand_presenters(tool: &ToolFn) -> TokenStream {
     }
     if let Some(path) = &tool.attrs.present_result {
         hooks.push(quote_spanned! {path.span()=>
-            fn present_result(
-                __dsh_args: &Self::Args,
-                __dsh_output: &Self::Output,
-                __dsh_meta: ::core::option::Option<&#value>,
-            ) -> ::core::option::Option<#private::ResultView> {
-                #private::PresentResultFn::<Self::Args, Self::Output, _>::present(
-                    &#path,
-                    Self::NAME,
-                    __dsh_args,
-                    __dsh_output,
-                    __dsh_meta,
-                )
-            }
+            const PRESENT_RESULT: ::core::option::Option<#private::PresentResultHook<Self>> =
+                ::core::option::Option::Some(|__dsh_args, __dsh_output, __dsh_meta| {
+                    #private::PresentResultFn::<Self::Args, Self::Output, _>::present(
+                        &#path,
+                        Self::NAME,
+                        __dsh_args,
+                        __dsh_output,
+                        __dsh_meta,
+                    )
+                });
         });
     }
     if let Some(path) = &tool.attrs.presentation_meta {
         hooks.push(quote_spanned! {path.span()=>
-            fn presentation_meta(
-                __dsh_args: &Self::Args,
-                __dsh_output: &Self::Output,
-            ) -> ::core::option::Option<#value> {
-                #private::PresentationMetaFn::<Self::Args, Self::Output, _>::present(
-                    &#path,
-                    Self::NAME,
-                    __dsh_args,
-                    __dsh_output,
-                )
-            }
+            const PRESENTATION_META: ::core::option::Option<#private::PresentationMetaHook<Self>> =
+                ::core::option::Option::Some(|__dsh_args, __dsh_output| {
+                    #private::PresentationMetaFn::<Self::Args, Self::Output, _>::present(
+                        &#path,
+                        Self::NAME,
+                        __dsh_args,
+                        __dsh_output,
+                    )
+                });
         });
     }
     quote!(#(#hooks)*)

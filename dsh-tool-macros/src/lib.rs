@@ -13,7 +13,7 @@ use proc_macro::TokenStream;
 
 /// Turns an `async fn` into a tool a model can call.
 ///
-/// ```ignore
+/// ```
 /// use dsh_tools::{tool, ToolError, ToolExec};
 ///
 /// /// Read a UTF-8 text file and return a window of its lines.
@@ -106,7 +106,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Turns the `#[tool]` methods of an inherent `impl` block into tools sharing one value.
 ///
-/// ```ignore
+/// ```
 /// use std::sync::Arc;
 /// use dsh_tools::{tool, toolbox};
 ///

@@ -274,23 +274,32 @@ impl ToolDefinition {
                 }
                 // `call` consumed the typed arguments; only tools with a custom renderer or
                 // presenter pay for a second deserialization.
-                let (content, meta, view) = match T::RENDERS_WITH_ARGS
+                let renders_with_args = T::RENDER.is_some()
+                    || T::PRESENT_RESULT.is_some()
+                    || T::PRESENTATION_META.is_some();
+                let (content, meta, view) = match renders_with_args
                     .then(|| T::Args::deserialize(&*args).ok())
                     .flatten()
                 {
                     Some(typed) => {
-                        let meta = if top_level {
-                            presenter(T::NAME, "presentationMeta", || {
-                                T::presentation_meta(&typed, &output)
-                            })?
-                        } else {
-                            None
+                        let meta = match T::PRESENTATION_META {
+                            Some(meta) if top_level => {
+                                presenter(T::NAME, "presentationMeta", || meta(&typed, &output))?
+                            }
+                            _ => None,
                         };
-                        let view = guarded(T::NAME, "present_result", || {
-                            T::present_result(&typed, &output, meta.as_ref())
+                        let view = T::PRESENT_RESULT.and_then(|present| {
+                            guarded(T::NAME, "present_result", || {
+                                present(&typed, &output, meta.as_ref())
+                            })
                         });
-                        let content = presenter(T::NAME, "render", || T::render(&typed, &output))?
-                            .unwrap_or_else(|| default_render(&value));
+                        let content = match T::RENDER {
+                            Some(render) => {
+                                presenter(T::NAME, "render", || render(&typed, &output))?
+                            }
+                            None => None,
+                        }
+                        .unwrap_or_else(|| default_render(&value));
                         (content, meta, view)
                     }
                     None => (default_render(&value), None, None),
@@ -303,11 +312,8 @@ impl ToolDefinition {
                 })
             })
         };
-        let finalize: Option<Box<FinalizeFn>> = if T::HAS_FINALIZE_CONTENT {
-            Some(Box::new(T::finalize_content))
-        } else {
-            None
-        };
+        let finalize: Option<Box<FinalizeFn>> =
+            T::FINALIZE_CONTENT.map(|finalize| Box::new(finalize) as Box<FinalizeFn>);
         ToolDefinition {
             inner: Arc::new(Inner {
                 name: T::NAME.to_owned(),
@@ -459,11 +465,6 @@ impl ToolDefinition {
     /// The behaviour hints declared for this tool (MCP `annotations`), if any.
     pub fn annotations(&self) -> Option<&ToolAnnotations> {
         self.inner.annotations.as_ref()
-    }
-
-    /// `true` when both handles point at the same definition.
-    pub fn ptr_eq(&self, other: &ToolDefinition) -> bool {
-        Arc::ptr_eq(&self.inner, &other.inner)
     }
 }
 

@@ -29,10 +29,6 @@ pub trait Tool: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     /// Declared timeout in ms (honoured by the timeout policy; never sent to the model).
     const TIMEOUT_MS: Option<u64> = None;
-    /// Whether [`Tool::render`], [`Tool::present_result`] or [`Tool::presentation_meta`] is
-    /// overridden: they need the typed arguments after the body consumed them, which costs a
-    /// second deserialization.
-    const RENDERS_WITH_ARGS: bool = false;
     /// Whether the parameter root rejects unknown properties.
     const DENY_UNKNOWN: bool = false;
 
@@ -54,14 +50,17 @@ pub trait Tool: Send + Sync + 'static {
         Vec::new()
     }
 
-    /// Renders the body's output to model-facing content; `None` (the default) renders the JSON
-    /// value with [`default_render`]. Values that a post-execute hook or an execute wrapper
-    /// substitutes are validated against the output schema and rendered with
-    /// [`default_render`], without `presentation_meta`: the typed output cannot be rebuilt from
-    /// JSON.
-    fn render(_args: &Self::Args, _output: &Self::Output) -> Option<Vec<ContentBlock>> {
-        None
-    }
+    /// Renders the body's output to model-facing content; without one (the default), or when it
+    /// returns `None`, the JSON value is rendered with [`default_render`]. Values that a
+    /// post-execute hook or an execute wrapper substitutes are validated against the output
+    /// schema and rendered with [`default_render`], without `presentation_meta`: the typed output
+    /// cannot be rebuilt from JSON.
+    ///
+    /// [`Tool::RENDER`], [`Tool::PRESENT_RESULT`] and [`Tool::PRESENTATION_META`] need the typed
+    /// arguments after the body consumed them: only a tool that sets one of them pays for a
+    /// second deserialization. Being values, not overridable methods, they cannot be set
+    /// without the pipeline knowing.
+    const RENDER: Option<RenderHook<Self>> = None;
 
     /// The pending-state UI card (`None`: generic card with the tool name and raw arguments).
     /// Called once per call before its pre-execute hooks; a panic shows the generic card.
@@ -73,27 +72,15 @@ pub trait Tool: Send + Sync + 'static {
     /// content). `meta` is [`Tool::presentation_meta`]'s value, `None` for nested calls, so a
     /// presenter must also work without it. A panic shows the generic card. The card is dropped
     /// when a post-execute hook or an execute wrapper replaces the value it was made from.
-    fn present_result(
-        _args: &Self::Args,
-        _output: &Self::Output,
-        _meta: Option<&Value>,
-    ) -> Option<ResultView> {
-        None
-    }
+    const PRESENT_RESULT: Option<PresentResultHook<Self>> = None;
 
     /// Replayable UI metadata carried on the result as `meta`, computed for top-level calls only
     /// (code-mode sub-calls get none). A panic leaves the result without `meta`.
-    fn presentation_meta(_args: &Self::Args, _output: &Self::Output) -> Option<Value> {
-        None
-    }
-
-    /// Whether [`Tool::finalize_content`] is overridden (lets the pipeline skip the call).
-    const HAS_FINALIZE_CONTENT: bool = false;
+    const PRESENTATION_META: Option<PresentationMetaHook<Self>> = None;
 
     /// Replaces the final content of every outcome, called exactly once per call; `None` keeps it.
-    fn finalize_content(_exec: &ToolExec, _result: &ToolResult) -> Option<Vec<ContentBlock>> {
-        None
-    }
+    /// Without one (the default) the pipeline skips the step.
+    const FINALIZE_CONTENT: Option<FinalizeContentHook> = None;
 
     /// The parameters schema (JSON Schema 2020-12, object root).
     fn parameters_schema() -> Value {
@@ -105,6 +92,20 @@ pub trait Tool: Send + Sync + 'static {
         crate::schema::output_schema::<Self::Output>()
     }
 }
+
+/// [`Tool::RENDER`]: the typed arguments and output to content (`None`: [`default_render`]).
+pub type RenderHook<T> = fn(&<T as Tool>::Args, &<T as Tool>::Output) -> Option<Vec<ContentBlock>>;
+
+/// [`Tool::PRESENT_RESULT`]: the completed-state card from the typed arguments, output and
+/// `meta`.
+pub type PresentResultHook<T> =
+    fn(&<T as Tool>::Args, &<T as Tool>::Output, Option<&Value>) -> Option<ResultView>;
+
+/// [`Tool::PRESENTATION_META`]: the replayable UI metadata of a top-level call.
+pub type PresentationMetaHook<T> = fn(&<T as Tool>::Args, &<T as Tool>::Output) -> Option<Value>;
+
+/// [`Tool::FINALIZE_CONTENT`]: the final content of any outcome (`None`: keep it).
+pub type FinalizeContentHook = fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>>;
 
 /// Default rendering: a JSON string becomes one text block with the string itself, anything else
 /// pretty-printed JSON.

@@ -6,14 +6,15 @@
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
-use std::sync::{Arc, Mutex, OnceLock};
+use std::sync::{Arc, OnceLock};
+
+use parking_lot::Mutex;
 
 use jsonschema::error::{TypeKind, ValidationErrorKind};
 use jsonschema::paths::LocationSegment;
 use regex::Regex;
 use serde_json::Value;
 
-use crate::call::lock;
 use crate::error::ErrorCode;
 use crate::result::ToolFailure;
 
@@ -579,7 +580,9 @@ pub fn check_pattern(name: &str, value: &str, pattern: &'static str, out: &mut V
     /// Compiled patterns by source; `None` for a pattern that does not compile.
     type Cache = Mutex<HashMap<&'static str, Option<Arc<Regex>>>>;
     static CACHE: OnceLock<Cache> = OnceLock::new();
-    let regex = lock(CACHE.get_or_init(Default::default))
+    let regex = CACHE
+        .get_or_init(Default::default)
+        .lock()
         .entry(pattern)
         .or_insert_with(|| Regex::new(pattern).ok().map(Arc::new))
         .clone();

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use dsh_tools::code_runtime::{
+use dsh_tools::code::{
     BindingCall, BindingDispatch, BindingError, BindingNamespace, CodeRuntime, CodeRuntimeError,
     FailureKind, RunOutcome, RunRequest, SubprocessConfig, SubprocessRuntime,
 };

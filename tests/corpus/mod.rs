@@ -5,7 +5,7 @@
 
 use std::path::{Path, PathBuf};
 
-use dsh_tools::dialect::bfcl_to_json_schema;
+use dsh_tools::__private::bfcl_to_json_schema;
 use dsh_tools::sdk::ToolSpec;
 use serde_json::Value;
 

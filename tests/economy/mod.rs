@@ -207,7 +207,7 @@ impl Task {
 /// `examples/programs/crate_summary.*`), the native side doing the same calls one by one.
 pub async fn task(
     root: &std::path::Path,
-    runtime: std::sync::Arc<dyn dsh_tools::code_runtime::CodeRuntime>,
+    runtime: std::sync::Arc<dyn dsh_tools::code::CodeRuntime>,
     program: &str,
 ) -> Task {
     use dsh_tools::{Mode, Registry, ToolCall};

@@ -1,7 +1,9 @@
 //! The execution context a tool body receives (SPEC §1 "Execution context", REFERENCE §2.1).
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use tokio_util::sync::CancellationToken;
 
@@ -86,7 +88,7 @@ impl ToolExec {
     /// Attaches a user-role context to this call's own final result (never injected immediately;
     /// kept in call order; discarded if a post-execute hook blocks the result).
     pub fn defer_context(&self, context: AdditionalContext) {
-        lock(&self.inner.deferred).push(context);
+        self.inner.deferred.lock().push(context);
     }
 
     /// Asks the agent loop to end the turn after this batch; honoured only if the call's final
@@ -96,7 +98,7 @@ impl ToolExec {
     }
 
     pub(crate) fn take_deferred(&self) -> Vec<AdditionalContext> {
-        std::mem::take(&mut *lock(&self.inner.deferred))
+        std::mem::take(&mut *self.inner.deferred.lock())
     }
 
     pub(crate) fn concluded(&self) -> bool {
@@ -110,11 +112,4 @@ impl ToolExec {
             signal,
         }
     }
-}
-
-/// Locks a mutex, recovering from poisoning: a panicking tool must not wedge the registry.
-pub(crate) fn lock<T>(mutex: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
-    mutex
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }

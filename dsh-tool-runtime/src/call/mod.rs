@@ -12,8 +12,7 @@ use crate::scope::AgentId;
 
 pub(crate) use contain::{contain, panic_message};
 pub use context::ToolExec;
-pub(crate) use context::lock;
-pub use stages::{DispatchedCall, PreparedCall};
+pub(crate) use stages::DispatchedCall;
 
 /// One tool call as the model made it.
 #[derive(Debug, Clone)]

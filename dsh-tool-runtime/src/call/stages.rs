@@ -4,15 +4,17 @@
 //! [`Registry::prepare`] in model order, overlaps [`Registry::dispatch`], and commits with
 //! [`Registry::commit`] in model order again.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
+use crate::call::ToolExec;
 use crate::call::contain;
-use crate::call::{ToolExec, lock};
 use crate::definition::{ToolDefinition, unknown_tool};
 use crate::error::ErrorCode;
 use crate::events::{ToolEvent, unix_ms};
@@ -91,7 +93,7 @@ impl Hooks {
 }
 
 /// A call between stages.
-pub struct PreparedCall {
+pub(crate) struct PreparedCall {
     view: Arc<ToolCallView>,
     definition: Option<ToolDefinition>,
     /// `finalize_content` is captured when the call starts (REFERENCE §2.2 step 1).
@@ -116,7 +118,7 @@ enum Stage {
 }
 
 /// A call whose body (if any) has settled, waiting to be committed.
-pub struct DispatchedCall {
+pub(crate) struct DispatchedCall {
     prepared: PreparedCall,
     result: ToolResult,
     run_post: bool,
@@ -163,7 +165,7 @@ impl Registry {
 
     /// Stages 1–3 of SPEC §4: resolve, code-mode collapse, pre-cancel check, pre-execute hooks,
     /// approval and guards.
-    pub async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
+    pub(crate) async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
         let started = Instant::now();
         // Arguments too deep to clone or drop recursively are refused before anything sees them;
         // hooks and observers then read `null` (REFERENCE §2.2 step 1: an argument failure is a
@@ -373,7 +375,7 @@ impl Registry {
     /// Stage 4–5 of SPEC §4: execute wrappers around the body, normalization, deferred contexts.
     /// A started body is always awaited, never dropped (only a wrapper such as the timeout
     /// policy's grace may drop it).
-    pub async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
+    pub(crate) async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
         match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
             Stage::PostResult(result) => {
                 return DispatchedCall {
@@ -417,7 +419,7 @@ impl Registry {
         let exec = prepared.exec.clone();
         let body_invoked = prepared.body_invoked.clone();
         let result_view = prepared.result_view.clone();
-        let base_result: Arc<std::sync::Mutex<Option<ToolResult>>> = Arc::default();
+        let base_result: Arc<Mutex<Option<ToolResult>>> = Arc::default();
         let base_slot = base_result.clone();
         let base: BaseDispatch = Arc::new(move |signal: CancellationToken, replaced: bool| {
             let registry = registry.clone();
@@ -439,7 +441,7 @@ impl Registry {
                         &result_view,
                     )
                     .await;
-                *lock(&base_slot) = Some(result.clone());
+                *base_slot.lock() = Some(result.clone());
                 result
             })
         });
@@ -501,7 +503,7 @@ impl Registry {
         &self,
         prepared: &PreparedCall,
         result: ToolResult,
-        base: Arc<std::sync::Mutex<Option<ToolResult>>>,
+        base: Arc<Mutex<Option<ToolResult>>>,
     ) -> ToolResult {
         let ToolResult::Success {
             value,
@@ -514,13 +516,13 @@ impl Registry {
             return result;
         };
         let from_body = matches!(
-            &*lock(&base),
+            &*base.lock(),
             Some(ToolResult::Success { value: body_value, content: body_content, .. })
                 if *body_value == value && *body_content == content
         );
         if !from_body {
             // The card describes the body's value, not the wrapper's.
-            *lock(&prepared.result_view) = None;
+            *prepared.result_view.lock() = None;
         }
         if from_body {
             return ToolResult::Success {
@@ -573,10 +575,10 @@ impl Registry {
         if let Some(forwarder) = forwarder {
             forwarder.cancel();
         }
-        *lock(result_view) = None;
+        *result_view.lock() = None;
         let result = match outcome {
             Ok(Ok(dispatched)) => {
-                *lock(result_view) = dispatched.view;
+                *result_view.lock() = dispatched.view;
                 ToolResult::Success {
                     value: dispatched.value,
                     content: dispatched.content,
@@ -600,7 +602,7 @@ impl Registry {
 
     /// Stages 6–8 of SPEC §4: post-execute hooks, `finalize_content`, observers and the result
     /// event.
-    pub async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
+    pub(crate) async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
         let DispatchedCall {
             prepared,
             mut result,
@@ -647,7 +649,7 @@ impl Registry {
             }
         }
         // A failure has no result card: the UI shows its message on the pending card.
-        let result_view = lock(&prepared.result_view).take();
+        let result_view = prepared.result_view.lock().take();
         self.publish(|| ToolEvent::Result {
             call_id: view.call_id.clone(),
             root_call_id: view.root_call_id.clone(),
@@ -694,7 +696,7 @@ impl Registry {
                 contexts,
                 ..
             } => {
-                *lock(&prepared.result_view) = None;
+                *prepared.result_view.lock() = None;
                 let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
                     return ToolResult::failure(unknown_tool(&view.name));
                 };

@@ -5,15 +5,17 @@
 //! commits run in submission order. When the run settles, queued calls are abandoned and calls in
 //! flight are drained, so every started sub-call settles exactly once before `run_code` returns.
 
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
-use crate::call::{ToolExec, lock};
+use crate::call::ToolExec;
 use crate::code_runtime::{BindingCall, BindingDispatch, BindingError};
 use crate::events::ToolEvent;
 use crate::registry::Registry;
@@ -102,7 +104,7 @@ impl Bridge {
     /// dropping this future abandons them too, while started calls still run to completion and
     /// commit on the lane's own task (see [`crate::schedule`]).
     pub(crate) async fn drive(&self) {
-        let Some(receiver) = lock(&self.receiver).take() else {
+        let Some(receiver) = self.receiver.lock().take() else {
             return;
         };
         let settle = Settle {

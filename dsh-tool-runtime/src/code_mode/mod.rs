@@ -6,10 +6,10 @@
 //! - Every binding call a program makes is a nested call through the full pipeline, scheduled by
 //!   [`bridge`] in submission order.
 
-pub mod bridge;
-pub mod disclosure;
-pub mod render;
-pub mod run_code;
+mod bridge;
+pub(crate) mod disclosure;
+mod render;
+mod run_code;
 
 use std::sync::Arc;
 

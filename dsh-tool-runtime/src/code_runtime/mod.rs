@@ -15,8 +15,15 @@
 //! contract follows the DSH code-runtime service
 //! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
 
-#[cfg(feature = "embedded-js")]
+// The subprocess runtimes contain children with Linux facilities (rlimits, /proc accounting,
+// Landlock, seccomp); say so instead of failing on a missing type elsewhere.
+#[cfg(not(target_os = "linux"))]
+compile_error!(
+    "the `code-mode` feature of dsh-tools builds on Linux only; elsewhere use `default-features = false, features = [\"mcp\"]`"
+);
+
 mod budget;
+#[cfg(feature = "embedded-js")]
 mod embedded;
 mod ledger;
 mod names;

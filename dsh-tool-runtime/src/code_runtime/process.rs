@@ -9,6 +9,7 @@ use std::process::Stdio;
 
 use std::sync::Arc;
 
+use rustix::process::{Pid, Resource, Rlimit, Signal};
 use tokio::net::unix::pipe;
 
 use super::sandbox::Plan;
@@ -121,16 +122,16 @@ impl Worker {
                 let r = cvt(libc::fcntl(child_read_raw, libc::F_DUPFD_CLOEXEC, 10))?;
                 cvt(libc::dup2(w, CHILD_WRITE_FD))?;
                 cvt(libc::dup2(r, CHILD_READ_FD))?;
-                set_limit(libc::RLIMIT_CORE, 0)?;
-                set_limit(libc::RLIMIT_CPU, cpu_seconds)?;
+                set_limit(Resource::Core, 0)?;
+                set_limit(Resource::Cpu, cpu_seconds)?;
                 let resource = match memory_kind {
-                    MemoryLimit::AddressSpace => libc::RLIMIT_AS,
-                    MemoryLimit::Data => libc::RLIMIT_DATA,
+                    MemoryLimit::AddressSpace => Resource::As,
+                    MemoryLimit::Data => Resource::Data,
                 };
                 set_limit(resource, memory_bytes)?;
                 // Orphaned descendants are re-parented to the interpreter instead of init, so
                 // the tree stays whole for accounting and for the kill at settle.
-                cvt(libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0))?;
+                rustix::process::set_child_subreaper(rustix::process::Pid::from_raw(1))?;
                 Ok(())
             });
         }
@@ -199,22 +200,27 @@ fn cvt(ret: libc::c_int) -> io::Result<libc::c_int> {
     }
 }
 
-fn set_limit(resource: libc::__rlimit_resource_t, value: u64) -> io::Result<()> {
-    let limit = libc::rlimit {
-        rlim_cur: value as libc::rlim_t,
-        rlim_max: value as libc::rlim_t,
+fn set_limit(resource: Resource, value: u64) -> io::Result<()> {
+    let limit = Rlimit {
+        current: Some(value),
+        maximum: Some(value),
     };
-    // SAFETY: `limit` is a valid rlimit for the duration of the call.
-    cvt(unsafe { libc::setrlimit(resource, &limit) }).map(|_| ())
+    Ok(rustix::process::setrlimit(resource, limit)?)
+}
+
+/// Sends `signal` to process `pid`; an already gone process is no error worth reporting.
+fn signal(pid: i32, signal: Signal) {
+    if let Some(pid) = Pid::from_raw(pid) {
+        let _ = rustix::process::kill_process(pid, signal);
+    }
 }
 
 /// Sends `SIGKILL` to every process of group `pgid`. Harmless if the group is already gone.
 pub(crate) fn kill_group(pgid: i32) {
-    if pgid > 1 {
-        // SAFETY: plain syscall; a negative pid addresses the process group.
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+    if pgid > 1
+        && let Some(pgid) = Pid::from_raw(pgid)
+    {
+        let _ = rustix::process::kill_process_group(pgid, Signal::KILL);
     }
 }
 
@@ -346,22 +352,20 @@ pub(crate) fn kill_tree(root: i32) {
             break;
         }
         for &pid in &fresh {
-            // SAFETY: plain syscall.
-            unsafe { libc::kill(pid, libc::SIGSTOP) };
+            signal(pid, Signal::STOP);
         }
         seen.extend(fresh);
     }
     for &pid in seen.iter().rev() {
-        // SAFETY: plain syscall.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        signal(pid, Signal::KILL);
     }
     kill_group(root);
 }
 
 fn clock_ticks_per_second() -> u64 {
-    // SAFETY: plain syscall without pointers.
-    let ticks = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
-    u64::try_from(ticks).ok().filter(|&t| t > 0).unwrap_or(100)
+    Some(rustix::param::clock_ticks_per_second())
+        .filter(|&ticks| ticks > 0)
+        .unwrap_or(100)
 }
 
 /// Describes how a child ended, e.g. `exited with code 1` or `was killed by signal 6 (SIGABRT)`.
@@ -370,15 +374,17 @@ pub(crate) fn describe_exit(status: std::process::ExitStatus) -> String {
     if let Some(code) = status.code() {
         format!("exited with code {code}")
     } else if let Some(signal) = status.signal() {
-        let name = match signal {
-            libc::SIGABRT => " (SIGABRT)",
-            libc::SIGKILL => " (SIGKILL)",
-            libc::SIGSEGV => " (SIGSEGV)",
-            libc::SIGXCPU => " (SIGXCPU)",
-            libc::SIGTRAP => " (SIGTRAP)",
-            libc::SIGBUS => " (SIGBUS)",
-            _ => "",
-        };
+        let name = [
+            (Signal::ABORT, " (SIGABRT)"),
+            (Signal::KILL, " (SIGKILL)"),
+            (Signal::SEGV, " (SIGSEGV)"),
+            (Signal::XCPU, " (SIGXCPU)"),
+            (Signal::TRAP, " (SIGTRAP)"),
+            (Signal::BUS, " (SIGBUS)"),
+        ]
+        .iter()
+        .find(|(known, _)| known.as_raw() == signal)
+        .map_or("", |(_, name)| name);
         format!("was killed by signal {signal}{name}")
     } else {
         "ended".to_owned()

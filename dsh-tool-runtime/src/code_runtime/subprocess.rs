@@ -3,7 +3,9 @@
 use std::collections::{HashMap, HashSet};
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::Arc;
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use futures::FutureExt;
@@ -281,11 +283,7 @@ impl CodeRuntime for SubprocessRuntime {
         async move {
             let inner = &self.inner;
             inner.disposed.cancel();
-            let standby = inner
-                .standby
-                .lock()
-                .unwrap_or_else(PoisonError::into_inner)
-                .take();
+            let standby = inner.standby.lock().take();
             if let Some(mut worker) = standby {
                 worker.kill();
                 let _ = worker.child.wait().await;
@@ -422,7 +420,7 @@ impl Inner {
         if !self.config.standby {
             return;
         }
-        let mut slot = self.standby.lock().unwrap_or_else(PoisonError::into_inner);
+        let mut slot = self.standby.lock();
         // Checked under the lock: `dispose` cancels before it empties the slot.
         if slot.is_none() && !self.disposed.is_cancelled() {
             *slot = Worker::spawn(&self.launch).ok();
@@ -432,11 +430,7 @@ impl Inner {
     /// A child no program has run in, with its pipes: the standby if it is still alive. The
     /// next standby is spawned off the run's path.
     fn take_worker(self: &Arc<Self>) -> std::io::Result<(Worker, WorkerIo)> {
-        let standby = self
-            .standby
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
-            .take();
+        let standby = self.standby.lock().take();
         // A standby that died while waiting is dropped (and its group killed).
         let mut worker = match standby.and_then(|mut w| w.is_alive().then_some(w)) {
             Some(worker) => worker,

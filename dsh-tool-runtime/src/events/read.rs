@@ -47,7 +47,8 @@ pub enum LogError {
     },
 }
 
-/// Reads every event of a log, zstd-decoding it when the path ends in `.zst`.
+/// Reads every event of a log, zstd-decoding it when the path ends in `.zst` (feature
+/// `event-log-zstd`; without it a `.zst` path is an [`io::ErrorKind::Unsupported`] error).
 ///
 /// A log whose writer was killed mid-line ends in a torn line (no final `\n`, not valid JSON):
 /// that line is skipped. For `.zst` logs, a frame cut short the same way yields the lines of its
@@ -65,23 +66,34 @@ pub fn read_log(path: impl AsRef<Path>) -> Result<Vec<LoggedEvent>, LogError> {
     let mut file = File::open(path).map_err(io_error)?;
     let mut text = Vec::new();
     if path.extension().is_some_and(|ext| ext == "zst") {
-        let mut decoder = zstd::Decoder::new(file).map_err(io_error)?;
-        let mut chunk = [0u8; 64 * 1024];
-        loop {
-            match decoder.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => text.extend_from_slice(&chunk[..n]),
-                Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
-                // A frame cut short: what was decoded so far is what the writer flushed; the
-                // line parser below drops a torn tail.
-                Err(_) if !text.is_empty() => break,
-                Err(err) => return Err(io_error(err)),
-            }
-        }
+        read_zstd(file, &mut text).map_err(io_error)?;
     } else {
         file.read_to_end(&mut text).map_err(io_error)?;
     }
     parse_lines(path, &text)
+}
+
+/// Decodes a `.zst` log into `text`.
+#[cfg(feature = "event-log-zstd")]
+fn read_zstd(file: File, text: &mut Vec<u8>) -> io::Result<()> {
+    let mut decoder = zstd::Decoder::new(file)?;
+    let mut chunk = [0u8; 64 * 1024];
+    loop {
+        match decoder.read(&mut chunk) {
+            Ok(0) => return Ok(()),
+            Ok(n) => text.extend_from_slice(&chunk[..n]),
+            Err(err) if err.kind() == io::ErrorKind::Interrupted => {}
+            // A frame cut short: what was decoded so far is what the writer flushed; the line
+            // parser drops a torn tail.
+            Err(_) if !text.is_empty() => return Ok(()),
+            Err(err) => return Err(err),
+        }
+    }
+}
+
+#[cfg(not(feature = "event-log-zstd"))]
+fn read_zstd(_file: File, _text: &mut Vec<u8>) -> io::Result<()> {
+    Err(super::log::zstd_unsupported())
 }
 
 fn parse_lines(path: &Path, text: &[u8]) -> Result<Vec<LoggedEvent>, LogError> {

@@ -1,9 +1,10 @@
 //! The repeat-call reminder (SPEC §6, REFERENCE §3.2).
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 
-use crate::call::lock;
+use parking_lot::Mutex;
+
 use crate::hooks::{PostExecuteHook, PostNext, ToolCallView};
 use crate::registry::{Handle, Registry};
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
@@ -154,7 +155,7 @@ impl RepeatCallReminder {
 
     /// Forgets `agent`'s chain (a new user prompt starts afresh).
     pub fn reset(&self, agent: &AgentId) {
-        lock(&self.inner.chains).remove(agent);
+        self.inner.chains.lock().remove(agent);
     }
 }
 
@@ -172,7 +173,7 @@ impl ReminderInner {
         let canonical = crate::json::compact(&view.arguments, true);
         let key = serde_json::to_string(&(&view.name, &canonical)).unwrap_or_default();
         let count = {
-            let mut chains = lock(&self.chains);
+            let mut chains = self.chains.lock();
             let entry = chains
                 .entry(agent.clone())
                 .or_insert_with(|| (String::new(), 0));

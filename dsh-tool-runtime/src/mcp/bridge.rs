@@ -2,8 +2,10 @@
 //! re-sync on `list_changed`, reconnection after the transport closes, disconnect.
 
 use std::collections::HashSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use serde_json::Value;
@@ -14,7 +16,6 @@ use super::connection::{self, Conn, Link};
 use super::names::mcp_tool_name;
 use super::results;
 use super::schema::{McpToolSpec, canonical_output_schema, parse_tool};
-use crate::call::lock;
 use crate::definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};
 use crate::events::ToolEvent;
 use crate::registry::Handle;
@@ -57,14 +58,15 @@ impl Bridge {
     }
 
     pub(crate) fn current(&self) -> Option<Arc<Conn>> {
-        lock(&self.conn)
+        self.conn
+            .lock()
             .as_ref()
             .filter(|conn| !conn.closed.is_cancelled())
             .cloned()
     }
 
     pub(crate) fn tool_names(&self) -> Vec<String> {
-        lock(&self.names).clone()
+        self.names.lock().clone()
     }
 
     pub(crate) fn generation(&self) -> u64 {
@@ -74,7 +76,7 @@ impl Bridge {
     /// Connects, syncs, and starts watching: the first connection of `add_mcp_server`.
     pub(crate) async fn start(self: &Arc<Self>) -> Result<(), McpError> {
         let conn = connection::open(&self.config, &self.link).await?;
-        *lock(&self.conn) = Some(conn.clone());
+        *self.conn.lock() = Some(conn.clone());
         if let Err(err) = self.sync(&conn).await {
             conn.closed.cancel();
             conn.stopped.cancelled().await;
@@ -128,7 +130,7 @@ impl Bridge {
                 };
                 match opened {
                     Ok(conn) => {
-                        *lock(&bridge.conn) = Some(conn.clone());
+                        *bridge.conn.lock() = Some(conn.clone());
                         if bridge.shutdown.is_cancelled() {
                             conn.closed.cancel();
                             return;
@@ -212,7 +214,7 @@ impl Bridge {
                 }
             }
         }
-        *lock(&self.names) = generation.names.clone();
+        *self.names.lock() = generation.names.clone();
         let tools = generation.names.clone();
         registry.publish(|| ToolEvent::ToolsChanged {
             source: server,
@@ -300,7 +302,7 @@ impl Bridge {
     /// Stops watching, closes the transport and unregisters every tool.
     pub(crate) async fn disconnect(&self) {
         self.shutdown.cancel();
-        let conn = lock(&self.conn).take();
+        let conn = self.conn.lock().take();
         if let Some(conn) = conn {
             conn.closed.cancel();
             conn.stopped.cancelled().await;
@@ -311,7 +313,7 @@ impl Bridge {
             handle.unregister();
         }
         generation.names.clear();
-        lock(&self.names).clear();
+        self.names.lock().clear();
         if had_tools {
             let id = self.generation_id.fetch_add(1, Ordering::SeqCst) + 1;
             self.link.registry.publish(|| ToolEvent::ToolsChanged {

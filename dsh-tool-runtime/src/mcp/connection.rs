@@ -1,7 +1,9 @@
 //! One live MCP server: connecting, calling, watching the transport, reconnecting.
 
 use std::collections::HashMap;
-use std::sync::{Arc, Mutex, Weak};
+use std::sync::{Arc, Weak};
+
+use parking_lot::Mutex;
 use std::time::Duration;
 
 use rmcp::model::{
@@ -379,5 +381,5 @@ pub(crate) async fn call_tool(
 
 /// The pid of the child process, for diagnostics.
 pub(crate) fn pid(conn: &Mutex<Option<Arc<Conn>>>) -> Option<u32> {
-    crate::call::lock(conn).as_ref().and_then(|conn| conn.pid)
+    conn.lock().as_ref().and_then(|conn| conn.pid)
 }

@@ -31,7 +31,6 @@ pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
 pub use schema::MAX_SCHEMA_DEPTH;
 
-use crate::call::lock;
 use crate::registry::Registry;
 use crate::scope::AgentId;
 use crate::scope::AgentScope;
@@ -82,7 +81,11 @@ impl McpHandle {
     pub async fn disconnect(&self) {
         self.bridge.disconnect().await;
         let registry = &self.bridge.link.registry;
-        lock(&registry.inner.mcp_servers).remove(self.bridge.server());
+        registry
+            .inner
+            .mcp_servers
+            .lock()
+            .remove(self.bridge.server());
     }
 }
 
@@ -95,7 +98,7 @@ async fn add(
     if !is_valid_server_name(&name) {
         return Err(McpError::InvalidName(name));
     }
-    if !lock(&registry.inner.mcp_servers).insert(name.clone()) {
+    if !registry.inner.mcp_servers.lock().insert(name.clone()) {
         return Err(McpError::DuplicateServer(name));
     }
     let link = Arc::new(connection::Link {
@@ -108,7 +111,7 @@ async fn add(
         Ok(()) => Ok(McpHandle { bridge }),
         Err(err) => {
             bridge.shutdown.cancel();
-            lock(&registry.inner.mcp_servers).remove(&name);
+            registry.inner.mcp_servers.lock().remove(&name);
             Err(err)
         }
     }

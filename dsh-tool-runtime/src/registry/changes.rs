@@ -1,6 +1,6 @@
 //! The registry's lock, and the generation counter every write through it bumps.
 
-use std::sync::RwLock;
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use crate::scope::State;
 
@@ -21,15 +21,13 @@ impl Changes {
     }
 }
 
-pub(crate) fn read(lock: &RwLock<State>) -> std::sync::RwLockReadGuard<'_, State> {
+pub(crate) fn read(lock: &RwLock<State>) -> RwLockReadGuard<'_, State> {
     lock.read()
-        .unwrap_or_else(std::sync::PoisonError::into_inner)
 }
 
-pub(crate) fn write(lock: &RwLock<State>) -> std::sync::RwLockWriteGuard<'_, State> {
-    let state = lock
-        .write()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
+/// Takes the write lock and bumps the change generation.
+pub(crate) fn write(lock: &RwLock<State>) -> RwLockWriteGuard<'_, State> {
+    let state = lock.write();
     // Receivers read the state through the lock, so they see this write once it is released.
     state
         .changes

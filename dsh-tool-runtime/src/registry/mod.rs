@@ -7,8 +7,10 @@ mod handle;
 mod schemas;
 
 use std::collections::BTreeSet;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, RwLock};
+
+use parking_lot::RwLock;
 
 use tokio::sync::broadcast;
 
@@ -32,7 +34,7 @@ pub(crate) struct Inner {
     pub(crate) events: broadcast::Sender<ToolEvent>,
     /// Names of the live MCP servers bridged into this registry (unique per registry).
     #[cfg(feature = "mcp")]
-    pub(crate) mcp_servers: std::sync::Mutex<std::collections::HashSet<String>>,
+    pub(crate) mcp_servers: parking_lot::Mutex<std::collections::HashSet<String>>,
 }
 
 /// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.

@@ -20,6 +20,10 @@ pub struct ToolSchema {
 }
 
 /// One tool's schema in a [`Dialect`], from [`Registry::schemas_for`].
+///
+/// Serializes as `{name, description, parameters, original}` when the dialect can express the
+/// schema, and as `{name, description, error: {message, path}, original}` (`path` a JSON
+/// Pointer) when it cannot.
 #[derive(Debug, Clone, PartialEq)]
 pub struct DialectSchema {
     /// Tool name.
@@ -30,6 +34,24 @@ pub struct DialectSchema {
     pub parameters: Result<Value, DialectError>,
     /// The parameters as derived or given, for a fallback.
     pub original: Value,
+}
+
+impl Serialize for DialectSchema {
+    fn serialize<S: serde::Serializer>(&self, serializer: S) -> Result<S::Ok, S::Error> {
+        use serde::ser::SerializeStruct;
+        let mut out = serializer.serialize_struct("DialectSchema", 4)?;
+        out.serialize_field("name", &self.name)?;
+        out.serialize_field("description", &self.description)?;
+        match &self.parameters {
+            Ok(parameters) => out.serialize_field("parameters", parameters)?,
+            Err(error) => out.serialize_field(
+                "error",
+                &serde_json::json!({"message": error.to_string(), "path": error.path}),
+            )?,
+        }
+        out.serialize_field("original", &self.original)?;
+        out.end()
+    }
 }
 
 impl Registry {

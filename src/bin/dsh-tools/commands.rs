@@ -6,7 +6,7 @@ use std::path::Path;
 use std::time::Instant;
 
 use dsh_tools::events::{EventLog, ToolEvent};
-use dsh_tools::mcp_server::{McpServeOptions, McpTransport};
+use dsh_tools::mcp::{McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
@@ -219,7 +219,7 @@ pub fn replay(args: &ReplayArgs, json_output: bool) -> Result<String, String> {
         .html
         .clone()
         .unwrap_or_else(|| args.log.with_extension("html"));
-    std::fs::write(&out, dsh_tools::presentation::replay::render_html(&events))
+    std::fs::write(&out, dsh_tools::presentation::render_html(&events))
         .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
     Ok(if json_output {
         pretty(&json!({"events": events.len(), "html": out.display().to_string()}))

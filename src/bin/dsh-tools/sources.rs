@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use dsh_tools::Registry;
-use dsh_tools::code_runtime::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::mcp::McpHandle;
 use dsh_tools::sdk::Language;

@@ -8,10 +8,10 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_tools::presentation::{
-    FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape, ToolCallKind,
+use dsh_tools::presentation::{FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape};
+use dsh_tools::{
+    CallView, ResultView, ToolCallKind, ToolDefinition, ToolError, ToolExec, tool, toolbox,
 };
-use dsh_tools::{CallView, ResultView, ToolDefinition, ToolError, ToolExec, tool, toolbox};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};

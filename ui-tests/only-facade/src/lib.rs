@@ -2,7 +2,41 @@
 
 use std::sync::Arc;
 
-use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool, toolbox};
+use dsh_tools::{
+    Deserialize, JsonSchema, Serialize, ToolDefinition, ToolError, ToolExec, tool, toolbox,
+};
+
+/// A parameter type of the crate's own, derived through `dsh_tools` alone.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(crate = "dsh_tools::serde", rename_all = "snake_case")]
+#[schemars(crate = "dsh_tools::schemars")]
+pub enum Unit {
+    /// Degrees Celsius.
+    Celsius,
+    /// Degrees Fahrenheit.
+    Fahrenheit,
+}
+
+/// An output type of the crate's own.
+#[derive(Serialize, JsonSchema)]
+#[serde(crate = "dsh_tools::serde")]
+#[schemars(crate = "dsh_tools::schemars")]
+pub struct Reading {
+    /// The temperature.
+    pub degrees: f64,
+    /// The unit asked for.
+    pub unit: Unit,
+}
+
+/// Read the thermometer.
+#[tool]
+pub async fn thermometer(unit: Unit) -> Result<Reading, ToolError> {
+    let degrees = match unit {
+        Unit::Celsius => 21.0,
+        Unit::Fahrenheit => 69.8,
+    };
+    Ok(Reading { degrees, unit })
+}
 
 /// Read a UTF-8 text file and return a window of its lines.
 #[tool(concurrency_safe, timeout_ms = 5_000, deny_unknown)]
@@ -37,7 +71,10 @@ impl Notes {
 
 /// All tools of this crate.
 pub fn definitions() -> Vec<ToolDefinition> {
-    let mut definitions = vec![ToolDefinition::from_tool(ReadFileTool)];
+    let mut definitions = vec![
+        ToolDefinition::from_tool(ReadFileTool),
+        ToolDefinition::from_tool(ThermometerTool),
+    ];
     definitions.extend(
         Arc::new(Notes {
             prefix: String::new(),
