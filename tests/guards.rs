@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{call, cancel_after, mirror, sleeper};
+use common::{call, cancel_on, mirror, sleeper};
 use dsh_tools::__private::blocks_text;
 use dsh_tools::PostNext;
 use dsh_tools::guards::{ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy};
@@ -13,6 +13,7 @@ use dsh_tools::{
     AgentId, ErrorCode, PostDecision, Registry, ToolDefinition, ToolError, ToolExec, ToolResult,
 };
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 
 fn timed(name: &str, timeout_ms: u64, cooperative: bool) -> ToolDefinition {
     ToolDefinition::builder(name)
@@ -51,8 +52,22 @@ async fn a_cooperative_tool_times_out_with_tool_timeout() {
 async fn a_caller_cancel_before_the_deadline_is_an_ordinary_cancel() {
     let registry = Registry::new();
     TimeoutPolicy::new().install(&registry);
-    registry.register(timed("slow", 5_000, true)).unwrap();
-    let signal = cancel_after(20);
+    let begun = Arc::new(Notify::new());
+    let notify = begun.clone();
+    let slow = ToolDefinition::builder("slow")
+        .timeout_ms(5_000)
+        .handler(move |_args: Value, exec: ToolExec| {
+            let notify = notify.clone();
+            async move {
+                notify.notify_one();
+                exec.signal().cancelled().await;
+                Ok(json!("stopped but claims success"))
+            }
+        })
+        .build()
+        .unwrap();
+    registry.register(slow).unwrap();
+    let signal = cancel_on(&begun);
     let result = registry
         .execute(call("1", "slow", json!({})).with_signal(signal))
         .await;
@@ -332,17 +347,23 @@ async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubb
     for policy in [TimeoutPolicy::new(), TimeoutPolicy::with_grace(50)] {
         let registry = Registry::new();
         policy.install(&registry);
+        let begun = Arc::new(Notify::new());
+        let notify = begun.clone();
         let def = ToolDefinition::builder("stubborn")
             .timeout_ms(100)
-            .handler(|_args: Value, _exec: ToolExec| async move {
-                // Ignores its signal for 300 ms.
-                tokio::time::sleep(Duration::from_millis(300)).await;
-                Ok(json!("late"))
+            .handler(move |_args: Value, _exec: ToolExec| {
+                let notify = notify.clone();
+                async move {
+                    notify.notify_one();
+                    // Ignores its signal for 300 ms.
+                    tokio::time::sleep(Duration::from_millis(300)).await;
+                    Ok(json!("late"))
+                }
             })
             .build()
             .unwrap();
         registry.register(def).unwrap();
-        let signal = cancel_after(20);
+        let signal = cancel_on(&begun);
         let started = Instant::now();
         let result = registry
             .execute(call("1", "stubborn", json!({})).with_signal(signal))

@@ -7,7 +7,7 @@ use std::sync::Mutex;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
-use common::{call, cancel_after, mirror, sleeper, text};
+use common::{call, cancel_on, mirror, sleeper, text};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::{
     AdditionalContext, AgentId, ApprovalOutcome, ApprovalRequest, Approver, ContentBlock,
@@ -16,6 +16,7 @@ use dsh_tools::{
 };
 use dsh_tools::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// Counts how often each stage ran.
@@ -140,16 +141,22 @@ async fn every_stage_runs_once_for_a_success_and_events_pair_up() {
 #[tokio::test]
 async fn an_uncooperative_body_keeps_the_call_pending_then_reads_aborted() {
     let registry = Registry::new();
+    let begun = Arc::new(Notify::new());
+    let notify = begun.clone();
     let def = ToolDefinition::builder("stubborn")
-        .handler(|_, _| async {
-            tokio::time::sleep(Duration::from_millis(200)).await;
-            Ok(json!("finished anyway"))
+        .handler(move |_, _| {
+            let notify = notify.clone();
+            async move {
+                notify.notify_one();
+                tokio::time::sleep(Duration::from_millis(200)).await;
+                Ok(json!("finished anyway"))
+            }
         })
         .build()
         .unwrap();
     registry.register(def).unwrap();
     let started = std::time::Instant::now();
-    let signal = cancel_after(20);
+    let signal = cancel_on(&begun);
     let result = registry
         .execute(call("1", "stubborn", json!({})).with_signal(signal))
         .await;
@@ -164,15 +171,21 @@ async fn an_uncooperative_body_keeps_the_call_pending_then_reads_aborted() {
 #[tokio::test]
 async fn failures_win_over_cancellation() {
     let registry = Registry::new();
+    let begun = Arc::new(Notify::new());
+    let notify = begun.clone();
     let def = ToolDefinition::builder("fails")
-        .handler(|_, exec: ToolExec| async move {
-            exec.signal().cancelled().await;
-            Err(ToolError::new("cleanup failed"))
+        .handler(move |_, exec: ToolExec| {
+            let notify = notify.clone();
+            async move {
+                notify.notify_one();
+                exec.signal().cancelled().await;
+                Err(ToolError::new("cleanup failed"))
+            }
         })
         .build()
         .unwrap();
     registry.register(def).unwrap();
-    let signal = cancel_after(0);
+    let signal = cancel_on(&begun);
     let result = registry
         .execute(call("1", "fails", json!({})).with_signal(signal))
         .await;
@@ -183,8 +196,12 @@ async fn failures_win_over_cancellation() {
 async fn a_denial_that_settles_after_cancellation_stays_a_denial() {
     let registry = Registry::new();
     registry.register(mirror("m")).unwrap();
-    registry.on_pre_execute(Arc::new(|view: Arc<ToolCallView>, _next| {
+    let begun = Arc::new(Notify::new());
+    let notify = begun.clone();
+    registry.on_pre_execute(Arc::new(move |view: Arc<ToolCallView>, _next| {
+        let notify = notify.clone();
         Box::pin(async move {
+            notify.notify_one();
             view.signal.cancelled().await;
             PreDecision::Deny {
                 reason: "not allowed".into(),
@@ -197,7 +214,7 @@ async fn a_denial_that_settles_after_cancellation_stays_a_denial() {
         counter.fetch_add(1, Ordering::SeqCst);
         next.run()
     }));
-    let signal = cancel_after(0);
+    let signal = cancel_on(&begun);
     let result = registry
         .execute(call("1", "m", json!({})).with_signal(signal))
         .await;
@@ -377,12 +394,27 @@ async fn approval_cancelled_together_with_the_caller_is_aborted_before_dispatch(
 #[tokio::test]
 async fn a_wrapper_token_is_fused_with_the_caller_signal() {
     let registry = Registry::new();
-    registry.register(sleeper("sleep", false)).unwrap();
+    let begun = Arc::new(Notify::new());
+    let notify = begun.clone();
+    let sleep = ToolDefinition::builder("sleep")
+        .handler(move |_, exec: ToolExec| {
+            let notify = notify.clone();
+            async move {
+                notify.notify_one();
+                tokio::select! {
+                    _ = tokio::time::sleep(Duration::from_secs(10)) => Ok(json!("slept")),
+                    _ = exec.signal().cancelled() => Err(ToolError::new("sleep cancelled")),
+                }
+            }
+        })
+        .build()
+        .unwrap();
+    registry.register(sleep).unwrap();
     // The wrapper installs an unrelated token; the caller's cancel must still reach the body.
     registry.on_execute(Arc::new(|_ctx, next: ExecNext| {
         next.run_with_signal(CancellationToken::new())
     }));
-    let signal = cancel_after(20);
+    let signal = cancel_on(&begun);
     let started = std::time::Instant::now();
     let result = registry
         .execute(call("1", "sleep", json!({"ms": 10_000})).with_signal(signal))

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::{call, cancel_after};
+use common::call;
 use dsh_tools::{
     BatchOptions, ErrorCode, ExecutionMode, Registry, ToolCall, ToolDefinition, ToolExec,
 };
@@ -23,6 +23,21 @@ struct Tracker {
     starts: Mutex<Vec<(String, usize)>>,
     exclusive_overlap: AtomicBool,
     bodies: AtomicUsize,
+    /// Labels of the bodies that have returned, in order.
+    ended: Mutex<Vec<String>>,
+    /// Notified after every body start and end.
+    changed: tokio::sync::Notify,
+    /// Releases the bodies of `gate: true` calls, one per permit.
+    release: Gate,
+}
+
+/// Permits for gated bodies; none at first.
+struct Gate(tokio::sync::Semaphore);
+
+impl Default for Gate {
+    fn default() -> Self {
+        Gate(tokio::sync::Semaphore::new(0))
+    }
 }
 
 /// A tool whose arguments say how long to sleep, whether it is parallel-safe, and a label.
@@ -47,11 +62,23 @@ fn job(tracker: &Arc<Tracker>) -> ToolDefinition {
                     .lock()
                     .unwrap()
                     .push((args["label"].as_str().unwrap_or("").to_owned(), now));
-                tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0))).await;
+                t.changed.notify_one();
+                if args["gate"] == json!(true) {
+                    // Waits for the test, ignoring its signal like the sleeping calls.
+                    t.release.0.acquire().await.expect("never closed").forget();
+                } else {
+                    tokio::time::sleep(Duration::from_millis(args["ms"].as_u64().unwrap_or(0)))
+                        .await;
+                }
                 if exclusive && t.active.load(Ordering::SeqCst) != 1 {
                     t.exclusive_overlap.store(true, Ordering::SeqCst);
                 }
                 t.active.fetch_sub(1, Ordering::SeqCst);
+                t.ended
+                    .lock()
+                    .unwrap()
+                    .push(args["label"].as_str().unwrap_or("").to_owned());
+                t.changed.notify_one();
                 Ok(args["label"].clone())
             }
         })
@@ -73,6 +100,33 @@ fn job_call(label: &str, ms: u64, parallel: bool) -> ToolCall {
         "job",
         json!({"label": label, "ms": ms, "parallel": parallel}),
     )
+}
+
+/// A parallel-safe call whose body waits for one `tracker.release` permit.
+fn gated_call(label: &str) -> ToolCall {
+    call(
+        label,
+        "job",
+        json!({"label": label, "parallel": true, "gate": true}),
+    )
+}
+
+/// A batch signal cancelled as soon as `ready` holds for the tracker, checked after every body
+/// start and end: the batch is cancelled at a known point, not after a guessed delay.
+fn cancel_when(
+    tracker: &Arc<Tracker>,
+    ready: impl Fn(&Tracker) -> bool + Send + 'static,
+) -> CancellationToken {
+    let signal = CancellationToken::new();
+    let trigger = signal.clone();
+    let tracker = tracker.clone();
+    tokio::spawn(async move {
+        while !ready(&tracker) {
+            tracker.changed.notified().await;
+        }
+        trigger.cancel();
+    });
+    signal
 }
 
 fn commit_order(registry: &Registry) -> Arc<Mutex<Vec<String>>> {
@@ -273,10 +327,18 @@ async fn calls_are_reclassified_before_they_start() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn abort_drains_started_calls_and_skips_the_rest() {
     let (registry, tracker) = job_registry();
-    let signal = cancel_after(30);
+    // Cancel once both gated bodies run, then let them finish.
+    let signal = cancel_when(&tracker, |t| t.bodies.load(Ordering::SeqCst) == 2);
+    let release = {
+        let (tracker, signal) = (tracker.clone(), signal.clone());
+        tokio::spawn(async move {
+            signal.cancelled().await;
+            tracker.release.0.add_permits(2);
+        })
+    };
     let calls = vec![
-        job_call("p1", 100, true),
-        job_call("p2", 100, true),
+        gated_call("p1"),
+        gated_call("p2"),
         job_call("x", 10, false),
         job_call("q1", 10, true),
     ];
@@ -290,6 +352,7 @@ async fn abort_drains_started_calls_and_skips_the_rest() {
             },
         )
         .await;
+    release.await.unwrap();
     assert_eq!(results.len(), 4);
     // The started bodies ignore the signal and finish, but a cancelled success reads ABORTED.
     assert_eq!(results[0].error_code(), Some(ErrorCode::Aborted));
@@ -354,10 +417,20 @@ async fn a_body_cannot_cancel_its_caller_or_siblings() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_success_committing_after_an_abort_reads_aborted_without_any_post_hook() {
-    let (registry, _) = job_registry();
-    let signal = cancel_after(80);
-    // `fast` finishes before the abort but commits after `slow`, which ends after it.
-    let calls = vec![job_call("slow", 200, true), job_call("fast", 10, true)];
+    let (registry, tracker) = job_registry();
+    // `fast` finishes before the abort but commits after `slow`, which is released only after
+    // the abort.
+    let signal = cancel_when(&tracker, |t| {
+        t.ended.lock().unwrap().contains(&"fast".into())
+    });
+    {
+        let (tracker, signal) = (tracker.clone(), signal.clone());
+        tokio::spawn(async move {
+            signal.cancelled().await;
+            tracker.release.0.add_permits(1);
+        });
+    }
+    let calls = vec![gated_call("slow"), job_call("fast", 10, true)];
     let results = registry
         .execute_batch(
             None,

@@ -86,12 +86,16 @@ pub fn text(result: &dsh_tools::ToolResult) -> String {
     result.text()
 }
 
-/// A signal that cancels itself after `ms` (0: on the next scheduler turn).
-pub fn cancel_after(ms: u64) -> tokio_util::sync::CancellationToken {
+/// A signal cancelled once `started` is notified (by a body or hook that has begun): a call is
+/// cancelled at a known point, never after a guessed delay.
+pub fn cancel_on(
+    started: &std::sync::Arc<tokio::sync::Notify>,
+) -> tokio_util::sync::CancellationToken {
     let signal = tokio_util::sync::CancellationToken::new();
     let canceller = signal.clone();
+    let started = started.clone();
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(ms)).await;
+        started.notified().await;
         canceller.cancel();
     });
     signal
