@@ -1,6 +1,6 @@
 //! The timeout policy and the repeat-call reminder (SPEC §6, REFERENCE §3).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};

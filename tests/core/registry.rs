@@ -1,7 +1,7 @@
 //! Registry core (SPEC §2): registration rules, schemas, argument and output validation, result
 //! shapes and error codes.
 
-mod common;
+use crate::common;
 
 use common::{Echo, call, mirror, text};
 use dsh_tools::{ErrorCode, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};

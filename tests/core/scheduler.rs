@@ -1,6 +1,6 @@
 //! The order-preserving batch scheduler (SPEC §7, REFERENCE §2.5).
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

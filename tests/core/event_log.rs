@@ -1,6 +1,6 @@
 //! The JSON-lines event log (SPEC §10): every call's events land in the file, plain or zstd.
 
-mod common;
+use crate::common;
 
 use common::{call, mirror};
 use dsh_tools::Registry;

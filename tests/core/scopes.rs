@@ -1,6 +1,6 @@
 //! Agent scopes (SPEC §5, REFERENCE §2.4).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 

@@ -1,6 +1,6 @@
 //! The execution pipeline (SPEC §4, REFERENCE §2.2–§2.3).
 
-mod common;
+use crate::common;
 
 use std::sync::Arc;
 use std::sync::Mutex;

@@ -1,0 +1,14 @@
+//! The core of the runtime in one test binary: registry, pipeline, scopes, guards, scheduler,
+//! the dispatch of `#[tool]` tools, output validation and the event log.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod correctness_validation;
+mod event_log;
+mod guards;
+mod macro_dispatch;
+mod pipeline;
+mod registry;
+mod scheduler;
+mod scopes;
