@@ -3,8 +3,7 @@
 //! is type-checked by `.ci/typecheck-sdk.sh`; here: every tool is present, nothing degrades
 //! wholesale, and the output is stable.
 
-#[path = "corpus/mod.rs"]
-mod corpus;
+use crate::corpus;
 
 use std::collections::BTreeMap;
 use std::process::Command;

@@ -3,8 +3,7 @@
 //! validator written independently of the transforms — or be a per-tool `DialectError` with a
 //! path. Without the corpus the test prints that it skipped.
 
-#[path = "corpus/mod.rs"]
-mod corpus;
+use crate::corpus;
 
 use std::collections::BTreeMap;
 

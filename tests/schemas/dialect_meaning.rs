@@ -4,8 +4,7 @@
 //! original, or the transform refuses that schema with a JSON Pointer. Without the corpus the
 //! test prints that it skipped.
 
-#[path = "corpus/mod.rs"]
-mod corpus;
+use crate::corpus;
 
 use dsh_tools::dialect::Dialect;
 use serde_json::{Map, Value, json};
