@@ -81,6 +81,7 @@ impl fmt::Debug for ToolDefinition {
 
 /// Why a dynamic definition could not be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum DefinitionError {
     /// The builder has no handler.
     #[error("tool \"{0}\" has no handler: call .handler(...) before .build()")]

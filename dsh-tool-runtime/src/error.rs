@@ -7,6 +7,7 @@ use std::fmt;
 /// `Display` prints the wire string (`INVALID_ARGS`, …), which is what lands in
 /// [`ErrorInfo::code`](crate::ErrorInfo).
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum ErrorCode {
     /// Arguments did not match the parameters schema (`ToolArgsError`).
     InvalidArgs,

@@ -26,6 +26,7 @@ pub use read::{LogError, LoggedEvent, read_log};
 /// `code_dispatch_start`, `code_dispatch`, `progress`, `tools_changed`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolEvent {
     /// A call passed entry checks and is about to run its pre-execute hooks.
     Call {

@@ -35,6 +35,7 @@ pub struct ToolCallView {
 
 /// A pre-execute decision (REFERENCE §2.2 step 4).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum PreDecision {
     /// Go on to the guards and the body.
     Allow,
@@ -152,6 +153,7 @@ impl ExecNext {
 
 /// A post-execute decision (REFERENCE §2.2 step 11).
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum PostDecision {
     /// Keep the result, optionally replacing its content or (successes only) its value, and add
     /// contexts after the existing ones. Replacing both content and value is an error.
@@ -249,6 +251,7 @@ pub struct ApprovalRequest {
 
 /// What an approver answered.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum ApprovalOutcome {
     /// Run this call.
     AllowedOnce,

@@ -10,6 +10,7 @@ use crate::error::{ErrorCode, ToolError};
 /// JSON is not a block: structured values are rendered to text (pretty JSON by default).
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ContentBlock {
     /// Plain text.
     Text {
@@ -135,6 +136,7 @@ impl From<ToolError> for ToolFailure {
 /// The outcome of one tool call. Every call ends in exactly one.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "status", rename_all = "snake_case")]
+// Closed on purpose: every call ends in exactly one of the two.
 pub enum ToolResult {
     /// The body returned a value that passed the output schema.
     Success {

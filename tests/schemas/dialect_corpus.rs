@@ -315,6 +315,7 @@ fn check(dialect: Dialect, out: &Value) -> Vec<String> {
         Dialect::OpenAiStrict => check_openai(out),
         Dialect::Gemini => check_gemini(out),
         Dialect::Anthropic | Dialect::Mcp => check_standard(out),
+        other => vec![format!("no rules checked for {other:?}")],
     });
     problems
 }

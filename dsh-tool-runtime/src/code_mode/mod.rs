@@ -45,6 +45,7 @@ pub struct ModelView {
 
 /// Why a model view cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodeModeError {
     /// A non-native mode without a mounted runtime.
     #[error(

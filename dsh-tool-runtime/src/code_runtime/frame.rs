@@ -34,6 +34,7 @@ const CALL_PREFIX: &[u8] = br#"{"type":"call","id":"#;
 
 /// A frame from the child, rebuilt from a validated wire frame.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum ChildFrame {
     /// The program called a binding. `args` is `None` when the arguments were not lossless
     /// JSON (`-0`), which the host answers with a failure reply.
@@ -64,6 +65,7 @@ pub enum ChildFrame {
 
 /// How the program finished, as the child reported it.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Completion {
     /// It returned this value (`None`: nothing / `undefined`).
     Value(Option<Value>),
@@ -79,6 +81,7 @@ pub enum Completion {
 
 /// One unit the [`FrameDecoder`] yields.
 #[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
 pub enum Inbound {
     /// A valid frame.
     Frame(ChildFrame),

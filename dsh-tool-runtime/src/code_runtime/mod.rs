@@ -87,6 +87,7 @@ pub trait CodeRuntime: Send + Sync {
 /// The isolation label of a runtime (REFERENCE §4.6).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Isolation {
     /// A thread inside the host process.
     WorkerThread,
@@ -319,6 +320,7 @@ pub struct CodeRunFailure {
 /// prints or raises a limit message gets [`FailureKind::Exception`] (or nothing), never a limit.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum FailureKind {
     /// The program raised, or failed to parse or type-strip.
     Exception,
@@ -365,6 +367,7 @@ impl fmt::Display for FailureKind {
 
 /// Misuse of a runtime, or a runtime that cannot be built. Program outcomes are never errors.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum CodeRuntimeError {
     /// [`CodeRuntime::run`] after [`CodeRuntime::dispose`].
     #[error("dsh-code-runtime: run() after disposal")]

@@ -46,6 +46,7 @@ use refs::Recursion;
 /// A provider's wire form of a parameters schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
+#[non_exhaustive]
 pub enum Dialect {
     /// JSON Schema 2020-12 that the widest set of clients accepts: no `$schema`, non-recursive
     /// `$ref`s inlined, recursive ones under `#/$defs`, every object node with `properties`,

@@ -37,6 +37,7 @@ impl Default for ReminderConfig {
 
 /// A rejected [`ReminderConfig`].
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum ReminderConfigError {
     /// `thresholds` is empty.
     #[error("repeat-call reminder: `thresholds` must not be empty")]

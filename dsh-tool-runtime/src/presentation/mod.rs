@@ -13,6 +13,7 @@ pub mod replay;
 /// What kind of work a call does; UIs pick an icon from it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ToolCallKind {
     /// Reads data.
     Read,
@@ -57,6 +58,7 @@ pub struct FileDiff {
 /// The pending-state card of a call (`present_call`); `None` means the generic card.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "card", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum CallView {
     /// Title, kind, raw input and optional content.
     Generic {
@@ -128,6 +130,7 @@ pub struct ReadLine {
 /// The shape of a search result card.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "shape", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum SearchShape {
     /// Matching lines grouped by file.
     Matches {
@@ -145,6 +148,7 @@ pub enum SearchShape {
 /// raw content.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "card", rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum ResultView {
     /// Title and content.
     Generic {

@@ -5,6 +5,7 @@ use crate::scope::Mode;
 /// Why a registration, restriction or presentation change was refused. Messages follow
 /// REFERENCE §1.3 and §2.4.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
 pub enum RegisterError {
     /// `run_code` is reserved for the code-mode transport.
     #[error(

@@ -4,6 +4,7 @@ use std::collections::BTreeSet;
 
 /// A visibility mask for an agent scope (`restrict`).
 #[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
 pub enum Filter {
     /// Only these inherited tools stay visible; tools registered later are excluded.
     Allow(BTreeSet<String>),

@@ -5,6 +5,7 @@ use serde::Serialize;
 /// How a scope presents tools to the model (SPEC §8).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
+#[non_exhaustive]
 pub enum Mode {
     /// Every visible tool as a native tool schema.
     #[default]

@@ -98,6 +98,7 @@ impl ToolSpec {
 
 /// Target language of a generated SDK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
 pub enum Language {
     /// TypeScript, checked with `tsc --strict` (TypeScript 5).
     TypeScript,
