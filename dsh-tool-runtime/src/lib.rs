@@ -1,11 +1,12 @@
 //! The runtime of dsh-tools: everything between a model's tool call and the result it reads.
+//! Depend on the `dsh-tools` facade instead: it re-exports the curated API of this crate.
 //!
-//! Modules follow the sections of the design spec (see `ARCHITECTURE.md` for the whole tree):
-//! - §1–§2 [`tool`], [`definition`], [`registry`], [`call`] (the call, its context and its
-//!   stages), [`result`], [`error`], [`schema`], [`validate`];
-//! - §3 [`dialect`]; §4 [`hooks`] and [`call`]; §5 [`scope`]; §6 [`guards`]; §7 [`schedule`];
-//! - §8 [`sdk`], `code_mode` and `code_runtime` (feature `code-mode`); §9 `mcp` (feature `mcp`);
-//!   §10 [`presentation`], [`events`]; §12 `mcp_server` (feature `mcp-server`).
+//! Modules follow the sections of the design spec (`ARCHITECTURE.md` maps the whole tree):
+//! §1–§2 `tool`, `definition`, `registry`, `call` (the call, its context and its stages),
+//! `result`, `error`, `schema`, `validate`; §3 [`dialect`]; §4 `hooks` and `call`; §5 `scope`;
+//! §6 [`guards`]; §7 `schedule`; §8 [`sdk`], `code_mode` and `code_runtime` (feature
+//! `code-mode`); §9 `mcp` (feature `mcp`); §10 [`presentation`], [`events`]; §12 `mcp_server`
+//! (feature `mcp-server`).
 #![warn(missing_docs)]
 
 mod annotations;

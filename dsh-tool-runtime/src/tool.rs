@@ -69,7 +69,7 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// The completed-state UI card of a success (`None`: keep the pending title and show the raw
-    /// content). `meta` is [`Tool::presentation_meta`]'s value, `None` for nested calls, so a
+    /// content). `meta` is [`Tool::PRESENTATION_META`]'s value, `None` for nested calls, so a
     /// presenter must also work without it. A panic shows the generic card. The card is dropped
     /// when a post-execute hook or an execute wrapper replaces the value it was made from.
     const PRESENT_RESULT: Option<PresentResultHook<Self>> = None;

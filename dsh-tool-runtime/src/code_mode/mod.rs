@@ -1,10 +1,10 @@
 //! Code mode (SPEC §8, REFERENCE §4.1–§4.3): the model writes a program instead of single calls.
 //!
 //! - [`Registry::set_code_runtime`] mounts a [`CodeRuntime`]; with a non-native [`Mode`] the
-//!   registry then serves the reserved `run_code` tool ([`run_code`]).
+//!   registry then serves the reserved `run_code` tool (`run_code.rs`).
 //! - [`Registry::model_view`] is what the model is shown: tool schemas and prompt sections.
 //! - Every binding call a program makes is a nested call through the full pipeline, scheduled by
-//!   [`bridge`] in submission order.
+//!   `bridge.rs` on the shared scheduler in submission order.
 
 mod bridge;
 pub(crate) mod disclosure;
