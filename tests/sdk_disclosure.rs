@@ -170,8 +170,13 @@ try:
     await sdk.describe(["nope"])
 except Exception as e:
     missing = str(e)
-total = await tools.add({"a": 2, "b": 3})
-return {"declares": "class AddArgs(TypedDict):\n    a: float\n    b: float" in text, "same": one == text, "first": hits[0]["name"], "count": len(hits), "missing": missing, "sum": total}
+total = await tools.add(a=2, b=3)
+both = ""
+try:
+    await tools.add({"a": 2}, b=3)
+except ToolCallError as e:
+    both = str(e)
+return {"declares": "async def add(self, *, a: float, b: float) -> " in text, "same": one == text, "first": hits[0]["name"], "count": len(hits), "missing": missing, "sum": total, "both": both}
 "#;
 
 async fn describe_and_search_from_a_program(lang: Lang, program: &str) {
@@ -197,6 +202,14 @@ async fn describe_and_search_from_a_program(lang: Lang, program: &str) {
         "{value}"
     );
     assert_eq!(value["sum"].as_f64(), Some(5.0), "{value}");
+    if lang == Lang::Python {
+        // Keyword arguments are the arguments object; mixing them with a dict is refused.
+        assert_eq!(
+            value["both"],
+            json!("pass the arguments as keywords or as one dict, not both"),
+            "{value}"
+        );
+    }
     registry.code_runtime().expect("runtime").dispose().await;
 }
 
