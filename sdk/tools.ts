@@ -15,59 +15,59 @@ type JsonObject = { [key: string]: JsonValue };
 interface ToolArgsMap {
 // Size, line count and kind of a file or directory of the repository.
 file_stats: {
- path: string; // Path relative to the repository root.
+ path: string // Path relative to the repository root.
 };
 // Search the repository's text files for a regular expression, line by line.
 grep: {
- pattern: string; // A regular expression (Rust `regex` syntax). (minLength: 1)
- dir?: string; // Directory to search, relative to the repository root. (default: .)
- max_matches?: number; // Most matches to return. (minimum: 1; maximum: 10000; default: 200)
+ pattern: string // A regular expression (Rust `regex` syntax). (minLength 1)
+ dir?: string // Directory to search, relative to the repository root. (default .)
+ max_matches?: number // Most matches to return. (minimum 1; maximum 10000; default 200)
 };
 // List the files below a directory of the repository, sorted by path.
 list_files: {
- dir?: string; // Directory relative to the repository root; `.` for the root itself. (default: .)
- suffix?: string; // Keep only paths ending with this suffix, e.g. `.rs`.
- limit?: number; // Most entries to return. (minimum: 1; maximum: 100000; default: 1000)
+ dir?: string // Directory relative to the repository root; `.` for the root itself. (default .)
+ suffix?: string // Keep only paths ending with this suffix, e.g. `.rs`.
+ limit?: number // Most entries to return. (minimum 1; maximum 100000; default 1000)
 };
 // Read a window of lines from a UTF-8 text file of the repository.
 read_file: {
- path: string; // File path relative to the repository root. (minLength: 1)
- offset?: number; // First line to return, 1-based. (minimum: 1; default: 1)
- limit?: number; // Most lines to return; all remaining lines when absent.
+ path: string // File path relative to the repository root. (minLength 1)
+ offset?: number // First line to return, 1-based. (minimum 1; default 1)
+ limit?: number // Most lines to return; all remaining lines when absent.
 };
 }
 
 interface ToolOutputMap {
 file_stats: {
  path: string;
- bytes: number; // Size in bytes.
- lines: number; // Number of lines (0 for directories).
- is_dir: boolean; // `true` for a directory.
+ bytes: number // Size in bytes.
+ lines: number // Number of lines (0 for directories).
+ is_dir: boolean // `true` for a directory.
 };
 grep: {
- matches: GrepMatch[]; // The hits, in path then line order.
- truncated: boolean; // `true` when `max_matches` cut the list.
+ matches: GrepMatch[] // The hits, in path then line order.
+ truncated: boolean // `true` when `max_matches` cut the list.
 };
 list_files: FileEntry[];
 read_file: {
  path: string;
  offset: number;
- lines: string[]; // The lines, without their line endings.
- total_lines: number; // Number of lines in the whole file.
+ lines: string[] // The lines, without their line endings.
+ total_lines: number // Number of lines in the whole file.
 };
 }
 
 // One `grep` hit.
 type GrepMatch = {
- path: string; // Path relative to the root.
- line_number: number; // 1-based line number.
- line: string; // The matching line.
+ path: string // Path relative to the root.
+ line_number: number // 1-based line number.
+ line: string // The matching line.
 };
 
 // One entry of `list_files`.
 type FileEntry = {
- path: string; // Path relative to the root, `/`-separated.
- bytes: number; // Size in bytes.
+ path: string // Path relative to the root, `/`-separated.
+ bytes: number // Size in bytes.
 };
 
 declare class ToolCallError extends Error {

@@ -578,25 +578,30 @@ fn constraints_become_doc_comments() {
     }});
     let ts = ts(schema.clone());
     assert!(
-        ts.contains(" url?: string; // Where. (format: uri; minLength: 1; maxLength: 2048)\n"),
+        ts.contains(" url?: string // Where. (format uri; minLength 1; maxLength 2048)\n"),
         "{ts}"
     );
     assert!(
-        ts.contains(" n?: number; // (minimum: 0; exclusiveMaximum: 10; default: 3)\n"),
+        ts.contains(" n?: number // (minimum 0; exclusiveMaximum 10; default 3)\n"),
         "{ts}"
     );
     // What the type already says is not repeated: numeric formats, an unsigned type's zero floor.
-    assert!(ts.contains(" count?: number; // How many.\n"), "{ts}");
+    assert!(ts.contains(" count?: number // How many.\n"), "{ts}");
     assert!(
-        ts.contains(" small?: number; // (minimum: 1; maximum: 255)\n"),
+        ts.contains(" small?: number // (minimum 1; maximum 255)\n"),
         "{ts}"
     );
     let py = py(schema);
     assert!(
-        py.contains("\nurl: str = ...,  # Where. (format: uri; minLength: 1; maxLength: 2048)\n"),
+        py.contains("\nurl: str = ..., # Where. (format uri; minLength 1; maxLength 2048)\n"),
         "{py}"
     );
-    assert!(py.contains("\ncount: int = ...,  # How many.\n"), "{py}");
+    assert!(py.contains("\ncount: int = ..., # How many.\n"), "{py}");
+    // A default the type admits is the parameter's default; the note goes.
+    assert!(
+        py.contains("\nn: int = 3, # (minimum 0; exclusiveMaximum 10)\n"),
+        "{py}"
+    );
 }
 
 #[test]
@@ -678,4 +683,33 @@ fn a_union_of_consts_renders_as_an_enum() {
     );
     let ts = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
     assert!(ts.contains("k: \"glob\" | \"regex\""), "{ts}");
+}
+
+/// Python parameters take a schema's default as their own only when mypy accepts the literal for
+/// the rendered type; any other default stays a note and the parameter `= ...`.
+#[test]
+fn python_defaults_only_where_the_type_admits_them() {
+    let schema = json!({"type": "object", "properties": {
+        "s": {"type": "string", "default": "a \"b\""},
+        "i": {"type": "integer", "default": 2.5},
+        "o": {"type": ["string", "null"], "default": null},
+        "n": {"type": "string", "default": null},
+        "e": {"enum": ["x", "y"], "default": "y"},
+        "f": {"enum": ["x", "y"], "default": "z"},
+        "b": {"type": "boolean", "description": "Flag.", "default": true},
+        "l": {"type": "array", "items": {"type": "string"}, "default": []}
+    }, "additionalProperties": false});
+    let py = py(schema);
+    for line in [
+        "\ns: str = \"a \\\"b\\\"\",\n",
+        "\ni: int = ..., # (default 2.5)\n",
+        "\no: str | None = None,\n",
+        "\nn: str = ..., # (default null)\n",
+        "\ne: Literal[\"x\", \"y\"] = \"y\",\n",
+        "\nf: Literal[\"x\", \"y\"] = ..., # (default z)\n",
+        "\nb: bool = True, # Flag.\n",
+        "\nl: list[str] = ..., # (default [])\n",
+    ] {
+        assert!(py.contains(line), "{line:?} in {py}");
+    }
 }

@@ -231,7 +231,7 @@ const MAX_INLINE_SIGNATURE: usize = 120;
 
 /// The lines of one `Tools` member. A bare tool is an `async def` with its description as the
 /// docstring; a tool reached by subscript is the same shape in comments, called as
-/// `tools["name"](...)`.
+/// `tools["name"](...)`, its description after the return type.
 fn member_lines(
     name: &str,
     bare: bool,
@@ -274,7 +274,7 @@ fn member_lines(
                     let doc = param
                         .doc
                         .as_ref()
-                        .map_or_else(String::new, |doc| format!("  {}", comment(doc)));
+                        .map_or_else(String::new, |doc| format!(" {}", comment(doc)));
                     let text = format!("{},{doc}", param.text);
                     lines.push(if bare { text } else { comment(&text) });
                 }
@@ -282,15 +282,15 @@ fn member_lines(
             }
         }
     }
-    match doc {
-        Some(doc) if bare => lines.push(format!(" \"\"\"{}\"\"\"", docstring_text(doc))),
-        Some(doc) => lines.push(comment(doc)),
-        None if bare => {
-            if let Some(last) = lines.last_mut() {
-                last.push_str(" ...");
-            }
+    // The description ends the signature's last line (as the docstring of a method): a line
+    // break and an indent cheaper than a line of its own.
+    if let Some(last) = lines.last_mut() {
+        match doc {
+            Some(doc) if bare => last.push_str(&format!(" \"\"\"{}\"\"\"", docstring_text(doc))),
+            Some(doc) => last.push_str(&format!(": {doc}")),
+            None if bare => last.push_str(" ..."),
+            None => {}
         }
-        None => {}
     }
     lines
 }
@@ -441,16 +441,91 @@ impl Renderer<'_> {
                     .into_iter()
                     .map(|(key, node, required)| {
                         let ty = self.ty(node, &pascal_case(&key));
-                        let default = if required { "" } else { " = ..." };
+                        let mut doc = self.model.node(node).doc.clone();
+                        let default = if required {
+                            String::new()
+                        } else {
+                            match self.default_literal(node, &mut doc) {
+                                Some(literal) => format!(" = {literal}"),
+                                None => " = ...".to_owned(),
+                            }
+                        };
                         Param {
                             text: format!("{key}: {ty}{default}"),
-                            doc: self.model.node(node).doc.clone(),
+                            doc,
                         }
                     })
                     .collect();
                 Params::Keywords(params)
             }
             _ => Params::Dict(self.ty(args, &format!("{base}Args"))),
+        }
+    }
+
+    /// The Python literal of the default of parameter `node` when the type checker accepts it
+    /// for the parameter's type (`= 100`, `= "."`, `= None`); the doc's `default` note then goes,
+    /// the signature says it. `None` (and the doc untouched) otherwise.
+    fn default_literal(&self, node: NodeId, doc: &mut Option<String>) -> Option<String> {
+        let value = self.model.node(node).default.as_ref()?;
+        if !self.admits(node, value, 0) {
+            return None;
+        }
+        let literal = match value {
+            Value::Null => "None".to_owned(),
+            Value::Bool(true) => "True".to_owned(),
+            Value::Bool(false) => "False".to_owned(),
+            Value::Number(n) => n.to_string(),
+            Value::String(s) => quoted(s),
+            Value::Array(_) | Value::Object(_) => return None,
+        };
+        // The note as the model wrote it: last among the notes, `default <value>`.
+        let note = match value {
+            Value::String(s) => format!("default {s}"),
+            other => format!("default {other}"),
+        };
+        let text = doc.as_deref().unwrap_or_default();
+        let stripped = if text == format!("({note})") {
+            None
+        } else if let Some(rest) = text.strip_suffix(&format!(" ({note})")) {
+            Some(rest.to_owned())
+        } else if let Some(rest) = text.strip_suffix(&format!("; {note})")) {
+            Some(format!("{rest})"))
+        } else {
+            // A note cut or respelled in the doc (long, or with control characters): the
+            // literal would say it differently, so the doc keeps it and the default stays `...`.
+            return None;
+        };
+        *doc = stripped;
+        Some(literal)
+    }
+
+    /// True when `value` is a value of the type rendered for `node`, as mypy sees a literal
+    /// default: a string for `str` or a `Literal` listing it, an integer for `int`, any number
+    /// for `float`, a boolean for `bool`, `None` for a union with `None`. References are followed
+    /// a few levels; anything else is refused.
+    fn admits(&self, node: NodeId, value: &Value, depth: usize) -> bool {
+        if depth > 8 {
+            return false;
+        }
+        match (&self.model.node(node).kind, value) {
+            (Kind::String, Value::String(_))
+            | (Kind::Boolean, Value::Bool(_))
+            | (Kind::Null, Value::Null)
+            | (Kind::Number, Value::Number(_))
+            | (Kind::Unknown | Kind::Any, _) => true,
+            (Kind::Integer, Value::Number(n)) => n.is_i64() || n.is_u64(),
+            (Kind::Literals(values), value) => {
+                !matches!(value, Value::Number(n) if !(n.is_i64() || n.is_u64()))
+                    && values.contains(value)
+            }
+            (Kind::Union(members), value) => {
+                members.iter().any(|m| self.admits(*m, value, depth + 1))
+            }
+            (Kind::Ref(def), value) => {
+                !self.model.defs[*def].degenerate
+                    && self.admits(self.model.defs[*def].node, value, depth + 1)
+            }
+            _ => false,
         }
     }
 
@@ -658,12 +733,13 @@ fn extra_comment(note: &ExtraNote, indent: &str) -> String {
     }
 }
 
-/// A field's doc as a trailing comment (`  # …`), or nothing.
+/// A field's doc as a trailing comment (` # …`: one space, as valid as PEP 8's two and a token
+/// cheaper), or nothing.
 fn trailing(field: &Field) -> String {
     field
         .doc
         .as_ref()
-        .map_or_else(String::new, |doc| format!("  {}", comment(doc)))
+        .map_or_else(String::new, |doc| format!(" {}", comment(doc)))
 }
 
 /// One `TypedDict` definition: class syntax when every key is a plain member name, the

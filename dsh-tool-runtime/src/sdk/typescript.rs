@@ -376,7 +376,8 @@ fn object_text(members: &[(Option<&String>, String)], indent: usize) -> String {
             Some(doc) if member.contains('\n') => {
                 text.push_str(&format!("{pad}// {doc}\n{pad}{member};\n"));
             }
-            Some(doc) => text.push_str(&format!("{pad}{member}; // {doc}\n")),
+            // No `;` before the comment: the line break ends the member, a token cheaper.
+            Some(doc) => text.push_str(&format!("{pad}{member} // {doc}\n")),
             None => text.push_str(&format!("{pad}{member};\n")),
         }
     }
