@@ -2,7 +2,7 @@
 #
 # Writing code for run_code
 #
-# `code` is the body of an async Python function (top-level `await` and `return` work); `description` says in one line what it does.
+# `code`: the body of an async Python function (top-level `await` and `return` work). `description`: what it does, in one line.
 # - Globals: `tools`, `ToolCallError`; classes are for reading (pass plain dicts).
 # - `await tools.name(key=value)` (or one dict) takes JSON, resolves to the output; other names: `tools["my-tool"](key=value)`.
 # - Failed calls raise `ToolCallError` (`tool_name`, `str(error)`, `code`).

@@ -2,7 +2,7 @@
 //
 // Writing code for run_code
 //
-// `code` is the body of an async TypeScript function (types are stripped; no `enum`, `namespace`, parameter properties); `description` says in one line what it does.
+// `code`: the body of an async TypeScript function (types stripped; no `enum`, `namespace`, parameter properties). `description`: what it does, in one line.
 // - Globals: `tools`, `ToolCallError`, built-ins (no `require`, `import`, `fetch`, `process`).
 // - `await tools.name(args)` takes JSON, resolves to the output; other names: `tools["my-tool"](args)`.
 // - Failed calls throw `ToolCallError` (`toolName`, `message`, `code`).

@@ -85,6 +85,13 @@ fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
             json!({"type": "object"}),
             json!(true),
         ),
+        ToolSpec::new(
+            "API-get-self",
+            "Notion | Retrieve your token's bot user\nError Responses:\n400: Bad request",
+            json!({"type": "object"}),
+            json!(true),
+        ),
+        ToolSpec::new("zeta", "Other | One tool", json!({"type": "object"}), json!(true)),
         ToolSpec::new("bad\nname */", "", json!({"type": "object"}), json!(true)),
     ];
     for language in [Language::TypeScript, Language::Python] {
@@ -97,9 +104,14 @@ fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
         assert_eq!(
             lines,
             [
-                "API-get-user: Notion | Retrieve a user…",
+                // A run of tools sharing a label is listed under it once; a line break ends
+                // the summary's sentence.
+                "Notion |",
+                " API-get-self: Retrieve your token's…",
+                " API-get-user: Retrieve a user with a…",
                 "\"bad\\nname */\"",
                 "read_file: Read a file",
+                "zeta: Other | One tool",
             ],
             "{index}"
         );
