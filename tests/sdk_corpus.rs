@@ -75,10 +75,7 @@ fn every_corpus_tool_renders_in_both_languages() {
             {
                 format!("\n{}: ", tool.name)
             } else {
-                format!(
-                    "\n{}: ",
-                    serde_json::to_string(&tool.name).expect("quote")
-                )
+                format!("\n{}: ", serde_json::to_string(&tool.name).expect("quote"))
             };
             assert!(
                 typescript.contains(&key),

@@ -91,7 +91,12 @@ fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
             json!({"type": "object"}),
             json!(true),
         ),
-        ToolSpec::new("zeta", "Other | One tool", json!({"type": "object"}), json!(true)),
+        ToolSpec::new(
+            "zeta",
+            "Other | One tool",
+            json!({"type": "object"}),
+            json!(true),
+        ),
         ToolSpec::new("bad\nname */", "", json!({"type": "object"}), json!(true)),
     ];
     for language in [Language::TypeScript, Language::Python] {
@@ -183,6 +188,8 @@ try:
 except Exception as e:
     missing = str(e)
 total = await tools.add(a=2, b=3)
+# No arguments at all send the empty arguments object, which the tool's schema accepts.
+await tools["tool-00"]()
 both = ""
 try:
     await tools.add({"a": 2}, b=3)

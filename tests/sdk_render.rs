@@ -479,7 +479,9 @@ fn objects_open_closed_and_indexed() {
         json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["a"]}),
     );
     assert!(
-        mostly_optional.contains("class TOutput(TypedDict, total=False):\n a: Required[str]\n b: int\n c: int\n"),
+        mostly_optional.contains(
+            "class TOutput(TypedDict, total=False):\n a: Required[str]\n b: int\n c: int\n"
+        ),
         "{mostly_optional}"
     );
     assert!(
@@ -616,7 +618,10 @@ fn hostile_keys_are_quoted_or_moved_to_functional_typed_dicts() {
     // Keys that are no Python parameter names: one dict argument of a functional TypedDict.
     let py = py(schema);
     assert!(py.contains("TArgs = TypedDict(\"TArgs\", {\n \"my-key\": \"str\",\n \"class\": \"str\",\n \"__proto__\": \"str\",\n \"ok\": \"str\",\n})"), "{py}");
-    assert!(py.ends_with("async def t(self, args: TArgs) -> Any: ..."), "{py}");
+    assert!(
+        py.ends_with("async def t(self, args: TArgs) -> Any: ..."),
+        "{py}"
+    );
 }
 
 #[test]

@@ -1,10 +1,15 @@
-//! Python rendering of the model: `TypedDict` classes, type aliases, keywords and literals.
+//! Python rendering of the model: a `Tools` protocol of keyword-only `async def`s, `TypedDict`
+//! classes for nested objects and outputs, type aliases, keywords and literals.
 //!
-//! Target: Python 3.10 and mypy `--strict --python-version 3.10`. `NotRequired` arrived in 3.11
-//! (PEP 655), so an object with both required and optional keys is split into a total base and a
-//! `total=False` subclass (PEP 589). The file starts with `from __future__ import annotations` and
-//! quotes every type expression Python would evaluate (aliases, functional `TypedDict` values), so
-//! it also imports cleanly at run time despite forward and recursive references.
+//! Target: Python 3.10 and mypy `--strict --python-version 3.10`. A tool whose arguments are an
+//! object with plain keys is a method with keyword-only parameters (optional ones default to the
+//! schema's default where mypy accepts it, else `...`); the bridge sends keyword arguments as the
+//! arguments object. Other argument schemas are one dict parameter. `Required` / `NotRequired`
+//! (PEP 655, Python 3.11) come from `typing_extensions` under `TYPE_CHECKING`, so the checker
+//! knows them and nothing is imported at run time. The file starts with
+//! `from __future__ import annotations` and quotes every type expression Python would evaluate
+//! (aliases, functional `TypedDict` values), so it also imports cleanly at run time despite
+//! forward and recursive references.
 
 use std::collections::BTreeSet;
 
