@@ -296,11 +296,15 @@ def _raiser(cls, member):
 
 
 def _binding(loop, global_name, name, make_error):
-    async def call(args=_MISSING):
+    async def call(args=_MISSING, /, **keywords):
         global _next_id
+        # Keyword arguments are the arguments object (`tools.f(path="a")` sends
+        # `{"path": "a"}`, `tools.f()` sends `{}`); a call passes them or one value, not both.
+        if args is _MISSING:
+            args = keywords
+        elif keywords:
+            raise make_error(name, "pass the arguments as keywords or as one dict, not both")
         try:
-            if args is _MISSING:
-                raise _Unfit("lossy")
             text = _encode(args)
         except Exception:
             raise make_error(name, "binding arguments must be lossless JSON") from None

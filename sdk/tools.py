@@ -2,78 +2,66 @@
 #
 # Writing code for run_code
 #
-# `code` is the body of an async Python function (top-level `await` and `return` work); `description` says in one line what it does.
-# - Only `tools` and `ToolCallError` exist at run time; the classes are for reading: pass plain dicts, `await tools.search({"query": "x"})`, never `SearchArgs(query="x")`.
-# - `await tools.name(args)` takes plain JSON and resolves to the tool's output; tools that are not plain methods are reached by subscript: `await tools["my-tool"](args)`.
-# - A failed call raises `ToolCallError` (`tool_name`, `str(error)`, `code`); `try`/`except` to go on.
-# - Overlap independent calls with `asyncio.gather`; calls that change state still run one at a time, in call order.
-# - Only `print(...)` output and the returned value (plain JSON) come back.
+# `code`: the body of an async Python function (top-level `await` and `return` work). `description`: what it does, in one line.
+# - Globals: `tools`, `ToolCallError`; classes are for reading (pass plain dicts).
+# - `await tools.name(key=value)` (or one dict) takes JSON, resolves to the output; other names: `tools["my-tool"](key=value)`.
+# - Failed calls raise `ToolCallError` (`tool_name`, `str(error)`, `code`).
+# - Overlap independent calls with `asyncio.gather`; state-changing calls still run in call order.
+# - Only `print` output and the returned value (plain JSON) come back.
 
 from __future__ import annotations
 
 from typing import Protocol, TypedDict
 
 class ToolCallError(Exception):
-    tool_name: str
-    code: str | None
-
-class FileStatsArgs(TypedDict):
-    path: str  # Path relative to the repository root.
+ tool_name: str
+ code: str | None
 
 class FileStatsOutput(TypedDict):
-    path: str
-    bytes: int  # Size in bytes.
-    lines: int  # Number of lines (0 for directories).
-    is_dir: bool  # `true` for a directory.
-
-class GrepArgsRequired(TypedDict):
-    pattern: str  # A regular expression (Rust `regex` syntax). (minLength: 1)
-
-class GrepArgs(GrepArgsRequired, total=False):
-    dir: str  # Directory to search, relative to the repository root. (default: .)
-    max_matches: int  # Most matches to return. (minimum: 1; maximum: 10000; default: 200)
+ path: str
+ bytes: int # Size in bytes.
+ lines: int # Number of lines (0 for directories).
+ is_dir: bool # `true` for a directory.
 
 class GrepOutput(TypedDict):
-    matches: list[GrepMatch]  # The hits, in path then line order.
-    truncated: bool  # `true` when `max_matches` cut the list.
+ matches: list[GrepMatch] # The hits, in path then line order.
+ truncated: bool # `true` when `max_matches` cut the list.
 
 # One `grep` hit.
 class GrepMatch(TypedDict):
-    path: str  # Path relative to the root.
-    line_number: int  # 1-based line number.
-    line: str  # The matching line.
-
-class ListFilesArgs(TypedDict, total=False):
-    dir: str  # Directory relative to the repository root; `.` for the root itself. (default: .)
-    suffix: str  # Keep only paths ending with this suffix, e.g. `.rs`.
-    limit: int  # Most entries to return. (minimum: 1; maximum: 100000; default: 1000)
+ path: str # Path relative to the root.
+ line_number: int # 1-based line number.
+ line: str # The matching line.
 
 # One entry of `list_files`.
 class FileEntry(TypedDict):
-    path: str  # Path relative to the root, `/`-separated.
-    bytes: int  # Size in bytes.
-
-class ReadFileArgsRequired(TypedDict):
-    path: str  # File path relative to the repository root. (minLength: 1)
-
-class ReadFileArgs(ReadFileArgsRequired, total=False):
-    offset: int  # First line to return, 1-based. (minimum: 1; default: 1)
-    limit: int  # Most lines to return; all remaining lines when absent.
+ path: str # Path relative to the root, `/`-separated.
+ bytes: int # Size in bytes.
 
 class ReadFileOutput(TypedDict):
-    path: str
-    offset: int
-    lines: list[str]  # The lines, without their line endings.
-    total_lines: int  # Number of lines in the whole file.
+ path: str
+ offset: int
+ lines: list[str] # The lines, without their line endings.
+ total_lines: int # Number of lines in the whole file.
 
 class Tools(Protocol):
-    async def file_stats(self, args: FileStatsArgs) -> FileStatsOutput:
-        """Size, line count and kind of a file or directory of the repository."""
-    async def grep(self, args: GrepArgs) -> GrepOutput:
-        """Search the repository's text files for a regular expression, line by line."""
-    async def list_files(self, args: ListFilesArgs) -> list[FileEntry]:
-        """List the files below a directory of the repository, sorted by path."""
-    async def read_file(self, args: ReadFileArgs) -> ReadFileOutput:
-        """Read a window of lines from a UTF-8 text file of the repository."""
+ async def file_stats(self, *,
+ path: str, # Path relative to the repository root.
+ ) -> FileStatsOutput: """Size, line count and kind of a file or directory of the repository."""
+ async def grep(self, *,
+ pattern: str, # A regular expression (Rust `regex` syntax). (minLength 1)
+ dir: str = ".", # Directory to search, relative to the repository root.
+ max_matches: int = 200, # Most matches to return. (minimum 1; maximum 10000)
+ ) -> GrepOutput: """Search the repository's text files for a regular expression, line by line."""
+ async def list_files(self, *,
+ dir: str = ".", # Directory relative to the repository root; `.` for the root itself.
+ suffix: str = ..., # Keep only paths ending with this suffix, e.g. `.rs`.
+ limit: int = 1000, # Most entries to return. (minimum 1; maximum 100000)
+ ) -> list[FileEntry]: """List the files below a directory of the repository, sorted by path."""
+ async def read_file(self, *,
+ path: str, # File path relative to the repository root. (minLength 1)
+ offset: int = 1, # First line to return, 1-based. (minimum 1)
+ limit: int = ..., # Most lines to return; all remaining lines when absent.
+ ) -> ReadFileOutput: """Read a window of lines from a UTF-8 text file of the repository."""
 
 tools: Tools

@@ -2,82 +2,81 @@
 //
 // Writing code for run_code
 //
-// `code` is the body of an async TypeScript function (types are stripped; no `enum`, `namespace` or parameter properties); `description` says in one line what it does.
-// - Only `tools`, `ToolCallError` and built-ins exist (no `require`, `import`, `fetch`, `process`); the other declarations are for reading.
-// - `await tools.name(args)` takes plain JSON and resolves to the tool's output; quote other names: `tools["my-tool"](args)`.
-// - A failed call throws `ToolCallError` (`toolName`, `message`, `code`); `try`/`catch` to go on.
-// - Overlap independent calls with `Promise.all`; calls that change state still run one at a time, in call order.
-// - Only `console.log(...)` output and the returned value come back.
+// `code`: the body of an async TypeScript function (types stripped; no `enum`, `namespace`, parameter properties). `description`: what it does, in one line.
+// - Globals: `tools`, `ToolCallError`, built-ins (no `require`, `import`, `fetch`, `process`).
+// - `await tools.name(args)` takes JSON, resolves to the output; other names: `tools["my-tool"](args)`.
+// - Failed calls throw `ToolCallError` (`toolName`, `message`, `code`).
+// - Overlap independent calls with `Promise.all`; state-changing calls still run in call order.
+// - Only `console.log` output and the returned value come back.
 
-type JsonValue = null | boolean | number | string | JsonValue[] | { [key: string]: JsonValue };
+type JsonValue = null | boolean | number | string | JsonValue[] | JsonObject;
+type JsonObject = { [key: string]: JsonValue };
 
 interface ToolArgsMap {
-  // Size, line count and kind of a file or directory of the repository.
-  file_stats: {
-    path: string; // Path relative to the repository root.
-  };
-  // Search the repository's text files for a regular expression, line by line.
-  grep: {
-    pattern: string; // A regular expression (Rust `regex` syntax). (minLength: 1)
-    dir?: string; // Directory to search, relative to the repository root. (default: .)
-    max_matches?: number; // Most matches to return. (minimum: 1; maximum: 10000; default: 200)
-  };
-  // List the files below a directory of the repository, sorted by path.
-  list_files: {
-    dir?: string; // Directory relative to the repository root; `.` for the root itself. (default: .)
-    suffix?: string; // Keep only paths ending with this suffix, e.g. `.rs`.
-    limit?: number; // Most entries to return. (minimum: 1; maximum: 100000; default: 1000)
-  };
-  // Read a window of lines from a UTF-8 text file of the repository.
-  read_file: {
-    path: string; // File path relative to the repository root. (minLength: 1)
-    offset?: number; // First line to return, 1-based. (minimum: 1; default: 1)
-    limit?: number; // Most lines to return; all remaining lines when absent.
-  };
+// Size, line count and kind of a file or directory of the repository.
+file_stats: {
+ path: string // Path relative to the repository root.
+};
+// Search the repository's text files for a regular expression, line by line.
+grep: {
+ pattern: string // A regular expression (Rust `regex` syntax). (minLength 1)
+ dir?: string // Directory to search, relative to the repository root. (default .)
+ max_matches?: number // Most matches to return. (minimum 1; maximum 10000; default 200)
+};
+// List the files below a directory of the repository, sorted by path.
+list_files: {
+ dir?: string // Directory relative to the repository root; `.` for the root itself. (default .)
+ suffix?: string // Keep only paths ending with this suffix, e.g. `.rs`.
+ limit?: number // Most entries to return. (minimum 1; maximum 100000; default 1000)
+};
+// Read a window of lines from a UTF-8 text file of the repository.
+read_file: {
+ path: string // File path relative to the repository root. (minLength 1)
+ offset?: number // First line to return, 1-based. (minimum 1; default 1)
+ limit?: number // Most lines to return; all remaining lines when absent.
+};
 }
 
 interface ToolOutputMap {
-  file_stats: {
-    path: string;
-    bytes: number; // Size in bytes.
-    lines: number; // Number of lines (0 for directories).
-    is_dir: boolean; // `true` for a directory.
-  };
-  grep: {
-    matches: GrepMatch[]; // The hits, in path then line order.
-    truncated: boolean; // `true` when `max_matches` cut the list.
-  };
-  list_files: FileEntry[];
-  read_file: {
-    path: string;
-    offset: number;
-    lines: string[]; // The lines, without their line endings.
-    total_lines: number; // Number of lines in the whole file.
-  };
+file_stats: {
+ path: string;
+ bytes: number // Size in bytes.
+ lines: number // Number of lines (0 for directories).
+ is_dir: boolean // `true` for a directory.
+};
+grep: {
+ matches: GrepMatch[] // The hits, in path then line order.
+ truncated: boolean // `true` when `max_matches` cut the list.
+};
+list_files: FileEntry[];
+read_file: {
+ path: string;
+ offset: number;
+ lines: string[] // The lines, without their line endings.
+ total_lines: number // Number of lines in the whole file.
+};
 }
 
 // One `grep` hit.
 type GrepMatch = {
-  path: string; // Path relative to the root.
-  line_number: number; // 1-based line number.
-  line: string; // The matching line.
+ path: string // Path relative to the root.
+ line_number: number // 1-based line number.
+ line: string // The matching line.
 };
 
 // One entry of `list_files`.
 type FileEntry = {
-  path: string; // Path relative to the root, `/`-separated.
-  bytes: number; // Size in bytes.
+ path: string // Path relative to the root, `/`-separated.
+ bytes: number // Size in bytes.
 };
 
-type ToolName = keyof ToolArgsMap;
-
 declare class ToolCallError extends Error {
-  readonly name: "ToolCallError";
-  readonly toolName: ToolName;
-  readonly code: string | null;
+ name: "ToolCallError";
+ toolName: keyof ToolArgsMap;
+ code: string | null;
 }
 
-// A tool without an entry in ToolOutputMap returns any JSON value.
+// Tools missing from ToolOutputMap return any JSON.
 declare const tools: {
-  [K in ToolName]: (args: ToolArgsMap[K]) => Promise<K extends keyof ToolOutputMap ? ToolOutputMap[K] : JsonValue>;
+ [K in keyof ToolArgsMap]: (args: ToolArgsMap[K]) => Promise<K extends keyof ToolOutputMap ? ToolOutputMap[K] : JsonValue>;
 };

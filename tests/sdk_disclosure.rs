@@ -85,6 +85,18 @@ fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
             json!({"type": "object"}),
             json!(true),
         ),
+        ToolSpec::new(
+            "API-get-self",
+            "Notion | Retrieve your token's bot user\nError Responses:\n400: Bad request",
+            json!({"type": "object"}),
+            json!(true),
+        ),
+        ToolSpec::new(
+            "zeta",
+            "Other | One tool",
+            json!({"type": "object"}),
+            json!(true),
+        ),
         ToolSpec::new("bad\nname */", "", json!({"type": "object"}), json!(true)),
     ];
     for language in [Language::TypeScript, Language::Python] {
@@ -97,9 +109,14 @@ fn the_index_lists_one_line_per_tool_and_is_byte_stable() {
         assert_eq!(
             lines,
             [
-                "API-get-user: Notion | Retrieve a user…",
+                // A run of tools sharing a label is listed under it once; a line break ends
+                // the summary's sentence.
+                "Notion |",
+                " API-get-self: Retrieve your token's…",
+                " API-get-user: Retrieve a user with a…",
                 "\"bad\\nname */\"",
                 "read_file: Read a file",
+                "zeta: Other | One tool",
             ],
             "{index}"
         );
@@ -170,8 +187,15 @@ try:
     await sdk.describe(["nope"])
 except Exception as e:
     missing = str(e)
-total = await tools.add({"a": 2, "b": 3})
-return {"declares": "class AddArgs(TypedDict):\n    a: float\n    b: float" in text, "same": one == text, "first": hits[0]["name"], "count": len(hits), "missing": missing, "sum": total}
+total = await tools.add(a=2, b=3)
+# No arguments at all send the empty arguments object, which the tool's schema accepts.
+await tools["tool-00"]()
+both = ""
+try:
+    await tools.add({"a": 2}, b=3)
+except ToolCallError as e:
+    both = str(e)
+return {"declares": "async def add(self, *, a: float, b: float) -> " in text, "same": one == text, "first": hits[0]["name"], "count": len(hits), "missing": missing, "sum": total, "both": both}
 "#;
 
 async fn describe_and_search_from_a_program(lang: Lang, program: &str) {
@@ -197,6 +221,14 @@ async fn describe_and_search_from_a_program(lang: Lang, program: &str) {
         "{value}"
     );
     assert_eq!(value["sum"].as_f64(), Some(5.0), "{value}");
+    if lang == Lang::Python {
+        // Keyword arguments are the arguments object; mixing them with a dict is refused.
+        assert_eq!(
+            value["both"],
+            json!("pass the arguments as keywords or as one dict, not both"),
+            "{value}"
+        );
+    }
     registry.code_runtime().expect("runtime").dispose().await;
 }
 

@@ -1,8 +1,8 @@
 //! The model-facing economy goals of SPEC §13 on the corpus's real MCP servers, counted in
 //! `o200k_base` tokens: the progressive-disclosure index ≤ 0.1× the native tool list with every
-//! server in one registry, the full SDK section bounded (the 0.6× goal is not met yet), and the
-//! main job in code mode ≤ 2 % of its native cost. The corpus test skips, saying so, without the
-//! corpus.
+//! server in one registry (bounded at the measured figure), the full SDK section bounded (the
+//! 0.6× goal is not met), and the main job in code mode ≤ 2 % of its native cost. The corpus
+//! test skips, saying so, without the corpus.
 
 #[path = "corpus/mod.rs"]
 mod corpus;
@@ -17,13 +17,14 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
     let (table, _sum, all) = economy::corpus_table(&tools);
     println!("{table}");
     assert_eq!(all.tools, 75, "the whole MCP corpus");
-    // The index meets SPEC §13's 0.1×.
-    assert!(all.ratio(all.index_typescript) <= 0.1, "{table}");
-    assert!(all.ratio(all.index_python) <= 0.1, "{table}");
-    // The full section does not reach SPEC §13's 0.6× yet (0.72× / 1.04× measured, from 0.98× /
-    // 1.27× before the compact rendering); these bounds keep it from growing back.
-    assert!(all.ratio(all.sdk_typescript) <= 0.73, "{table}");
-    assert!(all.ratio(all.sdk_python) <= 1.05, "{table}");
+    // The index meets SPEC §13's 0.1× with margin (0.091× / 0.090× measured).
+    assert!(all.ratio(all.index_typescript) <= 0.0915, "{table}");
+    assert!(all.ratio(all.index_python) <= 0.091, "{table}");
+    // The full section does not reach SPEC §13's 0.6× (0.650× / 0.771× measured, from 0.73× /
+    // 1.05× before keyword signatures, one-space indents, `keyword value` notes, inline Python
+    // defaults and a shorter guide); these bounds keep it from growing back.
+    assert!(all.ratio(all.sdk_typescript) <= 0.651, "{table}");
+    assert!(all.ratio(all.sdk_python) <= 0.772, "{table}");
 }
 
 /// The main job in code mode costs at most 2 % of the tokens the model reads doing it natively.

@@ -105,6 +105,22 @@ fn hostile_fixture() -> Vec<ToolSpec> {
             json!({"$defs": {"Node": {"type": "string"}}, "$ref": "#/$defs/Node"}),
             json!(true),
         ),
+        // Comments that would read as mypy type comments (`# type: …`), in a tool reached by
+        // subscript (its signature is comments) and in a method.
+        ToolSpec::new(
+            "type-comment",
+            "type: not a type comment",
+            json!({"type": "object", "properties": {
+                "type": {"type": "string", "description": "type: int"}}, "required": ["type"]}),
+            json!(true),
+        ),
+        ToolSpec::new(
+            "type_comment",
+            "",
+            json!({"type": "object", "properties": {
+                "type": {"type": "string", "description": "  type: int"}}}),
+            json!({"type": "object", "properties": {"type": {"type": "string", "description": "type: ignore"}}}),
+        ),
     ];
     // Three names that escape to the same identifier, and one equal to another's generated name.
     for name in ["a-b", "a.b", "a_b", "Foo", "FooArgs"] {
@@ -334,7 +350,7 @@ fn write_if_changed_writes_only_new_bytes() {
 /// The TypeScript argument type of a single tool `t` with parameters `schema`.
 fn ts(schema: Value) -> String {
     let text = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
-    let start = text.find("\n  t: ").expect("args member") + "\n  t: ".len();
+    let start = text.find("\nt: ").expect("args member") + "\nt: ".len();
     let end = text
         .find(";\n}\n\ninterface ToolOutputMap")
         .expect("end of args");
@@ -347,26 +363,38 @@ fn ts_defs(schema: Value) -> String {
     text.lines()
         .filter(|l| {
             l.starts_with("type ")
-                && !l.starts_with("type ToolName")
+                && !l.starts_with("type JsonObject")
                 && !l.starts_with("type JsonValue")
         })
         .collect::<Vec<_>>()
         .join("\n")
 }
 
-/// The Python declarations of a single tool `t`: the blocks between `ToolCallError` and `Tools`.
+/// The Python declarations of a single tool `t` taking `schema`: the blocks between
+/// `ToolCallError` and `Tools`, then the method's first line.
 fn py(schema: Value) -> String {
-    let text = sdk::python(&[ToolSpec::new("t", "", schema, json!(true))]);
+    py_of(ToolSpec::new("t", "", schema, json!(true)))
+}
+
+/// The Python declarations of a single tool `t` returning `schema` (the classes of an output
+/// type: argument objects are keyword parameters instead).
+fn py_out(schema: Value) -> String {
+    py_of(ToolSpec::new("t", "", json!({"type": "object"}), schema))
+}
+
+fn py_of(spec: ToolSpec) -> String {
+    let text = sdk::python(&[spec]);
     let start =
-        text.find("    code: str | None\n").expect("error class") + "    code: str | None\n".len();
+        text.find(" code: str | None\n").expect("error class") + " code: str | None\n".len();
     let end = text.find("class Tools(Protocol):").expect("protocol");
-    let method = text[end..]
+    // The method without the class body's one-space indent.
+    let method: Vec<&str> = text[end..]
         .lines()
-        .nth(1)
-        .expect("method")
-        .trim()
-        .to_owned();
-    format!("{}\n{method}", text[start..end].trim())
+        .skip(1)
+        .take_while(|line| !line.is_empty())
+        .map(|line| line.strip_prefix(' ').unwrap_or(line))
+        .collect();
+    format!("{}\n{}", text[start..end].trim(), method.join("\n"))
 }
 
 #[test]
@@ -378,10 +406,13 @@ fn scalars_and_literals() {
     }, "additionalProperties": false});
     assert_eq!(
         ts(schema.clone()),
-        "{\n    s?: string;\n    i?: number;\n    n?: number;\n    b?: boolean;\n    z?: null;\n    c?: \"x\";\n    e?: \"a\" | 2 | 2.5 | false | null;\n  }"
+        "{\n s?: string;\n i?: number;\n n?: number;\n b?: boolean;\n z?: null;\n c?: \"x\";\n e?: \"a\" | 2 | 2.5 | false | null;\n}"
     );
-    let py = py(schema);
-    assert!(py.contains("class TArgs(TypedDict, total=False):\n    s: str\n    i: int\n    n: float\n    b: bool\n    z: None\n    c: Literal[\"x\"]\n    e: Literal[\"a\", 2, False, None] | float"), "{py}");
+    let py = py_out(schema.clone());
+    assert!(py.contains("class TOutput(TypedDict, total=False):\n s: str\n i: int\n n: float\n b: bool\n z: None\n c: Literal[\"x\"]\n e: Literal[\"a\", 2, False, None] | float"), "{py}");
+    // Arguments are keyword parameters, optional ones defaulted to `...`.
+    let args = self::py(schema);
+    assert!(args.ends_with("async def t(self, *,\ns: str = ...,\ni: int = ...,\nn: float = ...,\nb: bool = ...,\nz: None = ...,\nc: Literal[\"x\"] = ...,\ne: Literal[\"a\", 2, False, None] | float = ...,\n) -> Any: ..."), "{args}");
 }
 
 #[test]
@@ -410,7 +441,7 @@ fn arrays_parenthesise_unions() {
 
 #[test]
 fn objects_open_closed_and_indexed() {
-    assert_eq!(ts(json!({"type": "object"})), "Record<string, JsonValue>");
+    assert_eq!(ts(json!({"type": "object"})), "JsonObject");
     assert_eq!(
         ts(json!({"type": "object", "additionalProperties": false})),
         "Record<string, never>"
@@ -435,17 +466,31 @@ fn objects_open_closed_and_indexed() {
         py(json!({"type": "object", "additionalProperties": {"type": "integer"}}))
             .ends_with("(self, args: dict[str, int]) -> Any: ...")
     );
-    let mixed = py(
+    let mixed = py_out(
         json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"]}),
     );
     assert!(
-        mixed.contains("class TArgsRequired(TypedDict):\n    a: str\n\nclass TArgs(TArgsRequired, total=False):\n    b: int\n"),
+        mixed.contains("class TOutput(TypedDict):\n a: str\n b: NotRequired[int]\n"),
         "{mixed}"
     );
     assert!(!mixed.contains('#'), "no open-object comment: {mixed}");
+    // The fewer of required and optional keys are marked.
+    let mostly_optional = py_out(
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}, "c": {"type": "integer"}}, "required": ["a"]}),
+    );
     assert!(
-        py(json!({"type": "object", "additionalProperties": false}))
-            .contains("class TArgs(TypedDict):\n    pass")
+        mostly_optional.contains(
+            "class TOutput(TypedDict, total=False):\n a: Required[str]\n b: int\n c: int\n"
+        ),
+        "{mostly_optional}"
+    );
+    assert!(
+        py_out(json!({"type": "object", "additionalProperties": false}))
+            .contains("class TOutput(TypedDict):\n pass")
+    );
+    assert!(
+        py(json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "integer"}}, "required": ["a"]}))
+            .ends_with("async def t(self, *, a: str, b: int = ...) -> Any: ..."),
     );
 }
 
@@ -468,7 +513,8 @@ fn all_of_is_an_intersection_or_a_merged_typed_dict() {
         {"type": "object", "properties": {"b": {"type": "integer"}}, "required": ["b"]}
     ]});
     assert_eq!(ts(schema.clone()), "{ a: string } & { b: number }");
-    assert!(py(schema).contains("class TArgs(TypedDict):\n    a: str\n    b: int\n"));
+    assert!(py_out(schema.clone()).contains("class TOutput(TypedDict):\n a: str\n b: int\n"));
+    assert!(py(schema).ends_with("async def t(self, *, a: str, b: int) -> Any: ..."));
     // A non-object member with nothing else to merge is kept; several are beyond Python.
     assert!(py(json!({"allOf": [{"type": "string"}, {}]})).ends_with("args: str) -> Any: ..."));
     assert!(
@@ -488,7 +534,7 @@ fn refs_become_named_types_recursion_included() {
     assert_eq!(ts_defs(schema.clone()), "type Node2 = { next?: Node2 };");
     let py = py(schema);
     assert!(
-        py.contains("class Node(TypedDict, total=False):\n    next: Node"),
+        py.contains("class Node(TypedDict, total=False):\n next: Node"),
         "{py}"
     );
     // draft-07 `definitions`, percent-encoded and `~1`-escaped pointers.
@@ -508,12 +554,9 @@ fn unrenderable_nodes_degrade_locally() {
         ts(schema.clone()),
         "{ odd?: unknown; gone?: unknown; remote?: unknown; ok: string }"
     );
-    let py = py(schema);
-    assert!(
-        py.contains("    odd: Any\n    gone: Any\n    remote: Any\n"),
-        "{py}"
-    );
-    assert!(py.contains("    ok: str\n"), "{py}");
+    let py = py_out(schema);
+    assert!(py.contains(" odd: Any\n gone: Any\n remote: Any\n"), "{py}");
+    assert!(py.contains(" ok: Required[str]\n"), "{py}");
     // A foreign type name next to object keywords still lowers to an object (BFCL's `dict`).
     assert_eq!(
         ts(
@@ -537,25 +580,30 @@ fn constraints_become_doc_comments() {
     }});
     let ts = ts(schema.clone());
     assert!(
-        ts.contains("    url?: string; // Where. (format: uri; minLength: 1; maxLength: 2048)\n"),
+        ts.contains(" url?: string // Where. (format uri; minLength 1; maxLength 2048)\n"),
         "{ts}"
     );
     assert!(
-        ts.contains("    n?: number; // (minimum: 0; exclusiveMaximum: 10; default: 3)\n"),
+        ts.contains(" n?: number // (minimum 0; exclusiveMaximum 10; default 3)\n"),
         "{ts}"
     );
     // What the type already says is not repeated: numeric formats, an unsigned type's zero floor.
-    assert!(ts.contains("    count?: number; // How many.\n"), "{ts}");
+    assert!(ts.contains(" count?: number // How many.\n"), "{ts}");
     assert!(
-        ts.contains("    small?: number; // (minimum: 1; maximum: 255)\n"),
+        ts.contains(" small?: number // (minimum 1; maximum 255)\n"),
         "{ts}"
     );
     let py = py(schema);
     assert!(
-        py.contains("    url: str  # Where. (format: uri; minLength: 1; maxLength: 2048)\n"),
+        py.contains("\nurl: str = ..., # Where. (format uri; minLength 1; maxLength 2048)\n"),
         "{py}"
     );
-    assert!(py.contains("    count: int  # How many.\n"), "{py}");
+    assert!(py.contains("\ncount: int = ..., # How many.\n"), "{py}");
+    // A default the type admits is the parameter's default; the note goes.
+    assert!(
+        py.contains("\nn: int = 3, # (minimum 0; exclusiveMaximum 10)\n"),
+        "{py}"
+    );
 }
 
 #[test]
@@ -567,32 +615,48 @@ fn hostile_keys_are_quoted_or_moved_to_functional_typed_dicts() {
         ts(schema.clone()),
         "{ \"my-key\": string; class: string; \"__proto__\": string; ok: string }"
     );
-    assert!(py(schema).contains("TArgs = TypedDict(\"TArgs\", {\n    \"my-key\": \"str\",\n    \"class\": \"str\",\n    \"__proto__\": \"str\",\n    \"ok\": \"str\",\n})"));
+    // Keys that are no Python parameter names: one dict argument of a functional TypedDict.
+    let py = py(schema);
+    assert!(py.contains("TArgs = TypedDict(\"TArgs\", {\n \"my-key\": \"str\",\n \"class\": \"str\",\n \"__proto__\": \"str\",\n \"ok\": \"str\",\n})"), "{py}");
+    assert!(
+        py.ends_with("async def t(self, args: TArgs) -> Any: ..."),
+        "{py}"
+    );
 }
 
 #[test]
 fn escaped_names_never_collide() {
+    // Argument dicts (keys that are no parameter names) and outputs (of different shapes, so
+    // none is shared) are classes named after the tool.
     let tools: Vec<ToolSpec> = ["a-b", "a.b", "a_b"]
         .iter()
-        .map(|name| {
+        .enumerate()
+        .map(|(n, name)| {
             ToolSpec::new(
                 *name,
                 "",
-                json!({"type": "object", "properties": {"x": {"type": "string"}}}),
-                json!(true),
+                json!({"type": "object", "properties": {"x-y": {"type": "string"}}}),
+                json!({"type": "object", "properties": {format!("k{n}"): {"type": "string"}}}),
             )
         })
         .collect();
     let python = sdk::python(&tools);
-    for class in ["class ABArgs(", "class ABArgs2(", "class ABArgs3("] {
+    for class in [
+        "ABArgs = ",
+        "ABArgs2 = ",
+        "ABArgs3 = ",
+        "class ABOutput(",
+        "class ABOutput2(",
+        "class ABOutput3(",
+    ] {
         assert_eq!(python.matches(class).count(), 1, "{class} in {python}");
     }
     let typescript = sdk::typescript(&tools);
     for key in ["\"a-b\":", "\"a.b\":", "a_b:"] {
         assert_eq!(
-            typescript.matches(&format!("\n  {key}")).count(),
-            1,
-            "{key} in args (an any-JSON output has no ToolOutputMap entry)"
+            typescript.matches(&format!("\n{key}")).count(),
+            2,
+            "{key} in args and in outputs"
         );
     }
 }
@@ -606,8 +670,8 @@ fn non_ascii_identifiers_are_python_methods() {
         ToolSpec::new("搜索", "Search.", empty.clone(), json!(true)),
         ToolSpec::new("ｆｕｌｌ", "Fullwidth.", empty, json!(true)),
     ]);
-    assert!(text.contains("    async def 搜索(self, args: "), "{text}");
-    assert!(text.contains("    # tools[\"ｆｕｌｌ\"](args: "), "{text}");
+    assert!(text.contains(" async def 搜索(self) -> Any:"), "{text}");
+    assert!(text.contains(" # tools[\"ｆｕｌｌ\"]() -> Any"), "{text}");
 }
 
 /// A `oneOf` of documented `const`s (schemars' form of an enum whose variants have doc
@@ -618,10 +682,39 @@ fn a_union_of_consts_renders_as_an_enum() {
         {"const": "glob", "type": "string", "description": "Shell globs."},
         {"const": "regex", "type": "string", "description": "Regular expressions."}]}}, "required": ["k"]});
     assert!(
-        py(schema.clone()).contains("    k: Literal[\"glob\", \"regex\"]\n"),
+        py(schema.clone()).contains("async def t(self, *, k: Literal[\"glob\", \"regex\"]) -> Any"),
         "{}",
         py(schema.clone())
     );
     let ts = sdk::typescript(&[ToolSpec::new("t", "", schema, json!(true))]);
     assert!(ts.contains("k: \"glob\" | \"regex\""), "{ts}");
+}
+
+/// Python parameters take a schema's default as their own only when mypy accepts the literal for
+/// the rendered type; any other default stays a note and the parameter `= ...`.
+#[test]
+fn python_defaults_only_where_the_type_admits_them() {
+    let schema = json!({"type": "object", "properties": {
+        "s": {"type": "string", "default": "a \"b\""},
+        "i": {"type": "integer", "default": 2.5},
+        "o": {"type": ["string", "null"], "default": null},
+        "n": {"type": "string", "default": null},
+        "e": {"enum": ["x", "y"], "default": "y"},
+        "f": {"enum": ["x", "y"], "default": "z"},
+        "b": {"type": "boolean", "description": "Flag.", "default": true},
+        "l": {"type": "array", "items": {"type": "string"}, "default": []}
+    }, "additionalProperties": false});
+    let py = py(schema);
+    for line in [
+        "\ns: str = \"a \\\"b\\\"\",\n",
+        "\ni: int = ..., # (default 2.5)\n",
+        "\no: str | None = None,\n",
+        "\nn: str = ..., # (default null)\n",
+        "\ne: Literal[\"x\", \"y\"] = \"y\",\n",
+        "\nf: Literal[\"x\", \"y\"] = ..., # (default z)\n",
+        "\nb: bool = True, # Flag.\n",
+        "\nl: list[str] = ..., # (default [])\n",
+    ] {
+        assert!(py.contains(line), "{line:?} in {py}");
+    }
 }

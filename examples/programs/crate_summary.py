@@ -3,11 +3,11 @@
 import asyncio
 import re
 
-files = await tools.list_files({"dir": ".", "suffix": ".rs"})
+files = await tools.list_files(dir=".", suffix=".rs")
 print(f"found {len(files)} Rust files")
 
 # Every read is parallel-safe, so all of them are started at once and awaited together.
-windows = await asyncio.gather(*[tools.read_file({"path": f["path"]}) for f in files])
+windows = await asyncio.gather(*[tools.read_file(path=f["path"]) for f in files])
 
 per_folder = {}
 for file, window in zip(files, windows):

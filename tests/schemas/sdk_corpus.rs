@@ -72,12 +72,9 @@ fn every_corpus_tool_renders_in_both_languages() {
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || c == '_')
             {
-                format!("\n  {}: ", tool.name)
+                format!("\n{}: ", tool.name)
             } else {
-                format!(
-                    "\n  {}: ",
-                    serde_json::to_string(&tool.name).expect("quote")
-                )
+                format!("\n{}: ", serde_json::to_string(&tool.name).expect("quote"))
             };
             assert!(
                 typescript.contains(&key),

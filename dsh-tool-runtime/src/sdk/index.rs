@@ -17,12 +17,20 @@ pub const MAX_SEARCH_RESULTS: usize = 12;
 /// Query words `sdk.search` looks at; the rest are ignored.
 const MAX_QUERY_WORDS: usize = 16;
 
+/// Longest label, in chars, that groups tools (`Notion` of `Notion | Create comment`).
+const MAX_LABEL_CHARS: usize = 32;
+
 /// One line of the index.
 #[derive(Debug, Serialize)]
 pub(crate) struct Entry {
     /// The name as a program writes it after `tools`: a bare key / method or a quoted string.
     key: String,
     summary: Option<String>,
+    /// The label line (`Notion |`) that opens a run of tools whose descriptions all start with
+    /// it; set on the run's first entry.
+    heading: Option<String>,
+    /// True inside such a run: the line is indented and its summary omits the label.
+    grouped: bool,
 }
 
 /// The name as the index lists it: as it is when made of ASCII letters, digits, `_`, `-` and
@@ -40,10 +48,16 @@ fn key(language: Language, name: &str) -> String {
     }
 }
 
-/// The first sentence of a description, one line, cut at a word boundary past
+/// The first sentence (or line) of a description, one line, cut at a word boundary past
 /// [`MAX_SUMMARY_CHARS`] (with `…`). `*/` cannot end anything here: the index is plain text.
 pub(crate) fn summary(description: &str) -> Option<String> {
-    let line = comment_line(description)?;
+    // A line break ends the first sentence too (`Create comment\nError Responses: …`).
+    let first = description
+        .trim_start()
+        .split('\n')
+        .next()
+        .unwrap_or_default();
+    let line = comment_line(first)?;
     let sentence = line
         .find(". ")
         .map_or(line.as_str(), |end| &line[..=end])
@@ -68,13 +82,45 @@ pub(crate) fn summary(description: &str) -> Option<String> {
     Some(cut)
 }
 
-/// The index entries of `tools` (already sorted and deduplicated).
+/// The label of a description that starts `Label | …` (a server's or product's name, as MCP
+/// servers wrapping an API write it), with the rest of the description.
+fn label(description: &str) -> Option<(&str, &str)> {
+    let (label, rest) = description.split_once(" | ")?;
+    let label = label.trim();
+    (!label.is_empty() && label.chars().count() <= MAX_LABEL_CHARS && !label.contains('\n'))
+        .then_some((label, rest))
+}
+
+/// The index entries of `tools` (already sorted and deduplicated). A run of two or more tools
+/// whose descriptions share a label is listed under that label once.
 pub(crate) fn entries(language: Language, tools: &[&ToolSpec]) -> Vec<Entry> {
+    let labels: Vec<Option<&str>> = tools
+        .iter()
+        .map(|tool| label(&tool.description).map(|(label, _)| label))
+        .collect();
+    let shared = |i: usize| {
+        labels[i].is_some()
+            && ((i > 0 && labels[i - 1] == labels[i])
+                || (i + 1 < labels.len() && labels[i + 1] == labels[i]))
+    };
     tools
         .iter()
-        .map(|tool| Entry {
-            key: key(language, &tool.name),
-            summary: summary(&tool.description),
+        .enumerate()
+        .map(|(i, tool)| {
+            let grouped = shared(i);
+            let description = match label(&tool.description) {
+                Some((_, rest)) if grouped => rest,
+                _ => &tool.description,
+            };
+            Entry {
+                key: key(language, &tool.name),
+                summary: summary(description),
+                heading: (grouped && (i == 0 || labels[i - 1] != labels[i]))
+                    .then(|| labels[i].and_then(comment_line))
+                    .flatten()
+                    .map(|label| format!("{label} |")),
+                grouped,
+            }
         })
         .collect()
 }

@@ -4,15 +4,17 @@
 //! return. This module renders that as source text the model reads and a type checker accepts:
 //! a guide (what the runtime provides: `tools`, `ToolCallError`, how to reach tools whose names
 //! are not identifiers, how to overlap calls, that only printed or returned output is kept),
-//! then declarations — TypeScript `ToolArgsMap` / `ToolOutputMap` / `tools`, or Python
-//! `TypedDict`s and a `Tools` protocol.
+//! then declarations — TypeScript `ToolArgsMap` / `ToolOutputMap` / `tools`, or a Python
+//! `Tools` protocol of keyword-only methods with `TypedDict`s for nested objects and outputs.
 //!
 //! The text is written for a model's token budget (SPEC §13): object types render closed (the
 //! declared keys; extra keys stay accepted when a call is validated), notes appear only where
 //! the type does not say them already (no numeric `format`, no `minimum: 0` of an unsigned
 //! type), a property description already rendered for a property of that name, or echoed from
 //! a tool's input in its output, is not repeated, equal `$defs` of several tools are one named
-//! type, and a tool returning any JSON has no `ToolOutputMap` entry. For large sets,
+//! type, and a tool returning any JSON has no `ToolOutputMap` entry. Layout is chosen per token
+//! too: one-space indents, notes as `keyword value`, Python defaults as literals, anonymous
+//! Python classes of one shape under one name shared. For large sets,
 //! [`index_section`] lists one line per tool and programs read declarations at run time
 //! ([`describe`], [`search`]); [`Disclosure`] chooses between the two.
 //!

@@ -31,6 +31,9 @@ pub(crate) struct Node {
     /// Description and constraint notes, one line, already comment-safe except for the
     /// language's own comment terminators.
     pub(crate) doc: Option<String>,
+    /// The schema's `default` when it is a scalar (string, number, boolean, null); the doc notes
+    /// it too.
+    pub(crate) default: Option<Value>,
 }
 
 /// What values a node admits.
@@ -224,7 +227,11 @@ const SHAPE_KEYWORDS: &[&str] = &[
 
 impl<'a> Lowering<'a> {
     fn push(&mut self, kind: Kind, doc: Option<String>) -> NodeId {
-        self.nodes.push(Node { kind, doc });
+        self.nodes.push(Node {
+            kind,
+            doc,
+            default: None,
+        });
         self.nodes.len() - 1
     }
 
@@ -375,7 +382,12 @@ impl<'a> Lowering<'a> {
             let null = self.push(Kind::Null, None);
             kind = Kind::Union(vec![inner, null]);
         }
-        self.push(kind, doc)
+        let id = self.push(kind, doc);
+        self.nodes[id].default = map
+            .get("default")
+            .filter(|value| !value.is_array() && !value.is_object())
+            .cloned();
+        id
     }
 
     fn lower_list(
@@ -731,7 +743,7 @@ fn percent_decode(fragment: &str) -> String {
 }
 
 /// The doc line of a schema: its description, then its format, range, length, pattern and
-/// default as `keyword: value` notes (JSON Schema 2020-12 validation and format vocabularies).
+/// default as `keyword value` notes (JSON Schema 2020-12 validation and format vocabularies).
 fn doc_of(map: &Map<String, Value>) -> Option<String> {
     const NOTED: &[&str] = &[
         "format",
@@ -768,7 +780,8 @@ fn doc_of(map: &Map<String, Value>) -> Option<String> {
             // Defaults may be arrays or objects: shown as JSON when small.
             _ => shallow_json(value),
         };
-        notes.push(format!("{key}: {rendered}"));
+        // `keyword value`: the colon would cost a token and say nothing.
+        notes.push(format!("{key} {rendered}"));
     }
     if !notes.is_empty() {
         if !text.trim().is_empty() {

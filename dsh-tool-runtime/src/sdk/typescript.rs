@@ -16,9 +16,9 @@ use super::text::{NameAllocator, is_ascii_identifier, quoted};
 pub(crate) const RESERVED: &[&str] = &[
     // Declared by the SDK.
     "JsonValue",
+    "JsonObject",
     "ToolArgsMap",
     "ToolOutputMap",
-    "ToolName",
     "ToolCallError",
     // ECMAScript globals (lib.es5 … lib.es2023).
     "AggregateError",
@@ -195,8 +195,8 @@ pub(crate) fn context(model: &Model) -> Context {
         .map(|tool| ToolEntry {
             key: key(&tool.name),
             doc: tool.doc.clone(),
-            args: render.ty(tool.args, 1).text,
-            output: Some(render.ty(tool.output, 1).text).filter(|ty| ty != "JsonValue"),
+            args: render.ty(tool.args, 0).text,
+            output: Some(render.ty(tool.output, 0).text).filter(|ty| ty != "JsonValue"),
         })
         .collect();
     let defs = model
@@ -266,8 +266,8 @@ struct Renderer<'m> {
 }
 
 impl Renderer<'_> {
-    /// Renders node `id`; `indent` is the nesting level of the line the type starts on (two
-    /// spaces each). Recursion follows the model's tree, which lowering bounded in depth.
+    /// Renders node `id`; `indent` is the nesting level of the line the type starts on (one
+    /// space each: as readable to a model as two, and a token cheaper per line). Recursion follows the model's tree, which lowering bounded in depth.
     fn ty(&self, id: NodeId, indent: usize) -> Rendered {
         match &self.model.node(id).kind {
             Kind::Unknown => Rendered::atom("unknown"),
@@ -300,7 +300,7 @@ impl Renderer<'_> {
             Kind::Object(object) => {
                 if object.properties.is_empty() {
                     let value = match &object.extra {
-                        Extra::Open => "JsonValue".to_owned(),
+                        Extra::Open => return Rendered::atom("JsonObject"),
                         Extra::Closed => "never".to_owned(),
                         Extra::Typed(node) => self.ty(*node, indent).text,
                     };
@@ -352,7 +352,7 @@ impl Renderer<'_> {
 const MAX_INLINE_OBJECT: usize = 72;
 
 /// `{ a: T; b?: U }` when no member has a doc and the line stays short, else one member per line
-/// (two spaces per level) with its doc comment above it.
+/// (one space per level) with its doc comment above it.
 fn object_text(members: &[(Option<&String>, String)], indent: usize) -> String {
     let inline = format!(
         "{{ {} }}",
@@ -368,7 +368,7 @@ fn object_text(members: &[(Option<&String>, String)], indent: usize) -> String {
     {
         return inline;
     }
-    let pad = "  ".repeat(indent + 1);
+    let pad = " ".repeat(indent + 1);
     let mut text = String::from("{\n");
     for (doc, member) in members {
         // A line comment after a one-line member, above a multi-line one.
@@ -376,11 +376,12 @@ fn object_text(members: &[(Option<&String>, String)], indent: usize) -> String {
             Some(doc) if member.contains('\n') => {
                 text.push_str(&format!("{pad}// {doc}\n{pad}{member};\n"));
             }
-            Some(doc) => text.push_str(&format!("{pad}{member}; // {doc}\n")),
+            // No `;` before the comment: the line break ends the member, a token cheaper.
+            Some(doc) => text.push_str(&format!("{pad}{member} // {doc}\n")),
             None => text.push_str(&format!("{pad}{member};\n")),
         }
     }
-    text.push_str(&"  ".repeat(indent));
+    text.push_str(&" ".repeat(indent));
     text.push('}');
     text
 }
