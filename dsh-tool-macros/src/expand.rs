@@ -359,6 +359,13 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
         Output::Plain(ty) => Some(ty),
         Output::Result(ty) => result_ok_type(ty),
     };
+    if let (Output::Result(ty), None) = (&tool.output, checked_output) {
+        // Stops the body of `call` from reporting the same type again.
+        exec_conversions.push(quote_spanned! {ty.span()=>
+            let _: ::core::marker::PhantomData<<#ty as #private::IntoToolResult>::Ok> =
+                ::core::marker::PhantomData;
+        });
+    }
     if let Some(ty) = checked_output {
         assertions.push(quote_spanned! {ty.span()=>
             const __DSH_OUTPUT: ::core::marker::PhantomData<#private::OutputType<#ty>> =
