@@ -328,6 +328,22 @@ fn a_server_that_fails_to_start_is_quoted_from_its_stderr() {
     assert!(line.ends_with("; stderr: missing API key"), "{line}");
 }
 
+/// An `--mcp-http` URL where nothing listens: one line naming the URL and the system's reason,
+/// without rmcp's internal transport type names.
+#[test]
+fn an_unreachable_http_server_is_one_clear_line() {
+    let url = format!("http://127.0.0.1:{}/mcp", mcp_support::free_port());
+    let line = error_line(&dsh(&["--mcp-http", &url, "tools"]), 1);
+    assert!(
+        line.ends_with(&format!(
+            ": cannot connect: no MCP server answers at {url}: Connection refused (os error 111)"
+        )),
+        "{line}"
+    );
+    assert!(!line.contains("Transport ["), "{line}");
+    assert!(!line.contains("rmcp::"), "{line}");
+}
+
 #[test]
 fn mcp_servers_from_a_config_file() {
     let tools = require_tools!();

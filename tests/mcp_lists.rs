@@ -6,7 +6,7 @@
 
 mod mcp_support;
 
-use dsh_tools::mcp::{McpError, mcp_tool_name};
+use dsh_tools::mcp::{McpError, McpServer, ReconnectPolicy, mcp_tool_name};
 use dsh_tools::{ContentBlock, ErrorCode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -79,6 +79,72 @@ async fn hostile_depth_is_refused_for_that_tool_only() {
     let registry = Registry::new();
     let handle = registry
         .add_mcp_server(tools.raw_lists("raw", "deep"))
+        .await
+        .expect("a 5,000-deep schema does not fail the server");
+    assert_eq!(handle.tools(), ["mcp__raw__shallow".to_owned()]);
+    handle.disconnect().await;
+}
+
+/// Starts raw_list_server.py in `mode` over streamable HTTP (`--sse`: SSE answers) and returns
+/// the child (killed on drop) and its URL, once it listens.
+async fn raw_lists_over_http(
+    tools: &mcp_support::Tools,
+    mode: &str,
+    sse: bool,
+) -> (tokio::process::Child, String) {
+    use tokio::io::AsyncBufReadExt;
+    let script = format!(
+        "{}/tests/mcp_servers/raw_list_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let mut command = tokio::process::Command::new(tools.python());
+    command.args([script.as_str(), mode, "--http"]);
+    if sse {
+        command.arg("--sse");
+    }
+    let mut child = command
+        .stdout(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .unwrap();
+    let stdout = child.stdout.take().unwrap();
+    let mut lines = tokio::io::BufReader::new(stdout).lines();
+    let first = tokio::time::timeout(mcp_support::WAIT, lines.next_line())
+        .await
+        .expect("the server prints its port")
+        .unwrap()
+        .unwrap();
+    let port = first.strip_prefix("PORT ").expect("PORT <n>");
+    (child, format!("http://127.0.0.1:{port}/mcp"))
+}
+
+/// Issue 11 (SPEC §9 hostile input) over streamable HTTP: a 5,000-deep schema in a JSON answer
+/// to `tools/list` skips that one tool instead of failing the whole list.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_depth_over_http_json_is_refused_for_that_tool_only() {
+    let tools = require_tools!();
+    let (_server, url) = raw_lists_over_http(tools, "deep", false).await;
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(McpServer::http("raw", url).reconnect(ReconnectPolicy::disabled()))
+        .await
+        .expect("a 5,000-deep schema does not fail the server");
+    assert_eq!(handle.tools(), ["mcp__raw__shallow".to_owned()]);
+    let result = registry
+        .execute(call("1", "mcp__raw__shallow", json!({"text": "ok"})))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    handle.disconnect().await;
+}
+
+/// The same list answered as an SSE event.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hostile_depth_over_http_sse_is_refused_for_that_tool_only() {
+    let tools = require_tools!();
+    let (_server, url) = raw_lists_over_http(tools, "deep", true).await;
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(McpServer::http("raw", url).reconnect(ReconnectPolicy::disabled()))
         .await
         .expect("a 5,000-deep schema does not fail the server");
     assert_eq!(handle.tools(), ["mcp__raw__shallow".to_owned()]);

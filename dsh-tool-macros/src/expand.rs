@@ -217,11 +217,14 @@ fn expand_args_struct(tool: &ToolFn) -> TokenStream {
         // A `///` comment here would become the property description, so an undocumented
         // parameter stays undocumented rather than tripping `missing_docs` in the user's crate.
         let allow = docs.is_empty().then(|| quote!(#[allow(missing_docs)]));
+        // Spanned on the type: the derives' errors for a type that is not a `ToolArg` then
+        // fall on the span of that one assertion error, which rustc keeps alone.
+        let field = quote_spanned!(ty.span()=> pub #ident: #ty,);
         quote! {
             #(#docs)*
             #allow
             #(#attrs)*
-            pub #ident: #ty,
+            #field
         }
     });
     let fields: Vec<TokenStream> = fields.collect();
@@ -320,32 +323,54 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
     let output_ty = match tool.output {
         Output::Unit => quote!(()),
         Output::Plain(ty) => ty.to_token_stream(),
-        Output::Result(ty) => quote_spanned!(ty.span()=> <#ty as #private::IntoToolResult>::Ok),
+        // Spanned on `T` of `Result<T, E>`, where the output assertion points.
+        Output::Result(ty) => {
+            let span = result_ok_type(ty).map_or_else(|| ty.span(), Spanned::span);
+            quote_spanned!(span=> <#ty as #private::IntoToolResult>::Ok)
+        }
     };
 
-    // Type assertions, spanned on the user's types so a failure points at them.
+    // Type assertions, spanned on the user's types so a failure points at them: the type of an
+    // associated const, one error with the derive hint per type (the helper traits are reported
+    // whole, not once per missing derive).
     let mut assertions = Vec::new();
-    for param in &tool.params {
+    let mut exec_conversions = Vec::new();
+    for (i, param) in tool.params.iter().enumerate() {
         let ty = param.ty;
-        assertions.push(match param.kind {
+        match param.kind {
             ParamKind::Arg | ParamKind::ArgsStruct => {
-                quote_spanned!(ty.span()=> #private::assert_arg::<#ty>();)
+                let ident = format_ident!("__DSH_PARAM_{}", i);
+                assertions.push(quote_spanned! {ty.span()=>
+                    const #ident: ::core::marker::PhantomData<#private::ArgType<#ty>> =
+                        ::core::marker::PhantomData;
+                });
             }
             // Converting through the trait (rather than passing the runtime's `ToolExec`) makes
             // a look-alike type fail once, with the trait's note, instead of also as a mismatch.
-            ParamKind::Exec { ty, .. } => quote_spanned! {ty.span()=>
+            ParamKind::Exec { ty, .. } => exec_conversions.push(quote_spanned! {ty.span()=>
                 let __dsh_exec = <#ty as #private::IsToolExec>::from_exec(__dsh_exec);
-            },
+            }),
+        }
+    }
+    // `T` of `Result<T, E>` carries the caret, not `Result`; a `Result` without type arguments is
+    // reported by `IntoToolResult` alone.
+    let checked_output = match tool.output {
+        Output::Unit => None,
+        Output::Plain(ty) => Some(ty),
+        Output::Result(ty) => result_ok_type(ty),
+    };
+    if let (Output::Result(ty), None) = (&tool.output, checked_output) {
+        // Stops the body of `call` from reporting the same type again.
+        exec_conversions.push(quote_spanned! {ty.span()=>
+            let _: ::core::marker::PhantomData<<#ty as #private::IntoToolResult>::Ok> =
+                ::core::marker::PhantomData;
         });
     }
-    match tool.output {
-        Output::Unit => {}
-        Output::Plain(ty) => {
-            assertions.push(quote_spanned!(ty.span()=> #private::assert_output::<#ty>();));
-        }
-        Output::Result(ty) => assertions.push(quote_spanned!(ty.span()=>
-            #private::assert_output::<<#ty as #private::IntoToolResult>::Ok>();
-        )),
+    if let Some(ty) = checked_output {
+        assertions.push(quote_spanned! {ty.span()=>
+            const __DSH_OUTPUT: ::core::marker::PhantomData<#private::OutputType<#ty>> =
+                ::core::marker::PhantomData;
+        });
     }
 
     // Bind each argument field to a `__dsh_` local so user names cannot clash with ours.
@@ -413,6 +438,12 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
     let hooks = expand_hooks(tool);
 
     quote! {
+        #[doc(hidden)]
+        #[allow(non_upper_case_globals, dead_code)]
+        impl #impl_generics #tool_ident #ty_generics #where_clause {
+            #(#assertions)*
+        }
+
         #[automatically_derived]
         impl #impl_generics #private::Tool for #tool_ident #ty_generics #where_clause {
             type Args = #args_ty;
@@ -429,7 +460,7 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             ) -> impl ::core::future::Future<
                 Output = ::core::result::Result<Self::Output, #private::ToolError>,
             > + ::core::marker::Send {
-                #(#assertions)*
+                #(#exec_conversions)*
                 #unpack
                 async move { #body }
             }
@@ -439,6 +470,20 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             #hooks
         }
     }
+}
+
+/// `T` of a return type written `Result<T, …>`.
+fn result_ok_type(ty: &syn::Type) -> Option<&syn::Type> {
+    let syn::Type::Path(path) = ty else {
+        return None;
+    };
+    let syn::PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    args.args.iter().find_map(|arg| match arg {
+        syn::GenericArgument::Type(ty) => Some(ty),
+        _ => None,
+    })
 }
 
 /// `check_constraints`: one runtime check per `range` / `length` / `pattern`, spanned on the

@@ -4,6 +4,7 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Display;
+use std::marker::PhantomData;
 
 use schemars::JsonSchema;
 use serde::Serialize;
@@ -20,6 +21,8 @@ use crate::validate::{check_length, check_pattern, check_range};
     note = "derive them on your type: `#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]`, or wrap a foreign type in one of yours"
 )]
 pub trait ToolArg {}
+// Reported as `T: ToolArg` (one error with the derive hint), not once per missing trait.
+#[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned + Serialize + JsonSchema> ToolArg for T {}
 
 /// A type a `#[tool]` fn may return (inside `Result` or plain): serialised for the model and
@@ -30,6 +33,7 @@ impl<T: DeserializeOwned + Serialize + JsonSchema> ToolArg for T {}
     note = "derive them on your type: `#[derive(serde::Serialize, schemars::JsonSchema)]`, or return a `String`"
 )]
 pub trait ToolOutput {}
+#[diagnostic::do_not_recommend]
 impl<T: Serialize + JsonSchema> ToolOutput for T {}
 
 /// Proves at compile time that a parameter named `ToolExec` really is the context type.
@@ -49,10 +53,11 @@ impl IsToolExec for ToolExec {
     }
 }
 
-/// Asserts `T: ToolArg` where the generated code names a parameter type.
-pub const fn assert_arg<T: ToolArg + ?Sized>() {}
-/// Asserts `T: ToolOutput` where the generated code names the output type.
-pub const fn assert_output<T: ToolOutput + ?Sized>() {}
+/// Names a parameter type in the type of a `const` item, whose well-formedness rustc checks
+/// before the bodies that use the type: a type that is not a [`ToolArg`] fails here first.
+pub struct ArgType<T: ToolArg + ?Sized>(PhantomData<T>);
+/// Names an output type like [`ArgType`] names a parameter type.
+pub struct OutputType<T: ToolOutput + ?Sized>(PhantomData<T>);
 
 /// The return type of a `#[tool]` fn named `Result`: any `Result<T, E>` with a `Display` error.
 #[diagnostic::on_unimplemented(

@@ -10,6 +10,9 @@ Usage: raw_list_server.py MODE, where MODE is
   resync     lists that change on demand: calling `dupe_trigger` announces a list naming `x`
              twice, then (once that list was served) a valid one with `after`; calling
              `conflict_trigger` announces a list with `squatted`
+With `--http` after MODE it serves streamable HTTP on a free loopback port instead (printing
+`PORT <n>` on stdout once listening); `--sse` there answers each request as an SSE stream, else
+as a JSON body.
 Every tool answers `tools/call` by echoing its arguments; `bad_structured` answers structured
 content that breaks its `outputSchema`; `mixed` answers text, an image, a resource link and an
 embedded resource.
@@ -19,6 +22,8 @@ import json
 import sys
 
 MODE = sys.argv[1] if len(sys.argv) > 1 else "paged"
+HTTP = "--http" in sys.argv[2:]
+SSE = "--sse" in sys.argv[2:]
 
 
 def tool(name, schema=None, **extra):
@@ -82,9 +87,12 @@ RESYNC_LISTS = {
 LIST_CHANGED = {"jsonrpc": "2.0", "method": "notifications/tools/list_changed"}
 
 
+def encode(message):
+    return json.dumps(message).replace(json.dumps(DEEP_PLACEHOLDER), deep_schema_text(DEEP_LEVELS))
+
+
 def send(message):
-    text = json.dumps(message).replace(json.dumps(DEEP_PLACEHOLDER), deep_schema_text(DEEP_LEVELS))
-    sys.stdout.write(text + "\n")
+    sys.stdout.write(encode(message) + "\n")
     sys.stdout.flush()
 
 
@@ -136,6 +144,54 @@ def answer(request):
     return None
 
 
+def reply(request):
+    result = answer(request)
+    if result is None:
+        return {"jsonrpc": "2.0", "id": request["id"],
+                "error": {"code": -32601, "message": "method not found"}}
+    return {"jsonrpc": "2.0", "id": request["id"], "result": result}
+
+
+def serve_http():
+    from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+    class Handler(BaseHTTPRequestHandler):
+        def log_message(self, *args):
+            pass
+
+        def do_POST(self):
+            request = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+            if "id" not in request:
+                self.send_response(202)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
+            body = encode(reply(request))
+            if SSE:
+                body = "event: message\ndata: " + body + "\n\n"
+            data = body.encode()
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream" if SSE else "application/json")
+            self.send_header("Content-Length", str(len(data)))
+            self.end_headers()
+            self.wfile.write(data)
+
+        def do_GET(self):
+            self.send_response(405)
+            self.send_header("Content-Length", "0")
+            self.end_headers()
+
+        do_DELETE = do_GET
+
+    server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    sys.stdout.write(f"PORT {server.server_address[1]}\n")
+    sys.stdout.flush()
+    server.serve_forever()
+
+
+if HTTP:
+    serve_http()
+
 for line in sys.stdin:
     line = line.strip()
     if not line:
@@ -143,11 +199,6 @@ for line in sys.stdin:
     request = json.loads(line)
     if "id" not in request:
         continue
-    result = answer(request)
-    if result is None:
-        send({"jsonrpc": "2.0", "id": request["id"],
-              "error": {"code": -32601, "message": "method not found"}})
-    else:
-        send({"jsonrpc": "2.0", "id": request["id"], "result": result})
+    send(reply(request))
     if STATE.pop("announce", False):
         send(LIST_CHANGED)

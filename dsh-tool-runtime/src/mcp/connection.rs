@@ -11,10 +11,14 @@ use rmcp::model::{
     Implementation, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, ServerResult,
 };
-use rmcp::service::{NotificationContext, PeerRequestOptions, RunningService};
+use rmcp::service::{
+    ClientInitializeError, NotificationContext, PeerRequestOptions, RunningService,
+};
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
-use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+use rmcp::transport::streamable_http_client::{
+    StreamableHttpClientTransportConfig, StreamableHttpError,
+};
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
 use tokio::io::AsyncBufReadExt;
@@ -112,6 +116,29 @@ fn connect_error(server: &str, message: impl std::fmt::Display) -> McpError {
     }
 }
 
+/// What went wrong opening an HTTP server, without rmcp's internal transport type names: a
+/// transport failure reads `no MCP server answers at URL: <innermost cause>`.
+fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
+    match err {
+        ClientInitializeError::TransportError { error, .. } => {
+            let mut cause: &(dyn std::error::Error + 'static) = error.error.as_ref();
+            loop {
+                // rmcp's client error does not name its cause as `source`.
+                let next = match cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                    Some(StreamableHttpError::Client(inner)) => Some(inner as _),
+                    _ => cause.source(),
+                };
+                match next {
+                    Some(next) => cause = next,
+                    None => break,
+                }
+            }
+            format!("no MCP server answers at {url}: {cause}")
+        }
+        other => other.to_string(),
+    }
+}
+
 /// Forwards a stdio server's stderr to `tracing`, line by line.
 fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
     tokio::spawn(async move {
@@ -167,11 +194,14 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                     .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
                 http.custom_headers.insert(name, value);
             }
-            let transport = StreamableHttpClientTransport::from_config(http);
+            let transport = StreamableHttpClientTransport::with_client(
+                super::http::GuardedClient::default(),
+                http,
+            );
             let running = tokio::time::timeout(timeout, handler.serve(transport))
                 .await
                 .map_err(|_| timed_out())?
-                .map_err(|err| connect_error(server, err))?;
+                .map_err(|err| connect_error(server, http_connect_failure(url, err)))?;
             (running, None, None)
         }
     };

@@ -17,6 +17,7 @@
 mod bridge;
 mod config;
 mod connection;
+mod http;
 mod names;
 mod results;
 mod schema;

@@ -1,0 +1,214 @@
+//! The streamable HTTP transport: rmcp's reqwest client behind the same depth guard as stdio.
+//!
+//! rmcp parses every JSON-RPC message with serde_json's default recursion limit (128): a
+//! `tools/list` answer holding one 5,000-deep schema would fail (a JSON body) or vanish (an SSE
+//! event), taking every sibling tool with it. Here each SSE event nested deeper than
+//! [`RELAY_DEPTH`] is rewritten like a stdio line ([`flatten`]: parsed without recursion limit,
+//! too-deep subtrees replaced by a marker), and a `tools/list` whose JSON body rmcp refused is
+//! fetched once more and read the same way. The schema check then refuses that one tool.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use futures::StreamExt;
+use futures::stream::BoxStream;
+use http::{HeaderName, HeaderValue};
+use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_client::{
+    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
+    StreamableHttpResponseLimits,
+};
+use sse_stream::Sse;
+
+use super::stdio::{RELAY_DEPTH, flatten, nesting_depth};
+
+/// The MCP session header (streamable HTTP, 2025-03-26 and later).
+const SESSION_HEADER: &str = "mcp-session-id";
+
+type HttpError = StreamableHttpError<reqwest::Error>;
+
+/// rmcp's reqwest client with deep messages rewritten before rmcp parses them.
+#[derive(Clone, Default)]
+pub(crate) struct GuardedClient {
+    inner: reqwest::Client,
+}
+
+/// Rewrites the data of an SSE event nested deeper than [`RELAY_DEPTH`].
+fn guard_event(event: Result<Sse, SseError>) -> Result<Sse, SseError> {
+    let mut event = event?;
+    if let Some(data) = &event.data
+        && nesting_depth(data.as_bytes()) > RELAY_DEPTH
+        && let Some(flat) = flatten(data.as_bytes())
+    {
+        event.data = Some(String::from_utf8_lossy(flat.trim_ascii_end()).into_owned());
+    }
+    Ok(event)
+}
+
+fn guard_stream(
+    stream: BoxStream<'static, Result<Sse, SseError>>,
+) -> BoxStream<'static, Result<Sse, SseError>> {
+    stream.map(guard_event).boxed()
+}
+
+fn is_tools_list(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::ListToolsRequest(_))
+    )
+}
+
+impl GuardedClient {
+    /// Sends `message` again and reads a JSON answer through the depth guard: the path for a
+    /// `tools/list` body rmcp could not parse (idempotent, so asking twice is safe).
+    async fn post_guarded_json(
+        &self,
+        uri: &str,
+        message: &ClientJsonRpcMessage,
+        session_id: Option<&str>,
+        auth_header: Option<String>,
+        custom_headers: &HashMap<HeaderName, HeaderValue>,
+        limits: &StreamableHttpResponseLimits,
+    ) -> Option<StreamableHttpPostResponse> {
+        let mut request = self
+            .inner
+            .post(uri)
+            .header(http::header::ACCEPT, "application/json, text/event-stream");
+        if let Some(token) = auth_header {
+            request = request.bearer_auth(token);
+        }
+        for (name, value) in custom_headers {
+            request = request.header(name, value);
+        }
+        if let Some(session) = session_id {
+            request = request.header(SESSION_HEADER, session);
+        }
+        let response = request.json(message).send().await.ok()?;
+        if !response.status().is_success() {
+            return None;
+        }
+        let session = response
+            .headers()
+            .get(SESSION_HEADER)
+            .and_then(|value| value.to_str().ok())
+            .map(str::to_owned);
+        if response
+            .content_length()
+            .is_some_and(|len| len > limits.max_json_response_size as u64)
+        {
+            return None;
+        }
+        let body = response.bytes().await.ok()?;
+        if body.len() > limits.max_json_response_size {
+            return None;
+        }
+        let flat = flatten(&body)?;
+        let parsed: ServerJsonRpcMessage = serde_json::from_slice(&flat).ok()?;
+        Some(StreamableHttpPostResponse::Json(parsed, session))
+    }
+}
+
+impl StreamableHttpClient for GuardedClient {
+    type Error = reqwest::Error;
+
+    async fn post_message(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        self.post_message_with_response_limits(
+            uri,
+            message,
+            session_id,
+            auth_header,
+            custom_headers,
+            StreamableHttpResponseLimits::default(),
+        )
+        .await
+    }
+
+    async fn post_message_with_response_limits(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let retry = is_tools_list(&message).then(|| {
+            (
+                message.clone(),
+                session_id.clone(),
+                auth_header.clone(),
+                custom_headers.clone(),
+                limits,
+            )
+        });
+        let answer = self
+            .inner
+            .post_message_with_response_limits(
+                uri.clone(),
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await;
+        match answer {
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => Ok(
+                StreamableHttpPostResponse::Sse(guard_stream(stream), session),
+            ),
+            Err(StreamableHttpError::UnexpectedServerResponse(reason)) => {
+                if let Some((message, session, auth, headers, limits)) = retry {
+                    let guarded = self
+                        .post_guarded_json(
+                            &uri,
+                            &message,
+                            session.as_deref(),
+                            auth,
+                            &headers,
+                            &limits,
+                        )
+                        .await;
+                    if let Some(guarded) = guarded {
+                        return Ok(guarded);
+                    }
+                }
+                Err(StreamableHttpError::UnexpectedServerResponse(reason))
+            }
+            other => other,
+        }
+    }
+
+    async fn delete_session(
+        &self,
+        uri: Arc<str>,
+        session_id: Arc<str>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<(), HttpError> {
+        self.inner
+            .delete_session(uri, session_id, auth_header, custom_headers)
+            .await
+    }
+
+    async fn get_stream(
+        &self,
+        uri: Arc<str>,
+        session_id: Option<Arc<str>>,
+        last_event_id: Option<String>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError> {
+        let stream = self
+            .inner
+            .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
+            .await?;
+        Ok(guard_stream(stream))
+    }
+}
