@@ -24,7 +24,8 @@ pub use dsh_tool_runtime::{
 /// serde and schemars, re-exported so a tool author's own parameter and output types derive
 /// through `dsh_tools` alone: add `#[serde(crate = "dsh_tools::serde")]` and
 /// `#[schemars(crate = "dsh_tools::schemars")]` to the type (see the README).
-pub use schemars::{self, JsonSchema};
+pub use dsh_tool_runtime::__private::schemars;
+pub use schemars::JsonSchema;
 pub use serde::{self, Deserialize, Serialize};
 
 /// Schema dialects (SPEC §3): the forms providers accept for a tool's parameters schema.

@@ -4,17 +4,18 @@
 //! its schema refers to itself with a `$ref`, and validation, every dialect and both SDKs handle
 //! that `$ref` on a default 2 MiB thread stack.
 //!
-//! schemars used to recurse without end on such a variant, which aborts the whole process, so
-//! each check runs in a child process: an abort there is a failed test, not a dead harness.
+//! schemars 1.2 recurses without end on such a variant, which aborts the whole process; the types
+//! here derive through `dsh_tools::schemars` (as the README tells tool authors to), whose derive
+//! helper refers to the pending type instead. Each check runs in a child process: an abort there is
+//! a failed test, not a dead harness.
 
 use std::process::Command;
 
 use dsh_tools::dialect::Dialect;
 use dsh_tools::sdk::{self, Language, ToolSpec};
-use dsh_tools::validate::SchemaValidator;
+use dsh_tools::__private::SchemaValidator;
 use dsh_tools::{ToolDefinition, ToolExec, tool};
-use schemars::JsonSchema;
-use serde::{Deserialize, Serialize};
+use dsh_tools::{Deserialize, JsonSchema, Serialize};
 use serde_json::{Value, json};
 
 const CHILD: &str = "DSH_RECURSIVE_SCHEMA_CHILD";
@@ -48,11 +49,15 @@ fn in_child_process(test_name: &str, body: fn()) {
 }
 
 #[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(crate = "dsh_tools::serde")]
+#[schemars(crate = "dsh_tools::schemars")]
 struct Leaf {
     name: String,
 }
 
 #[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(crate = "dsh_tools::serde")]
+#[schemars(crate = "dsh_tools::schemars")]
 #[serde(tag = "type")]
 enum Node {
     Leaf(Leaf),
@@ -69,6 +74,8 @@ async fn count(node: Node) -> u32 {
 }
 
 #[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(crate = "dsh_tools::serde")]
+#[schemars(crate = "dsh_tools::schemars")]
 struct TreeArgs {
     root: Node,
 }
@@ -178,7 +185,7 @@ fn output_body() {
     // serde's derived `Serialize` for such an enum cannot be written to JSON (rustc reaches its
     // recursion limit, serde-rs/serde#3100), so `-> Node` does not compile; the output schema is
     // checked through the function `#[tool]` calls for an output type.
-    let output = dsh_tools::schema::output_schema::<Node>();
+    let output = dsh_tools::__private::output_schema::<Node>();
     let branches = output["oneOf"].as_array().unwrap();
     let group = branches
         .iter()

@@ -24,6 +24,8 @@ mod registry;
 mod result;
 mod schedule;
 mod schema;
+#[doc(hidden)]
+pub mod schema_derive;
 mod scope;
 pub mod sdk;
 mod tool;
@@ -71,7 +73,7 @@ pub use tool::{
 pub mod __private {
     pub use crate::error::into_tool_error;
     pub use crate::validate::{check_length, check_pattern, check_range};
-    pub use schemars;
+    pub use crate::schema_derive as schemars;
     pub use serde;
     pub use serde_json;
     pub use std;
@@ -90,5 +92,6 @@ pub mod __private {
     pub use crate::code_runtime::frame;
     pub use crate::dialect::bfcl_to_json_schema;
     pub use crate::result::blocks_text;
-    pub use crate::schema::parameters_schema;
+    pub use crate::schema::{output_schema, parameters_schema};
+    pub use crate::validate::SchemaValidator;
 }

@@ -252,20 +252,26 @@ mod tests {
             args: json!({"label": label}),
             signal: CancellationToken::new(),
         };
-        let first = tokio::spawn(dispatch(binding("a")));
-        let second = tokio::spawn(dispatch(binding("b")));
-        tokio::select! {
+        let a = tokio::spawn(dispatch(binding("a")));
+        let b = tokio::spawn(dispatch(binding("b")));
+        // Either call may reach the lane first; the other one queues behind it (one slot).
+        let started_label = tokio::select! {
             () = bridge.drive() => panic!("the lane ended while a call was blocked"),
-            label = starts.recv() => assert_eq!(label.as_deref(), Some("a")),
-        }
+            label = starts.recv() => label.expect("a call started"),
+        };
+        let (started_call, queued_call) = if started_label == "a" { (a, b) } else { (b, a) };
         // The lane's future is gone; its started call must still finish and commit.
         drop(bridge);
-        let second = tokio::time::timeout(BOUND, second).await.unwrap().unwrap();
-        let error = second.expect_err("the queued call is abandoned");
+        let queued = tokio::time::timeout(BOUND, queued_call).await.unwrap().unwrap();
+        let error = queued.expect_err("the queued call is abandoned");
         assert!(error.message.contains("run_code run is over"), "{error:?}");
         release.notify_one();
-        let first = tokio::time::timeout(BOUND, first).await.unwrap().unwrap();
-        assert_eq!(first, Ok(json!("a")), "the started call ran to completion");
+        let started = tokio::time::timeout(BOUND, started_call).await.unwrap().unwrap();
+        assert_eq!(
+            started,
+            Ok(json!(started_label)),
+            "the started call ran to completion"
+        );
         let committed = tokio::time::timeout(BOUND, results.recv()).await.unwrap();
         assert_eq!(committed, Some(("test:code:1".to_owned(), false)));
         assert_eq!(
