@@ -568,6 +568,21 @@ fn expand_hooks(tool: &ToolFn) -> TokenStream {
         });
     }
     hooks.push(expand_presenters(tool));
+    let attrs = &tool.attrs;
+    if attrs.render.is_some() || attrs.present_result.is_some() || attrs.presentation_meta.is_some()
+    {
+        // Lets the hooks describe a value a post-execute hook or a wrapper substituted, when the
+        // output type can be read back (autoref specialisation: `Deserialize` if it has one).
+        hooks.push(quote! {
+            fn output_from_value(
+                __dsh_value: &#private::serde_json::Value,
+            ) -> ::core::option::Option<Self::Output> {
+                #[allow(unused_imports)]
+                use #private::{OutputViaDeserialize as _, OutputViaNothing as _};
+                (&&#private::OutputProbe::<Self::Output>::new()).output_from_value(__dsh_value)
+            }
+        });
+    }
     quote!(#(#hooks)*)
 }
 

@@ -39,7 +39,13 @@ type DispatchFn = dyn Fn(Arc<Value>, ToolExec) -> BoxFuture<'static, Result<Disp
     + Send
     + Sync;
 type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
-type RenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
+/// Renders a substituted value: (arguments, value, top-level call) to content, `meta` and card.
+type RenderFn = dyn Fn(&Value, &Value, bool) -> Result<Presented, ToolFailure> + Send + Sync;
+/// A dynamic tool's renderer: (arguments, value) to content.
+type ValueRenderFn = dyn Fn(&Value, &Value) -> Vec<ContentBlock> + Send + Sync;
+
+/// Content, `meta` and result card of one value.
+type Presented = (Vec<ContentBlock>, Option<Value>, Option<ResultView>);
 type FinalizeFn = dyn Fn(&ToolExec, &ToolResult) -> Option<Vec<ContentBlock>> + Send + Sync;
 type PresentCallFn = dyn Fn(&Value) -> Option<CallView> + Send + Sync;
 type PresentResultFn = dyn Fn(&Value, &Value) -> Option<ResultView> + Send + Sync;
@@ -188,6 +194,35 @@ fn presenter<R>(tool: &str, which: &str, run: impl FnOnce() -> R) -> Result<R, T
     })
 }
 
+/// Whether any hook needs the typed arguments after the body consumed them (which costs a second
+/// deserialization).
+fn renders_with_args<T: Tool>() -> bool {
+    T::RENDER.is_some() || T::PRESENT_RESULT.is_some() || T::PRESENTATION_META.is_some()
+}
+
+/// Content, `meta` (top-level calls only) and result card of a typed output, through the tool's
+/// own hooks.
+fn present_typed<T: Tool>(
+    typed: &T::Args,
+    output: &T::Output,
+    value: &Value,
+    top_level: bool,
+) -> Result<Presented, ToolFailure> {
+    let meta = match T::PRESENTATION_META {
+        Some(meta) if top_level => presenter(T::NAME, "presentationMeta", || meta(typed, output))?,
+        _ => None,
+    };
+    let view = T::PRESENT_RESULT.and_then(|present| {
+        guarded(T::NAME, "present_result", || present(typed, output, meta.as_ref()))
+    });
+    let content = match T::RENDER {
+        Some(render) => presenter(T::NAME, "render", || render(typed, output))?,
+        None => None,
+    }
+    .unwrap_or_else(|| default_render(value));
+    Ok((content, meta, view))
+}
+
 fn non_object_args() -> ToolFailure {
     invalid_args(&["\"arguments\" must be an object".to_owned()])
 }
@@ -275,34 +310,11 @@ impl ToolDefinition {
                 }
                 // `call` consumed the typed arguments; only tools with a custom renderer or
                 // presenter pay for a second deserialization.
-                let renders_with_args = T::RENDER.is_some()
-                    || T::PRESENT_RESULT.is_some()
-                    || T::PRESENTATION_META.is_some();
-                let (content, meta, view) = match renders_with_args
+                let (content, meta, view) = match renders_with_args::<T>()
                     .then(|| T::Args::deserialize(&*args).ok())
                     .flatten()
                 {
-                    Some(typed) => {
-                        let meta = match T::PRESENTATION_META {
-                            Some(meta) if top_level => {
-                                presenter(T::NAME, "presentationMeta", || meta(&typed, &output))?
-                            }
-                            _ => None,
-                        };
-                        let view = T::PRESENT_RESULT.and_then(|present| {
-                            guarded(T::NAME, "present_result", || {
-                                present(&typed, &output, meta.as_ref())
-                            })
-                        });
-                        let content = match T::RENDER {
-                            Some(render) => {
-                                presenter(T::NAME, "render", || render(&typed, &output))?
-                            }
-                            None => None,
-                        }
-                        .unwrap_or_else(|| default_render(&value));
-                        (content, meta, view)
-                    }
+                    Some(typed) => present_typed::<T>(&typed, &output, &value, top_level)?,
                     None => (default_render(&value), None, None),
                 };
                 Ok(Dispatched {
@@ -330,7 +342,15 @@ impl ToolDefinition {
                             .is_ok_and(|typed| T::is_concurrency_safe(&typed))
                 }),
                 dispatch: Box::new(dispatch),
-                render_value: Box::new(|_, value| default_render(value)),
+                render_value: Box::new(|args, value, top_level| {
+                    let typed = renders_with_args::<T>()
+                        .then(|| T::Args::deserialize(args).ok())
+                        .flatten();
+                    match typed.zip(T::output_from_value(value)) {
+                        Some((typed, output)) => present_typed::<T>(&typed, &output, value, top_level),
+                        None => Ok((default_render(value), None, None)),
+                    }
+                }),
                 finalize,
                 present_call: Some(Box::new(|args| {
                     T::Args::deserialize(args)
@@ -404,19 +424,27 @@ impl ToolDefinition {
         (self.inner.dispatch)(args.into(), exec)
     }
 
-    /// Validates a replacement value against the output schema and renders it (post-execute
-    /// `Accept { value }`, wrapper-authored successes).
+    /// Validates a replacement value against the output schema and presents it the way the
+    /// body's own value would be (post-execute `Accept { value }`, wrapper-authored successes;
+    /// REFERENCE §2.2 steps 9 and 11): content from the tool's renderer, `meta` recomputed for a
+    /// top-level call, and the result card.
     ///
     /// # Errors
-    /// `INVALID_TOOL_OUTPUT` when the value breaks the output schema.
+    /// `INVALID_TOOL_OUTPUT` when the value breaks the output schema or a renderer panics.
     pub fn normalize_value(
         &self,
         args: &Value,
         value: Value,
-    ) -> Result<(Value, Vec<ContentBlock>), ToolFailure> {
+        top_level: bool,
+    ) -> Result<Dispatched, ToolFailure> {
         self.check_output(&value)?;
-        let content = (self.inner.render_value)(args, &value);
-        Ok((value, content))
+        let (content, meta, view) = (self.inner.render_value)(args, &value, top_level)?;
+        Ok(Dispatched {
+            value,
+            content,
+            meta,
+            view,
+        })
     }
 
     fn check_output(&self, value: &Value) -> Result<(), ToolFailure> {
@@ -481,7 +509,7 @@ pub struct ToolDefinitionBuilder {
     timeout_ms: Option<u64>,
     classifier: Option<Box<ClassifierFn>>,
     handler: Option<Arc<HandlerFn>>,
-    render: Option<Box<RenderFn>>,
+    render: Option<Box<ValueRenderFn>>,
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
@@ -646,7 +674,7 @@ impl ToolDefinitionBuilder {
         };
         let validator = Arc::new(validator);
         let parameters = Arc::new(self.parameters.clone());
-        let render: Arc<RenderFn> = match self.render {
+        let render: Arc<ValueRenderFn> = match self.render {
             Some(render) => Arc::from(render),
             None => Arc::new(|_: &Value, value: &Value| default_render(value)),
         };
@@ -720,7 +748,7 @@ impl ToolDefinitionBuilder {
                 timeout_ms: self.timeout_ms,
                 classifier,
                 dispatch: Box::new(dispatch),
-                render_value: Box::new(move |args, value| render(args, value)),
+                render_value: Box::new(move |args, value, _| Ok((render(args, value), None, None))),
                 finalize: self.finalize,
                 present_call: self.present_call,
                 annotations: self.annotations,

@@ -248,3 +248,45 @@ mod tests {
         assert_eq!(failed.into_tool_result().unwrap_err().message(), "nope");
     }
 }
+
+/// Reads a tool's output type back from JSON where it can (`Tool::output_from_value`): method
+/// resolution picks [`OutputViaDeserialize`] on `&&OutputProbe<T>` when `T: DeserializeOwned`,
+/// else [`OutputViaNothing`] one auto-deref further.
+pub struct OutputProbe<T>(std::marker::PhantomData<fn() -> T>);
+
+impl<T> OutputProbe<T> {
+    /// The probe for `T`.
+    pub fn new() -> Self {
+        OutputProbe(std::marker::PhantomData)
+    }
+}
+
+impl<T> Default for OutputProbe<T> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The output type has `Deserialize`: read it back.
+pub trait OutputViaDeserialize<T> {
+    /// `None` when the value does not deserialize.
+    fn output_from_value(self, value: &serde_json::Value) -> Option<T>;
+}
+
+impl<T: serde::de::DeserializeOwned> OutputViaDeserialize<T> for &&OutputProbe<T> {
+    fn output_from_value(self, value: &serde_json::Value) -> Option<T> {
+        T::deserialize(value).ok()
+    }
+}
+
+/// The output type cannot be read back: the substitute keeps the default rendering.
+pub trait OutputViaNothing<T> {
+    /// Always `None`.
+    fn output_from_value(self, value: &serde_json::Value) -> Option<T>;
+}
+
+impl<T> OutputViaNothing<T> for &OutputProbe<T> {
+    fn output_from_value(self, _value: &serde_json::Value) -> Option<T> {
+        None
+    }
+}

@@ -53,8 +53,8 @@ pub trait Tool: Send + Sync + 'static {
     /// Renders the body's output to model-facing content; without one (the default), or when it
     /// returns `None`, the JSON value is rendered with [`default_render`]. Values that a
     /// post-execute hook or an execute wrapper substitutes are validated against the output
-    /// schema and rendered with [`default_render`], without `presentation_meta`: the typed output
-    /// cannot be rebuilt from JSON.
+    /// schema and go through the same hooks when [`Tool::output_from_value`] can read them back
+    /// (else [`default_render`], without `meta`).
     ///
     /// [`Tool::RENDER`], [`Tool::PRESENT_RESULT`] and [`Tool::PRESENTATION_META`] need the typed
     /// arguments after the body consumed them: only a tool that sets one of them pays for a
@@ -70,8 +70,8 @@ pub trait Tool: Send + Sync + 'static {
 
     /// The completed-state UI card of a success (`None`: keep the pending title and show the raw
     /// content). `meta` is [`Tool::PRESENTATION_META`]'s value, `None` for nested calls, so a
-    /// presenter must also work without it. A panic shows the generic card. The card is dropped
-    /// when a post-execute hook or an execute wrapper replaces the value it was made from.
+    /// presenter must also work without it. A panic shows the generic card. A value a post-execute
+    /// hook or an execute wrapper substitutes gets its own card (none when it cannot be read back).
     const PRESENT_RESULT: Option<PresentResultHook<Self>> = None;
 
     /// Replayable UI metadata carried on the result as `meta`, computed for top-level calls only
@@ -81,6 +81,16 @@ pub trait Tool: Send + Sync + 'static {
     /// Replaces the final content of every outcome, called exactly once per call; `None` keeps it.
     /// Without one (the default) the pipeline skips the step.
     const FINALIZE_CONTENT: Option<FinalizeContentHook> = None;
+
+    /// Rebuilds the typed output from a value another stage substituted for the body's (a
+    /// post-execute `Accept { value }`, a wrapper-authored success), so that [`Tool::RENDER`],
+    /// [`Tool::PRESENT_RESULT`] and [`Tool::PRESENTATION_META`] describe the substitute too
+    /// (REFERENCE §2.2 step 11). `#[tool]` implements it with the output type's `Deserialize`
+    /// when it has one; `None` (the default) renders the substitute with [`default_render`] and
+    /// leaves it without `meta`.
+    fn output_from_value(_value: &Value) -> Option<Self::Output> {
+        None
+    }
 
     /// The parameters schema (JSON Schema 2020-12, object root).
     fn parameters_schema() -> Value {

@@ -86,10 +86,10 @@ async fn output_schema_uses_the_serialize_view_ref_1_10() {
     let dispatched = dispatch(&definition, json!({"name": "a"})).await.unwrap();
     assert_eq!(dispatched.value, json!({"name": "a"}));
     // A substituted value checked against the same schema is accepted too.
-    let (value, _) = definition
-        .normalize_value(&json!({"name": "a"}), json!({"name": "b"}))
+    let presented = definition
+        .normalize_value(&json!({"name": "a"}), json!({"name": "b"}), true)
         .unwrap();
-    assert_eq!(value, json!({"name": "b"}));
+    assert_eq!(presented.value, json!({"name": "b"}));
 }
 
 /// Runs `body` on a thread with the default 2 MiB stack, as a host's worker thread would have.
@@ -264,4 +264,76 @@ async fn a_panicking_presenter_is_invalid_tool_output_ref_1_10() {
             failed.message
         );
     }
+}
+
+#[derive(Serialize, Deserialize, JsonSchema)]
+struct Total {
+    sum: u32,
+}
+
+/// Sum.
+#[tool(render = render_total, presentation_meta = total_meta)]
+async fn total(a: u32) -> Total {
+    Total { sum: a }
+}
+
+fn render_total(_args: &TotalArgs, output: &Total) -> Vec<dsh_tools::ContentBlock> {
+    vec![dsh_tools::ContentBlock::text(format!("sum = {}", output.sum))]
+}
+
+fn total_meta(args: &TotalArgs, output: &Total) -> Option<Value> {
+    Some(json!({"a": args.a, "sum": output.sum}))
+}
+
+#[derive(Serialize, JsonSchema)]
+struct Opaque {
+    sum: u32,
+}
+
+/// Sum without a way back from JSON.
+#[tool(render = render_opaque)]
+async fn opaque(a: u32) -> Opaque {
+    Opaque { sum: a }
+}
+
+fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::ContentBlock> {
+    vec![dsh_tools::ContentBlock::text(format!("sum = {}", output.sum))]
+}
+
+/// REFERENCE §2.2 step 11: a post-execute `Accept { value }` on a typed tool is rendered with the
+/// tool's own `render` and its `meta` recomputed (not the default renderer, not the body's `meta`).
+/// An output type without `Deserialize` cannot be read back and keeps the default rendering.
+#[tokio::test]
+async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
+    use dsh_tools::{PostDecision, Registry, ToolCall};
+    let registry = Registry::new();
+    registry.register(ToolDefinition::from_tool(TotalTool)).unwrap();
+    registry.register(ToolDefinition::from_tool(OpaqueTool)).unwrap();
+    registry.on_post_execute(std::sync::Arc::new(|_view, _result, _next| {
+        Box::pin(async {
+            PostDecision::Accept {
+                content: None,
+                value: Some(json!({"sum": 42})),
+                contexts: vec![],
+            }
+        })
+    }));
+    let result = registry
+        .execute(ToolCall::new("1", "total", json!({"a": 1})))
+        .await;
+    assert_eq!(result.value(), Some(&json!({"sum": 42})));
+    assert_eq!(dsh_tools::__private::blocks_text(result.content()), "sum = 42");
+    let dsh_tools::ToolResult::Success { meta, .. } = &result else {
+        panic!("a success: {result:?}");
+    };
+    assert_eq!(meta.as_ref(), Some(&json!({"a": 1, "sum": 42})));
+
+    let result = registry
+        .execute(ToolCall::new("2", "opaque", json!({"a": 1})))
+        .await;
+    assert_eq!(result.value(), Some(&json!({"sum": 42})));
+    assert_eq!(
+        dsh_tools::__private::blocks_text(result.content()),
+        "{\n  \"sum\": 42\n}"
+    );
 }

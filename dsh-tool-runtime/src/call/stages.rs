@@ -536,14 +536,18 @@ impl Registry {
         let Some(definition) = self.get(&prepared.view.name, prepared.view.agent.as_ref()) else {
             return ToolResult::failure(unknown_tool(&prepared.view.name));
         };
-        match definition.normalize_value(&prepared.view.arguments, value) {
-            Ok((value, content)) => ToolResult::Success {
-                value,
-                content,
-                meta: None,
-                additional_contexts,
-                concludes_turn,
-            },
+        let top_level = prepared.view.parent.is_none();
+        match definition.normalize_value(&prepared.view.arguments, value, top_level) {
+            Ok(presented) => {
+                *prepared.result_view.lock() = presented.view;
+                ToolResult::Success {
+                    value: presented.value,
+                    content: presented.content,
+                    meta: presented.meta,
+                    additional_contexts,
+                    concludes_turn,
+                }
+            }
             Err(failure) => ToolResult::failure(failure),
         }
     }
@@ -701,13 +705,14 @@ impl Registry {
                     return ToolResult::failure(unknown_tool(&view.name));
                 };
                 let mut existing = result.additional_contexts().to_vec();
-                match definition.normalize_value(&view.arguments, value) {
-                    Ok((value, content)) => {
+                match definition.normalize_value(&view.arguments, value, view.parent.is_none()) {
+                    Ok(presented) => {
                         existing.extend(contexts);
+                        *prepared.result_view.lock() = presented.view;
                         ToolResult::Success {
-                            value,
-                            content,
-                            meta: None,
+                            value: presented.value,
+                            content: presented.content,
+                            meta: presented.meta,
                             additional_contexts: existing,
                             concludes_turn: false,
                         }
