@@ -703,23 +703,29 @@ impl ToolDefinitionBuilder {
                 };
                 let args = check_depth(args)?;
                 let args = drop_null_optionals(&parameters, args);
-                let mut violations = validator.violations(&args, "");
-                let mut args = Value::clone(&args);
-                if !violations.is_empty() {
+                // The common case, valid arguments, costs one validation pass and no clone of
+                // the schema's error list.
+                let args = if validator.is_valid(&args) {
+                    args
+                } else {
                     // Nested `null`s from a strict-mode client read as absent.
-                    let normalized = normalize_strict_arguments(&parameters, args.clone());
+                    let normalized = normalize_strict_arguments(&parameters, Value::clone(&args));
                     if validator.is_valid(&normalized) {
-                        args = normalized;
-                        violations.clear();
+                        Arc::new(normalized)
+                    } else {
+                        let violations = validator.violations(&args, "");
+                        if !violations.is_empty() {
+                            return Err(invalid_args(&violations));
+                        }
+                        args
                     }
-                }
-                if !violations.is_empty() {
-                    return Err(invalid_args(&violations));
-                }
-                let value = handler(args.clone(), exec)
+                };
+                let value = handler(Value::clone(&args), exec)
                     .await
                     .map_err(ToolFailure::from)?;
-                if let Some(validator) = &output_validator {
+                if let Some(validator) = &output_validator
+                    && !validator.is_valid(&value)
+                {
                     let violations = validator.violations(&value, "value");
                     if !violations.is_empty() {
                         return Err(invalid_output(&tool_name, &violations));
