@@ -447,16 +447,31 @@ fn describe(e: &MontyException, body_lines: u32) -> String {
         .collect();
     if !frames.is_empty() {
         out.push_str("Traceback (most recent call last):\n");
-        for frame in frames {
-            let _ = writeln!(
-                out,
-                "  File \"{SCRIPT}\", line {}, in {}",
-                frame.start.line - 1,
-                match frame.frame_name.as_deref() {
+        let shown: Vec<(u32, &str)> = frames
+            .iter()
+            .map(|frame| {
+                let name = match frame.frame_name.as_deref() {
                     None | Some("__dsh_program") => "<module>",
                     Some(name) => name,
-                }
-            );
+                };
+                (frame.start.line - 1, name)
+            })
+            .collect();
+        // As CPython: three of a run of identical frames, then how many more there were.
+        let mut i = 0;
+        while i < shown.len() {
+            let run = shown[i..].iter().take_while(|f| **f == shown[i]).count();
+            for _ in 0..run.min(3) {
+                let _ = writeln!(
+                    out,
+                    "  File \"{SCRIPT}\", line {}, in {}",
+                    shown[i].0, shown[i].1
+                );
+            }
+            if run > 3 {
+                let _ = writeln!(out, "  [Previous line repeated {} more times]", run - 3);
+            }
+            i += run;
         }
     }
     match e.message() {
