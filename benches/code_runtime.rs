@@ -315,11 +315,11 @@ fn embedded_typescript_1000_binding_calls(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn embedded_python_trivial(bencher: divan::Bencher) {
     let rt = embedded_python();
-    bencher.bench_local(|| {
-        run_once(&rt, TRIVIAL_PY);
-        // Untimed: the next run's worker finishes starting, as between an agent's turns.
-        std::thread::sleep(Duration::from_millis(50));
-    });
+    // Untimed between runs: the next run's worker finishes starting, as between an agent's
+    // turns.
+    bencher
+        .with_inputs(|| std::thread::sleep(Duration::from_millis(50)))
+        .bench_local_values(|()| run_once(&rt, TRIVIAL_PY));
     tokio().block_on(rt.dispose());
 }
 
