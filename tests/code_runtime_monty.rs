@@ -47,6 +47,10 @@ async fn a_program_cannot_reach_the_host() {
         ("return globals()", "NameError"),
         ("return eval('1 + 1')", "NameError"),
         ("exec('x = 1')", "NameError"),
+        // The exit status by which the worker reports its allocator's refusal is not the
+        // program's to choose.
+        ("raise SystemExit('65')", "SystemExit"),
+        ("import sys\nsys.exit(65)", ""),
     ] {
         assert_failure(&run(&rt, program).await, FailureKind::Exception, needle);
     }

@@ -275,9 +275,9 @@ impl SubprocessRuntime {
         SubprocessRuntime { inner }
     }
 
-    /// Python on Monty in `worker`, a program that runs
-    /// [`embedded::worker_main`](super::embedded) under the worker allocator: one run per
-    /// sandboxed process, a standby started ahead. `worker`'s first argument is its heap
+    /// Python on Monty in `worker` (the `dsh-monty-worker` program: the embedded module's
+    /// worker entry point under its counting allocator): one run per sandboxed process, a
+    /// standby started ahead. `worker`'s first argument is its heap
     /// budget in bytes; exiting with [`monty_types::OOM_EXIT_CODE`] reads as `memory-limit`.
     #[cfg(feature = "embedded-python")]
     pub(crate) fn monty(

@@ -490,8 +490,7 @@ fn describe(e: &MontyException, body_lines: u32) -> String {
 /// of the program is line `n + 1` of the source. Returns the source and the program's line
 /// count.
 fn wrap(program: &str, namespaces: &[Value]) -> (String, u32) {
-    let mut source = String::from("async def __dsh_program():\n    pass\n");
-    source.truncate("async def __dsh_program():\n".len());
+    let mut source = String::from("async def __dsh_program():\n");
     let mut lines = 0u32;
     for (line, starts_in_string) in split_lines(program) {
         lines += 1;
@@ -523,7 +522,7 @@ fn wrap(program: &str, namespaces: &[Value]) -> (String, u32) {
             classes.push(class);
             let _ = writeln!(source, "{class} = RuntimeError");
         }
-        let _ = write!(source, "class __dsh_ns_{global}:\n");
+        let _ = writeln!(source, "class __dsh_ns_{global}:");
         let mut quoted = String::new();
         push_string(&mut quoted, global);
         for name in &names {
@@ -541,7 +540,7 @@ fn wrap(program: &str, namespaces: &[Value]) -> (String, u32) {
             }
         }
         source.push_str("    pass\n");
-        let _ = write!(source, "{global} = __dsh_ns_{global}()\n");
+        let _ = writeln!(source, "{global} = __dsh_ns_{global}()");
         // Monty has no `__getitem__`: other names are attributes, reached with `getattr`.
         for name in names.iter().filter(|n| !is_identifier(n)) {
             let mut q = String::new();
