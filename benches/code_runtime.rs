@@ -9,7 +9,8 @@
 //!     processes (the floor of any design that gives each run its own process). The Node.js
 //!     figures come from `benches/baseline/worker_threads.mjs`;
 //! (c) the same for the embedded TypeScript runtime (QuickJS in this process), whose goals are
-//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip.
+//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip, and for Python on Monty
+//!     (a fresh sandboxed `dsh-monty-worker` process per run, one started ahead).
 //! (d) the sandbox's cost (SPEC §8.1): start-to-result of the trivial program with the default
 //!     sandbox (`Sandbox::Auto`, all of it on Linux 6.12+) against `Sandbox::Off`, per language,
 //!     with and without a standby child, the two interleaved run by run.
@@ -64,6 +65,10 @@ fn request(program: &str) -> RunRequest {
 
 fn embedded() -> EmbeddedRuntime {
     EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config")
+}
+
+fn embedded_python() -> EmbeddedRuntime {
+    EmbeddedRuntime::python(EmbeddedConfig::default()).expect("the Monty worker is built")
 }
 
 fn run_once(rt: &dyn CodeRuntime, program: &str) {
@@ -194,6 +199,16 @@ fn comparison() {
         ms / worker_start
     );
     tokio().block_on(rt.dispose());
+    let rt = embedded_python();
+    run_once(&rt, TRIVIAL_PY);
+    let ms = median_ms(&rt, TRIVIAL_PY, 15);
+    println!(
+        "{:<44} {:>8.3}ms {:>8.3}",
+        "start-to-result, embedded python (Monty)",
+        ms,
+        ms / worker_start
+    );
+    tokio().block_on(rt.dispose());
     println!(
         "{:<44} {:>8.2}us {:>8}",
         "worker-port round trip", port_rt_us, "1.00"
@@ -230,6 +245,18 @@ fn comparison() {
     println!(
         "{:<44} {:>8.2}us {:>8.3}",
         "binding round trip, embedded typescript",
+        us,
+        us / port_rt_us
+    );
+    tokio().block_on(rt.dispose());
+    let rt = embedded_python();
+    run_once(&rt, CALLS_PY);
+    let with_calls = median_ms(&rt, CALLS_PY, 7);
+    let without = median_ms(&rt, TRIVIAL_PY, 7);
+    let us = (with_calls - without) * 1e3 / 1000.0;
+    println!(
+        "{:<44} {:>8.2}us {:>8.3}",
+        "binding round trip, embedded python (Monty)",
         us,
         us / port_rt_us
     );
@@ -282,5 +309,23 @@ fn embedded_typescript_trivial(bencher: divan::Bencher) {
 fn embedded_typescript_1000_binding_calls(bencher: divan::Bencher) {
     let rt = embedded();
     bencher.bench_local(|| run_once(&rt, CALLS_TS));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn embedded_python_trivial(bencher: divan::Bencher) {
+    let rt = embedded_python();
+    // Untimed between runs: the next run's worker finishes starting, as between an agent's
+    // turns.
+    bencher
+        .with_inputs(|| std::thread::sleep(Duration::from_millis(50)))
+        .bench_local_values(|()| run_once(&rt, TRIVIAL_PY));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 10, sample_size = 1)]
+fn embedded_python_1000_binding_calls(bencher: divan::Bencher) {
+    let rt = embedded_python();
+    bencher.bench_local(|| run_once(&rt, CALLS_PY));
     tokio().block_on(rt.dispose());
 }

@@ -27,6 +27,7 @@ enum Backend {
     SubprocessTypeScript,
     SubprocessPython,
     EmbeddedTypeScript,
+    EmbeddedPython,
 }
 
 fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
@@ -49,6 +50,9 @@ fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
             }
             Backend::EmbeddedTypeScript => Arc::new(
                 EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config"),
+            ),
+            Backend::EmbeddedPython => Arc::new(
+                EmbeddedRuntime::python(EmbeddedConfig::default()).expect("the Monty worker"),
             ),
         };
         runtime
@@ -104,4 +108,14 @@ fn embedded_typescript_100_sequential(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 50, sample_size = 1)]
 fn embedded_typescript_100_parallel(bencher: divan::Bencher) {
     run(bencher, Backend::EmbeddedTypeScript, TS_PARALLEL);
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn embedded_python_100_sequential(bencher: divan::Bencher) {
+    run(bencher, Backend::EmbeddedPython, PY_SEQUENTIAL);
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn embedded_python_100_parallel(bencher: divan::Bencher) {
+    run(bencher, Backend::EmbeddedPython, PY_PARALLEL);
 }

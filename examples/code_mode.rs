@@ -208,17 +208,10 @@ async fn main() -> anyhow::Result<()> {
         }
     });
 
-    let languages: &[Lang] = match (cli.lang, cli.runtime) {
-        (Lang::Both, RuntimeKind::Embedded) => {
-            // There is no embedded Python runtime yet: `both` means the one embedded language.
-            println!(
-                "--runtime embedded runs TypeScript only; Python runs with --runtime subprocess"
-            );
-            &[Lang::Ts]
-        }
-        (Lang::Both, _) => &[Lang::Ts, Lang::Py],
-        (Lang::Ts, _) => &[Lang::Ts],
-        (Lang::Py, _) => &[Lang::Py],
+    let languages: &[Lang] = match cli.lang {
+        Lang::Both => &[Lang::Ts, Lang::Py],
+        Lang::Ts => &[Lang::Ts],
+        Lang::Py => &[Lang::Py],
     };
     println!("tools root: {}", root.display());
     for (index, lang) in languages.iter().enumerate() {
@@ -229,11 +222,12 @@ async fn main() -> anyhow::Result<()> {
             (RuntimeKind::Subprocess, _) => {
                 Arc::new(SubprocessRuntime::typescript(SubprocessConfig::default()).await?)
             }
-            (RuntimeKind::Embedded, Lang::Py) => {
-                bail!(
-                    "the embedded runtime runs TypeScript only; use --lang ts or --runtime subprocess"
-                )
-            }
+            // Python on Monty runs in `dsh-monty-worker`: `cargo build --bin dsh-monty-worker`
+            // puts it where this example looks (or set `DSH_MONTY_WORKER`).
+            (RuntimeKind::Embedded, Lang::Py) => Arc::new(
+                EmbeddedRuntime::python(EmbeddedConfig::default())
+                    .context("build the worker with `cargo build --bin dsh-monty-worker`")?,
+            ),
             (RuntimeKind::Embedded, _) => {
                 Arc::new(EmbeddedRuntime::javascript(EmbeddedConfig::default())?)
             }

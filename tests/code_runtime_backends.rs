@@ -1,5 +1,6 @@
 //! The code runtime contract (SPEC §8, §8.2) as one suite over every backend: the subprocess
-//! runtimes (Node.js, CPython) and the embedded ones (QuickJS). Each behaviour is written once
+//! runtimes (Node.js, CPython) and the embedded ones (QuickJS; Python on Monty with feature
+//! `embedded-python`). Each behaviour is written once
 //! and runs as one test per backend, `<behaviour>::<backend>`; programs differ only by language.
 
 mod code_runtime_support;
@@ -22,6 +23,8 @@ pub enum Backend {
     SubprocessTypeScript,
     SubprocessPython,
     EmbeddedJavaScript,
+    /// Python on Monty, in its pool of sandboxed worker processes.
+    EmbeddedPython,
 }
 
 /// The budgets a test sets, mapped onto each backend's configuration.
@@ -50,16 +53,32 @@ impl Backend {
     fn lang(self) -> Lang {
         match self {
             Backend::SubprocessTypeScript | Backend::EmbeddedJavaScript => Lang::TypeScript,
-            Backend::SubprocessPython => Lang::Python,
+            Backend::SubprocessPython | Backend::EmbeddedPython => Lang::Python,
         }
     }
 
+    /// Whether the interpreter runs inside the host process.
     fn embedded(self) -> bool {
         matches!(self, Backend::EmbeddedJavaScript)
     }
 
+    /// Whether the runtime is one of `EmbeddedRuntime`'s: the memory budget is the
+    /// interpreter's allocator's, with a fixed diagnostic.
+    fn interpreter_budget(self) -> bool {
+        matches!(self, Backend::EmbeddedJavaScript | Backend::EmbeddedPython)
+    }
+
     fn pick<T>(self, typescript: T, python: T) -> T {
         self.lang().pick(typescript, python)
+    }
+
+    /// `monty` on Python on Monty, `other` elsewhere: where Monty's Python subset differs.
+    fn on_monty<T>(self, monty: T, other: T) -> T {
+        if self == Backend::EmbeddedPython {
+            monty
+        } else {
+            other
+        }
     }
 
     async fn runtime(self, b: Budgets) -> Arc<dyn CodeRuntime> {
@@ -85,6 +104,17 @@ impl Backend {
                     ..EmbeddedConfig::default()
                 })
                 .expect("a valid config"),
+            ),
+            Backend::EmbeddedPython => Arc::new(
+                EmbeddedRuntime::python(EmbeddedConfig {
+                    compute_ms: b.compute_ms,
+                    max_wall_ms: b.max_wall_ms,
+                    max_output_bytes: b.max_output_bytes,
+                    max_memory_mb: b.max_memory_mb,
+                    max_binding_calls: b.max_binding_calls,
+                    ..EmbeddedConfig::default()
+                })
+                .expect("the Monty worker is built with the tests"),
             ),
         }
     }
@@ -117,6 +147,11 @@ macro_rules! on_every_backend {
             #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
             async fn embedded_javascript() {
                 super::$behaviour(Backend::EmbeddedJavaScript).await;
+            }
+
+            #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+            async fn embedded_python() {
+                super::$behaviour(Backend::EmbeddedPython).await;
             }
         }
     )*};
@@ -213,6 +248,8 @@ async fn returns_every_json_shape(backend: Backend) {
             "return '\\ud800'",
         ],
     );
+    // Monty's parser turns a lone surrogate escape into U+FFFD: there is nothing lossy left.
+    let lossy = &lossy[..backend.on_monty(4, lossy.len())];
     for program in lossy {
         assert_failure(
             &run(rt.as_ref(), program).await,
@@ -288,7 +325,15 @@ async fn an_error_is_an_exception_with_program_lines(backend: Backend) {
         }
     }
     assert_failure(
-        &run(rt.as_ref(), backend.pick("throw 42", "raise Exception(42)")).await,
+        &run(
+            rt.as_ref(),
+            backend.pick(
+                "throw 42",
+                // Monty's exceptions take one string argument.
+                backend.on_monty("raise Exception('42')", "raise Exception(42)"),
+            ),
+        )
+        .await,
         FailureKind::Exception,
         "42",
     );
@@ -325,7 +370,10 @@ async fn a_hung_wait_reaches_the_wall_clock_ceiling(backend: Backend) {
             tools
                 .request(backend.pick(
                     "await new Promise(() => {});",
-                    "import asyncio\nawait asyncio.Event().wait()",
+                    backend.on_monty(
+                        "await host.forever()",
+                        "import asyncio\nawait asyncio.Event().wait()",
+                    ),
                 ))
                 .signal(CancellationToken::new()),
         )
@@ -402,11 +450,15 @@ async fn a_memory_bomb_ends_the_run_and_the_host_stays_healthy(backend: Backend)
         rt.as_ref(),
         backend.pick(
             "const hoard = [];\nwhile (true) hoard.push(new Array(1e6).fill(1.5));",
-            "hoard = []\nwhile True:\n    hoard.append(bytearray(10 ** 7))",
+            // Monty has no `bytearray`.
+            backend.on_monty(
+                "hoard = []\nwhile True:\n    hoard.append('x' * 10 ** 7 + str(len(hoard)))",
+                "hoard = []\nwhile True:\n    hoard.append(bytearray(10 ** 7))",
+            ),
         ),
     )
     .await;
-    if backend.embedded() {
+    if backend.interpreter_budget() {
         // The interpreter's allocator refuses past the budget; the host decides the kind.
         assert_failure(
             &out,
@@ -486,8 +538,11 @@ fn report_then_hang(backend: Backend, log: bool) -> String {
     };
     backend.pick(
         format!("await tools.report({{pid: 1}});\n{log}await new Promise(() => {{}});"),
-        format!(
-            "import asyncio\nawait tools.report({{'pid': 1}})\n{log}await asyncio.Event().wait()"
+        backend.on_monty(
+            format!("await tools.report({{'pid': 1}})\n{log}await host.forever()"),
+            format!(
+                "import asyncio\nawait tools.report({{'pid': 1}})\n{log}await asyncio.Event().wait()"
+            ),
         ),
     )
 }
@@ -564,6 +619,28 @@ return {'a': a, 'b': b, 'name': type(caught).__name__, 'toolName': caught.toolNa
             json!({"a": {"x": [1, "two"]}, "b": {"y": null}, "name": "ToolCallError", "toolName": "fail",
                 "message": "no luck with {\"why\":1}", "own": "own names only"}),
         ),
+    );
+    // Monty has no class inheritance, no `__getitem__` and its exceptions carry one string: a
+    // failed binding call raises `RuntimeError`, which `ToolCallError` names, and a name that
+    // is not an identifier is an attribute for `getattr`.
+    let (program, expected) = backend.on_monty(
+        (
+            r#"a = await tools.echo({'x': [1, 'two']})
+b = await getattr(tools, 'my-tool')({'y': None})
+try:
+    await tools.fail({'why': 1})
+except ToolCallError as e:
+    caught = e
+try:
+    tools.constructor
+    own = 'leaked'
+except AttributeError:
+    own = 'own names only'
+return {'a': a, 'b': b, 'name': type(caught).__name__, 'message': str(caught), 'own': own}"#,
+            json!({"a": {"x": [1, "two"]}, "b": {"y": null}, "name": "RuntimeError",
+                "message": "no luck with {\"why\":1}", "own": "own names only"}),
+        ),
+        (program, expected),
     );
     let out = tools.run(rt.as_ref(), program).await;
     assert_value(&out, expected);

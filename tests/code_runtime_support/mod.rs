@@ -192,6 +192,13 @@ impl Tools {
             .binding(BindingNamespace::tools([
                 "echo", "fail", "slow", "report", "my-tool",
             ]))
+            // A binding that never answers: a wait on the host for interpreters without one
+            // of their own (Monty has no `asyncio.Event`).
+            .binding(BindingNamespace {
+                global: "host".into(),
+                names: vec!["forever".into()],
+                error_class: None,
+            })
             .dispatch(dispatch(move |call: BindingCall| {
                 calls.fetch_add(1, Ordering::SeqCst);
                 let (in_flight, max_in_flight, reported) =
@@ -199,6 +206,7 @@ impl Tools {
                 async move {
                     match call.name.as_str() {
                         "echo" | "my-tool" => Ok(call.args),
+                        "forever" => std::future::pending().await,
                         "fail" => Err(BindingError::new(format!("no luck with {}", call.args))),
                         "slow" => {
                             let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;

@@ -44,6 +44,9 @@ use tokio_util::sync::CancellationToken;
 
 #[cfg(feature = "embedded-js")]
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
+#[cfg(feature = "embedded-python")]
+#[doc(hidden)]
+pub use embedded::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_worker_main};
 pub use ledger::OutputLedger;
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};

@@ -8,10 +8,23 @@
 //! [`EmbeddedConfig::max_concurrent_runs`] interpreter threads exist at once, further runs wait.
 //! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
 //! kinds.
+//!
+//! [`EmbeddedRuntime::python`] runs Python on Monty (feature `embedded-python`). Monty cannot be
+//! made crash-proof inside a process (a native stack overflow or an allocator abort ends the
+//! process) and enforces its memory budget only through the executable's global allocator, so
+//! it runs in worker processes of ours (the `dsh-monty-worker` program): sandboxed like the
+//! subprocess runtimes, one pre-started ahead of each run, one fresh process and interpreter per
+//! run, a crashed one read as `worker-exit` and replaced by the next start.
 
 mod driver;
+#[cfg(feature = "embedded-python")]
+mod monty_worker;
 #[cfg(feature = "embedded-js")]
 mod quickjs;
+
+#[cfg(feature = "embedded-python")]
+#[doc(hidden)]
+pub use monty_worker::{WorkerAllocator, worker_main};
 
 use std::sync::Arc;
 
@@ -49,6 +62,10 @@ pub struct EmbeddedConfig {
     /// Runs that may execute at once (default twice the number of cores); further runs wait
     /// for a slot without holding a thread.
     pub max_concurrent_runs: usize,
+    /// Python only: the worker program (`dsh-monty-worker`, built from this crate's facade).
+    /// Default: `$DSH_MONTY_WORKER`, else `dsh-monty-worker` next to the running executable or
+    /// in its parent directory (where Cargo puts it for tests, benches and examples).
+    pub python_worker: Option<std::path::PathBuf>,
 }
 
 impl Default for EmbeddedConfig {
@@ -60,6 +77,7 @@ impl Default for EmbeddedConfig {
             max_output_bytes: 64 << 20,
             max_binding_calls: 10_000,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+            python_worker: None,
         }
     }
 }
@@ -91,6 +109,8 @@ impl EmbeddedConfig {
 enum Engine {
     #[cfg(feature = "embedded-js")]
     QuickJs,
+    #[cfg(feature = "embedded-python")]
+    Monty,
 }
 
 impl Engine {
@@ -98,6 +118,8 @@ impl Engine {
         match self {
             #[cfg(feature = "embedded-js")]
             Engine::QuickJs => "typescript",
+            #[cfg(feature = "embedded-python")]
+            Engine::Monty => "python",
         }
     }
 }
@@ -120,6 +142,9 @@ struct Inner {
     slots: Arc<Semaphore>,
     disposed: CancellationToken,
     runs: TaskTracker,
+    /// The worker pool of an out-of-process engine (Monty).
+    #[cfg(feature = "embedded-python")]
+    pooled: Option<super::SubprocessRuntime>,
 }
 
 impl EmbeddedRuntime {
@@ -136,10 +161,55 @@ impl EmbeddedRuntime {
         Self::new(Engine::QuickJs, config)
     }
 
+    /// A Python runtime on Monty (a subset of Python 3: no third-party modules, a few standard
+    /// ones such as `asyncio`, `re`, `json`, `math`; no `open`, `os` or `sys` access). Programs
+    /// run as the body of an async function with the binding globals and error classes in
+    /// scope; `print` output becomes logs; `asyncio.gather` overlaps binding calls.
+    ///
+    /// Each run gets a fresh sandboxed worker process (one is started ahead), so
+    /// [`isolation`](CodeRuntime::isolation) is that of a (sandboxed) process. Budgets as for
+    /// [`javascript`](Self::javascript), except that memory counts the worker's whole heap
+    /// (at least 64 MiB) and CPU time is sampled by the host every 10 ms.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range;
+    /// [`CodeRuntimeError::InterpreterNotFound`] when the worker program is not found.
+    #[cfg(feature = "embedded-python")]
+    pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        config.validate()?;
+        let worker = find_worker(config.python_worker.as_deref()).ok_or_else(|| {
+            CodeRuntimeError::InterpreterNotFound {
+                language: "python",
+                binary: WORKER_NAME.to_owned(),
+            }
+        })?;
+        let pooled = super::SubprocessRuntime::monty(
+            super::SubprocessConfig {
+                interpreter: None,
+                compute_ms: config.compute_ms,
+                max_wall_ms: config.max_wall_ms,
+                max_output_bytes: config.max_output_bytes,
+                max_memory_mb: config.max_memory_mb,
+                max_binding_calls: config.max_binding_calls,
+                max_concurrent_runs: config.max_concurrent_runs,
+                ..super::SubprocessConfig::default()
+            },
+            worker,
+        )?;
+        let mut runtime = Self::new(Engine::Monty, config)?;
+        if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
+            inner.pooled = Some(pooled);
+        }
+        Ok(runtime)
+    }
+
     fn new(engine: Engine, config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         config.validate()?;
         Ok(EmbeddedRuntime {
             inner: Arc::new(Inner {
+                #[cfg(feature = "embedded-python")]
+                pooled: None,
                 engine,
                 slots: Arc::new(Semaphore::new(config.max_concurrent_runs)),
                 config,
@@ -161,16 +231,28 @@ impl CodeRuntime for EmbeddedRuntime {
     }
 
     fn isolation(&self) -> Isolation {
+        #[cfg(feature = "embedded-python")]
+        if let Some(pooled) = &self.inner.pooled {
+            return pooled.isolation();
+        }
         Isolation::InProcessInterpreter
     }
 
     fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
+        #[cfg(feature = "embedded-python")]
+        if let Some(pooled) = &self.inner.pooled {
+            return pooled.run(request);
+        }
         let inner = Arc::clone(&self.inner);
         self.inner.runs.track_future(inner.run(request)).boxed()
     }
 
     fn dispose(&self) -> BoxFuture<'_, ()> {
         async move {
+            #[cfg(feature = "embedded-python")]
+            if let Some(pooled) = &self.inner.pooled {
+                pooled.dispose().await;
+            }
             self.inner.disposed.cancel();
             self.inner.runs.close();
             self.inner.runs.wait().await;
@@ -215,6 +297,9 @@ impl Inner {
                 Ok(js) => js,
                 Err(message) => return Ok(self.early(FailureKind::Exception, message)),
             },
+            // Served by its worker pool; never reaches an interpreter thread.
+            #[cfg(feature = "embedded-python")]
+            Engine::Monty => request.program.clone(),
         };
         let slot = tokio::select! {
             biased;
@@ -248,6 +333,8 @@ impl Inner {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match engine {
                     #[cfg(feature = "embedded-js")]
                     Engine::QuickJs => quickjs::run(job, tx),
+                    #[cfg(feature = "embedded-python")]
+                    Engine::Monty => drop((job, tx)),
                 }));
                 // The interpreter and its heap are gone before the slot is given back.
                 drop(slot);
@@ -266,4 +353,31 @@ impl Inner {
             )
         }))
     }
+}
+
+/// The worker program's file name.
+#[cfg(feature = "embedded-python")]
+const WORKER_NAME: &str = "dsh-monty-worker";
+
+/// The worker program: `configured`, else `$DSH_MONTY_WORKER`, else next to the running
+/// executable or one directory up (Cargo's `deps/` and `examples/`).
+#[cfg(feature = "embedded-python")]
+fn find_worker(configured: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let usable = |p: &std::path::Path| {
+        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let exe = std::env::current_exe().ok();
+    let dir = exe.as_deref().and_then(std::path::Path::parent);
+    configured
+        .map(std::path::Path::to_path_buf)
+        .into_iter()
+        .chain(std::env::var_os("DSH_MONTY_WORKER").map(Into::into))
+        .chain(dir.map(|d| d.join(WORKER_NAME)))
+        .chain(
+            dir.and_then(std::path::Path::parent)
+                .map(|d| d.join(WORKER_NAME)),
+        )
+        .find(|p| usable(p))
+        .and_then(|p| std::fs::canonicalize(p).ok())
 }

@@ -1,0 +1,643 @@
+//! The worker process of the Python runtime on Monty ([`EmbeddedRuntime::python`]): one run per
+//! process, in a fresh Monty interpreter, speaking the subprocess runtimes' frame protocol
+//! (frames to the host on fd 3, from the host on fd 4, `print` on stdout).
+//!
+//! The program cannot reach anything but the bindings: Monty has no filesystem, network,
+//! environment or process access of its own, and every OS call it would delegate is refused
+//! here. The host trusts nothing this process says: it polls CPU and memory, enforces the
+//! wall-clock ceiling, counts binding calls and output, and kills the process when the run
+//! settles. The one thing this side decides is the allocator's hard limit, reported only
+//! through the exit status [`monty_types::OOM_EXIT_CODE`], which no program can choose.
+//!
+//! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
+
+use std::alloc::{GlobalAlloc, Layout, System};
+use std::collections::HashMap;
+use std::fmt::Write as _;
+use std::fs::File;
+use std::io::{BufRead, BufReader, Write};
+use std::os::fd::FromRawFd;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::mpsc;
+
+use monty::{MontyRun, RunProgress};
+use monty_types::{
+    CompileOptions, DictPairs, ExcType, ExtFunctionResult, LIVE_MEMORY, MontyException,
+    MontyObject, NameLookupResult, OOM_EXIT_CODE, PrintWriter, ResourceLimits, ResourceTracker,
+};
+use serde_json::Value;
+
+use super::super::frame::MAX_DEPTH;
+
+/// The file name the host gives the program in tracebacks.
+const SCRIPT: &str = "program.py";
+
+/// The external function every binding call goes through.
+const CALL: &str = "_dsh_call";
+
+/// Stack of the interpreter thread: Monty's recursion limit (1,000 frames) and the conversion
+/// of values up to [`MAX_DEPTH`] levels fit well inside it.
+const STACK_BYTES: usize = 64 << 20;
+
+/// Largest integer that crosses the protocol exactly (JavaScript's safe integers).
+const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// Heap bytes the worker may hold (set once from its command line; `usize::MAX` until then).
+static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
+
+/// The worker's global allocator: the system allocator, counting live bytes into
+/// [`monty_types::LIVE_MEMORY`] and ending the process with [`OOM_EXIT_CODE`] at the first
+/// allocation past the memory budget (the host reads that status as `memory-limit`).
+#[doc(hidden)]
+pub struct WorkerAllocator;
+
+impl WorkerAllocator {
+    fn reserve(size: usize) {
+        let before = LIVE_MEMORY.fetch_add(size, Ordering::Relaxed);
+        if before.saturating_add(size) > LIMIT.load(Ordering::Relaxed) {
+            // SAFETY: `_exit` ends the process at once; nothing runs after it.
+            unsafe { libc::_exit(OOM_EXIT_CODE) }
+        }
+    }
+}
+
+// SAFETY: every method forwards to `System` with the caller's layout; the counters are atomics.
+unsafe impl GlobalAlloc for WorkerAllocator {
+    unsafe fn alloc(&self, layout: Layout) -> *mut u8 {
+        Self::reserve(layout.size());
+        // SAFETY: forwarded with the caller's (non-zero-sized) layout.
+        let p = unsafe { System.alloc(layout) };
+        if p.is_null() {
+            LIVE_MEMORY.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn alloc_zeroed(&self, layout: Layout) -> *mut u8 {
+        Self::reserve(layout.size());
+        // SAFETY: as `alloc`.
+        let p = unsafe { System.alloc_zeroed(layout) };
+        if p.is_null() {
+            LIVE_MEMORY.fetch_sub(layout.size(), Ordering::Relaxed);
+        }
+        p
+    }
+
+    unsafe fn dealloc(&self, ptr: *mut u8, layout: Layout) {
+        // SAFETY: `ptr` came from this allocator with `layout`.
+        unsafe { System.dealloc(ptr, layout) };
+        LIVE_MEMORY.fetch_sub(layout.size(), Ordering::Relaxed);
+    }
+
+    unsafe fn realloc(&self, ptr: *mut u8, layout: Layout, new_size: usize) -> *mut u8 {
+        if new_size > layout.size() {
+            Self::reserve(new_size - layout.size());
+        }
+        // SAFETY: `ptr` came from this allocator with `layout`; `new_size` is the caller's.
+        let p = unsafe { System.realloc(ptr, layout, new_size) };
+        if p.is_null() {
+            if new_size > layout.size() {
+                LIVE_MEMORY.fetch_sub(new_size - layout.size(), Ordering::Relaxed);
+            }
+        } else if new_size < layout.size() {
+            LIVE_MEMORY.fetch_sub(layout.size() - new_size, Ordering::Relaxed);
+        }
+        p
+    }
+}
+
+/// The worker's entry point: `<worker> <max-memory-bytes> <bootstrap>`. Reads one run frame,
+/// runs the program, writes its `done` frame and exits. Never returns.
+#[doc(hidden)]
+pub fn worker_main() -> ! {
+    let limit = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(512 << 20);
+    // The worker's own start-up is charged as well: the budget covers the whole heap.
+    LIMIT.store(limit, Ordering::Relaxed);
+    let code = std::thread::Builder::new()
+        .name("dsh-monty".to_owned())
+        .stack_size(STACK_BYTES)
+        .spawn(serve)
+        .ok()
+        .and_then(|t| t.join().ok())
+        .unwrap_or(70);
+    let _ = std::io::stdout().flush();
+    std::process::exit(code)
+}
+
+/// A reply from the host to one binding call.
+enum Reply {
+    Ok(MontyObject),
+    Err(String, Option<String>),
+}
+
+fn serve() -> i32 {
+    // SAFETY: the host gives every worker exactly these two descriptors (see `process.rs`);
+    // nothing else in this process owns them.
+    let (to_host, from_host) = unsafe { (File::from_raw_fd(3), File::from_raw_fd(4)) };
+    let mut to_host = std::io::BufWriter::new(to_host);
+    let (tx, rx) = mpsc::channel::<Vec<u8>>();
+    let reader = std::thread::Builder::new()
+        .name("dsh-monty-reader".to_owned())
+        .spawn(move || {
+            let mut lines = BufReader::new(from_host);
+            loop {
+                let mut line = Vec::new();
+                match lines.read_until(b'\n', &mut line) {
+                    Ok(0) | Err(_) => return,
+                    Ok(_) => {
+                        if tx.send(line).is_err() {
+                            return;
+                        }
+                    }
+                }
+            }
+        });
+    if reader.is_err() {
+        return 71;
+    }
+    let Ok(first) = rx.recv() else { return 72 };
+    let Some(run) = parse(&first) else { return 73 };
+    let done = execute(&run, &mut to_host, &rx);
+    let _ = std::io::stdout().flush();
+    let _ = to_host.write_all(done.as_bytes());
+    let _ = to_host.write_all(b"\n");
+    let _ = to_host.flush();
+    0
+}
+
+fn parse(line: &[u8]) -> Option<Value> {
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    serde::Deserialize::deserialize(&mut de).ok()
+}
+
+/// The `done` frame of one run.
+fn execute(run: &Value, to_host: &mut impl Write, rx: &mpsc::Receiver<Vec<u8>>) -> String {
+    let program = run["program"].as_str().unwrap_or_default();
+    let namespaces = run["namespaces"].as_array().cloned().unwrap_or_default();
+    let (source, body_lines) = wrap(program, &namespaces);
+    let fail = |e: &MontyException| done_error("exception", &describe(e, body_lines));
+    let runner = match MontyRun::new(
+        source,
+        SCRIPT,
+        vec![CALL.to_owned()],
+        CompileOptions::default(),
+    ) {
+        Ok(runner) => runner,
+        Err(e) => return fail(&e),
+    };
+    // Time, memory and calls are the host's to count. Recursion stays bounded so that the
+    // native stack cannot overflow; Monty converts values under the same bound, so it is
+    // set to let values of the protocol's depth cross.
+    let tracker = ResourceTracker::new(ResourceLimits {
+        max_suspensions: usize::MAX,
+        max_recursion_depth: MAX_DEPTH + 16,
+        ..ResourceLimits::default()
+    });
+    let call = MontyObject::Function {
+        name: CALL.to_owned(),
+        docstring: None,
+    };
+    let mut progress = runner.start(vec![call], tracker, PrintWriter::Stdout);
+    let mut next_id: u64 = 0;
+    // Monty's call id → the protocol's call id, for the calls in flight.
+    let mut in_flight: HashMap<u64, u32> = HashMap::new();
+    // Calls refused here, answered at the next wait.
+    let mut refused: Vec<(u32, ExtFunctionResult)> = Vec::new();
+    loop {
+        progress = match progress {
+            Err(e) => return fail(&e),
+            Ok(RunProgress::Complete(value)) => return done_value(&value),
+            Ok(RunProgress::FunctionCall(call)) => {
+                if call.function_name != CALL || call.object_id.is_some() {
+                    let name = call.function_name.clone();
+                    call.resume(ExtFunctionResult::NotFound(name), PrintWriter::Stdout)
+                } else {
+                    match call_frame(&call.args, next_id + 1) {
+                        Ok(frame) => {
+                            next_id += 1;
+                            in_flight.insert(next_id, call.call_id);
+                            if to_host
+                                .write_all(frame.as_bytes())
+                                .and_then(|()| to_host.flush())
+                                .is_err()
+                            {
+                                return done_error("exception", "the host is gone");
+                            }
+                            call.resume_pending(PrintWriter::Stdout)
+                        }
+                        Err(message) => {
+                            refused.push((
+                                call.call_id,
+                                ExtFunctionResult::Return(failure_tuple(message, None)),
+                            ));
+                            call.resume_pending(PrintWriter::Stdout)
+                        }
+                    }
+                }
+            }
+            Ok(RunProgress::ResolveFutures(state)) => {
+                // Wait for one reply unless a refusal is due, then take every reply there.
+                let mut results = std::mem::take(&mut refused);
+                let first = if results.is_empty() {
+                    match rx.recv() {
+                        Ok(line) => Some(line),
+                        Err(_) => return done_error("exception", "the host is gone"),
+                    }
+                } else {
+                    None
+                };
+                for line in first.into_iter().chain(rx.try_iter()) {
+                    if let Some((id, reply)) = decode_reply(&line)
+                        && let Some(monty_id) = in_flight.remove(&id)
+                    {
+                        let value = match reply {
+                            Reply::Ok(value) => MontyObject::Tuple(vec![
+                                MontyObject::Bool(true),
+                                value,
+                                MontyObject::None,
+                            ]),
+                            Reply::Err(message, code) => failure_tuple(message, code),
+                        };
+                        results.push((monty_id, ExtFunctionResult::Return(value)));
+                    }
+                }
+                let pending = state.pending_call_ids();
+                results.retain(|(id, _)| pending.contains(id));
+                state.resume(results, PrintWriter::Stdout)
+            }
+            Ok(RunProgress::NameLookup(lookup)) => {
+                lookup.resume(NameLookupResult::Undefined, PrintWriter::Stdout)
+            }
+            Ok(RunProgress::OsCall(os)) => os.resume(
+                ExtFunctionResult::Error(MontyException::new(
+                    ExcType::PermissionError,
+                    Some("no filesystem, network, environment or processes here".to_owned()),
+                )),
+                PrintWriter::Stdout,
+            ),
+        };
+    }
+}
+
+fn failure_tuple(message: String, code: Option<String>) -> MontyObject {
+    MontyObject::Tuple(vec![
+        MontyObject::Bool(false),
+        MontyObject::String(message),
+        code.map_or(MontyObject::None, MontyObject::String),
+    ])
+}
+
+/// The call frame for `__dsh_call(global, name, args)`, or the message the call fails with.
+fn call_frame(args: &[MontyObject], id: u64) -> Result<String, String> {
+    let [
+        MontyObject::String(global),
+        MontyObject::String(name),
+        value,
+    ] = args
+    else {
+        return Err("bindings take one argument".to_owned());
+    };
+    let mut json = String::new();
+    encode(value, &mut json, 0).map_err(|unfit| match unfit {
+        Unfit::Lossy => "binding arguments must be lossless JSON".to_owned(),
+        Unfit::Deep => format!("binding arguments nest deeper than {MAX_DEPTH} levels"),
+    })?;
+    let mut frame = format!(r#"{{"type":"call","id":{id},"global":"#);
+    push_string(&mut frame, global);
+    frame.push_str(r#","name":"#);
+    push_string(&mut frame, name);
+    frame.push_str(r#","args":"#);
+    frame.push_str(&json);
+    frame.push_str("}\n");
+    Ok(frame)
+}
+
+fn decode_reply(line: &[u8]) -> Option<(u64, Reply)> {
+    let frame = parse(line)?;
+    let id = frame.get("id")?.as_u64()?;
+    let reply = if frame.get("ok")?.as_bool()? {
+        Reply::Ok(decode(frame.get("value").unwrap_or(&Value::Null)))
+    } else {
+        Reply::Err(
+            frame.get("message")?.as_str()?.to_owned(),
+            frame.get("code").and_then(Value::as_str).map(str::to_owned),
+        )
+    };
+    Some((id, reply))
+}
+
+fn decode(value: &Value) -> MontyObject {
+    match value {
+        Value::Null => MontyObject::None,
+        Value::Bool(b) => MontyObject::Bool(*b),
+        Value::Number(n) => match n.as_i64() {
+            Some(i) => MontyObject::Int(i),
+            None => MontyObject::Float(n.as_f64().unwrap_or(f64::NAN)),
+        },
+        Value::String(s) => MontyObject::String(s.clone()),
+        Value::Array(items) => MontyObject::List(items.iter().map(decode).collect()),
+        Value::Object(map) => MontyObject::Dict(DictPairs::from(
+            map.iter()
+                .map(|(k, v)| (MontyObject::String(k.clone()), decode(v)))
+                .collect::<Vec<_>>(),
+        )),
+    }
+}
+
+enum Unfit {
+    Lossy,
+    Deep,
+}
+
+/// Lossless JSON of a program value: `None`, booleans, integers within ±(2^53 − 1), finite
+/// floats other than −0.0, strings, lists and tuples, dicts with string keys; at most
+/// [`MAX_DEPTH`] levels.
+fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unfit> {
+    match value {
+        MontyObject::None => out.push_str("null"),
+        MontyObject::Bool(b) => out.push_str(if *b { "true" } else { "false" }),
+        MontyObject::Int(i) if i.abs() <= MAX_SAFE_INTEGER => {
+            let _ = write!(out, "{i}");
+        }
+        MontyObject::Float(f) if f.is_finite() && !(*f == 0.0 && f.is_sign_negative()) => {
+            match serde_json::Number::from_f64(*f) {
+                Some(n) => {
+                    let _ = write!(out, "{n}");
+                }
+                None => return Err(Unfit::Lossy),
+            }
+        }
+        MontyObject::String(s) => push_string(out, s),
+        MontyObject::List(items) | MontyObject::Tuple(items) => {
+            if depth >= MAX_DEPTH {
+                return Err(Unfit::Deep);
+            }
+            out.push('[');
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    out.push(',');
+                }
+                encode(item, out, depth + 1)?;
+            }
+            out.push(']');
+        }
+        MontyObject::Dict(pairs) => {
+            if depth >= MAX_DEPTH {
+                return Err(Unfit::Deep);
+            }
+            out.push('{');
+            for (i, (key, item)) in pairs.into_iter().enumerate() {
+                let MontyObject::String(key) = key else {
+                    return Err(Unfit::Lossy);
+                };
+                if i > 0 {
+                    out.push(',');
+                }
+                push_string(out, key);
+                out.push(':');
+                encode(item, out, depth + 1)?;
+            }
+            out.push('}');
+        }
+        _ => return Err(Unfit::Lossy),
+    }
+    Ok(())
+}
+
+fn push_string(out: &mut String, s: &str) {
+    if let Ok(json) = serde_json::to_string(s) {
+        out.push_str(&json);
+    }
+}
+
+fn done_value(value: &MontyObject) -> String {
+    if matches!(value, MontyObject::None) {
+        return r#"{"type":"done"}"#.to_owned();
+    }
+    let mut json = String::new();
+    match encode(value, &mut json, 0) {
+        Ok(()) => format!(r#"{{"type":"done","value":{json}}}"#),
+        Err(Unfit::Lossy) => done_error(
+            "invalid-output",
+            "the program's value is not lossless JSON (finite numbers, integers within ±(2^53 − 1), strings, lists, tuples and dicts with string keys)",
+        ),
+        Err(Unfit::Deep) => done_error(
+            "invalid-output",
+            &format!("the program's value nests deeper than {MAX_DEPTH} levels"),
+        ),
+    }
+}
+
+fn done_error(kind: &str, message: &str) -> String {
+    serde_json::json!({"type": "done", "error": {"kind": kind, "message": message}}).to_string()
+}
+
+/// The exception as CPython prints it, with the program's own line numbers and without the
+/// frames of the wrapper.
+fn describe(e: &MontyException, body_lines: u32) -> String {
+    let mut out = String::new();
+    let frames: Vec<_> = e
+        .traceback()
+        .iter()
+        .filter(|f| f.start.line >= 2 && f.start.line <= body_lines + 1)
+        .collect();
+    if !frames.is_empty() {
+        out.push_str("Traceback (most recent call last):\n");
+        let shown: Vec<(u32, &str)> = frames
+            .iter()
+            .map(|frame| {
+                let name = match frame.frame_name.as_deref() {
+                    None | Some("__dsh_program") => "<module>",
+                    Some(name) => name,
+                };
+                (frame.start.line - 1, name)
+            })
+            .collect();
+        // As CPython: three of a run of identical frames, then how many more there were.
+        let mut i = 0;
+        while i < shown.len() {
+            let run = shown[i..].iter().take_while(|f| **f == shown[i]).count();
+            for _ in 0..run.min(3) {
+                let _ = writeln!(
+                    out,
+                    "  File \"{SCRIPT}\", line {}, in {}",
+                    shown[i].0, shown[i].1
+                );
+            }
+            if run > 3 {
+                let _ = writeln!(out, "  [Previous line repeated {} more times]", run - 3);
+            }
+            i += run;
+        }
+    }
+    match e.message() {
+        Some(message) => {
+            let _ = write!(out, "{}: {message}", e.exc_type());
+        }
+        None => {
+            let _ = write!(out, "{}", e.exc_type());
+        }
+    }
+    out
+}
+
+/// The source Monty runs: the program as the body of an async function (so that it may
+/// `return` and `await`), the namespaces and error classes after it, then the call. Line `n`
+/// of the program is line `n + 1` of the source. Returns the source and the program's line
+/// count.
+fn wrap(program: &str, namespaces: &[Value]) -> (String, u32) {
+    let mut source = String::from("async def __dsh_program():\n");
+    let mut lines = 0u32;
+    for (line, starts_in_string) in split_lines(program) {
+        lines += 1;
+        if !starts_in_string && !line.trim().is_empty() {
+            source.push_str("    ");
+        }
+        source.push_str(line);
+        source.push('\n');
+    }
+    source.push_str("    pass\n");
+    let mut classes = Vec::new();
+    for ns in namespaces {
+        let Some(global) = ns["global"].as_str() else {
+            continue;
+        };
+        let names: Vec<&str> = ns["names"]
+            .as_array()
+            .map(|n| n.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        // Monty has no class inheritance and its exceptions take one string: a failed call
+        // raises `RuntimeError(message)`, and the error class is another name for it.
+        if let Some(class) = ns
+            .get("errorClass")
+            .and_then(|c| c.get("name"))
+            .and_then(Value::as_str)
+            && is_identifier(class)
+            && !classes.contains(&class)
+        {
+            classes.push(class);
+            let _ = writeln!(source, "{class} = RuntimeError");
+        }
+        let _ = writeln!(source, "class __dsh_ns_{global}:");
+        let mut quoted = String::new();
+        push_string(&mut quoted, global);
+        for name in &names {
+            let mut q = String::new();
+            push_string(&mut q, name);
+            let _ = write!(
+                source,
+                "    async def _dsh_b_{}(self, args=None):\n        ok, value, code = await {CALL}({quoted}, {q}, args)\n        if ok:\n            return value\n        raise RuntimeError(value)\n",
+                mangle(name),
+            );
+        }
+        for name in &names {
+            if is_identifier(name) {
+                let _ = writeln!(source, "    {name} = _dsh_b_{}", mangle(name));
+            }
+        }
+        source.push_str("    pass\n");
+        let _ = writeln!(source, "{global} = __dsh_ns_{global}()");
+        // Monty has no `__getitem__`: other names are attributes, reached with `getattr`.
+        for name in names.iter().filter(|n| !is_identifier(n)) {
+            let mut q = String::new();
+            push_string(&mut q, name);
+            let _ = writeln!(
+                source,
+                "setattr({global}, {q}, {global}._dsh_b_{})",
+                mangle(name)
+            );
+        }
+    }
+    source.push_str("await __dsh_program()\n");
+    (source, lines)
+}
+
+/// A name as part of an identifier: its bytes in hex, so that any binding name fits.
+fn mangle(name: &str) -> String {
+    name.bytes().fold(String::new(), |mut s, b| {
+        let _ = write!(s, "{b:02x}");
+        s
+    })
+}
+
+fn is_identifier(name: &str) -> bool {
+    let mut chars = name.chars();
+    chars
+        .next()
+        .is_some_and(|c| c == '_' || c.is_ascii_alphabetic())
+        && chars.all(|c| c == '_' || c.is_ascii_alphanumeric())
+}
+
+/// The program's lines, each with whether it starts inside a string literal (whose text must
+/// not be indented).
+fn split_lines(program: &str) -> Vec<(&str, bool)> {
+    #[derive(Clone, Copy, PartialEq)]
+    enum State {
+        Code,
+        Short(u8),
+        Long(u8),
+    }
+    let mut state = State::Code;
+    let mut out = Vec::new();
+    for line in program.split('\n') {
+        let line = line.strip_suffix('\r').unwrap_or(line);
+        out.push((line, state != State::Code));
+        let bytes = line.as_bytes();
+        let mut i = 0;
+        while i < bytes.len() {
+            let b = bytes[i];
+            match state {
+                State::Code => match b {
+                    b'#' => break,
+                    b'\'' | b'"' => {
+                        if bytes.get(i + 1) == Some(&b) && bytes.get(i + 2) == Some(&b) {
+                            state = State::Long(b);
+                            i += 2;
+                        } else {
+                            state = State::Short(b);
+                        }
+                    }
+                    _ => {}
+                },
+                State::Short(q) | State::Long(q) => {
+                    if b == b'\\' {
+                        i += 1;
+                    } else if b == q {
+                        if let State::Long(_) = state {
+                            if bytes.get(i + 1) == Some(&q) && bytes.get(i + 2) == Some(&q) {
+                                state = State::Code;
+                                i += 2;
+                            }
+                        } else {
+                            state = State::Code;
+                        }
+                    }
+                }
+            }
+            i += 1;
+        }
+        // A short string ends with its line unless the line ends in a backslash.
+        if let State::Short(_) = state
+            && !line.ends_with('\\')
+        {
+            state = State::Code;
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lines_inside_long_strings_keep_their_text() {
+        let lines = split_lines("a = '''x\n  y'''\nb = 1 # '''\nc = \"\\\n\"");
+        let starts: Vec<bool> = lines.iter().map(|l| l.1).collect();
+        assert_eq!(starts, [false, true, false, false, true]);
+    }
+}

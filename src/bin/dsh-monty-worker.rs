@@ -1,0 +1,13 @@
+//! The worker program of the Python runtime on Monty (`EmbeddedRuntime::python`): one run per
+//! process, started and sandboxed by the host. Not meant to be run by hand.
+//!
+//! A program of its own (not a re-executed host) because Monty's memory budget is enforced by
+//! the executable's global allocator, which a library cannot impose on its host.
+
+#[global_allocator]
+static ALLOCATOR: dsh_tools::code_runtime::MontyWorkerAllocator =
+    dsh_tools::code_runtime::MontyWorkerAllocator;
+
+fn main() {
+    dsh_tools::code_runtime::monty_worker_main()
+}

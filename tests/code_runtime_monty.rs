@@ -1,0 +1,179 @@
+//! What Python on Monty (`EmbeddedRuntime::python`) promises beyond the shared behaviour suite:
+//! a program cannot reach the host, and hostile programs (100,000-deep nesting in source and
+//! data, huge literals, recursion and allocation bombs) end in a typed outcome while the host
+//! carries on; a worker that dies mid-run reads as `worker-exit` and the next run works.
+
+mod code_runtime_support;
+
+use std::time::Duration;
+
+use code_runtime_support::*;
+use dsh_tools::code_runtime::{
+    CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome,
+};
+use serde_json::json;
+
+fn python() -> EmbeddedRuntime {
+    EmbeddedRuntime::python(EmbeddedConfig {
+        compute_ms: 10_000,
+        max_wall_ms: 60_000,
+        max_memory_mb: 128,
+        ..EmbeddedConfig::default()
+    })
+    .expect("the Monty worker is built with the tests")
+}
+
+/// Runs `program`, then checks that the same runtime still runs a trivial program.
+async fn then_healthy(rt: &EmbeddedRuntime, program: &str) -> RunOutcome {
+    let out = run(rt, program).await;
+    assert_value(&run(rt, "return 'still here'").await, json!("still here"));
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_cannot_reach_the_host() {
+    let rt = python();
+    for (program, needle) in [
+        ("return open('/etc/passwd').read()", "PermissionError"),
+        ("import os\nreturn os.getenv('HOME')", "PermissionError"),
+        (
+            "from pathlib import Path\nreturn Path('/etc/passwd').read_text()",
+            "PermissionError",
+        ),
+        ("import sys\nreturn sys.argv", "AttributeError"),
+        ("import subprocess", "ModuleNotFoundError"),
+        ("import socket", "ModuleNotFoundError"),
+        ("return __import__('os')", "NameError"),
+        ("return globals()", "NameError"),
+        ("return eval('1 + 1')", "NameError"),
+        ("exec('x = 1')", "NameError"),
+        // The exit status by which the worker reports its allocator's refusal is not the
+        // program's to choose.
+        ("raise SystemExit('65')", "SystemExit"),
+        ("import sys\nsys.exit(65)", ""),
+    ] {
+        assert_failure(&run(&rt, program).await, FailureKind::Exception, needle);
+    }
+    // The raw call entry point the bindings are built on is no way around the host's check of
+    // own names.
+    let tools = Tools::new();
+    let out = tools
+        .run(&rt, "return await _dsh_call('tools', 'rm', {'path': '/'})")
+        .await;
+    assert_value(&out, json!([false, "unknown binding \"tools.rm\"", null]));
+    assert_eq!(tools.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_nesting_in_source_is_a_syntax_error() {
+    let rt = python();
+    for (open, close) in [("[", "]"), ("(", ")"), ("{'k': ", "}")] {
+        let program = format!(
+            "x = {}1{}\nreturn 1",
+            open.repeat(100_000),
+            close.repeat(100_000)
+        );
+        let out = then_healthy(&rt, &program).await;
+        assert_failure(&out, FailureKind::Exception, "SyntaxError");
+    }
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deep_nesting_in_data_is_refused_as_output() {
+    let rt = python();
+    let out = then_healthy(
+        &rt,
+        "v = []\nfor i in range(100000):\n    v = [v]\nreturn v",
+    )
+    .await;
+    assert_failure(
+        &out,
+        FailureKind::InvalidOutput,
+        "nests deeper than 4096 levels",
+    );
+    // Built, printed and dropped inside the interpreter: no harm done.
+    let out = then_healthy(
+        &rt,
+        "v = {}\nfor i in range(100000):\n    v = {'k': v}\nprint(str(v)[:6])\nreturn 1",
+    )
+    .await;
+    assert_value(&out, json!(1));
+    assert_eq!(out.logs, ["{'k': "]);
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_recursion_bomb_is_a_recursion_error() {
+    let rt = python();
+    let out = then_healthy(&rt, "def f(n):\n    return f(n + 1)\nreturn f(0)").await;
+    assert_failure(&out, FailureKind::Exception, "RecursionError");
+    let message = out.error.unwrap().message;
+    assert!(message.contains("[Previous line repeated"), "{message}");
+    assert!(message.len() < 1_000, "{message}");
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allocation_bombs_and_huge_literals_end_as_memory_limit() {
+    let rt = python();
+    let literal = format!("x = '{}'\nreturn len(x)", "a".repeat(50 << 20));
+    for program in [
+        "x = 'a' * (10 ** 12)\nreturn len(x)",
+        "x = [0] * (10 ** 10)\nreturn len(x)",
+        "x = 2 ** (10 ** 10)\nreturn 1",
+        "hoard = []\nwhile True:\n    hoard.append([0] * 100000)",
+        &literal,
+    ] {
+        let out = then_healthy(&rt, program).await;
+        assert_failure(
+            &out,
+            FailureKind::MemoryLimit,
+            "memory limit reached (128 MiB)",
+        );
+    }
+    rt.dispose().await;
+}
+
+/// This process's live `dsh-monty-worker` children.
+fn workers() -> Vec<i32> {
+    let me = std::process::id().to_string();
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<i32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let Some((name, rest)) = stat.split_once(") ") else {
+                return false;
+            };
+            let mut fields = rest.split_whitespace();
+            let state = fields.next();
+            name.ends_with("(dsh-monty-worke")
+                && state != Some("Z")
+                && fields.next() == Some(me.as_str())
+        })
+        .collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
+    let rt = python();
+    let tools = Tools::new();
+    let live = rt.run(tools.request("await tools.report({'pid': 1})\nawait host.forever()"));
+    let killer = async {
+        while tools.reported.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        // The run's worker and the standby: the crash of either is the host's to absorb.
+        for pid in workers() {
+            // SAFETY: a plain signal to a child process of this test.
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+        }
+    };
+    let (out, ()) = tokio::join!(live, killer);
+    assert_failure(&out.unwrap(), FailureKind::WorkerExit, "killed by signal");
+    assert_value(&run(&rt, "return 'still here'").await, json!("still here"));
+    rt.dispose().await;
+}
