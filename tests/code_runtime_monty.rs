@@ -8,9 +8,7 @@ mod code_runtime_support;
 use std::time::Duration;
 
 use code_runtime_support::*;
-use dsh_tools::code_runtime::{
-    CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome,
-};
+use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome};
 use serde_json::json;
 
 fn python() -> EmbeddedRuntime {

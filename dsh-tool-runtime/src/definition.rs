@@ -213,7 +213,9 @@ fn present_typed<T: Tool>(
         _ => None,
     };
     let view = T::PRESENT_RESULT.and_then(|present| {
-        guarded(T::NAME, "present_result", || present(typed, output, meta.as_ref()))
+        guarded(T::NAME, "present_result", || {
+            present(typed, output, meta.as_ref())
+        })
     });
     let content = match T::RENDER {
         Some(render) => presenter(T::NAME, "render", || render(typed, output))?,
@@ -347,7 +349,9 @@ impl ToolDefinition {
                         .then(|| T::Args::deserialize(args).ok())
                         .flatten();
                     match typed.zip(T::output_from_value(value)) {
-                        Some((typed, output)) => present_typed::<T>(&typed, &output, value, top_level),
+                        Some((typed, output)) => {
+                            present_typed::<T>(&typed, &output, value, top_level)
+                        }
                         None => Ok((default_render(value), None, None)),
                     }
                 }),

@@ -72,8 +72,8 @@ pub use tool::{
 #[doc(hidden)]
 pub mod __private {
     pub use crate::error::into_tool_error;
-    pub use crate::validate::{check_length, check_pattern, check_range};
     pub use crate::schema_derive as schemars;
+    pub use crate::validate::{check_length, check_pattern, check_range};
     pub use serde;
     pub use serde_json;
     pub use std;
@@ -90,6 +90,9 @@ pub mod __private {
     // Internals the crate's own integration tests drive directly.
     #[cfg(feature = "code-mode")]
     pub use crate::code_runtime::frame;
+    // The `dsh-monty-worker` program's entry point and allocator.
+    #[cfg(feature = "embedded-python")]
+    pub use crate::code_runtime::{MontyWorkerAllocator, monty_worker_main};
     pub use crate::dialect::bfcl_to_json_schema;
     pub use crate::result::blocks_text;
     pub use crate::schema::{output_schema, parameters_schema};

@@ -5,9 +5,9 @@
 //! the executable's global allocator, which a library cannot impose on its host.
 
 #[global_allocator]
-static ALLOCATOR: dsh_tools::code_runtime::MontyWorkerAllocator =
-    dsh_tools::code_runtime::MontyWorkerAllocator;
+static ALLOCATOR: dsh_tools::__private::MontyWorkerAllocator =
+    dsh_tools::__private::MontyWorkerAllocator;
 
 fn main() {
-    dsh_tools::code_runtime::monty_worker_main()
+    dsh_tools::__private::monty_worker_main()
 }

@@ -278,7 +278,10 @@ async fn total(a: u32) -> Total {
 }
 
 fn render_total(_args: &TotalArgs, output: &Total) -> Vec<dsh_tools::ContentBlock> {
-    vec![dsh_tools::ContentBlock::text(format!("sum = {}", output.sum))]
+    vec![dsh_tools::ContentBlock::text(format!(
+        "sum = {}",
+        output.sum
+    ))]
 }
 
 fn total_meta(args: &TotalArgs, output: &Total) -> Option<Value> {
@@ -297,7 +300,10 @@ async fn opaque(a: u32) -> Opaque {
 }
 
 fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::ContentBlock> {
-    vec![dsh_tools::ContentBlock::text(format!("sum = {}", output.sum))]
+    vec![dsh_tools::ContentBlock::text(format!(
+        "sum = {}",
+        output.sum
+    ))]
 }
 
 /// REFERENCE §2.2 step 11: a post-execute `Accept { value }` on a typed tool is rendered with the
@@ -307,8 +313,12 @@ fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::ContentB
 async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
     use dsh_tools::{PostDecision, Registry, ToolCall};
     let registry = Registry::new();
-    registry.register(ToolDefinition::from_tool(TotalTool)).unwrap();
-    registry.register(ToolDefinition::from_tool(OpaqueTool)).unwrap();
+    registry
+        .register(ToolDefinition::from_tool(TotalTool))
+        .unwrap();
+    registry
+        .register(ToolDefinition::from_tool(OpaqueTool))
+        .unwrap();
     registry.on_post_execute(std::sync::Arc::new(|_view, _result, _next| {
         Box::pin(async {
             PostDecision::Accept {
@@ -322,7 +332,10 @@ async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
         .execute(ToolCall::new("1", "total", json!({"a": 1})))
         .await;
     assert_eq!(result.value(), Some(&json!({"sum": 42})));
-    assert_eq!(dsh_tools::__private::blocks_text(result.content()), "sum = 42");
+    assert_eq!(
+        dsh_tools::__private::blocks_text(result.content()),
+        "sum = 42"
+    );
     let dsh_tools::ToolResult::Success { meta, .. } = &result else {
         panic!("a success: {result:?}");
     };

@@ -262,11 +262,17 @@ mod tests {
         let (started_call, queued_call) = if started_label == "a" { (a, b) } else { (b, a) };
         // The lane's future is gone; its started call must still finish and commit.
         drop(bridge);
-        let queued = tokio::time::timeout(BOUND, queued_call).await.unwrap().unwrap();
+        let queued = tokio::time::timeout(BOUND, queued_call)
+            .await
+            .unwrap()
+            .unwrap();
         let error = queued.expect_err("the queued call is abandoned");
         assert!(error.message.contains("run_code run is over"), "{error:?}");
         release.notify_one();
-        let started = tokio::time::timeout(BOUND, started_call).await.unwrap().unwrap();
+        let started = tokio::time::timeout(BOUND, started_call)
+            .await
+            .unwrap()
+            .unwrap();
         assert_eq!(
             started,
             Ok(json!(started_label)),
