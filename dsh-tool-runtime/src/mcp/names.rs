@@ -1,11 +1,11 @@
-//! Public names of MCP tools (REFERENCE §5): `mcp__<server>__<raw>`, normalised and hashed when
+//! Public names of MCP tools (REFERENCE §5): `mcp__<server>__<raw>`, normalized and hashed when
 //! the raw name has characters outside `[A-Za-z0-9_-]` or the result is longer than 64.
 
 use sha2::{Digest, Sha256};
 
 /// Longest public name a provider accepts.
 pub const MAX_TOOL_NAME_LEN: usize = 64;
-/// Length of the normalised prefix kept before the hash suffix.
+/// Length of the normalized prefix kept before the hash suffix.
 const HASHED_PREFIX_LEN: usize = 51;
 /// Hex digits of the hash suffix.
 const HASH_HEX_LEN: usize = 12;
