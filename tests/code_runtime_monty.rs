@@ -175,3 +175,22 @@ async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
     assert_value(&run(&rt, "return 'still here'").await, json!("still here"));
     rt.dispose().await;
 }
+
+/// The Python SDK's calling form, keyword arguments, works on Monty as on CPython
+/// (`tools.echo(a=1)` sends `{"a": 1}`); one dict works too, and mixing the two is refused.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bindings_take_keyword_arguments_like_the_sdk_says() {
+    let rt = python();
+    let tools = Tools::new();
+    let out = tools
+        .run(
+            &rt,
+            "a = await tools.echo(path='x', limit=2)\nb = await tools.echo({'path': 'y'})\nreturn [a, b]",
+        )
+        .await;
+    assert_value(&out, json!([{"path": "x", "limit": 2}, {"path": "y"}]));
+    let out = tools
+        .run(&rt, "return await tools.echo({'a': 1}, b=2)")
+        .await;
+    assert_failure(&out, FailureKind::Exception, "not both");
+}

@@ -530,7 +530,7 @@ fn wrap(program: &str, namespaces: &[Value]) -> (String, u32) {
             push_string(&mut q, name);
             let _ = write!(
                 source,
-                "    async def _dsh_b_{}(self, args=None):\n        ok, value, code = await {CALL}({quoted}, {q}, args)\n        if ok:\n            return value\n        raise RuntimeError(value)\n",
+                "    async def _dsh_b_{}(self, args=None, **keywords):\n        if keywords:\n            if args is not None:\n                raise RuntimeError('pass the arguments as keywords or as one dict, not both')\n            args = keywords\n        ok, value, code = await {CALL}({quoted}, {q}, args)\n        if ok:\n            return value\n        raise RuntimeError(value)\n",
                 mangle(name),
             );
         }
