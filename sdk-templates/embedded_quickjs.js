@@ -180,10 +180,11 @@
 
   function errorClass(name, member) {
     const cls = class extends Error {
-      constructor(bindingName, message) {
+      constructor(bindingName, message, code) {
         super(message);
         Object.defineProperty(this, 'name', { value: name, writable: true, configurable: true });
         this[member] = bindingName;
+        this.code = typeof code === 'string' ? code : null;
       }
     };
     Object.defineProperty(cls, 'name', { value: name });
@@ -191,7 +192,7 @@
   }
 
   function namespace(spec, cls) {
-    const raise = (name, message) => (cls ? new cls(name, message) : new Error(message));
+    const raise = (name, message, code) => (cls ? new cls(name, message, code) : new Error(message));
     const functions = Object.create(null);
     for (const name of spec.names) {
       const call = (args) => {
@@ -217,12 +218,12 @@
     return Object.freeze(functions);
   }
 
-  function reply(id, ok, payload) {
+  function reply(id, ok, payload, code) {
     const waiter = pending.get(id);
     if (!waiter) return;
     pending.delete(id);
     if (!ok) {
-      waiter.reject(waiter.raise(waiter.name, payload));
+      waiter.reject(waiter.raise(waiter.name, payload, code));
       return;
     }
     let value;

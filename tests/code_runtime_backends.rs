@@ -596,10 +596,10 @@ const b = await tools["my-tool"]({y: null});
 let caught: any;
 try { await tools.fail({why: 1}); } catch (e) { caught = e; }
 return {a, b, name: caught.name, toolName: caught.toolName, message: caught.message,
-  isError: caught instanceof Error, isClass: caught instanceof ToolCallError,
+  code: caught.code, isError: caught instanceof Error, isClass: caught instanceof ToolCallError,
   proto: typeof tools.constructor, own: Object.keys(tools).sort()};"#,
             json!({"a": {"x": [1, "two"]}, "b": {"y": null}, "name": "ToolCallError", "toolName": "fail",
-                "message": "no luck with {\"why\":1}", "isError": true, "isClass": true, "proto": "undefined",
+                "message": "no luck with {\"why\":1}", "code": "E_LUCK", "isError": true, "isClass": true, "proto": "undefined",
                 "own": ["echo", "fail", "my-tool", "report", "slow"]}),
         ),
         (
@@ -615,9 +615,9 @@ try:
 except AttributeError:
     own = 'own names only'
 return {'a': a, 'b': b, 'name': type(caught).__name__, 'toolName': caught.toolName,
-        'message': str(caught), 'own': own}"#,
+        'message': str(caught), 'code': caught.code, 'own': own}"#,
             json!({"a": {"x": [1, "two"]}, "b": {"y": null}, "name": "ToolCallError", "toolName": "fail",
-                "message": "no luck with {\"why\":1}", "own": "own names only"}),
+                "message": "no luck with {\"why\":1}", "code": "E_LUCK", "own": "own names only"}),
         ),
     );
     // Monty has no class inheritance, no `__getitem__` and its exceptions carry one string: a

@@ -207,7 +207,8 @@ impl Tools {
                     match call.name.as_str() {
                         "echo" | "my-tool" => Ok(call.args),
                         "forever" => std::future::pending().await,
-                        "fail" => Err(BindingError::new(format!("no luck with {}", call.args))),
+                        "fail" => Err(BindingError::new(format!("no luck with {}", call.args))
+                            .with_code("E_LUCK")),
                         "slow" => {
                             let now = in_flight.fetch_add(1, Ordering::SeqCst) + 1;
                             max_in_flight.fetch_max(now, Ordering::SeqCst);

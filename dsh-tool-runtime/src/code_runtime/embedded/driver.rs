@@ -262,12 +262,12 @@ impl Calls {
         Submitted::Dispatched
     }
 
-    /// The calls that have finished since the last poll: the value's JSON text, or the message
-    /// the call rejects with.
+    /// The calls that have finished since the last poll: the value's JSON text, or the failure
+    /// the call rejects with (its message and code).
     pub(crate) fn poll_ready(
         &mut self,
         cx: &mut Context<'_>,
-    ) -> Vec<(u64, Result<String, String>)> {
+    ) -> Vec<(u64, Result<String, BindingError>)> {
         let mut ready = Vec::new();
         while !self.pending.is_empty() {
             match self.pending.poll_next_unpin(cx) {
@@ -285,20 +285,23 @@ impl Calls {
     }
 }
 
-fn reply_text(result: Result<Value, BindingError>) -> Result<String, String> {
-    let value = result.map_err(|e| e.message)?;
+fn reply_text(result: Result<Value, BindingError>) -> Result<String, BindingError> {
+    let value = result?;
     match frame::inspect(&value) {
         Ok(depth) => {
             let mut out = Vec::new();
             frame::write_value(&mut out, &value, depth);
             frame::with_stack_for(depth, move || drop(value));
             // serde_json writes UTF-8.
-            String::from_utf8(out).map_err(|_| "binding resolution must be lossless JSON".into())
+            String::from_utf8(out)
+                .map_err(|_| BindingError::new("binding resolution must be lossless JSON"))
         }
-        Err(Unfit::Lossy) => Err("binding resolution must be lossless JSON".to_owned()),
-        Err(Unfit::TooDeep) => Err(format!(
-            "binding resolution nests deeper than {MAX_DEPTH} levels"
+        Err(Unfit::Lossy) => Err(BindingError::new(
+            "binding resolution must be lossless JSON",
         )),
+        Err(Unfit::TooDeep) => Err(BindingError::new(format!(
+            "binding resolution nests deeper than {MAX_DEPTH} levels"
+        ))),
     }
 }
 

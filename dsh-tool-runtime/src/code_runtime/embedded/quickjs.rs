@@ -363,11 +363,11 @@ fn pump<'js>(
         let ready = state.borrow_mut().calls.poll_ready(&mut cx);
         if !ready.is_empty() {
             for (id, result) in ready {
-                let (ok, payload) = match result {
-                    Ok(text) => (true, text),
-                    Err(message) => (false, message),
+                let (ok, payload, code) = match result {
+                    Ok(text) => (true, text, None),
+                    Err(error) => (false, error.message, error.code),
                 };
-                if reply.call::<_, ()>((id as f64, ok, payload)).is_err() {
+                if reply.call::<_, ()>((id as f64, ok, payload, code)).is_err() {
                     let _ = ctx.catch();
                 }
                 if watch.stopped().is_some() {
