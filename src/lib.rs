@@ -27,6 +27,8 @@ pub use dsh_tool_runtime::{
 pub use dsh_tool_runtime::__private::schemars;
 pub use schemars::JsonSchema;
 pub use serde::{self, Deserialize, Serialize};
+/// serde_json, re-exported for building arguments (`dsh_tools::serde_json::json!`) and reading values.
+pub use serde_json;
 
 /// Schema dialects (SPEC §3): the forms providers accept for a tool's parameters schema.
 pub mod dialect {

@@ -392,3 +392,16 @@ fn help_and_version_exit_zero() {
     }
     assert!(stdout(&dsh(&["--version"])).starts_with("dsh-tools "));
 }
+
+/// A missing required argument names it on the one error line (clap prints it on a line of its
+/// own, which a first-line cut used to drop).
+#[test]
+fn a_missing_argument_is_named_on_the_error_line() {
+    let line = error_line(&repo(&["sdk"]), 2);
+    assert_eq!(
+        line,
+        "error: the following required arguments were not provided: --lang <LANG>"
+    );
+    let line = error_line(&repo(&["call"]), 2);
+    assert!(line.ends_with("not provided: <NAME>"), "{line}");
+}

@@ -381,16 +381,15 @@ pub enum CodeRuntimeError {
     /// A [`SubprocessConfig`] field is out of range; the text names the field.
     #[error("dsh-code-runtime: {0}")]
     InvalidConfig(String),
-    /// The interpreter binary was not found.
-    #[error(
-        "dsh-code-runtime: the {language} runtime needs `{binary}`, which was not found on PATH; \
-         install it or set `SubprocessConfig::interpreter` to its path"
-    )]
+    /// The interpreter binary (or Monty's worker program) was not found.
+    #[error("dsh-code-runtime: the {language} runtime needs `{binary}`, which was not found; {fix}")]
     InterpreterNotFound {
         /// `typescript` or `python`.
         language: &'static str,
         /// The binary looked for, e.g. `node`.
         binary: String,
+        /// How to provide it, e.g. "install it or set `SubprocessConfig::interpreter` to its path".
+        fix: &'static str,
     },
     /// The interpreter runs but is older than supported, or did not report a version.
     #[error(

@@ -205,6 +205,7 @@ impl SubprocessRuntime {
             resolve_binary(&wanted).ok_or_else(|| CodeRuntimeError::InterpreterNotFound {
                 language: language.id(),
                 binary: wanted.display().to_string(),
+                fix: "install it on PATH or set `SubprocessConfig::interpreter` to its path",
             })?;
         check_version(language, &interpreter).await?;
         let (interpreter, libraries) = locate(language, &interpreter).await?;

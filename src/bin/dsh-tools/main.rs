@@ -42,13 +42,20 @@ fn main() -> ExitCode {
             };
         }
         Err(error) => {
-            // clap's first line names the problem; the usage block after it is noise here.
+            // clap's first paragraph names the problem (a missing argument on its own
+            // indented lines); the usage block after it is noise here.
             let rendered = error.render().to_string();
-            let line = rendered
+            let problem: Vec<&str> = rendered
                 .lines()
-                .find(|line| !line.trim().is_empty())
-                .unwrap_or("error: invalid command line");
-            eprintln!("{line}");
+                .skip_while(|line| line.trim().is_empty())
+                .take_while(|line| !line.trim().is_empty())
+                .map(str::trim)
+                .collect();
+            if problem.is_empty() {
+                eprintln!("error: invalid command line");
+            } else {
+                eprintln!("{}", problem.join(" "));
+            }
             return ExitCode::from(2);
         }
     };

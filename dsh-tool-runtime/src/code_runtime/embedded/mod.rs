@@ -182,6 +182,9 @@ impl EmbeddedRuntime {
             CodeRuntimeError::InterpreterNotFound {
                 language: "python",
                 binary: WORKER_NAME.to_owned(),
+                fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
+                      `cargo build --bin dsh-monty-worker` in this workspace) and set \
+                      `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
             }
         })?;
         let pooled = super::SubprocessRuntime::monty(
