@@ -382,7 +382,9 @@ pub enum CodeRuntimeError {
     #[error("dsh-code-runtime: {0}")]
     InvalidConfig(String),
     /// The interpreter binary (or Monty's worker program) was not found.
-    #[error("dsh-code-runtime: the {language} runtime needs `{binary}`, which was not found; {fix}")]
+    #[error(
+        "dsh-code-runtime: the {language} runtime needs `{binary}`, which was not found; {fix}"
+    )]
     InterpreterNotFound {
         /// `typescript` or `python`.
         language: &'static str,
