@@ -178,18 +178,7 @@
   const pending = new Map();
   let nextId = 0;
 
-  function errorClass(name, member) {
-    const cls = class extends Error {
-      constructor(bindingName, message, code) {
-        super(message);
-        Object.defineProperty(this, 'name', { value: name, writable: true, configurable: true });
-        this[member] = bindingName;
-        this.code = typeof code === 'string' ? code : null;
-      }
-    };
-    Object.defineProperty(cls, 'name', { value: name });
-    return cls;
-  }
+  /* @include binding_error.js */
 
   function namespace(spec, cls) {
     const raise = (name, message, code) => (cls ? new cls(name, message, code) : new Error(message));

@@ -54,11 +54,15 @@ pub use subprocess::{SubprocessConfig, SubprocessRuntime};
 
 /// The lossless JSON encoder both JavaScript bootstraps share.
 const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
+/// The binding error class both JavaScript bootstraps share.
+const BINDING_ERROR: &str = include_str!("../../../sdk-templates/binding_error.js");
 
-/// A JavaScript bootstrap with the shared encoder put where it says
-/// `/* @include lossless_json.js */`.
+/// A JavaScript bootstrap with the shared pieces put where it says
+/// `/* @include lossless_json.js */` and `/* @include binding_error.js */`.
 pub(crate) fn javascript_bootstrap(template: &str) -> String {
-    template.replacen("/* @include lossless_json.js */", LOSSLESS_JSON, 1)
+    template
+        .replacen("/* @include lossless_json.js */", LOSSLESS_JSON, 1)
+        .replacen("/* @include binding_error.js */", BINDING_ERROR, 1)
 }
 
 /// A code runtime: runs one program per [`run`](CodeRuntime::run) call, never sharing state
