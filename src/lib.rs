@@ -17,8 +17,9 @@ pub use dsh_tool_runtime::{
     ExecuteWrapper, ExecutionMode, Filter, FinalizeContentHook, Handle, Mode, PostDecision,
     PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, PresentResultHook,
     PresentationMetaHook, RegisterError, Registry, RenderHook, ResultObserver, ResultView, Tool,
-    ToolAnnotations, ToolCall, ToolCallKind, ToolCallView, ToolDefinition, ToolDefinitionBuilder,
-    ToolError, ToolExec, ToolFailure, ToolResult, ToolSchema, default_render,
+    ToolAnnotations, ToolArgs, ToolCall, ToolCallKind, ToolCallView, ToolDefinition,
+    ToolDefinitionBuilder, ToolError, ToolExec, ToolFailure, ToolOutput, ToolResult, ToolSchema,
+    default_render,
 };
 
 /// serde and schemars, re-exported so a tool author's own parameter and output types derive

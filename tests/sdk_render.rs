@@ -718,3 +718,39 @@ fn python_defaults_only_where_the_type_admits_them() {
         assert!(py.contains(line), "{line:?} in {py}");
     }
 }
+
+/// An undocumented union says what its documented members say (a native tool list carries those
+/// descriptions, so the SDK must too), once, with the union's own notes after them.
+#[test]
+fn an_undocumented_union_carries_its_members_docs() {
+    let schema = json!({"type": "object", "properties": {
+        "edit": {"anyOf": [
+            {"type": "object", "description": "Provide when type is `replace`.",
+             "properties": {"text": {"type": "string"}}, "required": ["text"]},
+            {"type": "string", "description": "Provide when type is `replace`."},
+            {"type": "null"}
+        ], "default": null},
+        "own": {"description": "Its own words.", "anyOf": [
+            {"type": "integer", "description": "Member words."},
+            {"type": "string"}
+        ]}
+    }, "required": ["own"], "additionalProperties": false});
+    let ts = ts(schema.clone());
+    assert!(
+        ts.contains("} | string | null // Provide when type is `replace`. (default null)\n"),
+        "{ts}"
+    );
+    assert_eq!(ts.matches("Provide when").count(), 1, "{ts}");
+    assert!(
+        ts.contains("own: number | string // Its own words.\n"),
+        "{ts}"
+    );
+    assert!(!ts.contains("Member words"), "{ts}");
+    let py = py(schema);
+    assert_eq!(
+        py.matches("Provide when type is `replace`.").count(),
+        1,
+        "{py}"
+    );
+    assert!(py.contains("# Its own words."), "{py}");
+}

@@ -190,6 +190,36 @@ fn expand_args_struct(tool: &ToolFn) -> TokenStream {
         if let Some(rename) = &param.attrs.rename {
             attrs.push(quote!(#[serde(rename = #rename)]));
         }
+        // serde and schemars use the type only through `ToolArg`, spanned on the type, so a type
+        // without the derives gives one error there (identical diagnostics are reported once).
+        let arg_fn = |name: &str| {
+            let ty = quote!(#ty).to_string();
+            syn::LitStr::new(
+                &format!("<{ty} as {krate_str}::__private::ToolArg>::{name}"),
+                param.ty.span(),
+            )
+        };
+        let de = arg_fn("deserialize_arg");
+        attrs.push(quote!(#[serde(deserialize_with = #de)]));
+        // schemars takes a plain path here, so the call goes through a generated function.
+        let schema_fn = format_ident!("__dsh_schema_{}", ident.unraw());
+        let schema_path = format!("{args_ident}::{schema_fn}");
+        attrs.push(quote!(#[schemars(schema_with = #schema_path)]));
+        defaults.push(quote_spanned! {ty.span()=>
+            fn #schema_fn(
+                generator: &mut #krate::__private::schemars::SchemaGenerator,
+            ) -> #krate::__private::schemars::Schema {
+                <#ty as #krate::__private::ToolArg>::arg_schema(generator)
+            }
+        });
+        // Through `deserialize_with`, serde no longer reads a missing `Option` as `None`:
+        // `default` restores it; `skip_serializing_if` only tells schemars that a `None` default
+        // is no `"default": null` (the struct is never serialized).
+        if param.is_option && param.attrs.default.is_none() {
+            attrs.push(
+                quote!(#[serde(default, skip_serializing_if = "::core::option::Option::is_none")]),
+            );
+        }
         if let Some((_, expr)) = &param.attrs.default {
             let default_fn = format_ident!("__dsh_default_{}", ident.unraw());
             let path = format!("{args_ident}::{default_fn}");
@@ -243,7 +273,6 @@ fn expand_args_struct(tool: &ToolFn) -> TokenStream {
         #[doc = #doc]
         #[derive(
             #krate::__private::serde::Deserialize,
-            #krate::__private::serde::Serialize,
             #krate::__private::schemars::JsonSchema,
         )]
         #[serde(crate = #serde_crate)]
@@ -330,49 +359,29 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
         }
     };
 
-    // Type assertions, spanned on the user's types so a failure points at them: the type of an
-    // associated const, one error with the derive hint per type (the helper traits are reported
-    // whole, not once per missing derive).
-    let mut assertions = Vec::new();
+    // Type checks happen where the types are used (the arguments struct's `ToolArg` calls and
+    // the `Tool` impl's `ToolArgs`/`ToolOutput` bounds), spanned on the user's types.
     let mut exec_conversions = Vec::new();
-    for (i, param) in tool.params.iter().enumerate() {
-        let ty = param.ty;
-        match param.kind {
-            ParamKind::Arg | ParamKind::ArgsStruct => {
-                let ident = format_ident!("__DSH_PARAM_{}", i);
-                assertions.push(quote_spanned! {ty.span()=>
-                    const #ident: ::core::marker::PhantomData<#private::ArgType<#ty>> =
-                        ::core::marker::PhantomData;
-                });
-            }
-            // Converting through the trait (rather than passing the runtime's `ToolExec`) makes
-            // a look-alike type fail once, with the trait's note, instead of also as a mismatch.
-            ParamKind::Exec { ty, .. } => exec_conversions.push(quote_spanned! {ty.span()=>
+    for param in &tool.params {
+        // Converting through the trait (rather than passing the runtime's `ToolExec`) makes a
+        // look-alike type fail once, with the trait's note, instead of also as a mismatch.
+        if let ParamKind::Exec { ty, .. } = param.kind {
+            exec_conversions.push(quote_spanned! {ty.span()=>
                 let __dsh_exec = <#ty as #private::IsToolExec>::from_exec(__dsh_exec);
-            }),
+            });
         }
     }
     // `T` of `Result<T, E>` carries the caret, not `Result`; a `Result` without type arguments is
     // reported by `IntoToolResult` alone.
-    let checked_output = match tool.output {
-        Output::Unit => None,
-        Output::Plain(ty) => Some(ty),
-        Output::Result(ty) => result_ok_type(ty),
-    };
-    if let (Output::Result(ty), None) = (&tool.output, checked_output) {
+    if let Output::Result(ty) = tool.output
+        && result_ok_type(ty).is_none()
+    {
         // Stops the body of `call` from reporting the same type again.
         exec_conversions.push(quote_spanned! {ty.span()=>
             let _: ::core::marker::PhantomData<<#ty as #private::IntoToolResult>::Ok> =
                 ::core::marker::PhantomData;
         });
     }
-    if let Some(ty) = checked_output {
-        assertions.push(quote_spanned! {ty.span()=>
-            const __DSH_OUTPUT: ::core::marker::PhantomData<#private::OutputType<#ty>> =
-                ::core::marker::PhantomData;
-        });
-    }
-
     // Bind each argument field to a `__dsh_` local so user names cannot clash with ours.
     let mut destructure = Vec::new();
     let mut call_args = Vec::new();
@@ -438,12 +447,6 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
     let hooks = expand_hooks(tool);
 
     quote! {
-        #[doc(hidden)]
-        #[allow(non_upper_case_globals, dead_code)]
-        impl #impl_generics #tool_ident #ty_generics #where_clause {
-            #(#assertions)*
-        }
-
         #[automatically_derived]
         impl #impl_generics #private::Tool for #tool_ident #ty_generics #where_clause {
             type Args = #args_ty;

@@ -40,8 +40,9 @@ use proc_macro::TokenStream;
 /// - The fn itself, unchanged except that parameter attributes are removed: call and test it
 ///   directly.
 /// - `<CamelName>Args` (`ReadFileArgs`), a struct with the fn's visibility and one public field
-///   per argument parameter, deriving `Deserialize`, `Serialize` and `JsonSchema` through the
-///   runtime's re-exports (no serde or schemars dependency needed).
+///   per argument parameter, deriving `Deserialize` and `JsonSchema` through the runtime's
+///   re-exports (no serde or schemars dependency needed). A parameter type without
+///   `Deserialize` or `JsonSchema` is one compile error, on that type, with the derive to add.
 /// - `<CamelName>Tool` (`ReadFileTool`), a unit struct implementing `dsh_tools::Tool`; erase it
 ///   with `ToolDefinition::from_tool(ReadFileTool)`.
 ///

@@ -5,7 +5,6 @@ use std::fmt;
 use std::future::Future;
 use std::sync::{Arc, OnceLock};
 
-use serde::Deserialize;
 use serde_json::Value;
 
 pub use crate::annotations::ToolAnnotations;
@@ -15,7 +14,7 @@ use crate::error::{ErrorCode, ToolError};
 use crate::presentation::presenter::guarded;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
-use crate::tool::{Tool, default_render};
+use crate::tool::{Tool, ToolArgs, ToolOutput, default_render};
 use crate::validate::{
     MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints,
     invalid_args, invalid_output,
@@ -175,13 +174,14 @@ fn integralize(value: &mut Value) {
 
 /// A serde error the schema did not catch, named by the path where it happened
 /// (`"n": invalid value: …`); the path uses serde's `a.b[0]` form, like the schema messages.
-fn serde_violation<A: serde::de::DeserializeOwned>(
-    args: &Value,
-    fallback: &serde_json::Error,
-) -> String {
-    match serde_path_to_error::deserialize::<_, A>(args) {
-        Err(err) if err.path().to_string() != "." => format!("\"{}\": {}", err.path(), err.inner()),
-        _ => fallback.to_string(),
+fn serde_violation<A: ToolArgs>(args: &Value, fallback: &serde_json::Error) -> String {
+    let mut track = serde_path_to_error::Track::new();
+    match A::deserialize_args(serde_path_to_error::Deserializer::new(args, &mut track)) {
+        Err(err) => match track.path().to_string() {
+            path if path != "." => format!("\"{path}\": {err}"),
+            _ => fallback.to_string(),
+        },
+        Ok(_) => fallback.to_string(),
     }
 }
 
@@ -256,7 +256,7 @@ impl ToolDefinition {
                 }
                 let args = check_depth(args)?;
                 let args = drop_null_optionals(&parameters, args);
-                let typed = match T::Args::deserialize(&*args) {
+                let typed = match T::Args::deserialize_args(&*args) {
                     Ok(typed) => typed,
                     Err(serde_error) => {
                         // Slow path: nested `null`s from a strict-mode client may be all that
@@ -266,7 +266,7 @@ impl ToolDefinition {
                         let mut normalized =
                             normalize_strict_arguments(&parameters, Value::clone(&args));
                         integralize(&mut normalized);
-                        match T::Args::deserialize(&normalized) {
+                        match T::Args::deserialize_args(&normalized) {
                             Ok(typed) => typed,
                             Err(_) => {
                                 let mut violations = match validator.as_ref() {
@@ -296,7 +296,7 @@ impl ToolDefinition {
                 }
                 let top_level = !exec.is_nested();
                 let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
-                let value = serde_json::to_value(&output).map_err(|err| {
+                let value = output.to_json().map_err(|err| {
                     invalid_output(T::NAME, &[format!("value is not lossless JSON: {err}")])
                 })?;
                 // serde_json writes NaN and infinities as `null`: where the output schema
@@ -313,7 +313,7 @@ impl ToolDefinition {
                 // `call` consumed the typed arguments; only tools with a custom renderer or
                 // presenter pay for a second deserialization.
                 let (content, meta, view) = match renders_with_args::<T>()
-                    .then(|| T::Args::deserialize(&*args).ok())
+                    .then(|| T::Args::deserialize_args(&*args).ok())
                     .flatten()
                 {
                     Some(typed) => present_typed::<T>(&typed, &output, &value, top_level)?,
@@ -340,13 +340,13 @@ impl ToolDefinition {
                 timeout_ms: T::TIMEOUT_MS,
                 classifier: Box::new(|args| {
                     args.is_object()
-                        && T::Args::deserialize(args)
+                        && T::Args::deserialize_args(args)
                             .is_ok_and(|typed| T::is_concurrency_safe(&typed))
                 }),
                 dispatch: Box::new(dispatch),
                 render_value: Box::new(|args, value, top_level| {
                     let typed = renders_with_args::<T>()
-                        .then(|| T::Args::deserialize(args).ok())
+                        .then(|| T::Args::deserialize_args(args).ok())
                         .flatten();
                     match typed.zip(T::output_from_value(value)) {
                         Some((typed, output)) => {
@@ -357,7 +357,7 @@ impl ToolDefinition {
                 }),
                 finalize,
                 present_call: Some(Box::new(|args| {
-                    T::Args::deserialize(args)
+                    T::Args::deserialize_args(args)
                         .ok()
                         .and_then(|typed| T::present_call(&typed))
                 })),

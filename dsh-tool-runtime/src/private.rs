@@ -4,10 +4,8 @@
 
 use std::collections::{BTreeMap, BTreeSet, HashMap, HashSet, VecDeque};
 use std::fmt::Display;
-use std::marker::PhantomData;
 
 use schemars::JsonSchema;
-use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::call::ToolExec;
@@ -16,25 +14,31 @@ use crate::validate::{check_length, check_pattern, check_range};
 
 /// A type a `#[tool]` parameter may have: decoded from the model's JSON and described by a schema.
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a `#[tool]` parameter: it must implement `Deserialize`, `Serialize` and `JsonSchema`",
+    message = "`{Self}` cannot be a `#[tool]` parameter: it must implement `Deserialize` and `JsonSchema`",
     label = "not usable as a tool parameter",
-    note = "derive them on your type: `#[derive(serde::Deserialize, serde::Serialize, schemars::JsonSchema)]`, or wrap a foreign type in one of yours"
+    note = "derive them on your type: `#[derive(dsh_tools::Deserialize, dsh_tools::JsonSchema)]` with `#[serde(crate = \"dsh_tools::serde\")]` and `#[schemars(crate = \"dsh_tools::schemars\")]`, or wrap a foreign type in one of yours"
 )]
-pub trait ToolArg {}
-// Reported as `T: ToolArg` (one error with the derive hint), not once per missing trait.
+pub trait ToolArg: Sized {
+    /// Reads the parameter (the generated struct's `deserialize_with`).
+    fn deserialize_arg<'de, D: serde::Deserializer<'de>>(deserializer: D)
+    -> Result<Self, D::Error>;
+    /// The parameter's schema (called from the generated struct's `schema_with` function).
+    fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
+}
+// The generated struct reaches serde and schemars only through these three functions, so a type
+// without the derives fails as `T: ToolArg` alone (one error with the derive hint) rather than
+// once per missing trait and per place the derives use it.
 #[diagnostic::do_not_recommend]
-impl<T: DeserializeOwned + Serialize + JsonSchema> ToolArg for T {}
-
-/// A type a `#[tool]` fn may return (inside `Result` or plain): serialised for the model and
-/// described by the output schema.
-#[diagnostic::on_unimplemented(
-    message = "`{Self}` cannot be a `#[tool]` output: it must implement `Serialize` and `JsonSchema`",
-    label = "not usable as a tool output",
-    note = "derive them on your type: `#[derive(serde::Serialize, schemars::JsonSchema)]`, or return a `String`"
-)]
-pub trait ToolOutput {}
-#[diagnostic::do_not_recommend]
-impl<T: Serialize + JsonSchema> ToolOutput for T {}
+impl<T: DeserializeOwned + JsonSchema> ToolArg for T {
+    fn deserialize_arg<'de, D: serde::Deserializer<'de>>(
+        deserializer: D,
+    ) -> Result<Self, D::Error> {
+        T::deserialize(deserializer)
+    }
+    fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+        generator.subschema_for::<T>()
+    }
+}
 
 /// Proves at compile time that a parameter named `ToolExec` really is the context type.
 #[diagnostic::on_unimplemented(
@@ -52,12 +56,6 @@ impl IsToolExec for ToolExec {
         exec
     }
 }
-
-/// Names a parameter type in the type of a `const` item, whose well-formedness rustc checks
-/// before the bodies that use the type: a type that is not a [`ToolArg`] fails here first.
-pub struct ArgType<T: ToolArg + ?Sized>(PhantomData<T>);
-/// Names an output type like [`ArgType`] names a parameter type.
-pub struct OutputType<T: ToolOutput + ?Sized>(PhantomData<T>);
 
 /// The return type of a `#[tool]` fn named `Result`: any `Result<T, E>` with a `Display` error.
 #[diagnostic::on_unimplemented(
@@ -208,47 +206,6 @@ pub fn arg_pattern<V: PatternValue + ?Sized>(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn absent_options_are_not_checked() {
-        let mut out = Vec::new();
-        arg_range("n", &None::<u32>, Some(1.0), None, &mut out);
-        arg_length("s", &None::<String>, Some(1), None, &mut out);
-        arg_pattern("p", &None::<String>, "^a$", &mut out);
-        assert!(out.is_empty());
-    }
-
-    #[test]
-    fn present_values_report_every_violation() {
-        let mut out = Vec::new();
-        arg_range("n", &Some(0_u32), Some(1.0), None, &mut out);
-        arg_length("s", &"héllo".to_owned(), None, Some(4), &mut out);
-        arg_length("v", &vec![1, 2], Some(3), None, &mut out);
-        arg_pattern("p", &"b".to_owned(), "^a$", &mut out);
-        assert_eq!(
-            out,
-            [
-                "\"n\" must be >= 1",
-                "\"s\" must be at most 4 characters long",
-                "\"v\" must have at least 3 items",
-                "\"p\" must match the pattern \"^a$\"",
-            ]
-        );
-    }
-
-    #[test]
-    fn results_keep_tool_error_codes() {
-        let failed: Result<(), ToolError> = Err(ToolError::new("full").with_code("ENOSPC"));
-        let err = failed.into_tool_result().unwrap_err();
-        assert_eq!(err.code(), Some("ENOSPC"));
-        let failed: Result<(), String> = Err("nope".into());
-        assert_eq!(failed.into_tool_result().unwrap_err().message(), "nope");
-    }
-}
-
 /// Reads a tool's output type back from JSON where it can (`Tool::output_from_value`): method
 /// resolution picks [`OutputViaDeserialize`] on `&&OutputProbe<T>` when `T: DeserializeOwned`,
 /// else [`OutputViaNothing`] one auto-deref further.
@@ -288,5 +245,46 @@ pub trait OutputViaNothing<T> {
 impl<T> OutputViaNothing<T> for &OutputProbe<T> {
     fn output_from_value(self, _value: &serde_json::Value) -> Option<T> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_options_are_not_checked() {
+        let mut out = Vec::new();
+        arg_range("n", &None::<u32>, Some(1.0), None, &mut out);
+        arg_length("s", &None::<String>, Some(1), None, &mut out);
+        arg_pattern("p", &None::<String>, "^a$", &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn present_values_report_every_violation() {
+        let mut out = Vec::new();
+        arg_range("n", &Some(0_u32), Some(1.0), None, &mut out);
+        arg_length("s", &"héllo".to_owned(), None, Some(4), &mut out);
+        arg_length("v", &vec![1, 2], Some(3), None, &mut out);
+        arg_pattern("p", &"b".to_owned(), "^a$", &mut out);
+        assert_eq!(
+            out,
+            [
+                "\"n\" must be >= 1",
+                "\"s\" must be at most 4 characters long",
+                "\"v\" must have at least 3 items",
+                "\"p\" must match the pattern \"^a$\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn results_keep_tool_error_codes() {
+        let failed: Result<(), ToolError> = Err(ToolError::new("full").with_code("ENOSPC"));
+        let err = failed.into_tool_result().unwrap_err();
+        assert_eq!(err.code(), Some("ENOSPC"));
+        let failed: Result<(), String> = Err("nope".into());
+        assert_eq!(failed.into_tool_result().unwrap_err().message(), "nope");
     }
 }

@@ -3,6 +3,7 @@
 use std::future::Future;
 
 use schemars::JsonSchema;
+use serde::Deserializer;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -12,6 +13,63 @@ use crate::error::ToolError;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolResult};
 
+/// What [`Tool::Args`] must be: read from the model's JSON (`Deserialize`) and described by the
+/// parameters schema (`JsonSchema`, deserialize view). Implemented for every such type; derive
+/// the two traits (through `dsh_tools`, see the README) rather than implementing this.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the arguments of a `#[tool]`: it must implement `Deserialize` and `JsonSchema`",
+    label = "not usable as tool arguments",
+    note = "derive them: `#[derive(dsh_tools::Deserialize, dsh_tools::JsonSchema)]` with `#[serde(crate = \"dsh_tools::serde\")]` and `#[schemars(crate = \"dsh_tools::schemars\")]`"
+)]
+pub trait ToolArgs: Sized {
+    /// Reads the arguments from a serde deserializer (`serde_json::Value` in the registry).
+    ///
+    /// # Errors
+    /// The deserializer's error when the JSON does not fit the type.
+    fn deserialize_args<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error>;
+    /// The parameters schema (JSON Schema 2020-12, object root; `additionalProperties: false`
+    /// when `deny_unknown`).
+    fn parameters_schema(deny_unknown: bool) -> Value;
+}
+// Reported as `T: ToolArgs` with the derive hint, not once per missing trait: the trait has no
+// supertraits, whose obligations rustc would report one by one.
+#[diagnostic::do_not_recommend]
+impl<T: DeserializeOwned + JsonSchema> ToolArgs for T {
+    fn deserialize_args<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
+        T::deserialize(deserializer)
+    }
+    fn parameters_schema(deny_unknown: bool) -> Value {
+        crate::schema::parameters_schema::<T>(deny_unknown)
+    }
+}
+
+/// What [`Tool::Output`] must be: serialized for the model (`Serialize`) and described by the
+/// output schema (`JsonSchema`, serialize view). Implemented for every such type.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be a `#[tool]` output: it must implement `Serialize` and `JsonSchema`",
+    label = "not usable as a tool output",
+    note = "derive them: `#[derive(dsh_tools::Serialize, dsh_tools::JsonSchema)]` with `#[serde(crate = \"dsh_tools::serde\")]` and `#[schemars(crate = \"dsh_tools::schemars\")]`, or return a `String`"
+)]
+pub trait ToolOutput {
+    /// The output as a JSON value.
+    ///
+    /// # Errors
+    /// serde's error when the value has no JSON form (a map with non-string keys, a failing
+    /// `Serialize` impl).
+    fn to_json(&self) -> serde_json::Result<Value>;
+    /// The output schema (JSON Schema 2020-12 of what serde writes; `null` for `()`).
+    fn output_schema() -> Value;
+}
+#[diagnostic::do_not_recommend]
+impl<T: Serialize + JsonSchema> ToolOutput for T {
+    fn to_json(&self) -> serde_json::Result<Value> {
+        serde_json::to_value(self)
+    }
+    fn output_schema() -> Value {
+        crate::schema::output_schema::<T>()
+    }
+}
+
 /// A statically typed tool. `#[tool]` implements it on a generated `<CamelName>Tool` struct;
 /// implement it by hand only when a macro does not fit.
 ///
@@ -19,9 +77,9 @@ use crate::result::{ContentBlock, ToolResult};
 /// [`ToolDefinition::from_tool`](crate::ToolDefinition::from_tool).
 pub trait Tool: Send + Sync + 'static {
     /// The arguments, deserialized from the model's JSON.
-    type Args: DeserializeOwned + Serialize + JsonSchema + Send + Sync + 'static;
+    type Args: ToolArgs + Send + Sync + 'static;
     /// The canonical output value.
-    type Output: Serialize + JsonSchema + Send + 'static;
+    type Output: ToolOutput + Send + 'static;
 
     /// The tool name, `^[A-Za-z0-9_-]{1,64}$`.
     const NAME: &'static str;
@@ -94,12 +152,12 @@ pub trait Tool: Send + Sync + 'static {
 
     /// The parameters schema (JSON Schema 2020-12, object root).
     fn parameters_schema() -> Value {
-        crate::schema::parameters_schema::<Self::Args>(Self::DENY_UNKNOWN)
+        Self::Args::parameters_schema(Self::DENY_UNKNOWN)
     }
 
     /// The output schema (`null` for `()`).
     fn output_schema() -> Value {
-        crate::schema::output_schema::<Self::Output>()
+        <Self::Output as ToolOutput>::output_schema()
     }
 }
 

@@ -340,7 +340,7 @@ impl<'a> Lowering<'a> {
             Value::Object(map) => map,
             _ => return self.push(Kind::Unknown, None),
         };
-        let doc = doc_of(map);
+        let mut doc = doc_of(map);
         let mut parts = Vec::new();
 
         if let Some(reference) = map.get("$ref") {
@@ -358,6 +358,11 @@ impl<'a> Lowering<'a> {
                     continue;
                 }
                 let members = self.lower_list(value, depth, ctx);
+                // A union renders its members' types but not their docs: an undocumented union
+                // says what its documented members say (`Provide when type is …`).
+                if !map.contains_key("description") {
+                    doc = lift_member_docs(doc, &members, &mut self.nodes);
+                }
                 parts.push(self.push(Kind::Union(members), None));
             }
         }
@@ -740,6 +745,24 @@ fn percent_decode(fragment: &str) -> String {
         i += 1;
     }
     String::from_utf8(out).unwrap_or_else(|_| fragment.to_owned())
+}
+
+/// `doc` (notes only, or none) preceded by the docs of `members`, which are taken off them so the
+/// text is said once.
+fn lift_member_docs(doc: Option<String>, members: &[NodeId], nodes: &mut [Node]) -> Option<String> {
+    let mut lines: Vec<String> = Vec::new();
+    for &member in members {
+        if let Some(line) = nodes[member].doc.take()
+            && !lines.contains(&line)
+        {
+            lines.push(line);
+        }
+    }
+    if lines.is_empty() {
+        return doc;
+    }
+    lines.extend(doc);
+    Some(lines.join(" "))
 }
 
 /// The doc line of a schema: its description, then its format, range, length, pattern and
