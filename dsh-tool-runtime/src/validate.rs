@@ -71,15 +71,12 @@ impl SchemaValidator {
             return vec![violation];
         }
         let mut found: Vec<Found<'_>> = Vec::new();
+        let render = Render {
+            schema: &self.schema,
+            value,
+            root,
+        };
         for error in self.validator.iter_errors(value) {
-            let path: Vec<Segment> = error
-                .instance_path()
-                .iter()
-                .map(|segment| match segment {
-                    LocationSegment::Property(name) => Segment::Key(name.to_string()),
-                    LocationSegment::Index(index) => Segment::Index(index),
-                })
-                .collect();
             let (mut order, holder) = locate(&self.schema, error.evaluation_path());
             let kind = error.kind();
             order.push(match kind {
@@ -89,7 +86,7 @@ impl SchemaValidator {
                 _ => (0, 1),
             });
             let mut rendered = Vec::new();
-            render_error(kind, root, &path, holder, &error.to_string(), &mut rendered);
+            render.error(&error, holder, 0, &mut rendered);
             found.push(Found {
                 order,
                 at: error.instance_path().as_str().to_owned(),
@@ -307,6 +304,124 @@ fn article(type_name: &str) -> &'static str {
     } else {
         "a"
     }
+}
+
+/// How many tagged `oneOf` branches deep [`Render::tagged_branch`] explains a miss.
+const MAX_TAGGED_DEPTH: usize = 16;
+
+/// What rendering one validation error needs beyond the error: the schema (to find the keyword
+/// that failed), the value (to read a tag) and the root name.
+struct Render<'a> {
+    schema: &'a Value,
+    value: &'a Value,
+    root: &'a str,
+}
+
+impl Render<'_> {
+    fn error(
+        &self,
+        error: &jsonschema::ValidationError<'_>,
+        holder: Option<&Value>,
+        depth: usize,
+        out: &mut Vec<String>,
+    ) {
+        let path: Vec<Segment> = error
+            .instance_path()
+            .iter()
+            .map(|segment| match segment {
+                LocationSegment::Property(name) => Segment::Key(name.to_string()),
+                LocationSegment::Index(index) => Segment::Index(index),
+            })
+            .collect();
+        render_error(
+            error.kind(),
+            self.root,
+            &path,
+            holder,
+            &error.to_string(),
+            out,
+        );
+        if let ValidationErrorKind::OneOfNotValid { context } = error.kind()
+            && depth < MAX_TAGGED_DEPTH
+            && let Some(branches) = holder.and_then(|holder| holder.get("oneOf"))
+            && const_branches(branches).is_none()
+        {
+            let instance = self.value.pointer(error.instance_path().as_str());
+            self.tagged_branch(branches, instance, context, &path, depth, out);
+        }
+    }
+
+    /// Explains a `oneOf` miss whose branches are objects told apart by one `const` property
+    /// (serde's tagged enums): a missing or unknown tag names the tags; a known tag reports why
+    /// its branch failed. Other unions keep REFERENCE §1.6's text alone.
+    fn tagged_branch(
+        &self,
+        branches: &Value,
+        instance: Option<&Value>,
+        context: &[Vec<jsonschema::ValidationError<'static>>],
+        path: &[Segment],
+        depth: usize,
+        out: &mut Vec<String>,
+    ) {
+        let Some((key, tags)) = discriminator(branches) else {
+            return;
+        };
+        let Some(object) = instance.and_then(Value::as_object) else {
+            return;
+        };
+        match object.get(key) {
+            None => out.push(format!(
+                "missing required property \"{}\"",
+                child(self.root, path, key)
+            )),
+            Some(tag) => match tags.iter().position(|known| known == tag) {
+                Some(branch) => {
+                    for error in context.get(branch).into_iter().flatten() {
+                        let (_, holder) = locate(self.schema, error.evaluation_path());
+                        self.error(error, holder, depth + 1, out);
+                    }
+                }
+                None => out.push(format!(
+                    "\"{}\" must be one of {}",
+                    child(self.root, path, key),
+                    Value::Array(tags)
+                )),
+            },
+        }
+    }
+}
+
+/// The property every branch of a `oneOf` requires and fixes to a distinct `const` (or
+/// one-value `enum`), with the branches' values in branch order.
+fn discriminator(branches: &Value) -> Option<(&str, Vec<Value>)> {
+    let branches = branches.as_array().filter(|b| b.len() >= 2)?;
+    let tag_of = |branch: &Value, key: &str| -> Option<Value> {
+        let required = branch.get("required")?.as_array()?;
+        if !required.iter().any(|name| name.as_str() == Some(key)) {
+            return None;
+        }
+        let property = branch.get("properties")?.get(key)?;
+        match (
+            property.get("const"),
+            property.get("enum").and_then(Value::as_array),
+        ) {
+            (Some(value), _) => Some(value.clone()),
+            (None, Some(values)) if values.len() == 1 => Some(values[0].clone()),
+            _ => None,
+        }
+    };
+    let first = branches[0].get("properties")?.as_object()?;
+    first.keys().find_map(|key| {
+        let tags: Vec<Value> = branches
+            .iter()
+            .map(|branch| tag_of(branch, key))
+            .collect::<Option<_>>()?;
+        let distinct = tags
+            .iter()
+            .enumerate()
+            .all(|(i, tag)| !tags[..i].contains(tag));
+        distinct.then_some((key.as_str(), tags))
+    })
 }
 
 fn render_error(

@@ -175,6 +175,52 @@ async fn enum_of_documented_variants_lists_the_values_ref_1_6() {
     );
 }
 
+/// A shape to draw.
+#[derive(Deserialize, Serialize, JsonSchema)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+enum Shape {
+    /// A circle.
+    Circle { radius: f64 },
+    /// A rectangle.
+    Rect { width: f64, height: f64 },
+}
+
+/// Draw.
+#[tool]
+async fn draw(shape: Shape) -> String {
+    let _ = shape;
+    String::new()
+}
+
+/// REFERENCE §1.6's `oneOf` text, then what a model needs to fix a tagged enum: the tags when the
+/// tag is missing or unknown, the chosen branch's own violations when it is known.
+#[tokio::test]
+async fn a_tagged_enum_miss_says_which_tag_or_field_ref_1_6() {
+    let definition = ToolDefinition::from_tool(DrawTool);
+    let failed = failure(&definition, json!({"shape": {"kind": "oval"}})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"shape\" must match exactly one oneOf branch (matched 0); \
+         \"shape.kind\" must be one of [\"circle\",\"rect\"]"
+    );
+    let failed = failure(&definition, json!({"shape": {"radius": 1}})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"shape\" must match exactly one oneOf branch (matched 0); \
+         missing required property \"shape.kind\""
+    );
+    let failed = failure(
+        &definition,
+        json!({"shape": {"kind": "rect", "width": "2"}}),
+    )
+    .await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"shape\" must match exactly one oneOf branch (matched 0); \
+         missing required property \"shape.height\"; \"shape.width\" must be a number"
+    );
+}
+
 /// REFERENCE §1.6 ordering: missing-required first (in `required` order), then children in the
 /// schema's `properties` order, then undeclared keys in the value's order.
 #[tokio::test]
