@@ -119,13 +119,21 @@
 
   /* @include lossless_json.js */
 
+  // Columns of the shell's head, which shares the program's first line.
+  let headColumns = 0;
+
+  // A stack line with the program's own column on its first line.
+  function ownPosition(line) {
+    return line.replace(/program\.ts:1:(\d+)/g, (_, c) => 'program.ts:1:' + Math.max(1, Number(c) - headColumns));
+  }
+
   function describe(thrown) {
     try {
       if (thrown instanceof Error) {
         const head = String(thrown.name) + ': ' + String(thrown.message);
         // Keep the program's own frames; the bootstrap's are noise.
         const stack = typeof thrown.stack === 'string'
-          ? thrown.stack.split('\n').filter((l) => l && (!/^\s+at /.test(l) || l.includes('program.ts'))).join('\n')
+          ? thrown.stack.split('\n').filter((l) => l && (!/^\s+at /.test(l) || l.includes('program.ts'))).map(ownPosition).join('\n')
           : '';
         return stack ? head + '\n' + stack : head;
       }
@@ -250,7 +258,9 @@
         fail(0, describe(e));
       }
     };
-    return { params: names.join(', '), start, reject: (e) => fail(0, describe(e)) };
+    const head = '(async function (' + names.join(', ') + ') {';
+    headColumns = head.length;
+    return { head, start, reject: (e) => fail(0, describe(e)) };
   }
 
   return { prepare, reply };

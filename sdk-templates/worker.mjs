@@ -68,12 +68,20 @@ function log(text) {
 
 /* @include lossless_json.js */
 
+// Columns of the shell's head, which shares the program's first line.
+let headColumns = 0;
+
+// A stack line with the program's own column on its first line.
+function ownPosition(line) {
+  return line.replace(/program\.ts:1:(\d+)/g, (_, c) => 'program.ts:1:' + Math.max(1, Number(c) - headColumns));
+}
+
 function describe(thrown) {
   try {
     if (thrown instanceof Error && typeof thrown.stack === 'string') {
       // Keep the message and the program's own frames; the bootstrap's are noise.
       const lines = thrown.stack.split('\n');
-      return lines.filter((l) => !/^\s+at /.test(l) || l.includes('program.ts')).join('\n');
+      return lines.filter((l) => !/^\s+at /.test(l) || l.includes('program.ts')).map(ownPosition).join('\n');
     }
     if (thrown !== null && typeof thrown === 'object' && typeof thrown.message === 'string') {
       return thrown.message;
@@ -194,10 +202,11 @@ function start(frame) {
   }
   names.push('console');
   values.push(console_);
-  // The shell keeps the program on its own lines, so stack positions are the program's own.
-  const source =
-    '"use strict"; (async function (' + names.join(', ') + ') {' + frame.program +
-    '\n})\n//# sourceURL=program.ts';
+  // The shell keeps the program on its own lines, and `describe` takes the head's width off
+  // first-line columns, so stack positions are the program's own.
+  const head = '"use strict"; (async function (' + names.join(', ') + ') {';
+  headColumns = head.length;
+  const source = head + frame.program + '\n})\n//# sourceURL=program.ts';
   let main;
   try {
     main = (0, eval)(source);

@@ -303,6 +303,21 @@ async fn an_error_is_an_exception_with_program_lines(backend: Backend) {
         assert!(!message.contains(bootstrap), "{message}");
     }
     assert_eq!(out.logs, ["before"]);
+    // A throw on the first line is placed in the program's own columns, not the shell's.
+    if backend.lang() == Lang::TypeScript {
+        let program = "const n = 2; throw new TypeError('boom ' + n);";
+        let message = run(rt.as_ref(), program).await.error.unwrap().message;
+        let at = message
+            .split("program.ts:1:")
+            .nth(1)
+            .expect("a line-1 position");
+        let column: usize = at
+            .split(|c: char| !c.is_ascii_digit())
+            .next()
+            .and_then(|digits| digits.parse().ok())
+            .expect("a column");
+        assert!((1..=program.len()).contains(&column), "{message}");
+    }
     assert_failure(
         &run(rt.as_ref(), backend.pick("const = ;", "x = = 1")).await,
         FailureKind::Exception,

@@ -325,11 +325,12 @@ fn start<'js>(
         job.config.max_output_bytes as f64,
         MAX_DEPTH as f64,
     ))?;
-    let params: String = prepared.get("params")?;
+    let head: String = prepared.get("head")?;
     let begin: Function = prepared.get("start")?;
     let reject: Function = prepared.get("reject")?;
-    // The program keeps its own lines, so stack positions are the program's own.
-    let source = format!("(async function ({params}) {{{}\n}})", job.program);
+    // The program keeps its own lines, and the bootstrap takes the head's width off first-line
+    // columns, so stack positions are the program's own.
+    let source = format!("{head}{}\n}})", job.program);
     let mut options = EvalOptions::default();
     options.filename = Some("program.ts".to_owned());
     match ctx.eval_with_options::<Function, _>(source, options) {
