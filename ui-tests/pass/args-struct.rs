@@ -1,4 +1,4 @@
-use dsh_tools::{tool, ToolDefinition, ToolExec};
+use dsh_tools::{ToolDefinition, ToolExec, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -17,6 +17,7 @@ async fn search(#[args] query: Query, exec: ToolExec) -> Vec<String> {
     vec![query.text; query.limit.unwrap_or(1) as usize]
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _definition = ToolDefinition::from_tool(SearchTool);
 }

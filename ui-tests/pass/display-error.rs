@@ -1,6 +1,6 @@
 use std::fmt;
 
-use dsh_tools::{tool, ToolDefinition};
+use dsh_tools::{ToolDefinition, tool};
 
 #[derive(Debug)]
 struct DiskFull;
@@ -14,7 +14,11 @@ impl fmt::Display for DiskFull {
 /// Write a file.
 #[tool]
 async fn write(text: String) -> Result<usize, DiskFull> {
-    if text.is_empty() { Err(DiskFull) } else { Ok(text.len()) }
+    if text.is_empty() {
+        Err(DiskFull)
+    } else {
+        Ok(text.len())
+    }
 }
 
 /// Read a file through `std::io`.
@@ -26,10 +30,12 @@ async fn read(path: String) -> std::io::Result<String> {
 /// Parse a number, failing with a `String`.
 #[tool]
 async fn parse(text: String) -> core::result::Result<i64, String> {
-    text.parse().map_err(|err: std::num::ParseIntError| err.to_string())
+    text.parse()
+        .map_err(|err: std::num::ParseIntError| err.to_string())
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _ = ToolDefinition::from_tool(WriteTool);
     let _ = ToolDefinition::from_tool(ReadTool);
     let _ = ToolDefinition::from_tool(ParseTool);

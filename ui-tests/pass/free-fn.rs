@@ -1,4 +1,4 @@
-use dsh_tools::{tool, ToolDefinition, ToolError, ToolExec};
+use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool};
 
 /// Read a UTF-8 text file and return a window of its lines.
 #[tool(concurrency_safe, timeout_ms = 5_000)]
@@ -16,8 +16,13 @@ pub async fn read_file(
     Ok(path)
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _direct = read_file(String::new(), 1, None, ToolExec::detached("read_file"));
-    let _args = ReadFileArgs { path: String::new(), offset: 1, limit: None };
+    let _args = ReadFileArgs {
+        path: String::new(),
+        offset: 1,
+        limit: None,
+    };
     let _definition = ToolDefinition::from_tool(ReadFileTool);
 }

@@ -1,4 +1,4 @@
-use dsh_tools::{tool, CallView, ContentBlock, ResultView, ToolDefinition, ToolExec, ToolResult};
+use dsh_tools::{CallView, ContentBlock, ResultView, ToolDefinition, ToolExec, ToolResult, tool};
 
 /// List a directory.
 #[tool(
@@ -12,12 +12,9 @@ use dsh_tools::{tool, CallView, ContentBlock, ResultView, ToolDefinition, ToolEx
     args = LsArguments,
 )]
 async fn list_dir(
-    #[arg(description = "Directory to list.", rename = "dirPath", pattern = "^/")]
-    dir: String,
-    #[arg(default = false)]
-    recursive: bool,
-    #[arg(length(min = 1, max = 3))]
-    exts: Option<Vec<String>>,
+    #[arg(description = "Directory to list.", rename = "dirPath", pattern = "^/")] dir: String,
+    #[arg(default = false)] recursive: bool,
+    #[arg(length(min = 1, max = 3))] exts: Option<Vec<String>>,
 ) -> Vec<String> {
     let _ = (recursive, exts);
     vec![dir]
@@ -53,6 +50,7 @@ fn finalize_ls(_: &ToolExec, _: &ToolResult) -> Option<Vec<ContentBlock>> {
     None
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _ = ToolDefinition::from_tool(ListDirTool);
 }

@@ -1,11 +1,12 @@
-use dsh_tools::{tool, Tool};
+use dsh_tools::{Tool, tool};
 
 #[doc = include_str!("include-str-doc.md")]
 /// More text.
 #[tool]
 async fn documented() {}
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     assert_eq!(
         <DocumentedTool as Tool>::DESCRIPTION,
         "Text from a file.\n\nMore text."

@@ -1,4 +1,4 @@
-use dsh_tools::{tool, ToolDefinition};
+use dsh_tools::{ToolDefinition, tool};
 
 /// Report the current time.
 #[tool]
@@ -6,7 +6,8 @@ async fn now() -> u64 {
     0
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _args = NowArgs {};
     let _definition = ToolDefinition::from_tool(NowTool);
 }

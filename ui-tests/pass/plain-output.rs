@@ -1,6 +1,6 @@
 use std::collections::BTreeMap;
 
-use dsh_tools::{tool, ToolDefinition};
+use dsh_tools::{ToolDefinition, tool};
 use schemars::JsonSchema;
 use serde::Serialize;
 
@@ -13,9 +13,13 @@ struct Stats {
 /// Count lines.
 #[tool]
 async fn stats(text: String) -> Stats {
-    Stats { lines: text.lines().count() as u64, words: BTreeMap::new() }
+    Stats {
+        lines: text.lines().count() as u64,
+        words: BTreeMap::new(),
+    }
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _ = ToolDefinition::from_tool(StatsTool);
 }

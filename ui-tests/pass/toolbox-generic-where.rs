@@ -1,7 +1,7 @@
 use std::fmt::Display;
 use std::sync::Arc;
 
-use dsh_tools::{tool, toolbox, ToolExec};
+use dsh_tools::{ToolExec, tool, toolbox};
 
 struct Store<K, const N: usize> {
     keys: Vec<K>,
@@ -16,11 +16,18 @@ where
     #[tool(timeout_ms = 100)]
     async fn list(&self, limit: usize, exec: &ToolExec) -> Vec<String> {
         let _ = exec.call_id();
-        self.keys.iter().take(limit.min(N)).map(ToString::to_string).collect()
+        self.keys
+            .iter()
+            .take(limit.min(N))
+            .map(ToString::to_string)
+            .collect()
     }
 }
 
-fn main() {
-    let store = Arc::new(Store::<String, 4> { keys: vec!["a".into()] });
+/// Runs the case.
+pub fn main() {
+    let store = Arc::new(Store::<String, 4> {
+        keys: vec!["a".into()],
+    });
     let _definitions = store.tools();
 }

@@ -1,6 +1,6 @@
 use std::sync::Arc;
 
-use dsh_tools::{tool, toolbox, ToolDefinition};
+use dsh_tools::{ToolDefinition, tool, toolbox};
 
 struct Notes {
     prefix: String,
@@ -25,8 +25,11 @@ impl Notes {
     }
 }
 
-fn main() {
-    let notes = Arc::new(Notes { prefix: "- ".into() });
+/// Runs the case.
+pub fn main() {
+    let notes = Arc::new(Notes {
+        prefix: "- ".into(),
+    });
     let _ = notes.helper();
     let _definitions: Vec<ToolDefinition> = notes.tools();
 }

@@ -1,4 +1,4 @@
-use dsh_tools::{tool, ToolDefinition, ToolError};
+use dsh_tools::{ToolDefinition, ToolError, tool};
 
 /// Forget everything.
 #[tool]
@@ -16,7 +16,8 @@ async fn try_forget() -> Result<(), ToolError> {
     Ok(())
 }
 
-fn main() {
+/// Runs the case.
+pub fn main() {
     let _ = ToolDefinition::from_tool(ForgetTool);
     let _ = ToolDefinition::from_tool(ForgetKeyTool);
     let _ = ToolDefinition::from_tool(TryForgetTool);

@@ -8,7 +8,16 @@ pub async fn echo(#[arg(length(max = 100))] text: String, #[arg(default = 1)] ti
     text.repeat(times as usize)
 }
 
-/// The tool of this crate.
-pub fn definition() -> ToolDefinition {
-    ToolDefinition::from_tool(EchoTool)
+/// Echo, the crate path given as a string with a leading `::`.
+#[tool(crate = "::renamed", deny_unknown)]
+pub async fn echo_str(#[arg(length(max = 10))] text: String) -> String {
+    text
+}
+
+/// The tools of this crate.
+pub fn definitions() -> Vec<ToolDefinition> {
+    vec![
+        ToolDefinition::from_tool(EchoTool),
+        ToolDefinition::from_tool(EchoStrTool),
+    ]
 }

@@ -1,5 +1,7 @@
 //! Every signature shape, with `dsh-tools` as the only dependency.
 
+pub mod deny_warnings;
+
 use std::sync::Arc;
 
 use dsh_tools::{
