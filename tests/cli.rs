@@ -301,6 +301,29 @@ fn unknown_dialect_lists_the_known_ones() {
     );
 }
 
+/// A failed run's captured output follows its message on the one error line, each line kept
+/// apart; the output limit's diagnostic is cut to the budget left, as REFERENCE §4.7 says.
+#[test]
+fn a_run_over_its_output_limit_keeps_its_lines_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("loud.ts");
+    std::fs::write(
+        &program,
+        "for (let i = 0; i < 50; i++) console.log('line ' + i);\n",
+    )
+    .unwrap();
+    let line = error_line(
+        &repo(&["run", program.to_str().unwrap(), "--max-output", "100"]),
+        1,
+    );
+    assert!(
+        line.starts_with(
+            "error: code run failed (output-limit): outer o | Captured output: | line 0 | line 1 | "
+        ),
+        "{line}"
+    );
+}
+
 #[test]
 fn no_tool_source_is_an_error() {
     let line = error_line(&dsh(&["tools"]), 1);

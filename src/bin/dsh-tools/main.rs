@@ -72,7 +72,9 @@ fn main() -> ExitCode {
     match runtime.block_on(run(cli)) {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
-            eprintln!("error: {}", message.replace('\n', " "));
+            // One line: the message's own lines (a failed run's captured output) stay apart.
+            let lines: Vec<&str> = message.lines().filter(|line| !line.is_empty()).collect();
+            eprintln!("error: {}", lines.join(" | "));
             ExitCode::FAILURE
         }
     }
