@@ -83,8 +83,14 @@ async fn progress_notifications_become_events() {
         .execute(call("p1", "mcp__ours__progress", json!({"steps": 3})))
         .await;
     assert_eq!(result.text(), "finished 3 steps");
+    // rmcp hands notifications to the client on their own path, so the last ones may be
+    // published after the result: wait for the three events (the timeout only bounds a failure).
     let mut seen = Vec::new();
-    while let Ok(event) = events.try_recv() {
+    while seen.len() < 3 {
+        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
+            .await
+            .expect("three progress events")
+            .expect("the event stream stays open");
         if let ToolEvent::Progress {
             call_id,
             progress,

@@ -123,7 +123,7 @@ fn check_generics(cx: &Ctxt, tool: &ToolFn) {
     if !tool.sig.generics.params.is_empty() {
         // A generic `#[toolbox] impl<T>` does not help when `T` is a parameter type either
         // (toolbox-impl-generics-in-params), so the hint names the fix that always compiles.
-        let hint = "write the parameter with a concrete type (`serde_json::Value` accepts any JSON) and call a generic helper from the body";
+        let hint = "write the parameter with a concrete type (`dsh_tools::serde_json::Value` accepts any JSON) and call a generic helper from the body";
         cx.error_spanned_by(
             &tool.sig.generics,
             format!(

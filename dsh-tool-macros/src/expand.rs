@@ -190,22 +190,21 @@ fn expand_args_struct(tool: &ToolFn) -> TokenStream {
         if let Some(rename) = &param.attrs.rename {
             attrs.push(quote!(#[serde(rename = #rename)]));
         }
-        // serde and schemars use the type only through `ToolArg`, spanned on the type, so a type
-        // without the derives gives one error there (identical diagnostics are reported once).
-        let arg_fn = |name: &str| {
-            let ty = quote!(#ty).to_string();
-            syn::LitStr::new(
-                &format!("<{ty} as {krate_str}::__private::ToolArg>::{name}"),
-                param.ty.span(),
-            )
-        };
-        let de = arg_fn("deserialize_arg");
-        attrs.push(quote!(#[serde(deserialize_with = #de)]));
-        // schemars takes a plain path here, so the call goes through a generated function.
+        // serde and schemars use the type only through `ToolArg`, in two generated functions
+        // whose calls carry the type's own tokens, so a type without the derives gives one error
+        // on the whole type (identical diagnostics are reported once).
+        let de_fn = format_ident!("__dsh_de_{}", ident.unraw());
+        let de_path = format!("{args_ident}::{de_fn}");
+        attrs.push(quote!(#[serde(deserialize_with = #de_path)]));
         let schema_fn = format_ident!("__dsh_schema_{}", ident.unraw());
         let schema_path = format!("{args_ident}::{schema_fn}");
         attrs.push(quote!(#[schemars(schema_with = #schema_path)]));
-        defaults.push(quote_spanned! {ty.span()=>
+        defaults.push(quote! {
+            fn #de_fn<'de, D: #krate::__private::serde::Deserializer<'de>>(
+                deserializer: D,
+            ) -> ::core::result::Result<#ty, D::Error> {
+                <#ty as #krate::__private::ToolArg>::deserialize_arg(deserializer)
+            }
             fn #schema_fn(
                 generator: &mut #krate::__private::schemars::SchemaGenerator,
             ) -> #krate::__private::schemars::Schema {

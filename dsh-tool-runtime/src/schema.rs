@@ -52,10 +52,11 @@ fn drop_null(property: &mut Value) {
         if let Some(other) = other {
             map.insert("type".into(), other);
         }
-        // `null` among enum values came from the same Option.
+        // `null` among enum values, and a `null` default, came from the same Option.
         if let Some(Value::Array(values)) = map.get_mut("enum") {
             values.retain(|value| !value.is_null());
         }
+        drop_null_default(map);
         return;
     }
     let branches = match map.get("anyOf").or_else(|| map.get("oneOf")) {
@@ -80,6 +81,15 @@ fn drop_null(property: &mut Value) {
     for (key, value) in kept {
         map.entry(key).or_insert(value);
     }
+    drop_null_default(map);
+}
+
+/// A `"default": null` beside a type that no longer admits `null` would contradict it; an
+/// absent optional property means the same.
+fn drop_null_default(map: &mut Map<String, Value>) {
+    if map.get("default") == Some(&Value::Null) {
+        map.remove("default");
+    }
 }
 
 /// The names listed in an object schema's `required`, ignoring malformed entries.
@@ -97,7 +107,8 @@ pub(crate) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
 }
 
 /// The parameters schema of an argument struct: object root, `properties` always present, no
-/// `$schema` or root `title`; `additionalProperties: false` only when `deny_unknown`.
+/// `$schema` or root `title`; `additionalProperties: false` when `deny_unknown` or when the type
+/// refuses unknown keys itself (`#[serde(deny_unknown_fields)]` on an `#[args]` struct).
 pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
     let mut value = root_schema::<T>(settings());
     strip_optional_nulls(&mut value);
@@ -108,8 +119,6 @@ pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
             .or_insert_with(|| Value::Object(Map::new()));
         if deny_unknown {
             root.insert("additionalProperties".into(), Value::Bool(false));
-        } else if root.get("additionalProperties") == Some(&Value::Bool(false)) {
-            root.remove("additionalProperties");
         }
         if root
             .get("required")

@@ -19,7 +19,7 @@ use crate::result::{ContentBlock, ToolResult};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the arguments of a `#[tool]`: it must implement `Deserialize` and `JsonSchema`",
     label = "not usable as tool arguments",
-    note = "derive them: `#[derive(dsh_tools::Deserialize, dsh_tools::JsonSchema)]` with `#[serde(crate = \"dsh_tools::serde\")]` and `#[schemars(crate = \"dsh_tools::schemars\")]`"
+    note = "derive on your type what it lacks: `dsh_tools::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`)"
 )]
 pub trait ToolArgs: Sized {
     /// Reads the arguments from a serde deserializer (`serde_json::Value` in the registry).
@@ -48,7 +48,7 @@ impl<T: DeserializeOwned + JsonSchema> ToolArgs for T {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a `#[tool]` output: it must implement `Serialize` and `JsonSchema`",
     label = "not usable as a tool output",
-    note = "derive them: `#[derive(dsh_tools::Serialize, dsh_tools::JsonSchema)]` with `#[serde(crate = \"dsh_tools::serde\")]` and `#[schemars(crate = \"dsh_tools::schemars\")]`, or return a `String`"
+    note = "derive on your type what it lacks: `dsh_tools::Serialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, return a `String` or a type of yours"
 )]
 pub trait ToolOutput {
     /// The output as a JSON value.

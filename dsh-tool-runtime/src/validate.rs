@@ -367,6 +367,13 @@ impl Render<'_> {
             return;
         };
         let Some(object) = instance.and_then(Value::as_object) else {
+            if instance.is_some() {
+                out.push(format!(
+                    "\"{}\" must be an object with \"{key}\" one of {}",
+                    render_path(self.root, path),
+                    Value::Array(tags)
+                ));
+            }
             return;
         };
         match object.get(key) {

@@ -203,6 +203,12 @@ async fn a_tagged_enum_miss_says_which_tag_or_field_ref_1_6() {
         "invalid arguments: \"shape\" must match exactly one oneOf branch (matched 0); \
          \"shape.kind\" must be one of [\"circle\",\"rect\"]"
     );
+    let failed = failure(&definition, json!({"shape": 5})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"shape\" must match exactly one oneOf branch (matched 0); \
+         \"shape\" must be an object with \"kind\" one of [\"circle\",\"rect\"]"
+    );
     let failed = failure(&definition, json!({"shape": {"radius": 1}})).await;
     assert_eq!(
         failed.message,
@@ -394,5 +400,49 @@ async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
     assert_eq!(
         dsh_tools::__private::blocks_text(result.content()),
         "{\n  \"sum\": 42\n}"
+    );
+}
+
+/// Options of a lookup.
+#[derive(Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+struct LookupOptions {
+    /// A nickname.
+    #[serde(default)]
+    nick: Option<String>,
+    /// How many.
+    #[serde(default)]
+    #[schemars(range(min = 1))]
+    count: Option<u32>,
+}
+
+/// Look up.
+#[tool]
+async fn lookup(#[args] options: LookupOptions) -> String {
+    format!("{:?}/{:?}", options.nick, options.count)
+}
+
+/// An `#[args]` struct's schema says what the struct does: an optional `Option` has no
+/// `"default": null` (its `null` is dropped with it), and `deny_unknown_fields` shows as
+/// `additionalProperties: false` and reads as REFERENCE §1.6's undeclared-key violation.
+#[tokio::test]
+async fn an_args_struct_schema_follows_its_serde_attributes_ref_1_6() {
+    let definition = ToolDefinition::from_tool(LookupTool);
+    let parameters = definition.parameters();
+    assert_eq!(
+        parameters["additionalProperties"],
+        json!(false),
+        "{parameters}"
+    );
+    for name in ["nick", "count"] {
+        assert!(
+            parameters["properties"][name].get("default").is_none(),
+            "{parameters}"
+        );
+    }
+    let failed = failure(&definition, json!({"nick": "a", "bogus": 1})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"bogus\" is not a declared property (additionalProperties: false)"
     );
 }
