@@ -310,3 +310,31 @@ async fn wait_gone(pid: i32) -> bool {
     }
     false
 }
+
+/// A failed call's code (the tool's own, here `E_LUCK`) reaches the interpreter with its
+/// message. Monty's exceptions carry one string and no attributes, so `ToolCallError` (another
+/// name for `RuntimeError`) cannot hold it: the raw call the bindings are built on shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_call_brings_its_code_into_the_interpreter() {
+    let _shared = WORKERS.read().await;
+    let rt = python();
+    let tools = Tools::new();
+    let out = tools
+        .run(
+            &rt,
+            "raw = await _dsh_call('tools', 'fail', {'why': 1})\n\
+             try:\n    await tools.fail({'why': 2})\nexcept ToolCallError as e:\n    caught = e\n\
+             try:\n    caught.code\n    attribute = 'present'\nexcept AttributeError:\n    attribute = 'absent'\n\
+             return [raw, str(caught), attribute]",
+        )
+        .await;
+    assert_value(
+        &out,
+        json!([
+            [false, "no luck with {\"why\":1}", "E_LUCK"],
+            "no luck with {\"why\":2}",
+            "absent"
+        ]),
+    );
+    rt.dispose().await;
+}

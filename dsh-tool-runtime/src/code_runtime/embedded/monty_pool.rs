@@ -254,13 +254,12 @@ impl Pool {
         self: &Arc<Self>,
         request: RunRequest,
     ) -> BoxFuture<'static, Result<RunOutcome, CodeRuntimeError>> {
-        if self.disposed.is_cancelled() {
-            return std::future::ready(Err(CodeRuntimeError::Disposed)).boxed();
-        }
-        let pool = Arc::clone(self);
-        let task = AbortOnDropHandle::new(self.runs.spawn(pool.serve(request)));
         let pool = Arc::clone(self);
         async move {
+            if pool.disposed.is_cancelled() {
+                return Err(CodeRuntimeError::Disposed);
+            }
+            let task = AbortOnDropHandle::new(pool.runs.spawn(Arc::clone(&pool).serve(request)));
             task.await.unwrap_or_else(|_| {
                 Ok(pool.early(
                     FailureKind::WorkerExit,
@@ -310,7 +309,10 @@ impl Pool {
         };
         let mut session = Session::new(&self, &request);
         let ending = session.wait_for_ending(&mut pooled).await;
-        let clean = matches!(ending, Ending::Done(_)) && session.clean;
+        // A reply half written when the run completed would be read as the next run's start.
+        let clean = matches!(ending, Ending::Done(_))
+            && session.clean
+            && session.written == session.unwritten.len();
         if !clean {
             pooled.worker.kill();
             session.drain(&mut pooled).await;
@@ -450,14 +452,19 @@ impl<'r> Session<'r> {
         let mut err_buf = [0u8; 4096];
         let (mut out_line, mut err_line) = (Vec::new(), Vec::new());
         let (mut out_open, mut err_open) = (true, true);
+        // Registered once, not on every turn of the loop.
+        let (request, pool) = (self.request, self.pool);
+        let aborted = request.signal.cancelled();
+        let disposed = pool.disposed.cancelled();
+        tokio::pin!(aborted, disposed);
         loop {
             let queued = self.written < self.unwritten.len();
             tokio::select! {
                 biased;
-                _ = self.request.signal.cancelled() => {
+                _ = &mut aborted => {
                     return Ending::Fail(FailureKind::Abort, "run aborted".to_owned());
                 }
-                _ = self.pool.disposed.cancelled() => {
+                _ = &mut disposed => {
                     return Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned());
                 }
                 _ = &mut wall => {
