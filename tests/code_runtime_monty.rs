@@ -338,3 +338,32 @@ async fn a_failed_call_brings_its_code_into_the_interpreter() {
     );
     rt.dispose().await;
 }
+
+/// The in-process variant the benchmarks weigh the pool against runs the same programs: bindings,
+/// overlapping calls, `print`, failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_process_variant_runs_the_same_programs() {
+    let rt = EmbeddedRuntime::python_in_process(config()).expect("a valid config");
+    let tools = Tools::new();
+    let out = tools
+        .run(
+            &rt,
+            "import asyncio\nprint('a', 1)\nx = await tools.echo(k=[1, 'two'])\n\
+             ys = await asyncio.gather(*(tools.slow(i) for i in range(3)))\n\
+             try:\n    await tools.fail({})\nexcept ToolCallError as e:\n    f = str(e)\n\
+             return [x, ys, f]",
+        )
+        .await;
+    assert_value(
+        &out,
+        json!([{"k": [1, "two"]}, [{"slept": 0}, {"slept": 1}, {"slept": 2}], "no luck with {}"]),
+    );
+    assert_eq!(out.logs, ["a 1"]);
+    assert!(tools.max_in_flight.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    assert_failure(
+        &run(&rt, "raise ValueError('boom')").await,
+        FailureKind::Exception,
+        "ValueError: boom",
+    );
+    rt.dispose().await;
+}
