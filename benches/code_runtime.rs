@@ -231,6 +231,13 @@ fn comparison() {
         pipe_rt_us,
         pipe_rt_us / port_rt_us
     );
+    let floor_us = process_pipe_floor_us();
+    println!(
+        "{:<44} {:>8.2}us {:>8.3}",
+        "pipe round trip, this process and `cat`",
+        floor_us,
+        floor_us / port_rt_us
+    );
     for (name, python, calls, trivial) in [
         ("typescript", false, CALLS_TS, TRIVIAL_TS),
         ("python", true, CALLS_PY, TRIVIAL_PY),
@@ -277,6 +284,36 @@ fn comparison() {
         tokio().block_on(rt.dispose());
     }
     println!();
+}
+
+/// The floor of any pooled-process design: one line to a `cat` child and back over a pipe
+/// pair, blocking reads and writes, median of 21 batches of 1,000 round trips, in µs.
+fn process_pipe_floor_us() -> f64 {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new("cat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cat runs");
+    let mut to = child.stdin.take().expect("piped");
+    let mut from = BufReader::new(child.stdout.take().expect("piped"));
+    let line = b"{\"type\":\"reply\",\"id\":1,\"ok\":true,\"value\":{\"i\":1}}\n";
+    let mut back = Vec::new();
+    let batches: Vec<f64> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..1000 {
+                to.write_all(line).expect("cat reads");
+                to.flush().expect("cat reads");
+                back.clear();
+                from.read_until(b'\n', &mut back).expect("cat writes");
+            }
+            start.elapsed().as_secs_f64() * 1e6 / 1000.0
+        })
+        .collect();
+    drop(to);
+    let _ = child.wait();
+    median(batches)
 }
 
 fn main() {

@@ -290,12 +290,18 @@ async fn a_cancelled_or_over_budget_run_ends_its_worker() {
     };
     let (out, ()) = tokio::join!(rt.run(request), canceller);
     assert_failure(&out.unwrap(), FailureKind::Abort, "run aborted");
-    assert!(wait_gone(pid).await, "the cancelled run's worker {pid} is still alive");
+    assert!(
+        wait_gone(pid).await,
+        "the cancelled run's worker {pid} is still alive"
+    );
     assert_value(&tools.run(&rt, "return 1").await, json!(1));
     let pid = the_worker();
     let out = tools.run(&rt, "while True:\n    pass").await;
     assert_failure(&out, FailureKind::Timeout, "compute budget exhausted");
-    assert!(wait_gone(pid).await, "the timed-out run's worker {pid} is still alive");
+    assert!(
+        wait_gone(pid).await,
+        "the timed-out run's worker {pid} is still alive"
+    );
     assert_value(&tools.run(&rt, "return 2").await, json!(2));
     rt.dispose().await;
 }
@@ -359,7 +365,12 @@ async fn the_in_process_variant_runs_the_same_programs() {
         json!([{"k": [1, "two"]}, [{"slept": 0}, {"slept": 1}, {"slept": 2}], "no luck with {}"]),
     );
     assert_eq!(out.logs, ["a 1"]);
-    assert!(tools.max_in_flight.load(std::sync::atomic::Ordering::SeqCst) >= 2);
+    assert!(
+        tools
+            .max_in_flight
+            .load(std::sync::atomic::Ordering::SeqCst)
+            >= 2
+    );
     assert_failure(
         &run(&rt, "raise ValueError('boom')").await,
         FailureKind::Exception,

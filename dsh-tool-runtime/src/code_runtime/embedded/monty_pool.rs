@@ -106,7 +106,10 @@ impl Drop for Pooled {
 impl Pool {
     /// A pool of `worker` (the `dsh-monty-worker` program) processes under `config`'s
     /// budgets, sandboxed as the subprocess runtimes' children are ([`Sandbox::Auto`]).
-    pub(crate) fn new(config: EmbeddedConfig, worker: PathBuf) -> Result<Arc<Pool>, CodeRuntimeError> {
+    pub(crate) fn new(
+        config: EmbeddedConfig,
+        worker: PathBuf,
+    ) -> Result<Arc<Pool>, CodeRuntimeError> {
         let sandbox = Arc::new(Plan::new(Sandbox::Auto, &worker, &[])?);
         let mb = config.max_memory_mb;
         let compute_s = config.compute_ms.div_ceil(1000);
@@ -571,7 +574,11 @@ impl<'r> Session<'r> {
     }
 
     /// Acts on decoded frames in order; a completion must be the last thing of a run.
-    async fn on_inbound(&mut self, inbound: &mut Vec<Inbound>, out: &pipe::Sender) -> Option<Ending> {
+    async fn on_inbound(
+        &mut self,
+        inbound: &mut Vec<Inbound>,
+        out: &pipe::Sender,
+    ) -> Option<Ending> {
         let mut ending = None;
         for item in inbound.drain(..) {
             if ending.is_some() {
@@ -580,9 +587,9 @@ impl<'r> Session<'r> {
                 continue;
             }
             ending = match item {
-                Inbound::OutputOverflow => {
-                    Some(Ending::Overflow(self.ledger.overflow_message(&mut self.logs)))
-                }
+                Inbound::OutputOverflow => Some(Ending::Overflow(
+                    self.ledger.overflow_message(&mut self.logs),
+                )),
                 Inbound::OversizedCall { id } => {
                     let message = format!("binding arguments exceed {MAX_CALL_FRAME} bytes");
                     self.refuse_call(id, &message, out)
@@ -647,7 +654,8 @@ impl<'r> Session<'r> {
                         self.send(out, &reply);
                     }
                     std::task::Poll::Pending => {
-                        self.pending.push(call.map(move |result| (id, result)).boxed());
+                        self.pending
+                            .push(call.map(move |result| (id, result)).boxed());
                     }
                 }
                 None
@@ -694,7 +702,10 @@ impl<'r> Session<'r> {
                         ),
                     );
                 }
-                format!("worker {} before completing", process::describe_exit(status))
+                format!(
+                    "worker {} before completing",
+                    process::describe_exit(status)
+                )
             }
             _ => "worker closed its protocol channel before completing".to_owned(),
         };

@@ -213,8 +213,13 @@ pub(crate) enum Reply {
 pub(crate) trait Link {
     /// Hands call `id` over; `args` is its JSON text. `Ok(Err(message))`: the call fails in
     /// the program at once with `message`.
-    fn call(&mut self, id: u64, global: &str, name: &str, args: &str)
-    -> Result<Result<(), String>, Halt>;
+    fn call(
+        &mut self,
+        id: u64,
+        global: &str,
+        name: &str,
+        args: &str,
+    ) -> Result<Result<(), String>, Halt>;
     /// Waits until at least one reply has come, then appends every reply there is.
     fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt>;
     /// One line the program printed.
@@ -425,7 +430,10 @@ fn interpret<L: Link>(source: String, body_lines: u32, printer: &mut Printer<'_,
             Ok(RunProgress::FunctionCall(call)) => {
                 if call.function_name != CALL || call.object_id.is_some() {
                     let name = call.function_name.clone();
-                    call.resume(ExtFunctionResult::NotFound(name), PrintWriter::Callback(printer))
+                    call.resume(
+                        ExtFunctionResult::NotFound(name),
+                        PrintWriter::Callback(printer),
+                    )
                 } else {
                     let refusal = match call_parts(&call.args, &mut args) {
                         Ok((global, name)) => {
@@ -497,7 +505,10 @@ fn failure_tuple(message: String, code: Option<String>) -> MontyObject {
 
 /// The global and name of a `_dsh_call(global, name, args)` call, its arguments' JSON put
 /// in `json`; or the message the call fails with.
-fn call_parts<'a>(args: &'a [MontyObject], json: &mut String) -> Result<(&'a str, &'a str), String> {
+fn call_parts<'a>(
+    args: &'a [MontyObject],
+    json: &mut String,
+) -> Result<(&'a str, &'a str), String> {
     let [
         MontyObject::String(global),
         MontyObject::String(name),
