@@ -1,13 +1,20 @@
-//! The worker process of the Python runtime on Monty ([`EmbeddedRuntime::python`]): one run per
-//! process, in a fresh Monty interpreter, speaking the subprocess runtimes' frame protocol
-//! (frames to the host on fd 3, from the host on fd 4, `print` on stdout).
+//! The worker process of the Python runtime on Monty ([`EmbeddedRuntime::python`]): runs one
+//! after another, each in a fresh Monty interpreter (nothing but the heap's allocator outlives
+//! a run), speaking the subprocess runtimes' frame protocol (frames to the host on fd 3, from
+//! the host on fd 4; `print` output as `log` frames, so that it is ordered with the calls and
+//! belongs to its run). Both pipes are buffered; the interpreter thread reads and writes them
+//! itself, with no thread in between.
 //!
 //! The program cannot reach anything but the bindings: Monty has no filesystem, network,
 //! environment or process access of its own, and every OS call it would delegate is refused
 //! here. The host trusts nothing this process says: it polls CPU and memory, enforces the
-//! wall-clock ceiling, counts binding calls and output, and kills the process when the run
-//! settles. The one thing this side decides is the allocator's hard limit, reported only
-//! through the exit status [`monty_types::OOM_EXIT_CODE`], which no program can choose.
+//! wall-clock ceiling, counts binding calls and output, and kills the process when a run ends
+//! any other way than by completing. The one thing this side decides is the allocator's hard
+//! limit, reported only through the exit status [`monty_types::OOM_EXIT_CODE`], which no
+//! program can choose.
+//!
+//! The interpreter loop ([`execute`]) is generic over its [`Link`], so that the in-process
+//! variant the benchmarks measure runs the same code.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 
