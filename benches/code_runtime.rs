@@ -9,8 +9,10 @@
 //!     processes (the floor of any design that gives each run its own process). The Node.js
 //!     figures come from `benches/baseline/worker_threads.mjs`;
 //! (c) the same for the embedded TypeScript runtime (QuickJS in this process), whose goals are
-//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip, and for Python on Monty
-//!     (a fresh sandboxed `dsh-monty-worker` process per run, one started ahead).
+//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip, and for Python on Monty:
+//!     pooled (the runtime's default: pre-started sandboxed `dsh-monty-worker` processes, each
+//!     serving run after run in a fresh interpreter) and in this process (an interpreter thread
+//!     per run, as QuickJS runs; not crash-proof, measured to weigh the pool's cost).
 //! (d) the sandbox's cost (SPEC §8.1): start-to-result of the trivial program with the default
 //!     sandbox (`Sandbox::Auto`, all of it on Linux 6.12+) against `Sandbox::Off`, per language,
 //!     with and without a standby child, the two interleaved run by run.
@@ -69,6 +71,10 @@ fn embedded() -> EmbeddedRuntime {
 
 fn embedded_python() -> EmbeddedRuntime {
     EmbeddedRuntime::python(EmbeddedConfig::default()).expect("the Monty worker is built")
+}
+
+fn embedded_python_in_process() -> EmbeddedRuntime {
+    EmbeddedRuntime::python_in_process(EmbeddedConfig::default()).expect("a valid config")
 }
 
 fn run_once(rt: &dyn CodeRuntime, program: &str) {
@@ -199,16 +205,21 @@ fn comparison() {
         ms / worker_start
     );
     tokio().block_on(rt.dispose());
-    let rt = embedded_python();
-    run_once(&rt, TRIVIAL_PY);
-    let ms = median_ms(&rt, TRIVIAL_PY, 15);
-    println!(
-        "{:<44} {:>8.3}ms {:>8.3}",
-        "start-to-result, embedded python (Monty)",
-        ms,
-        ms / worker_start
-    );
-    tokio().block_on(rt.dispose());
+    for (name, rt) in [
+        ("pooled", embedded_python()),
+        ("in-process", embedded_python_in_process()),
+    ] {
+        run_once(&rt, TRIVIAL_PY);
+        // Back to back: the pool's workers are started and warm.
+        let ms = median_ms_pausing(&rt, TRIVIAL_PY, 101, Duration::ZERO);
+        println!(
+            "{:<44} {:>8.3}ms {:>8.3}",
+            format!("start-to-result, embedded python ({name})"),
+            ms,
+            ms / worker_start
+        );
+        tokio().block_on(rt.dispose());
+    }
     println!(
         "{:<44} {:>8.2}us {:>8}",
         "worker-port round trip", port_rt_us, "1.00"
@@ -219,6 +230,13 @@ fn comparison() {
         "pipe round trip, two Node.js processes",
         pipe_rt_us,
         pipe_rt_us / port_rt_us
+    );
+    let floor_us = process_pipe_floor_us();
+    println!(
+        "{:<44} {:>8.2}us {:>8.3}",
+        "pipe round trip, this process and `cat`",
+        floor_us,
+        floor_us / port_rt_us
     );
     for (name, python, calls, trivial) in [
         ("typescript", false, CALLS_TS, TRIVIAL_TS),
@@ -249,19 +267,53 @@ fn comparison() {
         us / port_rt_us
     );
     tokio().block_on(rt.dispose());
-    let rt = embedded_python();
-    run_once(&rt, CALLS_PY);
-    let with_calls = median_ms(&rt, CALLS_PY, 7);
-    let without = median_ms(&rt, TRIVIAL_PY, 7);
-    let us = (with_calls - without) * 1e3 / 1000.0;
-    println!(
-        "{:<44} {:>8.2}us {:>8.3}",
-        "binding round trip, embedded python (Monty)",
-        us,
-        us / port_rt_us
-    );
-    tokio().block_on(rt.dispose());
+    for (name, rt) in [
+        ("pooled", embedded_python()),
+        ("in-process", embedded_python_in_process()),
+    ] {
+        run_once(&rt, CALLS_PY);
+        let with_calls = median_ms_pausing(&rt, CALLS_PY, 21, Duration::ZERO);
+        let without = median_ms_pausing(&rt, TRIVIAL_PY, 21, Duration::ZERO);
+        let us = (with_calls - without) * 1e3 / 1000.0;
+        println!(
+            "{:<44} {:>8.2}us {:>8.3}",
+            format!("binding round trip, embedded python ({name})"),
+            us,
+            us / port_rt_us
+        );
+        tokio().block_on(rt.dispose());
+    }
     println!();
+}
+
+/// The floor of any pooled-process design: one line to a `cat` child and back over a pipe
+/// pair, blocking reads and writes, median of 21 batches of 1,000 round trips, in µs.
+fn process_pipe_floor_us() -> f64 {
+    use std::io::{BufRead, BufReader, Write};
+    let mut child = std::process::Command::new("cat")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .expect("cat runs");
+    let mut to = child.stdin.take().expect("piped");
+    let mut from = BufReader::new(child.stdout.take().expect("piped"));
+    let line = b"{\"type\":\"reply\",\"id\":1,\"ok\":true,\"value\":{\"i\":1}}\n";
+    let mut back = Vec::new();
+    let batches: Vec<f64> = (0..21)
+        .map(|_| {
+            let start = Instant::now();
+            for _ in 0..1000 {
+                to.write_all(line).expect("cat reads");
+                to.flush().expect("cat reads");
+                back.clear();
+                from.read_until(b'\n', &mut back).expect("cat writes");
+            }
+            start.elapsed().as_secs_f64() * 1e6 / 1000.0
+        })
+        .collect();
+    drop(to);
+    let _ = child.wait();
+    median(batches)
 }
 
 fn main() {
@@ -312,20 +364,30 @@ fn embedded_typescript_1000_binding_calls(bencher: divan::Bencher) {
     tokio().block_on(rt.dispose());
 }
 
-#[divan::bench(sample_count = 20, sample_size = 1)]
+#[divan::bench(sample_count = 100, sample_size = 1)]
 fn embedded_python_trivial(bencher: divan::Bencher) {
     let rt = embedded_python();
-    // Untimed between runs: the next run's worker finishes starting, as between an agent's
-    // turns.
-    bencher
-        .with_inputs(|| std::thread::sleep(Duration::from_millis(50)))
-        .bench_local_values(|()| run_once(&rt, TRIVIAL_PY));
+    bencher.bench_local(|| run_once(&rt, TRIVIAL_PY));
     tokio().block_on(rt.dispose());
 }
 
-#[divan::bench(sample_count = 10, sample_size = 1)]
+#[divan::bench(sample_count = 20, sample_size = 1)]
 fn embedded_python_1000_binding_calls(bencher: divan::Bencher) {
     let rt = embedded_python();
+    bencher.bench_local(|| run_once(&rt, CALLS_PY));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 100, sample_size = 1)]
+fn embedded_python_in_process_trivial(bencher: divan::Bencher) {
+    let rt = embedded_python_in_process();
+    bencher.bench_local(|| run_once(&rt, TRIVIAL_PY));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn embedded_python_in_process_1000_binding_calls(bencher: divan::Bencher) {
+    let rt = embedded_python_in_process();
     bencher.bench_local(|| run_once(&rt, CALLS_PY));
     tokio().block_on(rt.dispose());
 }

@@ -1,6 +1,7 @@
 //! End-to-end cost of one `run_code` call whose program makes 100 sequential, or 100 parallel,
-//! trivial tool calls — per language, with the real subprocess runtimes and the embedded
-//! TypeScript runtime (QuickJS in this process; goal: 100 sequential calls ≤ 5 ms). Figures:
+//! trivial tool calls — per language, with the real subprocess runtimes, the embedded
+//! TypeScript runtime (QuickJS in this process; goal: 100 sequential calls ≤ 5 ms) and Python on
+//! Monty, pooled (the runtime's default) and, for comparison, in this process. Figures:
 //! BENCHMARKS.md.
 
 use std::sync::Arc;
@@ -28,6 +29,8 @@ enum Backend {
     SubprocessPython,
     EmbeddedTypeScript,
     EmbeddedPython,
+    /// Monty on an interpreter thread of this process, for comparison with the pool.
+    EmbeddedPythonInProcess,
 }
 
 fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
@@ -53,6 +56,10 @@ fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
             ),
             Backend::EmbeddedPython => Arc::new(
                 EmbeddedRuntime::python(EmbeddedConfig::default()).expect("the Monty worker"),
+            ),
+            Backend::EmbeddedPythonInProcess => Arc::new(
+                EmbeddedRuntime::python_in_process(EmbeddedConfig::default())
+                    .expect("a valid config"),
             ),
         };
         runtime
@@ -118,4 +125,14 @@ fn embedded_python_100_sequential(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 50, sample_size = 1)]
 fn embedded_python_100_parallel(bencher: divan::Bencher) {
     run(bencher, Backend::EmbeddedPython, PY_PARALLEL);
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn embedded_python_in_process_100_sequential(bencher: divan::Bencher) {
+    run(bencher, Backend::EmbeddedPythonInProcess, PY_SEQUENTIAL);
+}
+
+#[divan::bench(sample_count = 50, sample_size = 1)]
+fn embedded_python_in_process_100_parallel(bencher: divan::Bencher) {
+    run(bencher, Backend::EmbeddedPythonInProcess, PY_PARALLEL);
 }

@@ -4,7 +4,7 @@
 #
 # `code`: the body of an async Python function (top-level `await` and `return` work). `description`: what it does, in one line.
 # - Globals: `tools`, `ToolCallError`; classes are for reading (pass plain dicts).
-# - `await tools.name(key=value)` (or one dict) takes JSON, resolves to the output; other names: `tools["my-tool"](key=value)`.
+# - `await tools.name(key=value)` (or one dict) takes JSON, resolves to the output; other names: `getattr(tools, "my-tool")(key=value)`.
 # - Failed calls raise `ToolCallError` (`tool_name`, `str(error)`, `code`).
 # - Overlap independent calls with `asyncio.gather`; state-changing calls still run in call order.
 # - Only `print` output and the returned value (plain JSON) come back.

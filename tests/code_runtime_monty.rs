@@ -1,7 +1,12 @@
 //! What Python on Monty (`EmbeddedRuntime::python`) promises beyond the shared behaviour suite:
 //! a program cannot reach the host, and hostile programs (100,000-deep nesting in source and
 //! data, huge literals, recursion and allocation bombs) end in a typed outcome while the host
-//! carries on; a worker that dies mid-run reads as `worker-exit` and the next run works.
+//! carries on; a worker that dies mid-run reads as `worker-exit` and the next run works; a
+//! pooled worker serves run after run with nothing of one run visible to the next, and one
+//! whose run was cancelled or overran a budget is ended and replaced.
+//!
+//! Tests that count or kill this process's worker processes take [`WORKERS`] exclusively; the
+//! others share it, so that no test sees (or kills) another's workers.
 
 mod code_runtime_support;
 
@@ -10,13 +15,31 @@ use std::time::Duration;
 use code_runtime_support::*;
 use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome};
 use serde_json::json;
+use tokio::sync::RwLock;
+use tokio_util::sync::CancellationToken;
 
-fn python() -> EmbeddedRuntime {
-    EmbeddedRuntime::python(EmbeddedConfig {
+/// Held shared by every test, exclusively by those that look at worker processes.
+static WORKERS: RwLock<()> = RwLock::const_new(());
+
+fn config() -> EmbeddedConfig {
+    EmbeddedConfig {
         compute_ms: 10_000,
         max_wall_ms: 60_000,
         max_memory_mb: 128,
         ..EmbeddedConfig::default()
+    }
+}
+
+fn python() -> EmbeddedRuntime {
+    EmbeddedRuntime::python(config()).expect("the Monty worker is built with the tests")
+}
+
+/// A pool that keeps only its last warm worker: sequential runs all land on one process.
+fn one_worker(compute_ms: u64) -> EmbeddedRuntime {
+    EmbeddedRuntime::python(EmbeddedConfig {
+        compute_ms,
+        python_idle_workers: 0,
+        ..config()
     })
     .expect("the Monty worker is built with the tests")
 }
@@ -30,6 +53,7 @@ async fn then_healthy(rt: &EmbeddedRuntime, program: &str) -> RunOutcome {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_cannot_reach_the_host() {
+    let _shared = WORKERS.read().await;
     let rt = python();
     for (program, needle) in [
         ("return open('/etc/passwd').read()", "PermissionError"),
@@ -65,6 +89,7 @@ async fn a_program_cannot_reach_the_host() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_nesting_in_source_is_a_syntax_error() {
+    let _shared = WORKERS.read().await;
     let rt = python();
     for (open, close) in [("[", "]"), ("(", ")"), ("{'k': ", "}")] {
         let program = format!(
@@ -80,6 +105,7 @@ async fn deep_nesting_in_source_is_a_syntax_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deep_nesting_in_data_is_refused_as_output() {
+    let _shared = WORKERS.read().await;
     let rt = python();
     let out = then_healthy(
         &rt,
@@ -104,6 +130,7 @@ async fn deep_nesting_in_data_is_refused_as_output() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_recursion_bomb_is_a_recursion_error() {
+    let _shared = WORKERS.read().await;
     let rt = python();
     let out = then_healthy(&rt, "def f(n):\n    return f(n + 1)\nreturn f(0)").await;
     assert_failure(&out, FailureKind::Exception, "RecursionError");
@@ -115,6 +142,7 @@ async fn a_recursion_bomb_is_a_recursion_error() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn allocation_bombs_and_huge_literals_end_as_memory_limit() {
+    let _shared = WORKERS.read().await;
     let rt = python();
     let literal = format!("x = '{}'\nreturn len(x)", "a".repeat(50 << 20));
     for program in [
@@ -157,6 +185,7 @@ fn workers() -> Vec<i32> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
+    let _exclusive = WORKERS.write().await;
     let rt = python();
     let tools = Tools::new();
     let live = rt.run(tools.request("await tools.report({'pid': 1})\nawait host.forever()"));
@@ -164,7 +193,7 @@ async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
         while tools.reported.lock().unwrap().is_empty() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
-        // The run's worker and the standby: the crash of either is the host's to absorb.
+        // The run's worker and the idle ones: the crash of any is the host's to absorb.
         for pid in workers() {
             // SAFETY: a plain signal to a child process of this test.
             unsafe { libc::kill(pid, libc::SIGKILL) };
@@ -180,6 +209,7 @@ async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
 /// (`tools.echo(a=1)` sends `{"a": 1}`); one dict works too, and mixing the two is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_take_keyword_arguments_like_the_sdk_says() {
+    let _shared = WORKERS.read().await;
     let rt = python();
     let tools = Tools::new();
     let out = tools
@@ -193,4 +223,158 @@ async fn bindings_take_keyword_arguments_like_the_sdk_says() {
         .run(&rt, "return await tools.echo({'a': 1}, b=2)")
         .await;
     assert_failure(&out, FailureKind::Exception, "not both");
+}
+
+/// The one live worker of this process (the caller holds [`WORKERS`] exclusively).
+#[track_caller]
+fn the_worker() -> i32 {
+    let pids = workers();
+    assert_eq!(pids.len(), 1, "expected one worker process, found {pids:?}");
+    pids[0]
+}
+
+/// One worker process serves run after run, each in a fresh interpreter: globals, module-level
+/// objects and the binding global's attributes set by one run are gone in the next.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_serves_many_runs_and_no_state_survives_a_run() {
+    let _exclusive = WORKERS.write().await;
+    let rt = one_worker(10_000);
+    let tools = Tools::new();
+    assert_value(&tools.run(&rt, "return 0").await, json!(0));
+    let pid = the_worker();
+    let first = tools
+        .run(
+            &rt,
+            "global counter, cache\ncounter = 41\ncache = {'seen': [1]}\n\
+             cache['seen'].append(2)\ntools.leak = 'from run 1'\n\
+             return [counter, cache['seen'], tools.leak]",
+        )
+        .await;
+    assert_value(&first, json!([41, [1, 2], "from run 1"]));
+    let second = tools
+        .run(
+            &rt,
+            "found = []\ntry:\n    found.append(counter)\nexcept NameError:\n    pass\n\
+             try:\n    found.append(cache)\nexcept NameError:\n    pass\n\
+             try:\n    found.append(tools.leak)\nexcept AttributeError:\n    pass\n\
+             return found",
+        )
+        .await;
+    assert_value(&second, json!([]));
+    for i in 0..20 {
+        assert_value(&tools.run(&rt, &format!("return {i}")).await, json!(i));
+    }
+    // All of it on the one process.
+    assert_eq!(the_worker(), pid);
+    rt.dispose().await;
+}
+
+/// A worker whose run was cancelled mid-way, or overran the compute budget, is ended (its
+/// process is gone) and the next run gets another one.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_cancelled_or_over_budget_run_ends_its_worker() {
+    let _exclusive = WORKERS.write().await;
+    let rt = one_worker(1_000);
+    let tools = Tools::new();
+    assert_value(&tools.run(&rt, "return 0").await, json!(0));
+    let pid = the_worker();
+    let signal = CancellationToken::new();
+    let request = tools
+        .request("await tools.report({'pid': 1})\nawait host.forever()")
+        .signal(signal.clone());
+    let canceller = async {
+        while tools.reported.lock().unwrap().is_empty() {
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        signal.cancel();
+    };
+    let (out, ()) = tokio::join!(rt.run(request), canceller);
+    assert_failure(&out.unwrap(), FailureKind::Abort, "run aborted");
+    assert!(
+        wait_gone(pid).await,
+        "the cancelled run's worker {pid} is still alive"
+    );
+    assert_value(&tools.run(&rt, "return 1").await, json!(1));
+    let pid = the_worker();
+    let out = tools.run(&rt, "while True:\n    pass").await;
+    assert_failure(&out, FailureKind::Timeout, "compute budget exhausted");
+    assert!(
+        wait_gone(pid).await,
+        "the timed-out run's worker {pid} is still alive"
+    );
+    assert_value(&tools.run(&rt, "return 2").await, json!(2));
+    rt.dispose().await;
+}
+
+/// Waits (bounded) until process `pid` is gone.
+async fn wait_gone(pid: i32) -> bool {
+    for _ in 0..500 {
+        if process_gone(pid as u64) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
+}
+
+/// A failed call's code (the tool's own, here `E_LUCK`) reaches the interpreter with its
+/// message. Monty's exceptions carry one string and no attributes, so `ToolCallError` (another
+/// name for `RuntimeError`) cannot hold it: the raw call the bindings are built on shows it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_failed_call_brings_its_code_into_the_interpreter() {
+    let _shared = WORKERS.read().await;
+    let rt = python();
+    let tools = Tools::new();
+    let out = tools
+        .run(
+            &rt,
+            "raw = await _dsh_call('tools', 'fail', {'why': 1})\n\
+             try:\n    await tools.fail({'why': 2})\nexcept ToolCallError as e:\n    caught = e\n\
+             try:\n    caught.code\n    attribute = 'present'\nexcept AttributeError:\n    attribute = 'absent'\n\
+             return [raw, str(caught), attribute]",
+        )
+        .await;
+    assert_value(
+        &out,
+        json!([
+            [false, "no luck with {\"why\":1}", "E_LUCK"],
+            "no luck with {\"why\":2}",
+            "absent"
+        ]),
+    );
+    rt.dispose().await;
+}
+
+/// The in-process variant the benchmarks weigh the pool against runs the same programs: bindings,
+/// overlapping calls, `print`, failures.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_in_process_variant_runs_the_same_programs() {
+    let rt = EmbeddedRuntime::python_in_process(config()).expect("a valid config");
+    let tools = Tools::new();
+    let out = tools
+        .run(
+            &rt,
+            "import asyncio\nprint('a', 1)\nx = await tools.echo(k=[1, 'two'])\n\
+             ys = await asyncio.gather(*(tools.slow(i) for i in range(3)))\n\
+             try:\n    await tools.fail({})\nexcept ToolCallError as e:\n    f = str(e)\n\
+             return [x, ys, f]",
+        )
+        .await;
+    assert_value(
+        &out,
+        json!([{"k": [1, "two"]}, [{"slept": 0}, {"slept": 1}, {"slept": 2}], "no luck with {}"]),
+    );
+    assert_eq!(out.logs, ["a 1"]);
+    assert!(
+        tools
+            .max_in_flight
+            .load(std::sync::atomic::Ordering::SeqCst)
+            >= 2
+    );
+    assert_failure(
+        &run(&rt, "raise ValueError('boom')").await,
+        FailureKind::Exception,
+        "ValueError: boom",
+    );
+    rt.dispose().await;
 }

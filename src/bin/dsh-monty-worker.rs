@@ -1,5 +1,6 @@
-//! The worker program of the Python runtime on Monty (`EmbeddedRuntime::python`): one run per
-//! process, started and sandboxed by the host. Not meant to be run by hand.
+//! The worker program of the Python runtime on Monty (`EmbeddedRuntime::python`): started and
+//! sandboxed by the host's worker pool, it serves runs one after another, each in a fresh
+//! interpreter. Not meant to be run by hand.
 //!
 //! A program of its own (not a re-executed host) because Monty's memory budget is enforced by
 //! the executable's global allocator, which a library cannot impose on its host.

@@ -159,8 +159,6 @@ struct Inner {
     language: Language,
     config: SubprocessConfig,
     launch: Launch,
-    /// The exit status by which a worker says its allocator refused past the memory budget.
-    oom_exit_code: Option<i32>,
     standby: Mutex<Option<Worker>>,
     disposed: CancellationToken,
     runs: TaskTracker,
@@ -238,21 +236,15 @@ impl SubprocessRuntime {
             memory,
             sandbox,
         };
-        Ok(Self::with_launch(language, config, launch, None))
+        Ok(Self::with_launch(language, config, launch))
     }
 
-    fn with_launch(
-        language: Language,
-        config: SubprocessConfig,
-        launch: Launch,
-        oom_exit_code: Option<i32>,
-    ) -> Self {
+    fn with_launch(language: Language, config: SubprocessConfig, launch: Launch) -> Self {
         let slots = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_runs));
         let inner = Arc::new(Inner {
             language,
             config,
             launch,
-            oom_exit_code,
             standby: Mutex::new(None),
             disposed: CancellationToken::new(),
             runs: TaskTracker::new(),
@@ -263,37 +255,6 @@ impl SubprocessRuntime {
             inner.refill_standby();
         }
         SubprocessRuntime { inner }
-    }
-
-    /// Python on Monty in `worker` (the `dsh-monty-worker` program: the embedded module's
-    /// worker entry point under its counting allocator): one run per sandboxed process, a
-    /// standby started ahead. `worker`'s first argument is its heap
-    /// budget in bytes; exiting with [`monty_types::OOM_EXIT_CODE`] reads as `memory-limit`.
-    #[cfg(feature = "embedded-python")]
-    pub(crate) fn monty(
-        config: SubprocessConfig,
-        worker: PathBuf,
-    ) -> Result<Self, CodeRuntimeError> {
-        config.validate()?;
-        let sandbox = Arc::new(Plan::new(config.sandbox, &worker, &[])?);
-        let mb = config.max_memory_mb;
-        let launch = Launch {
-            interpreter: worker,
-            // The heap stops short of the budget, so that the allocator (exact, at the first
-            // allocation past it) rather than the 10 ms RSS sample decides.
-            args: vec![((mb << 20) / 8 * 7).to_string().into()],
-            bootstrap_name: "program.py",
-            bootstrap: "",
-            cpu_seconds: config.compute_ms.div_ceil(1000) + 2,
-            memory: (MemoryLimit::AddressSpace, (mb * 2 + 256) << 20),
-            sandbox,
-        };
-        Ok(Self::with_launch(
-            Language::Python,
-            config,
-            launch,
-            Some(monty_types::OOM_EXIT_CODE),
-        ))
     }
 
     /// The configuration this runtime was built with.
@@ -682,15 +643,10 @@ impl<'r> Session<'r> {
                             let status =
                                 tokio::time::timeout(CLOSE_GRACE, self.worker.child.wait()).await;
                             let message = match status {
-                                Ok(Ok(status)) => {
-                                    if let Some(ending) = self.out_of_memory(status) {
-                                        return ending;
-                                    }
-                                    format!(
-                                        "worker {} before completing",
-                                        process::describe_exit(status)
-                                    )
-                                }
+                                Ok(Ok(status)) => format!(
+                                    "worker {} before completing",
+                                    process::describe_exit(status)
+                                ),
                                 _ => "worker closed its protocol channel before completing"
                                     .to_owned(),
                             };
@@ -730,9 +686,6 @@ impl<'r> Session<'r> {
                     self.reply(id, result);
                 }
                 status = self.worker.child.wait(), if exited.is_none() => {
-                    if let Some(ending) = status.as_ref().ok().and_then(|s| self.out_of_memory(*s)) {
-                        return ending;
-                    }
                     let how = status.map_or_else(|e| format!("ended ({e})"), process::describe_exit);
                     exited = Some((how, Instant::now() + EXIT_GRACE));
                 }
@@ -747,21 +700,6 @@ impl<'r> Session<'r> {
                 );
             }
         }
-    }
-
-    /// A worker whose allocator ends the process with `oom_exit_code` at the first allocation
-    /// past the budget (Monty's) ran out of memory; no program can pick its exit status.
-    fn out_of_memory(&self, status: std::process::ExitStatus) -> Option<Ending> {
-        let oom = self.inner.oom_exit_code?;
-        (status.code() == Some(oom)).then(|| {
-            Ending::Fail(
-                FailureKind::MemoryLimit,
-                format!(
-                    "memory limit reached ({} MiB)",
-                    self.inner.config.max_memory_mb
-                ),
-            )
-        })
     }
 
     fn on_frame(&mut self, frame: ChildFrame) -> Option<Ending> {

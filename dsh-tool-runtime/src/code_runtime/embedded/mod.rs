@@ -12,11 +12,16 @@
 //! [`EmbeddedRuntime::python`] runs Python on Monty (feature `embedded-python`). Monty cannot be
 //! made crash-proof inside a process (a native stack overflow or an allocator abort ends the
 //! process) and enforces its memory budget only through the executable's global allocator, so
-//! it runs in worker processes of ours (the `dsh-monty-worker` program): sandboxed like the
-//! subprocess runtimes, one pre-started ahead of each run, one fresh process and interpreter per
-//! run, a crashed one read as `worker-exit` and replaced by the next start.
+//! it runs in a pool of worker processes of ours (the `dsh-monty-worker` program), sandboxed
+//! like the subprocess runtimes and started ahead: each worker serves runs one after another,
+//! each in a fresh interpreter; one that crashed, overran a budget or was cancelled mid-run is
+//! killed (the run reads `worker-exit` or the budget's kind) and replaced.
 
 mod driver;
+#[cfg(feature = "embedded-python")]
+mod monty_inline;
+#[cfg(feature = "embedded-python")]
+mod monty_pool;
 #[cfg(feature = "embedded-python")]
 mod monty_worker;
 #[cfg(feature = "embedded-js")]
@@ -60,8 +65,16 @@ pub struct EmbeddedConfig {
     /// `binding-limit` `binding call limit reached (<n> calls)`.
     pub max_binding_calls: u64,
     /// Runs that may execute at once (default twice the number of cores); further runs wait
-    /// for a slot without holding a thread.
+    /// for a slot without holding a thread. For Python, also the most worker processes that
+    /// serve runs at once.
     pub max_concurrent_runs: usize,
+    /// Python only: worker processes the pool keeps started and idle, waiting for a run
+    /// (default 2, at most `max_concurrent_runs`). A worker whose run completed (with a value
+    /// or a program error) goes back on top, so the next run reuses it, while at most one more
+    /// than this is idle; otherwise it is ended. A worker whose run ended by a limit, a crash,
+    /// cancellation or disposal is always ended and replaced. With 0, only the last warm worker
+    /// is kept. At most `max_concurrent_runs` workers serve runs at once.
+    pub python_idle_workers: usize,
     /// Python only: the worker program (`dsh-monty-worker`, built from this crate's facade).
     /// Default: `$DSH_MONTY_WORKER`, else `dsh-monty-worker` next to the running executable or
     /// in its parent directory (where Cargo puts it for tests, benches and examples).
@@ -77,6 +90,7 @@ impl Default for EmbeddedConfig {
             max_output_bytes: 64 << 20,
             max_binding_calls: 10_000,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+            python_idle_workers: 2,
             python_worker: None,
         }
     }
@@ -111,6 +125,9 @@ enum Engine {
     QuickJs,
     #[cfg(feature = "embedded-python")]
     Monty,
+    /// Monty on an interpreter thread of the host: for measurement only.
+    #[cfg(feature = "embedded-python")]
+    MontyInProcess,
 }
 
 impl Engine {
@@ -119,7 +136,7 @@ impl Engine {
             #[cfg(feature = "embedded-js")]
             Engine::QuickJs => "typescript",
             #[cfg(feature = "embedded-python")]
-            Engine::Monty => "python",
+            Engine::Monty | Engine::MontyInProcess => "python",
         }
     }
 }
@@ -144,7 +161,7 @@ struct Inner {
     runs: TaskTracker,
     /// The worker pool of an out-of-process engine (Monty).
     #[cfg(feature = "embedded-python")]
-    pooled: Option<super::SubprocessRuntime>,
+    pooled: Option<Arc<monty_pool::Pool>>,
 }
 
 impl EmbeddedRuntime {
@@ -166,10 +183,11 @@ impl EmbeddedRuntime {
     /// run as the body of an async function with the binding globals and error classes in
     /// scope; `print` output becomes logs; `asyncio.gather` overlaps binding calls.
     ///
-    /// Each run gets a fresh sandboxed worker process (one is started ahead), so
+    /// Runs are served by a pool of sandboxed worker processes started ahead
+    /// ([`EmbeddedConfig::python_idle_workers`]), each run in a fresh interpreter, so
     /// [`isolation`](CodeRuntime::isolation) is that of a (sandboxed) process. Budgets as for
     /// [`javascript`](Self::javascript), except that memory counts the worker's whole heap
-    /// (at least 64 MiB) and CPU time is sampled by the host every 10 ms.
+    /// and CPU time is sampled by the host every 10 ms.
     ///
     /// # Errors
     ///
@@ -178,6 +196,11 @@ impl EmbeddedRuntime {
     #[cfg(feature = "embedded-python")]
     pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         config.validate()?;
+        if config.max_memory_mb < 64 {
+            return Err(CodeRuntimeError::InvalidConfig(
+                "config.max_memory_mb must be at least 64 for Python".to_owned(),
+            ));
+        }
         let worker = find_worker(config.python_worker.as_deref()).ok_or_else(|| {
             CodeRuntimeError::InterpreterNotFound {
                 language: "python",
@@ -187,24 +210,23 @@ impl EmbeddedRuntime {
                       `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
             }
         })?;
-        let pooled = super::SubprocessRuntime::monty(
-            super::SubprocessConfig {
-                interpreter: None,
-                compute_ms: config.compute_ms,
-                max_wall_ms: config.max_wall_ms,
-                max_output_bytes: config.max_output_bytes,
-                max_memory_mb: config.max_memory_mb,
-                max_binding_calls: config.max_binding_calls,
-                max_concurrent_runs: config.max_concurrent_runs,
-                ..super::SubprocessConfig::default()
-            },
-            worker,
-        )?;
+        let pool = monty_pool::Pool::new(config.clone(), worker)?;
         let mut runtime = Self::new(Engine::Monty, config)?;
         if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
-            inner.pooled = Some(pooled);
+            inner.pooled = Some(pool);
         }
         Ok(runtime)
+    }
+
+    /// Python on Monty inside this process, on an interpreter thread per run, with the same
+    /// bindings, `print` and program wrapping as [`python`](Self::python). For measuring the
+    /// pool against: a hostile program can end the host process (Monty is not crash-proof in
+    /// a process), the memory budget is not enforced (it needs the executable's allocator), and
+    /// the compute budget is Monty's own duration limit.
+    #[cfg(feature = "embedded-python")]
+    #[doc(hidden)]
+    pub fn python_in_process(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::new(Engine::MontyInProcess, config)
     }
 
     fn new(engine: Engine, config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
@@ -300,9 +322,9 @@ impl Inner {
                 Ok(js) => js,
                 Err(message) => return Ok(self.early(FailureKind::Exception, message)),
             },
-            // Served by its worker pool; never reaches an interpreter thread.
+            // `Monty` is served by its worker pool and never reaches an interpreter thread.
             #[cfg(feature = "embedded-python")]
-            Engine::Monty => request.program.clone(),
+            Engine::Monty | Engine::MontyInProcess => request.program.clone(),
         };
         let slot = tokio::select! {
             biased;
@@ -336,6 +358,8 @@ impl Inner {
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match engine {
                     #[cfg(feature = "embedded-js")]
                     Engine::QuickJs => quickjs::run(job, tx),
+                    #[cfg(feature = "embedded-python")]
+                    Engine::MontyInProcess => monty_inline::run(job, tx),
                     #[cfg(feature = "embedded-python")]
                     Engine::Monty => drop((job, tx)),
                 }));

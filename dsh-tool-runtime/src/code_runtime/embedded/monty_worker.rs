@@ -1,13 +1,20 @@
-//! The worker process of the Python runtime on Monty ([`EmbeddedRuntime::python`]): one run per
-//! process, in a fresh Monty interpreter, speaking the subprocess runtimes' frame protocol
-//! (frames to the host on fd 3, from the host on fd 4, `print` on stdout).
+//! The worker process of the Python runtime on Monty ([`EmbeddedRuntime::python`]): runs one
+//! after another, each in a fresh Monty interpreter (nothing but the heap's allocator outlives
+//! a run), speaking the subprocess runtimes' frame protocol (frames to the host on fd 3, from
+//! the host on fd 4; `print` output as `log` frames, so that it is ordered with the calls and
+//! belongs to its run). Both pipes are buffered; the interpreter thread reads and writes them
+//! itself, with no thread in between.
 //!
 //! The program cannot reach anything but the bindings: Monty has no filesystem, network,
 //! environment or process access of its own, and every OS call it would delegate is refused
 //! here. The host trusts nothing this process says: it polls CPU and memory, enforces the
-//! wall-clock ceiling, counts binding calls and output, and kills the process when the run
-//! settles. The one thing this side decides is the allocator's hard limit, reported only
-//! through the exit status [`monty_types::OOM_EXIT_CODE`], which no program can choose.
+//! wall-clock ceiling, counts binding calls and output, and kills the process when a run ends
+//! any other way than by completing. The one thing this side decides is the allocator's hard
+//! limit, reported only through the exit status [`monty_types::OOM_EXIT_CODE`], which no
+//! program can choose.
+//!
+//! The interpreter loop ([`execute`]) is generic over its [`Link`], so that the in-process
+//! variant the benchmarks measure runs the same code.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 
@@ -15,15 +22,15 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufRead, BufReader, Write};
+use std::io::{BufRead, BufReader, BufWriter, Write};
 use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::mpsc;
 
 use monty::{MontyRun, RunProgress};
 use monty_types::{
     CompileOptions, DictPairs, ExcType, ExtFunctionResult, LIVE_MEMORY, MontyException,
-    MontyObject, NameLookupResult, OOM_EXIT_CODE, PrintWriter, ResourceLimits, ResourceTracker,
+    MontyObject, NameLookupResult, OOM_EXIT_CODE, PrintWriter, PrintWriterCallback, ResourceLimits,
+    ResourceTracker,
 };
 use serde_json::Value;
 
@@ -45,6 +52,9 @@ const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
 /// Heap bytes the worker may hold (set once from its command line; `usize::MAX` until then).
 static LIMIT: AtomicUsize = AtomicUsize::new(usize::MAX);
 
+/// The most heap bytes held since the last run ended.
+static PEAK: AtomicUsize = AtomicUsize::new(0);
+
 /// The worker's global allocator: the system allocator, counting live bytes into
 /// [`monty_types::LIVE_MEMORY`] and ending the process with [`OOM_EXIT_CODE`] at the first
 /// allocation past the memory budget (the host reads that status as `memory-limit`).
@@ -53,10 +63,15 @@ pub struct WorkerAllocator;
 
 impl WorkerAllocator {
     fn reserve(size: usize) {
-        let before = LIVE_MEMORY.fetch_add(size, Ordering::Relaxed);
-        if before.saturating_add(size) > LIMIT.load(Ordering::Relaxed) {
+        let after = LIVE_MEMORY
+            .fetch_add(size, Ordering::Relaxed)
+            .saturating_add(size);
+        if after > LIMIT.load(Ordering::Relaxed) {
             // SAFETY: `_exit` ends the process at once; nothing runs after it.
             unsafe { libc::_exit(OOM_EXIT_CODE) }
+        }
+        if after > PEAK.load(Ordering::Relaxed) {
+            PEAK.store(after, Ordering::Relaxed);
         }
     }
 }
@@ -106,8 +121,9 @@ unsafe impl GlobalAlloc for WorkerAllocator {
     }
 }
 
-/// The worker's entry point: `<worker> <max-memory-bytes> <bootstrap>`. Reads one run frame,
-/// runs the program, writes its `done` frame and exits. Never returns.
+/// The worker's entry point: `<worker> <max-memory-bytes> <bootstrap>`. Serves run frames one
+/// after another, each in a fresh Monty interpreter, until the host closes its end. Never
+/// returns.
 #[doc(hidden)]
 pub fn worker_main() -> ! {
     let limit = std::env::args()
@@ -123,49 +139,56 @@ pub fn worker_main() -> ! {
         .ok()
         .and_then(|t| t.join().ok())
         .unwrap_or(70);
-    let _ = std::io::stdout().flush();
     std::process::exit(code)
 }
 
-/// A reply from the host to one binding call.
-enum Reply {
-    Ok(MontyObject),
-    Err(String, Option<String>),
-}
+/// Heap a run may leave behind before the worker gives freed memory back to the system: the
+/// host reads the worker's resident size against the next run's budget.
+const TRIM_ABOVE: usize = 32 << 20;
+
+/// The largest frame buffer kept between runs.
+const KEEP_BUFFER: usize = 1 << 20;
 
 fn serve() -> i32 {
     // SAFETY: the host gives every worker exactly these two descriptors (see `process.rs`);
     // nothing else in this process owns them.
     let (to_host, from_host) = unsafe { (File::from_raw_fd(3), File::from_raw_fd(4)) };
-    let mut to_host = std::io::BufWriter::new(to_host);
-    let (tx, rx) = mpsc::channel::<Vec<u8>>();
-    let reader = std::thread::Builder::new()
-        .name("dsh-monty-reader".to_owned())
-        .spawn(move || {
-            let mut lines = BufReader::new(from_host);
-            loop {
-                let mut line = Vec::new();
-                match lines.read_until(b'\n', &mut line) {
-                    Ok(0) | Err(_) => return,
-                    Ok(_) => {
-                        if tx.send(line).is_err() {
-                            return;
-                        }
-                    }
-                }
+    let mut pipes = Pipes {
+        out: BufWriter::with_capacity(64 << 10, to_host),
+        inbox: BufReader::with_capacity(64 << 10, from_host),
+        line: Vec::new(),
+    };
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match pipes.inbox.read_until(b'\n', &mut line) {
+            Ok(0) | Err(_) => return 0,
+            Ok(_) => {}
+        }
+        let Some(run) = parse(&line) else { return 73 };
+        // A reply the host sent before it read the last run's completion: nothing awaits it.
+        if run.get("type").and_then(Value::as_str) != Some("run") {
+            continue;
+        }
+        if line.capacity() > KEEP_BUFFER {
+            line = Vec::new();
+        }
+        let done = execute(&run, &mut pipes);
+        drop(run);
+        if let Finish::Done(done) = done {
+            let sent = pipes
+                .out
+                .write_all(done.as_bytes())
+                .and_then(|()| pipes.out.write_all(b"\n"))
+                .and_then(|()| pipes.out.flush());
+            if sent.is_err() {
+                return 0;
             }
-        });
-    if reader.is_err() {
-        return 71;
+        } else {
+            return 0;
+        }
+        release_memory();
     }
-    let Ok(first) = rx.recv() else { return 72 };
-    let Some(run) = parse(&first) else { return 73 };
-    let done = execute(&run, &mut to_host, &rx);
-    let _ = std::io::stdout().flush();
-    let _ = to_host.write_all(done.as_bytes());
-    let _ = to_host.write_all(b"\n");
-    let _ = to_host.flush();
-    0
 }
 
 fn parse(line: &[u8]) -> Option<Value> {
@@ -174,12 +197,202 @@ fn parse(line: &[u8]) -> Option<Value> {
     serde::Deserialize::deserialize(&mut de).ok()
 }
 
-/// The `done` frame of one run.
-fn execute(run: &Value, to_host: &mut impl Write, rx: &mpsc::Receiver<Vec<u8>>) -> String {
+/// Gives the heap a large run freed back to the system, so that the worker's resident size
+/// is that of an idle worker again.
+fn release_memory() {
+    if PEAK.swap(LIVE_MEMORY.load(Ordering::Relaxed), Ordering::Relaxed) > TRIM_ABOVE {
+        // SAFETY: `malloc_trim` only releases free memory of the C heap.
+        unsafe { libc::malloc_trim(0) };
+    }
+}
+
+/// The run's way out ended it early (the host is gone, or it settled the run itself).
+pub(crate) struct Halt;
+
+/// A reply from the host to one binding call.
+pub(crate) enum Reply {
+    Ok(MontyObject),
+    Err(String, Option<String>),
+}
+
+/// Where a run's binding calls and output go and its replies come from: the protocol pipes in
+/// a worker process, the host's dispatcher for a run inside the host.
+pub(crate) trait Link {
+    /// Hands call `id` over; `args` is its JSON text. `Ok(Err(message))`: the call fails in
+    /// the program at once with `message`.
+    fn call(
+        &mut self,
+        id: u64,
+        global: &str,
+        name: &str,
+        args: &str,
+    ) -> Result<Result<(), String>, Halt>;
+    /// Waits until at least one reply has come, then appends every reply there is.
+    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt>;
+    /// One line the program printed.
+    fn log(&mut self, text: &str) -> Result<(), Halt>;
+    /// Sends what is buffered.
+    fn flush(&mut self) -> Result<(), Halt>;
+}
+
+/// The protocol pipes of a worker process: buffered both ways, frames written in place.
+struct Pipes {
+    out: BufWriter<File>,
+    inbox: BufReader<File>,
+    line: Vec<u8>,
+}
+
+impl Pipes {
+    fn string(&mut self, s: &str) -> std::io::Result<()> {
+        serde_json::to_writer(&mut self.out, s).map_err(std::io::Error::other)
+    }
+}
+
+impl Link for Pipes {
+    fn call(
+        &mut self,
+        id: u64,
+        global: &str,
+        name: &str,
+        args: &str,
+    ) -> Result<Result<(), String>, Halt> {
+        let mut write = || -> std::io::Result<()> {
+            write!(self.out, r#"{{"type":"call","id":{id},"global":"#)?;
+            self.string(global)?;
+            self.out.write_all(br#","name":"#)?;
+            self.string(name)?;
+            self.out.write_all(br#","args":"#)?;
+            self.out.write_all(args.as_bytes())?;
+            self.out.write_all(b"}\n")?;
+            self.out.flush()
+        };
+        write().map(Ok).map_err(|_| Halt)
+    }
+
+    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
+        // One reply is waited for; the others already read are taken without waiting.
+        let mut first = true;
+        while first || self.inbox.buffer().contains(&b'\n') {
+            first = false;
+            self.line.clear();
+            match self.inbox.read_until(b'\n', &mut self.line) {
+                Ok(0) | Err(_) => return Err(Halt),
+                Ok(_) => {}
+            }
+            if let Some(reply) = decode_reply(&self.line) {
+                out.push(reply);
+            }
+        }
+        if self.line.capacity() > KEEP_BUFFER {
+            self.line = Vec::new();
+        }
+        Ok(())
+    }
+
+    fn log(&mut self, text: &str) -> Result<(), Halt> {
+        let mut write = || -> std::io::Result<()> {
+            self.out.write_all(br#"{"type":"log","text":"#)?;
+            self.string(text)?;
+            self.out.write_all(b"}\n")
+        };
+        write().map_err(|_| Halt)
+    }
+
+    fn flush(&mut self) -> Result<(), Halt> {
+        self.out.flush().map_err(|_| Halt)
+    }
+}
+
+/// The program's `print` output, cut into lines for a [`Link`]. A line longer than the
+/// output cap is cut there: it cannot fit anyway, and the worker does not hold it.
+struct Printer<'l, L: Link> {
+    link: &'l mut L,
+    line: String,
+    cap: usize,
+    halted: bool,
+}
+
+impl<L: Link> Printer<'_, L> {
+    fn end_line(&mut self) -> Result<(), MontyException> {
+        let sent = self.link.log(&self.line);
+        self.line.clear();
+        sent.map_err(|Halt| self.halt())
+    }
+
+    fn halt(&mut self) -> MontyException {
+        self.halted = true;
+        MontyException::new(ExcType::RuntimeError, Some("the run has ended".to_owned()))
+    }
+}
+
+impl<L: Link> PrintWriterCallback for Printer<'_, L> {
+    fn stdout_write(&mut self, output: std::borrow::Cow<'_, str>) -> Result<(), MontyException> {
+        let mut parts = output.split('\n');
+        if let Some(head) = parts.next() {
+            self.line.push_str(head);
+        }
+        for part in parts {
+            self.end_line()?;
+            self.line.push_str(part);
+        }
+        if self.line.len() > self.cap {
+            self.end_line()?;
+        }
+        Ok(())
+    }
+
+    fn stdout_push(&mut self, end: char) -> Result<(), MontyException> {
+        if end == '\n' {
+            self.end_line()
+        } else {
+            self.line.push(end);
+            Ok(())
+        }
+    }
+
+    fn poll_flush(&mut self) -> Result<(), MontyException> {
+        self.link.flush().map_err(|Halt| self.halt())
+    }
+}
+
+/// How a run ended on the interpreter's side.
+pub(crate) enum Finish {
+    /// The `done` frame of the run (without its newline).
+    Done(String),
+    /// The link halted the run.
+    Halted,
+}
+
+/// Runs one `run` frame's program in a fresh interpreter.
+pub(crate) fn execute<L: Link>(run: &Value, link: &mut L) -> Finish {
     let program = run["program"].as_str().unwrap_or_default();
-    let namespaces = run["namespaces"].as_array().cloned().unwrap_or_default();
-    let (source, body_lines) = wrap(program, &namespaces);
-    let fail = |e: &MontyException| done_error("exception", &describe(e, body_lines));
+    let namespaces = run["namespaces"].as_array().map_or(&[][..], Vec::as_slice);
+    let cap = run["maxOutputBytes"]
+        .as_u64()
+        .and_then(|n| usize::try_from(n).ok())
+        .unwrap_or(64 << 20);
+    let (source, body_lines) = wrap(program, namespaces);
+    let mut printer = Printer {
+        link,
+        line: String::new(),
+        cap,
+        halted: false,
+    };
+    let finish = interpret(source, body_lines, &mut printer);
+    match finish {
+        Finish::Done(done) if !printer.halted => {
+            // A last line without a newline is a line too.
+            if !printer.line.is_empty() && printer.end_line().is_err() {
+                return Finish::Halted;
+            }
+            Finish::Done(done)
+        }
+        _ => Finish::Halted,
+    }
+}
+
+fn interpret<L: Link>(source: String, body_lines: u32, printer: &mut Printer<'_, L>) -> Finish {
+    let fail = |e: &MontyException| Finish::Done(done_error("exception", &describe(e, body_lines)));
     let runner = match MontyRun::new(
         source,
         SCRIPT,
@@ -201,59 +414,65 @@ fn execute(run: &Value, to_host: &mut impl Write, rx: &mpsc::Receiver<Vec<u8>>) 
         name: CALL.to_owned(),
         docstring: None,
     };
-    let mut progress = runner.start(vec![call], tracker, PrintWriter::Stdout);
+    let mut progress = runner.start(vec![call], tracker, PrintWriter::Callback(printer));
     let mut next_id: u64 = 0;
     // Monty's call id → the protocol's call id, for the calls in flight.
     let mut in_flight: HashMap<u64, u32> = HashMap::new();
     // Calls refused here, answered at the next wait.
     let mut refused: Vec<(u32, ExtFunctionResult)> = Vec::new();
+    let mut replies: Vec<(u64, Reply)> = Vec::new();
+    let mut args = String::new();
     loop {
+        if printer.halted {
+            return Finish::Halted;
+        }
         progress = match progress {
             Err(e) => return fail(&e),
-            Ok(RunProgress::Complete(value)) => return done_value(&value),
+            Ok(RunProgress::Complete(value)) => {
+                if printer.link.flush().is_err() {
+                    return Finish::Halted;
+                }
+                return Finish::Done(done_value(&value));
+            }
             Ok(RunProgress::FunctionCall(call)) => {
                 if call.function_name != CALL || call.object_id.is_some() {
                     let name = call.function_name.clone();
-                    call.resume(ExtFunctionResult::NotFound(name), PrintWriter::Stdout)
+                    call.resume(
+                        ExtFunctionResult::NotFound(name),
+                        PrintWriter::Callback(printer),
+                    )
                 } else {
-                    match call_frame(&call.args, next_id + 1) {
-                        Ok(frame) => {
+                    let refusal = match call_parts(&call.args, &mut args) {
+                        Ok((global, name)) => {
                             next_id += 1;
-                            in_flight.insert(next_id, call.call_id);
-                            if to_host
-                                .write_all(frame.as_bytes())
-                                .and_then(|()| to_host.flush())
-                                .is_err()
-                            {
-                                return done_error("exception", "the host is gone");
+                            match printer.link.call(next_id, global, name, &args) {
+                                Err(Halt) => return Finish::Halted,
+                                Ok(Ok(())) => {
+                                    in_flight.insert(next_id, call.call_id);
+                                    None
+                                }
+                                Ok(Err(message)) => Some(message),
                             }
-                            call.resume_pending(PrintWriter::Stdout)
                         }
-                        Err(message) => {
-                            refused.push((
-                                call.call_id,
-                                ExtFunctionResult::Return(failure_tuple(message, None)),
-                            ));
-                            call.resume_pending(PrintWriter::Stdout)
-                        }
+                        Err(message) => Some(message),
+                    };
+                    if let Some(message) = refusal {
+                        refused.push((
+                            call.call_id,
+                            ExtFunctionResult::Return(failure_tuple(message, None)),
+                        ));
                     }
+                    call.resume_pending(PrintWriter::Callback(printer))
                 }
             }
             Ok(RunProgress::ResolveFutures(state)) => {
-                // Wait for one reply unless a refusal is due, then take every reply there.
+                // Wait for a reply unless a refusal is due, then take every reply there.
                 let mut results = std::mem::take(&mut refused);
-                let first = if results.is_empty() {
-                    match rx.recv() {
-                        Ok(line) => Some(line),
-                        Err(_) => return done_error("exception", "the host is gone"),
-                    }
-                } else {
-                    None
-                };
-                for line in first.into_iter().chain(rx.try_iter()) {
-                    if let Some((id, reply)) = decode_reply(&line)
-                        && let Some(monty_id) = in_flight.remove(&id)
-                    {
+                if results.is_empty() && printer.link.replies(&mut replies).is_err() {
+                    return Finish::Halted;
+                }
+                for (id, reply) in replies.drain(..) {
+                    if let Some(monty_id) = in_flight.remove(&id) {
                         let value = match reply {
                             Reply::Ok(value) => MontyObject::Tuple(vec![
                                 MontyObject::Bool(true),
@@ -267,17 +486,17 @@ fn execute(run: &Value, to_host: &mut impl Write, rx: &mpsc::Receiver<Vec<u8>>) 
                 }
                 let pending = state.pending_call_ids();
                 results.retain(|(id, _)| pending.contains(id));
-                state.resume(results, PrintWriter::Stdout)
+                state.resume(results, PrintWriter::Callback(printer))
             }
             Ok(RunProgress::NameLookup(lookup)) => {
-                lookup.resume(NameLookupResult::Undefined, PrintWriter::Stdout)
+                lookup.resume(NameLookupResult::Undefined, PrintWriter::Callback(printer))
             }
             Ok(RunProgress::OsCall(os)) => os.resume(
                 ExtFunctionResult::Error(MontyException::new(
                     ExcType::PermissionError,
                     Some("no filesystem, network, environment or processes here".to_owned()),
                 )),
-                PrintWriter::Stdout,
+                PrintWriter::Callback(printer),
             ),
         };
     }
@@ -291,8 +510,12 @@ fn failure_tuple(message: String, code: Option<String>) -> MontyObject {
     ])
 }
 
-/// The call frame for `__dsh_call(global, name, args)`, or the message the call fails with.
-fn call_frame(args: &[MontyObject], id: u64) -> Result<String, String> {
+/// The global and name of a `_dsh_call(global, name, args)` call, its arguments' JSON put
+/// in `json`; or the message the call fails with.
+fn call_parts<'a>(
+    args: &'a [MontyObject],
+    json: &mut String,
+) -> Result<(&'a str, &'a str), String> {
     let [
         MontyObject::String(global),
         MontyObject::String(name),
@@ -301,21 +524,16 @@ fn call_frame(args: &[MontyObject], id: u64) -> Result<String, String> {
     else {
         return Err("bindings take one argument".to_owned());
     };
-    let mut json = String::new();
-    encode(value, &mut json, 0).map_err(|unfit| match unfit {
+    json.clear();
+    encode(value, json, 0).map_err(|unfit| match unfit {
         Unfit::Lossy => "binding arguments must be lossless JSON".to_owned(),
         Unfit::Deep => format!("binding arguments nest deeper than {MAX_DEPTH} levels"),
     })?;
-    let mut frame = format!(r#"{{"type":"call","id":{id},"global":"#);
-    push_string(&mut frame, global);
-    frame.push_str(r#","name":"#);
-    push_string(&mut frame, name);
-    frame.push_str(r#","args":"#);
-    frame.push_str(&json);
-    frame.push_str("}\n");
-    Ok(frame)
+    Ok((global, name))
 }
 
+/// A reply frame: `{"type":"reply","id":N,"ok":true,"value":V}` or
+/// `{"type":"reply","id":N,"ok":false,"message":M,"code":C?}`.
 fn decode_reply(line: &[u8]) -> Option<(u64, Reply)> {
     let frame = parse(line)?;
     let id = frame.get("id")?.as_u64()?;
@@ -330,7 +548,8 @@ fn decode_reply(line: &[u8]) -> Option<(u64, Reply)> {
     Some((id, reply))
 }
 
-fn decode(value: &Value) -> MontyObject {
+/// A reply's value as the program sees it: JSON `null` is `None`, objects are dicts.
+pub(crate) fn decode(value: &Value) -> MontyObject {
     match value {
         Value::Null => MontyObject::None,
         Value::Bool(b) => MontyObject::Bool(*b),

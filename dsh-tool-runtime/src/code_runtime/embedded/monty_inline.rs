@@ -1,0 +1,140 @@
+//! Monty on an interpreter thread of the host ([`EmbeddedRuntime::python_in_process`]), for
+//! measuring the worker pool against: the worker's interpreter loop, with binding calls
+//! dispatched and polled on the interpreter thread as QuickJS's are, instead of frames on a
+//! pipe.
+//!
+//! [`EmbeddedRuntime::python_in_process`]: super::EmbeddedRuntime::python_in_process
+
+use std::sync::Arc;
+use std::task::{Context, Waker};
+use std::time::Duration;
+
+use tokio::sync::oneshot;
+
+use super::super::frame::{self, ChildFrame, Completion};
+use super::super::ledger::OutputLedger;
+use super::super::{FailureKind, RunOutcome};
+use super::Job;
+use super::driver::{self, Calls, Ending, Stop, Submitted, Unpark, Watch, parse_json};
+use super::monty_worker::{self, Finish, Halt, Link, Reply};
+
+/// Longest wait between two checks of the budgets while calls are in flight.
+const CHECK_EVERY: Duration = Duration::from_millis(10);
+
+struct Inline<'j> {
+    calls: Calls,
+    watch: &'j Watch,
+    ledger: OutputLedger,
+    logs: Vec<String>,
+    ending: Option<Ending>,
+    waker: Waker,
+}
+
+impl Link for Inline<'_> {
+    fn call(
+        &mut self,
+        id: u64,
+        global: &str,
+        name: &str,
+        args: &str,
+    ) -> Result<Result<(), String>, Halt> {
+        match self.calls.submit(id, global, name, args) {
+            Submitted::Dispatched => Ok(Ok(())),
+            Submitted::Refused(message) => Ok(Err(message)),
+            Submitted::Limit(ending) => {
+                self.ending = Some(ending);
+                Err(Halt)
+            }
+        }
+    }
+
+    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
+        let mut cx = Context::from_waker(&self.waker);
+        loop {
+            let ready = self.calls.poll_ready(&mut cx);
+            if !ready.is_empty() {
+                for (id, result) in ready {
+                    let reply = match result {
+                        Ok(text) => match parse_json(&text) {
+                            Some(value) => Reply::Ok(monty_worker::decode(&value)),
+                            None => Reply::Err(
+                                "binding resolution must be lossless JSON".to_owned(),
+                                None,
+                            ),
+                        },
+                        Err(error) => Reply::Err(error.message, error.code),
+                    };
+                    out.push((id, reply));
+                }
+                return Ok(());
+            }
+            if self.watch.check() {
+                return Err(Halt);
+            }
+            std::thread::park_timeout(self.watch.wall_left().min(CHECK_EVERY));
+        }
+    }
+
+    fn log(&mut self, text: &str) -> Result<(), Halt> {
+        match self.ledger.push_log(&mut self.logs, text) {
+            Ok(()) => Ok(()),
+            Err(diagnostic) => {
+                self.ending = Some(Ending::Overflow(diagnostic));
+                Err(Halt)
+            }
+        }
+    }
+
+    /// Called from Monty's periodic checkpoint: where a hot loop meets the budgets.
+    fn flush(&mut self) -> Result<(), Halt> {
+        if self.watch.check() {
+            Err(Halt)
+        } else {
+            Ok(())
+        }
+    }
+}
+
+/// Runs the job's program on this thread and sends its outcome.
+pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
+    let _tokio = job.handle.enter();
+    let watch = Watch::new(&job);
+    let mut link = Inline {
+        calls: Calls::new(&job),
+        watch: &watch,
+        ledger: OutputLedger::new(job.config.max_output_bytes),
+        logs: Vec::new(),
+        ending: None,
+        waker: Waker::from(Arc::new(Unpark(std::thread::current()))),
+    };
+    let namespaces: Vec<serde_json::Value> = job
+        .request
+        .bindings
+        .iter()
+        .map(super::super::BindingNamespace::bootstrap_form)
+        .collect();
+    let run = serde_json::json!({
+        "program": job.program,
+        "namespaces": namespaces,
+        "maxOutputBytes": job.config.max_output_bytes,
+    });
+    let ending = match monty_worker::execute(&run, &mut link) {
+        Finish::Done(done) => match frame::decode_child_frame(done.as_bytes()) {
+            Some(ChildFrame::Done(Completion::Value(value))) => Ending::Done(value),
+            Some(ChildFrame::Done(Completion::Failure { kind, message })) => {
+                Ending::Fail(kind, message)
+            }
+            _ => Ending::Fail(
+                FailureKind::InvalidOutput,
+                "program completion must be lossless JSON".to_owned(),
+            ),
+        },
+        Finish::Halted => link.ending.take().unwrap_or_else(|| {
+            let (kind, message) = watch.failure(watch.stopped().unwrap_or(Stop::Settled));
+            Ending::Fail(kind, message)
+        }),
+    };
+    link.calls.settle();
+    let outcome = driver::outcome(&mut link.ledger, link.logs, ending);
+    let _ = tx.send(outcome);
+}

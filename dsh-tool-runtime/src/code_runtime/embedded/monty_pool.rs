@@ -1,0 +1,821 @@
+//! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]): pre-started, sandboxed
+//! `dsh-monty-worker` processes, each serving runs one after another in a fresh interpreter.
+//!
+//! A worker goes back to the pool only when its run completed (a value or a program error):
+//! one that crashed, ran out of memory, overran a budget, was cancelled or disposed mid-run, or
+//! left the protocol in an unknown state is killed, and the pool starts another off the run's
+//! path. Every run is watched as a subprocess run is (CPU and resident memory of the worker
+//! sampled every 10 ms, the wall clock, binding calls and output counted by the host); the
+//! worker's own allocator decides `memory-limit` through an exit status no program can pick.
+//!
+//! The frame path is one task per run on tokio's workers: frames are read from the worker's
+//! pipe, binding calls dispatched (a call that is ready at once is answered in the same poll)
+//! and replies written on that task, without channels or helper tasks in between.
+//!
+//! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
+
+use std::collections::{HashMap, HashSet};
+use std::path::PathBuf;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::Duration;
+
+use futures::FutureExt;
+use futures::future::BoxFuture;
+use futures::stream::{FuturesUnordered, StreamExt};
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::io::AsyncReadExt;
+use tokio::net::unix::pipe;
+use tokio::process::{ChildStderr, ChildStdout};
+use tokio::sync::Semaphore;
+use tokio::time::{Instant, MissedTickBehavior};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::{AbortOnDropHandle, TaskTracker};
+
+use super::super::budget::TreeBudget;
+use super::super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
+use super::super::ledger::{OutputLedger, failure_outcome};
+use super::super::names::validate_namespaces;
+use super::super::process::{self, Launch, MemoryLimit, Worker};
+use super::super::sandbox::{Plan, Sandbox};
+use super::super::{
+    BindingCall, BindingError, CodeRunFailure, CodeRuntimeError, FailureKind, Isolation,
+    RunOutcome, RunRequest,
+};
+use super::EmbeddedConfig;
+
+/// How often the worker's CPU time and resident memory are sampled.
+const USAGE_POLL: Duration = Duration::from_millis(10);
+
+/// How long log frames a killed worker had already written may take to arrive.
+const DRAIN_GRACE: Duration = Duration::from_millis(100);
+
+/// How long a worker whose protocol pipe closed may take to show its exit status.
+const CLOSE_GRACE: Duration = Duration::from_millis(50);
+
+/// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the worker
+/// writes longer than the host does.
+const FRAME_SLACK: usize = 64 << 10;
+
+/// Largest binding-call frame (arguments plus a few bytes), as for the subprocess runtimes.
+const MAX_CALL_FRAME: usize = 1 << 20;
+
+/// Runs one worker serves before it is replaced: a bound on whatever a long-lived
+/// interpreter process might accumulate.
+const RUNS_PER_WORKER: u64 = 10_000;
+
+/// Bytes read from a worker's pipe at a time.
+const READ_CHUNK: usize = 64 << 10;
+
+/// The pool behind one `EmbeddedRuntime::python`.
+pub(crate) struct Pool {
+    config: EmbeddedConfig,
+    launch: Launch,
+    idle: Mutex<Vec<Pooled>>,
+    /// Workers alive: idle, serving a run, or starting.
+    live: Arc<AtomicUsize>,
+    refilling: AtomicBool,
+    slots: Arc<Semaphore>,
+    disposed: CancellationToken,
+    runs: TaskTracker,
+    /// CPU time (ms) past which a worker is retired: its `RLIMIT_CPU` less one run's budget
+    /// and a second of margin, so that no run can meet the rlimit instead of the budget.
+    retire_cpu_ms: u64,
+}
+
+/// A started worker with its pipes.
+struct Pooled {
+    worker: Worker,
+    frames_in: pipe::Receiver,
+    frames_out: pipe::Sender,
+    stdout: ChildStdout,
+    stderr: ChildStderr,
+    runs: u64,
+    live: Arc<AtomicUsize>,
+}
+
+impl Drop for Pooled {
+    fn drop(&mut self) {
+        // `Worker`'s own drop kills its process tree.
+        self.live.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Pool {
+    /// A pool of `worker` (the `dsh-monty-worker` program) processes under `config`'s
+    /// budgets, sandboxed as the subprocess runtimes' children are ([`Sandbox::Auto`]).
+    pub(crate) fn new(
+        config: EmbeddedConfig,
+        worker: PathBuf,
+    ) -> Result<Arc<Pool>, CodeRuntimeError> {
+        let sandbox = Arc::new(Plan::new(Sandbox::Auto, &worker, &[])?);
+        let mb = config.max_memory_mb;
+        let compute_s = config.compute_ms.div_ceil(1000);
+        // A worker serves several runs: its rlimit covers at least three full budgets.
+        let cpu_seconds = compute_s * 4 + 2;
+        let launch = Launch {
+            interpreter: worker,
+            // The heap stops short of the budget, so that the allocator (exact, at the first
+            // allocation past it) rather than the 10 ms resident-size sample decides.
+            args: vec![((mb << 20) / 8 * 7).to_string().into()],
+            bootstrap_name: "program.py",
+            bootstrap: "",
+            cpu_seconds,
+            memory: (MemoryLimit::AddressSpace, (mb * 2 + 256) << 20),
+            sandbox,
+        };
+        let pool = Arc::new(Pool {
+            slots: Arc::new(Semaphore::new(config.max_concurrent_runs)),
+            retire_cpu_ms: (cpu_seconds * 1000).saturating_sub(config.compute_ms + 1000),
+            config,
+            launch,
+            idle: Mutex::new(Vec::new()),
+            live: Arc::new(AtomicUsize::new(0)),
+            refilling: AtomicBool::new(false),
+            disposed: CancellationToken::new(),
+            runs: TaskTracker::new(),
+        });
+        // A runtime built outside tokio starts its workers with its first run.
+        if tokio::runtime::Handle::try_current().is_ok() {
+            pool.refill();
+        }
+        Ok(pool)
+    }
+
+    pub(crate) fn isolation(&self) -> Isolation {
+        if self.launch.sandbox.status().is_active() {
+            Isolation::SandboxedProcess
+        } else {
+            Isolation::Process
+        }
+    }
+
+    /// Idle workers the pool keeps started.
+    fn idle_target(&self) -> usize {
+        self.config
+            .python_idle_workers
+            .min(self.config.max_concurrent_runs)
+    }
+
+    fn spawn(&self) -> std::io::Result<Pooled> {
+        let mut worker = Worker::spawn(&self.launch)?;
+        let io = worker
+            .io
+            .take()
+            .ok_or_else(|| std::io::Error::other("the worker's pipes are missing"))?;
+        self.live.fetch_add(1, Ordering::Relaxed);
+        Ok(Pooled {
+            worker,
+            frames_in: io.frames_in,
+            frames_out: io.frames_out,
+            stdout: io.stdout,
+            stderr: io.stderr,
+            runs: 0,
+            live: Arc::clone(&self.live),
+        })
+    }
+
+    /// Starts workers until enough are idle, off the caller's path (a process start blocks).
+    fn refill(self: &Arc<Self>) {
+        if self.disposed.is_cancelled()
+            || self.idle.lock().len() >= self.idle_target()
+            || self.refilling.swap(true, Ordering::AcqRel)
+        {
+            return;
+        }
+        let pool = Arc::clone(self);
+        tokio::task::spawn_blocking(move || {
+            loop {
+                let wanted = pool.idle.lock().len() < pool.idle_target()
+                    && pool.live.load(Ordering::Relaxed)
+                        < pool.config.max_concurrent_runs + pool.idle_target();
+                if !wanted || pool.disposed.is_cancelled() {
+                    break;
+                }
+                let Ok(started) = pool.spawn() else { break };
+                let mut idle = pool.idle.lock();
+                // Checked under the lock: `dispose` cancels before it empties the pool.
+                if pool.disposed.is_cancelled() {
+                    break;
+                }
+                idle.push(started);
+            }
+            pool.refilling.store(false, Ordering::Release);
+        });
+    }
+
+    /// An idle worker that is still alive, or a new one.
+    fn take(self: &Arc<Self>) -> std::io::Result<Pooled> {
+        let found = loop {
+            let next = self.idle.lock().pop();
+            match next {
+                Some(mut pooled) => {
+                    if pooled.worker.is_alive() {
+                        break Some(pooled);
+                    }
+                }
+                None => break None,
+            }
+        };
+        let pooled = match found {
+            Some(pooled) => pooled,
+            None => self.spawn()?,
+        };
+        self.refill();
+        Ok(pooled)
+    }
+
+    /// Puts a worker whose run completed back, unless it has served long enough or enough
+    /// are idle.
+    fn give_back(self: &Arc<Self>, mut pooled: Pooled) {
+        pooled.runs += 1;
+        let spent = process::cpu_time_ms(pooled.worker.pid).unwrap_or(u64::MAX);
+        if pooled.runs >= RUNS_PER_WORKER || spent > self.retire_cpu_ms {
+            drop(pooled);
+            self.refill();
+            return;
+        }
+        // The warm worker goes on top, so that the next run takes it; one beyond the target
+        // is kept for that, more are ended.
+        let mut idle = self.idle.lock();
+        if !self.disposed.is_cancelled() && idle.len() <= self.idle_target() {
+            idle.push(pooled);
+        }
+    }
+
+    fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
+        let mut ledger = OutputLedger::new(self.config.max_output_bytes);
+        failure_outcome(&mut ledger, Vec::new(), kind, message)
+    }
+
+    /// Runs `request` on a pooled worker. The run's loop is a task of its own on tokio's
+    /// workers (where the worker's pipe readiness is delivered), aborted if the caller drops
+    /// the returned future.
+    pub(crate) fn run(
+        self: &Arc<Self>,
+        request: RunRequest,
+    ) -> BoxFuture<'static, Result<RunOutcome, CodeRuntimeError>> {
+        let pool = Arc::clone(self);
+        async move {
+            if pool.disposed.is_cancelled() {
+                return Err(CodeRuntimeError::Disposed);
+            }
+            let task = AbortOnDropHandle::new(pool.runs.spawn(Arc::clone(&pool).serve(request)));
+            task.await.unwrap_or_else(|_| {
+                Ok(pool.early(
+                    FailureKind::WorkerExit,
+                    "the run's task ended before completing".to_owned(),
+                ))
+            })
+        }
+        .boxed()
+    }
+
+    async fn serve(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
+        validate_namespaces(&request.bindings).map_err(CodeRuntimeError::InvalidBindings)?;
+        if request.signal.is_cancelled() {
+            return Ok(self.early(
+                FailureKind::Abort,
+                "run aborted before it started".to_owned(),
+            ));
+        }
+        // Waiting for a slot is where a run may queue: cancellation and disposal end it there.
+        let permit = tokio::select! {
+            biased;
+            _ = request.signal.cancelled() => {
+                return Ok(self.early(FailureKind::Abort, "run aborted while queued".to_owned()));
+            }
+            _ = self.disposed.cancelled() => {
+                return Ok(self.early(FailureKind::Abort, "runtime disposed".to_owned()));
+            }
+            permit = Arc::clone(&self.slots).acquire_owned() => permit,
+        };
+        let Ok(_permit) = permit else {
+            return Err(CodeRuntimeError::Disposed);
+        };
+        if request.signal.is_cancelled() {
+            return Ok(self.early(
+                FailureKind::Abort,
+                "run aborted before it started".to_owned(),
+            ));
+        }
+        let mut pooled = match self.take() {
+            Ok(pooled) => pooled,
+            Err(e) => {
+                return Ok(self.early(
+                    FailureKind::WorkerExit,
+                    format!("could not start the worker: {e}"),
+                ));
+            }
+        };
+        let mut session = Session::new(&self, &request);
+        let ending = session.wait_for_ending(&mut pooled).await;
+        // A reply half written when the run completed would be read as the next run's start.
+        let clean = matches!(ending, Ending::Done(_))
+            && session.clean
+            && session.written == session.unwritten.len();
+        if !clean {
+            pooled.worker.kill();
+            session.drain(&mut pooled).await;
+        }
+        let outcome = session.outcome(ending);
+        if clean {
+            self.give_back(pooled);
+        } else {
+            drop(pooled);
+            self.refill();
+        }
+        Ok(outcome)
+    }
+
+    pub(crate) async fn dispose(&self) {
+        self.disposed.cancel();
+        let idle = std::mem::take(&mut *self.idle.lock());
+        for mut pooled in idle {
+            pooled.worker.kill();
+            let _ = pooled.worker.child.wait().await;
+        }
+        self.runs.close();
+        self.runs.wait().await;
+    }
+}
+
+/// How a run ended, before the output ledger has had its say.
+enum Ending {
+    Done(Completion),
+    Fail(FailureKind, String),
+    Overflow(String),
+}
+
+type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
+
+/// One run on one worker: its bookkeeping and the bytes still to write.
+struct Session<'r> {
+    pool: &'r Pool,
+    request: &'r RunRequest,
+    namespaces: HashMap<&'r str, HashSet<&'r str>>,
+    decoder: FrameDecoder,
+    logs: Vec<String>,
+    ledger: OutputLedger,
+    seen_ids: HashSet<u64>,
+    calls: u64,
+    pending: FuturesUnordered<PendingCall>,
+    run_signal: CancellationToken,
+    /// Bytes for the worker that the pipe did not take yet, from `written` on.
+    unwritten: Vec<u8>,
+    written: usize,
+    /// Whether the worker may serve another run: nothing of this run is left in either pipe.
+    clean: bool,
+    /// The output-limit diagnostic, once output overflowed.
+    overflow: Option<String>,
+    inbound: Vec<Inbound>,
+}
+
+impl<'r> Session<'r> {
+    fn new(pool: &'r Pool, request: &'r RunRequest) -> Self {
+        let cap = pool.config.max_output_bytes;
+        let max_frame = usize::try_from(cap)
+            .unwrap_or(usize::MAX)
+            .saturating_add(FRAME_SLACK);
+        Session {
+            pool,
+            request,
+            namespaces: request
+                .bindings
+                .iter()
+                .map(|ns| {
+                    (
+                        ns.global.as_str(),
+                        ns.names.iter().map(String::as_str).collect(),
+                    )
+                })
+                .collect(),
+            decoder: FrameDecoder::new(max_frame).with_call_limit(MAX_CALL_FRAME),
+            logs: Vec::new(),
+            ledger: OutputLedger::new(cap),
+            seen_ids: HashSet::new(),
+            calls: 0,
+            pending: FuturesUnordered::new(),
+            run_signal: CancellationToken::new(),
+            unwritten: run_frame(request, cap),
+            written: 0,
+            clean: true,
+            overflow: None,
+            inbound: Vec::new(),
+        }
+    }
+
+    /// Queues `bytes` for the worker and writes what the pipe takes now.
+    fn send(&mut self, out: &pipe::Sender, bytes: &[u8]) {
+        if self.written == self.unwritten.len() {
+            self.unwritten.clear();
+            self.written = 0;
+            let mut done = 0;
+            while done < bytes.len() {
+                match out.try_write(&bytes[done..]) {
+                    Ok(n) => done += n,
+                    Err(_) => break,
+                }
+            }
+            self.unwritten.extend_from_slice(&bytes[done..]);
+        } else {
+            self.unwritten.extend_from_slice(bytes);
+        }
+    }
+
+    /// Writes queued bytes until the pipe is full; `Err` when the worker's end is gone.
+    fn write_queued(&mut self, out: &pipe::Sender) -> Result<(), ()> {
+        while self.written < self.unwritten.len() {
+            match out.try_write(&self.unwritten[self.written..]) {
+                Ok(n) => self.written += n,
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(_) => return Err(()),
+            }
+        }
+        self.unwritten.clear();
+        self.written = 0;
+        Ok(())
+    }
+
+    async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
+        let config = &self.pool.config;
+        let pid = pooled.worker.pid;
+        let budget = TreeBudget::start(pid, config.compute_ms, config.max_memory_mb);
+        if self.write_queued(&pooled.frames_out).is_err() {
+            return self.exited(pooled).await;
+        }
+        let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
+        tokio::pin!(wall);
+        let mut tick = tokio::time::interval_at(Instant::now() + USAGE_POLL, USAGE_POLL);
+        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut out_buf = [0u8; 4096];
+        let mut err_buf = [0u8; 4096];
+        let (mut out_line, mut err_line) = (Vec::new(), Vec::new());
+        let (mut out_open, mut err_open) = (true, true);
+        // Registered once, not on every turn of the loop.
+        let (request, pool) = (self.request, self.pool);
+        let aborted = request.signal.cancelled();
+        let disposed = pool.disposed.cancelled();
+        tokio::pin!(aborted, disposed);
+        loop {
+            let queued = self.written < self.unwritten.len();
+            tokio::select! {
+                biased;
+                _ = &mut aborted => {
+                    return Ending::Fail(FailureKind::Abort, "run aborted".to_owned());
+                }
+                _ = &mut disposed => {
+                    return Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned());
+                }
+                _ = &mut wall => {
+                    return Ending::Fail(
+                        FailureKind::Timeout,
+                        format!("wall-clock ceiling reached ({}ms)", config.max_wall_ms),
+                    );
+                }
+                _ = tick.tick() => {
+                    let tree = process::tree(pid);
+                    if let Some(usage) = process::usage(&tree)
+                        && let Some((kind, message)) = budget.overrun(&usage)
+                    {
+                        return Ending::Fail(kind, message);
+                    }
+                }
+                ready = pooled.frames_in.readable() => {
+                    if ready.is_err() {
+                        return self.exited(pooled).await;
+                    }
+                    loop {
+                        match pooled.frames_in.try_read(&mut buf) {
+                            Ok(0) => return self.exited(pooled).await,
+                            Ok(n) => {
+                                let mut inbound = std::mem::take(&mut self.inbound);
+                                self.decoder.feed(&buf[..n], &mut inbound);
+                                let ending = self.on_inbound(&mut inbound, &pooled.frames_out).await;
+                                self.inbound = inbound;
+                                if let Some(ending) = ending {
+                                    return ending;
+                                }
+                                if n < buf.len() {
+                                    break;
+                                }
+                            }
+                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
+                            Err(_) => return self.exited(pooled).await,
+                        }
+                    }
+                }
+                Some((id, result)) = self.pending.next(), if !self.pending.is_empty() => {
+                    let reply = reply_frame(id, result);
+                    self.send(&pooled.frames_out, &reply);
+                }
+                ready = pooled.frames_out.writable(), if queued => {
+                    if ready.is_err() || self.write_queued(&pooled.frames_out).is_err() {
+                        return self.exited(pooled).await;
+                    }
+                }
+                n = pooled.stdout.read(&mut out_buf), if out_open => {
+                    out_open = self.output(n, &out_buf, &mut out_line);
+                    if let Some(ending) = self.overflowed() {
+                        return ending;
+                    }
+                }
+                n = pooled.stderr.read(&mut err_buf), if err_open => {
+                    err_open = self.output(n, &err_buf, &mut err_line);
+                    if let Some(ending) = self.overflowed() {
+                        return ending;
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes in what the worker printed outside the protocol (a crash report); `false` once
+    /// the stream has ended.
+    fn output(&mut self, n: std::io::Result<usize>, buf: &[u8], line: &mut Vec<u8>) -> bool {
+        let n = n.unwrap_or(0);
+        if n == 0 {
+            if !line.is_empty() {
+                let text = String::from_utf8_lossy(line).into_owned();
+                line.clear();
+                self.log(&text);
+            }
+            return false;
+        }
+        // Output outside the protocol means the worker is not in a state to serve again.
+        self.clean = false;
+        for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
+            match chunk.strip_suffix(b"\n") {
+                Some(body) => {
+                    line.extend_from_slice(body);
+                    let text = String::from_utf8_lossy(line).into_owned();
+                    line.clear();
+                    self.log(&text);
+                }
+                None => line.extend_from_slice(chunk),
+            }
+        }
+        true
+    }
+
+    fn log(&mut self, text: &str) {
+        if self.overflow.is_none()
+            && let Err(diagnostic) = self.ledger.push_log(&mut self.logs, text)
+        {
+            self.overflow = Some(diagnostic);
+        }
+    }
+
+    fn overflowed(&mut self) -> Option<Ending> {
+        self.overflow.take().map(Ending::Overflow)
+    }
+
+    /// Acts on decoded frames in order; a completion must be the last thing of a run.
+    async fn on_inbound(
+        &mut self,
+        inbound: &mut Vec<Inbound>,
+        out: &pipe::Sender,
+    ) -> Option<Ending> {
+        let mut ending = None;
+        for item in inbound.drain(..) {
+            if ending.is_some() {
+                // Frames after the completion: this worker is not in a known state.
+                self.clean = false;
+                continue;
+            }
+            ending = match item {
+                Inbound::OutputOverflow => Some(Ending::Overflow(
+                    self.ledger.overflow_message(&mut self.logs),
+                )),
+                Inbound::OversizedCall { id } => {
+                    let message = format!("binding arguments exceed {MAX_CALL_FRAME} bytes");
+                    self.refuse_call(id, &message, out)
+                }
+                Inbound::Frame(frame) => self.on_frame(frame, out).await,
+            };
+        }
+        ending
+    }
+
+    async fn on_frame(&mut self, frame: ChildFrame, out: &pipe::Sender) -> Option<Ending> {
+        match frame {
+            ChildFrame::Log { text } => {
+                self.log(&text);
+                self.overflowed()
+            }
+            ChildFrame::Done(completion) => Some(Ending::Done(completion)),
+            ChildFrame::Costly { id } => self.refuse_call(
+                id,
+                "binding arguments take more than 4 times their size to decode",
+                out,
+            ),
+            ChildFrame::Call {
+                id,
+                global,
+                name,
+                args,
+            } => {
+                if let Some(ending) = self.count_call(id) {
+                    return ending;
+                }
+                let known = self
+                    .namespaces
+                    .get(global.as_str())
+                    .is_some_and(|names| names.contains(name.as_str()));
+                let refusal = if !known {
+                    Some(format!("unknown binding \"{global}.{name}\""))
+                } else if args.is_none() {
+                    Some("binding arguments must be lossless JSON".to_owned())
+                } else if self.request.dispatch.is_none() {
+                    Some("no binding dispatcher installed".to_owned())
+                } else {
+                    None
+                };
+                if let Some(message) = refusal {
+                    self.send(out, &frame::reply_err(id, &message));
+                    return None;
+                }
+                let (Some(dispatch), Some(args)) = (&self.request.dispatch, args) else {
+                    return None;
+                };
+                let mut call = dispatch(BindingCall {
+                    namespace: global,
+                    name,
+                    args,
+                    signal: self.run_signal.child_token(),
+                });
+                // A call that is ready at once is answered without a trip through the queue.
+                match futures::poll!(Pin::new(&mut call)) {
+                    std::task::Poll::Ready(result) => {
+                        let reply = reply_frame(id, result);
+                        self.send(out, &reply);
+                    }
+                    std::task::Poll::Pending => {
+                        self.pending
+                            .push(call.map(move |result| (id, result)).boxed());
+                    }
+                }
+                None
+            }
+        }
+    }
+
+    /// Counts call `id` (once); the ending when it is one call too many.
+    fn count_call(&mut self, id: u64) -> Option<Option<Ending>> {
+        if !self.seen_ids.insert(id) {
+            return Some(None);
+        }
+        self.calls += 1;
+        let max = self.pool.config.max_binding_calls;
+        (self.calls > max).then(|| {
+            Some(Ending::Fail(
+                FailureKind::BindingLimit,
+                format!("binding call limit reached ({max} calls)"),
+            ))
+        })
+    }
+
+    /// A call frame the host will not decode: counted as a call, answered with a rejection.
+    fn refuse_call(&mut self, id: u64, message: &str, out: &pipe::Sender) -> Option<Ending> {
+        if let Some(ending) = self.count_call(id) {
+            return ending;
+        }
+        self.send(out, &frame::reply_err(id, message));
+        None
+    }
+
+    /// The worker's protocol pipe closed: how it ended, once its exit status shows.
+    async fn exited(&mut self, pooled: &mut Pooled) -> Ending {
+        self.clean = false;
+        let status = tokio::time::timeout(CLOSE_GRACE, pooled.worker.child.wait()).await;
+        let message = match status {
+            Ok(Ok(status)) => {
+                if status.code() == Some(monty_types::OOM_EXIT_CODE) {
+                    return Ending::Fail(
+                        FailureKind::MemoryLimit,
+                        format!(
+                            "memory limit reached ({} MiB)",
+                            self.pool.config.max_memory_mb
+                        ),
+                    );
+                }
+                format!(
+                    "worker {} before completing",
+                    process::describe_exit(status)
+                )
+            }
+            _ => "worker closed its protocol channel before completing".to_owned(),
+        };
+        Ending::Fail(FailureKind::WorkerExit, message)
+    }
+
+    /// After a kill: takes in the log frames the worker wrote before it died.
+    async fn drain(&mut self, pooled: &mut Pooled) {
+        self.run_signal.cancel();
+        self.pending = FuturesUnordered::new();
+        let deadline = Instant::now() + DRAIN_GRACE;
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut inbound = Vec::new();
+        while let Ok(Ok(n)) =
+            tokio::time::timeout_at(deadline, pooled.frames_in.read(&mut buf)).await
+        {
+            if n == 0 {
+                break;
+            }
+            self.decoder.feed(&buf[..n], &mut inbound);
+            for item in inbound.drain(..) {
+                if let Inbound::Frame(ChildFrame::Log { text }) = item {
+                    self.log(&text);
+                }
+            }
+        }
+    }
+
+    fn outcome(mut self, ending: Ending) -> RunOutcome {
+        self.run_signal.cancel();
+        let sandbox = Some(self.pool.launch.sandbox.status().clone());
+        let mut logs = std::mem::take(&mut self.logs);
+        // Output that overflowed while draining still ends the run as `output-limit`.
+        let ending = match (self.overflow.take(), ending) {
+            (_, Ending::Overflow(message)) | (Some(message), _) => Ending::Overflow(message),
+            (None, ending) => ending,
+        };
+        let outcome = match ending {
+            Ending::Done(Completion::Value(value)) => {
+                if let Some(v) = &value
+                    && !self.ledger.fits_value(v)
+                {
+                    let message = self.ledger.overflow_message(&mut logs);
+                    return RunOutcome {
+                        value: None,
+                        logs,
+                        error: Some(CodeRunFailure {
+                            kind: FailureKind::OutputLimit,
+                            message,
+                        }),
+                        sandbox,
+                    };
+                }
+                RunOutcome {
+                    value,
+                    logs,
+                    error: None,
+                    sandbox: None,
+                }
+            }
+            Ending::Done(Completion::Failure { kind, message }) | Ending::Fail(kind, message) => {
+                failure_outcome(&mut self.ledger, logs, kind, message)
+            }
+            Ending::Overflow(message) => RunOutcome {
+                value: None,
+                logs,
+                error: Some(CodeRunFailure {
+                    kind: FailureKind::OutputLimit,
+                    message,
+                }),
+                sandbox: None,
+            },
+        };
+        RunOutcome { sandbox, ..outcome }
+    }
+}
+
+/// The reply frame of a finished call.
+fn reply_frame(id: u64, result: Result<Value, BindingError>) -> Vec<u8> {
+    match result {
+        Ok(value) => match frame::inspect(&value) {
+            Ok(depth) => {
+                let reply = frame::reply_ok(id, &value, depth);
+                frame::with_stack_for(depth, move || drop(value));
+                reply
+            }
+            Err(Unfit::Lossy) => frame::reply_err(id, "binding resolution must be lossless JSON"),
+            Err(Unfit::TooDeep) => frame::reply_err(
+                id,
+                &format!("binding resolution nests deeper than {MAX_DEPTH} levels"),
+            ),
+        },
+        Err(error) => frame::reply_failure(id, &error.message, error.code.as_deref()),
+    }
+}
+
+/// The frame that hands a worker its run.
+fn run_frame(request: &RunRequest, cap: u64) -> Vec<u8> {
+    let namespaces: Vec<Value> = request
+        .bindings
+        .iter()
+        .map(super::super::BindingNamespace::bootstrap_form)
+        .collect();
+    let mut out = serde_json::to_vec(&serde_json::json!({
+        "type": "run",
+        "program": request.program,
+        "namespaces": namespaces,
+        "maxOutputBytes": cap,
+    }))
+    .unwrap_or_default();
+    out.push(b'\n');
+    out
+}
