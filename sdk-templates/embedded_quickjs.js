@@ -2,14 +2,17 @@
 // context inside the host process.
 //
 // This file is one function expression. The host calls it with its own `host` object, which is
-// never reachable from the program: `host.log(text)`, `host.call(id, global, name, argsJson)`
-// (returns "" when the call was dispatched, else the message to reject with),
+// never reachable from the program: `host.log(text)`, `host.call(id, binding, args)` (binding:
+// the binding's number, counted over the namespaces' names in order; returns `undefined` when
+// the call was dispatched, `null` when the host leaves the arguments to be encoded here, else
+// the message to reject with), `host.callJson(id, binding, argsJson)` (the same for arguments
+// encoded here),
 // `host.done(valueJson)` / `host.done()` and `host.fail(kind, message)` (kind 0: exception,
 // 1: invalid output). It returns `{ prepare, reply }`: `prepare(namespacesJson, maxOutputBytes,
 // maxDepth)` builds the globals and returns `{ params, start, reject }`; the host compiles the
 // program as `async function (<params>) { <program> }`, then calls `start(main)` (or
-// `reject(syntaxError)`), and later `reply(id, ok, payload)` per call (payload: the value's JSON
-// text, or the failure message). The host trusts nothing sent from here: it enforces every
+// `reject(syntaxError)`), and later `reply(id, ok, payload, code)` per call (payload: the value,
+// or the failure message). The host trusts nothing sent from here: it enforces every
 // budget itself.
 (function (host) {
   'use strict';
@@ -18,6 +21,7 @@
   const INSPECT_DEPTH = 4;
   const hostLog = host.log;
   const hostCall = host.call;
+  const hostCallJson = host.callJson;
   const hostDone = host.done;
   const hostFail = host.fail;
   let maxOutputBytes = 64 * 1024 * 1024;
@@ -180,24 +184,32 @@
 
   /* @include binding_error.js */
 
+  let bindings = 0;
+
   function namespace(spec, cls) {
     const raise = (name, message, code) => (cls ? new cls(name, message, code) : new Error(message));
     const functions = Object.create(null);
     for (const name of spec.names) {
+      const binding = bindings++;
       const call = (args) => {
-        let text;
-        try {
-          text = encode(args);
-        } catch {
-          return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
-        }
-        // A UTF-16 unit takes at most 3 UTF-8 bytes: most arguments need no count at all.
-        if (text.length * 3 > maxOutputBytes && utf8Length(text) > maxOutputBytes) {
-          return Promise.reject(raise(name, 'binding arguments exceed ' + maxOutputBytes + ' bytes'));
-        }
         const id = ++nextId;
-        const refused = hostCall(id, spec.global, name, text);
-        if (refused !== '') return Promise.reject(raise(name, refused));
+        // The host reads plain data itself; what it cannot read without running program code
+        // (getters, proxies) or judges only as text comes back here to be encoded.
+        let refused = hostCall(id, binding, args);
+        if (refused === null) {
+          let text;
+          try {
+            text = encode(args);
+          } catch {
+            return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
+          }
+          // A UTF-16 unit takes at most 3 UTF-8 bytes: most arguments need no count at all.
+          if (text.length * 3 > maxOutputBytes && utf8Length(text) > maxOutputBytes) {
+            return Promise.reject(raise(name, 'binding arguments exceed ' + maxOutputBytes + ' bytes'));
+          }
+          refused = hostCallJson(id, binding, text);
+        }
+        if (refused !== undefined) return Promise.reject(raise(name, refused));
         return new Promise((resolve, reject) => {
           pending.set(id, { resolve, reject, name, raise });
         });
@@ -211,18 +223,8 @@
     const waiter = pending.get(id);
     if (!waiter) return;
     pending.delete(id);
-    if (!ok) {
-      waiter.reject(waiter.raise(waiter.name, payload, code));
-      return;
-    }
-    let value;
-    try {
-      value = JSON.parse(payload);
-    } catch (e) {
-      waiter.reject(waiter.raise(waiter.name, 'binding resolution could not be read: ' + describe(e)));
-      return;
-    }
-    waiter.resolve(value);
+    if (ok) waiter.resolve(payload);
+    else waiter.reject(waiter.raise(waiter.name, payload, code));
   }
 
   function prepare(namespacesJson, outputCap, depthCap) {

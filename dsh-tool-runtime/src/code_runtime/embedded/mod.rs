@@ -21,6 +21,8 @@ mod driver;
 mod monty_worker;
 #[cfg(feature = "embedded-js")]
 mod quickjs;
+#[cfg(feature = "embedded-js")]
+mod quickjs_values;
 
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]

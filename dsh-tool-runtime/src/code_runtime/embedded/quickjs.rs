@@ -13,13 +13,14 @@ use rquickjs::function::Opt;
 use rquickjs::{Context, Ctx, Function, Object, Runtime};
 use tokio::sync::oneshot;
 
-use super::super::frame::MAX_DEPTH;
+use super::super::frame::{self, MAX_DEPTH};
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
 use super::Job;
 use super::driver::{
     self, Calls, Ending, INTERPRETER_STACK_BYTES, Stop, Submitted, Unpark, Watch, parse_json,
 };
+use super::quickjs_values::{self, Read, Reader};
 
 static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     crate::code_runtime::javascript_bootstrap(include_str!(
@@ -146,6 +147,39 @@ impl State {
     }
 }
 
+/// Hands one binding call to the run's call table: `undefined` when it is under way, else the
+/// message the call rejects with.
+fn submit<'js>(
+    ctx: &Ctx<'js>,
+    state: &RefCell<State>,
+    watch: &Watch,
+    id: f64,
+    binding: f64,
+    args: Option<serde_json::Value>,
+) -> rquickjs::Result<rquickjs::Value<'js>> {
+    let mut s = state.borrow_mut();
+    if s.ending.is_some() || id < 1.0 || id.fract() != 0.0 {
+        return refusal(ctx, "run_code run is over");
+    }
+    let binding = if binding >= 0.0 && binding.fract() == 0.0 {
+        binding as usize
+    } else {
+        usize::MAX
+    };
+    match s.calls.submit(id as u64, binding, args) {
+        Submitted::Dispatched => Ok(rquickjs::Value::new_undefined(ctx.clone())),
+        Submitted::Refused(message) => refusal(ctx, &message),
+        Submitted::Limit(ending) => {
+            s.end(watch, ending);
+            refusal(ctx, "binding call limit reached")
+        }
+    }
+}
+
+fn refusal<'js>(ctx: &Ctx<'js>, message: &str) -> rquickjs::Result<rquickjs::Value<'js>> {
+    Ok(rquickjs::String::from_str(ctx.clone(), message)?.into_value())
+}
+
 /// Runs `job` to its outcome, sends the outcome, then tears the interpreter down.
 pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
     let _tokio = job.handle.enter();
@@ -256,24 +290,31 @@ fn start<'js>(
             }
         })?,
     )?;
+    let reader = Reader::new(ctx, job.config.max_output_bytes)?;
     let (st, w) = (Rc::clone(state), Arc::clone(watch));
     host.set(
         "call",
         Function::new(
             ctx.clone(),
-            move |id: f64, global: String, name: String, args: String| -> String {
-                let mut s = st.borrow_mut();
-                if s.ending.is_some() || id < 1.0 || id.fract() != 0.0 {
-                    return "run_code run is over".to_owned();
-                }
-                match s.calls.submit(id as u64, &global, &name, &args) {
-                    Submitted::Dispatched => String::new(),
-                    Submitted::Refused(message) => message,
-                    Submitted::Limit(ending) => {
-                        s.end(&w, ending);
-                        "binding call limit reached".to_owned()
+            move |ctx: Ctx<'js>, id: f64, binding: f64, args: rquickjs::Value<'js>| {
+                let args = match reader.read(&ctx, args) {
+                    Read::Data(value) => Some(value),
+                    Read::Unfit => {
+                        return refusal(&ctx, "binding arguments must be lossless JSON");
                     }
-                }
+                    Read::Encode => return Ok(rquickjs::Value::new_null(ctx)),
+                };
+                submit(&ctx, &st, &w, id, binding, args)
+            },
+        )?,
+    )?;
+    let (st, w) = (Rc::clone(state), Arc::clone(watch));
+    host.set(
+        "callJson",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, id: f64, binding: f64, args: String| {
+                submit(&ctx, &st, &w, id, binding, parse_json(&args))
             },
         )?,
     )?;
@@ -355,24 +396,44 @@ fn pump<'js>(
     let mut cx = std::task::Context::from_waker(&waker);
     let mut aborted = pin!(job.request.signal.clone().cancelled_owned());
     let mut disposed = pin!(job.disposed.clone().cancelled_owned());
+    let mut ready = Vec::new();
     loop {
         while watch.stopped().is_none() && ctx.execute_pending_job() {}
         if watch.stopped().is_some() {
             return;
         }
-        let ready = state.borrow_mut().calls.poll_ready(&mut cx);
+        state.borrow_mut().calls.poll_ready(&mut cx, &mut ready);
         if !ready.is_empty() {
-            for (id, result) in ready {
-                let (ok, payload, code) = match result {
-                    Ok(text) => (true, text, None),
-                    Err(error) => (false, error.message, error.code),
-                };
-                if reply.call::<_, ()>((id as f64, ok, payload, code)).is_err() {
-                    let _ = ctx.catch();
-                }
+            for (id, result) in ready.drain(..) {
                 if watch.stopped().is_some() {
                     return;
                 }
+                let replied = match result {
+                    Ok((value, depth)) => {
+                        let built = quickjs_values::write(ctx, &value);
+                        frame::with_stack_for(depth, move || drop(value));
+                        match built {
+                            Ok(value) => reply.call::<_, ()>((id as f64, true, value)),
+                            Err(_) => {
+                                let _ = ctx.catch();
+                                reply.call::<_, ()>((
+                                    id as f64,
+                                    false,
+                                    "binding resolution could not be read",
+                                ))
+                            }
+                        }
+                    }
+                    Err(error) => {
+                        reply.call::<_, ()>((id as f64, false, error.message, error.code))
+                    }
+                };
+                if replied.is_err() {
+                    let _ = ctx.catch();
+                }
+            }
+            if watch.stopped().is_some() {
+                return;
             }
             continue;
         }
