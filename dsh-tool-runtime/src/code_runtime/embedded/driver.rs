@@ -190,8 +190,8 @@ pub(crate) enum Ending {
 
 /// What became of a binding call the program made.
 pub(crate) enum Submitted {
-    /// It is under way; its reply comes from [`Calls::poll_ready`].
-    Dispatched,
+    /// It is under way with this id; its reply comes from [`Calls::poll_ready`].
+    Dispatched(u64),
     /// It rejects at once in the program with this message.
     Refused(String),
     /// It was one call too many: the run ends with this ending.
@@ -239,8 +239,9 @@ impl Calls {
 
     /// Takes one call to binding number `binding` whose arguments are `args` (`None`: they were
     /// not lossless JSON).
-    pub(crate) fn submit(&mut self, id: u64, binding: usize, args: Option<Value>) -> Submitted {
+    pub(crate) fn submit(&mut self, binding: usize, args: Option<Value>) -> Submitted {
         self.made += 1;
+        let id = self.made;
         if self.made > self.max {
             return Submitted::Limit(Ending::Fail(
                 FailureKind::BindingLimit,
@@ -263,7 +264,7 @@ impl Calls {
             signal: self.run_signal.child_token(),
         });
         self.pending.push(Box::pin(Tagged { id, call }));
-        Submitted::Dispatched
+        Submitted::Dispatched(id)
     }
 
     /// Moves the calls that have finished since the last poll into `ready`.
