@@ -2,15 +2,17 @@
 // context inside the host process.
 //
 // This file is one function expression. The host calls it with its own `host` object, which is
-// never reachable from the program: `host.log(text)`, `host.call(id, global, name, argsJson)`
-// (returns "" when the call was dispatched, else the message to reject with),
-// `host.done(valueJson)` / `host.done()` and `host.fail(kind, message)` (kind 0: exception,
-// 1: invalid output). It returns `{ prepare, reply }`: `prepare(namespacesJson, maxOutputBytes,
-// maxDepth)` builds the globals and returns `{ params, start, reject }`; the host compiles the
-// program as `async function (<params>) { <program> }`, then calls `start(main)` (or
-// `reject(syntaxError)`), and later `reply(id, ok, payload)` per call (payload: the value's JSON
-// text, or the failure message). The host trusts nothing sent from here: it enforces every
-// budget itself.
+// never reachable from the program: `host.log(text)`; `host.call(binding, args)` (binding: the
+// binding's number, counted over the namespaces' names in order), which returns the promise of
+// the call's value (the host settles it), `null` when the host leaves the arguments to be
+// encoded here, or the message to reject with; `host.callJson(binding, argsJson)`, the same for
+// arguments encoded here; `host.done(valueJson)` / `host.done()` and `host.fail(kind, message)`
+// (kind 0: exception, 1: invalid output). It returns `{ prepare, failure }`:
+// `prepare(namespacesJson, maxOutputBytes, maxDepth)` builds the globals and returns
+// `{ params, start, reject }`; the host compiles the program as
+// `async function (<params>) { <program> }`, then calls `start(main)` (or
+// `reject(syntaxError)`); `failure(binding, message, code)` makes the error a failed call
+// rejects with. The host trusts nothing sent from here: it enforces every budget itself.
 (function (host) {
   'use strict';
   const LONE_SURROGATE = /\p{Cs}/u;
@@ -18,6 +20,7 @@
   const INSPECT_DEPTH = 4;
   const hostLog = host.log;
   const hostCall = host.call;
+  const hostCallJson = host.callJson;
   const hostDone = host.done;
   const hostFail = host.fail;
   let maxOutputBytes = 64 * 1024 * 1024;
@@ -183,54 +186,43 @@
     debug: (...args) => log(format(args)),
   });
 
-  const pending = new Map();
-  let nextId = 0;
-
   /* @include binding_error.js */
+
+  // The error each binding rejects with, by binding number.
+  const raisers = [];
 
   function namespace(spec, cls) {
     const raise = (name, message, code) => (cls ? new cls(name, message, code) : new Error(message));
     const functions = Object.create(null);
     for (const name of spec.names) {
+      const binding = raisers.length;
+      raisers.push((message, code) => raise(name, message, code));
       const call = (args) => {
-        let text;
-        try {
-          text = encode(args);
-        } catch {
-          return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
+        // The host reads plain data itself; what it cannot read without running program code
+        // (getters, proxies) or judges only as text comes back here to be encoded.
+        let answer = hostCall(binding, args);
+        if (answer === null) {
+          let text;
+          try {
+            text = encode(args);
+          } catch {
+            return Promise.reject(raise(name, 'binding arguments must be lossless JSON'));
+          }
+          // A UTF-16 unit takes at most 3 UTF-8 bytes: most arguments need no count at all.
+          if (text.length * 3 > maxOutputBytes && utf8Length(text) > maxOutputBytes) {
+            return Promise.reject(raise(name, 'binding arguments exceed ' + maxOutputBytes + ' bytes'));
+          }
+          answer = hostCallJson(binding, text);
         }
-        // A UTF-16 unit takes at most 3 UTF-8 bytes: most arguments need no count at all.
-        if (text.length * 3 > maxOutputBytes && utf8Length(text) > maxOutputBytes) {
-          return Promise.reject(raise(name, 'binding arguments exceed ' + maxOutputBytes + ' bytes'));
-        }
-        const id = ++nextId;
-        const refused = hostCall(id, spec.global, name, text);
-        if (refused !== '') return Promise.reject(raise(name, refused));
-        return new Promise((resolve, reject) => {
-          pending.set(id, { resolve, reject, name, raise });
-        });
+        return typeof answer === 'string' ? Promise.reject(raise(name, answer)) : answer;
       };
       Object.defineProperty(functions, name, { value: call, enumerable: true });
     }
     return Object.freeze(functions);
   }
 
-  function reply(id, ok, payload, code) {
-    const waiter = pending.get(id);
-    if (!waiter) return;
-    pending.delete(id);
-    if (!ok) {
-      waiter.reject(waiter.raise(waiter.name, payload, code));
-      return;
-    }
-    let value;
-    try {
-      value = JSON.parse(payload);
-    } catch (e) {
-      waiter.reject(waiter.raise(waiter.name, 'binding resolution could not be read: ' + describe(e)));
-      return;
-    }
-    waiter.resolve(value);
+  function failure(binding, message, code) {
+    return raisers[binding](message, code);
   }
 
   function prepare(namespacesJson, outputCap, depthCap) {
@@ -263,5 +255,5 @@
     return { head, start, reject: (e) => fail(0, describe(e)) };
   }
 
-  return { prepare, reply };
+  return { prepare, failure };
 })

@@ -428,3 +428,79 @@ fn a_missing_argument_is_named_on_the_error_line() {
     let line = error_line(&repo(&["call"]), 2);
     assert!(line.ends_with("not provided: <NAME>"), "{line}");
 }
+
+/// `run --runtime embedded` runs the program in the in-process interpreter (QuickJS: no
+/// `process`, no `require`) or on Monty, with the same tools and budgets as the subprocess
+/// runtimes; an unknown runtime is one error line naming the known ones.
+#[test]
+fn run_on_the_embedded_runtime() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("program.ts");
+    std::fs::write(
+        &program,
+        "const stats = await tools.file_stats({ path: 'Cargo.toml' });\n\
+         console.log('lines', stats.lines > 10);\n\
+         return [typeof process, typeof require, stats.is_dir];\n",
+    )
+    .unwrap();
+    let path = program.to_str().unwrap();
+    let embedded = stdout(&repo(&["run", path, "--runtime", "embedded", "--json"]));
+    let embedded: Value = serde_json::from_str(&embedded).unwrap();
+    assert_eq!(
+        embedded["value"]["result"],
+        serde_json::json!(["undefined", "undefined", false]),
+        "{embedded}"
+    );
+    assert_eq!(embedded["value"]["logs"], serde_json::json!(["lines true"]));
+    // The same program in a Node.js child sees Node's globals.
+    let child: Value = serde_json::from_str(&stdout(&repo(&[
+        "run",
+        path,
+        "--runtime",
+        "subprocess",
+        "--json",
+    ])))
+    .unwrap();
+    assert_eq!(child["value"]["result"][0], "object", "{child}");
+
+    let python = dir.path().join("program.py");
+    std::fs::write(
+        &python,
+        "stats = await tools.file_stats({'path': 'Cargo.toml'})\n\
+         return [stats['lines'] > 10, ToolCallError is RuntimeError]\n",
+    )
+    .unwrap();
+    let python = python.to_str().unwrap();
+    // On Monty the error class is another name for `RuntimeError`; in CPython a subclass.
+    assert_eq!(
+        stdout(&repo(&["run", python, "--runtime", "embedded"])).trim(),
+        "[\n  true,\n  true\n]"
+    );
+    assert_eq!(
+        stdout(&repo(&["run", python])).trim(),
+        "[\n  true,\n  false\n]"
+    );
+
+    let spin = dir.path().join("spin.ts");
+    std::fs::write(&spin, "while (true) {}\n").unwrap();
+    let line = error_line(
+        &repo(&[
+            "run",
+            spin.to_str().unwrap(),
+            "--runtime",
+            "embedded",
+            "--cpu-ms",
+            "300",
+        ]),
+        1,
+    );
+    assert!(
+        line.contains("compute budget exhausted (300ms of CPU time)"),
+        "{line}"
+    );
+    let line = error_line(&repo(&["run", path, "--runtime", "nope"]), 2);
+    assert!(
+        line.contains("unknown runtime \"nope\" (known: subprocess, embedded)"),
+        "{line}"
+    );
+}

@@ -343,3 +343,134 @@ async fn the_main_jobs_typescript_program_gives_identical_results_embedded_and_i
     );
     assert_eq!(in_process, child);
 }
+
+/// Every argument shape a program can pass, some plain data the host reads itself, some it
+/// leaves to the bootstrap's encoder (getters, proxies, class instances, integers past 2^53).
+const ARGUMENT_SHAPES: &str = r#"let getterCalls = 0;
+const counted = { get a() { getterCalls++; return getterCalls; } };
+const withExtra: any = [1, 2];
+withExtra.extra = 'not an index';
+const cases: any[] = [
+  {i: 1}, [1, 'two', null, true, false], 'é\n"😀\u0001', '',
+  0, 1.5 * 2, 0.1 + 0.2, -1, -1.5e-7, 2 ** 31, -(2 ** 31) - 1, 2 ** 53, 2 ** 53 + 2, 2 ** 60,
+  -(2 ** 60), 1e20, 1e21, 1.7976931348623157e308, 5e-324,
+  {a: {b: {c: []}}}, Object.create(null), Object.assign(Object.create(null), {k: 1}),
+  JSON.parse('{"__proto__": 1, "x": 2}'), {1: 'one', b: 2, 0: 'zero'},
+  counted, new Proxy({p: 1}, {}), new Proxy([1, 2], {}), withExtra,
+  -0, NaN, Infinity, undefined, () => 1, Symbol('s'), 10n, '\ud800', {['\udc00']: 1}, [1, , 2],
+  [undefined], {u: undefined}, new Date(0), new Map(), new (class Point { x = 1 })(),
+  Object.create({}), [new Uint8Array(2)], {get bad() { throw new Error('no'); }},
+  new Proxy({q: 1}, {get() { throw new Error('trap'); }}),
+];
+let deep: any = 0;
+for (let i = 0; i < 4096; i++) deep = i % 2 ? {k: deep} : [deep];
+const out: any[] = [];
+for (const c of [...cases, deep, [deep]]) {
+  try {
+    const back = await tools.echo(c);
+    out.push(c === deep ? 'deep' : back);
+  } catch (e: any) {
+    out.push('refused: ' + e.message);
+  }
+}
+let hijacked = false;
+Object.defineProperty(Object.prototype, 'a', { set() { hijacked = true; }, configurable: true });
+const r = await tools.reply(null);
+delete (Object.prototype as any).a;
+return {out, getterCalls, hijacked, own: Object.keys(r), plain: Object.getPrototypeOf(r) === Object.prototype,
+  protoKey: r.__proto__, big: r.big === 18446744073709552000, neg: r.neg === -9223372036854775808,
+  f: r.f, list: r.list, a: r.a};"#;
+
+/// Runs [`ARGUMENT_SHAPES`] on `rt`; returns the outcome and the arguments `echo` received
+/// (deep ones as their depth).
+async fn argument_shapes(
+    rt: &dyn CodeRuntime,
+) -> (dsh_tools::code::RunOutcome, Vec<serde_json::Value>) {
+    use dsh_tools::code::{BindingCall, BindingNamespace, RunRequest};
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::new()));
+    let record = seen.clone();
+    let request = RunRequest::new(ARGUMENT_SHAPES)
+        .binding(BindingNamespace::tools(["echo", "reply"]))
+        .dispatch(dispatch(move |call: BindingCall| {
+            let record = record.clone();
+            async move {
+                if call.name == "reply" {
+                    return Ok(json!({"__proto__": [1], "big": u64::MAX, "neg": i64::MIN,
+                        "f": 0.1, "list": [1, {"a": [true, null]}], "a": 1}));
+                }
+                // Deep values are measured and dropped where the stack is known to be ample.
+                let args = call.args;
+                let (entry, args) = std::thread::Builder::new()
+                    .stack_size(64 << 20)
+                    .spawn(move || {
+                        let d = depth(&args);
+                        let entry = if d > 64 {
+                            json!({"depth": d})
+                        } else {
+                            args.clone()
+                        };
+                        (entry, if d > 64 { json!(null) } else { args })
+                    })
+                    .unwrap()
+                    .join()
+                    .unwrap();
+                record.lock().unwrap().push(entry);
+                Ok(args)
+            }
+        }));
+    let out = rt.run(request).await.expect("a valid request");
+    let seen = seen.lock().unwrap().clone();
+    (out, seen)
+}
+
+/// The host reads arguments and builds replies itself; what the program sees and what the
+/// dispatcher receives are exactly what the subprocess runtime's encoder and `JSON.parse` give.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn binding_values_cross_exactly_as_through_the_subprocess_encoder() {
+    let _alone = ALONE.lock().await;
+    let embedded = javascript(config());
+    let subprocess = dsh_tools::code::SubprocessRuntime::typescript(small())
+        .await
+        .expect("node on PATH");
+    let (in_process, in_process_seen) = argument_shapes(&embedded).await;
+    let (child, child_seen) = argument_shapes(&subprocess).await;
+    embedded.dispose().await;
+    subprocess.dispose().await;
+    assert_eq!(in_process.error, None, "{in_process:?}");
+    assert_eq!(in_process.value, child.value);
+    assert_eq!(in_process_seen, child_seen);
+    let value = in_process.value.expect("a value");
+    assert_eq!(value["getterCalls"], 1, "a getter runs once");
+    assert_eq!(
+        value["hijacked"], false,
+        "replies define their own properties"
+    );
+    assert_eq!(
+        value["own"],
+        json!(["__proto__", "big", "neg", "f", "list", "a"])
+    );
+    assert_eq!(value["plain"], true);
+    assert_eq!(value["protoKey"], json!([1]));
+    assert_eq!((&value["big"], &value["neg"]), (&json!(true), &json!(true)));
+    let out = value["out"].as_array().expect("one entry per case");
+    let refused = out
+        .iter()
+        .filter(|v| v.as_str() == Some("refused: binding arguments must be lossless JSON"))
+        .count();
+    // From `-0` through the throwing proxy, and the value one level too deep.
+    assert_eq!(refused, 20, "{out:?}");
+    assert_eq!(out[out.len() - 2], "deep");
+    let seen = &in_process_seen;
+    assert_eq!(seen[0], json!({"i": 1}));
+    assert_eq!(seen[5], json!(3), "an integral double is an integer");
+    assert_eq!(
+        seen[13],
+        json!(1152921504606847000u64),
+        "2^60 as the encoder prints it"
+    );
+    assert_eq!(seen[22], json!({"__proto__": 1, "x": 2}));
+    assert_eq!(seen[23], json!({"0": "zero", "1": "one", "b": 2}));
+    assert_eq!(seen[24], json!({"a": 1}));
+    assert_eq!(seen[27], json!([1, 2]));
+    assert_eq!(seen[seen.len() - 1], json!({"depth": 4096}));
+}

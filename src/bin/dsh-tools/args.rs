@@ -95,6 +95,17 @@ pub struct Budgets {
     pub max_output: Option<u64>,
 }
 
+/// Which kind of code runtime runs the programs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum RuntimeKind {
+    /// A Node.js or CPython child process per run, sandboxed.
+    #[default]
+    Subprocess,
+    /// An interpreter with no ambient authority: QuickJS inside this process (TypeScript),
+    /// Monty in a sandboxed worker process (Python).
+    Embedded,
+}
+
 /// `serve`.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
@@ -104,6 +115,9 @@ pub struct ServeArgs {
     /// The language of code-mode programs: ts or py.
     #[arg(long, default_value = "ts", value_parser = parse_language)]
     pub lang: Language,
+    /// The code runtime: subprocess (full Node.js or CPython) or embedded (QuickJS / Monty).
+    #[arg(long, default_value = "subprocess", value_parser = parse_runtime)]
+    pub runtime: RuntimeKind,
     /// Serve streamable HTTP on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1)
     /// instead of stdio.
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
@@ -165,6 +179,9 @@ pub struct RunArgs {
     /// ts or py (default: from the file extension, else ts).
     #[arg(long, value_parser = parse_language)]
     pub lang: Option<Language>,
+    /// The code runtime: subprocess (full Node.js or CPython) or embedded (QuickJS / Monty).
+    #[arg(long, default_value = "subprocess", value_parser = parse_runtime)]
+    pub runtime: RuntimeKind,
     /// Write every pipeline event to PATH as JSON lines (zstd when PATH ends in `.zst`).
     #[arg(long, value_name = "PATH")]
     pub events: Option<PathBuf>,
@@ -179,6 +196,16 @@ fn parse_mode(value: &str) -> Result<Mode, String> {
         "both" => Ok(Mode::Both),
         _ => Err(format!(
             "unknown mode \"{value}\" (known: native, code, both)"
+        )),
+    }
+}
+
+fn parse_runtime(value: &str) -> Result<RuntimeKind, String> {
+    match value {
+        "subprocess" => Ok(RuntimeKind::Subprocess),
+        "embedded" => Ok(RuntimeKind::Embedded),
+        _ => Err(format!(
+            "unknown runtime \"{value}\" (known: subprocess, embedded)"
         )),
     }
 }

@@ -12,7 +12,9 @@ use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::args::{CallArgs, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs};
+use crate::args::{
+    CallArgs, ReplayArgs, RunArgs, RuntimeKind, SdkArgs, ServeArgs, ToolsArgs, ViewArgs,
+};
 use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
@@ -21,7 +23,7 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     let runtime = if args.mode == Mode::Native {
         None
     } else {
-        Some(mount_runtime(registry, args.lang, args.budgets, true).await?)
+        Some(mount_runtime(registry, args.lang, args.runtime, args.budgets, true).await?)
     };
     let log = start_log(registry, args.events.as_deref())?;
     let options = McpServeOptions::default().page_size(args.page_size);
@@ -123,7 +125,16 @@ pub async fn view(
     let runtime = if args.mode == Mode::Native {
         None
     } else {
-        Some(mount_runtime(registry, args.lang, Default::default(), false).await?)
+        Some(
+            mount_runtime(
+                registry,
+                args.lang,
+                RuntimeKind::Subprocess,
+                Default::default(),
+                false,
+            )
+            .await?,
+        )
     };
     let view = registry.model_view(None).map_err(|error| error.to_string());
     if let Some(runtime) = runtime {
@@ -183,7 +194,7 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
         .map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
     let language = args.lang.unwrap_or_else(|| language_of_file(&args.file));
     registry.set_mode(Mode::Code);
-    let runtime = mount_runtime(registry, language, args.budgets, false).await?;
+    let runtime = mount_runtime(registry, language, args.runtime, args.budgets, false).await?;
     let log = start_log(registry, args.events.as_deref())?;
     let mut events = registry.subscribe();
     let execution = registry.execute(ToolCall::new(

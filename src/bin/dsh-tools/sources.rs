@@ -8,7 +8,7 @@ use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::mcp::McpHandle;
 use dsh_tools::sdk::Language;
 
-use crate::args::{Budgets, Builtin, Sources};
+use crate::args::{Budgets, Builtin, RuntimeKind, Sources};
 use crate::toolset;
 
 /// The registry of one command and the MCP servers bridged into it.
@@ -57,10 +57,24 @@ pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
     Ok(Loaded { registry, servers })
 }
 
-/// Mounts a subprocess code runtime for `language` under `budgets`. `standby` keeps a child
-/// ready for the next program (worth it for a server, not for one run).
+/// Mounts a code runtime of `kind` for `language` under `budgets`. `standby` keeps a subprocess
+/// child ready for the next program (worth it for a server, not for one run).
 pub async fn mount_runtime(
     registry: &Registry,
+    language: Language,
+    kind: RuntimeKind,
+    budgets: Budgets,
+    standby: bool,
+) -> Result<Arc<dyn CodeRuntime>, String> {
+    let runtime = match kind {
+        RuntimeKind::Subprocess => subprocess(language, budgets, standby).await?,
+        RuntimeKind::Embedded => embedded(language, budgets)?,
+    };
+    registry.set_code_runtime(runtime.clone());
+    Ok(runtime)
+}
+
+async fn subprocess(
     language: Language,
     budgets: Budgets,
     standby: bool,
@@ -78,7 +92,7 @@ pub async fn mount_runtime(
     if let Some(max_output) = budgets.max_output {
         config.max_output_bytes = max_output;
     }
-    let runtime: Arc<dyn CodeRuntime> = match language {
+    Ok(match language {
         Language::Python => Arc::new(
             SubprocessRuntime::python(config)
                 .await
@@ -89,7 +103,43 @@ pub async fn mount_runtime(
                 .await
                 .map_err(|error| format!("TypeScript runtime: {error}"))?,
         ),
-    };
-    registry.set_code_runtime(runtime.clone());
-    Ok(runtime)
+    })
+}
+
+#[cfg(feature = "embedded-js")]
+fn embedded(language: Language, budgets: Budgets) -> Result<Arc<dyn CodeRuntime>, String> {
+    use dsh_tools::code::{EmbeddedConfig, EmbeddedRuntime};
+    let mut config = EmbeddedConfig::default();
+    if let Some(cpu_ms) = budgets.cpu_ms {
+        config.compute_ms = cpu_ms;
+    }
+    if let Some(wall_ms) = budgets.wall_ms {
+        config.max_wall_ms = wall_ms;
+    }
+    if let Some(max_output) = budgets.max_output {
+        config.max_output_bytes = max_output;
+    }
+    Ok(match language {
+        #[cfg(feature = "embedded-python")]
+        Language::Python => Arc::new(
+            EmbeddedRuntime::python(config)
+                .map_err(|error| format!("embedded Python runtime: {error}"))?,
+        ),
+        #[cfg(not(feature = "embedded-python"))]
+        Language::Python => {
+            return Err(
+                "--runtime embedded: this dsh-tools was built without the embedded-python feature"
+                    .to_owned(),
+            );
+        }
+        _ => Arc::new(
+            EmbeddedRuntime::javascript(config)
+                .map_err(|error| format!("embedded TypeScript runtime: {error}"))?,
+        ),
+    })
+}
+
+#[cfg(not(feature = "embedded-js"))]
+fn embedded(_: Language, _: Budgets) -> Result<Arc<dyn CodeRuntime>, String> {
+    Err("--runtime embedded: this dsh-tools was built without the embedded-js feature".to_owned())
 }

@@ -1,13 +1,11 @@
 //! What every embedded engine shares: the budget watch its interrupt hook polls, the binding
 //! call table, the thread waker and the outcome rules (the same as the subprocess runtime's).
 
-use std::collections::{HashMap, HashSet};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU8, Ordering};
 use std::task::{Context, Poll, Wake};
 use std::time::{Duration, Instant};
 
-use futures::FutureExt;
 use futures::future::BoxFuture;
 use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
@@ -192,8 +190,8 @@ pub(crate) enum Ending {
 
 /// What became of a binding call the program made.
 pub(crate) enum Submitted {
-    /// It is under way; its reply comes from [`Calls::poll_ready`].
-    Dispatched,
+    /// It is under way with this id; its reply comes from [`Calls::poll_ready`].
+    Dispatched(u64),
     /// It rejects at once in the program with this message.
     Refused(String),
     /// It was one call too many: the run ends with this ending.
@@ -202,9 +200,15 @@ pub(crate) enum Submitted {
 
 type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
 
-/// The binding calls of one run: own-name lookup, the call budget, the calls in flight.
+/// A finished binding call: the value (lossless, with its nesting depth) or the failure the
+/// call rejects with.
+pub(crate) type Reply = Result<(Value, usize), BindingError>;
+
+/// The binding calls of one run: the bindings by number, the call budget, the calls in flight.
 pub(crate) struct Calls {
-    namespaces: HashMap<String, HashSet<String>>,
+    /// `(global, name)` of every binding, numbered in the order of the request's namespaces and
+    /// their names (the order the bootstrap numbers them in).
+    bindings: Vec<(String, String)>,
     dispatch: Option<BindingDispatch>,
     made: u64,
     max: u64,
@@ -215,11 +219,15 @@ pub(crate) struct Calls {
 impl Calls {
     pub(crate) fn new(job: &Job) -> Self {
         Calls {
-            namespaces: job
+            bindings: job
                 .request
                 .bindings
                 .iter()
-                .map(|ns| (ns.global.clone(), ns.names.iter().cloned().collect()))
+                .flat_map(|ns| {
+                    ns.names
+                        .iter()
+                        .map(|name| (ns.global.clone(), name.clone()))
+                })
                 .collect(),
             dispatch: job.request.dispatch.clone(),
             made: 0,
@@ -229,53 +237,44 @@ impl Calls {
         }
     }
 
-    /// Takes one call: `args` is its JSON text as the program's side encoded it.
-    pub(crate) fn submit(&mut self, id: u64, global: &str, name: &str, args: &str) -> Submitted {
+    /// Takes one call to binding number `binding` whose arguments are `args` (`None`: they were
+    /// not lossless JSON).
+    pub(crate) fn submit(&mut self, binding: usize, args: Option<Value>) -> Submitted {
         self.made += 1;
+        let id = self.made;
         if self.made > self.max {
             return Submitted::Limit(Ending::Fail(
                 FailureKind::BindingLimit,
                 format!("binding call limit reached ({} calls)", self.max),
             ));
         }
-        let known = self
-            .namespaces
-            .get(global)
-            .is_some_and(|names| names.contains(name));
-        if !known {
-            return Submitted::Refused(format!("unknown binding \"{global}.{name}\""));
-        }
-        let Some(args) = parse_json(args) else {
+        let Some((global, name)) = self.bindings.get(binding) else {
+            return Submitted::Refused("unknown binding".to_owned());
+        };
+        let Some(args) = args else {
             return Submitted::Refused("binding arguments must be lossless JSON".to_owned());
         };
         let Some(dispatch) = &self.dispatch else {
             return Submitted::Refused("no binding dispatcher installed".to_owned());
         };
         let call = dispatch(BindingCall {
-            namespace: global.to_owned(),
-            name: name.to_owned(),
+            namespace: global.clone(),
+            name: name.clone(),
             args,
             signal: self.run_signal.child_token(),
         });
-        self.pending
-            .push(call.map(move |result| (id, result)).boxed());
-        Submitted::Dispatched
+        self.pending.push(Box::pin(Tagged { id, call }));
+        Submitted::Dispatched(id)
     }
 
-    /// The calls that have finished since the last poll: the value's JSON text, or the failure
-    /// the call rejects with (its message and code).
-    pub(crate) fn poll_ready(
-        &mut self,
-        cx: &mut Context<'_>,
-    ) -> Vec<(u64, Result<String, BindingError>)> {
-        let mut ready = Vec::new();
+    /// Moves the calls that have finished since the last poll into `ready`.
+    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, Reply)>) {
         while !self.pending.is_empty() {
             match self.pending.poll_next_unpin(cx) {
-                Poll::Ready(Some((id, result))) => ready.push((id, reply_text(result))),
+                Poll::Ready(Some((id, result))) => ready.push((id, checked(result))),
                 Poll::Ready(None) | Poll::Pending => break,
             }
         }
-        ready
     }
 
     /// Stops every call in flight: the run has settled.
@@ -285,17 +284,26 @@ impl Calls {
     }
 }
 
-fn reply_text(result: Result<Value, BindingError>) -> Result<String, BindingError> {
+/// A dispatched call with its id, without a second box around the dispatcher's future.
+struct Tagged {
+    id: u64,
+    call: BoxFuture<'static, Result<Value, BindingError>>,
+}
+
+impl Future for Tagged {
+    type Output = (u64, Result<Value, BindingError>);
+
+    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
+        let id = self.id;
+        self.call.as_mut().poll(cx).map(|result| (id, result))
+    }
+}
+
+/// A resolution as the program may see it: lossless and at most [`MAX_DEPTH`] deep.
+fn checked(result: Result<Value, BindingError>) -> Reply {
     let value = result?;
     match frame::inspect(&value) {
-        Ok(depth) => {
-            let mut out = Vec::new();
-            frame::write_value(&mut out, &value, depth);
-            frame::with_stack_for(depth, move || drop(value));
-            // serde_json writes UTF-8.
-            String::from_utf8(out)
-                .map_err(|_| BindingError::new("binding resolution must be lossless JSON"))
-        }
+        Ok(depth) => Ok((value, depth)),
         Err(Unfit::Lossy) => Err(BindingError::new(
             "binding resolution must be lossless JSON",
         )),

@@ -26,6 +26,8 @@ mod monty_pool;
 mod monty_worker;
 #[cfg(feature = "embedded-js")]
 mod quickjs;
+#[cfg(feature = "embedded-js")]
+mod quickjs_values;
 
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]

@@ -2,6 +2,7 @@
 //! run's own thread, with binding calls polled on that thread between interpreter jobs.
 
 use std::cell::RefCell;
+use std::collections::HashMap;
 use std::pin::pin;
 use std::rc::Rc;
 use std::sync::Arc;
@@ -13,13 +14,14 @@ use rquickjs::function::Opt;
 use rquickjs::{Context, Ctx, Function, Object, Runtime};
 use tokio::sync::oneshot;
 
-use super::super::frame::MAX_DEPTH;
+use super::super::frame::{self, MAX_DEPTH};
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
 use super::Job;
 use super::driver::{
     self, Calls, Ending, INTERPRETER_STACK_BYTES, Stop, Submitted, Unpark, Watch, parse_json,
 };
+use super::quickjs_values::{self, Read, Reader};
 
 static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     crate::code_runtime::javascript_bootstrap(include_str!(
@@ -146,6 +148,62 @@ impl State {
     }
 }
 
+/// A call in flight: the resolving functions of the promise the program awaits, settled by
+/// the host when the reply arrives.
+struct Waiting<'js> {
+    resolve: Function<'js>,
+    reject: Function<'js>,
+    binding: usize,
+}
+
+/// The calls in flight by id. Emptied before the interpreter is torn down: the collector does
+/// not see the references held here.
+type Waiters<'js> = Rc<RefCell<HashMap<u64, Waiting<'js>>>>;
+
+/// Hands one binding call to the run's call table: the promise of its reply, else the message
+/// the call rejects with.
+fn submit<'js>(
+    ctx: &Ctx<'js>,
+    state: &RefCell<State>,
+    watch: &Watch,
+    waiters: &Waiters<'js>,
+    binding: f64,
+    args: Option<serde_json::Value>,
+) -> rquickjs::Result<rquickjs::Value<'js>> {
+    let (promise, resolve, reject) = ctx.promise()?;
+    let mut s = state.borrow_mut();
+    if s.ending.is_some() {
+        return refusal(ctx, "run_code run is over");
+    }
+    let binding = if binding >= 0.0 && binding.fract() == 0.0 {
+        binding as usize
+    } else {
+        usize::MAX
+    };
+    match s.calls.submit(binding, args) {
+        Submitted::Dispatched(id) => {
+            waiters.borrow_mut().insert(
+                id,
+                Waiting {
+                    resolve,
+                    reject,
+                    binding,
+                },
+            );
+            Ok(promise.into_value())
+        }
+        Submitted::Refused(message) => refusal(ctx, &message),
+        Submitted::Limit(ending) => {
+            s.end(watch, ending);
+            refusal(ctx, "binding call limit reached")
+        }
+    }
+}
+
+fn refusal<'js>(ctx: &Ctx<'js>, message: &str) -> rquickjs::Result<rquickjs::Value<'js>> {
+    Ok(rquickjs::String::from_str(ctx.clone(), message)?.into_value())
+}
+
 /// Runs `job` to its outcome, sends the outcome, then tears the interpreter down.
 pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
     let _tokio = job.handle.enter();
@@ -198,8 +256,9 @@ pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
 }
 
 fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>>) -> RunOutcome {
-    let reply = match start(ctx, job, watch, state) {
-        Ok(reply) => Some(reply),
+    let waiters = Waiters::default();
+    let failure = match start(ctx, job, watch, state, &waiters) {
+        Ok(failure) => Some(failure),
         Err(e) => {
             let _ = ctx.catch();
             if watch.stopped().is_none() {
@@ -214,9 +273,10 @@ fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>
             None
         }
     };
-    if let Some(reply) = reply {
-        pump(ctx, job, watch, state, &reply);
+    if let Some(failure) = failure {
+        pump(ctx, job, watch, state, &waiters, &failure);
     }
+    waiters.borrow_mut().clear();
     let mut state = state.borrow_mut();
     state.calls.settle();
     let ending = match watch.stopped() {
@@ -234,12 +294,13 @@ fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>
 }
 
 /// Installs the host functions and the bootstrap, compiles the program and starts it. Returns
-/// the bootstrap's `reply` function.
+/// the bootstrap's `failure` function (the error a failed call rejects with).
 fn start<'js>(
     ctx: &Ctx<'js>,
     job: &Job,
     watch: &Arc<Watch>,
     state: &Rc<RefCell<State>>,
+    waiters: &Waiters<'js>,
 ) -> rquickjs::Result<Function<'js>> {
     let host = Object::new(ctx.clone())?;
     let (st, w) = (Rc::clone(state), Arc::clone(watch));
@@ -256,24 +317,31 @@ fn start<'js>(
             }
         })?,
     )?;
-    let (st, w) = (Rc::clone(state), Arc::clone(watch));
+    let reader = Reader::new(ctx, job.config.max_output_bytes)?;
+    let (st, w, calls) = (Rc::clone(state), Arc::clone(watch), Rc::clone(waiters));
     host.set(
         "call",
         Function::new(
             ctx.clone(),
-            move |id: f64, global: String, name: String, args: String| -> String {
-                let mut s = st.borrow_mut();
-                if s.ending.is_some() || id < 1.0 || id.fract() != 0.0 {
-                    return "run_code run is over".to_owned();
-                }
-                match s.calls.submit(id as u64, &global, &name, &args) {
-                    Submitted::Dispatched => String::new(),
-                    Submitted::Refused(message) => message,
-                    Submitted::Limit(ending) => {
-                        s.end(&w, ending);
-                        "binding call limit reached".to_owned()
+            move |ctx: Ctx<'js>, binding: f64, args: rquickjs::Value<'js>| {
+                let args = match reader.read(&ctx, args) {
+                    Read::Data(value) => Some(value),
+                    Read::Unfit => {
+                        return refusal(&ctx, "binding arguments must be lossless JSON");
                     }
-                }
+                    Read::Encode => return Ok(rquickjs::Value::new_null(ctx)),
+                };
+                submit(&ctx, &st, &w, &calls, binding, args)
+            },
+        )?,
+    )?;
+    let (st, w, calls) = (Rc::clone(state), Arc::clone(watch), Rc::clone(waiters));
+    host.set(
+        "callJson",
+        Function::new(
+            ctx.clone(),
+            move |ctx: Ctx<'js>, binding: f64, args: String| {
+                submit(&ctx, &st, &w, &calls, binding, parse_json(&args))
             },
         )?,
     )?;
@@ -312,7 +380,7 @@ fn start<'js>(
     let factory: Function = ctx.eval_with_options(BOOTSTRAP.as_str(), options)?;
     let api: Object = factory.call((host,))?;
     let prepare: Function = api.get("prepare")?;
-    let reply: Function = api.get("reply")?;
+    let failure: Function = api.get("failure")?;
     let namespaces = serde_json::Value::Array(
         job.request
             .bindings
@@ -341,7 +409,7 @@ fn start<'js>(
         }
         Err(e) => return Err(e),
     }
-    Ok(reply)
+    Ok(failure)
 }
 
 /// Runs interpreter jobs and binding replies until the run has ended or been stopped.
@@ -350,30 +418,53 @@ fn pump<'js>(
     job: &Job,
     watch: &Arc<Watch>,
     state: &Rc<RefCell<State>>,
-    reply: &Function<'js>,
+    waiters: &Waiters<'js>,
+    failure: &Function<'js>,
 ) {
     let waker = Waker::from(Arc::new(Unpark(std::thread::current())));
     let mut cx = std::task::Context::from_waker(&waker);
     let mut aborted = pin!(job.request.signal.clone().cancelled_owned());
     let mut disposed = pin!(job.disposed.clone().cancelled_owned());
+    let mut ready = Vec::new();
     loop {
         while watch.stopped().is_none() && ctx.execute_pending_job() {}
         if watch.stopped().is_some() {
             return;
         }
-        let ready = state.borrow_mut().calls.poll_ready(&mut cx);
+        state.borrow_mut().calls.poll_ready(&mut cx, &mut ready);
         if !ready.is_empty() {
-            for (id, result) in ready {
-                let (ok, payload, code) = match result {
-                    Ok(text) => (true, text, None),
-                    Err(error) => (false, error.message, error.code),
-                };
-                if reply.call::<_, ()>((id as f64, ok, payload, code)).is_err() {
-                    let _ = ctx.catch();
-                }
+            for (id, result) in ready.drain(..) {
                 if watch.stopped().is_some() {
                     return;
                 }
+                let Some(waiting) = waiters.borrow_mut().remove(&id) else {
+                    continue;
+                };
+                let replied = match result {
+                    Ok((value, depth)) => {
+                        let built = quickjs_values::write(ctx, &value);
+                        frame::with_stack_for(depth, move || drop(value));
+                        match built {
+                            Ok(value) => waiting.resolve.call::<_, ()>((value,)),
+                            Err(_) => {
+                                let _ = ctx.catch();
+                                reject(
+                                    failure,
+                                    &waiting,
+                                    "binding resolution could not be read".to_owned(),
+                                    None,
+                                )
+                            }
+                        }
+                    }
+                    Err(error) => reject(failure, &waiting, error.message, error.code),
+                };
+                if replied.is_err() {
+                    let _ = ctx.catch();
+                }
+            }
+            if watch.stopped().is_some() {
+                return;
             }
             continue;
         }
@@ -388,4 +479,15 @@ fn pump<'js>(
         }
         std::thread::park_timeout(watch.wall_left());
     }
+}
+
+/// Rejects a waiting call with the error its namespace raises for `message` and `code`.
+fn reject<'js>(
+    failure: &Function<'js>,
+    waiting: &Waiting<'js>,
+    message: String,
+    code: Option<String>,
+) -> rquickjs::Result<()> {
+    let error: rquickjs::Value = failure.call((waiting.binding as f64, message, code))?;
+    waiting.reject.call((error,))
 }
