@@ -237,6 +237,13 @@ impl Calls {
         }
     }
 
+    /// The number of binding `global.name`, if the run has it.
+    pub(crate) fn binding_index(&self, global: &str, name: &str) -> Option<usize> {
+        self.bindings
+            .iter()
+            .position(|(g, n)| g == global && n == name)
+    }
+
     /// Takes one call to binding number `binding` whose arguments are `args` (`None`: they were
     /// not lossless JSON).
     pub(crate) fn submit(&mut self, binding: usize, args: Option<Value>) -> Submitted {

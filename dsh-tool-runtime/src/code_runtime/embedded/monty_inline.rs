@@ -5,6 +5,7 @@
 //!
 //! [`EmbeddedRuntime::python_in_process`]: super::EmbeddedRuntime::python_in_process
 
+use std::collections::HashMap;
 use std::sync::Arc;
 use std::task::{Context, Waker};
 use std::time::Duration;
@@ -23,6 +24,9 @@ const CHECK_EVERY: Duration = Duration::from_millis(10);
 
 struct Inline<'j> {
     calls: Calls,
+    /// The interpreter's id of each call in flight, by the id [`Calls`] gave it.
+    ids: HashMap<u64, u64>,
+    ready: Vec<(u64, driver::Reply)>,
     watch: &'j Watch,
     ledger: OutputLedger,
     logs: Vec<String>,
@@ -38,8 +42,16 @@ impl Link for Inline<'_> {
         name: &str,
         args: &str,
     ) -> Result<Result<(), String>, Halt> {
-        match self.calls.submit(id, global, name, args) {
-            Submitted::Dispatched => Ok(Ok(())),
+        // An unknown binding still counts against the call budget, as in the worker.
+        let binding = self.calls.binding_index(global, name).unwrap_or(usize::MAX);
+        match self.calls.submit(binding, parse_json(args)) {
+            Submitted::Dispatched(ours) => {
+                self.ids.insert(ours, id);
+                Ok(Ok(()))
+            }
+            Submitted::Refused(_) if binding == usize::MAX => {
+                Ok(Err(format!("unknown binding \"{global}.{name}\"")))
+            }
             Submitted::Refused(message) => Ok(Err(message)),
             Submitted::Limit(ending) => {
                 self.ending = Some(ending);
@@ -51,17 +63,14 @@ impl Link for Inline<'_> {
     fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
         let mut cx = Context::from_waker(&self.waker);
         loop {
-            let ready = self.calls.poll_ready(&mut cx);
-            if !ready.is_empty() {
-                for (id, result) in ready {
+            self.calls.poll_ready(&mut cx, &mut self.ready);
+            if !self.ready.is_empty() {
+                for (ours, result) in self.ready.drain(..) {
+                    let Some(id) = self.ids.remove(&ours) else {
+                        continue;
+                    };
                     let reply = match result {
-                        Ok(text) => match parse_json(&text) {
-                            Some(value) => Reply::Ok(monty_worker::decode(&value)),
-                            None => Reply::Err(
-                                "binding resolution must be lossless JSON".to_owned(),
-                                None,
-                            ),
-                        },
+                        Ok((value, _depth)) => Reply::Ok(monty_worker::decode(&value)),
                         Err(error) => Reply::Err(error.message, error.code),
                     };
                     out.push((id, reply));
@@ -101,6 +110,8 @@ pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
     let watch = Watch::new(&job);
     let mut link = Inline {
         calls: Calls::new(&job),
+        ids: HashMap::new(),
+        ready: Vec::new(),
         watch: &watch,
         ledger: OutputLedger::new(job.config.max_output_bytes),
         logs: Vec::new(),
