@@ -27,7 +27,7 @@ use monty_types::{
 };
 use serde_json::Value;
 
-use super::super::frame::MAX_DEPTH;
+use crate::json::MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
 const SCRIPT: &str = "program.py";
@@ -36,7 +36,7 @@ const SCRIPT: &str = "program.py";
 const CALL: &str = "_dsh_call";
 
 /// Stack of the interpreter thread: Monty's recursion limit (1,000 frames) and the conversion
-/// of values up to [`MAX_DEPTH`] levels fit well inside it.
+/// of values up to [`MAX_FRAME_DEPTH`] levels fit well inside it.
 const STACK_BYTES: usize = 64 << 20;
 
 /// Largest integer that crosses the protocol exactly (JavaScript's safe integers).
@@ -55,7 +55,9 @@ impl WorkerAllocator {
     fn reserve(size: usize) {
         let before = LIVE_MEMORY.fetch_add(size, Ordering::Relaxed);
         if before.saturating_add(size) > LIMIT.load(Ordering::Relaxed) {
-            // SAFETY: `_exit` ends the process at once; nothing runs after it.
+            // Raw `_exit`: `std::process::exit` runs exit handlers that may allocate, and
+            // rustix offers `_exit` only in its unstable runtime API. SAFETY: `_exit` ends the
+            // process at once; nothing runs after it.
             unsafe { libc::_exit(OOM_EXIT_CODE) }
         }
     }
@@ -194,7 +196,7 @@ fn execute(run: &Value, to_host: &mut impl Write, rx: &mpsc::Receiver<Vec<u8>>) 
     // set to let values of the protocol's depth cross.
     let tracker = ResourceTracker::new(ResourceLimits {
         max_suspensions: usize::MAX,
-        max_recursion_depth: MAX_DEPTH + 16,
+        max_recursion_depth: MAX_FRAME_DEPTH + 16,
         ..ResourceLimits::default()
     });
     let call = MontyObject::Function {
@@ -304,7 +306,7 @@ fn call_frame(args: &[MontyObject], id: u64) -> Result<String, String> {
     let mut json = String::new();
     encode(value, &mut json, 0).map_err(|unfit| match unfit {
         Unfit::Lossy => "binding arguments must be lossless JSON".to_owned(),
-        Unfit::Deep => format!("binding arguments nest deeper than {MAX_DEPTH} levels"),
+        Unfit::Deep => format!("binding arguments nest deeper than {MAX_FRAME_DEPTH} levels"),
     })?;
     let mut frame = format!(r#"{{"type":"call","id":{id},"global":"#);
     push_string(&mut frame, global);
@@ -355,7 +357,7 @@ enum Unfit {
 
 /// Lossless JSON of a program value: `None`, booleans, integers within ±(2^53 − 1), finite
 /// floats other than −0.0, strings, lists and tuples, dicts with string keys; at most
-/// [`MAX_DEPTH`] levels.
+/// [`MAX_FRAME_DEPTH`] levels.
 fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unfit> {
     match value {
         MontyObject::None => out.push_str("null"),
@@ -373,7 +375,7 @@ fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unf
         }
         MontyObject::String(s) => push_string(out, s),
         MontyObject::List(items) | MontyObject::Tuple(items) => {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_FRAME_DEPTH {
                 return Err(Unfit::Deep);
             }
             out.push('[');
@@ -386,7 +388,7 @@ fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unf
             out.push(']');
         }
         MontyObject::Dict(pairs) => {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_FRAME_DEPTH {
                 return Err(Unfit::Deep);
             }
             out.push('{');
@@ -427,7 +429,7 @@ fn done_value(value: &MontyObject) -> String {
         ),
         Err(Unfit::Deep) => done_error(
             "invalid-output",
-            &format!("the program's value nests deeper than {MAX_DEPTH} levels"),
+            &format!("the program's value nests deeper than {MAX_FRAME_DEPTH} levels"),
         ),
     }
 }
