@@ -25,6 +25,7 @@ pub const MAX_DIALECT_SCHEMA_DEPTH: usize = 128;
 /// Deepest schema an MCP server may send for a tool (public as `mcp::MAX_SCHEMA_DEPTH`); a
 /// deeper one is refused for its tool. Real servers stay far below (the deepest in the corpus is
 /// under 20); `jsonschema` compiles recursively, so the bound keeps it stack-safe.
+#[cfg(feature = "mcp")]
 pub const MAX_SERVER_SCHEMA_DEPTH: usize = 64;
 
 /// Deepest JSON-RPC message handed to rmcp; deeper subtrees are cut first. Below serde_json's

@@ -208,47 +208,6 @@ pub fn arg_pattern<V: PatternValue + ?Sized>(
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn absent_options_are_not_checked() {
-        let mut out = Vec::new();
-        arg_range("n", &None::<u32>, Some(1.0), None, &mut out);
-        arg_length("s", &None::<String>, Some(1), None, &mut out);
-        arg_pattern("p", &None::<String>, "^a$", &mut out);
-        assert!(out.is_empty());
-    }
-
-    #[test]
-    fn present_values_report_every_violation() {
-        let mut out = Vec::new();
-        arg_range("n", &Some(0_u32), Some(1.0), None, &mut out);
-        arg_length("s", &"héllo".to_owned(), None, Some(4), &mut out);
-        arg_length("v", &vec![1, 2], Some(3), None, &mut out);
-        arg_pattern("p", &"b".to_owned(), "^a$", &mut out);
-        assert_eq!(
-            out,
-            [
-                "\"n\" must be >= 1",
-                "\"s\" must be at most 4 characters long",
-                "\"v\" must have at least 3 items",
-                "\"p\" must match the pattern \"^a$\"",
-            ]
-        );
-    }
-
-    #[test]
-    fn results_keep_tool_error_codes() {
-        let failed: Result<(), ToolError> = Err(ToolError::new("full").with_code("ENOSPC"));
-        let err = failed.into_tool_result().unwrap_err();
-        assert_eq!(err.code(), Some("ENOSPC"));
-        let failed: Result<(), String> = Err("nope".into());
-        assert_eq!(failed.into_tool_result().unwrap_err().message(), "nope");
-    }
-}
-
 /// Reads a tool's output type back from JSON where it can (`Tool::output_from_value`): method
 /// resolution picks [`OutputViaDeserialize`] on `&&OutputProbe<T>` when `T: DeserializeOwned`,
 /// else [`OutputViaNothing`] one auto-deref further.
@@ -288,5 +247,46 @@ pub trait OutputViaNothing<T> {
 impl<T> OutputViaNothing<T> for &OutputProbe<T> {
     fn output_from_value(self, _value: &serde_json::Value) -> Option<T> {
         None
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn absent_options_are_not_checked() {
+        let mut out = Vec::new();
+        arg_range("n", &None::<u32>, Some(1.0), None, &mut out);
+        arg_length("s", &None::<String>, Some(1), None, &mut out);
+        arg_pattern("p", &None::<String>, "^a$", &mut out);
+        assert!(out.is_empty());
+    }
+
+    #[test]
+    fn present_values_report_every_violation() {
+        let mut out = Vec::new();
+        arg_range("n", &Some(0_u32), Some(1.0), None, &mut out);
+        arg_length("s", &"héllo".to_owned(), None, Some(4), &mut out);
+        arg_length("v", &vec![1, 2], Some(3), None, &mut out);
+        arg_pattern("p", &"b".to_owned(), "^a$", &mut out);
+        assert_eq!(
+            out,
+            [
+                "\"n\" must be >= 1",
+                "\"s\" must be at most 4 characters long",
+                "\"v\" must have at least 3 items",
+                "\"p\" must match the pattern \"^a$\"",
+            ]
+        );
+    }
+
+    #[test]
+    fn results_keep_tool_error_codes() {
+        let failed: Result<(), ToolError> = Err(ToolError::new("full").with_code("ENOSPC"));
+        let err = failed.into_tool_result().unwrap_err();
+        assert_eq!(err.code(), Some("ENOSPC"));
+        let failed: Result<(), String> = Err("nope".into());
+        assert_eq!(failed.into_tool_result().unwrap_err().message(), "nope");
     }
 }
