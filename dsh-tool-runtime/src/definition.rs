@@ -3,6 +3,7 @@
 use futures::future::BoxFuture;
 use std::fmt;
 use std::future::Future;
+use std::ops::ControlFlow;
 use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
@@ -11,13 +12,13 @@ pub use crate::annotations::ToolAnnotations;
 use crate::call::ToolExec;
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
+use crate::json::{MAX_VALUE_DEPTH, dismantle};
 use crate::presentation::presenter::guarded;
 use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, ToolArgs, ToolOutput, default_render};
 use crate::validate::{
-    MAX_ARGUMENT_DEPTH, SchemaValidator, depth_violation, dismantle, has_unenforced_constraints,
-    invalid_args, invalid_output,
+    SchemaValidator, depth_violation, has_unenforced_constraints, invalid_args, invalid_output,
 };
 
 /// What a successful dispatch produced: the canonical value, its rendering, UI metadata and the
@@ -140,16 +141,11 @@ fn check_depth(args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
 
 /// `true` when a `null` appears anywhere in `value` (iterative).
 fn contains_null(value: &Value) -> bool {
-    let mut stack = vec![value];
-    while let Some(node) = stack.pop() {
-        match node {
-            Value::Null => return true,
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
-            _ => {}
-        }
-    }
-    false
+    crate::json::walk(value, |node, _| match node {
+        Value::Null => ControlFlow::Break(()),
+        _ => ControlFlow::Continue(()),
+    })
+    .is_break()
 }
 
 /// Rewrites floats with no fractional part (`1.0`) as integers, which JSON Schema 2020-12 counts as
@@ -652,7 +648,7 @@ impl ToolDefinitionBuilder {
                 return Err(DefinitionError::UnsupportedSchema {
                     tool: name,
                     which,
-                    message: format!("nested deeper than {MAX_ARGUMENT_DEPTH} levels"),
+                    message: format!("nested deeper than {MAX_VALUE_DEPTH} levels"),
                 });
             }
         }

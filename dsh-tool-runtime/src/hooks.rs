@@ -126,7 +126,7 @@ impl ExecNext {
         self.chain(signal, replaced)
     }
 
-    /// Dispatches with a replacement signal (e.g. a deadline token); the caller's signal is fused
+    /// Dispatches with a replacement signal (e.g. a deadline signal); the caller's signal is fused
     /// back in before the body runs.
     pub fn run_with_signal(self, signal: CancellationToken) -> BoxFuture<'static, ToolResult> {
         self.chain(signal, true)

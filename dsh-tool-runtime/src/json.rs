@@ -1,8 +1,176 @@
-//! Stack-safe JSON helpers: values from models and programs may be nested arbitrarily deep.
+//! JSON nesting: every depth limit, and the stack-safe helpers that enforce them. Values from
+//! models, programs and MCP servers may be nested arbitrarily deep, and serde_json's own clone,
+//! drop and (de)serialization recurse once per level; nothing here recurses.
+//!
+//! Each limit bounds a different input, so their values differ. Levels count arrays and objects
+//! nested in each other: `[]` and `{"a": 1}` are one level deep.
 
 use std::cmp::Ordering;
+use std::ops::ControlFlow;
 
 use serde_json::Value;
+
+/// Deepest JSON value the pipeline hands to recursive code (validation, deserialization, clone,
+/// drop): tool arguments and outputs, a definition's schemas. Twice serde_json's parse limit
+/// (128), so arguments parsed from model text never come near it; deeper ones are refused
+/// (`INVALID_ARGS`) before anything else touches them.
+pub const MAX_VALUE_DEPTH: usize = 256;
+
+/// Deepest parameters schema a dialect transform builds (`$ref`s expanded), in JSON levels
+/// (public as `dialect::MAX_DEPTH`). serde_json refuses to parse text deeper than 128 levels, so
+/// every schema that arrived as JSON text fits; the bound also keeps the recursive passes far
+/// from the stack limit.
+pub const MAX_DIALECT_SCHEMA_DEPTH: usize = 128;
+
+/// Deepest schema an MCP server may send for a tool (public as `mcp::MAX_SCHEMA_DEPTH`); a
+/// deeper one is refused for its tool. Real servers stay far below (the deepest in the corpus is
+/// under 20); `jsonschema` compiles recursively, so the bound keeps it stack-safe.
+#[cfg(feature = "mcp")]
+pub const MAX_SERVER_SCHEMA_DEPTH: usize = 64;
+
+/// Deepest JSON-RPC message handed to rmcp; deeper subtrees are cut first. Below serde_json's
+/// parse limit of 128, which rmcp parses with, and above [`MAX_SERVER_SCHEMA_DEPTH`] plus the
+/// JSON-RPC envelope, so the schema check still sees (and refuses) a too-deep schema.
+#[cfg(feature = "mcp")]
+pub(crate) const MAX_RELAY_DEPTH: usize = 100;
+
+/// Deepest schema nesting the SDK generator lowers into types; deeper nodes become unknown. 48
+/// keeps Python's bracket nesting well under CPython's parser limit of 200 and the lowering
+/// stack small.
+pub(crate) const MAX_SDK_SCHEMA_DEPTH: usize = 48;
+
+/// Deepest JSON value that crosses the code-runtime protocol, either way (public as
+/// `code_runtime::frame::MAX_DEPTH`): programs build deep values. Deeper values are rejected
+/// where they are made: in the child before sending, in the host before replying, and dropped
+/// as junk when they arrive anyway.
+#[cfg(feature = "code-mode")]
+pub const MAX_FRAME_DEPTH: usize = 4_096;
+
+/// Visits `root` and every value inside it, parents before children, each with its level (the
+/// root is level 1, its children level 2), until `visit` breaks. The stack holds one iterator
+/// per open level: a flat value allocates nothing.
+pub(crate) fn walk<'a, B>(
+    root: &'a Value,
+    mut visit: impl FnMut(&'a Value, usize) -> ControlFlow<B>,
+) -> ControlFlow<B> {
+    visit(root, 1)?;
+    let Some(mut current) = Children::of(root) else {
+        return ControlFlow::Continue(());
+    };
+    let mut open: Vec<Children<'a>> = Vec::new();
+    loop {
+        match current.next() {
+            Some(child) => {
+                visit(child, open.len() + 2)?;
+                if let Some(inner) = Children::of(child) {
+                    open.push(std::mem::replace(&mut current, inner));
+                }
+            }
+            None => match open.pop() {
+                Some(parent) => current = parent,
+                None => return ControlFlow::Continue(()),
+            },
+        }
+    }
+}
+
+/// Whether an array or object sits deeper than `limit` levels in `value`.
+pub(crate) fn deeper_than(value: &Value, limit: usize) -> bool {
+    walk(value, |node, level| {
+        if level > limit && is_container(node) {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
+        }
+    })
+    .is_break()
+}
+
+fn is_container(value: &Value) -> bool {
+    matches!(value, Value::Array(_) | Value::Object(_))
+}
+
+/// The children of an array or object.
+enum Children<'a> {
+    Items(std::slice::Iter<'a, Value>),
+    Entries(serde_json::map::Values<'a>),
+}
+
+impl<'a> Children<'a> {
+    fn of(value: &'a Value) -> Option<Self> {
+        match value {
+            Value::Array(items) => Some(Children::Items(items.iter())),
+            Value::Object(map) => Some(Children::Entries(map.values())),
+            _ => None,
+        }
+    }
+}
+
+impl<'a> Iterator for Children<'a> {
+    type Item = &'a Value;
+
+    fn next(&mut self) -> Option<&'a Value> {
+        match self {
+            Children::Items(items) => items.next(),
+            Children::Entries(entries) => entries.next(),
+        }
+    }
+}
+
+/// Drops a value without recursion. serde_json's own `Drop` recurses once per nesting level,
+/// which a hostile, deeply nested value turns into a stack overflow.
+pub(crate) fn dismantle(value: Value) {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.into_iter().map(|(_, item)| item)),
+            _ => {}
+        }
+    }
+}
+
+/// The deepest bracket nesting of JSON text, ignoring brackets inside strings: one pass, no
+/// allocation, so it can measure text before anything parses it.
+#[cfg(any(feature = "mcp", feature = "code-mode"))]
+pub(crate) fn text_depth(text: &[u8]) -> usize {
+    let (mut depth, mut deepest) = (0usize, 0usize);
+    let (mut in_string, mut escaped) = (false, false);
+    for &byte in text {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+            continue;
+        }
+        match byte {
+            b'"' => in_string = true,
+            b'[' | b'{' => {
+                depth += 1;
+                deepest = deepest.max(depth);
+            }
+            b']' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    deepest
+}
+
+/// Parses one JSON text without serde_json's recursion limit, growing the stack as it goes
+/// (`serde_stacker`); `None` unless it is exactly one JSON value. The caller bounds the depth
+/// ([`text_depth`]) and drops the value without recursion or on a big enough stack.
+#[cfg(any(feature = "mcp", feature = "code-mode"))]
+pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
+    de.end().ok()?;
+    Some(value)
+}
 
 /// Compact JSON text of `value`, built without recursion. With `sort_keys`, object keys are
 /// deep-sorted in UTF-16 code-unit order (JavaScript's default sort; REFERENCE §3.2 canonical
@@ -93,5 +261,42 @@ mod tests {
     fn unsorted_keeps_insertion_order() {
         let value = serde_json::json!({"b": 1, "a": 2});
         assert_eq!(compact(&value, false), r#"{"b":1,"a":2}"#);
+    }
+
+    #[test]
+    fn levels_count_nested_containers() {
+        let value = serde_json::json!({"a": [1, {"b": []}], "c": "x"});
+        let mut levels = Vec::new();
+        let _ = walk(&value, |node, level| {
+            levels.push((node.is_array() || node.is_object(), level));
+            ControlFlow::<()>::Continue(())
+        });
+        assert_eq!(
+            levels.iter().filter(|(c, _)| *c).map(|(_, l)| *l).max(),
+            Some(4)
+        );
+        assert_eq!(levels.len(), 6);
+        assert!(deeper_than(&value, 3) && !deeper_than(&value, 4));
+        assert!(!deeper_than(&serde_json::json!([1, 2, "flat"]), 1));
+    }
+
+    #[test]
+    fn deep_values_are_walked_and_dropped_without_recursion() {
+        let mut value = Value::Null;
+        for _ in 0..100_000 {
+            value = Value::Array(vec![value]);
+        }
+        assert!(deeper_than(&value, 99_999) && !deeper_than(&value, 100_000));
+        dismantle(value);
+    }
+
+    #[cfg(any(feature = "mcp", feature = "code-mode"))]
+    #[test]
+    fn text_depth_ignores_brackets_in_strings() {
+        assert_eq!(text_depth(br#"{"a": [1, {"b": "[[[{{"}]}"#), 3);
+        assert_eq!(text_depth(br#"{"a": "\"[["}"#), 1);
+        assert_eq!(text_depth(b"7"), 0);
+        assert!(parse_unbounded(b"[1] 2").is_none());
+        assert_eq!(parse_unbounded(b" [1] "), Some(serde_json::json!([1])));
     }
 }

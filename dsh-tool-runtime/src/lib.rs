@@ -62,7 +62,7 @@ pub use result::{
 };
 pub use schedule::{BatchOptions, ExecutionMode};
 pub use scope::{AgentId, AgentScope, Filter, Mode};
-/// The cancellation token every call carries (re-exported so callers need no `tokio-util`).
+/// The type of the cancellation signal every call carries (re-exported so callers need no `tokio-util`).
 pub use tokio_util::sync::CancellationToken;
 pub use tool::{
     FinalizeContentHook, PresentResultHook, PresentationMetaHook, RenderHook, Tool, ToolArgs,

@@ -16,12 +16,8 @@ use regex::Regex;
 use serde_json::Value;
 
 use crate::error::ErrorCode;
+use crate::json::{MAX_VALUE_DEPTH, deeper_than};
 use crate::result::ToolFailure;
-
-/// Arguments nested deeper than this many levels are refused before any recursive code (clone,
-/// validation, deserialization, drop) touches them. serde_json's own parser stops at 128, so
-/// arguments parsed from model text never come near it.
-pub const MAX_ARGUMENT_DEPTH: usize = 256;
 
 /// A compiled parameters or output schema.
 pub struct SchemaValidator {
@@ -521,34 +517,13 @@ fn render_error(
     }
 }
 
-/// Refuses values nested deeper than [`MAX_ARGUMENT_DEPTH`], measured without recursion, so that
+/// Refuses values nested deeper than [`MAX_VALUE_DEPTH`], measured without recursion, so that
 /// no later recursive walk (validation, deserialization) can overflow the stack.
 pub fn depth_violation(value: &Value, root: &str) -> Option<String> {
-    // Only nested containers are pushed, so flat arguments (the common case) allocate nothing.
-    fn push_children<'a>(node: &'a Value, depth: usize, stack: &mut Vec<(&'a Value, usize)>) {
-        let nested = |item: &&Value| matches!(item, Value::Array(_) | Value::Object(_));
-        match node {
-            Value::Array(items) => {
-                stack.extend(items.iter().filter(nested).map(|item| (item, depth)))
-            }
-            Value::Object(map) => {
-                stack.extend(map.values().filter(nested).map(|item| (item, depth)))
-            }
-            _ => {}
-        }
-    }
-    let mut stack = Vec::new();
-    push_children(value, 2, &mut stack);
-    while let Some((node, depth)) = stack.pop() {
-        if depth > MAX_ARGUMENT_DEPTH {
-            let name = if root.is_empty() { "arguments" } else { root };
-            return Some(format!(
-                "\"{name}\" is nested deeper than {MAX_ARGUMENT_DEPTH} levels"
-            ));
-        }
-        push_children(node, depth + 1, &mut stack);
-    }
-    None
+    deeper_than(value, MAX_VALUE_DEPTH).then(|| {
+        let name = if root.is_empty() { "arguments" } else { root };
+        format!("\"{name}\" is nested deeper than {MAX_VALUE_DEPTH} levels")
+    })
 }
 
 /// Keywords a schema may show that deserializing into a Rust type does not enforce.
@@ -711,18 +686,5 @@ pub fn check_pattern(name: &str, value: &str, pattern: &'static str, out: &mut V
     match regex {
         Some(regex) if regex.is_match(value) => {}
         _ => out.push(format!("\"{name}\" must match the pattern \"{pattern}\"")),
-    }
-}
-
-/// Drops a value without recursion. serde_json's own `Drop` recurses once per nesting level,
-/// which a hostile, deeply nested value turns into a stack overflow.
-pub fn dismantle(value: Value) {
-    let mut stack = vec![value];
-    while let Some(node) = stack.pop() {
-        match node {
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.into_iter().map(|(_, item)| item)),
-            _ => {}
-        }
     }
 }

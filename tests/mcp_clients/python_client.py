@@ -1,5 +1,5 @@
 """Drives `dsh-tools serve` over stdio with the official Python MCP SDK client (`mcp`, pinned in
-.ci/tools/requirements.txt). Run by tests/mcp_serve.rs; exits non-zero with the failed check.
+.ci/tools/requirements.txt). Run by tests/mcp/serve.rs; exits non-zero with the failed check.
 
     python_client.py SCENARIO DSH_TOOLS ROOT|SERVER_COMMAND [EVENTS_PATH]
 

@@ -1,6 +1,6 @@
 // Drives `dsh-tools serve --http` with the official TypeScript MCP SDK client
 // (`@modelcontextprotocol/sdk`, pinned in .ci/tools/package.json) over streamable HTTP.
-// Run by tests/mcp_serve.rs: node ts_client.mjs NODE_MODULES URL. Exits non-zero on a failed check.
+// Run by tests/mcp/serve.rs: node ts_client.mjs NODE_MODULES URL. Exits non-zero on a failed check.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 

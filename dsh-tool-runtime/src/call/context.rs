@@ -42,7 +42,7 @@ impl ToolExec {
         }
     }
 
-    /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh token.
+    /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh signal.
     pub fn detached(tool_name: impl Into<String>) -> Self {
         ToolExec::new(Arc::new(ToolCallView {
             call_id: "test".to_owned(),

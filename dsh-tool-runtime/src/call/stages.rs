@@ -24,11 +24,12 @@ use crate::hooks::{
     PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, ResultObserver,
     ToolCallView,
 };
+use crate::json::dismantle;
 use crate::presentation::ResultView;
 use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
 use crate::scope::{Layer, Mode, State};
-use crate::validate::{depth_violation, dismantle, invalid_args};
+use crate::validate::{depth_violation, invalid_args};
 
 /// Hooks that apply to one call, in registration order, snapshotted when the call starts.
 #[derive(Default)]
@@ -394,15 +395,15 @@ impl Registry {
             Stage::Dispatch => {}
         }
         let view = prepared.view.clone();
-        let caller = view.signal.clone();
+        let caller_signal = view.signal.clone();
         if prepared.hooks.wrappers.is_empty() {
             let invoked = prepared.body_invoked.clone();
             let mut result = self
                 .run_body(
                     &view,
                     &prepared.exec,
-                    &caller,
-                    caller.clone(),
+                    &caller_signal,
+                    caller_signal.clone(),
                     false,
                     &invoked,
                     &prepared.result_view,
@@ -427,14 +428,14 @@ impl Registry {
             let exec = exec.clone();
             let body_invoked = body_invoked.clone();
             let result_view = result_view.clone();
-            let caller = view.signal.clone();
+            let caller_signal = view.signal.clone();
             let base_slot = base_slot.clone();
             Box::pin(async move {
                 let result = registry
                     .run_body(
                         &view,
                         &exec,
-                        &caller,
+                        &caller_signal,
                         signal,
                         replaced,
                         &body_invoked,
@@ -456,7 +457,7 @@ impl Registry {
             wrappers: Arc::from(prepared.hooks.wrappers.clone()),
             index: 0,
             context,
-            signal: caller.clone(),
+            signal: caller_signal.clone(),
             replaced: false,
             base,
         };
@@ -559,14 +560,14 @@ impl Registry {
         &self,
         view: &ToolCallView,
         exec: &ToolExec,
-        caller: &CancellationToken,
+        caller_signal: &CancellationToken,
         signal: CancellationToken,
         replaced: bool,
         body_invoked: &AtomicBool,
         result_view: &Mutex<Option<ResultView>>,
     ) -> ToolResult {
         // The body sees the caller's signal fused with whatever a wrapper installed.
-        let (fused, forwarder) = fuse(caller, signal, replaced);
+        let (fused, forwarder) = fuse(caller_signal, signal, replaced);
         if fused.is_cancelled() {
             return aborted(false);
         }
@@ -754,29 +755,29 @@ impl Registry {
     }
 }
 
-/// A token cancelled when either `caller` or `installed` is. Without a replacement `installed` is
-/// the caller's own token and no task is needed; otherwise a small forwarder task runs until the
-/// body settles.
+/// A signal cancelled when either `caller_signal` or `installed` is. Without a replacement
+/// `installed` is the caller's own signal and no task is needed; otherwise a small forwarder
+/// task runs until the body settles.
 fn fuse(
-    caller: &CancellationToken,
+    caller_signal: &CancellationToken,
     installed: CancellationToken,
     replaced: bool,
 ) -> (CancellationToken, Option<CancellationToken>) {
-    // The body gets a child, never the caller's own token: cancelling it must not reach the
+    // The body gets a child, never the caller's own signal: cancelling it must not reach the
     // caller (or a batch's other calls).
     if !replaced {
         return (installed.child_token(), None);
     }
     let fused = installed.child_token();
     let stop = CancellationToken::new();
-    let (caller, target, stop_signal) = (caller.clone(), fused.clone(), stop.clone());
-    if caller.is_cancelled() {
+    let (caller_signal, target, stop_signal) = (caller_signal.clone(), fused.clone(), stop.clone());
+    if caller_signal.is_cancelled() {
         fused.cancel();
         return (fused, None);
     }
     tokio::spawn(async move {
         tokio::select! {
-            _ = caller.cancelled() => target.cancel(),
+            _ = caller_signal.cancelled() => target.cancel(),
             _ = stop_signal.cancelled() => {}
         }
     });

@@ -13,15 +13,14 @@
 //! else. Nothing it is fed can make it panic, allocate beyond its bound, or recurse without a
 //! bound.
 
-use serde::Deserialize;
+use std::ops::ControlFlow;
+
 use serde_json::Value;
 
 use super::FailureKind;
+use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth, walk};
 
-/// The deepest JSON value (arrays and objects nested in each other) that crosses the protocol,
-/// either way. Deeper values are rejected where they are made: in the child before sending, in
-/// the host before replying, and dropped as junk when they arrive anyway.
-pub const MAX_DEPTH: usize = 4_096;
+pub use crate::json::MAX_FRAME_DEPTH as MAX_DEPTH;
 
 /// Largest integer a call id may be: ids are JavaScript numbers, exact up to 2^53 − 1.
 const MAX_CALL_ID: u64 = (1 << 53) - 1;
@@ -220,8 +219,9 @@ const DECODE_ALLOWANCE: usize = 1 << 20;
 /// child-reportable kind. Unknown extra keys are ignored; the frame is rebuilt from the known
 /// ones. A done carrying both `value` and `error` counts as the error.
 pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
-    let depth = nesting_depth(line)?;
-    if depth > MAX_DEPTH + 1 {
+    std::str::from_utf8(line).ok()?;
+    let depth = text_depth(line);
+    if depth > MAX_FRAME_DEPTH + 1 {
         return None;
     }
     // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
@@ -229,7 +229,7 @@ pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
         if decoded_size(line)? > line.len().saturating_mul(4) + DECODE_ALLOWANCE {
             return Some(too_costly(line));
         }
-        let root = parse(line)?;
+        let root = parse_unbounded(line)?;
         rebuild(root)
     })
 }
@@ -303,35 +303,6 @@ fn decoded_size(line: &[u8]) -> Option<usize> {
     Some(cost.0 + std::mem::size_of::<Value>())
 }
 
-/// The bracket nesting depth of JSON text, ignoring brackets inside strings; `None` for text
-/// that is not UTF-8. Quadratic blow-ups are impossible: one pass, no allocation.
-pub(crate) fn nesting_depth(line: &[u8]) -> Option<usize> {
-    std::str::from_utf8(line).ok()?;
-    let (mut depth, mut max) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &b in line {
-        if in_string {
-            match (escaped, b) {
-                (true, _) => escaped = false,
-                (false, b'\\') => escaped = true,
-                (false, b'"') => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match b {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                max = max.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    Some(max)
-}
-
 /// Runs `f` on a stack sized for values `depth` levels deep.
 pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
     if depth <= 64 {
@@ -339,14 +310,6 @@ pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
     } else {
         stacker::maybe_grow(depth * 1024 + (256 << 10), depth * 2048 + (1 << 20), f)
     }
-}
-
-pub(crate) fn parse(line: &[u8]) -> Option<Value> {
-    let mut de = serde_json::Deserializer::from_slice(line);
-    de.disable_recursion_limit();
-    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
-    de.end().ok()?;
-    Some(value)
 }
 
 fn rebuild(root: Value) -> Option<ChildFrame> {
@@ -419,30 +382,27 @@ pub(crate) enum Unfit {
 
 /// Checks that `value` is lossless and at most [`MAX_DEPTH`] deep; returns its depth. Iterative.
 pub(crate) fn inspect(value: &Value) -> Result<usize, Unfit> {
-    let mut max = 0;
-    let mut stack = vec![(value, 0usize)];
-    while let Some((v, depth)) = stack.pop() {
-        match v {
-            Value::Number(n)
-                if n.is_f64() && n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) =>
-            {
-                return Err(Unfit::Lossy);
-            }
-            Value::Array(items) => {
-                max = max.max(depth + 1);
-                stack.extend(items.iter().map(|i| (i, depth + 1)));
-            }
-            Value::Object(map) => {
-                max = max.max(depth + 1);
-                stack.extend(map.values().map(|i| (i, depth + 1)));
-            }
-            _ => {}
+    let mut deepest = 0;
+    let unfit = walk(value, |node, level| match node {
+        Value::Number(n)
+            if n.is_f64() && n.as_f64().is_some_and(|f| f == 0.0 && f.is_sign_negative()) =>
+        {
+            ControlFlow::Break(Unfit::Lossy)
         }
-        if max > MAX_DEPTH {
-            return Err(Unfit::TooDeep);
+        Value::Array(_) | Value::Object(_) => {
+            deepest = deepest.max(level);
+            if level > MAX_FRAME_DEPTH {
+                ControlFlow::Break(Unfit::TooDeep)
+            } else {
+                ControlFlow::Continue(())
+            }
         }
+        _ => ControlFlow::Continue(()),
+    });
+    match unfit {
+        ControlFlow::Break(unfit) => Err(unfit),
+        ControlFlow::Continue(()) => Ok(deepest),
     }
-    Ok(max)
 }
 
 /// Appends `value` as compact JSON, on a stack sized for its `depth`.
@@ -578,8 +538,8 @@ mod tests {
     fn bounds_depth() {
         let ok = format!(
             r#"{{"type":"done","value":{}1{}}}"#,
-            "[".repeat(MAX_DEPTH),
-            "]".repeat(MAX_DEPTH)
+            "[".repeat(MAX_FRAME_DEPTH),
+            "]".repeat(MAX_FRAME_DEPTH)
         );
         assert!(matches!(
             decode(&ok),
@@ -587,8 +547,8 @@ mod tests {
         ));
         let deep = format!(
             r#"{{"type":"done","value":{}1{}}}"#,
-            "[".repeat(MAX_DEPTH + 1),
-            "]".repeat(MAX_DEPTH + 1)
+            "[".repeat(MAX_FRAME_DEPTH + 1),
+            "]".repeat(MAX_FRAME_DEPTH + 1)
         );
         assert_eq!(decode(&deep), None);
         let huge = "[".repeat(1 << 20);

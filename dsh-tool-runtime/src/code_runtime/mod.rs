@@ -15,13 +15,6 @@
 //! contract follows the DSH code-runtime service
 //! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
 
-// The subprocess runtimes contain children with Linux facilities (rlimits, /proc accounting,
-// Landlock, seccomp); say so instead of failing on a missing type elsewhere.
-#[cfg(not(target_os = "linux"))]
-compile_error!(
-    "the `code-mode` feature of dsh-tools builds on Linux only; elsewhere use `default-features = false, features = [\"mcp\"]`"
-);
-
 mod budget;
 #[cfg(feature = "embedded-js")]
 mod embedded;
@@ -246,7 +239,7 @@ pub struct RunRequest {
     /// Serves the bindings' calls. Without one every call rejects with
     /// `no binding dispatcher installed`.
     pub dispatch: Option<BindingDispatch>,
-    /// Cancelling it settles the run as [`FailureKind::Abort`]; a token cancelled before the run
+    /// Cancelling it settles the run as [`FailureKind::Abort`]; a signal cancelled before the run
     /// starts spawns nothing.
     pub signal: CancellationToken,
 }

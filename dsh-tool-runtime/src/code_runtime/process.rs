@@ -1,9 +1,11 @@
 //! Child processes: spawning one contained interpreter, measuring the CPU time and memory of
 //! its process tree, killing the tree.
+//!
+//! Measuring a tree reads `/proc` (Linux); elsewhere the readings are absent.
 
 use std::ffi::OsString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, BorrowedFd, OwnedFd};
 use std::path::PathBuf;
 use std::process::Stdio;
 
@@ -110,7 +112,8 @@ impl Worker {
             .kill_on_drop(true);
         // SAFETY: the closure runs in the forked child before exec and only makes
         // async-signal-safe calls (fcntl, dup2, setrlimit, prctl and the sandbox's syscalls) on
-        // values prepared before the fork.
+        // values prepared before the fork; the two raw descriptors stay open in the parent
+        // until after the spawn.
         unsafe {
             command.pre_exec(move || {
                 // First, while the ruleset's descriptor cannot have been replaced by the
@@ -118,10 +121,14 @@ impl Worker {
                 confinement.apply()?;
                 // Move both ends above the target numbers first, so that placing one cannot
                 // close the other.
-                let w = cvt(libc::fcntl(child_write_raw, libc::F_DUPFD_CLOEXEC, 10))?;
-                let r = cvt(libc::fcntl(child_read_raw, libc::F_DUPFD_CLOEXEC, 10))?;
-                cvt(libc::dup2(w, CHILD_WRITE_FD))?;
-                cvt(libc::dup2(r, CHILD_READ_FD))?;
+                let w =
+                    rustix::io::fcntl_dupfd_cloexec(BorrowedFd::borrow_raw(child_write_raw), 10)?;
+                let r =
+                    rustix::io::fcntl_dupfd_cloexec(BorrowedFd::borrow_raw(child_read_raw), 10)?;
+                // Raw dup2: rustix's wants the target as an `OwnedFd`, and fds 3 and 4 are not
+                // owned by anything in the child.
+                cvt(libc::dup2(w.as_raw_fd(), CHILD_WRITE_FD))?;
+                cvt(libc::dup2(r.as_raw_fd(), CHILD_READ_FD))?;
                 set_limit(Resource::Core, 0)?;
                 set_limit(Resource::Cpu, cpu_seconds)?;
                 let resource = match memory_kind {
@@ -131,7 +138,8 @@ impl Worker {
                 set_limit(resource, memory_bytes)?;
                 // Orphaned descendants are re-parented to the interpreter instead of init, so
                 // the tree stays whole for accounting and for the kill at settle.
-                rustix::process::set_child_subreaper(rustix::process::Pid::from_raw(1))?;
+                #[cfg(target_os = "linux")]
+                rustix::process::set_child_subreaper(Pid::from_raw(1))?;
                 Ok(())
             });
         }

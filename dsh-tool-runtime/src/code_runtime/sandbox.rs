@@ -5,16 +5,22 @@
 //! Everything that allocates (the Landlock ruleset with its path rules, the BPF program) is
 //! built in the host before the fork; the child only makes plain syscalls on what it inherited
 //! ([`Confinement::apply`]), which is all that is safe between `fork` and `exec`.
+//!
+//! Landlock and seccomp are Linux facilities. Elsewhere the sandbox is unavailable:
+//! [`Sandbox::Enforce`] fails with [`CodeRuntimeError::SandboxUnavailable`] and
+//! [`Sandbox::Auto`] runs the child unconfined and says so in [`SandboxStatus::missing`].
 
-use std::collections::BTreeMap;
 use std::io;
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+#[cfg(target_os = "linux")]
+use std::{collections::BTreeMap, sync::Arc};
 
+#[cfg(target_os = "linux")]
 use landlock::{
     ABI, Access, AccessFs, AccessNet, BitFlags, CompatLevel, Compatible, PathBeneath, PathFd,
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
+#[cfg(target_os = "linux")]
 use seccompiler::{
     BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
     SeccompRule, TargetArch,
@@ -90,9 +96,12 @@ impl SandboxStatus {
 }
 
 /// Landlock ABI version of the running kernel, from `landlock_create_ruleset(2)`'s version query.
+#[cfg(target_os = "linux")]
 fn kernel_landlock_abi() -> u32 {
     const LANDLOCK_CREATE_RULESET_VERSION: libc::c_uint = 1;
-    // SAFETY: the version query takes no attribute pointer and creates no descriptor.
+    // Raw syscall: the landlock crate reports the kernel's ABI only after `restrict_self`, and
+    // rustix has no Landlock calls. SAFETY: the version query takes no attribute pointer and
+    // creates no descriptor.
     let v = unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,
@@ -104,9 +113,35 @@ fn kernel_landlock_abi() -> u32 {
     u32::try_from(v).unwrap_or(0)
 }
 
+/// Whether the kernel has seccomp: `PR_GET_SECCOMP` fails with `EINVAL` without it.
+#[cfg(target_os = "linux")]
 fn seccomp_available() -> bool {
-    // SAFETY: a read-only query of the calling thread's seccomp mode.
-    unsafe { libc::prctl(libc::PR_GET_SECCOMP, 0, 0, 0, 0) >= 0 }
+    rustix::thread::secure_computing_mode().is_ok()
+}
+
+/// What the sandbox names as missing where the OS has neither Landlock nor seccomp.
+#[cfg(any(not(target_os = "linux"), test))]
+const UNAVAILABLE_ON_THIS_OS: &str =
+    "Landlock and seccomp (sandbox unavailable on this OS: they are Linux-only)";
+
+/// What `mode` gives on an OS without Landlock and seccomp: nothing.
+///
+/// # Errors
+///
+/// [`CodeRuntimeError::SandboxUnavailable`] under [`Sandbox::Enforce`].
+#[cfg(any(not(target_os = "linux"), test))]
+fn without_os_sandbox(mode: Sandbox) -> Result<SandboxStatus, CodeRuntimeError> {
+    if mode == Sandbox::Enforce {
+        return Err(CodeRuntimeError::SandboxUnavailable(
+            UNAVAILABLE_ON_THIS_OS.to_owned(),
+        ));
+    }
+    let mut status = decide(Sandbox::Off, 0, false)?;
+    status.mode = mode;
+    if mode == Sandbox::Auto {
+        status.missing.push(UNAVAILABLE_ON_THIS_OS.to_owned());
+    }
+    Ok(status)
 }
 
 /// What `mode` gives on a kernel with Landlock ABI `abi` and (or without) seccomp.
@@ -157,13 +192,51 @@ fn decide(mode: Sandbox, abi: u32, seccomp: bool) -> Result<SandboxStatus, CodeR
 pub(crate) struct Plan {
     status: SandboxStatus,
     /// Files and directories the child may read (beneath).
+    #[cfg(target_os = "linux")]
     read: Vec<PathBuf>,
     /// The only files the child may execute: the interpreter and the ELF loader the kernel
     /// starts it with.
+    #[cfg(target_os = "linux")]
     executables: Vec<PathBuf>,
+    #[cfg(target_os = "linux")]
     filter: Option<Arc<Vec<BpfProgram>>>,
 }
 
+#[cfg(not(target_os = "linux"))]
+impl Plan {
+    /// No OS sandbox here: [`Sandbox::Enforce`] is refused, anything else runs unconfined.
+    pub(crate) fn new(
+        mode: Sandbox,
+        _interpreter: &Path,
+        _libraries: &[PathBuf],
+    ) -> Result<Plan, CodeRuntimeError> {
+        Ok(Plan {
+            status: without_os_sandbox(mode)?,
+        })
+    }
+
+    pub(crate) fn status(&self) -> &SandboxStatus {
+        &self.status
+    }
+
+    /// Nothing to prepare: the child is not confined.
+    pub(crate) fn prepare(&self, _scratch: &Path) -> io::Result<Confinement> {
+        Ok(Confinement)
+    }
+}
+
+/// What one child applies to itself between `fork` and `exec`: nothing on this OS.
+#[cfg(not(target_os = "linux"))]
+pub(crate) struct Confinement;
+
+#[cfg(not(target_os = "linux"))]
+impl Confinement {
+    pub(crate) fn apply(&mut self) -> io::Result<()> {
+        Ok(())
+    }
+}
+
+#[cfg(target_os = "linux")]
 impl Plan {
     /// Decides the plan for `interpreter` whose libraries live under `libraries`.
     pub(crate) fn new(
@@ -285,6 +358,7 @@ impl Plan {
 
 /// The program interpreter (`PT_INTERP`, e.g. `/lib64/ld-linux-x86-64.so.2`) of a 64-bit
 /// little-endian ELF executable; `None` for a static or non-ELF file.
+#[cfg(target_os = "linux")]
 fn elf_loader(executable: &Path) -> Option<PathBuf> {
     let bytes = std::fs::read(executable).ok()?;
     let u16_at = |at: usize| Some(u16::from_le_bytes(bytes.get(at..at + 2)?.try_into().ok()?));
@@ -310,6 +384,7 @@ fn elf_loader(executable: &Path) -> Option<PathBuf> {
 }
 
 /// What one child applies to itself between `fork` and `exec`.
+#[cfg(target_os = "linux")]
 #[derive(Default)]
 pub(crate) struct Confinement {
     ruleset: Option<RulesetCreated>,
@@ -317,6 +392,7 @@ pub(crate) struct Confinement {
     active: bool,
 }
 
+#[cfg(target_os = "linux")]
 impl Confinement {
     /// Confines the calling (forked, single-threaded) process: drops every capability, sets
     /// `no_new_privs`, restricts itself with the Landlock ruleset and installs the seccomp
@@ -328,10 +404,7 @@ impl Confinement {
             return Ok(());
         }
         drop_capabilities()?;
-        // SAFETY: plain prctl without pointers.
-        if unsafe { libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
+        rustix::thread::set_no_new_privs(true)?;
         if let Some(ruleset) = self.ruleset.take() {
             ruleset
                 .restrict_self()
@@ -346,49 +419,27 @@ impl Confinement {
 
 /// Empties the bounding, ambient, inheritable, permitted and effective capability sets, so a
 /// child of a root host holds no privilege over the machine even before exec.
+///
+/// rustix makes these calls directly (no allocation, no lock): safe between `fork` and `exec`.
+#[cfg(target_os = "linux")]
 fn drop_capabilities() -> io::Result<()> {
-    #[repr(C)]
-    struct Header {
-        version: u32,
-        pid: i32,
-    }
-    #[repr(C)]
-    #[derive(Clone, Copy)]
-    struct Data {
-        effective: u32,
-        permitted: u32,
-        inheritable: u32,
-    }
-    const LINUX_CAPABILITY_VERSION_3: u32 = 0x2008_0522;
+    use rustix::thread::{CapabilitySet, CapabilitySets};
     for cap in 0..64 {
-        // SAFETY: plain prctl; EINVAL past the last capability, EPERM without CAP_SETPCAP
-        // (then there is nothing to drop from the bounding set anyway).
-        unsafe { libc::prctl(libc::PR_CAPBSET_DROP, cap, 0, 0, 0) };
+        // EINVAL past the last capability, EPERM without CAP_SETPCAP (then there is nothing to
+        // drop from the bounding set anyway).
+        let _ = rustix::thread::remove_capability_from_bounding_set(
+            CapabilitySet::from_bits_retain(1 << cap),
+        );
     }
-    // SAFETY: plain prctl.
-    unsafe {
-        libc::prctl(
-            libc::PR_CAP_AMBIENT,
-            libc::PR_CAP_AMBIENT_CLEAR_ALL,
-            0,
-            0,
-            0,
-        )
-    };
-    let mut header = Header {
-        version: LINUX_CAPABILITY_VERSION_3,
-        pid: 0,
-    };
-    let data = [Data {
-        effective: 0,
-        permitted: 0,
-        inheritable: 0,
-    }; 2];
-    // SAFETY: header and data are valid for capset's v3 layout (two data words).
-    let rc = unsafe { libc::syscall(libc::SYS_capset, &mut header, data.as_ptr()) };
-    if rc != 0 {
-        return Err(io::Error::last_os_error());
-    }
+    let _ = rustix::thread::clear_ambient_capability_set();
+    rustix::thread::set_capabilities(
+        None,
+        CapabilitySets {
+            effective: CapabilitySet::empty(),
+            permitted: CapabilitySet::empty(),
+            inheritable: CapabilitySet::empty(),
+        },
+    )?;
     Ok(())
 }
 
@@ -397,9 +448,13 @@ fn drop_capabilities() -> io::Result<()> {
 /// (`socket` ⇒ `EACCES`; `socketpair` stays for event loops' self-pipes), no `io_uring` (it
 /// would bypass the filter; libuv falls back on `ENOSYS`), and none of the calls that change
 /// namespaces, mounts, kernel state or trace other processes.
+///
+/// Syscall numbers come from `libc`'s tables: neither rustix nor seccompiler exports them.
+#[cfg(target_os = "linux")]
 fn build_filter() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
     let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    let eperm = libc::EPERM as u32;
+    let errno = |e: rustix::io::Errno| e.raw_os_error() as u32;
+    let eperm = errno(rustix::io::Errno::PERM);
     let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
     let clone_without_thread = SeccompRule::new(vec![SeccompCondition::new(
         0,
@@ -440,9 +495,13 @@ fn build_filter() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
     }
     let mut errno_rules: BTreeMap<i64, (u32, Vec<SeccompRule>)> =
         rules.into_iter().map(|(nr, r)| (nr, (eperm, r))).collect();
-    errno_rules.insert(libc::SYS_clone3, (libc::ENOSYS as u32, Vec::new()));
-    errno_rules.insert(libc::SYS_io_uring_setup, (libc::ENOSYS as u32, Vec::new()));
-    errno_rules.insert(libc::SYS_socket, (libc::EACCES as u32, Vec::new()));
+    let enosys = errno(rustix::io::Errno::NOSYS);
+    errno_rules.insert(libc::SYS_clone3, (enosys, Vec::new()));
+    errno_rules.insert(libc::SYS_io_uring_setup, (enosys, Vec::new()));
+    errno_rules.insert(
+        libc::SYS_socket,
+        (errno(rustix::io::Errno::ACCESS), Vec::new()),
+    );
     // One seccompiler filter has one match action: one filter per errno. The kernel runs every
     // installed filter and takes the most restrictive answer.
     let mut by_errno: BTreeMap<u32, BTreeMap<i64, Vec<SeccompRule>>> = BTreeMap::new();
@@ -496,6 +555,23 @@ mod tests {
     }
 
     #[test]
+    fn without_an_os_sandbox_enforce_fails_and_auto_says_so() {
+        let err = without_os_sandbox(Sandbox::Enforce).unwrap_err();
+        assert!(
+            err.to_string()
+                .contains("sandbox unavailable on this OS: they are Linux-only"),
+            "{err}"
+        );
+        let auto = without_os_sandbox(Sandbox::Auto).unwrap();
+        assert_eq!(auto.mode, Sandbox::Auto);
+        assert!(!auto.is_active());
+        assert_eq!(auto.missing, [UNAVAILABLE_ON_THIS_OS]);
+        let off = without_os_sandbox(Sandbox::Off).unwrap();
+        assert!(!off.is_active() && off.missing.is_empty());
+    }
+
+    #[cfg(target_os = "linux")]
+    #[test]
     fn the_filter_compiles_for_this_machine() {
         let filters = build_filter().unwrap();
         assert_eq!(
@@ -506,6 +582,7 @@ mod tests {
         assert!(filters.iter().all(|f| !f.is_empty()));
     }
 
+    #[cfg(target_os = "linux")]
     #[test]
     fn the_elf_loader_is_found() {
         let loader = elf_loader(Path::new("/proc/self/exe"));

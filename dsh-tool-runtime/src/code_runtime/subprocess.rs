@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::budget::TreeBudget;
-use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
+use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, Unfit};
 use super::ledger::{OutputLedger, failure_outcome};
 use super::names::validate_namespaces;
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
@@ -30,6 +30,7 @@ use super::{
     BindingCall, BindingError, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind,
     Isolation, RunOutcome, RunRequest,
 };
+use crate::json::MAX_FRAME_DEPTH;
 use crate::sdk::Language;
 
 static NODE_BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
@@ -812,7 +813,7 @@ impl<'r> Session<'r> {
                 }
                 Err(Unfit::TooDeep) => frame::reply_err(
                     id,
-                    &format!("binding resolution nests deeper than {MAX_DEPTH} levels"),
+                    &format!("binding resolution nests deeper than {MAX_FRAME_DEPTH} levels"),
                 ),
             },
             Err(error) => frame::reply_failure(id, &error.message, error.code.as_deref()),
@@ -914,7 +915,7 @@ fn run_frame(program: &str, request: &RunRequest, cap: u64, max_frame_bytes: u64
         "namespaces": namespaces,
         "maxOutputBytes": cap,
         "maxFrameBytes": max_frame_bytes,
-        "maxDepth": MAX_DEPTH,
+        "maxDepth": MAX_FRAME_DEPTH,
     }))
     .unwrap_or_default();
     out.push(b'\n');

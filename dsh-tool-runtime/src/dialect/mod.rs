@@ -31,10 +31,12 @@ use std::fmt;
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+pub use crate::json::MAX_DIALECT_SCHEMA_DEPTH as MAX_DEPTH;
+use crate::json::MAX_DIALECT_SCHEMA_DEPTH;
 pub use bfcl::bfcl_to_json_schema;
 pub use error::{DialectError, DialectErrorKind};
 pub use normalize::normalize_strict_arguments;
-pub use refs::{MAX_DEPTH, MAX_NODES, MAX_REF_TARGETS};
+pub use refs::{MAX_NODES, MAX_REF_TARGETS};
 
 use error::Path;
 use keywords::{
@@ -108,7 +110,8 @@ impl Dialect {
     /// `$ref`, a non-object root, or (per dialect) something the provider cannot accept — see
     /// [`DialectErrorKind`].
     pub fn transform(self, schema: &Value) -> Result<Value, DialectError> {
-        check_depth(schema, MAX_DEPTH).map_err(|(path, kind)| path.error(self, kind))?;
+        check_depth(schema, MAX_DIALECT_SCHEMA_DEPTH)
+            .map_err(|(path, kind)| path.error(self, kind))?;
         check_keywords(schema).map_err(|(path, kind)| path.error(self, kind))?;
         let root_error =
             |found: String| Path::default().error(self, DialectErrorKind::RootNotObject { found });

@@ -14,11 +14,8 @@ use super::error::{DialectError, DialectErrorKind, Path};
 use super::keywords::{
     Holds, holds, is_annotation, json_type, last_segment, live_children, resolve_local,
 };
+use crate::json::MAX_DIALECT_SCHEMA_DEPTH;
 
-/// Deepest output the expansion builds, in JSON levels. serde_json refuses to parse text deeper
-/// than 128 levels, so every schema that arrived as JSON text fits; the bound also keeps the
-/// recursive passes far from the stack limit.
-pub const MAX_DEPTH: usize = 128;
 /// Most schema nodes the expansion builds; inlining can grow a schema exponentially.
 pub const MAX_NODES: usize = 100_000;
 /// Most distinct `$ref` targets analysed.
@@ -230,8 +227,13 @@ impl<'a> Expander<'a> {
         depth: usize,
         force_inline: bool,
     ) -> Result<Value, DialectError> {
-        if depth > MAX_DEPTH {
-            return Err(self.error(path, DialectErrorKind::TooDeep { limit: MAX_DEPTH }));
+        if depth > MAX_DIALECT_SCHEMA_DEPTH {
+            return Err(self.error(
+                path,
+                DialectErrorKind::TooDeep {
+                    limit: MAX_DIALECT_SCHEMA_DEPTH,
+                },
+            ));
         }
         self.nodes += 1;
         if self.nodes > MAX_NODES {

@@ -12,7 +12,7 @@ use crate::result::ToolResult;
 
 /// Enforces each tool's own `timeout_ms` as an execute wrapper.
 ///
-/// For a tool that declares a timeout, the body gets a deadline token (a child of the caller's
+/// For a tool that declares a timeout, the body gets a deadline signal (a child of the caller's
 /// signal). If **this** deadline fired, the result is `TOOL_TIMEOUT`
 /// (`tool call timed out after <ms>ms`), whatever the body returned; a caller cancel that came
 /// first stays an ordinary cancel. Tools without a timeout are untouched.

@@ -3,7 +3,7 @@
 //! rmcp parses every JSON-RPC message with serde_json's default recursion limit (128): a
 //! `tools/list` answer holding one 5,000-deep schema would fail (a JSON body) or vanish (an SSE
 //! event), taking every sibling tool with it. Here each SSE event nested deeper than
-//! [`RELAY_DEPTH`] is rewritten like a stdio line ([`flatten`]: parsed without recursion limit,
+//! [`MAX_RELAY_DEPTH`] is rewritten like a stdio line ([`flatten`]: parsed without recursion limit,
 //! too-deep subtrees replaced by a marker), and a `tools/list` whose JSON body rmcp refused is
 //! fetched once more and read the same way. The schema check then refuses that one tool.
 
@@ -20,7 +20,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::stdio::{RELAY_DEPTH, flatten, nesting_depth};
+use super::stdio::flatten;
+use crate::json::{MAX_RELAY_DEPTH, text_depth};
 
 /// The MCP session header (streamable HTTP, 2025-03-26 and later).
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -33,11 +34,11 @@ pub(crate) struct GuardedClient {
     inner: reqwest::Client,
 }
 
-/// Rewrites the data of an SSE event nested deeper than [`RELAY_DEPTH`].
+/// Rewrites the data of an SSE event nested deeper than [`MAX_RELAY_DEPTH`].
 fn guard_event(event: Result<Sse, SseError>) -> Result<Sse, SseError> {
     let mut event = event?;
     if let Some(data) = &event.data
-        && nesting_depth(data.as_bytes()) > RELAY_DEPTH
+        && text_depth(data.as_bytes()) > MAX_RELAY_DEPTH
         && let Some(flat) = flatten(data.as_bytes())
     {
         event.data = Some(String::from_utf8_lossy(flat.trim_ascii_end()).into_owned());

@@ -27,10 +27,10 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
+pub use crate::json::MAX_SERVER_SCHEMA_DEPTH as MAX_SCHEMA_DEPTH;
 pub use config::{McpError, McpServer, ReconnectPolicy};
 pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
-pub use schema::MAX_SCHEMA_DEPTH;
 
 use crate::registry::Registry;
 use crate::scope::AgentId;

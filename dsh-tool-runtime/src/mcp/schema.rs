@@ -5,12 +5,11 @@
 
 use serde_json::{Map, Value, json};
 
-use crate::annotations::ToolAnnotations;
-use crate::validate::SchemaValidator;
+use std::ops::ControlFlow;
 
-/// Schemas nested deeper than this are refused. Real servers stay far below (the deepest in the
-/// corpus is under 20); `jsonschema` compiles recursively, so the bound keeps it stack-safe.
-pub const MAX_SCHEMA_DEPTH: usize = 64;
+use crate::annotations::ToolAnnotations;
+use crate::json::{MAX_SERVER_SCHEMA_DEPTH, walk};
+use crate::validate::SchemaValidator;
 
 /// Dialects whose meta-schemas `jsonschema` carries; any other `$schema` is dropped before
 /// compiling (never fetched) and the schema is read as 2020-12.
@@ -36,21 +35,18 @@ pub(crate) struct McpToolSpec {
     pub annotations: Option<ToolAnnotations>,
 }
 
-/// Depth of the deepest container in `value` (iterative).
+/// Level of the deepest value in `value`, scalars included (the root is level 1); stops at the
+/// first level past [`MAX_SERVER_SCHEMA_DEPTH`].
 fn depth(value: &Value) -> usize {
     let mut deepest = 0;
-    let mut stack = vec![(value, 1usize)];
-    while let Some((node, level)) = stack.pop() {
+    let _ = walk(value, |_, level| {
         deepest = deepest.max(level);
-        if level > MAX_SCHEMA_DEPTH {
-            return level;
+        if level > MAX_SERVER_SCHEMA_DEPTH {
+            ControlFlow::Break(())
+        } else {
+            ControlFlow::Continue(())
         }
-        match node {
-            Value::Array(items) => stack.extend(items.iter().map(|item| (item, level + 1))),
-            Value::Object(map) => stack.extend(map.values().map(|item| (item, level + 1))),
-            _ => {}
-        }
-    }
+    });
     deepest
 }
 
@@ -75,9 +71,9 @@ fn usable_schema(schema: &Value, which: &str) -> Result<Map<String, Value>, Stri
     let Value::Object(map) = schema else {
         return Err(format!("{which} is not an object"));
     };
-    if depth(schema) > MAX_SCHEMA_DEPTH {
+    if depth(schema) > MAX_SERVER_SCHEMA_DEPTH {
         return Err(format!(
-            "{which} is nested deeper than {MAX_SCHEMA_DEPTH} levels"
+            "{which} is nested deeper than {MAX_SERVER_SCHEMA_DEPTH} levels"
         ));
     }
     let mut map = map.clone();
@@ -208,7 +204,7 @@ mod tests {
             assert!(err.contains("nested deeper"), "{err}");
             // Dropping the 5,000-deep value must not overflow either: serde_json's drop is
             // recursive, so dismantle it.
-            crate::validate::dismantle(tool);
+            crate::json::dismantle(tool);
         }
     }
 

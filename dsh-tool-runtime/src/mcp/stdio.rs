@@ -3,10 +3,10 @@
 //! rmcp parses each line with serde_json's default recursion limit (128) and drops a line it
 //! cannot parse, so one tool with a 5,000-deep schema would make the whole `tools/list` answer
 //! vanish (and the list time out). The reader here measures each line's nesting with a byte scan;
-//! a line nested deeper than [`RELAY_DEPTH`] is parsed without recursion limit (on a growing
+//! a line nested deeper than [`MAX_RELAY_DEPTH`] is parsed without recursion limit (on a growing
 //! stack), its too-deep subtrees are replaced by a marker string, and the rewritten line goes on.
 //! The schema check then refuses that one tool (it is still deeper than
-//! [`MAX_SCHEMA_DEPTH`](super::schema::MAX_SCHEMA_DEPTH)).
+//! [`MAX_SERVER_SCHEMA_DEPTH`](crate::json::MAX_SERVER_SCHEMA_DEPTH)).
 
 use std::pin::Pin;
 use std::process::Stdio;
@@ -14,17 +14,12 @@ use std::task::{Context, Poll};
 
 use rmcp::RoleClient;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use serde::Deserialize;
 use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::config::McpServer;
-use crate::validate::dismantle;
-
-/// Lines nested deeper than this are rewritten (below serde_json's limit of 128, above
-/// [`MAX_SCHEMA_DEPTH`](super::schema::MAX_SCHEMA_DEPTH) plus the JSON-RPC envelope).
-pub(crate) const RELAY_DEPTH: usize = 100;
+use crate::json::{MAX_RELAY_DEPTH, dismantle, parse_unbounded, text_depth};
 
 /// The longest line relayed (rmcp drops longer ones too): 64 MiB.
 const MAX_LINE_BYTES: u64 = 64 << 20;
@@ -66,7 +61,7 @@ pub(crate) fn spawn(
 }
 
 /// The child's stdout as rmcp reads it: whole lines, each passed on as it is unless it nests
-/// deeper than [`RELAY_DEPTH`] (then rewritten by [`flatten`]) or is longer than
+/// deeper than [`MAX_RELAY_DEPTH`] (then rewritten by [`flatten`]) or is longer than
 /// [`MAX_LINE_BYTES`] (then dropped with a warning). It runs inside rmcp's own reads: no task and
 /// no second pipe between the child and the codec.
 pub(crate) struct GuardedStdout<R = ChildStdout> {
@@ -122,7 +117,7 @@ impl<R> GuardedStdout<R> {
         if self.line.last() != Some(&b'\n') {
             self.line.push(b'\n');
         }
-        match (nesting_depth(&self.line) > RELAY_DEPTH)
+        match (text_depth(&self.line) > MAX_RELAY_DEPTH)
             .then(|| flatten(&self.line))
             .flatten()
         {
@@ -174,44 +169,14 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
     }
 }
 
-/// The deepest bracket nesting of a JSON text, ignoring brackets inside strings.
-pub(crate) fn nesting_depth(text: &[u8]) -> usize {
-    let (mut depth, mut deepest) = (0usize, 0usize);
-    let (mut in_string, mut escaped) = (false, false);
-    for &byte in text {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-            continue;
-        }
-        match byte {
-            b'"' => in_string = true,
-            b'[' | b'{' => {
-                depth += 1;
-                deepest = deepest.max(depth);
-            }
-            b']' | b'}' => depth = depth.saturating_sub(1),
-            _ => {}
-        }
-    }
-    deepest
-}
-
-/// Parses a deep line without recursion limit and cuts every subtree below [`RELAY_DEPTH`];
-/// `None` when it is not JSON (rmcp then ignores it).
+/// Parses a deep line without recursion limit and cuts every subtree below
+/// [`MAX_RELAY_DEPTH`]; `None` when it is not JSON (rmcp then ignores it).
 pub(crate) fn flatten(line: &[u8]) -> Option<Vec<u8>> {
-    let mut de = serde_json::Deserializer::from_slice(line);
-    de.disable_recursion_limit();
-    let mut value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
-    de.end().ok()?;
+    let mut value = parse_unbounded(line)?;
     let mut cut = Vec::new();
     let mut stack = vec![(&mut value, 1usize)];
     while let Some((node, depth)) = stack.pop() {
-        if depth >= RELAY_DEPTH && (node.is_array() || node.is_object()) {
+        if depth >= MAX_RELAY_DEPTH && (node.is_array() || node.is_object()) {
             cut.push(std::mem::replace(node, Value::String(TOO_DEEP.to_owned())));
             continue;
         }
@@ -232,13 +197,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn depth_ignores_brackets_in_strings() {
-        assert_eq!(nesting_depth(br#"{"a": [1, {"b": "[[[{{"}]}"#), 3);
-        assert_eq!(nesting_depth(br#"{"a": "\"[["}"#), 1);
-        assert_eq!(nesting_depth(b"7"), 0);
-    }
-
-    #[test]
     fn deep_lines_are_cut_below_the_relay_depth() {
         let levels = 5_000;
         let line = format!(
@@ -246,9 +204,9 @@ mod tests {
             "[".repeat(levels),
             "]".repeat(levels)
         );
-        assert!(nesting_depth(line.as_bytes()) > levels);
+        assert!(text_depth(line.as_bytes()) > levels);
         let flat = flatten(line.as_bytes()).unwrap();
-        assert_eq!(nesting_depth(&flat), RELAY_DEPTH - 1);
+        assert_eq!(text_depth(&flat), MAX_RELAY_DEPTH - 1);
         let parsed: Value = serde_json::from_slice(&flat).unwrap();
         assert_eq!(parsed["id"], 1);
         assert!(String::from_utf8(flat).unwrap().contains(TOO_DEEP));
@@ -313,7 +271,7 @@ mod tests {
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 3, "{out}");
         assert_eq!(lines[0], "{\"before\":1}");
-        assert!(nesting_depth(lines[1].as_bytes()) < RELAY_DEPTH);
+        assert!(text_depth(lines[1].as_bytes()) < MAX_RELAY_DEPTH);
         assert!(lines[1].contains(TOO_DEEP));
         assert_eq!(lines[2], "{\"after\":2}");
     }

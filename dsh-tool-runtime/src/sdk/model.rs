@@ -2,7 +2,7 @@
 //! OpenAPI spellings real MCP servers still send) lowered to a small type algebra.
 //!
 //! Lowering never fails: a piece it cannot express becomes [`Kind::Unknown`] for that node only.
-//! Recursion is bounded by [`MAX_DEPTH`]; `$ref` targets are lowered from a work list, not by
+//! Recursion is bounded by [`MAX_SDK_SCHEMA_DEPTH`]; `$ref` targets are lowered from a work list, not by
 //! recursion, so neither deep nor self-referencing schemas can exhaust the stack.
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -11,10 +11,7 @@ use serde_json::{Map, Value};
 
 use super::ToolSpec;
 use super::text::{NameAllocator, comment_line, pascal_case};
-
-/// Deepest schema nesting lowered; deeper nodes become [`Kind::Unknown`]. 48 keeps Python's
-/// bracket nesting well under CPython's parser limit of 200 and the lowering stack small.
-pub(crate) const MAX_DEPTH: usize = 48;
+use crate::json::MAX_SDK_SCHEMA_DEPTH;
 
 /// Longest rendered `default` value in a doc note, in bytes.
 const MAX_DEFAULT_NOTE: usize = 200;
@@ -331,7 +328,7 @@ impl<'a> Lowering<'a> {
     }
 
     fn lower(&mut self, schema: &'a Value, depth: usize, ctx: &mut DocumentCtx<'a, '_>) -> NodeId {
-        if depth > MAX_DEPTH {
+        if depth > MAX_SDK_SCHEMA_DEPTH {
             return self.push(Kind::Unknown, None);
         }
         let map = match schema {

@@ -11,13 +11,14 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::super::frame::{self, MAX_DEPTH, Unfit};
+use super::super::frame::{self, Unfit};
 use super::super::ledger::OutputLedger;
 pub(crate) use super::super::ledger::failure_outcome;
 use super::super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome,
 };
 use super::Job;
+use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth};
 
 /// Stack of an interpreter thread. Only touched pages are committed; the interpreter's own
 /// limit ([`INTERPRETER_STACK_BYTES`]) sits well inside it, leaving room for the host code a
@@ -30,12 +31,7 @@ pub(crate) const INTERPRETER_STACK_BYTES: usize = 8 << 20;
 
 /// CPU time the calling thread has used, in ns.
 pub(crate) fn thread_cpu_ns() -> u64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: `ts` is a valid, writable timespec; the clock id is a constant the kernel knows.
-    unsafe { libc::clock_gettime(libc::CLOCK_THREAD_CPUTIME_ID, &mut ts) };
+    let ts = rustix::time::clock_gettime(rustix::time::ClockId::ThreadCPUTime);
     (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
@@ -315,20 +311,20 @@ fn checked(result: Result<Value, BindingError>) -> Reply {
             "binding resolution must be lossless JSON",
         )),
         Err(Unfit::TooDeep) => Err(BindingError::new(format!(
-            "binding resolution nests deeper than {MAX_DEPTH} levels"
+            "binding resolution nests deeper than {MAX_FRAME_DEPTH} levels"
         ))),
     }
 }
 
 /// Parses JSON text from the interpreter: `None` unless it is lossless and at most
-/// [`MAX_DEPTH`] deep. Deep values are parsed on a stack sized for them.
+/// [`MAX_FRAME_DEPTH`] deep. Deep values are parsed on a stack sized for them.
 pub(crate) fn parse_json(text: &str) -> Option<Value> {
-    let depth = frame::nesting_depth(text.as_bytes())?;
-    if depth > MAX_DEPTH {
+    let depth = text_depth(text.as_bytes());
+    if depth > MAX_FRAME_DEPTH {
         return None;
     }
     frame::with_stack_for(depth, || {
-        let value = frame::parse(text.as_bytes())?;
+        let value = parse_unbounded(text.as_bytes())?;
         frame::inspect(&value).is_ok().then_some(value)
     })
 }

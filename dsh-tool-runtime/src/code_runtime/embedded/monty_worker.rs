@@ -34,7 +34,7 @@ use monty_types::{
 };
 use serde_json::Value;
 
-use super::super::frame::MAX_DEPTH;
+use crate::json::MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
 const SCRIPT: &str = "program.py";
@@ -43,7 +43,7 @@ const SCRIPT: &str = "program.py";
 const CALL: &str = "_dsh_call";
 
 /// Stack of the interpreter thread: Monty's recursion limit (1,000 frames) and the conversion
-/// of values up to [`MAX_DEPTH`] levels fit well inside it.
+/// of values up to [`MAX_FRAME_DEPTH`] levels fit well inside it.
 const STACK_BYTES: usize = 64 << 20;
 
 /// Largest integer that crosses the protocol exactly (JavaScript's safe integers).
@@ -67,7 +67,9 @@ impl WorkerAllocator {
             .fetch_add(size, Ordering::Relaxed)
             .saturating_add(size);
         if after > LIMIT.load(Ordering::Relaxed) {
-            // SAFETY: `_exit` ends the process at once; nothing runs after it.
+            // Raw `_exit`: `std::process::exit` runs exit handlers that may allocate, and
+            // rustix offers `_exit` only in its unstable runtime API. SAFETY: `_exit` ends the
+            // process at once; nothing runs after it.
             unsafe { libc::_exit(OOM_EXIT_CODE) }
         }
         if after > PEAK.load(Ordering::Relaxed) {
@@ -407,7 +409,7 @@ fn interpret<L: Link>(source: String, body_lines: u32, printer: &mut Printer<'_,
     // set to let values of the protocol's depth cross.
     let tracker = ResourceTracker::new(ResourceLimits {
         max_suspensions: usize::MAX,
-        max_recursion_depth: MAX_DEPTH + 16,
+        max_recursion_depth: MAX_FRAME_DEPTH + 16,
         ..ResourceLimits::default()
     });
     let call = MontyObject::Function {
@@ -527,7 +529,7 @@ fn call_parts<'a>(
     json.clear();
     encode(value, json, 0).map_err(|unfit| match unfit {
         Unfit::Lossy => "binding arguments must be lossless JSON".to_owned(),
-        Unfit::Deep => format!("binding arguments nest deeper than {MAX_DEPTH} levels"),
+        Unfit::Deep => format!("binding arguments nest deeper than {MAX_FRAME_DEPTH} levels"),
     })?;
     Ok((global, name))
 }
@@ -574,7 +576,7 @@ enum Unfit {
 
 /// Lossless JSON of a program value: `None`, booleans, integers within ±(2^53 − 1), finite
 /// floats other than −0.0, strings, lists and tuples, dicts with string keys; at most
-/// [`MAX_DEPTH`] levels.
+/// [`MAX_FRAME_DEPTH`] levels.
 fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unfit> {
     match value {
         MontyObject::None => out.push_str("null"),
@@ -592,7 +594,7 @@ fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unf
         }
         MontyObject::String(s) => push_string(out, s),
         MontyObject::List(items) | MontyObject::Tuple(items) => {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_FRAME_DEPTH {
                 return Err(Unfit::Deep);
             }
             out.push('[');
@@ -605,7 +607,7 @@ fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Result<(), Unf
             out.push(']');
         }
         MontyObject::Dict(pairs) => {
-            if depth >= MAX_DEPTH {
+            if depth >= MAX_FRAME_DEPTH {
                 return Err(Unfit::Deep);
             }
             out.push('{');
@@ -646,7 +648,7 @@ fn done_value(value: &MontyObject) -> String {
         ),
         Err(Unfit::Deep) => done_error(
             "invalid-output",
-            &format!("the program's value nests deeper than {MAX_DEPTH} levels"),
+            &format!("the program's value nests deeper than {MAX_FRAME_DEPTH} levels"),
         ),
     }
 }

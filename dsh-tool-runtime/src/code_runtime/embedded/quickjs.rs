@@ -8,13 +8,13 @@ use std::rc::Rc;
 use std::sync::Arc;
 use std::task::Waker;
 
-use rquickjs::allocator::Allocator;
+use rquickjs::allocator::{Allocator, RustAllocator};
 use rquickjs::context::EvalOptions;
 use rquickjs::function::Opt;
 use rquickjs::{Context, Ctx, Function, Object, Runtime};
 use tokio::sync::oneshot;
 
-use super::super::frame::{self, MAX_DEPTH};
+use super::super::frame;
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
 use super::Job;
@@ -22,6 +22,7 @@ use super::driver::{
     self, Calls, Ending, INTERPRETER_STACK_BYTES, Stop, Submitted, Unpark, Watch, parse_json,
 };
 use super::quickjs_values::{self, Read, Reader};
+use crate::json::MAX_FRAME_DEPTH;
 
 static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     crate::code_runtime::javascript_bootstrap(include_str!(
@@ -32,8 +33,10 @@ static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
 /// Interpreter heap beyond `max_memory_mb` for the runtime, context and bootstrap themselves.
 const BASE_HEAP_BYTES: usize = 4 << 20;
 
-/// The interpreter's allocator: the C heap, counted, refusing what would exceed the budget.
-/// A refusal stops the run (`memory-limit`) even if the program catches the error it raises.
+/// The interpreter's allocator: rquickjs's Rust-heap allocator (each block carries its size,
+/// so this needs no platform `malloc_usable_size`), counted, refusing what would exceed the
+/// budget. A refusal stops the run (`memory-limit`) even if the program catches the error it
+/// raises.
 struct Budgeted {
     used: usize,
     cap: usize,
@@ -49,41 +52,40 @@ impl Budgeted {
     fn admits(&self, size: usize) -> bool {
         self.used.saturating_add(size) <= self.cap
     }
+
+    /// Counts a block the inner allocator just handed out (null: refused).
+    fn took(&mut self, ptr: *mut u8) -> *mut u8 {
+        if ptr.is_null() {
+            return self.refuse();
+        }
+        // SAFETY: `ptr` was just returned by `RustAllocator`.
+        self.used += unsafe { RustAllocator::usable_size(ptr) };
+        ptr
+    }
 }
 
-// SAFETY: every pointer handed out comes from the C allocator (aligned for any type, at least
-// `size` usable bytes) and is given back to it; `usable_size` asks that same allocator.
+// SAFETY: every pointer handed out comes from `RustAllocator` and is given back to it; null
+// pointers and zero sizes, which it does not take, are handled here.
 unsafe impl Allocator for Budgeted {
     fn alloc(&mut self, size: usize) -> *mut u8 {
         let size = size.max(1);
         if !self.admits(size) {
             return self.refuse();
         }
-        // SAFETY: plain C allocation of a positive size.
-        let ptr = unsafe { libc::malloc(size) }.cast::<u8>();
-        if ptr.is_null() {
-            return self.refuse();
-        }
-        // SAFETY: `ptr` was just returned by malloc.
-        self.used += unsafe { libc::malloc_usable_size(ptr.cast()) };
-        ptr
+        let ptr = RustAllocator.alloc(size);
+        self.took(ptr)
     }
 
     fn calloc(&mut self, count: usize, size: usize) -> *mut u8 {
+        // Checked here: `RustAllocator` panics on an overflowing product.
         let Some(total) = count.checked_mul(size) else {
             return self.refuse();
         };
         if !self.admits(total.max(1)) {
             return self.refuse();
         }
-        // SAFETY: plain C allocation; calloc checks the product itself too.
-        let ptr = unsafe { libc::calloc(count.max(1), size.max(1)) }.cast::<u8>();
-        if ptr.is_null() {
-            return self.refuse();
-        }
-        // SAFETY: `ptr` was just returned by calloc.
-        self.used += unsafe { libc::malloc_usable_size(ptr.cast()) };
-        ptr
+        let ptr = RustAllocator.calloc(count.max(1), size.max(1));
+        self.took(ptr)
     }
 
     unsafe fn dealloc(&mut self, ptr: *mut u8) {
@@ -92,10 +94,8 @@ unsafe impl Allocator for Budgeted {
         }
         // SAFETY: the caller hands back a pointer from this allocator.
         unsafe {
-            self.used = self
-                .used
-                .saturating_sub(libc::malloc_usable_size(ptr.cast()));
-            libc::free(ptr.cast());
+            self.used = self.used.saturating_sub(RustAllocator::usable_size(ptr));
+            RustAllocator.dealloc(ptr);
         }
     }
 
@@ -109,24 +109,24 @@ unsafe impl Allocator for Budgeted {
             return std::ptr::null_mut();
         }
         // SAFETY: the caller hands back a pointer from this allocator.
-        let old = unsafe { libc::malloc_usable_size(ptr.cast()) };
+        let old = unsafe { RustAllocator::usable_size(ptr) };
         if new_size > old && !self.admits(new_size - old) {
             return self.refuse();
         }
-        // SAFETY: `ptr` is live and from malloc; on failure it stays valid and is kept.
-        let grown = unsafe { libc::realloc(ptr.cast(), new_size) }.cast::<u8>();
+        // SAFETY: `ptr` is live and from `RustAllocator`; on failure it stays valid and is kept.
+        let grown = unsafe { RustAllocator.realloc(ptr, new_size) };
         if grown.is_null() {
             return self.refuse();
         }
-        // SAFETY: `grown` was just returned by realloc.
-        let now = unsafe { libc::malloc_usable_size(grown.cast()) };
+        // SAFETY: `grown` was just returned by `RustAllocator`.
+        let now = unsafe { RustAllocator::usable_size(grown) };
         self.used = self.used.saturating_sub(old) + now;
         grown
     }
 
     unsafe fn usable_size(ptr: *mut u8) -> usize {
         // SAFETY: the caller passes a pointer from this allocator.
-        unsafe { libc::malloc_usable_size(ptr.cast()) }
+        unsafe { RustAllocator::usable_size(ptr) }
     }
 }
 
@@ -391,7 +391,7 @@ fn start<'js>(
     let prepared: Object = prepare.call((
         namespaces.to_string(),
         job.config.max_output_bytes as f64,
-        MAX_DEPTH as f64,
+        MAX_FRAME_DEPTH as f64,
     ))?;
     let head: String = prepared.get("head")?;
     let begin: Function = prepared.get("start")?;

@@ -4,12 +4,8 @@
 //! 0.6× goal is not met), and the main job in code mode ≤ 2 % of its native cost. The corpus
 //! test skips, saying so, without the corpus.
 
-#[path = "corpus/mod.rs"]
-mod corpus;
-#[path = "economy/mod.rs"]
-mod economy;
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
+use crate::corpus;
+use crate::economy;
 
 #[test]
 fn sdk_sections_cost_less_than_the_native_tool_list() {
@@ -42,11 +38,11 @@ async fn the_main_job_in_code_mode_costs_two_percent_of_native() {
                     .await
                     .expect("node"),
             ),
-            include_str!("../examples/programs/crate_summary.ts"),
+            include_str!("../../examples/programs/crate_summary.ts"),
         ),
         (
             Arc::new(SubprocessRuntime::python(config).await.expect("python3")),
-            include_str!("../examples/programs/crate_summary.py"),
+            include_str!("../../examples/programs/crate_summary.py"),
         ),
     ];
     for (runtime, program) in runtimes {

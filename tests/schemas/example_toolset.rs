@@ -1,8 +1,7 @@
 //! The example toolset: its schemas are pinned, and the committed `sdk/` matches what the
 //! generator renders for it today.
 
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
+use crate::toolset;
 
 use std::path::Path;
 

@@ -1,6 +1,6 @@
 //! Code mode end to end (SPEC §8, REFERENCE §4.1–§4.3) with the real Node.js and Python runtimes.
 
-mod common;
+use crate::common;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};

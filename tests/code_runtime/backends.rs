@@ -3,7 +3,7 @@
 //! `embedded-python`). Each behaviour is written once
 //! and runs as one test per backend, `<behaviour>::<backend>`; programs differ only by language.
 
-mod code_runtime_support;
+use crate::code_runtime_support;
 
 use std::sync::Arc;
 use std::sync::atomic::Ordering;

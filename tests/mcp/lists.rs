@@ -4,7 +4,7 @@
 //! Served by a bare JSON-RPC server of ours (tests/mcp_servers/raw_list_server.py), because the
 //! official SDKs refuse to send such lists; the real servers are covered by the other MCP tests.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use dsh_tools::mcp::{McpError, McpServer, ReconnectPolicy, mcp_tool_name};
 use dsh_tools::{ContentBlock, ErrorCode, Registry, ToolCall, ToolDefinition};

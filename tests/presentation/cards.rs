@@ -2,8 +2,7 @@
 //! top-level calls only, and presenters that panic or fail falling back to the generic card
 //! without failing the call.
 
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
+use crate::toolset;
 
 use std::path::PathBuf;
 use std::sync::Arc;

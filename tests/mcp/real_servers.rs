@@ -1,7 +1,7 @@
 //! MCP tools from real servers (SPEC §9, REFERENCE §5): server-everything, server-filesystem and
 //! mcp-server-time over stdio, installed at pinned versions by `.ci/install-tools.sh`.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::McpError;

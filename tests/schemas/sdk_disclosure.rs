@@ -3,10 +3,9 @@
 //! called from TypeScript and Python programs, and the main job's programs written against the
 //! committed compact SDK running (and, for TypeScript, type-checking against it).
 
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
+use crate::toolset;
 
-mod code_runtime_support;
+use crate::code_runtime_support;
 
 use std::path::Path;
 use std::sync::Arc;
@@ -282,7 +281,7 @@ async fn crate_summary_runs(lang: Lang, program: &str) {
 async fn the_typescript_crate_summary_runs() {
     crate_summary_runs(
         Lang::TypeScript,
-        include_str!("../examples/programs/crate_summary.ts"),
+        include_str!("../../examples/programs/crate_summary.ts"),
     )
     .await;
 }
@@ -291,7 +290,7 @@ async fn the_typescript_crate_summary_runs() {
 async fn the_python_crate_summary_runs() {
     crate_summary_runs(
         Lang::Python,
-        include_str!("../examples/programs/crate_summary.py"),
+        include_str!("../../examples/programs/crate_summary.py"),
     )
     .await;
 }
@@ -304,7 +303,7 @@ fn the_program_and_described_declarations_type_check() {
     let out = std::env::temp_dir().join(format!("dsh-sdk-program-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temporary folder");
     let sdk_text = std::fs::read_to_string(root.join("sdk/tools.ts")).expect("committed SDK");
-    let program = include_str!("../examples/programs/crate_summary.ts");
+    let program = include_str!("../../examples/programs/crate_summary.ts");
     std::fs::write(
         out.join("crate_summary.ts"),
         format!("{sdk_text}\nexport async function main() {{\n{program}\n}}\n"),

@@ -2,7 +2,7 @@
 //! progress events, timeouts, cancellation, `isError`, and surviving a server killed mid-call
 //! over stdio and over HTTP. Real servers only: server-everything and our own on `mcp==2.3.0`.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::process::Stdio;
 use std::time::{Duration, Instant};

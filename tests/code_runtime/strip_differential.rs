@@ -5,7 +5,7 @@
 //! and errors must be identical, and a runtime error's line must be the source line marked
 //! `// @throws`.
 
-mod code_runtime_support;
+use crate::code_runtime_support;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

@@ -2,7 +2,7 @@
 //! (SPEC §8.1), in both languages: what a hostile program can no longer do, and what `Off` still
 //! bounds.
 
-mod code_runtime_support;
+use crate::code_runtime_support;
 
 use std::sync::{Arc, Mutex};
 

@@ -7,8 +7,7 @@
 //! searches, stats a file and reads a missing one. Chromium is installed by
 //! `.ci/install-browser.sh`; where it cannot be, the browser part prints that it skipped.
 
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
+use crate::toolset;
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
@@ -23,7 +22,7 @@ use dsh_tools::presentation::render_html;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::json;
 
-const BUNDLED_TS: &str = include_str!("../examples/programs/crate_summary.ts");
+const BUNDLED_TS: &str = include_str!("../../examples/programs/crate_summary.ts");
 
 /// A second program, so the page also shows search matches, a generic card and a failure.
 const SEARCH_TS: &str = r#"

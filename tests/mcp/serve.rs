@@ -5,10 +5,8 @@
 //! with the check that failed. `list_changed` is checked in-process with this crate's rmcp-based
 //! MCP client against `Registry::serve_mcp` over HTTP.
 
-#[path = "mcp_support/mod.rs"]
-mod mcp_support;
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
+use crate::mcp_support;
+use crate::toolset;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};

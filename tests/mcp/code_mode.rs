@@ -1,7 +1,7 @@
 //! MCP tools in code mode (SPEC §8, §9): the servers' SDK text type-checks like the generator's
 //! own, and TypeScript and Python programs call MCP tools through `run_code`.
 
-mod mcp_support;
+use crate::mcp_support;
 
 use std::sync::Arc;
 

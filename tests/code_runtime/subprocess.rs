@@ -4,7 +4,7 @@
 //! backend shares (the embedded runtime too) live in `code_runtime_backends.rs`; these are the
 //! subprocess-only ones: children, the protocol pipe, interpreters.
 
-mod code_runtime_support;
+use crate::code_runtime_support;
 
 use std::sync::atomic::Ordering;
 use std::time::Duration;

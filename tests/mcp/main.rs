@@ -1,0 +1,17 @@
+//! The MCP bridge in one test binary: connection lifecycle, list handling, real third-party
+//! servers, MCP tools in code mode and `dsh-tools serve` driven by real clients.
+
+#[macro_use]
+#[path = "../mcp_support/mod.rs"]
+mod mcp_support;
+#[cfg(feature = "cli")]
+#[path = "../../src/bin/dsh-tools/toolset.rs"]
+mod toolset;
+
+#[cfg(feature = "code-mode")]
+mod code_mode;
+mod lifecycle;
+mod lists;
+mod real_servers;
+#[cfg(feature = "cli")]
+mod serve;
