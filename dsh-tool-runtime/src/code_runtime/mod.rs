@@ -15,6 +15,7 @@
 //! contract follows the DSH code-runtime service
 //! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
 
+mod admission;
 mod budget;
 #[cfg(feature = "embedded-js")]
 mod embedded;

@@ -19,16 +19,16 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::admission::admit;
 use super::budget::TreeBudget;
-use super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, Unfit};
-use super::ledger::{OutputLedger, failure_outcome};
-use super::names::validate_namespaces;
+use super::frame::{self, ChildFrame, FrameDecoder, Inbound, Unfit};
+use super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
 use super::sandbox::{Plan, Sandbox, SandboxStatus};
 use super::strip::strip_types;
 use super::{
-    BindingCall, BindingError, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind,
-    Isolation, RunOutcome, RunRequest,
+    BindingCall, BindingError, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
+    RunRequest,
 };
 use crate::json::MAX_FRAME_DEPTH;
 use crate::sdk::Language;
@@ -415,13 +415,6 @@ enum Event {
     OutputClosed,
 }
 
-/// How the run loop ended, before the output ledger has had its say.
-enum Ending {
-    Done(Completion),
-    Fail(FailureKind, String),
-    Overflow(String),
-}
-
 type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
 
 impl Inner {
@@ -466,26 +459,12 @@ impl Inner {
         if self.disposed.is_cancelled() {
             return Err(CodeRuntimeError::Disposed);
         }
-        validate_namespaces(&request.bindings).map_err(CodeRuntimeError::InvalidBindings)?;
-        if request.signal.is_cancelled() {
-            return Ok(self.early(
-                FailureKind::Abort,
-                "run aborted before it started".to_owned(),
-            ));
-        }
-        // Waiting for a slot is where a run may queue: cancellation and disposal end it there.
-        let permit = tokio::select! {
-            biased;
-            _ = request.signal.cancelled() => {
-                return Ok(self.early(FailureKind::Abort, "run aborted while queued".to_owned()));
-            }
-            _ = self.disposed.cancelled() => {
-                return Ok(self.early(FailureKind::Abort, "runtime disposed".to_owned()));
-            }
-            permit = Arc::clone(&self.slots).acquire_owned() => permit,
-        };
-        let Ok(_permit) = permit else {
-            return Err(CodeRuntimeError::Disposed);
+        let admitted = admit(&request, &self.slots, &self.disposed, |kind, message| {
+            self.early(kind, message)
+        });
+        let _permit = match admitted.await? {
+            Ok(permit) => permit,
+            Err(outcome) => return Ok(outcome),
         };
         let program = match self.language {
             Language::TypeScript => match strip_types(request.program.clone()).await {
@@ -852,47 +831,9 @@ impl<'r> Session<'r> {
             task.abort();
         }
         let _ = tokio::time::timeout(Duration::from_secs(5), self.worker.child.wait()).await;
-        let mut logs = std::mem::take(&mut self.logs);
+        let logs = std::mem::take(&mut self.logs);
         let sandbox = Some(self.inner.launch.sandbox.status().clone());
-        match ending {
-            Ending::Done(Completion::Value(value)) => {
-                if let Some(v) = &value
-                    && !self.ledger.fits_value(v)
-                {
-                    let message = self.ledger.overflow_message(&mut logs);
-                    return RunOutcome {
-                        value: None,
-                        logs,
-                        error: Some(CodeRunFailure {
-                            kind: FailureKind::OutputLimit,
-                            message,
-                        }),
-                        sandbox,
-                    };
-                }
-                RunOutcome {
-                    value,
-                    logs,
-                    error: None,
-                    sandbox,
-                }
-            }
-            Ending::Done(Completion::Failure { kind, message }) | Ending::Fail(kind, message) => {
-                RunOutcome {
-                    sandbox,
-                    ..failure_outcome(&mut self.ledger, logs, kind, message)
-                }
-            }
-            Ending::Overflow(message) => RunOutcome {
-                value: None,
-                logs,
-                error: Some(CodeRunFailure {
-                    kind: FailureKind::OutputLimit,
-                    message,
-                }),
-                sandbox,
-            },
-        }
+        child_outcome(&mut self.ledger, logs, ending, sandbox)
     }
 }
 

@@ -34,15 +34,14 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
+use super::super::admission::admit;
 use super::super::budget::TreeBudget;
-use super::super::frame::{self, ChildFrame, Completion, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
-use super::super::ledger::{OutputLedger, failure_outcome};
-use super::super::names::validate_namespaces;
+use super::super::frame::{self, ChildFrame, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
+use super::super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
 use super::super::process::{self, Launch, MemoryLimit, Worker};
 use super::super::sandbox::{Plan, Sandbox};
 use super::super::{
-    BindingCall, BindingError, CodeRunFailure, CodeRuntimeError, FailureKind, Isolation,
-    RunOutcome, RunRequest,
+    BindingCall, BindingError, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest,
 };
 use super::EmbeddedConfig;
 
@@ -274,26 +273,12 @@ impl Pool {
     }
 
     async fn serve(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
-        validate_namespaces(&request.bindings).map_err(CodeRuntimeError::InvalidBindings)?;
-        if request.signal.is_cancelled() {
-            return Ok(self.early(
-                FailureKind::Abort,
-                "run aborted before it started".to_owned(),
-            ));
-        }
-        // Waiting for a slot is where a run may queue: cancellation and disposal end it there.
-        let permit = tokio::select! {
-            biased;
-            _ = request.signal.cancelled() => {
-                return Ok(self.early(FailureKind::Abort, "run aborted while queued".to_owned()));
-            }
-            _ = self.disposed.cancelled() => {
-                return Ok(self.early(FailureKind::Abort, "runtime disposed".to_owned()));
-            }
-            permit = Arc::clone(&self.slots).acquire_owned() => permit,
-        };
-        let Ok(_permit) = permit else {
-            return Err(CodeRuntimeError::Disposed);
+        let admitted = admit(&request, &self.slots, &self.disposed, |kind, message| {
+            self.early(kind, message)
+        });
+        let _permit = match admitted.await? {
+            Ok(permit) => permit,
+            Err(outcome) => return Ok(outcome),
         };
         if request.signal.is_cancelled() {
             return Ok(self.early(
@@ -340,13 +325,6 @@ impl Pool {
         self.runs.close();
         self.runs.wait().await;
     }
-}
-
-/// How a run ended, before the output ledger has had its say.
-enum Ending {
-    Done(Completion),
-    Fail(FailureKind, String),
-    Overflow(String),
 }
 
 type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
@@ -737,49 +715,13 @@ impl<'r> Session<'r> {
     fn outcome(mut self, ending: Ending) -> RunOutcome {
         self.run_signal.cancel();
         let sandbox = Some(self.pool.launch.sandbox.status().clone());
-        let mut logs = std::mem::take(&mut self.logs);
+        let logs = std::mem::take(&mut self.logs);
         // Output that overflowed while draining still ends the run as `output-limit`.
         let ending = match (self.overflow.take(), ending) {
             (_, Ending::Overflow(message)) | (Some(message), _) => Ending::Overflow(message),
             (None, ending) => ending,
         };
-        let outcome = match ending {
-            Ending::Done(Completion::Value(value)) => {
-                if let Some(v) = &value
-                    && !self.ledger.fits_value(v)
-                {
-                    let message = self.ledger.overflow_message(&mut logs);
-                    return RunOutcome {
-                        value: None,
-                        logs,
-                        error: Some(CodeRunFailure {
-                            kind: FailureKind::OutputLimit,
-                            message,
-                        }),
-                        sandbox,
-                    };
-                }
-                RunOutcome {
-                    value,
-                    logs,
-                    error: None,
-                    sandbox: None,
-                }
-            }
-            Ending::Done(Completion::Failure { kind, message }) | Ending::Fail(kind, message) => {
-                failure_outcome(&mut self.ledger, logs, kind, message)
-            }
-            Ending::Overflow(message) => RunOutcome {
-                value: None,
-                logs,
-                error: Some(CodeRunFailure {
-                    kind: FailureKind::OutputLimit,
-                    message,
-                }),
-                sandbox: None,
-            },
-        };
-        RunOutcome { sandbox, ..outcome }
+        child_outcome(&mut self.ledger, logs, ending, sandbox)
     }
 }
 
