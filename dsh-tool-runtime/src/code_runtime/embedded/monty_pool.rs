@@ -206,7 +206,8 @@ impl Pool {
     }
 
     /// An idle worker that is still alive, or a new one.
-    fn take(self: &Arc<Self>) -> std::io::Result<Pooled> {
+    /// An idle worker (`true`) or, when none is alive, a new one (`false`).
+    fn take(self: &Arc<Self>) -> std::io::Result<(Pooled, bool)> {
         let found = loop {
             let next = self.idle.lock().pop();
             match next {
@@ -218,12 +219,12 @@ impl Pool {
                 None => break None,
             }
         };
-        let pooled = match found {
-            Some(pooled) => pooled,
-            None => self.spawn()?,
+        let taken = match found {
+            Some(pooled) => (pooled, true),
+            None => (self.spawn()?, false),
         };
         self.refill();
-        Ok(pooled)
+        Ok(taken)
     }
 
     /// Puts a worker whose run completed back, unless it has served long enough or enough
@@ -286,8 +287,8 @@ impl Pool {
                 "run aborted before it started".to_owned(),
             ));
         }
-        let mut pooled = match self.take() {
-            Ok(pooled) => pooled,
+        let (mut pooled, idle) = match self.take() {
+            Ok(taken) => taken,
             Err(e) => {
                 return Ok(self.early(
                     FailureKind::WorkerExit,
@@ -296,7 +297,28 @@ impl Pool {
             }
         };
         let mut session = Session::new(&self, &request);
-        let ending = session.wait_for_ending(&mut pooled).await;
+        let mut ending = session.wait_for_ending(&mut pooled).await;
+        // An idle worker can die between the liveness check and the run (killed from outside):
+        // when it died before saying anything of this run, the run had not started, and it runs
+        // once on a new worker instead.
+        if idle
+            && !session.heard
+            && !request.signal.is_cancelled()
+            && matches!(ending, Ending::Fail(FailureKind::WorkerExit, _))
+        {
+            drop(pooled);
+            pooled = match self.spawn() {
+                Ok(fresh) => fresh,
+                Err(e) => {
+                    return Ok(self.early(
+                        FailureKind::WorkerExit,
+                        format!("could not start the worker: {e}"),
+                    ));
+                }
+            };
+            session = Session::new(&self, &request);
+            ending = session.wait_for_ending(&mut pooled).await;
+        }
         // A reply half written when the run completed would be read as the next run's start.
         let clean = matches!(ending, Ending::Done(_))
             && session.clean
@@ -349,6 +371,8 @@ struct Session<'r> {
     /// The output-limit diagnostic, once output overflowed.
     overflow: Option<String>,
     inbound: Vec<Inbound>,
+    /// Whether the worker sent any frame of this run.
+    heard: bool,
 }
 
 impl<'r> Session<'r> {
@@ -382,6 +406,7 @@ impl<'r> Session<'r> {
             clean: true,
             overflow: None,
             inbound: Vec::new(),
+            heard: false,
         }
     }
 
@@ -579,6 +604,7 @@ impl<'r> Session<'r> {
     }
 
     async fn on_frame(&mut self, frame: ChildFrame, out: &pipe::Sender) -> Option<Ending> {
+        self.heard = true;
         match frame {
             ChildFrame::Log { text } => {
                 self.log(&text);
