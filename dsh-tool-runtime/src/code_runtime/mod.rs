@@ -46,17 +46,24 @@ pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
 
+/// A binding call in flight, tagged with the id its reply answers.
+pub(crate) type PendingCall = BoxFuture<'static, (u64, Result<serde_json::Value, BindingError>)>;
+
 /// The lossless JSON encoder both JavaScript bootstraps share.
 const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
 /// The binding error class both JavaScript bootstraps share.
 const BINDING_ERROR: &str = include_str!("../../../sdk-templates/binding_error.js");
+/// The first-line column correction of stack positions both JavaScript bootstraps share.
+const PROGRAM_POSITION: &str = include_str!("../../../sdk-templates/program_position.js");
 
 /// A JavaScript bootstrap with the shared pieces put where it says
-/// `/* @include lossless_json.js */` and `/* @include binding_error.js */`.
+/// `/* @include lossless_json.js */`, `/* @include binding_error.js */` and
+/// `/* @include program_position.js */`.
 pub(crate) fn javascript_bootstrap(template: &str) -> String {
     template
         .replacen("/* @include lossless_json.js */", LOSSLESS_JSON, 1)
         .replacen("/* @include binding_error.js */", BINDING_ERROR, 1)
+        .replacen("/* @include program_position.js */", PROGRAM_POSITION, 1)
 }
 
 /// A code runtime: runs one program per [`run`](CodeRuntime::run) call, never sharing state

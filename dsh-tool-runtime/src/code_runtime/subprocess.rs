@@ -19,6 +19,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::PendingCall;
 use super::admission::admit;
 use super::budget::TreeBudget;
 use super::frame::{self, ChildFrame, FrameDecoder, Inbound, Unfit};
@@ -414,8 +415,6 @@ enum Event {
     Output(String),
     OutputClosed,
 }
-
-type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
 
 impl Inner {
     fn refill_standby(&self) {

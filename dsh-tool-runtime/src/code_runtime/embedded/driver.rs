@@ -11,6 +11,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::super::PendingCall;
 use super::super::frame::{self, Unfit};
 use super::super::ledger::OutputLedger;
 pub(crate) use super::super::ledger::failure_outcome;
@@ -193,8 +194,6 @@ pub(crate) enum Submitted {
     /// It was one call too many: the run ends with this ending.
     Limit(Ending),
 }
-
-type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
 
 /// A finished binding call: the value (lossless, with its nesting depth) or the failure the
 /// call rejects with.

@@ -34,6 +34,7 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
+use super::super::PendingCall;
 use super::super::admission::admit;
 use super::super::budget::TreeBudget;
 use super::super::frame::{self, ChildFrame, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
@@ -287,14 +288,15 @@ impl Pool {
                 "run aborted before it started".to_owned(),
             ));
         }
+        let unstarted = |e: std::io::Error| {
+            self.early(
+                FailureKind::WorkerExit,
+                format!("could not start the worker: {e}"),
+            )
+        };
         let (mut pooled, idle) = match self.take() {
             Ok(taken) => taken,
-            Err(e) => {
-                return Ok(self.early(
-                    FailureKind::WorkerExit,
-                    format!("could not start the worker: {e}"),
-                ));
-            }
+            Err(e) => return Ok(unstarted(e)),
         };
         let mut session = Session::new(&self, &request);
         let mut ending = session.wait_for_ending(&mut pooled).await;
@@ -309,12 +311,7 @@ impl Pool {
             drop(pooled);
             pooled = match self.spawn() {
                 Ok(fresh) => fresh,
-                Err(e) => {
-                    return Ok(self.early(
-                        FailureKind::WorkerExit,
-                        format!("could not start the worker: {e}"),
-                    ));
-                }
+                Err(e) => return Ok(unstarted(e)),
             };
             session = Session::new(&self, &request);
             ending = session.wait_for_ending(&mut pooled).await;
@@ -348,8 +345,6 @@ impl Pool {
         self.runs.wait().await;
     }
 }
-
-type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
 
 /// One run on one worker: its bookkeeping and the bytes still to write.
 struct Session<'r> {
