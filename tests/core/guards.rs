@@ -25,8 +25,8 @@ fn timed(name: &str, timeout_ms: u64, cooperative: bool) -> ToolDefinition {
                     _ = exec.signal().cancelled() => Ok(json!("stopped but claims success")),
                 }
             } else {
-                // Ignores its signal.
-                tokio::time::sleep(Duration::from_secs(30)).await;
+                // Ignores its signal, for far longer than any failure bound below.
+                tokio::time::sleep(Duration::from_secs(3600)).await;
                 Ok(json!("late"))
             }
         })
@@ -95,10 +95,8 @@ async fn with_grace_drops_a_tool_that_ignores_its_signal() {
     let elapsed = started.elapsed();
     assert_eq!(result.error_code(), Some(ErrorCode::ToolTimeout));
     assert!(elapsed >= Duration::from_millis(150), "{elapsed:?}");
-    assert!(
-        elapsed < Duration::from_millis(150 + 1_000),
-        "deadline + grace + slack, got {elapsed:?}"
-    );
+    // A failure bound only: awaiting the body would take an hour.
+    assert!(elapsed < Duration::from_secs(600), "{elapsed:?}");
     let ToolResult::Failure { meta, .. } = result else {
         panic!("failure expected")
     };

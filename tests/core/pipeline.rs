@@ -415,11 +415,9 @@ async fn a_wrapper_token_is_fused_with_the_caller_signal() {
         next.run_with_signal(CancellationToken::new())
     }));
     let signal = cancel_on(&begun);
-    let started = std::time::Instant::now();
     let result = registry
         .execute(call("1", "sleep", json!({"ms": 10_000})).with_signal(signal))
         .await;
-    assert!(started.elapsed() < Duration::from_secs(5));
     assert_eq!(result.error().unwrap().message, "sleep cancelled");
 
     // And the wrapper's own token reaches the body too.

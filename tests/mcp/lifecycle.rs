@@ -5,7 +5,6 @@
 use crate::mcp_support;
 
 use std::process::Stdio;
-use std::time::{Duration, Instant};
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::{MCP_DISCONNECTED, McpServer};
@@ -83,14 +82,9 @@ async fn progress_notifications_become_events() {
         .execute(call("p1", "mcp__ours__progress", json!({"steps": 3})))
         .await;
     assert_eq!(result.text(), "finished 3 steps");
-    // rmcp hands notifications to the client on their own path, so the last ones may be
-    // published after the result: wait for the three events (the timeout only bounds a failure).
+    // Progress is published as the transport is read, so all of it is out before the answer.
     let mut seen = Vec::new();
-    while seen.len() < 3 {
-        let event = tokio::time::timeout(Duration::from_secs(30), events.recv())
-            .await
-            .expect("three progress events")
-            .expect("the event stream stays open");
+    while let Ok(event) = events.try_recv() {
         if let ToolEvent::Progress {
             call_id,
             progress,
@@ -217,27 +211,25 @@ async fn cancelled_calls_settle_as_aborted() {
 }
 
 /// Starts a call of the long-running tool, waits until the server reports progress, kills the
-/// server, and checks the call fails with `MCP_DISCONNECTED` within 2 s.
+/// server, and checks the call fails with `MCP_DISCONNECTED` (not with the 60 s call timeout).
 async fn kill_mid_call(registry: &Registry, server: &str, kill_server: impl FnOnce()) {
     let mut events = registry.subscribe();
     let name = format!("mcp__{server}__trigger-long-running-operation");
     let running = tokio::spawn({
         let registry = registry.clone();
         async move {
-            let result = registry
+            registry
                 .execute(call(
                     "doomed",
                     &name,
                     json!({"duration": 3600, "steps": 3600}),
                 ))
-                .await;
-            (result, Instant::now())
+                .await
         }
     });
     first_progress(&mut events, "doomed").await;
-    let killed = Instant::now();
     kill_server();
-    let (result, settled) = tokio::time::timeout(mcp_support::WAIT, running)
+    let result = tokio::time::timeout(mcp_support::WAIT, running)
         .await
         .expect("the call settles")
         .unwrap();
@@ -246,8 +238,6 @@ async fn kill_mid_call(registry: &Registry, server: &str, kill_server: impl FnOn
         Some(MCP_DISCONNECTED),
         "{result:?}"
     );
-    let took = settled.duration_since(killed);
-    assert!(took < Duration::from_secs(2), "failure took {took:?}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

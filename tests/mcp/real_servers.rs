@@ -179,17 +179,15 @@ async fn annotations_are_kept_and_read_only_tools_run_in_parallel() {
         )),
         ExecutionMode::Parallel
     );
-    let exclusive: Vec<String> = handle
-        .tools()
+    // One snapshot of the registry: the server may re-sync its list between two lookups.
+    let exclusive: Vec<String> = registry
+        .tools(None)
         .into_iter()
-        .filter(|name| {
-            registry
-                .get(name, None)
-                .unwrap()
-                .annotations()
-                .and_then(|a| a.read_only_hint)
-                != Some(true)
+        .filter(|tool| {
+            tool.name().starts_with("mcp__everything__")
+                && tool.annotations().and_then(|a| a.read_only_hint) != Some(true)
         })
+        .map(|tool| tool.name().to_owned())
         .collect();
     assert!(
         !exclusive.is_empty(),

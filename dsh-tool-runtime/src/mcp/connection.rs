@@ -1,6 +1,5 @@
 //! One live MCP server: connecting, calling, watching the transport, reconnecting.
 
-use std::collections::HashMap;
 use std::sync::{Arc, Weak};
 
 use parking_lot::Mutex;
@@ -8,8 +7,7 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListToolsRequest, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerResult,
+    Implementation, ListToolsRequest, PaginatedRequestParams, ServerResult,
 };
 use rmcp::service::{
     ClientInitializeError, NotificationContext, PeerRequestOptions, RunningService,
@@ -26,10 +24,10 @@ use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpError, McpServer, Transport};
+use super::progress::{ProgressRoutes, ProgressTap};
 use super::results;
 use crate::call::ToolExec;
 use crate::error::{ErrorCode, ToolError};
-use crate::events::ToolEvent;
 use crate::registry::Registry;
 
 /// The `code` of a call that failed because the server's transport closed.
@@ -56,7 +54,7 @@ pub(crate) struct Conn {
     pub(crate) pid: Option<u32>,
 }
 
-/// The notification side of a connection: progress, list changes, logging.
+/// The notification side of a connection: list changes (progress is read by [`ProgressTap`]).
 pub(crate) struct Handler {
     pub(crate) link: Weak<Link>,
 }
@@ -65,36 +63,12 @@ pub(crate) struct Handler {
 pub(crate) struct Link {
     pub(crate) registry: Registry,
     /// Progress token → call id of the calls in flight.
-    pub(crate) progress: tokio::sync::Mutex<HashMap<ProgressToken, String>>,
+    pub(crate) progress: ProgressRoutes,
     /// Woken by `notifications/tools/list_changed`.
     pub(crate) list_changed: tokio::sync::Notify,
 }
 
 impl ClientHandler for Handler {
-    async fn on_progress(
-        &self,
-        params: ProgressNotificationParam,
-        _context: NotificationContext<RoleClient>,
-    ) {
-        let Some(link) = self.link.upgrade() else {
-            return;
-        };
-        let call_id = link
-            .progress
-            .lock()
-            .await
-            .get(&params.progress_token)
-            .cloned();
-        if let Some(call_id) = call_id {
-            link.registry.publish(|| ToolEvent::Progress {
-                call_id,
-                progress: params.progress,
-                total: params.total,
-                message: params.message,
-            });
-        }
-    }
-
     async fn on_tool_list_changed(&self, _context: NotificationContext<RoleClient>) {
         if let Some(link) = self.link.upgrade() {
             link.list_changed.notify_one();
@@ -174,6 +148,10 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                 forward_stderr(server.clone(), stderr);
             }
             // Until the service runs, dropping `child` kills it.
+            let transport = ProgressTap {
+                inner: transport,
+                link: Arc::downgrade(link),
+            };
             let running = tokio::time::timeout(timeout, handler.serve(transport))
                 .await
                 .map_err(|_| timed_out())?
@@ -198,6 +176,10 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                 super::http::GuardedClient::default(),
                 http,
             );
+            let transport = ProgressTap {
+                inner: transport,
+                link: Arc::downgrade(link),
+            };
             let running = tokio::time::timeout(timeout, handler.serve(transport))
                 .await
                 .map_err(|_| timed_out())?
@@ -329,9 +311,6 @@ pub(crate) async fn call_tool(
     let server = &config.name;
     let params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
     let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    // Holding the map while sending means a progress notification cannot arrive before its
-    // token is known.
-    let mut progress = link.progress.lock().await;
     let mut handle = match conn
         .peer
         .send_cancellable_request(request, PeerRequestOptions::no_options())
@@ -339,14 +318,13 @@ pub(crate) async fn call_tool(
     {
         Ok(handle) => handle,
         Err(_) => {
-            drop(progress);
             conn.closed.cancel();
             return Err(disconnected(server, raw_name));
         }
     };
     let token = handle.progress_token.clone();
-    progress.insert(token.clone(), exec.call_id().to_owned());
-    drop(progress);
+    link.progress
+        .claim(&link.registry, token.clone(), exec.call_id());
     let timeout = Duration::from_millis(config.call_timeout_ms);
     let outcome = tokio::select! {
         biased;
@@ -355,7 +333,7 @@ pub(crate) async fn call_tool(
         _ = exec.signal().cancelled() => Outcome::Cancelled,
         _ = tokio::time::sleep(timeout) => Outcome::TimedOut,
     };
-    link.progress.lock().await.remove(&token);
+    link.progress.release(&token);
     let answer = match outcome {
         Outcome::Answer(answer) => *answer,
         Outcome::Closed => return Err(disconnected(server, raw_name)),

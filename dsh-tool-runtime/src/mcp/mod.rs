@@ -19,6 +19,7 @@ mod config;
 mod connection;
 mod http;
 mod names;
+mod progress;
 mod results;
 mod schema;
 mod stdio;
