@@ -626,8 +626,9 @@ fn hostile_keys_are_quoted_or_moved_to_functional_typed_dicts() {
 
 #[test]
 fn escaped_names_never_collide() {
-    // Argument dicts (keys that are no parameter names) and outputs (of different shapes, so
-    // none is shared) are classes named after the tool.
+    // Argument dicts (keys that are no parameter names) and outputs are classes named after
+    // the tool; the three argument dicts have one shape, so they share one class, while the
+    // outputs differ and keep a class each.
     let tools: Vec<ToolSpec> = ["a-b", "a.b", "a_b"]
         .iter()
         .enumerate()
@@ -641,10 +642,9 @@ fn escaped_names_never_collide() {
         })
         .collect();
     let python = sdk::python(&tools);
+    assert!(!python.contains("ABArgs2"), "{python}");
     for class in [
         "ABArgs = ",
-        "ABArgs2 = ",
-        "ABArgs3 = ",
         "class ABOutput(",
         "class ABOutput2(",
         "class ABOutput3(",
@@ -753,4 +753,63 @@ fn an_undocumented_union_carries_its_members_docs() {
         "{py}"
     );
     assert!(py.contains("# Its own words."), "{py}");
+}
+
+/// A Python object shape met again reuses its class: a functional-form `TypedDict` (a key that
+/// is no identifier) as well as a class, an undocumented output reusing the documented input
+/// class, tools' outputs of one shape sharing one class. Shapes whose docs differ keep a class
+/// each, so no field reads a doc it does not have.
+#[test]
+fn python_object_shapes_are_rendered_once() {
+    let relation = |doc: bool| {
+        let field = |text: &str| {
+            if doc {
+                json!({"type": "string", "description": text})
+            } else {
+                json!({"type": "string"})
+            }
+        };
+        json!({"type": "object", "properties": {"from": field("start"), "to": field("end")},
+            "required": ["from", "to"]})
+    };
+    let list = |item: Value| json!({"type": "object", "properties": {"relations": {"type": "array", "items": item}}, "required": ["relations"]});
+    let done =
+        json!({"type": "object", "properties": {"ok": {"type": "boolean"}}, "required": ["ok"]});
+    let tools = vec![
+        ToolSpec::new("create", "", list(relation(true)), list(relation(false))),
+        ToolSpec::new("remove", "", list(relation(false)), done.clone()),
+        ToolSpec::new("undo", "", json!({"type": "object"}), done),
+        ToolSpec::new(
+            "rename",
+            "",
+            list(json!({"type": "object", "properties": {
+                "from": {"type": "string", "description": "old name"},
+                "to": {"type": "string", "description": "new name"}},
+                "required": ["from", "to"]})),
+            json!({}),
+        ),
+    ];
+    let python = sdk::python(&tools);
+    assert_eq!(
+        python.matches(" = TypedDict(\"Relations").count(),
+        2,
+        "{python}"
+    );
+    assert!(python.contains("\"from\": \"str\", # start"), "{python}");
+    assert!(python.contains("\"from\": \"str\", # old name"), "{python}");
+    assert!(
+        python.contains("class CreateOutput(TypedDict):\n relations: list[Relations]"),
+        "{python}"
+    );
+    assert!(
+        python.contains("relations: list[Relations]) -> CreateOutput"),
+        "{python}"
+    );
+    assert!(
+        python.contains("def undo(self) -> RemoveOutput"),
+        "{python}"
+    );
+    assert!(!python.contains("UndoOutput"), "{python}");
+    // Numbering has no gaps: the reused shapes gave their names back.
+    assert!(python.contains("Relations2 = TypedDict("), "{python}");
 }

@@ -309,7 +309,11 @@ fn docstring_text(line: &str) -> String {
 /// A declared property before rendering: key, schema node, required.
 type Part = (String, NodeId, bool);
 
+/// An anonymous class already emitted: its name and its fields' docs.
+type SharedClass = (String, Vec<Option<String>>);
+
 /// A field of a `TypedDict` being assembled.
+#[derive(Clone)]
 struct Field {
     key: String,
     ty: String,
@@ -329,9 +333,10 @@ struct Renderer<'m> {
     model: &'m Model,
     names: NameAllocator,
     blocks: Vec<String>,
-    /// Anonymous classes emitted so far, by body (everything after the name): an object shape
-    /// met again reuses its class instead of repeating it.
-    shapes: std::collections::BTreeMap<String, String>,
+    /// Anonymous classes emitted so far, by shape (name stem, totality, keys, types and extra
+    /// keys; docs apart), each with its name and field docs: an object shape met again reuses
+    /// its class instead of repeating it.
+    shapes: std::collections::BTreeMap<String, Vec<SharedClass>>,
     uses: BTreeSet<&'static str>,
     def_emitted: Vec<bool>,
     def_queue: Vec<DefId>,
@@ -644,17 +649,37 @@ impl Renderer<'_> {
         if let Some(doc) = doc {
             block.push_str(&format!("{}\n", comment(doc)));
         }
-        let text = typed_dict(name, total, &fields, &note);
         if shared {
             // Keyed by the name's stem too: a shape met under another key keeps its own
-            // name, so no type reads as something it is not.
-            let body = format!("{}{}", stem(name), text.replacen(name, "", 1));
-            if let Some(earlier) = self.shapes.get(&body) {
-                return earlier.clone();
+            // name, so no type reads as something it is not. An undocumented shape (typically an
+            // output) reuses a documented one: its docs only add to what the fields say.
+            let undocumented: Vec<Field> = fields
+                .iter()
+                .map(|f| Field {
+                    doc: None,
+                    ..f.clone()
+                })
+                .collect();
+            // Tools' outputs share one stem: `delete_a` and `delete_b` answering the same
+            // `{success, message}` read one class.
+            let stem = match stem(name) {
+                output if output.ends_with("Output") => "Output",
+                other => other,
+            };
+            let shape = format!("{stem}\n{}", typed_dict("", total, &undocumented, &note));
+            let docs: Vec<Option<String>> = fields.iter().map(|f| f.doc.clone()).collect();
+            let earlier = self.shapes.entry(shape).or_default();
+            let reused = earlier.iter().find(|(_, earlier_docs)| {
+                *earlier_docs == docs || docs.iter().all(Option::is_none)
+            });
+            if let Some((earlier, _)) = reused {
+                let earlier = earlier.clone();
+                self.names.release(name);
+                return earlier;
             }
-            self.shapes.insert(body, name.to_owned());
+            earlier.push((name.to_owned(), docs));
         }
-        block.push_str(&text);
+        block.push_str(&typed_dict(name, total, &fields, &note));
         self.blocks.push(block);
         name.to_owned()
     }

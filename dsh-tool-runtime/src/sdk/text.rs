@@ -155,6 +155,12 @@ impl NameAllocator {
         self.taken.insert(candidate.clone());
         candidate
     }
+
+    /// Gives back a name allocated for a type that was not emitted after all, so the next
+    /// allocation from the same base takes it and numbering stays without gaps.
+    pub(crate) fn release(&mut self, name: &str) {
+        self.taken.remove(name);
+    }
 }
 
 /// Normalizes generated text: `\n` line endings, no trailing spaces or tabs, no run of more than
