@@ -77,7 +77,74 @@ fn setup() -> Option<&'static Setup> {
 }
 
 fn main() {
+    // Like divan's own filters: positional arguments name what to run.
+    let filters: Vec<String> = std::env::args()
+        .skip(1)
+        .filter(|arg| !arg.starts_with('-'))
+        .collect();
+    if filters.is_empty() || filters.iter().any(|f| "interleaved".contains(f.as_str())) {
+        interleaved();
+    }
     divan::main();
+}
+
+/// One call at a time on both paths, interleaved call by call (which path goes first swaps every
+/// round), so noise that drifts over the run falls on both alike: the median latency of each
+/// path and their ratio. Then the host process's CPU time per call on each path, in alternating
+/// phases: the work the registry adds, which scheduling noise barely moves.
+fn interleaved() {
+    const ROUNDS: usize = 5_000;
+    const PHASE: usize = 1_000;
+    let Some(setup) = setup() else { return };
+    let block_on = |registry: bool, i: usize| {
+        if registry {
+            setup.runtime.block_on(registry_echo(setup, i));
+        } else {
+            setup.runtime.block_on(rmcp_echo(setup, i));
+        }
+    };
+    for i in 0..200 {
+        block_on(i % 2 == 0, i);
+    }
+    let mut latency = [Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS)];
+    for round in 0..ROUNDS {
+        for registry in [round % 2 == 0, round % 2 == 1] {
+            let start = std::time::Instant::now();
+            block_on(registry, round);
+            latency[usize::from(registry)].push(start.elapsed());
+        }
+    }
+    let median = |samples: &mut Vec<std::time::Duration>| {
+        samples.sort();
+        samples[samples.len() / 2].as_secs_f64() * 1e6
+    };
+    let (direct, registry) = {
+        let [direct, registry] = &mut latency;
+        (median(direct), median(registry))
+    };
+    let cpu = || {
+        let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
+        t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
+    };
+    let mut cpu_us = [0.0f64; 2];
+    for phase in 0..6 {
+        let registry = phase % 2 == 0;
+        let start = cpu();
+        for i in 0..PHASE {
+            block_on(registry, i);
+        }
+        cpu_us[usize::from(registry)] += cpu() - start;
+    }
+    let per_call = |total: f64| total / (3 * PHASE) as f64;
+    println!(
+        "interleaved sequential echo, {ROUNDS} rounds: median latency registry {registry:.1} µs, \
+         rmcp direct {direct:.1} µs, ratio {:.3}; host CPU per call registry {:.1} µs, rmcp \
+         direct {:.1} µs, ratio {:.3}",
+        registry / direct,
+        per_call(cpu_us[1]),
+        per_call(cpu_us[0]),
+        cpu_us[1] / cpu_us[0],
+    );
 }
 
 async fn rmcp_echo(setup: &Setup, i: usize) {

@@ -14,7 +14,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
-use super::listing::{Listing, output_schema};
+use super::listing::{Listing, declares_object_output};
 use super::{McpServeError, McpServeOptions};
 use crate::call::ToolCall;
 use crate::events::ToolEvent;
@@ -66,7 +66,7 @@ impl McpHandler {
 
     pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
         let running = self
-            .serve(rmcp::transport::stdio())
+            .serve(super::stdio::transport())
             .await
             .map_err(|error| McpServeError::Handshake(error.to_string()))?;
         running
@@ -127,8 +127,7 @@ impl McpHandler {
                     .registry
                     .get(name, self.scope.as_ref())
                     .as_ref()
-                    .and_then(output_schema)
-                    .is_some();
+                    .is_some_and(declares_object_output);
                 if declared && value.is_object() {
                     answer.structured_content = Some(value.clone());
                 }

@@ -87,15 +87,23 @@ fn mcp_tool(
 /// The MCP `outputSchema` of a tool: MCP requires an object root, so tools whose output is not
 /// an object (strings, lists, unit) publish none and answer with content blocks only.
 pub(crate) fn output_schema(definition: &ToolDefinition) -> Option<JsonObject> {
-    let schema = definition.output_schema()?;
-    if schema.get("type").and_then(Value::as_str) != Some("object") {
+    if !declares_object_output(definition) {
         return None;
     }
+    let schema = definition.output_schema()?;
     object_schema(
         Dialect::Mcp
             .transform(schema)
             .unwrap_or_else(|_| schema.clone()),
     )
+}
+
+/// Whether the tool's `outputSchema` is listed (MCP takes object schemas only), so its results
+/// carry `structuredContent`: the test of [`output_schema`] without converting the schema.
+pub(crate) fn declares_object_output(definition: &ToolDefinition) -> bool {
+    definition
+        .output_schema()
+        .is_some_and(|schema| schema.get("type").and_then(Value::as_str) == Some("object"))
 }
 
 /// The simplest value `schema` accepts, as far as its `type`, `enum`, `const`, `default`,

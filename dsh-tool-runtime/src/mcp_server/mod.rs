@@ -9,6 +9,7 @@
 mod handler;
 mod http;
 mod listing;
+mod stdio;
 
 use std::net::SocketAddr;
 
