@@ -31,11 +31,14 @@ done
 if [[ -d "$root/sdk" ]]; then
   targets+=("$root/sdk")
 fi
-# The reviewed snapshot goldens of the generator's tests (tests/snapshots/sdk_*__{typescript,python}.snap):
-# the text after insta's `---` front matter.
+# The reviewed snapshot goldens of the generator's tests
+# (tests/<group>/snapshots/<group>__sdk_*__{typescript,python}.snap): the text after insta's `---`
+# front matter. None found is an error: the goldens moved and would go unchecked.
 mkdir -p "$work/goldens"
-for snap in "$root"/tests/snapshots/sdk_*__typescript.snap "$root"/tests/snapshots/sdk_*__python.snap; do
+goldens=0
+for snap in "$root"/tests/*/snapshots/*sdk_*__typescript.snap "$root"/tests/*/snapshots/*sdk_*__python.snap; do
   [[ -f "$snap" ]] || continue
+  goldens=$((goldens + 1))
   name="$(basename "$snap" .snap)"
   case "$name" in
     *__typescript) extension=ts ;;
@@ -43,6 +46,10 @@ for snap in "$root"/tests/snapshots/sdk_*__typescript.snap "$root"/tests/snapsho
   esac
   awk 'seen >= 2 { print; next } /^---$/ { seen++ }' "$snap" >"$work/goldens/${name//-/_}.$extension"
 done
+if [[ $goldens -eq 0 ]]; then
+  echo "no SDK snapshot goldens under tests/*/snapshots/" >&2
+  exit 1
+fi
 targets+=("$work/goldens")
 if [[ ${#targets[@]} -eq 0 ]]; then
   echo "nothing to check"

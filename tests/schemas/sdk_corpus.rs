@@ -137,3 +137,61 @@ fn corpus_constructs_map_to_named_types_and_unions() {
     let git = sdk::render(Language::TypeScript, &find("mcp-server-git.json"));
     assert!(git.contains("string | null"), "{git}");
 }
+
+/// Tools that answer alike share one output declaration (TypeScript: a `Record` over their names
+/// that `ToolOutputMap` extends; Python: one class). A program reading each tool's answer must
+/// type-check with the right fields, and reading a field the shape lacks must not.
+#[test]
+fn shared_output_types_type_check_as_each_tools_answer() {
+    let done = serde_json::json!({"type": "object",
+        "properties": {"ok": {"type": "boolean"}, "note": {"type": "string"}}, "required": ["ok"]});
+    let count = serde_json::json!({"type": "object",
+        "properties": {"n": {"type": "integer"}}, "required": ["n"]});
+    let args = serde_json::json!({"type": "object", "properties": {}});
+    let tools = vec![
+        ToolSpec::new("remove", "", args.clone(), done.clone()),
+        ToolSpec::new("undo-all", "", args.clone(), done.clone()),
+        ToolSpec::new("count", "", args.clone(), count),
+        ToolSpec::new("purge", "", args.clone(), done),
+        ToolSpec::new("anything", "", args, serde_json::json!({})),
+    ];
+    let typescript = sdk::typescript(&tools);
+    assert!(
+        typescript.contains("Record<\"purge\" | \"remove\" | \"undo-all\", {"),
+        "{typescript}"
+    );
+    let python = sdk::python(&tools);
+    let out = std::env::temp_dir().join(format!("dsh-sdk-shared-{}", std::process::id()));
+    std::fs::create_dir_all(&out).expect("temporary folder");
+    let program_ts = r#"
+async function check(): Promise<void> {
+ const removed: boolean = (await tools.remove({})).ok;
+ const undone: string | undefined = (await tools["undo-all"]({})).note;
+ const counted: number = (await tools.count({})).n;
+ const any: JsonValue = await tools.anything({});
+ // @ts-expect-error a shared shape has only its own fields
+ (await tools.purge({})).n;
+ // @ts-expect-error and a tool of its own keeps its own
+ (await tools.count({})).ok;
+ console.log(removed, undone, counted, any);
+}
+"#;
+    let program_py = r#"
+
+async def check(tools: Tools) -> None:
+    removed: bool = (await tools.remove())["ok"]
+    counted: int = (await tools.count())["n"]
+    purged = await tools.purge()
+    print(removed, counted, purged["ok"], purged.get("note"))
+    purged["n"]  # type: ignore[typeddict-item]
+"#;
+    std::fs::write(out.join("shared.ts"), format!("{typescript}{program_ts}")).expect("write");
+    std::fs::write(out.join("shared.py"), format!("{python}{program_py}")).expect("write");
+    let status = Command::new("bash")
+        .arg(concat!(env!("CARGO_MANIFEST_DIR"), "/.ci/typecheck-sdk.sh"))
+        .arg(&out)
+        .status()
+        .expect("bash runs");
+    let _ = std::fs::remove_dir_all(&out);
+    assert!(status.success(), "see the tsc/mypy output above");
+}

@@ -156,6 +156,8 @@ pub(crate) const RESERVED: &[&str] = &[
 /// One tool's lines in `ToolArgsMap` / `ToolOutputMap`.
 #[derive(Debug, Serialize)]
 pub(crate) struct ToolEntry {
+    #[serde(skip)]
+    name: String,
     /// Property key: a bare identifier or a quoted string.
     key: String,
     doc: Option<String>,
@@ -179,6 +181,17 @@ pub(crate) struct Context {
     defs: Vec<DefEntry>,
     /// True when some tool has a typed output (an entry in `ToolOutputMap`).
     any_output: bool,
+    /// Outputs shared by several tools, declared once each as a `Record` over their keys that
+    /// `ToolOutputMap` extends; those tools have no entry of their own.
+    shared_outputs: Vec<SharedOutput>,
+}
+
+/// One output type answered by several tools: `Record<keys, output>`.
+#[derive(Debug, Serialize)]
+pub(crate) struct SharedOutput {
+    /// The tools' names as string literal types joined with ` | `.
+    keys: String,
+    output: String,
 }
 
 /// A fresh allocator for TypeScript type names.
@@ -189,10 +202,11 @@ pub(crate) fn names() -> NameAllocator {
 /// Builds the template context from the model.
 pub(crate) fn context(model: &Model) -> Context {
     let render = Renderer { model };
-    let tools: Vec<ToolEntry> = model
+    let mut tools: Vec<ToolEntry> = model
         .tools
         .iter()
         .map(|tool| ToolEntry {
+            name: tool.name.clone(),
             key: key(&tool.name),
             doc: tool.doc.clone(),
             args: render.ty(tool.args, 0).text,
@@ -213,11 +227,44 @@ pub(crate) fn context(model: &Model) -> Context {
         })
         .collect();
     let any_output = tools.iter().any(|tool| tool.output.is_some());
+    let shared_outputs = share_outputs(&mut tools);
     Context {
         tools,
         defs,
         any_output,
+        shared_outputs,
     }
+}
+
+/// Takes the outputs that several tools share out of their entries, in the order of their first
+/// tool: a model reads one shape once, and each tool name once more instead of the shape again.
+fn share_outputs(tools: &mut [ToolEntry]) -> Vec<SharedOutput> {
+    let mut users: Vec<(String, Vec<usize>)> = Vec::new();
+    for (index, tool) in tools.iter().enumerate() {
+        if let Some(output) = &tool.output {
+            match users.iter_mut().find(|(shared, _)| shared == output) {
+                Some((_, indices)) => indices.push(index),
+                None => users.push((output.clone(), vec![index])),
+            }
+        }
+    }
+    users
+        .into_iter()
+        .filter(|(_, indices)| indices.len() > 1)
+        .map(|(output, indices)| {
+            let keys: Vec<String> = indices
+                .iter()
+                .map(|&index| {
+                    tools[index].output = None;
+                    quoted(&tools[index].name)
+                })
+                .collect();
+            SharedOutput {
+                keys: keys.join(" | "),
+                output,
+            }
+        })
+        .collect()
 }
 
 /// A property key: bare when it is a plain identifier, JSON-style quoted otherwise. `__proto__`
