@@ -277,22 +277,28 @@ impl RepoTools {
         path: String,
     ) -> Result<FileStats, ToolError> {
         let full = self.resolve(&path)?;
-        let meta = tokio::fs::metadata(&full).await.map_err(|err| {
+        // One trip to the blocking pool for the stat and the read (`tokio::fs` makes one each).
+        let stats = tokio::task::spawn_blocking(move || {
+            let meta = std::fs::metadata(&full)?;
+            let lines = if meta.is_file() {
+                std::fs::read(&full)
+                    .map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64)
+                    .unwrap_or(0)
+            } else {
+                0
+            };
+            Ok::<_, std::io::Error>((meta.len(), lines, meta.is_dir()))
+        })
+        .await
+        .map_err(|err| ToolError::new(format!("cannot stat {path}: {err}")))?;
+        let (bytes, lines, is_dir) = stats.map_err(|err| {
             ToolError::new(format!("cannot stat {path}: {err}")).with_code("ESTAT")
         })?;
-        let lines = if meta.is_file() {
-            tokio::fs::read(&full)
-                .await
-                .map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64)
-                .unwrap_or(0)
-        } else {
-            0
-        };
         Ok(FileStats {
             path,
-            bytes: meta.len(),
+            bytes,
             lines,
-            is_dir: meta.is_dir(),
+            is_dir,
         })
     }
 }
