@@ -227,3 +227,100 @@ async fn tools_changed(
     .await
     .expect("no tools/list_changed reached the client")
 }
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+const PING: &str = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+
+/// Waits until `path` holds `lines` lines, failing if the server exits first; the timeout only
+/// bounds a failure.
+fn wait_for_lines(path: &std::path::Path, lines: usize, child: &mut Child) {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        let text = std::fs::read_to_string(path).unwrap_or_default();
+        if text.lines().count() >= lines {
+            return;
+        }
+        assert!(
+            child.try_wait().unwrap().is_none(),
+            "serve exited after {} line(s): {text}",
+            text.lines().count()
+        );
+        assert!(
+            std::time::Instant::now() < deadline,
+            "no line {lines}: {text}"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// `serve` over stdio with stdin a pipe and stdout a regular file (which cannot be polled)
+/// answers each request however long its input pauses between them, then exits at end of input.
+#[test]
+fn serve_over_stdio_answers_into_a_file_across_pauses() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let root = dir.path().display().to_string();
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root", &root, "serve"])
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, format!("{INITIALIZE}\n").as_bytes()).unwrap();
+    wait_for_lines(&out, 1, &mut child);
+    std::io::Write::write_all(&mut stdin, format!("{PING}\n").as_bytes()).unwrap();
+    wait_for_lines(&out, 2, &mut child);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let answers: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+}
+
+/// The pipes `serve` is given stay blocking for every other holder of the same ends (a shell
+/// pipeline's next command, a parent that kept its copy) while it serves and after it exits.
+#[test]
+fn serve_over_stdio_leaves_shared_pipes_blocking() {
+    fn nonblocking(fd: &impl std::os::fd::AsRawFd) -> bool {
+        // SAFETY: F_GETFL reads the flags of a descriptor this test owns.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        flags & libc::O_NONBLOCK != 0
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let (stdin_read, mut stdin_write) = std::io::pipe().unwrap();
+    let (stdout_read, stdout_write) = std::io::pipe().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root", &root, "serve"])
+        .stdin(stdin_read.try_clone().unwrap())
+        .stdout(stdout_write.try_clone().unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    std::io::Write::write_all(&mut stdin_write, format!("{INITIALIZE}\n").as_bytes()).unwrap();
+    let mut answers = BufReader::new(stdout_read);
+    let mut line = String::new();
+    answers.read_line(&mut line).unwrap();
+    assert!(line.contains(r#""id":1"#), "{line}");
+    // The server is serving: the descriptions it was given must still block.
+    assert!(
+        !nonblocking(&stdin_read),
+        "stdin's pipe was made non-blocking"
+    );
+    assert!(
+        !nonblocking(&stdout_write),
+        "stdout's pipe was made non-blocking"
+    );
+    std::io::Write::write_all(&mut stdin_write, format!("{PING}\n").as_bytes()).unwrap();
+    line.clear();
+    answers.read_line(&mut line).unwrap();
+    assert!(line.contains(r#""id":2"#), "{line}");
+    drop(stdin_write);
+    assert!(child.wait().unwrap().success());
+    assert!(!nonblocking(&stdin_read) && !nonblocking(&stdout_write));
+}

@@ -1,19 +1,21 @@
 //! The stdio transport of `serve`: the process's stdin and stdout, read and written without a
-//! thread hop when they are pipes or sockets.
+//! thread hop when both are pipes.
 //!
 //! tokio's `stdin()`/`stdout()` (what `rmcp::transport::stdio` uses) hand every read and write
 //! to the blocking thread pool, because a terminal or a regular file cannot be polled. An MCP
-//! client that spawns the server connects pipes (or a socket pair) instead, and those are
-//! registered with the reactor like any socket: one round trip saves a thread hand-off in each
-//! direction. Anything else (a terminal, a file) keeps tokio's blocking stdio.
+//! client that spawns the server usually connects pipes, and a pipe can be registered with the
+//! reactor: a round trip then saves a thread hand-off in each direction.
+//!
+//! Polling needs `O_NONBLOCK`, a flag of the open file description, which every process holding
+//! the same end shares (a shell pipeline's next command, a parent that kept its copy): setting it
+//! on descriptor 0 or 1 would make their reads and writes fail with `EAGAIN`. So each pipe is
+//! opened again through `/proc/self/fd/N`, which gives this process a description of its own for
+//! the same pipe. Anything else (a terminal, a file, a socket, no `/proc`) keeps tokio's blocking
+//! stdio for both directions, and nothing shared is changed.
 
-use std::fs::File;
-use std::io;
-use std::os::fd::{AsFd, OwnedFd};
-use std::os::unix::fs::FileTypeExt;
+use std::path::Path;
 
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::net::UnixStream;
 use tokio::net::unix::pipe;
 
 /// The read half of the transport.
@@ -21,72 +23,65 @@ pub(crate) type Input = Box<dyn AsyncRead + Send + Unpin>;
 /// The write half of the transport.
 pub(crate) type Output = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// stdin and stdout as an async pair. The descriptors are duplicated, so 0 and 1 stay open for
-/// the rest of the process; a pipe or socket is switched to non-blocking mode (a property of
-/// the open file, which only this process's end shares).
+/// stdin and stdout as an async pair: both polled when both are pipes, else both through
+/// tokio's blocking stdio.
 pub(crate) fn transport() -> (Input, Output) {
-    let polled = || -> io::Result<(Input, Output)> {
-        let input = io::stdin().as_fd().try_clone_to_owned()?;
-        let output = io::stdout().as_fd().try_clone_to_owned()?;
-        Ok((reader(input)?, writer(output)?))
-    };
-    polled().unwrap_or_else(|_| {
-        let (input, output) = rmcp::transport::stdio();
-        (Box::new(input), Box::new(output))
-    })
-}
-
-fn is_socket(fd: &OwnedFd) -> io::Result<bool> {
-    Ok(File::from(fd.try_clone()?)
-        .metadata()?
-        .file_type()
-        .is_socket())
-}
-
-fn reader(fd: OwnedFd) -> io::Result<Input> {
-    if is_socket(&fd)? {
-        return Ok(Box::new(socket(fd)?));
+    match polled(Path::new("/proc/self/fd/0"), Path::new("/proc/self/fd/1")) {
+        Ok((input, output)) => (Box::new(input), Box::new(output)),
+        Err(_) => {
+            let (input, output) = rmcp::transport::stdio();
+            (Box::new(input), Box::new(output))
+        }
     }
-    Ok(Box::new(pipe::Receiver::from_owned_fd(fd)?))
 }
 
-fn writer(fd: OwnedFd) -> io::Result<Output> {
-    if is_socket(&fd)? {
-        return Ok(Box::new(socket(fd)?));
-    }
-    Ok(Box::new(pipe::Sender::from_owned_fd(fd)?))
-}
-
-fn socket(fd: OwnedFd) -> io::Result<UnixStream> {
-    let stream = std::os::unix::net::UnixStream::from(fd);
-    stream.set_nonblocking(true)?;
-    UnixStream::from_std(stream)
+/// Opens the pipes behind `input` and `output` (paths of `/proc/self/fd`) as new non-blocking
+/// descriptions. Fails, changing nothing, when either is not a pipe or cannot be opened (a pipe
+/// without a reader cannot be opened for writing without blocking).
+fn polled(input: &Path, output: &Path) -> std::io::Result<(pipe::Receiver, pipe::Sender)> {
+    let options = pipe::OpenOptions::new();
+    let receiver = options.open_receiver(input)?;
+    let sender = options.open_sender(output)?;
+    Ok((receiver, sender))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use std::os::fd::AsRawFd;
     use tokio::io::{AsyncReadExt, AsyncWriteExt};
 
+    fn nonblocking(fd: &impl AsRawFd) -> bool {
+        // SAFETY: F_GETFL reads the flags of a descriptor this test owns.
+        let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
+        flags & libc::O_NONBLOCK != 0
+    }
+
     #[tokio::test]
-    async fn pipes_and_sockets_are_polled_and_a_file_is_refused() {
-        let (rx, tx) = std::io::pipe().unwrap();
-        let mut read = reader(OwnedFd::from(rx)).unwrap();
-        let mut write = writer(OwnedFd::from(tx)).unwrap();
-        write.write_all(b"{}\n").await.unwrap();
+    async fn pipes_are_polled_through_descriptions_of_their_own() {
+        let (theirs_in, mut ours_in) = std::io::pipe().unwrap();
+        let (mut ours_out, theirs_out) = std::io::pipe().unwrap();
+        let path = |fd: &dyn AsRawFd| format!("/proc/self/fd/{}", fd.as_raw_fd());
+        let (mut input, mut output) =
+            polled(Path::new(&path(&theirs_in)), Path::new(&path(&theirs_out))).unwrap();
+        std::io::Write::write_all(&mut ours_in, b"{}\n").unwrap();
         let mut line = [0u8; 3];
-        read.read_exact(&mut line).await.unwrap();
+        input.read_exact(&mut line).await.unwrap();
         assert_eq!(&line, b"{}\n");
-
-        let (a, b) = std::os::unix::net::UnixStream::pair().unwrap();
-        let mut read = reader(OwnedFd::from(a)).unwrap();
-        let mut write = writer(OwnedFd::from(b)).unwrap();
-        write.write_all(b"[]\n").await.unwrap();
-        read.read_exact(&mut line).await.unwrap();
+        output.write_all(b"[]\n").await.unwrap();
+        std::io::Read::read_exact(&mut ours_out, &mut line).unwrap();
         assert_eq!(&line, b"[]\n");
+        // The descriptors given to us keep blocking: others holding them are not disturbed.
+        assert!(!nonblocking(&theirs_in));
+        assert!(!nonblocking(&theirs_out));
+    }
 
-        // A regular file is no pipe: `transport` falls back to tokio's blocking stdio for it.
-        let file = tempfile::tempfile().unwrap();
-        assert!(reader(OwnedFd::from(file)).is_err());
+    #[tokio::test]
+    async fn a_file_is_not_polled() {
+        let file = tempfile::NamedTempFile::new().unwrap();
+        let (_read, write) = std::io::pipe().unwrap();
+        let write = format!("/proc/self/fd/{}", write.as_raw_fd());
+        assert!(polled(file.path(), Path::new(&write)).is_err());
+        assert!(polled(Path::new(&write), file.path()).is_err());
     }
 }
