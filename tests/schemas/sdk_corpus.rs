@@ -138,8 +138,8 @@ fn corpus_constructs_map_to_named_types_and_unions() {
     assert!(git.contains("string | null"), "{git}");
 }
 
-/// Tools that answer alike share one output declaration (TypeScript: a `Record` over their names
-/// that `ToolOutputMap` extends; Python: one class). A program reading each tool's answer must
+/// Tools that answer alike (TypeScript: one `Record` over their names that `ToolOutputMap`
+/// extends; Python: a class per tool). A program reading each tool's answer must
 /// type-check with the right fields, and reading a field the shape lacks must not.
 #[test]
 fn shared_output_types_type_check_as_each_tools_answer() {

@@ -11,7 +11,8 @@ use std::sync::Weak;
 use parking_lot::Mutex;
 use rmcp::RoleClient;
 use rmcp::model::{
-    ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage, ServerNotification,
+    ClientJsonRpcMessage, GetMeta, ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
+    ServerNotification,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
@@ -20,9 +21,9 @@ use super::connection::Link;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 
-/// Notifications kept for tokens not claimed yet. rmcp picks a call's token while sending it, so
-/// the answer's first notifications can be read before [`ProgressRoutes::claim`] runs; a server
-/// sending tokens nobody asked for only ever fills this bounded window.
+/// Notifications kept for tokens sent but not claimed yet (and tokens sent, not claimed). rmcp
+/// picks a call's token while sending it, so the answer's first notifications can be read before
+/// [`ProgressRoutes::claim`] runs; both windows are bounded.
 const EARLY_NOTIFICATIONS: usize = 256;
 
 /// Progress token → call id of the calls in flight, plus notifications read before their call
@@ -34,8 +35,36 @@ pub(crate) struct ProgressRoutes {
 
 #[derive(Default)]
 struct Routes {
-    calls: HashMap<ProgressToken, String>,
+    calls: HashMap<ProgressToken, Route>,
     early: VecDeque<ProgressNotificationParam>,
+    /// Tokens of requests written to the server and not claimed yet: only these can have early
+    /// notifications. A token the server has not been sent (rmcp counts them 0, 1, 2, …) is a
+    /// guess at a future call's, and its notifications are dropped.
+    sent: VecDeque<ProgressToken>,
+}
+
+/// Where one token's notifications go, and the last progress published for it.
+struct Route {
+    call_id: String,
+    last: Option<f64>,
+}
+
+impl Route {
+    /// Publishes `params` unless its progress does not exceed the last one: MCP's progress
+    /// "MUST increase with each notification", and [`ToolEvent::Progress`] promises as much, so a
+    /// stale or repeated value from the server is dropped.
+    fn publish(&mut self, registry: &Registry, params: ProgressNotificationParam) {
+        if self.last.is_some_and(|last| params.progress <= last) || params.progress.is_nan() {
+            return;
+        }
+        self.last = Some(params.progress);
+        registry.publish(|| ToolEvent::Progress {
+            call_id: self.call_id.clone(),
+            progress: params.progress,
+            total: params.total,
+            message: params.message,
+        });
+    }
 }
 
 impl ProgressRoutes {
@@ -43,15 +72,29 @@ impl ProgressRoutes {
     /// read for it, in their order.
     pub(crate) fn claim(&self, registry: &Registry, token: ProgressToken, call_id: &str) {
         let mut routes = self.inner.lock();
+        routes.sent.retain(|sent| *sent != token);
         let early = std::mem::take(&mut routes.early);
+        let mut route = Route {
+            call_id: call_id.to_owned(),
+            last: None,
+        };
         for params in early {
             if params.progress_token == token {
-                publish(registry, call_id, params);
+                route.publish(registry, params);
             } else {
                 routes.early.push_back(params);
             }
         }
-        routes.calls.insert(token, call_id.to_owned());
+        routes.calls.insert(token, route);
+    }
+
+    /// Notes that a request carrying `token` is being written to the server.
+    fn sent(&self, token: ProgressToken) {
+        let mut routes = self.inner.lock();
+        if routes.sent.len() == EARLY_NOTIFICATIONS {
+            routes.sent.pop_front();
+        }
+        routes.sent.push_back(token);
     }
 
     /// Stops routing `token` (its call has settled).
@@ -63,25 +106,15 @@ impl ProgressRoutes {
     /// claimed.
     fn route(&self, registry: &Registry, params: ProgressNotificationParam) {
         let mut routes = self.inner.lock();
-        match routes.calls.get(&params.progress_token) {
-            Some(call_id) => publish(registry, call_id, params),
-            None => {
-                if routes.early.len() == EARLY_NOTIFICATIONS {
-                    routes.early.pop_front();
-                }
-                routes.early.push_back(params);
+        if let Some(route) = routes.calls.get_mut(&params.progress_token) {
+            route.publish(registry, params);
+        } else if routes.sent.contains(&params.progress_token) {
+            if routes.early.len() == EARLY_NOTIFICATIONS {
+                routes.early.pop_front();
             }
+            routes.early.push_back(params);
         }
     }
-}
-
-fn publish(registry: &Registry, call_id: &str, params: ProgressNotificationParam) {
-    registry.publish(|| ToolEvent::Progress {
-        call_id: call_id.to_owned(),
-        progress: params.progress,
-        total: params.total,
-        message: params.message,
-    });
 }
 
 /// A client transport that publishes progress notifications as it reads them and passes every
@@ -98,6 +131,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        if let ClientJsonRpcMessage::Request(request) = &item
+            && let Some(token) = request.request.get_meta().get_progress_token()
+            && let Some(link) = self.link.upgrade()
+        {
+            link.progress.sent(token);
+        }
         self.inner.send(item)
     }
 
@@ -140,8 +179,12 @@ mod tests {
         let registry = Registry::new();
         let mut events = registry.subscribe();
         let routes = ProgressRoutes::default();
+        routes.sent(ProgressToken(NumberOrString::Number(7)));
+        routes.sent(ProgressToken(NumberOrString::Number(8)));
         routes.route(&registry, params(7, 1.0));
         routes.route(&registry, params(8, 5.0));
+        // Token 9 was never sent: a server guessing the next call's token is ignored.
+        routes.route(&registry, params(9, 777.0));
         routes.route(&registry, params(7, 2.0));
         assert!(
             events.try_recv().is_err(),
@@ -165,12 +208,33 @@ mod tests {
     }
 
     #[test]
+    fn progress_that_does_not_increase_is_dropped() {
+        let registry = Registry::new();
+        let mut events = registry.subscribe();
+        let routes = ProgressRoutes::default();
+        routes.sent(ProgressToken(NumberOrString::Number(3)));
+        routes.route(&registry, params(3, 5.0));
+        routes.claim(&registry, ProgressToken(NumberOrString::Number(3)), "c3");
+        for progress in [3.0, 5.0, 10.0, f64::NAN, 2.0, 11.0] {
+            routes.route(&registry, params(3, progress));
+        }
+        let mut seen = Vec::new();
+        while let Ok(event) = events.try_recv() {
+            seen.push(progress_of(event).1);
+        }
+        assert_eq!(seen, [5.0, 10.0, 11.0]);
+    }
+
+    #[test]
     fn unclaimed_tokens_fill_a_bounded_window() {
         let registry = Registry::new();
         let routes = ProgressRoutes::default();
         for token in 0..(EARLY_NOTIFICATIONS as i64 * 4) {
+            routes.sent(ProgressToken(NumberOrString::Number(token)));
             routes.route(&registry, params(token, 1.0));
         }
-        assert_eq!(routes.inner.lock().early.len(), EARLY_NOTIFICATIONS);
+        let routes = routes.inner.lock();
+        assert_eq!(routes.early.len(), EARLY_NOTIFICATIONS);
+        assert_eq!(routes.sent.len(), EARLY_NOTIFICATIONS);
     }
 }

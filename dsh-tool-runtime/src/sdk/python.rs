@@ -660,13 +660,11 @@ impl Renderer<'_> {
                     ..f.clone()
                 })
                 .collect();
-            // Tools' outputs share one stem: `delete_a` and `delete_b` answering the same
-            // `{success, message}` read one class.
-            let stem = match stem(name) {
-                output if output.ends_with("Output") => "Output",
-                other => other,
-            };
-            let shape = format!("{stem}\n{}", typed_dict("", total, &undocumented, &note));
+            let shape = format!(
+                "{}\n{}",
+                stem(name),
+                typed_dict("", total, &undocumented, &note)
+            );
             let docs: Vec<Option<String>> = fields.iter().map(|f| f.doc.clone()).collect();
             let earlier = self.shapes.entry(shape).or_default();
             let reused = earlier.iter().find(|(_, earlier_docs)| {
