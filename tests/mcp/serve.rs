@@ -324,3 +324,109 @@ fn serve_over_stdio_leaves_shared_pipes_blocking() {
     assert!(child.wait().unwrap().success());
     assert!(!nonblocking(&stdin_read) && !nonblocking(&stdout_write));
 }
+
+/// The processes descended from `pid`, from `/proc`.
+fn descendants(pid: u32) -> Vec<u32> {
+    let parent_of = |child: u32| -> Option<u32> {
+        let stat = std::fs::read_to_string(format!("/proc/{child}/stat")).ok()?;
+        // `pid (comm) state ppid …`: the command may hold spaces and parentheses.
+        stat.rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()
+    };
+    let all: Vec<u32> = std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|entry| entry.ok()?.file_name().to_str()?.parse().ok())
+        .collect();
+    let mut found = vec![pid];
+    let mut grew = true;
+    while grew {
+        grew = false;
+        for &candidate in &all {
+            if !found.contains(&candidate)
+                && parent_of(candidate).is_some_and(|parent| found.contains(&parent))
+            {
+                found.push(candidate);
+                grew = true;
+            }
+        }
+    }
+    found.retain(|&p| p != pid);
+    found
+}
+
+/// Alive and not a zombie.
+fn running(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
+        stat.rsplit_once(')')
+            .and_then(|(_, rest)| rest.split_whitespace().next())
+            .is_some_and(|state| state != "Z")
+    })
+}
+
+/// SIGTERM to `serve` while a program runs: the server disposes its code runtime, so the
+/// program's process does not outlive it (it used to spin on, re-parented, until its CPU budget).
+#[test]
+fn a_terminated_server_takes_its_running_program_with_it() {
+    let _tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let root = dir.path().display().to_string();
+    let mut child = Command::new(BIN)
+        .args([
+            "--builtin",
+            "repo",
+            "--root",
+            &root,
+            "serve",
+            "--mode",
+            "code",
+        ])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = BufReader::new(child.stdout.take().unwrap());
+    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
+        std::io::Write::write_all(stdin, format!("{message}\n").as_bytes()).unwrap();
+    };
+    send(&mut stdin, serde_json::from_str(INITIALIZE).unwrap());
+    let mut line = String::new();
+    stdout.read_line(&mut line).unwrap();
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
+    );
+    send(
+        &mut stdin,
+        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_code",
+            "arguments": {"code": "while (true) {}", "description": "spin"}}}),
+    );
+    // Wait for the program's process to appear (the timeout only bounds a failure).
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    let program = loop {
+        let spawned = descendants(child.id());
+        if !spawned.is_empty() {
+            break spawned;
+        }
+        assert!(std::time::Instant::now() < deadline, "no program process");
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    child.wait().unwrap();
+    let left: Vec<u32> = program.into_iter().filter(|&pid| running(pid)).collect();
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert!(left.is_empty(), "still running after the server: {left:?}");
+}

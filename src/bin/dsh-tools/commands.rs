@@ -27,11 +27,13 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     };
     let log = start_log(registry, args.events.as_deref())?;
     let options = McpServeOptions::default().page_size(args.page_size);
+    // On SIGTERM or Ctrl-C the runtime is still disposed below: a running program's process
+    // must not outlive the server.
     let served = match args.http {
-        None => registry
-            .serve_mcp_with(None, McpTransport::Stdio, options)
-            .await
-            .map_err(|error| error.to_string()),
+        None => tokio::select! {
+            served = registry.serve_mcp_with(None, McpTransport::Stdio, options) => served.map_err(|error| error.to_string()),
+            () = stop_signal() => Ok(()),
+        },
         Some(addr) => {
             let transport = McpTransport::http(addr)
                 .await
@@ -203,6 +205,8 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
         json!({"code": program, "description": format!("Run {}", args.file.display())}),
     ));
     tokio::pin!(execution);
+    let stop = stop_signal();
+    tokio::pin!(stop);
     let mut started: HashMap<String, Instant> = HashMap::new();
     let result = loop {
         tokio::select! {
@@ -213,6 +217,12 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
                 Err(RecvError::Closed) => break execution.await,
             },
             result = &mut execution => break result,
+            () = &mut stop => {
+                // The program's process goes with the command.
+                runtime.dispose().await;
+                finish_log(log).await?;
+                return Err("stopped by a signal before the program finished".to_owned());
+            }
         }
     };
     while let Ok(event) = events.try_recv() {
