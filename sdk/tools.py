@@ -18,7 +18,7 @@ class ToolCallError(Exception):
  code: str | None
 
 class FileStatsOutput(TypedDict):
- path: str
+ path: str # Path relative to the root.
  bytes: int # Size in bytes.
  lines: int # Number of lines (0 for directories).
  is_dir: bool # `true` for a directory.
@@ -40,7 +40,7 @@ class FileEntry(TypedDict):
 
 class ReadFileOutput(TypedDict):
  path: str
- offset: int
+ offset: int # 1-based number of the first line returned.
  lines: list[str] # The lines, without their line endings.
  total_lines: int # Number of lines in the whole file.
 

@@ -39,7 +39,7 @@ read_file: {
 
 interface ToolOutputMap {
 file_stats: {
- path: string;
+ path: string // Path relative to the root.
  bytes: number // Size in bytes.
  lines: number // Number of lines (0 for directories).
  is_dir: boolean // `true` for a directory.
@@ -51,7 +51,7 @@ grep: {
 list_files: FileEntry[];
 read_file: {
  path: string;
- offset: number;
+ offset: number // 1-based number of the first line returned.
  lines: string[] // The lines, without their line endings.
  total_lines: number // Number of lines in the whole file.
 };

@@ -814,3 +814,21 @@ fn python_object_shapes_are_rendered_once() {
     // Numbering has no gaps: the reused shapes gave their names back.
     assert!(python.contains("Relations2 = TypedDict("), "{python}");
 }
+
+/// An output property's doc is left out only when it repeats an input's text: one named like an
+/// input but saying something else (what was applied, not what was asked) stays, in both
+/// languages.
+#[test]
+fn an_output_doc_that_says_something_else_stays() {
+    let input = json!({"type": "object", "properties": {
+        "mode": {"type": "string", "description": "Mode to use."},
+        "path": {"type": "string", "description": "Path to read."}}, "required": ["mode", "path"]});
+    let output = json!({"type": "object", "properties": {
+        "mode": {"type": "string", "description": "Mode actually applied."},
+        "path": {"type": "string", "description": "Path to read."}}, "required": ["mode", "path"]});
+    let tools = vec![ToolSpec::new("apply", "", input, output)];
+    for text in [sdk::typescript(&tools), sdk::python(&tools)] {
+        assert_eq!(text.matches("Mode actually applied.").count(), 1, "{text}");
+        assert_eq!(text.matches("Path to read.").count(), 1, "{text}");
+    }
+}

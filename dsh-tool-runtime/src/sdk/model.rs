@@ -264,8 +264,9 @@ impl<'a> Lowering<'a> {
     }
 
     /// Drops property docs the model has already read: a property of an earlier tool had the
-    /// same name and text, or an output property echoes an input of the same tool (same name,
-    /// or same text). The type stays; only the repeated comment goes. `seen` carries the
+    /// same name and text, or an output property's text is an input's of the same tool. An
+    /// output doc that says something else (`offset`: "first line returned" after the input's
+    /// "first line to return") stays. The type stays; only the repeated comment goes. `seen` carries the
     /// `(name, text)` pairs rendered so far, in file order.
     fn drop_repeated_docs(
         &mut self,
@@ -274,7 +275,6 @@ impl<'a> Lowering<'a> {
         seen: &mut BTreeSet<(String, String)>,
     ) {
         let inputs = self.properties_below(args);
-        let input_names: BTreeSet<String> = inputs.iter().map(|(name, _)| name.clone()).collect();
         let input_docs: BTreeSet<String> = inputs
             .iter()
             .filter_map(|(_, node)| self.nodes[*node].doc.clone())
@@ -291,10 +291,7 @@ impl<'a> Lowering<'a> {
             let Some(doc) = &self.nodes[node].doc else {
                 continue;
             };
-            if input_names.contains(&name)
-                || input_docs.contains(doc)
-                || !seen.insert((name, doc.clone()))
-            {
+            if input_docs.contains(doc) || !seen.insert((name, doc.clone())) {
                 dropped.push(node);
             }
         }
