@@ -69,6 +69,43 @@ async fn list_changed_resyncs_into_a_new_generation() {
     handle.disconnect().await;
 }
 
+/// A 20 MiB answer arrives whole (rmcp alone reads at most 16 MiB a line); an answer past the
+/// 64 MiB line limit fails its call at once, saying why, instead of at the call timeout (an hour
+/// here, past the failure bound), and the server stays usable.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn long_answers_arrive_and_too_long_ones_fail_at_once() {
+    let tools = require_tools!();
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(tools.ours("ours", &[]).call_timeout_ms(3_600_000))
+        .await
+        .unwrap();
+    let bound = std::time::Duration::from_secs(300);
+    let long = tokio::time::timeout(
+        bound,
+        registry.execute(call("l1", "mcp__ours__big", json!({"mib": 20}))),
+    )
+    .await
+    .expect("the 20 MiB answer arrives");
+    assert_eq!(long.text().len(), 20 << 20, "{:?}", long.error());
+    let too_long = tokio::time::timeout(
+        bound,
+        registry.execute(call("l2", "mcp__ours__big", json!({"mib": 65}))),
+    )
+    .await
+    .expect("the call fails without waiting for its timeout");
+    let message = too_long.error().expect("a failure").message.clone();
+    assert!(
+        message.contains("at most 67108864 bytes are read"),
+        "{message}"
+    );
+    let after = registry
+        .execute(call("l3", "mcp__ours__big", json!({"mib": 0})))
+        .await;
+    assert!(!after.is_error(), "{after:?}");
+    handle.disconnect().await;
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn progress_notifications_become_events() {
     let tools = require_tools!();

@@ -60,6 +60,12 @@ async def fail(message: str) -> str:
 
 
 @server.tool()
+async def big(mib: int) -> str:
+    """Answers with a text of `mib` MiB (for the line limits)."""
+    return "x" * (mib << 20)
+
+
+@server.tool()
 async def shout(text: str) -> str:
     """Writes `text` to stderr."""
     print(text, file=sys.stderr, flush=True)

@@ -21,8 +21,9 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 use super::config::McpServer;
 use crate::json::{MAX_RELAY_DEPTH, dismantle, parse_unbounded, text_depth};
 
-/// The longest line relayed (rmcp drops longer ones too): 64 MiB.
-const MAX_LINE_BYTES: u64 = 64 << 20;
+/// The longest line relayed: 64 MiB (rmcp's own limit, 16 MiB, is raised to it). A longer answer
+/// is replaced by a JSON-RPC error for its request, so the call fails at once, saying why.
+const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// What replaces a subtree nested too deep.
 const TOO_DEEP: &str = "[nested too deep]";
@@ -54,7 +55,8 @@ pub(crate) fn spawn(
     };
     let stderr = child.stderr.take();
     Ok((
-        AsyncRwTransport::new_client(GuardedStdout::new(stdout), stdin),
+        AsyncRwTransport::new_client(GuardedStdout::new(stdout), stdin)
+            .with_max_line_length(MAX_LINE_BYTES),
         child,
         stderr,
     ))
@@ -62,14 +64,16 @@ pub(crate) fn spawn(
 
 /// The child's stdout as rmcp reads it: whole lines, each passed on as it is unless it nests
 /// deeper than [`MAX_RELAY_DEPTH`] (then rewritten by [`flatten`]) or is longer than
-/// [`MAX_LINE_BYTES`] (then dropped with a warning). It runs inside rmcp's own reads: no task and
-/// no second pipe between the child and the codec.
+/// [`MAX_LINE_BYTES`] (then dropped, and the request it answers gets an error in its place). It
+/// runs inside rmcp's own reads: no task and no second pipe between the child and the codec.
 pub(crate) struct GuardedStdout<R = ChildStdout> {
     inner: R,
+    /// The longest line passed on, newline included.
+    max_line: usize,
     /// The line being read, without its newline yet.
     line: Vec<u8>,
-    /// Discarding the rest of an oversized line.
-    skipping: bool,
+    /// Discarding the rest of an oversized line, looking for the request id it answers.
+    skipping: Option<(TopLevelId, usize)>,
     /// Checked lines waiting to be read, from `offset` on.
     ready: Vec<u8>,
     offset: usize,
@@ -80,8 +84,9 @@ impl<R> GuardedStdout<R> {
     fn new(inner: R) -> Self {
         GuardedStdout {
             inner,
+            max_line: MAX_LINE_BYTES,
             line: Vec::new(),
-            skipping: false,
+            skipping: None,
             ready: Vec::new(),
             offset: 0,
             eof: false,
@@ -96,20 +101,45 @@ impl<R> GuardedStdout<R> {
                 None => (chunk, &[][..], false),
             };
             chunk = rest;
-            if self.skipping {
-                self.skipping = !complete;
+            if let Some((id, length)) = &mut self.skipping {
+                id.feed(part);
+                *length += part.len();
+                if complete {
+                    self.drop_long_line();
+                }
                 continue;
             }
             self.line.extend_from_slice(part);
-            if self.line.len() as u64 > MAX_LINE_BYTES {
-                tracing::warn!(target: "dsh_tool_runtime::mcp", "dropping a server line longer than {MAX_LINE_BYTES} bytes");
-                self.line.clear();
-                self.skipping = !complete;
+            if self.line.len() > self.max_line {
+                let mut id = TopLevelId::default();
+                id.feed(&self.line);
+                self.skipping = Some((id, self.line.len()));
+                self.line = Vec::new();
+                if complete {
+                    self.drop_long_line();
+                }
                 continue;
             }
             if complete {
                 self.finish_line();
             }
+        }
+    }
+
+    /// Ends an oversized line: an answer to a request becomes an error answer for that request
+    /// (rmcp would drop the line, and the call wait for its timeout); anything else is dropped.
+    fn drop_long_line(&mut self) {
+        let Some((id, length)) = self.skipping.take() else {
+            return;
+        };
+        tracing::warn!(target: "dsh_tool_runtime::mcp", "dropping a server line of {length} bytes (at most {} are read)", self.max_line);
+        if let Some(id) = id.value() {
+            let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                "code": -32603,
+                "message": format!("the server's answer is {length} bytes long; at most {} bytes are read", self.max_line),
+            }});
+            self.ready.extend_from_slice(error.to_string().as_bytes());
+            self.ready.push(b'\n');
         }
     }
 
@@ -159,12 +189,112 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
             if read == 0 {
                 // EOF: a last line without its newline still counts.
                 this.eof = true;
-                if !this.line.is_empty() && !this.skipping {
+                if this.skipping.is_some() {
+                    this.drop_long_line();
+                } else if !this.line.is_empty() {
                     this.finish_line();
                 }
             } else {
                 this.take_in(&chunk[..read]);
             }
+        }
+    }
+}
+
+/// Finds the top-level `"id"` of a JSON object streamed through [`TopLevelId::feed`] without
+/// keeping the text: a byte scan that tracks strings and nesting, and keeps only the keys and the
+/// `id` value at the top level (a number or a string, at most [`TopLevelId::MAX_ID`] bytes).
+#[derive(Default)]
+struct TopLevelId {
+    depth: usize,
+    in_string: bool,
+    escaped: bool,
+    /// The top-level string being read (a key or a value), while short enough to matter.
+    text: Vec<u8>,
+    /// The last top-level key read, and whether a `:` followed it.
+    key: Vec<u8>,
+    after_colon: bool,
+    /// The raw text of the `id` value, once read.
+    raw: Vec<u8>,
+    reading_id: bool,
+    done: bool,
+}
+
+impl TopLevelId {
+    const MAX_ID: usize = 256;
+
+    fn feed(&mut self, bytes: &[u8]) {
+        for &byte in bytes {
+            if self.in_string {
+                if self.depth == 1 && self.text.len() <= Self::MAX_ID {
+                    self.text.push(byte);
+                }
+                match byte {
+                    _ if self.escaped => self.escaped = false,
+                    b'\\' => self.escaped = true,
+                    b'"' => {
+                        self.in_string = false;
+                        if self.depth == 1 {
+                            self.string_ended();
+                        }
+                    }
+                    _ => {}
+                }
+                continue;
+            }
+            if self.reading_id && self.depth == 1 {
+                match byte {
+                    b',' | b'}' => {
+                        self.reading_id = false;
+                        self.done = true;
+                    }
+                    b' ' | b'\t' | b'\r' | b'\n' => {}
+                    _ if self.raw.len() <= Self::MAX_ID => self.raw.push(byte),
+                    _ => {}
+                }
+            }
+            match byte {
+                b'"' => {
+                    self.in_string = true;
+                    if self.depth == 1 {
+                        self.text.clear();
+                        self.text.push(byte);
+                    }
+                }
+                b'{' | b'[' => self.depth += 1,
+                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
+                b':' if self.depth == 1 => {
+                    self.after_colon = true;
+                    if self.key == b"\"id\"" && !self.done && self.raw.is_empty() {
+                        self.reading_id = true;
+                    }
+                }
+                b',' if self.depth == 1 => self.after_colon = false,
+                _ => {}
+            }
+        }
+    }
+
+    /// A top-level string closed: a key when no `:` is pending, else a value (the id's, if
+    /// that is what is being read).
+    fn string_ended(&mut self) {
+        if self.reading_id {
+            self.raw = std::mem::take(&mut self.text);
+            self.reading_id = false;
+            self.done = true;
+        } else if !self.after_colon {
+            self.key = std::mem::take(&mut self.text);
+        }
+    }
+
+    /// The id: a JSON number or string, or `None` when the object had none (a notification).
+    fn value(&self) -> Option<Value> {
+        if !self.done {
+            return None;
+        }
+        match serde_json::from_slice::<Value>(&self.raw).ok()? {
+            id @ (Value::Number(_) | Value::String(_)) => Some(id),
+            _ => None,
         }
     }
 }
@@ -195,6 +325,7 @@ pub(crate) fn flatten(line: &[u8]) -> Option<Vec<u8>> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn deep_lines_are_cut_below_the_relay_depth() {
@@ -261,6 +392,77 @@ mod tests {
                 "chunk {chunk}"
             );
         }
+    }
+
+    #[test]
+    fn the_top_level_id_is_found_wherever_it_stands() {
+        for (text, id) in [
+            (
+                r#"{"jsonrpc":"2.0","id":7,"result":{"id":99}}"#,
+                Some(json!(7)),
+            ),
+            (
+                r#"{"result":{"id":99,"x":["id",1]},"jsonrpc":"2.0","id":"a\"b"}"#,
+                Some(json!("a\"b")),
+            ),
+            (r#"{ "id" : 12 , "error": {}}"#, Some(json!(12))),
+            (
+                r#"{"method":"notifications/progress","params":{"id":3}}"#,
+                None,
+            ),
+            (r#"{"result":""id":5","id":[1]}"#, None),
+        ] {
+            for chunk in [1, 5, 1000] {
+                let mut scan = TopLevelId::default();
+                text.as_bytes()
+                    .chunks(chunk)
+                    .for_each(|part| scan.feed(part));
+                assert_eq!(scan.value(), id, "{text} in pieces of {chunk}");
+            }
+        }
+    }
+
+    #[test]
+    fn an_oversized_answer_becomes_an_error_for_its_request() {
+        use tokio::io::AsyncReadExt;
+        let long = format!(
+            "{{\"result\":{{\"text\":\"{}\"}},\"jsonrpc\":\"2.0\",\"id\":42}}\n",
+            "x".repeat(5_000)
+        );
+        let notification = format!(
+            "{{\"method\":\"m\",\"params\":\"{}\"}}\n",
+            "y".repeat(5_000)
+        );
+        let input = format!("{{\"a\":1}}\n{long}{notification}{{\"b\":2}}\n");
+        let pieces: Vec<Vec<u8>> = input.as_bytes().chunks(300).map(<[u8]>::to_vec).collect();
+        let mut source = tokio_test_reader(pieces);
+        let runtime = tokio::runtime::Builder::new_current_thread()
+            .build()
+            .unwrap();
+        let out = runtime.block_on(async {
+            let mut guarded = GuardedStdout::new(&mut source);
+            guarded.max_line = 1_000;
+            let mut out = Vec::new();
+            guarded.read_to_end(&mut out).await.unwrap();
+            out
+        });
+        let lines: Vec<Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        assert_eq!(lines.len(), 3, "{lines:?}");
+        assert_eq!(lines[0], json!({"a": 1}));
+        assert_eq!(lines[1]["id"], 42);
+        assert_eq!(lines[1]["error"]["code"], -32603);
+        assert!(
+            lines[1]["error"]["message"]
+                .as_str()
+                .unwrap()
+                .contains("at most 1000 bytes"),
+            "{lines:?}"
+        );
+        assert_eq!(lines[2], json!({"b": 2}));
     }
 
     #[test]

@@ -15,6 +15,8 @@
 
 use std::path::Path;
 
+use rmcp::RoleServer;
+use rmcp::transport::async_rw::AsyncRwTransport;
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
 
@@ -23,16 +25,22 @@ pub(crate) type Input = Box<dyn AsyncRead + Send + Unpin>;
 /// The write half of the transport.
 pub(crate) type Output = Box<dyn AsyncWrite + Send + Unpin>;
 
-/// stdin and stdout as an async pair: both polled when both are pipes, else both through
-/// tokio's blocking stdio.
-pub(crate) fn transport() -> (Input, Output) {
-    match polled(Path::new("/proc/self/fd/0"), Path::new("/proc/self/fd/1")) {
-        Ok((input, output)) => (Box::new(input), Box::new(output)),
-        Err(_) => {
-            let (input, output) = rmcp::transport::stdio();
-            (Box::new(input), Box::new(output))
-        }
-    }
+/// The longest request line read: 64 MiB, as the MCP client side reads (rmcp's default is
+/// 16 MiB). A longer line is dropped by rmcp with an error in the log.
+pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
+
+/// stdin and stdout as the server's transport: both polled when both are pipes, else both
+/// through tokio's blocking stdio.
+pub(crate) fn transport() -> AsyncRwTransport<RoleServer, Input, Output> {
+    let (input, output): (Input, Output) =
+        match polled(Path::new("/proc/self/fd/0"), Path::new("/proc/self/fd/1")) {
+            Ok((input, output)) => (Box::new(input), Box::new(output)),
+            Err(_) => {
+                let (input, output) = rmcp::transport::stdio();
+                (Box::new(input), Box::new(output))
+            }
+        };
+    AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_REQUEST_BYTES)
 }
 
 /// Opens the pipes behind `input` and `output` (paths of `/proc/self/fd`) as new non-blocking
