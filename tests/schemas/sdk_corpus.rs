@@ -97,7 +97,7 @@ fn every_corpus_tool_renders_in_both_languages() {
             let quoted = serde_json::to_string(&tool.name).expect("quote");
             assert!(
                 python.contains(&format!("async def {}(", tool.name))
-                    || python.contains(&format!("# tools[{quoted}](")),
+                    || python.contains(&format!("# getattr(tools, {quoted})(")),
                 "{source}: {} missing from Python",
                 tool.name
             );

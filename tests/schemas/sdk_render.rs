@@ -662,7 +662,8 @@ fn escaped_names_never_collide() {
 }
 
 /// REFERENCE §4.5: a tool name that is a valid non-ASCII Python identifier (`搜索`) renders as a
-/// method of `Tools`; one whose NFKC form differs (fullwidth `ｆｕｌｌ`) stays an index comment.
+/// method of `Tools`; one whose NFKC form differs (fullwidth `ｆｕｌｌ`) stays a comment, called
+/// through `getattr` (the form every runtime accepts, where REFERENCE writes `tools["…"]`).
 #[test]
 fn non_ascii_identifiers_are_python_methods() {
     let empty = json!({"type": "object", "properties": {}});
@@ -671,7 +672,10 @@ fn non_ascii_identifiers_are_python_methods() {
         ToolSpec::new("ｆｕｌｌ", "Fullwidth.", empty, json!(true)),
     ]);
     assert!(text.contains(" async def 搜索(self) -> Any:"), "{text}");
-    assert!(text.contains(" # tools[\"ｆｕｌｌ\"]() -> Any"), "{text}");
+    assert!(
+        text.contains(" # getattr(tools, \"ｆｕｌｌ\")() -> Any"),
+        "{text}"
+    );
 }
 
 /// A `oneOf` of documented `const`s (schemars' form of an enum whose variants have doc

@@ -146,7 +146,7 @@ pub(crate) fn access_key(name: &str) -> String {
 /// One member of the `Tools` protocol.
 #[derive(Debug, Serialize)]
 pub(crate) struct ToolEntry {
-    /// `async def` when true, a `tools[...]` comment otherwise.
+    /// `async def` when true, a `getattr(tools, …)` comment otherwise.
     bare: bool,
     /// The member's lines without the class body's indent: the signature (keyword parameters,
     /// one per line when some have a doc) and the docstring; all comments for a subscript tool.
@@ -235,8 +235,10 @@ struct Param {
 const MAX_INLINE_SIGNATURE: usize = 120;
 
 /// The lines of one `Tools` member. A bare tool is an `async def` with its description as the
-/// docstring; a tool reached by subscript is the same shape in comments, called as
-/// `tools["name"](...)`, its description after the return type.
+/// docstring; any other name is the same shape in comments, called as
+/// `getattr(tools, "name")(...)` (the form every runtime accepts: embedded Monty has no
+/// `__getitem__` on objects, and a `Protocol` is not indexable for mypy), its description after
+/// the return type.
 fn member_lines(
     name: &str,
     bare: bool,
@@ -247,7 +249,7 @@ fn member_lines(
     let (head, first) = if bare {
         (format!("async def {name}("), "self, ")
     } else {
-        (format!("# tools[{}](", quoted(name)), "")
+        (format!("# getattr(tools, {})(", quoted(name)), "")
     };
     let tail = if bare {
         format!(") -> {output}:")
