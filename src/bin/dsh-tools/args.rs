@@ -63,8 +63,9 @@ pub struct Sources {
     /// The directory the built-in toolset serves (default: the current directory).
     #[arg(long, global = true)]
     pub root: Option<PathBuf>,
-    /// An MCP server to start over stdio, as one command line (repeatable).
-    #[arg(long = "mcp", global = true, value_name = "COMMAND LINE")]
+    /// An MCP server to start over stdio, as one command line, optionally named:
+    /// `NAME=COMMAND ARGS…` (repeatable; unnamed, the server is named after its command).
+    #[arg(long = "mcp", global = true, value_name = "[NAME=]COMMAND LINE")]
     pub mcp: Vec<String>,
     /// An MCP server reached over streamable HTTP (repeatable).
     #[arg(long = "mcp-http", global = true, value_name = "URL")]

@@ -17,7 +17,7 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_tools::Registry;
-use dsh_tools::mcp::{McpHandle, McpServer};
+use dsh_tools::mcp::{McpHandle, McpServer, is_valid_server_name};
 use serde::Deserialize;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -84,13 +84,25 @@ pub async fn add(registry: &Registry, sources: &Sources) -> Result<Vec<McpHandle
 fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
     let mut taken = HashSet::new();
     let mut servers = Vec::new();
-    for line in &sources.mcp {
+    for value in &sources.mcp {
+        // `NAME=COMMAND ARGS…` names the server; a first word that is no server name followed
+        // by `=` is part of the command.
+        let (named, line) = match value.split_once('=') {
+            Some((name, rest)) if is_valid_server_name(name) => (Some(name), rest),
+            _ => (None, value.as_str()),
+        };
         let words = shlex::split(line)
             .filter(|words| !words.is_empty())
             .ok_or_else(|| {
-                format!("--mcp \"{line}\": not a command line (empty or unbalanced quotes)")
+                format!("--mcp \"{value}\": not a command line (empty or unbalanced quotes)")
             })?;
-        let name = unique(&mut taken, server_name_of_command(&words));
+        let name = match named {
+            Some(name) if !taken.insert(name.to_owned()) => {
+                return Err(format!("--mcp \"{value}\": server name {name} is taken"));
+            }
+            Some(name) => name.to_owned(),
+            None => unique(&mut taken, server_name_of_command(&words)),
+        };
         servers.push(McpServer::stdio(
             name,
             words[0].clone(),
@@ -325,7 +337,8 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
 
 #[cfg(test)]
 mod tests {
-    use super::server_name_of_command;
+    use super::{server_name_of_command, servers};
+    use crate::args::Sources;
 
     fn name(line: &str) -> String {
         server_name_of_command(&shlex::split(line).unwrap())
@@ -348,5 +361,27 @@ mod tests {
         assert_eq!(name("python3 tests/servers/slow_server.py"), "slow_server");
         assert_eq!(name("uvx mcp-server-fetch"), "fetch");
         assert_eq!(name("my-tool"), "my-tool");
+    }
+
+    #[test]
+    fn name_equals_names_a_server_and_a_taken_name_is_refused() {
+        let sources = |mcp: &[&str]| Sources {
+            builtin: None,
+            root: None,
+            mcp: mcp.iter().map(|line| (*line).to_owned()).collect(),
+            mcp_http: Vec::new(),
+            config: None,
+        };
+        let named = servers(&sources(&[
+            "ev=npx -y @modelcontextprotocol/server-everything",
+            "npx -y @modelcontextprotocol/server-everything",
+            "python3 -c 'x=1'",
+        ]))
+        .unwrap();
+        let names: Vec<&str> = named.iter().map(|server| server.name()).collect();
+        // The `=` inside the command names nothing: the server is named after the command.
+        assert_eq!(names, ["ev", "everything", "x_1"]);
+        let error = servers(&sources(&["a=cmd", "a=other"])).unwrap_err();
+        assert!(error.contains("server name a is taken"), "{error}");
     }
 }
