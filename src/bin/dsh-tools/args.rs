@@ -85,13 +85,13 @@ pub enum Builtin {
 /// Code runtime budgets (SPEC §8).
 #[derive(Debug, Args, Clone, Copy, Default)]
 pub struct Budgets {
-    /// CPU time a program may use, in ms.
+    /// CPU time a program may use, in ms (default 60000).
     #[arg(long, value_name = "MS")]
     pub cpu_ms: Option<u64>,
-    /// Wall-clock ceiling of a program, in ms.
+    /// Wall-clock ceiling of a program, in ms (default 600000).
     #[arg(long, value_name = "MS")]
     pub wall_ms: Option<u64>,
-    /// Cap on a program's output (logs plus result), in bytes.
+    /// Cap on a program's output (logs plus result), in bytes (default 67108864, 64 MiB).
     #[arg(long, value_name = "BYTES")]
     pub max_output: Option<u64>,
 }
