@@ -504,3 +504,15 @@ fn run_on_the_embedded_runtime() {
         "{line}"
     );
 }
+
+#[test]
+fn an_overlong_path_is_refused_without_being_echoed() {
+    let path = "a".repeat(100_000);
+    let args = format!(r#"{{"path": "{path}"}}"#);
+    let line = error_line(&repo(&["call", "read_file", &args]), 1);
+    assert!(
+        line.contains("path is 100000 bytes; at most 4096 are accepted"),
+        "{line}"
+    );
+    assert!(line.len() < 200, "{line}");
+}

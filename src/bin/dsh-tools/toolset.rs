@@ -16,6 +16,9 @@ use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+/// The longest path a tool takes, in bytes (Linux `PATH_MAX`).
+const MAX_PATH_BYTES: usize = 4096;
+
 /// Read-only file tools confined to one root directory.
 pub struct RepoTools {
     root: PathBuf,
@@ -87,6 +90,14 @@ impl RepoTools {
 
     /// Resolves a path relative to the root, refusing absolute paths and `..`.
     fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+        // Longer than any path the system opens (PATH_MAX); not worth echoing back whole.
+        if path.len() > MAX_PATH_BYTES {
+            return Err(ToolError::new(format!(
+                "path is {} bytes; at most {MAX_PATH_BYTES} are accepted",
+                path.len()
+            ))
+            .with_code("EPATH"));
+        }
         let relative = Path::new(path);
         if relative
             .components()
