@@ -16,7 +16,7 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
     // The index meets SPEC §13's 0.1× with margin (0.091× / 0.090× measured).
     assert!(all.ratio(all.index_typescript) <= 0.0915, "{table}");
     assert!(all.ratio(all.index_python) <= 0.091, "{table}");
-    // The full section does not reach SPEC §13's 0.6× (0.682× / 0.806× measured, Python with
+    // The full section does not reach SPEC §13's 0.6× (0.682× / 0.803× measured, Python with
     // `getattr(tools, "…")` for names that are no identifiers, 0.795× with `tools["…"]`; 0.692× /
     // 0.814× before TypeScript tools answering alike shared one output type and a repeated
     // Python object shape reused its class; 0.650× / 0.771× before the
@@ -24,7 +24,7 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
     // 0.73× / 1.05× before keyword signatures, one-space indents, `keyword value` notes, inline
     // Python defaults and a shorter guide); these bounds keep it from growing back.
     assert!(all.ratio(all.sdk_typescript) <= 0.683, "{table}");
-    assert!(all.ratio(all.sdk_python) <= 0.807, "{table}");
+    assert!(all.ratio(all.sdk_python) <= 0.804, "{table}");
 }
 
 /// The main job in code mode costs at most 2 % of the tokens the model reads doing it natively.

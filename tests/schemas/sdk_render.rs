@@ -836,3 +836,28 @@ fn an_output_doc_that_says_something_else_stays() {
         assert_eq!(text.matches("Path to read.").count(), 1, "{text}");
     }
 }
+
+/// A Python object shape like a named type (`$defs`) met earlier reads that name: mcp-server-time's
+/// `get_current_time` answers a `TimeResult`, the type `convert_time`'s answer names.
+#[test]
+fn a_shape_like_a_named_type_reads_its_name() {
+    let time = json!({"type": "object", "properties": {"timezone": {"type": "string"},
+        "is_dst": {"type": "boolean"}}, "required": ["timezone", "is_dst"]});
+    let args = json!({"type": "object", "properties": {}});
+    let tools = vec![
+        ToolSpec::new(
+            "convert_time",
+            "",
+            args.clone(),
+            json!({"type": "object", "$defs": {"TimeResult": time},
+                "properties": {"source": {"$ref": "#/$defs/TimeResult"}}, "required": ["source"]}),
+        ),
+        ToolSpec::new("get_current_time", "", args, time),
+    ];
+    let python = sdk::python(&tools);
+    assert!(
+        python.contains("def get_current_time(self) -> TimeResult:"),
+        "{python}"
+    );
+    assert!(!python.contains("GetCurrentTimeOutput"), "{python}");
+}

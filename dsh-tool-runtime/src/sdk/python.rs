@@ -311,8 +311,12 @@ fn docstring_text(line: &str) -> String {
 /// A declared property before rendering: key, schema node, required.
 type Part = (String, NodeId, bool);
 
-/// An anonymous class already emitted: its name and its fields' docs.
+/// A class already emitted: its name and its fields' docs.
 type SharedClass = (String, Vec<Option<String>>);
+
+/// The stem under which named types (`$defs`) are kept among the emitted shapes; no generated
+/// name has it.
+const NAMED_TYPE: &str = "#";
 
 /// A field of a `TypedDict` being assembled.
 #[derive(Clone)]
@@ -335,9 +339,9 @@ struct Renderer<'m> {
     model: &'m Model,
     names: NameAllocator,
     blocks: Vec<String>,
-    /// Anonymous classes emitted so far, by shape (name stem, totality, keys, types and extra
-    /// keys; docs apart), each with its name and field docs: an object shape met again reuses
-    /// its class instead of repeating it.
+    /// Classes emitted so far, by shape (name stem — [`NAMED_TYPE`] for named types —,
+    /// totality, keys, types and extra keys; docs apart), each with its name and field docs: an
+    /// object shape met again reuses its class instead of repeating it.
     shapes: std::collections::BTreeMap<String, Vec<SharedClass>>,
     uses: BTreeSet<&'static str>,
     def_emitted: Vec<bool>,
@@ -651,33 +655,42 @@ impl Renderer<'_> {
         if let Some(doc) = doc {
             block.push_str(&format!("{}\n", comment(doc)));
         }
+        // Keyed by the name's stem too: a shape met under another key keeps its own name, so no
+        // type reads as something it is not. A named type (`$defs`) is a name of its own: any
+        // later shape like it reads that name. An undocumented shape (typically an output)
+        // reuses a documented one: its docs only add to what the fields say.
+        let undocumented: Vec<Field> = fields
+            .iter()
+            .map(|f| Field {
+                doc: None,
+                ..f.clone()
+            })
+            .collect();
+        let body = typed_dict("", total, &undocumented, &note);
+        let docs: Vec<Option<String>> = fields.iter().map(|f| f.doc.clone()).collect();
+        let named = format!("{NAMED_TYPE}\n{body}");
         if shared {
-            // Keyed by the name's stem too: a shape met under another key keeps its own
-            // name, so no type reads as something it is not. An undocumented shape (typically an
-            // output) reuses a documented one: its docs only add to what the fields say.
-            let undocumented: Vec<Field> = fields
-                .iter()
-                .map(|f| Field {
-                    doc: None,
-                    ..f.clone()
-                })
-                .collect();
-            let shape = format!(
-                "{}\n{}",
-                stem(name),
-                typed_dict("", total, &undocumented, &note)
-            );
-            let docs: Vec<Option<String>> = fields.iter().map(|f| f.doc.clone()).collect();
-            let earlier = self.shapes.entry(shape).or_default();
-            let reused = earlier.iter().find(|(_, earlier_docs)| {
+            let fits = |(_, earlier_docs): &&SharedClass| {
                 *earlier_docs == docs || docs.iter().all(Option::is_none)
-            });
-            if let Some((earlier, _)) = reused {
-                let earlier = earlier.clone();
+            };
+            let own = format!("{}\n{body}", stem(name));
+            let reused = [&own, &named]
+                .into_iter()
+                .find_map(|key| self.shapes.get(key)?.iter().find(fits))
+                .map(|(earlier, _)| earlier.clone());
+            if let Some(earlier) = reused {
                 self.names.release(name);
                 return earlier;
             }
-            earlier.push((name.to_owned(), docs));
+            self.shapes
+                .entry(own)
+                .or_default()
+                .push((name.to_owned(), docs));
+        } else {
+            self.shapes
+                .entry(named)
+                .or_default()
+                .push((name.to_owned(), docs));
         }
         block.push_str(&typed_dict(name, total, &fields, &note));
         self.blocks.push(block);
