@@ -430,3 +430,92 @@ fn a_terminated_server_takes_its_running_program_with_it() {
     }
     assert!(left.is_empty(), "still running after the server: {left:?}");
 }
+
+/// Waits for `child` to exit (the timeout only bounds a failure).
+fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
+    let deadline = std::time::Instant::now() + Duration::from_secs(120);
+    loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            return status;
+        }
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            panic!("the command did not exit after the signal");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// SIGTERM to `serve` on blocking stdio (stdout a file): it stops at once, though its stdin
+/// stays open and a read of it never returns.
+#[test]
+fn a_terminated_server_on_blocking_stdio_exits_with_its_input_open() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let root = dir.path().display().to_string();
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root", &root, "serve"])
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    std::io::Write::write_all(&mut stdin, format!("{INITIALIZE}\n").as_bytes()).unwrap();
+    wait_for_lines(&out, 1, &mut child);
+    let status = Command::new("kill")
+        .args(["-TERM", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    assert!(wait_for_exit(&mut child).success());
+    drop(stdin);
+}
+
+/// SIGINT to `dsh-tools run` while its program spins: the run ends, the program's process goes
+/// with it, and the command says why.
+#[test]
+fn an_interrupted_run_ends_its_program_and_says_so() {
+    let _tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("spin.ts");
+    // The tool call's line on stderr says the program runs (a standby child exists before).
+    std::fs::write(
+        &program,
+        "await tools.file_stats({ path: \"spin.ts\" });\nwhile (true) {}\n",
+    )
+    .unwrap();
+    let root = dir.path().display().to_string();
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root", &root, "run"])
+        .arg(&program)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stderr = BufReader::new(child.stderr.take().unwrap());
+    let mut first = String::new();
+    stderr.read_line(&mut first).unwrap();
+    assert!(first.contains("file_stats"), "{first}");
+    let spawned = descendants(child.id());
+    assert!(!spawned.is_empty(), "no program process");
+    let status = Command::new("kill")
+        .args(["-INT", &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+    let exit = wait_for_exit(&mut child);
+    let mut rest = String::new();
+    std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
+    let stderr = format!("{first}{rest}");
+    let left: Vec<u32> = spawned.into_iter().filter(|&pid| running(pid)).collect();
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    assert_eq!(exit.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("stopped by a signal"), "{stderr}");
+    assert!(left.is_empty(), "still running after the command: {left:?}");
+}

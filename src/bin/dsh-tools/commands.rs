@@ -19,6 +19,7 @@ use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
 pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {
+    let stop = stop_signal();
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
         None
@@ -32,7 +33,7 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     let served = match args.http {
         None => tokio::select! {
             served = registry.serve_mcp_with(None, McpTransport::Stdio, options) => served.map_err(|error| error.to_string()),
-            () = stop_signal() => Ok(()),
+            () = stop => Ok(()),
         },
         Some(addr) => {
             let transport = McpTransport::http(addr)
@@ -43,7 +44,7 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
             }
             tokio::select! {
                 served = registry.serve_mcp_with(None, transport, options) => served.map_err(|error| error.to_string()),
-                () = stop_signal() => Ok(()),
+                () = stop => Ok(()),
             }
         }
     };
@@ -54,17 +55,31 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     served
 }
 
-async fn stop_signal() {
-    let mut terminate =
-        tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-    tokio::select! {
-        _ = tokio::signal::ctrl_c() => {}
-        _ = async {
-            match terminate.as_mut() {
-                Some(terminate) => { terminate.recv().await; }
-                None => std::future::pending::<()>().await,
+/// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal went away). The handlers are
+/// installed when this is called, so call it before starting anything a signal must stop: until
+/// then a signal ends the process at once and leaves its children behind.
+fn stop_signal() -> impl std::future::Future<Output = ()> {
+    use tokio::signal::unix::{SignalKind, signal};
+    let [interrupt, terminate, hangup] = [
+        SignalKind::interrupt(),
+        SignalKind::terminate(),
+        SignalKind::hangup(),
+    ]
+    .map(|kind| signal(kind).ok());
+    let wait = |stream: Option<tokio::signal::unix::Signal>| async move {
+        match stream {
+            Some(mut stream) => {
+                stream.recv().await;
             }
-        } => {}
+            None => std::future::pending::<()>().await,
+        }
+    };
+    async move {
+        tokio::select! {
+            () = wait(interrupt) => {}
+            () = wait(terminate) => {}
+            () = wait(hangup) => {}
+        }
     }
 }
 
@@ -195,17 +210,17 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
     let program = std::fs::read_to_string(&args.file)
         .map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
     let language = args.lang.unwrap_or_else(|| language_of_file(&args.file));
+    let stop = stop_signal();
     registry.set_mode(Mode::Code);
     let runtime = mount_runtime(registry, language, args.runtime, args.budgets, false).await?;
     let log = start_log(registry, args.events.as_deref())?;
     let mut events = registry.subscribe();
-    let execution = registry.execute(ToolCall::new(
+    // Boxed, so it can be dropped (ending the run) before the runtime is disposed on a signal.
+    let mut execution = Box::pin(registry.execute(ToolCall::new(
         "cli-run",
         "run_code",
         json!({"code": program, "description": format!("Run {}", args.file.display())}),
-    ));
-    tokio::pin!(execution);
-    let stop = stop_signal();
+    )));
     tokio::pin!(stop);
     let mut started: HashMap<String, Instant> = HashMap::new();
     let result = loop {
@@ -218,7 +233,9 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
             },
             result = &mut execution => break result,
             () = &mut stop => {
-                // The program's process goes with the command.
+                // The program's process goes with the command: the run ends when its call is
+                // dropped, and disposing waits for that.
+                drop(execution);
                 runtime.dispose().await;
                 finish_log(log).await?;
                 return Err("stopped by a signal before the program finished".to_owned());

@@ -69,7 +69,11 @@ fn main() -> ExitCode {
             return ExitCode::FAILURE;
         }
     };
-    match runtime.block_on(run(cli)) {
+    let outcome = runtime.block_on(run(cli));
+    // A blocking stdin read (tokio's stdio on a terminal or file) never returns by itself:
+    // waiting for it would keep a stopped server alive until its input closes.
+    runtime.shutdown_background();
+    match outcome {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             // One line: the message's own lines (a failed run's captured output) stay apart.
