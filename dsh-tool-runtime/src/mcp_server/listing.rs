@@ -177,12 +177,14 @@ fn empty_object_schema() -> JsonObject {
     map
 }
 
-/// `read_file` → `Read file`: a display title from the tool name.
+/// `read_file` → `Read file`: a display title from the tool name, a run of `_` and `-` read as
+/// one space (`mcp__fs__read` → `Mcp fs read`).
 fn title(name: &str) -> String {
-    let spaced: String = name
-        .chars()
-        .map(|c| if c == '_' || c == '-' { ' ' } else { c })
-        .collect();
+    let spaced = name
+        .split(['_', '-'])
+        .filter(|word| !word.is_empty())
+        .collect::<Vec<_>>()
+        .join(" ");
     let mut chars = spaced.chars();
     match chars.next() {
         Some(first) => first.to_uppercase().chain(chars).collect(),
@@ -219,5 +221,6 @@ mod tests {
         assert_eq!(title("read_file"), "Read file");
         assert_eq!(title("get-sum"), "Get sum");
         assert_eq!(title("run_code"), "Run code");
+        assert_eq!(title("mcp__big__big-one"), "Mcp big big one");
     }
 }
