@@ -203,7 +203,8 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
 
 /// Finds the top-level `"id"` of a JSON object streamed through [`TopLevelId::feed`] without
 /// keeping the text: a byte scan that tracks strings and nesting, and keeps only the keys and the
-/// `id` value at the top level (a number or a string, at most [`TopLevelId::MAX_ID`] bytes).
+/// `id` value at the top level (a number or a string, at most [`TopLevelId::MAX_ID`] bytes). It
+/// reads the id a JSON parser would: keys with their escapes decoded, the last of repeated ones.
 #[derive(Default)]
 struct TopLevelId {
     depth: usize,
@@ -265,7 +266,10 @@ impl TopLevelId {
                 b'}' | b']' => self.depth = self.depth.saturating_sub(1),
                 b':' if self.depth == 1 => {
                     self.after_colon = true;
-                    if self.key == b"\"id\"" && !self.done && self.raw.is_empty() {
+                    // The key as a parser reads it (`"\u0069d"` is `id` too); a repeated `id`
+                    // replaces the earlier one, as it does for serde_json.
+                    if serde_json::from_slice::<String>(&self.key).is_ok_and(|key| key == "id") {
+                        self.raw.clear();
                         self.reading_id = true;
                     }
                 }
@@ -410,7 +414,9 @@ mod tests {
                 r#"{"method":"notifications/progress","params":{"id":3}}"#,
                 None,
             ),
-            (r#"{"result":""id":5","id":[1]}"#, None),
+            (r#"{"result":"\"id\":5","id":[1]}"#, None),
+            (r#"{"\u0069d":8,"result":{}}"#, Some(json!(8))),
+            (r#"{"id":99999,"result":{},"id":9}"#, Some(json!(9))),
         ] {
             for chunk in [1, 5, 1000] {
                 let mut scan = TopLevelId::default();
