@@ -9,7 +9,7 @@ use crate::mcp_support;
 use crate::toolset;
 
 use std::io::{BufRead, BufReader};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, ChildStdin, Command, Stdio};
 use std::time::Duration;
 
 use dsh_tools::events::ToolEvent;
@@ -253,24 +253,46 @@ fn wait_for_lines(path: &std::path::Path, lines: usize, child: &mut Child) {
     }
 }
 
+/// Writes `text` and a newline to a child's stdin.
+fn send_line(stdin: &mut impl std::io::Write, text: &str) {
+    stdin.write_all(format!("{text}\n").as_bytes()).unwrap();
+}
+
+/// Sends `signal` (a `kill` option such as `-TERM`) to `child`.
+fn signal(child: &Child, signal: &str) {
+    let status = Command::new("kill")
+        .args([signal, &child.id().to_string()])
+        .status()
+        .unwrap();
+    assert!(status.success());
+}
+
+/// `serve` over the built-in toolset of `root` with stdin a pipe and stdout the file `out`
+/// (which cannot be polled); returns it once it answered `initialize`.
+fn serve_into_file(root: &std::path::Path, out: &std::path::Path) -> (Child, ChildStdin) {
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root"])
+        .arg(root)
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    send_line(&mut stdin, INITIALIZE);
+    wait_for_lines(out, 1, &mut child);
+    (child, stdin)
+}
+
 /// `serve` over stdio with stdin a pipe and stdout a regular file (which cannot be polled)
 /// answers each request however long its input pauses between them, then exits at end of input.
 #[test]
 fn serve_over_stdio_answers_into_a_file_across_pauses() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.jsonl");
-    let root = dir.path().display().to_string();
-    let mut child = Command::new(BIN)
-        .args(["--builtin", "repo", "--root", &root, "serve"])
-        .stdin(Stdio::piped())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::io::Write::write_all(&mut stdin, format!("{INITIALIZE}\n").as_bytes()).unwrap();
-    wait_for_lines(&out, 1, &mut child);
-    std::io::Write::write_all(&mut stdin, format!("{PING}\n").as_bytes()).unwrap();
+    let (mut child, mut stdin) = serve_into_file(dir.path(), &out);
+    send_line(&mut stdin, PING);
     wait_for_lines(&out, 2, &mut child);
     drop(stdin);
     assert!(child.wait().unwrap().success());
@@ -302,7 +324,7 @@ fn serve_over_stdio_leaves_shared_pipes_blocking() {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    std::io::Write::write_all(&mut stdin_write, format!("{INITIALIZE}\n").as_bytes()).unwrap();
+    send_line(&mut stdin_write, INITIALIZE);
     let mut answers = BufReader::new(stdout_read);
     let mut line = String::new();
     answers.read_line(&mut line).unwrap();
@@ -316,7 +338,7 @@ fn serve_over_stdio_leaves_shared_pipes_blocking() {
         !nonblocking(&stdout_write),
         "stdout's pipe was made non-blocking"
     );
-    std::io::Write::write_all(&mut stdin_write, format!("{PING}\n").as_bytes()).unwrap();
+    send_line(&mut stdin_write, PING);
     line.clear();
     answers.read_line(&mut line).unwrap();
     assert!(line.contains(r#""id":2"#), "{line}");
@@ -358,6 +380,17 @@ fn descendants(pid: u32) -> Vec<u32> {
     found
 }
 
+/// Those of `pids` still running, killed so a failed test leaves nothing spinning.
+fn kill_survivors(pids: Vec<u32>) -> Vec<u32> {
+    let left: Vec<u32> = pids.into_iter().filter(|&pid| running(pid)).collect();
+    for pid in &left {
+        let _ = Command::new("kill")
+            .args(["-KILL", &pid.to_string()])
+            .status();
+    }
+    left
+}
+
 /// Alive and not a zombie.
 fn running(pid: u32) -> bool {
     std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|stat| {
@@ -391,21 +424,14 @@ fn a_terminated_server_takes_its_running_program_with_it() {
         .unwrap();
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = BufReader::new(child.stdout.take().unwrap());
-    let send = |stdin: &mut std::process::ChildStdin, message: Value| {
-        std::io::Write::write_all(stdin, format!("{message}\n").as_bytes()).unwrap();
-    };
-    send(&mut stdin, serde_json::from_str(INITIALIZE).unwrap());
+    send_line(&mut stdin, INITIALIZE);
     let mut line = String::new();
     stdout.read_line(&mut line).unwrap();
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
-    );
-    send(
-        &mut stdin,
-        json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_code",
-            "arguments": {"code": "while (true) {}", "description": "spin"}}}),
-    );
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    send_line(&mut stdin, &initialized.to_string());
+    let spin = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "run_code",
+        "arguments": {"code": "while (true) {}", "description": "spin"}}});
+    send_line(&mut stdin, &spin.to_string());
     // Wait for the program's process to appear (the timeout only bounds a failure).
     let deadline = std::time::Instant::now() + Duration::from_secs(120);
     let program = loop {
@@ -416,18 +442,9 @@ fn a_terminated_server_takes_its_running_program_with_it() {
         assert!(std::time::Instant::now() < deadline, "no program process");
         std::thread::sleep(Duration::from_millis(20));
     };
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    signal(&child, "-TERM");
     child.wait().unwrap();
-    let left: Vec<u32> = program.into_iter().filter(|&pid| running(pid)).collect();
-    for pid in &left {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
+    let left = kill_survivors(program);
     assert!(left.is_empty(), "still running after the server: {left:?}");
 }
 
@@ -452,22 +469,8 @@ fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
 fn a_terminated_server_on_blocking_stdio_exits_with_its_input_open() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.jsonl");
-    let root = dir.path().display().to_string();
-    let mut child = Command::new(BIN)
-        .args(["--builtin", "repo", "--root", &root, "serve"])
-        .stdin(Stdio::piped())
-        .stdout(std::fs::File::create(&out).unwrap())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    std::io::Write::write_all(&mut stdin, format!("{INITIALIZE}\n").as_bytes()).unwrap();
-    wait_for_lines(&out, 1, &mut child);
-    let status = Command::new("kill")
-        .args(["-TERM", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    let (mut child, stdin) = serve_into_file(dir.path(), &out);
+    signal(&child, "-TERM");
     assert!(wait_for_exit(&mut child).success());
     drop(stdin);
 }
@@ -500,21 +503,12 @@ fn an_interrupted_run_ends_its_program_and_says_so() {
     assert!(first.contains("file_stats"), "{first}");
     let spawned = descendants(child.id());
     assert!(!spawned.is_empty(), "no program process");
-    let status = Command::new("kill")
-        .args(["-INT", &child.id().to_string()])
-        .status()
-        .unwrap();
-    assert!(status.success());
+    signal(&child, "-INT");
     let exit = wait_for_exit(&mut child);
     let mut rest = String::new();
     std::io::Read::read_to_string(&mut stderr, &mut rest).unwrap();
     let stderr = format!("{first}{rest}");
-    let left: Vec<u32> = spawned.into_iter().filter(|&pid| running(pid)).collect();
-    for pid in &left {
-        let _ = Command::new("kill")
-            .args(["-KILL", &pid.to_string()])
-            .status();
-    }
+    let left = kill_survivors(spawned);
     assert_eq!(exit.code(), Some(1), "{stderr}");
     assert!(stderr.contains("stopped by a signal"), "{stderr}");
     assert!(left.is_empty(), "still running after the command: {left:?}");

@@ -223,31 +223,31 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
     )));
     tokio::pin!(stop);
     let mut started: HashMap<String, Instant> = HashMap::new();
+    // `None`: a signal came first.
     let result = loop {
         tokio::select! {
             biased;
             event = events.recv() => match event {
                 Ok(event) => progress_line(&event, &mut started),
                 Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => break execution.await,
+                Err(RecvError::Closed) => break Some((&mut execution).await),
             },
-            result = &mut execution => break result,
-            () = &mut stop => {
-                // The program's process goes with the command: the run ends when its call is
-                // dropped, and disposing waits for that.
-                drop(execution);
-                runtime.dispose().await;
-                finish_log(log).await?;
-                return Err("stopped by a signal before the program finished".to_owned());
-            }
+            result = &mut execution => break Some(result),
+            () = &mut stop => break None,
         }
     };
     while let Ok(event) = events.try_recv() {
         progress_line(&event, &mut started);
     }
+    // After a signal the program's process goes with the command: the run ends when its call is
+    // dropped, and disposing waits for that.
+    drop(execution);
     runtime.dispose().await;
     finish_log(log).await?;
-    settle(&result, json_output)
+    match result {
+        Some(result) => settle(&result, json_output),
+        None => Err("stopped by a signal before the program finished".to_owned()),
+    }
 }
 
 /// `replay`: reads an event log and writes its replay page; says how many events it drew and where.
