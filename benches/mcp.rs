@@ -1,6 +1,8 @@
 //! Per-call cost of an MCP tool through the registry against calling it with rmcp directly:
 //! server-everything's `echo` over stdio, one call at a time and 100 concurrent calls. Each side
-//! talks to its own server-everything process. Figures: BENCHMARKS.md.
+//! talks to its own server-everything process; the interleaved measurement also calls rmcp's
+//! peer of the registry's own connection ([`McpHandle::peer`]), the same server process and
+//! transport, which leaves out the noise of two processes. Figures: BENCHMARKS.md.
 //!
 //!
 //! `serve`: one `tools/call` of a trivial tool through `dsh-tools serve` over stdio (the built-in
@@ -26,7 +28,7 @@ const CONCURRENT: usize = 100;
 struct Setup {
     runtime: tokio::runtime::Runtime,
     registry: Registry,
-    _handle: McpHandle,
+    handle: McpHandle,
     direct: RunningService<RoleClient, ()>,
 }
 
@@ -69,7 +71,7 @@ fn setup() -> Option<&'static Setup> {
             Some(Setup {
                 runtime,
                 registry,
-                _handle: handle,
+                handle,
                 direct,
             })
         })
@@ -88,40 +90,45 @@ fn main() {
     divan::main();
 }
 
-/// One call at a time on both paths, interleaved call by call (which path goes first swaps every
-/// round), so noise that drifts over the run falls on both alike: the median latency of each
-/// path and their ratio. Then the host process's CPU time per call on each path, in alternating
-/// phases: the work the registry adds, which scheduling noise barely moves.
+/// Two interleaved comparisons, one call at a time, the two paths alternating call by call
+/// (which goes first swaps every round), so that noise drifting over the run falls on both
+/// alike and each server process sees the same pattern of calls: the registry against rmcp on
+/// its own connection (the issue's baseline: its own server process and rmcp's own child-process
+/// transport), then the registry against rmcp's peer of the registry's own connection (the same
+/// server process and transport: what the registry and the bridge add per call, without the
+/// difference of two processes). Then the host process's CPU time per call on the registry and
+/// the own-connection paths, in alternating phases.
 fn interleaved() {
     const ROUNDS: usize = 5_000;
     const PHASE: usize = 1_000;
     let Some(setup) = setup() else { return };
-    let block_on = |registry: bool, i: usize| {
-        if registry {
-            setup.runtime.block_on(registry_echo(setup, i));
-        } else {
-            setup.runtime.block_on(rmcp_echo(setup, i));
-        }
-    };
-    for i in 0..200 {
-        block_on(i % 2 == 0, i);
-    }
-    let mut latency = [Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS)];
-    for round in 0..ROUNDS {
-        for registry in [round % 2 == 0, round % 2 == 1] {
-            let start = std::time::Instant::now();
-            block_on(registry, round);
-            latency[usize::from(registry)].push(start.elapsed());
-        }
-    }
+    let peer = setup.handle.peer().expect("connected");
+    let block_on =
+        |registry: bool, same_connection: bool, i: usize| match (registry, same_connection) {
+            (true, _) => setup.runtime.block_on(registry_echo(setup, i)),
+            (false, true) => setup.runtime.block_on(peer_echo(&peer, i)),
+            (false, false) => setup.runtime.block_on(rmcp_echo(setup, i)),
+        };
     let median = |samples: &mut Vec<std::time::Duration>| {
         samples.sort();
         samples[samples.len() / 2].as_secs_f64() * 1e6
     };
-    let (direct, registry) = {
-        let [direct, registry] = &mut latency;
-        (median(direct), median(registry))
+    let compare = |same_connection: bool| {
+        for i in 0..200 {
+            block_on(i % 2 == 0, same_connection, i);
+        }
+        let mut latency = [Vec::with_capacity(ROUNDS), Vec::with_capacity(ROUNDS)];
+        for round in 0..ROUNDS {
+            for registry in [round % 2 == 0, round % 2 == 1] {
+                let start = std::time::Instant::now();
+                block_on(registry, same_connection, round);
+                latency[usize::from(registry)].push(start.elapsed());
+            }
+        }
+        latency.each_mut().map(median)
     };
+    let [direct, registry] = compare(false);
+    let [same, registry_same] = compare(true);
     let cpu = || {
         let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
         t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
@@ -131,16 +138,18 @@ fn interleaved() {
         let registry = phase % 2 == 0;
         let start = cpu();
         for i in 0..PHASE {
-            block_on(registry, i);
+            block_on(registry, false, i);
         }
         cpu_us[usize::from(registry)] += cpu() - start;
     }
     let per_call = |total: f64| total / (3 * PHASE) as f64;
     println!(
-        "interleaved sequential echo, {ROUNDS} rounds: median latency registry {registry:.1} µs, \
-         rmcp direct {direct:.1} µs, ratio {:.3}; host CPU per call registry {:.1} µs, rmcp \
-         direct {:.1} µs, ratio {:.3}",
+        "interleaved sequential echo, {ROUNDS} rounds each: registry {registry:.1} µs vs rmcp on \
+         its own connection {direct:.1} µs, ratio {:.3}; registry {registry_same:.1} µs vs rmcp \
+         on the registry's connection {same:.1} µs, ratio {:.3}; host CPU per call registry \
+         {:.1} µs, rmcp direct {:.1} µs, ratio {:.3}",
         registry / direct,
+        registry_same / same,
         per_call(cpu_us[1]),
         per_call(cpu_us[0]),
         cpu_us[1] / cpu_us[0],
@@ -152,6 +161,14 @@ async fn rmcp_echo(setup: &Setup, i: usize) {
     let params = CallToolRequestParams::new("echo")
         .with_arguments(arguments.as_object().cloned().unwrap_or_default());
     let result = setup.direct.peer().call_tool(params).await.expect("echo");
+    assert!(result.is_error != Some(true));
+}
+
+async fn peer_echo(peer: &rmcp::Peer<RoleClient>, i: usize) {
+    let arguments = json!({"message": format!("hello {i}")});
+    let params = CallToolRequestParams::new("echo")
+        .with_arguments(arguments.as_object().cloned().unwrap_or_default());
+    let result = peer.call_tool(params).await.expect("echo");
     assert!(result.is_error != Some(true));
 }
 

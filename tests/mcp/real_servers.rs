@@ -294,9 +294,14 @@ async fn handles_disconnect_and_unregister_and_names_are_checked() {
             .unwrap_err(),
         McpError::InvalidName("every.thing".into())
     );
+    // The live rmcp peer reaches what the bridge does not wrap (here, prompts).
+    let peer = handle.peer().expect("a peer while connected");
+    let prompts = peer.list_all_prompts().await.expect("prompts/list");
+    assert!(!prompts.is_empty(), "server-everything lists prompts");
     let mut events = registry.subscribe();
     let before = handle.generation();
     handle.disconnect().await;
+    assert!(handle.peer().is_none(), "no peer once disconnected");
     assert!(registry.get("mcp__everything__echo", None).is_none());
     // Observers see the tools go: a generation after the last one seen, with no tools (a
     // re-sync the server asked for may land in between, so skip generations that list tools).

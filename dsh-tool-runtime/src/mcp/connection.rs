@@ -24,6 +24,7 @@ use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpError, McpServer, Transport};
+use super::deadlines::Deadlines;
 use super::progress::{ProgressRoutes, ProgressTap};
 use super::results;
 use crate::call::ToolExec;
@@ -52,6 +53,8 @@ pub(crate) struct Conn {
     /// Cancelled once the service has fully stopped (child reaped, streams closed).
     pub(crate) stopped: CancellationToken,
     pub(crate) pid: Option<u32>,
+    /// The timeouts of the calls in flight.
+    deadlines: Deadlines,
 }
 
 /// The notification side of a connection: list changes (progress is read by [`ProgressTap`]).
@@ -187,9 +190,14 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
             (running, None, None)
         }
     };
+    let closed = CancellationToken::new();
     let conn = Arc::new(Conn {
         peer: running.peer().clone(),
-        closed: CancellationToken::new(),
+        deadlines: Deadlines::new(
+            Duration::from_millis(config.call_timeout_ms),
+            closed.clone(),
+        ),
+        closed,
         stopped: CancellationToken::new(),
         pid,
     });
@@ -325,14 +333,15 @@ pub(crate) async fn call_tool(
     let token = handle.progress_token.clone();
     link.progress
         .claim(&link.registry, token.clone(), exec.call_id());
-    let timeout = Duration::from_millis(config.call_timeout_ms);
+    let deadline = conn.deadlines.start();
     let outcome = tokio::select! {
         biased;
         answer = &mut handle.rx => Outcome::Answer(Box::new(answer)),
         _ = conn.closed.cancelled() => Outcome::Closed,
         _ = exec.signal().cancelled() => Outcome::Cancelled,
-        _ = tokio::time::sleep(timeout) => Outcome::TimedOut,
+        _ = deadline.expired() => Outcome::TimedOut,
     };
+    drop(deadline);
     link.progress.release(&token);
     let answer = match outcome {
         Outcome::Answer(answer) => *answer,
@@ -354,7 +363,13 @@ pub(crate) async fn call_tool(
     };
     let raw = match answer {
         Ok(Ok(ServerResult::CallToolResult(result))) => {
-            serde_json::to_value(result).map_err(|err| ToolError::new(err.to_string()))?
+            let is_error = result.is_error == Some(true);
+            let value =
+                results::typed_value(result).map_err(|err| ToolError::new(err.to_string()))?;
+            if is_error {
+                return Err(ToolError::new(results::error_text(raw_name, &value)));
+            }
+            return Ok(value);
         }
         Ok(Ok(ServerResult::CustomResult(raw))) => raw.0,
         Ok(Ok(other)) => {
@@ -380,8 +395,9 @@ pub(crate) async fn call_tool(
             "mcp server \"{server}\" answered tools/call with a non-object result"
         )));
     };
-    let value = results::canonical_value(&result);
-    if results::is_error(&result) {
+    let is_error = results::is_error(&result);
+    let value = results::canonical_value(result);
+    if is_error {
         return Err(ToolError::new(results::error_text(raw_name, &value)));
     }
     Ok(value)

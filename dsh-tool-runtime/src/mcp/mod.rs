@@ -17,6 +17,7 @@
 mod bridge;
 mod config;
 mod connection;
+mod deadlines;
 mod http;
 mod names;
 mod progress;
@@ -32,6 +33,9 @@ pub use crate::json::MAX_SERVER_SCHEMA_DEPTH as MAX_SCHEMA_DEPTH;
 pub use config::{McpError, McpServer, ReconnectPolicy};
 pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
+/// The MCP implementation the bridge runs on (pinned `=3.11.0`), for the types of
+/// [`McpHandle::peer`].
+pub use rmcp;
 
 use crate::registry::Registry;
 use crate::scope::AgentId;
@@ -71,6 +75,15 @@ impl McpHandle {
     /// `true` while a transport is open.
     pub fn is_connected(&self) -> bool {
         self.bridge.current().is_some()
+    }
+
+    /// The rmcp peer of the current connection, for the requests the bridge does not make
+    /// itself (resources, prompts, completions); `None` while disconnected. A call made
+    /// through it bypasses the registry: no argument validation, pipeline, timeout, progress
+    /// events or result rendering. It goes away with its connection: after a reconnect, ask
+    /// again.
+    pub fn peer(&self) -> Option<rmcp::Peer<rmcp::RoleClient>> {
+        self.bridge.current().map(|conn| conn.peer.clone())
     }
 
     /// The process id of a stdio server's current child process.

@@ -88,9 +88,14 @@ impl ProgressRoutes {
         routes.calls.insert(token, route);
     }
 
-    /// Notes that a request carrying `token` is being written to the server.
+    /// Notes that a request carrying `token` is being written to the server. rmcp hands the
+    /// request to its service task, so the call has usually claimed the token already; then
+    /// nothing needs noting.
     fn sent(&self, token: ProgressToken) {
         let mut routes = self.inner.lock();
+        if routes.calls.contains_key(&token) {
+            return;
+        }
         if routes.sent.len() == EARLY_NOTIFICATIONS {
             routes.sent.pop_front();
         }
@@ -223,6 +228,21 @@ mod tests {
             seen.push(progress_of(event).1);
         }
         assert_eq!(seen, [5.0, 10.0, 11.0]);
+    }
+
+    #[test]
+    fn a_token_claimed_before_its_request_is_written_is_not_kept() {
+        let registry = Registry::new();
+        let routes = ProgressRoutes::default();
+        for token in 0..1_000 {
+            let token = ProgressToken(NumberOrString::Number(token));
+            routes.claim(&registry, token.clone(), "call");
+            routes.sent(token.clone());
+            routes.release(&token);
+        }
+        let routes = routes.inner.lock();
+        assert!(routes.sent.is_empty());
+        assert!(routes.calls.is_empty());
     }
 
     #[test]

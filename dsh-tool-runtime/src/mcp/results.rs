@@ -1,5 +1,6 @@
 //! From a `tools/call` answer to a tool value and model content (REFERENCE §5).
 
+use rmcp::model::CallToolResult;
 use serde_json::{Map, Value};
 
 use crate::annotations::ToolAnnotations;
@@ -7,10 +8,10 @@ use crate::presentation::{CallView, ToolCallKind};
 use crate::result::ContentBlock;
 
 /// The canonical value of a call: `{content: <raw MCP blocks>, structuredContent?}`.
-pub(crate) fn canonical_value(result: &Map<String, Value>) -> Value {
+pub(crate) fn canonical_value(mut result: Map<String, Value>) -> Value {
     let mut value = Map::new();
-    let content = match result.get("content") {
-        Some(Value::Array(blocks)) => Value::Array(blocks.clone()),
+    let content = match result.remove("content") {
+        Some(Value::Array(blocks)) => Value::Array(blocks),
         // The legacy `toolResult` shape carries one value instead of blocks.
         _ => match result.get("toolResult") {
             Some(legacy) => Value::Array(vec![serde_json::json!({
@@ -21,10 +22,20 @@ pub(crate) fn canonical_value(result: &Map<String, Value>) -> Value {
         },
     };
     value.insert("content".to_owned(), content);
-    if let Some(structured) = result.get("structuredContent") {
-        value.insert("structuredContent".to_owned(), structured.clone());
+    if let Some(structured) = result.remove("structuredContent") {
+        value.insert("structuredContent".to_owned(), structured);
     }
     Value::Object(value)
+}
+
+/// [`canonical_value`] of a result rmcp has already typed, without serialising it whole.
+pub(crate) fn typed_value(result: CallToolResult) -> serde_json::Result<Value> {
+    let mut value = Map::new();
+    value.insert("content".to_owned(), serde_json::to_value(result.content)?);
+    if let Some(structured) = result.structured_content {
+        value.insert("structuredContent".to_owned(), structured);
+    }
+    Ok(Value::Object(value))
 }
 
 fn legacy_text(value: &Value) -> String {
@@ -280,16 +291,34 @@ mod tests {
     fn canonical_value_keeps_blocks_and_structured_content() {
         let result = json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"n": 1},
             "isError": false, "_meta": {}});
-        let result = result.as_object().unwrap();
+        let Value::Object(result) = result else {
+            unreachable!()
+        };
+        assert!(!is_error(&result));
         assert_eq!(
             canonical_value(result),
             json!({"content": [{"type": "text", "text": "x"}], "structuredContent": {"n": 1}})
         );
-        assert!(!is_error(result));
-        let legacy = json!({"toolResult": {"ok": true}});
+        let Value::Object(legacy) = json!({"toolResult": {"ok": true}}) else {
+            unreachable!()
+        };
         assert_eq!(
-            canonical_value(legacy.as_object().unwrap()),
+            canonical_value(legacy),
             json!({"content": [{"type": "text", "text": "{\"ok\":true}"}]})
         );
+    }
+
+    #[test]
+    fn a_typed_result_reads_as_its_wire_form_does() {
+        let wire = json!({"content": [{"type": "text", "text": "x"},
+            {"type": "image", "data": "AA==", "mimeType": "image/png"}],
+            "structuredContent": {"n": 1}, "isError": true});
+        let typed: CallToolResult = serde_json::from_value(wire.clone()).unwrap();
+        let Value::Object(wire) = serde_json::to_value(&typed).unwrap() else {
+            unreachable!()
+        };
+        assert_eq!(typed_value(typed).unwrap(), canonical_value(wire));
+        let bare: CallToolResult = serde_json::from_value(json!({"content": []})).unwrap();
+        assert_eq!(typed_value(bare).unwrap(), json!({"content": []}));
     }
 }

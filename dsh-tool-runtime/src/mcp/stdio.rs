@@ -78,7 +78,14 @@ pub(crate) struct GuardedStdout<R = ChildStdout> {
     ready: Vec<u8>,
     offset: usize,
     eof: bool,
+    /// What one read from the child lands in. Kept (zeroed once) rather than a fresh zeroed
+    /// array per read: zeroing 16 KiB on every poll, `Pending` ones included, was most of the
+    /// work the bridge added to a call.
+    chunk: Box<[u8]>,
 }
+
+/// The size of one read from the child.
+const CHUNK_BYTES: usize = 16 * 1024;
 
 impl<R> GuardedStdout<R> {
     fn new(inner: R) -> Self {
@@ -90,6 +97,7 @@ impl<R> GuardedStdout<R> {
             ready: Vec::new(),
             offset: 0,
             eof: false,
+            chunk: vec![0; CHUNK_BYTES].into_boxed_slice(),
         }
     }
 
@@ -179,13 +187,16 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
             if this.eof {
                 return Poll::Ready(Ok(()));
             }
-            let mut chunk = [0u8; 16 * 1024];
+            let mut chunk = std::mem::take(&mut this.chunk);
             let mut buf = ReadBuf::new(&mut chunk);
-            let read = match Pin::new(&mut this.inner).poll_read(cx, &mut buf) {
+            let polled = Pin::new(&mut this.inner).poll_read(cx, &mut buf);
+            let read = buf.filled().len();
+            this.chunk = chunk;
+            match polled {
                 Poll::Pending => return Poll::Pending,
                 Poll::Ready(Err(err)) => return Poll::Ready(Err(err)),
-                Poll::Ready(Ok(())) => buf.filled().len(),
-            };
+                Poll::Ready(Ok(())) => {}
+            }
             if read == 0 {
                 // EOF: a last line without its newline still counts.
                 this.eof = true;
@@ -195,7 +206,9 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
                     this.finish_line();
                 }
             } else {
+                let chunk = std::mem::take(&mut this.chunk);
                 this.take_in(&chunk[..read]);
+                this.chunk = chunk;
             }
         }
     }

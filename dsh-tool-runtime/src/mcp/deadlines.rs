@@ -1,0 +1,214 @@
+//! The per-call timeouts of one connection, kept by one watchdog task.
+//!
+//! A tokio timer per call costs a wake-up of the runtime's driver on every call (registering a
+//! deadline earlier than the driver's own wakes it to re-arm: an eventfd write and a context
+//! switch), which profiling showed to be the largest cost the bridge added to a call. Every call
+//! of a connection has the same timeout, so deadlines come in the order calls start: they form a
+//! queue. The watchdog sleeps until the oldest deadline still pending and is woken only when a
+//! call starts while it is idle; a call that settles just marks its entry, which the next call
+//! or the watchdog drops.
+
+use std::collections::VecDeque;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use tokio::sync::Notify;
+use tokio::time::Instant;
+use tokio_util::sync::CancellationToken;
+
+/// The deadlines of one connection's calls in flight.
+pub(crate) struct Deadlines {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    timeout: Duration,
+    state: Mutex<State>,
+    /// Wakes an idle watchdog.
+    wake: Notify,
+}
+
+#[derive(Default)]
+struct State {
+    /// In start order, hence in deadline order.
+    queue: VecDeque<(Instant, Arc<Slot>)>,
+    /// The watchdog waits for a first call instead of sleeping until a deadline.
+    idle: bool,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// The call has settled; its deadline no longer matters.
+    settled: AtomicBool,
+    /// Holds a permit once the deadline has passed.
+    expired: Notify,
+}
+
+/// One call's deadline; dropping it (the call settled) retires the deadline.
+pub(crate) struct CallDeadline {
+    slot: Arc<Slot>,
+}
+
+impl Deadlines {
+    /// Deadlines `timeout` after each call starts, watched until `closed` is cancelled.
+    pub(crate) fn new(timeout: Duration, closed: CancellationToken) -> Deadlines {
+        let shared = Arc::new(Shared {
+            timeout,
+            state: Mutex::new(State::default()),
+            wake: Notify::new(),
+        });
+        tokio::spawn(watch(shared.clone(), closed));
+        Deadlines { shared }
+    }
+
+    /// Starts the deadline of a call starting now.
+    pub(crate) fn start(&self) -> CallDeadline {
+        let slot = Arc::new(Slot::default());
+        let mut state = self.shared.state.lock();
+        state.retire_settled();
+        let when = Instant::now() + self.shared.timeout;
+        state.queue.push_back((when, slot.clone()));
+        let wake = std::mem::take(&mut state.idle);
+        drop(state);
+        if wake {
+            self.shared.wake.notify_one();
+        }
+        CallDeadline { slot }
+    }
+}
+
+impl State {
+    fn retire_settled(&mut self) {
+        while self
+            .queue
+            .front()
+            .is_some_and(|(_, slot)| slot.settled.load(Ordering::Acquire))
+        {
+            self.queue.pop_front();
+        }
+    }
+}
+
+impl CallDeadline {
+    /// Resolves once the call's deadline has passed.
+    pub(crate) async fn expired(&self) {
+        self.slot.expired.notified().await;
+    }
+}
+
+impl Drop for CallDeadline {
+    fn drop(&mut self) {
+        self.slot.settled.store(true, Ordering::Release);
+    }
+}
+
+async fn watch(shared: Arc<Shared>, closed: CancellationToken) {
+    loop {
+        let next = {
+            let mut state = shared.state.lock();
+            state.retire_settled();
+            let next = state.queue.front().map(|(when, _)| *when);
+            state.idle = next.is_none();
+            next
+        };
+        let wait = async {
+            match next {
+                // A call that starts meanwhile leaves a permit: no start is missed.
+                None => shared.wake.notified().await,
+                Some(when) => {
+                    tokio::time::sleep_until(when).await;
+                    let mut state = shared.state.lock();
+                    let now = Instant::now();
+                    while let Some((when, _)) = state.queue.front()
+                        && *when <= now
+                    {
+                        if let Some((_, slot)) = state.queue.pop_front()
+                            && !slot.settled.load(Ordering::Acquire)
+                        {
+                            slot.expired.notify_one();
+                        }
+                    }
+                }
+            }
+        };
+        tokio::select! {
+            biased;
+            _ = closed.cancelled() => return,
+            _ = wait => {}
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn queued(deadlines: &Deadlines) -> usize {
+        deadlines.shared.state.lock().queue.len()
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_expires_its_own_timeout_after_it_started() {
+        let closed = CancellationToken::new();
+        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        let first = deadlines.start();
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        drop(first);
+        let started = Instant::now();
+        let second = deadlines.start();
+        second.expired().await;
+        // Virtual time: the second call's own 100 ms, not what was left of the first's.
+        assert_eq!(started.elapsed(), Duration::from_millis(100));
+        closed.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_settled_call_never_expires_and_leaves_the_queue() {
+        let closed = CancellationToken::new();
+        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        for _ in 0..1_000 {
+            drop(deadlines.start());
+        }
+        // Each start retires the settled calls before it.
+        assert_eq!(queued(&deadlines), 1);
+        let kept = deadlines.start();
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        // The kept call expired (its permit is there) and the queue is empty.
+        tokio::time::timeout(Duration::ZERO, kept.expired())
+            .await
+            .expect("the kept call expired");
+        assert_eq!(queued(&deadlines), 0);
+        closed.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn calls_in_flight_expire_in_order_of_their_starts() {
+        let closed = CancellationToken::new();
+        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        let first = deadlines.start();
+        tokio::time::sleep(Duration::from_millis(30)).await;
+        let second = deadlines.start();
+        let origin = Instant::now();
+        first.expired().await;
+        assert_eq!(origin.elapsed(), Duration::from_millis(70));
+        second.expired().await;
+        assert_eq!(origin.elapsed(), Duration::from_millis(100));
+        closed.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn an_idle_watchdog_wakes_for_the_next_call() {
+        let closed = CancellationToken::new();
+        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        // Let the watchdog go idle on an empty queue first.
+        tokio::time::sleep(Duration::from_secs(10)).await;
+        assert!(deadlines.shared.state.lock().idle);
+        let call = deadlines.start();
+        let origin = Instant::now();
+        call.expired().await;
+        assert_eq!(origin.elapsed(), Duration::from_millis(100));
+        closed.cancel();
+    }
+}
