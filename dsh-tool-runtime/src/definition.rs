@@ -672,76 +672,27 @@ impl ToolDefinitionBuilder {
             )?)),
             None => None,
         };
-        let validator = Arc::new(validator);
-        let parameters = Arc::new(self.parameters.clone());
+        let parameters = self.parameters.clone();
         let render: Arc<ValueRenderFn> = match self.render {
             Some(render) => Arc::from(render),
             None => Arc::new(|_: &Value, value: &Value| default_render(value)),
         };
-        let render_for_dispatch = render.clone();
-        let output_for_dispatch = output_validator.clone();
-        let tool_name = name.clone();
-        let coerce_non_object = self.coerce_non_object;
-        let present_result: Option<Arc<PresentResultFn>> = self.present_result.map(Arc::from);
+        // What a call needs, behind one `Arc`: a call clones one pointer, not each part.
+        let shared = Arc::new(DynamicDispatch {
+            handler,
+            validator,
+            parameters,
+            render: render.clone(),
+            output_validator: output_validator.clone(),
+            tool_name: name.clone(),
+            coerce_non_object: self.coerce_non_object,
+            present_result: self.present_result.map(Arc::from),
+        });
         let dispatch = move |args: Arc<Value>,
                              exec: ToolExec|
               -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
-            let handler = handler.clone();
-            let validator = validator.clone();
-            let parameters = parameters.clone();
-            let render = render_for_dispatch.clone();
-            let output_validator = output_for_dispatch.clone();
-            let tool_name = tool_name.clone();
-            let present_result = present_result.clone();
-            Box::pin(async move {
-                let args = if args.is_object() {
-                    args
-                } else if coerce_non_object {
-                    Arc::new(Value::Object(serde_json::Map::new()))
-                } else {
-                    return Err(non_object_args());
-                };
-                let args = check_depth(args)?;
-                let args = drop_null_optionals(&parameters, args);
-                // The common case, valid arguments, costs one validation pass and no clone of
-                // the schema's error list.
-                let args = if validator.is_valid(&args) {
-                    args
-                } else {
-                    // Nested `null`s from a strict-mode client read as absent.
-                    let normalized = normalize_strict_arguments(&parameters, Value::clone(&args));
-                    if validator.is_valid(&normalized) {
-                        Arc::new(normalized)
-                    } else {
-                        let violations = validator.violations(&args, "");
-                        if !violations.is_empty() {
-                            return Err(invalid_args(&violations));
-                        }
-                        args
-                    }
-                };
-                let value = handler(Value::clone(&args), exec)
-                    .await
-                    .map_err(ToolFailure::from)?;
-                if let Some(validator) = &output_validator
-                    && !validator.is_valid(&value)
-                {
-                    let violations = validator.violations(&value, "value");
-                    if !violations.is_empty() {
-                        return Err(invalid_output(&tool_name, &violations));
-                    }
-                }
-                let content = render(&args, &value);
-                let view = present_result.and_then(|present| {
-                    guarded(&tool_name, "present_result", || present(&args, &value))
-                });
-                Ok(Dispatched {
-                    value,
-                    content,
-                    meta: None,
-                    view,
-                })
-            })
+            let shared = shared.clone();
+            Box::pin(async move { shared.dispatch(args, exec).await })
         };
         let classifier = self.classifier.unwrap_or_else(|| Box::new(|_| false));
         Ok(ToolDefinition {
@@ -772,4 +723,68 @@ impl From<ToolDefinition> for Vec<ToolDefinition> {
 /// The error every dispatch of a definition removed mid-call reports.
 pub(crate) fn unknown_tool(name: &str) -> ToolFailure {
     ToolFailure::coded(ErrorCode::UnknownTool, format!("unknown tool \"{name}\""))
+}
+
+/// The parts of a dynamic tool a call uses.
+struct DynamicDispatch {
+    handler: Arc<HandlerFn>,
+    validator: SchemaValidator,
+    parameters: Value,
+    render: Arc<ValueRenderFn>,
+    output_validator: Option<Arc<SchemaValidator>>,
+    tool_name: String,
+    coerce_non_object: bool,
+    present_result: Option<Arc<PresentResultFn>>,
+}
+
+impl DynamicDispatch {
+    async fn dispatch(&self, args: Arc<Value>, exec: ToolExec) -> Result<Dispatched, ToolFailure> {
+        let args = if args.is_object() {
+            args
+        } else if self.coerce_non_object {
+            Arc::new(Value::Object(serde_json::Map::new()))
+        } else {
+            return Err(non_object_args());
+        };
+        let args = check_depth(args)?;
+        let args = drop_null_optionals(&self.parameters, args);
+        // The common case, valid arguments, costs one validation pass and no clone of the
+        // schema's error list.
+        let args = if self.validator.is_valid(&args) {
+            args
+        } else {
+            // Nested `null`s from a strict-mode client read as absent.
+            let normalized = normalize_strict_arguments(&self.parameters, Value::clone(&args));
+            if self.validator.is_valid(&normalized) {
+                Arc::new(normalized)
+            } else {
+                let violations = self.validator.violations(&args, "");
+                if !violations.is_empty() {
+                    return Err(invalid_args(&violations));
+                }
+                args
+            }
+        };
+        let value = (self.handler)(Value::clone(&args), exec)
+            .await
+            .map_err(ToolFailure::from)?;
+        if let Some(validator) = &self.output_validator
+            && !validator.is_valid(&value)
+        {
+            let violations = validator.violations(&value, "value");
+            if !violations.is_empty() {
+                return Err(invalid_output(&self.tool_name, &violations));
+            }
+        }
+        let content = (self.render)(&args, &value);
+        let view = self.present_result.as_ref().and_then(|present| {
+            guarded(&self.tool_name, "present_result", || present(&args, &value))
+        });
+        Ok(Dispatched {
+            value,
+            content,
+            meta: None,
+            view,
+        })
+    }
 }

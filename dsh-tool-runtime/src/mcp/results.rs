@@ -1,6 +1,6 @@
 //! From a `tools/call` answer to a tool value and model content (REFERENCE §5).
 
-use rmcp::model::CallToolResult;
+use rmcp::model::{CallToolResult, ContentBlock as McpBlock, TextContent};
 use serde_json::{Map, Value};
 
 use crate::annotations::ToolAnnotations;
@@ -28,10 +28,28 @@ pub(crate) fn canonical_value(mut result: Map<String, Value>) -> Value {
     Value::Object(value)
 }
 
-/// [`canonical_value`] of a result rmcp has already typed, without serialising it whole.
+/// [`canonical_value`] of a result rmcp has already typed, without serialising it whole: a
+/// plain text block (the common answer) is built directly, any other block through serde.
 pub(crate) fn typed_value(result: CallToolResult) -> serde_json::Result<Value> {
+    let mut blocks = Vec::with_capacity(result.content.len());
+    for block in result.content {
+        blocks.push(match block {
+            McpBlock::Text(TextContent {
+                text,
+                meta: None,
+                annotations: None,
+                ..
+            }) => {
+                let mut map = Map::new();
+                map.insert("type".to_owned(), Value::String("text".to_owned()));
+                map.insert("text".to_owned(), Value::String(text));
+                Value::Object(map)
+            }
+            other => serde_json::to_value(other)?,
+        });
+    }
     let mut value = Map::new();
-    value.insert("content".to_owned(), serde_json::to_value(result.content)?);
+    value.insert("content".to_owned(), Value::Array(blocks));
     if let Some(structured) = result.structured_content {
         value.insert("structuredContent".to_owned(), structured);
     }
@@ -311,6 +329,7 @@ mod tests {
     #[test]
     fn a_typed_result_reads_as_its_wire_form_does() {
         let wire = json!({"content": [{"type": "text", "text": "x"},
+            {"type": "text", "text": "y", "annotations": {"priority": 0.5}, "_meta": {"k": 1}},
             {"type": "image", "data": "AA==", "mimeType": "image/png"}],
             "structuredContent": {"n": 1}, "isError": true});
         let typed: CallToolResult = serde_json::from_value(wire.clone()).unwrap();
