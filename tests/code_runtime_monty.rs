@@ -306,6 +306,56 @@ async fn a_cancelled_or_over_budget_run_ends_its_worker() {
     rt.dispose().await;
 }
 
+/// A program whose calls are all answered at once is answered by polling, without the run
+/// going back to its wait; the wait's duties (the caller's cancel, the compute budget, the wall
+/// clock) still reach it.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_stream_of_calls_answered_at_once_still_sees_cancel_and_budget() {
+    let _shared = WORKERS.read().await;
+    // No call limit: the budget, not the count, must end the second run.
+    let rt = EmbeddedRuntime::python(EmbeddedConfig {
+        compute_ms: 1_000,
+        max_binding_calls: u64::MAX,
+        ..config()
+    })
+    .expect("the Monty worker is built with the tests");
+    let tools = Tools::new();
+    let endless = "while True:\n    await tools.echo({'x': 1})";
+    let signal = CancellationToken::new();
+    let request = tools.request(endless).signal(signal.clone());
+    let canceller = async {
+        while tools.calls.load(std::sync::atomic::Ordering::SeqCst) < 2_000 {
+            tokio::time::sleep(Duration::from_millis(5)).await;
+        }
+        signal.cancel();
+    };
+    // A failure bound only: the run ends at the cancel.
+    let (out, ()) = tokio::time::timeout(Duration::from_secs(120), async {
+        tokio::join!(rt.run(request), canceller)
+    })
+    .await
+    .expect("the cancel reaches a run answering calls by polling");
+    assert_failure(&out.unwrap(), FailureKind::Abort, "run aborted");
+    let out = tokio::time::timeout(Duration::from_secs(120), tools.run(&rt, endless))
+        .await
+        .expect("the compute budget reaches a run answering calls by polling");
+    assert_failure(&out, FailureKind::Timeout, "compute budget exhausted");
+    rt.dispose().await;
+    // The wall clock is the host's alone to watch (no rlimit stands in for it).
+    let rt = EmbeddedRuntime::python(EmbeddedConfig {
+        compute_ms: 600_000,
+        max_wall_ms: 1_000,
+        max_binding_calls: u64::MAX,
+        ..config()
+    })
+    .expect("the Monty worker is built with the tests");
+    let out = tokio::time::timeout(Duration::from_secs(120), tools.run(&rt, endless))
+        .await
+        .expect("the wall clock reaches a run answering calls by polling");
+    assert_failure(&out, FailureKind::Timeout, "wall-clock ceiling reached");
+    rt.dispose().await;
+}
+
 /// Waits (bounded) until process `pid` is gone.
 async fn wait_gone(pid: i32) -> bool {
     for _ in 0..500 {

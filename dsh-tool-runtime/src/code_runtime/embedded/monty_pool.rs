@@ -69,6 +69,16 @@ const RUNS_PER_WORKER: u64 = 10_000;
 /// Bytes read from a worker's pipe at a time.
 const READ_CHUNK: usize = 64 << 10;
 
+/// How long a run polls for the worker's next frame after sending it a reply, before it waits
+/// on the reactor. The worker polls its side likewise (`REPLY_SPIN` in `monty_worker.rs`),
+/// so that a binding round trip needs no scheduler wake-up, which on an idle machine costs tens
+/// of microseconds on each side. Bounded: a program that computes between calls costs the host
+/// at most this much polling per reply.
+const FRAME_SPIN: Duration = Duration::from_micros(30);
+
+/// The longest a run keeps answering calls by polling before it passes through its wait.
+const SPIN_SESSION: Duration = Duration::from_millis(2);
+
 /// The pool behind one `EmbeddedRuntime::python`.
 pub(crate) struct Pool {
     config: EmbeddedConfig,
@@ -368,6 +378,8 @@ struct Session<'r> {
     inbound: Vec<Inbound>,
     /// Whether the worker sent any frame of this run.
     heard: bool,
+    /// A reply went to the worker since the last wait.
+    replied: bool,
 }
 
 impl<'r> Session<'r> {
@@ -402,11 +414,13 @@ impl<'r> Session<'r> {
             overflow: None,
             inbound: Vec::new(),
             heard: false,
+            replied: false,
         }
     }
 
     /// Queues `bytes` for the worker and writes what the pipe takes now.
     fn send(&mut self, out: &pipe::Sender, bytes: &[u8]) {
+        self.replied = true;
         if self.written == self.unwritten.len() {
             self.unwritten.clear();
             self.written = 0;
@@ -459,6 +473,35 @@ impl<'r> Session<'r> {
         let disposed = pool.disposed.cancelled();
         tokio::pin!(aborted, disposed);
         loop {
+            // After a reply the worker's next frame usually comes within microseconds: poll
+            // for it briefly instead of going to sleep, which costs a scheduler wake-up.
+            // A call answered at once leads to the next: the polling goes on, but comes back to
+            // the wait below (aborts, the wall clock, the budget tick) at least every
+            // `SPIN_SESSION`.
+            if std::mem::take(&mut self.replied) && self.pending.is_empty() {
+                let now = std::time::Instant::now();
+                let (mut until, session_end) = (now + FRAME_SPIN, now + SPIN_SESSION);
+                loop {
+                    match self.take_frames(pooled, &mut buf, true).await {
+                        Err(ending) => return ending,
+                        Ok(got) => {
+                            let now = std::time::Instant::now();
+                            if got {
+                                if !std::mem::take(&mut self.replied)
+                                    || !self.pending.is_empty()
+                                    || now >= session_end
+                                {
+                                    break;
+                                }
+                                until = now + FRAME_SPIN;
+                            } else if now >= until {
+                                break;
+                            }
+                            std::hint::spin_loop();
+                        }
+                    }
+                }
+            }
             let queued = self.written < self.unwritten.len();
             tokio::select! {
                 biased;
@@ -486,24 +529,8 @@ impl<'r> Session<'r> {
                     if ready.is_err() {
                         return self.exited(pooled).await;
                     }
-                    loop {
-                        match pooled.frames_in.try_read(&mut buf) {
-                            Ok(0) => return self.exited(pooled).await,
-                            Ok(n) => {
-                                let mut inbound = std::mem::take(&mut self.inbound);
-                                self.decoder.feed(&buf[..n], &mut inbound);
-                                let ending = self.on_inbound(&mut inbound, &pooled.frames_out).await;
-                                self.inbound = inbound;
-                                if let Some(ending) = ending {
-                                    return ending;
-                                }
-                                if n < buf.len() {
-                                    break;
-                                }
-                            }
-                            Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => break,
-                            Err(_) => return self.exited(pooled).await,
-                        }
+                    if let Err(ending) = self.take_frames(pooled, &mut buf, false).await {
+                        return ending;
                     }
                 }
                 Some((id, result)) = self.pending.next(), if !self.pending.is_empty() => {
@@ -527,6 +554,45 @@ impl<'r> Session<'r> {
                         return ending;
                     }
                 }
+            }
+        }
+    }
+
+    /// Reads and handles what the worker has written, without waiting: `Ok(true)` if anything
+    /// was there, `Err` with the ending when the run ends. `polling` reads the pipe itself:
+    /// tokio's `try_read` answers from the reactor's last readiness without reading, which only
+    /// the reactor's own wake-up refreshes. Otherwise (woken by the reactor) `try_read` reads
+    /// and clears that readiness once the pipe is empty.
+    async fn take_frames(
+        &mut self,
+        pooled: &mut Pooled,
+        buf: &mut [u8],
+        polling: bool,
+    ) -> Result<bool, Ending> {
+        let mut got = false;
+        loop {
+            let read = if polling {
+                rustix::io::read(&pooled.frames_in, &mut *buf).map_err(std::io::Error::from)
+            } else {
+                pooled.frames_in.try_read(buf)
+            };
+            match read {
+                Ok(0) => return Err(self.exited(pooled).await),
+                Ok(n) => {
+                    got = true;
+                    let mut inbound = std::mem::take(&mut self.inbound);
+                    self.decoder.feed(&buf[..n], &mut inbound);
+                    let ending = self.on_inbound(&mut inbound, &pooled.frames_out).await;
+                    self.inbound = inbound;
+                    if let Some(ending) = ending {
+                        return Err(ending);
+                    }
+                    if n < buf.len() {
+                        return Ok(got);
+                    }
+                }
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(got),
+                Err(_) => return Err(self.exited(pooled).await),
             }
         }
     }

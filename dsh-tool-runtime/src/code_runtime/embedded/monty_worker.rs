@@ -272,6 +272,9 @@ impl Link for Pipes {
     }
 
     fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
+        if !self.inbox.buffer().contains(&b'\n') {
+            spin_until_readable(self.inbox.get_ref());
+        }
         // One reply is waited for; the others already read are taken without waiting.
         let mut first = true;
         while first || self.inbox.buffer().contains(&b'\n') {
@@ -302,6 +305,31 @@ impl Link for Pipes {
 
     fn flush(&mut self) -> Result<(), Halt> {
         self.out.flush().map_err(|_| Halt)
+    }
+}
+
+/// How long a worker waiting for a reply polls its pipe before it blocks. A binding's reply
+/// usually comes within microseconds; a blocked reader is woken by the scheduler, which on an
+/// idle machine takes tens of microseconds per wake-up (two per round trip, one on each side).
+const REPLY_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
+
+/// Polls `inbox` without blocking until it has data or [`REPLY_SPIN`] has passed.
+fn spin_until_readable(inbox: &File) {
+    use rustix::event::{PollFd, PollFlags, poll};
+    let until = std::time::Instant::now() + REPLY_SPIN;
+    let zero = rustix::time::Timespec {
+        tv_sec: 0,
+        tv_nsec: 0,
+    };
+    loop {
+        let mut fds = [PollFd::new(inbox, PollFlags::IN)];
+        // Readable, hung up or failed: the blocking read that follows says which.
+        if poll(&mut fds, Some(&zero)).is_ok_and(|ready| ready > 0)
+            || std::time::Instant::now() >= until
+        {
+            return;
+        }
+        std::hint::spin_loop();
     }
 }
 
