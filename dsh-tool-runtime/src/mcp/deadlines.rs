@@ -36,7 +36,15 @@ struct State {
     queue: VecDeque<(Instant, Arc<Slot>)>,
     /// The watchdog waits for a first call instead of sleeping until a deadline.
     idle: bool,
+    /// The length past which settled entries behind a pending one are swept out.
+    sweep_at: usize,
 }
+
+/// Entries kept before the first sweep.
+const SWEEP_FLOOR: usize = 64;
+
+/// The deadline of a timeout the clock cannot represent.
+const FAR_FUTURE: Duration = Duration::from_secs(30 * 365 * 24 * 3600);
 
 #[derive(Default)]
 struct Slot {
@@ -68,8 +76,13 @@ impl Deadlines {
         let slot = Arc::new(Slot::default());
         let mut state = self.shared.state.lock();
         state.retire_settled();
-        let when = Instant::now() + self.shared.timeout;
+        let now = Instant::now();
+        // A timeout too large for the clock reads as one that never comes.
+        let when = now
+            .checked_add(self.shared.timeout)
+            .unwrap_or_else(|| now + FAR_FUTURE);
         state.queue.push_back((when, slot.clone()));
+        state.compact();
         let wake = std::mem::take(&mut state.idle);
         drop(state);
         if wake {
@@ -80,6 +93,17 @@ impl Deadlines {
 }
 
 impl State {
+    /// Keeps the queue as long as the calls in flight, not as long as the calls since the
+    /// oldest one in flight: a call that hangs until its deadline must not hold every later
+    /// (settled) call's entry. Amortised: a sweep doubles the length the next one waits for.
+    fn compact(&mut self) {
+        if self.queue.len() > self.sweep_at.max(SWEEP_FLOOR) {
+            self.queue
+                .retain(|(_, slot)| !slot.settled.load(Ordering::Acquire));
+            self.sweep_at = 2 * self.queue.len();
+        }
+    }
+
     fn retire_settled(&mut self) {
         while self
             .queue
@@ -180,6 +204,35 @@ mod tests {
             .await
             .expect("the kept call expired");
         assert_eq!(queued(&deadlines), 0);
+        closed.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_hanging_call_does_not_keep_the_settled_calls_after_it() {
+        let closed = CancellationToken::new();
+        let deadlines = Deadlines::new(Duration::from_secs(60), closed.clone());
+        let hanging = deadlines.start();
+        for _ in 0..10_000 {
+            drop(deadlines.start());
+        }
+        assert!(
+            queued(&deadlines) <= 2 * SWEEP_FLOOR,
+            "{}",
+            queued(&deadlines)
+        );
+        drop(hanging);
+        closed.cancel();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_timeout_past_the_clock_never_expires() {
+        let closed = CancellationToken::new();
+        let deadlines = Deadlines::new(Duration::MAX, closed.clone());
+        let call = deadlines.start();
+        tokio::time::sleep(Duration::from_secs(3600)).await;
+        tokio::time::timeout(Duration::ZERO, call.expired())
+            .await
+            .expect_err("no expiry");
         closed.cancel();
     }
 

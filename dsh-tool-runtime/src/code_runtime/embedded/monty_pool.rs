@@ -486,6 +486,10 @@ impl<'r> Session<'r> {
                         Err(ending) => return ending,
                         Ok(got) => {
                             let now = std::time::Instant::now();
+                            // A reply the pipe did not take whole is the wait's to finish.
+                            if self.written < self.unwritten.len() {
+                                break;
+                            }
                             if got {
                                 if !std::mem::take(&mut self.replied)
                                     || !self.pending.is_empty()
