@@ -361,17 +361,23 @@ pub(crate) async fn call_tool(
             ));
         }
     };
-    let raw = match answer {
+    // The tool value and whether the server flagged it as a tool error.
+    let (value, is_error) = match answer {
         Ok(Ok(ServerResult::CallToolResult(result))) => {
             let is_error = result.is_error == Some(true);
             let value =
                 results::typed_value(result).map_err(|err| ToolError::new(err.to_string()))?;
-            if is_error {
-                return Err(ToolError::new(results::error_text(raw_name, &value)));
-            }
-            return Ok(value);
+            (value, is_error)
         }
-        Ok(Ok(ServerResult::CustomResult(raw))) => raw.0,
+        Ok(Ok(ServerResult::CustomResult(raw))) => {
+            let Value::Object(result) = raw.0 else {
+                return Err(ToolError::new(format!(
+                    "mcp server \"{server}\" answered tools/call with a non-object result"
+                )));
+            };
+            let is_error = results::is_error(&result);
+            (results::canonical_value(result), is_error)
+        }
         Ok(Ok(other)) => {
             return Err(ToolError::new(format!(
                 "mcp server \"{server}\" answered tools/call with an unexpected result: {}",
@@ -390,13 +396,6 @@ pub(crate) async fn call_tool(
         }
         Ok(Err(other)) => return Err(ToolError::new(other.to_string())),
     };
-    let Value::Object(result) = raw else {
-        return Err(ToolError::new(format!(
-            "mcp server \"{server}\" answered tools/call with a non-object result"
-        )));
-    };
-    let is_error = results::is_error(&result);
-    let value = results::canonical_value(result);
     if is_error {
         return Err(ToolError::new(results::error_text(raw_name, &value)));
     }

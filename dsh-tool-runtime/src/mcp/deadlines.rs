@@ -173,10 +173,15 @@ mod tests {
         deadlines.shared.state.lock().queue.len()
     }
 
+    /// Deadlines of `timeout` whose watchdog stops when the guard drops.
+    fn watched(timeout: Duration) -> (Deadlines, tokio_util::sync::DropGuard) {
+        let closed = CancellationToken::new();
+        (Deadlines::new(timeout, closed.clone()), closed.drop_guard())
+    }
+
     #[tokio::test(start_paused = true)]
     async fn a_call_expires_its_own_timeout_after_it_started() {
-        let closed = CancellationToken::new();
-        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        let (deadlines, _watching) = watched(Duration::from_millis(100));
         let first = deadlines.start();
         tokio::time::sleep(Duration::from_millis(50)).await;
         drop(first);
@@ -185,13 +190,11 @@ mod tests {
         second.expired().await;
         // Virtual time: the second call's own 100 ms, not what was left of the first's.
         assert_eq!(started.elapsed(), Duration::from_millis(100));
-        closed.cancel();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_settled_call_never_expires_and_leaves_the_queue() {
-        let closed = CancellationToken::new();
-        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        let (deadlines, _watching) = watched(Duration::from_millis(100));
         for _ in 0..1_000 {
             drop(deadlines.start());
         }
@@ -204,13 +207,11 @@ mod tests {
             .await
             .expect("the kept call expired");
         assert_eq!(queued(&deadlines), 0);
-        closed.cancel();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_hanging_call_does_not_keep_the_settled_calls_after_it() {
-        let closed = CancellationToken::new();
-        let deadlines = Deadlines::new(Duration::from_secs(60), closed.clone());
+        let (deadlines, _watching) = watched(Duration::from_secs(60));
         let hanging = deadlines.start();
         for _ in 0..10_000 {
             drop(deadlines.start());
@@ -221,25 +222,21 @@ mod tests {
             queued(&deadlines)
         );
         drop(hanging);
-        closed.cancel();
     }
 
     #[tokio::test(start_paused = true)]
     async fn a_timeout_past_the_clock_never_expires() {
-        let closed = CancellationToken::new();
-        let deadlines = Deadlines::new(Duration::MAX, closed.clone());
+        let (deadlines, _watching) = watched(Duration::MAX);
         let call = deadlines.start();
         tokio::time::sleep(Duration::from_secs(3600)).await;
         tokio::time::timeout(Duration::ZERO, call.expired())
             .await
             .expect_err("no expiry");
-        closed.cancel();
     }
 
     #[tokio::test(start_paused = true)]
     async fn calls_in_flight_expire_in_order_of_their_starts() {
-        let closed = CancellationToken::new();
-        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        let (deadlines, _watching) = watched(Duration::from_millis(100));
         let first = deadlines.start();
         tokio::time::sleep(Duration::from_millis(30)).await;
         let second = deadlines.start();
@@ -248,13 +245,11 @@ mod tests {
         assert_eq!(origin.elapsed(), Duration::from_millis(70));
         second.expired().await;
         assert_eq!(origin.elapsed(), Duration::from_millis(100));
-        closed.cancel();
     }
 
     #[tokio::test(start_paused = true)]
     async fn an_idle_watchdog_wakes_for_the_next_call() {
-        let closed = CancellationToken::new();
-        let deadlines = Deadlines::new(Duration::from_millis(100), closed.clone());
+        let (deadlines, _watching) = watched(Duration::from_millis(100));
         // Let the watchdog go idle on an empty queue first.
         tokio::time::sleep(Duration::from_secs(10)).await;
         assert!(deadlines.shared.state.lock().idle);
@@ -262,6 +257,5 @@ mod tests {
         let origin = Instant::now();
         call.expired().await;
         assert_eq!(origin.elapsed(), Duration::from_millis(100));
-        closed.cancel();
     }
 }

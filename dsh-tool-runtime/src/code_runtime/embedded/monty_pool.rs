@@ -473,38 +473,11 @@ impl<'r> Session<'r> {
         let disposed = pool.disposed.cancelled();
         tokio::pin!(aborted, disposed);
         loop {
-            // After a reply the worker's next frame usually comes within microseconds: poll
-            // for it briefly instead of going to sleep, which costs a scheduler wake-up.
-            // A call answered at once leads to the next: the polling goes on, but comes back to
-            // the wait below (aborts, the wall clock, the budget tick) at least every
-            // `SPIN_SESSION`.
-            if std::mem::take(&mut self.replied) && self.pending.is_empty() {
-                let now = std::time::Instant::now();
-                let (mut until, session_end) = (now + FRAME_SPIN, now + SPIN_SESSION);
-                loop {
-                    match self.take_frames(pooled, &mut buf, true).await {
-                        Err(ending) => return ending,
-                        Ok(got) => {
-                            let now = std::time::Instant::now();
-                            // A reply the pipe did not take whole is the wait's to finish.
-                            if self.written < self.unwritten.len() {
-                                break;
-                            }
-                            if got {
-                                if !std::mem::take(&mut self.replied)
-                                    || !self.pending.is_empty()
-                                    || now >= session_end
-                                {
-                                    break;
-                                }
-                                until = now + FRAME_SPIN;
-                            } else if now >= until {
-                                break;
-                            }
-                            std::hint::spin_loop();
-                        }
-                    }
-                }
+            if std::mem::take(&mut self.replied)
+                && self.pending.is_empty()
+                && let Err(ending) = self.answer_by_polling(pooled, &mut buf).await
+            {
+                return ending;
             }
             let queued = self.written < self.unwritten.len();
             tokio::select! {
@@ -559,6 +532,35 @@ impl<'r> Session<'r> {
                     }
                 }
             }
+        }
+    }
+
+    /// After a reply the worker's next frame usually comes within microseconds: polls for it
+    /// (up to [`FRAME_SPIN`] each) instead of going to sleep, which costs a scheduler wake-up,
+    /// for as long as every frame is a call answered at once and written whole. Returns to the
+    /// wait (aborts, the wall clock, the budget tick) at least every [`SPIN_SESSION`].
+    async fn answer_by_polling(
+        &mut self,
+        pooled: &mut Pooled,
+        buf: &mut [u8],
+    ) -> Result<(), Ending> {
+        let now = std::time::Instant::now();
+        let (mut until, session_end) = (now + FRAME_SPIN, now + SPIN_SESSION);
+        loop {
+            let got = self.take_frames(pooled, buf, true).await?;
+            let now = std::time::Instant::now();
+            if got {
+                let answered_whole = std::mem::take(&mut self.replied)
+                    && self.pending.is_empty()
+                    && self.written == self.unwritten.len();
+                if !answered_whole || now >= session_end {
+                    return Ok(());
+                }
+                until = now + FRAME_SPIN;
+            } else if now >= until {
+                return Ok(());
+            }
+            std::hint::spin_loop();
         }
     }
 
