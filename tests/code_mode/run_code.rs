@@ -1,4 +1,6 @@
-//! Code mode end to end (SPEC §8, REFERENCE §4.1–§4.3) with the real Node.js and Python runtimes.
+//! Code mode end to end (SPEC §8, REFERENCE §4.1–§4.3) with the real Node.js and Python
+//! runtimes, and with the embedded interpreters, whose thread drives the binding calls'
+//! scheduler itself.
 
 use crate::common;
 
@@ -18,6 +20,48 @@ use serde_json::{Value, json};
 enum Lang {
     Ts,
     Py,
+    /// TypeScript on QuickJS in this process.
+    #[cfg(feature = "embedded-js")]
+    QuickJs,
+    /// Python on Monty on an interpreter thread of this process (the pooled Monty hands its
+    /// calls to the scheduler like the subprocess runtimes).
+    #[cfg(feature = "embedded-python")]
+    MontyInProcess,
+}
+
+/// Every TypeScript runtime.
+fn typescript() -> Vec<Lang> {
+    vec![
+        Lang::Ts,
+        #[cfg(feature = "embedded-js")]
+        Lang::QuickJs,
+    ]
+}
+
+/// Every Python runtime.
+fn python() -> Vec<Lang> {
+    vec![
+        Lang::Py,
+        #[cfg(feature = "embedded-python")]
+        Lang::MontyInProcess,
+    ]
+}
+
+/// Whether `lang` has exceptions with attributes (Monty's have none).
+fn is_full_python_or_typescript(lang: Lang) -> bool {
+    #[cfg(feature = "embedded-python")]
+    if matches!(lang, Lang::MontyInProcess) {
+        return false;
+    }
+    let _ = lang;
+    true
+}
+
+/// Every runtime with the program for its language.
+fn each_with(ts: &'static str, py: &'static str) -> Vec<(Lang, &'static str)> {
+    let ts = typescript().into_iter().map(|lang| (lang, ts));
+    ts.chain(python().into_iter().map(|lang| (lang, py)))
+        .collect()
 }
 
 async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
@@ -37,6 +81,24 @@ async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
                 .await
                 .expect("python3 is installed"),
         ),
+        #[cfg(feature = "embedded-js")]
+        Lang::QuickJs => Arc::new(
+            dsh_tools::code::EmbeddedRuntime::javascript(embedded()).expect("a valid config"),
+        ),
+        #[cfg(feature = "embedded-python")]
+        Lang::MontyInProcess => Arc::new(
+            dsh_tools::code::EmbeddedRuntime::python_in_process(embedded())
+                .expect("a valid config"),
+        ),
+    }
+}
+
+#[cfg(feature = "embedded-js")]
+fn embedded() -> dsh_tools::code::EmbeddedConfig {
+    dsh_tools::code::EmbeddedConfig {
+        compute_ms: 10_000,
+        max_wall_ms: 20_000,
+        ..Default::default()
     }
 }
 
@@ -211,6 +273,15 @@ print(f"sum={sum(values)}")
 return {"values": list(values), "elapsed": (time.monotonic() - started) * 1000}
 "#;
 
+/// Monty has no `time` module.
+#[cfg(feature = "embedded-python")]
+const MONTY_PARALLEL: &str = r#"
+import asyncio
+values = await asyncio.gather(*[tools.nap({"ms": 50, "i": i}) for i in range(20)])
+print(f"sum={sum(values)}")
+return {"values": list(values)}
+"#;
+
 async fn parallel_calls_overlap(lang: Lang, program: &str) {
     let (registry, overlap) = code_registry(lang, Mode::Code).await;
     let result = registry.execute(run_code("run", program)).await;
@@ -218,11 +289,18 @@ async fn parallel_calls_overlap(lang: Lang, program: &str) {
     assert_eq!(out["logs"], json!(["sum=190"]));
     assert_eq!(out["result"]["values"], json!((0..20).collect::<Vec<_>>()));
     // Measured inside the program, so interpreter start-up on a busy machine does not count.
-    let elapsed = out["result"]["elapsed"].as_f64().expect("elapsed");
-    assert!(
-        elapsed < (20 * 50 / 2) as f64,
-        "{lang:?}: {elapsed} ms is not well under 1000 ms"
-    );
+    // Monty has no clock for a program: the peak below shows the overlap.
+    #[cfg(feature = "embedded-python")]
+    let clocked = !matches!(lang, Lang::MontyInProcess);
+    #[cfg(not(feature = "embedded-python"))]
+    let clocked = true;
+    if clocked {
+        let elapsed = out["result"]["elapsed"].as_f64().expect("elapsed");
+        assert!(
+            elapsed < (20 * 50 / 2) as f64,
+            "{lang:?}: {elapsed} ms is not well under 1000 ms"
+        );
+    }
     assert_eq!(
         overlap.peak.load(Ordering::SeqCst),
         10,
@@ -232,26 +310,24 @@ async fn parallel_calls_overlap(lang: Lang, program: &str) {
 
 #[tokio::test]
 async fn typescript_parallel_calls_overlap() {
-    parallel_calls_overlap(Lang::Ts, TS_PARALLEL).await;
+    for lang in typescript() {
+        parallel_calls_overlap(lang, TS_PARALLEL).await;
+    }
 }
 
 #[tokio::test]
 async fn python_parallel_calls_overlap() {
     parallel_calls_overlap(Lang::Py, PY_PARALLEL).await;
+    #[cfg(feature = "embedded-python")]
+    parallel_calls_overlap(Lang::MontyInProcess, MONTY_PARALLEL).await;
 }
 
 #[tokio::test]
 async fn exclusive_calls_never_overlap() {
-    for (lang, program) in [
-        (
-            Lang::Ts,
-            "await Promise.all([1,2,3,4].map(i => tools.exclusive_nap({ ms: 20, i })));\nawait Promise.all([tools.nap({ms: 20}), tools.exclusive_nap({ms: 20}), tools.nap({ms: 20})]);",
-        ),
-        (
-            Lang::Py,
-            "import asyncio\nawait asyncio.gather(*[tools.exclusive_nap({'ms': 20, 'i': i}) for i in range(4)])\nawait asyncio.gather(tools.nap({'ms': 20}), tools.exclusive_nap({'ms': 20}), tools.nap({'ms': 20}))",
-        ),
-    ] {
+    for (lang, program) in each_with(
+        "await Promise.all([1,2,3,4].map(i => tools.exclusive_nap({ ms: 20, i })));\nawait Promise.all([tools.nap({ms: 20}), tools.exclusive_nap({ms: 20}), tools.nap({ms: 20})]);",
+        "import asyncio\nawait asyncio.gather(*[tools.exclusive_nap({'ms': 20, 'i': i}) for i in range(4)])\nawait asyncio.gather(tools.nap({'ms': 20}), tools.exclusive_nap({'ms': 20}), tools.nap({'ms': 20}))",
+    ) {
         let (registry, overlap) = code_registry(lang, Mode::Code).await;
         let result = registry.execute(run_code("run", program)).await;
         assert!(!result.is_error(), "{lang:?}: {result:?}");
@@ -268,16 +344,13 @@ async fn exclusive_calls_never_overlap() {
 /// `EBROKEN`, the runtime's `UNKNOWN_TOOL`).
 #[tokio::test]
 async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() {
-    for (lang, program) in [
-        (
-            Lang::Ts,
-            "try { await tools.broken({}); } catch (e) { if (e instanceof ToolCallError) console.log(`${e.toolName}: ${e.message} [${e.code}]`); }\nreturn await tools[\"echo-back\"]({ n: 1 });",
-        ),
-        (
-            Lang::Py,
-            "try:\n    await tools.broken({})\nexcept ToolCallError as e:\n    print(f\"{e.tool_name}: {e} [{e.code}]\")\nreturn await tools[\"echo-back\"]({\"n\": 1})",
-        ),
-    ] {
+    for (lang, program) in each_with(
+        "try { await tools.broken({}); } catch (e) { if (e instanceof ToolCallError) console.log(`${e.toolName}: ${e.message} [${e.code}]`); }\nreturn await tools[\"echo-back\"]({ n: 1 });",
+        "try:\n    await tools.broken({})\nexcept ToolCallError as e:\n    print(f\"{e.tool_name}: {e} [{e.code}]\")\nreturn await getattr(tools, \"echo-back\")({\"n\": 1})",
+    )
+    .into_iter()
+    .filter(|(lang, _)| is_full_python_or_typescript(*lang))
+    {
         let (registry, _) = code_registry(lang, Mode::Code).await;
         let result = registry.execute(run_code("run", program)).await;
         let out = output(&result);
@@ -288,72 +361,79 @@ async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() 
         );
         assert_eq!(out["result"], json!({"n": 1}), "{lang:?}");
     }
+    // Monty's exceptions carry a message and no attributes (README): the message still says
+    // which tool failed and why.
+    #[cfg(feature = "embedded-python")]
+    {
+        let (registry, _) = code_registry(Lang::MontyInProcess, Mode::Code).await;
+        let program = "try:\n    await tools.broken({})\nexcept ToolCallError as e:\n    print(str(e))\nreturn await getattr(tools, \"echo-back\")({\"n\": 1})";
+        let result = registry.execute(run_code("run", program)).await;
+        let out = output(&result);
+        assert_eq!(out["logs"], json!(["broken on purpose"]));
+        assert_eq!(out["result"], json!({"n": 1}));
+    }
 }
 
 #[tokio::test]
 async fn sub_calls_are_nested_pipeline_calls_with_derived_ids() {
-    let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
-    let seen = Arc::new(Mutex::new(Vec::new()));
-    let s = seen.clone();
-    registry.on_result(move |view: &ToolCallView, _result| {
-        s.lock().unwrap().push((
-            view.call_id.clone(),
-            view.root_call_id.clone(),
-            view.parent.clone(),
-        ));
-    });
-    let mut events = registry.subscribe();
-    let result = registry
-        .execute(run_code(
-            "outer",
-            "await tools.nap({}); await tools.nap({});",
-        ))
-        .await;
-    assert!(!result.is_error(), "{result:?}");
-    let seen = seen.lock().unwrap().clone();
-    assert_eq!(
-        seen,
-        [
-            (
-                "outer:code:1".to_owned(),
-                "outer".to_owned(),
-                Some("outer".to_owned())
-            ),
-            (
-                "outer:code:2".to_owned(),
-                "outer".to_owned(),
-                Some("outer".to_owned())
-            ),
-            ("outer".to_owned(), "outer".to_owned(), None),
-        ]
-    );
-    let mut starts = 0;
-    let mut dispatches = 0;
-    while let Ok(event) = events.try_recv() {
-        match event {
-            ToolEvent::CodeDispatchStart { .. } => starts += 1,
-            ToolEvent::CodeDispatch { is_error, .. } => {
-                dispatches += 1;
-                assert!(!is_error);
+    for lang in typescript() {
+        let (registry, _) = code_registry(lang, Mode::Code).await;
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let s = seen.clone();
+        registry.on_result(move |view: &ToolCallView, _result| {
+            s.lock().unwrap().push((
+                view.call_id.clone(),
+                view.root_call_id.clone(),
+                view.parent.clone(),
+            ));
+        });
+        let mut events = registry.subscribe();
+        let result = registry
+            .execute(run_code(
+                "outer",
+                "await tools.nap({}); await tools.nap({});",
+            ))
+            .await;
+        assert!(!result.is_error(), "{result:?}");
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(
+            seen,
+            [
+                (
+                    "outer:code:1".to_owned(),
+                    "outer".to_owned(),
+                    Some("outer".to_owned())
+                ),
+                (
+                    "outer:code:2".to_owned(),
+                    "outer".to_owned(),
+                    Some("outer".to_owned())
+                ),
+                ("outer".to_owned(), "outer".to_owned(), None),
+            ]
+        );
+        let mut starts = 0;
+        let mut dispatches = 0;
+        while let Ok(event) = events.try_recv() {
+            match event {
+                ToolEvent::CodeDispatchStart { .. } => starts += 1,
+                ToolEvent::CodeDispatch { is_error, .. } => {
+                    dispatches += 1;
+                    assert!(!is_error);
+                }
+                _ => {}
             }
-            _ => {}
         }
+        assert_eq!((starts, dispatches), (2, 2));
     }
-    assert_eq!((starts, dispatches), (2, 2));
 }
 
 #[tokio::test]
 async fn cancelling_the_outer_call_settles_every_sub_call() {
-    for (lang, program) in [
-        (
-            Lang::Ts,
-            "await Promise.all([tools.nap({ ms: 10000 }), tools.nap({ ms: 10000 })]);\nawait tools.nap({ ms: 10000 });",
-        ),
-        (
-            Lang::Py,
-            "import asyncio\nawait asyncio.gather(tools.nap({'ms': 10000}), tools.nap({'ms': 10000}))\nawait tools.nap({'ms': 10000})",
-        ),
-    ] {
+    for (lang, program) in each_with(
+        "await Promise.all([tools.nap({ ms: 10000 }), tools.nap({ ms: 10000 })]);\nawait tools.nap({ ms: 10000 });",
+        "import asyncio\nawait asyncio.gather(tools.nap({'ms': 10000}), tools.nap({'ms': 10000}))\nawait tools.nap({'ms': 10000})",
+    ) {
         let (registry, overlap) = code_registry(lang, Mode::Code).await;
         let mut events = registry.subscribe();
         // Cancel once the program's first two sub-calls have started, not after a guess of
@@ -495,60 +575,62 @@ fn a_runtime_language_without_a_renderer_is_a_view_error() {
 
 #[tokio::test]
 async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
-    let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
-    let camera = ToolDefinition::builder("camera")
-        .render(|_args, _value| {
-            vec![
-                dsh_tools::ContentBlock::text("a picture"),
-                dsh_tools::ContentBlock::Image {
-                    media_type: "image/png".into(),
-                    data: "iVBORw0KGgo=".into(),
-                },
-            ]
-        })
-        .handler(|_args, exec: ToolExec| async move {
-            exec.defer_context(dsh_tools::AdditionalContext::text("tool", "camera context"));
-            exec.conclude_turn();
-            Ok(json!({"shot": 1}))
-        })
-        .build()
-        .unwrap();
-    registry.register(camera).unwrap();
-    let result = registry
-        .execute(run_code(
-            "run",
-            "const shot = await tools.camera({});\nreturn shot;",
-        ))
-        .await;
-    assert_eq!(
-        output(&result)["result"],
-        json!({"shot": 1}),
-        "the program gets the value, not the content"
-    );
-    let contexts = result.additional_contexts();
-    assert_eq!(contexts.len(), 2, "{contexts:?}");
-    assert_eq!(contexts[0].source.name.as_deref(), Some("tools-code-mode"));
-    assert!(
-        matches!(
-            contexts[0].content[1],
-            dsh_tools::ContentBlock::Image { .. }
-        ),
-        "the image content is deferred"
-    );
-    assert_eq!(
-        dsh_tools::__private::blocks_text(&contexts[1].content),
-        "camera context"
-    );
-    assert!(
-        matches!(
-            result,
-            ToolResult::Success {
-                concludes_turn: true,
-                ..
-            }
-        ),
-        "forwarded from the nested success"
-    );
+    for lang in typescript() {
+        let (registry, _) = code_registry(lang, Mode::Code).await;
+        let camera = ToolDefinition::builder("camera")
+            .render(|_args, _value| {
+                vec![
+                    dsh_tools::ContentBlock::text("a picture"),
+                    dsh_tools::ContentBlock::Image {
+                        media_type: "image/png".into(),
+                        data: "iVBORw0KGgo=".into(),
+                    },
+                ]
+            })
+            .handler(|_args, exec: ToolExec| async move {
+                exec.defer_context(dsh_tools::AdditionalContext::text("tool", "camera context"));
+                exec.conclude_turn();
+                Ok(json!({"shot": 1}))
+            })
+            .build()
+            .unwrap();
+        registry.register(camera).unwrap();
+        let result = registry
+            .execute(run_code(
+                "run",
+                "const shot = await tools.camera({});\nreturn shot;",
+            ))
+            .await;
+        assert_eq!(
+            output(&result)["result"],
+            json!({"shot": 1}),
+            "the program gets the value, not the content"
+        );
+        let contexts = result.additional_contexts();
+        assert_eq!(contexts.len(), 2, "{contexts:?}");
+        assert_eq!(contexts[0].source.name.as_deref(), Some("tools-code-mode"));
+        assert!(
+            matches!(
+                contexts[0].content[1],
+                dsh_tools::ContentBlock::Image { .. }
+            ),
+            "the image content is deferred"
+        );
+        assert_eq!(
+            dsh_tools::__private::blocks_text(&contexts[1].content),
+            "camera context"
+        );
+        assert!(
+            matches!(
+                result,
+                ToolResult::Success {
+                    concludes_turn: true,
+                    ..
+                }
+            ),
+            "forwarded from the nested success"
+        );
+    }
 }
 
 #[tokio::test]
@@ -578,37 +660,98 @@ async fn an_output_limit_keeps_the_runtime_text_and_the_captured_output() {
 
 #[tokio::test]
 async fn queued_calls_are_abandoned_when_the_run_settles() {
-    let registry = Registry::new();
-    let overlap = Arc::new(Overlap::default());
-    registry.register(nap("nap", true, &overlap)).unwrap();
-    registry.set_code_runtime_with(
-        runtime(Lang::Ts).await,
-        dsh_tools::code::RunCodeConfig {
-            max_parallel_sub_calls: 1,
-        },
-    );
-    registry.set_mode(Mode::Code);
-    for round in 0..10 {
-        let mut events = registry.subscribe();
-        // The program returns without awaiting its calls: only the first may have started. It
-        // outlives the run (and is cancelled with it), so its slot frees only after settle,
-        // whatever the machine's load.
-        let result = registry
-            .execute(run_code(
-                "run",
-                "tools.nap({ms: 5000}); tools.nap({}); tools.nap({}); return 1;",
-            ))
-            .await;
-        assert_eq!(output(&result)["result"], json!(1));
-        let mut starts = 0;
-        while let Ok(event) = events.try_recv() {
-            if let ToolEvent::CodeDispatchStart { .. } = event {
-                starts += 1;
+    for lang in typescript() {
+        let registry = Registry::new();
+        let overlap = Arc::new(Overlap::default());
+        registry.register(nap("nap", true, &overlap)).unwrap();
+        registry.set_code_runtime_with(
+            runtime(lang).await,
+            dsh_tools::code::RunCodeConfig {
+                max_parallel_sub_calls: 1,
+            },
+        );
+        registry.set_mode(Mode::Code);
+        for round in 0..10 {
+            let mut events = registry.subscribe();
+            // The program returns without awaiting its calls: only the first may have started. It
+            // outlives the run (and is cancelled with it), so its slot frees only after settle,
+            // whatever the machine's load.
+            let result = registry
+                .execute(run_code(
+                    "run",
+                    "tools.nap({ms: 5000}); tools.nap({}); tools.nap({}); return 1;",
+                ))
+                .await;
+            assert_eq!(output(&result)["result"], json!(1));
+            let mut starts = 0;
+            while let Ok(event) = events.try_recv() {
+                if let ToolEvent::CodeDispatchStart { .. } = event {
+                    starts += 1;
+                }
             }
+            assert!(
+                starts <= 1,
+                "round {round}: {starts} sub-calls started after the run settled"
+            );
         }
-        assert!(
-            starts <= 1,
-            "round {round}: {starts} sub-calls started after the run settled"
+    }
+}
+
+/// An embedded interpreter's thread drives its run's scheduler: a call that runs alone runs on
+/// that thread, without waking a tokio worker, while calls that overlap it run on the workers
+/// (parallel calls keep every core). A subprocess runtime's calls all run on the workers.
+#[cfg(feature = "embedded-js")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn embedded_runs_drive_their_binding_calls_on_the_interpreter_thread() {
+    let here = || json!(std::thread::current().name().unwrap_or("unnamed"));
+    let thread = ToolDefinition::builder("thread")
+        .concurrency_safe()
+        .handler(move |_, _| async move { Ok(here()) })
+        .build()
+        .unwrap();
+    // Both calls of a pair are running before either returns.
+    let barrier = Arc::new(tokio::sync::Barrier::new(2));
+    let pair = ToolDefinition::builder("pair")
+        .concurrency_safe()
+        .handler(move |_, _| {
+            let barrier = barrier.clone();
+            async move {
+                barrier.wait().await;
+                Ok(here())
+            }
+        })
+        .build()
+        .unwrap();
+    let ts = "const alone = await tools.thread({});\nconst both = await Promise.all([tools.pair({}), tools.pair({})]);\nreturn [alone, ...both];";
+    let mut cases = vec![(Lang::Ts, ts, false), (Lang::QuickJs, ts, true)];
+    #[cfg(feature = "embedded-python")]
+    cases.push((
+        Lang::MontyInProcess,
+        "import asyncio\nalone = await tools.thread({})\nboth = await asyncio.gather(tools.pair({}), tools.pair({}))\nreturn [alone, *both]",
+        true,
+    ));
+    for (lang, program, embedded) in cases {
+        let registry = Registry::new();
+        registry.register(thread.clone()).unwrap();
+        registry.register(pair.clone()).unwrap();
+        registry.set_code_runtime(runtime(lang).await);
+        registry.set_mode(Mode::Code);
+        let result = registry.execute(run_code("run", program)).await;
+        let names = output(&result)["result"].clone();
+        let on_interpreter: Vec<bool> = names
+            .as_array()
+            .expect("three thread names")
+            .iter()
+            .map(|name| name == "dsh-embedded")
+            .collect();
+        let expected = if embedded {
+            [true, true, false]
+        } else {
+            [false, false, false]
+        };
+        assert_eq!(
+            on_interpreter, expected,
+            "{lang:?}: the calls ran on {names}"
         );
     }
 }

@@ -16,7 +16,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
 use crate::call::ToolExec;
-use crate::code_runtime::{BindingCall, BindingDispatch, BindingError};
+use crate::code_runtime::{BindingCall, BindingDispatch, BindingError, Lane};
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
@@ -34,7 +34,7 @@ pub(crate) struct Bridge {
     run_signal: CancellationToken,
     max_parallel: usize,
     sender: mpsc::UnboundedSender<Submission>,
-    receiver: Mutex<Option<mpsc::UnboundedReceiver<Submission>>>,
+    receiver: Arc<Mutex<Option<mpsc::UnboundedReceiver<Submission>>>>,
     submitted: Arc<AtomicU64>,
 }
 
@@ -58,7 +58,7 @@ impl Bridge {
             run_signal,
             max_parallel: max_parallel.max(1),
             sender,
-            receiver: Mutex::new(Some(receiver)),
+            receiver: Arc::new(Mutex::new(Some(receiver))),
             submitted: Arc::new(AtomicU64::new(0)),
         }
     }
@@ -102,26 +102,67 @@ impl Bridge {
     /// Runs the lane on the shared scheduler until the run has settled and every started call
     /// has committed. Queued calls are abandoned when the run settles (their promises reject);
     /// dropping this future abandons them too, while started calls still run to completion and
-    /// commit on the lane's own task (see [`crate::schedule`]).
+    /// commit on the lane's own task (see [`crate::schedule`]). Returns at once when the runtime
+    /// took the lane ([`Bridge::lane`]).
     pub(crate) async fn drive(&self) {
         let Some(receiver) = self.receiver.lock().take() else {
             return;
         };
-        let settle = Settle {
-            registry: self.registry.clone(),
-            outer: self.outer.clone(),
-        };
-        Schedule::new(
-            self.registry.clone(),
-            self.max_parallel,
-            self.run_signal.clone(),
-            Unstarted::Abandon,
-            settle,
-        )
-        .submissions(receiver)
-        .run()
-        .await;
+        self.schedule(receiver).run().await;
     }
+
+    /// The lane, offered to the code runtime: one that takes it runs the schedule, calls
+    /// included, on its interpreter's thread ([`Schedule::run_in_place`]); `drive` then has
+    /// nothing to do.
+    pub(crate) fn lane(&self) -> Lane {
+        let receiver = Arc::clone(&self.receiver);
+        let parts = (
+            self.registry.clone(),
+            self.outer.clone(),
+            self.run_signal.clone(),
+            self.max_parallel,
+        );
+        Lane::new(self.run_signal.clone(), move || {
+            let receiver = receiver.lock().take()?;
+            let (registry, outer, run_signal, max_parallel) = parts.clone();
+            let schedule = lane_schedule(registry, outer, run_signal, max_parallel, receiver);
+            Some(Box::pin(async move {
+                schedule.run_in_place().await;
+            }))
+        })
+    }
+
+    fn schedule(&self, receiver: mpsc::UnboundedReceiver<Submission>) -> Schedule<Settle> {
+        lane_schedule(
+            self.registry.clone(),
+            self.outer.clone(),
+            self.run_signal.clone(),
+            self.max_parallel,
+            receiver,
+        )
+    }
+}
+
+/// The schedule of one run's lane: it stops with the run, and abandons what it has not started.
+fn lane_schedule(
+    registry: Registry,
+    outer: ToolExec,
+    run_signal: CancellationToken,
+    max_parallel: usize,
+    receiver: mpsc::UnboundedReceiver<Submission>,
+) -> Schedule<Settle> {
+    let settle = Settle {
+        registry: registry.clone(),
+        outer,
+    };
+    Schedule::new(
+        registry,
+        max_parallel,
+        run_signal,
+        Unstarted::Abandon,
+        settle,
+    )
+    .submissions(receiver)
 }
 
 /// Where the lane's committed sub-results go: back to the outer call and the program.

@@ -188,10 +188,13 @@ async fn run(
             .dispatch(catalog.dispatch(bridge.dispatcher())),
         None => request.dispatch(bridge.dispatcher()),
     }
-    .signal(run_signal.clone());
+    .signal(run_signal.clone())
+    .lane(bridge.lane());
+    // Made before the lane is driven here, so a runtime that takes the lane has it by then.
+    let run = runtime.run(request);
     let (outcome, ()) = tokio::join!(
         async {
-            let outcome = runtime.run(request).await;
+            let outcome = run.await;
             run_signal.cancel();
             outcome
         },

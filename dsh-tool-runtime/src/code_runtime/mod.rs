@@ -250,6 +250,47 @@ pub struct RunRequest {
     /// Cancelling it settles the run as [`FailureKind::Abort`]; a signal cancelled before the run
     /// starts spawns nothing.
     pub signal: CancellationToken,
+    /// The scheduler behind `dispatch`, for a runtime that drives it itself (set by `run_code`).
+    pub(crate) lane: Option<Lane>,
+}
+
+/// The scheduler of one run's binding calls (the code-mode bridge's lane), offered to a runtime
+/// that polls those calls on a thread of its own: driven there, a call needs no wake-up of a
+/// tokio worker. Whoever takes it first drives it: the runtime, or else `run_code` itself.
+#[derive(Clone)]
+pub(crate) struct Lane {
+    take: Arc<dyn Fn() -> Option<BoxFuture<'static, ()>> + Send + Sync>,
+    stop: CancellationToken,
+}
+
+#[cfg_attr(
+    not(any(feature = "embedded-js", feature = "embedded-python")),
+    allow(dead_code)
+)]
+impl Lane {
+    /// A lane whose scheduler `take` hands out once (later calls: `None`); it ends once `stop`
+    /// is cancelled and its started calls have committed.
+    pub(crate) fn new(
+        stop: CancellationToken,
+        take: impl Fn() -> Option<BoxFuture<'static, ()>> + Send + Sync + 'static,
+    ) -> Self {
+        Lane {
+            take: Arc::new(take),
+            stop,
+        }
+    }
+
+    /// The scheduler, unless someone took it already. The taker must poll it (in the tokio
+    /// runtime's context) and, once the run has settled, cancel [`stop`](Lane::stop) and poll
+    /// it to its end: only then have the run's started calls committed.
+    pub(crate) fn take(&self) -> Option<BoxFuture<'static, ()>> {
+        (self.take)()
+    }
+
+    /// What stops the scheduler: the run's own signal.
+    pub(crate) fn stop(&self) -> &CancellationToken {
+        &self.stop
+    }
 }
 
 impl RunRequest {
@@ -260,7 +301,14 @@ impl RunRequest {
             bindings: Vec::new(),
             dispatch: None,
             signal: CancellationToken::new(),
+            lane: None,
         }
+    }
+
+    /// Offers the scheduler behind `dispatch` to the runtime.
+    pub(crate) fn lane(mut self, lane: Lane) -> Self {
+        self.lane = Some(lane);
+        self
     }
 
     /// Adds a namespace.

@@ -16,11 +16,24 @@
 //! caller's [`Unstarted`] policy. Calls already started are never dropped and never aborted by
 //! the scheduler: the schedule runs on its own task, so after an abandonment its started calls
 //! still run to completion and commit in order, exactly once each, before that task ends.
+//!
+//! # Driven in place
+//!
+//! [`Schedule::run_in_place`] runs the same schedule inside the future the caller polls, for a
+//! caller that polls it on a thread of its own (an embedded interpreter's). A call that starts
+//! while no other is running runs there too, so a program's sequential calls need no wake-up of
+//! a tokio worker; a call that overlaps others goes to the workers, so parallel calls still use
+//! every core. That caller must poll the schedule to its end, since dropping it drops the calls
+//! it runs.
 
 mod batch;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::task::Poll;
 
+use futures::StreamExt;
+use futures::future::BoxFuture;
+use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -153,7 +166,7 @@ impl<S: Sink> Schedule<S> {
     pub(crate) async fn run(self) -> Option<S> {
         let abandoned = CancellationToken::new();
         let _abandon_on_drop = abandoned.clone().drop_guard();
-        let task = tokio::spawn(self.drive(abandoned));
+        let task = tokio::spawn(self.drive(abandoned, Running::Spawned(JoinSet::new())));
         match task.await {
             Ok(sink) => Some(sink),
             Err(join_error) => {
@@ -163,8 +176,21 @@ impl<S: Sink> Schedule<S> {
         }
     }
 
-    async fn drive(mut self, abandoned: CancellationToken) -> S {
-        let mut running: JoinSet<(usize, DispatchedCall)> = JoinSet::new();
+    /// Runs the schedule, and every call it starts, inside the returned future (see the module
+    /// docs): it must be polled to its end, in a tokio runtime's context (tools use its timers).
+    #[cfg_attr(
+        not(any(feature = "embedded-js", feature = "embedded-python")),
+        allow(dead_code)
+    )]
+    pub(crate) async fn run_in_place(self) -> S {
+        let running = Running::InPlace {
+            here: FuturesUnordered::new(),
+            elsewhere: JoinSet::new(),
+        };
+        self.drive(CancellationToken::new(), running).await
+    }
+
+    async fn drive(mut self, abandoned: CancellationToken, mut running: Running) -> S {
         let mut done: BTreeMap<usize, DispatchedCall> = BTreeMap::new();
         let mut tickets: HashMap<usize, S::Ticket> = HashMap::new();
         let mut started = 0;
@@ -204,7 +230,7 @@ impl<S: Sink> Schedule<S> {
                 tickets.insert(seq, ticket);
                 let prepared = self.registry.prepare(call).await;
                 let registry = self.registry.clone();
-                running.spawn(async move { (seq, registry.dispatch(prepared).await) });
+                running.start(async move { (seq, registry.dispatch(prepared).await) });
             }
             if running.is_empty() && self.queue.is_empty() && self.submissions.is_none() {
                 break;
@@ -214,15 +240,11 @@ impl<S: Sink> Schedule<S> {
                     Some(submission) => self.queue.push_back(submission),
                     None => self.submissions = None,
                 },
-                joined = running.join_next(), if !running.is_empty() => match joined {
-                    Some(Ok((seq, dispatched))) => {
+                joined = running.next(), if !running.is_empty() => match joined {
+                    Some(Some((seq, dispatched))) => {
                         done.insert(seq, dispatched);
                     }
-                    // Dispatch contains panics itself, so only a runtime shutdown lands here.
-                    Some(Err(join_error)) => {
-                        tracing::error!("tool dispatch task failed: {join_error}");
-                        break;
-                    }
+                    Some(None) => break,
                     None => {}
                 },
                 () = self.signal.cancelled(), if !stopping => {}
@@ -240,6 +262,67 @@ impl<S: Sink> Schedule<S> {
             }
         }
         self.sink
+    }
+}
+
+/// The calls a schedule has started and not yet seen finish.
+enum Running {
+    /// Each on a task of its own, so they run on all of the runtime's workers.
+    Spawned(JoinSet<(usize, DispatchedCall)>),
+    /// A call started while none runs is polled by the schedule's own future (`here`); one that
+    /// overlaps others runs on a task (`elsewhere`).
+    InPlace {
+        here: FuturesUnordered<BoxFuture<'static, (usize, DispatchedCall)>>,
+        elsewhere: JoinSet<(usize, DispatchedCall)>,
+    },
+}
+
+impl Running {
+    fn len(&self) -> usize {
+        match self {
+            Running::Spawned(set) => set.len(),
+            Running::InPlace { here, elsewhere } => here.len() + elsewhere.len(),
+        }
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    fn start(&mut self, call: impl Future<Output = (usize, DispatchedCall)> + Send + 'static) {
+        let idle = self.is_empty();
+        match self {
+            Running::InPlace { here, .. } if idle => here.push(Box::pin(call)),
+            Running::Spawned(set) | Running::InPlace { elsewhere: set, .. } => {
+                set.spawn(call);
+            }
+        }
+    }
+
+    /// The next finished call; `Some(None)` when its task failed, `None` when none is running.
+    async fn next(&mut self) -> Option<Option<(usize, DispatchedCall)>> {
+        std::future::poll_fn(|cx| {
+            let (here, elsewhere) = match self {
+                Running::Spawned(set) => (None, set),
+                Running::InPlace { here, elsewhere } => (Some(here), elsewhere),
+            };
+            if let Some(here) = here
+                && let Poll::Ready(Some(finished)) = here.poll_next_unpin(cx)
+            {
+                return Poll::Ready(Some(Some(finished)));
+            }
+            match elsewhere.poll_join_next(cx) {
+                Poll::Ready(Some(Ok(finished))) => Poll::Ready(Some(Some(finished))),
+                // Dispatch contains panics itself, so only a runtime shutdown lands here.
+                Poll::Ready(Some(Err(join_error))) => {
+                    tracing::error!("tool dispatch task failed: {join_error}");
+                    Poll::Ready(Some(None))
+                }
+                Poll::Ready(None) if self.is_empty() => Poll::Ready(None),
+                Poll::Ready(None) | Poll::Pending => Poll::Pending,
+            }
+        })
+        .await
     }
 }
 

@@ -199,6 +199,15 @@ pub(crate) enum Submitted {
 /// call rejects with.
 pub(crate) type Reply = Result<(Value, usize), BindingError>;
 
+/// The scheduler of a run's binding calls, driven by the interpreter thread that polls the
+/// calls (see [`crate::code_runtime::Lane`]).
+pub(crate) struct InPlaceLane {
+    pub(crate) schedule: BoxFuture<'static, ()>,
+    /// Cancelled once the run has settled; the scheduler then ends when its started calls have
+    /// committed.
+    pub(crate) stop: CancellationToken,
+}
+
 /// The binding calls of one run: the bindings by number, the call budget, the calls in flight.
 pub(crate) struct Calls {
     /// `(global, name)` of every binding, numbered in the order of the request's namespaces and
@@ -209,10 +218,12 @@ pub(crate) struct Calls {
     max: u64,
     pending: FuturesUnordered<PendingCall>,
     run_signal: CancellationToken,
+    lane: Option<InPlaceLane>,
 }
 
 impl Calls {
-    pub(crate) fn new(job: &Job) -> Self {
+    /// The calls of `job`, whose lane (if it came with one) the caller has taken out of it.
+    pub(crate) fn new(job: &Job, lane: Option<InPlaceLane>) -> Self {
         Calls {
             bindings: job
                 .request
@@ -229,6 +240,7 @@ impl Calls {
             max: job.config.max_binding_calls,
             pending: FuturesUnordered::new(),
             run_signal: CancellationToken::new(),
+            lane,
         }
     }
 
@@ -269,8 +281,20 @@ impl Calls {
         Submitted::Dispatched(id)
     }
 
-    /// Moves the calls that have finished since the last poll into `ready`.
+    /// Moves the calls that have finished since the last poll into `ready`. With a lane, the
+    /// calls are submitted to it, it runs what it can, and the replies it committed are read.
     pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, Reply)>) {
+        self.poll_pending(cx, ready);
+        if let Some(lane) = &mut self.lane {
+            // It ends only after `settle` has stopped it.
+            if lane.schedule.as_mut().poll(cx).is_ready() {
+                self.lane = None;
+            }
+            self.poll_pending(cx, ready);
+        }
+    }
+
+    fn poll_pending(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, Reply)>) {
         while !self.pending.is_empty() {
             match self.pending.poll_next_unpin(cx) {
                 Poll::Ready(Some((id, result))) => ready.push((id, checked(result))),
@@ -279,10 +303,20 @@ impl Calls {
         }
     }
 
-    /// Stops every call in flight: the run has settled.
+    /// Stops every call in flight: the run has settled. With a lane, this also stops it and
+    /// waits on this thread until its started calls have committed (queued ones are abandoned),
+    /// as `run_code` would before returning.
     pub(crate) fn settle(&mut self) {
         self.run_signal.cancel();
         self.pending = FuturesUnordered::new();
+        if let Some(mut lane) = self.lane.take() {
+            lane.stop.cancel();
+            let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+            let mut cx = Context::from_waker(&waker);
+            while lane.schedule.as_mut().poll(&mut cx).is_pending() {
+                std::thread::park();
+            }
+        }
     }
 }
 

@@ -265,13 +265,23 @@ impl CodeRuntime for EmbeddedRuntime {
         Isolation::InProcessInterpreter
     }
 
-    fn run(&self, request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
+    fn run(&self, mut request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
         #[cfg(feature = "embedded-python")]
         if let Some(pooled) = &self.inner.pooled {
             return pooled.run(request);
         }
+        // The interpreter thread polls the binding calls, so it drives their scheduler too.
+        let lane = request.lane.take().and_then(|lane| {
+            Some(driver::InPlaceLane {
+                schedule: lane.take()?,
+                stop: lane.stop().clone(),
+            })
+        });
         let inner = Arc::clone(&self.inner);
-        self.inner.runs.track_future(inner.run(request)).boxed()
+        self.inner
+            .runs
+            .track_future(inner.run(request, lane))
+            .boxed()
     }
 
     fn dispose(&self) -> BoxFuture<'_, ()> {
@@ -295,6 +305,8 @@ pub(crate) struct Job {
     pub(crate) config: EmbeddedConfig,
     pub(crate) disposed: CancellationToken,
     pub(crate) handle: tokio::runtime::Handle,
+    /// The scheduler of the run's binding calls, when this thread drives it.
+    pub(crate) lane: Option<driver::InPlaceLane>,
 }
 
 impl Inner {
@@ -303,7 +315,11 @@ impl Inner {
         driver::failure_outcome(&mut ledger, Vec::new(), kind, message)
     }
 
-    async fn run(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
+    async fn run(
+        self: Arc<Self>,
+        request: RunRequest,
+        lane: Option<driver::InPlaceLane>,
+    ) -> Result<RunOutcome, CodeRuntimeError> {
         if self.disposed.is_cancelled() {
             return Err(CodeRuntimeError::Disposed);
         }
@@ -346,6 +362,7 @@ impl Inner {
             config: self.config.clone(),
             disposed: self.disposed.clone(),
             handle: tokio::runtime::Handle::current(),
+            lane,
         };
         let (tx, rx) = oneshot::channel();
         let engine = self.engine;

@@ -105,11 +105,12 @@ impl Link for Inline<'_> {
 }
 
 /// Runs the job's program on this thread and sends its outcome.
-pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
+pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
     let _tokio = job.handle.enter();
+    let lane = job.lane.take();
     let watch = Watch::new(&job);
     let mut link = Inline {
-        calls: Calls::new(&job),
+        calls: Calls::new(&job, lane),
         ids: HashMap::new(),
         ready: Vec::new(),
         watch: &watch,

@@ -205,8 +205,9 @@ fn refusal<'js>(ctx: &Ctx<'js>, message: &str) -> rquickjs::Result<rquickjs::Val
 }
 
 /// Runs `job` to its outcome, sends the outcome, then tears the interpreter down.
-pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
+pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
     let _tokio = job.handle.enter();
+    let lane = job.lane.take();
     let watch = Arc::new(Watch::new(&job));
     let cap = usize::try_from(job.config.max_memory_mb << 20)
         .unwrap_or(usize::MAX)
@@ -220,7 +221,7 @@ pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
         ledger: OutputLedger::new(job.config.max_output_bytes),
         logs: Vec::new(),
         ending: None,
-        calls: Calls::new(&job),
+        calls: Calls::new(&job, lane),
     }));
     let started = Runtime::new_with_alloc(allocator).and_then(|rt| {
         rt.set_max_stack_size(INTERPRETER_STACK_BYTES);
