@@ -245,6 +245,7 @@ impl Calls {
     }
 
     /// The number of binding `global.name`, if the run has it.
+    #[cfg_attr(not(feature = "embedded-python"), allow(dead_code))]
     pub(crate) fn binding_index(&self, global: &str, name: &str) -> Option<usize> {
         self.bindings
             .iter()
