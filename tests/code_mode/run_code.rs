@@ -697,9 +697,9 @@ async fn queued_calls_are_abandoned_when_the_run_settles() {
     }
 }
 
-/// An embedded interpreter's thread drives its run's scheduler: a call that runs alone runs on
-/// that thread, without waking a tokio worker, while calls that overlap it run on the workers
-/// (parallel calls keep every core). A subprocess runtime's calls all run on the workers.
+/// An embedded interpreter's thread drives its run's scheduler: a call that finishes in its first
+/// poll runs on that thread, without waking a tokio worker; one that has to wait goes on to a
+/// worker. A subprocess runtime's calls all run on the workers.
 #[cfg(feature = "embedded-js")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn embedded_runs_drive_their_binding_calls_on_the_interpreter_thread() {
@@ -709,7 +709,7 @@ async fn embedded_runs_drive_their_binding_calls_on_the_interpreter_thread() {
         .handler(move |_, _| async move { Ok(here()) })
         .build()
         .unwrap();
-    // Both calls of a pair are running before either returns.
+    // The first call of a pair waits for the second; the second's wait ends at once.
     let barrier = Arc::new(tokio::sync::Barrier::new(2));
     let pair = ToolDefinition::builder("pair")
         .concurrency_safe()
@@ -745,7 +745,7 @@ async fn embedded_runs_drive_their_binding_calls_on_the_interpreter_thread() {
             .map(|name| name == "dsh-embedded")
             .collect();
         let expected = if embedded {
-            [true, true, false]
+            [true, false, true]
         } else {
             [false, false, false]
         };
@@ -754,4 +754,84 @@ async fn embedded_runs_drive_their_binding_calls_on_the_interpreter_thread() {
             "{lang:?}: the calls ran on {names}"
         );
     }
+}
+
+/// The host's work on an embedded interpreter's thread (a tool body run there, the pipeline
+/// around it) is not charged to the program's compute budget.
+#[cfg(feature = "embedded-js")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn host_work_on_the_interpreter_thread_is_not_charged_to_the_compute_budget() {
+    let busy = ToolDefinition::builder("busy")
+        .handler(|_, _| async {
+            // Burns CPU without yielding, so it all happens in the call's first poll.
+            let started = Instant::now();
+            let mut spins = 0u64;
+            while started.elapsed() < Duration::from_millis(300) {
+                spins = std::hint::black_box(spins + 1);
+            }
+            Ok(json!(spins > 0))
+        })
+        .build()
+        .unwrap();
+    let registry = Registry::new();
+    registry.register(busy).unwrap();
+    registry.set_code_runtime(Arc::new(
+        dsh_tools::code::EmbeddedRuntime::javascript(dsh_tools::code::EmbeddedConfig {
+            compute_ms: 200,
+            ..embedded()
+        })
+        .unwrap(),
+    ));
+    registry.set_mode(Mode::Code);
+    let result = registry
+        .execute(run_code(
+            "run",
+            // The loop after the calls meets the interrupt hook, which checks the budget.
+            "const a = await tools.busy({});\nconst b = await tools.busy({});\nlet n = 0;\nfor (let i = 0; i < 2e6; i++) n += i % 3;\nreturn a && b && n > 0;",
+        ))
+        .await;
+    assert_eq!(output(&result)["result"], json!(true), "{result:?}");
+}
+
+/// Dropping `run_code`'s future abandons an embedded run's lane as it abandons a spawned one:
+/// the program's next call rejects, so a program calling tools forever ends and gives its run
+/// slot back.
+#[cfg(feature = "embedded-js")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn dropping_run_code_abandons_the_calls_of_an_embedded_run() {
+    let registry = Registry::new();
+    let overlap = Arc::new(Overlap::default());
+    registry.register(nap("nap", true, &overlap)).unwrap();
+    registry.set_code_runtime(Arc::new(
+        dsh_tools::code::EmbeddedRuntime::javascript(dsh_tools::code::EmbeddedConfig {
+            max_concurrent_runs: 1,
+            // No budget ends the endless program before the test's own bound.
+            compute_ms: 1_000_000,
+            max_wall_ms: 1_000_000,
+            max_binding_calls: u64::MAX,
+            ..embedded()
+        })
+        .unwrap(),
+    ));
+    registry.set_mode(Mode::Code);
+    let mut events = registry.subscribe();
+    let endless = registry.execute(run_code("endless", "for (;;) await tools.nap({});"));
+    tokio::select! {
+        result = endless => panic!("the endless program ended: {result:?}"),
+        () = async {
+            while let Ok(event) = events.recv().await {
+                if matches!(event, ToolEvent::CodeDispatchStart { .. }) {
+                    return;
+                }
+            }
+        } => {}
+    }
+    // `endless` is dropped: the only run slot frees once that program has ended.
+    let next = tokio::time::timeout(
+        Duration::from_secs(120),
+        registry.execute(run_code("next", "return 1;")),
+    )
+    .await
+    .expect("the abandoned program ended and freed its run slot");
+    assert_eq!(output(&next)["result"], json!(1));
 }

@@ -36,6 +36,9 @@ pub(crate) struct Bridge {
     sender: mpsc::UnboundedSender<Submission>,
     receiver: Arc<Mutex<Option<mpsc::UnboundedReceiver<Submission>>>>,
     submitted: Arc<AtomicU64>,
+    /// Cancelled when `run_code`'s future goes away: a lane driven in place then stops as a
+    /// spawned one does when its future is dropped.
+    abandoned: CancellationToken,
 }
 
 fn over(name: &str, what: &str) -> BindingError {
@@ -60,6 +63,7 @@ impl Bridge {
             sender,
             receiver: Arc::new(Mutex::new(Some(receiver))),
             submitted: Arc::new(AtomicU64::new(0)),
+            abandoned: CancellationToken::new(),
         }
     }
 
@@ -103,7 +107,8 @@ impl Bridge {
     /// has committed. Queued calls are abandoned when the run settles (their promises reject);
     /// dropping this future abandons them too, while started calls still run to completion and
     /// commit on the lane's own task (see [`crate::schedule`]). Returns at once when the runtime
-    /// took the lane ([`Bridge::lane`]).
+    /// took the lane ([`Bridge::lane`]); that lane is abandoned through
+    /// [`abandon_on_drop`](Bridge::abandon_on_drop) instead.
     pub(crate) async fn drive(&self) {
         let Some(receiver) = self.receiver.lock().take() else {
             return;
@@ -121,15 +126,22 @@ impl Bridge {
             self.outer.clone(),
             self.run_signal.clone(),
             self.max_parallel,
+            self.abandoned.clone(),
         );
         Lane::new(self.run_signal.clone(), move || {
             let receiver = receiver.lock().take()?;
-            let (registry, outer, run_signal, max_parallel) = parts.clone();
+            let (registry, outer, run_signal, max_parallel, abandoned) = parts.clone();
             let schedule = lane_schedule(registry, outer, run_signal, max_parallel, receiver);
             Some(Box::pin(async move {
-                schedule.run_in_place().await;
+                schedule.run_in_place(abandoned).await;
             }))
         })
+    }
+
+    /// Abandons a lane driven in place when the returned guard is dropped: hold it for as long
+    /// as `run_code` runs.
+    pub(crate) fn abandon_on_drop(&self) -> tokio_util::sync::DropGuard {
+        self.abandoned.clone().drop_guard()
     }
 
     fn schedule(&self, receiver: mpsc::UnboundedReceiver<Submission>) -> Schedule<Settle> {

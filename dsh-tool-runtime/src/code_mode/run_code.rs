@@ -190,6 +190,7 @@ async fn run(
     }
     .signal(run_signal.clone())
     .lane(bridge.lane());
+    let _abandon_on_drop = bridge.abandon_on_drop();
     // Made before the lane is driven here, so a runtime that takes the lane has it by then.
     let run = runtime.run(request);
     let (outcome, ()) = tokio::join!(

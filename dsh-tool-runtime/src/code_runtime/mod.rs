@@ -282,7 +282,8 @@ impl Lane {
 
     /// The scheduler, unless someone took it already. The taker must poll it (in the tokio
     /// runtime's context) and, once the run has settled, cancel [`stop`](Lane::stop) and poll
-    /// it to its end: only then have the run's started calls committed.
+    /// it to its end before answering: only then have the run's started calls committed. One
+    /// that cannot must hand it to a task, never drop it.
     pub(crate) fn take(&self) -> Option<BoxFuture<'static, ()>> {
         (self.take)()
     }

@@ -20,20 +20,17 @@
 //! # Driven in place
 //!
 //! [`Schedule::run_in_place`] runs the same schedule inside the future the caller polls, for a
-//! caller that polls it on a thread of its own (an embedded interpreter's). A call that starts
-//! while no other is running runs there too, so a program's sequential calls need no wake-up of
-//! a tokio worker; a call that overlaps others goes to the workers, so parallel calls still use
-//! every core. That caller must poll the schedule to its end, since dropping it drops the calls
-//! it runs.
+//! caller that polls it on a thread of its own (an embedded interpreter's). Each call's first
+//! poll happens there too: a call that finishes in it (most do: the tool answers at once) needs
+//! no wake-up of a tokio worker; one that is still pending moves to a task of its own, so it
+//! never waits for that thread and parallel calls still use every core. That caller must poll
+//! the schedule to its end, or hand it to a task.
 
 mod batch;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::task::Poll;
 
-use futures::StreamExt;
-use futures::future::BoxFuture;
-use futures::stream::FuturesUnordered;
 use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
@@ -176,18 +173,20 @@ impl<S: Sink> Schedule<S> {
         }
     }
 
-    /// Runs the schedule, and every call it starts, inside the returned future (see the module
-    /// docs): it must be polled to its end, in a tokio runtime's context (tools use its timers).
+    /// Runs the schedule inside the returned future, with each call's first poll (see the module
+    /// docs); it stops like [`run`](Self::run) when `abandoned` is cancelled. It must be polled
+    /// in a tokio runtime's context (tools use its timers), and to its end or on a task: its
+    /// pending calls are tasks it owns.
     #[cfg_attr(
         not(any(feature = "embedded-js", feature = "embedded-python")),
         allow(dead_code)
     )]
-    pub(crate) async fn run_in_place(self) -> S {
+    pub(crate) async fn run_in_place(self, abandoned: CancellationToken) -> S {
         let running = Running::InPlace {
-            here: FuturesUnordered::new(),
-            elsewhere: JoinSet::new(),
+            finished: VecDeque::new(),
+            pending: JoinSet::new(),
         };
-        self.drive(CancellationToken::new(), running).await
+        self.drive(abandoned, running).await
     }
 
     async fn drive(mut self, abandoned: CancellationToken, mut running: Running) -> S {
@@ -230,7 +229,9 @@ impl<S: Sink> Schedule<S> {
                 tickets.insert(seq, ticket);
                 let prepared = self.registry.prepare(call).await;
                 let registry = self.registry.clone();
-                running.start(async move { (seq, registry.dispatch(prepared).await) });
+                running
+                    .start(async move { (seq, registry.dispatch(prepared).await) })
+                    .await;
             }
             if running.is_empty() && self.queue.is_empty() && self.submissions.is_none() {
                 break;
@@ -269,11 +270,11 @@ impl<S: Sink> Schedule<S> {
 enum Running {
     /// Each on a task of its own, so they run on all of the runtime's workers.
     Spawned(JoinSet<(usize, DispatchedCall)>),
-    /// A call started while none runs is polled by the schedule's own future (`here`); one that
-    /// overlaps others runs on a task (`elsewhere`).
+    /// Each polled once where the schedule is polled: those that finished there, in order, and
+    /// the tasks of those that did not.
     InPlace {
-        here: FuturesUnordered<BoxFuture<'static, (usize, DispatchedCall)>>,
-        elsewhere: JoinSet<(usize, DispatchedCall)>,
+        finished: VecDeque<(usize, DispatchedCall)>,
+        pending: JoinSet<(usize, DispatchedCall)>,
     },
 }
 
@@ -281,7 +282,7 @@ impl Running {
     fn len(&self) -> usize {
         match self {
             Running::Spawned(set) => set.len(),
-            Running::InPlace { here, elsewhere } => here.len() + elsewhere.len(),
+            Running::InPlace { finished, pending } => finished.len() + pending.len(),
         }
     }
 
@@ -289,40 +290,44 @@ impl Running {
         self.len() == 0
     }
 
-    fn start(&mut self, call: impl Future<Output = (usize, DispatchedCall)> + Send + 'static) {
-        let idle = self.is_empty();
+    async fn start(
+        &mut self,
+        call: impl Future<Output = (usize, DispatchedCall)> + Send + 'static,
+    ) {
         match self {
-            Running::InPlace { here, .. } if idle => here.push(Box::pin(call)),
-            Running::Spawned(set) | Running::InPlace { elsewhere: set, .. } => {
+            Running::Spawned(set) => {
                 set.spawn(call);
+            }
+            Running::InPlace { finished, pending } => {
+                let mut call = Box::pin(call);
+                match std::future::poll_fn(|cx| Poll::Ready(call.as_mut().poll(cx))).await {
+                    Poll::Ready(done) => finished.push_back(done),
+                    // Its next poll, on the task, registers the task's waker.
+                    Poll::Pending => {
+                        pending.spawn(call);
+                    }
+                }
             }
         }
     }
 
     /// The next finished call; `Some(None)` when its task failed, `None` when none is running.
     async fn next(&mut self) -> Option<Option<(usize, DispatchedCall)>> {
-        std::future::poll_fn(|cx| {
-            let (here, elsewhere) = match self {
-                Running::Spawned(set) => (None, set),
-                Running::InPlace { here, elsewhere } => (Some(here), elsewhere),
-            };
-            if let Some(here) = here
-                && let Poll::Ready(Some(finished)) = here.poll_next_unpin(cx)
-            {
-                return Poll::Ready(Some(Some(finished)));
+        let set = match self {
+            Running::Spawned(set) => set,
+            Running::InPlace { finished, pending } => match finished.pop_front() {
+                Some(done) => return Some(Some(done)),
+                None => pending,
+            },
+        };
+        match set.join_next().await? {
+            Ok(finished) => Some(Some(finished)),
+            // Dispatch contains panics itself, so only a runtime shutdown lands here.
+            Err(join_error) => {
+                tracing::error!("tool dispatch task failed: {join_error}");
+                Some(None)
             }
-            match elsewhere.poll_join_next(cx) {
-                Poll::Ready(Some(Ok(finished))) => Poll::Ready(Some(Some(finished))),
-                // Dispatch contains panics itself, so only a runtime shutdown lands here.
-                Poll::Ready(Some(Err(join_error))) => {
-                    tracing::error!("tool dispatch task failed: {join_error}");
-                    Poll::Ready(Some(None))
-                }
-                Poll::Ready(None) if self.is_empty() => Poll::Ready(None),
-                Poll::Ready(None) | Poll::Pending => Poll::Pending,
-            }
-        })
-        .await
+        }
     }
 }
 

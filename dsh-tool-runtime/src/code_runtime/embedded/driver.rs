@@ -2,7 +2,7 @@
 //! call table, the thread waker and the outcome rules (the same as the subprocess runtime's).
 
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU8, Ordering};
+use std::sync::atomic::{AtomicU8, AtomicU64, Ordering};
 use std::task::{Context, Poll, Wake};
 use std::time::{Duration, Instant};
 
@@ -16,7 +16,7 @@ use super::super::frame::{self, Unfit};
 use super::super::ledger::OutputLedger;
 pub(crate) use super::super::ledger::failure_outcome;
 use super::super::{
-    BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome,
+    BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, Lane, RunOutcome,
 };
 use super::Job;
 use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth};
@@ -77,7 +77,8 @@ pub(crate) struct Watch {
     signal: CancellationToken,
     disposed: CancellationToken,
     wall_deadline: Instant,
-    cpu_deadline_ns: u64,
+    /// Moved later by [`credit`](Watch::credit).
+    cpu_deadline_ns: AtomicU64,
     compute_ms: u64,
     max_wall_ms: u64,
     max_memory_mb: u64,
@@ -92,7 +93,9 @@ impl Watch {
             signal: job.request.signal.clone(),
             disposed: job.disposed.clone(),
             wall_deadline: Instant::now() + Duration::from_millis(config.max_wall_ms),
-            cpu_deadline_ns: thread_cpu_ns().saturating_add(config.compute_ms * 1_000_000),
+            cpu_deadline_ns: AtomicU64::new(
+                thread_cpu_ns().saturating_add(config.compute_ms * 1_000_000),
+            ),
             compute_ms: config.compute_ms,
             max_wall_ms: config.max_wall_ms,
             max_memory_mb: config.max_memory_mb,
@@ -123,10 +126,21 @@ impl Watch {
             self.raise(Stop::Disposed);
         } else if Instant::now() >= self.wall_deadline {
             self.raise(Stop::Wall);
-        } else if thread_cpu_ns() >= self.cpu_deadline_ns {
+        } else if thread_cpu_ns() >= self.cpu_deadline_ns.load(Ordering::Relaxed) {
             self.raise(Stop::Compute);
         }
         self.stopped().is_some()
+    }
+
+    /// Leaves `spent` out of the compute budget: host work the interpreter thread did (its
+    /// wall time, an upper bound of the CPU time it took).
+    pub(crate) fn credit(&self, spent: Duration) {
+        let ns = u64::try_from(spent.as_nanos()).unwrap_or(u64::MAX);
+        let _ =
+            self.cpu_deadline_ns
+                .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |deadline| {
+                    Some(deadline.saturating_add(ns))
+                });
     }
 
     /// Time left until the wall-clock ceiling.
@@ -202,10 +216,60 @@ pub(crate) type Reply = Result<(Value, usize), BindingError>;
 /// The scheduler of a run's binding calls, driven by the interpreter thread that polls the
 /// calls (see [`crate::code_runtime::Lane`]).
 pub(crate) struct InPlaceLane {
-    pub(crate) schedule: BoxFuture<'static, ()>,
-    /// Cancelled once the run has settled; the scheduler then ends when its started calls have
-    /// committed.
-    pub(crate) stop: CancellationToken,
+    /// `None` once it has ended.
+    schedule: Option<BoxFuture<'static, ()>>,
+    /// The run's signal: cancelled once the run has settled, the scheduler then ends when its
+    /// started calls have committed.
+    stop: CancellationToken,
+    handle: tokio::runtime::Handle,
+}
+
+impl InPlaceLane {
+    /// Takes `lane`'s scheduler, unless someone has already, to drive it in the context of
+    /// `handle`.
+    pub(crate) fn take(lane: &Lane, handle: tokio::runtime::Handle) -> Option<Self> {
+        Some(InPlaceLane {
+            schedule: Some(lane.take()?),
+            stop: lane.stop().clone(),
+            handle,
+        })
+    }
+
+    /// Polls the scheduler; `true` once it has ended (only after [`finish`](Self::finish) has
+    /// stopped it, or `run_code` abandoned it).
+    fn poll(&mut self, cx: &mut Context<'_>) -> bool {
+        match &mut self.schedule {
+            Some(schedule) => {
+                if schedule.as_mut().poll(cx).is_ready() {
+                    self.schedule = None;
+                }
+                self.schedule.is_none()
+            }
+            None => true,
+        }
+    }
+
+    /// Stops the scheduler and drives it on this thread until its started calls have committed
+    /// (queued ones are abandoned), as `run_code` would before returning.
+    fn finish(mut self) {
+        self.stop.cancel();
+        let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
+        let mut cx = Context::from_waker(&waker);
+        while !self.poll(&mut cx) {
+            std::thread::park();
+        }
+    }
+}
+
+impl Drop for InPlaceLane {
+    /// A lane not driven to its end (the run ended before it started, or the interpreter thread
+    /// panicked) finishes on a task, as a lane `run_code` drives: started calls still commit,
+    /// and it stops with the run's signal.
+    fn drop(&mut self) {
+        if let Some(schedule) = self.schedule.take() {
+            drop(self.handle.spawn(schedule));
+        }
+    }
 }
 
 /// The binding calls of one run: the bindings by number, the call budget, the calls in flight.
@@ -283,14 +347,22 @@ impl Calls {
     }
 
     /// Moves the calls that have finished since the last poll into `ready`. With a lane, the
-    /// calls are submitted to it, it runs what it can, and the replies it committed are read.
-    pub(crate) fn poll_ready(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, Reply)>) {
+    /// calls are submitted to it, it runs what it can, and the replies it committed are read;
+    /// the time that took is host work, not the program's, and is given back to its compute
+    /// budget.
+    pub(crate) fn poll_ready(
+        &mut self,
+        cx: &mut Context<'_>,
+        watch: &Watch,
+        ready: &mut Vec<(u64, Reply)>,
+    ) {
         self.poll_pending(cx, ready);
         if let Some(lane) = &mut self.lane {
-            // It ends only after `settle` has stopped it.
-            if lane.schedule.as_mut().poll(cx).is_ready() {
+            let started = Instant::now();
+            if lane.poll(cx) {
                 self.lane = None;
             }
+            watch.credit(started.elapsed());
             self.poll_pending(cx, ready);
         }
     }
@@ -310,13 +382,8 @@ impl Calls {
     pub(crate) fn settle(&mut self) {
         self.run_signal.cancel();
         self.pending = FuturesUnordered::new();
-        if let Some(mut lane) = self.lane.take() {
-            lane.stop.cancel();
-            let waker = std::task::Waker::from(Arc::new(Unpark(std::thread::current())));
-            let mut cx = Context::from_waker(&waker);
-            while lane.schedule.as_mut().poll(&mut cx).is_pending() {
-                std::thread::park();
-            }
+        if let Some(lane) = self.lane.take() {
+            lane.finish();
         }
     }
 }

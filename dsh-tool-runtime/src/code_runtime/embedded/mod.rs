@@ -272,10 +272,7 @@ impl CodeRuntime for EmbeddedRuntime {
         }
         // The interpreter thread polls the binding calls, so it drives their scheduler too.
         let lane = request.lane.take().and_then(|lane| {
-            Some(driver::InPlaceLane {
-                schedule: lane.take()?,
-                stop: lane.stop().clone(),
-            })
+            driver::InPlaceLane::take(&lane, tokio::runtime::Handle::try_current().ok()?)
         });
         let inner = Arc::clone(&self.inner);
         self.inner

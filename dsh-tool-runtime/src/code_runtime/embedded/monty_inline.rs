@@ -63,7 +63,7 @@ impl Link for Inline<'_> {
     fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
         let mut cx = Context::from_waker(&self.waker);
         loop {
-            self.calls.poll_ready(&mut cx, &mut self.ready);
+            self.calls.poll_ready(&mut cx, self.watch, &mut self.ready);
             if !self.ready.is_empty() {
                 for (ours, result) in self.ready.drain(..) {
                     let Some(id) = self.ids.remove(&ours) else {

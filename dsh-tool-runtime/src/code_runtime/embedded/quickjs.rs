@@ -50,8 +50,8 @@ fn bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
     let bytes = BOOTSTRAP_BYTECODE
         .as_deref()
         .ok_or(rquickjs::Error::Unknown)?;
-    // SAFETY: the bytes were written by this same QuickJS from our own bootstrap, and they live
-    // as long as the process (QuickJS keeps pointing into them: they are loaded as ROM data).
+    // SAFETY: the bytes are bytecode written by this same QuickJS build from our own bootstrap,
+    // so they are valid; they are read into the context's own heap.
     let module = unsafe { Module::load(ctx.clone(), bytes) }?;
     let (module, evaluated) = module.eval()?;
     evaluated.finish::<()>()?;
@@ -458,7 +458,10 @@ fn pump<'js>(
         if watch.stopped().is_some() {
             return;
         }
-        state.borrow_mut().calls.poll_ready(&mut cx, &mut ready);
+        state
+            .borrow_mut()
+            .calls
+            .poll_ready(&mut cx, watch, &mut ready);
         if !ready.is_empty() {
             for (id, result) in ready.drain(..) {
                 if watch.stopped().is_some() {
