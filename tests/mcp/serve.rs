@@ -382,6 +382,12 @@ fn descendants(pid: u32) -> Vec<u32> {
 
 /// Those of `pids` still running, killed so a failed test leaves nothing spinning.
 fn kill_survivors(pids: Vec<u32>) -> Vec<u32> {
+    // A process the command killed as it exited may not have died yet on a busy machine: wait
+    // for that, with a bound far past any such delay (a program left spinning stays).
+    let bound = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while pids.iter().any(|&pid| running(pid)) && std::time::Instant::now() < bound {
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
     let left: Vec<u32> = pids.into_iter().filter(|&pid| running(pid)).collect();
     for pid in &left {
         let _ = Command::new("kill")
