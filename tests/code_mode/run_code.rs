@@ -82,9 +82,7 @@ async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
                 .expect("python3 is installed"),
         ),
         #[cfg(feature = "embedded-js")]
-        Lang::QuickJs => Arc::new(
-            dsh_tools::code::EmbeddedRuntime::javascript(embedded()).expect("a valid config"),
-        ),
+        Lang::QuickJs => quickjs(embedded()),
         #[cfg(feature = "embedded-python")]
         Lang::MontyInProcess => Arc::new(
             dsh_tools::code::EmbeddedRuntime::python_in_process(embedded())
@@ -100,6 +98,26 @@ fn embedded() -> dsh_tools::code::EmbeddedConfig {
         max_wall_ms: 20_000,
         ..Default::default()
     }
+}
+
+/// A code-mode registry of `tools` on `runtime`.
+fn code_mode_with(
+    runtime: Arc<dyn CodeRuntime>,
+    tools: impl IntoIterator<Item = ToolDefinition>,
+) -> Registry {
+    let registry = Registry::new();
+    for tool in tools {
+        registry.register(tool).unwrap();
+    }
+    registry.set_code_runtime(runtime);
+    registry.set_mode(Mode::Code);
+    registry
+}
+
+/// QuickJS with `config`.
+#[cfg(feature = "embedded-js")]
+fn quickjs(config: dsh_tools::code::EmbeddedConfig) -> Arc<dyn CodeRuntime> {
+    Arc::new(dsh_tools::code::EmbeddedRuntime::javascript(config).expect("a valid config"))
 }
 
 /// Tracks overlap of the `nap` tool's bodies.
@@ -731,11 +749,7 @@ async fn embedded_runs_drive_their_binding_calls_on_the_interpreter_thread() {
         true,
     ));
     for (lang, program, embedded) in cases {
-        let registry = Registry::new();
-        registry.register(thread.clone()).unwrap();
-        registry.register(pair.clone()).unwrap();
-        registry.set_code_runtime(runtime(lang).await);
-        registry.set_mode(Mode::Code);
+        let registry = code_mode_with(runtime(lang).await, [thread.clone(), pair.clone()]);
         let result = registry.execute(run_code("run", program)).await;
         let names = output(&result)["result"].clone();
         let on_interpreter: Vec<bool> = names
@@ -773,16 +787,11 @@ async fn host_work_on_the_interpreter_thread_is_not_charged_to_the_compute_budge
         })
         .build()
         .unwrap();
-    let registry = Registry::new();
-    registry.register(busy).unwrap();
-    registry.set_code_runtime(Arc::new(
-        dsh_tools::code::EmbeddedRuntime::javascript(dsh_tools::code::EmbeddedConfig {
-            compute_ms: 200,
-            ..embedded()
-        })
-        .unwrap(),
-    ));
-    registry.set_mode(Mode::Code);
+    let runtime = quickjs(dsh_tools::code::EmbeddedConfig {
+        compute_ms: 200,
+        ..embedded()
+    });
+    let registry = code_mode_with(runtime, [busy]);
     let result = registry
         .execute(run_code(
             "run",
@@ -799,21 +808,16 @@ async fn host_work_on_the_interpreter_thread_is_not_charged_to_the_compute_budge
 #[cfg(feature = "embedded-js")]
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn dropping_run_code_abandons_the_calls_of_an_embedded_run() {
-    let registry = Registry::new();
     let overlap = Arc::new(Overlap::default());
-    registry.register(nap("nap", true, &overlap)).unwrap();
-    registry.set_code_runtime(Arc::new(
-        dsh_tools::code::EmbeddedRuntime::javascript(dsh_tools::code::EmbeddedConfig {
-            max_concurrent_runs: 1,
-            // No budget ends the endless program before the test's own bound.
-            compute_ms: 1_000_000,
-            max_wall_ms: 1_000_000,
-            max_binding_calls: u64::MAX,
-            ..embedded()
-        })
-        .unwrap(),
-    ));
-    registry.set_mode(Mode::Code);
+    let runtime = quickjs(dsh_tools::code::EmbeddedConfig {
+        max_concurrent_runs: 1,
+        // No budget ends the endless program before the test's own bound.
+        compute_ms: 1_000_000,
+        max_wall_ms: 1_000_000,
+        max_binding_calls: u64::MAX,
+        ..embedded()
+    });
+    let registry = code_mode_with(runtime, [nap("nap", true, &overlap)]);
     let mut events = registry.subscribe();
     let endless = registry.execute(run_code("endless", "for (;;) await tools.nap({});"));
     tokio::select! {

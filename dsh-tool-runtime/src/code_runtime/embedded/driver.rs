@@ -238,15 +238,12 @@ impl InPlaceLane {
     /// Polls the scheduler; `true` once it has ended (only after [`finish`](Self::finish) has
     /// stopped it, or `run_code` abandoned it).
     fn poll(&mut self, cx: &mut Context<'_>) -> bool {
-        match &mut self.schedule {
-            Some(schedule) => {
-                if schedule.as_mut().poll(cx).is_ready() {
-                    self.schedule = None;
-                }
-                self.schedule.is_none()
-            }
-            None => true,
+        if let Some(schedule) = &mut self.schedule
+            && schedule.as_mut().poll(cx).is_ready()
+        {
+            self.schedule = None;
         }
+        self.schedule.is_none()
     }
 
     /// Stops the scheduler and drives it on this thread until its started calls have committed
