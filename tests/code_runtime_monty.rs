@@ -225,6 +225,71 @@ async fn bindings_take_keyword_arguments_like_the_sdk_says() {
     assert_failure(&out, FailureKind::Exception, "not both");
 }
 
+/// Frames cross between host and worker through two shared rings of 256 KiB: calls, replies and
+/// output several times that size stream through them both ways at once, in order, run after
+/// run on the same worker.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn frames_larger_than_the_shared_rings_stream_through_them() {
+    let _exclusive = WORKERS.write().await;
+    let rt = one_worker(10_000);
+    let tools = Tools::new();
+    let program = "import asyncio\nbig = 'y' * 700000\n\
+                   replies = await asyncio.gather(*[tools.echo(s=big + str(i)) for i in range(4)])\n\
+                   print('z' * 600000)\nprint('after')\n\
+                   return [r['s'][-1] + str(len(r['s'])) for r in replies]";
+    let mut pid = None;
+    for _ in 0..3 {
+        let out = tools.run(&rt, program).await;
+        assert_value(&out, json!(["0700001", "1700001", "2700001", "3700001"]));
+        assert_eq!(out.logs.len(), 2, "two lines printed");
+        assert_eq!(out.logs[0], "z".repeat(600_000));
+        assert_eq!(out.logs[1], "after");
+        let now = the_worker();
+        assert_eq!(*pid.get_or_insert(now), now, "one worker serves every run");
+    }
+    rt.dispose().await;
+}
+
+/// A worker that writes impossible positions into the shared ring (here a stand-in program that
+/// claims 2^40 bytes are waiting) ends its run as `worker-exit`; the host reads nothing past the
+/// ring and carries on.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_worker_that_corrupts_the_shared_ring_is_ended() {
+    let python = std::path::Path::new("/usr/bin/python3");
+    if !python.exists() {
+        eprintln!("skipped: no /usr/bin/python3 to stand in for a hostile worker");
+        return;
+    }
+    let _shared = WORKERS.read().await;
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let fake = dir.path().join("hostile-worker");
+    std::fs::write(
+        &fake,
+        "#!/usr/bin/python3 -S\nimport mmap, os, struct, time\n\
+         ring = mmap.mmap(5, 0)\nstruct.pack_into('<Q', ring, 0, 1 << 40)\n\
+         os.write(3, b'\\x01')\ntime.sleep(60)\n",
+    )
+    .expect("script written");
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("mode");
+    let hostile = EmbeddedRuntime::python(EmbeddedConfig {
+        python_worker: Some(fake),
+        python_idle_workers: 0,
+        ..config()
+    })
+    .expect("a pool of the stand-in worker");
+    let out = run(&hostile, "return 1").await;
+    assert_failure(
+        &out,
+        FailureKind::WorkerExit,
+        "worker broke the frame protocol",
+    );
+    hostile.dispose().await;
+    let rt = python();
+    assert_value(&run(&rt, "return 'still here'").await, json!("still here"));
+    rt.dispose().await;
+}
+
 /// The one live worker of this process (the caller holds [`WORKERS`] exclusively).
 #[track_caller]
 fn the_worker() -> i32 {

@@ -17,7 +17,8 @@ use tokio::net::unix::pipe;
 use super::sandbox::Plan;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
-/// The child's protocol fds: it writes frames on 3 and reads frames on 4.
+/// The child's protocol fds: it writes frames on 3 and reads frames on 4 (a pooled Monty
+/// worker rings its doorbells there and finds its frame rings at fd 5, see `embedded/ring.rs`).
 const CHILD_WRITE_FD: i32 = 3;
 const CHILD_READ_FD: i32 = 4;
 
@@ -77,6 +78,14 @@ impl Worker {
     /// Spawns one child in a fresh temporary directory, in its own process group, with an
     /// empty environment and the limits of `launch`.
     pub(crate) fn spawn(launch: &Launch) -> io::Result<Worker> {
+        Worker::spawn_with(launch, None)
+    }
+
+    /// As [`Worker::spawn`], with `extra` placed at fd `extra.1` in the child as well.
+    pub(crate) fn spawn_with(
+        launch: &Launch,
+        extra: Option<(BorrowedFd<'_>, i32)>,
+    ) -> io::Result<Worker> {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let dir = tempfile::Builder::new()
             .prefix("dsh-code-")
@@ -97,6 +106,7 @@ impl Worker {
         let (host_read, child_write) = io::pipe()?;
         let (child_read, host_write) = io::pipe()?;
         let (child_write_raw, child_read_raw) = (child_write.as_raw_fd(), child_read.as_raw_fd());
+        let extra_raw = extra.map(|(fd, target)| (fd.as_raw_fd(), target));
         let (cpu_seconds, (memory_kind, memory_bytes)) = (launch.cpu_seconds, launch.memory);
 
         let mut command = Command::new(&launch.interpreter);
@@ -125,10 +135,20 @@ impl Worker {
                     rustix::io::fcntl_dupfd_cloexec(BorrowedFd::borrow_raw(child_write_raw), 10)?;
                 let r =
                     rustix::io::fcntl_dupfd_cloexec(BorrowedFd::borrow_raw(child_read_raw), 10)?;
+                let x = match extra_raw {
+                    Some((fd, target)) => Some((
+                        rustix::io::fcntl_dupfd_cloexec(BorrowedFd::borrow_raw(fd), 10)?,
+                        target,
+                    )),
+                    None => None,
+                };
                 // Raw dup2: rustix's wants the target as an `OwnedFd`, and fds 3 and 4 are not
                 // owned by anything in the child.
                 cvt(libc::dup2(w.as_raw_fd(), CHILD_WRITE_FD))?;
                 cvt(libc::dup2(r.as_raw_fd(), CHILD_READ_FD))?;
+                if let Some((x, target)) = &x {
+                    cvt(libc::dup2(x.as_raw_fd(), *target))?;
+                }
                 set_limit(Resource::Core, 0)?;
                 set_limit(Resource::Cpu, cpu_seconds)?;
                 let resource = match memory_kind {

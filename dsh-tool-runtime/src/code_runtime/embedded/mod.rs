@@ -28,6 +28,8 @@ mod monty_worker;
 mod quickjs;
 #[cfg(feature = "embedded-js")]
 mod quickjs_values;
+#[cfg(feature = "embedded-python")]
+mod ring;
 
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]

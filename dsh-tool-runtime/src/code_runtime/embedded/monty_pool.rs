@@ -9,12 +9,14 @@
 //! worker's own allocator decides `memory-limit` through an exit status no program can pick.
 //!
 //! The frame path is one task per run on tokio's workers: frames are read from the worker's
-//! pipe, binding calls dispatched (a call that is ready at once is answered in the same poll)
+//! ring shared with the worker (`ring.rs`; the pipes are only its doorbells), binding calls
+//! dispatched (a call that is ready at once is answered in the same poll)
 //! and replies written on that task, without channels or helper tasks in between.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 
 use std::collections::{HashMap, HashSet};
+use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
@@ -45,6 +47,7 @@ use super::super::{
     BindingCall, BindingError, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest,
 };
 use super::EmbeddedConfig;
+use super::ring;
 
 /// How often the worker's CPU time and resident memory are sampled.
 const USAGE_POLL: Duration = Duration::from_millis(10);
@@ -52,7 +55,7 @@ const USAGE_POLL: Duration = Duration::from_millis(10);
 /// How long log frames a killed worker had already written may take to arrive.
 const DRAIN_GRACE: Duration = Duration::from_millis(100);
 
-/// How long a worker whose protocol pipe closed may take to show its exit status.
+/// How long a worker whose doorbell pipe closed may take to show its exit status.
 const CLOSE_GRACE: Duration = Duration::from_millis(50);
 
 /// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the worker
@@ -66,7 +69,7 @@ const MAX_CALL_FRAME: usize = 1 << 20;
 /// interpreter process might accumulate.
 const RUNS_PER_WORKER: u64 = 10_000;
 
-/// Bytes read from a worker's pipe at a time.
+/// Bytes read from a worker's ring at a time.
 const READ_CHUNK: usize = 64 << 10;
 
 /// How long a run polls for the worker's next frame after sending it a reply, before it waits
@@ -95,15 +98,66 @@ pub(crate) struct Pool {
     retire_cpu_ms: u64,
 }
 
-/// A started worker with its pipes.
+/// A started worker with its frame channel and output pipes.
 struct Pooled {
     worker: Worker,
-    frames_in: pipe::Receiver,
-    frames_out: pipe::Sender,
+    frames: Channel,
     stdout: ChildStdout,
     stderr: ChildStderr,
     runs: u64,
     live: Arc<AtomicUsize>,
+}
+
+/// The frame channel to one worker: the shared rings and their doorbells (`ring.rs`).
+struct Channel {
+    /// Frames to the worker.
+    down: ring::Producer,
+    /// Frames from the worker.
+    up: ring::Consumer,
+    /// The worker rings here (its fd 3); end of file once it is gone.
+    bell_in: pipe::Receiver,
+    /// Where this side rings the worker (its fd 4).
+    bell_out: pipe::Sender,
+}
+
+impl Channel {
+    /// Writes the pipe itself: tokio's `try_write` answers from the reactor's last readiness,
+    /// which a pipe that was never waited on does not have yet. A full pipe means the worker
+    /// has rings waiting already; a closed one, that it is gone (its end of file says so).
+    fn ring_worker(&self) {
+        let _ = rustix::io::write(&self.bell_out, &[1]);
+    }
+
+    /// Writes what fits of `bytes` into the ring to the worker; the count written.
+    fn write(&mut self, bytes: &[u8]) -> Result<usize, ring::Corrupt> {
+        let n = self.down.write(bytes)?;
+        if n > 0 && self.down.consumer_needs_bell() {
+            self.ring_worker();
+        }
+        Ok(n)
+    }
+
+    /// Reads what the worker published, up to `buf.len()` bytes; the count read.
+    fn read(&mut self, buf: &mut [u8]) -> Result<usize, ring::Corrupt> {
+        let n = self.up.read(buf)?;
+        if n > 0 && self.up.producer_needs_bell() {
+            self.ring_worker();
+        }
+        Ok(n)
+    }
+
+    /// Takes the rings waiting on the doorbell: `Err` once the worker's end is closed.
+    fn take_bells(&self) -> Result<(), ()> {
+        let mut buf = [0u8; 64];
+        loop {
+            match self.bell_in.try_read(&mut buf) {
+                Ok(0) => return Err(()),
+                Ok(_) => {}
+                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
+                Err(_) => return Err(()),
+            }
+        }
+    }
 }
 
 impl Drop for Pooled {
@@ -170,16 +224,23 @@ impl Pool {
     }
 
     fn spawn(&self) -> std::io::Result<Pooled> {
-        let mut worker = Worker::spawn(&self.launch)?;
+        let (region, fd) = ring::Region::create()?;
+        let mut worker = Worker::spawn_with(&self.launch, Some((fd.as_fd(), ring::REGION_FD)))?;
+        drop(fd);
         let io = worker
             .io
             .take()
             .ok_or_else(|| std::io::Error::other("the worker's pipes are missing"))?;
+        let (down, up) = region.host_ends();
         self.live.fetch_add(1, Ordering::Relaxed);
         Ok(Pooled {
             worker,
-            frames_in: io.frames_in,
-            frames_out: io.frames_out,
+            frames: Channel {
+                down,
+                up,
+                bell_in: io.frames_in,
+                bell_out: io.frames_out,
+            },
             stdout: io.stdout,
             stderr: io.stderr,
             runs: 0,
@@ -262,7 +323,7 @@ impl Pool {
     }
 
     /// Runs `request` on a pooled worker. The run's loop is a task of its own on tokio's
-    /// workers (where the worker's pipe readiness is delivered), aborted if the caller drops
+    /// workers (where the worker's doorbell readiness is delivered), aborted if the caller drops
     /// the returned future.
     pub(crate) fn run(
         self: &Arc<Self>,
@@ -368,10 +429,10 @@ struct Session<'r> {
     calls: u64,
     pending: FuturesUnordered<PendingCall>,
     run_signal: CancellationToken,
-    /// Bytes for the worker that the pipe did not take yet, from `written` on.
+    /// Bytes for the worker that its ring did not take yet, from `written` on.
     unwritten: Vec<u8>,
     written: usize,
-    /// Whether the worker may serve another run: nothing of this run is left in either pipe.
+    /// Whether the worker may serve another run: nothing of this run is left in either ring.
     clean: bool,
     /// The output-limit diagnostic, once output overflowed.
     overflow: Option<String>,
@@ -380,6 +441,8 @@ struct Session<'r> {
     heard: bool,
     /// A reply went to the worker since the last wait.
     replied: bool,
+    /// The worker wrote ring positions that cannot be.
+    broken: bool,
 }
 
 impl<'r> Session<'r> {
@@ -415,35 +478,39 @@ impl<'r> Session<'r> {
             inbound: Vec::new(),
             heard: false,
             replied: false,
+            broken: false,
         }
     }
 
-    /// Queues `bytes` for the worker and writes what the pipe takes now.
-    fn send(&mut self, out: &pipe::Sender, bytes: &[u8]) {
+    /// Queues `bytes` for the worker and writes what the ring takes now.
+    fn send(&mut self, frames: &mut Channel, bytes: &[u8]) {
         self.replied = true;
         if self.written == self.unwritten.len() {
             self.unwritten.clear();
             self.written = 0;
-            let mut done = 0;
-            while done < bytes.len() {
-                match out.try_write(&bytes[done..]) {
-                    Ok(n) => done += n,
-                    Err(_) => break,
+            let done = match frames.write(bytes) {
+                Ok(n) => n,
+                Err(ring::Corrupt) => {
+                    self.broken = true;
+                    0
                 }
-            }
+            };
             self.unwritten.extend_from_slice(&bytes[done..]);
         } else {
             self.unwritten.extend_from_slice(bytes);
         }
     }
 
-    /// Writes queued bytes until the pipe is full; `Err` when the worker's end is gone.
-    fn write_queued(&mut self, out: &pipe::Sender) -> Result<(), ()> {
+    /// Writes queued bytes until the ring is full; `Err` when the worker broke the ring.
+    fn write_queued(&mut self, frames: &mut Channel) -> Result<(), ()> {
         while self.written < self.unwritten.len() {
-            match out.try_write(&self.unwritten[self.written..]) {
+            match frames.write(&self.unwritten[self.written..]) {
+                Ok(0) => return Ok(()),
                 Ok(n) => self.written += n,
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                Err(_) => return Err(()),
+                Err(ring::Corrupt) => {
+                    self.broken = true;
+                    return Err(());
+                }
             }
         }
         self.unwritten.clear();
@@ -451,12 +518,36 @@ impl<'r> Session<'r> {
         Ok(())
     }
 
+    /// Before the run waits: raises this side's flags, so that the worker rings for a frame
+    /// (and, with bytes queued, for space). `false` when there is something to do at once.
+    fn park(&mut self, frames: &Channel) -> bool {
+        let queued = self.written < self.unwritten.len();
+        let parked = (|| {
+            let frame_ready = frames.up.park()?;
+            let room = queued && frames.down.park()?;
+            Ok(!(frame_ready || room))
+        })();
+        parked.unwrap_or_else(|ring::Corrupt| {
+            self.broken = true;
+            false
+        })
+    }
+
+    /// The worker wrote positions no ring can have.
+    fn broke(&mut self) -> Ending {
+        self.clean = false;
+        Ending::Fail(
+            FailureKind::WorkerExit,
+            "worker broke the frame protocol".to_owned(),
+        )
+    }
+
     async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
         let config = &self.pool.config;
         let pid = pooled.worker.pid;
         let budget = TreeBudget::start(pid, config.compute_ms, config.max_memory_mb);
-        if self.write_queued(&pooled.frames_out).is_err() {
-            return self.exited(pooled).await;
+        if self.write_queued(&mut pooled.frames).is_err() {
+            return self.broke();
         }
         let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
         tokio::pin!(wall);
@@ -479,7 +570,14 @@ impl<'r> Session<'r> {
             {
                 return ending;
             }
-            let queued = self.written < self.unwritten.len();
+            if self.broken {
+                return self.broke();
+            }
+            // Something to do at once still comes after the checks above it in the select.
+            let at_once = !self.park(&pooled.frames);
+            if self.broken {
+                return self.broke();
+            }
             tokio::select! {
                 biased;
                 _ = &mut aborted => {
@@ -502,21 +600,27 @@ impl<'r> Session<'r> {
                         return Ending::Fail(kind, message);
                     }
                 }
-                ready = pooled.frames_in.readable() => {
+                ready = pooled.frames.bell_in.readable() => {
                     if ready.is_err() {
                         return self.exited(pooled).await;
                     }
-                    if let Err(ending) = self.take_frames(pooled, &mut buf, false).await {
+                    if let Err(ending) = self.take_frames(pooled, &mut buf, true).await {
                         return ending;
+                    }
+                    if self.write_queued(&mut pooled.frames).is_err() {
+                        return self.broke();
                     }
                 }
                 Some((id, result)) = self.pending.next(), if !self.pending.is_empty() => {
                     let reply = reply_frame(id, result);
-                    self.send(&pooled.frames_out, &reply);
+                    self.send(&mut pooled.frames, &reply);
                 }
-                ready = pooled.frames_out.writable(), if queued => {
-                    if ready.is_err() || self.write_queued(&pooled.frames_out).is_err() {
-                        return self.exited(pooled).await;
+                () = std::future::ready(()), if at_once => {
+                    if self.write_queued(&mut pooled.frames).is_err() {
+                        return self.broke();
+                    }
+                    if let Err(ending) = self.take_frames(pooled, &mut buf, false).await {
+                        return ending;
                     }
                 }
                 n = pooled.stdout.read(&mut out_buf), if out_open => {
@@ -532,6 +636,9 @@ impl<'r> Session<'r> {
                     }
                 }
             }
+            // Awake: the worker need not ring until this side parks again.
+            pooled.frames.up.unpark();
+            pooled.frames.down.unpark();
         }
     }
 
@@ -547,7 +654,7 @@ impl<'r> Session<'r> {
         let now = std::time::Instant::now();
         let (mut until, session_end) = (now + FRAME_SPIN, now + SPIN_SESSION);
         loop {
-            let got = self.take_frames(pooled, buf, true).await?;
+            let got = self.take_frames(pooled, buf, false).await?;
             let now = std::time::Instant::now();
             if got {
                 let answered_whole = std::mem::take(&mut self.replied)
@@ -564,43 +671,44 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// Reads and handles what the worker has written, without waiting: `Ok(true)` if anything
-    /// was there, `Err` with the ending when the run ends. `polling` reads the pipe itself:
-    /// tokio's `try_read` answers from the reactor's last readiness without reading, which only
-    /// the reactor's own wake-up refreshes. Otherwise (woken by the reactor) `try_read` reads
-    /// and clears that readiness once the pipe is empty.
+    /// Reads and handles what the worker has published, without waiting: `Ok(true)` if anything
+    /// was there, `Err` with the ending when the run ends. `bells`: woken by the doorbell, whose
+    /// rings are taken first; its end of file is the worker's end, read after the frames the
+    /// worker published before it.
     async fn take_frames(
         &mut self,
         pooled: &mut Pooled,
         buf: &mut [u8],
-        polling: bool,
+        bells: bool,
     ) -> Result<bool, Ending> {
+        let closed = bells && pooled.frames.take_bells().is_err();
         let mut got = false;
         loop {
-            let read = if polling {
-                rustix::io::read(&pooled.frames_in, &mut *buf).map_err(std::io::Error::from)
-            } else {
-                pooled.frames_in.try_read(buf)
+            let n = match pooled.frames.read(buf) {
+                Ok(0) => break,
+                Ok(n) => n,
+                Err(ring::Corrupt) => return Err(self.broke()),
             };
-            match read {
-                Ok(0) => return Err(self.exited(pooled).await),
-                Ok(n) => {
-                    got = true;
-                    let mut inbound = std::mem::take(&mut self.inbound);
-                    self.decoder.feed(&buf[..n], &mut inbound);
-                    let ending = self.on_inbound(&mut inbound, &pooled.frames_out).await;
-                    self.inbound = inbound;
-                    if let Some(ending) = ending {
-                        return Err(ending);
-                    }
-                    if n < buf.len() {
-                        return Ok(got);
-                    }
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(got),
-                Err(_) => return Err(self.exited(pooled).await),
+            got = true;
+            let mut inbound = std::mem::take(&mut self.inbound);
+            self.decoder.feed(&buf[..n], &mut inbound);
+            let ending = self.on_inbound(&mut inbound, &mut pooled.frames).await;
+            self.inbound = inbound;
+            if let Some(ending) = ending {
+                return Err(ending);
+            }
+            if self.broken {
+                return Err(self.broke());
+            }
+            // A worker that is gone published all it will: read it to the end.
+            if n < buf.len() && !closed {
+                break;
             }
         }
+        if closed {
+            return Err(self.exited(pooled).await);
+        }
+        Ok(got)
     }
 
     /// Takes in what the worker printed outside the protocol (a crash report); `false` once
@@ -647,7 +755,7 @@ impl<'r> Session<'r> {
     async fn on_inbound(
         &mut self,
         inbound: &mut Vec<Inbound>,
-        out: &pipe::Sender,
+        out: &mut Channel,
     ) -> Option<Ending> {
         let mut ending = None;
         for item in inbound.drain(..) {
@@ -670,7 +778,7 @@ impl<'r> Session<'r> {
         ending
     }
 
-    async fn on_frame(&mut self, frame: ChildFrame, out: &pipe::Sender) -> Option<Ending> {
+    async fn on_frame(&mut self, frame: ChildFrame, out: &mut Channel) -> Option<Ending> {
         self.heard = true;
         match frame {
             ChildFrame::Log { text } => {
@@ -750,7 +858,7 @@ impl<'r> Session<'r> {
     }
 
     /// A call frame the host will not decode: counted as a call, answered with a rejection.
-    fn refuse_call(&mut self, id: u64, message: &str, out: &pipe::Sender) -> Option<Ending> {
+    fn refuse_call(&mut self, id: u64, message: &str, out: &mut Channel) -> Option<Ending> {
         if let Some(ending) = self.count_call(id) {
             return ending;
         }
@@ -758,7 +866,7 @@ impl<'r> Session<'r> {
         None
     }
 
-    /// The worker's protocol pipe closed: how it ended, once its exit status shows.
+    /// The worker's doorbell pipe closed: how it ended, once its exit status shows.
     async fn exited(&mut self, pooled: &mut Pooled) -> Ending {
         self.clean = false;
         let status = tokio::time::timeout(CLOSE_GRACE, pooled.worker.child.wait()).await;
@@ -783,19 +891,24 @@ impl<'r> Session<'r> {
         Ending::Fail(FailureKind::WorkerExit, message)
     }
 
-    /// After a kill: takes in the log frames the worker wrote before it died.
+    /// After a kill: takes in the log frames the worker published before it died (all of
+    /// them are in the ring once its doorbell pipe has closed).
     async fn drain(&mut self, pooled: &mut Pooled) {
         self.run_signal.cancel();
         self.pending = FuturesUnordered::new();
         let deadline = Instant::now() + DRAIN_GRACE;
-        let mut buf = vec![0u8; READ_CHUNK];
-        let mut inbound = Vec::new();
-        while let Ok(Ok(n)) =
-            tokio::time::timeout_at(deadline, pooled.frames_in.read(&mut buf)).await
+        while let Ok(Ok(())) =
+            tokio::time::timeout_at(deadline, pooled.frames.bell_in.readable()).await
         {
-            if n == 0 {
+            if pooled.frames.take_bells().is_err() {
                 break;
             }
+        }
+        let mut buf = vec![0u8; READ_CHUNK];
+        let mut inbound = Vec::new();
+        while let Ok(n) = pooled.frames.read(&mut buf)
+            && n > 0
+        {
             self.decoder.feed(&buf[..n], &mut inbound);
             for item in inbound.drain(..) {
                 if let Inbound::Frame(ChildFrame::Log { text }) = item {

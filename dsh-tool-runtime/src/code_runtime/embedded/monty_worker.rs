@@ -1,9 +1,9 @@
 //! The worker process of the Python runtime on Monty ([`EmbeddedRuntime::python`]): runs one
 //! after another, each in a fresh Monty interpreter (nothing but the heap's allocator outlives
-//! a run), speaking the subprocess runtimes' frame protocol (frames to the host on fd 3, from
-//! the host on fd 4; `print` output as `log` frames, so that it is ordered with the calls and
-//! belongs to its run). Both pipes are buffered; the interpreter thread reads and writes them
-//! itself, with no thread in between.
+//! a run), speaking the subprocess runtimes' frame protocol (`print` output as `log` frames, so that it
+//! is ordered with the calls and belongs to its run) over two rings in memory shared with the
+//! host (fd 5; fds 3 and 4 are the doorbells, see `ring.rs`). Both directions are buffered;
+//! the interpreter thread reads and writes them itself, with no thread in between.
 //!
 //! The program cannot reach anything but the bindings: Monty has no filesystem, network,
 //! environment or process access of its own, and every OS call it would delegate is refused
@@ -22,8 +22,9 @@ use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
 use std::fmt::Write as _;
 use std::fs::File;
-use std::io::{BufRead, BufReader, BufWriter, Write};
-use std::os::fd::FromRawFd;
+use std::io::{BufRead, BufReader, BufWriter, Read, Write};
+use std::os::fd::{AsFd, FromRawFd, OwnedFd};
+use std::rc::Rc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use monty::{MontyRun, RunProgress};
@@ -34,6 +35,7 @@ use monty_types::{
 };
 use serde_json::Value;
 
+use super::ring;
 use crate::json::MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
@@ -152,18 +154,38 @@ const TRIM_ABOVE: usize = 32 << 20;
 const KEEP_BUFFER: usize = 1 << 20;
 
 fn serve() -> i32 {
-    // SAFETY: the host gives every worker exactly these two descriptors (see `process.rs`);
-    // nothing else in this process owns them.
-    let (to_host, from_host) = unsafe { (File::from_raw_fd(3), File::from_raw_fd(4)) };
-    let mut pipes = Pipes {
-        out: BufWriter::with_capacity(64 << 10, to_host),
-        inbox: BufReader::with_capacity(64 << 10, from_host),
+    // SAFETY: the host gives every worker exactly these three descriptors (see `process.rs`
+    // and `ring.rs`); nothing else in this process owns them.
+    let (bell_out, bell_in, region) = unsafe {
+        (
+            File::from_raw_fd(3),
+            File::from_raw_fd(4),
+            OwnedFd::from_raw_fd(ring::REGION_FD),
+        )
+    };
+    let Ok(region) = ring::Region::map(region.as_fd()) else {
+        return 74;
+    };
+    let (up, down) = region.worker_ends();
+    let bells = Rc::new(Bells {
+        out: bell_out,
+        inbox: bell_in,
+    });
+    let mut channel = Channel {
+        out: BufWriter::with_capacity(
+            64 << 10,
+            RingOut {
+                ring: up,
+                bells: Rc::clone(&bells),
+            },
+        ),
+        inbox: BufReader::with_capacity(64 << 10, RingIn { ring: down, bells }),
         line: Vec::new(),
     };
     let mut line = Vec::new();
     loop {
         line.clear();
-        match pipes.inbox.read_until(b'\n', &mut line) {
+        match channel.inbox.read_until(b'\n', &mut line) {
             Ok(0) | Err(_) => return 0,
             Ok(_) => {}
         }
@@ -175,14 +197,14 @@ fn serve() -> i32 {
         if line.capacity() > KEEP_BUFFER {
             line = Vec::new();
         }
-        let done = execute(&run, &mut pipes);
+        let done = execute(&run, &mut channel);
         drop(run);
         if let Finish::Done(done) = done {
-            let sent = pipes
+            let sent = channel
                 .out
                 .write_all(done.as_bytes())
-                .and_then(|()| pipes.out.write_all(b"\n"))
-                .and_then(|()| pipes.out.flush());
+                .and_then(|()| channel.out.write_all(b"\n"))
+                .and_then(|()| channel.out.flush());
             if sent.is_err() {
                 return 0;
             }
@@ -217,7 +239,7 @@ pub(crate) enum Reply {
     Err(String, Option<String>),
 }
 
-/// Where a run's binding calls and output go and its replies come from: the protocol pipes in
+/// Where a run's binding calls and output go and its replies come from: the shared rings in
 /// a worker process, the host's dispatcher for a run inside the host.
 pub(crate) trait Link {
     /// Hands call `id` over; `args` is its JSON text. `Ok(Err(message))`: the call fails in
@@ -237,20 +259,130 @@ pub(crate) trait Link {
     fn flush(&mut self) -> Result<(), Halt>;
 }
 
-/// The protocol pipes of a worker process: buffered both ways, frames written in place.
-struct Pipes {
-    out: BufWriter<File>,
-    inbox: BufReader<File>,
+/// The frame channel of a worker process: the shared rings, buffered both ways.
+struct Channel {
+    out: BufWriter<RingOut>,
+    inbox: BufReader<RingIn>,
     line: Vec<u8>,
 }
 
-impl Pipes {
+/// The doorbells: fd 3 rings the host, fd 4 is where the host rings this worker (for bytes to
+/// read or for space to write, whichever it parked for).
+struct Bells {
+    out: File,
+    inbox: File,
+}
+
+impl Bells {
+    fn ring_host(&self) -> std::io::Result<()> {
+        (&self.out).write_all(&[1]).map_err(|_| closed())
+    }
+
+    /// Blocks until the host rings (or goes away: `Err`), then takes every waiting ring.
+    fn wait(&self) -> std::io::Result<()> {
+        let mut buf = [0u8; 64];
+        match (&self.inbox).read(&mut buf) {
+            Ok(0) | Err(_) => Err(closed()),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+fn closed() -> std::io::Error {
+    std::io::Error::from(std::io::ErrorKind::BrokenPipe)
+}
+
+/// The ring to the host, as a `Write`: a write waits for space, a flush rings the host if it
+/// parked.
+struct RingOut {
+    ring: ring::Producer,
+    bells: Rc<Bells>,
+}
+
+impl Write for RingOut {
+    fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+        loop {
+            let n = self.ring.write(bytes).map_err(|_| closed())?;
+            if n > 0 || bytes.is_empty() {
+                return Ok(n);
+            }
+            // Full: what is in it must reach the host before it can make room.
+            self.flush()?;
+            if !self.ring.park().map_err(|_| closed())? {
+                self.bells.wait()?;
+            }
+        }
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        if self.ring.consumer_needs_bell() {
+            self.bells.ring_host()?;
+        }
+        Ok(())
+    }
+}
+
+/// The ring from the host, as a `Read`: waits (polling for [`REPLY_SPIN`], then parked) until
+/// bytes come; end of input once the host is gone.
+struct RingIn {
+    ring: ring::Consumer,
+    bells: Rc<Bells>,
+}
+
+impl RingIn {
+    /// Waits until bytes are there: `false` when the host is gone.
+    fn wait_for_bytes(&mut self) -> bool {
+        let until = std::time::Instant::now() + REPLY_SPIN;
+        loop {
+            match self.ring.available() {
+                Ok(0) => {}
+                Ok(_) => return true,
+                Err(_) => return false,
+            }
+            if std::time::Instant::now() >= until {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        loop {
+            match self.ring.park() {
+                Ok(true) => return true,
+                Ok(false) => {}
+                Err(_) => return false,
+            }
+            if self.bells.wait().is_err() {
+                return false;
+            }
+            match self.ring.available() {
+                Ok(0) => {}
+                Ok(_) => return true,
+                Err(_) => return false,
+            }
+        }
+    }
+}
+
+impl Read for RingIn {
+    fn read(&mut self, out: &mut [u8]) -> std::io::Result<usize> {
+        if out.is_empty() || !self.wait_for_bytes() {
+            return Ok(0);
+        }
+        let n = self.ring.read(out).map_err(|_| closed())?;
+        // The host may be parked with replies queued for want of space.
+        if self.ring.producer_needs_bell() {
+            self.bells.ring_host()?;
+        }
+        Ok(n)
+    }
+}
+
+impl Channel {
     fn string(&mut self, s: &str) -> std::io::Result<()> {
         serde_json::to_writer(&mut self.out, s).map_err(std::io::Error::other)
     }
 }
 
-impl Link for Pipes {
+impl Link for Channel {
     fn call(
         &mut self,
         id: u64,
@@ -272,9 +404,6 @@ impl Link for Pipes {
     }
 
     fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
-        if !self.inbox.buffer().contains(&b'\n') {
-            spin_until_readable(self.inbox.get_ref());
-        }
         // One reply is waited for; the others already read are taken without waiting.
         let mut first = true;
         while first || self.inbox.buffer().contains(&b'\n') {
@@ -308,30 +437,10 @@ impl Link for Pipes {
     }
 }
 
-/// How long a worker waiting for a reply polls its pipe before it blocks. A binding's reply
-/// usually comes within microseconds; a blocked reader is woken by the scheduler, which on an
+/// How long a worker waiting for a reply polls its ring before it parks. A binding's reply
+/// usually comes within microseconds; a parked reader is woken by the scheduler, which on an
 /// idle machine takes tens of microseconds per wake-up (two per round trip, one on each side).
 const REPLY_SPIN: std::time::Duration = std::time::Duration::from_micros(50);
-
-/// Polls `inbox` without blocking until it has data or [`REPLY_SPIN`] has passed.
-fn spin_until_readable(inbox: &File) {
-    use rustix::event::{PollFd, PollFlags, poll};
-    let until = std::time::Instant::now() + REPLY_SPIN;
-    let zero = rustix::time::Timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    loop {
-        let mut fds = [PollFd::new(inbox, PollFlags::IN)];
-        // Readable, hung up or failed: the blocking read that follows says which.
-        if poll(&mut fds, Some(&zero)).is_ok_and(|ready| ready > 0)
-            || std::time::Instant::now() >= until
-        {
-            return;
-        }
-        std::hint::spin_loop();
-    }
-}
 
 /// The program's `print` output, cut into lines for a [`Link`]. A line longer than the
 /// output cap is cut there: it cannot fit anyway, and the worker does not hold it.
