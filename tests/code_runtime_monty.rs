@@ -250,28 +250,37 @@ async fn frames_larger_than_the_shared_rings_stream_through_them() {
     rt.dispose().await;
 }
 
-/// A worker that writes impossible positions into the shared ring (here a stand-in program that
-/// claims 2^40 bytes are waiting) ends its run as `worker-exit`; the host reads nothing past the
-/// ring and carries on.
+/// A worker that writes impossible positions into the shared ring (here a stand-in program,
+/// built with the C compiler Rust links with, that claims 2^40 bytes are waiting) ends its run
+/// as `worker-exit`; the host reads nothing past the ring and carries on.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_worker_that_corrupts_the_shared_ring_is_ended() {
-    let python = std::path::Path::new("/usr/bin/python3");
-    if !python.exists() {
-        eprintln!("skipped: no /usr/bin/python3 to stand in for a hostile worker");
+    let _shared = WORKERS.read().await;
+    let dir = tempfile::tempdir().expect("temporary directory");
+    let source = dir.path().join("hostile.c");
+    std::fs::write(
+        &source,
+        "#include <stdint.h>\n#include <sys/mman.h>\n#include <unistd.h>\n\
+         int main(void) {\n\
+           uint64_t *ring = mmap(0, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, 5, 0);\n\
+           if (ring == MAP_FAILED) return 2;\n\
+           ring[0] = (uint64_t)1 << 40; /* the tail of the ring to the host */\n\
+           write(3, \"\\1\", 1);\n\
+           sleep(60);\n\
+           return 0;\n\
+         }\n",
+    )
+    .expect("source written");
+    let fake = dir.path().join("hostile-worker");
+    let built = std::process::Command::new("cc")
+        .arg("-o")
+        .arg(&fake)
+        .arg(&source)
+        .status();
+    if !built.is_ok_and(|status| status.success()) {
+        eprintln!("skipped: no C compiler (`cc`) to build a hostile stand-in worker");
         return;
     }
-    let _shared = WORKERS.read().await;
-    use std::os::unix::fs::PermissionsExt;
-    let dir = tempfile::tempdir().expect("temporary directory");
-    let fake = dir.path().join("hostile-worker");
-    std::fs::write(
-        &fake,
-        "#!/usr/bin/python3 -S\nimport mmap, os, struct, time\n\
-         ring = mmap.mmap(5, 0)\nstruct.pack_into('<Q', ring, 0, 1 << 40)\n\
-         os.write(3, b'\\x01')\ntime.sleep(60)\n",
-    )
-    .expect("script written");
-    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).expect("mode");
     let hostile = EmbeddedRuntime::python(EmbeddedConfig {
         python_worker: Some(fake),
         python_idle_workers: 0,
