@@ -241,22 +241,15 @@ impl Producer {
     /// After publishing: whether the consumer parked and its doorbell must be rung (the flag
     /// is lowered here, so one doorbell answers one park).
     pub(crate) fn consumer_needs_bell(&self) -> bool {
-        fence(Ordering::SeqCst);
-        let flag = &self.ring.control().consumer_parked.0;
-        flag.load(Ordering::Relaxed) != 0 && flag.swap(0, Ordering::SeqCst) != 0
+        take_flag(&self.ring.control().consumer_parked.0)
     }
 
     /// Raises the producer's flag before it blocks for space; `Ok(true)` when there is space
     /// after all (the flag is lowered again and the caller does not block).
     pub(crate) fn park(&self) -> Result<bool, Corrupt> {
-        let flag = &self.ring.control().producer_parked.0;
-        flag.store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        let space = self.space()? > 0;
-        if space {
-            flag.store(0, Ordering::Relaxed);
-        }
-        Ok(space)
+        park(&self.ring.control().producer_parked.0, || {
+            Ok(self.space()? > 0)
+        })
     }
 
     /// Lowers the producer's flag: awake again, it needs no doorbell.
@@ -308,22 +301,15 @@ impl Consumer {
 
     /// After reading: whether the producer parked for space and its doorbell must be rung.
     pub(crate) fn producer_needs_bell(&self) -> bool {
-        fence(Ordering::SeqCst);
-        let flag = &self.ring.control().producer_parked.0;
-        flag.load(Ordering::Relaxed) != 0 && flag.swap(0, Ordering::SeqCst) != 0
+        take_flag(&self.ring.control().producer_parked.0)
     }
 
     /// Raises the consumer's flag before it blocks for bytes; `Ok(true)` when bytes came after
     /// all (the flag is lowered again and the caller does not block).
     pub(crate) fn park(&self) -> Result<bool, Corrupt> {
-        let flag = &self.ring.control().consumer_parked.0;
-        flag.store(1, Ordering::SeqCst);
-        fence(Ordering::SeqCst);
-        let ready = self.available()? > 0;
-        if ready {
-            flag.store(0, Ordering::Relaxed);
-        }
-        Ok(ready)
+        park(&self.ring.control().consumer_parked.0, || {
+            Ok(self.available()? > 0)
+        })
     }
 
     /// Lowers the consumer's flag: awake again, it needs no doorbell.
@@ -334,6 +320,25 @@ impl Consumer {
             .0
             .store(0, Ordering::Relaxed);
     }
+}
+
+/// After publishing or freeing bytes: whether the other side's `flag` was raised; lowers it, so
+/// that one doorbell answers one park.
+fn take_flag(flag: &AtomicU32) -> bool {
+    fence(Ordering::SeqCst);
+    flag.load(Ordering::Relaxed) != 0 && flag.swap(0, Ordering::SeqCst) != 0
+}
+
+/// Raises `flag`, then looks once more (`go_on`): `Ok(true)` when the wait is over after all, and
+/// the flag is lowered again.
+fn park(flag: &AtomicU32, go_on: impl FnOnce() -> Result<bool, Corrupt>) -> Result<bool, Corrupt> {
+    flag.store(1, Ordering::SeqCst);
+    fence(Ordering::SeqCst);
+    let over = go_on()?;
+    if over {
+        flag.store(0, Ordering::Relaxed);
+    }
+    Ok(over)
 }
 
 #[cfg(test)]
