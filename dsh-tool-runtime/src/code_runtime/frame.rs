@@ -211,6 +211,22 @@ fn call_id(prefix: &[u8]) -> Option<u64> {
 /// Host memory a decoded frame may take: 4 × its bytes plus this much.
 const DECODE_ALLOWANCE: usize = 1 << 20;
 
+/// The most [`decoded_size`] counts per byte of text: an array element costs two `Value` slots
+/// and takes at least 2 bytes (`0,`); an object member costs two slots, a key and a map slot
+/// and takes at least 5 bytes (`"":0,`); string bytes cost one each.
+const MOST_PER_BYTE: usize = {
+    let slot = std::mem::size_of::<Value>();
+    let member = (2 * (slot + std::mem::size_of::<String>() + 16)).div_ceil(5);
+    if slot > member { slot } else { member }
+};
+
+/// Lines up to this long stay within the allowance whatever they hold, so their size need
+/// not be measured before decoding (a call frame is usually far shorter).
+const ALWAYS_AFFORDABLE: usize = (DECODE_ALLOWANCE - std::mem::size_of::<Value>()) / MOST_PER_BYTE;
+
+/// Depth up to which serde_json's own recursion limit (128) parses a frame on this stack.
+const SHALLOW: usize = 64;
+
 /// Decodes one frame (without its newline). Returns `None` for anything that is not a
 /// well-formed frame of a known type: invalid UTF-8 or JSON, trailing bytes, values nested more
 /// than [`MAX_DEPTH`] levels, a root that is not an object, an unknown `type`, a call whose id is
@@ -226,10 +242,16 @@ pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
     }
     // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
     with_stack_for(depth, || {
-        if decoded_size(line)? > line.len().saturating_mul(4) + DECODE_ALLOWANCE {
+        if line.len() > ALWAYS_AFFORDABLE
+            && decoded_size(line)? > line.len().saturating_mul(4) + DECODE_ALLOWANCE
+        {
             return Some(too_costly(line));
         }
-        let root = parse_unbounded(line)?;
+        let root = if depth <= SHALLOW {
+            serde_json::from_slice(line).ok()?
+        } else {
+            parse_unbounded(line)?
+        };
         rebuild(root)
     })
 }
@@ -305,7 +327,7 @@ fn decoded_size(line: &[u8]) -> Option<usize> {
 
 /// Runs `f` on a stack sized for values `depth` levels deep.
 pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
-    if depth <= 64 {
+    if depth <= SHALLOW {
         f()
     } else {
         stacker::maybe_grow(depth * 1024 + (256 << 10), depth * 2048 + (1 << 20), f)
@@ -445,6 +467,64 @@ pub(crate) fn reply_failure(id: u64, message: &str, code: Option<&str>) -> Vec<u
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn lines_under_the_affordable_length_cannot_exceed_the_allowance() {
+        let fill = |open: &str, item: &str, close: &str| {
+            let mut line = String::from(open);
+            while line.len() + item.len() + close.len() < ALWAYS_AFFORDABLE {
+                line.push_str(item);
+            }
+            line.pop();
+            line.push_str(close);
+            line
+        };
+        for line in [
+            fill("[", "0,", "]"),
+            fill("[", "[],", "]"),
+            fill("{", r#""":0,"#, "}"),
+            fill("[", r#""","#, "]"),
+        ] {
+            assert!(line.len() <= ALWAYS_AFFORDABLE);
+            let size = decoded_size(line.as_bytes()).expect("JSON");
+            assert!(
+                size <= line.len() * 4 + DECODE_ALLOWANCE,
+                "{size} bytes for a {}-byte line",
+                line.len()
+            );
+            assert!(
+                size > DECODE_ALLOWANCE / 4,
+                "the worst cases come near the allowance"
+            );
+        }
+    }
+
+    #[test]
+    fn shallow_and_deep_frames_decode_alike() {
+        let args = |depth: usize| "[".repeat(depth) + &"]".repeat(depth);
+        for depth in [SHALLOW - 2, SHALLOW - 1, SHALLOW, SHALLOW + 1, 200] {
+            let line = format!(
+                r#"{{"type":"call","id":3,"global":"tools","name":"x","args":{}}}"#,
+                args(depth)
+            );
+            let Some(ChildFrame::Call {
+                args: Some(value), ..
+            }) = decode(&line)
+            else {
+                panic!("depth {depth}: not decoded");
+            };
+            assert_eq!(
+                Some(value),
+                parse_unbounded(args(depth).as_bytes()),
+                "depth {depth}"
+            );
+            assert_eq!(
+                decode(&format!("{line} x")),
+                None,
+                "depth {depth}: trailing bytes"
+            );
+        }
+    }
 
     fn decode(s: &str) -> Option<ChildFrame> {
         decode_child_frame(s.as_bytes())

@@ -674,17 +674,121 @@ fn call_parts<'a>(
 /// A reply frame: `{"type":"reply","id":N,"ok":true,"value":V}` or
 /// `{"type":"reply","id":N,"ok":false,"message":M,"code":C?}`.
 fn decode_reply(line: &[u8]) -> Option<(u64, Reply)> {
-    let frame = parse(line)?;
-    let id = frame.get("id")?.as_u64()?;
-    let reply = if frame.get("ok")?.as_bool()? {
-        Reply::Ok(decode(frame.get("value").unwrap_or(&Value::Null)))
+    let mut de = serde_json::Deserializer::from_slice(line);
+    de.disable_recursion_limit();
+    let frame = <ReplyFrame as serde::Deserialize>::deserialize(&mut de).ok()?;
+    let id = frame.id?.as_u64()?;
+    let reply = if frame.ok?.as_bool()? {
+        Reply::Ok(frame.value.unwrap_or(MontyObject::None))
     } else {
         Reply::Err(
-            frame.get("message")?.as_str()?.to_owned(),
-            frame.get("code").and_then(Value::as_str).map(str::to_owned),
+            frame.message?.as_str()?.to_owned(),
+            frame
+                .code
+                .as_ref()
+                .and_then(Value::as_str)
+                .map(str::to_owned),
         )
     };
     Some((id, reply))
+}
+
+/// The members of a reply frame that matter, the last of each name winning as in a parsed
+/// object; the value is read straight into a program value, with no JSON tree in between
+/// (a reply is read on every binding call).
+#[derive(Default)]
+struct ReplyFrame {
+    id: Option<Value>,
+    ok: Option<Value>,
+    value: Option<MontyObject>,
+    message: Option<Value>,
+    code: Option<Value>,
+}
+
+impl<'de> serde::Deserialize<'de> for ReplyFrame {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        struct Members;
+        impl<'de> serde::de::Visitor<'de> for Members {
+            type Value = ReplyFrame;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a reply frame")
+            }
+            fn visit_map<A: serde::de::MapAccess<'de>>(
+                self,
+                mut map: A,
+            ) -> Result<ReplyFrame, A::Error> {
+                let mut frame = ReplyFrame::default();
+                while let Some(key) = map.next_key::<std::borrow::Cow<'de, str>>()? {
+                    match &*key {
+                        "id" => frame.id = Some(map.next_value()?),
+                        "ok" => frame.ok = Some(map.next_value()?),
+                        "value" => frame.value = Some(map.next_value_seed(ProgramValue)?),
+                        "message" => frame.message = Some(map.next_value()?),
+                        "code" => frame.code = Some(map.next_value()?),
+                        _ => {
+                            map.next_value::<serde::de::IgnoredAny>()?;
+                        }
+                    }
+                }
+                Ok(frame)
+            }
+        }
+        d.deserialize_map(Members)
+    }
+}
+
+/// Reads JSON as [`decode`] converts it: `null` is `None`, integers that fit `i64` are ints,
+/// other numbers floats, objects dicts (whose keys come once each: the host writes every reply
+/// from a parsed value).
+struct ProgramValue;
+
+impl<'de> serde::de::DeserializeSeed<'de> for ProgramValue {
+    type Value = MontyObject;
+    fn deserialize<D: serde::Deserializer<'de>>(self, d: D) -> Result<MontyObject, D::Error> {
+        d.deserialize_any(self)
+    }
+}
+
+impl<'de> serde::de::Visitor<'de> for ProgramValue {
+    type Value = MontyObject;
+    fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+        f.write_str("JSON")
+    }
+    fn visit_unit<E>(self) -> Result<MontyObject, E> {
+        Ok(MontyObject::None)
+    }
+    fn visit_bool<E>(self, b: bool) -> Result<MontyObject, E> {
+        Ok(MontyObject::Bool(b))
+    }
+    fn visit_i64<E>(self, i: i64) -> Result<MontyObject, E> {
+        Ok(MontyObject::Int(i))
+    }
+    fn visit_u64<E>(self, u: u64) -> Result<MontyObject, E> {
+        Ok(i64::try_from(u).map_or(MontyObject::Float(u as f64), MontyObject::Int))
+    }
+    fn visit_f64<E>(self, f: f64) -> Result<MontyObject, E> {
+        Ok(MontyObject::Float(f))
+    }
+    fn visit_str<E>(self, s: &str) -> Result<MontyObject, E> {
+        Ok(MontyObject::String(s.to_owned()))
+    }
+    fn visit_string<E>(self, s: String) -> Result<MontyObject, E> {
+        Ok(MontyObject::String(s))
+    }
+    fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<MontyObject, A::Error> {
+        let mut items = Vec::with_capacity(seq.size_hint().unwrap_or(0));
+        while let Some(item) = seq.next_element_seed(ProgramValue)? {
+            items.push(item);
+        }
+        Ok(MontyObject::List(items))
+    }
+    fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<MontyObject, A::Error> {
+        let mut pairs = Vec::with_capacity(map.size_hint().unwrap_or(0));
+        while let Some(key) = map.next_key::<String>()? {
+            pairs.push((MontyObject::String(key), map.next_value_seed(ProgramValue)?));
+        }
+        Ok(MontyObject::Dict(DictPairs::from(pairs)))
+    }
 }
 
 /// A reply's value as the program sees it: JSON `null` is `None`, objects are dicts.
@@ -997,5 +1101,57 @@ mod tests {
         let lines = split_lines("a = '''x\n  y'''\nb = 1 # '''\nc = \"\\\n\"");
         let starts: Vec<bool> = lines.iter().map(|l| l.1).collect();
         assert_eq!(starts, [false, true, false, false, true]);
+    }
+
+    /// What the reply decoder read before it decoded replies directly: a parsed tree, then
+    /// [`decode`].
+    fn through_a_tree(line: &[u8]) -> Option<(u64, Reply)> {
+        let frame = parse(line)?;
+        let id = frame.get("id")?.as_u64()?;
+        let reply = if frame.get("ok")?.as_bool()? {
+            Reply::Ok(decode(frame.get("value").unwrap_or(&Value::Null)))
+        } else {
+            Reply::Err(
+                frame.get("message")?.as_str()?.to_owned(),
+                frame.get("code").and_then(Value::as_str).map(str::to_owned),
+            )
+        };
+        Some((id, reply))
+    }
+
+    fn shown(reply: Option<(u64, Reply)>) -> String {
+        match reply {
+            None => "none".to_owned(),
+            Some((id, Reply::Ok(value))) => format!("{id} ok {value:?}"),
+            Some((id, Reply::Err(message, code))) => format!("{id} err {message:?} {code:?}"),
+        }
+    }
+
+    #[test]
+    fn replies_decode_as_through_a_parsed_tree() {
+        let deep = "[".repeat(300) + &"]".repeat(300);
+        let lines = [
+            r#"{"type":"reply","id":1,"ok":true,"value":{"i":1,"s":"x\u00e9","l":[null,true,1.5]}}"#.to_owned(),
+            r#"{"type":"reply","id":2,"ok":true}"#.to_owned(),
+            r#"{"type":"reply","id":3,"ok":true,"value":18446744073709551615}"#.to_owned(),
+            r#"{"type":"reply","id":4,"ok":true,"value":-9007199254740991}"#.to_owned(),
+            r#"{"type":"reply","id":5,"ok":false,"message":"no","code":"E"}"#.to_owned(),
+            r#"{"type":"reply","id":6,"ok":false,"message":"no","code":7}"#.to_owned(),
+            r#"{"type":"reply","id":7,"ok":false,"code":"E"}"#.to_owned(),
+            r#"{"type":"reply","id":"8","ok":true,"value":1}"#.to_owned(),
+            r#"{"type":"reply","id":9,"ok":1,"value":1}"#.to_owned(),
+            r#"{"id":10,"ok":true,"value":1,"id":11,"value":2,"extra":{"a":[1]}}"#.to_owned(),
+            r#"{"type":"reply","id":12,"ok":true,"value":1} x"#.to_owned(),
+            r#"[1,2]"#.to_owned(),
+            r#"{"type":"reply","id":13,"ok":true,"value":1"#.to_owned(),
+            format!(r#"{{"type":"reply","id":14,"ok":true,"value":{deep}}}"#),
+        ];
+        for line in &lines {
+            let (direct, tree) = (
+                decode_reply(line.as_bytes()),
+                through_a_tree(line.as_bytes()),
+            );
+            assert_eq!(shown(direct), shown(tree), "{line}");
+        }
     }
 }
