@@ -737,7 +737,7 @@ impl<'de> serde::Deserialize<'de> for ReplyFrame {
     }
 }
 
-/// Reads JSON as [`decode`] converts it: `null` is `None`, integers that fit `i64` are ints,
+/// Reads JSON as the program sees it: `null` is `None`, integers that fit `i64` are ints,
 /// other numbers floats, objects dicts (whose keys come once each: the host writes every reply
 /// from a parsed value).
 struct ProgramValue;
@@ -791,23 +791,10 @@ impl<'de> serde::de::Visitor<'de> for ProgramValue {
     }
 }
 
-/// A reply's value as the program sees it: JSON `null` is `None`, objects are dicts.
+/// A reply's value as the program sees it, by the rules of [`ProgramValue`].
 pub(crate) fn decode(value: &Value) -> MontyObject {
-    match value {
-        Value::Null => MontyObject::None,
-        Value::Bool(b) => MontyObject::Bool(*b),
-        Value::Number(n) => match n.as_i64() {
-            Some(i) => MontyObject::Int(i),
-            None => MontyObject::Float(n.as_f64().unwrap_or(f64::NAN)),
-        },
-        Value::String(s) => MontyObject::String(s.clone()),
-        Value::Array(items) => MontyObject::List(items.iter().map(decode).collect()),
-        Value::Object(map) => MontyObject::Dict(DictPairs::from(
-            map.iter()
-                .map(|(k, v)| (MontyObject::String(k.clone()), decode(v)))
-                .collect::<Vec<_>>(),
-        )),
-    }
+    // Reading a `Value` cannot fail: every JSON value has a program value.
+    serde::de::DeserializeSeed::deserialize(ProgramValue, value).unwrap_or(MontyObject::None)
 }
 
 enum Unfit {
@@ -1146,6 +1133,17 @@ mod tests {
             r#"{"type":"reply","id":13,"ok":true,"value":1"#.to_owned(),
             format!(r#"{{"type":"reply","id":14,"ok":true,"value":{deep}}}"#),
         ];
+        let value = |line: &str| match decode_reply(line.as_bytes()) {
+            Some((_, Reply::Ok(value))) => value,
+            _ => panic!("not a success reply: {line}"),
+        };
+        assert!(matches!(value(&lines[1]), MontyObject::None));
+        assert!(matches!(value(&lines[2]), MontyObject::Float(f) if f == u64::MAX as f64));
+        assert!(matches!(
+            value(&lines[3]),
+            MontyObject::Int(-9_007_199_254_740_991)
+        ));
+        assert!(matches!(value(&lines[0]), MontyObject::Dict(_)));
         for line in &lines {
             let (direct, tree) = (
                 decode_reply(line.as_bytes()),
