@@ -74,6 +74,9 @@ struct Inner {
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
+    /// The body only observes its signal, never cancels it (see
+    /// [`ToolDefinitionBuilder::body_leaves_signal_alone`]).
+    leaves_signal_alone: bool,
 }
 
 impl fmt::Debug for ToolDefinition {
@@ -358,6 +361,8 @@ impl ToolDefinition {
                         .and_then(|typed| T::present_call(&typed))
                 })),
                 annotations: None,
+                // A tool body is the author's code: it may cancel its own signal.
+                leaves_signal_alone: false,
             }),
         }
     }
@@ -377,6 +382,8 @@ impl ToolDefinition {
             present_call: None,
             annotations: None,
             coerce_non_object: false,
+            output_checked_by_handler: false,
+            leaves_signal_alone: false,
             present_result: None,
         }
     }
@@ -483,6 +490,12 @@ impl ToolDefinition {
         self.inner.finalize.is_some()
     }
 
+    /// `true` when the body never cancels its own signal, so it may be handed the call's
+    /// signal itself instead of a child token.
+    pub(crate) fn leaves_signal_alone(&self) -> bool {
+        self.inner.leaves_signal_alone
+    }
+
     /// The pending-state card for these arguments; `None` (also when the presenter panics) means
     /// the generic card. The completed-state card comes with the dispatch
     /// ([`Dispatched::view`]), made from the typed output.
@@ -514,6 +527,8 @@ pub struct ToolDefinitionBuilder {
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
     coerce_non_object: bool,
+    output_checked_by_handler: bool,
+    leaves_signal_alone: bool,
     present_result: Option<Box<PresentResultFn>>,
 }
 
@@ -529,6 +544,22 @@ impl ToolDefinitionBuilder {
     /// failing with `"arguments" must be an object` (the MCP bridge's rule, REFERENCE §5).
     pub fn coerce_non_object_arguments(mut self) -> Self {
         self.coerce_non_object = true;
+        self
+    }
+
+    /// The handler only ever returns values the output schema accepts (the MCP bridge builds
+    /// `{content, structuredContent?}` itself for a tool that declares no `outputSchema`), so a
+    /// call skips validating them.
+    pub(crate) fn output_checked_by_handler(mut self) -> Self {
+        self.output_checked_by_handler = true;
+        self
+    }
+
+    /// The handler only observes `exec.signal()` and never cancels it (the MCP bridge's), so a
+    /// call skips making the child token that keeps a body's own cancel from reaching its
+    /// caller.
+    pub(crate) fn body_leaves_signal_alone(mut self) -> Self {
+        self.leaves_signal_alone = true;
         self
     }
 
@@ -683,7 +714,9 @@ impl ToolDefinitionBuilder {
             validator,
             parameters,
             render: render.clone(),
-            output_validator: output_validator.clone(),
+            output_validator: output_validator
+                .clone()
+                .filter(|_| !self.output_checked_by_handler),
             tool_name: name.clone(),
             coerce_non_object: self.coerce_non_object,
             present_result: self.present_result.map(Arc::from),
@@ -709,6 +742,7 @@ impl ToolDefinitionBuilder {
                 finalize: self.finalize,
                 present_call: self.present_call,
                 annotations: self.annotations,
+                leaves_signal_alone: self.leaves_signal_alone,
             }),
         })
     }
@@ -749,13 +783,13 @@ impl DynamicDispatch {
         let args = check_depth(args)?;
         let args = drop_null_optionals(&self.parameters, args);
         // The common case, valid arguments, costs one validation pass and no clone of the
-        // schema's error list.
-        let args = if self.validator.is_valid(&args) {
+        // schema's error list. Their depth is checked just above, and normalizing never deepens.
+        let args = if self.validator.is_valid_within_depth(&args) {
             args
         } else {
             // Nested `null`s from a strict-mode client read as absent.
             let normalized = normalize_strict_arguments(&self.parameters, Value::clone(&args));
-            if self.validator.is_valid(&normalized) {
+            if self.validator.is_valid_within_depth(&normalized) {
                 Arc::new(normalized)
             } else {
                 let violations = self.validator.violations(&args, "");

@@ -115,6 +115,12 @@ impl SchemaValidator {
     pub fn is_valid(&self, value: &Value) -> bool {
         depth_violation(value, "").is_none() && self.validator.is_valid(value)
     }
+
+    /// [`is_valid`](Self::is_valid) for a value whose depth the caller has already bounded
+    /// with [`depth_violation`]: the recursive validator is then safe to run directly.
+    pub(crate) fn is_valid_within_depth(&self, value: &Value) -> bool {
+        self.validator.is_valid(value)
+    }
 }
 
 /// Follows an evaluation path (which names every `$ref` it went through) from the root schema:

@@ -566,13 +566,18 @@ impl Registry {
         body_invoked: &AtomicBool,
         result_view: &Mutex<Option<ResultView>>,
     ) -> ToolResult {
-        // The body sees the caller's signal fused with whatever a wrapper installed.
-        let (fused, forwarder) = fuse(caller_signal, signal, replaced);
-        if fused.is_cancelled() {
+        if signal.is_cancelled() || (replaced && caller_signal.is_cancelled()) {
             return aborted(false);
         }
         let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
             return ToolResult::failure(unknown_tool(&view.name));
+        };
+        // The body sees the caller's signal fused with whatever a wrapper installed; a body that
+        // only observes it gets the installed signal itself.
+        let (fused, forwarder) = if !replaced && definition.leaves_signal_alone() {
+            (signal, None)
+        } else {
+            fuse(caller_signal, signal, replaced)
         };
         body_invoked.store(true, Ordering::SeqCst);
         let body_exec = exec.with_signal(fused.clone());

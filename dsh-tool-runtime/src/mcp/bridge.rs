@@ -246,6 +246,8 @@ impl Bridge {
 
     fn builder(self: &Arc<Self>, spec: &McpToolSpec, output: Value) -> ToolDefinitionBuilder {
         let name = mcp_tool_name(self.server(), &spec.raw_name);
+        // Without a declared `outputSchema` every value `call_tool` builds is valid.
+        let unconstrained = output == canonical_output_schema(None);
         let raw_name: Arc<str> = Arc::from(spec.raw_name.as_str());
         let render_name = raw_name.clone();
         let bridge = Arc::downgrade(self);
@@ -255,6 +257,7 @@ impl Bridge {
             .and_then(|annotations| annotations.read_only_hint)
             == Some(true);
         let mut builder = ToolDefinition::builder(name)
+            .body_leaves_signal_alone()
             .description(spec.description.clone())
             .parameters(spec.parameters.clone())
             .output_schema(output)
@@ -292,6 +295,9 @@ impl Bridge {
             });
         if let Some(annotations) = spec.annotations.clone() {
             builder = builder.annotations(annotations);
+        }
+        if unconstrained {
+            builder = builder.output_checked_by_handler();
         }
         if read_only {
             builder = builder.concurrency_safe();

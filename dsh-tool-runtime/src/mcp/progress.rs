@@ -73,16 +73,17 @@ impl ProgressRoutes {
     pub(crate) fn claim(&self, registry: &Registry, token: ProgressToken, call_id: &str) {
         let mut routes = self.inner.lock();
         routes.sent.retain(|sent| *sent != token);
-        let early = std::mem::take(&mut routes.early);
         let mut route = Route {
             call_id: call_id.to_owned(),
             last: None,
         };
-        for params in early {
-            if params.progress_token == token {
-                route.publish(registry, params);
-            } else {
-                routes.early.push_back(params);
+        if !routes.early.is_empty() {
+            for params in std::mem::take(&mut routes.early) {
+                if params.progress_token == token {
+                    route.publish(registry, params);
+                } else {
+                    routes.early.push_back(params);
+                }
             }
         }
         routes.calls.insert(token, route);

@@ -40,7 +40,7 @@ pub(crate) fn typed_value(result: CallToolResult) -> serde_json::Result<Value> {
                 annotations: None,
                 ..
             }) => {
-                let mut map = Map::new();
+                let mut map = Map::with_capacity(2);
                 map.insert("type".to_owned(), Value::String("text".to_owned()));
                 map.insert("text".to_owned(), Value::String(text));
                 Value::Object(map)
@@ -48,7 +48,7 @@ pub(crate) fn typed_value(result: CallToolResult) -> serde_json::Result<Value> {
             other => serde_json::to_value(other)?,
         });
     }
-    let mut value = Map::new();
+    let mut value = Map::with_capacity(2);
     value.insert("content".to_owned(), Value::Array(blocks));
     if let Some(structured) = result.structured_content {
         value.insert("structuredContent".to_owned(), structured);
@@ -68,8 +68,18 @@ pub(crate) fn is_error(result: &Map<String, Value>) -> bool {
     result.get("isError").and_then(Value::as_bool) == Some(true)
 }
 
+/// `map[key]`; a content block has a handful of keys, which a scan finds sooner than a hash.
+fn field<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() <= 8 {
+        map.iter()
+            .find_map(|(name, value)| (name == key).then_some(value))
+    } else {
+        map.get(key)
+    }
+}
+
 fn str_field<'a>(block: &'a Map<String, Value>, key: &str) -> Option<&'a str> {
-    block.get(key).and_then(Value::as_str)
+    field(block, key).and_then(Value::as_str)
 }
 
 /// The text a non-image block reads as, or `None` for an image.
@@ -111,19 +121,26 @@ fn describe(block: &Value) -> Option<String> {
 /// block, images as image blocks; `(<raw> returned no model-visible content)` when empty.
 pub(crate) fn render(raw_name: &str, value: &Value) -> Vec<ContentBlock> {
     let blocks = value
-        .get("content")
+        .as_object()
+        .and_then(|value| field(value, "content"))
         .and_then(Value::as_array)
         .map(Vec::as_slice)
         .unwrap_or_default();
-    let mut out = Vec::new();
-    let mut run: Vec<String> = Vec::new();
+    let mut out = Vec::with_capacity(1);
+    // The text run being joined; most answers are one text block, which stays as it is.
+    let mut run: Option<String> = None;
     for block in blocks {
         match describe(block) {
-            Some(text) => run.push(text),
+            Some(text) => match &mut run {
+                Some(joined) => {
+                    joined.push('\n');
+                    joined.push_str(&text);
+                }
+                None => run = Some(text),
+            },
             None => {
-                if !run.is_empty() {
-                    out.push(ContentBlock::text(run.join("\n")));
-                    run.clear();
+                if let Some(joined) = run.take() {
+                    out.push(ContentBlock::text(joined));
                 }
                 out.push(ContentBlock::Image {
                     media_type: block
@@ -140,8 +157,8 @@ pub(crate) fn render(raw_name: &str, value: &Value) -> Vec<ContentBlock> {
             }
         }
     }
-    if !run.is_empty() {
-        out.push(ContentBlock::text(run.join("\n")));
+    if let Some(joined) = run {
+        out.push(ContentBlock::text(joined));
     }
     if out
         .iter()
