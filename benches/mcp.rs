@@ -96,10 +96,12 @@ fn main() {
 /// its own connection (the issue's baseline: its own server process and rmcp's own child-process
 /// transport), then the registry against rmcp's peer of the registry's own connection (the same
 /// server process and transport: what the registry and the bridge add per call, without the
-/// difference of two processes). Then the host process's CPU time per call on the registry and
-/// the own-connection paths, in alternating phases.
+/// difference of two processes). Then batches of 100 concurrent calls on the own-connection
+/// paths, alternating batch by batch, and the host process's CPU time per call on the registry
+/// and the own-connection paths, in alternating phases.
 fn interleaved() {
     const ROUNDS: usize = 5_000;
+    const BATCHES: usize = 500;
     const PHASE: usize = 1_000;
     let Some(setup) = setup() else { return };
     let peer = setup.handle.peer().expect("connected");
@@ -129,6 +131,29 @@ fn interleaved() {
     };
     let [direct, registry] = compare(false);
     let [same, registry_same] = compare(true);
+    // Batches of 100 concurrent calls, the two paths (own connections) alternating batch by
+    // batch in the same way.
+    let batch = |registry: bool, round: usize| {
+        let first = round * CONCURRENT;
+        if registry {
+            setup.runtime.block_on(join_all(
+                (first..first + CONCURRENT).map(|i| registry_echo(setup, i)),
+            ));
+        } else {
+            setup.runtime.block_on(join_all(
+                (first..first + CONCURRENT).map(|i| rmcp_echo(setup, i)),
+            ));
+        }
+    };
+    let mut batches = [Vec::with_capacity(BATCHES), Vec::with_capacity(BATCHES)];
+    for round in 0..BATCHES {
+        for registry in [round % 2 == 0, round % 2 == 1] {
+            let start = std::time::Instant::now();
+            batch(registry, round);
+            batches[usize::from(registry)].push(start.elapsed());
+        }
+    }
+    let [direct_batch, registry_batch] = batches.each_mut().map(median);
     let cpu = || {
         let t = rustix::time::clock_gettime(rustix::time::ClockId::ProcessCPUTime);
         t.tv_sec as f64 * 1e6 + t.tv_nsec as f64 / 1e3
@@ -146,10 +171,14 @@ fn interleaved() {
     println!(
         "interleaved sequential echo, {ROUNDS} rounds each: registry {registry:.1} µs vs rmcp on \
          its own connection {direct:.1} µs, ratio {:.3}; registry {registry_same:.1} µs vs rmcp \
-         on the registry's connection {same:.1} µs, ratio {:.3}; host CPU per call registry \
-         {:.1} µs, rmcp direct {:.1} µs, ratio {:.3}",
+         on the registry's connection {same:.1} µs, ratio {:.3}; {CONCURRENT} concurrent, \
+         {BATCHES} batches each: registry {:.2} ms vs rmcp on its own connection {:.2} ms, ratio \
+         {:.3}; host CPU per call registry {:.1} µs, rmcp direct {:.1} µs, ratio {:.3}",
         registry / direct,
         registry_same / same,
+        registry_batch / 1e3,
+        direct_batch / 1e3,
+        registry_batch / direct_batch,
         per_call(cpu_us[1]),
         per_call(cpu_us[0]),
         cpu_us[1] / cpu_us[0],

@@ -550,6 +550,7 @@ impl ToolDefinitionBuilder {
     /// The handler only ever returns values the output schema accepts (the MCP bridge builds
     /// `{content, structuredContent?}` itself for a tool that declares no `outputSchema`), so a
     /// call skips validating them.
+    #[cfg(feature = "mcp")]
     pub(crate) fn output_checked_by_handler(mut self) -> Self {
         self.output_checked_by_handler = true;
         self
@@ -558,6 +559,7 @@ impl ToolDefinitionBuilder {
     /// The handler only observes `exec.signal()` and never cancels it (the MCP bridge's), so a
     /// call skips making the child token that keeps a body's own cancel from reaching its
     /// caller.
+    #[cfg(feature = "mcp")]
     pub(crate) fn body_leaves_signal_alone(mut self) -> Self {
         self.leaves_signal_alone = true;
         self
