@@ -7,6 +7,8 @@
 //! one lock and run one at a time.
 
 mod code_runtime_support;
+#[path = "../src/bin/dsh-tools/toolset.rs"]
+mod toolset;
 
 use code_runtime_support::*;
 use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind};
@@ -297,31 +299,6 @@ async fn javascript_a_thousand_runs_leave_host_memory_flat() {
     rt.dispose().await;
 }
 
-#[path = "../src/bin/dsh-tools/toolset.rs"]
-mod toolset;
-
-/// Runs `program` through `run_code` on a registry with the example toolset over this
-/// repository, mounted on `runtime`.
-async fn run_code(runtime: std::sync::Arc<dyn CodeRuntime>, program: &str) -> serde_json::Value {
-    let registry = dsh_tools::Registry::new();
-    registry
-        .register_all(toolset::definitions(env!("CARGO_MANIFEST_DIR")))
-        .expect("registered");
-    registry.set_mode(dsh_tools::Mode::Code);
-    registry.set_code_runtime(runtime.clone());
-    let call = dsh_tools::ToolCall::new(
-        "run-1",
-        "run_code",
-        json!({"code": program, "description": "Summarise Rust sources per folder"}),
-    );
-    let result = registry.execute(call).await;
-    runtime.dispose().await;
-    match result {
-        dsh_tools::ToolResult::Success { value, .. } => value,
-        other => panic!("run_code failed: {other:?}"),
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_main_jobs_typescript_program_gives_identical_results_embedded_and_in_a_subprocess() {
     let _alone = ALONE.lock().await;
@@ -329,12 +306,13 @@ async fn the_main_jobs_typescript_program_gives_identical_results_embedded_and_i
     let subprocess = dsh_tools::code::SubprocessRuntime::typescript(Default::default())
         .await
         .expect("node on PATH");
-    let in_process = run_code(
+    let in_process = run_main_job(
         std::sync::Arc::new(javascript(EmbeddedConfig::default())),
+        repo_tools(),
         program,
     )
     .await;
-    let child = run_code(std::sync::Arc::new(subprocess), program).await;
+    let child = run_main_job(std::sync::Arc::new(subprocess), repo_tools(), program).await;
     assert!(
         in_process["result"]
             .as_array()
@@ -473,4 +451,9 @@ async fn binding_values_cross_exactly_as_through_the_subprocess_encoder() {
     assert_eq!(seen[24], json!({"a": 1}));
     assert_eq!(seen[27], json!([1, 2]));
     assert_eq!(seen[seen.len() - 1], json!({"depth": 4096}));
+}
+
+/// The main job's tools: the example toolset over this repository.
+fn repo_tools() -> Vec<dsh_tools::ToolDefinition> {
+    toolset::definitions(env!("CARGO_MANIFEST_DIR"))
 }

@@ -9,6 +9,8 @@
 //! others share it, so that no test sees (or kills) another's workers.
 
 mod code_runtime_support;
+#[path = "../src/bin/dsh-tools/toolset.rs"]
+mod toolset;
 
 use std::time::Duration;
 
@@ -501,4 +503,27 @@ async fn the_in_process_variant_runs_the_same_programs() {
         "ValueError: boom",
     );
     rt.dispose().await;
+}
+
+/// The main job's Python program (`examples/programs/crate_summary.py`) answers the same on the
+/// pooled Monty runtime as on CPython.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_main_jobs_python_program_gives_identical_results_on_monty_and_cpython() {
+    let _shared = WORKERS.read().await;
+    let program = include_str!("../examples/programs/crate_summary.py");
+    let cpython = dsh_tools::code::SubprocessRuntime::python(Default::default())
+        .await
+        .expect("python3 on PATH");
+    let monty = run_main_job(std::sync::Arc::new(python()), repo_tools(), program).await;
+    let child = run_main_job(std::sync::Arc::new(cpython), repo_tools(), program).await;
+    assert!(
+        monty["result"].as_array().is_some_and(|a| !a.is_empty()),
+        "{monty}"
+    );
+    assert_eq!(monty, child);
+}
+
+/// The main job's tools: the example toolset over this repository.
+fn repo_tools() -> Vec<dsh_tools::ToolDefinition> {
+    toolset::definitions(env!("CARGO_MANIFEST_DIR"))
 }

@@ -228,3 +228,28 @@ impl Tools {
             }))
     }
 }
+
+/// Runs `program` through `run_code` on a registry holding `tools` (the main job's: the
+/// example toolset over this repository), mounted on `runtime`, then disposes the runtime; the
+/// value of the successful result.
+pub async fn run_main_job(
+    runtime: Arc<dyn CodeRuntime>,
+    tools: Vec<dsh_tools::ToolDefinition>,
+    program: &str,
+) -> Value {
+    let registry = dsh_tools::Registry::new();
+    registry.register_all(tools).expect("registered");
+    registry.set_mode(dsh_tools::Mode::Code);
+    registry.set_code_runtime(runtime.clone());
+    let call = dsh_tools::ToolCall::new(
+        "run-1",
+        "run_code",
+        json!({"code": program, "description": "Summarise Rust sources per folder"}),
+    );
+    let result = registry.execute(call).await;
+    runtime.dispose().await;
+    match result {
+        dsh_tools::ToolResult::Success { value, .. } => value,
+        other => panic!("run_code failed: {other:?}"),
+    }
+}
