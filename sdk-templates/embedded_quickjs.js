@@ -23,6 +23,9 @@
   const hostCallJson = host.callJson;
   const hostDone = host.done;
   const hostFail = host.fail;
+  // Taken before the program runs: it may replace them, and the outcome must still be reported.
+  const apply = Reflect.apply;
+  const promiseThen = Promise.prototype.then;
   let maxOutputBytes = 64 * 1024 * 1024;
   let maxDepth = 4096;
   let finished = false;
@@ -146,7 +149,14 @@
   function fail(kind, message) {
     if (finished) return;
     finished = true;
-    hostFail(kind, capText(wellFormed(message)));
+    let text;
+    try {
+      text = capText(wellFormed(String(message)));
+    } catch {
+      // The program broke a built-in the message needs (`RegExp.prototype.test`, …).
+      text = 'the program broke a built-in the runtime needs to report its outcome';
+    }
+    hostFail(kind, text);
   }
 
   function complete(value) {
@@ -239,7 +249,7 @@
     values.push(consoleObject);
     const start = (main) => {
       try {
-        main(...values).then(complete, (e) => fail(0, describe(e)));
+        apply(promiseThen, main(...values), [complete, (e) => fail(0, describe(e))]);
       } catch (e) {
         fail(0, describe(e));
       }

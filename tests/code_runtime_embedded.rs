@@ -229,6 +229,21 @@ async fn javascript_hostile_programs_end_in_a_typed_outcome_and_the_host_carries
             "const a: any[] = []; a.push(a);\nreturn a.join(',');".to_owned(),
             &[FailureKind::Exception],
         ),
+        // Built-ins the bootstrap needs, broken by the program: the outcome is still reported.
+        (
+            "(RegExp.prototype as any).test = () => { throw 1; };\nreturn { a: 1 };".to_owned(),
+            &[FailureKind::InvalidOutput, FailureKind::Exception],
+        ),
+        (
+            "(RegExp.prototype as any).test = () => { throw 1; };\nthrow new Error('plain');"
+                .to_owned(),
+            &[FailureKind::Exception],
+        ),
+        (
+            "(Promise.prototype as any).then = function () { return this; };\nreturn 1;"
+                .to_owned(),
+            &[],
+        ),
         // Allocation bombs.
         (
             "let s = 'x';\nwhile (true) s += s;".to_owned(),
