@@ -208,7 +208,8 @@ async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
 }
 
 /// The Python SDK's calling form, keyword arguments, works on Monty as on CPython
-/// (`tools.echo(a=1)` sends `{"a": 1}`); one dict works too, and mixing the two is refused.
+/// (`tools.echo(a=1)` sends `{"a": 1}`, `tools.echo()` sends `{}`); one value works too (`None`
+/// is sent as `null`), and mixing the two is refused.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn bindings_take_keyword_arguments_like_the_sdk_says() {
     let _shared = WORKERS.read().await;
@@ -217,14 +218,20 @@ async fn bindings_take_keyword_arguments_like_the_sdk_says() {
     let out = tools
         .run(
             &rt,
-            "a = await tools.echo(path='x', limit=2)\nb = await tools.echo({'path': 'y'})\nreturn [a, b]",
+            "a = await tools.echo(path='x', limit=2)\nb = await tools.echo({'path': 'y'})\n\
+             c = await tools.echo()\nd = await tools.echo(None)\nreturn [a, b, c, d]",
         )
         .await;
-    assert_value(&out, json!([{"path": "x", "limit": 2}, {"path": "y"}]));
+    assert_value(
+        &out,
+        json!([{"path": "x", "limit": 2}, {"path": "y"}, {}, null]),
+    );
     let out = tools
         .run(&rt, "return await tools.echo({'a': 1}, b=2)")
         .await;
     assert_failure(&out, FailureKind::Exception, "not both");
+    let out = tools.run(&rt, "return await tools.echo({}, {})").await;
+    assert_failure(&out, FailureKind::Exception, "one argument");
 }
 
 /// Frames cross between host and worker through two shared rings of 256 KiB: calls, replies and

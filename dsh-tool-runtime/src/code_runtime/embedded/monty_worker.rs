@@ -979,7 +979,7 @@ fn wrap(program: &str, namespaces: &[Value]) -> (String, u32) {
             push_string(&mut q, name);
             let _ = write!(
                 source,
-                "    async def _dsh_b_{}(self, args=None, **keywords):\n        if keywords:\n            if args is not None:\n                raise RuntimeError('pass the arguments as keywords or as one dict, not both')\n            args = keywords\n        ok, value, code = await {CALL}({quoted}, {q}, args)\n        if ok:\n            return value\n        raise RuntimeError(value)\n",
+                "    async def _dsh_b_{}(self, *given, **keywords):\n        if not given:\n            args = keywords\n        elif keywords:\n            raise RuntimeError('pass the arguments as keywords or as one dict, not both')\n        elif len(given) > 1:\n            raise TypeError('a binding takes one argument')\n        else:\n            args = given[0]\n        ok, value, code = await {CALL}({quoted}, {q}, args)\n        if ok:\n            return value\n        raise RuntimeError(value)\n",
                 mangle(name),
             );
         }
