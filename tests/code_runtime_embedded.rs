@@ -30,17 +30,6 @@ fn javascript(config: EmbeddedConfig) -> EmbeddedRuntime {
     EmbeddedRuntime::javascript(config).expect("a valid config")
 }
 
-/// CPU time this process has used so far, in ms.
-fn process_cpu_ms() -> f64 {
-    let mut ts = libc::timespec {
-        tv_sec: 0,
-        tv_nsec: 0,
-    };
-    // SAFETY: a valid timespec and a constant clock id.
-    unsafe { libc::clock_gettime(libc::CLOCK_PROCESS_CPUTIME_ID, &mut ts) };
-    ts.tv_sec as f64 * 1e3 + ts.tv_nsec as f64 / 1e6
-}
-
 /// Resident size of this process in bytes.
 fn rss_bytes() -> u64 {
     let statm = std::fs::read_to_string("/proc/self/statm").expect("statm");

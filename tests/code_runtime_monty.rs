@@ -93,11 +93,16 @@ async fn a_program_cannot_reach_the_host() {
 async fn deep_nesting_in_source_is_a_syntax_error() {
     let _shared = WORKERS.read().await;
     let rt = python();
-    for (open, close) in [("[", "]"), ("(", ")"), ("{'k': ", "}")] {
+    // As deep as a program of at most 256 KiB can nest each form.
+    for (open, close, depth) in [
+        ("[", "]", 100_000),
+        ("(", ")", 100_000),
+        ("{'k': ", "}", 30_000),
+    ] {
         let program = format!(
             "x = {}1{}\nreturn 1",
-            open.repeat(100_000),
-            close.repeat(100_000)
+            open.repeat(depth),
+            close.repeat(depth)
         );
         let out = then_healthy(&rt, &program).await;
         assert_failure(&out, FailureKind::Exception, "SyntaxError");
@@ -146,13 +151,11 @@ async fn a_recursion_bomb_is_a_recursion_error() {
 async fn allocation_bombs_and_huge_literals_end_as_memory_limit() {
     let _shared = WORKERS.read().await;
     let rt = python();
-    let literal = format!("x = '{}'\nreturn len(x)", "a".repeat(50 << 20));
     for program in [
         "x = 'a' * (10 ** 12)\nreturn len(x)",
         "x = [0] * (10 ** 10)\nreturn len(x)",
         "x = 2 ** (10 ** 10)\nreturn 1",
         "hoard = []\nwhile True:\n    hoard.append([0] * 100000)",
-        &literal,
     ] {
         let out = then_healthy(&rt, program).await;
         assert_failure(
@@ -161,6 +164,18 @@ async fn allocation_bombs_and_huge_literals_end_as_memory_limit() {
             "memory limit reached (128 MiB)",
         );
     }
+    // A huge literal makes a program too long to run at all.
+    let literal = format!("x = '{}'\nreturn len(x)", "a".repeat(50 << 20));
+    let out = then_healthy(&rt, &literal).await;
+    assert_failure(&out, FailureKind::Exception, "at most 262144 are accepted");
+    assert_value(
+        &then_healthy(
+            &rt,
+            &format!("x = '{}'\nreturn len(x)", "a".repeat(200_000)),
+        )
+        .await,
+        json!(200_000),
+    );
     rt.dispose().await;
 }
 
@@ -533,4 +548,62 @@ async fn the_main_jobs_python_program_gives_identical_results_on_monty_and_cpyth
 /// The main job's tools: the example toolset over this repository.
 fn repo_tools() -> Vec<dsh_tools::ToolDefinition> {
     toolset::definitions(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The prompt tells the model where Monty's Python differs from what the Python SDK guide lets a
+/// program expect (no `tool_name` or `code` on a failed call's error); on CPython it adds nothing.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_prompt_says_what_monty_lacks() {
+    let _shared = WORKERS.read().await;
+    let sections = |runtime: std::sync::Arc<dyn CodeRuntime>| {
+        let registry = dsh_tools::Registry::new();
+        registry.register_all(repo_tools()).expect("registered");
+        registry.set_mode(dsh_tools::Mode::Code);
+        registry.set_code_runtime(runtime);
+        registry.model_view(None).expect("code-mode view").sections
+    };
+    let monty = std::sync::Arc::new(python());
+    let on_monty = sections(monty.clone());
+    let note = on_monty
+        .iter()
+        .find(|section| section.id == "tools:runtime")
+        .expect("a runtime section on Monty");
+    assert!(
+        note.text.contains("str(error)") && note.text.contains("no `tool_name` or `code`"),
+        "{}",
+        note.text
+    );
+    assert!(on_monty.windows(2).all(|w| w[0].order < w[1].order));
+    monty.dispose().await;
+    let cpython = std::sync::Arc::new(
+        dsh_tools::code::SubprocessRuntime::python(Default::default())
+            .await
+            .expect("python3 on PATH"),
+    );
+    assert!(
+        sections(cpython.clone())
+            .iter()
+            .all(|section| section.id != "tools:runtime")
+    );
+    cpython.dispose().await;
+}
+
+/// While a program computes without calling or printing, the host waits: it does not spin on
+/// the worker's doorbell (Monty flushes its print writer at its checkpoints, which once rang
+/// the parked host each time with nothing to read). The host's CPU time over a run that burns
+/// its whole compute budget stays a small part of that budget.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_host_waits_while_a_program_computes() {
+    let _alone = WORKERS.write().await;
+    let rt = one_worker(600);
+    assert_value(&run(&rt, "return 1").await, json!(1));
+    let before = process_cpu_ms();
+    let out = run(&rt, "while True:\n    pass").await;
+    let host_ms = process_cpu_ms() - before;
+    assert_failure(&out, FailureKind::Timeout, "compute budget");
+    assert!(
+        host_ms < 150.0,
+        "the host used {host_ms:.0} ms of CPU while the program used 600 ms"
+    );
+    rt.dispose().await;
 }

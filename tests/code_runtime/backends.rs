@@ -177,7 +177,35 @@ on_every_backend!(
     dispose_aborts_live_runs_and_refuses_new_ones,
     a_reserved_binding_global_is_refused,
     non_erasable_typescript_is_refused,
+    a_program_over_256_kib_is_refused_in_either_language,
 );
+
+/// Programs have one size limit, 256 KiB, in both languages: a longer one is refused before it
+/// runs (a 2 MB expression once overflowed Monty's parser), and one at the limit runs.
+async fn a_program_over_256_kib_is_refused_in_either_language(backend: Backend) {
+    const LIMIT: usize = 256 << 10;
+    let rt = backend.runtime(budgets()).await;
+    let comment = backend.pick("//", "#");
+    let program = |bytes: usize| {
+        let body = "return 1";
+        format!(
+            "{}\n{comment}{}",
+            body,
+            "x".repeat(bytes - body.len() - 1 - comment.len())
+        )
+    };
+    let over = run(rt.as_ref(), &program(LIMIT + 1)).await;
+    assert_failure(
+        &over,
+        FailureKind::Exception,
+        &format!(
+            "program is {} bytes; at most {LIMIT} are accepted",
+            LIMIT + 1
+        ),
+    );
+    assert_value(&run(rt.as_ref(), &program(LIMIT)).await, json!(1));
+    rt.dispose().await;
+}
 
 async fn reports_language_and_isolation(backend: Backend) {
     let rt = backend.runtime(budgets()).await;

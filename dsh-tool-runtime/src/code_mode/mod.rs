@@ -23,9 +23,11 @@ pub use run_code::RunCodeConfig;
 /// A prompt section contributed by the registry.
 #[derive(Debug, Clone, PartialEq, Eq, serde::Serialize)]
 pub struct PromptSection {
-    /// Stable id: `tools:code-only` or `tools:sdk`.
+    /// Stable id: `tools:code-only`, `tools:sdk`, or `tools:runtime` (the code runtime's
+    /// [`prompt_note`](crate::code_runtime::CodeRuntime::prompt_note)).
     pub id: &'static str,
-    /// Sort key among the prompt's sections (99 for the code-only rule, 150 for the SDK).
+    /// Sort key among the prompt's sections (99 for the code-only rule, 150 for the SDK, 151
+    /// for the runtime's note).
     pub order: u32,
     /// The section text.
     pub text: String,
@@ -155,23 +157,34 @@ impl Registry {
                 sdk::section(language, &specs, disclosure)
             },
         };
+        let runtime_section = runtime.prompt_note().map(|note| PromptSection {
+            id: "tools:runtime",
+            order: 151,
+            text: note.to_owned(),
+        });
         Ok(match mode {
             Mode::Code => ModelView {
                 mode,
                 tools: vec![run_code_schema],
-                sections: vec![
-                    PromptSection {
+                sections: [
+                    Some(PromptSection {
                         id: "tools:code-only",
                         order: 99,
                         text: CODE_ONLY_RULE.to_owned(),
-                    },
-                    sdk_section,
-                ],
+                    }),
+                    Some(sdk_section),
+                    runtime_section,
+                ]
+                .into_iter()
+                .flatten()
+                .collect(),
             },
             _ => ModelView {
                 mode,
                 tools: native().chain(std::iter::once(run_code_schema)).collect(),
-                sections: vec![sdk_section],
+                sections: std::iter::once(sdk_section)
+                    .chain(runtime_section)
+                    .collect(),
             },
         })
     }

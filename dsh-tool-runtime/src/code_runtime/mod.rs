@@ -78,6 +78,13 @@ pub trait CodeRuntime: Send + Sync {
     /// How programs are isolated from the host.
     fn isolation(&self) -> Isolation;
 
+    /// What a program must know about this runtime that the language's SDK guide does not say
+    /// (an interpreter that implements a subset of the language): shown to the model as its own
+    /// prompt section, `tools:runtime`, after the SDK. `None` (the default) adds nothing.
+    fn prompt_note(&self) -> Option<&'static str> {
+        None
+    }
+
     /// Runs one program to completion.
     ///
     /// Every program outcome (value, thrown error, budget hit, crash, cancellation) resolves as

@@ -37,6 +37,17 @@ use oxc::syntax::scope::ScopeFlags;
 /// overflowing it.
 pub(crate) const MAX_PROGRAM_BYTES: usize = 256 << 10;
 
+/// The refusal of a program over [`MAX_PROGRAM_BYTES`], in either language: the bound is the
+/// stripper's, and every runtime applies it so that programs have one limit.
+pub(crate) fn oversized(program: &str) -> Option<String> {
+    (program.len() > MAX_PROGRAM_BYTES).then(|| {
+        format!(
+            "program is {} bytes; at most {MAX_PROGRAM_BYTES} are accepted",
+            program.len()
+        )
+    })
+}
+
 /// Stack for the stripping thread: generous, and only touched pages are committed.
 const STRIP_STACK_BYTES: usize = 1 << 30;
 
@@ -48,11 +59,8 @@ const STRIP_STACK_BYTES: usize = 1 << 30;
 /// (`program.ts:<line>:<column>: <message>`), refused non-erasable syntax, or a program over
 /// [`MAX_PROGRAM_BYTES`].
 pub(crate) async fn strip_types(source: String) -> Result<String, String> {
-    if source.len() > MAX_PROGRAM_BYTES {
-        return Err(format!(
-            "program is {} bytes; at most {MAX_PROGRAM_BYTES} are accepted",
-            source.len()
-        ));
+    if let Some(refusal) = oversized(&source) {
+        return Err(refusal);
     }
     let (tx, rx) = tokio::sync::oneshot::channel();
     std::thread::Builder::new()

@@ -45,6 +45,8 @@ use tokio_util::task::TaskTracker;
 
 use super::ledger::OutputLedger;
 use super::names::validate_namespaces;
+#[cfg(feature = "embedded-python")]
+use super::strip::oversized;
 use super::strip::strip_types;
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 
@@ -254,6 +256,14 @@ impl EmbeddedRuntime {
     }
 }
 
+/// The `tools:runtime` prompt section of the Monty runtimes: where Monty's Python differs from
+/// what the Python SDK guide (written for CPython) lets a program expect.
+#[cfg(feature = "embedded-python")]
+const MONTY_NOTE: &str = "Python here is Monty, a subset of CPython:\n\
+- `ToolCallError` is another name for `RuntimeError`: read `str(error)`; it has no `tool_name` or `code`.\n\
+- Only built-in exceptions can be raised; classes cannot inherit; objects have no `__getitem__`.\n\
+- Modules: `asyncio`, `re`, `json`, `math`, `datetime`, `collections`, `itertools`, `functools`, `dataclasses`, `base64`, `typing`.";
+
 impl CodeRuntime for EmbeddedRuntime {
     fn language(&self) -> &'static str {
         self.inner.engine.language()
@@ -265,6 +275,15 @@ impl CodeRuntime for EmbeddedRuntime {
             return pooled.isolation();
         }
         Isolation::InProcessInterpreter
+    }
+
+    fn prompt_note(&self) -> Option<&'static str> {
+        match self.inner.engine {
+            #[cfg(feature = "embedded-js")]
+            Engine::QuickJs => None,
+            #[cfg(feature = "embedded-python")]
+            Engine::Monty | Engine::MontyInProcess => Some(MONTY_NOTE),
+        }
     }
 
     fn run(&self, mut request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
@@ -341,7 +360,10 @@ impl Inner {
             },
             // `Monty` is served by its worker pool and never reaches an interpreter thread.
             #[cfg(feature = "embedded-python")]
-            Engine::Monty | Engine::MontyInProcess => request.program.clone(),
+            Engine::Monty | Engine::MontyInProcess => match oversized(&request.program) {
+                Some(refusal) => return Ok(self.early(FailureKind::Exception, refusal)),
+                None => request.program.clone(),
+            },
         };
         let slot = tokio::select! {
             biased;

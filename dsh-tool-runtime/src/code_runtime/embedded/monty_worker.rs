@@ -177,6 +177,7 @@ fn serve() -> i32 {
             RingOut {
                 ring: up,
                 bells: Rc::clone(&bells),
+                published: false,
             },
         ),
         inbox: BufReader::with_capacity(64 << 10, RingIn { ring: down, bells }),
@@ -297,6 +298,10 @@ fn closed() -> std::io::Error {
 struct RingOut {
     ring: ring::Producer,
     bells: Rc<Bells>,
+    /// Bytes were published since the last flush. Monty flushes its print writer at checkpoints
+    /// of a computing program; ringing then, with nothing new, would wake a parked host to find
+    /// nothing, over and over.
+    published: bool,
 }
 
 impl Write for RingOut {
@@ -304,6 +309,7 @@ impl Write for RingOut {
         loop {
             let n = self.ring.write(bytes).map_err(|_| closed())?;
             if n > 0 || bytes.is_empty() {
+                self.published |= n > 0;
                 return Ok(n);
             }
             // Full: what is in it must reach the host before it can make room.
@@ -315,7 +321,9 @@ impl Write for RingOut {
     }
 
     fn flush(&mut self) -> std::io::Result<()> {
-        if self.ring.consumer_needs_bell() {
+        // A host that parks after this looks at the ring once more before it blocks, so bytes
+        // published before now need a ring only if it is parked already.
+        if std::mem::take(&mut self.published) && self.ring.consumer_needs_bell() {
             self.bells.ring_host()?;
         }
         Ok(())
