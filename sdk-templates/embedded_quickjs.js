@@ -170,9 +170,15 @@
     try {
       text = encode(value);
     } catch (e) {
+      let deep = false;
+      try {
+        deep = e instanceof Unfit && e.message === 'deep';
+      } catch {
+        // A hostile value (a proxy whose traps throw) was thrown: not one of ours.
+      }
       fail(
         1,
-        e instanceof Unfit && e.message === 'deep'
+        deep
           ? 'program completion nests deeper than ' + maxDepth + ' levels'
           : 'program completion must be lossless JSON',
       );

@@ -516,3 +516,27 @@ fn an_overlong_path_is_refused_without_being_echoed() {
     );
     assert!(line.len() < 200, "{line}");
 }
+
+/// `view --runtime embedded` shows what that runtime adds to the prompt: for Python on Monty, a
+/// `tools:runtime` section on what Monty lacks; the subprocess runtime adds none.
+#[test]
+fn view_shows_the_embedded_runtimes_prompt_note() {
+    let view = |runtime: &str| {
+        stdout(&repo(&[
+            "view",
+            "--mode",
+            "code",
+            "--lang",
+            "py",
+            "--runtime",
+            runtime,
+        ]))
+    };
+    let embedded = view("embedded");
+    assert!(
+        embedded.contains("--- prompt section tools:runtime (order 151) ---")
+            && embedded.contains("no `tool_name` or `code`"),
+        "{embedded}"
+    );
+    assert!(!view("subprocess").contains("tools:runtime"));
+}

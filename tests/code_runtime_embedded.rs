@@ -233,6 +233,18 @@ async fn javascript_hostile_programs_end_in_a_typed_outcome_and_the_host_carries
                 .to_owned(),
             &[],
         ),
+        (
+            "const p = new Proxy({}, { getPrototypeOf() { throw 1; }, get() { throw 2; } });\n\
+             return { get a() { throw p; } };"
+                .to_owned(),
+            &[FailureKind::InvalidOutput, FailureKind::Exception],
+        ),
+        (
+            "Object.defineProperty(Error.prototype, 'code', { set() { throw 7; }, configurable: true });\n\
+             try { await tools.fail({}); return 'ok'; } catch (e) { return 'caught ' + e; }"
+                .to_owned(),
+            &[],
+        ),
         // Allocation bombs.
         (
             "let s = 'x';\nwhile (true) s += s;".to_owned(),

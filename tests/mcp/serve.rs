@@ -269,11 +269,16 @@ fn signal(child: &Child, signal: &str) {
 
 /// `serve` over the built-in toolset of `root` with stdin a pipe and stdout the file `out`
 /// (which cannot be polled); returns it once it answered `initialize`.
-fn serve_into_file(root: &std::path::Path, out: &std::path::Path) -> (Child, ChildStdin) {
+fn serve_into_file(
+    root: &std::path::Path,
+    out: &std::path::Path,
+    serve_args: &[&str],
+) -> (Child, ChildStdin) {
     let mut child = Command::new(BIN)
         .args(["--builtin", "repo", "--root"])
         .arg(root)
         .arg("serve")
+        .args(serve_args)
         .stdin(Stdio::piped())
         .stdout(std::fs::File::create(out).unwrap())
         .stderr(Stdio::null())
@@ -291,7 +296,7 @@ fn serve_into_file(root: &std::path::Path, out: &std::path::Path) -> (Child, Chi
 fn serve_over_stdio_answers_into_a_file_across_pauses() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.jsonl");
-    let (mut child, mut stdin) = serve_into_file(dir.path(), &out);
+    let (mut child, mut stdin) = serve_into_file(dir.path(), &out, &[]);
     send_line(&mut stdin, PING);
     wait_for_lines(&out, 2, &mut child);
     drop(stdin);
@@ -475,7 +480,7 @@ fn wait_for_exit(child: &mut Child) -> std::process::ExitStatus {
 fn a_terminated_server_on_blocking_stdio_exits_with_its_input_open() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("out.jsonl");
-    let (mut child, stdin) = serve_into_file(dir.path(), &out);
+    let (mut child, stdin) = serve_into_file(dir.path(), &out, &[]);
     signal(&child, "-TERM");
     assert!(wait_for_exit(&mut child).success());
     drop(stdin);
@@ -518,4 +523,41 @@ fn an_interrupted_run_ends_its_program_and_says_so() {
     assert_eq!(exit.code(), Some(1), "{stderr}");
     assert!(stderr.contains("stopped by a signal"), "{stderr}");
     assert!(left.is_empty(), "still running after the command: {left:?}");
+}
+
+/// MCP has no prompt sections, so `run_code`'s description carries the SDK and, after it, the
+/// code runtime's note: over Python on Monty, what Monty lacks; over CPython, nothing more.
+#[test]
+fn serve_passes_the_runtimes_prompt_note_to_run_code() {
+    let described = |runtime: &str| {
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("out.jsonl");
+        let (mut child, mut stdin) = serve_into_file(
+            dir.path(),
+            &out,
+            &["--mode", "code", "--lang", "py", "--runtime", runtime],
+        );
+        send_line(
+            &mut stdin,
+            r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#,
+        );
+        send_line(
+            &mut stdin,
+            r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#,
+        );
+        wait_for_lines(&out, 2, &mut child);
+        drop(stdin);
+        assert!(child.wait().unwrap().success());
+        let text = std::fs::read_to_string(&out).unwrap();
+        let listed: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+        let tools = listed["result"]["tools"].as_array().unwrap().clone();
+        let run_code = tools.iter().find(|t| t["name"] == "run_code").unwrap();
+        run_code["description"].as_str().unwrap().to_owned()
+    };
+    let embedded = described("embedded");
+    assert!(
+        embedded.contains("Python here is Monty") && embedded.contains("```py"),
+        "{embedded}"
+    );
+    assert!(!described("subprocess").contains("Python here is Monty"));
 }

@@ -50,14 +50,13 @@ fn mcp_tool(
     let definition = registry.get(&schema.name, scope);
     let mut description = schema.description.clone();
     if schema.name == RUN_CODE {
-        // MCP has no prompt sections: the SDK travels in the one place every host shows the model.
-        if let Some(sdk) = view
-            .sections
-            .iter()
-            .find(|section| section.id == "tools:sdk")
-        {
-            description.push_str("\n\n");
-            description.push_str(&sdk.text);
+        // MCP has no prompt sections: the SDK, and the runtime's note after it, travel in the
+        // one place every host shows the model.
+        for id in ["tools:sdk", "tools:runtime"] {
+            if let Some(section) = view.sections.iter().find(|section| section.id == id) {
+                description.push_str("\n\n");
+                description.push_str(&section.text);
+            }
         }
     }
     let input = object_schema(

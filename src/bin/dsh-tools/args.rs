@@ -158,6 +158,10 @@ pub struct ViewArgs {
     /// The language of code-mode programs: ts or py.
     #[arg(long, default_value = "ts", value_parser = parse_language)]
     pub lang: Language,
+    /// The code runtime whose view is shown: subprocess or embedded (which may add a
+    /// `tools:runtime` section).
+    #[arg(long, default_value = "subprocess", value_parser = parse_runtime)]
+    pub runtime: RuntimeKind,
 }
 
 /// `call`.

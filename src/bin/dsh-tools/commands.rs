@@ -12,9 +12,7 @@ use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::args::{
-    CallArgs, ReplayArgs, RunArgs, RuntimeKind, SdkArgs, ServeArgs, ToolsArgs, ViewArgs,
-};
+use crate::args::{CallArgs, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs};
 use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
@@ -142,16 +140,7 @@ pub async fn view(
     let runtime = if args.mode == Mode::Native {
         None
     } else {
-        Some(
-            mount_runtime(
-                registry,
-                args.lang,
-                RuntimeKind::Subprocess,
-                Default::default(),
-                false,
-            )
-            .await?,
-        )
+        Some(mount_runtime(registry, args.lang, args.runtime, Default::default(), false).await?)
     };
     let view = registry.model_view(None).map_err(|error| error.to_string());
     if let Some(runtime) = runtime {

@@ -262,7 +262,7 @@ impl EmbeddedRuntime {
 const MONTY_NOTE: &str = "Python here is Monty, a subset of CPython:\n\
 - `ToolCallError` is another name for `RuntimeError`: read `str(error)`; it has no `tool_name` or `code`.\n\
 - Only built-in exceptions can be raised; classes cannot inherit; objects have no `__getitem__`.\n\
-- Modules: `asyncio`, `re`, `json`, `math`, `datetime`, `collections`, `itertools`, `functools`, `dataclasses`, `base64`, `typing`.";
+- Modules: `asyncio`, `re`, `json`, `math`, `datetime`, `collections`, `itertools`, `functools`, `dataclasses`, `base64`, `typing`; no files, network or processes.";
 
 impl CodeRuntime for EmbeddedRuntime {
     fn language(&self) -> &'static str {

@@ -479,6 +479,7 @@ fn pump<'js>(
                             Err(_) => {
                                 let _ = ctx.catch();
                                 reject(
+                                    ctx,
                                     failure,
                                     &waiting,
                                     "binding resolution could not be read".to_owned(),
@@ -487,7 +488,7 @@ fn pump<'js>(
                             }
                         }
                     }
-                    Err(error) => reject(failure, &waiting, error.message, error.code),
+                    Err(error) => reject(ctx, failure, &waiting, error.message, error.code),
                 };
                 if replied.is_err() {
                     let _ = ctx.catch();
@@ -513,11 +514,17 @@ fn pump<'js>(
 
 /// Rejects a waiting call with the error its namespace raises for `message` and `code`.
 fn reject<'js>(
+    ctx: &Ctx<'js>,
     failure: &Function<'js>,
     waiting: &Waiting<'js>,
     message: String,
     code: Option<String>,
 ) -> rquickjs::Result<()> {
-    let error: rquickjs::Value = failure.call((waiting.binding as f64, message, code))?;
+    let error = match failure.call::<_, rquickjs::Value>((waiting.binding as f64, message, code)) {
+        Ok(error) => error,
+        // The program broke what the error is built with (a throwing setter on
+        // `Error.prototype`, …): the call still settles, rejecting with what that threw.
+        Err(_) => ctx.catch(),
+    };
     waiting.reject.call((error,))
 }
