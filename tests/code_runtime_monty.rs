@@ -536,13 +536,13 @@ async fn the_main_jobs_python_program_gives_identical_results_on_monty_and_cpyth
     let cpython = dsh_tools::code::SubprocessRuntime::python(Default::default())
         .await
         .expect("python3 on PATH");
-    let monty = run_main_job(std::sync::Arc::new(python()), repo_tools(), program).await;
-    let child = run_main_job(std::sync::Arc::new(cpython), repo_tools(), program).await;
-    assert!(
-        monty["result"].as_array().is_some_and(|a| !a.is_empty()),
-        "{monty}"
-    );
-    assert_eq!(monty, child);
+    assert_main_job_alike(
+        std::sync::Arc::new(python()),
+        std::sync::Arc::new(cpython),
+        repo_tools,
+        program,
+    )
+    .await;
 }
 
 /// The main job's tools: the example toolset over this repository.

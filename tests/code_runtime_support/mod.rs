@@ -229,6 +229,23 @@ impl Tools {
     }
 }
 
+/// Runs the main job's `program` on `embedded` and on `subprocess`, each with `tools()`, and
+/// checks that both answer the same non-empty result.
+pub async fn assert_main_job_alike(
+    embedded: Arc<dyn CodeRuntime>,
+    subprocess: Arc<dyn CodeRuntime>,
+    tools: impl Fn() -> Vec<dsh_tools::ToolDefinition>,
+    program: &str,
+) {
+    let inside = run_main_job(embedded, tools(), program).await;
+    let child = run_main_job(subprocess, tools(), program).await;
+    assert!(
+        inside["result"].as_array().is_some_and(|a| !a.is_empty()),
+        "{inside}"
+    );
+    assert_eq!(inside, child);
+}
+
 /// Runs `program` through `run_code` on a registry holding `tools` (the main job's: the
 /// example toolset over this repository), mounted on `runtime`, then disposes the runtime; the
 /// value of the successful result.

@@ -1,5 +1,5 @@
 //! Admitting a run, shared by the backends that queue for a slot: its binding names checked, a
-//! cancelled run refused before it starts, and the wait for one of `max_concurrent_runs` slots,
+//! cancelled run or a program over the size limit refused before it starts, and the wait for one of `max_concurrent_runs` slots,
 //! which cancellation and disposal end.
 
 use std::sync::Arc;
@@ -8,6 +8,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tokio_util::sync::CancellationToken;
 
 use super::names::validate_namespaces;
+use super::strip::oversized;
 use super::{CodeRuntimeError, FailureKind, RunOutcome, RunRequest};
 
 /// A slot for `request`, or the outcome it ends with instead (`abort`, from `early`).
@@ -25,6 +26,10 @@ pub(crate) async fn admit(
     let abort = |message: &str| Ok(Err(early(FailureKind::Abort, message.to_owned())));
     if request.signal.is_cancelled() {
         return abort("run aborted before it started");
+    }
+    // Refused before it takes a slot: one size limit for every language.
+    if let Some(refusal) = oversized(&request.program) {
+        return Ok(Err(early(FailureKind::Exception, refusal)));
     }
     // Waiting for a slot is where a run may queue: cancellation and disposal end it there.
     let permit = tokio::select! {

@@ -26,7 +26,7 @@ use super::frame::{self, ChildFrame, FrameDecoder, Inbound, Unfit};
 use super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
 use super::sandbox::{Plan, Sandbox, SandboxStatus};
-use super::strip::{oversized, strip_types};
+use super::strip::strip_types;
 use super::{
     BindingCall, BindingError, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
     RunRequest,
@@ -470,10 +470,7 @@ impl Inner {
                 Ok(js) => js,
                 Err(message) => return Ok(self.early(FailureKind::Exception, message)),
             },
-            Language::Python => match oversized(&request.program) {
-                Some(refusal) => return Ok(self.early(FailureKind::Exception, refusal)),
-                None => request.program.clone(),
-            },
+            Language::Python => request.program.clone(),
         };
         if request.signal.is_cancelled() {
             return Ok(self.early(

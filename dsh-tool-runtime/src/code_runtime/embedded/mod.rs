@@ -45,9 +45,7 @@ use tokio_util::task::TaskTracker;
 
 use super::ledger::OutputLedger;
 use super::names::validate_namespaces;
-#[cfg(feature = "embedded-python")]
-use super::strip::oversized;
-use super::strip::strip_types;
+use super::strip::{oversized, strip_types};
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 
 /// Budgets and options of an [`EmbeddedRuntime`]. All durations in milliseconds.
@@ -352,6 +350,10 @@ impl Inner {
         if before() {
             return Ok(aborted());
         }
+        // The in-process engines take no admission slot (`admit`), so the size limit is here.
+        if let Some(refusal) = oversized(&request.program) {
+            return Ok(self.early(FailureKind::Exception, refusal));
+        }
         let program = match self.engine {
             #[cfg(feature = "embedded-js")]
             Engine::QuickJs => match strip_types(request.program.clone()).await {
@@ -360,10 +362,7 @@ impl Inner {
             },
             // `Monty` is served by its worker pool and never reaches an interpreter thread.
             #[cfg(feature = "embedded-python")]
-            Engine::Monty | Engine::MontyInProcess => match oversized(&request.program) {
-                Some(refusal) => return Ok(self.early(FailureKind::Exception, refusal)),
-                None => request.program.clone(),
-            },
+            Engine::Monty | Engine::MontyInProcess => request.program.clone(),
         };
         let slot = tokio::select! {
             biased;

@@ -43,7 +43,6 @@ use super::super::frame::{self, ChildFrame, FrameDecoder, Inbound, MAX_DEPTH, Un
 use super::super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
 use super::super::process::{self, Launch, MemoryLimit, Worker};
 use super::super::sandbox::{Plan, Sandbox};
-use super::super::strip::oversized;
 use super::super::{
     BindingCall, BindingError, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest,
 };
@@ -354,9 +353,6 @@ impl Pool {
             Ok(permit) => permit,
             Err(outcome) => return Ok(outcome),
         };
-        if let Some(refusal) = oversized(&request.program) {
-            return Ok(self.early(FailureKind::Exception, refusal));
-        }
         if request.signal.is_cancelled() {
             return Ok(self.early(
                 FailureKind::Abort,
