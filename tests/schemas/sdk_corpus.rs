@@ -139,7 +139,7 @@ fn corpus_constructs_map_to_named_types_and_unions() {
 }
 
 /// Tools that answer alike (TypeScript: one `Record` over their names that `ToolOutputMap`
-/// extends; Python: a class per tool). A program reading each tool's answer must
+/// extends; Python: one class named after its keys). A program reading each tool's answer must
 /// type-check with the right fields, and reading a field the shape lacks must not.
 #[test]
 fn shared_output_types_type_check_as_each_tools_answer() {
@@ -161,6 +161,8 @@ fn shared_output_types_type_check_as_each_tools_answer() {
         "{typescript}"
     );
     let python = sdk::python(&tools);
+    assert_eq!(python.matches("class OkNoteOutput(").count(), 1, "{python}");
+    assert_eq!(python.matches("-> OkNoteOutput").count(), 3, "{python}");
     let out = std::env::temp_dir().join(format!("dsh-sdk-shared-{}", std::process::id()));
     std::fs::create_dir_all(&out).expect("temporary folder");
     let program_ts = r#"

@@ -16,15 +16,16 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
     // The index meets SPEC §13's 0.1× with margin (0.091× / 0.090× measured).
     assert!(all.ratio(all.index_typescript) <= 0.0915, "{table}");
     assert!(all.ratio(all.index_python) <= 0.091, "{table}");
-    // The full section does not reach SPEC §13's 0.6× (0.682× / 0.803× measured, Python with
-    // `getattr(tools, "…")` for names that are no identifiers, 0.795× with `tools["…"]`; 0.692× /
+    // The full section does not reach SPEC §13's 0.6× (0.682× / 0.778× measured; Python 0.803×
+    // before tools answering alike shared one output class, with `getattr(tools, "…")` for names
+    // that are no identifiers, 0.795× with `tools["…"]`; 0.692× /
     // 0.814× before TypeScript tools answering alike shared one output type and a repeated
     // Python object shape reused its class; 0.650× / 0.771× before the
     // documented members of a union kept their docs, which the native list carries too;
     // 0.73× / 1.05× before keyword signatures, one-space indents, `keyword value` notes, inline
     // Python defaults and a shorter guide); these bounds keep it from growing back.
     assert!(all.ratio(all.sdk_typescript) <= 0.683, "{table}");
-    assert!(all.ratio(all.sdk_python) <= 0.804, "{table}");
+    assert!(all.ratio(all.sdk_python) <= 0.779, "{table}");
 }
 
 /// The main job in code mode costs at most 2 % of the tokens the model reads doing it natively.

@@ -761,9 +761,9 @@ fn an_undocumented_union_carries_its_members_docs() {
 
 /// A Python object shape met again reuses its class: a functional-form `TypedDict` (a key that
 /// is no identifier) as well as a class, and an undocumented output reuses the documented input
-/// class. Shapes whose docs differ keep a class each, so no field reads a doc it does not have,
-/// and each tool's output class keeps the tool's name even when another tool answers alike (a
-/// class named after another tool, or another server's, would misread).
+/// class. Shapes whose docs differ keep a class each, so no field reads a doc it does not have.
+/// Tools that answer alike share one output class named after its keys, not after one of the
+/// tools (a class named after another tool, or another server's, would misread).
 #[test]
 fn python_object_shapes_are_rendered_once() {
     let relation = |doc: bool| {
@@ -810,11 +810,14 @@ fn python_object_shapes_are_rendered_once() {
         python.contains("relations: list[Relations]) -> CreateOutput"),
         "{python}"
     );
-    assert!(python.contains("def undo(self) -> UndoOutput"), "{python}");
+    // Tools that answer alike share one output class, named after its keys.
+    assert!(python.contains("def undo(self) -> OkOutput"), "{python}");
     assert!(
-        python.contains("def remove(self, *, relations: list[Relations]) -> RemoveOutput"),
+        python.contains("def remove(self, *, relations: list[Relations]) -> OkOutput"),
         "{python}"
     );
+    assert_eq!(python.matches("class OkOutput(TypedDict):").count(), 1);
+    assert!(!python.contains("UndoOutput") && !python.contains("RemoveOutput"));
     // Numbering has no gaps: the reused shapes gave their names back.
     assert!(python.contains("Relations2 = TypedDict("), "{python}");
 }

@@ -11,7 +11,7 @@
 //! (aliases, functional `TypedDict` values), so it also imports cleanly at run time despite
 //! forward and recursive references.
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeMap, BTreeSet};
 
 use serde::Serialize;
 use serde_json::Value;
@@ -169,29 +169,31 @@ pub(crate) struct Context {
 }
 
 /// Builds the template context from the model, allocating class names from `names` (the
-/// allocator the model's named types came from).
+/// allocator the model's named types came from). Tools that answer alike share one output class;
+/// a class shared so is named after its keys (`ContentOutput`), not after one of the tools, so
+/// that no tool's output reads as another's: the first rendering finds the shared classes, a
+/// second one names them.
 pub(crate) fn context(model: &Model, names: NameAllocator) -> Context {
-    let mut render = Renderer {
-        model,
-        names,
-        blocks: Vec::new(),
-        shapes: Default::default(),
-        uses: BTreeSet::new(),
-        def_emitted: vec![false; model.defs.len()],
-        def_queue: Vec::new(),
-    };
-    let mut tools = Vec::with_capacity(model.tools.len());
-    for tool in &model.tools {
-        let base = pascal_case(&tool.name);
-        let params = render.parameters(tool.args, &base);
-        let output = render.ty(tool.output, &format!("{base}Output"));
-        render.drain_defs();
-        let bare = is_bare_tool_name(&tool.name);
-        tools.push(ToolEntry {
-            bare,
-            lines: member_lines(&tool.name, bare, &params, &output, tool.doc.as_deref()),
-        });
+    let first = Renderer::new(model, names.clone()).tools(&vec![None; model.tools.len()]);
+    let mut users: BTreeMap<&str, usize> = BTreeMap::new();
+    for class in first.1.iter().flatten() {
+        *users.entry(class).or_default() += 1;
     }
+    let hints: Vec<Option<String>> = model
+        .tools
+        .iter()
+        .zip(&first.1)
+        .map(|(tool, class)| {
+            let class = class.as_deref()?;
+            (users[class] > 1).then(|| first.0.shared_output_hint(tool.output))
+        })
+        .collect();
+    let (render, tools) = if hints.iter().all(Option::is_none) {
+        (first.0, first.2)
+    } else {
+        let (render, _, tools) = Renderer::new(model, names).tools(&hints);
+        (render, tools)
+    };
     let mut imports = vec!["Protocol"];
     for name in ["Any", "Literal", "TypeAlias", "TypedDict"] {
         if render.uses.contains(name) {
@@ -318,6 +320,21 @@ type SharedClass = (String, Vec<Option<String>>);
 /// name has it.
 const NAMED_TYPE: &str = "#";
 
+/// The stem under which the classes of tool outputs are kept among the emitted shapes: tools
+/// that answer alike share one output class, as in the TypeScript SDK.
+const OUTPUT_TYPE: &str = "->";
+
+/// How an emitted class may stand for a later shape like it.
+#[derive(Clone, Copy, PartialEq)]
+enum Sharing {
+    /// A named type (`$defs`): any later anonymous shape like it reads its name.
+    Named,
+    /// An anonymous shape: reused under the same name stem, or for a named type.
+    Anonymous,
+    /// A tool's output: reused for another tool's output, or for a named type.
+    Output,
+}
+
 /// A field of a `TypedDict` being assembled.
 #[derive(Clone)]
 struct Field {
@@ -346,9 +363,68 @@ struct Renderer<'m> {
     uses: BTreeSet<&'static str>,
     def_emitted: Vec<bool>,
     def_queue: Vec<DefId>,
+    /// Set while the next [`Renderer::ty`] renders a tool's output type.
+    output_root: bool,
+    /// The class a tool's output type rendered as, when it is one.
+    output_class: Option<String>,
 }
 
-impl Renderer<'_> {
+impl<'m> Renderer<'m> {
+    fn new(model: &'m Model, names: NameAllocator) -> Self {
+        Renderer {
+            model,
+            names,
+            blocks: Vec::new(),
+            shapes: Default::default(),
+            uses: BTreeSet::new(),
+            def_emitted: vec![false; model.defs.len()],
+            def_queue: Vec::new(),
+            output_root: false,
+            output_class: None,
+        }
+    }
+
+    /// Renders every tool, the output class of tool `i` named from `output_hints[i]` when given
+    /// (else `<Tool>Output`). Returns the renderer, each tool's output class (when its output is
+    /// one) and the tools' entries.
+    fn tools(
+        mut self,
+        output_hints: &[Option<String>],
+    ) -> (Self, Vec<Option<String>>, Vec<ToolEntry>) {
+        let mut classes = Vec::with_capacity(self.model.tools.len());
+        let mut tools = Vec::with_capacity(self.model.tools.len());
+        for (tool, hint) in self.model.tools.iter().zip(output_hints) {
+            let base = pascal_case(&tool.name);
+            let params = self.parameters(tool.args, &base);
+            self.output_root = true;
+            let hint = hint.clone().unwrap_or_else(|| format!("{base}Output"));
+            let output = self.ty(tool.output, &hint);
+            classes.push(self.output_class.take());
+            self.drain_defs();
+            let bare = is_bare_tool_name(&tool.name);
+            tools.push(ToolEntry {
+                bare,
+                lines: member_lines(&tool.name, bare, &params, &output, tool.doc.as_deref()),
+            });
+        }
+        (self, classes, tools)
+    }
+
+    /// The name of an output class several tools share: its first keys (at most three) in
+    /// Pascal case, then `Output`.
+    fn shared_output_hint(&self, output: NodeId) -> String {
+        let keys = self
+            .object_parts(output)
+            .map(|(parts, _)| parts)
+            .unwrap_or_default();
+        let stem: String = if keys.len() <= 3 {
+            keys.iter().map(|(key, _, _)| pascal_case(key)).collect()
+        } else {
+            String::from("Shared")
+        };
+        format!("{stem}Output")
+    }
+
     fn any(&mut self) -> String {
         self.uses.insert("Any");
         "Any".to_owned()
@@ -367,7 +443,7 @@ impl Renderer<'_> {
             }
             match self.object_parts(node) {
                 Some((parts, extra)) if !parts.is_empty() || matches!(extra, Extra::Closed) => {
-                    self.class(&name, parts, &extra, doc.as_deref(), false);
+                    self.class(&name, parts, &extra, doc.as_deref(), Sharing::Named);
                 }
                 _ => {
                     let ty = self.ty(node, &name);
@@ -390,6 +466,7 @@ impl Renderer<'_> {
     /// Renders node `id` as a type expression; object nodes become classes named from `hint`.
     /// Recursion follows the model's tree, which lowering bounded in depth.
     fn ty(&mut self, id: NodeId, hint: &str) -> String {
+        let output_root = std::mem::take(&mut self.output_root);
         match &self.model.node(id).kind {
             Kind::Unknown | Kind::Any | Kind::Never => self.any(),
             Kind::Null => "None".to_owned(),
@@ -420,7 +497,12 @@ impl Renderer<'_> {
                         return format!("dict[str, {value}]");
                     }
                     let name = self.names.allocate(hint);
-                    self.class(&name, parts, &extra, None, true)
+                    if !output_root {
+                        return self.class(&name, parts, &extra, None, Sharing::Anonymous);
+                    }
+                    let class = self.class(&name, parts, &extra, None, Sharing::Output);
+                    self.output_class = Some(class.clone());
+                    class
                 }
                 None => self.intersection_fallback(id, hint),
             },
@@ -614,15 +696,15 @@ impl Renderer<'_> {
 
     /// Emits the `TypedDict` (or total base plus `total=False` subclass) for an object named
     /// `name`. Field types are rendered first, so nested classes precede the class using them.
-    /// Returns the class name: `name`, or for a `shared` (anonymous) class the earlier class of
-    /// the same shape.
+    /// Returns the class name: `name`, or for an anonymous class or an output the earlier class
+    /// of the same shape (see [`Sharing`]).
     fn class(
         &mut self,
         name: &str,
         parts: Vec<Part>,
         extra: &Extra,
         doc: Option<&str>,
-        shared: bool,
+        sharing: Sharing,
     ) -> String {
         self.uses.insert("TypedDict");
         let mut fields = Vec::with_capacity(parts.len());
@@ -669,11 +751,15 @@ impl Renderer<'_> {
         let body = typed_dict("", total, &undocumented, &note);
         let docs: Vec<Option<String>> = fields.iter().map(|f| f.doc.clone()).collect();
         let named = format!("{NAMED_TYPE}\n{body}");
-        if shared {
+        if sharing != Sharing::Named {
             let fits = |(_, earlier_docs): &&SharedClass| {
                 *earlier_docs == docs || docs.iter().all(Option::is_none)
             };
-            let own = format!("{}\n{body}", stem(name));
+            let key = match sharing {
+                Sharing::Output => OUTPUT_TYPE,
+                _ => stem(name),
+            };
+            let own = format!("{key}\n{body}");
             let reused = [&own, &named]
                 .into_iter()
                 .find_map(|key| self.shapes.get(key)?.iter().find(fits))

@@ -122,7 +122,7 @@ pub(crate) fn pascal_case(text: &str) -> String {
 
 /// Hands out type names that are unique within one generated file and avoid a reserved set (the
 /// target language's keywords, its standard names and the fixed names the SDK declares).
-#[derive(Debug)]
+#[derive(Debug, Clone)]
 pub(crate) struct NameAllocator {
     reserved: &'static [&'static str],
     taken: BTreeSet<String>,
