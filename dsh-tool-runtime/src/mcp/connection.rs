@@ -144,8 +144,11 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
         Option<Child>,
     ) = match &config.transport {
         Transport::Stdio { command, args } => {
-            let (transport, child, stderr) = super::stdio::spawn(config, command, args)
-                .map_err(|err| connect_error(server, format!("cannot start {command}: {err}")))?;
+            let answers = Arc::new(super::answers::CallAnswers::default());
+            let (transport, child, stderr) =
+                super::stdio::spawn(config, command, args, answers.clone()).map_err(|err| {
+                    connect_error(server, format!("cannot start {command}: {err}"))
+                })?;
             let pid = child.id();
             if let Some(stderr) = stderr {
                 forward_stderr(server.clone(), stderr);
@@ -154,6 +157,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
             let transport = ProgressTap {
                 inner: transport,
                 link: Arc::downgrade(link),
+                answers: Some(answers),
             };
             let running = tokio::time::timeout(timeout, handler.serve(transport))
                 .await
@@ -182,6 +186,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
             let transport = ProgressTap {
                 inner: transport,
                 link: Arc::downgrade(link),
+                answers: None,
             };
             let running = tokio::time::timeout(timeout, handler.serve(transport))
                 .await

@@ -14,6 +14,7 @@
 //! cancelling a call sends `notifications/cancelled` and settles it as `ABORTED` at once;
 //! progress notifications become [`ToolEvent::Progress`](crate::events::ToolEvent::Progress).
 
+mod answers;
 mod bridge;
 mod config;
 mod connection;

@@ -6,17 +6,21 @@
 //! other — and publishes each as [`ToolEvent::Progress`] before rmcp sees it.
 
 use std::collections::{HashMap, VecDeque};
-use std::sync::Weak;
+use std::future::poll_fn;
+use std::pin::pin;
+use std::sync::{Arc, Weak};
+use std::task::Poll;
 
 use parking_lot::Mutex;
 use rmcp::RoleClient;
 use rmcp::model::{
-    ClientJsonRpcMessage, GetMeta, ProgressNotificationParam, ProgressToken, ServerJsonRpcMessage,
-    ServerNotification,
+    ClientJsonRpcMessage, ClientRequest, GetMeta, ProgressNotificationParam, ProgressToken,
+    ServerJsonRpcMessage, ServerNotification,
 };
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
+use super::answers::CallAnswers;
 use super::connection::Link;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
@@ -124,10 +128,12 @@ impl ProgressRoutes {
 }
 
 /// A client transport that publishes progress notifications as it reads them and passes every
-/// message on unchanged.
+/// message on unchanged. Over stdio it also hands rmcp the `tools/call` answers the reader
+/// parsed itself ([`CallAnswers`]), in the order the server wrote them.
 pub(crate) struct ProgressTap<T> {
     pub(crate) inner: T,
     pub(crate) link: Weak<Link>,
+    pub(crate) answers: Option<Arc<CallAnswers>>,
 }
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
@@ -137,17 +143,55 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
         &mut self,
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
-        if let ClientJsonRpcMessage::Request(request) = &item
-            && let Some(token) = request.request.get_meta().get_progress_token()
-            && let Some(link) = self.link.upgrade()
-        {
-            link.progress.sent(token);
+        if let ClientJsonRpcMessage::Request(request) = &item {
+            if let Some(answers) = &self.answers
+                && matches!(request.request, ClientRequest::CallToolRequest(_))
+            {
+                answers.sent(request.id.clone());
+            }
+            if let Some(token) = request.request.get_meta().get_progress_token()
+                && let Some(link) = self.link.upgrade()
+            {
+                link.progress.sent(token);
+            }
         }
         self.inner.send(item)
     }
 
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleClient>> {
-        let message = self.inner.receive().await?;
+        let message = match &self.answers {
+            None => self.inner.receive().await?,
+            Some(answers) => {
+                let mut read = pin!(self.inner.receive());
+                // The answers the reader took go first, and are looked for again as soon as
+                // the read comes back pending: the reader stops at a taken answer without
+                // arranging a wake-up. A read dropped here loses nothing (rmcp's reads are
+                // cancel-safe).
+                let message = poll_fn(|cx| {
+                    if let Some(answer) = answers.next() {
+                        return Poll::Ready(Some(answer));
+                    }
+                    match read.as_mut().poll(cx) {
+                        Poll::Pending => answers
+                            .next()
+                            .map_or(Poll::Pending, |a| Poll::Ready(Some(a))),
+                        Poll::Ready(message) => Poll::Ready(message.or_else(|| answers.next())),
+                    }
+                })
+                .await?;
+                // An answer rmcp read itself ends the fast path of its id.
+                match &message {
+                    ServerJsonRpcMessage::Response(response) => answers.answered(&response.id),
+                    ServerJsonRpcMessage::Error(error) => {
+                        if let Some(id) = &error.id {
+                            answers.answered(id);
+                        }
+                    }
+                    _ => {}
+                }
+                message
+            }
+        };
         if let ServerJsonRpcMessage::Notification(notification) = &message
             && let ServerNotification::ProgressNotification(progress) = &notification.notification
             && let Some(link) = self.link.upgrade()

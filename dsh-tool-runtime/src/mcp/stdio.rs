@@ -10,6 +10,7 @@
 
 use std::pin::Pin;
 use std::process::Stdio;
+use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use rmcp::RoleClient;
@@ -18,6 +19,7 @@ use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
+use super::answers::CallAnswers;
 use super::config::McpServer;
 use crate::json::{MAX_RELAY_DEPTH, dismantle, parse_unbounded, text_depth};
 
@@ -36,6 +38,7 @@ pub(crate) fn spawn(
     config: &McpServer,
     command: &str,
     args: &[String],
+    answers: Arc<CallAnswers>,
 ) -> std::io::Result<(StdioTransport, Child, Option<tokio::process::ChildStderr>)> {
     let mut cmd = tokio::process::Command::new(command);
     cmd.args(args)
@@ -55,7 +58,7 @@ pub(crate) fn spawn(
     };
     let stderr = child.stderr.take();
     Ok((
-        AsyncRwTransport::new_client(GuardedStdout::new(stdout), stdin)
+        AsyncRwTransport::new_client(GuardedStdout::new(stdout).with_answers(answers), stdin)
             .with_max_line_length(MAX_LINE_BYTES),
         child,
         stderr,
@@ -82,6 +85,8 @@ pub(crate) struct GuardedStdout<R = ChildStdout> {
     /// array per read: zeroing 16 KiB on every poll, `Pending` ones included, was most of the
     /// work the bridge added to a call.
     chunk: Box<[u8]>,
+    /// Where `tools/call` answers go parsed instead of as text ([`CallAnswers`]).
+    answers: Option<Arc<CallAnswers>>,
 }
 
 /// The size of one read from the child.
@@ -98,7 +103,13 @@ impl<R> GuardedStdout<R> {
             offset: 0,
             eof: false,
             chunk: vec![0; CHUNK_BYTES].into_boxed_slice(),
+            answers: None,
         }
+    }
+
+    fn with_answers(mut self, answers: Arc<CallAnswers>) -> Self {
+        self.answers = Some(answers);
+        self
     }
 
     /// Takes in one chunk read from the child, moving each completed line to `ready`.
@@ -155,11 +166,17 @@ impl<R> GuardedStdout<R> {
         if self.line.last() != Some(&b'\n') {
             self.line.push(b'\n');
         }
-        match (text_depth(&self.line) > MAX_RELAY_DEPTH)
-            .then(|| flatten(&self.line))
-            .flatten()
-        {
+        let deep = text_depth(&self.line) > MAX_RELAY_DEPTH;
+        match deep.then(|| flatten(&self.line)).flatten() {
             Some(rewritten) => self.ready.extend_from_slice(&rewritten),
+            // Taken only when every earlier line has reached rmcp: rmcp's buffer is empty
+            // whenever it reads from here, so nothing written before the answer is left behind.
+            None if !deep
+                && self.ready.is_empty()
+                && self
+                    .answers
+                    .as_ref()
+                    .is_some_and(|answers| answers.take_line(&self.line)) => {}
             None => self.ready.extend_from_slice(&self.line),
         }
         self.line.clear();
@@ -174,6 +191,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
     ) -> Poll<std::io::Result<()>> {
         let this = &mut *self;
         loop {
+            // While a taken answer waits, nothing after it goes on. No wake-up is needed:
+            // `ProgressTap::receive` takes the answer as soon as this read returns.
+            if this
+                .answers
+                .as_ref()
+                .is_some_and(|answers| answers.waiting())
+            {
+                return Poll::Pending;
+            }
             if this.offset < this.ready.len() {
                 let n = out.remaining().min(this.ready.len() - this.offset);
                 out.put_slice(&this.ready[this.offset..this.offset + n]);
@@ -341,6 +367,7 @@ pub(crate) fn flatten(line: &[u8]) -> Option<Vec<u8>> {
 
 #[cfg(test)]
 mod tests {
+    use super::super::progress::ProgressTap;
     use super::*;
     use serde_json::json;
 
@@ -359,6 +386,64 @@ mod tests {
         assert_eq!(parsed["id"], 1);
         assert!(String::from_utf8(flat).unwrap().contains(TOO_DEEP));
         assert!(flatten(b"not json\n").is_none());
+    }
+
+    /// `tools/call` answers parsed by the reader reach rmcp typed as rmcp itself would read them,
+    /// in the order the server wrote every line, parsed or not, whether the lines arrive one by
+    /// one (every call's answer is parsed here) or in one piece (only the first: the others come
+    /// after lines rmcp has not read yet); lines that answer no call in flight are left to rmcp.
+    #[tokio::test]
+    async fn parsed_answers_keep_the_order_the_server_wrote() {
+        use rmcp::model::{NumberOrString, ServerJsonRpcMessage};
+        use rmcp::transport::Transport;
+
+        let lines = [
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"one"}]}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":7,"progress":1}}"#,
+            r#"{"jsonrpc":"2.0","id":2,"result":{"content":[{"type":"text","text":"not a call"}]}}"#,
+            r#"{"jsonrpc":"2.0","id":3,"result":{"content":[],"structuredContent":{"n":3}}}"#,
+            r#"{"jsonrpc":"2.0","id":4,"error":{"code":-32602,"message":"unknown tool"}}"#,
+            r#"{"jsonrpc":"2.0","method":"notifications/tools/list_changed"}"#,
+            r#"{"jsonrpc":"2.0","id":6,"result":{"isError":true,"content":[{"type":"text","text":"six"}]}}"#,
+        ];
+        // rmcp's messages have no `PartialEq`: compared as what they write.
+        let written = |messages: &[ServerJsonRpcMessage]| -> Vec<Value> {
+            messages
+                .iter()
+                .map(|message| serde_json::to_value(message).unwrap())
+                .collect()
+        };
+        let expected: Vec<ServerJsonRpcMessage> = lines
+            .iter()
+            .map(|line| serde_json::from_str(line).unwrap())
+            .collect();
+        let one_by_one: Vec<Vec<u8>> = lines
+            .iter()
+            .map(|l| format!("{l}\n").into_bytes())
+            .collect();
+        let one_piece = vec![format!("{}\n", lines.join("\n")).into_bytes()];
+        for (pieces, parsed) in [(one_by_one, 3), (one_piece, 1)] {
+            let answers = Arc::new(CallAnswers::default());
+            for id in [1, 3, 4, 6] {
+                answers.sent(NumberOrString::Number(id));
+            }
+            let (_sink, writer) = tokio::io::duplex(1 << 16);
+            let mut tap = ProgressTap {
+                inner: AsyncRwTransport::<RoleClient, _, _>::new_client(
+                    GuardedStdout::new(tokio_test_reader(pieces)).with_answers(answers.clone()),
+                    writer,
+                ),
+                link: std::sync::Weak::new(),
+                answers: Some(answers.clone()),
+            };
+            let mut seen = Vec::new();
+            while let Some(message) = tap.receive().await {
+                seen.push(message);
+            }
+            assert_eq!(written(&seen), written(&expected));
+            assert_eq!(answers.parsed_so_far(), parsed);
+            assert_eq!(answers.in_flight(), 0);
+        }
     }
 
     /// Reads everything through a reader that hands out `chunk`-byte pieces.
