@@ -2,7 +2,8 @@
 //! server-everything's `echo` over stdio, one call at a time and 100 concurrent calls. Each side
 //! talks to its own server-everything process; the interleaved measurement also calls rmcp's
 //! peer of the registry's own connection ([`McpHandle::peer`]), the same server process and
-//! transport, which leaves out the noise of two processes. Figures: BENCHMARKS.md.
+//! transport (whose reader parses `tools/call` answers for that peer too), which leaves out the
+//! noise of two processes and shows what the registry's own layers add. Figures: BENCHMARKS.md.
 //!
 //!
 //! `serve`: one `tools/call` of a trivial tool through `dsh-tools serve` over stdio (the built-in

@@ -5,13 +5,15 @@
 //! the sixteenth), building and dropping a `serde_json` error for each miss — about a third of
 //! the host's work per call. The bridge knows which request ids it sent as `tools/call`
 //! ([`CallAnswers::sent`], from the transport's `send`); the stdio reader parses a line answering
-//! one of them as exactly `{jsonrpc, id, result}` with a `CallToolResult` result and keeps the
-//! typed message here instead of passing the line on, and the transport's `receive` hands it to
-//! rmcp ([`ProgressTap`](super::progress::ProgressTap)). Only a line read when every earlier
+//! one of them as exactly `{jsonrpc, id, result}` with a `CallToolResult` result (no key but
+//! `CallToolResult`'s own: rmcp reads a result with another type's key as that type) and keeps
+//! the typed message here instead of passing the line on, and the transport's `receive` hands it
+//! to rmcp ([`ProgressTap`](super::progress::ProgressTap)). Only a line read when every earlier
 //! line has reached rmcp is taken, and the reader passes nothing on while an answer waits, so the
-//! answers keep their place among the server's messages. Anything else (another field, a result
+//! answers keep their place among the server's messages. Anything else (another key, a result
 //! that is no `CallToolResult`, an id not sent as `tools/call`) goes to rmcp unchanged, so what
-//! rmcp would refuse it still refuses.
+//! rmcp would refuse it still refuses. An answer that is no JSON at all, which rmcp would drop
+//! (its call waiting for the timeout), is reported ([`Take::Broken`]) and fails its call at once.
 
 use std::collections::{HashSet, VecDeque};
 
@@ -21,9 +23,22 @@ use rmcp::model::{
     ServerResult,
 };
 use serde::Deserialize;
+use serde::de::IgnoredAny;
+use serde_json::error::Category;
 
 /// `tools/call` ids remembered at most; an older one forgotten only loses the fast path.
 const REMEMBERED_IDS: usize = 4096;
+
+/// What [`CallAnswers::take_line`] did with a line.
+#[derive(Debug, PartialEq)]
+pub(crate) enum Take {
+    /// Parsed and kept for rmcp: the line goes no further.
+    Taken,
+    /// Left to rmcp.
+    Left,
+    /// Not JSON (bad UTF-8, a lone surrogate, a cut text): why.
+    Broken(String),
+}
 
 /// The `tools/call` ids in flight and the answers parsed for them, waiting for rmcp.
 #[derive(Default)]
@@ -50,6 +65,36 @@ struct CallAnswer {
     result: CallToolResult,
 }
 
+/// The keys of a [`CallAnswer`] and of its result, values skipped. `CallToolResult` ignores
+/// unknown keys, but rmcp tries other result types first, and a result with one of their keys
+/// (`tools`, `contents`, `action`, …) reads as that type there: only a result with no key but
+/// `CallToolResult`'s own is taken, so that it reads as rmcp reads it.
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallAnswerKeys {
+    #[serde(rename = "jsonrpc")]
+    _jsonrpc: IgnoredAny,
+    #[serde(rename = "id")]
+    _id: IgnoredAny,
+    #[serde(rename = "result")]
+    _result: CallResultKeys,
+}
+
+#[derive(Deserialize)]
+#[serde(deny_unknown_fields)]
+struct CallResultKeys {
+    #[serde(rename = "resultType")]
+    _result_type: Option<IgnoredAny>,
+    #[serde(rename = "content")]
+    _content: Option<IgnoredAny>,
+    #[serde(rename = "structuredContent")]
+    _structured_content: Option<IgnoredAny>,
+    #[serde(rename = "isError")]
+    _is_error: Option<IgnoredAny>,
+    #[serde(rename = "_meta")]
+    _meta: Option<IgnoredAny>,
+}
+
 impl CallAnswers {
     /// Remembers that request `id` was sent as `tools/call`.
     pub(crate) fn sent(&self, id: RequestId) {
@@ -68,18 +113,42 @@ impl CallAnswers {
         self.state.lock().ids.remove(id);
     }
 
-    /// Takes `line` (one JSON text) when it answers a `tools/call` in flight; `false` leaves it
-    /// to rmcp.
-    pub(crate) fn take_line(&self, line: &[u8]) -> bool {
+    /// Takes `line` (one JSON text) when `may_take` and it answers a `tools/call` in flight.
+    /// A line that is no JSON at all ([`Take::Broken`]: rmcp would drop it, and the call wait
+    /// for its timeout) is reported whatever `may_take` says.
+    pub(crate) fn take_line(&self, line: &[u8], may_take: bool) -> Take {
         if self.state.lock().ids.is_empty() {
-            return false;
+            return Take::Left;
         }
-        let Ok(answer) = serde_json::from_slice::<CallAnswer>(line) else {
-            return false;
+        let broken = |error: serde_json::Error| match error.classify() {
+            Category::Syntax | Category::Eof => Take::Broken(error.to_string()),
+            Category::Data | Category::Io => Take::Left,
+        };
+        if let Err(error) = serde_json::from_slice::<CallAnswerKeys>(line) {
+            return broken(error);
+        }
+        if !may_take {
+            // Skipped values are checked neither for UTF-8 nor for the surrogates of `\u`
+            // escapes, which rmcp's parse refuses: bad bytes are looked for here, and a line with
+            // a surrogate escape (rare) gets the full parse.
+            if let Err(error) = std::str::from_utf8(line) {
+                return Take::Broken(error.to_string());
+            }
+            if !has_surrogate_escape(line) {
+                return Take::Left;
+            }
+            return match serde_json::from_slice::<CallAnswer>(line) {
+                Ok(_) => Take::Left,
+                Err(error) => broken(error),
+            };
+        }
+        let answer = match serde_json::from_slice::<CallAnswer>(line) {
+            Ok(answer) => answer,
+            Err(error) => return broken(error),
         };
         let mut state = self.state.lock();
         if !state.ids.remove(&answer.id) {
-            return false;
+            return Take::Left;
         }
         state.parsed += 1;
         state
@@ -89,7 +158,13 @@ impl CallAnswers {
                 id: answer.id,
                 result: ServerResult::CallToolResult(answer.result),
             }));
-        true
+        Take::Taken
+    }
+
+    /// Ends the fast path of `id` because its answer cannot be read; `true` when it was a
+    /// `tools/call` in flight.
+    pub(crate) fn abandon(&self, id: &RequestId) -> bool {
+        self.state.lock().ids.remove(id)
     }
 
     /// An answer taken and not handed on yet.
@@ -113,6 +188,17 @@ impl CallAnswers {
     pub(crate) fn parsed_so_far(&self) -> usize {
         self.state.lock().parsed
     }
+}
+
+/// Whether `line` holds a `\uD800`–`\uDFFF` escape (or what looks like one after an escaped
+/// backslash: that only costs a parse).
+fn has_surrogate_escape(line: &[u8]) -> bool {
+    line.windows(4).any(|w| {
+        w[0] == b'\\'
+            && w[1] == b'u'
+            && matches!(w[2], b'd' | b'D')
+            && matches!(w[3], b'8'..=b'9' | b'a'..=b'f' | b'A'..=b'F')
+    })
 }
 
 #[cfg(test)]
@@ -144,7 +230,7 @@ mod tests {
     }
 
     fn take(answers: &CallAnswers, line: &str) -> bool {
-        answers.take_line(line.as_bytes())
+        answers.take_line(line.as_bytes(), true) == Take::Taken
     }
 
     #[test]
@@ -171,6 +257,55 @@ mod tests {
         }
     }
 
+    /// Every combination of `CallToolResult`'s own keys, with each key's usual and odd values:
+    /// whatever the fast path takes, rmcp reads as the same `CallToolResult`.
+    #[test]
+    fn every_result_taken_reads_as_rmcp_reads_it() {
+        let values: [(&str, &[&str]); 5] = [
+            ("content", &[r#"[{"type":"text","text":"t"}]"#, "[]"]),
+            ("structuredContent", &[r#"{"a":1}"#, "null", "[1]", "\"s\""]),
+            ("isError", &["true", "false", "null"]),
+            ("_meta", &[r#"{"k":1}"#]),
+            ("resultType", &[r#""complete""#, r#""input_required""#]),
+        ];
+        let mut results = vec![String::new()];
+        for (key, options) in values {
+            let mut next = Vec::new();
+            for result in &results {
+                next.push(result.clone());
+                for value in options {
+                    let comma = if result.is_empty() { "" } else { "," };
+                    next.push(format!(r#"{result}{comma}"{key}":{value}"#));
+                }
+            }
+            results = next;
+        }
+        let mut taken = 0;
+        for result in results {
+            let line = format!(r#"{{"jsonrpc":"2.0","id":1,"result":{{{result}}}}}"#);
+            let answers = CallAnswers::default();
+            answers.sent(id(1));
+            if !take(&answers, &line) {
+                continue;
+            }
+            taken += 1;
+            let ours = answers.next().expect("parsed");
+            let rmcp = rmcp_reads(line.as_bytes());
+            assert!(
+                matches!(
+                    &rmcp,
+                    ServerJsonRpcMessage::Response(JsonRpcResponse {
+                        result: ServerResult::CallToolResult(_),
+                        ..
+                    })
+                ),
+                "{line}"
+            );
+            assert_eq!(written(&ours), written(&rmcp), "{line}");
+        }
+        assert!(taken > 100, "{taken}");
+    }
+
     #[test]
     fn other_lines_are_left_to_rmcp() {
         let answers = CallAnswers::default();
@@ -184,11 +319,18 @@ mod tests {
             r#"{"jsonrpc":"2.0","id":1,"error":{"code":-32602,"message":"unknown tool"}}"#,
             // No known `CallToolResult` field.
             r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#,
+            // A key of a result type rmcp tries before `CallToolResult`: rmcp reads these as
+            // that type (and the call fails), so they must not read as a call's answer here.
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"tools":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"contents":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"prompts":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"messages":[]}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"action":"accept"}}"#,
+            r#"{"jsonrpc":"2.0","id":1,"result":{"content":[],"anything":1}}"#,
             // Another protocol version.
             r#"{"jsonrpc":"1.0","id":1,"result":{"content":[]}}"#,
             // A notification.
             r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}"#,
-            "not json",
         ];
         for line in left {
             assert!(!take(&answers, line), "{line}");
@@ -198,6 +340,36 @@ mod tests {
         let answer = r#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
         assert!(take(&answers, answer));
         assert!(!take(&answers, answer));
+    }
+
+    /// A line that is no JSON is reported, taken or not; one that is JSON but must wait for
+    /// earlier lines is left to rmcp, a valid surrogate pair included.
+    #[test]
+    fn broken_lines_are_reported() {
+        let answers = CallAnswers::default();
+        answers.sent(id(1));
+        let bad_utf8 = b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"bad \xff\xfe\"}]}}";
+        let broken: [&[u8]; 4] = [
+            bad_utf8,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\ud800"}]}}"#,
+            br#"{"jsonrpc":"2.0","id":1,"result":{"content":["#,
+            b"not json",
+        ];
+        for line in broken {
+            for may_take in [true, false] {
+                assert!(
+                    matches!(answers.take_line(line, may_take), Take::Broken(_)),
+                    "{}",
+                    String::from_utf8_lossy(line)
+                );
+            }
+        }
+        let fine = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[]}}"#;
+        assert_eq!(answers.take_line(fine, false), Take::Left);
+        let pair = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\ud83d\ude00 \\ud800"}]}}"#;
+        assert_eq!(answers.take_line(pair, false), Take::Left);
+        assert!(answers.abandon(&id(1)));
+        assert!(!answers.abandon(&id(1)));
     }
 
     #[test]

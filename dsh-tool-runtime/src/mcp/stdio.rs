@@ -14,12 +14,13 @@ use std::sync::Arc;
 use std::task::{Context, Poll};
 
 use rmcp::RoleClient;
+use rmcp::model::RequestId;
 use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
-use super::answers::CallAnswers;
+use super::answers::{CallAnswers, Take};
 use super::config::McpServer;
 use crate::json::{MAX_RELAY_DEPTH, dismantle, parse_unbounded, text_depth};
 
@@ -167,17 +168,45 @@ impl<R> GuardedStdout<R> {
             self.line.push(b'\n');
         }
         let deep = text_depth(&self.line) > MAX_RELAY_DEPTH;
-        match deep.then(|| flatten(&self.line)).flatten() {
-            Some(rewritten) => self.ready.extend_from_slice(&rewritten),
-            // Taken only when every earlier line has reached rmcp: rmcp's buffer is empty
-            // whenever it reads from here, so nothing written before the answer is left behind.
-            None if !deep
-                && self.ready.is_empty()
-                && self
-                    .answers
-                    .as_ref()
-                    .is_some_and(|answers| answers.take_line(&self.line)) => {}
-            None => self.ready.extend_from_slice(&self.line),
+        if let Some(rewritten) = deep.then(|| flatten(&self.line)).flatten() {
+            self.ready.extend_from_slice(&rewritten);
+            self.line.clear();
+            return;
+        }
+        // Taken only when every earlier line has reached rmcp: rmcp's buffer is empty whenever
+        // it reads from here, so nothing written before the answer is left behind.
+        let take = match &self.answers {
+            Some(answers) if !deep => answers.take_line(&self.line, self.ready.is_empty()),
+            _ => Take::Left,
+        };
+        match take {
+            Take::Taken => {}
+            Take::Left => self.ready.extend_from_slice(&self.line),
+            // rmcp would drop a line that is no JSON, and the call wait for its timeout: the
+            // call it answers fails at once instead, saying why.
+            Take::Broken(reason) => {
+                let mut id = TopLevelId::default();
+                id.feed(&self.line);
+                let call = id.value().filter(|id| {
+                    serde_json::from_value::<RequestId>(id.clone()).is_ok_and(|id| {
+                        self.answers
+                            .as_ref()
+                            .is_some_and(|answers| answers.abandon(&id))
+                    })
+                });
+                match call {
+                    Some(id) => {
+                        tracing::warn!(target: "dsh_tool_runtime::mcp", "a server answer is no JSON: {reason}");
+                        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+                            "code": -32700,
+                            "message": format!("the server's answer is not valid JSON: {reason}"),
+                        }});
+                        self.ready.extend_from_slice(error.to_string().as_bytes());
+                        self.ready.push(b'\n');
+                    }
+                    None => self.ready.extend_from_slice(&self.line),
+                }
+            }
         }
         self.line.clear();
     }
@@ -444,6 +473,44 @@ mod tests {
             assert_eq!(answers.parsed_so_far(), parsed);
             assert_eq!(answers.in_flight(), 0);
         }
+    }
+
+    /// An answer to a call in flight that is no JSON (rmcp would drop it, and the call wait for
+    /// its timeout) reaches rmcp as an error answer for that call; other lines pass unchanged.
+    #[tokio::test]
+    async fn a_broken_answer_fails_its_call_at_once() {
+        use rmcp::model::{NumberOrString, ServerJsonRpcMessage};
+        use rmcp::transport::Transport;
+
+        let answers = Arc::new(CallAnswers::default());
+        answers.sent(NumberOrString::Number(1));
+        let pieces = vec![
+            b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}}\n".to_vec(),
+            b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}\n".to_vec(),
+        ];
+        let (_sink, writer) = tokio::io::duplex(1 << 16);
+        let mut tap = ProgressTap {
+            inner: AsyncRwTransport::<RoleClient, _, _>::new_client(
+                GuardedStdout::new(tokio_test_reader(pieces)).with_answers(answers.clone()),
+                writer,
+            ),
+            link: std::sync::Weak::new(),
+            answers: Some(answers.clone()),
+        };
+        match tap.receive().await {
+            Some(ServerJsonRpcMessage::Error(error)) => {
+                assert_eq!(error.id, Some(NumberOrString::Number(1)));
+                assert_eq!(error.error.code.0, -32700);
+                assert!(error.error.message.contains("not valid JSON"), "{error:?}");
+            }
+            other => panic!("an error answer for call 1, not {other:?}"),
+        }
+        assert!(matches!(
+            tap.receive().await,
+            Some(ServerJsonRpcMessage::Response(response)) if response.id == NumberOrString::Number(2)
+        ));
+        assert!(tap.receive().await.is_none());
+        assert_eq!(answers.in_flight(), 0);
     }
 
     /// Reads everything through a reader that hands out `chunk`-byte pieces.
