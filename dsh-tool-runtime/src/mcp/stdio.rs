@@ -417,6 +417,27 @@ mod tests {
         assert!(flatten(b"not json\n").is_none());
     }
 
+    type Tap =
+        ProgressTap<AsyncRwTransport<RoleClient, GuardedStdout<Pieces>, tokio::io::DuplexStream>>;
+
+    /// The stdio transport as the bridge builds it, reading `pieces` (one per read); the other
+    /// end of its writer comes back too.
+    fn tap_over(
+        pieces: Vec<Vec<u8>>,
+        answers: &Arc<CallAnswers>,
+    ) -> (Tap, tokio::io::DuplexStream) {
+        let (sink, writer) = tokio::io::duplex(1 << 16);
+        let tap = ProgressTap {
+            inner: AsyncRwTransport::new_client(
+                GuardedStdout::new(tokio_test_reader(pieces)).with_answers(answers.clone()),
+                writer,
+            ),
+            link: std::sync::Weak::new(),
+            answers: Some(answers.clone()),
+        };
+        (tap, sink)
+    }
+
     /// `tools/call` answers parsed by the reader reach rmcp typed as rmcp itself would read them,
     /// in the order the server wrote every line, parsed or not, whether the lines arrive one by
     /// one (every call's answer is parsed here) or in one piece (only the first: the others come
@@ -456,15 +477,7 @@ mod tests {
             for id in [1, 3, 4, 6] {
                 answers.sent(NumberOrString::Number(id));
             }
-            let (_sink, writer) = tokio::io::duplex(1 << 16);
-            let mut tap = ProgressTap {
-                inner: AsyncRwTransport::<RoleClient, _, _>::new_client(
-                    GuardedStdout::new(tokio_test_reader(pieces)).with_answers(answers.clone()),
-                    writer,
-                ),
-                link: std::sync::Weak::new(),
-                answers: Some(answers.clone()),
-            };
+            let (mut tap, _sink) = tap_over(pieces, &answers);
             let mut seen = Vec::new();
             while let Some(message) = tap.receive().await {
                 seen.push(message);
@@ -488,15 +501,7 @@ mod tests {
             b"{\"jsonrpc\":\"2.0\",\"id\":1,\"result\":{\"content\":[{\"type\":\"text\",\"text\":\"\xff\"}]}}\n".to_vec(),
             b"{\"jsonrpc\":\"2.0\",\"id\":2,\"result\":{\"content\":[]}}\n".to_vec(),
         ];
-        let (_sink, writer) = tokio::io::duplex(1 << 16);
-        let mut tap = ProgressTap {
-            inner: AsyncRwTransport::<RoleClient, _, _>::new_client(
-                GuardedStdout::new(tokio_test_reader(pieces)).with_answers(answers.clone()),
-                writer,
-            ),
-            link: std::sync::Weak::new(),
-            answers: Some(answers.clone()),
-        };
+        let (mut tap, _sink) = tap_over(pieces, &answers);
         match tap.receive().await {
             Some(ServerJsonRpcMessage::Error(error)) => {
                 assert_eq!(error.id, Some(NumberOrString::Number(1)));
