@@ -108,9 +108,10 @@ impl CallAnswers {
         state.order.push_back(id);
     }
 
-    /// Forgets `id` (its answer was read another way).
-    pub(crate) fn answered(&self, id: &RequestId) {
-        self.state.lock().ids.remove(id);
+    /// Ends the fast path of `id` (its answer was read another way, or cannot be read); `true`
+    /// when it was a `tools/call` in flight.
+    pub(crate) fn forget(&self, id: &RequestId) -> bool {
+        self.state.lock().ids.remove(id)
     }
 
     /// Takes `line` (one JSON text) when `may_take` and it answers a `tools/call` in flight.
@@ -159,12 +160,6 @@ impl CallAnswers {
                 result: ServerResult::CallToolResult(answer.result),
             }));
         Take::Taken
-    }
-
-    /// Ends the fast path of `id` because its answer cannot be read; `true` when it was a
-    /// `tools/call` in flight.
-    pub(crate) fn abandon(&self, id: &RequestId) -> bool {
-        self.state.lock().ids.remove(id)
     }
 
     /// An answer taken and not handed on yet.
@@ -368,8 +363,8 @@ mod tests {
         assert_eq!(answers.take_line(fine, false), Take::Left);
         let pair = br#"{"jsonrpc":"2.0","id":1,"result":{"content":[{"type":"text","text":"\ud83d\ude00 \\ud800"}]}}"#;
         assert_eq!(answers.take_line(pair, false), Take::Left);
-        assert!(answers.abandon(&id(1)));
-        assert!(!answers.abandon(&id(1)));
+        assert!(answers.forget(&id(1)));
+        assert!(!answers.forget(&id(1)));
     }
 
     #[test]
@@ -377,7 +372,7 @@ mod tests {
         let answers = CallAnswers::default();
         let answer = |n: i64| format!(r#"{{"jsonrpc":"2.0","id":{n},"result":{{"content":[]}}}}"#);
         answers.sent(id(1));
-        answers.answered(&id(1));
+        answers.forget(&id(1));
         assert!(!take(&answers, &answer(1)));
         for n in 0..=REMEMBERED_IDS as i64 + 10 {
             answers.sent(id(100 + n));

@@ -180,14 +180,13 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
                 })
                 .await?;
                 // An answer rmcp read itself ends the fast path of its id.
-                match &message {
-                    ServerJsonRpcMessage::Response(response) => answers.answered(&response.id),
-                    ServerJsonRpcMessage::Error(error) => {
-                        if let Some(id) = &error.id {
-                            answers.answered(id);
-                        }
-                    }
-                    _ => {}
+                let id = match &message {
+                    ServerJsonRpcMessage::Response(response) => Some(&response.id),
+                    ServerJsonRpcMessage::Error(error) => error.id.as_ref(),
+                    _ => None,
+                };
+                if let Some(id) = id {
+                    answers.forget(id);
                 }
                 message
             }

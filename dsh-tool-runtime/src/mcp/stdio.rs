@@ -154,13 +154,22 @@ impl<R> GuardedStdout<R> {
         };
         tracing::warn!(target: "dsh_tool_runtime::mcp", "dropping a server line of {length} bytes (at most {} are read)", self.max_line);
         if let Some(id) = id.value() {
-            let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
-                "code": -32603,
-                "message": format!("the server's answer is {length} bytes long; at most {} bytes are read", self.max_line),
-            }});
-            self.ready.extend_from_slice(error.to_string().as_bytes());
-            self.ready.push(b'\n');
+            let message = format!(
+                "the server's answer is {length} bytes long; at most {} bytes are read",
+                self.max_line
+            );
+            self.push_error(id, -32603, &message);
         }
+    }
+
+    /// Queues a JSON-RPC error answer for request `id` in place of a line rmcp cannot use.
+    fn push_error(&mut self, id: Value, code: i32, message: &str) {
+        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
+            "code": code,
+            "message": message,
+        }});
+        self.ready.extend_from_slice(error.to_string().as_bytes());
+        self.ready.push(b'\n');
     }
 
     fn finish_line(&mut self) {
@@ -188,21 +197,15 @@ impl<R> GuardedStdout<R> {
                 let mut id = TopLevelId::default();
                 id.feed(&self.line);
                 let call = id.value().filter(|id| {
-                    serde_json::from_value::<RequestId>(id.clone()).is_ok_and(|id| {
-                        self.answers
-                            .as_ref()
-                            .is_some_and(|answers| answers.abandon(&id))
-                    })
+                    let answers = self.answers.as_ref();
+                    serde_json::from_value::<RequestId>(id.clone())
+                        .is_ok_and(|id| answers.is_some_and(|answers| answers.forget(&id)))
                 });
                 match call {
                     Some(id) => {
                         tracing::warn!(target: "dsh_tool_runtime::mcp", "a server answer is no JSON: {reason}");
-                        let error = serde_json::json!({"jsonrpc": "2.0", "id": id, "error": {
-                            "code": -32700,
-                            "message": format!("the server's answer is not valid JSON: {reason}"),
-                        }});
-                        self.ready.extend_from_slice(error.to_string().as_bytes());
-                        self.ready.push(b'\n');
+                        let message = format!("the server's answer is not valid JSON: {reason}");
+                        self.push_error(id, -32700, &message);
                     }
                     None => self.ready.extend_from_slice(&self.line),
                 }

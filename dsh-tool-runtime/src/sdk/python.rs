@@ -176,23 +176,22 @@ pub(crate) struct Context {
 pub(crate) fn context(model: &Model, names: NameAllocator) -> Context {
     let first = Renderer::new(model, names.clone()).tools(&vec![None; model.tools.len()]);
     let mut users: BTreeMap<&str, usize> = BTreeMap::new();
-    for class in first.1.iter().flatten() {
+    for class in first.output_classes.iter().flatten() {
         *users.entry(class).or_default() += 1;
     }
     let hints: Vec<Option<String>> = model
         .tools
         .iter()
-        .zip(&first.1)
+        .zip(&first.output_classes)
         .map(|(tool, class)| {
             let class = class.as_deref()?;
-            (users[class] > 1).then(|| first.0.shared_output_hint(tool.output))
+            (users[class] > 1).then(|| first.render.shared_output_hint(tool.output))
         })
         .collect();
-    let (render, tools) = if hints.iter().all(Option::is_none) {
-        (first.0, first.2)
+    let Rendered { render, tools, .. } = if hints.iter().all(Option::is_none) {
+        first
     } else {
-        let (render, _, tools) = Renderer::new(model, names).tools(&hints);
-        (render, tools)
+        Renderer::new(model, names).tools(&hints)
     };
     let mut imports = vec!["Protocol"];
     for name in ["Any", "Literal", "TypeAlias", "TypedDict"] {
@@ -335,6 +334,14 @@ enum Sharing {
     Output,
 }
 
+/// Every tool rendered once.
+struct Rendered<'m> {
+    render: Renderer<'m>,
+    /// Each tool's output class, when its output is one.
+    output_classes: Vec<Option<String>>,
+    tools: Vec<ToolEntry>,
+}
+
 /// A field of a `TypedDict` being assembled.
 #[derive(Clone)]
 struct Field {
@@ -385,12 +392,8 @@ impl<'m> Renderer<'m> {
     }
 
     /// Renders every tool, the output class of tool `i` named from `output_hints[i]` when given
-    /// (else `<Tool>Output`). Returns the renderer, each tool's output class (when its output is
-    /// one) and the tools' entries.
-    fn tools(
-        mut self,
-        output_hints: &[Option<String>],
-    ) -> (Self, Vec<Option<String>>, Vec<ToolEntry>) {
+    /// (else `<Tool>Output`).
+    fn tools(mut self, output_hints: &[Option<String>]) -> Rendered<'m> {
         let mut classes = Vec::with_capacity(self.model.tools.len());
         let mut tools = Vec::with_capacity(self.model.tools.len());
         for (tool, hint) in self.model.tools.iter().zip(output_hints) {
@@ -407,11 +410,15 @@ impl<'m> Renderer<'m> {
                 lines: member_lines(&tool.name, bare, &params, &output, tool.doc.as_deref()),
             });
         }
-        (self, classes, tools)
+        Rendered {
+            render: self,
+            output_classes: classes,
+            tools,
+        }
     }
 
-    /// The name of an output class several tools share: its first keys (at most three) in
-    /// Pascal case, then `Output`.
+    /// The name of an output class several tools share: its keys in Pascal case, then
+    /// `Output` (`SharedOutput` past three keys).
     fn shared_output_hint(&self, output: NodeId) -> String {
         let keys = self
             .object_parts(output)
