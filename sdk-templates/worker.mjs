@@ -90,6 +90,7 @@ function finish(frame) {
   if (finished) return;
   finished = true;
   send(frame);
+  holdInput();
 }
 
 function fail(kind, message) {
@@ -161,6 +162,7 @@ function namespace(spec, cls) {
       }
       return new Promise((resolve, reject) => {
         pending.set(id, { resolve, reject, name, raise });
+        holdInput();
         send(frame);
       });
     };
@@ -173,6 +175,7 @@ function onReply(frame) {
   const waiter = pending.get(frame.id);
   if (!waiter) return;
   pending.delete(frame.id);
+  holdInput();
   if (frame.ok) waiter.resolve(frame.value);
   else waiter.reject(waiter.raise(waiter.name, String(frame.message), frame.code));
 }
@@ -208,7 +211,23 @@ function start(frame) {
     return fail('exception', describe(e));
   }
   main(...values).then(complete, (e) => fail('exception', describe(e)));
+  holdInput();
 }
+
+// Once the program runs, the pipe from the host keeps this process alive only while a call
+// waits for its reply (or after the run is over, until the host ends it). A program waiting on
+// a promise that nothing can settle then empties the event loop, as an unsettled top-level
+// `await` does in Node.js (exit code 13), and fails now instead of at the wall-clock ceiling.
+function holdInput() {
+  if (finished || pending.size > 0) input.ref();
+  else input.unref();
+}
+
+process.on('beforeExit', () => {
+  if (started && !finished) {
+    fail('exception', 'the program waits for a promise that nothing can settle: no tool call, timer or I/O is pending');
+  }
+});
 
 const input = new net.Socket({ fd: FROM_HOST, readable: true, writable: false });
 input.setEncoding('utf8');

@@ -373,6 +373,36 @@ def _compile(program, params):
     return scope["__dsh_main__"]
 
 
+_STUCK = (
+    "the program waits for a future that nothing can complete: "
+    "no tool call, timer, task, thread or I/O is pending"
+)
+
+
+def _detect_stuck_waits(loop):
+    # The event loop asks its selector to wait with no timeout only when nothing is ready and
+    # nothing is scheduled. If then no call waits for its reply and no descriptor, thread or
+    # signal handler but this bootstrap's own could wake the loop, the program can never go on:
+    # it fails now instead of at the wall-clock ceiling. Anything unusual keeps the old wait.
+    selector = loop._selector
+    select = selector.select
+    own = {FROM_HOST, loop._ssock.fileno()}
+
+    def watched(timeout=None):
+        if (
+            timeout is None
+            and not _finished
+            and not _pending
+            and threading.active_count() == 1
+            and not getattr(loop, "_signal_handlers", True)
+            and {key.fd for key in selector.get_map().values()} <= own
+        ):
+            _fail("exception", _STUCK)
+        return select(timeout)
+
+    selector.select = watched
+
+
 async def _read_frames(reader, on_frame):
     while True:
         line = await reader.readline()
@@ -409,6 +439,10 @@ async def _main():
     streams = (sys.stdout, sys.stderr)
     try:
         main = _compile(run["program"], params)
+        try:
+            _detect_stuck_waits(loop)
+        except AttributeError:
+            pass
         result = await main(*values)
     except BaseException as exc:
         for stream in streams:

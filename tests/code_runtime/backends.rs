@@ -164,6 +164,8 @@ on_every_backend!(
     an_error_is_an_exception_with_program_lines,
     a_hot_loop_exhausts_the_compute_budget,
     a_hung_wait_reaches_the_wall_clock_ceiling,
+    a_wait_on_nothing_fails_at_once,
+    a_wait_on_a_call_or_a_timer_is_not_stuck,
     a_flood_of_output_hits_the_output_limit,
     output_boundaries_are_exact,
     a_memory_bomb_ends_the_run_and_the_host_stays_healthy,
@@ -411,13 +413,7 @@ async fn a_hung_wait_reaches_the_wall_clock_ceiling(backend: Backend) {
     let out = rt
         .run(
             tools
-                .request(backend.pick(
-                    "await new Promise(() => {});",
-                    backend.on_monty(
-                        "await host.forever()",
-                        "import asyncio\nawait asyncio.Event().wait()",
-                    ),
-                ))
+                .request(backend.pick("await host.forever({});", "await host.forever()"))
                 .signal(CancellationToken::new()),
         )
         .await
@@ -427,6 +423,92 @@ async fn a_hung_wait_reaches_the_wall_clock_ceiling(backend: Backend) {
         FailureKind::Timeout,
         "wall-clock ceiling reached (700ms)",
     );
+    rt.dispose().await;
+}
+
+/// A program that awaits what nothing can settle (no call in flight, no timer, no I/O) fails at
+/// once as an exception, keeping its logs, instead of sitting out the wall-clock ceiling.
+async fn a_wait_on_nothing_fails_at_once(backend: Backend) {
+    if backend == Backend::EmbeddedPython {
+        eprintln!("skipped: Monty's Python has nothing to await but a binding call");
+        return;
+    }
+    let rt = backend
+        .runtime(Budgets {
+            max_wall_ms: 600_000,
+            ..budgets()
+        })
+        .await;
+    let tools = Tools::new();
+    let program = backend.pick(
+        "await tools.echo({});\nconsole.log('waiting');\nawait new Promise(() => {});",
+        "import asyncio\nawait tools.echo({})\nprint('waiting')\nawait asyncio.get_running_loop().create_future()",
+    );
+    // A failure bound only; the ceiling above is ten minutes.
+    let out = tokio::time::timeout(Duration::from_secs(60), tools.run(rt.as_ref(), program))
+        .await
+        .expect("the stuck program ends long before the wall-clock ceiling");
+    assert_failure(
+        &out,
+        FailureKind::Exception,
+        backend.pick(
+            "the program waits for a promise that nothing can settle",
+            "the program waits for a future that nothing can complete",
+        ),
+    );
+    assert_eq!(out.logs, ["waiting"]);
+    rt.dispose().await;
+}
+
+/// A call the host has not answered yet, a timer or (in CPython) another thread is something to
+/// wait for: the program is not stuck while it waits on one.
+async fn a_wait_on_a_call_or_a_timer_is_not_stuck(backend: Backend) {
+    let rt = backend
+        .runtime(Budgets {
+            max_wall_ms: 600_000,
+            ..budgets()
+        })
+        .await;
+    let (started, mut calls) = tokio::sync::mpsc::unbounded_channel();
+    let (release, released) = tokio::sync::watch::channel(false);
+    let request = RunRequest::new(match backend {
+        Backend::SubprocessTypeScript => {
+            "await new Promise((r) => setTimeout(r, 20));\nreturn await host.gate({});"
+        }
+        Backend::SubprocessPython => concat!(
+            "import asyncio, threading, time\nawait asyncio.sleep(0.02)\n",
+            "opened = await host.gate()\n",
+            "loop = asyncio.get_running_loop()\ndone = loop.create_future()\n",
+            "later = lambda: (time.sleep(0.05), loop.call_soon_threadsafe(done.set_result, 1))\n",
+            "threading.Thread(target=later).start()\nawait done\nreturn opened",
+        ),
+        Backend::EmbeddedJavaScript => "return await host.gate({});",
+        Backend::EmbeddedPython => "return await host.gate()",
+    })
+    .binding(BindingNamespace {
+        global: "host".into(),
+        names: vec!["gate".into()],
+        error_class: None,
+    })
+    .dispatch(dispatch(move |_call| {
+        let (started, mut released) = (started.clone(), released.clone());
+        async move {
+            // Sent once the call is under way (the embedded runtimes make the call
+            // before they first poll it).
+            let _ = started.send(());
+            let _ = released.wait_for(|open| *open).await;
+            Ok(json!("opened"))
+        }
+    }));
+    let run = tokio::spawn({
+        let rt = Arc::clone(&rt);
+        async move { rt.run(request).await.expect("a valid request") }
+    });
+    // A check that missed the call in flight would fire as soon as the program went idle on
+    // it, long before this answer.
+    calls.recv().await.expect("the program calls the gate");
+    release.send_replace(true);
+    assert_value(&run.await.expect("the run"), json!("opened"));
     rt.dispose().await;
 }
 
@@ -572,7 +654,8 @@ async fn fifty_concurrent_runs_all_settle(backend: Backend) {
     rt.dispose().await;
 }
 
-/// A program that calls `tools.report`, logs `waiting` if `log`, then waits forever.
+/// A program that calls `tools.report`, logs `waiting` if `log`, then waits forever
+/// on a call the host never answers.
 fn report_then_hang(backend: Backend, log: bool) -> String {
     let log = if log {
         backend.pick("console.log('waiting');\n", "print('waiting')\n")
@@ -580,13 +663,8 @@ fn report_then_hang(backend: Backend, log: bool) -> String {
         ""
     };
     backend.pick(
-        format!("await tools.report({{pid: 1}});\n{log}await new Promise(() => {{}});"),
-        backend.on_monty(
-            format!("await tools.report({{'pid': 1}})\n{log}await host.forever()"),
-            format!(
-                "import asyncio\nawait tools.report({{'pid': 1}})\n{log}await asyncio.Event().wait()"
-            ),
-        ),
+        format!("await tools.report({{pid: 1}});\n{log}await host.forever({{}});"),
+        format!("await tools.report({{'pid': 1}})\n{log}await host.forever()"),
     )
 }
 

@@ -396,10 +396,10 @@ async fn off_charges_cpu_of_children(lang: Lang) {
         .run_once(
             off(),
             &format!(
-                "const cp = await import('node:child_process');\nfor (let i = 0; i < 2; i++) cp.spawn('/bin/sh', ['-c', '{burn}'], {{ stdio: 'ignore' }});\nawait new Promise(() => {{}});"
+                "const cp = await import('node:child_process');\nfor (let i = 0; i < 2; i++) cp.spawn('/bin/sh', ['-c', '{burn}'], {{ stdio: 'ignore' }});\nawait new Promise((r) => setTimeout(r, 3_600_000));"
             ),
             &format!(
-                "import subprocess, asyncio\nfor _ in range(2):\n    subprocess.Popen(['/bin/sh', '-c', '{burn}'])\nawait asyncio.Event().wait()"
+                "import subprocess, asyncio\nfor _ in range(2):\n    subprocess.Popen(['/bin/sh', '-c', '{burn}'])\nawait asyncio.sleep(3600)"
             ),
         )
         .await;
@@ -411,8 +411,8 @@ async fn off_charges_memory_of_children(lang: Lang) {
     let out = lang
         .run_once(
             off(),
-            "const cp = await import('node:child_process');\nfor (let i = 0; i < 3; i++) cp.spawn(process.execPath, ['-e', 'globalThis.b = Buffer.alloc(60 << 20, 1); setInterval(() => {}, 1000)'], { stdio: 'ignore' });\nawait new Promise(() => {});",
-            "import subprocess, sys, asyncio\nfor _ in range(3):\n    subprocess.Popen([sys.executable, '-c', 'import time\\nb = b\"\\\\x01\" * (60 << 20)\\ntime.sleep(1000)'])\nawait asyncio.Event().wait()",
+            "const cp = await import('node:child_process');\nfor (let i = 0; i < 3; i++) cp.spawn(process.execPath, ['-e', 'globalThis.b = Buffer.alloc(60 << 20, 1); setInterval(() => {}, 1000)'], { stdio: 'ignore' });\nawait new Promise((r) => setTimeout(r, 3_600_000));",
+            "import subprocess, sys, asyncio\nfor _ in range(3):\n    subprocess.Popen([sys.executable, '-c', 'import time\\nb = b\"\\\\x01\" * (60 << 20)\\ntime.sleep(1000)'])\nawait asyncio.sleep(3600)",
         )
         .await;
     assert_failure(&out, FailureKind::MemoryLimit, "memory budget exhausted");
@@ -501,8 +501,8 @@ async fn a_closed_protocol_descriptor_settles_at_once(lang: Lang) {
     let out = run(
         &rt,
         lang.pick(
-            "const fs = await import('node:fs');\nfs.closeSync(3);\nawait new Promise(() => {});",
-            "import os, asyncio\nos.close(3)\nawait asyncio.Event().wait()",
+            "const fs = await import('node:fs');\nfs.closeSync(3);\nawait new Promise((r) => setTimeout(r, 3_600_000));",
+            "import os, asyncio\nos.close(3)\nawait asyncio.sleep(3600)",
         ),
     )
     .await;

@@ -89,7 +89,7 @@ async fn spawned_grandchildren_die_with_the_run(lang: Lang) {
 }
 
 /// A program that reports its process id through `tools.report`, logs `waiting` if `log`, then
-/// waits forever.
+/// waits forever on a call the host never answers.
 fn report_pid_then_hang(lang: Lang, log: bool) -> String {
     let log = if log {
         lang.pick("console.log('waiting');\n", "print('waiting')\n")
@@ -97,10 +97,8 @@ fn report_pid_then_hang(lang: Lang, log: bool) -> String {
         ""
     };
     lang.pick(
-        format!("await tools.report({{pid: process.pid}});\n{log}await new Promise(() => {{}});"),
-        format!(
-            "import os, asyncio\nawait tools.report({{'pid': os.getpid()}})\n{log}await asyncio.Event().wait()"
-        ),
+        format!("await tools.report({{pid: process.pid}});\n{log}await host.forever({{}});"),
+        format!("import os\nawait tools.report({{'pid': os.getpid()}})\n{log}await host.forever()"),
     )
 }
 

@@ -192,8 +192,8 @@ impl Tools {
             .binding(BindingNamespace::tools([
                 "echo", "fail", "slow", "report", "my-tool",
             ]))
-            // A binding that never answers: a wait on the host for interpreters without one
-            // of their own (Monty has no `asyncio.Event`).
+            // A binding that never answers: a program waiting on the host with a call in
+            // flight (a wait on nothing at all fails at once as a stuck program).
             .binding(BindingNamespace {
                 global: "host".into(),
                 names: vec!["forever".into()],

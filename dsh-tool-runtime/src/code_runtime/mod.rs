@@ -386,7 +386,8 @@ pub struct CodeRunFailure {
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
 pub enum FailureKind {
-    /// The program raised, or failed to parse or type-strip.
+    /// The program raised, failed to parse or type-strip, or awaits what nothing can settle
+    /// (no call in flight, no timer, no I/O: it could never go on).
     Exception,
     /// The compute (CPU) budget or the wall-clock ceiling ran out; the message says which.
     Timeout,
