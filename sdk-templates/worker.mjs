@@ -20,8 +20,12 @@ let maxOutputBytes = 64 * 1024 * 1024;
 let maxFrameBytes = 1024 * 1024;
 let maxDepth = 4096;
 let finished = false;
+// Frames sent and replies read so far: whether the program did anything between two empty
+// event loops.
+let traffic = 0;
 
 function send(line) {
+  traffic++;
   const bytes = Buffer.from(line + '\n', 'utf8');
   let offset = 0;
   while (offset < bytes.length) {
@@ -175,6 +179,7 @@ function onReply(frame) {
   const waiter = pending.get(frame.id);
   if (!waiter) return;
   pending.delete(frame.id);
+  traffic++;
   holdInput();
   if (frame.ok) waiter.resolve(frame.value);
   else waiter.reject(waiter.raise(waiter.name, String(frame.message), frame.code));
@@ -223,9 +228,16 @@ function holdInput() {
   else input.unref();
 }
 
+// This listener runs before any the program adds, and one of those may still resume it (or
+// start a timer): stuck is the second empty loop in a row with no frame sent or read between.
+let idleAt = -1;
 process.on('beforeExit', () => {
-  if (started && !finished) {
+  if (!started || finished) return;
+  if (idleAt === traffic) {
     fail('exception', 'the program waits for a promise that nothing can settle: no tool call, timer or I/O is pending');
+  } else {
+    idleAt = traffic;
+    setImmediate(() => {});
   }
 });
 

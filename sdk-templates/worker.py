@@ -14,6 +14,7 @@ import json
 import linecache
 import math
 import os
+import signal
 import sys
 import threading
 import traceback
@@ -379,24 +380,38 @@ _STUCK = (
 )
 
 
+def _signal_handlers():
+    return [signal.getsignal(number) for number in sorted(signal.valid_signals())]
+
+
 def _detect_stuck_waits(loop):
     # The event loop asks its selector to wait with no timeout only when nothing is ready and
     # nothing is scheduled. If then no call waits for its reply and no descriptor, thread or
     # signal handler but this bootstrap's own could wake the loop, the program can never go on:
-    # it fails now instead of at the wall-clock ceiling. Anything unusual keeps the old wait.
+    # it fails now instead of at the wall-clock ceiling. Anything unusual keeps the plain wait.
     selector = loop._selector
     select = selector.select
     own = {FROM_HOST, loop._ssock.fileno()}
+    handlers = _signal_handlers()
 
-    def watched(timeout=None):
-        if (
-            timeout is None
-            and not _finished
+    def stuck():
+        return (
+            not _finished
             and not _pending
             and threading.active_count() == 1
+            # Checked after the threads: one that just ended may have queued a callback.
+            and not loop._ready
             and not getattr(loop, "_signal_handlers", True)
+            and _signal_handlers() == handlers
             and {key.fd for key in selector.get_map().values()} <= own
-        ):
+        )
+
+    def watched(timeout=None):
+        if timeout is None and stuck():
+            # A wake-up written just before the check (a thread's `call_soon_threadsafe`).
+            events = select(0)
+            if events:
+                return events
             _fail("exception", _STUCK)
         return select(timeout)
 

@@ -40,7 +40,32 @@ in_both_languages!(
     cancellation_mid_run_aborts_and_leaves_no_child,
     a_pre_aborted_run_spawns_nothing,
     a_missing_interpreter_is_named,
+    a_program_woken_by_its_own_handler_is_not_stuck,
 );
+
+/// What the interpreter itself can wake a program with is no stuck wait: a `beforeExit`
+/// listener of the program's own (Node.js runs the bootstrap's first), a signal handler armed
+/// with an interval timer (CPython's loop knows neither).
+async fn a_program_woken_by_its_own_handler_is_not_stuck(lang: Lang) {
+    let out = lang
+        .run_once(
+            small(),
+            concat!(
+                "let wake: (v: string) => void = () => {};\n",
+                "const woken = new Promise<string>((r) => { wake = r; });\n",
+                "process.once('beforeExit', () => wake('from beforeExit'));\n",
+                "return await woken;",
+            ),
+            concat!(
+                "import asyncio, signal\nloop = asyncio.get_running_loop()\n",
+                "woken = loop.create_future()\n",
+                "signal.signal(signal.SIGALRM, lambda *_: loop.call_soon_threadsafe(woken.set_result, 'alarm'))\n",
+                "signal.setitimer(signal.ITIMER_REAL, 0.05)\nreturn await woken",
+            ),
+        )
+        .await;
+    assert_value(&out, json!(lang.pick("from beforeExit", "alarm")));
+}
 
 async fn junk_on_the_protocol_pipe_is_dropped(lang: Lang) {
     let out = lang

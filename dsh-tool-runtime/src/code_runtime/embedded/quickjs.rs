@@ -58,9 +58,10 @@ fn bootstrap<'js>(ctx: &Ctx<'js>) -> rquickjs::Result<Function<'js>> {
     module.get("default")
 }
 
-/// The failure of a program that awaits what nothing can settle; the subprocess runtime's
-/// bootstrap says the same.
-const STUCK: &str = "the program waits for a promise that nothing can settle: no tool call, timer or I/O is pending";
+/// The failure of a program that awaits what nothing can settle: this interpreter has no timers
+/// or I/O, so only a call in flight could.
+const STUCK: &str =
+    "the program waits for a promise that nothing can settle: no tool call is in flight";
 
 /// Interpreter heap beyond `max_memory_mb` for the runtime, context and bootstrap themselves.
 const BASE_HEAP_BYTES: usize = 4 << 20;
@@ -512,8 +513,8 @@ fn pump<'js>(
         if watch.check() {
             return;
         }
-        // No job is queued and no call is in flight: this interpreter has no timers or I/O, so
-        // nothing can ever settle what the program awaits.
+        // No job is queued and no call is in flight: nothing can ever settle what the program
+        // awaits.
         if waiters.borrow().is_empty() {
             state.borrow_mut().end(
                 watch,
