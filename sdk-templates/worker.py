@@ -204,10 +204,19 @@ def _encode(root):
 def _describe(exc):
     try:
         summary = traceback.TracebackException.from_exception(exc)
-        # Keep the program's own frames; the bootstrap's are noise.
-        summary.stack = traceback.StackSummary.from_list(
-            [frame for frame in summary.stack if frame.filename == "program.py"]
-        )
+        # Keep the program's own frames, in every exception of the chain or group: the
+        # bootstrap's and the standard library's are noise, and name host paths.
+        todo, seen = [summary], set()
+        while todo:
+            one = todo.pop()
+            if one is None or id(one) in seen:
+                continue
+            seen.add(id(one))
+            one.stack = traceback.StackSummary.from_list(
+                [frame for frame in one.stack if frame.filename == "program.py"]
+            )
+            todo.extend((one.__cause__, one.__context__))
+            todo.extend(getattr(one, "exceptions", None) or ())
         return "".join(summary.format()).rstrip("\n")
     except BaseException:
         try:

@@ -162,6 +162,7 @@ on_every_backend!(
     returns_every_json_shape,
     logs_arrive_in_order,
     an_error_is_an_exception_with_program_lines,
+    a_chained_error_shows_only_program_frames,
     a_hot_loop_exhausts_the_compute_budget,
     a_hung_wait_reaches_the_wall_clock_ceiling,
     a_wait_on_nothing_fails_at_once,
@@ -382,6 +383,39 @@ async fn an_error_is_an_exception_with_program_lines(backend: Backend) {
         FailureKind::Exception,
         "42",
     );
+    rt.dispose().await;
+}
+
+/// An error raised while handling a failed call keeps the chain, and every traceback in it shows
+/// only the program's frames (not the bootstrap's binding, nor library paths of the host).
+async fn a_chained_error_shows_only_program_frames(backend: Backend) {
+    let rt = backend.runtime(budgets()).await;
+    let out = Tools::new()
+        .run(
+            rt.as_ref(),
+            backend.pick(
+                "try {\n  await tools.fail({});\n} catch (e) {\n  throw new Error('wrapped', { cause: e });\n}",
+                "try:\n    await tools.fail({})\nexcept ToolCallError:\n    raise RuntimeError('wrapped')",
+            ),
+        )
+        .await;
+    assert_failure(&out, FailureKind::Exception, "wrapped");
+    let message = out.error.unwrap().message;
+    let (frame, own) = backend.pick(
+        ("    at ", "program.ts"),
+        ("File \"", "File \"program.py\""),
+    );
+    for line in message.lines().filter(|line| line.contains(frame)) {
+        assert!(line.contains(own), "{line:?} in {message}");
+    }
+    assert!(!message.contains("worker"), "{message}");
+    if backend == Backend::SubprocessPython {
+        assert!(
+            message.contains("ToolCallError: no luck with {}"),
+            "{message}"
+        );
+        assert!(message.contains("line 2, in __dsh_main__"), "{message}");
+    }
     rt.dispose().await;
 }
 
