@@ -20,12 +20,8 @@ let maxOutputBytes = 64 * 1024 * 1024;
 let maxFrameBytes = 1024 * 1024;
 let maxDepth = 4096;
 let finished = false;
-// Frames sent and replies read so far: whether the program did anything between two empty
-// event loops.
-let traffic = 0;
 
 function send(line) {
-  traffic++;
   const bytes = Buffer.from(line + '\n', 'utf8');
   let offset = 0;
   while (offset < bytes.length) {
@@ -179,7 +175,6 @@ function onReply(frame) {
   const waiter = pending.get(frame.id);
   if (!waiter) return;
   pending.delete(frame.id);
-  traffic++;
   holdInput();
   if (frame.ok) waiter.resolve(frame.value);
   else waiter.reject(waiter.raise(waiter.name, String(frame.message), frame.code));
@@ -221,23 +216,25 @@ function start(frame) {
 
 // Once the program runs, the pipe from the host keeps this process alive only while a call
 // waits for its reply (or after the run is over, until the host ends it). A program waiting on
-// a promise that nothing can settle then empties the event loop, as an unsettled top-level
-// `await` does in Node.js (exit code 13), and fails now instead of at the wall-clock ceiling.
+// a promise that nothing can settle then lets the event loop run dry and the process exit once
+// every `beforeExit` listener has had its turn, as an unsettled top-level `await` does in
+// Node.js (exit code 13): it fails then instead of at the wall-clock ceiling.
 function holdInput() {
   if (finished || pending.size > 0) input.ref();
   else input.unref();
 }
 
-// This listener runs before any the program adds, and one of those may still resume it (or
-// start a timer): stuck is the second empty loop in a row with no frame sent or read between.
-let idleAt = -1;
-process.on('beforeExit', () => {
-  if (!started || finished) return;
-  if (idleAt === traffic) {
+// An exit the program asked for is no stuck wait (the host reports the exit).
+let exitCalled = false;
+const exit = process.exit;
+process.exit = function (...args) {
+  exitCalled = true;
+  return exit.apply(this, args);
+};
+
+process.on('exit', () => {
+  if (started && !finished && !exitCalled && pending.size === 0) {
     fail('exception', 'the program waits for a promise that nothing can settle: no tool call, timer or I/O is pending');
-  } else {
-    idleAt = traffic;
-    setImmediate(() => {});
   }
 });
 

@@ -10,6 +10,8 @@
 import ast
 import asyncio
 import builtins
+import collections
+import functools
 import json
 import linecache
 import math
@@ -18,6 +20,7 @@ import signal
 import sys
 import threading
 import traceback
+import _thread
 
 TO_HOST = 3
 FROM_HOST = 4
@@ -201,8 +204,36 @@ def _encode(root):
             break
 
 
+# Exceptions of a chain (and groups' members) a failure shows; CPython would print every one,
+# and a program can chain millions.
+_MAX_CHAINED = 64
+
+
+def _bound_chain(exc):
+    # Cuts the links past the first `_MAX_CHAINED` exceptions, nearest first, for as long as the
+    # failure is formatted. Returns the cut links, to be put back.
+    todo, seen, cut = collections.deque([exc]), set(), []
+    while todo:
+        one = todo.popleft()
+        if id(one) in seen:
+            continue
+        seen.add(id(one))
+        links = [link for link in (one.__cause__, one.__context__) if link is not None]
+        if len(seen) >= _MAX_CHAINED and links:
+            cut.append((one, one.__cause__, one.__context__, one.__suppress_context__))
+            one.__cause__ = one.__context__ = None
+            continue
+        todo.extend(links)
+        members = getattr(one, "exceptions", None)
+        if isinstance(members, tuple):
+            todo.extend(member for member in members if isinstance(member, BaseException))
+    return cut
+
+
 def _describe(exc):
+    cut = []
     try:
+        cut = _bound_chain(exc)
         summary = traceback.TracebackException.from_exception(exc)
         # Keep the program's own frames, in every exception of the chain or group: the
         # bootstrap's and the standard library's are noise, and name host paths.
@@ -217,12 +248,27 @@ def _describe(exc):
             )
             todo.extend((one.__cause__, one.__context__))
             todo.extend(getattr(one, "exceptions", None) or ())
-        return "".join(summary.format()).rstrip("\n")
+        text = "".join(summary.format()).rstrip("\n")
+        return text + "\n(further chained exceptions not shown)" if cut else text
     except BaseException:
         try:
             return repr(exc)
         except BaseException:
             return "program raised an unrenderable value"
+    finally:
+        for one, cause, context, suppress in cut:
+            one.__cause__, one.__context__ = cause, context
+            one.__suppress_context__ = suppress
+
+
+def _report_loop_error(loop, context):
+    # asyncio's own report of an error nothing awaits (a callback's, a task's never retrieved)
+    # would show the event loop's frames and the host's paths.
+    text = str(context.get("message") or "Unhandled exception in event loop")
+    exc = context.get("exception")
+    if isinstance(exc, BaseException):
+        text += "\n" + _describe(exc)
+    print(text, file=sys.stderr)
 
 
 def _finish(frame):
@@ -393,6 +439,52 @@ def _signal_handlers():
     return [signal.getsignal(number) for number in sorted(signal.valid_signals())]
 
 
+# Threads started but not yet running Python code, which no count of the interpreter sees.
+_threads_starting = set()
+
+
+def _count_thread_starts():
+    start = _thread.start_new_thread
+
+    def start_new_thread(function, args, kwargs=None, /):
+        if not callable(function):
+            raise TypeError("first arg must be callable")
+        token = object()
+
+        @functools.wraps(function)
+        def begin(*args, **kwargs):
+            _threads_starting.discard(token)
+            return function(*args, **kwargs)
+
+        _threads_starting.add(token)
+        try:
+            return start(begin, args) if kwargs is None else start(begin, args, kwargs)
+        except BaseException:
+            _threads_starting.discard(token)
+            raise
+
+    _thread.start_new_thread = _thread.start_new = threading._start_new_thread = start_new_thread
+
+
+def _report_thread_error(args):
+    if args.exc_type is SystemExit:
+        return
+    name = args.thread.name if args.thread is not None else "?"
+    print("Exception in thread %s:\n%s" % (name, _describe(args.exc_value)), file=sys.stderr)
+
+
+def _report_unraisable(unraisable):
+    text = unraisable.err_msg or "Exception ignored in"
+    if unraisable.object is not None:
+        try:
+            text += ": %r" % (unraisable.object,)
+        except BaseException:
+            pass
+    if unraisable.exc_value is not None:
+        text += "\n" + _describe(unraisable.exc_value)
+    print(text, file=sys.stderr)
+
+
 def _detect_stuck_waits(loop):
     # The event loop asks its selector to wait with no timeout only when nothing is ready and
     # nothing is scheduled. If then no call waits for its reply and no descriptor, thread or
@@ -404,10 +496,14 @@ def _detect_stuck_waits(loop):
     handlers = _signal_handlers()
 
     def stuck():
+        # The order matters: each count sees what the one before it may have missed.
         return (
             not _finished
             and not _pending
+            and not _threads_starting
             and threading.active_count() == 1
+            # Also a thread that left `threading` but still runs code (thread-local destructors).
+            and len(sys._current_frames()) == 1
             # Checked after the threads: one that just ended may have queued a callback.
             and not loop._ready
             and not getattr(loop, "_signal_handlers", True)
@@ -438,6 +534,7 @@ async def _read_frames(reader, on_frame):
 async def _main():
     global _max_output_bytes, _max_frame_bytes, _max_depth
     loop = asyncio.get_running_loop()
+    loop.set_exception_handler(_report_loop_error)
     reader = asyncio.StreamReader(limit=sys.maxsize)
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(FROM_HOST, "rb", buffering=0)
@@ -483,6 +580,10 @@ async def _main():
 
 sys.stdout = _LogStream()
 sys.stderr = _LogStream()
+_count_thread_starts()
+# Like asyncio's reports, the default ones would show the host's frames and paths.
+threading.excepthook = _report_thread_error
+sys.unraisablehook = _report_unraisable
 # Out-of-memory errors are the program's exceptions like any other; only the host's own
 # measurement of resident memory ends a run as memory-limit.
 asyncio.run(_main())

@@ -41,30 +41,140 @@ in_both_languages!(
     a_pre_aborted_run_spawns_nothing,
     a_missing_interpreter_is_named,
     a_program_woken_by_its_own_handler_is_not_stuck,
+    a_stuck_program_is_reported_after_its_own_code_ran,
+    a_long_exception_chain_is_cut,
 );
 
-/// What the interpreter itself can wake a program with is no stuck wait: a `beforeExit`
-/// listener of the program's own (Node.js runs the bootstrap's first), a signal handler armed
-/// with an interval timer (CPython's loop knows neither).
+/// What the interpreter itself can wake a program with is no stuck wait. Node.js: the
+/// program's own `beforeExit` listeners, even one that resumes it only on a later empty loop,
+/// and `beforeExit` emitted by hand while a call is in flight. CPython: a signal handler armed
+/// with an interval timer, and a thread started with `_thread` (which no count of the
+/// interpreter sees before it runs).
 async fn a_program_woken_by_its_own_handler_is_not_stuck(lang: Lang) {
+    let rt = lang.runtime(small()).await;
+    let out = Tools::new()
+        .run(
+            &rt,
+            lang.pick(
+                concat!(
+                    "const call = tools.echo({ n: 1 });\n",
+                    "process.emit('beforeExit', 0);\nprocess.emit('beforeExit', 0);\n",
+                    "const echoed = await call;\n",
+                    "let wake: (v: string) => void = () => {};\n",
+                    "const woken = new Promise<string>((r) => { wake = r; });\n",
+                    "let stage = 0;\n",
+                    "process.on('beforeExit', () => {\n",
+                    "  if (stage === 0) { stage = 1; setTimeout(() => { stage = 2; }, 5); }\n",
+                    "  else if (stage === 2) wake('from beforeExit');\n",
+                    "});\n",
+                    "return [echoed, await woken];",
+                ),
+                concat!(
+                    "import asyncio, signal, time, _thread\nloop = asyncio.get_running_loop()\n",
+                    "raw = loop.create_future()\n",
+                    "later = lambda: (time.sleep(0.05), loop.call_soon_threadsafe(raw.set_result, 'raw thread'))\n",
+                    "_thread.start_new_thread(later, ())\nthreaded = await raw\n",
+                    "woken = loop.create_future()\n",
+                    "signal.signal(signal.SIGALRM, lambda *_: loop.call_soon_threadsafe(woken.set_result, 'alarm'))\n",
+                    "signal.setitimer(signal.ITIMER_REAL, 0.05)\nreturn [await woken, threaded]",
+                ),
+            ),
+        )
+        .await;
+    let expected = lang.pick(
+        json!([{"n": 1}, "from beforeExit"]),
+        json!(["alarm", "raw thread"]),
+    );
+    assert_value(&out, expected);
+    rt.dispose().await;
+}
+
+/// A stuck program is reported once nothing of its own can run any more: after its
+/// `beforeExit` listener (Node.js), after its threads have ended (CPython).
+async fn a_stuck_program_is_reported_after_its_own_code_ran(lang: Lang) {
+    let rt = lang
+        .runtime(SubprocessConfig {
+            max_wall_ms: 600_000,
+            ..small()
+        })
+        .await;
+    let program = lang.pick(
+        "process.on('beforeExit', () => console.log('tick'));\nawait new Promise(() => {});",
+        concat!(
+            "import asyncio, threading\n",
+            "t = threading.Thread(target=lambda: print('tick'))\nt.start()\nt.join()\n",
+            "await asyncio.get_running_loop().create_future()",
+        ),
+    );
+    // A failure bound only; the ceiling above is ten minutes.
+    let out = tokio::time::timeout(Duration::from_secs(60), run(&rt, program))
+        .await
+        .expect("the stuck program ends long before the wall-clock ceiling");
+    assert_failure(&out, FailureKind::Exception, "nothing can");
+    assert_eq!(out.logs, ["tick"]);
+    rt.dispose().await;
+}
+
+/// A failure's chain is cut past its first 64 exceptions, saying so: CPython would format every
+/// one (a program chaining 100,000 took 15 s and 20 MB).
+async fn a_long_exception_chain_is_cut(lang: Lang) {
     let out = lang
         .run_once(
             small(),
             concat!(
-                "let wake: (v: string) => void = () => {};\n",
-                "const woken = new Promise<string>((r) => { wake = r; });\n",
-                "process.once('beforeExit', () => wake('from beforeExit'));\n",
-                "return await woken;",
+                "let e: Error | undefined;\n",
+                "for (let i = 0; i < 1000; i++) e = new Error(String(i), { cause: e });\n",
+                "throw e;",
             ),
             concat!(
-                "import asyncio, signal\nloop = asyncio.get_running_loop()\n",
-                "woken = loop.create_future()\n",
-                "signal.signal(signal.SIGALRM, lambda *_: loop.call_soon_threadsafe(woken.set_result, 'alarm'))\n",
-                "signal.setitimer(signal.ITIMER_REAL, 0.05)\nreturn await woken",
+                "e = None\nfor i in range(100000):\n",
+                "    try:\n        raise ValueError(i) from e\n",
+                "    except ValueError as x:\n        e = x\n",
+                "raise e",
             ),
         )
         .await;
-    assert_value(&out, json!(lang.pick("from beforeExit", "alarm")));
+    assert_failure(&out, FailureKind::Exception, lang.pick("999", "99999"));
+    let message = out.error.unwrap().message;
+    assert!(message.len() < 64 << 10, "{} bytes", message.len());
+    if lang == Lang::Python {
+        assert!(message.contains("ValueError: 99936"), "{message}");
+        assert!(!message.contains("ValueError: 99935"), "{message}");
+        assert!(
+            message.ends_with("(further chained exceptions not shown)"),
+            "{message}"
+        );
+    }
+}
+
+/// Errors nothing awaits — a callback's, a thread's (started with `threading` or `_thread`), a
+/// destructor's — are logged with the program's frames only, as failures are.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn unawaited_python_errors_are_logged_with_program_frames() {
+    let program = concat!(
+        "import asyncio, gc, threading, time, _thread\n",
+        "def bad(where):\n    raise ValueError(where)\n",
+        "asyncio.get_running_loop().call_soon(bad, 'callback')\nawait asyncio.sleep(0)\n",
+        "t = threading.Thread(target=bad, args=('thread',))\nt.start()\nt.join()\n",
+        "done = threading.Event()\n",
+        "_thread.start_new_thread(lambda: (done.set(), bad('raw thread')), ())\n",
+        "done.wait()\ntime.sleep(0.2)\n",
+        "class D:\n    def __del__(self):\n        bad('destructor')\n",
+        "d = D()\ndel d\ngc.collect()\nreturn 'ok'",
+    );
+    let out = Lang::Python.run_once(small(), "", program).await;
+    assert_value(&out, json!("ok"));
+    let logs = out.logs.join("\n");
+    for what in ["callback", "thread", "raw thread", "destructor"] {
+        assert!(logs.contains(&format!("ValueError: {what}")), "{logs}");
+    }
+    assert!(
+        logs.contains("File \"program.py\", line 3, in bad"),
+        "{logs}"
+    );
+    for line in logs.lines().filter(|line| line.contains("File \"")) {
+        assert!(line.contains("File \"program.py\""), "{line:?} in {logs}");
+    }
 }
 
 async fn junk_on_the_protocol_pipe_is_dropped(lang: Lang) {
