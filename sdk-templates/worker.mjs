@@ -232,8 +232,9 @@ process.exit = function (...args) {
   return exit.apply(this, args);
 };
 
+// `_exiting`: the process really exits (the program may emit 'exit' itself).
 process.on('exit', () => {
-  if (started && !finished && !exitCalled && pending.size === 0) {
+  if (process._exiting === true && started && !finished && !exitCalled && pending.size === 0) {
     fail('exception', 'the program waits for a promise that nothing can settle: no tool call, timer or I/O is pending');
   }
 });

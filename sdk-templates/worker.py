@@ -12,6 +12,7 @@ import asyncio
 import builtins
 import collections
 import functools
+import itertools
 import json
 import linecache
 import math
@@ -20,6 +21,7 @@ import signal
 import sys
 import threading
 import traceback
+import types
 import _thread
 
 TO_HOST = 3
@@ -87,7 +89,8 @@ class _LogStream:
     def __init__(self):
         self._partial = []
         self._partial_len = 0
-        self._lock = threading.Lock()
+        # Reentrant: a signal handler may print while this thread writes.
+        self._lock = threading.RLock()
 
     def write(self, text):
         if not isinstance(text, str):
@@ -110,8 +113,9 @@ class _LogStream:
                 complete.append("".join(self._partial))
                 self._partial = []
                 self._partial_len = 0
-        for line in complete:
-            _log(line)
+            # Under the lock, so that one write's lines (a thread's report) stay together.
+            for line in complete:
+                _log(line)
         return len(text)
 
     def flush(self):
@@ -207,33 +211,42 @@ def _encode(root):
 # Exceptions of a chain (and groups' members) a failure shows; CPython would print every one,
 # and a program can chain millions.
 _MAX_CHAINED = 64
+# Exception groups are new in 3.11.
+_GROUP = getattr(builtins, "BaseExceptionGroup", ())
 
 
-def _bound_chain(exc):
+def _bound_chain(exc, cut):
     # Cuts the links past the first `_MAX_CHAINED` exceptions, nearest first, for as long as the
-    # failure is formatted. Returns the cut links, to be put back.
-    todo, seen, cut = collections.deque([exc]), set(), []
+    # failure is formatted; `cut` collects them, to be put back. An exception whose links cannot
+    # be read (a property that raises) ends its branch.
+    todo, seen = collections.deque([exc]), set()
     while todo:
         one = todo.popleft()
         if id(one) in seen:
             continue
         seen.add(id(one))
-        links = [link for link in (one.__cause__, one.__context__) if link is not None]
+        try:
+            cause, context, suppress = one.__cause__, one.__context__, one.__suppress_context__
+            members = one.exceptions if isinstance(one, _GROUP) else ()
+        except Exception:
+            continue
+        links = [link for link in (cause, context) if isinstance(link, BaseException)]
         if len(seen) >= _MAX_CHAINED and links:
-            cut.append((one, one.__cause__, one.__context__, one.__suppress_context__))
-            one.__cause__ = one.__context__ = None
+            try:
+                one.__cause__ = one.__context__ = None
+            except Exception:
+                continue
+            cut.append((one, cause, context, suppress))
             continue
         todo.extend(links)
-        members = getattr(one, "exceptions", None)
         if isinstance(members, tuple):
             todo.extend(member for member in members if isinstance(member, BaseException))
-    return cut
 
 
 def _describe(exc):
     cut = []
     try:
-        cut = _bound_chain(exc)
+        _bound_chain(exc, cut)
         summary = traceback.TracebackException.from_exception(exc)
         # Keep the program's own frames, in every exception of the chain or group: the
         # bootstrap's and the standard library's are noise, and name host paths.
@@ -257,8 +270,11 @@ def _describe(exc):
             return "program raised an unrenderable value"
     finally:
         for one, cause, context, suppress in cut:
-            one.__cause__, one.__context__ = cause, context
-            one.__suppress_context__ = suppress
+            try:
+                one.__cause__, one.__context__ = cause, context
+                one.__suppress_context__ = suppress
+            except Exception:
+                pass
 
 
 def _report_loop_error(loop, context):
@@ -439,26 +455,37 @@ def _signal_handlers():
     return [signal.getsignal(number) for number in sorted(signal.valid_signals())]
 
 
-# Threads started but not yet running Python code, which no count of the interpreter sees.
+# Threads started but not yet running Python code, which no count of the interpreter sees, and
+# a count of every start (read by advancing it): a thread may start the next and end between
+# two reads of the others.
 _threads_starting = set()
+_thread_starts = itertools.count()
+
+
+def _runner(token, function):
+    def run(*args, **kwargs):
+        _threads_starting.discard(token)
+        return function(*args, **kwargs)
+
+    run.runs = function
+    return run
+
+
+_RUNNER = _runner(None, None).__code__
 
 
 def _count_thread_starts():
     start = _thread.start_new_thread
 
-    def start_new_thread(function, args, kwargs=None, /):
-        if not callable(function):
-            raise TypeError("first arg must be callable")
+    def start_new_thread(*call, **keywords):
+        # Anything but (function, args[, kwargs]) gets the interpreter's own error.
+        if keywords or not 2 <= len(call) <= 3 or not callable(call[0]):
+            return start(*call, **keywords)
         token = object()
-
-        @functools.wraps(function)
-        def begin(*args, **kwargs):
-            _threads_starting.discard(token)
-            return function(*args, **kwargs)
-
+        next(_thread_starts)
         _threads_starting.add(token)
         try:
-            return start(begin, args) if kwargs is None else start(begin, args, kwargs)
+            return start(_runner(token, call[0]), *call[1:])
         except BaseException:
             _threads_starting.discard(token)
             raise
@@ -475,9 +502,12 @@ def _report_thread_error(args):
 
 def _report_unraisable(unraisable):
     text = unraisable.err_msg or "Exception ignored in"
-    if unraisable.object is not None:
+    shown = unraisable.object
+    if isinstance(shown, types.FunctionType) and shown.__code__ is _RUNNER:
+        shown = shown.runs
+    if shown is not None:
         try:
-            text += ": %r" % (unraisable.object,)
+            text += ": %r" % (shown,)
         except BaseException:
             pass
     if unraisable.exc_value is not None:
@@ -497,6 +527,7 @@ def _detect_stuck_waits(loop):
 
     def stuck():
         # The order matters: each count sees what the one before it may have missed.
+        starts = next(_thread_starts)
         return (
             not _finished
             and not _pending
@@ -509,6 +540,7 @@ def _detect_stuck_waits(loop):
             and not getattr(loop, "_signal_handlers", True)
             and _signal_handlers() == handlers
             and {key.fd for key in selector.get_map().values()} <= own
+            and next(_thread_starts) == starts + 1
         )
 
     def watched(timeout=None):
@@ -534,7 +566,8 @@ async def _read_frames(reader, on_frame):
 async def _main():
     global _max_output_bytes, _max_frame_bytes, _max_depth
     loop = asyncio.get_running_loop()
-    loop.set_exception_handler(_report_loop_error)
+    # Also what a handler of the program's own, or none, falls back on.
+    loop.default_exception_handler = functools.partial(_report_loop_error, loop)
     reader = asyncio.StreamReader(limit=sys.maxsize)
     await loop.connect_read_pipe(
         lambda: asyncio.StreamReaderProtocol(reader), os.fdopen(FROM_HOST, "rb", buffering=0)
@@ -584,6 +617,7 @@ _count_thread_starts()
 # Like asyncio's reports, the default ones would show the host's frames and paths.
 threading.excepthook = _report_thread_error
 sys.unraisablehook = _report_unraisable
+sys.excepthook = lambda kind, value, trace: print(_describe(value), file=sys.stderr)
 # Out-of-memory errors are the program's exceptions like any other; only the host's own
 # measurement of resident memory ends a run as memory-limit.
 asyncio.run(_main())

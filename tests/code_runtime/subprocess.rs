@@ -47,7 +47,7 @@ in_both_languages!(
 
 /// What the interpreter itself can wake a program with is no stuck wait. Node.js: the
 /// program's own `beforeExit` listeners, even one that resumes it only on a later empty loop,
-/// and `beforeExit` emitted by hand while a call is in flight. CPython: a signal handler armed
+/// and `exit` or `beforeExit` emitted by hand. CPython: a signal handler armed
 /// with an interval timer, and a thread started with `_thread` (which no count of the
 /// interpreter sees before it runs).
 async fn a_program_woken_by_its_own_handler_is_not_stuck(lang: Lang) {
@@ -57,6 +57,7 @@ async fn a_program_woken_by_its_own_handler_is_not_stuck(lang: Lang) {
             &rt,
             lang.pick(
                 concat!(
+                    "process.emit('exit', 0);\n",
                     "const call = tools.echo({ n: 1 });\n",
                     "process.emit('beforeExit', 0);\nprocess.emit('beforeExit', 0);\n",
                     "const echoed = await call;\n",
@@ -147,6 +148,49 @@ async fn a_long_exception_chain_is_cut(lang: Lang) {
     }
 }
 
+/// Threads started with `_thread` that start the next one and end, 15,000 times, never look
+/// like a stuck wait (a thread may start the next and end between two counts of the others),
+/// and the wrapper that counts them keeps `_thread`'s own behaviour: its errors, a callable
+/// answering every attribute.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_threads_relayed_through_thread_are_no_stuck_wait() {
+    let program = concat!(
+        "import asyncio, sys, _thread\nsys.setswitchinterval(1e-6)\n",
+        "loop = asyncio.get_running_loop()\nrelayed = loop.create_future()\n",
+        "def hop(i):\n",
+        "    loop.call_soon_threadsafe(int)\n",
+        "    if i == 15000:\n        loop.call_soon_threadsafe(relayed.set_result, i)\n",
+        "    else:\n        _thread.start_new_thread(hop, (i + 1,))\n",
+        "_thread.start_new_thread(hop, (0,))\nhops = await relayed\n",
+        "class Anything:\n",
+        "    def __getattr__(self, name):\n        return 1\n",
+        "    def __call__(self):\n        loop.call_soon_threadsafe(ran.set_result, 'ran')\n",
+        "ran = loop.create_future()\n_thread.start_new_thread(Anything(), ())\n",
+        "errors = []\n",
+        "for bad in [(print,), (print, [], {}, 1), (1, ())]:\n",
+        "    try:\n        _thread.start_new_thread(*bad)\n",
+        "    except TypeError as e:\n        errors.append(str(e))\n",
+        "return [hops, await ran, errors]",
+    );
+    let config = SubprocessConfig {
+        compute_ms: 60_000,
+        ..small()
+    };
+    let out = Lang::Python.run_once(config, "", program).await;
+    assert_value(
+        &out,
+        json!([
+            15000,
+            "ran",
+            [
+                "start_new_thread expected at least 2 arguments, got 1",
+                "start_new_thread expected at most 3 arguments, got 4",
+                "first arg must be callable",
+            ]
+        ]),
+    );
+}
+
 /// Errors nothing awaits — a callback's, a thread's (started with `threading` or `_thread`), a
 /// destructor's — are logged with the program's frames only, as failures are.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -160,14 +204,30 @@ async fn unawaited_python_errors_are_logged_with_program_frames() {
         "_thread.start_new_thread(lambda: (done.set(), bad('raw thread')), ())\n",
         "done.wait()\ntime.sleep(0.2)\n",
         "class D:\n    def __del__(self):\n        bad('destructor')\n",
-        "d = D()\ndel d\ngc.collect()\nreturn 'ok'",
+        "d = D()\ndel d\ngc.collect()\n",
+        // A program resetting the loop's handler, or whose own thread hook fails, falls back
+        // on the bootstrap's reports.
+        "asyncio.get_running_loop().set_exception_handler(None)\n",
+        "asyncio.get_running_loop().call_soon(bad, 'default handler')\nawait asyncio.sleep(0)\n",
+        "def hook(args):\n    raise RuntimeError('hook')\n",
+        "threading.excepthook = hook\n",
+        "t = threading.Thread(target=bad, args=('failing hook',))\nt.start()\nt.join()\n",
+        "return 'ok'",
     );
     let out = Lang::Python.run_once(small(), "", program).await;
     assert_value(&out, json!("ok"));
     let logs = out.logs.join("\n");
-    for what in ["callback", "thread", "raw thread", "destructor"] {
+    for what in [
+        "callback",
+        "thread",
+        "raw thread",
+        "destructor",
+        "default handler",
+    ] {
         assert!(logs.contains(&format!("ValueError: {what}")), "{logs}");
     }
+    // As in CPython, a failing hook's own error is what is reported.
+    assert!(logs.contains("RuntimeError: hook"), "{logs}");
     assert!(
         logs.contains("File \"program.py\", line 3, in bad"),
         "{logs}"
