@@ -255,14 +255,14 @@
     values.push(consoleObject);
     const start = (main) => {
       try {
-        apply(promiseThen, main(...values), [complete, (e) => fail(0, describe(e))]);
+        apply(promiseThen, main(...values), [complete, (e) => fail(0, withCauses(e, describe))]);
       } catch (e) {
-        fail(0, describe(e));
+        fail(0, withCauses(e, describe));
       }
     };
     const head = '(async function (' + names.join(', ') + ') {';
     headColumns = head.length;
-    return { head, start, reject: (e) => fail(0, describe(e)) };
+    return { head, start, reject: (e) => fail(0, withCauses(e, describe)) };
   }
 
   return { prepare, failure };

@@ -5,3 +5,31 @@ let headColumns = 0;
 function ownPosition(line) {
   return line.replace(/program\.ts:1:(\d+)/g, (_, c) => 'program.ts:1:' + Math.max(1, Number(c) - headColumns));
 }
+
+// Most causes a failure shows after its own error (`Error.prototype.cause`, ES2022), as CPython
+// shows a chain.
+const MAX_CAUSES = 64;
+
+// `thrown` described by `describeOne`, then each cause it names: `Caused by: …`.
+function withCauses(thrown, describeOne) {
+  let text = describeOne(thrown);
+  try {
+    const seen = [thrown];
+    let current = thrown;
+    for (;;) {
+      if (current === null || typeof current !== 'object' || !('cause' in current)) break;
+      const cause = current.cause;
+      if (seen.includes(cause)) break;
+      if (seen.length > MAX_CAUSES) {
+        text += '\n(further causes not shown)';
+        break;
+      }
+      text += '\nCaused by: ' + describeOne(cause);
+      seen.push(cause);
+      current = cause;
+    }
+  } catch {
+    // A cause that cannot be read (a getter that throws) ends the chain.
+  }
+  return text;
+}

@@ -134,8 +134,8 @@ for (const stream of [process.stdout, process.stderr]) {
   };
 }
 
-process.on('uncaughtException', (e) => fail('exception', describe(e)));
-process.on('unhandledRejection', (e) => fail('exception', describe(e)));
+process.on('uncaughtException', (e) => fail('exception', withCauses(e, describe)));
+process.on('unhandledRejection', (e) => fail('exception', withCauses(e, describe)));
 
 const pending = new Map();
 let nextId = 0;
@@ -208,9 +208,9 @@ function start(frame) {
   try {
     main = (0, eval)(source);
   } catch (e) {
-    return fail('exception', describe(e));
+    return fail('exception', withCauses(e, describe));
   }
-  main(...values).then(complete, (e) => fail('exception', describe(e)));
+  main(...values).then(complete, (e) => fail('exception', withCauses(e, describe)));
   holdInput();
 }
 

@@ -386,8 +386,9 @@ async fn an_error_is_an_exception_with_program_lines(backend: Backend) {
     rt.dispose().await;
 }
 
-/// An error raised while handling a failed call keeps the chain, and every traceback in it shows
-/// only the program's frames (not the bootstrap's binding, nor library paths of the host).
+/// An error raised while handling a failed call keeps the chain (JavaScript: each `cause`, up to
+/// 64), and every traceback in it shows only the program's frames (not the bootstrap's binding,
+/// nor library paths of the host).
 async fn a_chained_error_shows_only_program_frames(backend: Backend) {
     let rt = backend.runtime(budgets()).await;
     let out = Tools::new()
@@ -409,12 +410,22 @@ async fn a_chained_error_shows_only_program_frames(backend: Backend) {
         assert!(line.contains(own), "{line:?} in {message}");
     }
     assert!(!message.contains("worker"), "{message}");
-    if backend == Backend::SubprocessPython {
-        assert!(
-            message.contains("ToolCallError: no luck with {}"),
-            "{message}"
-        );
-        assert!(message.contains("line 2, in __dsh_main__"), "{message}");
+    // The failed call is shown too: CPython's chain, JavaScript's `cause`.
+    match backend {
+        Backend::SubprocessPython => {
+            assert!(
+                message.contains("ToolCallError: no luck with {}"),
+                "{message}"
+            );
+            assert!(message.contains("line 2, in __dsh_main__"), "{message}");
+        }
+        Backend::SubprocessTypeScript | Backend::EmbeddedJavaScript => {
+            assert!(
+                message.contains("\nCaused by: ToolCallError: no luck with {}"),
+                "{message}"
+            );
+        }
+        Backend::EmbeddedPython => {}
     }
     rt.dispose().await;
 }

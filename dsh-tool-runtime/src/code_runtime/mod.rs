@@ -53,7 +53,8 @@ pub(crate) type PendingCall = BoxFuture<'static, (u64, Result<serde_json::Value,
 const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
 /// The binding error class both JavaScript bootstraps share.
 const BINDING_ERROR: &str = include_str!("../../../sdk-templates/binding_error.js");
-/// The first-line column correction of stack positions both JavaScript bootstraps share.
+/// The first-line column correction of stack positions and the cause chain of a failure, which
+/// both JavaScript bootstraps share.
 const PROGRAM_POSITION: &str = include_str!("../../../sdk-templates/program_position.js");
 
 /// A JavaScript bootstrap with the shared pieces put where it says
