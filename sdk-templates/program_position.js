@@ -16,11 +16,12 @@ function withCauses(thrown, describeOne) {
   try {
     const seen = [thrown];
     let current = thrown;
-    for (;;) {
+    // Bounded by its own count: the program may have replaced what `seen` is checked with.
+    for (let shown = 0; ; shown++) {
       if (current === null || typeof current !== 'object' || !('cause' in current)) break;
       const cause = current.cause;
       if (seen.includes(cause)) break;
-      if (seen.length > MAX_CAUSES) {
+      if (shown === MAX_CAUSES) {
         text += '\n(further causes not shown)';
         break;
       }
