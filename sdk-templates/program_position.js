@@ -10,9 +10,31 @@ function ownPosition(line) {
 // shows a chain.
 const MAX_CAUSES = 64;
 
-// `thrown` described by `describeOne`, then each cause it names: `Caused by: …`.
+// Most members of an `AggregateError` a failure shows, as CPython shows an exception group's.
+const MAX_MEMBERS = 15;
+
+// `error` described by `describeOne`, then, for an `AggregateError`, its members: `[1] …`.
+function withMembers(error, describeOne) {
+  let text = describeOne(error);
+  try {
+    if (error instanceof AggregateError && Array.isArray(error.errors)) {
+      const members = error.errors;
+      const count = members.length;
+      for (let i = 0; i < count && i < MAX_MEMBERS; i++) {
+        text += '\n  [' + (i + 1) + '] ' + describeOne(members[i]).split('\n').join('\n    ');
+      }
+      if (count > MAX_MEMBERS) text += '\n  (' + (count - MAX_MEMBERS) + ' more errors not shown)';
+    }
+  } catch {
+    // Members that cannot be read are left out.
+  }
+  return text;
+}
+
+// `thrown` described by `describeOne` (with its members), then each cause it names:
+// `Caused by: …`.
 function withCauses(thrown, describeOne) {
-  let text = describeOne(thrown);
+  let text = withMembers(thrown, describeOne);
   try {
     const seen = [thrown];
     let current = thrown;
@@ -25,7 +47,7 @@ function withCauses(thrown, describeOne) {
         text += '\n(further causes not shown)';
         break;
       }
-      text += '\nCaused by: ' + describeOne(cause);
+      text += '\nCaused by: ' + withMembers(cause, describeOne);
       seen.push(cause);
       current = cause;
     }

@@ -9,6 +9,8 @@
 
 import fs from 'node:fs';
 import net from 'node:net';
+import { dirname } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { formatWithOptions } from 'node:util';
 
 const TO_HOST = 3;
@@ -70,7 +72,20 @@ function log(text) {
 
 /* @include program_position.js */
 
+// This file, which Node.js names as the importer of a program's `import()`, and its directory,
+// the run's temporary one: the program knows neither.
+const SELF_FILE = fileURLToPath(import.meta.url);
+const SELF_DIR = dirname(SELF_FILE) + '/';
+
+function asProgram(text) {
+  return text.split(SELF_FILE).join('program.ts').split(SELF_DIR).join('./');
+}
+
 function describe(thrown) {
+  return asProgram(describeRaw(thrown));
+}
+
+function describeRaw(thrown) {
   try {
     if (thrown instanceof Error && typeof thrown.stack === 'string') {
       // Keep the message and the program's own frames; the bootstrap's are noise.

@@ -163,6 +163,7 @@ on_every_backend!(
     logs_arrive_in_order,
     an_error_is_an_exception_with_program_lines,
     a_chained_error_shows_only_program_frames,
+    a_group_of_errors_shows_its_members,
     a_hot_loop_exhausts_the_compute_budget,
     a_hung_wait_reaches_the_wall_clock_ceiling,
     a_wait_on_nothing_fails_at_once,
@@ -426,6 +427,40 @@ async fn a_chained_error_shows_only_program_frames(backend: Backend) {
             );
         }
         Backend::EmbeddedPython => {}
+    }
+    rt.dispose().await;
+}
+
+/// A failure that groups errors shows its members: an `AggregateError`'s (the first 15, as
+/// CPython shows an exception group's).
+async fn a_group_of_errors_shows_its_members(backend: Backend) {
+    if backend == Backend::EmbeddedPython {
+        eprintln!("skipped: Monty's Python has no exception groups");
+        return;
+    }
+    let rt = backend.runtime(budgets()).await;
+    let out = run(
+        rt.as_ref(),
+        backend.pick(
+            "const more = Array.from({ length: 18 }, (_, i) => new Error('more ' + i));\nthrow new AggregateError([new Error('one'), new TypeError('two'), ...more], 'both');",
+            "raise ExceptionGroup('both', [ValueError('one'), TypeError('two')])",
+        ),
+    )
+    .await;
+    let (group, first, second) = backend.pick(
+        (
+            "AggregateError: both",
+            "[1] Error: one",
+            "[2] TypeError: two",
+        ),
+        ("ExceptionGroup: both", "ValueError: one", "TypeError: two"),
+    );
+    for needle in [group, first, second] {
+        assert_failure(&out, FailureKind::Exception, needle);
+    }
+    if backend.lang() == Lang::TypeScript {
+        assert_failure(&out, FailureKind::Exception, "[15] Error: more 12");
+        assert_failure(&out, FailureKind::Exception, "(5 more errors not shown)");
     }
     rt.dispose().await;
 }

@@ -43,7 +43,28 @@ in_both_languages!(
     a_program_woken_by_its_own_handler_is_not_stuck,
     a_stuck_program_is_reported_after_its_own_code_ran,
     a_long_exception_chain_is_cut,
+    an_import_error_names_no_host_path,
 );
+
+/// A failed import names what the program wrote, not the run's temporary directory or the
+/// bootstrap (Node.js names the bootstrap as the importer).
+async fn an_import_error_names_no_host_path(lang: Lang) {
+    let out = lang
+        .run_once(
+            small(),
+            "await import('./nothere.js');",
+            "import nothere_at_all",
+        )
+        .await;
+    let expected = lang.pick(
+        "Cannot find module './nothere.js' imported from program.ts",
+        "No module named 'nothere_at_all'",
+    );
+    assert_failure(&out, FailureKind::Exception, expected);
+    let message = out.error.unwrap().message;
+    assert!(!message.contains("dsh-code"), "{message}");
+    assert!(!message.contains("worker"), "{message}");
+}
 
 /// What the interpreter itself can wake a program with is no stuck wait. Node.js: the
 /// program's own `beforeExit` listeners, even one that resumes it only on a later empty loop,
