@@ -129,18 +129,16 @@
 
   function describe(thrown) {
     try {
-      if (thrown instanceof Error) {
-        const head = String(thrown.name) + ': ' + String(thrown.message);
+      if (isInstance(thrown, rendering.Error)) {
+        const head = rendering.String(thrown.name) + ': ' + rendering.String(thrown.message);
         // Keep the program's own frames; the bootstrap's are noise.
-        const stack = typeof thrown.stack === 'string'
-          ? thrown.stack.split('\n').filter((l) => l && (!/^\s+at /.test(l) || l.includes('program.ts'))).map(ownPosition).join('\n')
-          : '';
+        const stack = typeof thrown.stack === 'string' ? ownStack(thrown.stack, false) : '';
         return stack ? head + '\n' + stack : head;
       }
       if (thrown !== null && typeof thrown === 'object' && typeof thrown.message === 'string') {
         return thrown.message;
       }
-      return String(thrown);
+      return rendering.String(thrown);
     } catch {
       return 'program threw an unrenderable value';
     }
@@ -151,12 +149,12 @@
     finished = true;
     let text;
     try {
-      text = capText(wellFormed(String(message)));
+      text = wellFormedText(capText(rendering.String(message)));
     } catch {
-      // The program broke a built-in the message needs (`RegExp.prototype.test`, …).
-      text = 'the program broke a built-in the runtime needs to report its outcome';
+      // The program broke a built-in the message needs.
+      text = UNREPORTABLE;
     }
-    hostFail(kind, text);
+    hostFail(kind, typeof text === 'string' ? text : UNREPORTABLE);
   }
 
   function complete(value) {

@@ -23,11 +23,16 @@ let maxFrameBytes = 1024 * 1024;
 let maxDepth = 4096;
 let finished = false;
 
+// Taken before the program runs, which may replace them (`fs` is the module object it imports).
+const writeSync = fs.writeSync;
+const bufferFrom = Buffer.from.bind(Buffer);
+const stringify = JSON.stringify;
+
 function send(line) {
-  const bytes = Buffer.from(line + '\n', 'utf8');
+  const bytes = bufferFrom(line + '\n', 'utf8');
   let offset = 0;
   while (offset < bytes.length) {
-    offset += fs.writeSync(TO_HOST, bytes, offset, bytes.length - offset);
+    offset += writeSync(TO_HOST, bytes, offset, bytes.length - offset);
   }
 }
 
@@ -78,7 +83,7 @@ const SELF_FILE = fileURLToPath(import.meta.url);
 const SELF_DIR = dirname(SELF_FILE) + '/';
 
 function asProgram(text) {
-  return text.split(SELF_FILE).join('program.ts').split(SELF_DIR).join('./');
+  return replaceAll(replaceAll(text, SELF_FILE, 'program.ts'), SELF_DIR, './');
 }
 
 function describe(thrown) {
@@ -87,15 +92,14 @@ function describe(thrown) {
 
 function describeRaw(thrown) {
   try {
-    if (thrown instanceof Error && typeof thrown.stack === 'string') {
+    if (isInstance(thrown, rendering.Error) && typeof thrown.stack === 'string') {
       // Keep the message and the program's own frames; the bootstrap's are noise.
-      const lines = thrown.stack.split('\n');
-      return lines.filter((l) => !/^\s+at /.test(l) || l.includes('program.ts')).map(ownPosition).join('\n');
+      return ownStack(thrown.stack, true);
     }
     if (thrown !== null && typeof thrown === 'object' && typeof thrown.message === 'string') {
       return thrown.message;
     }
-    return String(thrown);
+    return rendering.String(thrown);
   } catch {
     return 'program threw an unrenderable value';
   }
@@ -109,10 +113,14 @@ function finish(frame) {
 }
 
 function fail(kind, message) {
-  finish(
-    '{"type":"done","error":{"kind":"' + kind + '","message":' +
-      JSON.stringify(capText(wellFormed(message))) + '}}',
-  );
+  let text;
+  try {
+    text = stringify(wellFormedText(capText(message)));
+    if (typeof text !== 'string') text = stringify(UNREPORTABLE);
+  } catch {
+    text = stringify(UNREPORTABLE);
+  }
+  finish('{"type":"done","error":{"kind":"' + kind + '","message":' + text + '}}');
 }
 
 function complete(value) {

@@ -164,6 +164,7 @@ on_every_backend!(
     an_error_is_an_exception_with_program_lines,
     a_chained_error_shows_only_program_frames,
     a_group_of_errors_shows_its_members,
+    a_failure_is_reported_as_it_happened_whatever_the_program_replaced,
     a_hot_loop_exhausts_the_compute_budget,
     a_hung_wait_reaches_the_wall_clock_ceiling,
     a_wait_on_nothing_fails_at_once,
@@ -461,6 +462,54 @@ async fn a_group_of_errors_shows_its_members(backend: Backend) {
     if backend.lang() == Lang::TypeScript {
         assert_failure(&out, FailureKind::Exception, "[15] Error: more 12");
         assert_failure(&out, FailureKind::Exception, "(5 more errors not shown)");
+    }
+    rt.dispose().await;
+}
+
+/// A TypeScript program that replaced the built-ins a failure is rendered with (string and array
+/// methods, `RegExp.prototype.exec`, `JSON.stringify`) still gets its failure reported as it
+/// happened, with its own frames only, and a function it names `program.ts` passes for none of
+/// them.
+async fn a_failure_is_reported_as_it_happened_whatever_the_program_replaced(backend: Backend) {
+    if backend.lang() == Lang::Python {
+        eprintln!("skipped: Python's built-in types cannot be changed by a program");
+        return;
+    }
+    let rt = backend.runtime(budgets()).await;
+    let tools = Tools::new();
+    let program = concat!(
+        "String.prototype.split = () => { throw new Error('split'); };\n",
+        "String.prototype.includes = () => true;\nString.prototype.replace = () => ({ length: 0 });\n",
+        "Array.prototype.filter = function () { return this; };\n",
+        "Array.prototype.join = () => { throw new Error('join'); };\n",
+        "RegExp.prototype.exec = () => null;\nRegExp.prototype.test = () => false;\n",
+        "JSON.stringify = () => { throw new Error('stringify'); };\n",
+        "throw new Error('original \\uD800 end');",
+    );
+    let out = tools.run(rt.as_ref(), program).await;
+    assert_failure(&out, FailureKind::Exception, "Error: original \u{FFFD} end");
+    let message = out.error.unwrap().message;
+    assert!(message.contains("(program.ts:9:"), "{message}");
+    for foreign in ["worker", "bootstrap", "node:", "dsh-code", "file:"] {
+        assert!(!message.contains(foreign), "{foreign} in {message}");
+    }
+    let program = concat!(
+        "const call = tools.echo;\n",
+        "Object.defineProperty(call, 'name', { value: 'program.ts' });\n",
+        "await call({ f: () => 1 });",
+    );
+    let out = tools.run(rt.as_ref(), program).await;
+    assert_failure(
+        &out,
+        FailureKind::Exception,
+        "binding arguments must be lossless JSON",
+    );
+    let message = out.error.unwrap().message;
+    for line in message
+        .lines()
+        .filter(|line| line.trim_start().starts_with("at "))
+    {
+        assert!(line.contains("(program.ts:3:"), "{line:?} in {message}");
     }
     rt.dispose().await;
 }
