@@ -30,10 +30,6 @@
   let maxDepth = 4096;
   let finished = false;
 
-  function wellFormed(text) {
-    return LONE_SURROGATE.test(text) ? text.replace(/\p{Cs}/gu, '\uFFFD') : text;
-  }
-
   // Cuts text whose JSON form is far over the output cap, keeping enough for the host to see
   // that it is over and to keep the longest prefix that fits.
   function capText(text) {
@@ -56,7 +52,7 @@
   }
 
   function log(text) {
-    if (!finished) hostLog(capText(wellFormed(String(text))));
+    if (!finished) hostLog(wellFormedText(capText(String(text))));
   }
 
   function quote(s) {
@@ -125,7 +121,7 @@
 
   /* @include lossless_json.js */
 
-  /* @include program_position.js */
+  /* @include failure_text.js */
 
   function describe(thrown) {
     try {

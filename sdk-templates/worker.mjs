@@ -36,10 +36,6 @@ function send(line) {
   }
 }
 
-function wellFormed(text) {
-  return LONE_SURROGATE.test(text) ? text.replace(/\p{Cs}/gu, '\uFFFD') : text;
-}
-
 // Cuts text whose JSON form is far over the output cap, keeping enough for the host to see
 // that it is over and to keep the longest prefix that fits.
 function capText(text) {
@@ -70,12 +66,12 @@ function capText(text) {
 
 function log(text) {
   if (finished) return;
-  send('{"type":"log","text":' + JSON.stringify(capText(wellFormed(String(text)))) + '}');
+  send('{"type":"log","text":' + JSON.stringify(wellFormedText(capText(String(text)))) + '}');
 }
 
 /* @include lossless_json.js */
 
-/* @include program_position.js */
+/* @include failure_text.js */
 
 // This file, which Node.js names as the importer of a program's `import()`, and its directory,
 // the run's temporary one: the program knows neither.

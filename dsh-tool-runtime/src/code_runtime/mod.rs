@@ -55,16 +55,16 @@ const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.j
 const BINDING_ERROR: &str = include_str!("../../../sdk-templates/binding_error.js");
 /// The first-line column correction of stack positions and the cause chain of a failure, which
 /// both JavaScript bootstraps share.
-const PROGRAM_POSITION: &str = include_str!("../../../sdk-templates/program_position.js");
+const FAILURE_TEXT: &str = include_str!("../../../sdk-templates/failure_text.js");
 
 /// A JavaScript bootstrap with the shared pieces put where it says
 /// `/* @include lossless_json.js */`, `/* @include binding_error.js */` and
-/// `/* @include program_position.js */`.
+/// `/* @include failure_text.js */`.
 pub(crate) fn javascript_bootstrap(template: &str) -> String {
     template
         .replacen("/* @include lossless_json.js */", LOSSLESS_JSON, 1)
         .replacen("/* @include binding_error.js */", BINDING_ERROR, 1)
-        .replacen("/* @include program_position.js */", PROGRAM_POSITION, 1)
+        .replacen("/* @include failure_text.js */", FAILURE_TEXT, 1)
 }
 
 /// A code runtime: runs one program per [`run`](CodeRuntime::run) call, never sharing state

@@ -1,3 +1,7 @@
+// How a program's failure is told: its own stack frames, its causes and members, as
+// well-formed text. Shared by both JavaScript bootstraps, which say
+// `/* @include failure_text.js */`; it reads their `maxOutputBytes`.
+
 // Columns of the shell's head, which shares the program's first line; set when the shell is built.
 let headColumns = 0;
 
@@ -74,29 +78,35 @@ function digits(text) {
   return true;
 }
 
-// A stack line's frame location, or `null` for a line that is no frame (`    at …`). The
-// location is the frame's last part, `(where)` or bare, so a function the program named
-// `program.ts` cannot pass for one of its own frames.
+// Where a stack line's frame location starts and ends, or `null` for a line that is no frame
+// (`    at …`). The location is the frame's last part, `(where)` or bare, so a function the
+// program named `program.ts` cannot pass for one of its own frames.
 function frameLocation(line) {
   let i = 0;
   while (i < line.length && (line[i] === ' ' || line[i] === '\t')) i++;
   if (i === 0 || rendering.apply(rendering.slice, line, [i, i + 3]) !== 'at ') return null;
   if (line[line.length - 1] === ')') {
-    const open = rendering.apply(rendering.lastIndexOf, line, ['(']);
-    return open < 0 ? '' : rendering.apply(rendering.slice, line, [open + 1, line.length - 1]);
+    return [rendering.apply(rendering.lastIndexOf, line, ['(']) + 1, line.length - 1];
   }
-  const space = rendering.apply(rendering.lastIndexOf, line, [' ']);
-  return rendering.apply(rendering.slice, line, [space + 1]);
+  return [rendering.apply(rendering.lastIndexOf, line, [' ']) + 1, line.length];
 }
 
-// `program.ts:<line>:<column>`'s line and column, or `null`.
-function programPosition(location) {
+// `line` as the failure shows it: a frame of the program's with its first-line column taken back
+// from the shell's, the line itself if it is no frame, `null` for another's frame.
+function ownLine(line) {
+  const span = frameLocation(line);
+  if (span === null) return line;
+  const location = rendering.apply(rendering.slice, line, span);
   if (rendering.apply(rendering.slice, location, [0, 11]) !== 'program.ts:') return null;
   const rest = rendering.apply(rendering.slice, location, [11]);
   const colon = rendering.apply(rendering.indexOf, rest, [':']);
-  const line = rendering.apply(rendering.slice, rest, [0, colon]);
+  const row = rendering.apply(rendering.slice, rest, [0, colon]);
   const column = rendering.apply(rendering.slice, rest, [colon + 1]);
-  return colon > 0 && digits(line) && digits(column) ? [line, column] : null;
+  if (colon <= 0 || !digits(row) || !digits(column)) return null;
+  if (row !== '1') return line;
+  const own = rendering.max(1, rendering.Number(column) - headColumns);
+  return rendering.apply(rendering.slice, line, [0, span[0]]) + 'program.ts:1:' + own +
+    rendering.apply(rendering.slice, line, [span[1]]);
 }
 
 // `stack` with the frames that are not the program's left out, the program's first-line columns
@@ -107,21 +117,8 @@ function ownStack(stack, keepEmpty) {
   let start = 0;
   for (;;) {
     const end = rendering.apply(rendering.indexOf, stack, ['\n', start]);
-    let line = rendering.apply(rendering.slice, stack, [start, end < 0 ? stack.length : end]);
-    const location = frameLocation(line);
-    let keep = location === null ? keepEmpty || line !== '' : false;
-    if (location !== null) {
-      const position = programPosition(location);
-      if (position !== null) {
-        keep = true;
-        if (position[0] === '1') {
-          const column = rendering.max(1, rendering.Number(position[1]) - headColumns);
-          const head = rendering.apply(rendering.slice, line, [0, line.length - location.length - (line[line.length - 1] === ')' ? 1 : 0)]);
-          line = head + 'program.ts:1:' + column + (line[line.length - 1] === ')' ? ')' : '');
-        }
-      }
-    }
-    if (keep) {
+    const line = ownLine(rendering.apply(rendering.slice, stack, [start, end < 0 ? stack.length : end]));
+    if (line !== null && (keepEmpty || line !== '')) {
       out += (first ? '' : '\n') + line;
       first = false;
     }
