@@ -497,18 +497,15 @@ async fn a_closed_protocol_descriptor_settles_at_once(lang: Lang) {
         ..sandboxed()
     };
     let rt = lang.runtime(config).await;
-    let started = std::time::Instant::now();
-    let out = run(
+    let out = well_before_the_ceiling(run(
         &rt,
         lang.pick(
             "const fs = await import('node:fs');\nfs.closeSync(3);\nawait new Promise((r) => setTimeout(r, 3_600_000));",
             "import os, asyncio\nos.close(3)\nawait asyncio.sleep(3600)",
         ),
-    )
+    ))
     .await;
     assert_failure(&out, FailureKind::WorkerExit, "closed its protocol channel");
-    // A failure bound only; the ceiling above is ten minutes.
-    assert!(started.elapsed() < std::time::Duration::from_secs(60));
     rt.dispose().await;
 }
 

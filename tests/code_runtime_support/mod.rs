@@ -93,6 +93,14 @@ pub async fn run(rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
         .expect("a valid request")
 }
 
+/// A run that must end long before its ten-minute wall-clock ceiling: `run` with a failure
+/// bound of one minute.
+pub async fn well_before_the_ceiling(run: impl Future<Output = RunOutcome>) -> RunOutcome {
+    tokio::time::timeout(Duration::from_secs(60), run)
+        .await
+        .expect("the run ends long before the wall-clock ceiling")
+}
+
 #[track_caller]
 pub fn assert_failure(out: &RunOutcome, kind: FailureKind, needle: &str) {
     let error = out
