@@ -279,8 +279,11 @@ def _describe(exc):
 
 def _report_loop_error(loop, context):
     # asyncio's own report of an error nothing awaits (a callback's, a task's never retrieved)
-    # would show the event loop's frames and the host's paths.
+    # would show the event loop's frames and the host's paths; a callback's repr names where
+    # its function is defined, a library's file for one such as `json.loads`.
     text = str(context.get("message") or "Unhandled exception in event loop")
+    if "handle" in context and text.startswith("Exception in callback "):
+        text = "Exception in callback"
     exc = context.get("exception")
     if isinstance(exc, BaseException):
         text += "\n" + _describe(exc)

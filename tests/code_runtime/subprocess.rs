@@ -239,6 +239,8 @@ async fn unawaited_python_errors_are_logged_with_program_frames() {
         "done.wait()\ntime.sleep(0.2)\n",
         "class D:\n    def __del__(self):\n        bad('destructor')\n",
         "d = D()\ndel d\ngc.collect()\n",
+        // A library function as the callback: its repr would name the host's file.
+        "import json\nasyncio.get_running_loop().call_soon(json.loads, '{bad')\nawait asyncio.sleep(0)\n",
         // A program resetting the loop's handler, or whose own thread hook fails, falls back
         // on the bootstrap's reports.
         "asyncio.get_running_loop().set_exception_handler(None)\n",
@@ -269,6 +271,8 @@ async fn unawaited_python_errors_are_logged_with_program_frames() {
     for line in logs.lines().filter(|line| line.contains("File \"")) {
         assert!(line.contains("File \"program.py\""), "{line:?} in {logs}");
     }
+    assert!(logs.contains("JSONDecodeError"), "{logs}");
+    assert!(!logs.contains("json/__init__.py"), "{logs}");
 }
 
 async fn junk_on_the_protocol_pipe_is_dropped(lang: Lang) {
