@@ -2,7 +2,7 @@
 //! file statistics. The `dsh-tools` command's `--builtin repo`; also used by the `quickstart` and
 //! `code_mode` examples and by the tests that pin their schemas and the committed SDK.
 //!
-//! Each tool presents itself to a UI (SPEC §10): `read_file` as a `read` card, `grep` as `search`
+//! Each tool presents itself to a UI: `read_file` as a `read` card, `grep` as `search`
 //! matches, `list_files` as `search` paths, `file_stats` as a generic card.
 
 use std::path::{Component, Path, PathBuf};
@@ -10,18 +10,48 @@ use std::sync::Arc;
 
 use dsh_tools::presentation::{FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape};
 use dsh_tools::{
-    CallView, ResultView, ToolCallKind, ToolDefinition, ToolError, ToolExec, tool, toolbox,
+    CallView, CancellationToken, ResultView, ToolCallKind, ToolDefinition, ToolError, ToolExec,
+    tool, toolbox,
 };
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
 
+#[path = "confined.rs"]
+mod confined;
+
+use confined::{ConfinedError, Kind, Root};
+
 /// The longest path a tool takes, in bytes (Linux `PATH_MAX`).
 const MAX_PATH_BYTES: usize = 4096;
 
+/// The longest line `read_file` returns whole, in bytes; a longer one is cut, with a note of how
+/// many bytes were left out.
+const MAX_LINE_BYTES: usize = 16 * 1024;
+
+/// The longest matching line `grep` returns whole, in bytes.
+const MAX_MATCH_LINE_BYTES: usize = 1024;
+
+/// The longest line `grep` matches against, in bytes: a longer line is searched in its first
+/// part only, so memory stays bounded on a file of one huge line.
+const MAX_SEARCHED_LINE_BYTES: usize = 1024 * 1024;
+
+/// The most text one `read_file` window returns, in bytes; a window asked for beyond it ends
+/// early (its `lines` are fewer than asked, and `total_lines` says how many remain).
+const MAX_WINDOW_BYTES: usize = 1024 * 1024;
+
+/// The largest compiled `grep` pattern, in bytes (the `regex` crate's size limit; matching time
+/// is linear in the input, so the size of the program is what needs bounding).
+const MAX_PATTERN_BYTES: usize = 1024 * 1024;
+
 /// Read-only file tools confined to one root directory.
+///
+/// Paths are resolved by the kernel below a handle of the root opened once (see `confined.rs`):
+/// no symbolic link, `..` or magic link leads out of it, only regular files are read, and reads
+/// stream in bounded chunks on tokio's blocking pool, stopping when the call is cancelled or
+/// times out.
 pub struct RepoTools {
-    root: PathBuf,
+    root: Result<Arc<Root>, String>,
 }
 
 /// One entry of `list_files`.
@@ -83,13 +113,19 @@ pub struct FileStats {
 const SKIPPED_DIRS: [&str; 4] = ["target", "node_modules", ".git", ".tools"];
 
 impl RepoTools {
-    /// Tools confined to `root`.
+    /// Tools confined to `root`. A root that cannot be opened makes every call fail with the
+    /// reason.
     pub fn new(root: impl Into<PathBuf>) -> Arc<Self> {
-        Arc::new(RepoTools { root: root.into() })
+        let root = root.into();
+        let root = Root::open(&root)
+            .map(Arc::new)
+            .map_err(|error| format!("cannot open the root {}: {error}", root.display()));
+        Arc::new(RepoTools { root })
     }
 
-    /// Resolves a path relative to the root, refusing absolute paths and `..`.
-    fn resolve(&self, path: &str) -> Result<PathBuf, ToolError> {
+    /// Checks a path's form, refusing absolute paths and `..` with a clear message; the
+    /// confinement itself is the kernel's, at the open.
+    fn check(&self, path: &str) -> Result<(), ToolError> {
         // Longer than any path the system opens (PATH_MAX); not worth echoing back whole.
         if path.len() > MAX_PATH_BYTES {
             return Err(ToolError::new(format!(
@@ -98,8 +134,7 @@ impl RepoTools {
             ))
             .with_code("EPATH"));
         }
-        let relative = Path::new(path);
-        if relative
+        if Path::new(path)
             .components()
             .any(|c| !matches!(c, Component::Normal(_) | Component::CurDir))
         {
@@ -108,46 +143,44 @@ impl RepoTools {
             ))
             .with_code("EPATH"));
         }
-        Ok(self.root.join(relative))
+        Ok(())
     }
 
-    fn relative(&self, path: &Path) -> String {
-        let relative = path.strip_prefix(&self.root).unwrap_or(path);
-        relative
-            .components()
-            .map(|c| c.as_os_str().to_string_lossy())
-            .collect::<Vec<_>>()
-            .join("/")
-    }
-
-    /// Every file below `dir`, sorted by path, skipping [`SKIPPED_DIRS`].
-    fn walk(&self, dir: &Path, exec: &ToolExec) -> Result<Vec<PathBuf>, ToolError> {
-        let mut files = Vec::new();
-        let mut stack = vec![dir.to_path_buf()];
-        while let Some(dir) = stack.pop() {
-            if exec.signal().is_cancelled() {
-                return Err(ToolError::new("cancelled"));
-            }
-            let entries = std::fs::read_dir(&dir).map_err(|err| {
-                ToolError::new(format!("cannot list {}: {err}", self.relative(&dir)))
-            })?;
-            for entry in entries.flatten() {
-                let path = entry.path();
-                let Ok(kind) = entry.file_type() else {
-                    continue;
-                };
-                if kind.is_dir() {
-                    if !SKIPPED_DIRS.contains(&entry.file_name().to_string_lossy().as_ref()) {
-                        stack.push(path);
-                    }
-                } else if kind.is_file() {
-                    files.push(path);
-                }
-            }
+    /// Runs `work` on tokio's blocking pool with the root and the call's signal; the call
+    /// settles as soon as the signal fires, and `work` stops at its next chunk.
+    async fn blocking<T: Send + 'static>(
+        &self,
+        exec: &ToolExec,
+        work: impl FnOnce(&Root, &CancellationToken) -> Result<T, ToolError> + Send + 'static,
+    ) -> Result<T, ToolError> {
+        let root = self.root.clone().map_err(ToolError::new)?;
+        let signal = exec.signal().clone();
+        let task = tokio::task::spawn_blocking(move || work(&root, &signal));
+        tokio::select! {
+            joined = task => joined.map_err(|error| ToolError::new(format!("file task failed: {error}")))?,
+            () = exec.signal().cancelled() => Err(ToolError::new("cancelled")),
         }
-        files.sort();
-        Ok(files)
     }
+}
+
+/// A confined open's or read's failure as the tool's error, with `code`.
+fn failure(action: &str, path: &str, error: ConfinedError, code: &str) -> ToolError {
+    match error {
+        ConfinedError::Cancelled => ToolError::new("cancelled"),
+        ConfinedError::Escapes => {
+            ToolError::new(format!("cannot {action} {path}: {error}")).with_code("EPATH")
+        }
+        error => ToolError::new(format!("cannot {action} {path}: {error}")).with_code(code),
+    }
+}
+
+/// A line's bytes as text: invalid UTF-8 replaced, a cut line ending with how much was cut.
+fn line_text(bytes: &[u8], cut: u64) -> String {
+    let mut text = String::from_utf8_lossy(bytes).into_owned();
+    if cut > 0 {
+        text.push_str(&format!(" … [{cut} more bytes]"));
+    }
+    text
 }
 
 #[toolbox]
@@ -155,6 +188,7 @@ impl RepoTools {
     /// List the files below a directory of the repository, sorted by path.
     #[tool(
         concurrency_safe,
+        timeout_ms = 30_000,
         present_call = present_list_files,
         present_result = present_listed_files
     )]
@@ -170,20 +204,29 @@ impl RepoTools {
         limit: u32,
         exec: ToolExec,
     ) -> Result<Vec<FileEntry>, ToolError> {
-        let dir = self.resolve(&dir)?;
-        let files = self.walk(&dir, &exec)?;
-        Ok(files
+        self.check(&dir)?;
+        let walk = self
+            .blocking(&exec, move |root, signal| {
+                root.walk(&dir, &SKIPPED_DIRS, signal)
+                    .map_err(|error| failure("list", &dir, error, "ELIST"))
+            })
+            .await?;
+        if walk.non_utf8 > 0 {
+            tracing::warn!(
+                count = walk.non_utf8,
+                "list_files left out entries whose names are not UTF-8"
+            );
+        }
+        Ok(walk
+            .files
             .into_iter()
-            .filter(|path| {
+            .filter(|(path, _)| {
                 suffix
                     .as_deref()
-                    .is_none_or(|suffix| path.to_string_lossy().ends_with(suffix))
+                    .is_none_or(|suffix| path.ends_with(suffix))
             })
             .take(limit as usize)
-            .map(|path| FileEntry {
-                bytes: path.metadata().map(|m| m.len()).unwrap_or(0),
-                path: self.relative(&path),
-            })
+            .map(|(path, bytes)| FileEntry { path, bytes })
             .collect())
     }
 
@@ -207,32 +250,42 @@ impl RepoTools {
         limit: Option<u32>,
         exec: ToolExec,
     ) -> Result<ReadWindow, ToolError> {
-        let full = self.resolve(&path)?;
-        let text = tokio::select! {
-            text = tokio::fs::read_to_string(&full) => text.map_err(|err| ToolError::new(format!("cannot read {path}: {err}")).with_code("EREAD"))?,
-            _ = exec.signal().cancelled() => return Err(ToolError::new("cancelled")),
-        };
-        let all: Vec<&str> = text.lines().collect();
-        let start = usize::try_from(offset - 1)
-            .unwrap_or(usize::MAX)
-            .min(all.len());
-        let end = limit.map_or(all.len(), |limit| {
-            start.saturating_add(limit as usize).min(all.len())
-        });
+        self.check(&path)?;
+        let skip = usize::try_from(offset - 1).unwrap_or(usize::MAX);
+        let want = limit.map_or(usize::MAX, |limit| limit as usize);
+        let shown = path.clone();
+        let (lines, total_lines) = self
+            .blocking(&exec, move |root, signal| {
+                let file = root
+                    .open_file(&shown)
+                    .map_err(|error| failure("read", &shown, error, "EREAD"))?;
+                let mut lines = Vec::new();
+                let mut window_bytes = 0usize;
+                let mut total = 0usize;
+                confined::for_each_line(file, MAX_LINE_BYTES, signal, |bytes, cut| {
+                    if total >= skip && lines.len() < want && window_bytes < MAX_WINDOW_BYTES {
+                        window_bytes += bytes.len();
+                        lines.push(line_text(bytes, cut));
+                    }
+                    total += 1;
+                    true
+                })
+                .map_err(|error| failure("read", &shown, error, "EREAD"))?;
+                Ok((lines, total as u64))
+            })
+            .await?;
         Ok(ReadWindow {
             path,
             offset,
-            lines: all[start..end]
-                .iter()
-                .map(|line| (*line).to_owned())
-                .collect(),
-            total_lines: all.len() as u64,
+            lines,
+            total_lines,
         })
     }
 
     /// Search the repository's text files for a regular expression, line by line.
     #[tool(
         concurrency_safe,
+        timeout_ms = 30_000,
         present_call = present_grep,
         present_result = present_grep_matches
     )]
@@ -249,62 +302,79 @@ impl RepoTools {
         max_matches: u32,
         exec: ToolExec,
     ) -> Result<GrepResult, ToolError> {
-        let regex = regex::Regex::new(&pattern).map_err(|err| {
-            ToolError::new(format!("invalid pattern: {err}")).with_code("EPATTERN")
-        })?;
-        let dir = self.resolve(&dir)?;
-        let mut matches = Vec::new();
-        for file in self.walk(&dir, &exec)? {
-            let Ok(text) = std::fs::read_to_string(&file) else {
-                continue;
-            };
-            for (index, line) in text.lines().enumerate() {
-                if regex.is_match(line) {
-                    if matches.len() == max_matches as usize {
-                        return Ok(GrepResult {
-                            matches,
-                            truncated: true,
+        let regex = regex::bytes::RegexBuilder::new(&pattern)
+            .size_limit(MAX_PATTERN_BYTES)
+            .dfa_size_limit(MAX_PATTERN_BYTES)
+            .build()
+            .map_err(|err| {
+                ToolError::new(format!("invalid pattern: {err}")).with_code("EPATTERN")
+            })?;
+        self.check(&dir)?;
+        let max_matches = max_matches as usize;
+        self.blocking(&exec, move |root, signal| {
+            let walk = root
+                .walk(&dir, &SKIPPED_DIRS, signal)
+                .map_err(|error| failure("search", &dir, error, "ELIST"))?;
+            let mut matches = Vec::new();
+            let mut truncated = false;
+            for (path, _) in walk.files {
+                // A file swapped for something else since the walk is skipped, as an unreadable one.
+                let Ok(file) = root.open_file(&path) else {
+                    continue;
+                };
+                let mut line_number = 0u64;
+                let searched =
+                    confined::for_each_line(file, MAX_SEARCHED_LINE_BYTES, signal, |bytes, cut| {
+                        line_number += 1;
+                        if !regex.is_match(bytes) {
+                            return true;
+                        }
+                        if matches.len() == max_matches {
+                            truncated = true;
+                            return false;
+                        }
+                        let kept = bytes.len().min(MAX_MATCH_LINE_BYTES);
+                        matches.push(GrepMatch {
+                            path: path.clone(),
+                            line_number,
+                            line: line_text(&bytes[..kept], (bytes.len() - kept) as u64 + cut),
                         });
-                    }
-                    matches.push(GrepMatch {
-                        path: self.relative(&file),
-                        line_number: index as u64 + 1,
-                        line: line.to_owned(),
+                        true
                     });
+                match searched {
+                    Err(ConfinedError::Cancelled) => return Err(ToolError::new("cancelled")),
+                    _ if truncated => break,
+                    _ => {}
                 }
             }
-        }
-        Ok(GrepResult {
-            matches,
-            truncated: false,
+            Ok(GrepResult { matches, truncated })
         })
+        .await
     }
 
     /// Size, line count and kind of a file or directory of the repository.
-    #[tool(concurrency_safe, present_call = present_file_stats)]
+    #[tool(concurrency_safe, timeout_ms = 30_000, present_call = present_file_stats)]
     async fn file_stats(
         &self,
         /// Path relative to the repository root.
         path: String,
+        exec: ToolExec,
     ) -> Result<FileStats, ToolError> {
-        let full = self.resolve(&path)?;
-        // One trip to the blocking pool for the stat and the read (`tokio::fs` makes one each).
-        let stats = tokio::task::spawn_blocking(move || {
-            let meta = std::fs::metadata(&full)?;
-            let lines = if meta.is_file() {
-                std::fs::read(&full)
-                    .map(|bytes| bytes.iter().filter(|b| **b == b'\n').count() as u64)
-                    .unwrap_or(0)
-            } else {
-                0
-            };
-            Ok::<_, std::io::Error>((meta.len(), lines, meta.is_dir()))
-        })
-        .await
-        .map_err(|err| ToolError::new(format!("cannot stat {path}: {err}")))?;
-        let (bytes, lines, is_dir) = stats.map_err(|err| {
-            ToolError::new(format!("cannot stat {path}: {err}")).with_code("ESTAT")
-        })?;
+        self.check(&path)?;
+        let shown = path.clone();
+        let (bytes, lines, is_dir) = self
+            .blocking(&exec, move |root, signal| {
+                let stat = |error| failure("stat", &shown, error, "ESTAT");
+                match root.kind(&shown).map_err(stat)? {
+                    Kind::Dir => Ok((0, 0, true)),
+                    Kind::File { bytes } => {
+                        let file = root.open_file(&shown).map_err(stat)?;
+                        let lines = confined::count_newlines(file, signal).map_err(stat)?;
+                        Ok((bytes, lines, false))
+                    }
+                }
+            })
+            .await?;
         Ok(FileStats {
             path,
             bytes,
