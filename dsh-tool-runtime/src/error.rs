@@ -126,6 +126,18 @@ impl ToolError {
         }
     }
 
+    /// The error a body returns when it stops because its signal fired: `ABORTED`
+    /// (`AbortError`), message `tool call aborted`. A call whose caller cancelled reads
+    /// `ABORTED` anyway when its body returns any error without a code; this says so explicitly.
+    ///
+    /// ```
+    /// use dsh_tool_runtime::ToolError;
+    /// assert_eq!(ToolError::cancelled().code(), Some("ABORTED"));
+    /// ```
+    pub fn cancelled() -> Self {
+        ToolError::coded(ErrorCode::Aborted, "tool call aborted")
+    }
+
     /// Attaches a wire code such as `ENOSPC`.
     pub fn with_code(mut self, code: impl Into<String>) -> Self {
         self.code = Some(code.into());

@@ -168,28 +168,64 @@ async fn an_uncooperative_body_keeps_the_call_pending_then_reads_aborted() {
     assert_eq!(text(&result), "Error: tool call aborted");
 }
 
+/// A body cancelled by its caller: whatever it returns without a code of its own (a success,
+/// the README's `Err(ToolError::new("cancelled"))`, any uncoded error, `ToolError::cancelled()`)
+/// reads `ABORTED`; a failure with its own code is more specific and stays.
 #[tokio::test]
-async fn failures_win_over_cancellation() {
+async fn a_cancelled_call_reads_aborted_unless_its_failure_has_a_code() {
     let registry = Registry::new();
     let begun = Arc::new(Notify::new());
-    let notify = begun.clone();
+    for (name, outcome) in [
+        ("uncoded", Err(ToolError::new("cancelled"))),
+        ("explicit", Err(ToolError::cancelled())),
+        (
+            "coded",
+            Err(ToolError::new("cleanup failed").with_code("ECLEANUP")),
+        ),
+        ("success", Ok(json!("stopped"))),
+    ] {
+        let notify = begun.clone();
+        let def = ToolDefinition::builder(name)
+            .handler(move |_, exec: ToolExec| {
+                let notify = notify.clone();
+                let outcome = outcome.clone();
+                async move {
+                    notify.notify_one();
+                    exec.signal().cancelled().await;
+                    outcome
+                }
+            })
+            .build()
+            .unwrap();
+        registry.register(def).unwrap();
+    }
+    for name in ["uncoded", "explicit", "success"] {
+        let signal = cancel_on(&begun);
+        let result = registry
+            .execute(call("1", name, json!({})).with_signal(signal))
+            .await;
+        assert_eq!(result.error_code(), Some(ErrorCode::Aborted), "{name}");
+        assert_eq!(text(&result), "Error: tool call aborted", "{name}");
+    }
+    let signal = cancel_on(&begun);
+    let result = registry
+        .execute(call("1", "coded", json!({})).with_signal(signal))
+        .await;
+    assert_eq!(result.error().unwrap().message, "cleanup failed");
+}
+
+/// Without a cancellation, an uncoded failure is the body's own.
+#[tokio::test]
+async fn an_uncoded_failure_without_cancellation_is_kept() {
+    let registry = Registry::new();
     let def = ToolDefinition::builder("fails")
-        .handler(move |_, exec: ToolExec| {
-            let notify = notify.clone();
-            async move {
-                notify.notify_one();
-                exec.signal().cancelled().await;
-                Err(ToolError::new("cleanup failed"))
-            }
-        })
+        .handler(|_, _| async { Err::<Value, _>(ToolError::new("cleanup failed")) })
         .build()
         .unwrap();
     registry.register(def).unwrap();
-    let signal = cancel_on(&begun);
-    let result = registry
-        .execute(call("1", "fails", json!({})).with_signal(signal))
-        .await;
+    let result = registry.execute(call("1", "fails", json!({}))).await;
     assert_eq!(result.error().unwrap().message, "cleanup failed");
+    assert_eq!(result.error_code(), None);
 }
 
 #[tokio::test]
@@ -403,7 +439,8 @@ async fn a_wrapper_token_is_fused_with_the_caller_signal() {
                 notify.notify_one();
                 tokio::select! {
                     _ = tokio::time::sleep(Duration::from_secs(10)) => Ok(json!("slept")),
-                    _ = exec.signal().cancelled() => Err(ToolError::new("sleep cancelled")),
+                    // Coded, so that it stays the result once the caller cancelled.
+                    _ = exec.signal().cancelled() => Err(ToolError::new("sleep cancelled").with_code("ESLEEP")),
                 }
             }
         })

@@ -140,18 +140,24 @@ fn stage_failure(stage: &str, message: &str) -> ToolResult {
     ToolResult::failure(ToolFailure::plain(format!("{stage} failed: {message}")))
 }
 
-/// Replaces a success by the cancellation result, keeping its contexts (REFERENCE §2.3).
+/// Replaces a success by the cancellation result, keeping its contexts.
 fn cancel_success(result: ToolResult, body_invoked: bool) -> ToolResult {
-    match result {
-        ToolResult::Success {
-            additional_contexts,
-            ..
-        } => {
-            let mut replaced = aborted(body_invoked);
-            *replaced.additional_contexts_mut() = additional_contexts;
-            replaced
-        }
-        failure => failure,
+    if result.is_error() {
+        return result;
+    }
+    let mut replaced = aborted(body_invoked);
+    *replaced.additional_contexts_mut() = result.additional_contexts().to_vec();
+    replaced
+}
+
+/// A body's outcome once its caller cancelled: a failure without a code of its own (the
+/// `Err(ToolError::new("cancelled"))` a body returns when it notices its signal, any uncoded
+/// error) reads `ABORTED` as a success does, so a cancelled call has one code whatever its body
+/// returned; a coded failure is more specific and stays.
+fn cancel_body_outcome(result: ToolResult) -> ToolResult {
+    match result.error() {
+        Some(failure) if failure.code().is_some() => result,
+        _ => aborted(true),
     }
 }
 
@@ -603,7 +609,9 @@ impl Registry {
                 view.name
             ))),
         };
-        if fused.is_cancelled() {
+        if caller_signal.is_cancelled() {
+            cancel_body_outcome(result)
+        } else if fused.is_cancelled() {
             cancel_success(result, true)
         } else {
             result

@@ -158,7 +158,7 @@ impl RepoTools {
         let task = tokio::task::spawn_blocking(move || work(&root, &signal));
         tokio::select! {
             joined = task => joined.map_err(|error| ToolError::new(format!("file task failed: {error}")))?,
-            () = exec.signal().cancelled() => Err(ToolError::new("cancelled")),
+            () = exec.signal().cancelled() => Err(ToolError::cancelled()),
         }
     }
 }
@@ -166,7 +166,7 @@ impl RepoTools {
 /// A confined open's or read's failure as the tool's error, with `code`.
 fn failure(action: &str, path: &str, error: ConfinedError, code: &str) -> ToolError {
     match error {
-        ConfinedError::Cancelled => ToolError::new("cancelled"),
+        ConfinedError::Cancelled => ToolError::cancelled(),
         ConfinedError::Escapes => {
             ToolError::new(format!("cannot {action} {path}: {error}")).with_code("EPATH")
         }
@@ -342,7 +342,7 @@ impl RepoTools {
                         true
                     });
                 match searched {
-                    Err(ConfinedError::Cancelled) => return Err(ToolError::new("cancelled")),
+                    Err(ConfinedError::Cancelled) => return Err(ToolError::cancelled()),
                     _ if truncated => break,
                     _ => {}
                 }
