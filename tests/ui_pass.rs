@@ -3,6 +3,9 @@
 //! only `compile_fail` cases trybuild checks the failing cases in one `cargo check`, instead of
 //! building and linking a binary per case (SPEC §1 "Compile-time checks" stay in `tests/ui.rs`).
 
+#[path = "../ui-tests/pass/annotations.rs"]
+mod annotations;
+
 #[path = "../ui-tests/pass/args-struct.rs"]
 mod args_struct;
 
@@ -32,6 +35,11 @@ mod toolbox_method;
 
 #[path = "../ui-tests/pass/unit-output.rs"]
 mod unit_output;
+
+#[test]
+fn annotations() {
+    annotations::main();
+}
 
 #[test]
 fn args_struct() {

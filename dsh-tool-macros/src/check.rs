@@ -25,6 +25,31 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     check_impl_scope(cx, tool);
     check_wire_names(cx, tool);
     check_bounds_order(cx, tool);
+    check_hints(cx, tool);
+}
+
+// MCP's hints: a read-only tool modifies nothing, so it cannot also be destructive.
+//
+//     #[tool(read_only, destructive)]
+fn check_hints(cx: &Ctxt, tool: &ToolFn) {
+    let attrs = &tool.attrs;
+    if let (Some(read_only), Some(destructive)) = (&attrs.read_only, &attrs.destructive)
+        && read_only.value
+        && destructive.value
+    {
+        cx.error_spanned_by(
+            &destructive.key,
+            "a `read_only` tool modifies nothing, so it cannot be `destructive`; remove one of the two",
+        );
+    }
+    if let Some(title) = &attrs.title
+        && title.value().trim().is_empty()
+    {
+        cx.error_spanned_by(
+            title,
+            "`title` is shown to people; write a non-empty title such as `title = \"Read File\"`, or leave it out",
+        );
+    }
 }
 
 /// Runs the rules of a `#[toolbox]` block, then every rule on each of its tools.

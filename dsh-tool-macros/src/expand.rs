@@ -429,6 +429,42 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
         )
     });
 
+    let attrs = &tool.attrs;
+    let annotations = (attrs.title.is_some()
+        || attrs.read_only.is_some()
+        || attrs.destructive.is_some()
+        || attrs.idempotent.is_some()
+        || attrs.open_world.is_some())
+    .then(|| {
+        let title = match &attrs.title {
+            Some(title) => quote!(::core::option::Option::Some(#title)),
+            None => quote!(::core::option::Option::None),
+        };
+        let hint = |hint: &Option<attr::Hint>| match hint {
+            Some(hint) => {
+                let value = hint.value;
+                quote!(::core::option::Option::Some(#value))
+            }
+            None => quote!(::core::option::Option::None),
+        };
+        let (read_only, destructive, idempotent, open_world) = (
+            hint(&attrs.read_only),
+            hint(&attrs.destructive),
+            hint(&attrs.idempotent),
+            hint(&attrs.open_world),
+        );
+        quote! {
+            const ANNOTATIONS: ::core::option::Option<#private::DeclaredAnnotations> =
+                ::core::option::Option::Some(#private::DeclaredAnnotations {
+                    title: #title,
+                    read_only_hint: #read_only,
+                    destructive_hint: #destructive,
+                    idempotent_hint: #idempotent,
+                    open_world_hint: #open_world,
+                });
+        }
+    });
+
     let classifier = tool.attrs.concurrency_safe.as_ref().map(|safe| {
         let verdict = match safe {
             attr::ConcurrencySafe::Always => quote!(true),
@@ -454,6 +490,7 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             const DESCRIPTION: &'static str = #description;
             #timeout
             #deny
+            #annotations
 
             fn call(
                 &self,

@@ -93,6 +93,11 @@ use proc_macro::TokenStream;
 /// | `presentation_meta = path` | none | `fn(&Args, &T) -> serde_json::Value` (or `Option<…>`), top-level calls only |
 /// | `finalize_content = path` | none | `fn(&ToolExec, &ToolResult) -> Vec<ContentBlock>` (or `Option<…>`), once per outcome |
 /// | `deny_unknown` | open | unknown properties are rejected (`additionalProperties: false`) |
+/// | `title = "…"` | from the name | MCP display title |
+/// | `read_only` / `read_only = bool` | undeclared | MCP `readOnlyHint`: the tool modifies nothing; not with `destructive` |
+/// | `destructive` / `destructive = bool` | undeclared | MCP `destructiveHint`: updates may destroy data |
+/// | `idempotent` / `idempotent = bool` | undeclared | MCP `idempotentHint`: repeating a call has no further effect |
+/// | `open_world` / `open_world = bool` | undeclared | MCP `openWorldHint`: the tool reaches external entities |
 /// | `args = Ident` | `<CamelName>Args` | name of the generated arguments struct |
 /// | `crate = path` | `::dsh_tools` | path of the `dsh-tools` crate, for a renamed dependency |
 ///

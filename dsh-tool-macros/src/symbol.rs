@@ -26,6 +26,11 @@ pub const PRESENTATION_META: Symbol = Symbol("presentation_meta");
 pub const FINALIZE_CONTENT: Symbol = Symbol("finalize_content");
 pub const DENY_UNKNOWN: Symbol = Symbol("deny_unknown");
 pub const CRATE: Symbol = Symbol("crate");
+pub const TITLE: Symbol = Symbol("title");
+pub const READ_ONLY: Symbol = Symbol("read_only");
+pub const DESTRUCTIVE: Symbol = Symbol("destructive");
+pub const IDEMPOTENT: Symbol = Symbol("idempotent");
+pub const OPEN_WORLD: Symbol = Symbol("open_world");
 
 /// The `#[tool(...)]` keys, in the order error messages list them.
 pub const TOOL_KEYS: &[Symbol] = &[
@@ -39,6 +44,11 @@ pub const TOOL_KEYS: &[Symbol] = &[
     PRESENTATION_META,
     FINALIZE_CONTENT,
     DENY_UNKNOWN,
+    TITLE,
+    READ_ONLY,
+    DESTRUCTIVE,
+    IDEMPOTENT,
+    OPEN_WORLD,
     ARGS,
     CRATE,
 ];

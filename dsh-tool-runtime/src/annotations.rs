@@ -25,3 +25,33 @@ pub struct ToolAnnotations {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub open_world_hint: Option<bool>,
 }
+
+/// The hints `#[tool(title = "…", read_only, destructive, idempotent, open_world)]` declares,
+/// in a form the generated `impl Tool` holds as a constant. `None` is a hint left undeclared:
+/// MCP hosts then assume the specification's defaults (not read-only, destructive, not
+/// idempotent, open world).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct DeclaredAnnotations {
+    /// A human-readable title.
+    pub title: Option<&'static str>,
+    /// `readOnlyHint`.
+    pub read_only_hint: Option<bool>,
+    /// `destructiveHint`.
+    pub destructive_hint: Option<bool>,
+    /// `idempotentHint`.
+    pub idempotent_hint: Option<bool>,
+    /// `openWorldHint`.
+    pub open_world_hint: Option<bool>,
+}
+
+impl From<DeclaredAnnotations> for ToolAnnotations {
+    fn from(declared: DeclaredAnnotations) -> Self {
+        ToolAnnotations {
+            title: declared.title.map(str::to_owned),
+            read_only_hint: declared.read_only_hint,
+            destructive_hint: declared.destructive_hint,
+            idempotent_hint: declared.idempotent_hint,
+            open_world_hint: declared.open_world_hint,
+        }
+    }
+}

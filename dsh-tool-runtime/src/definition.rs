@@ -228,6 +228,13 @@ fn non_object_args() -> ToolFailure {
     invalid_args(&["\"arguments\" must be an object".to_owned()])
 }
 
+/// A typed tool erased into its definition, so that `registry.register(ReadFileTool)` works.
+impl<T: Tool> From<T> for ToolDefinition {
+    fn from(tool: T) -> Self {
+        ToolDefinition::from_tool(tool)
+    }
+}
+
 impl ToolDefinition {
     /// Erases a typed tool. Its schemas are derived here, once.
     pub fn from_tool<T: Tool>(tool: T) -> Self {
@@ -360,7 +367,7 @@ impl ToolDefinition {
                         .ok()
                         .and_then(|typed| T::present_call(&typed))
                 })),
-                annotations: None,
+                annotations: T::ANNOTATIONS.map(ToolAnnotations::from),
                 // A tool body is the author's code: it may cancel its own signal.
                 leaves_signal_alone: false,
             }),

@@ -89,6 +89,9 @@ pub trait Tool: Send + Sync + 'static {
     const TIMEOUT_MS: Option<u64> = None;
     /// Whether the parameter root rejects unknown properties.
     const DENY_UNKNOWN: bool = false;
+    /// The MCP behaviour hints and title the tool declares (`#[tool(read_only, title = "…")]`);
+    /// served to MCP hosts as declared, and nothing when `None`.
+    const ANNOTATIONS: Option<crate::annotations::DeclaredAnnotations> = None;
 
     /// Runs the body.
     fn call(

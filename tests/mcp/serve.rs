@@ -95,6 +95,21 @@ fn python_client_uses_a_real_mcp_server_through_the_code_mode_proxy() {
     );
 }
 
+#[test]
+fn python_client_sees_declared_and_upstream_annotations_as_declared() {
+    let tools = require_tools!();
+    run_client(
+        &tools.python(),
+        &[
+            &script("python_client.py"),
+            "annotations",
+            BIN,
+            ROOT,
+            &tools.bin("mcp-server-filesystem"),
+        ],
+    );
+}
+
 /// A `dsh-tools serve --http` child, stopped (SIGTERM, then kill) on drop.
 struct HttpServer {
     child: Child,
@@ -202,6 +217,67 @@ async fn registry_changes_reach_clients_as_list_changed() {
     assert!(removed > added, "a later generation");
     assert_eq!(names.len(), 4, "{names:?}");
 
+    handle.disconnect().await;
+    server.abort();
+}
+
+/// Hints are served as declared: a concurrency-safe tool that writes is not read-only, a tool
+/// that declares `read_only` says so, and a tool that declares nothing has no hint at all.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn hints_are_served_as_declared_not_derived_from_concurrency() {
+    /// Reads a counter.
+    #[dsh_tools::tool(read_only, idempotent, open_world = false, title = "Peek")]
+    async fn peek() -> u32 {
+        7
+    }
+    let served = Registry::new();
+    let appends = ToolDefinition::builder("append_line")
+        .description("Append a line to a log.")
+        .parameters(json!({"type": "object", "properties": {}}))
+        .concurrency_safe()
+        .handler(|_args: Value, _exec| async move { Ok(json!("appended")) })
+        .build()
+        .unwrap();
+    served.register(appends).unwrap();
+    served.register(PeekTool).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let addr = transport.local_addr().unwrap();
+    let server = tokio::spawn({
+        let served = served.clone();
+        async move { served.serve_mcp(None, transport).await }
+    });
+    let client = Registry::new();
+    let handle = client
+        .add_mcp_server(McpServer::http("served", format!("http://{addr}/mcp")))
+        .await
+        .unwrap();
+    let hints = |name: &str| {
+        let definition = client.get(name, None).unwrap();
+        let annotations = definition.annotations().cloned().unwrap_or_default();
+        (
+            annotations.title,
+            annotations.read_only_hint,
+            annotations.destructive_hint,
+            annotations.idempotent_hint,
+            annotations.open_world_hint,
+        )
+    };
+    assert_eq!(
+        hints("mcp__served__append_line"),
+        (Some("Append line".to_owned()), None, None, None, None)
+    );
+    assert_eq!(
+        hints("mcp__served__peek"),
+        (
+            Some("Peek".to_owned()),
+            Some(true),
+            None,
+            Some(true),
+            Some(false)
+        )
+    );
     handle.disconnect().await;
     server.abort();
 }

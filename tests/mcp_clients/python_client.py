@@ -1,12 +1,13 @@
 """Drives `dsh-tools serve` over stdio with the official Python MCP SDK client (`mcp`, pinned in
 .ci/tools/requirements.txt). Run by tests/mcp/serve.rs; exits non-zero with the failed check.
 
-    python_client.py SCENARIO DSH_TOOLS ROOT|SERVER_COMMAND [EVENTS_PATH]
+    python_client.py SCENARIO DSH_TOOLS ROOT|SERVER_COMMAND [EVENTS_PATH|FILESYSTEM_SERVER]
 
 Scenarios: `native` (paged listing, outputSchema, annotations, a native call, failures as
 isError), `code` (code-only listing and instructions, a run_code program with progress, a
 cancelled slow call), `proxy` (code mode over a real MCP server started behind us: a program
-calling two of its tools; in both mode its progress reaching us).
+calling two of its tools; in both mode its progress reaching us), `annotations` (server-filesystem's
+hints and titles re-served unchanged beside the built-in tools' declared ones).
 """
 
 import sys
@@ -50,7 +51,9 @@ async def native(binary, root, _events):
         check(sorted(tools) == ["file_stats", "grep", "list_files", "read_file"], f"names {sorted(tools)}")
         stats = tools["file_stats"]
         check(stats.output_schema is not None and stats.output_schema["type"] == "object", "file_stats outputSchema")
-        check(stats.annotations.read_only_hint is True, "readOnlyHint from concurrency_safe")
+        check(stats.annotations.read_only_hint is True, "readOnlyHint as declared")
+        check(stats.annotations.open_world_hint is False, "openWorldHint as declared")
+        check(stats.annotations.destructive_hint is None, "an undeclared hint is left out")
         check(stats.annotations.title == "File stats", f"title {stats.annotations.title}")
         check("$schema" not in stats.input_schema, "MCP dialect drops $schema")
 
@@ -66,6 +69,25 @@ async def native(binary, root, _events):
         missing = await session.call_tool("no_such_tool", {})
         check(missing.is_error is True, "an unknown tool is an isError result, not a protocol error")
     print("native ok")
+
+
+async def annotations(binary, root, filesystem):
+    """A real server's hints and title re-served unchanged next to our own declared ones."""
+    server = StdioServerParameters(
+        command=binary, args=["--builtin", "repo", "--root", root, "--mcp", f"filesystem={filesystem} {root}", "serve"]
+    )
+    async with stdio_client(server) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        tools = {tool.name: tool for page in await list_all(session) for tool in page}
+        write_file = tools["mcp__filesystem__write_file"].annotations
+        check(write_file.title == "Write File", f"upstream title kept: {write_file.title!r}")
+        check(tools["mcp__filesystem__write_file"].title == "Write File", "upstream title as the tool's title")
+        hints = (write_file.read_only_hint, write_file.destructive_hint, write_file.idempotent_hint, write_file.open_world_hint)
+        check(hints == (False, True, True, False), f"upstream hints kept: {hints}")
+        read_only = tools["mcp__filesystem__read_text_file"].annotations
+        check(read_only.read_only_hint is True, f"upstream readOnlyHint kept: {read_only}")
+        check(tools["read_file"].annotations.read_only_hint is True, "our declared readOnlyHint")
+    print("annotations ok")
 
 
 async def code(binary, root, events):
@@ -176,7 +198,7 @@ async def proxy(binary, server_command, _events):
     print("proxy ok")
 
 
-SCENARIOS = {"native": native, "code": code, "proxy": proxy}
+SCENARIOS = {"native": native, "code": code, "proxy": proxy, "annotations": annotations}
 
 if __name__ == "__main__":
     scenario, binary, root = sys.argv[1:4]

@@ -13,7 +13,7 @@ mod tool;
 
 pub use param::Param;
 pub use timeout::Timeout;
-pub use tool::{ConcurrencySafe, Tool};
+pub use tool::{ConcurrencySafe, Hint, Tool};
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;
@@ -90,6 +90,16 @@ pub(super) fn lit_str(expr: &Expr) -> Option<&LitStr> {
         Expr::Lit(ExprLit {
             lit: Lit::Str(lit), ..
         }) => Some(lit),
+        _ => None,
+    }
+}
+
+pub(super) fn lit_bool(expr: &Expr) -> Option<bool> {
+    match expr {
+        Expr::Lit(ExprLit {
+            lit: Lit::Bool(lit),
+            ..
+        }) => Some(lit.value),
         _ => None,
     }
 }

@@ -7,12 +7,21 @@ use syn::{Attribute, Expr, ExprPath, Ident, LitStr, Meta, Path};
 use crate::ctxt::Ctxt;
 use crate::symbol::*;
 
-use super::{Attr, TOOL_ARGUMENT, Timeout, expr_path, find_key, lit_str, malformed, meta_items};
+use super::{
+    Attr, TOOL_ARGUMENT, Timeout, expr_path, find_key, lit_bool, lit_str, malformed, meta_items,
+};
 
 /// `#[tool(concurrency_safe)]` or `#[tool(concurrency_safe = path)]`.
 pub enum ConcurrencySafe {
     Always,
     Classifier(ExprPath),
+}
+
+/// A behaviour hint, `#[tool(read_only)]` or `#[tool(read_only = false)]`: the key (for spans)
+/// and the value.
+pub struct Hint {
+    pub key: Path,
+    pub value: bool,
 }
 
 /// The raw `#[tool(...)]` arguments, before defaults are resolved (see `ast.rs`).
@@ -29,6 +38,12 @@ pub struct Tool {
     pub finalize_content: Option<ExprPath>,
     /// The `deny_unknown` key itself, for spans.
     pub deny_unknown: Option<Path>,
+    /// MCP `annotations`: a display title and the four behaviour hints.
+    pub title: Option<LitStr>,
+    pub read_only: Option<Hint>,
+    pub destructive: Option<Hint>,
+    pub idempotent: Option<Hint>,
+    pub open_world: Option<Hint>,
     pub args: Option<Ident>,
     pub krate: Option<Path>,
     /// An unknown key was a near miss of `description` (already reported).
@@ -48,6 +63,11 @@ fn tool_syntax(key: Symbol) -> &'static str {
         PRESENTATION_META => "presentation_meta = path::to::fn",
         FINALIZE_CONTENT => "finalize_content = path::to::fn",
         DENY_UNKNOWN => "deny_unknown",
+        TITLE => "title = \"Read File\"",
+        READ_ONLY => "read_only` or `read_only = false",
+        DESTRUCTIVE => "destructive` or `destructive = false",
+        IDEMPOTENT => "idempotent` or `idempotent = false",
+        OPEN_WORLD => "open_world` or `open_world = false",
         ARGS => "args = MyToolArgs",
         _ => "crate = dsh_tools",
     }
@@ -66,6 +86,11 @@ impl Tool {
         let mut presentation_meta = Attr::none(cx, TOOL_ARGUMENT, PRESENTATION_META);
         let mut finalize_content = Attr::none(cx, TOOL_ARGUMENT, FINALIZE_CONTENT);
         let mut deny_unknown = Attr::none(cx, TOOL_ARGUMENT, DENY_UNKNOWN);
+        let mut title = Attr::none(cx, TOOL_ARGUMENT, TITLE);
+        let mut read_only = Attr::none(cx, TOOL_ARGUMENT, READ_ONLY);
+        let mut destructive = Attr::none(cx, TOOL_ARGUMENT, DESTRUCTIVE);
+        let mut idempotent = Attr::none(cx, TOOL_ARGUMENT, IDEMPOTENT);
+        let mut open_world = Attr::none(cx, TOOL_ARGUMENT, OPEN_WORLD);
         let mut args = Attr::none(cx, TOOL_ARGUMENT, ARGS);
         let mut krate = Attr::none(cx, TOOL_ARGUMENT, CRATE);
         let mut description_misspelt = false;
@@ -86,6 +111,22 @@ impl Tool {
                 }
                 // #[tool(deny_unknown)]
                 (Meta::Path(path), DENY_UNKNOWN) => deny_unknown.set(path, path.clone()),
+                // #[tool(read_only)], and the other hints alike
+                (Meta::Path(path), READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD) => {
+                    let slot = match key {
+                        READ_ONLY => &mut read_only,
+                        DESTRUCTIVE => &mut destructive,
+                        IDEMPOTENT => &mut idempotent,
+                        _ => &mut open_world,
+                    };
+                    slot.set(
+                        path,
+                        Hint {
+                            key: path.clone(),
+                            value: true,
+                        },
+                    );
+                }
                 (Meta::NameValue(nv), key) => {
                     let value = &nv.value;
                     match key {
@@ -126,6 +167,30 @@ impl Tool {
                                 None => malformed(cx, value, TOOL, key, syntax),
                             }
                         }
+                        // #[tool(title = "Read File")]
+                        TITLE => match lit_str(value) {
+                            Some(lit) => title.set(&nv.path, lit.clone()),
+                            None => malformed(cx, value, TOOL, key, syntax),
+                        },
+                        // #[tool(open_world = false)], and the other hints alike
+                        READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD => {
+                            let slot = match key {
+                                READ_ONLY => &mut read_only,
+                                DESTRUCTIVE => &mut destructive,
+                                IDEMPOTENT => &mut idempotent,
+                                _ => &mut open_world,
+                            };
+                            match lit_bool(value) {
+                                Some(flag) => slot.set(
+                                    &nv.path,
+                                    Hint {
+                                        key: nv.path.clone(),
+                                        value: flag,
+                                    },
+                                ),
+                                None => malformed(cx, value, TOOL, key, syntax),
+                            }
+                        }
                         // #[tool(args = ReadArgs)]
                         ARGS => match expr_path(value).and_then(|path| path.path.get_ident()) {
                             Some(ident) => args.set(&nv.path, ident.clone()),
@@ -160,6 +225,11 @@ impl Tool {
             presentation_meta: presentation_meta.get(),
             finalize_content: finalize_content.get(),
             deny_unknown: deny_unknown.get(),
+            title: title.get(),
+            read_only: read_only.get(),
+            destructive: destructive.get(),
+            idempotent: idempotent.get(),
+            open_world: open_world.get(),
             args: args.get(),
             krate: krate.get(),
             description_misspelt,

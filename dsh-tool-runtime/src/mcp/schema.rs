@@ -159,9 +159,16 @@ pub(crate) fn parse_tool(raw: &Value) -> Result<McpToolSpec, String> {
         },
     };
     let output_schema = canonical_output_schema(structured);
-    let annotations = tool
+    let mut annotations = tool
         .get("annotations")
         .and_then(|value| serde_json::from_value::<ToolAnnotations>(value.clone()).ok());
+    // A tool's own `title` (MCP 2025-06-18) is shown before `annotations.title`: keep it with
+    // the hints, so the tool is re-served under the title its server gave it.
+    if let Some(title) = tool.get("title").and_then(Value::as_str) {
+        annotations
+            .get_or_insert_with(ToolAnnotations::default)
+            .title = Some(title.to_owned());
+    }
     Ok(McpToolSpec {
         raw_name,
         description,

@@ -66,16 +66,20 @@ fn mcp_tool(
     )
     .unwrap_or_else(empty_object_schema);
     let mut tool = Tool::new(schema.name.clone(), description, Arc::new(input));
-    // A classifier answers per call; the hint is its answer for the simplest valid arguments.
-    let read_only = definition.as_ref().is_some_and(|def| {
-        schema.name != RUN_CODE && def.is_concurrency_safe(&sample(&schema.parameters, 0))
-    });
+    // Served as declared: a hint the tool did not declare is left out, so hosts assume the
+    // specification's cautious defaults. Being safe to run concurrently is no read-only promise.
+    let declared = definition
+        .as_ref()
+        .and_then(|def| def.annotations().cloned())
+        .unwrap_or_default();
+    let shown = declared.title.unwrap_or_else(|| title(&schema.name));
+    tool = tool.with_title(shown.clone());
     tool = tool.with_annotations(ToolAnnotations::from_raw(
-        Some(title(&schema.name)),
-        Some(read_only),
-        None,
-        None,
-        None,
+        Some(shown),
+        declared.read_only_hint,
+        declared.destructive_hint,
+        declared.idempotent_hint,
+        declared.open_world_hint,
     ));
     if let Some(output) = definition.as_ref().and_then(output_schema) {
         tool = tool.with_raw_output_schema(Arc::new(output));
@@ -103,63 +107,6 @@ pub(crate) fn declares_object_output(definition: &ToolDefinition) -> bool {
     definition
         .output_schema()
         .is_some_and(|schema| schema.get("type").and_then(Value::as_str) == Some("object"))
-}
-
-/// The simplest value `schema` accepts, as far as its `type`, `enum`, `const`, `default`,
-/// `minimum` and `minLength` tell; objects get their required properties only.
-fn sample(schema: &Value, depth: usize) -> Value {
-    let Some(node) = schema.as_object().filter(|_| depth < 16) else {
-        return Value::Null;
-    };
-    if let Some(value) = node.get("const").or_else(|| node.get("default")) {
-        return value.clone();
-    }
-    if let Some(first) = node
-        .get("enum")
-        .and_then(Value::as_array)
-        .and_then(|values| values.first())
-    {
-        return first.clone();
-    }
-    let kind = match node.get("type") {
-        Some(Value::Array(kinds)) => kinds.first().and_then(Value::as_str),
-        Some(kind) => kind.as_str(),
-        None if node.contains_key("properties") => Some("object"),
-        None => None,
-    };
-    match kind {
-        Some("object") => {
-            let properties = node.get("properties").and_then(Value::as_object);
-            let required = node
-                .get("required")
-                .and_then(Value::as_array)
-                .into_iter()
-                .flatten();
-            Value::Object(
-                required
-                    .filter_map(Value::as_str)
-                    .map(|name| {
-                        let property = properties
-                            .and_then(|properties| properties.get(name))
-                            .unwrap_or(&Value::Null);
-                        (name.to_owned(), sample(property, depth + 1))
-                    })
-                    .collect(),
-            )
-        }
-        Some("string") => {
-            let length = node
-                .get("minLength")
-                .and_then(Value::as_u64)
-                .unwrap_or(0)
-                .min(64);
-            Value::String("x".repeat(length as usize))
-        }
-        Some("integer") | Some("number") => node.get("minimum").cloned().unwrap_or(Value::from(0)),
-        Some("boolean") => Value::Bool(false),
-        Some("array") => Value::Array(Vec::new()),
-        _ => Value::Null,
-    }
 }
 
 fn object_schema(schema: Value) -> Option<JsonObject> {
@@ -193,27 +140,7 @@ fn title(name: &str) -> String {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
-    use super::{sample, title};
-
-    #[test]
-    fn samples_satisfy_simple_schemas() {
-        let schema = json!({
-            "type": "object",
-            "properties": {
-                "path": {"type": "string", "minLength": 2},
-                "offset": {"type": "integer", "minimum": 1},
-                "mode": {"enum": ["a", "b"]},
-                "limit": {"type": "integer"}
-            },
-            "required": ["path", "offset", "mode"]
-        });
-        assert_eq!(
-            sample(&schema, 0),
-            json!({"path": "xx", "offset": 1, "mode": "a"})
-        );
-    }
+    use super::title;
 
     #[test]
     fn titles_come_from_names() {

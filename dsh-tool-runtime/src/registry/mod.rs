@@ -84,13 +84,14 @@ impl Registry {
         }
     }
 
-    /// Registers a tool in the global layer.
+    /// Registers a tool in the global layer: a [`ToolDefinition`], or anything that is a tool
+    /// (the `<Name>Tool` struct `#[tool]` generates).
     ///
     /// # Errors
     /// [`RegisterError::Reserved`] for `run_code`, [`RegisterError::DuplicateGlobal`],
     /// [`RegisterError::InvalidTimeout`] for a 0 ms timeout.
-    pub fn register(&self, definition: ToolDefinition) -> Result<Handle, RegisterError> {
-        self.register_in(None, definition)
+    pub fn register(&self, definition: impl Into<ToolDefinition>) -> Result<Handle, RegisterError> {
+        self.register_in(None, definition.into())
     }
 
     /// Registers several tools in the global layer, all or nothing: when one of them cannot be

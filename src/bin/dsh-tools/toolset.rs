@@ -188,6 +188,8 @@ impl RepoTools {
     /// List the files below a directory of the repository, sorted by path.
     #[tool(
         concurrency_safe,
+        read_only,
+        open_world = false,
         timeout_ms = 30_000,
         present_call = present_list_files,
         present_result = present_listed_files
@@ -233,6 +235,8 @@ impl RepoTools {
     /// Read a window of lines from a UTF-8 text file of the repository.
     #[tool(
         concurrency_safe,
+        read_only,
+        open_world = false,
         timeout_ms = 5_000,
         present_call = present_read_file,
         present_result = present_read_window,
@@ -285,6 +289,8 @@ impl RepoTools {
     /// Search the repository's text files for a regular expression, line by line.
     #[tool(
         concurrency_safe,
+        read_only,
+        open_world = false,
         timeout_ms = 30_000,
         present_call = present_grep,
         present_result = present_grep_matches
@@ -353,7 +359,13 @@ impl RepoTools {
     }
 
     /// Size, line count and kind of a file or directory of the repository.
-    #[tool(concurrency_safe, timeout_ms = 30_000, present_call = present_file_stats)]
+    #[tool(
+        concurrency_safe,
+        read_only,
+        open_world = false,
+        timeout_ms = 30_000,
+        present_call = present_file_stats
+    )]
     async fn file_stats(
         &self,
         /// Path relative to the repository root.
