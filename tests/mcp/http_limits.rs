@@ -214,8 +214,8 @@ fn http_serve_outlives_a_descriptor_flood_of_idle_and_slow_connections() {
     server.assert_running();
 }
 
-/// A connection that sends nothing and one that never finishes its headers are both closed once
-/// the header timeout passes.
+/// A connection that sends nothing, one that never finishes its headers, and one kept alive
+/// after its answer without a next request are all closed once the header timeout passes.
 #[test]
 fn http_serve_closes_connections_whose_headers_never_finish() {
     let server = Server::start(&["--header-timeout-ms", "50"], None);
@@ -224,8 +224,13 @@ fn http_serve_closes_connections_whose_headers_never_finish() {
     dribbling
         .write_all(b"POST /mcp HTTP/1.1\r\nhost: 127.0.0.1\r\n")
         .unwrap();
+    let mut kept_alive = server.connect();
+    // Answered at once (400: no session id), then the connection waits for its next request.
+    let request = format!("DELETE /mcp HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    kept_alive.write_all(request.as_bytes()).unwrap();
     wait_for_close(&mut silent);
     wait_for_close(&mut dribbling);
+    wait_for_close(&mut kept_alive);
     assert_eq!(server.initialize().status, 200);
 }
 
@@ -242,6 +247,27 @@ fn http_serve_closes_a_connection_whose_body_stalls() {
     stream.write_all(head.as_bytes()).unwrap();
     wait_for_close(&mut stream);
     assert_eq!(server.initialize().status, 200);
+}
+
+/// The limit flags belong to `--http`: without it they are a usage error.
+#[test]
+fn http_limit_flags_need_http() {
+    let output = Command::new(BIN)
+        .args([
+            "--builtin",
+            "repo",
+            "--root",
+            ROOT,
+            "serve",
+            "--max-sessions",
+            "3",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("--http"), "{stderr}");
 }
 
 /// Past `--max-connections` a connection is answered 503 at once and closed; a connection that
@@ -302,8 +328,8 @@ fn http_serve_expires_idle_sessions() {
 }
 
 /// A thousand `initialize` requests that never end their sessions leave the server's resident
-/// size within 24 MiB of where it started (uncapped, each session held about 93 KiB for five
-/// minutes: some 90 MiB).
+/// size within 24 MiB of where it started (it grows by about 1 MiB; uncapped, the same run grew
+/// it by some 60 MiB, each session held for five minutes).
 #[test]
 fn http_serve_memory_stays_bounded_over_many_session_openings() {
     const OPENINGS: usize = 1000;
@@ -332,4 +358,33 @@ fn http_serve_memory_stays_bounded_over_many_session_openings() {
             && peak.saturating_sub(baseline) < GROWTH_LIMIT_KIB,
         "grew from {baseline} KiB to {resident} KiB (peak {peak} KiB)"
     );
+}
+
+/// The documented defaults, and settings below the floor raised to it (0 connections or
+/// sessions would refuse everyone; a zero timeout would close every connection at once).
+#[test]
+fn http_limits_have_bounded_defaults_and_floors() {
+    use dsh_tools::mcp::McpHttpLimits;
+    let defaults = McpHttpLimits::default();
+    assert_eq!(
+        (defaults.max_connections, defaults.max_sessions),
+        (512, 256)
+    );
+    assert_eq!(defaults.header_read_timeout, Duration::from_secs(30));
+    assert_eq!(defaults.body_read_timeout, Duration::from_secs(30));
+    assert_eq!(defaults.session_idle_timeout, Duration::from_secs(300));
+    let floored = McpHttpLimits::default()
+        .max_connections(0)
+        .max_sessions(0)
+        .header_read_timeout(Duration::ZERO)
+        .body_read_timeout(Duration::ZERO)
+        .session_idle_timeout(Duration::ZERO);
+    assert_eq!((floored.max_connections, floored.max_sessions), (1, 1));
+    for timeout in [
+        floored.header_read_timeout,
+        floored.body_read_timeout,
+        floored.session_idle_timeout,
+    ] {
+        assert_eq!(timeout, Duration::from_millis(1));
+    }
 }

@@ -157,8 +157,11 @@ fn connection_refusal(limit: usize) -> Vec<u8> {
 }
 
 /// Answers a connection past the limit without waiting on it: one non-blocking write (the
-/// answer fits any fresh socket's send buffer), then the socket is closed.
+/// answer fits any fresh socket's send buffer), then the socket is closed. What the client sent
+/// already is read first, so that the close is not a reset that could discard the answer.
 fn refuse(stream: &TcpStream, refusal: &[u8]) {
+    let mut sent = [0u8; 8192];
+    let _ = stream.try_read(&mut sent);
     if let Err(error) = stream.try_write(refusal) {
         tracing::debug!(%error, "MCP over HTTP: refusing a connection past the limit");
     }

@@ -107,7 +107,7 @@ pub struct McpHttpLimits {
     /// `503 Service Unavailable` with the body `Service Unavailable: too many connections
     /// (limit N); retry later` and closed without its request being read.
     pub max_connections: usize,
-    /// MCP sessions alive at once (at least 1; default 256; each holds roughly 100 KiB). An
+    /// MCP sessions alive at once (at least 1; default 256; each holds some 60 to 100 KiB). An
     /// `initialize` past it is answered `503` with the body `Service Unavailable: too many MCP
     /// sessions (limit N); …`; a slot frees when a session ends (HTTP DELETE or idle expiry).
     pub max_sessions: usize,
