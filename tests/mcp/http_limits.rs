@@ -234,6 +234,23 @@ fn http_serve_closes_connections_whose_headers_never_finish() {
     assert_eq!(server.initialize().status, 200);
 }
 
+/// A request head past the 64 KiB read buffer is answered 431 instead of being buffered on.
+#[test]
+fn http_serve_refuses_an_oversized_request_head() {
+    let server = Server::start(&[], None);
+    let mut stream = server.connect();
+    let head = format!(
+        "POST /mcp HTTP/1.1\r\nhost: {}\r\nconnection: close\r\nx-padding: {}\r\n\r\n",
+        server.addr,
+        "a".repeat(100 * 1024)
+    );
+    // The server may answer and close before it has read all of it.
+    let _ = stream.write_all(head.as_bytes());
+    let mut raw = Vec::new();
+    let _ = stream.read_to_end(&mut raw);
+    assert_eq!(Answer::parse(&raw).status, 431);
+}
+
 /// A request whose body stops arriving is failed and its connection closed.
 #[test]
 fn http_serve_closes_a_connection_whose_body_stalls() {

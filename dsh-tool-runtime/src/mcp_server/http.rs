@@ -39,6 +39,9 @@ use super::handler::McpHandler;
 const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
 const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
+/// A connection's read buffer: room for any sane request head, a bounded cost per connection.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
 /// Serves `listener` until the future is dropped: no error ends it.
 pub(crate) async fn serve(
     handler: McpHandler,
@@ -54,9 +57,13 @@ pub(crate) async fn serve(
     ));
     let mut http = http1::Builder::new();
     // The header timeout also bounds a kept-alive connection's wait for its next request:
-    // hyper starts it whenever it waits for a request head.
+    // hyper starts it whenever it waits for a request head. A head past the read buffer is
+    // answered 431, and the buffer bounds what each connection holds (hyper's default is
+    // about 400 KiB).
     http.timer(TokioTimer::new())
-        .header_read_timeout(limits.header_read_timeout);
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(READ_BUFFER_BYTES)
+        .max_buf_size(READ_BUFFER_BYTES);
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let refusal = connection_refusal(limits.max_connections);
     let mut backoff = ACCEPT_BACKOFF_MIN;
@@ -83,13 +90,13 @@ pub(crate) async fn serve(
         };
         let service = service.clone();
         let body_timeout = limits.body_read_timeout;
-        let sessions = sessions.clone();
+        let session_limit = limits.max_sessions;
         let connection = http.serve_connection(
             TokioIo::new(stream),
             hyper::service::service_fn(move |request: Request<Incoming>| {
                 answer(
                     service.clone(),
-                    sessions.limit,
+                    session_limit,
                     request.map(|body| TimeoutBody::new(body_timeout, body)),
                 )
             }),

@@ -99,7 +99,8 @@ impl McpServeOptions {
 /// The bounds streamable HTTP serving keeps against clients that connect many times, send
 /// slowly or never end their sessions. A limit reached refuses the newcomer, never ends the
 /// server: an `accept` failure (such as running out of descriptors) is logged with `tracing`
-/// and retried after 10 ms, doubling up to 1 s while it keeps failing.
+/// and retried after 10 ms, doubling up to 1 s while it keeps failing. Fixed besides these: a
+/// request head over 64 KiB is answered `431`, a request body over 4 MiB `413` (rmcp's limit).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpHttpLimits {
