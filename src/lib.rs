@@ -73,7 +73,9 @@ pub mod mcp {
         ReconnectPolicy, is_valid_server_name, mcp_tool_name,
     };
     #[cfg(feature = "mcp-server")]
-    pub use dsh_tool_runtime::mcp_server::{McpServeError, McpServeOptions, McpTransport};
+    pub use dsh_tool_runtime::mcp_server::{
+        McpHttpLimits, McpServeError, McpServeOptions, McpTransport,
+    };
 }
 
 /// Guards (SPEC §6): the per-call guard check, the timeout policy and the repeat-call reminder.

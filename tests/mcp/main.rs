@@ -10,6 +10,8 @@ mod toolset;
 
 #[cfg(feature = "code-mode")]
 mod code_mode;
+#[cfg(feature = "cli")]
+mod http_limits;
 mod lifecycle;
 mod lists;
 mod real_servers;

@@ -1,35 +1,276 @@
-//! Streamable HTTP: rmcp's tower service on a hyper connection per accepted socket.
+//! Streamable HTTP: rmcp's tower service on a hyper HTTP/1 connection per accepted socket,
+//! within [`McpHttpLimits`]: connections, sessions, and how long a client may take to send
+//! headers or a body, or leave its session idle.
 
-use std::sync::Arc;
+use std::cell::Cell;
+use std::collections::HashMap;
+use std::convert::Infallible;
+use std::pin::pin;
+use std::sync::{Arc, Mutex, PoisonError};
+use std::time::Duration;
 
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto::Builder;
+use bytes::Bytes;
+use futures::Stream;
+use http_body_util::combinators::BoxBody;
+use http_body_util::{BodyExt, Full};
+use hyper::body::Incoming;
+use hyper::server::conn::http1;
+use hyper::service::Service;
+use hyper::{Request, Response, StatusCode};
+use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use rmcp::transport::streamable_http_server::session::local::LocalSessionManager;
-use rmcp::transport::streamable_http_server::{StreamableHttpServerConfig, StreamableHttpService};
-use tokio::net::TcpListener;
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::transport::streamable_http_server::session::local::{
+    LocalSessionManager, LocalSessionManagerError,
+};
+use rmcp::transport::streamable_http_server::session::{ServerSseMessage, SessionManager};
+use rmcp::transport::streamable_http_server::{
+    SessionId, StreamableHttpServerConfig, StreamableHttpService,
+};
+use tokio::net::{TcpListener, TcpStream};
+use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tower_http::timeout::TimeoutBody;
 
-use super::McpServeError;
+use super::McpHttpLimits;
 use super::handler::McpHandler;
 
-pub(crate) async fn serve(handler: McpHandler, listener: TcpListener) -> Result<(), McpServeError> {
+/// The first pause after a failed `accept`, doubled on each failure in a row up to
+/// [`ACCEPT_BACKOFF_MAX`]: running out of descriptors must slow the loop, not end the server.
+const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
+const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
+
+/// A connection's read buffer: room for any sane request head, a bounded cost per connection.
+const READ_BUFFER_BYTES: usize = 64 * 1024;
+
+/// Serves `listener` until the future is dropped: no error ends it.
+pub(crate) async fn serve(
+    handler: McpHandler,
+    listener: TcpListener,
+    limits: McpHttpLimits,
+) -> Infallible {
     let handler = Arc::new(handler);
-    let service = StreamableHttpService::new(
+    let sessions = Arc::new(CappedSessions::new(&limits));
+    let service = TowerToHyperService::new(StreamableHttpService::new(
         move || Ok(handler.session()),
-        Arc::new(LocalSessionManager::default()),
+        sessions.clone(),
         StreamableHttpServerConfig::default(),
-    );
+    ));
+    let mut http = http1::Builder::new();
+    // The header timeout also bounds a kept-alive connection's wait for its next request:
+    // hyper starts it whenever it waits for a request head. A head past the read buffer is
+    // answered 431, and the buffer bounds what each connection holds (hyper's default is
+    // about 400 KiB).
+    http.timer(TokioTimer::new())
+        .header_read_timeout(limits.header_read_timeout)
+        .max_header_size(READ_BUFFER_BYTES)
+        .max_buf_size(READ_BUFFER_BYTES);
+    let connections = Arc::new(Semaphore::new(limits.max_connections));
+    let refusal = connection_refusal(limits.max_connections);
+    let mut backoff = ACCEPT_BACKOFF_MIN;
     loop {
-        let (stream, _) = listener
-            .accept()
-            .await
-            .map_err(|error| McpServeError::Transport(error.to_string()))?;
-        let service = TowerToHyperService::new(service.clone());
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => {
+                backoff = ACCEPT_BACKOFF_MIN;
+                stream
+            }
+            Err(error) => {
+                tracing::warn!(
+                    %error,
+                    retry_in_ms = backoff.as_millis() as u64,
+                    "MCP over HTTP: accept failed"
+                );
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
+                continue;
+            }
+        };
+        let Ok(permit) = connections.clone().try_acquire_owned() else {
+            refuse(&stream, &refusal);
+            continue;
+        };
+        let service = service.clone();
+        let body_timeout = limits.body_read_timeout;
+        let session_limit = limits.max_sessions;
+        let connection = http.serve_connection(
+            TokioIo::new(stream),
+            hyper::service::service_fn(move |request: Request<Incoming>| {
+                answer(
+                    service.clone(),
+                    session_limit,
+                    request.map(|body| TimeoutBody::new(body_timeout, body)),
+                )
+            }),
+        );
         tokio::spawn(async move {
-            // One client's broken connection ends only that connection.
-            let _ = Builder::new(TokioExecutor::new())
-                .serve_connection(TokioIo::new(stream), service)
-                .await;
+            // One client's broken or timed-out connection ends only that connection.
+            if let Err(error) = connection.await {
+                tracing::debug!(%error, "MCP over HTTP: connection ended");
+            }
+            drop(permit);
         });
+    }
+}
+
+type Body = BoxBody<Bytes, Infallible>;
+
+tokio::task_local! {
+    /// Set by [`CappedSessions::create_session`] when it refuses a session, so the request's
+    /// answer becomes a 503 instead of rmcp's generic 500 for a failed session manager.
+    static SESSION_REFUSED: Cell<bool>;
+}
+
+/// One request through rmcp, its `initialize` answered 503 when every session slot is taken.
+async fn answer(
+    service: TowerToHyperService<StreamableHttpService<McpHandler, CappedSessions>>,
+    session_limit: usize,
+    request: Request<TimeoutBody<Incoming>>,
+) -> Result<Response<Body>, Infallible> {
+    // rmcp awaits `create_session` within this future, so the task-local is in scope there.
+    let mut call = pin!(SESSION_REFUSED.scope(Cell::new(false), service.call(request)));
+    let response = call.as_mut().await?;
+    if call
+        .as_mut()
+        .take_value()
+        .is_some_and(|refused| refused.get())
+    {
+        return Ok(too_many_sessions(session_limit));
+    }
+    Ok(response)
+}
+
+fn too_many_sessions(limit: usize) -> Response<Body> {
+    let text = format!(
+        "Service Unavailable: too many MCP sessions (limit {limit}); end one (HTTP DELETE) or retry later\n"
+    );
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = StatusCode::SERVICE_UNAVAILABLE;
+    response.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+/// The whole answer to a connection past the limit: a complete HTTP/1.1 503 that needs no
+/// request read first.
+fn connection_refusal(limit: usize) -> Vec<u8> {
+    let body = format!("Service Unavailable: too many connections (limit {limit}); retry later\n");
+    format!(
+        "HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\n\
+         content-length: {}\r\nconnection: close\r\n\r\n{body}",
+        body.len()
+    )
+    .into_bytes()
+}
+
+/// Answers a connection past the limit without waiting on it: one non-blocking write (the
+/// answer fits any fresh socket's send buffer), then the socket is closed. What the client sent
+/// already is read first, so that the close is not a reset that could discard the answer.
+fn refuse(stream: &TcpStream, refusal: &[u8]) {
+    let mut sent = [0u8; 8192];
+    let _ = stream.try_read(&mut sent);
+    if let Err(error) = stream.try_write(refusal) {
+        tracing::debug!(%error, "MCP over HTTP: refusing a connection past the limit");
+    }
+}
+
+/// rmcp's in-memory sessions, at most `limit` at once: a session holds a slot from
+/// `initialize` until it is closed (HTTP DELETE, its client's end, or idle expiry).
+pub(crate) struct CappedSessions {
+    inner: LocalSessionManager,
+    slots: Arc<Semaphore>,
+    held: Mutex<HashMap<SessionId, OwnedSemaphorePermit>>,
+    limit: usize,
+}
+
+impl CappedSessions {
+    fn new(limits: &McpHttpLimits) -> CappedSessions {
+        let mut inner = LocalSessionManager::default();
+        inner.session_config.keep_alive = Some(limits.session_idle_timeout);
+        CappedSessions {
+            inner,
+            slots: Arc::new(Semaphore::new(limits.max_sessions)),
+            held: Mutex::new(HashMap::new()),
+            limit: limits.max_sessions,
+        }
+    }
+
+    fn held(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, OwnedSemaphorePermit>> {
+        self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// A session refused or failed.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum CappedSessionError {
+    #[error("too many MCP sessions (limit {0})")]
+    Full(usize),
+    #[error(transparent)]
+    Local(#[from] LocalSessionManagerError),
+}
+
+impl SessionManager for CappedSessions {
+    type Error = CappedSessionError;
+    type Transport = <LocalSessionManager as SessionManager>::Transport;
+
+    async fn create_session(&self) -> Result<(SessionId, Self::Transport), Self::Error> {
+        let Ok(slot) = self.slots.clone().try_acquire_owned() else {
+            let _ = SESSION_REFUSED.try_with(|refused| refused.set(true));
+            return Err(CappedSessionError::Full(self.limit));
+        };
+        let (id, transport) = self.inner.create_session().await?;
+        // rmcp starts the session's worker (whose end closes the session) only after this.
+        self.held().insert(id.clone(), slot);
+        Ok((id, transport))
+    }
+
+    async fn initialize_session(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<ServerJsonRpcMessage, Self::Error> {
+        Ok(self.inner.initialize_session(id, message).await?)
+    }
+
+    async fn has_session(&self, id: &SessionId) -> Result<bool, Self::Error> {
+        Ok(self.inner.has_session(id).await?)
+    }
+
+    async fn close_session(&self, id: &SessionId) -> Result<(), Self::Error> {
+        let closed = self.inner.close_session(id).await;
+        // A session closes twice (DELETE, then its worker's end): the second finds no slot.
+        self.held().remove(id);
+        Ok(closed?)
+    }
+
+    async fn create_stream(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(SessionManager::create_stream(&self.inner, id, message).await?)
+    }
+
+    async fn accept_message(
+        &self,
+        id: &SessionId,
+        message: ClientJsonRpcMessage,
+    ) -> Result<(), Self::Error> {
+        Ok(self.inner.accept_message(id, message).await?)
+    }
+
+    async fn create_standalone_stream(
+        &self,
+        id: &SessionId,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(SessionManager::create_standalone_stream(&self.inner, id).await?)
+    }
+
+    async fn resume(
+        &self,
+        id: &SessionId,
+        last_event_id: String,
+    ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
+        Ok(SessionManager::resume(&self.inner, id, last_event_id).await?)
     }
 }

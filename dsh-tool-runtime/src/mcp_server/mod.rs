@@ -12,6 +12,7 @@ mod listing;
 mod stdio;
 
 use std::net::SocketAddr;
+use std::time::Duration;
 
 use tokio::net::TcpListener;
 
@@ -61,6 +62,8 @@ pub struct McpServeOptions {
     pub page_size: usize,
     /// The `serverInfo.name` sent in `initialize` (default `dsh-tools`).
     pub server_name: String,
+    /// What streamable HTTP allows its clients (ignored over stdio).
+    pub http: McpHttpLimits,
 }
 
 impl Default for McpServeOptions {
@@ -68,6 +71,7 @@ impl Default for McpServeOptions {
         McpServeOptions {
             page_size: 100,
             server_name: "dsh-tools".to_owned(),
+            http: McpHttpLimits::default(),
         }
     }
 }
@@ -82,6 +86,85 @@ impl McpServeOptions {
     /// Sets [`McpServeOptions::server_name`].
     pub fn server_name(mut self, name: impl Into<String>) -> Self {
         self.server_name = name.into();
+        self
+    }
+
+    /// Sets [`McpServeOptions::http`].
+    pub fn http_limits(mut self, limits: McpHttpLimits) -> Self {
+        self.http = limits;
+        self
+    }
+}
+
+/// The bounds streamable HTTP serving keeps against clients that connect many times, send
+/// slowly or never end their sessions. A limit reached refuses the newcomer, never ends the
+/// server: an `accept` failure (such as running out of descriptors) is logged with `tracing`
+/// and retried after 10 ms, doubling up to 1 s while it keeps failing. Fixed besides these: a
+/// request head over 64 KiB is answered `431`, a request body over 4 MiB `413` (rmcp's limit).
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpHttpLimits {
+    /// Connections open at once (at least 1; default 512). A connection past it is answered
+    /// `503 Service Unavailable` with the body `Service Unavailable: too many connections
+    /// (limit N); retry later` and closed without its request being read.
+    pub max_connections: usize,
+    /// MCP sessions alive at once (at least 1; default 256; each holds some 60 to 100 KiB). An
+    /// `initialize` past it is answered `503` with the body `Service Unavailable: too many MCP
+    /// sessions (limit N); …`; a slot frees when a session ends (HTTP DELETE or idle expiry).
+    pub max_sessions: usize,
+    /// How long a client may take to send a request's headers, and how long a kept-alive
+    /// connection may wait for its next request, before it is closed (at least 1 ms; default
+    /// 30 s).
+    pub header_read_timeout: Duration,
+    /// The longest pause allowed between two pieces of a request body (at least 1 ms; default
+    /// 30 s); past it the request fails and its connection is closed.
+    pub body_read_timeout: Duration,
+    /// A session without any request or message for this long ends and frees its slot; its
+    /// client's next request gets `404` and must `initialize` again (at least 1 ms; default
+    /// 300 s).
+    pub session_idle_timeout: Duration,
+}
+
+impl Default for McpHttpLimits {
+    fn default() -> Self {
+        McpHttpLimits {
+            max_connections: 512,
+            max_sessions: 256,
+            header_read_timeout: Duration::from_secs(30),
+            body_read_timeout: Duration::from_secs(30),
+            session_idle_timeout: Duration::from_secs(300),
+        }
+    }
+}
+
+impl McpHttpLimits {
+    /// Sets [`McpHttpLimits::max_connections`] (0 counts as 1).
+    pub fn max_connections(mut self, connections: usize) -> Self {
+        self.max_connections = connections.max(1);
+        self
+    }
+
+    /// Sets [`McpHttpLimits::max_sessions`] (0 counts as 1).
+    pub fn max_sessions(mut self, sessions: usize) -> Self {
+        self.max_sessions = sessions.max(1);
+        self
+    }
+
+    /// Sets [`McpHttpLimits::header_read_timeout`] (below 1 ms counts as 1 ms).
+    pub fn header_read_timeout(mut self, timeout: Duration) -> Self {
+        self.header_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`McpHttpLimits::body_read_timeout`] (below 1 ms counts as 1 ms).
+    pub fn body_read_timeout(mut self, timeout: Duration) -> Self {
+        self.body_read_timeout = timeout.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`McpHttpLimits::session_idle_timeout`] (below 1 ms counts as 1 ms).
+    pub fn session_idle_timeout(mut self, timeout: Duration) -> Self {
+        self.session_idle_timeout = timeout.max(Duration::from_millis(1));
         self
     }
 }
@@ -100,11 +183,11 @@ pub enum McpServeError {
 
 impl Registry {
     /// Serves `scope` (`None` = global) of this registry as an MCP server on `transport` with
-    /// the default [`McpServeOptions`], until the client disconnects (stdio) or forever (HTTP;
-    /// drop the future to stop).
+    /// the default [`McpServeOptions`], until the client disconnects (stdio) or forever (HTTP,
+    /// within [`McpHttpLimits`]; drop the future to stop).
     ///
     /// # Errors
-    /// [`McpServeError`] when the handshake or the transport fails.
+    /// [`McpServeError`] when the handshake or the transport fails (stdio; HTTP never fails).
     pub async fn serve_mcp(
         &self,
         scope: Option<AgentId>,
@@ -124,10 +207,11 @@ impl Registry {
         transport: McpTransport,
         options: McpServeOptions,
     ) -> Result<(), McpServeError> {
+        let limits = options.http.clone();
         let handler = McpHandler::new(self.clone(), scope, options);
         match transport {
             McpTransport::Stdio => handler.serve_stdio().await,
-            McpTransport::Http(listener) => http::serve(handler, listener).await,
+            McpTransport::Http(listener) => match http::serve(handler, listener, limits).await {},
         }
     }
 }

@@ -131,6 +131,29 @@ pub struct ServeArgs {
     pub events: Option<PathBuf>,
     #[command(flatten)]
     pub budgets: Budgets,
+    #[command(flatten)]
+    pub http_limits: HttpLimits,
+}
+
+/// What `serve --http` allows its clients; each needs `--http`.
+#[derive(Debug, Args, Clone, Copy, Default)]
+pub struct HttpLimits {
+    /// Connections open at once; one more is answered 503 and closed (default 512).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_connections: Option<usize>,
+    /// MCP sessions alive at once; one more `initialize` is answered 503 (default 256).
+    #[arg(long, value_name = "N", requires = "http")]
+    pub max_sessions: Option<usize>,
+    /// Time a client may take to send a request's headers, or a kept-alive connection may wait
+    /// for its next request, in ms (default 30000).
+    #[arg(long, value_name = "MS", requires = "http")]
+    pub header_timeout_ms: Option<u64>,
+    /// Longest pause within a request body, in ms (default 30000).
+    #[arg(long, value_name = "MS", requires = "http")]
+    pub body_timeout_ms: Option<u64>,
+    /// Time after which a session without requests ends, in ms (default 300000).
+    #[arg(long, value_name = "MS", requires = "http")]
+    pub session_idle_ms: Option<u64>,
 }
 
 /// `tools`.

@@ -3,16 +3,18 @@
 use std::collections::HashMap;
 use std::io::Write;
 use std::path::Path;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use dsh_tools::events::{EventLog, ToolEvent};
-use dsh_tools::mcp::{McpServeOptions, McpTransport};
+use dsh_tools::mcp::{McpHttpLimits, McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
-use crate::args::{CallArgs, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs};
+use crate::args::{
+    CallArgs, HttpLimits, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs,
+};
 use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
@@ -25,7 +27,9 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         Some(mount_runtime(registry, args.lang, args.runtime, args.budgets, true).await?)
     };
     let log = start_log(registry, args.events.as_deref())?;
-    let options = McpServeOptions::default().page_size(args.page_size);
+    let options = McpServeOptions::default()
+        .page_size(args.page_size)
+        .http_limits(http_limits(&args.http_limits));
     // On SIGTERM or Ctrl-C the runtime is still disposed below: a running program's process
     // must not outlive the server.
     let served = match args.http {
@@ -51,6 +55,27 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     }
     finish_log(log).await?;
     served
+}
+
+/// The library's defaults, overridden by the flags given.
+fn http_limits(flags: &HttpLimits) -> McpHttpLimits {
+    let mut limits = McpHttpLimits::default();
+    if let Some(connections) = flags.max_connections {
+        limits = limits.max_connections(connections);
+    }
+    if let Some(sessions) = flags.max_sessions {
+        limits = limits.max_sessions(sessions);
+    }
+    if let Some(ms) = flags.header_timeout_ms {
+        limits = limits.header_read_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = flags.body_timeout_ms {
+        limits = limits.body_read_timeout(Duration::from_millis(ms));
+    }
+    if let Some(ms) = flags.session_idle_ms {
+        limits = limits.session_idle_timeout(Duration::from_millis(ms));
+    }
+    limits
 }
 
 /// Resolves on SIGINT (Ctrl-C), SIGTERM or SIGHUP (the terminal went away). The handlers are
