@@ -187,6 +187,23 @@ fn locate<'s>(
     (order, holder)
 }
 
+/// The declared property a misspelt key most likely meant: the closest by edit distance, when
+/// that distance is at most a third of the key's length (at least 1), as `asignee` → `assignee`.
+/// Keys shorter than 3 characters get no guess: any other short name is as near.
+fn nearest_key<'a>(key: &str, declared: &'a serde_json::Map<String, Value>) -> Option<&'a str> {
+    let length = key.chars().count();
+    if length < 3 {
+        return None;
+    }
+    let limit = (length / 3).max(1);
+    declared
+        .keys()
+        .map(|name| (strsim::damerau_levenshtein(key, name), name))
+        .filter(|(distance, _)| *distance <= limit)
+        .min_by_key(|(distance, _)| *distance)
+        .map(|(_, name)| name.as_str())
+}
+
 /// Resolves a local JSON pointer (`/$defs/Node`) or an `$anchor` name against the root.
 fn resolve_local<'s>(root: &'s Value, pointer: &str) -> Option<&'s Value> {
     if pointer.is_empty() || pointer.starts_with('/') {
@@ -459,11 +476,15 @@ fn render_error(
             ));
         }
         ValidationErrorKind::AdditionalProperties { unexpected } => {
+            let declared = holder
+                .and_then(|holder| holder.get("properties"))
+                .and_then(Value::as_object);
             for key in unexpected {
-                out.push(format!(
-                    "\"{}\" is not a declared property (additionalProperties: false)",
-                    child(root, path, key)
-                ));
+                let mut message = format!("unknown property \"{}\"", child(root, path, key));
+                if let Some(near) = declared.and_then(|declared| nearest_key(key, declared)) {
+                    message.push_str(&format!("; did you mean \"{near}\"?"));
+                }
+                out.push(message);
             }
         }
         ValidationErrorKind::Type { kind } => {

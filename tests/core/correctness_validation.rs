@@ -247,8 +247,38 @@ async fn violations_follow_the_reference_order_ref_1_6() {
         failed.message,
         "invalid arguments: missing required property \"d\"; missing required property \"c\"; \
          \"b\" must be a string; \"a\" must be an integer; \
-         \"z\" is not a declared property (additionalProperties: false); \
-         \"y\" is not a declared property (additionalProperties: false)"
+         unknown property \"z\"; \
+         unknown property \"y\""
+    );
+}
+
+/// An undeclared key of a closed object, at the top level or nested, is named with the declared
+/// property it most likely meant, or alone when none is near; one message per key.
+#[tokio::test]
+async fn unknown_keys_are_named_with_the_nearest_declared_one() {
+    let definition = raw(json!({
+        "type": "object",
+        "properties": {
+            "assignee": {"type": "string"},
+            "filter": {
+                "type": "object",
+                "properties": {"limit": {"type": "integer"}, "path": {"type": "string"}},
+                "additionalProperties": false
+            }
+        },
+        "additionalProperties": false
+    }));
+    let failed = failure(
+        &definition,
+        json!({"asignee": "ada", "filter": {"limt": 3, "paht": "src", "colour": "red"}}),
+    )
+    .await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: unknown property \"filter.limt\"; did you mean \"limit\"?; \
+         unknown property \"filter.paht\"; did you mean \"path\"?; \
+         unknown property \"filter.colour\"; \
+         unknown property \"asignee\"; did you mean \"assignee\"?"
     );
 }
 
@@ -443,6 +473,6 @@ async fn an_args_struct_schema_follows_its_serde_attributes_ref_1_6() {
     let failed = failure(&definition, json!({"nick": "a", "bogus": 1})).await;
     assert_eq!(
         failed.message,
-        "invalid arguments: \"bogus\" is not a declared property (additionalProperties: false)"
+        "invalid arguments: unknown property \"bogus\""
     );
 }

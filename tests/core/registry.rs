@@ -317,7 +317,7 @@ async fn dynamic_tools_validate_arguments_and_output() {
         .await;
     assert_eq!(
         bad.error().unwrap().message,
-        "invalid arguments: \"color\" must be one of [\"red\",\"green\"]; \"n\" must be >= 1; \"extra\" is not a declared property (additionalProperties: false)"
+        "invalid arguments: \"color\" must be one of [\"red\",\"green\"]; \"n\" must be >= 1; unknown property \"extra\""
     );
     let out = registry
         .execute(call("2", "dyn", json!({"color": "green"})))
