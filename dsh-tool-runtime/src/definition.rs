@@ -764,8 +764,14 @@ impl From<ToolDefinition> for Vec<ToolDefinition> {
 }
 
 /// The error every dispatch of a definition removed mid-call reports.
-pub(crate) fn unknown_tool(name: &str) -> ToolFailure {
-    ToolFailure::coded(ErrorCode::UnknownTool, format!("unknown tool \"{name}\""))
+/// `unknown tool "reed_file"`, with the nearest of `visible` when one is close:
+/// `; did you mean "read_file"?`.
+pub(crate) fn unknown_tool(name: &str, visible: &[ToolDefinition]) -> ToolFailure {
+    let mut message = format!("unknown tool \"{name}\"");
+    if let Some(near) = crate::validate::nearest(name, visible.iter().map(ToolDefinition::name)) {
+        message.push_str(&format!("; did you mean \"{near}\"?"));
+    }
+    ToolFailure::coded(ErrorCode::UnknownTool, message)
 }
 
 /// The parts of a dynamic tool a call uses.

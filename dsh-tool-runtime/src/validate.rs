@@ -187,21 +187,23 @@ fn locate<'s>(
     (order, holder)
 }
 
-/// The declared property a misspelt key most likely meant: the closest by edit distance, when
-/// that distance is at most a third of the key's length (at least 1), as `asignee` → `assignee`.
-/// Keys shorter than 3 characters get no guess: any other short name is as near.
-fn nearest_key<'a>(key: &str, declared: &'a serde_json::Map<String, Value>) -> Option<&'a str> {
-    let length = key.chars().count();
+/// The candidate a misspelt name most likely meant: the closest by edit distance, when that
+/// distance is at most a third of the name's length (at least 1), as `asignee` → `assignee`.
+/// Names shorter than 3 characters get no guess: any other short name is as near.
+pub(crate) fn nearest<'a>(
+    name: &str,
+    candidates: impl Iterator<Item = &'a str>,
+) -> Option<&'a str> {
+    let length = name.chars().count();
     if length < 3 {
         return None;
     }
     let limit = (length / 3).max(1);
-    declared
-        .keys()
-        .map(|name| (strsim::damerau_levenshtein(key, name), name))
+    candidates
+        .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
-        .map(|(_, name)| name.as_str())
+        .map(|(_, candidate)| candidate)
 }
 
 /// Resolves a local JSON pointer (`/$defs/Node`) or an `$anchor` name against the root.
@@ -481,7 +483,9 @@ fn render_error(
                 .and_then(Value::as_object);
             for key in unexpected {
                 let mut message = format!("unknown property \"{}\"", child(root, path, key));
-                if let Some(near) = declared.and_then(|declared| nearest_key(key, declared)) {
+                if let Some(near) =
+                    declared.and_then(|declared| nearest(key, declared.keys().map(String::as_str)))
+                {
                     message.push_str(&format!("; did you mean \"{near}\"?"));
                 }
                 out.push(message);

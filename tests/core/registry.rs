@@ -121,6 +121,17 @@ fn typed_parameters_schema_has_no_null_type_arrays_and_no_schema_keyword() {
     );
 }
 
+/// A misspelt tool name is answered with the visible tool it most likely meant.
+#[tokio::test]
+async fn an_unknown_tool_names_the_nearest_visible_one() {
+    let result = registry().execute(call("1", "ecoh", json!({}))).await;
+    assert_eq!(result.error_code(), Some(ErrorCode::UnknownTool));
+    assert_eq!(
+        text(&result),
+        "Error: unknown tool \"ecoh\"; did you mean \"echo\"?"
+    );
+}
+
 #[tokio::test]
 async fn unknown_tool() {
     let result = registry().execute(call("1", "nope", json!({}))).await;

@@ -541,7 +541,10 @@ impl Registry {
             };
         }
         let Some(definition) = self.get(&prepared.view.name, prepared.view.agent.as_ref()) else {
-            return ToolResult::failure(unknown_tool(&prepared.view.name));
+            return ToolResult::failure(unknown_tool(
+                &prepared.view.name,
+                &self.tools(prepared.view.agent.as_ref()),
+            ));
         };
         let top_level = prepared.view.parent.is_none();
         match definition.normalize_value(&prepared.view.arguments, value, top_level) {
@@ -576,7 +579,7 @@ impl Registry {
             return aborted(false);
         }
         let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
-            return ToolResult::failure(unknown_tool(&view.name));
+            return ToolResult::failure(unknown_tool(&view.name, &self.tools(view.agent.as_ref())));
         };
         // The body sees the caller's signal fused with whatever a wrapper installed; a body that
         // only observes it gets the installed signal itself.
@@ -716,7 +719,10 @@ impl Registry {
             } => {
                 *prepared.result_view.lock() = None;
                 let Some(definition) = self.get(&view.name, view.agent.as_ref()) else {
-                    return ToolResult::failure(unknown_tool(&view.name));
+                    return ToolResult::failure(unknown_tool(
+                        &view.name,
+                        &self.tools(view.agent.as_ref()),
+                    ));
                 };
                 let mut existing = result.additional_contexts().to_vec();
                 match definition.normalize_value(&view.arguments, value, view.parent.is_none()) {
