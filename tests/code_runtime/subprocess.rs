@@ -44,7 +44,22 @@ in_both_languages!(
     a_stuck_program_is_reported_after_its_own_code_ran,
     a_long_exception_chain_is_cut,
     an_import_error_names_no_host_path,
+    an_ordinary_result_of_a_few_hundred_kb_decodes,
 );
+
+/// 50,000 integers (~290 KB of JSON, ~10 times that as decoded values) are an ordinary result:
+/// the decode bound is absolute, not a ratio such arrays exceed.
+async fn an_ordinary_result_of_a_few_hundred_kb_decodes(lang: Lang) {
+    let out = lang
+        .run_once(
+            small(),
+            "return Array.from({ length: 50000 }, (_, i) => 100000 + i);",
+            "return [100000 + i for i in range(50000)]",
+        )
+        .await;
+    let expected: Vec<u64> = (100_000..150_000).collect();
+    assert_value(&out, json!(expected));
+}
 
 /// A failed import names what the program wrote, not the run's temporary directory or the
 /// bootstrap (Node.js names the bootstrap as the importer).

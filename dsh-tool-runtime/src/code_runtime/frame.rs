@@ -208,8 +208,11 @@ fn call_id(prefix: &[u8]) -> Option<u64> {
         .filter(|id| (1..=MAX_CALL_ID).contains(id))
 }
 
-/// Host memory a decoded frame may take: 4 × its bytes plus this much.
-const DECODE_ALLOWANCE: usize = 1 << 20;
+/// Host memory a decoded frame may take, bytes. An absolute bound, not a ratio: an ordinary
+/// array of numbers takes ~10 times its text as values, so a ratio refused plain results of a
+/// few hundred KB; this bound lets any frame up to [`ALWAYS_AFFORDABLE`] bytes (~384 KiB)
+/// decode, whatever it holds, and a longer one as far as its decoded size stays under it.
+pub(crate) const DECODE_LIMIT: usize = 12 << 20;
 
 /// The most [`decoded_size`] counts per byte of text: an array element costs two `Value` slots
 /// and takes at least 2 bytes (`0,`); an object member costs two slots, a key and a map slot
@@ -220,9 +223,9 @@ const MOST_PER_BYTE: usize = {
     if slot > member { slot } else { member }
 };
 
-/// Lines up to this long stay within the allowance whatever they hold, so their size need
+/// Lines up to this long stay within [`DECODE_LIMIT`] whatever they hold, so their size need
 /// not be measured before decoding (a call frame is usually far shorter).
-const ALWAYS_AFFORDABLE: usize = (DECODE_ALLOWANCE - std::mem::size_of::<Value>()) / MOST_PER_BYTE;
+const ALWAYS_AFFORDABLE: usize = (DECODE_LIMIT - std::mem::size_of::<Value>()) / MOST_PER_BYTE;
 
 /// Depth up to which serde_json's own recursion limit (128) parses a frame on this stack.
 const SHALLOW: usize = 64;
@@ -242,9 +245,7 @@ pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
     }
     // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
     with_stack_for(depth, || {
-        if line.len() > ALWAYS_AFFORDABLE
-            && decoded_size(line)? > line.len().saturating_mul(4) + DECODE_ALLOWANCE
-        {
+        if line.len() > ALWAYS_AFFORDABLE && decoded_size(line)? > DECODE_LIMIT {
             return Some(too_costly(line));
         }
         let root = if depth <= SHALLOW {
@@ -263,7 +264,10 @@ fn too_costly(line: &[u8]) -> ChildFrame {
         Some(id) => ChildFrame::Costly { id },
         None => ChildFrame::Done(Completion::Failure {
             kind: FailureKind::InvalidOutput,
-            message: "program completion takes more than 4 times its size to decode".to_owned(),
+            message: format!(
+                "program completion would take more than {} MiB of host memory to decode",
+                DECODE_LIMIT >> 20
+            ),
         }),
     }
 }
@@ -488,12 +492,12 @@ mod tests {
             assert!(line.len() <= ALWAYS_AFFORDABLE);
             let size = decoded_size(line.as_bytes()).expect("JSON");
             assert!(
-                size <= line.len() * 4 + DECODE_ALLOWANCE,
+                size <= DECODE_LIMIT,
                 "{size} bytes for a {}-byte line",
                 line.len()
             );
             assert!(
-                size > DECODE_ALLOWANCE / 4,
+                size > DECODE_LIMIT / 4,
                 "the worst cases come near the allowance"
             );
         }

@@ -92,8 +92,9 @@ pub struct SubprocessConfig {
     /// Largest binding-call frame (the call's JSON arguments plus a few bytes), in bytes
     /// (default 1 MiB; at least 1,024). A bigger call rejects in the program with
     /// `binding arguments exceed <max_frame_bytes> bytes` and the host never buffers it whole.
-    /// Independently, any frame whose decoded form would take more than 4 × its bytes plus
-    /// 1 MiB of host memory is refused (a call rejects, a completion is `invalid-output`).
+    /// Independently, any frame whose decoded form would take more than 12 MiB of host memory
+    /// is refused (a call rejects, a completion is `invalid-output`); every frame up to
+    /// ~384 KiB decodes whatever it holds.
     pub max_frame_bytes: u64,
     /// Runs of this runtime that may have a child at once (default 2 × the machine's cores;
     /// at least 1). Further runs wait in arrival order; cancelling a waiting run ends it as
@@ -691,7 +692,10 @@ impl<'r> Session<'r> {
             ChildFrame::Done(completion) => Some(Ending::Done(completion)),
             ChildFrame::Costly { id } => self.refuse_call(
                 id,
-                "binding arguments take more than 4 times their size to decode",
+                &format!(
+                    "binding arguments would take more than {} MiB of host memory to decode",
+                    crate::code_runtime::frame::DECODE_LIMIT >> 20
+                ),
             ),
             ChildFrame::Call {
                 id,

@@ -788,7 +788,10 @@ impl<'r> Session<'r> {
             ChildFrame::Done(completion) => Some(Ending::Done(completion)),
             ChildFrame::Costly { id } => self.refuse_call(
                 id,
-                "binding arguments take more than 4 times their size to decode",
+                &format!(
+                    "binding arguments would take more than {} MiB of host memory to decode",
+                    crate::code_runtime::frame::DECODE_LIMIT >> 20
+                ),
                 out,
             ),
             ChildFrame::Call {
