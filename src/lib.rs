@@ -9,7 +9,7 @@
 //! mode and its runtimes, feature `code-mode`), `mcp` (MCP client and server, feature `mcp`),
 //! [`guards`], [`events`] and [`presentation`].
 
-pub use dsh_tool_macros::{tool, toolbox};
+pub use dsh_tool_macros::{tool, tool_type, toolbox};
 pub use dsh_tool_runtime::{
     AdditionalContext, AgentId, AgentScope, ApprovalOutcome, ApprovalRequest, Approver,
     BatchOptions, BoxFuture, CallView, CancellationToken, ContentBlock, ContextSource,
@@ -23,8 +23,8 @@ pub use dsh_tool_runtime::{
 };
 
 /// serde and schemars, re-exported so a tool author's own parameter and output types derive
-/// through `dsh_tools` alone: add `#[serde(crate = "dsh_tools::serde")]` and
-/// `#[schemars(crate = "dsh_tools::schemars")]` to the type (see the README).
+/// through `dsh_tools` alone: `#[tool_type]` on the type does it in one line (by hand: add
+/// `#[serde(crate = "dsh_tools::serde")]` and `#[schemars(crate = "dsh_tools::schemars")]`).
 pub use dsh_tool_runtime::__private::schemars;
 pub use schemars::JsonSchema;
 pub use serde::{self, Deserialize, Serialize};

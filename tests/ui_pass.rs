@@ -27,6 +27,9 @@ mod no_params;
 #[path = "../ui-tests/pass/plain-output.rs"]
 mod plain_output;
 
+#[path = "../ui-tests/pass/tool-type.rs"]
+mod tool_type;
+
 #[path = "../ui-tests/pass/toolbox-generic-where.rs"]
 mod toolbox_generic_where;
 
@@ -35,6 +38,11 @@ mod toolbox_method;
 
 #[path = "../ui-tests/pass/unit-output.rs"]
 mod unit_output;
+
+#[test]
+fn tool_type() {
+    tool_type::main();
+}
 
 #[test]
 fn annotations() {

@@ -8,6 +8,7 @@ mod ctxt;
 mod expand;
 mod fallback;
 mod symbol;
+mod tool_type;
 
 use proc_macro::TokenStream;
 
@@ -138,4 +139,41 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
     expand::toolbox(args.into(), item.into()).into()
+}
+
+/// Derives what a tool's own parameter or output type needs — `Deserialize`, `Serialize` and
+/// `JsonSchema`, each through the `dsh-tools` facade — so the crate needs no serde or schemars
+/// dependency and no `#[serde(crate = …)]` / `#[schemars(crate = …)]` lines. Other serde and
+/// schemars attributes on the type and its fields apply as written.
+///
+/// ```
+/// use dsh_tools::{tool, tool_type};
+///
+/// #[tool_type]
+/// enum Unit {
+///     Celsius,
+///     Fahrenheit,
+/// }
+///
+/// #[tool_type]
+/// struct Reading {
+///     degrees: f64,
+/// }
+///
+/// /// Read the thermometer.
+/// #[tool]
+/// async fn thermometer(unit: Unit) -> Reading {
+///     let degrees = match unit {
+///         Unit::Celsius => 21.0,
+///         Unit::Fahrenheit => 69.8,
+///     };
+///     Reading { degrees }
+/// }
+/// ```
+///
+/// `#[tool_type(crate = path)]` names a renamed `dsh-tools` dependency. On anything but a struct
+/// or an enum it is a compile error.
+#[proc_macro_attribute]
+pub fn tool_type(args: TokenStream, item: TokenStream) -> TokenStream {
+    tool_type::expand(args.into(), item.into()).into()
 }
