@@ -19,7 +19,7 @@ pub struct Tools {
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Installs the pinned tools once per test binary; `None` (with a printed reason) when this
-/// machine cannot (no node/npm/python3).
+/// machine cannot (no node/npm/python3), and a panic under CI (`CI` set), where it must.
 pub fn tools() -> Option<&'static Tools> {
     static TOOLS: OnceLock<Option<Tools>> = OnceLock::new();
     TOOLS
@@ -32,6 +32,10 @@ pub fn tools() -> Option<&'static Tools> {
                     node_bin: PathBuf::from(format!("{ROOT}/.tools/node/node_modules/.bin")),
                     venv: PathBuf::from(format!("{ROOT}/.tools/venv")),
                 }),
+                // Under CI the install is part of the suite: a failure fails, never skips.
+                other if std::env::var_os("CI").is_some() => panic!(
+                    ".ci/install-tools.sh could not install the MCP servers ({other:?}) under CI"
+                ),
                 other => {
                     eprintln!(
                         "SKIPPED: .ci/install-tools.sh could not install the MCP servers ({other:?}); \
