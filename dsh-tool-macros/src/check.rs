@@ -340,6 +340,19 @@ fn check_param_types(cx: &Ctxt, tool: &ToolFn) {
                 param.ty,
                 "a `#[tool]` parameter cannot be `impl Trait`; use a concrete type",
             ),
+            // serde's `Duration` is `{secs, nanos}`: no model writes that for "five seconds".
+            Type::Path(path)
+                if path
+                    .path
+                    .segments
+                    .last()
+                    .is_some_and(|segment| segment.ident == "Duration") =>
+            {
+                cx.error_spanned_by(
+                    param.ty,
+                    "a `Duration` parameter reaches the model as `{secs, nanos}`; take a number with its unit in the name, e.g. `timeout_ms: u64`, and convert with `Duration::from_millis`",
+                )
+            }
             _ => {}
         }
     }
