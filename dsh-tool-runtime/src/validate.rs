@@ -39,6 +39,7 @@ struct Found<'s> {
     holder: Option<&'s Value>,
     is_enum: bool,
     is_const: bool,
+    is_type: bool,
     rendered: Vec<String>,
 }
 
@@ -89,10 +90,12 @@ impl SchemaValidator {
                 holder,
                 is_enum: matches!(kind, ValidationErrorKind::Enum { .. }),
                 is_const: matches!(kind, ValidationErrorKind::Constant { .. }),
+                is_type: matches!(kind, ValidationErrorKind::Type { .. }),
                 rendered,
             });
         }
-        // `enum` is checked before `const`: when both fail on one schema, only `enum` reports.
+        // `enum` is checked before `const` and `type`: when they fail on one schema, only `enum`
+        // reports (its list of values says what the type would).
         let enum_misses: Vec<(String, *const Value)> = found
             .iter()
             .filter(|item| item.is_enum)
@@ -102,7 +105,7 @@ impl SchemaValidator {
             })
             .collect();
         found.retain(|item| {
-            !(item.is_const
+            !((item.is_const || item.is_type)
                 && item.holder.is_some_and(|holder| {
                     enum_misses.contains(&(item.at.clone(), holder as *const Value))
                 }))

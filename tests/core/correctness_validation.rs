@@ -476,3 +476,26 @@ async fn an_args_struct_schema_follows_its_serde_attributes_ref_1_6() {
         "invalid arguments: unknown property \"bogus\""
     );
 }
+
+/// `null` for a required enum field is one message for that field, not one per keyword it
+/// breaks.
+#[tokio::test]
+async fn null_for_a_required_enum_is_one_message() {
+    #[dsh_tools::tool_type]
+    enum Priority {
+        Low,
+        High,
+    }
+    /// File a ticket.
+    #[tool]
+    async fn ticket(priority: Priority, note: Option<String>) -> String {
+        let _ = (priority, note);
+        String::new()
+    }
+    let definition = ToolDefinition::from_tool(TicketTool);
+    let failed = failure(&definition, json!({"priority": null})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: \"priority\" must be one of [\"Low\",\"High\"]"
+    );
+}
