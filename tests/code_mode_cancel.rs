@@ -2,11 +2,11 @@
 //! of its own, so no other test's children are counted.
 
 use std::sync::Arc;
-use std::time::Duration;
 
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::{ErrorCode, Mode, Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
+use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
 
 /// Processes whose parent is this test process.
@@ -37,11 +37,17 @@ async fn cancelling_run_code_leaves_no_child_process() {
     assert!(children().is_empty(), "clean start");
     for python in [false, true] {
         let registry = Registry::new();
+        let called = Arc::new(Notify::new());
+        let notify = called.clone();
         let nap = ToolDefinition::builder("nap")
             .concurrency_safe()
-            .handler(|_args: Value, exec: ToolExec| async move {
-                exec.signal().cancelled().await;
-                Ok(Value::Null)
+            .handler(move |_args: Value, exec: ToolExec| {
+                let notify = notify.clone();
+                async move {
+                    notify.notify_one();
+                    exec.signal().cancelled().await;
+                    Ok(Value::Null)
+                }
             })
             .build()
             .unwrap();
@@ -64,9 +70,9 @@ async fn cancelling_run_code_leaves_no_child_process() {
         };
         let signal = CancellationToken::new();
         let canceller = signal.clone();
-        // While the program waits, its interpreter is our child: the check can see it.
+        // Once the program waits in a call, its interpreter is our child: the check can see it.
         let seen = tokio::spawn(async move {
-            tokio::time::sleep(Duration::from_millis(1_000)).await;
+            called.notified().await;
             let during = children();
             canceller.cancel();
             during

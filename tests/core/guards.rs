@@ -3,7 +3,7 @@
 use crate::common;
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use common::{call, cancel_on, mirror, sleeper};
 use dsh_tools::__private::blocks_text;
@@ -85,18 +85,17 @@ async fn tools_without_a_timeout_are_untouched() {
     assert_eq!(result.value(), Some(&json!("slept")));
 }
 
-#[tokio::test]
+/// On tokio's paused clock: the deadline (50 ms) and the grace (100 ms) pass exactly, with no
+/// real waiting, and the hour-long body is dropped instead of awaited.
+#[tokio::test(start_paused = true)]
 async fn with_grace_drops_a_tool_that_ignores_its_signal() {
     let registry = Registry::new();
     TimeoutPolicy::with_grace(100).install(&registry);
     registry.register(timed("stubborn", 50, false)).unwrap();
-    let started = Instant::now();
+    let started = tokio::time::Instant::now();
     let result = registry.execute(call("1", "stubborn", json!({}))).await;
-    let elapsed = started.elapsed();
     assert_eq!(result.error_code(), Some(ErrorCode::ToolTimeout));
-    assert!(elapsed >= Duration::from_millis(150), "{elapsed:?}");
-    // A failure bound only: awaiting the body would take an hour.
-    assert!(elapsed < Duration::from_secs(600), "{elapsed:?}");
+    assert_eq!(started.elapsed(), Duration::from_millis(150));
     let ToolResult::Failure { meta, .. } = result else {
         panic!("failure expected")
     };
@@ -340,21 +339,25 @@ async fn a_failure_before_the_deadline_is_kept() {
     );
 }
 
-#[tokio::test]
+/// On tokio's paused clock, so the body's 300 ms pass without real waiting; the flag it sets
+/// when done shows it was awaited, not dropped.
+#[tokio::test(start_paused = true)]
 async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubborn_body() {
     for policy in [TimeoutPolicy::new(), TimeoutPolicy::with_grace(50)] {
         let registry = Registry::new();
         policy.install(&registry);
         let begun = Arc::new(Notify::new());
-        let notify = begun.clone();
+        let finished = Arc::new(std::sync::atomic::AtomicBool::new(false));
+        let (notify, done) = (begun.clone(), finished.clone());
         let def = ToolDefinition::builder("stubborn")
             .timeout_ms(100)
             .handler(move |_args: Value, _exec: ToolExec| {
-                let notify = notify.clone();
+                let (notify, done) = (notify.clone(), done.clone());
                 async move {
                     notify.notify_one();
                     // Ignores its signal for 300 ms.
                     tokio::time::sleep(Duration::from_millis(300)).await;
+                    done.store(true, std::sync::atomic::Ordering::SeqCst);
                     Ok(json!("late"))
                 }
             })
@@ -362,7 +365,6 @@ async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubb
             .unwrap();
         registry.register(def).unwrap();
         let signal = cancel_on(&begun);
-        let started = Instant::now();
         let result = registry
             .execute(call("1", "stubborn", json!({})).with_signal(signal))
             .await;
@@ -372,7 +374,7 @@ async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubb
             "{policy:?}: {result:?}"
         );
         assert!(
-            started.elapsed() >= Duration::from_millis(290),
+            finished.load(std::sync::atomic::Ordering::SeqCst),
             "{policy:?}: the body was awaited, not dropped"
         );
     }

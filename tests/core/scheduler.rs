@@ -186,7 +186,6 @@ async fn the_pool_rolls_at_max_parallel() {
     let calls = (0..7)
         .map(|i| job_call(&format!("c{i}"), 30, true))
         .collect();
-    let started = std::time::Instant::now();
     let results = registry
         .execute_batch(
             None,
@@ -199,8 +198,6 @@ async fn the_pool_rolls_at_max_parallel() {
         .await;
     assert_eq!(results.len(), 7);
     assert_eq!(tracker.peak.load(Ordering::SeqCst), 2);
-    // Four rounds of 30 ms at the very least.
-    assert!(started.elapsed() >= Duration::from_millis(110));
 }
 
 #[tokio::test]
