@@ -245,6 +245,10 @@ pub struct ApprovalRequest {
     pub call_id: String,
     /// Why approval is needed.
     pub reason: Option<String>,
+    /// The tool's behaviour hints and title as declared (by `#[tool(destructive, …)]`, or by
+    /// the MCP server it comes from), so the person deciding can tell a destructive call from a
+    /// harmless one; `None` when the tool declares none.
+    pub annotations: Option<crate::annotations::ToolAnnotations>,
     /// The caller's signal: an approver should give up when it fires.
     pub signal: CancellationToken,
 }

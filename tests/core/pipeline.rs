@@ -350,6 +350,41 @@ fn asking(reason: Option<&str>) -> Registry {
     registry
 }
 
+/// The approver sees the tool's declared hints, so a person can tell a destructive call from a
+/// harmless one.
+#[tokio::test]
+async fn an_approval_request_carries_the_tools_hints() {
+    /// Delete a file.
+    #[dsh_tools::tool(destructive, title = "Delete File")]
+    async fn delete(path: String) -> String {
+        path
+    }
+    struct Seen(Arc<Mutex<Option<ApprovalRequest>>>);
+    impl Approver for Seen {
+        fn request(
+            &self,
+            request: ApprovalRequest,
+        ) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
+            *self.0.lock().unwrap() = Some(request);
+            Box::pin(async { ApprovalOutcome::Rejected })
+        }
+    }
+    let registry = Registry::new();
+    registry.register(DeleteTool).unwrap();
+    registry.on_pre_execute(Arc::new(|_view, _next| {
+        Box::pin(async { PreDecision::Ask { reason: None } })
+    }));
+    let seen = Arc::new(Mutex::new(None));
+    registry.set_approver(Seen(seen.clone()));
+    registry
+        .execute(call("1", "delete", json!({"path": "x"})).with_agent(AgentId::new("a")))
+        .await;
+    let request = seen.lock().unwrap().take().expect("asked");
+    let hints = request.annotations.expect("hints");
+    assert_eq!(hints.destructive_hint, Some(true));
+    assert_eq!(hints.title.as_deref(), Some("Delete File"));
+}
+
 #[tokio::test]
 async fn ask_without_an_approver_denies() {
     let result = asking(None)

@@ -400,3 +400,27 @@ fn describe_renders_each_name_once_and_refuses_unknown_names() {
     assert_eq!(hits, ["b"]);
     assert!(sdk::search(&tools, "nothing matches").is_empty());
 }
+
+/// A tool declared destructive says so in its SDK comment, in one word; a read-only one and
+/// one that declares nothing say nothing.
+#[test]
+fn a_destructive_tool_says_so_in_the_sdk() {
+    /// Delete a file.
+    #[dsh_tools::tool(destructive)]
+    async fn delete(path: String) -> String {
+        path
+    }
+    /// Look at a file.
+    #[dsh_tools::tool(read_only)]
+    async fn look(path: String) -> String {
+        path
+    }
+    let registry = Registry::new();
+    registry.register(DeleteTool).unwrap();
+    registry.register(LookTool).unwrap();
+    for language in [Language::TypeScript, Language::Python] {
+        let sdk = registry.sdk(None, language);
+        assert!(sdk.contains("(destructive) Delete a file."), "{sdk}");
+        assert!(!sdk.contains("(destructive) Look"), "{sdk}");
+    }
+}

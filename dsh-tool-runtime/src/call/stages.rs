@@ -356,6 +356,9 @@ impl Registry {
             tool_name: name.clone(),
             call_id: view.call_id.clone(),
             reason,
+            annotations: self
+                .get(name, view.agent.as_ref())
+                .and_then(|definition| definition.annotations().cloned()),
             signal: view.signal.clone(),
         };
         let outcome = match contain(async move { approver.request(request).await }).await {

@@ -107,9 +107,18 @@ impl Registry {
         self.tools(scope)
             .into_iter()
             .map(|def| {
+                // The one hint that changes what a model should do: think before calling.
+                let destructive = def.annotations().is_some_and(|hints| {
+                    hints.destructive_hint == Some(true) && hints.read_only_hint != Some(true)
+                });
+                let description = if destructive {
+                    format!("(destructive) {}", def.description())
+                } else {
+                    def.description().to_owned()
+                };
                 ToolSpec::new(
                     def.name(),
-                    def.description(),
+                    description,
                     def.parameters().clone(),
                     def.output_schema()
                         .cloned()
