@@ -392,6 +392,33 @@ async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() 
     }
 }
 
+/// A misspelt key in a program's call to a closed tool rejects with `ToolCallError`
+/// (`INVALID_ARGS`) naming the key it meant, in every runtime.
+#[tokio::test]
+async fn a_misspelt_key_in_a_program_is_named_in_its_tool_call_error() {
+    /// Assign a ticket.
+    #[dsh_tools::tool(deny_unknown)]
+    async fn assign(assignee: String) -> String {
+        assignee
+    }
+    for (lang, program) in each_with(
+        "try { await tools.assign({ asignee: 'ada' }); } catch (e) { return String(e.message); }",
+        "try:\n    await tools.assign({'asignee': 'ada'})\nexcept ToolCallError as e:\n    return str(e)",
+    ) {
+        let (registry, _) = code_registry(lang, Mode::Code).await;
+        registry.register(AssignTool).unwrap();
+        let result = registry.execute(run_code("run", program)).await;
+        let message = output(&result)["result"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        assert!(
+            message.contains("unknown property \"asignee\"; did you mean \"assignee\"?"),
+            "{lang:?}: {message}"
+        );
+    }
+}
+
 #[tokio::test]
 async fn sub_calls_are_nested_pipeline_calls_with_derived_ids() {
     for lang in typescript() {

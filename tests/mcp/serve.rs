@@ -222,13 +222,20 @@ async fn registry_changes_reach_clients_as_list_changed() {
 }
 
 /// Hints are served as declared: a concurrency-safe tool that writes is not read-only, a tool
-/// that declares `read_only` says so, and a tool that declares nothing has no hint at all.
+/// that declares `read_only` says so, and a tool that declares nothing has no hint at all. A
+/// closed parameters schema travels too: the client refuses a misspelt key by name before the
+/// call leaves it.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn hints_are_served_as_declared_not_derived_from_concurrency() {
+async fn served_tools_keep_their_hints_and_closed_arguments() {
     /// Reads a counter.
     #[dsh_tools::tool(read_only, idempotent, open_world = false, title = "Peek")]
     async fn peek() -> u32 {
         7
+    }
+    /// Assign a ticket.
+    #[dsh_tools::tool(deny_unknown)]
+    async fn assign(assignee: String) -> String {
+        assignee
     }
     let served = Registry::new();
     let appends = ToolDefinition::builder("append_line")
@@ -240,6 +247,7 @@ async fn hints_are_served_as_declared_not_derived_from_concurrency() {
         .unwrap();
     served.register(appends).unwrap();
     served.register(PeekTool).unwrap();
+    served.register(AssignTool).unwrap();
     let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
         .await
         .unwrap();
