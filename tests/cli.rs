@@ -238,6 +238,8 @@ fn replay_renders_the_events_of_a_run() {
 
 /// Runs `dsh-tools ARGS` to its end: its output and its peak resident size in KiB, read from
 /// the kernel's account of this one child (`wait4`), not of every child this process reaped.
+// The child is reaped by `wait4`, which `Child` does not know of.
+#[allow(clippy::zombie_processes)]
 fn dsh_peak_kib(args: &[&str]) -> (Output, i64) {
     let child = Command::new(BIN)
         .args(args)
