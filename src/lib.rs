@@ -87,12 +87,15 @@ pub mod guards {
 
 /// Events published for every call, and the JSON-lines event log (SPEC §10).
 pub mod events {
-    pub use dsh_tool_runtime::events::{EventLog, LogError, LoggedEvent, ToolEvent, read_log};
+    pub use dsh_tool_runtime::events::{
+        EventLog, LogError, LoggedEvent, MAX_LOG_DEPTH, ReadLimits, ToolEvent, read_log,
+        read_log_with,
+    };
 }
 
 /// Presentation (SPEC §10): call and result cards for a UI, and the replay page.
 pub mod presentation {
-    pub use dsh_tool_runtime::presentation::replay::render_html;
+    pub use dsh_tool_runtime::presentation::replay::{ReplayLimits, render_html, render_html_with};
     pub use dsh_tool_runtime::presentation::{
         FileDiff, FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape,
     };

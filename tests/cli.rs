@@ -236,6 +236,99 @@ fn replay_renders_the_events_of_a_run() {
     assert!(missing.contains("no-such-log.jsonl"), "{missing}");
 }
 
+/// Runs `dsh-tools ARGS` to its end: its output and its peak resident size in KiB, read from
+/// the kernel's account of this one child (`wait4`), not of every child this process reaped.
+// The child is reaped by `wait4`, which `Child` does not know of.
+#[allow(clippy::zombie_processes)]
+fn dsh_peak_kib(args: &[&str]) -> (Output, i64) {
+    let child = Command::new(BIN)
+        .args(args)
+        .current_dir(ROOT)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id() as libc::pid_t;
+    // The pipes are small: read them while the child runs, so that it never blocks on them.
+    let mut stdout = child.stdout.unwrap();
+    let mut stderr = child.stderr.unwrap();
+    let out = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut stdout, &mut text).unwrap();
+        text
+    });
+    let err = std::thread::spawn(move || {
+        let mut text = Vec::new();
+        std::io::Read::read_to_end(&mut stderr, &mut text).unwrap();
+        text
+    });
+    let mut status = 0;
+    // SAFETY: a zeroed rusage is a valid value for wait4 to fill.
+    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
+    // SAFETY: `pid` is this test's unreaped child; both out-pointers are valid.
+    let reaped = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    assert_eq!(reaped, pid);
+    let status = std::os::unix::process::ExitStatusExt::from_raw(status);
+    let output = Output {
+        status,
+        stdout: out.join().unwrap(),
+        stderr: err.join().unwrap(),
+    };
+    (output, usage.ru_maxrss)
+}
+
+/// A small `.zst` log that expands to 256 MiB of one byte is refused at the 16 MiB line limit
+/// while it streams in, not decoded whole: the command's peak resident size stays far below what
+/// it expands to.
+#[test]
+fn replay_reads_a_zstd_bomb_in_bounded_memory() {
+    let dir = tempfile::tempdir().unwrap();
+    let bomb = dir.path().join("bomb.jsonl.zst");
+    let mut encoder = zstd::Encoder::new(std::fs::File::create(&bomb).unwrap(), 1).unwrap();
+    let run = vec![b' '; 1 << 20];
+    for _ in 0..256 {
+        std::io::Write::write_all(&mut encoder, &run).unwrap();
+    }
+    encoder.finish().unwrap();
+    assert!(std::fs::metadata(&bomb).unwrap().len() < 1 << 20);
+    let page = dir.path().join("page.html");
+    let (output, peak_kib) = dsh_peak_kib(&[
+        "replay",
+        bomb.to_str().unwrap(),
+        "--html",
+        page.to_str().unwrap(),
+    ]);
+    let line = error_line(&output, 1);
+    assert!(
+        line.contains("line 1: longer than 16777216 bytes"),
+        "{line}"
+    );
+    assert!(!page.exists());
+    assert!(
+        peak_kib < 96 << 10,
+        "replay peaked at {peak_kib} KiB reading a 256 MiB bomb"
+    );
+
+    // Lines that fit, past the log's limit: refused as too large.
+    let many = dir.path().join("many.jsonl.zst");
+    let mut encoder = zstd::Encoder::new(std::fs::File::create(&many).unwrap(), 1).unwrap();
+    let blank = vec![b'\n'; 1 << 20];
+    for _ in 0..4 {
+        std::io::Write::write_all(&mut encoder, &blank).unwrap();
+    }
+    encoder.finish().unwrap();
+    let line = error_line(
+        &dsh(&[
+            "replay",
+            many.to_str().unwrap(),
+            "--max-log-bytes",
+            "1048576",
+        ]),
+        1,
+    );
+    assert!(line.contains("holds more than 1048576 bytes"), "{line}");
+}
+
 #[test]
 fn run_budgets_end_a_runaway_program() {
     let dir = tempfile::tempdir().unwrap();

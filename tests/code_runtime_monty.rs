@@ -222,6 +222,54 @@ async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
     rt.dispose().await;
 }
 
+/// CPU time process `pid` has used, in clock ticks.
+fn cpu_ticks(pid: i32) -> u64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let rest = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
+    // utime and stime: fields 14 and 15 of the line, 12 and 13 after the name.
+    rest.split_whitespace()
+        .skip(11)
+        .take(2)
+        .filter_map(|n| n.parse::<u64>().ok())
+        .sum()
+}
+
+/// A program that computes without calling or printing, and whose worker is killed, ends as
+/// `worker-exit`: it is not run again on a fresh worker with a fresh budget (where its loop,
+/// seconds of CPU time, would end and its call be made).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_silent_program_whose_worker_dies_ends_as_worker_exit_and_runs_once() {
+    let _exclusive = WORKERS.write().await;
+    let rt = one_worker(10_000);
+    assert_value(&run(&rt, "return 1").await, json!(1));
+    let pid = the_worker();
+    let idle_ticks = cpu_ticks(pid);
+    let tools = Tools::new();
+    let live = rt.run(tools.request(
+        "for i in range(25_000_000):\n    pass\nawait tools.report({'pid': 1})\nreturn 'finished'",
+    ));
+    let killer = async {
+        // An idle worker waits parked: CPU time it gains is the program's loop running.
+        tokio::time::timeout(Duration::from_secs(30), async {
+            while cpu_ticks(pid) < idle_ticks + 10 {
+                tokio::time::sleep(Duration::from_millis(10)).await;
+            }
+        })
+        .await
+        .expect("the program starts computing on the warm worker");
+        // SAFETY: a plain signal to a child process of this test.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    };
+    let (out, ()) = tokio::join!(
+        well_before_the_ceiling(async { live.await.unwrap() }),
+        killer
+    );
+    assert_failure(&out, FailureKind::WorkerExit, "killed by signal");
+    assert_eq!(tools.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+    assert_value(&run(&rt, "return 'still here'").await, json!("still here"));
+    rt.dispose().await;
+}
+
 /// The Python SDK's calling form, keyword arguments, works on Monty as on CPython
 /// (`tools.echo(a=1)` sends `{"a": 1}`, `tools.echo()` sends `{}`); one value works too (`None`
 /// is sent as `null`), and mixing the two is refused.

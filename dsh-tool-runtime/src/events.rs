@@ -20,7 +20,7 @@ use crate::scope::AgentId;
 mod log;
 mod read;
 pub use log::EventLog;
-pub use read::{LogError, LoggedEvent, read_log};
+pub use read::{LogError, LoggedEvent, MAX_LOG_DEPTH, ReadLimits, read_log, read_log_with};
 
 /// One pipeline event. Serializes as an object tagged by `"event"` (`call`, `result`,
 /// `code_dispatch_start`, `code_dispatch`, `progress`, `tools_changed`).

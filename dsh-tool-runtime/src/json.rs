@@ -132,7 +132,6 @@ pub(crate) fn dismantle(value: Value) {
 
 /// The deepest bracket nesting of JSON text, ignoring brackets inside strings: one pass, no
 /// allocation, so it can measure text before anything parses it.
-#[cfg(any(feature = "mcp", feature = "code-mode"))]
 pub(crate) fn text_depth(text: &[u8]) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
     let (mut in_string, mut escaped) = (false, false);

@@ -4,7 +4,9 @@ use crate::common;
 
 use common::{call, mirror};
 use dsh_tools::Registry;
-use dsh_tools::events::{EventLog, LogError, LoggedEvent, ToolEvent, read_log};
+use dsh_tools::events::{
+    EventLog, LogError, LoggedEvent, ReadLimits, ToolEvent, read_log, read_log_with,
+};
 use serde_json::{Value, json};
 
 async fn log_three_calls(file: &std::path::Path) -> u64 {
@@ -221,4 +223,70 @@ async fn a_lagged_line_reads_as_lost_events() {
         read_log(&plain).unwrap(),
         [LoggedEvent::Lagged { missed: 4 }]
     );
+}
+
+/// A call whose arguments and output nest as deep as the pipeline lets through (256 levels,
+/// past serde_json's parse limit of 128) is logged and read back whole.
+#[tokio::test]
+async fn values_as_deep_as_the_pipeline_writes_read_back() {
+    let dir = scratch("deep");
+    let plain = dir.join("events.jsonl");
+    let mut deep = json!(1);
+    for _ in 0..254 {
+        deep = json!([deep]);
+    }
+    let arguments = json!({ "v": deep });
+    let registry = Registry::new();
+    registry.register(mirror("m")).unwrap();
+    let log = EventLog::start(&registry, &plain).unwrap();
+    let result = registry.execute(call("deep", "m", arguments.clone())).await;
+    assert!(!result.is_error(), "{result:?}");
+    log.finish().await.unwrap();
+    let read = tool_events(read_log(&plain).unwrap());
+    let output = read.iter().find_map(|event| match event {
+        ToolEvent::Result { result, .. } => match &**result {
+            dsh_tools::ToolResult::Success { value, .. } => Some(value.clone()),
+            _ => None,
+        },
+        _ => None,
+    });
+    assert_eq!(output, Some(arguments));
+
+    // Deeper than any event: refused as malformed, with no stack overflow.
+    let too_deep = format!("{}{}\n", "[".repeat(100_000), "]".repeat(100_000));
+    std::fs::write(&plain, too_deep).unwrap();
+    match read_log(&plain) {
+        Err(LogError::Malformed {
+            line: 1, message, ..
+        }) => {
+            assert!(message.contains("nested 100000 levels"), "{message}");
+        }
+        other => panic!("a too-deep line is malformed: {other:?}"),
+    }
+}
+
+#[tokio::test]
+async fn a_log_past_its_limits_is_a_clear_error() {
+    let dir = scratch("limits");
+    let plain = dir.join("events.jsonl");
+    std::fs::write(&plain, format!("{}\n", " ".repeat(2048))).unwrap();
+    match read_log_with(&plain, &ReadLimits::default().with_max_line_bytes(1024)) {
+        Err(LogError::LineTooLong {
+            line: 1,
+            limit: 1024,
+            ..
+        }) => {}
+        other => panic!("a 2 KiB line is past a 1 KiB limit: {other:?}"),
+    }
+    std::fs::write(&plain, "\n".repeat(4096)).unwrap();
+    match read_log_with(&plain, &ReadLimits::default().with_max_log_bytes(1024)) {
+        Err(LogError::TooLarge { limit: 1024, .. }) => {}
+        other => panic!("a 4 KiB log is past a 1 KiB limit: {other:?}"),
+    }
+    // Exactly at the limits: read.
+    std::fs::write(&plain, format!("{}\n", " ".repeat(1024))).unwrap();
+    let limits = ReadLimits::default()
+        .with_max_line_bytes(1024)
+        .with_max_log_bytes(1025);
+    assert_eq!(read_log_with(&plain, &limits).unwrap(), []);
 }

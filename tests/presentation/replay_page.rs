@@ -4,8 +4,8 @@
 use std::sync::Arc;
 
 use dsh_tools::events::{LoggedEvent, ToolEvent};
-use dsh_tools::presentation::render_html;
 use dsh_tools::presentation::{FileDiff, ReadLine, SearchFile, SearchMatch, SearchShape};
+use dsh_tools::presentation::{ReplayLimits, render_html, render_html_with};
 use dsh_tools::{CallView, ContentBlock, ErrorCode, ResultView, ToolCallKind, ToolResult};
 use serde_json::{Value, json};
 
@@ -353,4 +353,34 @@ fn text_from_the_log_is_escaped_and_the_page_loads_nothing() {
         );
     }
     assert!(page.contains("Content-Security-Policy"));
+}
+
+/// Past its card limit the page stops drawing and says how many calls it left out; sub-calls
+/// nested deeper than 16 levels are left out the same way.
+#[test]
+fn the_page_is_capped_and_says_what_it_left_out() {
+    let events: Vec<LoggedEvent> = (0..5)
+        .map(|n| call(&format!("c{n}"), "grep", None, None))
+        .collect();
+    let page = render_html_with(&events, &ReplayLimits::default().with_max_calls(3));
+    assert_eq!(page.matches("<article").count(), 3);
+    assert!(!page.contains("data-call-id=\"c3\""));
+    assert!(
+        page.contains("data-left-out=\"2\">2 of 5 calls are left out"),
+        "{page}"
+    );
+    assert!(!render_html(&events).contains("data-left-out"));
+
+    let mut chain = vec![call("n0", "run_code", None, None)];
+    for n in 1..20 {
+        chain.push(call(
+            &format!("n{n}"),
+            "run_code",
+            Some(&format!("n{}", n - 1)),
+            None,
+        ));
+    }
+    let page = render_html(&chain);
+    assert_eq!(page.matches("<article").count(), 16);
+    assert!(page.contains("data-left-out=\"4\""), "{page}");
 }

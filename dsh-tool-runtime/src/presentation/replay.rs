@@ -5,7 +5,11 @@
 //! with `data-call-id`, `data-tool`, `data-kind` (the call card's [`ToolCallKind`]) and `data-card`
 //! (the result card drawn: `read`, `search`, `diff`, `terminal`, `generic`, or `error` for a
 //! failure). Code-mode sub-calls are nested, collapsed, inside their `run_code` card.
+//!
+//! The page is bounded ([`ReplayLimits`]): past a number of cards, a page size or a nesting
+//! depth, calls are left out and a notice says how many.
 
+use std::cell::Cell;
 use std::collections::HashMap;
 use std::fmt::Write as _;
 
@@ -16,12 +20,57 @@ use crate::events::{LoggedEvent, ToolEvent};
 use crate::result::{ContentBlock, ToolResult};
 use crate::scope::AgentId;
 
-/// Renders an event log (as [`read_log`](crate::events::read_log) returns it) to one HTML page.
+/// How much of a log one replay page draws.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct ReplayLimits {
+    /// Call cards drawn, sub-calls included; the calls after them are left out. Default 2,000.
+    pub max_calls: usize,
+    /// Page size in bytes after which no further card is started (the card being drawn is
+    /// finished, so the page can pass it by one card). Default 64 MiB.
+    pub max_page_bytes: usize,
+    /// Sub-call nesting drawn: calls nested deeper are left out. Default 16 (code mode nests
+    /// one level, a code-mode server inside code mode two or three).
+    pub max_depth: usize,
+}
+
+impl Default for ReplayLimits {
+    fn default() -> Self {
+        ReplayLimits {
+            max_calls: 2_000,
+            max_page_bytes: 64 << 20,
+            max_depth: 16,
+        }
+    }
+}
+
+impl ReplayLimits {
+    /// These limits with at most `calls` cards drawn.
+    pub fn with_max_calls(mut self, calls: usize) -> Self {
+        self.max_calls = calls;
+        self
+    }
+
+    /// These limits with no card started past `bytes` bytes of page.
+    pub fn with_max_page_bytes(mut self, bytes: usize) -> Self {
+        self.max_page_bytes = bytes;
+        self
+    }
+}
+
+/// Renders an event log (as [`read_log`](crate::events::read_log) returns it) to one HTML page,
+/// under the default [`ReplayLimits`] (2,000 cards, 64 MiB); see [`render_html_with`].
+pub fn render_html(events: &[LoggedEvent]) -> String {
+    render_html_with(events, &ReplayLimits::default())
+}
+
+/// Renders an event log to one HTML page, drawing at most what `limits` allow.
 ///
 /// Calls whose result never arrived show as running; events the writer lost show as a notice
-/// where they were lost. All text from the log is HTML-escaped.
-pub fn render_html(events: &[LoggedEvent]) -> String {
-    let session = Session::build(events);
+/// where they were lost. Calls past the limits are left out, counted in a notice at the end of
+/// the page (`<p class="notice" data-left-out="N">`). All text from the log is HTML-escaped.
+pub fn render_html_with(events: &[LoggedEvent], limits: &ReplayLimits) -> String {
+    let session = Session::build(events, *limits);
     let mut page = String::with_capacity(16 * 1024);
     page.push_str(HEAD);
     session.header(&mut page);
@@ -39,6 +88,19 @@ pub fn render_html(events: &[LoggedEvent]) -> String {
     }
     if session.top.is_empty() {
         page.push_str("<p class=\"notice\">This log holds no tool calls.</p>\n");
+    }
+    let drawn = session.drawn.get();
+    let left_out = session.records.len() - drawn;
+    if left_out > 0 {
+        let _ = writeln!(
+            page,
+            "<p class=\"notice\" data-left-out=\"{left_out}\">{left_out} of {} calls are left out: \
+             this page draws at most {} calls, {} levels of sub-calls and {} MiB.</p>",
+            session.records.len(),
+            limits.max_calls,
+            limits.max_depth,
+            limits.max_page_bytes >> 20,
+        );
     }
     page.push_str("</main>\n");
     page.push_str(SCRIPT);
@@ -74,10 +136,13 @@ struct Session<'a> {
     records: Vec<Record<'a>>,
     top: Vec<Entry>,
     first_ms: Option<u64>,
+    limits: ReplayLimits,
+    /// Cards drawn so far.
+    drawn: Cell<usize>,
 }
 
 impl<'a> Session<'a> {
-    fn build(events: &'a [LoggedEvent]) -> Self {
+    fn build(events: &'a [LoggedEvent], limits: ReplayLimits) -> Self {
         let mut records: Vec<Record<'a>> = Vec::new();
         // The latest record of each id: an id reused after its result starts a new record.
         let mut by_id: HashMap<&'a str, usize> = HashMap::new();
@@ -176,6 +241,8 @@ impl<'a> Session<'a> {
             records,
             top,
             first_ms,
+            limits,
+            drawn: Cell::new(0),
         }
     }
 
@@ -210,6 +277,14 @@ impl<'a> Session<'a> {
     }
 
     fn card(&self, page: &mut String, index: usize, depth: usize, siblings: usize) {
+        // A card left out leaves its sub-calls out with it: all are counted as not drawn.
+        if self.drawn.get() >= self.limits.max_calls
+            || page.len() >= self.limits.max_page_bytes
+            || depth >= self.limits.max_depth
+        {
+            return;
+        }
+        self.drawn.set(self.drawn.get() + 1);
         let record = &self.records[index];
         let kind = call_kind(record);
         let failure = match record.result {

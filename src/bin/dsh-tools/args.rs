@@ -52,6 +52,12 @@ pub struct ReplayArgs {
     /// Where to write the page (default: the log's path with the extension `.html`).
     #[arg(long, value_name = "FILE")]
     pub html: Option<PathBuf>,
+    /// Decoded bytes of the log read at most; a larger log is an error.
+    #[arg(long, value_name = "BYTES", default_value_t = 256 << 20)]
+    pub max_log_bytes: u64,
+    /// Call cards the page draws at most; the rest are counted in a notice.
+    #[arg(long, value_name = "N", default_value_t = 2_000)]
+    pub max_calls: usize,
 }
 
 /// Tool sources, usable with every subcommand. At least one is needed by those that use tools.

@@ -266,13 +266,19 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
 
 /// `replay`: reads an event log and writes its replay page; says how many events it drew and where.
 pub fn replay(args: &ReplayArgs, json_output: bool) -> Result<String, String> {
-    let events = dsh_tools::events::read_log(&args.log).map_err(|error| error.to_string())?;
+    let limits = dsh_tools::events::ReadLimits::default().with_max_log_bytes(args.max_log_bytes);
+    let events =
+        dsh_tools::events::read_log_with(&args.log, &limits).map_err(|error| error.to_string())?;
     let out = args
         .html
         .clone()
         .unwrap_or_else(|| args.log.with_extension("html"));
-    std::fs::write(&out, dsh_tools::presentation::render_html(&events))
-        .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
+    let page = dsh_tools::presentation::ReplayLimits::default().with_max_calls(args.max_calls);
+    std::fs::write(
+        &out,
+        dsh_tools::presentation::render_html_with(&events, &page),
+    )
+    .map_err(|error| format!("cannot write {}: {error}", out.display()))?;
     Ok(if json_output {
         pretty(&json!({"events": events.len(), "html": out.display().to_string()}))
     } else {

@@ -4,7 +4,7 @@
 //! ```text
 //! dsh-tools [--builtin repo --root DIR] [--mcp "COMMAND"]... [--mcp-http URL]... [--config FILE]
 //!           [--json] serve|tools|sdk|view|call|run ...
-//! dsh-tools replay LOG [--html OUT]
+//! dsh-tools replay LOG [--html OUT] [--max-log-bytes BYTES] [--max-calls N]
 //! ```
 //!
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad

@@ -4,9 +4,12 @@
 //! A worker goes back to the pool only when its run completed (a value or a program error):
 //! one that crashed, ran out of memory, overran a budget, was cancelled or disposed mid-run, or
 //! left the protocol in an unknown state is killed, and the pool starts another off the run's
-//! path. Every run is watched as a subprocess run is (CPU and resident memory of the worker
-//! sampled every 10 ms, the wall clock, binding calls and output counted by the host); the
-//! worker's own allocator decides `memory-limit` through an exit status no program can pick.
+//! path. A run whose worker dies ends as `worker-exit` (or `memory-limit`, by the allocator's
+//! exit status), whether or not the program said anything yet: it is never started again on
+//! another worker. Every run is watched as a subprocess run is (CPU and resident memory of the
+//! worker sampled every 10 ms, the wall clock, binding calls and output counted by the host);
+//! the worker's own allocator decides `memory-limit` through an exit status no program can
+//! pick.
 //!
 //! The frame path is one task per run on tokio's workers: frames are read from the worker's
 //! ring shared with the worker (`ring.rs`; the pipes are only its doorbells), binding calls
@@ -277,9 +280,9 @@ impl Pool {
         });
     }
 
-    /// An idle worker that is still alive, or a new one.
-    /// An idle worker (`true`) or, when none is alive, a new one (`false`).
-    fn take(self: &Arc<Self>) -> std::io::Result<(Pooled, bool)> {
+    /// An idle worker that is still alive, or a new one. An idle worker found dead here never
+    /// had this run's program: skipping it is the only retry a run gets.
+    fn take(self: &Arc<Self>) -> std::io::Result<Pooled> {
         let found = loop {
             let next = self.idle.lock().pop();
             match next {
@@ -292,8 +295,8 @@ impl Pool {
             }
         };
         let taken = match found {
-            Some(pooled) => (pooled, true),
-            None => (self.spawn()?, false),
+            Some(pooled) => pooled,
+            None => self.spawn()?,
         };
         self.refill();
         Ok(taken)
@@ -359,34 +362,20 @@ impl Pool {
                 "run aborted before it started".to_owned(),
             ));
         }
-        let unstarted = |e: std::io::Error| {
-            self.early(
-                FailureKind::WorkerExit,
-                format!("could not start the worker: {e}"),
-            )
+        let mut pooled = match self.take() {
+            Ok(pooled) => pooled,
+            Err(e) => {
+                return Ok(self.early(
+                    FailureKind::WorkerExit,
+                    format!("could not start the worker: {e}"),
+                ));
+            }
         };
-        let (mut pooled, idle) = match self.take() {
-            Ok(taken) => taken,
-            Err(e) => return Ok(unstarted(e)),
-        };
+        // Once its frame is written the program may be running: however the worker ends, the
+        // run ends with it and is never started again elsewhere (no second budget, no second
+        // round of side effects through the bindings).
         let mut session = Session::new(&self, &request);
-        let mut ending = session.wait_for_ending(&mut pooled).await;
-        // An idle worker can die between the liveness check and the run (killed from outside):
-        // when it died before saying anything of this run, the run had not started, and it runs
-        // once on a new worker instead.
-        if idle
-            && !session.heard
-            && !request.signal.is_cancelled()
-            && matches!(ending, Ending::Fail(FailureKind::WorkerExit, _))
-        {
-            drop(pooled);
-            pooled = match self.spawn() {
-                Ok(fresh) => fresh,
-                Err(e) => return Ok(unstarted(e)),
-            };
-            session = Session::new(&self, &request);
-            ending = session.wait_for_ending(&mut pooled).await;
-        }
+        let ending = session.wait_for_ending(&mut pooled).await;
         // A reply half written when the run completed would be read as the next run's start.
         let clean = matches!(ending, Ending::Done(_))
             && session.clean
@@ -437,8 +426,6 @@ struct Session<'r> {
     /// The output-limit diagnostic, once output overflowed.
     overflow: Option<String>,
     inbound: Vec<Inbound>,
-    /// Whether the worker sent any frame of this run.
-    heard: bool,
     /// A reply went to the worker since the last wait.
     replied: bool,
     /// The worker wrote ring positions that cannot be.
@@ -476,7 +463,6 @@ impl<'r> Session<'r> {
             clean: true,
             overflow: None,
             inbound: Vec::new(),
-            heard: false,
             replied: false,
             broken: false,
         }
@@ -779,7 +765,6 @@ impl<'r> Session<'r> {
     }
 
     async fn on_frame(&mut self, frame: ChildFrame, out: &mut Channel) -> Option<Ending> {
-        self.heard = true;
         match frame {
             ChildFrame::Log { text } => {
                 self.log(&text);
