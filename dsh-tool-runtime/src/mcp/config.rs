@@ -219,7 +219,9 @@ impl McpServer {
 
     /// The most bytes of tool entries read from one `tools/list` sync, all pages together, each
     /// entry measured as compact JSON (default [`DEFAULT_MAX_LIST_BYTES`], 16 MiB). The entry
-    /// that would pass the limit and all after it are dropped with a warning.
+    /// that would pass the limit and all after it are dropped with a warning. On stdio, one
+    /// page whose answer line is longer fails the list before it is parsed
+    /// ([`McpError::List`]): parsed, a page costs some 30 times its text.
     pub fn max_list_bytes(mut self, bytes: usize) -> Self {
         self.max_list_bytes = bytes;
         self

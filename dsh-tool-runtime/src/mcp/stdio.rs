@@ -64,7 +64,8 @@ pub(crate) fn spawn(
         AsyncRwTransport::new_client(
             GuardedStdout::new(stdout)
                 .with_answers(answers)
-                .with_max_line(config.max_message_bytes),
+                .with_max_line(config.max_message_bytes)
+                .with_max_list_line(config.max_list_bytes),
             stdin,
         )
         // Above the guard's own limit (newline included), so every line it passes is read.
@@ -82,6 +83,9 @@ pub(crate) struct GuardedStdout<R = ChildStdout> {
     inner: R,
     /// The longest line passed on, newline included.
     max_line: usize,
+    /// The longest `tools/list` answer passed on, newline included: a longer one is refused
+    /// before rmcp parses it (a parsed page costs some 30 times its text).
+    max_list_line: usize,
     /// The line being read, without its newline yet.
     line: Vec<u8>,
     /// Discarding the rest of an oversized line, looking for the request id it answers.
@@ -106,6 +110,7 @@ impl<R> GuardedStdout<R> {
         GuardedStdout {
             inner,
             max_line: MAX_LINE_BYTES,
+            max_list_line: MAX_LINE_BYTES,
             line: Vec::new(),
             skipping: None,
             ready: Vec::new(),
@@ -123,6 +128,11 @@ impl<R> GuardedStdout<R> {
 
     fn with_max_line(mut self, bytes: usize) -> Self {
         self.max_line = bytes;
+        self
+    }
+
+    fn with_max_list_line(mut self, bytes: usize) -> Self {
+        self.max_list_line = bytes;
         self
     }
 
@@ -167,6 +177,14 @@ impl<R> GuardedStdout<R> {
         };
         tracing::warn!(target: "dsh_tool_runtime::mcp", "dropping a server line of {length} bytes (at most {} are read)", self.max_line);
         if let Some(id) = id.value() {
+            // No answer for it reaches the call-answer reader: the request stops being in
+            // flight here.
+            if let (Some(answers), Ok(request)) = (
+                &self.answers,
+                serde_json::from_value::<RequestId>(id.clone()),
+            ) {
+                answers.forget(&request);
+            }
             let message = format!(
                 "the server's answer is {length} bytes long; at most {} bytes are read",
                 self.max_line
@@ -204,9 +222,37 @@ impl<R> GuardedStdout<R> {
         }
     }
 
+    /// Refuses the line being finished when it answers a `tools/list`: an error answer for
+    /// that request takes its place. `false` when it answers no list.
+    fn refuse_long_list(&mut self) -> bool {
+        let mut id = TopLevelId::default();
+        id.feed(&self.line);
+        let Some(id) = id.value().filter(|id| {
+            serde_json::from_value::<RequestId>(id.clone()).is_ok_and(|id| {
+                self.answers
+                    .as_ref()
+                    .is_some_and(|answers| answers.is_list(&id))
+            })
+        }) else {
+            return false;
+        };
+        let message = format!(
+            "the server's tools/list answer is {} bytes long; at most {} bytes are read",
+            self.line.len() - 1,
+            self.max_list_line
+        );
+        tracing::warn!(target: "dsh_tool_runtime::mcp", "{message}");
+        self.push_error(id, -32603, &message);
+        true
+    }
+
     fn finish_line(&mut self) {
         if self.line.last() != Some(&b'\n') {
             self.line.push(b'\n');
+        }
+        if self.line.len() > self.max_list_line && self.refuse_long_list() {
+            self.line.clear();
+            return;
         }
         if text_depth(&self.line) > MAX_RELAY_DEPTH {
             let message =
