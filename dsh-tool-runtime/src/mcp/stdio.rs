@@ -518,6 +518,23 @@ mod tests {
         assert!(serde_json::from_slice::<Value>(&cut_deep(b"not json\n")).is_err());
     }
 
+    /// Brackets and quotes inside strings neither open nor close anything, inside the cut
+    /// subtree or out of it; what follows the cut stays.
+    #[test]
+    fn the_cut_keeps_strings_and_what_follows() {
+        let levels = MAX_RELAY_DEPTH + 50;
+        let line = format!(
+            r#"{{"a":"[[{{\"","b":{}"]]\"}}",1{},"c":"}}]"}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        );
+        let cut = cut_deep(line.as_bytes());
+        let parsed: Value = serde_json::from_slice(&cut).unwrap();
+        assert_eq!(parsed["a"], "[[{\"");
+        assert_eq!(parsed["c"], "}]");
+        assert!(String::from_utf8(cut).unwrap().contains(TOO_DEEP));
+    }
+
     type Tap =
         ProgressTap<AsyncRwTransport<RoleClient, GuardedStdout<Pieces>, tokio::io::DuplexStream>>;
 
