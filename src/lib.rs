@@ -69,8 +69,9 @@ pub mod code {
 #[cfg(feature = "mcp")]
 pub mod mcp {
     pub use dsh_tool_runtime::mcp::{
-        MAX_SCHEMA_DEPTH, MAX_TOOL_NAME_LEN, MCP_DISCONNECTED, McpError, McpHandle, McpServer,
-        ReconnectPolicy, is_valid_server_name, mcp_tool_name,
+        DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, MAX_SCHEMA_DEPTH,
+        MAX_TOOL_NAME_LEN, MCP_DISCONNECTED, McpError, McpHandle, McpServer, ReconnectPolicy,
+        is_valid_server_name, mcp_tool_name,
     };
     #[cfg(feature = "mcp-server")]
     pub use dsh_tool_runtime::mcp_server::{

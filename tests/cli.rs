@@ -444,6 +444,41 @@ fn a_server_that_fails_to_start_is_quoted_from_its_stderr() {
     assert!(line.ends_with("; stderr: missing API key"), "{line}");
 }
 
+/// One bad MCP server costs its own tools only: the others start, and each failure is one
+/// warning line on stderr. Only when no tool source is left does start-up fail, with every
+/// failure on its one error line.
+#[test]
+fn a_failing_server_is_skipped_with_a_warning_and_the_others_start() {
+    let good = format!("good=python3 {ROOT}/tests/mcp_servers/hostile_server.py huge");
+    let missing = "dsh-no-such-server --flag";
+    let quoted = "sh -c 'echo missing API key >&2; exit 3'";
+    let output = dsh(&["--mcp", missing, "--mcp", &good, "--mcp", quoted, "tools"]);
+    let text = stdout(&output);
+    for name in ["mcp__good__huge", "mcp__good__small"] {
+        assert!(text.lines().any(|line| line == name), "{name} in {text}");
+    }
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    let warnings: Vec<&str> = stderr.lines().collect();
+    assert_eq!(warnings.len(), 2, "{stderr}");
+    assert!(
+        warnings[0].starts_with("warning: MCP server skipped: mcp-client(dsh-no-such)")
+            && warnings[0].contains("cannot start dsh-no-such-server"),
+        "{stderr}"
+    );
+    assert!(
+        warnings[1].starts_with("warning: MCP server skipped: ")
+            && warnings[1].ends_with("; stderr: missing API key"),
+        "{stderr}"
+    );
+
+    let line = error_line(&dsh(&["--mcp", missing, "--mcp", quoted, "tools"]), 1);
+    assert!(
+        line.contains("cannot start dsh-no-such-server")
+            && line.ends_with("; stderr: missing API key"),
+        "{line}"
+    );
+}
+
 /// An `--mcp-http` URL where nothing listens: one line naming the URL and the system's reason,
 /// without rmcp's internal transport type names.
 #[test]

@@ -161,7 +161,7 @@ pub(crate) fn text_depth(text: &[u8]) -> usize {
 /// Parses one JSON text without serde_json's recursion limit, growing the stack as it goes
 /// (`serde_stacker`); `None` unless it is exactly one JSON value. The caller bounds the depth
 /// ([`text_depth`]) and drops the value without recursion or on a big enough stack.
-#[cfg(any(feature = "mcp", feature = "code-mode"))]
+#[cfg(feature = "code-mode")]
 pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
     use serde::Deserialize;
     let mut de = serde_json::Deserializer::from_slice(text);
@@ -295,6 +295,11 @@ mod tests {
         assert_eq!(text_depth(br#"{"a": [1, {"b": "[[[{{"}]}"#), 3);
         assert_eq!(text_depth(br#"{"a": "\"[["}"#), 1);
         assert_eq!(text_depth(b"7"), 0);
+    }
+
+    #[cfg(feature = "code-mode")]
+    #[test]
+    fn parse_unbounded_takes_exactly_one_value() {
         assert!(parse_unbounded(b"[1] 2").is_none());
         assert_eq!(parse_unbounded(b" [1] "), Some(serde_json::json!([1])));
     }

@@ -385,7 +385,7 @@ async fn an_http_server_killed_mid_call_fails_the_call_then_reconnects() {
 }
 
 /// Collects every `tracing` event as `field=value` text.
-struct Capture(tokio::sync::mpsc::UnboundedSender<String>);
+pub(crate) struct Capture(pub(crate) tokio::sync::mpsc::UnboundedSender<String>);
 
 struct Fields(String);
 

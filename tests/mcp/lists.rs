@@ -1,12 +1,13 @@
 //! Tool lists (REFERENCE §5 "Sync"): every page, one malformed tool never takes its siblings
-//! down, duplicates keep nothing new, conflicts roll back, hostile depth is refused per tool;
+//! down, nor does a repeated or taken name (that tool alone is skipped), hostile depth is refused
+//! per tool;
 //! results: structured content checked against `outputSchema`, rendering of mixed blocks.
 //! Served by a bare JSON-RPC server of ours (tests/mcp_servers/raw_list_server.py), because the
 //! official SDKs refuse to send such lists; the real servers are covered by the other MCP tests.
 
 use crate::mcp_support;
 
-use dsh_tools::mcp::{McpError, McpServer, ReconnectPolicy, mcp_tool_name};
+use dsh_tools::mcp::{McpServer, ReconnectPolicy, mcp_tool_name};
 use dsh_tools::{ContentBlock, ErrorCode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -152,22 +153,19 @@ async fn hostile_depth_over_http_sse_is_refused_for_that_tool_only() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_list_naming_a_tool_twice_registers_nothing() {
+async fn a_list_naming_a_tool_twice_keeps_the_first() {
     let tools = require_tools!();
     let registry = Registry::new();
-    let err = registry
+    let handle = registry
         .add_mcp_server(tools.raw_lists("raw", "duplicate"))
         .await
-        .unwrap_err();
-    assert_eq!(
-        err.to_string(),
-        "mcp-client(raw): server listed tool \"twice\" more than once — invalid tool list"
-    );
-    assert!(registry.tools(None).is_empty());
+        .expect("a repeated name does not fail the server");
+    assert_eq!(handle.tools(), ["mcp__raw__twice".to_owned()]);
+    handle.disconnect().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_foreign_tool_in_the_namespace_rolls_the_generation_back() {
+async fn a_foreign_tool_in_the_namespace_skips_that_tool_only() {
     let tools = require_tools!();
     let registry = Registry::new();
     let squatter = ToolDefinition::builder("mcp__raw__second")
@@ -175,18 +173,18 @@ async fn a_foreign_tool_in_the_namespace_rolls_the_generation_back() {
         .build()
         .unwrap();
     registry.register(squatter).unwrap();
-    let err = registry
+    let handle = registry
         .add_mcp_server(tools.raw_lists("raw", "paged"))
         .await
-        .unwrap_err();
-    assert!(matches!(err, McpError::Conflict { .. }), "{err:?}");
-    // Zero tools of the server, the squatter untouched.
-    let names: Vec<String> = registry
-        .tools(None)
-        .iter()
-        .map(|tool| tool.name().to_owned())
-        .collect();
-    assert_eq!(names, ["mcp__raw__second"]);
+        .expect("a taken name does not fail the server");
+    assert!(!handle.tools().contains(&"mcp__raw__second".to_owned()));
+    assert_eq!(handle.tools().len(), 6, "{:?}", handle.tools());
+    // The squatter untouched.
+    let foreign = registry
+        .execute(call("1", "mcp__raw__second", json!({})))
+        .await;
+    assert_eq!(foreign.value(), Some(&json!("mine")));
+    handle.disconnect().await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -229,7 +227,7 @@ async fn structured_content_is_checked_and_blocks_render() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_conflicts() {
+async fn resyncs_skip_duplicates_and_taken_names_alone() {
     let tools = require_tools!();
     let registry = Registry::new();
     let mut events = registry.subscribe();
@@ -240,14 +238,15 @@ async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_con
     let (first, listed) = mcp_support::wait_for_generation(&mut events, "raw", 0).await;
     assert_eq!(listed.len(), 3);
 
-    // The list naming `x` twice is refused without a new generation; the next valid list is
-    // the very next generation.
+    // The list naming `x` twice registers it once; the next list is the next generation.
     let triggered = registry
         .execute(call("1", "mcp__raw__dupe_trigger", json!({})))
         .await;
     assert!(!triggered.is_error(), "{triggered:?}");
     let (second, listed) = mcp_support::wait_for_generation(&mut events, "raw", first).await;
     assert_eq!(second, first + 1);
+    assert_eq!(listed, ["mcp__raw__a", "mcp__raw__x"]);
+    let (third, listed) = mcp_support::wait_for_generation(&mut events, "raw", second).await;
     assert_eq!(
         listed,
         [
@@ -257,7 +256,7 @@ async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_con
         ]
     );
 
-    // A foreign tool holds a name of the next list: the whole generation rolls back.
+    // A foreign tool holds a name of the next list: that tool alone is skipped.
     let squatter = ToolDefinition::builder("mcp__raw__squatted")
         .handler(|_, _| async { Ok(json!("mine")) })
         .build()
@@ -267,10 +266,9 @@ async fn resyncs_keep_the_previous_generation_on_duplicates_and_roll_back_on_con
         .execute(call("2", "mcp__raw__conflict_trigger", json!({})))
         .await;
     assert!(!triggered.is_error(), "{triggered:?}");
-    let (_, listed) = mcp_support::wait_for_generation(&mut events, "raw", second).await;
-    assert!(listed.is_empty(), "{listed:?}");
-    assert!(registry.get("mcp__raw__a", None).is_none());
-    assert!(handle.tools().is_empty());
+    let (_, listed) = mcp_support::wait_for_generation(&mut events, "raw", third).await;
+    assert_eq!(listed, ["mcp__raw__a"]);
+    assert_eq!(handle.tools(), ["mcp__raw__a"]);
     let foreign = registry
         .execute(call("3", "mcp__raw__squatted", json!({})))
         .await;

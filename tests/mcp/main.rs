@@ -1,5 +1,5 @@
-//! The MCP bridge in one test binary: connection lifecycle, list handling, real third-party
-//! servers, MCP tools in code mode and `dsh-tools serve` driven by real clients.
+//! The MCP bridge in one test binary: connection lifecycle, list handling, hostile servers, real
+//! third-party servers, MCP tools in code mode and `dsh-tools serve` driven by real clients.
 
 #[macro_use]
 #[path = "../mcp_support/mod.rs"]
@@ -10,6 +10,7 @@ mod toolset;
 
 #[cfg(feature = "code-mode")]
 mod code_mode;
+mod hostile;
 #[cfg(feature = "cli")]
 mod http_limits;
 mod lifecycle;

@@ -29,6 +29,9 @@ use serde_json::error::Category;
 /// `tools/call` ids remembered at most; an older one forgotten only loses the fast path.
 const REMEMBERED_IDS: usize = 4096;
 
+/// `tools/list` ids remembered at most: one list is read at a time, page after page.
+const REMEMBERED_LISTS: usize = 16;
+
 /// What [`CallAnswers::take_line`] did with a line.
 #[derive(Debug, PartialEq)]
 pub(crate) enum Take {
@@ -52,6 +55,8 @@ struct State {
     /// `ids` in the order they were sent, for the bound.
     order: VecDeque<RequestId>,
     answers: VecDeque<ServerJsonRpcMessage>,
+    /// `tools/list` ids sent, newest last, for the page size limit.
+    lists: VecDeque<RequestId>,
     /// Answers parsed so far (tests read it).
     parsed: usize,
 }
@@ -106,6 +111,23 @@ impl CallAnswers {
         }
         state.ids.insert(id.clone());
         state.order.push_back(id);
+    }
+
+    /// Remembers that request `id` was sent as `tools/list`.
+    pub(crate) fn list_sent(&self, id: RequestId) {
+        let mut state = self.state.lock();
+        if state.lists.len() == REMEMBERED_LISTS {
+            state.lists.pop_front();
+        }
+        state.lists.push_back(id);
+    }
+
+    /// `true` when `id` was sent as `tools/list` (and forgets it).
+    pub(crate) fn is_list(&self, id: &RequestId) -> bool {
+        let mut state = self.state.lock();
+        let before = state.lists.len();
+        state.lists.retain(|list| list != id);
+        state.lists.len() != before
     }
 
     /// Ends the fast path of `id` (its answer was read another way, or cannot be read); `true`

@@ -150,48 +150,44 @@ impl Bridge {
         });
     }
 
-    /// Lists the tools and replaces the registered generation (REFERENCE §5 "Sync").
+    /// Lists the tools and replaces the registered generation. A tool that cannot be used is
+    /// skipped with a warning and its siblings register: a malformed entry, a tool with the
+    /// public name of an earlier usable one, or a name a foreign tool already holds.
     async fn sync(self: &Arc<Self>, conn: &Conn) -> Result<(), McpError> {
         let server = self.server().to_owned();
         let mut generation = self.generation.lock().await;
         let raw_tools = connection::list_tools(&self.config, conn).await?;
-        let mut specs = Vec::new();
-        for raw in &raw_tools {
-            match parse_tool(raw) {
-                Ok(spec) => specs.push(spec),
-                Err(message) => {
-                    tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool: {message}");
-                }
-            }
-        }
         let mut seen = HashSet::new();
-        for spec in &specs {
-            if !seen.insert(mcp_tool_name(&server, &spec.raw_name)) {
-                let err = McpError::DuplicateTool {
-                    server: server.clone(),
-                    raw_name: spec.raw_name.clone(),
-                };
-                tracing::error!(target: "dsh_tool_runtime::mcp", "{err}");
-                return Err(err);
-            }
-        }
-        let definitions: Vec<ToolDefinition> = specs
-            .into_iter()
-            .filter_map(|spec| match self.definition(spec) {
-                Ok(definition) => Some(definition),
+        let mut definitions = Vec::new();
+        for raw in &raw_tools {
+            let spec = match parse_tool(raw) {
+                Ok(spec) => spec,
                 Err(message) => {
                     tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool: {message}");
-                    None
+                    continue;
                 }
-            })
-            .collect();
+            };
+            let name = mcp_tool_name(&server, &spec.raw_name);
+            if seen.contains(&name) {
+                tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool \"{}\": the list already has a tool named {name}", spec.raw_name);
+                continue;
+            }
+            match self.definition(spec) {
+                Ok(definition) => {
+                    seen.insert(name);
+                    definitions.push(definition);
+                }
+                Err(message) => {
+                    tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool: {message}");
+                }
+            }
+        }
         for handle in std::mem::take(&mut generation.handles) {
             handle.unregister();
         }
         generation.names.clear();
         let id = self.generation_id.fetch_add(1, Ordering::SeqCst) + 1;
         let registry = &self.link.registry;
-        let mut outcome = Ok(());
         for definition in definitions {
             let name = definition.name().to_owned();
             match registry.register_in(self.agent.as_ref(), definition) {
@@ -200,17 +196,7 @@ impl Bridge {
                     generation.names.push(name);
                 }
                 Err(source) => {
-                    for handle in std::mem::take(&mut generation.handles) {
-                        handle.unregister();
-                    }
-                    generation.names.clear();
-                    let err = McpError::Conflict {
-                        server: server.clone(),
-                        source,
-                    };
-                    tracing::error!(target: "dsh_tool_runtime::mcp", "{err}");
-                    outcome = Err(err);
-                    break;
+                    tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool {name}: {source}");
                 }
             }
         }
@@ -221,7 +207,7 @@ impl Bridge {
             generation: id,
             tools,
         });
-        outcome
+        Ok(())
     }
 
     /// The registry definition of one listed tool. An output schema that does not compile in

@@ -2,8 +2,6 @@
 
 use std::path::PathBuf;
 
-use crate::registry::RegisterError;
-
 /// Reconnection after the transport closes: exponential backoff from `initial_delay_ms`, doubled
 /// per attempt up to `max_delay_ms`, at most `max_attempts` attempts (REFERENCE §5 defaults:
 /// enabled, 500 ms, 30 000 ms, 10).
@@ -99,7 +97,18 @@ pub struct McpServer {
     pub(crate) connect_timeout_ms: u64,
     pub(crate) list_timeout_ms: u64,
     pub(crate) reconnect: ReconnectPolicy,
+    pub(crate) max_message_bytes: usize,
+    pub(crate) max_tools: usize,
+    pub(crate) max_list_bytes: usize,
+    pub(crate) max_list_pages: usize,
 }
+
+/// Default of [`McpServer::max_tools`]: 1,000 tools.
+pub const DEFAULT_MAX_TOOLS: usize = 1_000;
+/// Default of [`McpServer::max_list_bytes`]: 16 MiB.
+pub const DEFAULT_MAX_LIST_BYTES: usize = 16 << 20;
+/// Default of [`McpServer::max_list_pages`]: 100 pages.
+pub const DEFAULT_MAX_LIST_PAGES: usize = 100;
 
 impl McpServer {
     fn new(name: impl Into<String>, transport: Transport) -> Self {
@@ -113,12 +122,17 @@ impl McpServer {
             connect_timeout_ms: 30_000,
             list_timeout_ms: 30_000,
             reconnect: ReconnectPolicy::default(),
+            max_message_bytes: super::stdio::MAX_LINE_BYTES,
+            max_tools: DEFAULT_MAX_TOOLS,
+            max_list_bytes: DEFAULT_MAX_LIST_BYTES,
+            max_list_pages: DEFAULT_MAX_LIST_PAGES,
         }
     }
 
     /// A server the bridge starts as a child process and talks to over stdin/stdout. Its stderr
-    /// goes to `tracing` (target `dsh_tool_runtime::mcp`, level `info`).
-    /// `name` must match `[A-Za-z0-9_-]{1,32}`.
+    /// goes to `tracing` (target `dsh_tool_runtime::mcp`, level `info`), one event per line,
+    /// decoded lossily, each cut to 8 KiB (the rest dropped and counted); it is read until EOF.
+    /// `name` must be 1 to 32 of `[A-Za-z0-9_-]`, without `__`, not ending in `_`.
     pub fn stdio<I, S>(name: impl Into<String>, command: impl Into<String>, args: I) -> Self
     where
         I: IntoIterator<Item = S>,
@@ -185,14 +199,51 @@ impl McpServer {
         self.reconnect = policy;
         self
     }
+
+    /// The longest message a stdio server may send, in bytes, newline excluded (default 64 MiB).
+    /// A longer line is read past without being kept; when it answers a request, that request
+    /// fails at once with a JSON-RPC error saying so. Streamable HTTP answers keep rmcp's own
+    /// limits (16 MiB per JSON body).
+    pub fn max_message_bytes(mut self, bytes: usize) -> Self {
+        self.max_message_bytes = bytes;
+        self
+    }
+
+    /// The most tools registered from this server (default [`DEFAULT_MAX_TOOLS`], 1,000). The
+    /// first `max` listed are kept, the rest dropped with a warning, and no further page is
+    /// asked for.
+    pub fn max_tools(mut self, max: usize) -> Self {
+        self.max_tools = max;
+        self
+    }
+
+    /// The most bytes of tool entries read from one `tools/list` sync, all pages together, each
+    /// entry measured as compact JSON (default [`DEFAULT_MAX_LIST_BYTES`], 16 MiB). The entry
+    /// that would pass the limit and all after it are dropped with a warning. On stdio, one
+    /// page whose answer line is longer fails the list before it is parsed
+    /// ([`McpError::List`]): parsed, a page costs some 30 times its text.
+    pub fn max_list_bytes(mut self, bytes: usize) -> Self {
+        self.max_list_bytes = bytes;
+        self
+    }
+
+    /// The most `tools/list` pages followed in one sync (default [`DEFAULT_MAX_LIST_PAGES`],
+    /// 100). A list with more pages keeps the tools of the first `max`, with a warning.
+    pub fn max_list_pages(mut self, max: usize) -> Self {
+        self.max_list_pages = max;
+        self
+    }
 }
 
 /// Why an MCP server could not be added (or re-synced).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpError {
-    /// The server name is not `[A-Za-z0-9_-]{1,32}`.
-    #[error("invalid MCP server name \"{0}\": use 1 to 32 of A-Z, a-z, 0-9, '_' and '-'")]
+    /// The server name is not 1 to 32 of `[A-Za-z0-9_-]`, or holds `__`, or ends with `_`
+    /// ([`is_valid_server_name`](super::is_valid_server_name)).
+    #[error(
+        "invalid MCP server name \"{0}\": use 1 to 32 of A-Z, a-z, 0-9, '_' and '-', without \"__\" and not ending in '_'"
+    )]
     InvalidName(String),
     /// Another live server in this registry has the same name.
     #[error("an MCP server named \"{0}\" is already connected to this registry")]
@@ -222,27 +273,6 @@ pub enum McpError {
         server: String,
         /// What failed.
         message: String,
-    },
-    /// The list named one tool twice; the previous generation stays.
-    #[error(
-        "mcp-client({server}): server listed tool \"{raw_name}\" more than once — invalid tool list"
-    )]
-    DuplicateTool {
-        /// Server name.
-        server: String,
-        /// The raw tool name.
-        raw_name: String,
-    },
-    /// Registering the list failed (a foreign tool holds one of its names); no tool of this
-    /// server is registered.
-    #[error(
-        "mcp-client({server}): registering the tool list failed, no tools registered: {source}"
-    )]
-    Conflict {
-        /// Server name.
-        server: String,
-        /// The registry's refusal.
-        source: RegisterError,
     },
 }
 

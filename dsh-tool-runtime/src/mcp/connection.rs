@@ -19,7 +19,6 @@ use rmcp::transport::streamable_http_client::{
 };
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
-use tokio::io::AsyncBufReadExt;
 use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
@@ -36,9 +35,6 @@ pub const MCP_DISCONNECTED: &str = "MCP_DISCONNECTED";
 
 /// How long a stdio server may take to exit after its stdin closes before it is killed.
 const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
-
-/// Pages of `tools/list` read before a server is considered to loop.
-const MAX_LIST_PAGES: usize = 10_000;
 
 /// Attempts of the HTTP transport to re-open a broken response stream: rmcp retries forever by
 /// default, which would leave a call hanging on a dead server.
@@ -116,16 +112,6 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
     }
 }
 
-/// Forwards a stdio server's stderr to `tracing`, line by line.
-fn forward_stderr(server: String, stderr: tokio::process::ChildStderr) {
-    tokio::spawn(async move {
-        let mut lines = tokio::io::BufReader::new(stderr).lines();
-        while let Ok(Some(line)) = lines.next_line().await {
-            tracing::info!(target: "dsh_tool_runtime::mcp", server = %server, "stderr: {line}");
-        }
-    });
-}
-
 /// Opens the transport and runs `initialize`.
 pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
     let server = &config.name;
@@ -151,7 +137,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                 })?;
             let pid = child.id();
             if let Some(stderr) = stderr {
-                forward_stderr(server.clone(), stderr);
+                super::stderr::forward(server.clone(), stderr);
             }
             // Until the service runs, dropping `child` kills it.
             let transport = ProgressTap {
@@ -231,16 +217,24 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
 }
 
 /// Every tool of every page of `tools/list`, as raw JSON (no cache: each sync asks the server).
+/// Every tool entry of `tools/list`, page after page, as JSON, within the server's caps on
+/// pages, tools and bytes ([`McpServer::max_list_pages`], [`McpServer::max_tools`],
+/// [`McpServer::max_list_bytes`]): a cap cuts the list where it is reached, with a warning, and
+/// the entries before the cut are kept. A repeated cursor ends the list the same way.
 pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Value>, McpError> {
     let server = &config.name;
     let list_error = |message: String| McpError::List {
         server: server.clone(),
         message,
     };
+    let cut = |why: String| {
+        tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "tool list cut: {why}");
+    };
     let mut tools = Vec::new();
+    let mut bytes = 0usize;
     let mut cursor: Option<String> = None;
     let mut seen = std::collections::HashSet::new();
-    for _ in 0..MAX_LIST_PAGES {
+    for page in 0..config.max_list_pages {
         let request = ClientRequest::ListToolsRequest(ListToolsRequest {
             method: Default::default(),
             params: Some(PaginatedRequestParams::default().with_cursor(cursor.clone())),
@@ -258,32 +252,89 @@ pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Va
         })?
         .map_err(|err| list_error(err.to_string()))?;
         // A list rmcp's typed model refuses (one malformed tool) arrives as a custom result; both
-        // are read per tool from the JSON so one bad entry cannot hide its siblings.
-        let page = match answer {
-            ServerResult::ListToolsResult(list) => {
-                serde_json::to_value(list).map_err(|err| list_error(err.to_string()))?
+        // are read per tool from the JSON so one bad entry cannot hide its siblings. A typed list
+        // is turned into JSON one tool at a time, so a long page is never held twice.
+        let (items, next): (Box<dyn Iterator<Item = Value>>, Option<String>) = match answer {
+            ServerResult::ListToolsResult(list) => (
+                Box::new(
+                    list.tools
+                        .into_iter()
+                        .map(|tool| serde_json::to_value(tool).unwrap_or(Value::Null)),
+                ),
+                list.next_cursor,
+            ),
+            other => {
+                let page = match other {
+                    ServerResult::CustomResult(raw) => raw.0,
+                    other => {
+                        serde_json::to_value(other).map_err(|err| list_error(err.to_string()))?
+                    }
+                };
+                let Value::Object(mut page) = page else {
+                    return Err(list_error("the answer is not an object".to_owned()));
+                };
+                let Some(Value::Array(items)) = page.remove("tools") else {
+                    return Err(list_error("the answer has no \"tools\" array".to_owned()));
+                };
+                let next = match page.remove("nextCursor") {
+                    Some(Value::String(next)) => Some(next),
+                    _ => None,
+                };
+                (Box::new(items.into_iter()), next)
             }
-            ServerResult::CustomResult(raw) => raw.0,
-            other => serde_json::to_value(other).map_err(|err| list_error(err.to_string()))?,
         };
-        let Value::Object(mut page) = page else {
-            return Err(list_error("the answer is not an object".to_owned()));
-        };
-        match page.remove("tools") {
-            Some(Value::Array(items)) => tools.extend(items),
-            _ => return Err(list_error("the answer has no \"tools\" array".to_owned())),
+        for item in items {
+            if tools.len() == config.max_tools {
+                cut(format!(
+                    "more than {} tools; the first {} are kept",
+                    config.max_tools, config.max_tools
+                ));
+                return Ok(tools);
+            }
+            let size = json_len(&item);
+            if bytes.saturating_add(size) > config.max_list_bytes {
+                cut(format!(
+                    "the tools listed pass {} bytes; the first {} ({bytes} bytes) are kept",
+                    config.max_list_bytes,
+                    tools.len()
+                ));
+                return Ok(tools);
+            }
+            bytes += size;
+            tools.push(item);
         }
-        match page.remove("nextCursor") {
-            Some(Value::String(next)) if !next.is_empty() => {
-                if !seen.insert(next.clone()) {
-                    return Err(list_error(format!("cursor \"{next}\" repeats")));
-                }
-                cursor = Some(next);
+        match next.filter(|next| !next.is_empty()) {
+            Some(next) if !seen.insert(next.clone()) => {
+                cut(format!("cursor \"{next}\" repeats on page {}", page + 1));
+                return Ok(tools);
             }
-            _ => return Ok(tools),
+            Some(next) => cursor = Some(next),
+            None => return Ok(tools),
         }
     }
-    Err(list_error(format!("more than {MAX_LIST_PAGES} pages")))
+    cut(format!(
+        "more than {} pages; the tools of the first {} are kept",
+        config.max_list_pages, config.max_list_pages
+    ));
+    Ok(tools)
+}
+
+/// The length of `value` as compact JSON text, measured without building the text.
+fn json_len(value: &Value) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter cannot fail, and a `Value` always serializes.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 pub(crate) fn disconnected(server: &str, raw_name: &str) -> ToolError {

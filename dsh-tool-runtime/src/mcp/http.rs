@@ -3,9 +3,10 @@
 //! rmcp parses every JSON-RPC message with serde_json's default recursion limit (128): a
 //! `tools/list` answer holding one 5,000-deep schema would fail (a JSON body) or vanish (an SSE
 //! event), taking every sibling tool with it. Here each SSE event nested deeper than
-//! [`MAX_RELAY_DEPTH`] is rewritten like a stdio line ([`flatten`]: parsed without recursion limit,
-//! too-deep subtrees replaced by a marker), and a `tools/list` whose JSON body rmcp refused is
-//! fetched once more and read the same way. The schema check then refuses that one tool.
+//! [`MAX_RELAY_DEPTH`] is rewritten like a stdio line ([`cut_deep`]: a byte scan replaces the
+//! too-deep subtrees by a marker before anything parses them), and a `tools/list` whose JSON body
+//! rmcp refused is fetched once more and read the same way. The schema check then refuses that
+//! one tool.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -20,7 +21,7 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::stdio::flatten;
+use super::stdio::cut_deep;
 use crate::json::{MAX_RELAY_DEPTH, text_depth};
 
 /// The MCP session header (streamable HTTP, 2025-03-26 and later).
@@ -39,9 +40,9 @@ fn guard_event(event: Result<Sse, SseError>) -> Result<Sse, SseError> {
     let mut event = event?;
     if let Some(data) = &event.data
         && text_depth(data.as_bytes()) > MAX_RELAY_DEPTH
-        && let Some(flat) = flatten(data.as_bytes())
     {
-        event.data = Some(String::from_utf8_lossy(flat.trim_ascii_end()).into_owned());
+        let cut = cut_deep(data.as_bytes());
+        event.data = Some(String::from_utf8_lossy(&cut).into_owned());
     }
     Ok(event)
 }
@@ -103,8 +104,8 @@ impl GuardedClient {
         if body.len() > limits.max_json_response_size {
             return None;
         }
-        let flat = flatten(&body)?;
-        let parsed: ServerJsonRpcMessage = serde_json::from_slice(&flat).ok()?;
+        let cut = cut_deep(&body);
+        let parsed: ServerJsonRpcMessage = serde_json::from_slice(&cut).ok()?;
         Some(StreamableHttpPostResponse::Json(parsed, session))
     }
 }

@@ -24,6 +24,7 @@ mod names;
 mod progress;
 mod results;
 mod schema;
+mod stderr;
 mod stdio;
 
 use std::sync::Arc;
@@ -31,7 +32,10 @@ use std::sync::Arc;
 use tokio::sync::Notify;
 
 pub use crate::json::MAX_SERVER_SCHEMA_DEPTH as MAX_SCHEMA_DEPTH;
-pub use config::{McpError, McpServer, ReconnectPolicy};
+pub use config::{
+    DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, McpError, McpServer,
+    ReconnectPolicy,
+};
 pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
 /// The MCP implementation the bridge runs on (pinned `=3.11.0`), for the types of
@@ -136,10 +140,15 @@ async fn add(
 impl Registry {
     /// Connects to an MCP server and registers its tools in the global layer.
     ///
+    /// A listed tool that cannot be registered (malformed, a public name an earlier tool of the
+    /// list or a foreign tool already has) is skipped with a warning; its siblings register. A
+    /// list past the server's caps ([`McpServer::max_tools`], [`McpServer::max_list_bytes`],
+    /// [`McpServer::max_list_pages`]) is cut there, with a warning.
+    ///
     /// # Errors
     /// [`McpError`]: an invalid or duplicate server name, a failed connect or `initialize`, a
-    /// timeout, a failed `tools/list`, or a tool list that cannot be registered. On error
-    /// nothing stays registered and the server is stopped.
+    /// timeout, or a failed `tools/list`. On error nothing stays registered and the server is
+    /// stopped.
     pub async fn add_mcp_server(&self, server: McpServer) -> Result<McpHandle, McpError> {
         add(self, None, server).await
     }

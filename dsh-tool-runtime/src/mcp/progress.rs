@@ -144,10 +144,12 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
         item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         if let ClientJsonRpcMessage::Request(request) = &item {
-            if let Some(answers) = &self.answers
-                && matches!(request.request, ClientRequest::CallToolRequest(_))
-            {
-                answers.sent(request.id.clone());
+            if let Some(answers) = &self.answers {
+                match request.request {
+                    ClientRequest::CallToolRequest(_) => answers.sent(request.id.clone()),
+                    ClientRequest::ListToolsRequest(_) => answers.list_sent(request.id.clone()),
+                    _ => {}
+                }
             }
             if let Some(token) = request.request.get_meta().get_progress_token()
                 && let Some(link) = self.link.upgrade()

@@ -2,11 +2,13 @@
 //!
 //! rmcp parses each line with serde_json's default recursion limit (128) and drops a line it
 //! cannot parse, so one tool with a 5,000-deep schema would make the whole `tools/list` answer
-//! vanish (and the list time out). The reader here measures each line's nesting with a byte scan;
-//! a line nested deeper than [`MAX_RELAY_DEPTH`] is parsed without recursion limit (on a growing
-//! stack), its too-deep subtrees are replaced by a marker string, and the rewritten line goes on.
-//! The schema check then refuses that one tool (it is still deeper than
-//! [`MAX_SERVER_SCHEMA_DEPTH`](crate::json::MAX_SERVER_SCHEMA_DEPTH)).
+//! vanish (and the list time out). The reader here measures each line's nesting with a byte scan
+//! before anything parses it. In a line nested deeper than [`MAX_RELAY_DEPTH`] every too-deep
+//! subtree is replaced, unparsed, by a marker string ([`cut_deep`]: one pass over the bytes, no
+//! recursion, nothing built), so a million levels cost no more than their bytes. The schema
+//! check then refuses that one tool (it is still deeper than
+//! [`MAX_SERVER_SCHEMA_DEPTH`](crate::json::MAX_SERVER_SCHEMA_DEPTH)); a too-deep answer to a
+//! `tools/call` fails that call instead.
 
 use std::pin::Pin;
 use std::process::Stdio;
@@ -22,11 +24,11 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::answers::{CallAnswers, Take};
 use super::config::McpServer;
-use crate::json::{MAX_RELAY_DEPTH, dismantle, parse_unbounded, text_depth};
+use crate::json::{MAX_RELAY_DEPTH, text_depth};
 
-/// The longest line relayed: 64 MiB (rmcp's own limit, 16 MiB, is raised to it). A longer answer
-/// is replaced by a JSON-RPC error for its request, so the call fails at once, saying why.
-const MAX_LINE_BYTES: usize = 64 << 20;
+/// The longest line relayed by default: 64 MiB ([`McpServer::max_message_bytes`]). A longer
+/// answer is replaced by a JSON-RPC error for its request, so the call fails at once, saying why.
+pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// What replaces a subtree nested too deep.
 const TOO_DEEP: &str = "[nested too deep]";
@@ -59,21 +61,31 @@ pub(crate) fn spawn(
     };
     let stderr = child.stderr.take();
     Ok((
-        AsyncRwTransport::new_client(GuardedStdout::new(stdout).with_answers(answers), stdin)
-            .with_max_line_length(MAX_LINE_BYTES),
+        AsyncRwTransport::new_client(
+            GuardedStdout::new(stdout)
+                .with_answers(answers)
+                .with_max_line(config.max_message_bytes)
+                .with_max_list_line(config.max_list_bytes),
+            stdin,
+        )
+        // Above the guard's own limit (newline included), so every line it passes is read.
+        .with_max_line_length(config.max_message_bytes.saturating_add(1)),
         child,
         stderr,
     ))
 }
 
 /// The child's stdout as rmcp reads it: whole lines, each passed on as it is unless it nests
-/// deeper than [`MAX_RELAY_DEPTH`] (then rewritten by [`flatten`]) or is longer than
-/// [`MAX_LINE_BYTES`] (then dropped, and the request it answers gets an error in its place). It
+/// deeper than [`MAX_RELAY_DEPTH`] (then rewritten by [`cut_deep`], or refused when it answers a
+/// call) or is longer than its limit (by default [`MAX_LINE_BYTES`]; then dropped, and the request it answers gets an error in its place). It
 /// runs inside rmcp's own reads: no task and no second pipe between the child and the codec.
 pub(crate) struct GuardedStdout<R = ChildStdout> {
     inner: R,
     /// The longest line passed on, newline included.
     max_line: usize,
+    /// The longest `tools/list` answer passed on, newline included: a longer one is refused
+    /// before rmcp parses it (a parsed page costs some 30 times its text).
+    max_list_line: usize,
     /// The line being read, without its newline yet.
     line: Vec<u8>,
     /// Discarding the rest of an oversized line, looking for the request id it answers.
@@ -98,6 +110,7 @@ impl<R> GuardedStdout<R> {
         GuardedStdout {
             inner,
             max_line: MAX_LINE_BYTES,
+            max_list_line: MAX_LINE_BYTES,
             line: Vec::new(),
             skipping: None,
             ready: Vec::new(),
@@ -110,6 +123,16 @@ impl<R> GuardedStdout<R> {
 
     fn with_answers(mut self, answers: Arc<CallAnswers>) -> Self {
         self.answers = Some(answers);
+        self
+    }
+
+    fn with_max_line(mut self, bytes: usize) -> Self {
+        self.max_line = bytes;
+        self
+    }
+
+    fn with_max_list_line(mut self, bytes: usize) -> Self {
+        self.max_list_line = bytes;
         self
     }
 
@@ -154,6 +177,14 @@ impl<R> GuardedStdout<R> {
         };
         tracing::warn!(target: "dsh_tool_runtime::mcp", "dropping a server line of {length} bytes (at most {} are read)", self.max_line);
         if let Some(id) = id.value() {
+            // No answer for it reaches the call-answer reader: the request stops being in
+            // flight here.
+            if let (Some(answers), Ok(request)) = (
+                &self.answers,
+                serde_json::from_value::<RequestId>(id.clone()),
+            ) {
+                answers.forget(&request);
+            }
             let message = format!(
                 "the server's answer is {length} bytes long; at most {} bytes are read",
                 self.max_line
@@ -172,21 +203,74 @@ impl<R> GuardedStdout<R> {
         self.ready.push(b'\n');
     }
 
+    /// Fails the `tools/call` in flight that the line being finished answers, with an error
+    /// answer saying `message`; `false` (nothing queued) when the line answers no such call.
+    fn fail_call(&mut self, code: i32, message: &str) -> bool {
+        let mut id = TopLevelId::default();
+        id.feed(&self.line);
+        let call = id.value().filter(|id| {
+            let answers = self.answers.as_ref();
+            serde_json::from_value::<RequestId>(id.clone())
+                .is_ok_and(|id| answers.is_some_and(|answers| answers.forget(&id)))
+        });
+        match call {
+            Some(id) => {
+                self.push_error(id, code, message);
+                true
+            }
+            None => false,
+        }
+    }
+
+    /// Refuses the line being finished when it answers a `tools/list`: an error answer for
+    /// that request takes its place. `false` when it answers no list.
+    fn refuse_long_list(&mut self) -> bool {
+        let mut id = TopLevelId::default();
+        id.feed(&self.line);
+        let Some(id) = id.value().filter(|id| {
+            serde_json::from_value::<RequestId>(id.clone()).is_ok_and(|id| {
+                self.answers
+                    .as_ref()
+                    .is_some_and(|answers| answers.is_list(&id))
+            })
+        }) else {
+            return false;
+        };
+        let message = format!(
+            "the server's tools/list answer is {} bytes long; at most {} bytes are read",
+            self.line.len() - 1,
+            self.max_list_line
+        );
+        tracing::warn!(target: "dsh_tool_runtime::mcp", "{message}");
+        self.push_error(id, -32603, &message);
+        true
+    }
+
     fn finish_line(&mut self) {
         if self.line.last() != Some(&b'\n') {
             self.line.push(b'\n');
         }
-        let deep = text_depth(&self.line) > MAX_RELAY_DEPTH;
-        if let Some(rewritten) = deep.then(|| flatten(&self.line)).flatten() {
-            self.ready.extend_from_slice(&rewritten);
+        if self.line.len() > self.max_list_line && self.refuse_long_list() {
+            self.line.clear();
+            return;
+        }
+        if text_depth(&self.line) > MAX_RELAY_DEPTH {
+            let message =
+                format!("the server's answer is nested deeper than {MAX_RELAY_DEPTH} levels");
+            if self.fail_call(-32603, &message) {
+                tracing::warn!(target: "dsh_tool_runtime::mcp", "{message}");
+            } else {
+                let cut = cut_deep(&self.line);
+                self.ready.extend_from_slice(&cut);
+            }
             self.line.clear();
             return;
         }
         // Taken only when every earlier line has reached rmcp: rmcp's buffer is empty whenever
         // it reads from here, so nothing written before the answer is left behind.
         let take = match &self.answers {
-            Some(answers) if !deep => answers.take_line(&self.line, self.ready.is_empty()),
-            _ => Take::Left,
+            Some(answers) => answers.take_line(&self.line, self.ready.is_empty()),
+            None => Take::Left,
         };
         match take {
             Take::Taken => {}
@@ -194,20 +278,11 @@ impl<R> GuardedStdout<R> {
             // rmcp would drop a line that is no JSON, and the call wait for its timeout: the
             // call it answers fails at once instead, saying why.
             Take::Broken(reason) => {
-                let mut id = TopLevelId::default();
-                id.feed(&self.line);
-                let call = id.value().filter(|id| {
-                    let answers = self.answers.as_ref();
-                    serde_json::from_value::<RequestId>(id.clone())
-                        .is_ok_and(|id| answers.is_some_and(|answers| answers.forget(&id)))
-                });
-                match call {
-                    Some(id) => {
-                        tracing::warn!(target: "dsh_tool_runtime::mcp", "a server answer is no JSON: {reason}");
-                        let message = format!("the server's answer is not valid JSON: {reason}");
-                        self.push_error(id, -32700, &message);
-                    }
-                    None => self.ready.extend_from_slice(&self.line),
+                let message = format!("the server's answer is not valid JSON: {reason}");
+                if self.fail_call(-32700, &message) {
+                    tracing::warn!(target: "dsh_tool_runtime::mcp", "a server answer is no JSON: {reason}");
+                } else {
+                    self.ready.extend_from_slice(&self.line);
                 }
             }
         }
@@ -374,27 +449,50 @@ impl TopLevelId {
     }
 }
 
-/// Parses a deep line without recursion limit and cuts every subtree below
-/// [`MAX_RELAY_DEPTH`]; `None` when it is not JSON (rmcp then ignores it).
-pub(crate) fn flatten(line: &[u8]) -> Option<Vec<u8>> {
-    let mut value = parse_unbounded(line)?;
-    let mut cut = Vec::new();
-    let mut stack = vec![(&mut value, 1usize)];
-    while let Some((node, depth)) = stack.pop() {
-        if depth >= MAX_RELAY_DEPTH && (node.is_array() || node.is_object()) {
-            cut.push(std::mem::replace(node, Value::String(TOO_DEEP.to_owned())));
-            continue;
+/// `line` (one JSON text and its newline) with every array or object that opens at depth
+/// [`MAX_RELAY_DEPTH`] (the outermost being depth 1) replaced by the string [`TOO_DEEP`]. A byte
+/// scan that keeps strings intact and builds nothing: the cut subtrees are skipped unread, so the
+/// cost is one pass whatever the depth. Text that is no JSON stays no JSON (rmcp ignores it).
+pub(crate) fn cut_deep(line: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(line.len().min(1 << 20));
+    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
+    let mut skipping = false;
+    for &byte in line {
+        if in_string {
+            match byte {
+                _ if escaped => escaped = false,
+                b'\\' => escaped = true,
+                b'"' => in_string = false,
+                _ => {}
+            }
+        } else {
+            match byte {
+                b'"' => in_string = true,
+                b'[' | b'{' => {
+                    depth += 1;
+                    if depth == MAX_RELAY_DEPTH && !skipping {
+                        skipping = true;
+                        out.extend_from_slice(b"\"");
+                        out.extend_from_slice(TOO_DEEP.as_bytes());
+                        out.extend_from_slice(b"\"");
+                    }
+                }
+                b']' | b'}' => {
+                    if depth == MAX_RELAY_DEPTH && skipping {
+                        skipping = false;
+                        depth -= 1;
+                        continue;
+                    }
+                    depth = depth.saturating_sub(1);
+                }
+                _ => {}
+            }
         }
-        match node {
-            Value::Array(items) => stack.extend(items.iter_mut().map(|item| (item, depth + 1))),
-            Value::Object(map) => stack.extend(map.values_mut().map(|item| (item, depth + 1))),
-            _ => {}
+        if !skipping {
+            out.push(byte);
         }
     }
-    cut.into_iter().for_each(dismantle);
-    let mut bytes = serde_json::to_vec(&value).ok()?;
-    bytes.push(b'\n');
-    Some(bytes)
+    out
 }
 
 #[cfg(test)]
@@ -412,12 +510,29 @@ mod tests {
             "]".repeat(levels)
         );
         assert!(text_depth(line.as_bytes()) > levels);
-        let flat = flatten(line.as_bytes()).unwrap();
+        let flat = cut_deep(line.as_bytes());
         assert_eq!(text_depth(&flat), MAX_RELAY_DEPTH - 1);
         let parsed: Value = serde_json::from_slice(&flat).unwrap();
         assert_eq!(parsed["id"], 1);
         assert!(String::from_utf8(flat).unwrap().contains(TOO_DEEP));
-        assert!(flatten(b"not json\n").is_none());
+        assert!(serde_json::from_slice::<Value>(&cut_deep(b"not json\n")).is_err());
+    }
+
+    /// Brackets and quotes inside strings neither open nor close anything, inside the cut
+    /// subtree or out of it; what follows the cut stays.
+    #[test]
+    fn the_cut_keeps_strings_and_what_follows() {
+        let levels = MAX_RELAY_DEPTH + 50;
+        let line = format!(
+            r#"{{"a":"[[{{\"","b":{}"]]\"}}",1{},"c":"}}]"}}"#,
+            "[".repeat(levels),
+            "]".repeat(levels)
+        );
+        let cut = cut_deep(line.as_bytes());
+        let parsed: Value = serde_json::from_slice(&cut).unwrap();
+        assert_eq!(parsed["a"], "[[{\"");
+        assert_eq!(parsed["c"], "}]");
+        assert!(String::from_utf8(cut).unwrap().contains(TOO_DEEP));
     }
 
     type Tap =

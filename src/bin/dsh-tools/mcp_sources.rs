@@ -53,32 +53,42 @@ struct ServerEntry {
     disabled: bool,
 }
 
-/// Connects every MCP server the sources name and registers its tools. The first server that
-/// fails stops the whole start-up with its error and the tail of its stderr.
-pub async fn add(registry: &Registry, sources: &Sources) -> Result<Vec<McpHandle>, String> {
+/// The MCP servers that started and, for each one that did not, one line saying why (its
+/// error and the tail of its stderr).
+pub struct Started {
+    /// The servers connected, their tools registered.
+    pub handles: Vec<McpHandle>,
+    /// One line per server that failed, in the order the sources name them.
+    pub failures: Vec<String>,
+}
+
+/// Connects every MCP server the sources name and registers its tools. A server that fails is
+/// left out (its tools are missing) and reported in [`Started::failures`]; the others start.
+/// An error only for sources that name no server correctly (a bad `--mcp` line or config file).
+pub async fn add(registry: &Registry, sources: &Sources) -> Result<Started, String> {
     let servers = servers(sources)?;
+    let mut started = Started {
+        handles: Vec::new(),
+        failures: Vec::new(),
+    };
     if servers.is_empty() {
-        return Ok(Vec::new());
+        return Ok(started);
     }
     let tails = StderrTails::install();
-    let mut handles = Vec::new();
     for server in servers {
         let name = server.name().to_owned();
         match registry.add_mcp_server(server).await {
-            Ok(handle) => handles.push(handle),
+            Ok(handle) => started.handles.push(handle),
             Err(error) => {
-                for handle in handles {
-                    handle.disconnect().await;
-                }
                 let tail = tails.wait_for(&name).await;
-                return Err(match tail.is_empty() {
+                started.failures.push(match tail.is_empty() {
                     true => error.to_string(),
                     false => format!("{error}; stderr: {}", tail.join(" | ")),
                 });
             }
         }
     }
-    Ok(handles)
+    Ok(started)
 }
 
 fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
@@ -221,22 +231,28 @@ fn basename(word: &str) -> &str {
         .unwrap_or(word)
 }
 
+/// A server name made of `[A-Za-z0-9_-]`: other characters become `_`, runs of `_` one `_`, no
+/// `_` at the end (a valid server name never holds `__` or ends in `_`).
 fn sanitize(name: &str) -> String {
-    let clean: String = name
-        .chars()
-        .map(|c| {
-            if c.is_ascii_alphanumeric() || c == '_' || c == '-' {
-                c
-            } else {
-                '_'
-            }
-        })
-        .take(28)
-        .collect();
+    let mut clean = String::new();
+    for c in name.chars() {
+        let c = if c.is_ascii_alphanumeric() || c == '-' {
+            c
+        } else {
+            '_'
+        };
+        if !(c == '_' && clean.ends_with('_')) {
+            clean.push(c);
+        }
+        if clean.len() == 28 {
+            break;
+        }
+    }
+    let clean = clean.trim_end_matches('_');
     if clean.is_empty() {
         "mcp".to_owned()
     } else {
-        clean
+        clean.to_owned()
     }
 }
 
@@ -337,8 +353,9 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
 
 #[cfg(test)]
 mod tests {
-    use super::{server_name_of_command, servers};
+    use super::{sanitize, server_name_of_command, servers};
     use crate::args::Sources;
+    use dsh_tools::mcp::is_valid_server_name;
 
     fn name(line: &str) -> String {
         server_name_of_command(&shlex::split(line).unwrap())
@@ -361,6 +378,22 @@ mod tests {
         assert_eq!(name("python3 tests/servers/slow_server.py"), "slow_server");
         assert_eq!(name("uvx mcp-server-fetch"), "fetch");
         assert_eq!(name("my-tool"), "my-tool");
+    }
+
+    /// Hosts and program names become valid server names: no `__`, no `_` at the end.
+    #[test]
+    fn sanitized_names_are_valid_server_names() {
+        for (raw, clean) in [
+            ("127.0.0.1:3001", "127_0_0_1_3001"),
+            ("a..b", "a_b"),
+            ("tool.", "tool"),
+            ("__", "mcp"),
+            ("_lead", "_lead"),
+        ] {
+            assert_eq!(sanitize(raw), clean, "{raw}");
+            assert!(is_valid_server_name(&sanitize(raw)), "{raw}");
+        }
+        assert!(is_valid_server_name(&sanitize(&"a.".repeat(40))));
     }
 
     #[test]

@@ -27,7 +27,9 @@ impl Loaded {
     }
 }
 
-/// Loads every tool the sources name.
+/// Loads every tool the sources name. An MCP server that fails to start is skipped with a
+/// `warning: MCP server skipped: …` line on stderr; start-up fails only when no tool source is
+/// left (no `--builtin` and no MCP server started).
 pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
     if sources.builtin.is_none()
         && sources.mcp.is_empty()
@@ -53,8 +55,19 @@ pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
             .register_all(toolset::definitions(root))
             .map_err(|error| error.to_string())?;
     }
-    let servers = crate::mcp_sources::add(&registry, sources).await?;
-    Ok(Loaded { registry, servers })
+    let started = crate::mcp_sources::add(&registry, sources).await?;
+    // One failed server costs its own tools only; when the failures leave no tool source
+    // there is nothing to run, and they are the error.
+    if sources.builtin.is_none() && started.handles.is_empty() && !started.failures.is_empty() {
+        return Err(started.failures.join("; "));
+    }
+    for failure in &started.failures {
+        eprintln!("warning: MCP server skipped: {failure}");
+    }
+    Ok(Loaded {
+        registry,
+        servers: started.handles,
+    })
 }
 
 /// Mounts a code runtime of `kind` for `language` under `budgets`. `standby` keeps a subprocess
