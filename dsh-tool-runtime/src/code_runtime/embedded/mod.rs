@@ -29,6 +29,8 @@ mod quickjs;
 #[cfg(feature = "embedded-js")]
 mod quickjs_values;
 #[cfg(feature = "embedded-python")]
+mod quickjs_worker;
+#[cfg(feature = "embedded-python")]
 mod ring;
 
 #[cfg(feature = "embedded-python")]
@@ -177,9 +179,33 @@ impl EmbeddedRuntime {
     /// # Errors
     ///
     /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range.
+    ///
+    /// The interpreter runs on a thread of the host, and QuickJS does not poll its interrupt
+    /// hook inside a long built-in (`'a'.repeat(2 ** 27).replaceAll('a', 'bc')`, a sort of
+    /// millions of elements): such a call runs to its end whatever the compute budget, the
+    /// wall-clock ceiling or a cancellation says, keeping a core busy meanwhile. For programs
+    /// that are not trusted, use [`javascript_pooled`](Self::javascript_pooled).
     #[cfg(feature = "embedded-js")]
     pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         Self::new(Engine::QuickJs, config)
+    }
+
+    /// TypeScript on QuickJS as [`javascript`](Self::javascript), run by a pool of sandboxed
+    /// worker processes as [`python`](Self::python)'s programs are (the same worker program,
+    /// [`EmbeddedConfig::python_worker`], and the same pool settings). Every budget and the
+    /// cancellation hold for every program: the host watches the worker's CPU time and resident
+    /// memory (sampled every 10 ms), the wall clock, binding calls and output, and kills the
+    /// worker when a run overruns or is cancelled, even inside a long built-in. The heap limit
+    /// counts the worker's whole heap.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range (`max_memory_mb` must
+    /// be at least 32 here); [`CodeRuntimeError::InterpreterNotFound`] when the worker program
+    /// is not found.
+    #[cfg(feature = "embedded-python")]
+    pub fn javascript_pooled(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::pooled(monty_pool::PoolEngine::QuickJs, config, 32, "typescript")
     }
 
     /// A Python runtime on Monty (a subset of Python 3: no third-party modules, a few standard
@@ -199,23 +225,39 @@ impl EmbeddedRuntime {
     /// [`CodeRuntimeError::InterpreterNotFound`] when the worker program is not found.
     #[cfg(feature = "embedded-python")]
     pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::pooled(monty_pool::PoolEngine::Monty, config, 64, "python")
+    }
+
+    /// A runtime served by a worker pool running `engine`, whose heap needs `min_memory_mb`.
+    #[cfg(feature = "embedded-python")]
+    fn pooled(
+        engine: monty_pool::PoolEngine,
+        config: EmbeddedConfig,
+        min_memory_mb: u64,
+        language: &'static str,
+    ) -> Result<Self, CodeRuntimeError> {
         config.validate()?;
-        if config.max_memory_mb < 64 {
-            return Err(CodeRuntimeError::InvalidConfig(
-                "config.max_memory_mb must be at least 64 for Python".to_owned(),
-            ));
+        if config.max_memory_mb < min_memory_mb {
+            return Err(CodeRuntimeError::InvalidConfig(format!(
+                "config.max_memory_mb must be at least {min_memory_mb} for {language} in worker \
+                 processes"
+            )));
         }
         let worker = find_worker(config.python_worker.as_deref()).ok_or_else(|| {
             CodeRuntimeError::InterpreterNotFound {
-                language: "python",
+                language,
                 binary: WORKER_NAME.to_owned(),
                 fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
                       `cargo build --bin dsh-monty-worker` in this workspace) and set \
                       `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
             }
         })?;
-        let pool = monty_pool::Pool::new(config.clone(), worker)?;
-        let mut runtime = Self::new(Engine::Monty, config)?;
+        let pool = monty_pool::Pool::new(engine, config.clone(), worker)?;
+        let engine = match engine {
+            monty_pool::PoolEngine::Monty => Engine::Monty,
+            monty_pool::PoolEngine::QuickJs => Engine::QuickJs,
+        };
+        let mut runtime = Self::new(engine, config)?;
         if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
             inner.pooled = Some(pool);
         }
@@ -323,6 +365,9 @@ pub(crate) struct Job {
     pub(crate) handle: tokio::runtime::Handle,
     /// The scheduler of the run's binding calls, when this thread drives it.
     pub(crate) lane: Option<driver::InPlaceLane>,
+    /// The host, when the run is in a worker process.
+    #[cfg_attr(not(feature = "embedded-python"), allow(dead_code))]
+    pub(crate) relay: Option<Box<dyn driver::Relay>>,
 }
 
 impl Inner {
@@ -383,6 +428,7 @@ impl Inner {
             disposed: self.disposed.clone(),
             handle: tokio::runtime::Handle::current(),
             lane,
+            relay: None,
         };
         let (tx, rx) = oneshot::channel();
         let engine = self.engine;
