@@ -9,6 +9,11 @@
 //! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
 //! kinds.
 //!
+//! QuickJS does not poll its interrupt hook inside a long built-in (a `replaceAll` over a huge
+//! string, a sort of millions of elements), so in the host such a call outlives every budget
+//! and a cancellation. [`EmbeddedRuntime::javascript_pooled`] runs the same engine in the
+//! worker processes described below, where the host ends an overdue run by killing its worker.
+//!
 //! [`EmbeddedRuntime::python`] runs Python on Monty (feature `embedded-python`). Monty cannot be
 //! made crash-proof inside a process (a native stack overflow or an allocator abort ends the
 //! process) and enforces its memory budget only through the executable's global allocator, so
@@ -54,8 +59,9 @@ use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, R
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddedConfig {
     /// CPU time the interpreter thread may use, in ms (default 60,000). Time spent waiting on
-    /// bindings is not charged. Checked by the interpreter's interrupt hook, so an overrun ends
-    /// within a few ms: `timeout` `compute budget exhausted (<compute_ms>ms of CPU time)`.
+    /// bindings is not charged. In the host, checked by the interpreter's interrupt hook, so an
+    /// overrun ends within a few ms; in a worker pool, the worker's CPU time is sampled every
+    /// 10 ms: `timeout` `compute budget exhausted (<compute_ms>ms of CPU time)`.
     pub compute_ms: u64,
     /// Wall-clock ceiling of a run in ms (default 600,000), counted from the moment the
     /// interpreter starts. Overrun: `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
@@ -74,14 +80,16 @@ pub struct EmbeddedConfig {
     /// for a slot without holding a thread. For Python, also the most worker processes that
     /// serve runs at once.
     pub max_concurrent_runs: usize,
-    /// Python only: worker processes the pool keeps started and idle, waiting for a run
+    /// Worker pools only ([`EmbeddedRuntime::python`], [`EmbeddedRuntime::javascript_pooled`]):
+    /// worker processes the pool keeps started and idle, waiting for a run
     /// (default 2, at most `max_concurrent_runs`). A worker whose run completed (with a value
     /// or a program error) goes back on top, so the next run reuses it, while at most one more
     /// than this is idle; otherwise it is ended. A worker whose run ended by a limit, a crash,
     /// cancellation or disposal is always ended and replaced. With 0, only the last warm worker
     /// is kept. At most `max_concurrent_runs` workers serve runs at once.
     pub python_idle_workers: usize,
-    /// Python only: the worker program (`dsh-monty-worker`, built from this crate's facade).
+    /// Worker pools only: the worker program (`dsh-monty-worker`, built from this crate's
+    /// facade; it serves both languages).
     /// Default: `$DSH_MONTY_WORKER`, else `dsh-monty-worker` next to the running executable or
     /// in its parent directory (where Cargo puts it for tests, benches and examples).
     pub python_worker: Option<std::path::PathBuf>,
@@ -202,7 +210,7 @@ impl EmbeddedRuntime {
     ///
     /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range (`max_memory_mb` must
     /// be at least 32 here); [`CodeRuntimeError::InterpreterNotFound`] when the worker program
-    /// is not found.
+    /// is not found (it comes with feature `embedded-python`).
     #[cfg(feature = "embedded-python")]
     pub fn javascript_pooled(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         Self::pooled(monty_pool::PoolEngine::QuickJs, config, 32, "typescript")

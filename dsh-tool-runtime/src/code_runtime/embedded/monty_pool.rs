@@ -1,5 +1,7 @@
-//! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]): pre-started, sandboxed
-//! `dsh-monty-worker` processes, each serving runs one after another in a fresh interpreter.
+//! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]) and of TypeScript on
+//! QuickJS ([`EmbeddedRuntime::javascript_pooled`], stripped here before it is sent):
+//! pre-started, sandboxed `dsh-monty-worker` processes, each serving runs one after another in
+//! a fresh interpreter.
 //!
 //! A worker goes back to the pool only when its run completed (a value or a program error):
 //! one that crashed, ran out of memory, overran a budget, was cancelled or disposed mid-run, or
@@ -14,6 +16,7 @@
 //! and replies written on that task, without channels or helper tasks in between.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
+//! [`EmbeddedRuntime::javascript_pooled`]: super::EmbeddedRuntime::javascript_pooled
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;

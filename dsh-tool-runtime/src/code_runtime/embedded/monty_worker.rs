@@ -14,7 +14,8 @@
 //! program can choose.
 //!
 //! The interpreter loop ([`execute`]) is generic over its [`Link`], so that the in-process
-//! variant the benchmarks measure runs the same code.
+//! variant the benchmarks measure runs the same code. The same process serves QuickJS instead
+//! when started with `quickjs` (`quickjs_worker.rs`), over the same channel.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 
