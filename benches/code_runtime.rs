@@ -8,8 +8,10 @@
 //!     trip, and against the same calls as JSON lines over a pipe pair between two Node.js
 //!     processes (the floor of any design that gives each run its own process). The Node.js
 //!     figures come from `benches/baseline/worker_threads.mjs`;
-//! (c) the same for the embedded TypeScript runtime (QuickJS in this process), whose goals are
-//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip, and for Python on Monty:
+//! (c) the same for the embedded TypeScript runtime, QuickJS in this process (whose goals are
+//!     ≤ 0.05× the Worker start and ≤ 0.3× the worker-port round trip) and pooled in worker
+//!     processes as Monty is (where every budget holds, long built-ins included), and for
+//!     Python on Monty:
 //!     pooled (the runtime's default: pre-started sandboxed `dsh-monty-worker` processes, each
 //!     serving run after run in a fresh interpreter) and in this process (an interpreter thread
 //!     per run, as QuickJS runs; not crash-proof, measured to weigh the pool's cost).
@@ -67,6 +69,10 @@ fn request(program: &str) -> RunRequest {
 
 fn embedded() -> EmbeddedRuntime {
     EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config")
+}
+
+fn embedded_pooled() -> EmbeddedRuntime {
+    EmbeddedRuntime::javascript_pooled(EmbeddedConfig::default()).expect("the worker is built")
 }
 
 fn embedded_python() -> EmbeddedRuntime {
@@ -194,17 +200,18 @@ fn comparison() {
         );
         tokio().block_on(rt.dispose());
     }
-    let rt = embedded();
-    run_once(&rt, TRIVIAL_TS);
-    // No standby to wait for: 101 back-to-back runs.
-    let ms = median_ms_pausing(&rt, TRIVIAL_TS, 101, Duration::ZERO);
-    println!(
-        "{:<44} {:>8.3}ms {:>8.3}",
-        "start-to-result, embedded typescript",
-        ms,
-        ms / worker_start
-    );
-    tokio().block_on(rt.dispose());
+    for (name, rt) in [("in-process", embedded()), ("pooled", embedded_pooled())] {
+        run_once(&rt, TRIVIAL_TS);
+        // No standby to wait for: 101 back-to-back runs.
+        let ms = median_ms_pausing(&rt, TRIVIAL_TS, 101, Duration::ZERO);
+        println!(
+            "{:<44} {:>8.3}ms {:>8.3}",
+            format!("start-to-result, embedded typescript ({name})"),
+            ms,
+            ms / worker_start
+        );
+        tokio().block_on(rt.dispose());
+    }
     for (name, rt) in [
         ("pooled", embedded_python()),
         ("in-process", embedded_python_in_process()),
@@ -255,18 +262,19 @@ fn comparison() {
         );
         tokio().block_on(rt.dispose());
     }
-    let rt = embedded();
-    run_once(&rt, CALLS_TS);
-    let with_calls = median_ms_pausing(&rt, CALLS_TS, 21, Duration::ZERO);
-    let without = median_ms_pausing(&rt, TRIVIAL_TS, 21, Duration::ZERO);
-    let us = (with_calls - without) * 1e3 / 1000.0;
-    println!(
-        "{:<44} {:>8.2}us {:>8.3}",
-        "binding round trip, embedded typescript",
-        us,
-        us / port_rt_us
-    );
-    tokio().block_on(rt.dispose());
+    for (name, rt) in [("in-process", embedded()), ("pooled", embedded_pooled())] {
+        run_once(&rt, CALLS_TS);
+        let with_calls = median_ms_pausing(&rt, CALLS_TS, 21, Duration::ZERO);
+        let without = median_ms_pausing(&rt, TRIVIAL_TS, 21, Duration::ZERO);
+        let us = (with_calls - without) * 1e3 / 1000.0;
+        println!(
+            "{:<44} {:>8.2}us {:>8.3}",
+            format!("binding round trip, embedded typescript ({name})"),
+            us,
+            us / port_rt_us
+        );
+        tokio().block_on(rt.dispose());
+    }
     for (name, rt) in [
         ("pooled", embedded_python()),
         ("in-process", embedded_python_in_process()),
@@ -360,6 +368,20 @@ fn embedded_typescript_trivial(bencher: divan::Bencher) {
 #[divan::bench(sample_count = 20, sample_size = 1)]
 fn embedded_typescript_1000_binding_calls(bencher: divan::Bencher) {
     let rt = embedded();
+    bencher.bench_local(|| run_once(&rt, CALLS_TS));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 100, sample_size = 1)]
+fn embedded_typescript_pooled_trivial(bencher: divan::Bencher) {
+    let rt = embedded_pooled();
+    bencher.bench_local(|| run_once(&rt, TRIVIAL_TS));
+    tokio().block_on(rt.dispose());
+}
+
+#[divan::bench(sample_count = 20, sample_size = 1)]
+fn embedded_typescript_pooled_1000_binding_calls(bencher: divan::Bencher) {
+    let rt = embedded_pooled();
     bencher.bench_local(|| run_once(&rt, CALLS_TS));
     tokio().block_on(rt.dispose());
 }

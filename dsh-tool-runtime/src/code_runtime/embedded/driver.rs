@@ -38,6 +38,15 @@ pub(crate) fn thread_cpu_ns() -> u64 {
         .saturating_add(ts.tv_nsec as u64)
 }
 
+/// The host of a run inside a worker process: logs leave as they are made (a worker the host
+/// kills keeps none), and the interpreter thread waits for replies here instead of parking.
+pub(crate) trait Relay: Send {
+    /// Sends one line the program logged.
+    fn log(&mut self, text: &str);
+    /// Blocks until at least one reply has come and hands every reply there is to its call.
+    fn wait(&mut self);
+}
+
 /// Why a run was stopped. The first reason raised wins.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 #[repr(u8)]

@@ -9,6 +9,11 @@
 //! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
 //! kinds.
 //!
+//! QuickJS does not poll its interrupt hook inside a long built-in (a `replaceAll` over a huge
+//! string, a sort of millions of elements), so in the host such a call outlives every budget
+//! and a cancellation. [`EmbeddedRuntime::javascript_pooled`] runs the same engine in the
+//! worker processes described below, where the host ends an overdue run by killing its worker.
+//!
 //! [`EmbeddedRuntime::python`] runs Python on Monty (feature `embedded-python`). Monty cannot be
 //! made crash-proof inside a process (a native stack overflow or an allocator abort ends the
 //! process) and enforces its memory budget only through the executable's global allocator, so
@@ -28,6 +33,8 @@ mod monty_worker;
 mod quickjs;
 #[cfg(feature = "embedded-js")]
 mod quickjs_values;
+#[cfg(feature = "embedded-python")]
+mod quickjs_worker;
 #[cfg(feature = "embedded-python")]
 mod ring;
 
@@ -52,8 +59,9 @@ use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, R
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddedConfig {
     /// CPU time the interpreter thread may use, in ms (default 60,000). Time spent waiting on
-    /// bindings is not charged. Checked by the interpreter's interrupt hook, so an overrun ends
-    /// within a few ms: `timeout` `compute budget exhausted (<compute_ms>ms of CPU time)`.
+    /// bindings is not charged. In the host, checked by the interpreter's interrupt hook, so an
+    /// overrun ends within a few ms; in a worker pool, the worker's CPU time is sampled every
+    /// 10 ms: `timeout` `compute budget exhausted (<compute_ms>ms of CPU time)`.
     pub compute_ms: u64,
     /// Wall-clock ceiling of a run in ms (default 600,000), counted from the moment the
     /// interpreter starts. Overrun: `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
@@ -72,14 +80,16 @@ pub struct EmbeddedConfig {
     /// for a slot without holding a thread. For Python, also the most worker processes that
     /// serve runs at once.
     pub max_concurrent_runs: usize,
-    /// Python only: worker processes the pool keeps started and idle, waiting for a run
+    /// Worker pools only ([`EmbeddedRuntime::python`], [`EmbeddedRuntime::javascript_pooled`]):
+    /// worker processes the pool keeps started and idle, waiting for a run
     /// (default 2, at most `max_concurrent_runs`). A worker whose run completed (with a value
     /// or a program error) goes back on top, so the next run reuses it, while at most one more
     /// than this is idle; otherwise it is ended. A worker whose run ended by a limit, a crash,
     /// cancellation or disposal is always ended and replaced. With 0, only the last warm worker
     /// is kept. At most `max_concurrent_runs` workers serve runs at once.
     pub python_idle_workers: usize,
-    /// Python only: the worker program (`dsh-monty-worker`, built from this crate's facade).
+    /// Worker pools only: the worker program (`dsh-monty-worker`, built from this crate's
+    /// facade; it serves both languages).
     /// Default: `$DSH_MONTY_WORKER`, else `dsh-monty-worker` next to the running executable or
     /// in its parent directory (where Cargo puts it for tests, benches and examples).
     pub python_worker: Option<std::path::PathBuf>,
@@ -177,9 +187,33 @@ impl EmbeddedRuntime {
     /// # Errors
     ///
     /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range.
+    ///
+    /// The interpreter runs on a thread of the host, and QuickJS does not poll its interrupt
+    /// hook inside a long built-in (`'a'.repeat(2 ** 27).replaceAll('a', 'bc')`, a sort of
+    /// millions of elements): such a call runs to its end whatever the compute budget, the
+    /// wall-clock ceiling or a cancellation says, keeping a core busy meanwhile. For programs
+    /// that are not trusted, use [`javascript_pooled`](Self::javascript_pooled).
     #[cfg(feature = "embedded-js")]
     pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         Self::new(Engine::QuickJs, config)
+    }
+
+    /// TypeScript on QuickJS as [`javascript`](Self::javascript), run by a pool of sandboxed
+    /// worker processes as [`python`](Self::python)'s programs are (the same worker program,
+    /// [`EmbeddedConfig::python_worker`], and the same pool settings). Every budget and the
+    /// cancellation hold for every program: the host watches the worker's CPU time and resident
+    /// memory (sampled every 10 ms), the wall clock, binding calls and output, and kills the
+    /// worker when a run overruns or is cancelled, even inside a long built-in. The heap limit
+    /// counts the worker's whole heap.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range (`max_memory_mb` must
+    /// be at least 32 here); [`CodeRuntimeError::InterpreterNotFound`] when the worker program
+    /// is not found (it comes with feature `embedded-python`).
+    #[cfg(feature = "embedded-python")]
+    pub fn javascript_pooled(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::pooled(monty_pool::PoolEngine::QuickJs, config, 32, "typescript")
     }
 
     /// A Python runtime on Monty (a subset of Python 3: no third-party modules, a few standard
@@ -199,23 +233,39 @@ impl EmbeddedRuntime {
     /// [`CodeRuntimeError::InterpreterNotFound`] when the worker program is not found.
     #[cfg(feature = "embedded-python")]
     pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::pooled(monty_pool::PoolEngine::Monty, config, 64, "python")
+    }
+
+    /// A runtime served by a worker pool running `engine`, whose heap needs `min_memory_mb`.
+    #[cfg(feature = "embedded-python")]
+    fn pooled(
+        engine: monty_pool::PoolEngine,
+        config: EmbeddedConfig,
+        min_memory_mb: u64,
+        language: &'static str,
+    ) -> Result<Self, CodeRuntimeError> {
         config.validate()?;
-        if config.max_memory_mb < 64 {
-            return Err(CodeRuntimeError::InvalidConfig(
-                "config.max_memory_mb must be at least 64 for Python".to_owned(),
-            ));
+        if config.max_memory_mb < min_memory_mb {
+            return Err(CodeRuntimeError::InvalidConfig(format!(
+                "config.max_memory_mb must be at least {min_memory_mb} for {language} in worker \
+                 processes"
+            )));
         }
         let worker = find_worker(config.python_worker.as_deref()).ok_or_else(|| {
             CodeRuntimeError::InterpreterNotFound {
-                language: "python",
+                language,
                 binary: WORKER_NAME.to_owned(),
                 fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
                       `cargo build --bin dsh-monty-worker` in this workspace) and set \
                       `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
             }
         })?;
-        let pool = monty_pool::Pool::new(config.clone(), worker)?;
-        let mut runtime = Self::new(Engine::Monty, config)?;
+        let pool = monty_pool::Pool::new(engine, config.clone(), worker)?;
+        let engine = match engine {
+            monty_pool::PoolEngine::Monty => Engine::Monty,
+            monty_pool::PoolEngine::QuickJs => Engine::QuickJs,
+        };
+        let mut runtime = Self::new(engine, config)?;
         if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
             inner.pooled = Some(pool);
         }
@@ -323,6 +373,9 @@ pub(crate) struct Job {
     pub(crate) handle: tokio::runtime::Handle,
     /// The scheduler of the run's binding calls, when this thread drives it.
     pub(crate) lane: Option<driver::InPlaceLane>,
+    /// The host, when the run is in a worker process.
+    #[cfg_attr(not(feature = "embedded-python"), allow(dead_code))]
+    pub(crate) relay: Option<Box<dyn driver::Relay>>,
 }
 
 impl Inner {
@@ -383,6 +436,7 @@ impl Inner {
             disposed: self.disposed.clone(),
             handle: tokio::runtime::Handle::current(),
             lane,
+            relay: None,
         };
         let (tx, rx) = oneshot::channel();
         let engine = self.engine;

@@ -1,5 +1,7 @@
-//! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]): pre-started, sandboxed
-//! `dsh-monty-worker` processes, each serving runs one after another in a fresh interpreter.
+//! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]) and of TypeScript on
+//! QuickJS ([`EmbeddedRuntime::javascript_pooled`], stripped here before it is sent):
+//! pre-started, sandboxed `dsh-monty-worker` processes, each serving runs one after another in
+//! a fresh interpreter.
 //!
 //! A worker goes back to the pool only when its run completed (a value or a program error):
 //! one that crashed, ran out of memory, overran a budget, was cancelled or disposed mid-run, or
@@ -17,6 +19,7 @@
 //! and replies written on that task, without channels or helper tasks in between.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
+//! [`EmbeddedRuntime::javascript_pooled`]: super::EmbeddedRuntime::javascript_pooled
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
@@ -46,6 +49,7 @@ use super::super::frame::{self, ChildFrame, FrameDecoder, Inbound, MAX_DEPTH, Un
 use super::super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
 use super::super::process::{self, Launch, MemoryLimit, Worker};
 use super::super::sandbox::{Plan, Sandbox};
+use super::super::strip::strip_types;
 use super::super::{
     BindingCall, BindingError, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest,
 };
@@ -85,8 +89,18 @@ const FRAME_SPIN: Duration = Duration::from_micros(30);
 /// The longest a run keeps answering calls by polling before it passes through its wait.
 const SPIN_SESSION: Duration = Duration::from_millis(2);
 
-/// The pool behind one `EmbeddedRuntime::python`.
+/// The interpreter a pool's workers run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum PoolEngine {
+    /// Python on Monty.
+    Monty,
+    /// TypeScript on QuickJS, type-stripped on the host.
+    QuickJs,
+}
+
+/// The pool behind one `EmbeddedRuntime::python` or `EmbeddedRuntime::javascript`.
 pub(crate) struct Pool {
+    engine: PoolEngine,
     config: EmbeddedConfig,
     launch: Launch,
     idle: Mutex<Vec<Pooled>>,
@@ -174,6 +188,7 @@ impl Pool {
     /// A pool of `worker` (the `dsh-monty-worker` program) processes under `config`'s
     /// budgets, sandboxed as the subprocess runtimes' children are ([`Sandbox::Auto`]).
     pub(crate) fn new(
+        engine: PoolEngine,
         config: EmbeddedConfig,
         worker: PathBuf,
     ) -> Result<Arc<Pool>, CodeRuntimeError> {
@@ -182,18 +197,26 @@ impl Pool {
         let compute_s = config.compute_ms.div_ceil(1000);
         // A worker serves several runs: its rlimit covers at least three full budgets.
         let cpu_seconds = compute_s * 4 + 2;
+        // The heap stops short of the budget, so that the allocator (exact, at the first
+        // allocation past it) rather than the 10 ms resident-size sample decides.
+        let mut args = vec![((mb << 20) / 8 * 7).to_string().into()];
+        if engine == PoolEngine::QuickJs {
+            args.push(super::quickjs_worker::ENGINE_ARG.into());
+        }
         let launch = Launch {
             interpreter: worker,
-            // The heap stops short of the budget, so that the allocator (exact, at the first
-            // allocation past it) rather than the 10 ms resident-size sample decides.
-            args: vec![((mb << 20) / 8 * 7).to_string().into()],
-            bootstrap_name: "program.py",
+            args,
+            bootstrap_name: match engine {
+                PoolEngine::Monty => "program.py",
+                PoolEngine::QuickJs => "program.js",
+            },
             bootstrap: "",
             cpu_seconds,
             memory: (MemoryLimit::AddressSpace, (mb * 2 + 256) << 20),
             sandbox,
         };
         let pool = Arc::new(Pool {
+            engine,
             slots: Arc::new(Semaphore::new(config.max_concurrent_runs)),
             retire_cpu_ms: (cpu_seconds * 1000).saturating_sub(config.compute_ms + 1000),
             config,
@@ -348,7 +371,10 @@ impl Pool {
         .boxed()
     }
 
-    async fn serve(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
+    async fn serve(
+        self: Arc<Self>,
+        mut request: RunRequest,
+    ) -> Result<RunOutcome, CodeRuntimeError> {
         let admitted = admit(&request, &self.slots, &self.disposed, |kind, message| {
             self.early(kind, message)
         });
@@ -356,6 +382,13 @@ impl Pool {
             Ok(permit) => permit,
             Err(outcome) => return Ok(outcome),
         };
+        // Stripped once admitted (the admission refuses an oversized program unstripped).
+        if self.engine == PoolEngine::QuickJs {
+            match strip_types(std::mem::take(&mut request.program)).await {
+                Ok(js) => request.program = js,
+                Err(message) => return Ok(self.early(FailureKind::Exception, message)),
+            }
+        }
         if request.signal.is_cancelled() {
             return Ok(self.early(
                 FailureKind::Abort,

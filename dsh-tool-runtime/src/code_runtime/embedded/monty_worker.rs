@@ -14,7 +14,8 @@
 //! program can choose.
 //!
 //! The interpreter loop ([`execute`]) is generic over its [`Link`], so that the in-process
-//! variant the benchmarks measure runs the same code.
+//! variant the benchmarks measure runs the same code. The same process serves QuickJS instead
+//! when started with `quickjs` (`quickjs_worker.rs`), over the same channel.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 
@@ -24,7 +25,7 @@ use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufRead, BufReader, BufWriter, Read, Write};
 use std::os::fd::{AsFd, FromRawFd, OwnedFd};
-use std::rc::Rc;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use monty::{MontyRun, RunProgress};
@@ -125,9 +126,9 @@ unsafe impl GlobalAlloc for WorkerAllocator {
     }
 }
 
-/// The worker's entry point: `<worker> <max-memory-bytes> <bootstrap>`. Serves run frames one
-/// after another, each in a fresh Monty interpreter, until the host closes its end. Never
-/// returns.
+/// The worker's entry point: `<worker> <max-memory-bytes> [quickjs] <bootstrap>`. Serves run
+/// frames one after another, each in a fresh interpreter (Monty, or QuickJS with `quickjs`),
+/// until the host closes its end. Never returns.
 #[doc(hidden)]
 pub fn worker_main() -> ! {
     let limit = std::env::args()
@@ -136,10 +137,21 @@ pub fn worker_main() -> ! {
         .unwrap_or(512 << 20);
     // The worker's own start-up is charged as well: the budget covers the whole heap.
     LIMIT.store(limit, Ordering::Relaxed);
+    let quickjs = std::env::args().nth(2).as_deref() == Some(super::quickjs_worker::ENGINE_ARG);
     let code = std::thread::Builder::new()
         .name("dsh-monty".to_owned())
         .stack_size(STACK_BYTES)
-        .spawn(serve)
+        .spawn(move || {
+            let channel = match open_channel() {
+                Ok(channel) => channel,
+                Err(code) => return code,
+            };
+            if quickjs {
+                super::quickjs_worker::serve(channel)
+            } else {
+                serve(channel)
+            }
+        })
         .ok()
         .and_then(|t| t.join().ok())
         .unwrap_or(70);
@@ -153,7 +165,9 @@ const TRIM_ABOVE: usize = 32 << 20;
 /// The largest frame buffer kept between runs.
 const KEEP_BUFFER: usize = 1 << 20;
 
-fn serve() -> i32 {
+/// The frame channel to the host, from the descriptors it gives every worker; `Err` with the
+/// exit code when the shared region cannot be mapped.
+pub(crate) fn open_channel() -> Result<Channel, i32> {
     // SAFETY: the host gives every worker exactly these three descriptors (see `process.rs`
     // and `ring.rs`); nothing else in this process owns them.
     let (bell_out, bell_in, region) = unsafe {
@@ -164,49 +178,38 @@ fn serve() -> i32 {
         )
     };
     let Ok(region) = ring::Region::map(region.as_fd()) else {
-        return 74;
+        return Err(74);
     };
     let (up, down) = region.worker_ends();
-    let bells = Rc::new(Bells {
+    let bells = Arc::new(Bells {
         out: bell_out,
         inbox: bell_in,
     });
-    let mut channel = Channel {
+    let channel = Channel {
         out: BufWriter::with_capacity(
             64 << 10,
             RingOut {
                 ring: up,
-                bells: Rc::clone(&bells),
+                bells: Arc::clone(&bells),
                 published: false,
             },
         ),
         inbox: BufReader::with_capacity(64 << 10, RingIn { ring: down, bells }),
         line: Vec::new(),
     };
-    let mut line = Vec::new();
+    Ok(channel)
+}
+
+fn serve(mut channel: Channel) -> i32 {
     loop {
-        line.clear();
-        match channel.inbox.read_until(b'\n', &mut line) {
-            Ok(0) | Err(_) => return 0,
-            Ok(_) => {}
-        }
-        let Some(run) = parse(&line) else { return 73 };
-        // A reply the host sent before it read the last run's completion: nothing awaits it.
-        if run.get("type").and_then(Value::as_str) != Some("run") {
-            continue;
-        }
-        if line.capacity() > KEEP_BUFFER {
-            line = Vec::new();
-        }
+        let run = match channel.next_run() {
+            Ok(run) => run,
+            Err(code) => return code,
+        };
         let done = execute(&run, &mut channel);
         drop(run);
         if let Finish::Done(done) = done {
-            let sent = channel
-                .out
-                .write_all(done.as_bytes())
-                .and_then(|()| channel.out.write_all(b"\n"))
-                .and_then(|()| channel.out.flush());
-            if sent.is_err() {
+            if channel.done(&done).is_err() {
                 return 0;
             }
         } else {
@@ -224,7 +227,7 @@ fn parse(line: &[u8]) -> Option<Value> {
 
 /// Gives the heap a large run freed back to the system, so that the worker's resident size
 /// is that of an idle worker again.
-fn release_memory() {
+pub(crate) fn release_memory() {
     if PEAK.swap(LIVE_MEMORY.load(Ordering::Relaxed), Ordering::Relaxed) > TRIM_ABOVE {
         // SAFETY: `malloc_trim` only releases free memory of the C heap.
         unsafe { libc::malloc_trim(0) };
@@ -261,7 +264,7 @@ pub(crate) trait Link {
 }
 
 /// The frame channel of a worker process: the shared rings, buffered both ways.
-struct Channel {
+pub(crate) struct Channel {
     out: BufWriter<RingOut>,
     inbox: BufReader<RingIn>,
     line: Vec<u8>,
@@ -297,7 +300,7 @@ fn closed() -> std::io::Error {
 /// parked.
 struct RingOut {
     ring: ring::Producer,
-    bells: Rc<Bells>,
+    bells: Arc<Bells>,
     /// Bytes were published since the last flush. Monty flushes its print writer at checkpoints
     /// of a computing program; ringing then, with nothing new, would wake a parked host to find
     /// nothing, over and over.
@@ -334,7 +337,7 @@ impl Write for RingOut {
 /// bytes come; end of input once the host is gone.
 struct RingIn {
     ring: ring::Consumer,
-    bells: Rc<Bells>,
+    bells: Arc<Bells>,
 }
 
 impl RingIn {
@@ -388,6 +391,53 @@ impl Channel {
     fn string(&mut self, s: &str) -> std::io::Result<()> {
         serde_json::to_writer(&mut self.out, s).map_err(std::io::Error::other)
     }
+
+    /// Waits for the host's next `run` frame, skipping replies to a finished run's calls;
+    /// `Err` with the exit code once the host is gone (0) or sent what is not JSON.
+    pub(crate) fn next_run(&mut self) -> Result<Value, i32> {
+        loop {
+            self.line.clear();
+            match self.inbox.read_until(b'\n', &mut self.line) {
+                Ok(0) | Err(_) => return Err(0),
+                Ok(_) => {}
+            }
+            let run = parse(&self.line).ok_or(73)?;
+            if self.line.capacity() > KEEP_BUFFER {
+                self.line = Vec::new();
+            }
+            // A reply the host sent before it read the last run's completion: nothing awaits it.
+            if run.get("type").and_then(Value::as_str) == Some("run") {
+                return Ok(run);
+            }
+        }
+    }
+
+    /// Sends a run's `done` frame (given without its newline).
+    pub(crate) fn done(&mut self, done: &str) -> std::io::Result<()> {
+        self.out.write_all(done.as_bytes())?;
+        self.out.write_all(b"\n")?;
+        self.out.flush()
+    }
+
+    /// Waits until at least one line has come from the host, then hands `each` every line
+    /// there is, without its newline.
+    pub(crate) fn lines(&mut self, mut each: impl FnMut(&[u8])) -> Result<(), Halt> {
+        // One line is waited for; the others already read are taken without waiting.
+        let mut first = true;
+        while first || self.inbox.buffer().contains(&b'\n') {
+            first = false;
+            self.line.clear();
+            match self.inbox.read_until(b'\n', &mut self.line) {
+                Ok(0) | Err(_) => return Err(Halt),
+                Ok(_) => {}
+            }
+            each(&self.line);
+        }
+        if self.line.capacity() > KEEP_BUFFER {
+            self.line = Vec::new();
+        }
+        Ok(())
+    }
 }
 
 impl Link for Channel {
@@ -412,23 +462,11 @@ impl Link for Channel {
     }
 
     fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
-        // One reply is waited for; the others already read are taken without waiting.
-        let mut first = true;
-        while first || self.inbox.buffer().contains(&b'\n') {
-            first = false;
-            self.line.clear();
-            match self.inbox.read_until(b'\n', &mut self.line) {
-                Ok(0) | Err(_) => return Err(Halt),
-                Ok(_) => {}
-            }
-            if let Some(reply) = decode_reply(&self.line) {
+        self.lines(|line| {
+            if let Some(reply) = decode_reply(line) {
                 out.push(reply);
             }
-        }
-        if self.line.capacity() > KEEP_BUFFER {
-            self.line = Vec::new();
-        }
-        Ok(())
+        })
     }
 
     fn log(&mut self, text: &str) -> Result<(), Halt> {

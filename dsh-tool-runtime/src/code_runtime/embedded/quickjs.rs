@@ -20,7 +20,7 @@ use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
 use super::Job;
 use super::driver::{
-    self, Calls, Ending, INTERPRETER_STACK_BYTES, Stop, Submitted, Unpark, Watch, parse_json,
+    self, Calls, Ending, INTERPRETER_STACK_BYTES, Relay, Stop, Submitted, Unpark, Watch, parse_json,
 };
 use super::quickjs_values::{self, Read, Reader};
 use crate::json::MAX_FRAME_DEPTH;
@@ -169,6 +169,8 @@ struct State {
     logs: Vec<String>,
     ending: Option<Ending>,
     calls: Calls,
+    /// The host of a run in a worker process: logs go to it, replies come from it.
+    relay: Option<Box<dyn Relay>>,
 }
 
 impl State {
@@ -238,7 +240,21 @@ fn refusal<'js>(ctx: &Ctx<'js>, message: &str) -> rquickjs::Result<rquickjs::Val
 }
 
 /// Runs `job` to its outcome, sends the outcome, then tears the interpreter down.
-pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
+pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
+    execute(job, |ending, ledger, logs| {
+        let _ = tx.send(driver::outcome(ledger, logs, ending));
+    });
+}
+
+/// Compiles the bootstrap ahead of the first run (a worker does it before it is needed).
+#[cfg(feature = "embedded-python")]
+pub(crate) fn prepare() {
+    std::sync::LazyLock::force(&BOOTSTRAP_BYTECODE);
+}
+
+/// Runs `job` to its ending and hands that to `ended` with the run's ledger and logs, then tears
+/// the interpreter down (the caller hears of the ending first).
+pub(crate) fn execute(mut job: Job, ended: impl FnOnce(Ending, &mut OutputLedger, Vec<String>)) {
     let _tokio = job.handle.enter();
     let lane = job.lane.take();
     let watch = Arc::new(Watch::new(&job));
@@ -255,6 +271,7 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
         logs: Vec::new(),
         ending: None,
         calls: Calls::new(&job, lane),
+        relay: job.relay.take(),
     }));
     let started = Runtime::new_with_alloc(allocator).and_then(|rt| {
         rt.set_max_stack_size(INTERPRETER_STACK_BYTES);
@@ -278,18 +295,22 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
                 ),
             };
             let logs = std::mem::take(&mut state.logs);
-            let _ = tx.send(driver::outcome(&mut state.ledger, logs, ending));
+            ended(ending, &mut state.ledger, logs);
             return;
         }
     };
-    let outcome = context.with(|ctx| drive(&ctx, &job, &watch, &state));
-    let _ = tx.send(outcome);
+    let ending = context.with(|ctx| drive(&ctx, &job, &watch, &state));
+    {
+        let mut state = state.borrow_mut();
+        let logs = std::mem::take(&mut state.logs);
+        ended(ending, &mut state.ledger, logs);
+    }
     // The program's heap goes with the runtime; pending calls were dropped at settle.
     drop(context);
     drop(rt);
 }
 
-fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>>) -> RunOutcome {
+fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>>) -> Ending {
     let waiters = Waiters::default();
     let failure = match start(ctx, job, watch, state, &waiters) {
         Ok(failure) => Some(failure),
@@ -313,7 +334,7 @@ fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>
     waiters.borrow_mut().clear();
     let mut state = state.borrow_mut();
     state.calls.settle();
-    let ending = match watch.stopped() {
+    match watch.stopped() {
         Some(Stop::Settled) | None => state.ending.take().unwrap_or_else(|| {
             let (kind, message) = watch.failure(Stop::Settled);
             Ending::Fail(kind, message)
@@ -322,9 +343,7 @@ fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>
             let (kind, message) = watch.failure(stop);
             Ending::Fail(kind, message)
         }
-    };
-    let logs = std::mem::take(&mut state.logs);
-    driver::outcome(&mut state.ledger, logs, ending)
+    }
 }
 
 /// Installs the host functions and the bootstrap, compiles the program and starts it. Returns
@@ -346,8 +365,15 @@ fn start<'js>(
             if s.ending.is_some() {
                 return;
             }
+            if let Some(relay) = &mut s.relay {
+                relay.log(&text);
+            }
             if let Err(diagnostic) = s.ledger.push_log(&mut s.logs, &text) {
                 s.end(&w, Ending::Overflow(diagnostic));
+            }
+            // Sent already: the host keeps the logs, the ledger here only counts them.
+            if s.relay.is_some() {
+                s.logs.clear();
             }
         })?,
     )?;
@@ -522,7 +548,14 @@ fn pump<'js>(
             );
             return;
         }
-        std::thread::park_timeout(watch.wall_left());
+        let mut s = state.borrow_mut();
+        match &mut s.relay {
+            Some(relay) => relay.wait(),
+            None => {
+                drop(s);
+                std::thread::park_timeout(watch.wall_left());
+            }
+        }
     }
 }
 
