@@ -227,6 +227,8 @@ async fn special_files_are_refused_without_blocking() {
 
 /// Runs `dsh-tools call TOOL ARGS` over `root`; returns the result's value and its peak resident size
 /// in bytes (from `wait4`'s resource usage).
+// The child is reaped by `wait4` (for its resource usage), not by `Child::wait`.
+#[allow(clippy::zombie_processes)]
 fn call_in_child(root: &Path, tool: &str, arguments: Value) -> (Value, u64) {
     let mut child = Command::new(BIN)
         .args(["--json", "--builtin", "repo", "--root"])
