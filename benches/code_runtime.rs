@@ -68,11 +68,11 @@ fn request(program: &str) -> RunRequest {
 }
 
 fn embedded() -> EmbeddedRuntime {
-    EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config")
+    EmbeddedRuntime::javascript_in_process(EmbeddedConfig::default()).expect("a valid config")
 }
 
 fn embedded_pooled() -> EmbeddedRuntime {
-    EmbeddedRuntime::javascript_pooled(EmbeddedConfig::default()).expect("the worker is built")
+    EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("the worker is built")
 }
 
 fn embedded_python() -> EmbeddedRuntime {

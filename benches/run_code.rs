@@ -52,7 +52,8 @@ fn setup(backend: Backend, rt: &tokio::runtime::Runtime) -> Registry {
                 Arc::new(SubprocessRuntime::typescript(config).await.expect("node"))
             }
             Backend::EmbeddedTypeScript => Arc::new(
-                EmbeddedRuntime::javascript(EmbeddedConfig::default()).expect("a valid config"),
+                EmbeddedRuntime::javascript_in_process(EmbeddedConfig::default())
+                    .expect("a valid config"),
             ),
             Backend::EmbeddedPython => Arc::new(
                 EmbeddedRuntime::python(EmbeddedConfig::default()).expect("the Monty worker"),

@@ -27,7 +27,7 @@ fn config() -> EmbeddedConfig {
 }
 
 fn javascript(config: EmbeddedConfig) -> EmbeddedRuntime {
-    EmbeddedRuntime::javascript(config).expect("a valid config")
+    EmbeddedRuntime::javascript_in_process(config).expect("a valid config")
 }
 
 /// Resident size of this process in bytes.

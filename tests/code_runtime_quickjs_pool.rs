@@ -1,4 +1,4 @@
-//! What TypeScript on QuickJS in worker processes (`EmbeddedRuntime::javascript_pooled`)
+//! What TypeScript on QuickJS in worker processes (`EmbeddedRuntime::javascript`)
 //! promises: budgets and cancellation hold even inside a long built-in, which QuickJS runs to
 //! its end without polling its interrupt hook (`replaceAll` over a huge string, a sort of
 //! millions of elements): the run ends with the limit's kind, its worker process is gone, and
@@ -34,7 +34,7 @@ const LONG_SORT: &str = "const a = new Array(3_000_000);\n\
 /// One worker serves every run (none is kept idle beside it), with `compute_ms` and
 /// `max_wall_ms` as given.
 fn pooled(compute_ms: u64, max_wall_ms: u64) -> EmbeddedRuntime {
-    EmbeddedRuntime::javascript_pooled(EmbeddedConfig {
+    EmbeddedRuntime::javascript(EmbeddedConfig {
         compute_ms,
         max_wall_ms,
         max_memory_mb: 512,

@@ -737,6 +737,7 @@ impl ToolDefinitionBuilder {
             Box::pin(async move { shared.dispatch(args, exec).await })
         };
         let classifier = self.classifier.unwrap_or_else(|| Box::new(|_| false));
+        let name_for_render = name.clone();
         Ok(ToolDefinition {
             inner: Arc::new(Inner {
                 name,
@@ -747,7 +748,10 @@ impl ToolDefinitionBuilder {
                 timeout_ms: self.timeout_ms,
                 classifier,
                 dispatch: Box::new(dispatch),
-                render_value: Box::new(move |args, value, _| Ok((render(args, value), None, None))),
+                render_value: Box::new(move |args, value, _| {
+                    let content = presenter(&name_for_render, "render", || render(args, value))?;
+                    Ok((content, None, None))
+                }),
                 finalize: self.finalize,
                 present_call: self.present_call,
                 annotations: self.annotations,
@@ -825,7 +829,7 @@ impl DynamicDispatch {
                 return Err(invalid_output(&self.tool_name, &violations));
             }
         }
-        let content = (self.render)(&args, &value);
+        let content = presenter(&self.tool_name, "render", || (self.render)(&args, &value))?;
         let view = self.present_result.as_ref().and_then(|present| {
             guarded(&self.tool_name, "present_result", || present(&args, &value))
         });

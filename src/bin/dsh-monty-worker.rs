@@ -1,5 +1,5 @@
 //! The worker program of the Python runtime on Monty (`EmbeddedRuntime::python`) and of the
-//! pooled TypeScript runtime on QuickJS (`EmbeddedRuntime::javascript_pooled`): started and
+//! pooled TypeScript runtime on QuickJS (`EmbeddedRuntime::javascript`): started and
 //! sandboxed by the host's worker pool, it serves runs one after another, each in a fresh
 //! interpreter. Not meant to be run by hand.
 //!

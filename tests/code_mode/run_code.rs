@@ -117,7 +117,7 @@ fn code_mode_with(
 /// QuickJS with `config`.
 #[cfg(feature = "embedded-js")]
 fn quickjs(config: dsh_tools::code::EmbeddedConfig) -> Arc<dyn CodeRuntime> {
-    Arc::new(dsh_tools::code::EmbeddedRuntime::javascript(config).expect("a valid config"))
+    Arc::new(dsh_tools::code::EmbeddedRuntime::javascript(config).expect("the worker is built with the tests"))
 }
 
 /// Tracks overlap of the `nap` tool's bodies.

@@ -348,6 +348,33 @@ async fn a_panicking_presenter_is_invalid_tool_output_ref_1_10() {
     }
 }
 
+/// The same for a definition made with the builder: its `render` panicking is
+/// `INVALID_TOOL_OUTPUT`, through `dispatch` and through a registry call.
+#[tokio::test]
+async fn a_panicking_builder_render_is_invalid_tool_output() {
+    use dsh_tools::{Registry, ToolCall};
+    let definition = ToolDefinition::builder("echo")
+        .parameters(json!({"type": "object"}))
+        .handler(|args, _exec| async move { Ok(args) })
+        .render(|_args, _value| panic!("render exploded"))
+        .build()
+        .unwrap();
+    let failed = failure(&definition, json!({})).await;
+    assert_eq!(failed.code(), Some(dsh_tools::ErrorCode::InvalidToolOutput));
+    assert_eq!(
+        failed.message,
+        "tool \"echo\" returned invalid output: output.render failed: render exploded"
+    );
+    let registry = Registry::new();
+    registry.register(definition).unwrap();
+    let result = registry.execute(ToolCall::new("c1", "echo", json!({}))).await;
+    assert_eq!(
+        result.error_code(),
+        Some(dsh_tools::ErrorCode::InvalidToolOutput),
+        "{result:?}"
+    );
+}
+
 #[derive(Serialize, Deserialize, JsonSchema)]
 struct Total {
     sum: u32,

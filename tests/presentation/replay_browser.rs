@@ -312,3 +312,71 @@ async fn the_console_check_sees_a_script_error() {
         "a thrown error reaches the console lines: {console:#?}"
     );
 }
+
+/// Marks the body with the cards wider than their box, measured after layout.
+const MEASURE_OVERFLOW: &str = "<script>\
+const wide = [...document.querySelectorAll('article.card')]\
+  .filter((card) => card.scrollWidth > card.clientWidth + 1)\
+  .map((card) => card.dataset.callId);\
+if (document.documentElement.scrollWidth > innerWidth + 1) wide.push('page');\
+document.body.setAttribute('data-overflowing', wide.join(',') || 'none');\
+</script>";
+
+#[tokio::test]
+async fn long_program_lines_arguments_and_messages_stay_inside_their_card() {
+    let long = "x".repeat(3_000);
+    let program = format!("const data = \"{long}\";\nreturn data.length;");
+    let events = vec![
+        LoggedEvent::Tool(ToolEvent::Call {
+            call_id: "run".into(),
+            root_call_id: "run".into(),
+            name: "run_code".into(),
+            arguments: Arc::new(json!({"program": program})),
+            agent: None,
+            parent: None,
+            view: Some(dsh_tools::CallView::Generic {
+                title: "A program with one long line".into(),
+                kind: dsh_tools::ToolCallKind::Execute,
+                raw_input: Some(serde_json::Value::String(program.clone())),
+                content: vec![],
+                locations: vec![],
+            }),
+            at_ms: 1_700_000_000_000,
+        }),
+        LoggedEvent::Tool(ToolEvent::Result {
+            call_id: "run".into(),
+            root_call_id: "run".into(),
+            name: "run_code".into(),
+            agent: None,
+            parent: None,
+            result: Arc::new(dsh_tools::ToolResult::coded_failure(
+                dsh_tools::ErrorCode::InvalidArgs,
+                format!("unknown property \"{long}\""),
+            )),
+            view: None,
+            at_ms: 1_700_000_000_250,
+            duration_ms: 250.0,
+        }),
+    ];
+    let html = render_html(&events).replace("</body>", &format!("{MEASURE_OVERFLOW}</body>"));
+    let page = out_dir().join("long-lines.html");
+    std::fs::write(&page, html).unwrap();
+    let Some(browser) = browser() else {
+        return;
+    };
+    let (dom, console) = chromium(
+        &browser,
+        &page,
+        &[
+            "--dump-dom".to_owned(),
+            "--window-size=1000,800".to_owned(),
+        ],
+    )
+    .await;
+    assert!(console.is_empty(), "{console:#?}");
+    assert!(
+        dom.contains("data-overflowing=\"none\""),
+        "no card is wider than its box: {}",
+        dom.split("data-overflowing=").nth(1).map_or("no mark", |rest| &rest[..rest.len().min(80)])
+    );
+}

@@ -384,3 +384,59 @@ fn the_page_is_capped_and_says_what_it_left_out() {
     assert_eq!(page.matches("<article").count(), 16);
     assert!(page.contains("data-left-out=\"4\""), "{page}");
 }
+
+#[test]
+fn a_tool_without_a_call_view_shows_its_name_once_and_no_guessed_kind() {
+    let events = vec![
+        call("own", "create_ticket", None, None),
+        result("own", "create_ticket", None, ok("done"), None),
+        call(
+            "viewed",
+            "read_file",
+            None,
+            Some(CallView::Generic {
+                title: "Read src/lib.rs".into(),
+                kind: ToolCallKind::Read,
+                raw_input: None,
+                content: vec![],
+                locations: vec![],
+            }),
+        ),
+        result("viewed", "read_file", None, ok("text"), None),
+    ];
+    let page = render_html(&events);
+    let own = card_body(&page, "own");
+    assert!(!own.contains("class=\"badge"), "no `other` badge: {own}");
+    assert_eq!(
+        own.matches("create_ticket").count(),
+        2,
+        "the name appears in data-tool and once as the title: {own}"
+    );
+    assert!(own.contains("<span class=\"title\">create_ticket</span>"));
+    let viewed = card_body(&page, "viewed");
+    assert!(viewed.contains("<span class=\"badge k-read\">read</span>"));
+    assert!(viewed.contains("<span class=\"tool\">read_file</span>"));
+}
+
+#[test]
+fn the_arguments_of_a_failed_call_start_open() {
+    let events = vec![
+        call("bad", "create_ticket", None, None),
+        result(
+            "bad",
+            "create_ticket",
+            None,
+            ToolResult::coded_failure(ErrorCode::InvalidArgs, "unknown property \"asignee\""),
+            None,
+        ),
+        call("good", "create_ticket", None, None),
+        result("good", "create_ticket", None, ok("done"), None),
+    ];
+    let page = render_html(&events);
+    assert!(
+        card_body(&page, "bad").contains("<details class=\"raw\" open><summary>arguments"),
+        "{}",
+        card_body(&page, "bad")
+    );
+    assert!(card_body(&page, "good").contains("<details class=\"raw\"><summary>arguments"));
+}

@@ -313,13 +313,20 @@ impl<'a> Session<'a> {
             kind_name(kind),
             if open { " open" } else { "" },
         );
-        let _ = write!(
-            page,
-            "<span class=\"badge k-{0}\">{0}</span><span class=\"title\">{1}</span><span class=\"tool\">{2}</span>",
-            kind_name(kind),
-            escape(&call_title(record)),
-            escape(record.name),
-        );
+        // A tool with no call view declared no kind: it gets no badge rather than a guessed
+        // `other`, and its name, which is then its title, is shown once.
+        if record.call_view.is_some() {
+            let _ = write!(
+                page,
+                "<span class=\"badge k-{0}\">{0}</span>",
+                kind_name(kind)
+            );
+        }
+        let title = call_title(record);
+        let _ = write!(page, "<span class=\"title\">{}</span>", escape(&title));
+        if title != record.name {
+            let _ = write!(page, "<span class=\"tool\">{}</span>", escape(record.name));
+        }
         if let Some(outline) = outline(record) {
             let _ = write!(page, "<span class=\"outline\">{}</span>", escape(&outline));
         }
@@ -376,9 +383,11 @@ impl<'a> Session<'a> {
             None => {}
         }
         if let Some(arguments) = record.arguments {
+            // The arguments of a failed call are often why it failed (`INVALID_ARGS`).
             let _ = writeln!(
                 page,
-                "<details class=\"raw\"><summary>arguments</summary><pre>{}</pre></details>",
+                "<details class=\"raw\"{}><summary>arguments</summary><pre>{}</pre></details>",
+                if failure.is_some() { " open" } else { "" },
                 escape(&pretty(arguments))
             );
         }
@@ -830,7 +839,7 @@ details[open] > summary::before { content: "▾"; }
 .status.ok { color: var(--ok); } .status.failed { color: var(--bad); } .status.running { color: var(--muted); }
 .time { flex: none; margin-left: auto; font-family: var(--mono); font-size: 12px; color: var(--muted); display: flex; gap: 10px; }
 .at, .took { min-width: 58px; text-align: right; }
-.body { padding: 0 12px 10px 30px; }
+.body { padding: 0 12px 10px 30px; min-width: 0; overflow-wrap: anywhere; }
 .body > * { margin-top: 8px; }
 .file { border: 1px solid var(--line); border-radius: 6px; overflow: hidden; }
 .file + .file { margin-top: 8px; }
@@ -840,7 +849,7 @@ table.code { border-collapse: collapse; width: 100%; font: 12px/1.5 var(--mono);
 table.code tbody { display: table; width: 100%; }
 .input table.code { border: 1px solid var(--line); border-radius: 6px; max-height: 260px; }
 td.ln { width: 1%; padding: 0 10px; text-align: right; color: #8c959f; user-select: none; white-space: nowrap; vertical-align: top; border-right: 1px solid var(--line); }
-td.src { padding: 0 10px; white-space: pre; }
+td.src { padding: 0 10px; white-space: pre-wrap; overflow-wrap: anywhere; }
 tr.hit td { background: var(--hit); } tr.hit td.ln { color: #7d4e00; font-weight: 600; box-shadow: inset 3px 0 #d4a72c; }
 tr.gap td { background: var(--bg); color: var(--muted); text-align: center; }
 tr.add td { background: #e6ffec; } tr.del td { background: #ffebe9; }

@@ -878,27 +878,16 @@ fn trailing(field: &Field) -> String {
         .map_or_else(String::new, |doc| format!(" {}", comment(doc)))
 }
 
-/// One `TypedDict` definition: class syntax when every key is a plain member name, the
-/// functional form (PEP 589 "Alternative Syntax") otherwise, which accepts any string key. Bodies
-/// are indented by one space: as valid as four, and a token cheaper per line.
+/// One `TypedDict` definition in class syntax, which reads best and carries each field's doc.
+/// Keys that cannot be class members (`my-field`, `class`, `Upper`) go into a base of the
+/// functional form (PEP 589 "Alternative Syntax", which accepts any string key) named `_<name>`,
+/// which the class extends; with no plain key at all, the functional form alone. Bodies are
+/// indented by one space: as valid as four, and a token cheaper per line.
 fn typed_dict(name: &str, total: bool, fields: &[Field], note: &ExtraNote) -> String {
     let total_arg = if total { "" } else { ", total=False" };
-    let mut text = String::new();
-    if fields.iter().all(|f| is_plain_member(&f.key)) {
-        text.push_str(&format!("class {name}(TypedDict{total_arg}):\n"));
-        for field in fields {
-            text.push_str(&format!(
-                " {}: {}{}\n",
-                field.key,
-                field.ty,
-                trailing(field)
-            ));
-        }
-        text.push_str(&extra_comment(note, " "));
-        if fields.is_empty() {
-            text.push_str(" pass\n");
-        }
-    } else {
+    let (plain, odd): (Vec<&Field>, Vec<&Field>) =
+        fields.iter().partition(|f| is_plain_member(&f.key));
+    let functional = |text: &mut String, name: &str, fields: &[&Field], note: Option<&ExtraNote>| {
         text.push_str(&format!("{name} = TypedDict({}, {{\n", quoted(name)));
         for field in fields {
             text.push_str(&format!(
@@ -908,8 +897,36 @@ fn typed_dict(name: &str, total: bool, fields: &[Field], note: &ExtraNote) -> St
                 trailing(field)
             ));
         }
-        text.push_str(&extra_comment(note, " "));
+        if let Some(note) = note {
+            text.push_str(&extra_comment(note, " "));
+        }
         text.push_str(&format!("}}{total_arg})\n"));
+    };
+    let mut text = String::new();
+    if plain.is_empty() && !odd.is_empty() {
+        functional(&mut text, name, &odd, Some(note));
+        return text.trim_end().to_owned();
+    }
+    let base = if odd.is_empty() {
+        "TypedDict".to_owned()
+    } else {
+        // Names the allocator hands out start with a letter, so `_<name>` is never taken.
+        let base = format!("_{name}");
+        functional(&mut text, &base, &odd, None);
+        base
+    };
+    text.push_str(&format!("class {name}({base}{total_arg}):\n"));
+    for field in &plain {
+        text.push_str(&format!(
+            " {}: {}{}\n",
+            field.key,
+            field.ty,
+            trailing(field)
+        ));
+    }
+    text.push_str(&extra_comment(note, " "));
+    if plain.is_empty() {
+        text.push_str(" pass\n");
     }
     text.trim_end().to_owned()
 }

@@ -119,7 +119,7 @@ async fn subprocess(
     })
 }
 
-#[cfg(feature = "embedded-js")]
+#[cfg(feature = "embedded-python")]
 fn embedded(language: Language, budgets: Budgets) -> Result<Arc<dyn CodeRuntime>, String> {
     use dsh_tools::code::{EmbeddedConfig, EmbeddedRuntime};
     let mut config = EmbeddedConfig::default();
@@ -132,19 +132,13 @@ fn embedded(language: Language, budgets: Budgets) -> Result<Arc<dyn CodeRuntime>
     if let Some(max_output) = budgets.max_output {
         config.max_output_bytes = max_output;
     }
+    // Both languages run in the sandboxed worker pool, so every budget holds for a model's
+    // program (an in-process QuickJS cannot stop a long built-in).
     Ok(match language {
-        #[cfg(feature = "embedded-python")]
         Language::Python => Arc::new(
             EmbeddedRuntime::python(config)
                 .map_err(|error| format!("embedded Python runtime: {error}"))?,
         ),
-        #[cfg(not(feature = "embedded-python"))]
-        Language::Python => {
-            return Err(
-                "--runtime embedded: this dsh-tools was built without the embedded-python feature"
-                    .to_owned(),
-            );
-        }
         _ => Arc::new(
             EmbeddedRuntime::javascript(config)
                 .map_err(|error| format!("embedded TypeScript runtime: {error}"))?,
@@ -152,7 +146,11 @@ fn embedded(language: Language, budgets: Budgets) -> Result<Arc<dyn CodeRuntime>
     })
 }
 
-#[cfg(not(feature = "embedded-js"))]
+#[cfg(not(feature = "embedded-python"))]
 fn embedded(_: Language, _: Budgets) -> Result<Arc<dyn CodeRuntime>, String> {
-    Err("--runtime embedded: this dsh-tools was built without the embedded-js feature".to_owned())
+    Err(
+        "--runtime embedded: this dsh-tools was built without the embedded-python feature (its \
+         worker program serves both languages)"
+            .to_owned(),
+    )
 }

@@ -3,16 +3,13 @@
 //! modules; only the binding globals and `console` are handed in.
 //!
 //! [`EmbeddedRuntime::javascript`] runs TypeScript (stripped on the host, as for the subprocess
-//! runtime) on QuickJS (feature `embedded-js`). Each run gets a fresh interpreter runtime and
-//! context on a thread of its own, so a run never blocks tokio's workers; at most
-//! [`EmbeddedConfig::max_concurrent_runs`] interpreter threads exist at once, further runs wait.
-//! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
-//! kinds.
-//!
-//! QuickJS does not poll its interrupt hook inside a long built-in (a `replaceAll` over a huge
-//! string, a sort of millions of elements), so in the host such a call outlives every budget
-//! and a cancellation. [`EmbeddedRuntime::javascript_pooled`] runs the same engine in the
-//! worker processes described below, where the host ends an overdue run by killing its worker.
+//! runtime) on QuickJS in the worker processes described below, where the host ends an overdue
+//! run by killing its worker. [`EmbeddedRuntime::javascript_in_process`] (feature `embedded-js`
+//! alone) runs it on an interpreter thread of the host instead, for trusted programs: QuickJS
+//! does not poll its interrupt hook inside a long built-in (a `replaceAll` over a huge string, a
+//! sort of millions of elements), so there such a call outlives every budget and a
+//! cancellation. Budgets and failure kinds are those of the subprocess runtimes; the host alone
+//! decides limit kinds.
 //!
 //! [`EmbeddedRuntime::python`] runs Python on Monty (feature `embedded-python`). Monty cannot be
 //! made crash-proof inside a process (a native stack overflow or an allocator abort ends the
@@ -80,7 +77,7 @@ pub struct EmbeddedConfig {
     /// for a slot without holding a thread. For Python, also the most worker processes that
     /// serve runs at once.
     pub max_concurrent_runs: usize,
-    /// Worker pools only ([`EmbeddedRuntime::python`], [`EmbeddedRuntime::javascript_pooled`]):
+    /// Worker pools only ([`EmbeddedRuntime::python`], [`EmbeddedRuntime::javascript`]):
     /// worker processes the pool keeps started and idle, waiting for a run
     /// (default 2, at most `max_concurrent_runs`). A worker whose run completed (with a value
     /// or a program error) goes back on top, so the next run reuses it, while at most one more
@@ -179,32 +176,19 @@ struct Inner {
 }
 
 impl EmbeddedRuntime {
-    /// A TypeScript runtime on QuickJS (ES2023). Programs are type-stripped on the host
-    /// (erasable syntax only) and run as the body of an async function with `console` and the
-    /// binding globals in scope. Static `import`, `require` and Node.js or browser APIs do not
-    /// exist.
+    /// A TypeScript runtime on QuickJS (ES2023), run by a pool of sandboxed worker processes as
+    /// [`python`](Self::python)'s programs are (the same worker program,
+    /// [`EmbeddedConfig::python_worker`], and the same pool settings). Programs are
+    /// type-stripped on the host (erasable syntax only) and run as the body of an async function
+    /// with `console` and the binding globals in scope. Static `import`, `require` and Node.js or
+    /// browser APIs do not exist.
     ///
-    /// # Errors
-    ///
-    /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range.
-    ///
-    /// The interpreter runs on a thread of the host, and QuickJS does not poll its interrupt
-    /// hook inside a long built-in (`'a'.repeat(2 ** 27).replaceAll('a', 'bc')`, a sort of
-    /// millions of elements): such a call runs to its end whatever the compute budget, the
-    /// wall-clock ceiling or a cancellation says, keeping a core busy meanwhile. For programs
-    /// that are not trusted, use [`javascript_pooled`](Self::javascript_pooled).
-    #[cfg(feature = "embedded-js")]
-    pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::new(Engine::QuickJs, config)
-    }
-
-    /// TypeScript on QuickJS as [`javascript`](Self::javascript), run by a pool of sandboxed
-    /// worker processes as [`python`](Self::python)'s programs are (the same worker program,
-    /// [`EmbeddedConfig::python_worker`], and the same pool settings). Every budget and the
-    /// cancellation hold for every program: the host watches the worker's CPU time and resident
-    /// memory (sampled every 10 ms), the wall clock, binding calls and output, and kills the
-    /// worker when a run overruns or is cancelled, even inside a long built-in. The heap limit
-    /// counts the worker's whole heap.
+    /// Every budget and the cancellation hold for every program: the host watches the worker's
+    /// CPU time and resident memory (sampled every 10 ms), the wall clock, binding calls and
+    /// output, and kills the worker when a run overruns or is cancelled, even inside a long
+    /// built-in that never polls the interpreter's interrupt hook. The heap limit counts the
+    /// worker's whole heap. A binding call costs about 90 µs more than in
+    /// [`javascript_in_process`](Self::javascript_in_process) (BENCHMARKS.md).
     ///
     /// # Errors
     ///
@@ -212,8 +196,26 @@ impl EmbeddedRuntime {
     /// be at least 32 here); [`CodeRuntimeError::InterpreterNotFound`] when the worker program
     /// is not found (it comes with feature `embedded-python`).
     #[cfg(feature = "embedded-python")]
-    pub fn javascript_pooled(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+    pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         Self::pooled(monty_pool::PoolEngine::QuickJs, config, 32, "typescript")
+    }
+
+    /// TypeScript on QuickJS as [`javascript`](Self::javascript), on an interpreter thread of
+    /// this process: a fresh interpreter runtime and context per run, at most
+    /// [`EmbeddedConfig::max_concurrent_runs`] threads at once. For trusted programs only.
+    ///
+    /// QuickJS does not poll its interrupt hook inside a long built-in
+    /// (`'a'.repeat(2 ** 27).replaceAll('a', 'bc')`, a sort of millions of elements): in the host
+    /// such a call runs to its end whatever the compute budget, the wall-clock ceiling or a
+    /// cancellation says, keeping a core busy meanwhile. Every other budget holds as in
+    /// [`javascript`](Self::javascript); the heap limit counts the interpreter's heap only.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range.
+    #[cfg(feature = "embedded-js")]
+    pub fn javascript_in_process(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
+        Self::new(Engine::QuickJs, config)
     }
 
     /// A Python runtime on Monty (a subset of Python 3: no third-party modules, a few standard
@@ -224,8 +226,7 @@ impl EmbeddedRuntime {
     /// Runs are served by a pool of sandboxed worker processes started ahead
     /// ([`EmbeddedConfig::python_idle_workers`]), each run in a fresh interpreter, so
     /// [`isolation`](CodeRuntime::isolation) is that of a (sandboxed) process. Budgets as for
-    /// [`javascript`](Self::javascript), except that memory counts the worker's whole heap
-    /// and CPU time is sampled by the host every 10 ms.
+    /// [`javascript`](Self::javascript).
     ///
     /// # Errors
     ///

@@ -1,5 +1,5 @@
 //! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]) and of TypeScript on
-//! QuickJS ([`EmbeddedRuntime::javascript_pooled`], stripped here before it is sent):
+//! QuickJS ([`EmbeddedRuntime::javascript`], stripped here before it is sent):
 //! pre-started, sandboxed `dsh-monty-worker` processes, each serving runs one after another in
 //! a fresh interpreter.
 //!
@@ -19,7 +19,7 @@
 //! and replies written on that task, without channels or helper tasks in between.
 //!
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
-//! [`EmbeddedRuntime::javascript_pooled`]: super::EmbeddedRuntime::javascript_pooled
+//! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
 
 use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;

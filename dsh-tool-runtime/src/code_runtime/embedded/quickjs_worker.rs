@@ -1,4 +1,4 @@
-//! QuickJS inside the worker process ([`EmbeddedRuntime::javascript_pooled`]): the same engine as in
+//! QuickJS inside the worker process ([`EmbeddedRuntime::javascript`]): the same engine as in
 //! the host (`quickjs.rs`), one fresh interpreter per run, speaking the frame protocol of the
 //! Monty worker over the same shared rings. QuickJS does not poll its interrupt hook inside
 //! long built-ins (a `replaceAll` over a huge string, a sort of millions of elements), so no
@@ -10,7 +10,7 @@
 //! worker's allocator (exit status [`monty_types::OOM_EXIT_CODE`]). A run that ends any other
 //! way than with a value or a program error ends the process, leaving the host to report why.
 //!
-//! [`EmbeddedRuntime::javascript_pooled`]: super::EmbeddedRuntime::javascript_pooled
+//! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
 
 use std::collections::HashMap;
 use std::sync::Arc;
