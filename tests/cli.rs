@@ -557,7 +557,7 @@ fn a_missing_argument_is_named_on_the_error_line() {
     assert!(line.ends_with("not provided: <NAME>"), "{line}");
 }
 
-/// `run --runtime embedded` runs the program in the in-process interpreter (QuickJS: no
+/// `run --runtime embedded` runs the program in the worker pool's interpreter (QuickJS: no
 /// `process`, no `require`) or on Monty, with the same tools and budgets as the subprocess
 /// runtimes; an unknown runtime is one error line naming the known ones.
 #[test]

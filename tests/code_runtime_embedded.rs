@@ -46,6 +46,7 @@ fn rss_bytes() -> u64 {
 async fn javascript_cannot_reach_the_host() {
     let _alone = ALONE.lock().await;
     let rt = javascript(config());
+    assert_eq!(rt.isolation().as_str(), "in-process interpreter");
     let out = run(
         &rt,
         r#"const names = ['require', 'process', 'std', 'os', 'fetch', 'Deno', 'Bun', 'module',

@@ -114,10 +114,12 @@ fn code_mode_with(
     registry
 }
 
-/// QuickJS with `config`.
+/// QuickJS with `config`, in this process.
 #[cfg(feature = "embedded-js")]
 fn quickjs(config: dsh_tools::code::EmbeddedConfig) -> Arc<dyn CodeRuntime> {
-    Arc::new(dsh_tools::code::EmbeddedRuntime::javascript(config).expect("the worker is built with the tests"))
+    Arc::new(
+        dsh_tools::code::EmbeddedRuntime::javascript_in_process(config).expect("a valid config"),
+    )
 }
 
 /// Tracks overlap of the `nap` tool's bodies.

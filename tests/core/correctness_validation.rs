@@ -367,7 +367,9 @@ async fn a_panicking_builder_render_is_invalid_tool_output() {
     );
     let registry = Registry::new();
     registry.register(definition).unwrap();
-    let result = registry.execute(ToolCall::new("c1", "echo", json!({}))).await;
+    let result = registry
+        .execute(ToolCall::new("c1", "echo", json!({})))
+        .await;
     assert_eq!(
         result.error_code(),
         Some(dsh_tools::ErrorCode::InvalidToolOutput),

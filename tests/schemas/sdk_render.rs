@@ -607,7 +607,7 @@ fn constraints_become_doc_comments() {
 }
 
 #[test]
-fn hostile_keys_are_quoted_or_moved_to_functional_typed_dicts() {
+fn hostile_keys_are_quoted_or_moved_to_a_functional_base() {
     let schema = json!({"type": "object", "properties": {
         "my-key": {"type": "string"}, "class": {"type": "string"}, "__proto__": {"type": "string"}, "ok": {"type": "string"}
     }, "required": ["my-key", "class", "__proto__", "ok"], "additionalProperties": false});
@@ -615,9 +615,10 @@ fn hostile_keys_are_quoted_or_moved_to_functional_typed_dicts() {
         ts(schema.clone()),
         "{ \"my-key\": string; class: string; \"__proto__\": string; ok: string }"
     );
-    // Keys that are no Python parameter names: one dict argument of a functional TypedDict.
+    // Keys that are no Python parameter names: one dict argument, a class whose other keys sit
+    // in a functional TypedDict it extends.
     let py = py(schema);
-    assert!(py.contains("TArgs = TypedDict(\"TArgs\", {\n \"my-key\": \"str\",\n \"class\": \"str\",\n \"__proto__\": \"str\",\n \"ok\": \"str\",\n})"), "{py}");
+    assert!(py.contains("_TArgs = TypedDict(\"_TArgs\", {\n \"my-key\": \"str\",\n \"class\": \"str\",\n \"__proto__\": \"str\",\n})\nclass TArgs(_TArgs):\n ok: str"), "{py}");
     assert!(
         py.ends_with("async def t(self, args: TArgs) -> Any: ..."),
         "{py}"
@@ -796,7 +797,7 @@ fn python_object_shapes_are_rendered_once() {
     ];
     let python = sdk::python(&tools);
     assert_eq!(
-        python.matches(" = TypedDict(\"Relations").count(),
+        python.matches(" = TypedDict(\"_Relations").count(),
         2,
         "{python}"
     );
@@ -819,7 +820,11 @@ fn python_object_shapes_are_rendered_once() {
     assert_eq!(python.matches("class OkOutput(TypedDict):").count(), 1);
     assert!(!python.contains("UndoOutput") && !python.contains("RemoveOutput"));
     // Numbering has no gaps: the reused shapes gave their names back.
-    assert!(python.contains("Relations2 = TypedDict("), "{python}");
+    assert!(
+        python.contains("_Relations2 = TypedDict(")
+            && python.contains("class Relations2(_Relations2):"),
+        "{python}"
+    );
 }
 
 /// An output property's doc is left out only when it repeats an input's text: one named like an

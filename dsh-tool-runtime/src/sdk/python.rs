@@ -887,21 +887,22 @@ fn typed_dict(name: &str, total: bool, fields: &[Field], note: &ExtraNote) -> St
     let total_arg = if total { "" } else { ", total=False" };
     let (plain, odd): (Vec<&Field>, Vec<&Field>) =
         fields.iter().partition(|f| is_plain_member(&f.key));
-    let functional = |text: &mut String, name: &str, fields: &[&Field], note: Option<&ExtraNote>| {
-        text.push_str(&format!("{name} = TypedDict({}, {{\n", quoted(name)));
-        for field in fields {
-            text.push_str(&format!(
-                " {}: {},{}\n",
-                quoted(&field.key),
-                quoted(&field.ty),
-                trailing(field)
-            ));
-        }
-        if let Some(note) = note {
-            text.push_str(&extra_comment(note, " "));
-        }
-        text.push_str(&format!("}}{total_arg})\n"));
-    };
+    let functional =
+        |text: &mut String, name: &str, fields: &[&Field], note: Option<&ExtraNote>| {
+            text.push_str(&format!("{name} = TypedDict({}, {{\n", quoted(name)));
+            for field in fields {
+                text.push_str(&format!(
+                    " {}: {},{}\n",
+                    quoted(&field.key),
+                    quoted(&field.ty),
+                    trailing(field)
+                ));
+            }
+            if let Some(note) = note {
+                text.push_str(&extra_comment(note, " "));
+            }
+            text.push_str(&format!("}}{total_arg})\n"));
+        };
     let mut text = String::new();
     if plain.is_empty() && !odd.is_empty() {
         functional(&mut text, name, &odd, Some(note));
