@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Type-checks generated code-mode SDKs (SPEC §8): the committed `sdk/` files, the generator's
-# snapshot goldens, and every directory given as an argument (tests/sdk_typecheck.rs passes the
-# SDKs it renders from the corpus).
+# Type-checks generated code-mode SDKs: the committed `sdk/` files, the generator's snapshot
+# goldens, and every directory given as an argument (tests/sdk_typecheck.rs passes the SDKs it
+# renders from the corpus).
 #
 # TypeScript and mypy come from `.ci/install-tools.sh` (pinned in `.ci/tools/`, installed under
 # `.tools/` on first use), so this runs the same on a fresh machine without global installs.

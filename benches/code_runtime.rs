@@ -1,4 +1,4 @@
-//! Code runtime latency (SPEC §8), side by side with Node.js `worker_threads`.
+//! Code runtime latency, side by side with Node.js `worker_threads`.
 //!
 //! Run: `cargo bench --bench code_runtime`. Before divan's own tables it prints one comparison
 //! table, measured in the same process run:
@@ -15,9 +15,9 @@
 //!     pooled (the runtime's default: pre-started sandboxed `dsh-monty-worker` processes, each
 //!     serving run after run in a fresh interpreter) and in this process (an interpreter thread
 //!     per run, as QuickJS runs; not crash-proof, measured to weigh the pool's cost).
-//! (d) the sandbox's cost (SPEC §8.1): start-to-result of the trivial program with the default
-//!     sandbox (`Sandbox::Auto`, all of it on Linux 6.12+) against `Sandbox::Off`, per language,
-//!     with and without a standby child, the two interleaved run by run.
+//! (d) the sandbox's cost: start-to-result of the trivial program with the default sandbox
+//!     (`Sandbox::Auto`, all of it on Linux 6.12+) against `Sandbox::Off`, per language, with and
+//!     without a standby child, the two interleaved run by run.
 
 use std::path::Path;
 use std::sync::{Arc, OnceLock};

@@ -1,5 +1,5 @@
-//! Model-facing economy (SPEC §13, issue 18), counted in `o200k_base` tokens. A measurement, not
-//! a timing: prints two tables.
+//! Model-facing economy (issue 18): what the model reads natively against code mode, counted in
+//! `o200k_base` tokens. A measurement, not a timing: prints two tables.
 //!
 //! 1. The corpus's real MCP servers: the native tool list (Anthropic and OpenAI wire forms)
 //!    against the full SDK prompt section and the progressive-disclosure index, per server, summed

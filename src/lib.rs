@@ -31,7 +31,7 @@ pub use serde::{self, Deserialize, Serialize};
 /// serde_json, re-exported for building arguments (`dsh_tools::serde_json::json!`) and reading values.
 pub use serde_json;
 
-/// Schema dialects (SPEC §3): the forms providers accept for a tool's parameters schema.
+/// Schema dialects: the forms providers accept for a tool's parameters schema.
 pub mod dialect {
     pub use dsh_tool_runtime::DialectSchema;
     pub use dsh_tool_runtime::dialect::{
@@ -40,7 +40,7 @@ pub mod dialect {
     };
 }
 
-/// The SDK generator (SPEC §8): byte-stable TypeScript and Python declarations of the tools.
+/// The SDK generator: byte-stable TypeScript and Python declarations of the tools.
 pub mod sdk {
     pub use dsh_tool_runtime::sdk::{
         DescribeError, Disclosure, Language, MAX_SEARCH_RESULTS, ToolSpec, describe, index_section,
@@ -48,8 +48,8 @@ pub mod sdk {
     };
 }
 
-/// Code mode (SPEC §8): the `run_code` transport, the code runtimes that run a program, their
-/// budgets and sandbox.
+/// Code mode: the `run_code` transport, the code runtimes that run a program, their budgets and
+/// sandbox.
 #[cfg(feature = "code-mode")]
 pub mod code {
     pub use dsh_tool_runtime::code_mode::{
@@ -64,8 +64,8 @@ pub mod code {
     pub use dsh_tool_runtime::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
 }
 
-/// MCP (SPEC §9, §12): tools of MCP servers bridged into a registry, and a registry served over
-/// MCP (feature `mcp-server`).
+/// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature
+/// `mcp-server`).
 #[cfg(feature = "mcp")]
 pub mod mcp {
     pub use dsh_tool_runtime::mcp::{
@@ -79,14 +79,14 @@ pub mod mcp {
     };
 }
 
-/// Guards (SPEC §6): the per-call guard check, the timeout policy and the repeat-call reminder.
+/// Guards: the per-call guard check, the timeout policy and the repeat-call reminder.
 pub mod guards {
     pub use dsh_tool_runtime::guards::{
         Guard, ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy,
     };
 }
 
-/// Events published for every call, and the JSON-lines event log (SPEC §10).
+/// Events published for every call, and the JSON-lines event log.
 pub mod events {
     pub use dsh_tool_runtime::events::{
         EventLog, LogError, LoggedEvent, MAX_LOG_DEPTH, ReadLimits, ToolEvent, read_log,
@@ -94,7 +94,7 @@ pub mod events {
     };
 }
 
-/// Presentation (SPEC §10): call and result cards for a UI, and the replay page.
+/// Presentation: call and result cards for a UI, and the replay page.
 pub mod presentation {
     pub use dsh_tool_runtime::presentation::replay::{ReplayLimits, render_html, render_html_with};
     pub use dsh_tool_runtime::presentation::{

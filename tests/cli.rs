@@ -185,7 +185,7 @@ fn run_prints_progress_on_stderr_and_the_result_on_stdout() {
 }
 
 /// `replay` turns the `--events` log of a `run` into one page with a card per call, nested
-/// under the run's card, and needs no tool source (SPEC §10, §12).
+/// under the run's card, and needs no tool source.
 #[test]
 fn replay_renders_the_events_of_a_run() {
     let tools = require_tools!();
@@ -395,7 +395,7 @@ fn unknown_dialect_lists_the_known_ones() {
 }
 
 /// A failed run's captured output follows its message on the one error line, each line kept
-/// apart; the output limit's diagnostic is cut to the budget left, as REFERENCE §4.7 says.
+/// apart; the output limit's diagnostic is cut to the budget left, as in DSH.
 #[test]
 fn a_run_over_its_output_limit_keeps_its_lines_apart() {
     let dir = tempfile::tempdir().unwrap();

@@ -1,5 +1,5 @@
-//! Cancelling a `run_code` call mid-run leaves no child process behind (SPEC §8). A test binary
-//! of its own, so no other test's children are counted.
+//! Cancelling a `run_code` call mid-run leaves no child process behind. A test binary of its own,
+//! so no other test's children are counted.
 
 use std::sync::Arc;
 

@@ -1,7 +1,7 @@
-//! What only the embedded runtimes promise (SPEC §8.2): a program cannot reach the host, hostile
-//! programs (deep nesting in source and data, huge literals, recursion and allocation bombs)
-//! end in a typed outcome while the host carries on, a hot loop stops within 20 ms of CPU time
-//! past its budget, and a thousand runs leave the host's memory flat.
+//! What only the embedded runtimes promise: a program cannot reach the host, hostile programs (deep
+//! nesting in source and data, huge literals, recursion and allocation bombs) end in a typed
+//! outcome while the host carries on, a hot loop stops within 20 ms of CPU time past its budget,
+//! and a thousand runs leave the host's memory flat.
 //!
 //! The tests of this file measure the whole process (CPU time, resident size), so they take
 //! one lock and run one at a time.

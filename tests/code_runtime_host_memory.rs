@@ -1,6 +1,6 @@
-//! Host memory per protocol frame (SPEC §8.1): a hostile child writing a 4 MB binding-call
-//! frame straight onto the protocol pipe costs the host less than 16 MB. One test in its own
-//! binary, so the process's resident high-water mark is this test's alone.
+//! Host memory per protocol frame: a hostile child writing a 4 MB binding-call frame straight onto
+//! the protocol pipe costs the host less than 16 MB. One test in its own binary, so the process's
+//! resident high-water mark is this test's alone.
 
 mod code_runtime_support;
 

@@ -1,6 +1,6 @@
 //! A crate that depends on `dsh-tools` alone (or on it renamed, with `#[tool(crate = …)]`)
-//! compiles: expansions name serde, schemars and serde_json only through `dsh_tools::__private`
-//! (SPEC §11 "macro expansions that need the user to depend on serde_json").
+//! compiles: expansions name serde, schemars and serde_json only through `dsh_tools::__private`,
+//! so a user never has to add serde_json to their own dependencies for the macro's sake.
 //!
 //! Runs `cargo check --offline` on the two crates under `ui-tests/`, sharing the target directory
 //! trybuild uses so dependencies are already built.

@@ -1,8 +1,7 @@
 //! A recursive internally tagged enum (`#[serde(tag = "type")] enum Node { …, Group(Box<Node>) }`)
 //! as a `#[tool]` parameter, inside an `#[args]` struct and as an output type never kills the
-//! host (issue "what a tool author hits first", SPEC §1 "Parameters → schema", REFERENCE §1.10):
-//! its schema refers to itself with a `$ref`, and validation, every dialect and both SDKs handle
-//! that `$ref` on a default 2 MiB thread stack.
+//! host (issue "what a tool author hits first"): its schema refers to itself with a `$ref`, and
+//! validation, every dialect and both SDKs handle that `$ref` on a default 2 MiB thread stack.
 //!
 //! schemars 1.2 recurses without end on such a variant, which aborts the whole process; the types
 //! here derive through `dsh_tools::schemars` (as the README tells tool authors to), whose derive

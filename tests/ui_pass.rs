@@ -1,7 +1,7 @@
 //! Every supported signature shape of `#[tool]` and `#[toolbox]` (`ui-tests/pass`): each case is
 //! a module of this test, compiled with it and its `main` run. They are not trybuild cases: with
 //! only `compile_fail` cases trybuild checks the failing cases in one `cargo check`, instead of
-//! building and linking a binary per case (SPEC §1 "Compile-time checks" stay in `tests/ui.rs`).
+//! building and linking a binary per case (the compile-fail cases stay in `tests/ui.rs`).
 
 #[path = "../ui-tests/pass/annotations.rs"]
 mod annotations;

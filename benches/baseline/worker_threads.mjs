@@ -1,5 +1,5 @@
 // Baseline for benches/code_runtime.rs: what the same work costs with Node.js worker_threads,
-// the substrate of the DSH worker-thread code runtime (REFERENCE §4.7).
+// the substrate of the DSH worker-thread code runtime.
 //
 // Usage: node worker_threads.mjs [starts] [round-trips]
 // Prints one JSON line: {"worker_start_ms": <median>, "port_round_trip_us": <mean>,

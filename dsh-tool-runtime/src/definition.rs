@@ -1,4 +1,4 @@
-//! The type-erased tool (SPEC §2 "Definitions").
+//! The type-erased tool.
 
 use futures::future::BoxFuture;
 use std::fmt;
@@ -111,8 +111,7 @@ pub enum DefinitionError {
 }
 
 /// Removes top-level `null` values of properties that are not `required`: strict-mode clients send
-/// `null` for "absent" (SPEC §1, §3).
-/// Copies the arguments only when there is a `null` to drop.
+/// `null` for "absent". Copies the arguments only when there is a `null` to drop.
 fn drop_null_optionals(parameters: &Value, args: Arc<Value>) -> Arc<Value> {
     let Value::Object(map) = &*args else {
         return args;
@@ -185,7 +184,7 @@ fn serde_violation<A: ToolArgs>(args: &Value, fallback: &serde_json::Error) -> S
 }
 
 /// Runs an author's `render` or `presentation_meta`; a panic in it is the tool's invalid output
-/// (`output.render failed: <message>`, REFERENCE §1.10), not a crash of the call.
+/// (`INVALID_TOOL_OUTPUT`, `output.render failed: <message>`), not a crash of the call.
 fn presenter<R>(tool: &str, which: &str, run: impl FnOnce() -> R) -> Result<R, ToolFailure> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
         let message = crate::call::panic_message(payload.as_ref());
@@ -439,9 +438,9 @@ impl ToolDefinition {
     }
 
     /// Validates a replacement value against the output schema and presents it the way the
-    /// body's own value would be (post-execute `Accept { value }`, wrapper-authored successes;
-    /// REFERENCE §2.2 steps 9 and 11): content from the tool's renderer, `meta` recomputed for a
-    /// top-level call, and the result card.
+    /// body's own value would be (post-execute `Accept { value }`, wrapper-authored successes):
+    /// content from the tool's renderer, `meta` recomputed for a top-level call, and the result
+    /// card.
     ///
     /// # Errors
     /// `INVALID_TOOL_OUTPUT` when the value breaks the output schema or a renderer panics.
@@ -548,7 +547,7 @@ impl ToolDefinitionBuilder {
     }
 
     /// Non-object arguments (`null`, a string, …) are replaced by `{}` before validation instead of
-    /// failing with `"arguments" must be an object` (the MCP bridge's rule, REFERENCE §5).
+    /// failing with `"arguments" must be an object` (the MCP bridge's rule, as in DSH).
     pub fn coerce_non_object_arguments(mut self) -> Self {
         self.coerce_non_object = true;
         self
@@ -572,7 +571,7 @@ impl ToolDefinitionBuilder {
         self
     }
 
-    /// The pending-state UI card for a call's raw arguments (SPEC §10).
+    /// The pending-state UI card for a call's raw arguments.
     pub fn present_call(
         mut self,
         present: impl Fn(&Value) -> Option<CallView> + Send + Sync + 'static,
@@ -581,8 +580,8 @@ impl ToolDefinitionBuilder {
         self
     }
 
-    /// The completed-state UI card of a success, from the raw arguments and the value (SPEC
-    /// §10); a panic shows the generic card.
+    /// The completed-state UI card of a success, from the raw arguments and the value; a panic
+    /// shows the generic card.
     pub fn present_result(
         mut self,
         present: impl Fn(&Value, &Value) -> Option<ResultView> + Send + Sync + 'static,

@@ -1,4 +1,4 @@
-//! Error codes and the error type tool bodies return (SPEC §2, REFERENCE §1.10).
+//! Error codes and the error type tool bodies return.
 
 use std::fmt;
 

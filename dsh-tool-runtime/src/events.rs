@@ -1,4 +1,4 @@
-//! Events published for every call (SPEC §10).
+//! Events published for every call.
 //!
 //! Subscribe with [`Registry::subscribe`](crate::Registry::subscribe). Every call publishes at most
 //! one [`ToolEvent::Call`] (none when it is refused before any hook runs) and exactly one

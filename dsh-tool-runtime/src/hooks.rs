@@ -1,4 +1,4 @@
-//! The execution pipeline's extension points (SPEC §4, REFERENCE §2.2).
+//! The execution pipeline's extension points.
 //!
 //! A call runs: resolve → pre-execute hooks (waterfall) → approval on `Ask` → guards → execute
 //! wrappers around the body → normalization → post-execute hooks (waterfall) → `finalize_content`
@@ -33,7 +33,7 @@ pub struct ToolCallView {
     pub signal: CancellationToken,
 }
 
-/// A pre-execute decision (REFERENCE §2.2 step 4).
+/// A pre-execute decision.
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum PreDecision {
@@ -151,7 +151,7 @@ impl ExecNext {
     }
 }
 
-/// A post-execute decision (REFERENCE §2.2 step 11).
+/// A post-execute decision.
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum PostDecision {

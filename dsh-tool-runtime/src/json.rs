@@ -172,8 +172,8 @@ pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
 }
 
 /// Compact JSON text of `value`, built without recursion. With `sort_keys`, object keys are
-/// deep-sorted in UTF-16 code-unit order (JavaScript's default sort; REFERENCE §3.2 canonical
-/// arguments); array order is always kept.
+/// deep-sorted in UTF-16 code-unit order (JavaScript's default sort, so the repeat-call reminder's
+/// canonical arguments match DSH's); array order is always kept.
 pub fn compact(value: &Value, sort_keys: bool) -> String {
     let mut out = String::new();
     let mut stack: Vec<Frame<'_>> = vec![Frame::Value(value)];

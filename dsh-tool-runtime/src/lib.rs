@@ -1,12 +1,18 @@
 //! The runtime of dsh-tools: everything between a model's tool call and the result it reads.
 //! Depend on the `dsh-tools` facade instead: it re-exports the curated API of this crate.
 //!
-//! Modules follow the sections of the design spec (`ARCHITECTURE.md` maps the whole tree):
-//! §1–§2 `tool`, `definition`, `registry`, `call` (the call, its context and its stages),
-//! `result`, `error`, `schema`, `validate`; §3 [`dialect`]; §4 `hooks` and `call`; §5 `scope`;
-//! §6 [`guards`]; §7 `schedule`; §8 [`sdk`], `code_mode` and `code_runtime` (feature
-//! `code-mode`); §9 `mcp` (feature `mcp`); §10 [`presentation`], [`events`]; §12 `mcp_server`
-//! (feature `mcp-server`).
+//! Modules by concern (`ARCHITECTURE.md` maps the whole tree):
+//! - tools, definitions, the registry and results: `tool`, `definition`, `registry`, `call` (the
+//!   call, its context and its stages), `result`, `error`, `schema`, `validate`;
+//! - schema dialects: [`dialect`];
+//! - the execution pipeline: `hooks` and `call`;
+//! - agent scopes: `scope`;
+//! - guards: [`guards`];
+//! - the batch scheduler: `schedule`;
+//! - code mode: [`sdk`], `code_mode` and `code_runtime` (feature `code-mode`);
+//! - the MCP client bridge: `mcp` (feature `mcp`);
+//! - presentation and events: [`presentation`], [`events`];
+//! - serving over MCP: `mcp_server` (feature `mcp-server`).
 #![warn(missing_docs)]
 
 mod annotations;

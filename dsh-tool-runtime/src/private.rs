@@ -167,8 +167,8 @@ impl<T: PatternValue> PatternValue for Option<T> {
     }
 }
 
-/// Checks `#[arg(range(min, max))]` on the property `name`; pushes REFERENCE §1.6-style
-/// violations (`"n" must be >= 1`) to `out`.
+/// Checks `#[arg(range(min, max))]` on the property `name`; pushes violations worded like argument
+/// validation's (`"n" must be >= 1`) to `out`.
 pub fn arg_range<V: RangeValue + ?Sized>(
     name: &str,
     value: &V,

@@ -1,4 +1,4 @@
-//! Result shapes of a tool call (SPEC §2 "Results", REFERENCE §1.9).
+//! Result shapes of a tool call.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -46,8 +46,7 @@ pub struct ContextSource {
     pub summary: Option<String>,
 }
 
-/// A user-role message the agent loop appends after the step's tool results
-/// (REFERENCE §1.9 `additionalContexts`).
+/// A user-role message the agent loop appends after the step's tool results.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AdditionalContext {
     /// The message content.
@@ -269,7 +268,7 @@ impl ToolResult {
     }
 }
 
-/// Text blocks joined by `\n`; a non-text block reads `[<type> content]` (REFERENCE §2.2 step 11).
+/// Text blocks joined by `\n`; a non-text block reads `[<type> content]`.
 pub fn blocks_text(blocks: &[ContentBlock]) -> String {
     blocks
         .iter()

@@ -1,4 +1,4 @@
-//! Deriving parameters and output schemas with schemars (SPEC §1 "Parameters → schema").
+//! Deriving parameters and output schemas with schemars.
 
 use schemars::JsonSchema;
 use schemars::generate::SchemaSettings;
@@ -20,7 +20,7 @@ pub fn output_settings() -> SchemaSettings {
 
 /// Rewrites every optional property (one not in its object's `required`) whose schema admits
 /// `null` only because it is an `Option<T>` to `T`'s own schema: optional means absent, never a
-/// `null` type array (SPEC §1). Walks iteratively, so depth is bounded by memory only.
+/// `null` type array. Walks iteratively, so depth is bounded by memory only.
 pub fn strip_optional_nulls(schema: &mut Value) {
     let mut stack: Vec<&mut Value> = vec![schema];
     while let Some(node) = stack.pop() {

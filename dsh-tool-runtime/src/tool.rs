@@ -1,4 +1,4 @@
-//! The trait `#[tool]` implements (SPEC §1 "Generated items").
+//! The trait `#[tool]` implements.
 
 use std::future::Future;
 
@@ -106,7 +106,7 @@ pub trait Tool: Send + Sync + 'static {
     }
 
     /// Checks the `#[arg]` constraints (`range`, `length`, `pattern`) that serde cannot; returns
-    /// every violation in the REFERENCE §1.6 format.
+    /// every violation worded like argument validation's (`"n" must be >= 1`).
     fn check_constraints(_args: &Self::Args) -> Vec<String> {
         Vec::new()
     }
@@ -145,10 +145,9 @@ pub trait Tool: Send + Sync + 'static {
 
     /// Rebuilds the typed output from a value another stage substituted for the body's (a
     /// post-execute `Accept { value }`, a wrapper-authored success), so that [`Tool::RENDER`],
-    /// [`Tool::PRESENT_RESULT`] and [`Tool::PRESENTATION_META`] describe the substitute too
-    /// (REFERENCE §2.2 step 11). `#[tool]` implements it with the output type's `Deserialize`
-    /// when it has one; `None` (the default) renders the substitute with [`default_render`] and
-    /// leaves it without `meta`.
+    /// [`Tool::PRESENT_RESULT`] and [`Tool::PRESENTATION_META`] describe the substitute too.
+    /// `#[tool]` implements it with the output type's `Deserialize` when it has one; `None` (the
+    /// default) renders the substitute with [`default_render`] and leaves it without `meta`.
     fn output_from_value(_value: &Value) -> Option<Self::Output> {
         None
     }

@@ -1,8 +1,9 @@
-//! Argument validation (SPEC §2 "Argument validation", REFERENCE §1.6).
+//! Argument validation.
 //!
 //! The fast path deserializes arguments straight into the typed `Args`; only when that fails does
 //! the slow path here run the full schema with the `jsonschema` crate and collect every
-//! violation, rendered with REFERENCE §1.6's templates.
+//! violation, each one short message that names its path (`missing required property "<path>"`,
+//! `"<path>" must be one of [..]`, …), worded as in DSH.
 
 use std::collections::HashMap;
 use std::fmt::Write as _;
@@ -60,9 +61,9 @@ impl SchemaValidator {
     }
 
     /// Every violation of `value`, rendered with root name `root` (`""` renders as `arguments`),
-    /// in REFERENCE §1.6's order: within an object, missing-required first, then the children in
-    /// the schema's `properties` order, then undeclared keys; `enum` wins over `const` on the
-    /// same schema.
+    /// in this order, as in DSH: within an object, missing-required first, then the children in the
+    /// schema's `properties` order, then undeclared keys; `enum` wins over `const` on the same
+    /// schema.
     pub fn violations(&self, value: &Value, root: &str) -> Vec<String> {
         if let Some(violation) = depth_violation(value, root) {
             return vec![violation];
@@ -377,7 +378,8 @@ impl Render<'_> {
 
     /// Explains a `oneOf` miss whose branches are objects told apart by one `const` property
     /// (serde's tagged enums): a missing or unknown tag names the tags; a known tag reports why
-    /// its branch failed. Other unions keep REFERENCE §1.6's text alone.
+    /// its branch failed. Other unions keep the plain
+    /// `must match exactly one oneOf branch (matched N)` text.
     fn tagged_branch(
         &self,
         branches: &Value,

@@ -1,7 +1,6 @@
 //! `run_code` results against a scripted code runtime (no interpreter, no clock): failures win
-//! over cancellation (SPEC §4), the missing-runtime text (REFERENCE §4.2), the runtime's own
-//! output-limit text (SPEC §8), the description texts (REFERENCE §4.2), and error codes reaching
-//! the program through the binding bridge (REFERENCE §1.10).
+//! over cancellation, the missing-runtime text, the runtime's own output-limit text, the
+//! description texts, and error codes reaching the program through the binding bridge.
 
 use std::sync::{Arc, Mutex};
 
@@ -108,8 +107,8 @@ fn run_code(signal: CancellationToken) -> ToolCall {
     .with_signal(signal)
 }
 
-/// SPEC §4 "failures win over cancellation": a run that hits a budget while the caller cancels
-/// keeps its failure, with the runtime's own text and the captured output (SPEC §8).
+/// Failures win over cancellation: a run that hits a budget while the caller cancels keeps its
+/// failure, with the runtime's own text and the captured output.
 #[tokio::test]
 async fn a_failed_run_keeps_its_failure_when_the_caller_cancels() {
     let (registry, _) = registry(
@@ -133,8 +132,8 @@ async fn a_failed_run_keeps_its_failure_when_the_caller_cancels() {
     );
 }
 
-/// REFERENCE §4.3 step 7: the runtime stopping the program because the caller cancelled is the
-/// cancellation itself: `ABORTED`.
+/// The runtime stopping the program because the caller cancelled is the cancellation itself:
+/// `ABORTED`.
 #[tokio::test]
 async fn a_run_aborted_by_the_caller_reads_aborted() {
     let (registry, _) = registry(
@@ -149,7 +148,7 @@ async fn a_run_aborted_by_the_caller_reads_aborted() {
     assert_eq!(result.error_code(), Some(ErrorCode::Aborted), "{result:?}");
 }
 
-/// REFERENCE §4.2: in code mode without a runtime, `run_code` says it requires one.
+/// In code mode without a runtime, `run_code` says it requires one.
 #[tokio::test]
 async fn run_code_without_a_runtime_says_it_requires_one() {
     let registry = Registry::new();
@@ -160,8 +159,7 @@ async fn run_code_without_a_runtime_says_it_requires_one() {
     assert!(!message.starts_with("unknown tool"), "{message}");
 }
 
-/// REFERENCE §4.2: both flavours of the `run_code` description explain the `description`
-/// argument.
+/// Both flavours of the `run_code` description explain the `description` argument.
 #[test]
 fn both_run_code_descriptions_mention_the_description_argument() {
     for language in ["typescript", "python"] {
@@ -175,9 +173,9 @@ fn both_run_code_descriptions_mention_the_description_argument() {
     }
 }
 
-/// REFERENCE §1.10: the program's `ToolCallError` carries the code of the failure — the
-/// author's code, `INVALID_ARGS` for bad arguments — and its message stays the plain message.
-/// In Python the tool-name attribute is `tool_name` (REFERENCE §4.5 snake_case).
+/// The program's `ToolCallError` carries the code of the failure — the author's code,
+/// `INVALID_ARGS` for bad arguments — and its message stays the plain message. In Python the
+/// tool-name attribute is `tool_name` (Python attributes are snake_case).
 #[tokio::test]
 async fn binding_failures_carry_their_error_code() {
     for (language, member) in [("typescript", "toolName"), ("python", "tool_name")] {

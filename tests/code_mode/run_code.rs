@@ -1,6 +1,5 @@
-//! Code mode end to end (SPEC §8, REFERENCE §4.1–§4.3) with the real Node.js and Python
-//! runtimes, and with the embedded interpreters, whose thread drives the binding calls'
-//! scheduler itself.
+//! Code mode end to end with the real Node.js and Python runtimes, and with the embedded
+//! interpreters, whose thread drives the binding calls' scheduler itself.
 
 use crate::common;
 
@@ -359,9 +358,8 @@ async fn exclusive_calls_never_overlap() {
     }
 }
 
-/// SPEC §8 / REFERENCE §1.10: a failed sub-call rejects with `ToolCallError` carrying the tool's
-/// name (`toolName`; Python `tool_name`, REFERENCE §4.5) and its error code (`code`: the author's
-/// `EBROKEN`, the runtime's `UNKNOWN_TOOL`).
+/// A failed sub-call rejects with `ToolCallError` carrying the tool's name (`toolName`; Python
+/// `tool_name`) and its error code (`code`: the author's `EBROKEN`, the runtime's `UNKNOWN_TOOL`).
 #[tokio::test]
 async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() {
     for (lang, program) in each_with(
@@ -698,7 +696,7 @@ async fn an_output_limit_keeps_the_runtime_text_and_the_captured_output() {
         ))
         .await;
     let message = &result.error().unwrap().message;
-    // SPEC §8: the runtime's own text stays, with the captured output after it.
+    // The runtime's own text stays, with the captured output after it.
     assert_eq!(
         message,
         "code run failed (output-limit): outer output exceeded 200 bytes\nCaptured output:\nline 0"

@@ -1,7 +1,7 @@
-//! The code runtime contract (SPEC §8, §8.2) as one suite over every backend: the subprocess
-//! runtimes (Node.js, CPython) and the embedded ones (QuickJS; Python on Monty with feature
-//! `embedded-python`). Each behaviour is written once
-//! and runs as one test per backend, `<behaviour>::<backend>`; programs differ only by language.
+//! The code runtime contract as one suite over every backend: the subprocess runtimes (Node.js,
+//! CPython) and the embedded ones (QuickJS; Python on Monty with feature `embedded-python`). Each
+//! behaviour is written once and runs as one test per backend, `<behaviour>::<backend>`; programs
+//! differ only by language.
 
 use crate::code_runtime_support;
 

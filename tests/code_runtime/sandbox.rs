@@ -1,6 +1,5 @@
-//! The OS sandbox of the subprocess code runtimes and their budgets over the whole process tree
-//! (SPEC §8.1), in both languages: what a hostile program can no longer do, and what `Off` still
-//! bounds.
+//! The OS sandbox of the subprocess code runtimes and their budgets over the whole process tree, in
+//! both languages: what a hostile program can no longer do, and what `Off` still bounds.
 
 use crate::code_runtime_support;
 

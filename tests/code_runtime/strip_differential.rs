@@ -1,4 +1,4 @@
-//! Differential test of the TypeScript type stripper (SPEC §8.1): every program of
+//! Differential test of the TypeScript type stripper: every program of
 //! `tests/strip_corpus/programs.ts`, plus the statement-boundary matrices built below, runs once
 //! after our stripping (through the TypeScript code runtime) and once after the TypeScript
 //! compiler's `transpileModule` (the pinned `typescript` of `.ci/install-tools.sh`). Logs, values

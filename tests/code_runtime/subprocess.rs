@@ -1,8 +1,8 @@
-//! The subprocess code runtime end to end (SPEC §8), in TypeScript against the `node` on PATH and
-//! in Python against the `python3` on PATH. Each behaviour both languages share is written once
-//! and run as two tests, `<behaviour>::typescript` and `<behaviour>::python`. Behaviours every
-//! backend shares (the embedded runtime too) live in `code_runtime_backends.rs`; these are the
-//! subprocess-only ones: children, the protocol pipe, interpreters.
+//! The subprocess code runtime end to end, in TypeScript against the `node` on PATH and in Python
+//! against the `python3` on PATH. Each behaviour both languages share is written once and run as
+//! two tests, `<behaviour>::typescript` and `<behaviour>::python`. Behaviours every backend shares
+//! (the embedded runtime too) live in `code_runtime_backends.rs`; these are the subprocess-only
+//! ones: children, the protocol pipe, interpreters.
 
 use crate::code_runtime_support;
 

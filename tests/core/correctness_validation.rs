@@ -1,6 +1,6 @@
 //! Validation and schema correctness (issue: "what a tool author hits first"): constraints of an
 //! `#[args]` struct, serialize-mode output schemas, recursive types, enum-of-const errors and the
-//! violation order of REFERENCE §1.6.
+//! order violations are reported in.
 
 use dsh_tools::Dispatched;
 use dsh_tools::{ToolDefinition, ToolExec, ToolFailure, tool};
@@ -37,8 +37,8 @@ async fn window(#[args] args: WindowArgs) -> String {
     format!("{}{}{}", args.count, args.name, args.slug)
 }
 
-/// REFERENCE §1.6 / SPEC §2 "Argument validation": every constraint the schema shows is checked
-/// before the body runs, also when it was declared with `#[schemars]` on an `#[args]` struct.
+/// Every constraint the schema shows is checked before the body runs, also when it was declared
+/// with `#[schemars]` on an `#[args]` struct.
 #[tokio::test]
 async fn args_struct_constraints_are_enforced_ref_1_6() {
     let definition = ToolDefinition::from_tool(WindowTool);
@@ -76,8 +76,8 @@ async fn listing(name: String) -> Listing {
     }
 }
 
-/// SPEC §1 "Output": the output schema describes what serde writes. A field skipped when empty
-/// is not required, so an ordinary output is not refused as `INVALID_TOOL_OUTPUT` (REFERENCE §1.10).
+/// The output schema describes what serde writes. A field skipped when empty is not required, so an
+/// ordinary output is not refused as `INVALID_TOOL_OUTPUT`.
 #[tokio::test]
 async fn output_schema_uses_the_serialize_view_ref_1_10() {
     let definition = ToolDefinition::from_tool(ListingTool);
@@ -102,9 +102,8 @@ fn on_default_stack<T: Send + 'static>(body: impl FnOnce() -> T + Send + 'static
         .expect("the thread must not die")
 }
 
-/// SPEC §9 (hostile input): a 5,000-deep raw parameters schema, as a hostile MCP server could
-/// send, gives a `DefinitionError` (REFERENCE §1.10 `UNSUPPORTED_SCHEMA`) instead of a stack
-/// overflow on a default 2 MiB stack.
+/// Hostile input: a 5,000-deep raw parameters schema, as a hostile MCP server could send, gives a
+/// `DefinitionError` instead of a stack overflow on a default 2 MiB stack.
 #[test]
 fn deep_raw_schema_is_a_definition_error_ref_1_10() {
     let message = on_default_stack(|| {
@@ -163,8 +162,8 @@ fn raw(schema: Value) -> ToolDefinition {
         .unwrap()
 }
 
-/// REFERENCE §1.6 "enum miss": variants with doc comments make schemars write a `oneOf` of
-/// `const`s; the model still reads the allowed values.
+/// An enum miss: variants with doc comments make schemars write a `oneOf` of `const`s; the model
+/// still reads the allowed values.
 #[tokio::test]
 async fn enum_of_documented_variants_lists_the_values_ref_1_6() {
     let definition = ToolDefinition::from_tool(FindTool);
@@ -192,8 +191,8 @@ async fn draw(shape: Shape) -> String {
     String::new()
 }
 
-/// REFERENCE §1.6's `oneOf` text, then what a model needs to fix a tagged enum: the tags when the
-/// tag is missing or unknown, the chosen branch's own violations when it is known.
+/// The `oneOf` miss text, then what a model needs to fix a tagged enum: the tags when the tag is
+/// missing or unknown, the chosen branch's own violations when it is known.
 #[tokio::test]
 async fn a_tagged_enum_miss_says_which_tag_or_field_ref_1_6() {
     let definition = ToolDefinition::from_tool(DrawTool);
@@ -227,7 +226,7 @@ async fn a_tagged_enum_miss_says_which_tag_or_field_ref_1_6() {
     );
 }
 
-/// REFERENCE §1.6 ordering: missing-required first (in `required` order), then children in the
+/// Violation order, as in DSH: missing-required first (in `required` order), then children in the
 /// schema's `properties` order, then undeclared keys in the value's order.
 #[tokio::test]
 async fn violations_follow_the_reference_order_ref_1_6() {
@@ -282,8 +281,7 @@ async fn unknown_keys_are_named_with_the_nearest_declared_one() {
     );
 }
 
-/// REFERENCE §1.6: `enum` is checked before `const`, and an overlapping `oneOf` reports how many
-/// branches matched.
+/// `enum` is checked before `const`, and an overlapping `oneOf` reports how many branches matched.
 #[tokio::test]
 async fn enum_before_const_and_one_of_match_count_ref_1_6() {
     let definition = raw(json!({
@@ -328,7 +326,7 @@ fn shout_meta(args: &ShoutArgs, _output: &String) -> Option<Value> {
     Some(json!({"len": args.text.len()}))
 }
 
-/// REFERENCE §1.10: a `render` or `presentation_meta` that panics is the tool's invalid output,
+/// A `render` or `presentation_meta` that panics is the tool's invalid output,
 /// `output.render failed: …` / `output.presentationMeta failed: …`, not a plain panic failure.
 #[tokio::test]
 async fn a_panicking_presenter_is_invalid_tool_output_ref_1_10() {
@@ -417,9 +415,9 @@ fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::ContentB
     ))]
 }
 
-/// REFERENCE §2.2 step 11: a post-execute `Accept { value }` on a typed tool is rendered with the
-/// tool's own `render` and its `meta` recomputed (not the default renderer, not the body's `meta`).
-/// An output type without `Deserialize` cannot be read back and keeps the default rendering.
+/// A post-execute `Accept { value }` on a typed tool is rendered with the tool's own `render` and
+/// its `meta` recomputed (not the default renderer, not the body's `meta`). An output type without
+/// `Deserialize` cannot be read back and keeps the default rendering.
 #[tokio::test]
 async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
     use dsh_tools::{PostDecision, Registry, ToolCall};
@@ -483,7 +481,7 @@ async fn lookup(#[args] options: LookupOptions) -> String {
 
 /// An `#[args]` struct's schema says what the struct does: an optional `Option` has no
 /// `"default": null` (its `null` is dropped with it), and `deny_unknown_fields` shows as
-/// `additionalProperties: false` and reads as REFERENCE §1.6's undeclared-key violation.
+/// `additionalProperties: false` and reads as an `unknown property` violation.
 #[tokio::test]
 async fn an_args_struct_schema_follows_its_serde_attributes_ref_1_6() {
     let definition = ToolDefinition::from_tool(LookupTool);

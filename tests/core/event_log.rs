@@ -1,4 +1,4 @@
-//! The JSON-lines event log (SPEC §10): every call's events land in the file, plain or zstd.
+//! The JSON-lines event log: every call's events land in the file, plain or zstd.
 
 use crate::common;
 

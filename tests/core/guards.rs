@@ -1,4 +1,4 @@
-//! The timeout policy and the repeat-call reminder (SPEC §6, REFERENCE §3).
+//! The timeout policy and the repeat-call reminder.
 
 use crate::common;
 
@@ -381,7 +381,7 @@ async fn a_caller_cancel_before_the_deadline_is_never_a_timeout_even_for_a_stubb
 }
 
 /// A guard's denial carries the `DENIED` code (so a code-mode program reads it in
-/// `ToolCallError.code`), and the model text stays `Error: <reason>` (REFERENCE §1.9, §1.10).
+/// `ToolCallError.code`), and the model text stays `Error: <reason>`.
 #[tokio::test]
 async fn guard_denials_carry_the_denied_code() {
     let registry = Registry::new();

@@ -1,5 +1,5 @@
 //! Runtime behaviour of the tools `#[tool]` and `#[toolbox]` generate, observed through
-//! `ToolDefinition::from_tool(..).dispatch(..)` (SPEC §1, §2 "Argument validation").
+//! `ToolDefinition::from_tool(..).dispatch(..)`.
 
 use std::fmt;
 use std::sync::Arc;

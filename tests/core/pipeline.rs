@@ -1,4 +1,4 @@
-//! The execution pipeline (SPEC §4, REFERENCE §2.2–§2.3).
+//! The execution pipeline.
 
 use crate::common;
 

@@ -1,5 +1,5 @@
-//! Registry core (SPEC §2): registration rules, schemas, argument and output validation, result
-//! shapes and error codes.
+//! Registry core: registration rules, schemas, argument and output validation, result shapes and
+//! error codes.
 
 use crate::common;
 
@@ -54,7 +54,7 @@ fn zero_timeout_is_rejected() {
         .unwrap();
     let err = registry.register(def).unwrap_err();
     assert_eq!(err, RegisterError::InvalidTimeout("t".into()));
-    // REFERENCE §1.3 rule 3.
+    // The message is DSH's, word for word.
     assert_eq!(
         err.to_string(),
         "tool \"t\" timeout_ms must be a positive finite number"
@@ -62,7 +62,7 @@ fn zero_timeout_is_rejected() {
 }
 
 /// `register_all` registers all or nothing: a duplicate inside the batch, or with a tool
-/// already there, leaves the registry as it was (REFERENCE §1.3 rule 5).
+/// already there, leaves the registry as it was.
 #[test]
 fn register_all_registers_all_or_nothing() {
     let registry = Registry::new();

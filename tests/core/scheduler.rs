@@ -1,4 +1,4 @@
-//! The order-preserving batch scheduler (SPEC §7, REFERENCE §2.5).
+//! The order-preserving batch scheduler.
 
 use crate::common;
 

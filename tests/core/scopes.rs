@@ -1,4 +1,4 @@
-//! Agent scopes (SPEC §5, REFERENCE §2.4).
+//! Agent scopes.
 
 use crate::common;
 

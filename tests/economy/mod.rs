@@ -1,6 +1,6 @@
-//! Token accounting for the model-facing economy (SPEC §13): a real tokenizer (`o200k_base`,
-//! the ranks bundled with `tiktoken-rs`, nothing downloaded) and the native wire forms the SDK
-//! is measured against. Shared by `benches/economy.rs` and the tests that pin the goals.
+//! Token accounting for the model-facing economy: a real tokenizer (`o200k_base`, the ranks bundled
+//! with `tiktoken-rs`, nothing downloaded) and the native wire forms the SDK is measured against.
+//! Shared by `benches/economy.rs` and the tests that pin the goals.
 #![allow(dead_code)]
 
 use dsh_tools::dialect::Dialect;

@@ -1,5 +1,5 @@
-//! MCP tools in code mode (SPEC §8, §9): the servers' SDK text type-checks like the generator's
-//! own, and TypeScript and Python programs call MCP tools through `run_code`.
+//! MCP tools in code mode: the servers' SDK text type-checks like the generator's own, and
+//! TypeScript and Python programs call MCP tools through `run_code`.
 
 use crate::mcp_support;
 

@@ -1,6 +1,6 @@
-//! The lifecycle of bridged MCP servers (SPEC §9, REFERENCE §5): `list_changed` re-syncs,
-//! progress events, timeouts, cancellation, `isError`, and surviving a server killed mid-call
-//! over stdio and over HTTP. Real servers only: server-everything and our own on `mcp==2.3.0`.
+//! The lifecycle of bridged MCP servers: `list_changed` re-syncs, progress events, timeouts,
+//! cancellation, `isError`, and surviving a server killed mid-call over stdio and over HTTP. Real
+//! servers only: server-everything and our own on `mcp==2.3.0`.
 
 use crate::mcp_support;
 

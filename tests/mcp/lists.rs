@@ -1,7 +1,6 @@
-//! Tool lists (REFERENCE §5 "Sync"): every page, one malformed tool never takes its siblings
-//! down, nor does a repeated or taken name (that tool alone is skipped), hostile depth is refused
-//! per tool;
-//! results: structured content checked against `outputSchema`, rendering of mixed blocks.
+//! Tool lists, as a sync reads them: every page, one malformed tool never takes its siblings down,
+//! nor does a repeated or taken name (that tool alone is skipped), hostile depth is refused per
+//! tool; results: structured content checked against `outputSchema`, rendering of mixed blocks.
 //! Served by a bare JSON-RPC server of ours (tests/mcp_servers/raw_list_server.py), because the
 //! official SDKs refuse to send such lists; the real servers are covered by the other MCP tests.
 
@@ -119,8 +118,8 @@ async fn raw_lists_over_http(
     (child, format!("http://127.0.0.1:{port}/mcp"))
 }
 
-/// Issue 11 (SPEC §9 hostile input) over streamable HTTP: a 5,000-deep schema in a JSON answer
-/// to `tools/list` skips that one tool instead of failing the whole list.
+/// Issue 11 (hostile input from an MCP server) over streamable HTTP: a 5,000-deep schema in a JSON
+/// answer to `tools/list` skips that one tool instead of failing the whole list.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn hostile_depth_over_http_json_is_refused_for_that_tool_only() {
     let tools = require_tools!();

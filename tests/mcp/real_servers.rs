@@ -1,5 +1,5 @@
-//! MCP tools from real servers (SPEC §9, REFERENCE §5): server-everything, server-filesystem and
-//! mcp-server-time over stdio, installed at pinned versions by `.ci/install-tools.sh`.
+//! MCP tools from real servers: server-everything, server-filesystem and mcp-server-time over
+//! stdio, installed at pinned versions by `.ci/install-tools.sh`.
 
 use crate::mcp_support;
 

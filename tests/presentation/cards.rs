@@ -1,6 +1,5 @@
-//! Tool-owned presentation (SPEC §10, REFERENCE §6): the cards the example tools draw, meta on
-//! top-level calls only, and presenters that panic or fail falling back to the generic card
-//! without failing the call.
+//! Tool-owned presentation: the cards the example tools draw, meta on top-level calls only, and
+//! presenters that panic or fail falling back to the generic card without failing the call.
 
 use crate::toolset;
 

@@ -1,5 +1,5 @@
-//! The replay page (SPEC §10): each card kind drawn as its vocabulary says, failures visibly
-//! failed, sub-calls nested under their run, text escaped, the page self-contained.
+//! The replay page: each card kind drawn as its vocabulary says, failures visibly failed, sub-calls
+//! nested under their run, text escaped, the page self-contained.
 
 use std::sync::Arc;
 

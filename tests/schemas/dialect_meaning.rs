@@ -1,8 +1,8 @@
-//! The meaning-keeping dialects (Portable, Anthropic, MCP; SPEC §3) proved against the official
+//! The meaning-keeping dialects (Portable, Anthropic, MCP) proved against the official
 //! JSON-Schema-Test-Suite (draft 2020-12): for every case, an independent validator (the
 //! `jsonschema` crate, not the transforms) gives the transformed schema the verdict it gives the
-//! original, or the transform refuses that schema with a JSON Pointer. Without the corpus the
-//! test prints that it skipped.
+//! original, or the transform refuses that schema with a JSON Pointer. Without the corpus the test
+//! prints that it skipped.
 
 use crate::corpus;
 

@@ -1,4 +1,4 @@
-//! One test per rule of the schema dialects (SPEC §3, provider rules in PROVIDERS.md).
+//! One test per rule of the schema dialects (provider rules in PROVIDERS.md).
 
 use dsh_tools::__private::bfcl_to_json_schema;
 use dsh_tools::dialect::{
@@ -985,9 +985,9 @@ fn malformed_keywords_are_errors_at_their_own_path_in_every_dialect() {
     assert!(Dialect::Portable.transform(&draft07).is_ok());
 }
 
-/// Gemini `Schema` rules (PROVIDERS.md "Gemini"; REFERENCE has no dialects, SPEC §3): string
-/// `format` only `enum`/`date-time`, no empty-string `enum` value, `enum` with a `type`, `items`
-/// on every array, and the property's description kept beside an enum of documented variants.
+/// Gemini `Schema` rules (PROVIDERS.md "Gemini"; DSH has no dialects): string `format` only
+/// `enum`/`date-time`, no empty-string `enum` value, `enum` with a `type`, `items` on every array,
+/// and the property's description kept beside an enum of documented variants.
 #[test]
 fn gemini_formats_enums_arrays_and_descriptions() {
     let schema = json!({

@@ -1,6 +1,6 @@
-//! Pins the parameters and output schemas `#[tool]` derives (SPEC §1 "Parameters → schema",
-//! "Output"): descriptions from doc comments, defaults, constraints, `Option` as not required
-//! with `T`'s own schema, renames, the closed root of `deny_unknown`, and nested types.
+//! Pins the parameters and output schemas `#[tool]` derives: descriptions from doc comments,
+//! defaults, constraints, `Option` as not required with `T`'s own schema, renames, the closed root
+//! of `deny_unknown`, and nested types.
 
 use std::collections::BTreeMap;
 

@@ -1,7 +1,7 @@
-//! Progressive disclosure (SPEC §13) and the compact SDK at run time: the index section, how a
-//! registry chooses it (automatically above a size, or per scope), `sdk.describe` / `sdk.search`
-//! called from TypeScript and Python programs, and the main job's programs written against the
-//! committed compact SDK running (and, for TypeScript, type-checking against it).
+//! Progressive disclosure and the compact SDK at run time: the index section, how a registry
+//! chooses it (automatically above a size, or per scope), `sdk.describe` / `sdk.search` called from
+//! TypeScript and Python programs, and the main job's programs written against the committed
+//! compact SDK running (and, for TypeScript, type-checking against it).
 
 use crate::toolset;
 

@@ -1,8 +1,8 @@
-//! The model-facing economy goals of SPEC §13 on the corpus's real MCP servers, counted in
-//! `o200k_base` tokens: the progressive-disclosure index ≤ 0.1× the native tool list with every
-//! server in one registry (bounded at the measured figure), the full SDK section bounded (the
-//! 0.6× goal is not met), and the main job in code mode ≤ 2 % of its native cost. The corpus
-//! test skips, saying so, without the corpus.
+//! The model-facing economy goals on the corpus's real MCP servers, counted in `o200k_base` tokens:
+//! the progressive-disclosure index ≤ 0.1× the native tool list with every server in one registry
+//! (bounded at the measured figure), the full SDK section bounded (the 0.6× goal is not met), and
+//! the main job in code mode ≤ 2 % of its native cost. The corpus test skips, saying so, without
+//! the corpus.
 
 use crate::corpus;
 use crate::economy;
@@ -13,17 +13,16 @@ fn sdk_sections_cost_less_than_the_native_tool_list() {
     let (table, _sum, all) = economy::corpus_table(&tools);
     println!("{table}");
     assert_eq!(all.tools, 75, "the whole MCP corpus");
-    // The index meets SPEC §13's 0.1× with margin (0.091× / 0.090× measured).
+    // The index meets its 0.1× goal with margin (0.091× / 0.090× measured).
     assert!(all.ratio(all.index_typescript) <= 0.0915, "{table}");
     assert!(all.ratio(all.index_python) <= 0.091, "{table}");
-    // The full section does not reach SPEC §13's 0.6× (0.682× / 0.778× measured; Python 0.803×
-    // before tools answering alike shared one output class, with `getattr(tools, "…")` for names
-    // that are no identifiers, 0.795× with `tools["…"]`; 0.692× /
-    // 0.814× before TypeScript tools answering alike shared one output type and a repeated
-    // Python object shape reused its class; 0.650× / 0.771× before the
-    // documented members of a union kept their docs, which the native list carries too;
-    // 0.73× / 1.05× before keyword signatures, one-space indents, `keyword value` notes, inline
-    // Python defaults and a shorter guide); these bounds keep it from growing back.
+    // The full section does not reach its 0.6× goal (0.682× / 0.778× measured; Python 0.803× before
+    // tools answering alike shared one output class, with `getattr(tools, "…")` for names that are
+    // no identifiers, 0.795× with `tools["…"]`; 0.692× / 0.814× before TypeScript tools answering
+    // alike shared one output type and a repeated Python object shape reused its class; 0.650×
+    // / 0.771× before the documented members of a union kept their docs, which the native list
+    // carries too; 0.73× / 1.05× before keyword signatures, one-space indents, `keyword value`
+    // notes, inline Python defaults and a shorter guide); these bounds keep it from growing back.
     assert!(all.ratio(all.sdk_typescript) <= 0.683, "{table}");
     assert!(all.ratio(all.sdk_python) <= 0.779, "{table}");
 }

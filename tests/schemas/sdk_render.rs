@@ -1,5 +1,5 @@
-//! SDK generator (SPEC §8): snapshots of a hostile fixture set, byte stability, depth bounds,
-//! type mapping and `write_if_changed`.
+//! SDK generator: snapshots of a hostile fixture set, byte stability, depth bounds, type mapping
+//! and `write_if_changed`.
 
 use dsh_tools::sdk::{self, Language, ToolSpec};
 use serde_json::{Value, json};
@@ -662,9 +662,9 @@ fn escaped_names_never_collide() {
     }
 }
 
-/// REFERENCE §4.5: a tool name that is a valid non-ASCII Python identifier (`搜索`) renders as a
-/// method of `Tools`; one whose NFKC form differs (fullwidth `ｆｕｌｌ`) stays a comment, called
-/// through `getattr` (the form every runtime accepts, where REFERENCE writes `tools["…"]`).
+/// A tool name that is a valid non-ASCII Python identifier (`搜索`) renders as a method of `Tools`;
+/// one whose NFKC form differs (fullwidth `ｆｕｌｌ`) stays a comment, called through `getattr` (the
+/// form every runtime accepts, where DSH writes `tools["…"]`).
 #[test]
 fn non_ascii_identifiers_are_python_methods() {
     let empty = json!({"type": "object", "properties": {}});

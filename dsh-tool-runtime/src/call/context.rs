@@ -1,4 +1,4 @@
-//! The execution context a tool body receives (SPEC §1 "Execution context", REFERENCE §2.1).
+//! The execution context a tool body receives.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

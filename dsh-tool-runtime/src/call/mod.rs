@@ -1,5 +1,5 @@
 //! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
-//! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`, SPEC §4).
+//! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
 
 mod contain;
 mod context;

@@ -1,8 +1,8 @@
-//! The stages of one call (SPEC §4, REFERENCE §2.2–§2.3).
+//! The stages of one call.
 //!
-//! [`Registry::execute`] runs them back to back; the batch scheduler (SPEC §7) runs
-//! [`Registry::prepare`] in model order, overlaps [`Registry::dispatch`], and commits with
-//! [`Registry::commit`] in model order again.
+//! [`Registry::execute`] runs them back to back; the batch scheduler runs [`Registry::prepare`] in
+//! model order, overlaps [`Registry::dispatch`], and commits with [`Registry::commit`] in model
+//! order again.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -97,7 +97,7 @@ impl Hooks {
 pub(crate) struct PreparedCall {
     view: Arc<ToolCallView>,
     definition: Option<ToolDefinition>,
-    /// `finalize_content` is captured when the call starts (REFERENCE §2.2 step 1).
+    /// `finalize_content` is captured when the call starts.
     finalizer: Option<ToolDefinition>,
     exec: ToolExec,
     hooks: Hooks,
@@ -170,13 +170,13 @@ impl Registry {
         self.commit(dispatched).await
     }
 
-    /// Stages 1–3 of SPEC §4: resolve, code-mode collapse, pre-cancel check, pre-execute hooks,
-    /// approval and guards.
+    /// The first stages of a call: resolve, code-mode collapse, pre-cancel check, pre-execute
+    /// hooks, approval and guards.
     pub(crate) async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
         let started = Instant::now();
         // Arguments too deep to clone or drop recursively are refused before anything sees them;
-        // hooks and observers then read `null` (REFERENCE §2.2 step 1: an argument failure is a
-        // final result and wins over a pre-cancelled signal).
+        // hooks and observers then read `null` (an argument failure is a final result and wins over
+        // a pre-cancelled signal).
         let too_deep = depth_violation(&call.arguments, "").map(|violation| {
             dismantle(std::mem::take(&mut call.arguments));
             invalid_args(&[violation])
@@ -222,7 +222,7 @@ impl Registry {
             return prepared;
         }
 
-        // Code-mode collapse: the model may only call `run_code` directly (REFERENCE §2.2 step 2).
+        // Code-mode collapse: the model may only call `run_code` directly.
         if mode == Mode::Code
             && view.parent.is_none()
             && view.name != RUN_CODE
@@ -242,8 +242,8 @@ impl Registry {
             });
             return prepared;
         }
-        // `run_code` in a code mode without a mounted runtime: say what is missing (REFERENCE
-        // §4.2), not that the tool does not exist.
+        // `run_code` in a code mode without a mounted runtime: say what is missing, not that the
+        // tool does not exist.
         if prepared.definition.is_none() && view.name == RUN_CODE && mode != Mode::Native {
             prepared.finalizer = None;
             prepared.stage = Stage::FinalResult(ToolResult::coded_failure(
@@ -288,8 +288,8 @@ impl Registry {
                 }
             }
         };
-        // Pre-execute and approval denials carry the reason only (REFERENCE §1.10); a guard's
-        // carries the `DENIED` code too, so programs and the model can tell it apart.
+        // Pre-execute and approval denials carry the reason only; a guard's carries the `DENIED`
+        // code too, so programs and the model can tell it apart.
         let denial = match decision {
             PreDecision::Allow => None,
             PreDecision::Deny { reason } => Some(ToolFailure::plain(reason)),
@@ -382,9 +382,9 @@ impl Registry {
         }
     }
 
-    /// Stage 4–5 of SPEC §4: execute wrappers around the body, normalization, deferred contexts.
-    /// A started body is always awaited, never dropped (only a wrapper such as the timeout
-    /// policy's grace may drop it).
+    /// The middle stages of a call: execute wrappers around the body, normalization, deferred
+    /// contexts. A started body is always awaited, never dropped (only a wrapper such as the
+    /// timeout policy's grace may drop it).
     pub(crate) async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
         match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
             Stage::PostResult(result) => {
@@ -490,8 +490,8 @@ impl Registry {
         }
     }
 
-    /// Deferred contexts go before the result's own (REFERENCE §2.2 step 10); then a success of a
-    /// cancelled caller becomes the cancellation result, keeping its contexts.
+    /// Deferred contexts go before the result's own; then a success of a cancelled caller becomes
+    /// the cancellation result, keeping its contexts.
     fn attach_deferred(&self, prepared: &PreparedCall, result: &mut ToolResult) {
         let deferred = prepared.exec.take_deferred();
         if !deferred.is_empty() {
@@ -624,7 +624,7 @@ impl Registry {
         }
     }
 
-    /// Stages 6–8 of SPEC §4: post-execute hooks, `finalize_content`, observers and the result
+    /// The last stages of a call: post-execute hooks, `finalize_content`, observers and the result
     /// event.
     pub(crate) async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
         let DispatchedCall {
@@ -637,8 +637,7 @@ impl Registry {
             if !prepared.hooks.post.is_empty() {
                 result = self.post_execute(&prepared, result).await;
             }
-            // A success that commits after the caller cancelled reads as cancelled
-            // (REFERENCE §2.2 step 11), hooks or not.
+            // A success that commits after the caller cancelled reads as cancelled, hooks or not.
             if view.signal.is_cancelled() {
                 result = cancel_success(result, prepared.body_invoked.load(Ordering::SeqCst));
             }

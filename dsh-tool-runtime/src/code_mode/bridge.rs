@@ -1,4 +1,4 @@
-//! The dispatch bridge (REFERENCE §4.3): binding calls of a program become nested pipeline calls.
+//! The dispatch bridge: binding calls of a program become nested pipeline calls.
 //!
 //! The calls of one run form one lane of the shared scheduler ([`crate::schedule`]):
 //! parallel-safe calls overlap up to `max_parallel_sub_calls`, an exclusive call runs alone, and

@@ -1,6 +1,6 @@
-//! Progressive disclosure in code mode (SPEC §13): which SDK presentation a scope gets, and the
-//! host side of the `sdk` binding namespace (`sdk.describe`, `sdk.search`) that programs use to
-//! read declarations the prompt section left out.
+//! Progressive disclosure in code mode: which SDK presentation a scope gets, and the host side of
+//! the `sdk` binding namespace (`sdk.describe`, `sdk.search`) that programs use to read
+//! declarations the prompt section left out.
 //!
 //! The namespace rides on the ordinary binding protocol: the worker bootstraps treat `sdk` like
 //! any other global, and its calls are answered here, without a tool call or an event.

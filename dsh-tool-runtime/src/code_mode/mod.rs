@@ -1,4 +1,4 @@
-//! Code mode (SPEC §8, REFERENCE §4.1–§4.3): the model writes a program instead of single calls.
+//! Code mode: the model writes a program instead of single calls.
 //!
 //! - [`Registry::set_code_runtime`] mounts a [`CodeRuntime`]; with a non-native [`Mode`] the
 //!   registry then serves the reserved `run_code` tool (`run_code.rs`).
@@ -128,8 +128,8 @@ impl Registry {
             .collect()
     }
 
-    /// What the model is shown for `scope` (REFERENCE §4.1): the tool schemas (Portable dialect)
-    /// and the prompt sections.
+    /// What the model is shown for `scope`: the tool schemas (Portable dialect) and the prompt
+    /// sections.
     ///
     /// # Errors
     /// [`CodeModeError::NoRuntime`] for a non-native mode without a runtime,

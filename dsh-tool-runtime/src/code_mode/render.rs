@@ -1,4 +1,4 @@
-//! Rendering of `run_code` results (REFERENCE §4.2).
+//! Rendering of `run_code` results.
 
 use serde_json::Value;
 

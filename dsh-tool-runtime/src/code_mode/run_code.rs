@@ -1,4 +1,4 @@
-//! The `run_code` transport tool (REFERENCE §4.2).
+//! The `run_code` transport tool.
 
 use std::sync::{Arc, Weak};
 
@@ -178,7 +178,7 @@ async fn run(
     if let Some(class) = &mut namespace.error_class
         && runtime.language() == "python"
     {
-        // Python attribute names are snake_case (REFERENCE §4.5).
+        // Python attribute names are snake_case.
         class.member_name_property = "tool_name".to_owned();
     }
     let request = RunRequest::new(code).binding(namespace);
@@ -204,15 +204,15 @@ async fn run(
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
     // A failed run keeps its failure even when the caller cancelled meanwhile: failures win over
-    // cancellation (SPEC §4). The runtime's own abort, and an exception the program raised from
-    // an aborted sub-call, are the cancellation itself and read as aborted (REFERENCE §4.3 step 7).
+    // cancellation. The runtime's own abort, and an exception the program raised from an aborted
+    // sub-call, are the cancellation itself and read as aborted.
     let cancelled = exec.signal().is_cancelled();
     if let Some(failure) = outcome
         .error
         .filter(|failure| !(cancelled && caused_by_cancel(failure.kind)))
     {
         // The runtime's own text (`outer output exceeded N bytes`) stays, with the captured output
-        // after it (SPEC §8).
+        // after it.
         let mut message = format!("code run failed ({}): {}", failure.kind, failure.message);
         if !outcome.logs.is_empty() {
             message.push_str("\nCaptured output:\n");
@@ -221,7 +221,7 @@ async fn run(
         return Err(ToolError::coded(ErrorCode::CodeRunFailed, message));
     }
     if cancelled {
-        // The caller cancelled: an aborted program reads as an aborted call (REFERENCE §4.3 step 7).
+        // The caller cancelled: an aborted program reads as an aborted call.
         return Err(ToolError::coded(ErrorCode::Aborted, "tool call aborted"));
     }
     let mut output = Map::new();

@@ -8,10 +8,9 @@
 //! or `{"type":"reply","id":N,"ok":false,"message":M}` per call.
 //!
 //! The program shares a process with the bootstrap that writes these frames, so every inbound
-//! byte is hostile (REFERENCE §4.7 hostile-peer rules): [`FrameDecoder`] bounds each frame's size
-//! and nesting, shape-checks it, rebuilds it into a [`ChildFrame`] and silently drops anything
-//! else. Nothing it is fed can make it panic, allocate beyond its bound, or recurse without a
-//! bound.
+//! byte is hostile: [`FrameDecoder`] bounds each frame's size and nesting, shape-checks it,
+//! rebuilds it into a [`ChildFrame`] and silently drops anything else. Nothing it is fed can make
+//! it panic, allocate beyond its bound, or recurse without a bound.
 
 use std::ops::ControlFlow;
 
@@ -400,7 +399,7 @@ fn take_string(map: &mut serde_json::Map<String, Value>, key: &str) -> Option<St
 /// Why a value may not cross the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(crate) enum Unfit {
-    /// It holds `-0`, which JSON cannot carry losslessly (REFERENCE §8 notes).
+    /// It holds `-0`, which JSON cannot carry losslessly.
     Lossy,
     /// It nests deeper than [`MAX_DEPTH`].
     TooDeep,

@@ -1,4 +1,4 @@
-//! The output ledger: exact JSON byte accounting of what a run hands back (REFERENCE §4.7).
+//! The output ledger: exact JSON byte accounting of what a run hands back.
 
 use serde_json::Value;
 
@@ -15,8 +15,8 @@ use super::{CodeRunFailure, FailureKind, RunOutcome};
 /// `\b \f \n \r \t` take 2 bytes, other control characters 6 (`\u00XX`), everything else its
 /// UTF-8 length. Numbers take the length of their `serde_json` rendering.
 ///
-/// Boundary examples (REFERENCE §4.7): with a cap of 7, returning `"€"` fits (2 + 5 bytes) and a
-/// cap of 6 does not; with a cap of 11, one log `"abc"` plus the value `"xy"` fits (7 + 4).
+/// Boundary examples: with a cap of 7, returning `"€"` fits (2 + 5 bytes) and a cap of 6 does not;
+/// with a cap of 11, one log `"abc"` plus the value `"xy"` fits (7 + 4).
 #[derive(Debug, Clone)]
 pub struct OutputLedger {
     cap: u64,
@@ -170,8 +170,8 @@ pub(crate) fn json_len(value: &Value) -> u64 {
     total
 }
 
-/// The outcome of a failed run, its message charged to the ledger like any output (REFERENCE
-/// §4.7): a message that no longer fits turns the failure into an `output-limit` one.
+/// The outcome of a failed run, its message charged to the ledger like any output: a message that
+/// no longer fits turns the failure into an `output-limit` one.
 pub(crate) fn failure_outcome(
     ledger: &mut OutputLedger,
     mut logs: Vec<String>,
@@ -204,8 +204,8 @@ pub(crate) enum ChildEnding {
 }
 
 /// The outcome of a child-process run: a completion value that does not fit after the logs
-/// ends as `output-limit` (REFERENCE §4.7), a failure's message goes through the ledger, and
-/// every outcome reports the sandbox it ran under.
+/// ends as `output-limit`, a failure's message goes through the ledger, and every outcome reports
+/// the sandbox it ran under.
 pub(crate) fn child_outcome(
     ledger: &mut OutputLedger,
     mut logs: Vec<String>,

@@ -1,5 +1,5 @@
-//! Code runtimes (SPEC §8, §8.2): run a model-written program in a fresh child process per run,
-//! or (feature `embedded-js`) in a fresh in-process interpreter per run.
+//! Code runtimes: run a model-written program in a fresh child process per run, or (feature
+//! `embedded-js`) in a fresh in-process interpreter per run.
 //!
 //! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
 //! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
@@ -12,8 +12,8 @@
 //! own process group, with an empty environment and a fresh temporary working directory, under
 //! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript in QuickJS inside the
 //! host process, with no ambient authority, under the same budgets (`EmbeddedConfig`). The
-//! contract follows the DSH code-runtime service
-//! (REFERENCE §4.6–§4.8); where it differs, the differences are documented on the item.
+//! contract follows the DSH code-runtime service; where it differs, the differences are documented
+//! on the item.
 
 mod admission;
 mod budget;
@@ -73,7 +73,7 @@ pub(crate) fn javascript_bootstrap(template: &str) -> String {
 /// The trait is object safe, so a registry can hold an `Arc<dyn CodeRuntime>`.
 pub trait CodeRuntime: Send + Sync {
     /// The lowercase language id of the programs this runtime accepts: `"typescript"` or
-    /// `"python"` (REFERENCE §4.6).
+    /// `"python"`.
     fn language(&self) -> &'static str;
 
     /// How programs are isolated from the host.
@@ -100,7 +100,7 @@ pub trait CodeRuntime: Send + Sync {
     fn dispose(&self) -> BoxFuture<'_, ()>;
 }
 
-/// The isolation label of a runtime (REFERENCE §4.6).
+/// The isolation label of a runtime.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "kebab-case")]
 #[non_exhaustive]
@@ -109,11 +109,11 @@ pub enum Isolation {
     WorkerThread,
     /// A separate OS process per run.
     Process,
-    /// A separate OS process per run, confined by the OS sandbox of SPEC §8.1 ([`Sandbox`]).
+    /// A separate OS process per run, confined by the OS sandbox ([`Sandbox`]).
     SandboxedProcess,
     /// A container per run.
     Container,
-    /// An interpreter inside the host process, with no ambient authority (SPEC §8.2).
+    /// An interpreter inside the host process, with no ambient authority.
     #[serde(rename = "in-process interpreter")]
     InProcessInterpreter,
 }
@@ -134,9 +134,8 @@ impl Isolation {
 
 /// The error class a namespace's failed calls are raised as inside the program.
 ///
-/// For the tool bridge this is `ToolCallError` with member `toolName` (SPEC §8): a failed call
-/// rejects with an instance whose `message` is the failure text and whose `toolName` is the
-/// binding's name.
+/// For the tool bridge this is `ToolCallError` with member `toolName`: a failed call rejects with
+/// an instance whose `message` is the failure text and whose `toolName` is the binding's name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ErrorClass {
     /// The class name bound in the program, e.g. `ToolCallError`. A portable identifier.
@@ -174,7 +173,7 @@ impl BindingNamespace {
         })
     }
 
-    /// The tool namespace of SPEC §8: global `tools`, error class `ToolCallError` with member
+    /// The tool namespace of code mode: global `tools`, error class `ToolCallError` with member
     /// `toolName`.
     pub fn tools(names: impl IntoIterator<Item = impl Into<String>>) -> Self {
         BindingNamespace {
@@ -244,7 +243,7 @@ pub type BindingDispatch =
     Arc<dyn Fn(BindingCall) -> BoxFuture<'static, Result<Value, BindingError>> + Send + Sync>;
 
 /// What to run: the program and what it may call. Budgets are runtime configuration
-/// ([`SubprocessConfig`]), never part of a request (REFERENCE §4.6).
+/// ([`SubprocessConfig`]), never part of a request.
 #[derive(Clone)]
 pub struct RunRequest {
     /// The program: the body of an async function in the runtime's language. Top-level `await`
@@ -350,7 +349,7 @@ impl fmt::Debug for RunRequest {
     }
 }
 
-/// The result of one run (REFERENCE §4.6 `CodeRunResult`).
+/// The result of one run.
 ///
 /// Exactly one of `value` and `error` describes the ending: `error` set means the run failed;
 /// otherwise `value` is the returned JSON value, `None` when the program returned nothing
@@ -372,7 +371,7 @@ pub struct RunOutcome {
     pub sandbox: Option<SandboxStatus>,
 }
 
-/// A typed run failure (REFERENCE §4.6 `CodeRunFailure`).
+/// A typed run failure.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct CodeRunFailure {
     /// The class of failure.

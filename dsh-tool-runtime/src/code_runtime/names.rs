@@ -1,5 +1,5 @@
-//! The portable identifier rules for binding namespaces (REFERENCE §4.6), shared by both
-//! languages so one set of namespaces works in TypeScript and Python alike.
+//! The portable identifier rules for binding namespaces, shared by both languages so one set of
+//! namespaces works in TypeScript and Python alike.
 
 use std::collections::HashSet;
 
@@ -99,7 +99,7 @@ fn is_dunder(s: &str) -> bool {
     s.len() > 4 && s.starts_with("__") && s.ends_with("__")
 }
 
-/// Checks binding namespaces against the portable identifier rules of REFERENCE §4.6.
+/// Checks binding namespaces against the portable identifier rules.
 ///
 /// A global and an error-class name must match `[A-Za-z_][A-Za-z0-9_]*`, must not be a reserved
 /// word of ECMAScript (strict mode included) or Python (soft keywords included), and a global must

@@ -1,6 +1,5 @@
-//! The OS sandbox of the subprocess runtimes (SPEC §8.1): Landlock for the filesystem, TCP and
-//! scopes, a seccomp filter against new processes and sockets, no capabilities and
-//! `no_new_privs`.
+//! The OS sandbox of the subprocess runtimes: Landlock for the filesystem, TCP and scopes, a
+//! seccomp filter against new processes and sockets, no capabilities and `no_new_privs`.
 //!
 //! Everything that allocates (the Landlock ruleset with its path rules, the BPF program) is
 //! built in the host before the fork; the child only makes plain syscalls on what it inherited
@@ -29,7 +28,7 @@ use serde::{Deserialize, Serialize};
 
 use super::CodeRuntimeError;
 
-/// How much of the OS sandbox a subprocess runtime applies to each child (SPEC §8.1, Linux).
+/// How much of the OS sandbox a subprocess runtime applies to each child (Linux).
 ///
 /// Sandboxed children can read only the interpreter, its libraries and the bootstrap, read and
 /// write only their own scratch directory, open no socket (TCP is also denied by Landlock), send

@@ -56,7 +56,7 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// writes longer than the host does.
 const FRAME_SLACK: usize = 64 << 10;
 
-/// Budgets and options of a [`SubprocessRuntime`] (SPEC §8). All durations in milliseconds.
+/// Budgets and options of a [`SubprocessRuntime`]. All durations in milliseconds.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubprocessConfig {
     /// The interpreter: a path, or a name looked up on the host's `PATH`. Default `node` for
@@ -87,7 +87,7 @@ pub struct SubprocessConfig {
     /// Keep one pre-spawned child waiting for its program (default `true`). It cuts the start
     /// latency; each run still gets a process no program has run in.
     pub standby: bool,
-    /// The OS sandbox of each child (default [`Sandbox::Auto`]; SPEC §8.1).
+    /// The OS sandbox of each child (default [`Sandbox::Auto`]).
     pub sandbox: Sandbox,
     /// Largest binding-call frame (the call's JSON arguments plus a few bytes), in bytes
     /// (default 1 MiB; at least 1,024). A bigger call rejects in the program with
@@ -146,13 +146,13 @@ impl SubprocessConfig {
 
 /// A [`CodeRuntime`] running each program in a fresh Node.js or CPython child process.
 ///
-/// Containment (SPEC §8): the child has an empty environment, a fresh owner-only (0700)
-/// temporary working directory (removed afterwards), its own process group, stdin closed, the
-/// budgets of [`SubprocessConfig`] over its whole process tree (the interpreter is a child
-/// subreaper, so descendants stay in the tree whatever group or session they move to; the tree
-/// is killed with `SIGKILL` when the run settles) and, unless [`Sandbox::Off`], the OS sandbox
-/// of SPEC §8.1 ([`Sandbox`]). The program's stdout and stderr become log entries. Protocol frames
-/// travel on a separate pipe pair (see [`frame`](super::frame)). Cloning shares the runtime.
+/// Containment: the child has an empty environment, a fresh owner-only (0700) temporary working
+/// directory (removed afterwards), its own process group, stdin closed, the budgets of
+/// [`SubprocessConfig`] over its whole process tree (the interpreter is a child subreaper, so
+/// descendants stay in the tree whatever group or session they move to; the tree is killed with
+/// `SIGKILL` when the run settles) and, unless [`Sandbox::Off`], the OS sandbox ([`Sandbox`]). The
+/// program's stdout and stderr become log entries. Protocol frames travel on a separate pipe pair
+/// (see [`frame`](super::frame)). Cloning shares the runtime.
 #[derive(Clone)]
 pub struct SubprocessRuntime {
     inner: Arc<Inner>,
@@ -449,7 +449,7 @@ impl Inner {
     }
 
     /// The outcome of a run that ends before a child exists; its message still has to fit the
-    /// output cap (REFERENCE §4.7).
+    /// output cap.
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
         let mut ledger = OutputLedger::new(self.config.max_output_bytes);
         failure_outcome(&mut ledger, Vec::new(), kind, message)

@@ -1,4 +1,4 @@
-//! Schema dialects (SPEC §3): one parameters schema, several provider wire forms.
+//! Schema dialects: one parameters schema, several provider wire forms.
 //!
 //! [`Dialect::transform`] takes any JSON Schema object — schemars output, an MCP server's
 //! `inputSchema` (draft-07 or 2020-12), a hand-written schema — and returns the form one provider
@@ -170,7 +170,7 @@ fn object_root(root: &mut Map<String, Value>) -> Result<(), String> {
 
 /// Transforms many tools' parameters schemas, one result per tool, in input order: a tool whose
 /// schema cannot be written in `dialect` gets its own [`DialectError`] and the others are
-/// unaffected (SPEC §3).
+/// unaffected.
 ///
 /// `tools` are `(tool name, parameters schema)` pairs; each result is paired with its name.
 pub fn transform_tools<'a>(

@@ -1,4 +1,4 @@
-//! The JSON-lines event log (SPEC §10).
+//! The JSON-lines event log.
 
 use std::fs::File;
 use std::io::{self, BufWriter, Write};

@@ -12,7 +12,7 @@ use super::ToolEvent;
 use crate::json::{MAX_VALUE_DEPTH, text_depth};
 
 /// Deepest JSON line a log may hold: a value as deep as the pipeline lets through
-/// ([`MAX_VALUE_DEPTH`]), inside the few levels of its event and result.
+/// (256 levels), inside the few levels of its event and result.
 pub const MAX_LOG_DEPTH: usize = MAX_VALUE_DEPTH + 16;
 
 /// Bytes of the read buffer.

@@ -1,5 +1,5 @@
-//! Guards (SPEC §6): the per-call [`Guard`] check, and the two built-in guards, the timeout
-//! policy (`timeout_policy.rs`) and the repeat-call reminder (`repeat_call_reminder.rs`).
+//! Guards: the per-call [`Guard`] check, and the two built-in guards, the timeout policy
+//! (`timeout_policy.rs`) and the repeat-call reminder (`repeat_call_reminder.rs`).
 //!
 //! Both built-ins are ordinary pipeline extensions: the timeout policy is an execute wrapper, the
 //! reminder a post-execute hook. Install them with their `install` methods.

@@ -1,4 +1,4 @@
-//! The repeat-call reminder (SPEC §6, REFERENCE §3.2).
+//! The repeat-call reminder.
 
 use std::collections::HashMap;
 use std::sync::Arc;

@@ -1,4 +1,4 @@
-//! The timeout policy (SPEC §6, REFERENCE §3.1).
+//! The timeout policy.
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -211,8 +211,8 @@ impl Bridge {
     }
 
     /// The registry definition of one listed tool. An output schema that does not compile in
-    /// its canonical wrapper falls back to unconstrained JSON (REFERENCE §5), like one that
-    /// does not compile alone.
+    /// its canonical wrapper falls back to unconstrained JSON, like one that does not compile
+    /// alone.
     fn definition(self: &Arc<Self>, spec: McpToolSpec) -> Result<ToolDefinition, String> {
         let output = spec.output_schema.clone();
         match self.builder(&spec, output).build() {

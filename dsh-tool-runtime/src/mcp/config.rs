@@ -1,10 +1,10 @@
-//! How to reach an MCP server and how the bridge treats it (REFERENCE §5 config).
+//! How to reach an MCP server and how the bridge treats it.
 
 use std::path::PathBuf;
 
 /// Reconnection after the transport closes: exponential backoff from `initial_delay_ms`, doubled
-/// per attempt up to `max_delay_ms`, at most `max_attempts` attempts (REFERENCE §5 defaults:
-/// enabled, 500 ms, 30 000 ms, 10).
+/// per attempt up to `max_delay_ms`, at most `max_attempts` attempts (defaults as in DSH: enabled,
+/// 500 ms, 30 000 ms, 10).
 #[derive(Debug, Clone, PartialEq, Eq)]
 #[non_exhaustive]
 pub struct ReconnectPolicy {

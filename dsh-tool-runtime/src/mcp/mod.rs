@@ -1,4 +1,4 @@
-//! MCP servers as tool sources (SPEC §9, REFERENCE §5), on the `rmcp` client.
+//! MCP servers as tool sources, on the `rmcp` client.
 //!
 //! [`Registry::add_mcp_server`] connects to a server, lists every page of `tools/list` and
 //! registers each tool as `mcp__<server>__<raw>` ([`mcp_tool_name`]). From then on the tools go

@@ -1,4 +1,4 @@
-//! From a `tools/call` answer to a tool value and model content (REFERENCE §5).
+//! From a `tools/call` answer to a tool value and model content.
 
 use rmcp::model::{CallToolResult, ContentBlock as McpBlock, TextContent};
 use serde_json::{Map, Value};
@@ -187,10 +187,10 @@ pub(crate) fn error_text(raw_name: &str, value: &Value) -> String {
     }
 }
 
-/// The pending-state card of an MCP tool call (REFERENCE §6): a generic card titled by the
-/// server's `annotations.title` (else the raw name), its kind read from the behaviour hints
-/// (`readOnlyHint` ⇒ read, or fetch when also `openWorldHint`; `destructiveHint` ⇒ delete;
-/// otherwise other), the arguments as raw input.
+/// The pending-state card of an MCP tool call: a generic card titled by the server's
+/// `annotations.title` (else the raw name), its kind read from the behaviour hints (`readOnlyHint`
+/// ⇒ read, or fetch when also `openWorldHint`; `destructiveHint` ⇒ delete; otherwise other), the
+/// arguments as raw input.
 pub(crate) fn call_card(
     raw_name: &str,
     annotations: Option<&ToolAnnotations>,

@@ -30,7 +30,7 @@ pub(crate) struct McpToolSpec {
     pub description: String,
     /// The input schema as the server sent it (object root guaranteed).
     pub parameters: Value,
-    /// The canonical output schema `{content, structuredContent?}` (REFERENCE §5).
+    /// The canonical output schema `{content, structuredContent?}`.
     pub output_schema: Value,
     pub annotations: Option<ToolAnnotations>,
 }
@@ -152,7 +152,7 @@ pub(crate) fn parse_tool(raw: &Value) -> Result<McpToolSpec, String> {
         Some(schema) => match usable_schema(schema, "outputSchema") {
             Ok(schema) => Some(schema),
             Err(message) => {
-                // REFERENCE §5: an unusable output schema falls back to unconstrained JSON.
+                // An unusable output schema falls back to unconstrained JSON.
                 tracing::debug!(tool = %raw_name, "ignoring outputSchema: {message}");
                 None
             }

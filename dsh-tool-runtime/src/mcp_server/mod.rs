@@ -1,4 +1,4 @@
-//! Serving a registry over MCP (SPEC §12), on rmcp's server side.
+//! Serving a registry over MCP, on rmcp's server side.
 //!
 //! [`Registry::serve_mcp`] answers `tools/list` with the scope's model view (native tools in the
 //! [`Dialect::Mcp`](crate::dialect::Dialect::Mcp) form, or `run_code` alone in code mode, or

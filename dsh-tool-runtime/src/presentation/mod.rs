@@ -1,4 +1,4 @@
-//! UI card vocabulary for pending and completed calls (SPEC §10, REFERENCE §6).
+//! UI card vocabulary for pending and completed calls.
 //!
 //! Presenters are pure functions of the arguments (and of the durable result, including `meta`)
 //! because UIs call them live and again on replay.

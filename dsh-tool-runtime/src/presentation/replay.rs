@@ -1,4 +1,4 @@
-//! The replay page: an event log rendered as one self-contained HTML file (SPEC §10).
+//! The replay page: an event log rendered as one self-contained HTML file.
 //!
 //! The page needs no network and no external asset: inline CSS and a few lines of JS (expand and
 //! collapse every card). Each call is one `<article class="card">` in the order the calls started,

@@ -3,7 +3,7 @@
 use crate::scope::Mode;
 
 /// Why a registration, restriction or presentation change was refused. Messages follow
-/// REFERENCE §1.3 and §2.4.
+/// DSH's wording where the rule is the same.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum RegisterError {

@@ -1,5 +1,5 @@
-//! The registry (SPEC §2): registration of tools, hooks and guards, and the entry point of every
-//! call. Where a registration lands and what a scope sees is [`crate::scope`].
+//! The registry: registration of tools, hooks and guards, and the entry point of every call. Where
+//! a registration lands and what a scope sees is [`crate::scope`].
 
 mod changes;
 mod error;
@@ -115,8 +115,8 @@ impl Registry {
         Ok(handles.remove(0))
     }
 
-    /// REFERENCE §1.3's checks in order (timeout, reserved name, duplicates) for every definition,
-    /// then one insertion of all of them under one lock.
+    /// The registration checks in DSH's order (timeout, reserved name, duplicates) for every
+    /// definition, then one insertion of all of them under one lock.
     fn register_batch(
         &self,
         agent: Option<&AgentId>,

@@ -8,7 +8,7 @@ use crate::dialect::{Dialect, DialectError};
 use crate::scope::AgentId;
 
 /// What `schemas()` returns for one tool: only name, description and parameters ever reach the
-/// model (REFERENCE §1.2).
+/// model.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct ToolSchema {
     /// Tool name.

@@ -1,6 +1,6 @@
-//! The order-preserving scheduler (SPEC §7, REFERENCE §2.5 and §4.3), one implementation for
-//! both of its callers: [`Registry::execute_batch`] (a model's calls of one step) and the
-//! code-mode bridge (the binding calls of one `run_code` program).
+//! The order-preserving scheduler, one implementation for both of its callers:
+//! [`Registry::execute_batch`] (a model's calls of one step) and the code-mode bridge (the binding
+//! calls of one `run_code` program).
 //!
 //! Calls start strictly in submission order. Each call is classified just before it starts;
 //! consecutive parallel-safe calls share a rolling pool of `max_parallel`; an exclusive call is a

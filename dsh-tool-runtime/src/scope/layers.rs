@@ -1,5 +1,5 @@
 //! The layers of registrations (one global, one per agent) and how a call's view is resolved
-//! from them (REFERENCE §2.4).
+//! from them.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;

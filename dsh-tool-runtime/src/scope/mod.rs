@@ -1,4 +1,4 @@
-//! Agent scopes (SPEC §5, REFERENCE §2.4).
+//! Agent scopes.
 //!
 //! One global layer plus one layer per agent scope. A scope sees global tools, then its ancestors'
 //! tools (nearer shadowing farther), filtered by every restriction on its chain, then its own tools,

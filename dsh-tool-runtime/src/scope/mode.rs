@@ -2,7 +2,7 @@
 
 use serde::Serialize;
 
-/// How a scope presents tools to the model (SPEC §8).
+/// How a scope presents tools to the model.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Default, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 #[non_exhaustive]

@@ -1,5 +1,5 @@
-//! Progressive disclosure (SPEC §13): a prompt section that lists each tool in one line, and the
-//! run-time answers (`sdk.describe`, `sdk.search`) that give a program the full declarations.
+//! Progressive disclosure: a prompt section that lists each tool in one line, and the run-time
+//! answers (`sdk.describe`, `sdk.search`) that give a program the full declarations.
 
 use std::collections::BTreeSet;
 

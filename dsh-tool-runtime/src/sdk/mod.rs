@@ -1,4 +1,4 @@
-//! Code-mode SDK generator (SPEC §8): byte-stable TypeScript and Python text for a tool set.
+//! Code-mode SDK generator: byte-stable TypeScript and Python text for a tool set.
 //!
 //! A model writing a `run_code` program needs to know which tools exist and what they take and
 //! return. This module renders that as source text the model reads and a type checker accepts:
@@ -7,16 +7,15 @@
 //! then declarations — TypeScript `ToolArgsMap` / `ToolOutputMap` / `tools`, or a Python
 //! `Tools` protocol of keyword-only methods with `TypedDict`s for nested objects and outputs.
 //!
-//! The text is written for a model's token budget (SPEC §13): object types render closed (the
-//! declared keys; extra keys stay accepted when a call is validated), notes appear only where
-//! the type does not say them already (no numeric `format`, no `minimum: 0` of an unsigned
-//! type), a property description already rendered for a property of that name, or echoed from
-//! a tool's input in its output, is not repeated, equal `$defs` of several tools are one named
-//! type, and a tool returning any JSON has no `ToolOutputMap` entry. Layout is chosen per token
-//! too: one-space indents, notes as `keyword value`, Python defaults as literals, anonymous
-//! Python classes of one shape under one name shared. For large sets,
-//! [`index_section`] lists one line per tool and programs read declarations at run time
-//! ([`describe`], [`search`]); [`Disclosure`] chooses between the two.
+//! The text is written for a model's token budget: object types render closed (the declared keys;
+//! extra keys stay accepted when a call is validated), notes appear only where the type does not
+//! say them already (no numeric `format`, no `minimum: 0` of an unsigned type), a property
+//! description already rendered for a property of that name, or echoed from a tool's input in its
+//! output, is not repeated, equal `$defs` of several tools are one named type, and a tool returning
+//! any JSON has no `ToolOutputMap` entry. Layout is chosen per token too: one-space indents, notes
+//! as `keyword value`, Python defaults as literals, anonymous Python classes of one shape under one
+//! name shared. For large sets, [`index_section`] lists one line per tool and programs read
+//! declarations at run time ([`describe`], [`search`]); [`Disclosure`] chooses between the two.
 //!
 //! Pipeline (one per call, no shared state): sort and deduplicate the [`ToolSpec`]s by name,
 //! lower every parameters and output schema to one language-neutral model, render that model
@@ -142,7 +141,7 @@ pub fn prompt_section(language: Language, tools: &[ToolSpec]) -> String {
     render_file(language, tools, Part::Section)
 }
 
-/// How the SDK prompt section presents a tool set (SPEC §13).
+/// How the SDK prompt section presents a tool set.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 #[non_exhaustive]
 pub enum Disclosure {

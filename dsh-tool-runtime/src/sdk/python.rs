@@ -109,10 +109,10 @@ fn is_bare_tool_name(name: &str) -> bool {
 }
 
 /// True for a non-ASCII Python identifier that reads back as itself: Python parses identifiers
-/// as XID_Start XID_Continue* and NFKC-normalizes them (REFERENCE §4.5: `搜索` is a method), so
-/// only characters whose NFKC form is themselves may appear. Without normalization tables this
-/// admits the scripts where that holds for every letter (CJK ideographs, kana, Hangul syllables,
-/// basic Cyrillic and Greek, Latin-1 letters); other names are reached by index.
+/// as XID_Start XID_Continue* and NFKC-normalizes them (`搜索` is a method, as in DSH), so only
+/// characters whose NFKC form is themselves may appear. Without normalization tables this admits
+/// the scripts where that holds for every letter (CJK ideographs, kana, Hangul syllables, basic
+/// Cyrillic and Greek, Latin-1 letters); other names are reached by index.
 fn is_stable_unicode_identifier(name: &str) -> bool {
     let stable = |c: char| {
         c.is_ascii_alphanumeric()

@@ -88,7 +88,7 @@ pub enum Builtin {
     Repo,
 }
 
-/// Code runtime budgets (SPEC §8).
+/// Code runtime budgets.
 #[derive(Debug, Args, Clone, Copy, Default)]
 pub struct Budgets {
     /// CPU time a program may use, in ms (default 60000).

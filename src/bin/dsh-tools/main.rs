@@ -1,5 +1,5 @@
-//! The `dsh-tools` command (SPEC §12): inspect, call and serve a toolset, and turn any set of MCP
-//! servers into a code-mode MCP server.
+//! The `dsh-tools` command: inspect, call and serve a toolset, and turn any set of MCP servers into
+//! a code-mode MCP server.
 //!
 //! ```text
 //! dsh-tools [--builtin repo --root DIR] [--mcp "COMMAND"]... [--mcp-http URL]... [--config FILE]

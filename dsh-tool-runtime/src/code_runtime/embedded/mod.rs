@@ -1,6 +1,6 @@
-//! Embedded code runtimes (SPEC §8.2): the program runs in an interpreter inside the host
-//! process, with no ambient authority — no filesystem, network, processes, environment or
-//! modules; only the binding globals and `console` are handed in.
+//! Embedded code runtimes: the program runs in an interpreter inside the host process, with no
+//! ambient authority — no filesystem, network, processes, environment or modules; only the binding
+//! globals and `console` are handed in.
 //!
 //! [`EmbeddedRuntime::javascript`] runs TypeScript (stripped on the host, as for the subprocess
 //! runtime) on QuickJS in the worker processes described below, where the host ends an overdue
