@@ -1,6 +1,7 @@
-//! Embedded code runtimes: the program runs in an interpreter inside the host process, with no
-//! ambient authority — no filesystem, network, processes, environment or modules; only the binding
-//! globals and `console` are handed in.
+//! Embedded code runtimes: the program runs in an interpreter built into this crate (QuickJS,
+//! Monty), in a sandboxed worker process or, for trusted programs, on a thread of the host, with
+//! no ambient authority — no filesystem, network, processes, environment or modules; only the
+//! binding globals and `console` are handed in.
 //!
 //! [`EmbeddedRuntime::javascript`] runs TypeScript (stripped on the host, as for the subprocess
 //! runtime) on QuickJS in the worker processes described below, where the host ends an overdue
@@ -152,13 +153,16 @@ impl Engine {
     }
 }
 
-/// A [`CodeRuntime`] running each program in a fresh in-process interpreter.
+/// A [`CodeRuntime`] running each program in a fresh embedded interpreter, in a pooled worker
+/// process ([`javascript`](Self::javascript), [`python`](Self::python)) or on a thread of the
+/// host ([`javascript_in_process`](Self::javascript_in_process)).
 ///
 /// Nothing outside the interpreter is reachable from a program: there is no `require`,
 /// `process`, `fetch`, filesystem or module loader; `import()` rejects. The program's memory
 /// is bounded by the interpreter's allocator (`memory-limit` when exceeded), its native stack by
 /// the interpreter's stack limit (a catchable `RangeError`, as in Node.js), its time by the
-/// interrupt hook. Cloning shares the runtime.
+/// interrupt hook and, in a worker, by the host, which kills an overdue worker. Cloning shares
+/// the runtime.
 #[derive(Clone)]
 pub struct EmbeddedRuntime {
     inner: Arc<Inner>,
