@@ -27,9 +27,7 @@ use std::time::Instant;
 
 use anyhow::{Context, bail};
 use clap::{Parser, ValueEnum};
-use dsh_tools::code::{
-    CodeRuntime, EmbeddedConfig, EmbeddedRuntime, SubprocessConfig, SubprocessRuntime,
-};
+use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::EventLog;
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::mcp::{McpServer, is_valid_server_name};
@@ -222,15 +220,7 @@ async fn main() -> anyhow::Result<()> {
             (RuntimeKind::Subprocess, _) => {
                 Arc::new(SubprocessRuntime::typescript(SubprocessConfig::default()).await?)
             }
-            // Python on Monty runs in `dsh-monty-worker`: `cargo build --bin dsh-monty-worker`
-            // puts it where this example looks (or set `DSH_MONTY_WORKER`).
-            (RuntimeKind::Embedded, Lang::Py) => Arc::new(
-                EmbeddedRuntime::python(EmbeddedConfig::default())
-                    .context("build the worker with `cargo build --bin dsh-monty-worker`")?,
-            ),
-            (RuntimeKind::Embedded, _) => {
-                Arc::new(EmbeddedRuntime::javascript(EmbeddedConfig::default())?)
-            }
+            (RuntimeKind::Embedded, lang) => embedded(*lang)?,
         };
         registry.set_code_runtime(runtime.clone());
         let view = registry.model_view(None)?;
@@ -307,4 +297,29 @@ async fn main() -> anyhow::Result<()> {
         println!("\n{events} events written to {}", path.display());
     }
     Ok(())
+}
+
+/// The embedded runtime for `lang`. Both languages run in `dsh-monty-worker`: `cargo build
+/// --features embedded-python --bin dsh-monty-worker` puts it where this example looks (or set
+/// `DSH_MONTY_WORKER`).
+#[cfg(feature = "embedded-python")]
+fn embedded(lang: Lang) -> anyhow::Result<Arc<dyn CodeRuntime>> {
+    use dsh_tools::code::{EmbeddedConfig, EmbeddedRuntime};
+    let config = EmbeddedConfig::default();
+    let runtime = if lang == Lang::Py {
+        EmbeddedRuntime::python(config)
+    } else {
+        EmbeddedRuntime::javascript(config)
+    };
+    Ok(Arc::new(runtime.context(
+        "build the worker with `cargo build --features embedded-python --bin dsh-monty-worker`",
+    )?))
+}
+
+#[cfg(not(feature = "embedded-python"))]
+fn embedded(_: Lang) -> anyhow::Result<Arc<dyn CodeRuntime>> {
+    bail!(
+        "--runtime embedded needs the embedded runtimes: \
+         cargo run --features embedded-python --example code_mode -- --runtime embedded"
+    )
 }

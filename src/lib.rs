@@ -9,6 +9,9 @@
 //! mode and its runtimes, feature `code-mode`), `mcp` (MCP client and server, feature `mcp`),
 //! [`guards`], [`events`] and [`presentation`].
 
+// docs.rs marks each feature-gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
+
 pub use dsh_tool_macros::{tool, tool_type, toolbox};
 pub use dsh_tool_runtime::{
     AdditionalContext, AgentId, AgentScope, ApprovalOutcome, ApprovalRequest, Approver,

@@ -14,6 +14,8 @@
 //! - presentation and events: [`presentation`], [`events`];
 //! - serving over MCP: `mcp_server` (feature `mcp-server`).
 #![warn(missing_docs)]
+// docs.rs marks each feature-gated item with the feature it needs.
+#![cfg_attr(docsrs, feature(doc_cfg))]
 
 mod annotations;
 mod call;

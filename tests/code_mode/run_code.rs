@@ -100,6 +100,7 @@ fn embedded() -> dsh_tools::code::EmbeddedConfig {
 }
 
 /// A code-mode registry of `tools` on `runtime`.
+#[cfg(feature = "embedded-js")]
 fn code_mode_with(
     runtime: Arc<dyn CodeRuntime>,
     tools: impl IntoIterator<Item = ToolDefinition>,
