@@ -4,6 +4,7 @@
 
 use super::FailureKind;
 use super::process::{self, Usage};
+use super::session::Ending;
 
 /// The CPU (`compute_ms`) and resident-memory (`max_memory_mb`) budgets of one run.
 pub(crate) struct TreeBudget {
@@ -24,18 +25,12 @@ impl TreeBudget {
     }
 
     /// The failure a usage sample ends the run with, if it overruns a budget.
-    pub(crate) fn overrun(&self, usage: &Usage) -> Option<(FailureKind, String)> {
+    pub(crate) fn overrun(&self, usage: &Usage) -> Option<Ending> {
         if usage.cpu_ms.saturating_sub(self.cpu_base_ms) >= self.compute_ms {
-            return Some((
-                FailureKind::Timeout,
-                format!(
-                    "compute budget exhausted ({}ms of CPU time)",
-                    self.compute_ms
-                ),
-            ));
+            return Some(Ending::compute(self.compute_ms));
         }
         if usage.rss_bytes > self.max_memory_mb << 20 {
-            return Some((
+            return Some(Ending::Fail(
                 FailureKind::MemoryLimit,
                 format!(
                     "memory budget exhausted ({} MiB resident of {} MiB, peak {} MiB)",

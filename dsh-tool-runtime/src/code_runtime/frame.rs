@@ -448,11 +448,6 @@ pub(crate) fn reply_ok(id: u64, value: &Value, depth: usize) -> Vec<u8> {
     out
 }
 
-/// A failure reply frame for call `id`.
-pub(crate) fn reply_err(id: u64, message: &str) -> Vec<u8> {
-    reply_failure(id, message, None)
-}
-
 /// A failure reply frame for call `id` with the failure's code (`"code"` only when there is one).
 pub(crate) fn reply_failure(id: u64, message: &str, code: Option<&str>) -> Vec<u8> {
     let mut frame = serde_json::json!({
@@ -668,7 +663,7 @@ mod tests {
             serde_json::from_slice::<Value>(&ok).unwrap(),
             json!({"type":"reply","id":7,"ok":true,"value":v})
         );
-        let err = reply_err(8, "bad \"x\"");
+        let err = reply_failure(8, "bad \"x\"", None);
         assert_eq!(
             serde_json::from_slice::<Value>(&err).unwrap(),
             json!({"type":"reply","id":8,"ok":false,"message":"bad \"x\""})

@@ -2,8 +2,6 @@
 
 use serde_json::Value;
 
-use super::frame::Completion;
-use super::sandbox::SandboxStatus;
 use super::{CodeRunFailure, FailureKind, RunOutcome};
 
 /// Counts the bytes of a run's output as the JSON the caller will serialize: the logs array
@@ -191,63 +189,6 @@ pub(crate) fn failure_outcome(
         error: Some(error),
         sandbox: None,
     }
-}
-
-/// How a run in a child process ended, before the ledger settles it.
-pub(crate) enum ChildEnding {
-    /// The child's own `done` frame.
-    Done(Completion),
-    /// A failure the host decided (a budget, a dead worker).
-    Fail(FailureKind, String),
-    /// The output cap was exceeded; the diagnostic (already cut to fit).
-    Overflow(String),
-}
-
-/// The outcome of a child-process run: a completion value that does not fit after the logs
-/// ends as `output-limit`, a failure's message goes through the ledger, and every outcome reports
-/// the sandbox it ran under.
-pub(crate) fn child_outcome(
-    ledger: &mut OutputLedger,
-    mut logs: Vec<String>,
-    ending: ChildEnding,
-    sandbox: Option<SandboxStatus>,
-) -> RunOutcome {
-    let outcome = match ending {
-        ChildEnding::Done(Completion::Value(value)) => {
-            if let Some(v) = &value
-                && !ledger.fits_value(v)
-            {
-                let message = ledger.overflow_message(&mut logs);
-                return RunOutcome {
-                    value: None,
-                    logs,
-                    error: Some(CodeRunFailure {
-                        kind: FailureKind::OutputLimit,
-                        message,
-                    }),
-                    sandbox,
-                };
-            }
-            RunOutcome {
-                value,
-                logs,
-                error: None,
-                sandbox: None,
-            }
-        }
-        ChildEnding::Done(Completion::Failure { kind, message })
-        | ChildEnding::Fail(kind, message) => failure_outcome(ledger, logs, kind, message),
-        ChildEnding::Overflow(message) => RunOutcome {
-            value: None,
-            logs,
-            error: Some(CodeRunFailure {
-                kind: FailureKind::OutputLimit,
-                message,
-            }),
-            sandbox: None,
-        },
-    };
-    RunOutcome { sandbox, ..outcome }
 }
 
 #[cfg(test)]

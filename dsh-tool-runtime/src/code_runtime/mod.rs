@@ -23,6 +23,7 @@ mod ledger;
 mod names;
 mod process;
 mod sandbox;
+mod session;
 mod strip;
 mod subprocess;
 
@@ -45,9 +46,6 @@ pub use ledger::OutputLedger;
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
-
-/// A binding call in flight, tagged with the id its reply answers.
-pub(crate) type PendingCall = BoxFuture<'static, (u64, Result<serde_json::Value, BindingError>)>;
 
 /// The lossless JSON encoder both JavaScript bootstraps share.
 const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");

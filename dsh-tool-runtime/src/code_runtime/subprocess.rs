@@ -1,6 +1,6 @@
 //! [`SubprocessRuntime`]: one fresh interpreter process per run, driven over the frame protocol.
 
-use std::collections::{HashMap, HashSet};
+use std::collections::HashMap;
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -10,7 +10,6 @@ use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
@@ -19,18 +18,17 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::PendingCall;
 use super::admission::admit;
 use super::budget::TreeBudget;
-use super::frame::{self, ChildFrame, FrameDecoder, Inbound, Unfit};
-use super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
+use super::frame::{ChildFrame, FrameDecoder, Inbound};
+use super::ledger::OutputLedger;
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
 use super::sandbox::{Plan, Sandbox, SandboxStatus};
-use super::strip::strip_types;
-use super::{
-    BindingCall, BindingError, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
-    RunRequest,
+use super::session::{
+    Admitted, Calls, Ending, Lines, Target, costly_call, early_outcome, oversized_call, reply_frame,
 };
+use super::strip::strip_types;
+use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 use crate::json::MAX_FRAME_DEPTH;
 use crate::sdk::Language;
 
@@ -451,8 +449,7 @@ impl Inner {
     /// The outcome of a run that ends before a child exists; its message still has to fit the
     /// output cap.
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        let mut ledger = OutputLedger::new(self.config.max_output_bytes);
-        failure_outcome(&mut ledger, Vec::new(), kind, message)
+        early_outcome(self.config.max_output_bytes, kind, message)
     }
 
     async fn run(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
@@ -504,11 +501,7 @@ struct Session<'r> {
     tasks: Vec<JoinHandle<()>>,
     logs: Vec<String>,
     ledger: OutputLedger,
-    namespaces: HashMap<&'r str, HashSet<&'r str>>,
-    seen_ids: HashSet<u64>,
-    calls: u64,
-    pending: FuturesUnordered<PendingCall>,
-    run_signal: CancellationToken,
+    calls: Calls,
     outputs_open: usize,
     /// Descendants seen so far, killed at settle even if re-parented away.
     seen: HashMap<i32, u64>,
@@ -544,16 +537,6 @@ impl<'r> Session<'r> {
             tokio::spawn(read_output(io.stderr, max_frame, tx.clone())),
             tokio::spawn(write_frames(io.frames_out, reply_rx, tx_replies)),
         ];
-        let namespaces = request
-            .bindings
-            .iter()
-            .map(|ns| {
-                (
-                    ns.global.as_str(),
-                    ns.names.iter().map(String::as_str).collect(),
-                )
-            })
-            .collect();
         Session {
             inner,
             request,
@@ -563,11 +546,7 @@ impl<'r> Session<'r> {
             tasks,
             logs: Vec::new(),
             ledger: OutputLedger::new(cap),
-            namespaces,
-            seen_ids: HashSet::new(),
-            calls: 0,
-            pending: FuturesUnordered::new(),
-            run_signal: CancellationToken::new(),
+            calls: Calls::new(request, inner.config.max_binding_calls),
             outputs_open: 2,
             seen: HashMap::new(),
         }
@@ -593,24 +572,15 @@ impl<'r> Session<'r> {
             let grace = exited.as_ref().map(|(_, at)| *at);
             tokio::select! {
                 biased;
-                _ = self.request.signal.cancelled() => {
-                    return Ending::Fail(FailureKind::Abort, "run aborted".to_owned());
-                }
-                _ = self.inner.disposed.cancelled() => {
-                    return Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned());
-                }
-                _ = &mut wall => {
-                    return Ending::Fail(
-                        FailureKind::Timeout,
-                        format!("wall-clock ceiling reached ({}ms)", config.max_wall_ms),
-                    );
-                }
+                _ = self.request.signal.cancelled() => return Ending::aborted(),
+                _ = self.inner.disposed.cancelled() => return Ending::disposed(),
+                _ = &mut wall => return Ending::wall(config.max_wall_ms),
                 _ = tick.tick(), if exited.is_none() => {
                     let tree = process::tree(pid);
                     self.remember(&tree);
                     let Some(usage) = process::usage(&tree) else { continue };
-                    if let Some((kind, message)) = budget.overrun(&usage) {
-                        return Ending::Fail(kind, message);
+                    if let Some(ending) = budget.overrun(&usage) {
+                        return ending;
                     }
                 }
                 event = self.events.recv(), if !events_done => match event {
@@ -630,14 +600,13 @@ impl<'r> Session<'r> {
                                 _ => "worker closed its protocol channel before completing"
                                     .to_owned(),
                             };
-                            return Ending::Fail(FailureKind::WorkerExit, message);
+                            return Ending::worker_exit(message);
                         }
                         frames_closed = true;
                     }
                     Some(Event::RepliesClosed) => {
-                        return Ending::Fail(
-                            FailureKind::WorkerExit,
-                            "worker closed its protocol channel before completing".to_owned(),
+                        return Ending::worker_exit(
+                            "worker closed its protocol channel before completing",
                         );
                     }
                     Some(Event::OutputClosed) => self.outputs_open -= 1,
@@ -650,9 +619,9 @@ impl<'r> Session<'r> {
                         return Ending::Overflow(self.ledger.overflow_message(&mut self.logs));
                     }
                     Some(Event::Inbound(Inbound::OversizedCall { id })) => {
-                        let limit = self.inner.config.max_frame_bytes;
-                        let message = format!("binding arguments exceed {limit} bytes");
-                        if let Some(ending) = self.refuse_call(id, &message) {
+                        let message = oversized_call(self.inner.config.max_frame_bytes);
+                        let admitted = self.calls.refuse(id, message);
+                        if let Some(ending) = self.admitted(id, admitted) {
                             return ending;
                         }
                     }
@@ -662,8 +631,8 @@ impl<'r> Session<'r> {
                         }
                     }
                 },
-                Some((id, result)) = self.pending.next(), if !self.pending.is_empty() => {
-                    self.reply(id, result);
+                (id, reply) = self.calls.next(), if !self.calls.idle() => {
+                    self.send(reply_frame(id, reply));
                 }
                 status = self.worker.child.wait(), if exited.is_none() => {
                     let how = status.map_or_else(|e| format!("ended ({e})"), process::describe_exit);
@@ -674,10 +643,7 @@ impl<'r> Session<'r> {
                 }
             }
             if frames_closed && let Some((how, _)) = &exited {
-                return Ending::Fail(
-                    FailureKind::WorkerExit,
-                    format!("worker {how} before completing"),
-                );
+                return Ending::worker_exit(format!("worker {how} before completing"));
             }
         }
     }
@@ -689,61 +655,30 @@ impl<'r> Session<'r> {
                 .push_log(&mut self.logs, &text)
                 .err()
                 .map(Ending::Overflow),
-            ChildFrame::Done(completion) => Some(Ending::Done(completion)),
-            ChildFrame::Costly { id } => self.refuse_call(
-                id,
-                &format!(
-                    "binding arguments would take more than {} MiB of host memory to decode",
-                    crate::code_runtime::frame::DECODE_LIMIT >> 20
-                ),
-            ),
+            ChildFrame::Done(completion) => Some(completion.into()),
+            ChildFrame::Costly { id } => {
+                let admitted = self.calls.refuse(id, costly_call());
+                self.admitted(id, admitted)
+            }
             ChildFrame::Call {
                 id,
                 global,
                 name,
                 args,
             } => {
-                if !self.seen_ids.insert(id) {
-                    return None;
-                }
-                self.calls += 1;
-                let max = self.inner.config.max_binding_calls;
-                if self.calls > max {
-                    return Some(Ending::Fail(
-                        FailureKind::BindingLimit,
-                        format!("binding call limit reached ({max} calls)"),
-                    ));
-                }
-                let known = self
-                    .namespaces
-                    .get(global.as_str())
-                    .is_some_and(|names| names.contains(name.as_str()));
-                if !known {
-                    self.send(frame::reply_err(
-                        id,
-                        &format!("unknown binding \"{global}.{name}\""),
-                    ));
-                    return None;
-                }
-                let Some(args) = args else {
-                    self.send(frame::reply_err(
-                        id,
-                        "binding arguments must be lossless JSON",
-                    ));
-                    return None;
-                };
-                let Some(dispatch) = &self.request.dispatch else {
-                    self.send(frame::reply_err(id, "no binding dispatcher installed"));
-                    return None;
-                };
-                let call = dispatch(BindingCall {
-                    namespace: global,
-                    name,
-                    args,
-                    signal: self.run_signal.child_token(),
-                });
-                self.pending
-                    .push(call.map(move |result| (id, result)).boxed());
+                let admitted = self.calls.call(id, Target::Named(&global, &name), args);
+                self.admitted(id, admitted)
+            }
+        }
+    }
+
+    /// Answers call `id` as the session admitted it; the ending when it was one too many.
+    fn admitted(&mut self, id: u64, admitted: Admitted) -> Option<Ending> {
+        match admitted {
+            Admitted::Repeated | Admitted::Pending => None,
+            Admitted::Limit(ending) => Some(ending),
+            Admitted::Answer(reply) => {
+                self.send(reply_frame(id, reply));
                 None
             }
         }
@@ -765,52 +700,13 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// A call frame the host will not decode: counted as a call, answered with a rejection.
-    fn refuse_call(&mut self, id: u64, message: &str) -> Option<Ending> {
-        if !self.seen_ids.insert(id) {
-            return None;
-        }
-        self.calls += 1;
-        let max = self.inner.config.max_binding_calls;
-        if self.calls > max {
-            return Some(Ending::Fail(
-                FailureKind::BindingLimit,
-                format!("binding call limit reached ({max} calls)"),
-            ));
-        }
-        self.send(frame::reply_err(id, message));
-        None
-    }
-
-    fn reply(&mut self, id: u64, result: Result<Value, BindingError>) {
-        let frame = match result {
-            Ok(value) => match frame::inspect(&value) {
-                Ok(depth) => {
-                    let frame = frame::reply_ok(id, &value, depth);
-                    frame::with_stack_for(depth, move || drop(value));
-                    frame
-                }
-                Err(Unfit::Lossy) => {
-                    frame::reply_err(id, "binding resolution must be lossless JSON")
-                }
-                Err(Unfit::TooDeep) => frame::reply_err(
-                    id,
-                    &format!("binding resolution nests deeper than {MAX_FRAME_DEPTH} levels"),
-                ),
-            },
-            Err(error) => frame::reply_failure(id, &error.message, error.code.as_deref()),
-        };
-        self.send(frame);
-    }
-
     fn send(&self, frame: Vec<u8>) {
         // The writer only stops when the child's end is gone; the run is then ending anyway.
         let _ = self.replies.send(frame);
     }
 
     async fn settle(mut self, mut ending: Ending) -> RunOutcome {
-        self.run_signal.cancel();
-        self.pending = FuturesUnordered::new();
+        self.calls.settle();
         self.worker.kill();
         process::kill_seen(&self.seen);
         // Output the program wrote before the end is still in the pipes: take it in.
@@ -836,7 +732,7 @@ impl<'r> Session<'r> {
         let _ = tokio::time::timeout(Duration::from_secs(5), self.worker.child.wait()).await;
         let logs = std::mem::take(&mut self.logs);
         let sandbox = Some(self.inner.launch.sandbox.status().clone());
-        child_outcome(&mut self.ledger, logs, ending, sandbox)
+        ending.into_outcome(&mut self.ledger, logs, sandbox)
     }
 }
 
@@ -896,31 +792,22 @@ async fn read_frames(
 /// A line longer than `max` bytes is cut there: it cannot fit the ledger anyway.
 async fn read_output(mut stream: impl AsyncRead + Unpin, max: usize, tx: mpsc::Sender<Event>) {
     let mut buf = vec![0u8; 64 << 10];
-    let mut line = Vec::new();
+    let mut lines = Lines::new(max);
+    let mut out = Vec::new();
     loop {
         let n = stream.read(&mut buf).await.unwrap_or(0);
         if n == 0 {
             break;
         }
-        for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
-            let (body, complete) = match chunk.strip_suffix(b"\n") {
-                Some(body) => (body, true),
-                None => (chunk, false),
-            };
-            line.extend_from_slice(body);
-            if complete || line.len() > max {
-                let text = String::from_utf8_lossy(&line).into_owned();
-                line.clear();
-                if tx.send(Event::Output(text)).await.is_err() {
-                    return;
-                }
+        lines.feed(&buf[..n], &mut out);
+        for text in out.drain(..) {
+            if tx.send(Event::Output(text)).await.is_err() {
+                return;
             }
         }
     }
-    if !line.is_empty() {
-        let _ = tx
-            .send(Event::Output(String::from_utf8_lossy(&line).into_owned()))
-            .await;
+    if let Some(text) = lines.finish() {
+        let _ = tx.send(Event::Output(text)).await;
     }
     let _ = tx.send(Event::OutputClosed).await;
 }

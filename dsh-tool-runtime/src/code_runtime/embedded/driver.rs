@@ -7,17 +7,14 @@ use std::task::{Context, Poll, Wake};
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::super::PendingCall;
-use super::super::frame::{self, Unfit};
+use super::super::frame;
 use super::super::ledger::OutputLedger;
-pub(crate) use super::super::ledger::failure_outcome;
-use super::super::{
-    BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, Lane, RunOutcome,
-};
+use super::super::session::{self, Admitted};
+pub(crate) use super::super::session::{Ending, Reply, Target};
+use super::super::{Lane, RunOutcome};
 use super::Job;
 use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth};
 
@@ -158,29 +155,14 @@ impl Watch {
     }
 
     /// The typed failure a limit or cancellation reason ends the run with.
-    pub(crate) fn failure(&self, stop: Stop) -> (FailureKind, String) {
+    pub(crate) fn failure(&self, stop: Stop) -> Ending {
         match stop {
-            Stop::Aborted => (FailureKind::Abort, "run aborted".to_owned()),
-            Stop::Disposed => (FailureKind::Abort, "runtime disposed".to_owned()),
-            Stop::Wall => (
-                FailureKind::Timeout,
-                format!("wall-clock ceiling reached ({}ms)", self.max_wall_ms),
-            ),
-            Stop::Compute => (
-                FailureKind::Timeout,
-                format!(
-                    "compute budget exhausted ({}ms of CPU time)",
-                    self.compute_ms
-                ),
-            ),
-            Stop::Memory => (
-                FailureKind::MemoryLimit,
-                format!("memory limit reached ({} MiB)", self.max_memory_mb),
-            ),
-            Stop::Settled => (
-                FailureKind::WorkerExit,
-                "the interpreter stopped before completing".to_owned(),
-            ),
+            Stop::Aborted => Ending::aborted(),
+            Stop::Disposed => Ending::disposed(),
+            Stop::Wall => Ending::wall(self.max_wall_ms),
+            Stop::Compute => Ending::compute(self.compute_ms),
+            Stop::Memory => Ending::allocator_limit(self.max_memory_mb),
+            Stop::Settled => Ending::worker_exit("the interpreter stopped before completing"),
         }
     }
 }
@@ -198,29 +180,13 @@ impl Wake for Unpark {
     }
 }
 
-/// How a run ended, before the output ledger has had its say.
-pub(crate) enum Ending {
-    /// The program returned this value (`None`: nothing).
-    Done(Option<Value>),
-    /// A typed failure.
-    Fail(FailureKind, String),
-    /// The output cap was exceeded; the diagnostic (already cut to fit).
-    Overflow(String),
-}
-
 /// What became of a binding call the program made.
 pub(crate) enum Submitted {
-    /// It is under way with this id; its reply comes from [`Calls::poll_ready`].
+    /// It is under way with this id, or refused; its reply comes from [`Calls::poll_ready`].
     Dispatched(u64),
-    /// It rejects at once in the program with this message.
-    Refused(String),
     /// It was one call too many: the run ends with this ending.
     Limit(Ending),
 }
-
-/// A finished binding call: the value (lossless, with its nesting depth) or the failure the
-/// call rejects with.
-pub(crate) type Reply = Result<(Value, usize), BindingError>;
 
 /// The scheduler of a run's binding calls, driven by the interpreter thread that polls the
 /// calls (see [`crate::code_runtime::Lane`]).
@@ -278,16 +244,13 @@ impl Drop for InPlaceLane {
     }
 }
 
-/// The binding calls of one run: the bindings by number, the call budget, the calls in flight.
+/// The binding calls of one run on an interpreter thread: the run session's
+/// ([`session::Calls`]) with the ids this side gives them, the answers it gave at once and the
+/// lane this thread drives.
 pub(crate) struct Calls {
-    /// `(global, name)` of every binding, numbered in the order of the request's namespaces and
-    /// their names (the order the bootstrap numbers them in).
-    bindings: Vec<(String, String)>,
-    dispatch: Option<BindingDispatch>,
-    made: u64,
-    max: u64,
-    pending: FuturesUnordered<PendingCall>,
-    run_signal: CancellationToken,
+    calls: session::Calls,
+    last_id: u64,
+    answered: Vec<(u64, Reply)>,
     lane: Option<InPlaceLane>,
 }
 
@@ -295,61 +258,27 @@ impl Calls {
     /// The calls of `job`, whose lane (if it came with one) the caller has taken out of it.
     pub(crate) fn new(job: &Job, lane: Option<InPlaceLane>) -> Self {
         Calls {
-            bindings: job
-                .request
-                .bindings
-                .iter()
-                .flat_map(|ns| {
-                    ns.names
-                        .iter()
-                        .map(|name| (ns.global.clone(), name.clone()))
-                })
-                .collect(),
-            dispatch: job.request.dispatch.clone(),
-            made: 0,
-            max: job.config.max_binding_calls,
-            pending: FuturesUnordered::new(),
-            run_signal: CancellationToken::new(),
+            calls: session::Calls::new(&job.request, job.config.max_binding_calls),
+            last_id: 0,
+            answered: Vec::new(),
             lane,
         }
     }
 
-    /// The number of binding `global.name`, if the run has it.
-    #[cfg_attr(not(feature = "embedded-python"), allow(dead_code))]
-    pub(crate) fn binding_index(&self, global: &str, name: &str) -> Option<usize> {
-        self.bindings
-            .iter()
-            .position(|(g, n)| g == global && n == name)
-    }
-
-    /// Takes one call to binding number `binding` whose arguments are `args` (`None`: they were
-    /// not lossless JSON).
-    pub(crate) fn submit(&mut self, binding: usize, args: Option<Value>) -> Submitted {
-        self.made += 1;
-        let id = self.made;
-        if self.made > self.max {
-            return Submitted::Limit(Ending::Fail(
-                FailureKind::BindingLimit,
-                format!("binding call limit reached ({} calls)", self.max),
-            ));
+    /// Takes one call to `target` whose arguments are `args` (`None`: they were not lossless
+    /// JSON). A refusal or an answer ready at once comes with the next
+    /// [`poll_ready`](Self::poll_ready), as every reply does.
+    pub(crate) fn submit(&mut self, target: Target<'_>, args: Option<Value>) -> Submitted {
+        self.last_id += 1;
+        let id = self.last_id;
+        match self.calls.call(id, target, args) {
+            Admitted::Limit(ending) => Submitted::Limit(ending),
+            Admitted::Answer(reply) => {
+                self.answered.push((id, reply));
+                Submitted::Dispatched(id)
+            }
+            Admitted::Repeated | Admitted::Pending => Submitted::Dispatched(id),
         }
-        let Some((global, name)) = self.bindings.get(binding) else {
-            return Submitted::Refused("unknown binding".to_owned());
-        };
-        let Some(args) = args else {
-            return Submitted::Refused("binding arguments must be lossless JSON".to_owned());
-        };
-        let Some(dispatch) = &self.dispatch else {
-            return Submitted::Refused("no binding dispatcher installed".to_owned());
-        };
-        let call = dispatch(BindingCall {
-            namespace: global.clone(),
-            name: name.clone(),
-            args,
-            signal: self.run_signal.child_token(),
-        });
-        self.pending.push(Box::pin(Tagged { id, call }));
-        Submitted::Dispatched(id)
     }
 
     /// Moves the calls that have finished since the last poll into `ready`. With a lane, the
@@ -362,6 +291,7 @@ impl Calls {
         watch: &Watch,
         ready: &mut Vec<(u64, Reply)>,
     ) {
+        ready.append(&mut self.answered);
         self.poll_pending(cx, ready);
         if let Some(lane) = &mut self.lane {
             let started = Instant::now();
@@ -374,11 +304,8 @@ impl Calls {
     }
 
     fn poll_pending(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, Reply)>) {
-        while !self.pending.is_empty() {
-            match self.pending.poll_next_unpin(cx) {
-                Poll::Ready(Some((id, result))) => ready.push((id, checked(result))),
-                Poll::Ready(None) | Poll::Pending => break,
-            }
+        while let Poll::Ready(reply) = self.calls.poll_next(cx) {
+            ready.push(reply);
         }
     }
 
@@ -386,40 +313,11 @@ impl Calls {
     /// waits on this thread until its started calls have committed (queued ones are abandoned),
     /// as `run_code` would before returning.
     pub(crate) fn settle(&mut self) {
-        self.run_signal.cancel();
-        self.pending = FuturesUnordered::new();
+        self.calls.settle();
+        self.answered.clear();
         if let Some(lane) = self.lane.take() {
             lane.finish();
         }
-    }
-}
-
-/// A dispatched call with its id, without a second box around the dispatcher's future.
-struct Tagged {
-    id: u64,
-    call: BoxFuture<'static, Result<Value, BindingError>>,
-}
-
-impl Future for Tagged {
-    type Output = (u64, Result<Value, BindingError>);
-
-    fn poll(mut self: std::pin::Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<Self::Output> {
-        let id = self.id;
-        self.call.as_mut().poll(cx).map(|result| (id, result))
-    }
-}
-
-/// A resolution as the program may see it: lossless and at most [`MAX_DEPTH`] deep.
-fn checked(result: Result<Value, BindingError>) -> Reply {
-    let value = result?;
-    match frame::inspect(&value) {
-        Ok(depth) => Ok((value, depth)),
-        Err(Unfit::Lossy) => Err(BindingError::new(
-            "binding resolution must be lossless JSON",
-        )),
-        Err(Unfit::TooDeep) => Err(BindingError::new(format!(
-            "binding resolution nests deeper than {MAX_FRAME_DEPTH} levels"
-        ))),
     }
 }
 
@@ -437,43 +335,6 @@ pub(crate) fn parse_json(text: &str) -> Option<Value> {
 }
 
 /// The outcome of an ending, with the same output rules as the subprocess runtime.
-pub(crate) fn outcome(
-    ledger: &mut OutputLedger,
-    mut logs: Vec<String>,
-    ending: Ending,
-) -> RunOutcome {
-    match ending {
-        Ending::Done(value) => {
-            if let Some(v) = &value
-                && !ledger.fits_value(v)
-            {
-                let message = ledger.overflow_message(&mut logs);
-                return RunOutcome {
-                    value: None,
-                    logs,
-                    sandbox: None,
-                    error: Some(CodeRunFailure {
-                        kind: FailureKind::OutputLimit,
-                        message,
-                    }),
-                };
-            }
-            RunOutcome {
-                value,
-                logs,
-                sandbox: None,
-                error: None,
-            }
-        }
-        Ending::Fail(kind, message) => failure_outcome(ledger, logs, kind, message),
-        Ending::Overflow(message) => RunOutcome {
-            value: None,
-            logs,
-            sandbox: None,
-            error: Some(CodeRunFailure {
-                kind: FailureKind::OutputLimit,
-                message,
-            }),
-        },
-    }
+pub(crate) fn outcome(ledger: &mut OutputLedger, logs: Vec<String>, ending: Ending) -> RunOutcome {
+    ending.into_outcome(ledger, logs, None)
 }

@@ -48,7 +48,6 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::ledger::OutputLedger;
 use super::names::validate_namespaces;
 use super::strip::{oversized, strip_types};
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
@@ -385,8 +384,7 @@ pub(crate) struct Job {
 
 impl Inner {
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        let mut ledger = OutputLedger::new(self.config.max_output_bytes);
-        driver::failure_outcome(&mut ledger, Vec::new(), kind, message)
+        super::session::early_outcome(self.config.max_output_bytes, kind, message)
     }
 
     async fn run(

@@ -16,7 +16,7 @@ use super::super::frame::{self, ChildFrame, Completion};
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
 use super::Job;
-use super::driver::{self, Calls, Ending, Stop, Submitted, Unpark, Watch, parse_json};
+use super::driver::{self, Calls, Ending, Stop, Submitted, Target, Unpark, Watch, parse_json};
 use super::monty_worker::{self, Finish, Halt, Link, Reply};
 
 /// Longest wait between two checks of the budgets while calls are in flight.
@@ -42,17 +42,14 @@ impl Link for Inline<'_> {
         name: &str,
         args: &str,
     ) -> Result<Result<(), String>, Halt> {
-        // An unknown binding still counts against the call budget, as in the worker.
-        let binding = self.calls.binding_index(global, name).unwrap_or(usize::MAX);
-        match self.calls.submit(binding, parse_json(args)) {
+        match self
+            .calls
+            .submit(Target::Named(global, name), parse_json(args))
+        {
             Submitted::Dispatched(ours) => {
                 self.ids.insert(ours, id);
                 Ok(Ok(()))
             }
-            Submitted::Refused(_) if binding == usize::MAX => {
-                Ok(Err(format!("unknown binding \"{global}.{name}\"")))
-            }
-            Submitted::Refused(message) => Ok(Err(message)),
             Submitted::Limit(ending) => {
                 self.ending = Some(ending);
                 Err(Halt)
@@ -141,10 +138,10 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
                 "program completion must be lossless JSON".to_owned(),
             ),
         },
-        Finish::Halted => link.ending.take().unwrap_or_else(|| {
-            let (kind, message) = watch.failure(watch.stopped().unwrap_or(Stop::Settled));
-            Ending::Fail(kind, message)
-        }),
+        Finish::Halted => link
+            .ending
+            .take()
+            .unwrap_or_else(|| watch.failure(watch.stopped().unwrap_or(Stop::Settled))),
     };
     link.calls.settle();
     let outcome = driver::outcome(&mut link.ledger, link.logs, ending);

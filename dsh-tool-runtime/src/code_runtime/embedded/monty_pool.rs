@@ -21,17 +21,14 @@
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 //! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
 
-use std::collections::{HashMap, HashSet};
 use std::os::fd::AsFd;
 use std::path::PathBuf;
-use std::pin::Pin;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
 use futures::FutureExt;
 use futures::future::BoxFuture;
-use futures::stream::{FuturesUnordered, StreamExt};
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
@@ -42,17 +39,17 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
-use super::super::PendingCall;
 use super::super::admission::admit;
 use super::super::budget::TreeBudget;
-use super::super::frame::{self, ChildFrame, FrameDecoder, Inbound, MAX_DEPTH, Unfit};
-use super::super::ledger::{ChildEnding as Ending, OutputLedger, child_outcome, failure_outcome};
+use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
+use super::super::ledger::OutputLedger;
 use super::super::process::{self, Launch, MemoryLimit, Worker};
 use super::super::sandbox::{Plan, Sandbox};
-use super::super::strip::strip_types;
-use super::super::{
-    BindingCall, BindingError, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest,
+use super::super::session::{
+    Admitted, Calls, Ending, Lines, Target, costly_call, early_outcome, oversized_call, reply_frame,
 };
+use super::super::strip::strip_types;
+use super::super::{CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 use super::EmbeddedConfig;
 use super::ring;
 
@@ -344,8 +341,7 @@ impl Pool {
     }
 
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        let mut ledger = OutputLedger::new(self.config.max_output_bytes);
-        failure_outcome(&mut ledger, Vec::new(), kind, message)
+        early_outcome(self.config.max_output_bytes, kind, message)
     }
 
     /// Runs `request` on a pooled worker. The run's loop is a task of its own on tokio's
@@ -443,14 +439,10 @@ impl Pool {
 struct Session<'r> {
     pool: &'r Pool,
     request: &'r RunRequest,
-    namespaces: HashMap<&'r str, HashSet<&'r str>>,
     decoder: FrameDecoder,
     logs: Vec<String>,
     ledger: OutputLedger,
-    seen_ids: HashSet<u64>,
-    calls: u64,
-    pending: FuturesUnordered<PendingCall>,
-    run_signal: CancellationToken,
+    calls: Calls,
     /// Bytes for the worker that its ring did not take yet, from `written` on.
     unwritten: Vec<u8>,
     written: usize,
@@ -474,23 +466,10 @@ impl<'r> Session<'r> {
         Session {
             pool,
             request,
-            namespaces: request
-                .bindings
-                .iter()
-                .map(|ns| {
-                    (
-                        ns.global.as_str(),
-                        ns.names.iter().map(String::as_str).collect(),
-                    )
-                })
-                .collect(),
             decoder: FrameDecoder::new(max_frame).with_call_limit(MAX_CALL_FRAME),
             logs: Vec::new(),
             ledger: OutputLedger::new(cap),
-            seen_ids: HashSet::new(),
-            calls: 0,
-            pending: FuturesUnordered::new(),
-            run_signal: CancellationToken::new(),
+            calls: Calls::new(request, pool.config.max_binding_calls),
             unwritten: run_frame(request, cap),
             written: 0,
             clean: true,
@@ -555,10 +534,7 @@ impl<'r> Session<'r> {
     /// The worker wrote positions no ring can have.
     fn broke(&mut self) -> Ending {
         self.clean = false;
-        Ending::Fail(
-            FailureKind::WorkerExit,
-            "worker broke the frame protocol".to_owned(),
-        )
+        Ending::worker_exit("worker broke the frame protocol")
     }
 
     async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
@@ -575,7 +551,10 @@ impl<'r> Session<'r> {
         let mut buf = vec![0u8; READ_CHUNK];
         let mut out_buf = [0u8; 4096];
         let mut err_buf = [0u8; 4096];
-        let (mut out_line, mut err_line) = (Vec::new(), Vec::new());
+        let max_line = usize::try_from(config.max_output_bytes)
+            .unwrap_or(usize::MAX)
+            .saturating_add(FRAME_SLACK);
+        let (mut out_line, mut err_line) = (Lines::new(max_line), Lines::new(max_line));
         let (mut out_open, mut err_open) = (true, true);
         // Registered once, not on every turn of the loop.
         let (request, pool) = (self.request, self.pool);
@@ -584,7 +563,7 @@ impl<'r> Session<'r> {
         tokio::pin!(aborted, disposed);
         loop {
             if std::mem::take(&mut self.replied)
-                && self.pending.is_empty()
+                && self.calls.idle()
                 && let Err(ending) = self.answer_by_polling(pooled, &mut buf).await
             {
                 return ending;
@@ -599,24 +578,15 @@ impl<'r> Session<'r> {
             }
             tokio::select! {
                 biased;
-                _ = &mut aborted => {
-                    return Ending::Fail(FailureKind::Abort, "run aborted".to_owned());
-                }
-                _ = &mut disposed => {
-                    return Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned());
-                }
-                _ = &mut wall => {
-                    return Ending::Fail(
-                        FailureKind::Timeout,
-                        format!("wall-clock ceiling reached ({}ms)", config.max_wall_ms),
-                    );
-                }
+                _ = &mut aborted => return Ending::aborted(),
+                _ = &mut disposed => return Ending::disposed(),
+                _ = &mut wall => return Ending::wall(config.max_wall_ms),
                 _ = tick.tick() => {
                     let tree = process::tree(pid);
                     if let Some(usage) = process::usage(&tree)
-                        && let Some((kind, message)) = budget.overrun(&usage)
+                        && let Some(ending) = budget.overrun(&usage)
                     {
-                        return Ending::Fail(kind, message);
+                        return ending;
                     }
                 }
                 ready = pooled.frames.bell_in.readable() => {
@@ -630,9 +600,8 @@ impl<'r> Session<'r> {
                         return self.broke();
                     }
                 }
-                Some((id, result)) = self.pending.next(), if !self.pending.is_empty() => {
-                    let reply = reply_frame(id, result);
-                    self.send(&mut pooled.frames, &reply);
+                (id, reply) = self.calls.next(), if !self.calls.idle() => {
+                    self.send(&mut pooled.frames, &reply_frame(id, reply));
                 }
                 () = std::future::ready(()), if at_once => {
                     if self.write_queued(&mut pooled.frames).is_err() {
@@ -677,7 +646,7 @@ impl<'r> Session<'r> {
             let now = std::time::Instant::now();
             if got {
                 let answered_whole = std::mem::take(&mut self.replied)
-                    && self.pending.is_empty()
+                    && self.calls.idle()
                     && self.written == self.unwritten.len();
                 if !answered_whole || now >= session_end {
                     return Ok(());
@@ -711,7 +680,7 @@ impl<'r> Session<'r> {
             got = true;
             let mut inbound = std::mem::take(&mut self.inbound);
             self.decoder.feed(&buf[..n], &mut inbound);
-            let ending = self.on_inbound(&mut inbound, &mut pooled.frames).await;
+            let ending = self.on_inbound(&mut inbound, &mut pooled.frames);
             self.inbound = inbound;
             if let Some(ending) = ending {
                 return Err(ending);
@@ -732,28 +701,20 @@ impl<'r> Session<'r> {
 
     /// Takes in what the worker printed outside the protocol (a crash report); `false` once
     /// the stream has ended.
-    fn output(&mut self, n: std::io::Result<usize>, buf: &[u8], line: &mut Vec<u8>) -> bool {
+    fn output(&mut self, n: std::io::Result<usize>, buf: &[u8], lines: &mut Lines) -> bool {
         let n = n.unwrap_or(0);
         if n == 0 {
-            if !line.is_empty() {
-                let text = String::from_utf8_lossy(line).into_owned();
-                line.clear();
+            if let Some(text) = lines.finish() {
                 self.log(&text);
             }
             return false;
         }
         // Output outside the protocol means the worker is not in a state to serve again.
         self.clean = false;
-        for chunk in buf[..n].split_inclusive(|&b| b == b'\n') {
-            match chunk.strip_suffix(b"\n") {
-                Some(body) => {
-                    line.extend_from_slice(body);
-                    let text = String::from_utf8_lossy(line).into_owned();
-                    line.clear();
-                    self.log(&text);
-                }
-                None => line.extend_from_slice(chunk),
-            }
+        let mut entries = Vec::new();
+        lines.feed(&buf[..n], &mut entries);
+        for text in entries {
+            self.log(&text);
         }
         true
     }
@@ -771,11 +732,7 @@ impl<'r> Session<'r> {
     }
 
     /// Acts on decoded frames in order; a completion must be the last thing of a run.
-    async fn on_inbound(
-        &mut self,
-        inbound: &mut Vec<Inbound>,
-        out: &mut Channel,
-    ) -> Option<Ending> {
+    fn on_inbound(&mut self, inbound: &mut Vec<Inbound>, out: &mut Channel) -> Option<Ending> {
         let mut ending = None;
         for item in inbound.drain(..) {
             if ending.is_some() {
@@ -788,103 +745,48 @@ impl<'r> Session<'r> {
                     self.ledger.overflow_message(&mut self.logs),
                 )),
                 Inbound::OversizedCall { id } => {
-                    let message = format!("binding arguments exceed {MAX_CALL_FRAME} bytes");
-                    self.refuse_call(id, &message, out)
+                    let admitted = self.calls.refuse(id, oversized_call(MAX_CALL_FRAME as u64));
+                    self.admitted(id, admitted, out)
                 }
-                Inbound::Frame(frame) => self.on_frame(frame, out).await,
+                Inbound::Frame(frame) => self.on_frame(frame, out),
             };
         }
         ending
     }
 
-    async fn on_frame(&mut self, frame: ChildFrame, out: &mut Channel) -> Option<Ending> {
+    fn on_frame(&mut self, frame: ChildFrame, out: &mut Channel) -> Option<Ending> {
         match frame {
             ChildFrame::Log { text } => {
                 self.log(&text);
                 self.overflowed()
             }
-            ChildFrame::Done(completion) => Some(Ending::Done(completion)),
-            ChildFrame::Costly { id } => self.refuse_call(
-                id,
-                &format!(
-                    "binding arguments would take more than {} MiB of host memory to decode",
-                    crate::code_runtime::frame::DECODE_LIMIT >> 20
-                ),
-                out,
-            ),
+            ChildFrame::Done(completion) => Some(completion.into()),
+            ChildFrame::Costly { id } => {
+                let admitted = self.calls.refuse(id, costly_call());
+                self.admitted(id, admitted, out)
+            }
             ChildFrame::Call {
                 id,
                 global,
                 name,
                 args,
             } => {
-                if let Some(ending) = self.count_call(id) {
-                    return ending;
-                }
-                let known = self
-                    .namespaces
-                    .get(global.as_str())
-                    .is_some_and(|names| names.contains(name.as_str()));
-                let refusal = if !known {
-                    Some(format!("unknown binding \"{global}.{name}\""))
-                } else if args.is_none() {
-                    Some("binding arguments must be lossless JSON".to_owned())
-                } else if self.request.dispatch.is_none() {
-                    Some("no binding dispatcher installed".to_owned())
-                } else {
-                    None
-                };
-                if let Some(message) = refusal {
-                    self.send(out, &frame::reply_err(id, &message));
-                    return None;
-                }
-                let (Some(dispatch), Some(args)) = (&self.request.dispatch, args) else {
-                    return None;
-                };
-                let mut call = dispatch(BindingCall {
-                    namespace: global,
-                    name,
-                    args,
-                    signal: self.run_signal.child_token(),
-                });
-                // A call that is ready at once is answered without a trip through the queue.
-                match futures::poll!(Pin::new(&mut call)) {
-                    std::task::Poll::Ready(result) => {
-                        let reply = reply_frame(id, result);
-                        self.send(out, &reply);
-                    }
-                    std::task::Poll::Pending => {
-                        self.pending
-                            .push(call.map(move |result| (id, result)).boxed());
-                    }
-                }
-                None
+                let admitted = self.calls.call(id, Target::Named(&global, &name), args);
+                self.admitted(id, admitted, out)
             }
         }
     }
 
-    /// Counts call `id` (once); the ending when it is one call too many.
-    fn count_call(&mut self, id: u64) -> Option<Option<Ending>> {
-        if !self.seen_ids.insert(id) {
-            return Some(None);
+    /// Answers call `id` as the session admitted it; the ending when it was one too many.
+    fn admitted(&mut self, id: u64, admitted: Admitted, out: &mut Channel) -> Option<Ending> {
+        match admitted {
+            Admitted::Repeated | Admitted::Pending => None,
+            Admitted::Limit(ending) => Some(ending),
+            Admitted::Answer(reply) => {
+                self.send(out, &reply_frame(id, reply));
+                None
+            }
         }
-        self.calls += 1;
-        let max = self.pool.config.max_binding_calls;
-        (self.calls > max).then(|| {
-            Some(Ending::Fail(
-                FailureKind::BindingLimit,
-                format!("binding call limit reached ({max} calls)"),
-            ))
-        })
-    }
-
-    /// A call frame the host will not decode: counted as a call, answered with a rejection.
-    fn refuse_call(&mut self, id: u64, message: &str, out: &mut Channel) -> Option<Ending> {
-        if let Some(ending) = self.count_call(id) {
-            return ending;
-        }
-        self.send(out, &frame::reply_err(id, message));
-        None
     }
 
     /// The worker's doorbell pipe closed: how it ended, once its exit status shows.
@@ -894,13 +796,7 @@ impl<'r> Session<'r> {
         let message = match status {
             Ok(Ok(status)) => {
                 if status.code() == Some(monty_types::OOM_EXIT_CODE) {
-                    return Ending::Fail(
-                        FailureKind::MemoryLimit,
-                        format!(
-                            "memory limit reached ({} MiB)",
-                            self.pool.config.max_memory_mb
-                        ),
-                    );
+                    return Ending::allocator_limit(self.pool.config.max_memory_mb);
                 }
                 format!(
                     "worker {} before completing",
@@ -909,14 +805,13 @@ impl<'r> Session<'r> {
             }
             _ => "worker closed its protocol channel before completing".to_owned(),
         };
-        Ending::Fail(FailureKind::WorkerExit, message)
+        Ending::worker_exit(message)
     }
 
     /// After a kill: takes in the log frames the worker published before it died (all of
     /// them are in the ring once its doorbell pipe has closed).
     async fn drain(&mut self, pooled: &mut Pooled) {
-        self.run_signal.cancel();
-        self.pending = FuturesUnordered::new();
+        self.calls.settle();
         let deadline = Instant::now() + DRAIN_GRACE;
         while let Ok(Ok(())) =
             tokio::time::timeout_at(deadline, pooled.frames.bell_in.readable()).await
@@ -940,7 +835,7 @@ impl<'r> Session<'r> {
     }
 
     fn outcome(mut self, ending: Ending) -> RunOutcome {
-        self.run_signal.cancel();
+        self.calls.settle();
         let sandbox = Some(self.pool.launch.sandbox.status().clone());
         let logs = std::mem::take(&mut self.logs);
         // Output that overflowed while draining still ends the run as `output-limit`.
@@ -948,26 +843,7 @@ impl<'r> Session<'r> {
             (_, Ending::Overflow(message)) | (Some(message), _) => Ending::Overflow(message),
             (None, ending) => ending,
         };
-        child_outcome(&mut self.ledger, logs, ending, sandbox)
-    }
-}
-
-/// The reply frame of a finished call.
-fn reply_frame(id: u64, result: Result<Value, BindingError>) -> Vec<u8> {
-    match result {
-        Ok(value) => match frame::inspect(&value) {
-            Ok(depth) => {
-                let reply = frame::reply_ok(id, &value, depth);
-                frame::with_stack_for(depth, move || drop(value));
-                reply
-            }
-            Err(Unfit::Lossy) => frame::reply_err(id, "binding resolution must be lossless JSON"),
-            Err(Unfit::TooDeep) => frame::reply_err(
-                id,
-                &format!("binding resolution nests deeper than {MAX_DEPTH} levels"),
-            ),
-        },
-        Err(error) => frame::reply_failure(id, &error.message, error.code.as_deref()),
+        ending.into_outcome(&mut self.ledger, logs, sandbox)
     }
 }
 

@@ -20,7 +20,8 @@ use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
 use super::Job;
 use super::driver::{
-    self, Calls, Ending, INTERPRETER_STACK_BYTES, Relay, Stop, Submitted, Unpark, Watch, parse_json,
+    self, Calls, Ending, INTERPRETER_STACK_BYTES, Relay, Stop, Submitted, Target, Unpark, Watch,
+    parse_json,
 };
 use super::quickjs_values::{self, Read, Reader};
 use crate::json::MAX_FRAME_DEPTH;
@@ -215,7 +216,7 @@ fn submit<'js>(
     } else {
         usize::MAX
     };
-    match s.calls.submit(binding, args) {
+    match s.calls.submit(Target::Numbered(binding), args) {
         Submitted::Dispatched(id) => {
             waiters.borrow_mut().insert(
                 id,
@@ -227,10 +228,13 @@ fn submit<'js>(
             );
             Ok(promise.into_value())
         }
-        Submitted::Refused(message) => refusal(ctx, &message),
         Submitted::Limit(ending) => {
+            let message = match &ending {
+                Ending::Fail(_, message) => message.clone(),
+                Ending::Done(_) | Ending::Overflow(_) => String::new(),
+            };
             s.end(watch, ending);
-            refusal(ctx, "binding call limit reached")
+            refusal(ctx, &message)
         }
     }
 }
@@ -285,10 +289,7 @@ pub(crate) fn execute(mut job: Job, ended: impl FnOnce(Ending, &mut OutputLedger
         Err(e) => {
             let mut state = state.borrow_mut();
             let ending = match watch.stopped() {
-                Some(stop) if stop != Stop::Settled => {
-                    let (kind, message) = watch.failure(stop);
-                    Ending::Fail(kind, message)
-                }
+                Some(stop) if stop != Stop::Settled => watch.failure(stop),
                 _ => Ending::Fail(
                     FailureKind::WorkerExit,
                     format!("the interpreter could not start: {e}"),
@@ -335,14 +336,11 @@ fn drive(ctx: &Ctx<'_>, job: &Job, watch: &Arc<Watch>, state: &Rc<RefCell<State>
     let mut state = state.borrow_mut();
     state.calls.settle();
     match watch.stopped() {
-        Some(Stop::Settled) | None => state.ending.take().unwrap_or_else(|| {
-            let (kind, message) = watch.failure(Stop::Settled);
-            Ending::Fail(kind, message)
-        }),
-        Some(stop) => {
-            let (kind, message) = watch.failure(stop);
-            Ending::Fail(kind, message)
-        }
+        Some(Stop::Settled) | None => state
+            .ending
+            .take()
+            .unwrap_or_else(|| watch.failure(Stop::Settled)),
+        Some(stop) => watch.failure(stop),
     }
 }
 
