@@ -59,9 +59,9 @@ pub mod code {
         CodeModeError, ModelView, PromptSection, RunCodeConfig, language_of,
     };
     pub use dsh_tool_runtime::code_runtime::{
-        BindingCall, BindingDispatch, BindingError, BindingNamespace, CodeRunFailure, CodeRuntime,
-        CodeRuntimeError, ErrorClass, FailureKind, Isolation, RunOutcome, RunRequest, Sandbox,
-        SandboxStatus, SubprocessConfig, SubprocessRuntime, validate_namespaces,
+        BindingCall, BindingDispatch, BindingError, BindingNamespace, Budgets, CodeRunFailure,
+        CodeRuntime, CodeRuntimeError, ErrorClass, FailureKind, Isolation, RunOutcome, RunRequest,
+        Sandbox, SandboxStatus, SubprocessConfig, SubprocessRuntime, validate_namespaces,
     };
     #[cfg(feature = "embedded-js")]
     pub use dsh_tool_runtime::code_runtime::{EmbeddedConfig, EmbeddedRuntime};

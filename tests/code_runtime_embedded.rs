@@ -11,7 +11,7 @@ mod code_runtime_support;
 mod toolset;
 
 use code_runtime_support::*;
-use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind};
+use dsh_tools::code::{Budgets, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind};
 use serde_json::json;
 use tokio::sync::Mutex;
 
@@ -19,9 +19,12 @@ static ALONE: Mutex<()> = Mutex::const_new(());
 
 fn config() -> EmbeddedConfig {
     EmbeddedConfig {
-        compute_ms: 1_000,
-        max_wall_ms: 60_000,
-        max_memory_mb: 128,
+        budgets: Budgets {
+            compute_ms: 1_000,
+            max_wall_ms: 60_000,
+            max_memory_mb: 128,
+            ..Budgets::default()
+        },
         ..EmbeddedConfig::default()
     }
 }
@@ -111,7 +114,10 @@ return { seen, imported, required, own, same: global === globalThis };"#,
 async fn javascript_hot_loop_stops_within_20ms_of_cpu_past_the_budget() {
     let _alone = ALONE.lock().await;
     let rt = javascript(EmbeddedConfig {
-        compute_ms: 300,
+        budgets: Budgets {
+            compute_ms: 300,
+            ..Budgets::default()
+        },
         ..config()
     });
     // Warm up the thread and allocator paths so the measured run is the loop alone.

@@ -15,7 +15,9 @@ mod toolset;
 use std::time::Duration;
 
 use code_runtime_support::*;
-use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome};
+use dsh_tools::code::{
+    Budgets, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome,
+};
 use serde_json::json;
 use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
@@ -25,9 +27,12 @@ static WORKERS: RwLock<()> = RwLock::const_new(());
 
 fn config() -> EmbeddedConfig {
     EmbeddedConfig {
-        compute_ms: 10_000,
-        max_wall_ms: 60_000,
-        max_memory_mb: 128,
+        budgets: Budgets {
+            compute_ms: 10_000,
+            max_wall_ms: 60_000,
+            max_memory_mb: 128,
+            ..Budgets::default()
+        },
         ..EmbeddedConfig::default()
     }
 }
@@ -38,10 +43,14 @@ fn python() -> EmbeddedRuntime {
 
 /// A pool that keeps only its last warm worker: sequential runs all land on one process.
 fn one_worker(compute_ms: u64) -> EmbeddedRuntime {
+    let base = config();
     EmbeddedRuntime::python(EmbeddedConfig {
-        compute_ms,
+        budgets: Budgets {
+            compute_ms,
+            ..base.budgets.clone()
+        },
         python_idle_workers: 0,
-        ..config()
+        ..base
     })
     .expect("the Monty worker is built with the tests")
 }
@@ -460,8 +469,11 @@ async fn a_stream_of_calls_answered_at_once_still_sees_cancel_and_budget() {
     let _shared = WORKERS.read().await;
     // No call limit: the budget, not the count, must end the second run.
     let rt = EmbeddedRuntime::python(EmbeddedConfig {
-        compute_ms: 1_000,
-        max_binding_calls: u64::MAX,
+        budgets: Budgets {
+            compute_ms: 1_000,
+            max_binding_calls: u64::MAX,
+            ..Budgets::default()
+        },
         ..config()
     })
     .expect("the Monty worker is built with the tests");
@@ -489,9 +501,12 @@ async fn a_stream_of_calls_answered_at_once_still_sees_cancel_and_budget() {
     rt.dispose().await;
     // The wall clock is the host's alone to watch (no rlimit stands in for it).
     let rt = EmbeddedRuntime::python(EmbeddedConfig {
-        compute_ms: 600_000,
-        max_wall_ms: 1_000,
-        max_binding_calls: u64::MAX,
+        budgets: Budgets {
+            compute_ms: 600_000,
+            max_wall_ms: 1_000,
+            max_binding_calls: u64::MAX,
+            ..Budgets::default()
+        },
         ..config()
     })
     .expect("the Monty worker is built with the tests");

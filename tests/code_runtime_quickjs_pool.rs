@@ -14,7 +14,7 @@ use std::time::Duration;
 
 use code_runtime_support::*;
 use dsh_tools::code::{
-    CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, Isolation, RunOutcome,
+    Budgets, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, Isolation, RunOutcome,
 };
 use serde_json::json;
 use tokio::sync::Mutex;
@@ -35,9 +35,12 @@ const LONG_SORT: &str = "const a = new Array(3_000_000);\n\
 /// `max_wall_ms` as given.
 fn pooled(compute_ms: u64, max_wall_ms: u64) -> EmbeddedRuntime {
     EmbeddedRuntime::javascript(EmbeddedConfig {
-        compute_ms,
-        max_wall_ms,
-        max_memory_mb: 512,
+        budgets: Budgets {
+            compute_ms,
+            max_wall_ms,
+            max_memory_mb: 512,
+            ..Budgets::default()
+        },
         python_idle_workers: 0,
         ..EmbeddedConfig::default()
     })

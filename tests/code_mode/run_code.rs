@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 
 use common::{call, mirror};
 use dsh_tools::code::CodeModeError;
-use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::{ErrorCode, Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use dsh_tools::{PreNext, ToolCallView};
@@ -65,8 +65,11 @@ fn each_with(ts: &'static str, py: &'static str) -> Vec<(Lang, &'static str)> {
 
 async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
     let config = SubprocessConfig {
-        compute_ms: 10_000,
-        max_wall_ms: 20_000,
+        budgets: Budgets {
+            compute_ms: 10_000,
+            max_wall_ms: 20_000,
+            ..Budgets::default()
+        },
         ..Default::default()
     };
     match lang {
@@ -93,8 +96,11 @@ async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
 #[cfg(feature = "embedded-js")]
 fn embedded() -> dsh_tools::code::EmbeddedConfig {
     dsh_tools::code::EmbeddedConfig {
-        compute_ms: 10_000,
-        max_wall_ms: 20_000,
+        budgets: Budgets {
+            compute_ms: 10_000,
+            max_wall_ms: 20_000,
+            ..Budgets::default()
+        },
         ..Default::default()
     }
 }
@@ -683,7 +689,10 @@ async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
 async fn an_output_limit_keeps_the_runtime_text_and_the_captured_output() {
     let registry = Registry::new();
     let config = SubprocessConfig {
-        max_output_bytes: 200,
+        budgets: Budgets {
+            max_output_bytes: 200,
+            ..Budgets::default()
+        },
         ..Default::default()
     };
     registry.set_code_runtime(Arc::new(
@@ -816,7 +825,10 @@ async fn host_work_on_the_interpreter_thread_is_not_charged_to_the_compute_budge
         .build()
         .unwrap();
     let runtime = quickjs(dsh_tools::code::EmbeddedConfig {
-        compute_ms: 200,
+        budgets: Budgets {
+            compute_ms: 200,
+            ..Budgets::default()
+        },
         ..embedded()
     });
     let registry = code_mode_with(runtime, [busy]);
@@ -838,11 +850,14 @@ async fn host_work_on_the_interpreter_thread_is_not_charged_to_the_compute_budge
 async fn dropping_run_code_abandons_the_calls_of_an_embedded_run() {
     let overlap = Arc::new(Overlap::default());
     let runtime = quickjs(dsh_tools::code::EmbeddedConfig {
-        max_concurrent_runs: 1,
+        budgets: Budgets {
+            max_concurrent_runs: 1,
+            compute_ms: 1_000_000,
+            max_wall_ms: 1_000_000,
+            max_binding_calls: u64::MAX,
+            ..Budgets::default()
+        },
         // No budget ends the endless program before the test's own bound.
-        compute_ms: 1_000_000,
-        max_wall_ms: 1_000_000,
-        max_binding_calls: u64::MAX,
         ..embedded()
     });
     let registry = code_mode_with(runtime, [nap("nap", true, &overlap)]);

@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use code_runtime_support::*;
 use dsh_tools::code::{
-    BindingNamespace, CodeRuntime, CodeRuntimeError, EmbeddedConfig, EmbeddedRuntime, FailureKind,
-    Isolation, RunOutcome, RunRequest, SubprocessConfig,
+    BindingNamespace, Budgets, CodeRuntime, CodeRuntimeError, EmbeddedConfig, EmbeddedRuntime,
+    FailureKind, Isolation, RunOutcome, RunRequest, SubprocessConfig,
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
@@ -27,26 +27,9 @@ pub enum Backend {
     EmbeddedPython,
 }
 
-/// The budgets a test sets, mapped onto each backend's configuration.
-#[derive(Clone, Copy, Debug)]
-pub struct Budgets {
-    compute_ms: u64,
-    max_wall_ms: u64,
-    max_output_bytes: u64,
-    max_memory_mb: u64,
-    max_binding_calls: u64,
-}
-
 /// Small budgets so limit tests finish fast.
 fn budgets() -> Budgets {
-    let s = small();
-    Budgets {
-        compute_ms: s.compute_ms,
-        max_wall_ms: s.max_wall_ms,
-        max_output_bytes: s.max_output_bytes,
-        max_memory_mb: s.max_memory_mb,
-        max_binding_calls: s.max_binding_calls,
-    }
+    small().budgets
 }
 
 impl Backend {
@@ -85,33 +68,21 @@ impl Backend {
         match self {
             Backend::SubprocessTypeScript | Backend::SubprocessPython => {
                 let config = SubprocessConfig {
-                    compute_ms: b.compute_ms,
-                    max_wall_ms: b.max_wall_ms,
-                    max_output_bytes: b.max_output_bytes,
-                    max_memory_mb: b.max_memory_mb,
-                    max_binding_calls: b.max_binding_calls,
+                    budgets: b.clone(),
                     ..SubprocessConfig::default()
                 };
                 Arc::new(self.lang().runtime(config).await)
             }
             Backend::EmbeddedJavaScript => Arc::new(
                 EmbeddedRuntime::javascript(EmbeddedConfig {
-                    compute_ms: b.compute_ms,
-                    max_wall_ms: b.max_wall_ms,
-                    max_output_bytes: b.max_output_bytes,
-                    max_memory_mb: b.max_memory_mb,
-                    max_binding_calls: b.max_binding_calls,
+                    budgets: b.clone(),
                     ..EmbeddedConfig::default()
                 })
                 .expect("a valid config"),
             ),
             Backend::EmbeddedPython => Arc::new(
                 EmbeddedRuntime::python(EmbeddedConfig {
-                    compute_ms: b.compute_ms,
-                    max_wall_ms: b.max_wall_ms,
-                    max_output_bytes: b.max_output_bytes,
-                    max_memory_mb: b.max_memory_mb,
-                    max_binding_calls: b.max_binding_calls,
+                    budgets: b.clone(),
                     ..EmbeddedConfig::default()
                 })
                 .expect("the Monty worker is built with the tests"),

@@ -7,8 +7,8 @@ use std::sync::{Arc, Mutex};
 
 use code_runtime_support::*;
 use dsh_tools::code::{
-    BindingNamespace, CodeRuntime, FailureKind, Isolation, RunOutcome, RunRequest, Sandbox,
-    SubprocessConfig,
+    BindingNamespace, Budgets, CodeRuntime, FailureKind, Isolation, RunOutcome, RunRequest,
+    Sandbox, SubprocessConfig,
 };
 use serde_json::json;
 use tokio::sync::Notify;
@@ -427,8 +427,11 @@ fn reported_peak(out: &RunOutcome) -> u64 {
 async fn an_off_heap_bomb_is_a_memory_limit_within_a_quarter_over(lang: Lang) {
     for config in [sandboxed(), off()] {
         let config = SubprocessConfig {
-            max_memory_mb: 256,
-            compute_ms: 30_000,
+            budgets: Budgets {
+                max_memory_mb: 256,
+                compute_ms: 30_000,
+                ..Budgets::default()
+            },
             ..config
         };
         let out = lang
@@ -469,7 +472,10 @@ async fn raised_out_of_memory_errors_are_not_memory_limits(lang: Lang) {
 
 async fn a_newline_free_flood_is_an_output_limit(lang: Lang) {
     let config = SubprocessConfig {
-        max_output_bytes: 4096,
+        budgets: Budgets {
+            max_output_bytes: 4096,
+            ..Budgets::default()
+        },
         ..sandboxed()
     };
     let out = lang
@@ -492,7 +498,10 @@ async fn a_newline_free_flood_is_an_output_limit(lang: Lang) {
 async fn a_closed_protocol_descriptor_settles_at_once(lang: Lang) {
     // The wall-clock ceiling is far away: only noticing the closed channel ends the run.
     let config = SubprocessConfig {
-        max_wall_ms: 600_000,
+        budgets: Budgets {
+            max_wall_ms: 600_000,
+            ..Budgets::default()
+        },
         ..sandboxed()
     };
     let rt = lang.runtime(config).await;
@@ -528,7 +537,10 @@ async fn an_oversized_binding_call_is_rejected(lang: Lang) {
 
 async fn max_concurrent_runs_queues_and_queued_runs_cancel(lang: Lang) {
     let config = SubprocessConfig {
-        max_concurrent_runs: 1,
+        budgets: Budgets {
+            max_concurrent_runs: 1,
+            ..Budgets::default()
+        },
         standby: false,
         ..sandboxed()
     };

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 
 use code_runtime_support::*;
-use dsh_tools::code::{CodeRuntime, FailureKind, SubprocessConfig};
+use dsh_tools::code::{Budgets, CodeRuntime, FailureKind, SubprocessConfig};
 use futures::stream::{self, StreamExt};
 use serde_json::{Value, json};
 
@@ -166,7 +166,10 @@ async fn our_stripping_runs_like_transpile_module() {
     assert_eq!(expected.len(), programs.len());
     let rt = Lang::TypeScript
         .runtime(SubprocessConfig {
-            compute_ms: 10_000,
+            budgets: Budgets {
+                compute_ms: 10_000,
+                ..Budgets::default()
+            },
             ..small()
         })
         .await;

@@ -10,7 +10,9 @@ use std::sync::atomic::Ordering;
 use std::time::Duration;
 
 use code_runtime_support::*;
-use dsh_tools::code::{CodeRuntime, CodeRuntimeError, FailureKind, Sandbox, SubprocessConfig};
+use dsh_tools::code::{
+    Budgets, CodeRuntime, CodeRuntimeError, FailureKind, Sandbox, SubprocessConfig,
+};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
 
@@ -131,7 +133,10 @@ async fn a_program_woken_by_its_own_handler_is_not_stuck(lang: Lang) {
 async fn a_stuck_program_is_reported_after_its_own_code_ran(lang: Lang) {
     let rt = lang
         .runtime(SubprocessConfig {
-            max_wall_ms: 600_000,
+            budgets: Budgets {
+                max_wall_ms: 600_000,
+                ..Budgets::default()
+            },
             ..small()
         })
         .await;
@@ -221,8 +226,11 @@ async fn python_threads_relayed_through_thread_are_no_stuck_wait() {
     );
     // Failure bounds only: 15,000 threads take about 3 s of an idle machine.
     let config = SubprocessConfig {
-        compute_ms: 300_000,
-        max_wall_ms: 300_000,
+        budgets: Budgets {
+            compute_ms: 300_000,
+            max_wall_ms: 300_000,
+            ..Budgets::default()
+        },
         ..small()
     };
     let out = Lang::Python.run_once(config, "", program).await;

@@ -8,8 +8,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Duration;
 
 use dsh_tools::code::{
-    BindingCall, BindingDispatch, BindingError, BindingNamespace, CodeRuntime, CodeRuntimeError,
-    FailureKind, RunOutcome, RunRequest, SubprocessConfig, SubprocessRuntime,
+    BindingCall, BindingDispatch, BindingError, BindingNamespace, Budgets, CodeRuntime,
+    CodeRuntimeError, FailureKind, RunOutcome, RunRequest, SubprocessConfig, SubprocessRuntime,
 };
 use futures::FutureExt;
 use serde_json::{Value, json};
@@ -72,9 +72,12 @@ impl Lang {
 /// A small configuration so budget tests finish fast.
 pub fn small() -> SubprocessConfig {
     SubprocessConfig {
-        compute_ms: 1_000,
-        max_wall_ms: 20_000,
-        max_memory_mb: 128,
+        budgets: Budgets {
+            compute_ms: 1_000,
+            max_wall_ms: 20_000,
+            max_memory_mb: 128,
+            ..Budgets::default()
+        },
         ..SubprocessConfig::default()
     }
 }

@@ -5,7 +5,7 @@ use crate::mcp_support;
 
 use std::sync::Arc;
 
-use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::{Value, json};
@@ -26,8 +26,11 @@ async fn registry_with_servers(
 
 async fn runtime(python: bool) -> Arc<dyn CodeRuntime> {
     let config = SubprocessConfig {
-        compute_ms: 20_000,
-        max_wall_ms: 60_000,
+        budgets: Budgets {
+            compute_ms: 20_000,
+            max_wall_ms: 60_000,
+            ..Budgets::default()
+        },
         ..Default::default()
     };
     if python {

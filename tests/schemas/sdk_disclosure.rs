@@ -11,15 +11,18 @@ use std::path::Path;
 use std::sync::Arc;
 
 use code_runtime_support::Lang;
-use dsh_tools::code::{CodeRuntime, SubprocessConfig};
+use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig};
 use dsh_tools::sdk::{self, Disclosure, Language, ToolSpec};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolResult};
 use serde_json::{Value, json};
 
 async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
     let config = SubprocessConfig {
-        compute_ms: 20_000,
-        max_wall_ms: 60_000,
+        budgets: Budgets {
+            compute_ms: 20_000,
+            max_wall_ms: 60_000,
+            ..Budgets::default()
+        },
         ..Default::default()
     };
     Arc::new(lang.runtime(config).await)

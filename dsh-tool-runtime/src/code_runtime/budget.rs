@@ -6,6 +6,45 @@ use super::FailureKind;
 use super::process::{self, Usage};
 use super::session::Ending;
 
+/// The budgets of one run, shared by every code runtime's configuration. How each is measured
+/// depends on where programs run: [`SubprocessConfig::budgets`](super::SubprocessConfig::budgets)
+/// and `EmbeddedConfig::budgets` say it for theirs. Durations in ms.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Budgets {
+    /// CPU time the program may use, in ms (default 60,000; at most 2,147,483,647). Time spent
+    /// waiting on bindings is not charged. Overrun: `timeout`
+    /// `compute budget exhausted (<compute_ms>ms of CPU time)`.
+    pub compute_ms: u64,
+    /// Wall-clock ceiling of a run in ms (default 600,000; at most 2,147,483,647). Overrun:
+    /// `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
+    pub max_wall_ms: u64,
+    /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
+    /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
+    pub max_output_bytes: u64,
+    /// Memory of the run in MiB (default 512): the process tree's resident memory for a child
+    /// process, the interpreter's heap for an embedded interpreter. Overrun: `memory-limit`.
+    pub max_memory_mb: u64,
+    /// Binding calls a run may make (default 10,000). The call past it ends the run:
+    /// `binding-limit` `binding call limit reached (<n> calls)`.
+    pub max_binding_calls: u64,
+    /// Runs of one runtime that may execute at once (default twice the machine's cores; at
+    /// least 1). Further runs wait for a slot in arrival order.
+    pub max_concurrent_runs: usize,
+}
+
+impl Default for Budgets {
+    fn default() -> Self {
+        Budgets {
+            compute_ms: 60_000,
+            max_wall_ms: 600_000,
+            max_output_bytes: 64 << 20,
+            max_memory_mb: 512,
+            max_binding_calls: 10_000,
+            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+        }
+    }
+}
+
 /// The CPU (`compute_ms`) and resident-memory (`max_memory_mb`) budgets of one run.
 pub(crate) struct TreeBudget {
     /// CPU time the worker had used before the run (a reused warm worker's start-up is free).

@@ -19,7 +19,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::admission::admit;
-use super::budget::TreeBudget;
+use super::budget::{Budgets, TreeBudget};
 use super::frame::{ChildFrame, FrameDecoder, Inbound};
 use super::ledger::OutputLedger;
 use super::process::{self, Launch, MemoryLimit, Worker, WorkerIo};
@@ -54,34 +54,23 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// writes longer than the host does.
 const FRAME_SLACK: usize = 64 << 10;
 
-/// Budgets and options of a [`SubprocessRuntime`]. All durations in milliseconds.
+/// Budgets and options of a [`SubprocessRuntime`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SubprocessConfig {
+    /// The run's budgets. Here `compute_ms` is the CPU time of the child and its reaped
+    /// children, sampled every 10 ms from `/proc/<pid>/stat` and counted from the moment the
+    /// program is handed over (a standby's start-up is free, a fresh child's is charged), with
+    /// `RLIMIT_CPU` as a per-process backstop; `max_memory_mb` (at least 64) is the resident
+    /// memory of the run's whole process tree, sampled every 10 ms from `/proc/<pid>/status`
+    /// (`VmRSS`), overrun: `memory-limit` `memory budget exhausted (<resident> MiB resident of
+    /// <max_memory_mb> MiB, peak <p> MiB)`. Per-process backstops: Python `RLIMIT_AS` at twice the
+    /// budget plus 256 MiB, Node.js a V8 heap of 1.25 × the budget and `RLIMIT_DATA` 512 MiB above
+    /// it. Runs past `max_concurrent_runs` wait in arrival order; cancelling a waiting run ends it
+    /// as `abort` `run aborted while queued`.
+    pub budgets: Budgets,
     /// The interpreter: a path, or a name looked up on the host's `PATH`. Default `node` for
     /// TypeScript (Node.js 18 or newer), `python3` for Python (CPython 3.10 or newer).
     pub interpreter: Option<PathBuf>,
-    /// CPU time the child may use, in ms (default 60,000). Time spent waiting on bindings is
-    /// not charged. Sampled every 25 ms from `/proc/<pid>/stat` (the child and its reaped
-    /// children), counted from the moment the program is handed over (a standby's start-up is
-    /// free, a fresh child's is charged); `RLIMIT_CPU` backs it up per process. Overrun: `timeout`
-    /// `compute budget exhausted (<compute_ms>ms of CPU time)`.
-    pub compute_ms: u64,
-    /// Wall-clock ceiling of a run in ms (default 600,000). Overrun: `timeout`
-    /// `wall-clock ceiling reached (<max_wall_ms>ms)`.
-    pub max_wall_ms: u64,
-    /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
-    /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
-    pub max_output_bytes: u64,
-    /// Resident memory of the run's process tree in MiB (default 512; at least 64), including
-    /// memory outside the JavaScript heap (buffers) and every descendant. Sampled every 10 ms
-    /// from `/proc/<pid>/status` (`VmRSS`); overrun: `memory-limit`
-    /// `memory budget exhausted (<resident> MiB resident of <max_memory_mb> MiB, peak <p> MiB)`,
-    /// decided by the host. Backstops per process: Python `RLIMIT_AS` at twice the budget plus
-    /// 256 MiB, Node.js a V8 heap of 1.25 × the budget and `RLIMIT_DATA` 512 MiB above it.
-    pub max_memory_mb: u64,
-    /// Binding calls a run may make (default 10,000). The call past it ends the run:
-    /// `binding-limit` `binding call limit reached (<n> calls)`.
-    pub max_binding_calls: u64,
     /// Keep one pre-spawned child waiting for its program (default `true`). It cuts the start
     /// latency; each run still gets a process no program has run in.
     pub standby: bool,
@@ -94,25 +83,16 @@ pub struct SubprocessConfig {
     /// is refused (a call rejects, a completion is `invalid-output`); every frame up to
     /// ~384 KiB decodes whatever it holds.
     pub max_frame_bytes: u64,
-    /// Runs of this runtime that may have a child at once (default 2 × the machine's cores;
-    /// at least 1). Further runs wait in arrival order; cancelling a waiting run ends it as
-    /// `abort` `run aborted while queued`.
-    pub max_concurrent_runs: usize,
 }
 
 impl Default for SubprocessConfig {
     fn default() -> Self {
         SubprocessConfig {
+            budgets: Budgets::default(),
             interpreter: None,
-            compute_ms: 60_000,
-            max_wall_ms: 600_000,
-            max_output_bytes: 64 << 20,
-            max_memory_mb: 512,
-            max_binding_calls: 10_000,
             standby: true,
             sandbox: Sandbox::Auto,
             max_frame_bytes: 1 << 20,
-            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get() * 2),
         }
     }
 }
@@ -120,23 +100,23 @@ impl Default for SubprocessConfig {
 impl SubprocessConfig {
     fn validate(&self) -> Result<(), CodeRuntimeError> {
         let fail = |m: &str| Err(CodeRuntimeError::InvalidConfig(m.to_owned()));
-        if self.compute_ms == 0 {
-            return fail("config.compute_ms must be positive");
+        if self.budgets.compute_ms == 0 {
+            return fail("config.budgets.compute_ms must be positive");
         }
-        if self.max_wall_ms == 0 || self.max_wall_ms > i32::MAX as u64 {
-            return fail("config.max_wall_ms must be between 1 and 2147483647");
+        if self.budgets.max_wall_ms == 0 || self.budgets.max_wall_ms > i32::MAX as u64 {
+            return fail("config.budgets.max_wall_ms must be between 1 and 2147483647");
         }
-        if self.max_output_bytes < 4 || self.max_output_bytes > (1 << 53) - 1 {
-            return fail("config.max_output_bytes must be a safe integer of at least 4");
+        if self.budgets.max_output_bytes < 4 || self.budgets.max_output_bytes > (1 << 53) - 1 {
+            return fail("config.budgets.max_output_bytes must be a safe integer of at least 4");
         }
-        if self.max_memory_mb < 64 || self.max_memory_mb > 1 << 20 {
-            return fail("config.max_memory_mb must be between 64 and 1048576");
+        if self.budgets.max_memory_mb < 64 || self.budgets.max_memory_mb > 1 << 20 {
+            return fail("config.budgets.max_memory_mb must be between 64 and 1048576");
         }
         if self.max_frame_bytes < 1024 || self.max_frame_bytes > (1 << 53) - 1 {
             return fail("config.max_frame_bytes must be a safe integer of at least 1024");
         }
-        if self.max_concurrent_runs == 0 {
-            return fail("config.max_concurrent_runs must be positive");
+        if self.budgets.max_concurrent_runs == 0 {
+            return fail("config.budgets.max_concurrent_runs must be positive");
         }
         Ok(())
     }
@@ -209,7 +189,7 @@ impl SubprocessRuntime {
         check_version(language, &interpreter).await?;
         let (interpreter, libraries) = locate(language, &interpreter).await?;
         let sandbox = Arc::new(Plan::new(config.sandbox, &interpreter, &libraries)?);
-        let mb = config.max_memory_mb;
+        let mb = config.budgets.max_memory_mb;
         let (args, bootstrap_name, bootstrap, memory): (Vec<OsString>, _, _, _) = match language {
             Language::TypeScript => (
                 vec![
@@ -233,7 +213,7 @@ impl SubprocessRuntime {
             args,
             bootstrap_name,
             bootstrap,
-            cpu_seconds: config.compute_ms.div_ceil(1000) + 2,
+            cpu_seconds: config.budgets.compute_ms.div_ceil(1000) + 2,
             memory,
             sandbox,
         };
@@ -241,7 +221,9 @@ impl SubprocessRuntime {
     }
 
     fn with_launch(language: Language, config: SubprocessConfig, launch: Launch) -> Self {
-        let slots = Arc::new(tokio::sync::Semaphore::new(config.max_concurrent_runs));
+        let slots = Arc::new(tokio::sync::Semaphore::new(
+            config.budgets.max_concurrent_runs,
+        ));
         let inner = Arc::new(Inner {
             language,
             config,
@@ -449,7 +431,7 @@ impl Inner {
     /// The outcome of a run that ends before a child exists; its message still has to fit the
     /// output cap.
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        early_outcome(self.config.max_output_bytes, kind, message)
+        early_outcome(self.config.budgets.max_output_bytes, kind, message)
     }
 
     async fn run(self: Arc<Self>, request: RunRequest) -> Result<RunOutcome, CodeRuntimeError> {
@@ -515,7 +497,7 @@ impl<'r> Session<'r> {
         request: &'r RunRequest,
         program: &str,
     ) -> Self {
-        let cap = inner.config.max_output_bytes;
+        let cap = inner.config.budgets.max_output_bytes;
         let max_frame = usize::try_from(cap)
             .unwrap_or(usize::MAX)
             .saturating_add(FRAME_SLACK);
@@ -546,7 +528,7 @@ impl<'r> Session<'r> {
             tasks,
             logs: Vec::new(),
             ledger: OutputLedger::new(cap),
-            calls: Calls::new(request, inner.config.max_binding_calls),
+            calls: Calls::new(request, inner.config.budgets.max_binding_calls),
             outputs_open: 2,
             seen: HashMap::new(),
         }
@@ -560,8 +542,9 @@ impl<'r> Session<'r> {
     async fn wait_for_ending(&mut self) -> Ending {
         let config = &self.inner.config;
         let pid = self.worker.pid;
-        let budget = TreeBudget::start(pid, config.compute_ms, config.max_memory_mb);
-        let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
+        let budget =
+            TreeBudget::start(pid, config.budgets.compute_ms, config.budgets.max_memory_mb);
+        let wall = tokio::time::sleep(Duration::from_millis(config.budgets.max_wall_ms));
         tokio::pin!(wall);
         let mut tick = tokio::time::interval(USAGE_POLL);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
@@ -574,7 +557,7 @@ impl<'r> Session<'r> {
                 biased;
                 _ = self.request.signal.cancelled() => return Ending::aborted(),
                 _ = self.inner.disposed.cancelled() => return Ending::disposed(),
-                _ = &mut wall => return Ending::wall(config.max_wall_ms),
+                _ = &mut wall => return Ending::wall(config.budgets.max_wall_ms),
                 _ = tick.tick(), if exited.is_none() => {
                     let tree = process::tree(pid);
                     self.remember(&tree);

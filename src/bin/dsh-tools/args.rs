@@ -102,6 +102,21 @@ pub struct Budgets {
     pub max_output: Option<u64>,
 }
 
+impl Budgets {
+    /// Sets the budgets given on the command line, leaving the others as they are.
+    pub fn apply(self, to: &mut dsh_tools::code::Budgets) {
+        if let Some(cpu_ms) = self.cpu_ms {
+            to.compute_ms = cpu_ms;
+        }
+        if let Some(wall_ms) = self.wall_ms {
+            to.max_wall_ms = wall_ms;
+        }
+        if let Some(max_output) = self.max_output {
+            to.max_output_bytes = max_output;
+        }
+    }
+}
+
 /// Which kind of code runtime runs the programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
 pub enum RuntimeKind {

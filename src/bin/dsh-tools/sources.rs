@@ -96,15 +96,7 @@ async fn subprocess(
         standby,
         ..SubprocessConfig::default()
     };
-    if let Some(cpu_ms) = budgets.cpu_ms {
-        config.compute_ms = cpu_ms;
-    }
-    if let Some(wall_ms) = budgets.wall_ms {
-        config.max_wall_ms = wall_ms;
-    }
-    if let Some(max_output) = budgets.max_output {
-        config.max_output_bytes = max_output;
-    }
+    budgets.apply(&mut config.budgets);
     Ok(match language {
         Language::Python => Arc::new(
             SubprocessRuntime::python(config)
@@ -123,15 +115,7 @@ async fn subprocess(
 fn embedded(language: Language, budgets: Budgets) -> Result<Arc<dyn CodeRuntime>, String> {
     use dsh_tools::code::{EmbeddedConfig, EmbeddedRuntime};
     let mut config = EmbeddedConfig::default();
-    if let Some(cpu_ms) = budgets.cpu_ms {
-        config.compute_ms = cpu_ms;
-    }
-    if let Some(wall_ms) = budgets.wall_ms {
-        config.max_wall_ms = wall_ms;
-    }
-    if let Some(max_output) = budgets.max_output {
-        config.max_output_bytes = max_output;
-    }
+    budgets.apply(&mut config.budgets);
     // Both languages run in the sandboxed worker pool, so every budget holds for a model's
     // program (an in-process QuickJS cannot stop a long built-in).
     Ok(match language {

@@ -98,13 +98,13 @@ impl Watch {
             stop: AtomicU8::new(0),
             signal: job.request.signal.clone(),
             disposed: job.disposed.clone(),
-            wall_deadline: Instant::now() + Duration::from_millis(config.max_wall_ms),
+            wall_deadline: Instant::now() + Duration::from_millis(config.budgets.max_wall_ms),
             cpu_deadline_ns: AtomicU64::new(
-                thread_cpu_ns().saturating_add(config.compute_ms * 1_000_000),
+                thread_cpu_ns().saturating_add(config.budgets.compute_ms * 1_000_000),
             ),
-            compute_ms: config.compute_ms,
-            max_wall_ms: config.max_wall_ms,
-            max_memory_mb: config.max_memory_mb,
+            compute_ms: config.budgets.compute_ms,
+            max_wall_ms: config.budgets.max_wall_ms,
+            max_memory_mb: config.budgets.max_memory_mb,
         }
     }
 
@@ -258,7 +258,7 @@ impl Calls {
     /// The calls of `job`, whose lane (if it came with one) the caller has taken out of it.
     pub(crate) fn new(job: &Job, lane: Option<InPlaceLane>) -> Self {
         Calls {
-            calls: session::Calls::new(&job.request, job.config.max_binding_calls),
+            calls: session::Calls::new(&job.request, job.config.budgets.max_binding_calls),
             last_id: 0,
             answered: Vec::new(),
             lane,

@@ -48,35 +48,23 @@ use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::Budgets;
 use super::names::validate_namespaces;
 use super::strip::{oversized, strip_types};
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 
-/// Budgets and options of an [`EmbeddedRuntime`]. All durations in milliseconds.
+/// Budgets and options of an [`EmbeddedRuntime`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct EmbeddedConfig {
-    /// CPU time the interpreter thread may use, in ms (default 60,000). Time spent waiting on
-    /// bindings is not charged. In the host, checked by the interpreter's interrupt hook, so an
-    /// overrun ends within a few ms; in a worker pool, the worker's CPU time is sampled every
-    /// 10 ms: `timeout` `compute budget exhausted (<compute_ms>ms of CPU time)`.
-    pub compute_ms: u64,
-    /// Wall-clock ceiling of a run in ms (default 600,000), counted from the moment the
-    /// interpreter starts. Overrun: `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
-    pub max_wall_ms: u64,
-    /// Heap of the interpreter in MiB (default 512; at least 4), enforced by its allocator. The
-    /// first refused allocation ends the run, even if the program catches the error:
-    /// `memory-limit` `memory limit reached (<max_memory_mb> MiB)`.
-    pub max_memory_mb: u64,
-    /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
-    /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
-    pub max_output_bytes: u64,
-    /// Binding calls a run may make (default 10,000). The call past it ends the run:
-    /// `binding-limit` `binding call limit reached (<n> calls)`.
-    pub max_binding_calls: u64,
-    /// Runs that may execute at once (default twice the number of cores); further runs wait
-    /// for a slot without holding a thread. For Python, also the most worker processes that
-    /// serve runs at once.
-    pub max_concurrent_runs: usize,
+    /// The run's budgets. Here `compute_ms` is the interpreter's CPU time: in the host, checked
+    /// by the interpreter's interrupt hook, so an overrun ends within a few ms; in a worker
+    /// pool, the worker's CPU time sampled every 10 ms. `max_wall_ms` counts from the moment
+    /// the interpreter starts. `max_memory_mb` (at least 4) is the interpreter's heap, held by
+    /// its allocator: the first refused allocation ends the run even if the program catches
+    /// the error, as `memory-limit` `memory limit reached (<max_memory_mb> MiB)`. Runs past
+    /// `max_concurrent_runs` wait without holding a thread; for the worker pools it is also the
+    /// most worker processes serving runs at once.
+    pub budgets: Budgets,
     /// Worker pools only ([`EmbeddedRuntime::python`], [`EmbeddedRuntime::javascript`]):
     /// worker processes the pool keeps started and idle, waiting for a run
     /// (default 2, at most `max_concurrent_runs`). A worker whose run completed (with a value
@@ -95,12 +83,7 @@ pub struct EmbeddedConfig {
 impl Default for EmbeddedConfig {
     fn default() -> Self {
         EmbeddedConfig {
-            compute_ms: 60_000,
-            max_wall_ms: 600_000,
-            max_memory_mb: 512,
-            max_output_bytes: 64 << 20,
-            max_binding_calls: 10_000,
-            max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
+            budgets: Budgets::default(),
             python_idle_workers: 2,
             python_worker: None,
         }
@@ -110,20 +93,22 @@ impl Default for EmbeddedConfig {
 impl EmbeddedConfig {
     fn validate(&self) -> Result<(), CodeRuntimeError> {
         let fail = |m: &str| Err(CodeRuntimeError::InvalidConfig(m.to_owned()));
-        if self.compute_ms == 0 || self.compute_ms > i32::MAX as u64 {
-            return fail("config.compute_ms must be between 1 and 2147483647");
+        if self.budgets.compute_ms == 0 || self.budgets.compute_ms > i32::MAX as u64 {
+            return fail("config.budgets.compute_ms must be between 1 and 2147483647");
         }
-        if self.max_wall_ms == 0 || self.max_wall_ms > i32::MAX as u64 {
-            return fail("config.max_wall_ms must be between 1 and 2147483647");
+        if self.budgets.max_wall_ms == 0 || self.budgets.max_wall_ms > i32::MAX as u64 {
+            return fail("config.budgets.max_wall_ms must be between 1 and 2147483647");
         }
-        if self.max_output_bytes < 4 || self.max_output_bytes > (1 << 53) - 1 {
-            return fail("config.max_output_bytes must be a safe integer of at least 4");
+        if self.budgets.max_output_bytes < 4 || self.budgets.max_output_bytes > (1 << 53) - 1 {
+            return fail("config.budgets.max_output_bytes must be a safe integer of at least 4");
         }
-        if self.max_memory_mb < 4 || self.max_memory_mb > 1 << 20 {
-            return fail("config.max_memory_mb must be between 4 and 1048576");
+        if self.budgets.max_memory_mb < 4 || self.budgets.max_memory_mb > 1 << 20 {
+            return fail("config.budgets.max_memory_mb must be between 4 and 1048576");
         }
-        if self.max_concurrent_runs == 0 || self.max_concurrent_runs > Semaphore::MAX_PERMITS {
-            return fail("config.max_concurrent_runs must be positive");
+        if self.budgets.max_concurrent_runs == 0
+            || self.budgets.max_concurrent_runs > Semaphore::MAX_PERMITS
+        {
+            return fail("config.budgets.max_concurrent_runs must be positive");
         }
         Ok(())
     }
@@ -249,9 +234,9 @@ impl EmbeddedRuntime {
         language: &'static str,
     ) -> Result<Self, CodeRuntimeError> {
         config.validate()?;
-        if config.max_memory_mb < min_memory_mb {
+        if config.budgets.max_memory_mb < min_memory_mb {
             return Err(CodeRuntimeError::InvalidConfig(format!(
-                "config.max_memory_mb must be at least {min_memory_mb} for {language} in worker \
+                "config.budgets.max_memory_mb must be at least {min_memory_mb} for {language} in worker \
                  processes"
             )));
         }
@@ -294,7 +279,7 @@ impl EmbeddedRuntime {
                 #[cfg(feature = "embedded-python")]
                 pooled: None,
                 engine,
-                slots: Arc::new(Semaphore::new(config.max_concurrent_runs)),
+                slots: Arc::new(Semaphore::new(config.budgets.max_concurrent_runs)),
                 config,
                 disposed: CancellationToken::new(),
                 runs: TaskTracker::new(),
@@ -384,7 +369,7 @@ pub(crate) struct Job {
 
 impl Inner {
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        super::session::early_outcome(self.config.max_output_bytes, kind, message)
+        super::session::early_outcome(self.config.budgets.max_output_bytes, kind, message)
     }
 
     async fn run(

@@ -111,7 +111,7 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
         ids: HashMap::new(),
         ready: Vec::new(),
         watch: &watch,
-        ledger: OutputLedger::new(job.config.max_output_bytes),
+        ledger: OutputLedger::new(job.config.budgets.max_output_bytes),
         logs: Vec::new(),
         ending: None,
         waker: Waker::from(Arc::new(Unpark(std::thread::current()))),
@@ -125,7 +125,7 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
     let run = serde_json::json!({
         "program": job.program,
         "namespaces": namespaces,
-        "maxOutputBytes": job.config.max_output_bytes,
+        "maxOutputBytes": job.config.budgets.max_output_bytes,
     });
     let ending = match monty_worker::execute(&run, &mut link) {
         Finish::Done(done) => match frame::decode_child_frame(done.as_bytes()) {

@@ -190,8 +190,8 @@ impl Pool {
         worker: PathBuf,
     ) -> Result<Arc<Pool>, CodeRuntimeError> {
         let sandbox = Arc::new(Plan::new(Sandbox::Auto, &worker, &[])?);
-        let mb = config.max_memory_mb;
-        let compute_s = config.compute_ms.div_ceil(1000);
+        let mb = config.budgets.max_memory_mb;
+        let compute_s = config.budgets.compute_ms.div_ceil(1000);
         // A worker serves several runs: its rlimit covers at least three full budgets.
         let cpu_seconds = compute_s * 4 + 2;
         // The heap stops short of the budget, so that the allocator (exact, at the first
@@ -214,8 +214,8 @@ impl Pool {
         };
         let pool = Arc::new(Pool {
             engine,
-            slots: Arc::new(Semaphore::new(config.max_concurrent_runs)),
-            retire_cpu_ms: (cpu_seconds * 1000).saturating_sub(config.compute_ms + 1000),
+            slots: Arc::new(Semaphore::new(config.budgets.max_concurrent_runs)),
+            retire_cpu_ms: (cpu_seconds * 1000).saturating_sub(config.budgets.compute_ms + 1000),
             config,
             launch,
             idle: Mutex::new(Vec::new()),
@@ -243,7 +243,7 @@ impl Pool {
     fn idle_target(&self) -> usize {
         self.config
             .python_idle_workers
-            .min(self.config.max_concurrent_runs)
+            .min(self.config.budgets.max_concurrent_runs)
     }
 
     fn spawn(&self) -> std::io::Result<Pooled> {
@@ -284,7 +284,7 @@ impl Pool {
             loop {
                 let wanted = pool.idle.lock().len() < pool.idle_target()
                     && pool.live.load(Ordering::Relaxed)
-                        < pool.config.max_concurrent_runs + pool.idle_target();
+                        < pool.config.budgets.max_concurrent_runs + pool.idle_target();
                 if !wanted || pool.disposed.is_cancelled() {
                     break;
                 }
@@ -341,7 +341,7 @@ impl Pool {
     }
 
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        early_outcome(self.config.max_output_bytes, kind, message)
+        early_outcome(self.config.budgets.max_output_bytes, kind, message)
     }
 
     /// Runs `request` on a pooled worker. The run's loop is a task of its own on tokio's
@@ -459,7 +459,7 @@ struct Session<'r> {
 
 impl<'r> Session<'r> {
     fn new(pool: &'r Pool, request: &'r RunRequest) -> Self {
-        let cap = pool.config.max_output_bytes;
+        let cap = pool.config.budgets.max_output_bytes;
         let max_frame = usize::try_from(cap)
             .unwrap_or(usize::MAX)
             .saturating_add(FRAME_SLACK);
@@ -469,7 +469,7 @@ impl<'r> Session<'r> {
             decoder: FrameDecoder::new(max_frame).with_call_limit(MAX_CALL_FRAME),
             logs: Vec::new(),
             ledger: OutputLedger::new(cap),
-            calls: Calls::new(request, pool.config.max_binding_calls),
+            calls: Calls::new(request, pool.config.budgets.max_binding_calls),
             unwritten: run_frame(request, cap),
             written: 0,
             clean: true,
@@ -540,18 +540,19 @@ impl<'r> Session<'r> {
     async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
         let config = &self.pool.config;
         let pid = pooled.worker.pid;
-        let budget = TreeBudget::start(pid, config.compute_ms, config.max_memory_mb);
+        let budget =
+            TreeBudget::start(pid, config.budgets.compute_ms, config.budgets.max_memory_mb);
         if self.write_queued(&mut pooled.frames).is_err() {
             return self.broke();
         }
-        let wall = tokio::time::sleep(Duration::from_millis(config.max_wall_ms));
+        let wall = tokio::time::sleep(Duration::from_millis(config.budgets.max_wall_ms));
         tokio::pin!(wall);
         let mut tick = tokio::time::interval_at(Instant::now() + USAGE_POLL, USAGE_POLL);
         tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut out_buf = [0u8; 4096];
         let mut err_buf = [0u8; 4096];
-        let max_line = usize::try_from(config.max_output_bytes)
+        let max_line = usize::try_from(config.budgets.max_output_bytes)
             .unwrap_or(usize::MAX)
             .saturating_add(FRAME_SLACK);
         let (mut out_line, mut err_line) = (Lines::new(max_line), Lines::new(max_line));
@@ -580,7 +581,7 @@ impl<'r> Session<'r> {
                 biased;
                 _ = &mut aborted => return Ending::aborted(),
                 _ = &mut disposed => return Ending::disposed(),
-                _ = &mut wall => return Ending::wall(config.max_wall_ms),
+                _ = &mut wall => return Ending::wall(config.budgets.max_wall_ms),
                 _ = tick.tick() => {
                     let tree = process::tree(pid);
                     if let Some(usage) = process::usage(&tree)
@@ -796,7 +797,7 @@ impl<'r> Session<'r> {
         let message = match status {
             Ok(Ok(status)) => {
                 if status.code() == Some(monty_types::OOM_EXIT_CODE) {
-                    return Ending::allocator_limit(self.pool.config.max_memory_mb);
+                    return Ending::allocator_limit(self.pool.config.budgets.max_memory_mb);
                 }
                 format!(
                     "worker {} before completing",

@@ -262,7 +262,7 @@ pub(crate) fn execute(mut job: Job, ended: impl FnOnce(Ending, &mut OutputLedger
     let _tokio = job.handle.enter();
     let lane = job.lane.take();
     let watch = Arc::new(Watch::new(&job));
-    let cap = usize::try_from(job.config.max_memory_mb << 20)
+    let cap = usize::try_from(job.config.budgets.max_memory_mb << 20)
         .unwrap_or(usize::MAX)
         .saturating_add(BASE_HEAP_BYTES);
     let allocator = Budgeted {
@@ -271,7 +271,7 @@ pub(crate) fn execute(mut job: Job, ended: impl FnOnce(Ending, &mut OutputLedger
         watch: Arc::clone(&watch),
     };
     let state = Rc::new(RefCell::new(State {
-        ledger: OutputLedger::new(job.config.max_output_bytes),
+        ledger: OutputLedger::new(job.config.budgets.max_output_bytes),
         logs: Vec::new(),
         ending: None,
         calls: Calls::new(&job, lane),
@@ -375,7 +375,7 @@ fn start<'js>(
             }
         })?,
     )?;
-    let reader = Reader::new(ctx, job.config.max_output_bytes)?;
+    let reader = Reader::new(ctx, job.config.budgets.max_output_bytes)?;
     let (st, w, calls) = (Rc::clone(state), Arc::clone(watch), Rc::clone(waiters));
     host.set(
         "call",
@@ -446,7 +446,7 @@ fn start<'js>(
     );
     let prepared: Object = prepare.call((
         namespaces.to_string(),
-        job.config.max_output_bytes as f64,
+        job.config.budgets.max_output_bytes as f64,
         MAX_FRAME_DEPTH as f64,
     ))?;
     let head: String = prepared.get("head")?;

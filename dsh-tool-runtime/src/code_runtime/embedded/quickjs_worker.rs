@@ -21,6 +21,7 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
+use super::super::Budgets;
 use super::super::frame;
 use super::super::{
     BindingCall, BindingError, BindingNamespace, ErrorClass, FailureKind, RunRequest,
@@ -191,13 +192,16 @@ pub(crate) fn serve(channel: Channel) -> i32 {
                 lane: None,
             },
             config: EmbeddedConfig {
-                compute_ms: UNREACHED_MS,
-                max_wall_ms: UNREACHED_MS,
+                budgets: Budgets {
+                    compute_ms: UNREACHED_MS,
+                    max_wall_ms: UNREACHED_MS,
+                    max_memory_mb: 1 << 20,
+                    max_output_bytes: cap,
+                    max_binding_calls: u64::MAX,
+                    ..Budgets::default()
+                },
                 // The worker's allocator holds the heap to the budget: the interpreter's own
                 // limit stays above it.
-                max_memory_mb: 1 << 20,
-                max_output_bytes: cap,
-                max_binding_calls: u64::MAX,
                 ..EmbeddedConfig::default()
             },
             disposed: CancellationToken::new(),
