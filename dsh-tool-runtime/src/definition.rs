@@ -223,8 +223,28 @@ fn present_typed<T: Tool>(
     Ok((content, meta, view))
 }
 
-fn non_object_args() -> ToolFailure {
-    invalid_args(&["\"arguments\" must be an object".to_owned()])
+/// The arguments as both dispatch paths (typed tools and builder-made ones) first take them: an
+/// object (a non-object becomes `{}` when the tool `coerce_non_object`s, else it is refused),
+/// no deeper than the validator walks, and without the `null`s strict-mode clients send for
+/// absent optional properties. The pipeline has checked the depth before any hook saw the
+/// arguments; [`ToolDefinition::dispatch`] is public and may be called outside it, so the check
+/// is made again here.
+fn prepare_args(
+    parameters: &Value,
+    args: Arc<Value>,
+    coerce_non_object: bool,
+) -> Result<Arc<Value>, ToolFailure> {
+    let args = if args.is_object() {
+        args
+    } else if coerce_non_object {
+        Arc::new(Value::Object(serde_json::Map::new()))
+    } else {
+        return Err(invalid_args(
+            &["\"arguments\" must be an object".to_owned()],
+        ));
+    };
+    let args = check_depth(args)?;
+    Ok(drop_null_optionals(parameters, args))
 }
 
 /// A typed tool erased into its definition, so that `registry.register(ReadFileTool)` works.
@@ -256,18 +276,13 @@ impl ToolDefinition {
             let parameters = params_for_dispatch.clone();
             let output_check = output_check.clone();
             Box::pin(async move {
-                if !args.is_object() {
-                    return Err(non_object_args());
-                }
-                let args = check_depth(args)?;
-                let args = drop_null_optionals(&parameters, args);
+                let args = prepare_args(&parameters, args, false)?;
                 let typed = match T::Args::deserialize_args(&*args) {
                     Ok(typed) => typed,
                     Err(serde_error) => {
-                        // Slow path: nested `null`s from a strict-mode client may be all that
-                        // is wrong; otherwise report every violation.
-                        // nested `null`s from a strict-mode client, or `1.0` for an integer
-                        // (JSON Schema counts it as one; serde does not).
+                        // Slow path: nested `null`s from a strict-mode client, or `1.0` for an
+                        // integer (JSON Schema counts it as one; serde does not), may be all
+                        // that is wrong; otherwise report every violation.
                         let mut normalized =
                             normalize_strict_arguments(&parameters, Value::clone(&args));
                         integralize(&mut normalized);
@@ -791,15 +806,7 @@ struct DynamicDispatch {
 
 impl DynamicDispatch {
     async fn dispatch(&self, args: Arc<Value>, exec: ToolExec) -> Result<Dispatched, ToolFailure> {
-        let args = if args.is_object() {
-            args
-        } else if self.coerce_non_object {
-            Arc::new(Value::Object(serde_json::Map::new()))
-        } else {
-            return Err(non_object_args());
-        };
-        let args = check_depth(args)?;
-        let args = drop_null_optionals(&self.parameters, args);
+        let args = prepare_args(&self.parameters, args, self.coerce_non_object)?;
         // The common case, valid arguments, costs one validation pass and no clone of the
         // schema's error list. Their depth is checked just above, and normalizing never deepens.
         let args = if self.validator.is_valid_within_depth(&args) {

@@ -26,9 +26,10 @@ use crate::hooks::{
 };
 use crate::json::dismantle;
 use crate::presentation::ResultView;
+use crate::registry::State;
 use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
-use crate::scope::{Layer, Mode, State};
+use crate::scope::{Layer, Mode};
 use crate::validate::{depth_violation, invalid_args};
 
 /// Hooks that apply to one call, in registration order, snapshotted when the call starts.
@@ -765,13 +766,6 @@ impl Registry {
                     additional_contexts: contexts,
                 }
             }
-        }
-    }
-
-    pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
-        if self.inner.events.receiver_count() > 0 {
-            // A send error only means every receiver went away meanwhile.
-            let _ = self.inner.events.send(event());
         }
     }
 }

@@ -1,10 +1,10 @@
 //! The registry: registration of tools, hooks and guards, and the entry point of every call. Where
 //! a registration lands and what a scope sees is [`crate::scope`].
 
-mod changes;
 mod error;
 mod handle;
 mod schemas;
+mod state;
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -18,12 +18,12 @@ use crate::definition::ToolDefinition;
 use crate::events::ToolEvent;
 use crate::guards::Guard;
 use crate::hooks::{Approver, ExecuteWrapper, PostExecuteHook, PreExecuteHook, ResultObserver};
-use crate::scope::{AgentId, AgentScope, Layer, Mode, State};
+use crate::scope::{AgentId, AgentScope, Layer, Mode};
 
-pub(crate) use changes::{Changes, read, write};
 pub use error::RegisterError;
 pub use handle::Handle;
 pub use schemas::{DialectSchema, ToolSchema};
+pub(crate) use state::{State, read, write};
 
 /// The name of the code-mode transport tool, reserved in every scope.
 pub const RUN_CODE: &str = "run_code";
@@ -268,5 +268,14 @@ impl Registry {
             .keys()
             .map(|name| (*name).to_owned())
             .collect()
+    }
+
+    /// Sends the event `event` builds to the event subscribers, building it only when there is
+    /// one.
+    pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
+        if self.inner.events.receiver_count() > 0 {
+            // A send error only means every receiver went away meanwhile.
+            let _ = self.inner.events.send(event());
+        }
     }
 }

@@ -1,0 +1,198 @@
+//! The registry's state: its layers of registrations (one global, one per agent), how a call's
+//! view is resolved from them, the lock around them and the generation counter every write
+//! through it bumps.
+
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+
+use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use super::RUN_CODE;
+use crate::definition::ToolDefinition;
+use crate::hooks::Approver;
+use crate::scope::{AgentId, Layer, Mode};
+
+#[derive(Default)]
+pub(crate) struct State {
+    pub(crate) global: Layer,
+    pub(crate) agents: HashMap<AgentId, Layer>,
+    pub(crate) parents: HashMap<AgentId, AgentId>,
+    pub(crate) default_mode: Mode,
+    pub(crate) approver: Option<Arc<dyn Approver>>,
+    /// The mounted code runtime and the `run_code` definition bound to it.
+    #[cfg(feature = "code-mode")]
+    pub(crate) code_runtime: Option<Arc<dyn crate::code_runtime::CodeRuntime>>,
+    #[cfg(feature = "code-mode")]
+    pub(crate) run_code: Option<ToolDefinition>,
+    /// Bumped on every write, so watchers (the MCP server's `list_changed`) learn of changes.
+    pub(crate) changes: Changes,
+    /// SDK presentation settings (progressive disclosure).
+    #[cfg(feature = "code-mode")]
+    pub(crate) disclosure: crate::code_mode::disclosure::Settings,
+}
+
+impl State {
+    /// The agent's chain, farthest ancestor first, the agent itself last.
+    pub(crate) fn chain(&self, agent: &AgentId) -> Vec<AgentId> {
+        let mut chain = vec![agent.clone()];
+        let mut current = agent;
+        while let Some(parent) = self.parents.get(current) {
+            // A cycle cannot be built through the public API; stop defensively anyway.
+            if chain.contains(parent) {
+                break;
+            }
+            chain.push(parent.clone());
+            current = parent;
+        }
+        chain.reverse();
+        chain
+    }
+
+    /// The layers that apply to a call for `agent`: global first, then the chain.
+    pub(crate) fn layers<'a>(&'a self, agent: Option<&AgentId>) -> Vec<&'a Layer> {
+        let mut layers = vec![&self.global];
+        if let Some(agent) = agent {
+            layers.extend(
+                self.chain(agent)
+                    .iter()
+                    .filter_map(|id| self.agents.get(id)),
+            );
+        }
+        layers
+    }
+
+    /// Inherited tools of `agent` (global, then ancestors; nearer shadows farther), before masks.
+    pub(crate) fn inherited(&self, agent: &AgentId) -> BTreeMap<&str, &ToolDefinition> {
+        let mut inherited: BTreeMap<&str, &ToolDefinition> = self
+            .global
+            .tools
+            .iter()
+            .map(|(name, (_, def))| (name.as_str(), def))
+            .collect();
+        let chain = self.chain(agent);
+        for ancestor in &chain[..chain.len() - 1] {
+            if let Some(layer) = self.agents.get(ancestor) {
+                inherited.extend(
+                    layer
+                        .tools
+                        .iter()
+                        .map(|(name, (_, def))| (name.as_str(), def)),
+                );
+            }
+        }
+        inherited
+    }
+
+    fn admitted(&self, agent: &AgentId, name: &str) -> bool {
+        self.chain(agent)
+            .iter()
+            .filter_map(|id| self.agents.get(id))
+            .all(|layer| {
+                layer
+                    .restrictions
+                    .iter()
+                    .all(|(_, filter)| filter.admits(name))
+            })
+    }
+
+    /// The definition `name` resolves to for `agent`, if visible. `run_code` lives outside the
+    /// layers: it resolves in non-native scopes once a code runtime is mounted.
+    pub(crate) fn resolve(&self, name: &str, agent: Option<&AgentId>) -> Option<ToolDefinition> {
+        if name == RUN_CODE {
+            #[cfg(feature = "code-mode")]
+            if self.mode(agent) != Mode::Native {
+                return self.run_code.clone();
+            }
+            return None;
+        }
+        let Some(agent) = agent else {
+            return self.global.tools.get(name).map(|(_, def)| def.clone());
+        };
+        if let Some((_, def)) = self
+            .agents
+            .get(agent)
+            .and_then(|layer| layer.tools.get(name))
+        {
+            return Some(def.clone());
+        }
+        let chain = self.chain(agent);
+        let found = chain[..chain.len() - 1]
+            .iter()
+            .rev()
+            .find_map(|id| self.agents.get(id).and_then(|layer| layer.tools.get(name)))
+            .or_else(|| self.global.tools.get(name))
+            .map(|(_, def)| def.clone())?;
+        self.admitted(agent, name).then_some(found)
+    }
+
+    /// Every tool visible to `agent`, sorted by name.
+    pub(crate) fn visible(&self, agent: Option<&AgentId>) -> Vec<ToolDefinition> {
+        let Some(agent) = agent else {
+            return self
+                .global
+                .tools
+                .values()
+                .map(|(_, def)| def.clone())
+                .collect();
+        };
+        let mut visible: BTreeMap<&str, &ToolDefinition> = self
+            .inherited(agent)
+            .into_iter()
+            .filter(|(name, _)| self.admitted(agent, name))
+            .collect();
+        if let Some(layer) = self.agents.get(agent) {
+            visible.extend(
+                layer
+                    .tools
+                    .iter()
+                    .map(|(name, (_, def))| (name.as_str(), def)),
+            );
+        }
+        visible.into_values().cloned().collect()
+    }
+
+    /// The mode in force for `agent`: nearest declaration on the chain, else the default.
+    pub(crate) fn mode(&self, agent: Option<&AgentId>) -> Mode {
+        agent
+            .and_then(|agent| {
+                self.chain(agent).iter().rev().find_map(|id| {
+                    self.agents
+                        .get(id)
+                        .and_then(|layer| layer.mode.map(|(_, mode)| mode))
+                })
+            })
+            .unwrap_or(self.default_mode)
+    }
+}
+
+/// A generation counter that wakes its receivers on every registry write.
+pub(crate) struct Changes(pub(super) tokio::sync::watch::Sender<u64>);
+
+impl Default for Changes {
+    fn default() -> Self {
+        Changes(tokio::sync::watch::Sender::new(0))
+    }
+}
+
+impl Changes {
+    /// A receiver woken after each later write.
+    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
+    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+        self.0.subscribe()
+    }
+}
+
+pub(crate) fn read(lock: &RwLock<State>) -> RwLockReadGuard<'_, State> {
+    lock.read()
+}
+
+/// Takes the write lock and bumps the change generation.
+pub(crate) fn write(lock: &RwLock<State>) -> RwLockWriteGuard<'_, State> {
+    let state = lock.write();
+    // Receivers read the state through the lock, so they see this write once it is released.
+    state
+        .changes
+        .0
+        .send_modify(|generation| *generation = generation.wrapping_add(1));
+    state
+}
