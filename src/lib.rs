@@ -14,12 +14,11 @@
 
 pub use dsh_tool_macros::{tool, tool_type, toolbox};
 pub use dsh_tool_runtime::{
-    AdditionalContext, AgentId, AgentScope, ApprovalOutcome, ApprovalRequest, Approver,
-    BatchOptions, BoxFuture, CallView, CancellationToken, ContentBlock, ContextSource,
-    DefinitionError, DialectSchema, DispatchContext, Dispatched, ErrorCode, ErrorInfo, ExecNext,
-    ExecuteWrapper, ExecutionMode, Filter, FinalizeContentHook, Handle, Mode, PostDecision,
-    PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, PresentResultHook,
-    PresentationMetaHook, RegisterError, Registry, RenderHook, ResultObserver, ResultView, Tool,
+    AdditionalContext, AgentId, AgentScope, ApprovalOutcome, ApprovalRequest, BatchOptions,
+    BoxFuture, CallView, CancellationToken, ContentBlock, ContextSource, DefinitionError,
+    DialectSchema, DispatchContext, Dispatched, ErrorCode, ErrorInfo, ExecNext, ExecutionMode,
+    Filter, FinalizeContentHook, Handle, Mode, PostDecision, PostNext, PreDecision, PreNext,
+    PresentResultHook, PresentationMetaHook, RegisterError, Registry, RenderHook, ResultView, Tool,
     ToolAnnotations, ToolArgs, ToolCall, ToolCallKind, ToolCallView, ToolDefinition,
     ToolDefinitionBuilder, ToolError, ToolExec, ToolFailure, ToolOutput, ToolResult, ToolSchema,
     default_render,
@@ -85,7 +84,7 @@ pub mod mcp {
 /// Guards: the per-call guard check, the timeout policy and the repeat-call reminder.
 pub mod guards {
     pub use dsh_tool_runtime::guards::{
-        Guard, ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy,
+        ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy,
     };
 }
 

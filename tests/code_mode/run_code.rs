@@ -245,10 +245,10 @@ async fn code_mode_refuses_direct_calls_before_any_hook() {
     let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
     let hooks = Arc::new(AtomicUsize::new(0));
     let h = hooks.clone();
-    registry.on_pre_execute(Arc::new(move |_view: Arc<ToolCallView>, next: PreNext| {
+    registry.on_pre_execute(move |_view: Arc<ToolCallView>, next: PreNext| {
         h.fetch_add(1, Ordering::SeqCst);
         next.run()
-    }));
+    });
     let result = registry.execute(call("1", "nap", json!({}))).await;
     assert_eq!(result.error_code(), Some(ErrorCode::UnknownTool));
     assert_eq!(

@@ -428,15 +428,13 @@ async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
     registry
         .register(ToolDefinition::from_tool(OpaqueTool))
         .unwrap();
-    registry.on_post_execute(std::sync::Arc::new(|_view, _result, _next| {
-        Box::pin(async {
-            PostDecision::Accept {
-                content: None,
-                value: Some(json!({"sum": 42})),
-                contexts: vec![],
-            }
-        })
-    }));
+    registry.on_post_execute(|_view, _result, _next| async {
+        PostDecision::Accept {
+            content: None,
+            value: Some(json!({"sum": 42})),
+            contexts: vec![],
+        }
+    });
     let result = registry
         .execute(ToolCall::new("1", "total", json!({"a": 1})))
         .await;

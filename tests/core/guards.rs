@@ -298,14 +298,12 @@ async fn the_reminder_is_prepended_without_disturbing_downstream_decisions() {
         thresholds: vec![2],
         ..Default::default()
     });
-    registry.on_post_execute(Arc::new(|_view, _result, _next: PostNext| {
-        Box::pin(async {
-            PostDecision::Block {
-                feedback: vec![dsh_tools::ContentBlock::text("blocked")],
-                contexts: vec![dsh_tools::AdditionalContext::text("hook", "downstream")],
-            }
-        })
-    }));
+    registry.on_post_execute(|_view, _result, _next: PostNext| async {
+        PostDecision::Block {
+            feedback: vec![dsh_tools::ContentBlock::text("blocked")],
+            contexts: vec![dsh_tools::AdditionalContext::text("hook", "downstream")],
+        }
+    });
     run(&registry, "a", "grep", json!({})).await;
     let result = run(&registry, "a", "grep", json!({})).await;
     assert_eq!(result.text(), "blocked");

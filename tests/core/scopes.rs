@@ -169,10 +169,10 @@ async fn a_guard_added_by_a_scoped_hook_applies() {
     registry.register(mirror("m")).unwrap();
     let agent = registry.agent("a");
     let scope = agent.clone();
-    agent.on_pre_execute(Arc::new(move |_view: Arc<ToolCallView>, next: PreNext| {
+    agent.on_pre_execute(move |_view: Arc<ToolCallView>, next: PreNext| {
         scope.guard(|_| Some("installed by a hook".to_owned()));
         next.run()
-    }));
+    });
     // The guard list is snapshotted when a call starts, so the guard applies from the next call.
     let first = registry
         .execute(call("1", "m", json!({})).with_agent(agent.id().clone()))

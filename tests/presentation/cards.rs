@@ -4,7 +4,6 @@
 use crate::toolset;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
 use dsh_tools::PostDecision;
 use dsh_tools::events::ToolEvent;
@@ -334,15 +333,13 @@ async fn presenters_that_panic_or_fail_fall_back_without_failing_the_call() {
 async fn a_replaced_value_drops_the_card_made_from_the_old_one() {
     let root = fixture("replaced");
     let registry = toolset_registry(&root);
-    registry.on_post_execute(Arc::new(|_view, _result, _next| {
-        Box::pin(async {
-            PostDecision::Accept {
-                content: None,
-                value: Some(json!({"path": "x", "offset": 1, "lines": [], "total_lines": 0})),
-                contexts: vec![],
-            }
-        })
-    }));
+    registry.on_post_execute(|_view, _result, _next| async {
+        PostDecision::Accept {
+            content: None,
+            value: Some(json!({"path": "x", "offset": 1, "lines": [], "total_lines": 0})),
+            contexts: vec![],
+        }
+    });
     let (call_view, result_view, result) = present(
         &registry,
         ToolCall::new("r", "read_file", json!({"path": "src/lib.rs"})),
