@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use dsh_tools::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
+use dsh_tools::hooks::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
 use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 

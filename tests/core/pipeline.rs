@@ -9,11 +9,12 @@ use std::time::Duration;
 
 use common::{call, cancel_on, mirror, sleeper, text};
 use dsh_tools::events::ToolEvent;
-use dsh_tools::{
-    AdditionalContext, AgentId, ApprovalOutcome, ApprovalRequest, ContentBlock, ErrorCode,
-    PostDecision, PreDecision, Registry, ToolDefinition, ToolError, ToolExec, ToolResult,
+use dsh_tools::hooks::{
+    ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
+    PreDecision, PreNext, ToolCallView,
 };
-use dsh_tools::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
+use dsh_tools::result::{AdditionalContext, ContentBlock, ErrorCode};
+use dsh_tools::{AgentId, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -508,7 +509,7 @@ async fn wrapper_authored_results() {
                 ),
                 "invalid" => ToolResult::success(json!({"not": "a string"}), vec![]),
                 "failure" => ToolResult::Failure {
-                    error: dsh_tools::ToolFailure::plain("wrapper says no"),
+                    error: dsh_tools::result::ToolFailure::plain("wrapper says no"),
                     content: vec![ContentBlock::text("custom content")],
                     meta: None,
                     additional_contexts: vec![],

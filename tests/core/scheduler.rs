@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::call;
-use dsh_tools::{
-    BatchOptions, ErrorCode, ExecutionMode, Registry, ToolCall, ToolDefinition, ToolExec,
-};
-use dsh_tools::{PreNext, ToolCallView};
+use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::registry::{BatchOptions, ExecutionMode};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 

@@ -5,11 +5,13 @@ use crate::common;
 use std::sync::Arc;
 
 use common::{call, mirror};
-use dsh_tools::{AgentId, ErrorCode, Filter, Mode, RegisterError, Registry};
-use dsh_tools::{PreNext, ToolCallView};
+use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::registry::{Filter, RegisterError};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{AgentId, Mode, Registry};
 use serde_json::json;
 
-fn names(schemas: Vec<dsh_tools::ToolSchema>) -> Vec<String> {
+fn names(schemas: Vec<dsh_tools::definition::ToolSchema>) -> Vec<String> {
     schemas.into_iter().map(|schema| schema.name).collect()
 }
 
