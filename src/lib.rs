@@ -96,6 +96,7 @@ pub mod sdk {
 /// Code mode: the `run_code` transport, the code runtimes that run a program, their budgets and
 /// sandbox.
 #[cfg(feature = "code-mode")]
+#[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
 pub mod code {
     pub use dsh_tool_runtime::code_mode::{
         CodeModeError, ModelView, PromptSection, RunCodeConfig, language_of,
@@ -106,12 +107,14 @@ pub mod code {
         SandboxStatus, SubprocessConfig, SubprocessRuntime, validate_namespaces,
     };
     #[cfg(feature = "embedded-js")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "embedded-js")))]
     pub use dsh_tool_runtime::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
 }
 
 /// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature
 /// `mcp-server`).
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp {
     pub use dsh_tool_runtime::mcp::{
         DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, MAX_SCHEMA_DEPTH,
@@ -119,6 +122,7 @@ pub mod mcp {
         is_valid_server_name, mcp_tool_name,
     };
     #[cfg(feature = "mcp-server")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
     pub use dsh_tool_runtime::mcp_server::{
         McpHttpLimits, McpServeError, McpServeOptions, McpTransport,
     };
