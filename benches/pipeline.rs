@@ -3,7 +3,7 @@
 
 use std::sync::Arc;
 
-use dsh_tools::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
+use dsh_tools::hooks::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
 use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -40,14 +40,10 @@ fn bare(bencher: divan::Bencher) {
 fn hooked(bencher: divan::Bencher) {
     let rt = runtime();
     let registry = registry();
-    registry.on_pre_execute(Arc::new(|_view: Arc<ToolCallView>, next: PreNext| {
-        next.run()
-    }));
+    registry.on_pre_execute(|_view: Arc<ToolCallView>, next: PreNext| next.run());
     registry.guard(|view: &ToolCallView| (view.name == "forbidden").then(|| "no".to_owned()));
-    registry.on_execute(Arc::new(|_context: DispatchContext, next: ExecNext| {
-        next.run()
-    }));
-    registry.on_post_execute(Arc::new(|_view, _result, next: PostNext| next.run()));
+    registry.on_execute(|_context: DispatchContext, next: ExecNext| next.run());
+    registry.on_post_execute(|_view, _result, next: PostNext| next.run());
     registry.on_result(|_view, result| {
         divan::black_box(result);
     });

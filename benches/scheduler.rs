@@ -4,7 +4,8 @@
 
 use std::time::Duration;
 
-use dsh_tools::{BatchOptions, Registry, ToolCall, ToolDefinition};
+use dsh_tools::registry::BatchOptions;
+use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
 fn main() {

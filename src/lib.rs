@@ -4,25 +4,26 @@
 //! and every call runs through one pipeline. See the README for a tour and `ARCHITECTURE.md` for
 //! where each part lives.
 //!
-//! The crate root holds what a tool author and an agent loop use; the modules hold one area
-//! each: [`dialect`] (provider schema forms), [`sdk`] (the generated SDK text), `code` (code
-//! mode and its runtimes, feature `code-mode`), `mcp` (MCP client and server, feature `mcp`),
-//! [`guards`], [`events`] and [`presentation`].
+//! The crate root holds what a tool author and an agent loop touch first: the macros and the
+//! [`Tool`] trait they implement, a [`ToolDefinition`], the [`Registry`] and its [`AgentScope`]s,
+//! a [`ToolCall`] and its [`ToolResult`], the [`ToolExec`] context and [`ToolError`] of a body,
+//! and the serde and schemars re-exports the derives need. The modules hold one area each:
+//! - [`hooks`]: the pipeline's extension points (pre-execute, execute wrappers, post-execute,
+//!   approvals, a tool's own render and presentation hooks);
+//! - [`result`]: content blocks, failures, error codes and additional contexts;
+//! - [`definition`]: type-erased definitions, their builder, annotations and schemas;
+//! - [`registry`]: registration handles and errors, scope filters, batch options;
+//! - [`dialect`] (provider schema forms), [`sdk`] (the generated SDK text), `code` (code mode and
+//!   its runtimes, feature `code-mode`), `mcp` (MCP client and server, feature `mcp`),
+//!   [`guards`], [`events`] and [`presentation`].
 
 // docs.rs marks each feature-gated item with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 pub use dsh_tool_macros::{tool, tool_type, toolbox};
 pub use dsh_tool_runtime::{
-    AdditionalContext, AgentId, AgentScope, ApprovalOutcome, ApprovalRequest, Approver,
-    BatchOptions, BoxFuture, CallView, CancellationToken, ContentBlock, ContextSource,
-    DefinitionError, DialectSchema, DispatchContext, Dispatched, ErrorCode, ErrorInfo, ExecNext,
-    ExecuteWrapper, ExecutionMode, Filter, FinalizeContentHook, Handle, Mode, PostDecision,
-    PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, PresentResultHook,
-    PresentationMetaHook, RegisterError, Registry, RenderHook, ResultObserver, ResultView, Tool,
-    ToolAnnotations, ToolArgs, ToolCall, ToolCallKind, ToolCallView, ToolDefinition,
-    ToolDefinitionBuilder, ToolError, ToolExec, ToolFailure, ToolOutput, ToolResult, ToolSchema,
-    default_render,
+    AgentId, AgentScope, CancellationToken, Mode, Registry, Tool, ToolCall, ToolDefinition,
+    ToolError, ToolExec, ToolResult,
 };
 
 /// serde and schemars, re-exported so a tool author's own parameter and output types derive
@@ -33,6 +34,47 @@ pub use schemars::JsonSchema;
 pub use serde::{self, Deserialize, Serialize};
 /// serde_json, re-exported for building arguments (`dsh_tools::serde_json::json!`) and reading values.
 pub use serde_json;
+
+/// The pipeline's extension points, registered on a [`Registry`] or an [`AgentScope`] as plain
+/// closures: pre-execute hooks ([`Registry::on_pre_execute`], deciding with [`PreDecision`]
+/// after an optional [`PreNext::run`]), execute wrappers ([`Registry::on_execute`]),
+/// post-execute hooks ([`Registry::on_post_execute`]), approvals ([`Registry::set_approver`]),
+/// and the render and presentation hooks a [`Tool`] declares.
+///
+/// [`PreDecision`]: hooks::PreDecision
+/// [`PreNext::run`]: hooks::PreNext::run
+pub mod hooks {
+    pub use dsh_tool_runtime::{
+        ApprovalOutcome, ApprovalRequest, BoxFuture, DispatchContext, ExecNext,
+        FinalizeContentHook, PostDecision, PostNext, PreDecision, PreNext, PresentResultHook,
+        PresentationMetaHook, RenderHook, ToolCallView, default_render,
+    };
+}
+
+/// What a call ends with beyond [`ToolResult`] itself: model-facing content blocks, a failure and
+/// its error code, and the additional contexts appended after a step.
+pub mod result {
+    pub use dsh_tool_runtime::{
+        AdditionalContext, ContentBlock, ContextSource, ErrorCode, ErrorInfo, ToolFailure,
+    };
+}
+
+/// Tool definitions beyond [`ToolDefinition`] itself: the builder of a hand-written definition and
+/// its errors, behaviour annotations, the provider-neutral schema, and the traits a [`Tool`]'s
+/// arguments and output implement.
+pub mod definition {
+    pub use dsh_tool_runtime::{
+        DefinitionError, Dispatched, ToolAnnotations, ToolArgs, ToolDefinitionBuilder, ToolOutput,
+        ToolSchema,
+    };
+}
+
+/// What registering in and running through a [`Registry`] takes and returns beyond the root types:
+/// the [`Handle`](registry::Handle) of a registration and its errors, the filter that restricts a
+/// scope, and the options and classification of a batch.
+pub mod registry {
+    pub use dsh_tool_runtime::{BatchOptions, ExecutionMode, Filter, Handle, RegisterError};
+}
 
 /// Schema dialects: the forms providers accept for a tool's parameters schema.
 pub mod dialect {
@@ -54,6 +96,7 @@ pub mod sdk {
 /// Code mode: the `run_code` transport, the code runtimes that run a program, their budgets and
 /// sandbox.
 #[cfg(feature = "code-mode")]
+#[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
 pub mod code {
     pub use dsh_tool_runtime::code_mode::{
         CodeModeError, ModelView, PromptSection, RunCodeConfig, language_of,
@@ -64,12 +107,14 @@ pub mod code {
         Sandbox, SandboxStatus, SubprocessConfig, SubprocessRuntime, validate_namespaces,
     };
     #[cfg(feature = "embedded-js")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "embedded-js")))]
     pub use dsh_tool_runtime::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
 }
 
 /// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature
 /// `mcp-server`).
 #[cfg(feature = "mcp")]
+#[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp {
     pub use dsh_tool_runtime::mcp::{
         DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, MAX_SCHEMA_DEPTH,
@@ -77,6 +122,7 @@ pub mod mcp {
         is_valid_server_name, mcp_tool_name,
     };
     #[cfg(feature = "mcp-server")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
     pub use dsh_tool_runtime::mcp_server::{
         McpHttpLimits, McpServeError, McpServeOptions, McpTransport,
     };
@@ -85,7 +131,7 @@ pub mod mcp {
 /// Guards: the per-call guard check, the timeout policy and the repeat-call reminder.
 pub mod guards {
     pub use dsh_tool_runtime::guards::{
-        Guard, ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy,
+        ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy,
     };
 }
 
@@ -101,7 +147,8 @@ pub mod events {
 pub mod presentation {
     pub use dsh_tool_runtime::presentation::replay::{ReplayLimits, render_html, render_html_with};
     pub use dsh_tool_runtime::presentation::{
-        FileDiff, FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape,
+        CallView, FileDiff, FileLocation, ReadLine, ResultView, SearchFile, SearchMatch,
+        SearchShape, ToolCallKind,
     };
 }
 

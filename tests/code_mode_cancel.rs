@@ -4,7 +4,8 @@
 use std::sync::Arc;
 
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
-use dsh_tools::{ErrorCode, Mode, Registry, ToolCall, ToolDefinition, ToolExec};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;

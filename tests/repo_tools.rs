@@ -339,7 +339,7 @@ async fn a_long_search_stops_when_cancelled() {
         .expect("the cancelled search settles");
     assert_eq!(
         result.error_code(),
-        Some(dsh_tools::ErrorCode::Aborted),
+        Some(dsh_tools::result::ErrorCode::Aborted),
         "{}",
         result.text()
     );

@@ -4,7 +4,11 @@
 //! wrappers around the body → normalization → post-execute hooks (waterfall) → `finalize_content`
 //! → result observers. The stages themselves live in `call/stages.rs`; this module holds the
 //! hook shapes and the `next` continuations of the two waterfalls and the wrapper chain.
+//!
+//! Every registration takes a plain closure (`Registry::on_pre_execute` and the rest); the
+//! `into_*` functions here erase it into the shared, boxed form the layers store.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -44,17 +48,26 @@ pub enum PreDecision {
         /// The reason shown to the model.
         reason: String,
     },
-    /// Ask the registered [`Approver`]; without one the call is denied.
+    /// Ask the approver set with `Registry::set_approver`; without one the call is denied.
     Ask {
         /// Why approval is needed (shown to the user; also the denial reason when nobody can ask).
         reason: Option<String>,
     },
 }
 
-/// A pre-execute hook: sees the call, may call `next` to learn the downstream decision, returns
-/// its own. Registered first = outermost.
-pub type PreExecuteHook =
+/// A pre-execute hook as stored: sees the call, may call `next` to learn the downstream decision,
+/// returns its own. Registered first = outermost.
+pub(crate) type PreExecuteHook =
     Arc<dyn Fn(Arc<ToolCallView>, PreNext) -> BoxFuture<'static, PreDecision> + Send + Sync>;
+
+/// Erases a pre-execute hook closure.
+pub(crate) fn into_pre_execute<F, Fut>(hook: F) -> PreExecuteHook
+where
+    F: Fn(Arc<ToolCallView>, PreNext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = PreDecision> + Send + 'static,
+{
+    Arc::new(move |view, next| Box::pin(hook(view, next)))
+}
 
 /// The rest of the pre-execute waterfall; its base decision is [`PreDecision::Allow`].
 pub struct PreNext {
@@ -93,11 +106,20 @@ pub struct DispatchContext {
     pub timeout_ms: Option<u64>,
 }
 
-/// An execute wrapper around the body: calls `next.run(signal)` to dispatch, or returns its own
-/// result to short-circuit. A wrapper-authored success is re-validated against the output schema
-/// and re-rendered; a wrapper-authored failure is kept as authored.
-pub type ExecuteWrapper =
+/// An execute wrapper around the body as stored: calls `next.run()` to dispatch, or returns its
+/// own result to short-circuit. A wrapper-authored success is re-validated against the output
+/// schema and re-rendered; a wrapper-authored failure is kept as authored.
+pub(crate) type ExecuteWrapper =
     Arc<dyn Fn(DispatchContext, ExecNext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
+
+/// Erases an execute wrapper closure.
+pub(crate) fn into_execute_wrapper<F, Fut>(wrapper: F) -> ExecuteWrapper
+where
+    F: Fn(DispatchContext, ExecNext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ToolResult> + Send + 'static,
+{
+    Arc::new(move |context, next| Box::pin(wrapper(context, next)))
+}
 
 /// The body dispatch at the base of the wrapper chain: `(signal, replaced by a wrapper)`.
 pub(crate) type BaseDispatch =
@@ -195,12 +217,21 @@ impl PostDecision {
     }
 }
 
-/// A post-execute hook: sees the call and its result so far, may call `next`.
-pub type PostExecuteHook = Arc<
+/// A post-execute hook as stored: sees the call and its result so far, may call `next`.
+pub(crate) type PostExecuteHook = Arc<
     dyn Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> BoxFuture<'static, PostDecision>
         + Send
         + Sync,
 >;
+
+/// Erases a post-execute hook closure.
+pub(crate) fn into_post_execute<F, Fut>(hook: F) -> PostExecuteHook
+where
+    F: Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = PostDecision> + Send + 'static,
+{
+    Arc::new(move |view, result, next| Box::pin(hook(view, result, next)))
+}
 
 /// The rest of the post-execute waterfall; its base decision is [`PostDecision::accept`].
 pub struct PostNext {
@@ -231,8 +262,8 @@ impl PostNext {
     }
 }
 
-/// A result observer: sees every final result. A panic is contained and logged.
-pub type ResultObserver = Arc<dyn Fn(&ToolCallView, &ToolResult) + Send + Sync>;
+/// A result observer as stored: sees every final result. A panic is contained and logged.
+pub(crate) type ResultObserver = Arc<dyn Fn(&ToolCallView, &ToolResult) + Send + Sync>;
 
 /// An approval request for a call whose pre-execute decision was `Ask`.
 #[derive(Debug, Clone)]
@@ -267,8 +298,15 @@ pub enum ApprovalOutcome {
     Unavailable,
 }
 
-/// Answers `Ask` decisions, e.g. by prompting the user.
-pub trait Approver: Send + Sync + 'static {
-    /// Asks for approval of one call.
-    fn request(&self, request: ApprovalRequest) -> BoxFuture<'static, ApprovalOutcome>;
+/// The approver as stored: answers `Ask` decisions, e.g. by prompting the user.
+pub(crate) type Approver =
+    Arc<dyn Fn(ApprovalRequest) -> BoxFuture<'static, ApprovalOutcome> + Send + Sync>;
+
+/// Erases an approver closure.
+pub(crate) fn into_approver<F, Fut>(approver: F) -> Approver
+where
+    F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+    Fut: Future<Output = ApprovalOutcome> + Send + 'static,
+{
+    Arc::new(move |request| Box::pin(approver(request)))
 }

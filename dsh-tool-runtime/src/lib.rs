@@ -59,9 +59,8 @@ pub use error::{ErrorCode, ToolError};
 /// `futures`).
 pub use futures::future::BoxFuture;
 pub use hooks::{
-    ApprovalOutcome, ApprovalRequest, Approver, DispatchContext, ExecNext, ExecuteWrapper,
-    PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, ResultObserver,
-    ToolCallView,
+    ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
+    PreDecision, PreNext, ToolCallView,
 };
 pub use presentation::{CallView, ResultView, ToolCallKind};
 pub use registry::{DialectSchema, Handle, RegisterError, Registry, ToolSchema};

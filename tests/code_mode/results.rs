@@ -8,7 +8,8 @@ use dsh_tools::code::{
     BindingCall, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
     RunRequest,
 };
-use dsh_tools::{ErrorCode, Mode, Registry, ToolCall, ToolDefinition, ToolError};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;

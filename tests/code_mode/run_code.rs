@@ -11,8 +11,9 @@ use common::{call, mirror};
 use dsh_tools::code::CodeModeError;
 use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
-use dsh_tools::{ErrorCode, Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
-use dsh_tools::{PreNext, ToolCallView};
+use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
 
 #[derive(Clone, Copy, Debug)]
@@ -251,10 +252,10 @@ async fn code_mode_refuses_direct_calls_before_any_hook() {
     let (registry, _) = code_registry(Lang::Ts, Mode::Code).await;
     let hooks = Arc::new(AtomicUsize::new(0));
     let h = hooks.clone();
-    registry.on_pre_execute(Arc::new(move |_view: Arc<ToolCallView>, next: PreNext| {
+    registry.on_pre_execute(move |_view: Arc<ToolCallView>, next: PreNext| {
         h.fetch_add(1, Ordering::SeqCst);
         next.run()
-    }));
+    });
     let result = registry.execute(call("1", "nap", json!({}))).await;
     assert_eq!(result.error_code(), Some(ErrorCode::UnknownTool));
     assert_eq!(
@@ -632,15 +633,18 @@ async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
         let camera = ToolDefinition::builder("camera")
             .render(|_args, _value| {
                 vec![
-                    dsh_tools::ContentBlock::text("a picture"),
-                    dsh_tools::ContentBlock::Image {
+                    dsh_tools::result::ContentBlock::text("a picture"),
+                    dsh_tools::result::ContentBlock::Image {
                         media_type: "image/png".into(),
                         data: "iVBORw0KGgo=".into(),
                     },
                 ]
             })
             .handler(|_args, exec: ToolExec| async move {
-                exec.defer_context(dsh_tools::AdditionalContext::text("tool", "camera context"));
+                exec.defer_context(dsh_tools::result::AdditionalContext::text(
+                    "tool",
+                    "camera context",
+                ));
                 exec.conclude_turn();
                 Ok(json!({"shot": 1}))
             })
@@ -664,7 +668,7 @@ async fn images_contexts_and_conclude_turn_carry_over_to_the_outer_call() {
         assert!(
             matches!(
                 contexts[0].content[1],
-                dsh_tools::ContentBlock::Image { .. }
+                dsh_tools::result::ContentBlock::Image { .. }
             ),
             "the image content is deferred"
         );

@@ -2,8 +2,9 @@
 //! `#[args]` struct, serialize-mode output schemas, recursive types, enum-of-const errors and the
 //! order violations are reported in.
 
-use dsh_tools::Dispatched;
-use dsh_tools::{ToolDefinition, ToolExec, ToolFailure, tool};
+use dsh_tools::definition::Dispatched;
+use dsh_tools::result::ToolFailure;
+use dsh_tools::{ToolDefinition, ToolExec, tool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use serde_json::{Value, json};
@@ -316,9 +317,11 @@ async fn shout(text: String) -> String {
     text
 }
 
-fn render_shout(args: &ShoutArgs, _output: &String) -> Vec<dsh_tools::ContentBlock> {
+fn render_shout(args: &ShoutArgs, _output: &String) -> Vec<dsh_tools::result::ContentBlock> {
     assert!(args.text != "render", "render exploded");
-    vec![dsh_tools::ContentBlock::text(args.text.to_uppercase())]
+    vec![dsh_tools::result::ContentBlock::text(
+        args.text.to_uppercase(),
+    )]
 }
 
 fn shout_meta(args: &ShoutArgs, _output: &String) -> Option<Value> {
@@ -335,7 +338,10 @@ async fn a_panicking_presenter_is_invalid_tool_output_ref_1_10() {
     assert_eq!(ok.meta, Some(json!({"len": 2})));
     for (text, which) in [("render", "render"), ("meta", "presentationMeta")] {
         let failed = failure(&definition, json!({ "text": text })).await;
-        assert_eq!(failed.code(), Some(dsh_tools::ErrorCode::InvalidToolOutput));
+        assert_eq!(
+            failed.code(),
+            Some(dsh_tools::result::ErrorCode::InvalidToolOutput)
+        );
         assert!(
             failed.message.starts_with(&format!(
                 "tool \"shout\" returned invalid output: output.{which} failed: {text} exploded"
@@ -358,7 +364,10 @@ async fn a_panicking_builder_render_is_invalid_tool_output() {
         .build()
         .unwrap();
     let failed = failure(&definition, json!({})).await;
-    assert_eq!(failed.code(), Some(dsh_tools::ErrorCode::InvalidToolOutput));
+    assert_eq!(
+        failed.code(),
+        Some(dsh_tools::result::ErrorCode::InvalidToolOutput)
+    );
     assert_eq!(
         failed.message,
         "tool \"echo\" returned invalid output: output.render failed: render exploded"
@@ -370,7 +379,7 @@ async fn a_panicking_builder_render_is_invalid_tool_output() {
         .await;
     assert_eq!(
         result.error_code(),
-        Some(dsh_tools::ErrorCode::InvalidToolOutput),
+        Some(dsh_tools::result::ErrorCode::InvalidToolOutput),
         "{result:?}"
     );
 }
@@ -386,8 +395,8 @@ async fn total(a: u32) -> Total {
     Total { sum: a }
 }
 
-fn render_total(_args: &TotalArgs, output: &Total) -> Vec<dsh_tools::ContentBlock> {
-    vec![dsh_tools::ContentBlock::text(format!(
+fn render_total(_args: &TotalArgs, output: &Total) -> Vec<dsh_tools::result::ContentBlock> {
+    vec![dsh_tools::result::ContentBlock::text(format!(
         "sum = {}",
         output.sum
     ))]
@@ -408,8 +417,8 @@ async fn opaque(a: u32) -> Opaque {
     Opaque { sum: a }
 }
 
-fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::ContentBlock> {
-    vec![dsh_tools::ContentBlock::text(format!(
+fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::result::ContentBlock> {
+    vec![dsh_tools::result::ContentBlock::text(format!(
         "sum = {}",
         output.sum
     ))]
@@ -420,7 +429,8 @@ fn render_opaque(_args: &OpaqueArgs, output: &Opaque) -> Vec<dsh_tools::ContentB
 /// `Deserialize` cannot be read back and keeps the default rendering.
 #[tokio::test]
 async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
-    use dsh_tools::{PostDecision, Registry, ToolCall};
+    use dsh_tools::hooks::PostDecision;
+    use dsh_tools::{Registry, ToolCall};
     let registry = Registry::new();
     registry
         .register(ToolDefinition::from_tool(TotalTool))
@@ -428,15 +438,13 @@ async fn post_execute_value_replacement_rerenders_with_the_tool_ref_2_2() {
     registry
         .register(ToolDefinition::from_tool(OpaqueTool))
         .unwrap();
-    registry.on_post_execute(std::sync::Arc::new(|_view, _result, _next| {
-        Box::pin(async {
-            PostDecision::Accept {
-                content: None,
-                value: Some(json!({"sum": 42})),
-                contexts: vec![],
-            }
-        })
-    }));
+    registry.on_post_execute(|_view, _result, _next| async {
+        PostDecision::Accept {
+            content: None,
+            value: Some(json!({"sum": 42})),
+            contexts: vec![],
+        }
+    });
     let result = registry
         .execute(ToolCall::new("1", "total", json!({"a": 1})))
         .await;

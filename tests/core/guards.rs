@@ -7,11 +7,10 @@ use std::time::Duration;
 
 use common::{call, cancel_on, mirror, sleeper};
 use dsh_tools::__private::blocks_text;
-use dsh_tools::PostNext;
 use dsh_tools::guards::{ReminderConfig, ReminderConfigError, RepeatCallReminder, TimeoutPolicy};
-use dsh_tools::{
-    AgentId, ErrorCode, PostDecision, Registry, ToolDefinition, ToolError, ToolExec, ToolResult,
-};
+use dsh_tools::hooks::{PostDecision, PostNext};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{AgentId, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 
@@ -298,14 +297,15 @@ async fn the_reminder_is_prepended_without_disturbing_downstream_decisions() {
         thresholds: vec![2],
         ..Default::default()
     });
-    registry.on_post_execute(Arc::new(|_view, _result, _next: PostNext| {
-        Box::pin(async {
-            PostDecision::Block {
-                feedback: vec![dsh_tools::ContentBlock::text("blocked")],
-                contexts: vec![dsh_tools::AdditionalContext::text("hook", "downstream")],
-            }
-        })
-    }));
+    registry.on_post_execute(|_view, _result, _next: PostNext| async {
+        PostDecision::Block {
+            feedback: vec![dsh_tools::result::ContentBlock::text("blocked")],
+            contexts: vec![dsh_tools::result::AdditionalContext::text(
+                "hook",
+                "downstream",
+            )],
+        }
+    });
     run(&registry, "a", "grep", json!({})).await;
     let result = run(&registry, "a", "grep", json!({})).await;
     assert_eq!(result.text(), "blocked");

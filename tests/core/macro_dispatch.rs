@@ -4,11 +4,10 @@
 use std::fmt;
 use std::sync::Arc;
 
-use dsh_tools::Dispatched;
-use dsh_tools::{
-    CallView, ContentBlock, ToolDefinition, ToolError, ToolExec, ToolFailure, ToolResult, tool,
-    toolbox,
-};
+use dsh_tools::definition::Dispatched;
+use dsh_tools::presentation::CallView;
+use dsh_tools::result::{ContentBlock, ToolFailure};
+use dsh_tools::{ToolDefinition, ToolError, ToolExec, ToolResult, tool, toolbox};
 use serde_json::{Value, json};
 
 /// Read a UTF-8 text file and return a window of its lines.

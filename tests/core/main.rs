@@ -1,5 +1,6 @@
 //! The core of the runtime in one test binary: registry, pipeline, scopes, guards, scheduler,
-//! the dispatch of `#[tool]` tools, output validation and the event log.
+//! the dispatch of `#[tool]` tools, output validation, the event log, and which public types are
+//! `Send`, `Sync` and `'static`.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -12,3 +13,4 @@ mod pipeline;
 mod registry;
 mod scheduler;
 mod scopes;
+mod send_sync;

@@ -9,12 +9,12 @@ use std::time::Duration;
 
 use common::{call, cancel_on, mirror, sleeper, text};
 use dsh_tools::events::ToolEvent;
-use dsh_tools::{
-    AdditionalContext, AgentId, ApprovalOutcome, ApprovalRequest, Approver, ContentBlock,
-    ErrorCode, PostDecision, PreDecision, Registry, ToolDefinition, ToolError, ToolExec,
-    ToolResult,
+use dsh_tools::hooks::{
+    ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
+    PreDecision, PreNext, ToolCallView,
 };
-use dsh_tools::{DispatchContext, ExecNext, PostNext, PreNext, ToolCallView};
+use dsh_tools::result::{AdditionalContext, ContentBlock, ErrorCode};
+use dsh_tools::{AgentId, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
@@ -32,20 +32,20 @@ struct Phases {
 
 fn counted(registry: &Registry, phases: &Arc<Phases>) {
     let p = phases.clone();
-    registry.on_pre_execute(Arc::new(move |_view: Arc<ToolCallView>, next: PreNext| {
+    registry.on_pre_execute(move |_view: Arc<ToolCallView>, next: PreNext| {
         p.pre.fetch_add(1, Ordering::SeqCst);
         next.run()
-    }));
+    });
     let p = phases.clone();
-    registry.on_execute(Arc::new(move |_ctx: DispatchContext, next: ExecNext| {
+    registry.on_execute(move |_ctx: DispatchContext, next: ExecNext| {
         p.wrapper.fetch_add(1, Ordering::SeqCst);
         next.run()
-    }));
+    });
     let p = phases.clone();
-    registry.on_post_execute(Arc::new(move |_view, _result, next: PostNext| {
+    registry.on_post_execute(move |_view, _result, next: PostNext| {
         p.post.fetch_add(1, Ordering::SeqCst);
         next.run()
-    }));
+    });
     let p = phases.clone();
     registry.on_result(move |_view, _result| {
         p.observed.fetch_add(1, Ordering::SeqCst);
@@ -236,22 +236,22 @@ async fn a_denial_that_settles_after_cancellation_stays_a_denial() {
     registry.register(mirror("m")).unwrap();
     let begun = Arc::new(Notify::new());
     let notify = begun.clone();
-    registry.on_pre_execute(Arc::new(move |view: Arc<ToolCallView>, _next| {
+    registry.on_pre_execute(move |view: Arc<ToolCallView>, _next| {
         let notify = notify.clone();
-        Box::pin(async move {
+        async move {
             notify.notify_one();
             view.signal.cancelled().await;
             PreDecision::Deny {
                 reason: "not allowed".into(),
             }
-        })
-    }));
+        }
+    });
     let post_runs = Arc::new(AtomicUsize::new(0));
     let counter = post_runs.clone();
-    registry.on_post_execute(Arc::new(move |_view, _result, next: PostNext| {
+    registry.on_post_execute(move |_view, _result, next: PostNext| {
         counter.fetch_add(1, Ordering::SeqCst);
         next.run()
-    }));
+    });
     let signal = cancel_on(&begun);
     let result = registry
         .execute(call("1", "m", json!({})).with_signal(signal))
@@ -273,10 +273,10 @@ async fn cancellation_after_an_allow_is_aborted_before_dispatch() {
     counted(&registry, &phases);
     let signal = CancellationToken::new();
     let canceller = signal.clone();
-    registry.on_pre_execute(Arc::new(move |_view, next: PreNext| {
+    registry.on_pre_execute(move |_view, next: PreNext| {
         canceller.cancel();
         next.run()
-    }));
+    });
     let result = registry
         .execute(call("1", "work", json!({})).with_signal(signal))
         .await;
@@ -291,9 +291,7 @@ async fn a_guard_denial_cannot_be_overridden_by_a_hook() {
     registry.register(mirror("m")).unwrap();
     registry.guard(|view| (view.name == "m").then(|| "guarded".to_owned()));
     // A hook that forces Allow without consulting anything downstream.
-    registry.on_pre_execute(Arc::new(|_view, _next| {
-        Box::pin(async { PreDecision::Allow })
-    }));
+    registry.on_pre_execute(|_view, _next| async { PreDecision::Allow });
     let result = registry.execute(call("1", "m", json!({}))).await;
     assert_eq!(result.error().unwrap().message, "guarded");
 }
@@ -305,9 +303,9 @@ async fn pre_execute_is_a_waterfall_in_registration_order() {
     let order = Arc::new(Mutex::new(Vec::new()));
     for label in ["outer", "inner"] {
         let order = order.clone();
-        registry.on_pre_execute(Arc::new(move |_view, next: PreNext| {
+        registry.on_pre_execute(move |_view, next: PreNext| {
             let order = order.clone();
-            Box::pin(async move {
+            async move {
                 order.lock().unwrap().push(format!("{label} before"));
                 let decision = next.run().await;
                 order.lock().unwrap().push(format!("{label} after"));
@@ -318,8 +316,8 @@ async fn pre_execute_is_a_waterfall_in_registration_order() {
                 } else {
                     decision
                 }
-            })
-        }));
+            }
+        });
     }
     let result = registry.execute(call("1", "m", json!({}))).await;
     assert_eq!(result.error().unwrap().message, "outer saw Allow");
@@ -329,24 +327,14 @@ async fn pre_execute_is_a_waterfall_in_registration_order() {
     );
 }
 
-struct FixedApprover(ApprovalOutcome, Arc<AtomicUsize>);
-
-impl Approver for FixedApprover {
-    fn request(&self, _request: ApprovalRequest) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
-        self.1.fetch_add(1, Ordering::SeqCst);
-        let outcome = self.0;
-        Box::pin(async move { outcome })
-    }
-}
-
 fn asking(reason: Option<&str>) -> Registry {
     let registry = Registry::new();
     registry.register(mirror("m")).unwrap();
     let reason = reason.map(str::to_owned);
-    registry.on_pre_execute(Arc::new(move |_view, _next| {
+    registry.on_pre_execute(move |_view, _next| {
         let reason = reason.clone();
-        Box::pin(async move { PreDecision::Ask { reason } })
-    }));
+        async move { PreDecision::Ask { reason } }
+    });
     registry
 }
 
@@ -359,23 +347,15 @@ async fn an_approval_request_carries_the_tools_hints() {
     async fn delete(path: String) -> String {
         path
     }
-    struct Seen(Arc<Mutex<Option<ApprovalRequest>>>);
-    impl Approver for Seen {
-        fn request(
-            &self,
-            request: ApprovalRequest,
-        ) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
-            *self.0.lock().unwrap() = Some(request);
-            Box::pin(async { ApprovalOutcome::Rejected })
-        }
-    }
     let registry = Registry::new();
     registry.register(DeleteTool).unwrap();
-    registry.on_pre_execute(Arc::new(|_view, _next| {
-        Box::pin(async { PreDecision::Ask { reason: None } })
-    }));
-    let seen = Arc::new(Mutex::new(None));
-    registry.set_approver(Seen(seen.clone()));
+    registry.on_pre_execute(|_view, _next| async { PreDecision::Ask { reason: None } });
+    let seen = Arc::new(Mutex::new(None::<ApprovalRequest>));
+    let saw = seen.clone();
+    registry.set_approver(move |request| {
+        *saw.lock().unwrap() = Some(request);
+        async { ApprovalOutcome::Rejected }
+    });
     registry
         .execute(call("1", "delete", json!({"path": "x"})).with_agent(AgentId::new("a")))
         .await;
@@ -420,7 +400,11 @@ async fn ask_outcomes_map_to_denial_reasons() {
     for (outcome, expected) in cases {
         let registry = asking(None);
         let asked = Arc::new(AtomicUsize::new(0));
-        registry.set_approver(FixedApprover(outcome, asked.clone()));
+        let counter = asked.clone();
+        registry.set_approver(move |_request| {
+            counter.fetch_add(1, Ordering::SeqCst);
+            async move { outcome }
+        });
         let result = registry
             .execute(call("1", "m", json!({"n": 1})).with_agent(AgentId::new("a")))
             .await;
@@ -442,18 +426,12 @@ async fn ask_outcomes_map_to_denial_reasons() {
 #[tokio::test]
 async fn approval_cancelled_together_with_the_caller_is_aborted_before_dispatch() {
     let registry = asking(None);
-    struct CancelAndSay(CancellationToken);
-    impl Approver for CancelAndSay {
-        fn request(
-            &self,
-            _request: ApprovalRequest,
-        ) -> dsh_tools::BoxFuture<'static, ApprovalOutcome> {
-            self.0.cancel();
-            Box::pin(async { ApprovalOutcome::Cancelled })
-        }
-    }
     let signal = CancellationToken::new();
-    registry.set_approver(CancelAndSay(signal.clone()));
+    let caller = signal.clone();
+    registry.set_approver(move |_request| {
+        caller.cancel();
+        async { ApprovalOutcome::Cancelled }
+    });
     let result = registry
         .execute(
             call("1", "m", json!({}))
@@ -485,9 +463,7 @@ async fn a_wrapper_token_is_fused_with_the_caller_signal() {
         .unwrap();
     registry.register(sleep).unwrap();
     // The wrapper installs an unrelated token; the caller's cancel must still reach the body.
-    registry.on_execute(Arc::new(|_ctx, next: ExecNext| {
-        next.run_with_signal(CancellationToken::new())
-    }));
+    registry.on_execute(|_ctx, next: ExecNext| next.run_with_signal(CancellationToken::new()));
     let signal = cancel_on(&begun);
     let result = registry
         .execute(call("1", "sleep", json!({"ms": 10_000})).with_signal(signal))
@@ -497,11 +473,11 @@ async fn a_wrapper_token_is_fused_with_the_caller_signal() {
     // And the wrapper's own token reaches the body too.
     let registry = Registry::new();
     registry.register(sleeper("sleep", false)).unwrap();
-    registry.on_execute(Arc::new(|_ctx, next: ExecNext| {
+    registry.on_execute(|_ctx, next: ExecNext| {
         let token = CancellationToken::new();
         token.cancel();
         next.run_with_signal(token)
-    }));
+    });
     let result = registry
         .execute(call("1", "sleep", json!({"ms": 10_000})))
         .await;
@@ -523,9 +499,9 @@ async fn wrapper_authored_results() {
     registry.register(def).unwrap();
     let mode = Arc::new(Mutex::new("valid"));
     let current = mode.clone();
-    registry.on_execute(Arc::new(move |_ctx, next: ExecNext| {
+    registry.on_execute(move |_ctx, next: ExecNext| {
         let mode = *current.lock().unwrap();
-        Box::pin(async move {
+        async move {
             match mode {
                 "valid" => ToolResult::success(
                     json!("cached"),
@@ -533,15 +509,15 @@ async fn wrapper_authored_results() {
                 ),
                 "invalid" => ToolResult::success(json!({"not": "a string"}), vec![]),
                 "failure" => ToolResult::Failure {
-                    error: dsh_tools::ToolFailure::plain("wrapper says no"),
+                    error: dsh_tools::result::ToolFailure::plain("wrapper says no"),
                     content: vec![ContentBlock::text("custom content")],
                     meta: None,
                     additional_contexts: vec![],
                 },
                 _ => next.run().await,
             }
-        })
-    }));
+        }
+    });
     let result = registry.execute(call("1", "typed", json!({}))).await;
     assert_eq!(result.value(), Some(&json!("cached")));
     assert_eq!(
@@ -565,10 +541,10 @@ async fn wrapper_authored_results() {
 }
 
 fn post_hook(registry: &Registry, decision: PostDecision) {
-    registry.on_post_execute(Arc::new(move |_view, _result, _next| {
+    registry.on_post_execute(move |_view, _result, _next| {
         let decision = decision.clone();
-        Box::pin(async move { decision })
-    }));
+        async move { decision }
+    });
 }
 
 #[tokio::test]
@@ -628,10 +604,10 @@ async fn accept_rules() {
     counted(&registry, &phases);
     let decision = Arc::new(Mutex::new(PostDecision::accept()));
     let current = decision.clone();
-    registry.on_post_execute(Arc::new(move |_view, _result, _next| {
+    registry.on_post_execute(move |_view, _result, _next| {
         let decision = current.lock().unwrap().clone();
-        Box::pin(async move { decision })
-    }));
+        async move { decision }
+    });
     let set = |d: PostDecision| *decision.lock().unwrap() = d;
 
     set(PostDecision::Accept {
@@ -759,19 +735,19 @@ async fn panics_in_hooks_are_contained() {
     counted(&registry, &phases);
     let which = Arc::new(Mutex::new(""));
     let w = which.clone();
-    registry.on_pre_execute(Arc::new(move |_view, next: PreNext| {
+    registry.on_pre_execute(move |_view, next: PreNext| {
         if *w.lock().unwrap() == "pre" {
             panic!("pre hook bug");
         }
         next.run()
-    }));
+    });
     let w = which.clone();
-    registry.on_execute(Arc::new(move |_ctx, next: ExecNext| {
+    registry.on_execute(move |_ctx, next: ExecNext| {
         if *w.lock().unwrap() == "wrapper" {
             panic!("wrapper bug");
         }
         next.run()
-    }));
+    });
     let w = which.clone();
     registry.guard(move |_view| {
         if *w.lock().unwrap() == "guard" {

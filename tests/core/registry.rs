@@ -4,7 +4,9 @@
 use crate::common;
 
 use common::{Echo, call, mirror, text};
-use dsh_tools::{ErrorCode, RegisterError, Registry, ToolDefinition, ToolError, ToolResult};
+use dsh_tools::registry::RegisterError;
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{Registry, ToolDefinition, ToolError, ToolResult};
 use serde_json::{Value, json};
 
 fn registry() -> Registry {
@@ -475,7 +477,8 @@ async fn a_non_finite_typed_output_is_invalid_output_but_none_fields_are_fine() 
 /// A hand-written `impl Tool` sets its rendering and finalizing hooks as values: nothing else
 /// has to agree with them for the pipeline to call them.
 mod hand_written_hooks {
-    use dsh_tools::{ContentBlock, ToolError, ToolExec, ToolResult};
+    use dsh_tools::result::ContentBlock;
+    use dsh_tools::{ToolError, ToolExec, ToolResult};
     use schemars::JsonSchema;
     use serde::{Deserialize, Serialize};
 
@@ -508,8 +511,8 @@ mod hand_written_hooks {
         type Output = String;
         const NAME: &'static str = "shout";
         const DESCRIPTION: &'static str = "Shout.";
-        const RENDER: Option<dsh_tools::RenderHook<Self>> = Some(loud);
-        const FINALIZE_CONTENT: Option<dsh_tools::FinalizeContentHook> = Some(signed);
+        const RENDER: Option<dsh_tools::hooks::RenderHook<Self>> = Some(loud);
+        const FINALIZE_CONTENT: Option<dsh_tools::hooks::FinalizeContentHook> = Some(signed);
 
         async fn call(&self, args: Words, _exec: ToolExec) -> Result<String, ToolError> {
             Ok(args.text)

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use common::call;
-use dsh_tools::{
-    BatchOptions, ErrorCode, ExecutionMode, Registry, ToolCall, ToolDefinition, ToolExec,
-};
-use dsh_tools::{PreNext, ToolCallView};
+use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::registry::{BatchOptions, ExecutionMode};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
@@ -206,9 +206,9 @@ async fn pre_execute_runs_in_model_order_one_at_a_time() {
     let seen = Arc::new(Mutex::new(Vec::new()));
     let in_pre = Arc::new(AtomicUsize::new(0));
     let (s, p) = (seen.clone(), in_pre.clone());
-    registry.on_pre_execute(Arc::new(move |view: Arc<ToolCallView>, next: PreNext| {
+    registry.on_pre_execute(move |view: Arc<ToolCallView>, next: PreNext| {
         let (s, p) = (s.clone(), p.clone());
-        Box::pin(async move {
+        async move {
             assert_eq!(
                 p.fetch_add(1, Ordering::SeqCst),
                 0,
@@ -218,8 +218,8 @@ async fn pre_execute_runs_in_model_order_one_at_a_time() {
             s.lock().unwrap().push(view.call_id.clone());
             p.fetch_sub(1, Ordering::SeqCst);
             next.run().await
-        })
-    }));
+        }
+    });
     let calls = (0..6)
         .map(|i| job_call(&format!("c{i}"), 5, true))
         .collect();

@@ -5,11 +5,13 @@ use crate::common;
 use std::sync::Arc;
 
 use common::{call, mirror};
-use dsh_tools::{AgentId, ErrorCode, Filter, Mode, RegisterError, Registry};
-use dsh_tools::{PreNext, ToolCallView};
+use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::registry::{Filter, RegisterError};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{AgentId, Mode, Registry};
 use serde_json::json;
 
-fn names(schemas: Vec<dsh_tools::ToolSchema>) -> Vec<String> {
+fn names(schemas: Vec<dsh_tools::definition::ToolSchema>) -> Vec<String> {
     schemas.into_iter().map(|schema| schema.name).collect()
 }
 
@@ -169,10 +171,10 @@ async fn a_guard_added_by_a_scoped_hook_applies() {
     registry.register(mirror("m")).unwrap();
     let agent = registry.agent("a");
     let scope = agent.clone();
-    agent.on_pre_execute(Arc::new(move |_view: Arc<ToolCallView>, next: PreNext| {
+    agent.on_pre_execute(move |_view: Arc<ToolCallView>, next: PreNext| {
         scope.guard(|_| Some("installed by a hook".to_owned()));
         next.run()
-    }));
+    });
     // The guard list is snapshotted when a call starts, so the guard applies from the next call.
     let first = registry
         .execute(call("1", "m", json!({})).with_agent(agent.id().clone()))

@@ -8,7 +8,8 @@ use std::process::Stdio;
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::{MCP_DISCONNECTED, McpServer};
-use dsh_tools::{CancellationToken, ErrorCode, Registry, ToolCall, ToolResult};
+use dsh_tools::result::ErrorCode;
+use dsh_tools::{CancellationToken, Registry, ToolCall, ToolResult};
 use mcp_support::{kill, quick_reconnect, wait_for, wait_for_generation};
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;

@@ -7,7 +7,8 @@
 use crate::mcp_support;
 
 use dsh_tools::mcp::{McpServer, ReconnectPolicy, mcp_tool_name};
-use dsh_tools::{ContentBlock, ErrorCode, Registry, ToolCall, ToolDefinition};
+use dsh_tools::result::{ContentBlock, ErrorCode};
+use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {

@@ -5,7 +5,9 @@ use crate::mcp_support;
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::McpError;
-use dsh_tools::{ContentBlock, ErrorCode, ExecutionMode, Registry, ToolCall, ToolResult};
+use dsh_tools::registry::ExecutionMode;
+use dsh_tools::result::{ContentBlock, ErrorCode};
+use dsh_tools::{Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {

@@ -4,14 +4,14 @@
 use crate::toolset;
 
 use std::path::PathBuf;
-use std::sync::Arc;
 
-use dsh_tools::PostDecision;
 use dsh_tools::events::ToolEvent;
-use dsh_tools::presentation::{FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape};
-use dsh_tools::{
-    CallView, Registry, ResultView, ToolCall, ToolCallKind, ToolDefinition, ToolResult, tool,
+use dsh_tools::hooks::PostDecision;
+use dsh_tools::presentation::{
+    CallView, FileLocation, ReadLine, ResultView, SearchFile, SearchMatch, SearchShape,
+    ToolCallKind,
 };
+use dsh_tools::{Registry, ToolCall, ToolDefinition, ToolResult, tool};
 use serde_json::{Value, json};
 
 /// A small tree the toolset reads: two Rust files and a note.
@@ -321,7 +321,10 @@ async fn presenters_that_panic_or_fail_fall_back_without_failing_the_call() {
     assert_eq!((call_view, result_view), (None, None));
     assert_eq!(
         result,
-        ToolResult::success(json!("hi"), vec![dsh_tools::ContentBlock::text("hi")]),
+        ToolResult::success(
+            json!("hi"),
+            vec![dsh_tools::result::ContentBlock::text("hi")]
+        ),
         "the call succeeds, without meta"
     );
     let (call_view, result_view, result) =
@@ -334,15 +337,13 @@ async fn presenters_that_panic_or_fail_fall_back_without_failing_the_call() {
 async fn a_replaced_value_drops_the_card_made_from_the_old_one() {
     let root = fixture("replaced");
     let registry = toolset_registry(&root);
-    registry.on_post_execute(Arc::new(|_view, _result, _next| {
-        Box::pin(async {
-            PostDecision::Accept {
-                content: None,
-                value: Some(json!({"path": "x", "offset": 1, "lines": [], "total_lines": 0})),
-                contexts: vec![],
-            }
-        })
-    }));
+    registry.on_post_execute(|_view, _result, _next| async {
+        PostDecision::Accept {
+            content: None,
+            value: Some(json!({"path": "x", "offset": 1, "lines": [], "total_lines": 0})),
+            contexts: vec![],
+        }
+    });
     let (call_view, result_view, result) = present(
         &registry,
         ToolCall::new("r", "read_file", json!({"path": "src/lib.rs"})),

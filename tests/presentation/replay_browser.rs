@@ -341,9 +341,9 @@ async fn long_program_lines_arguments_and_messages_stay_inside_their_card() {
             arguments: Arc::new(json!({"program": program})),
             agent: None,
             parent: None,
-            view: Some(dsh_tools::CallView::Generic {
+            view: Some(dsh_tools::presentation::CallView::Generic {
                 title: "A program with one long line".into(),
-                kind: dsh_tools::ToolCallKind::Execute,
+                kind: dsh_tools::presentation::ToolCallKind::Execute,
                 raw_input: Some(serde_json::Value::String(program.clone())),
                 content: vec![],
                 locations: vec![],
@@ -357,7 +357,7 @@ async fn long_program_lines_arguments_and_messages_stay_inside_their_card() {
             agent: None,
             parent: None,
             result: Arc::new(dsh_tools::ToolResult::coded_failure(
-                dsh_tools::ErrorCode::InvalidArgs,
+                dsh_tools::result::ErrorCode::InvalidArgs,
                 format!("unknown property \"{long}\""),
             )),
             view: None,

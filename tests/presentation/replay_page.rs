@@ -3,10 +3,13 @@
 
 use std::sync::Arc;
 
+use dsh_tools::ToolResult;
 use dsh_tools::events::{LoggedEvent, ToolEvent};
-use dsh_tools::presentation::{FileDiff, ReadLine, SearchFile, SearchMatch, SearchShape};
-use dsh_tools::presentation::{ReplayLimits, render_html, render_html_with};
-use dsh_tools::{CallView, ContentBlock, ErrorCode, ResultView, ToolCallKind, ToolResult};
+use dsh_tools::presentation::{
+    CallView, FileDiff, ReadLine, ReplayLimits, ResultView, SearchFile, SearchMatch, SearchShape,
+    ToolCallKind, render_html, render_html_with,
+};
+use dsh_tools::result::{ContentBlock, ErrorCode};
 use serde_json::{Value, json};
 
 fn call(id: &str, name: &str, parent: Option<&str>, view: Option<CallView>) -> LoggedEvent {

@@ -1,4 +1,4 @@
-use dsh_tools::{tool, CallView};
+use dsh_tools::{presentation::CallView, tool};
 
 /// Read a file.
 #[tool(present_call = present_read)]

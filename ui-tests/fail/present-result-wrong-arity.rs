@@ -1,4 +1,4 @@
-use dsh_tools::{tool, ResultView, ToolResult};
+use dsh_tools::{presentation::ResultView, tool, ToolResult};
 
 /// Read a file.
 #[tool(present_result = present_read)]

@@ -1,4 +1,6 @@
-use dsh_tools::{CallView, ContentBlock, ResultView, ToolDefinition, ToolExec, ToolResult, tool};
+use dsh_tools::presentation::{CallView, ResultView};
+use dsh_tools::result::ContentBlock;
+use dsh_tools::{ToolDefinition, ToolExec, ToolResult, tool};
 
 /// List a directory.
 #[tool(

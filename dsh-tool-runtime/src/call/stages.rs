@@ -337,7 +337,7 @@ impl Registry {
     /// cancellation result when approval was cancelled together with the caller.
     async fn ask(
         &self,
-        approver: Option<Arc<dyn crate::hooks::Approver>>,
+        approver: Option<crate::hooks::Approver>,
         view: &ToolCallView,
         reason: Option<String>,
     ) -> Result<Option<String>, ToolResult> {
@@ -362,7 +362,7 @@ impl Registry {
                 .and_then(|definition| definition.annotations().cloned()),
             signal: view.signal.clone(),
         };
-        let outcome = match contain(async move { approver.request(request).await }).await {
+        let outcome = match contain(async move { approver(request).await }).await {
             Ok(outcome) => outcome,
             Err(panic) => {
                 return Ok(Some(format!(

@@ -1,5 +1,5 @@
-//! Guards: the per-call [`Guard`] check, and the two built-in guards, the timeout policy
-//! (`timeout_policy.rs`) and the repeat-call reminder (`repeat_call_reminder.rs`).
+//! Guards: the per-call guard check (`Registry::guard`), and the two built-in guards, the timeout
+//! policy (`timeout_policy.rs`) and the repeat-call reminder (`repeat_call_reminder.rs`).
 //!
 //! Both built-ins are ordinary pipeline extensions: the timeout policy is an execute wrapper, the
 //! reminder a post-execute hook. Install them with their `install` methods.
@@ -14,6 +14,5 @@ use crate::hooks::ToolCallView;
 pub use repeat_call_reminder::{ReminderConfig, ReminderConfigError, RepeatCallReminder};
 pub use timeout_policy::TimeoutPolicy;
 
-/// A guard: `Some(reason)` denies the call. Guards run after an `Allow`, global ones first, then
-/// the scope chain from the farthest ancestor; a denial is final (no hook can override it).
-pub type Guard = Arc<dyn Fn(&ToolCallView) -> Option<String> + Send + Sync>;
+/// A guard as stored: `Some(reason)` denies the call (see `Registry::guard`).
+pub(crate) type Guard = Arc<dyn Fn(&ToolCallView) -> Option<String> + Send + Sync>;

@@ -3,9 +3,10 @@
 use std::collections::HashMap;
 use std::sync::Arc;
 
+use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
-use crate::hooks::{PostExecuteHook, PostNext, ToolCallView};
+use crate::hooks::{PostDecision, PostNext, ToolCallView};
 use crate::registry::{Handle, Registry};
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
 use crate::scope::AgentId;
@@ -138,20 +139,26 @@ impl RepeatCallReminder {
     }
 
     /// The post-execute hook, for installing it in a scope.
-    pub fn hook(&self) -> PostExecuteHook {
+    pub fn hook(
+        &self,
+    ) -> impl Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> BoxFuture<'static, PostDecision>
+    + Send
+    + Sync
+    + 'static {
         let inner = self.inner.clone();
-        Arc::new(
-            move |view: Arc<ToolCallView>, _result: Arc<ToolResult>, next: PostNext| {
-                let reminder = inner.observe(&view);
-                Box::pin(async move {
-                    let mut decision = next.run().await;
-                    if let Some(reminder) = reminder {
-                        decision.contexts_mut().insert(0, reminder);
-                    }
-                    decision
-                })
-            },
-        )
+        move |view: Arc<ToolCallView>,
+              _result: Arc<ToolResult>,
+              next: PostNext|
+              -> BoxFuture<'static, PostDecision> {
+            let reminder = inner.observe(&view);
+            Box::pin(async move {
+                let mut decision = next.run().await;
+                if let Some(reminder) = reminder {
+                    decision.contexts_mut().insert(0, reminder);
+                }
+                decision
+            })
+        }
     }
 
     /// Forgets `agent`'s chain (a new user prompt starts afresh).

@@ -1,12 +1,12 @@
 //! The timeout policy.
 
-use std::sync::Arc;
 use std::time::Duration;
 
+use futures::future::BoxFuture;
 use serde_json::json;
 
 use crate::error::ErrorCode;
-use crate::hooks::{DispatchContext, ExecNext, ExecuteWrapper};
+use crate::hooks::{DispatchContext, ExecNext};
 use crate::registry::{Handle, Registry};
 use crate::result::ToolResult;
 
@@ -45,8 +45,11 @@ impl TimeoutPolicy {
     }
 
     /// The wrapper, for installing it in a scope or composing it by hand.
-    pub fn wrapper(self) -> ExecuteWrapper {
-        Arc::new(move |context: DispatchContext, next: ExecNext| {
+    pub fn wrapper(
+        self,
+    ) -> impl Fn(DispatchContext, ExecNext) -> BoxFuture<'static, ToolResult> + Send + Sync + 'static
+    {
+        move |context: DispatchContext, next: ExecNext| -> BoxFuture<'static, ToolResult> {
             Box::pin(async move {
                 let Some(timeout_ms) = context.timeout_ms else {
                     return next.run().await;
@@ -82,7 +85,7 @@ impl TimeoutPolicy {
                     result
                 }
             })
-        })
+        }
     }
 }
 

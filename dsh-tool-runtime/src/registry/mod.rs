@@ -7,6 +7,7 @@ mod schemas;
 mod state;
 
 use std::collections::BTreeSet;
+use std::future::Future;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
@@ -17,7 +18,12 @@ use tokio::sync::broadcast;
 use crate::definition::ToolDefinition;
 use crate::events::ToolEvent;
 use crate::guards::Guard;
-use crate::hooks::{Approver, ExecuteWrapper, PostExecuteHook, PreExecuteHook, ResultObserver};
+use crate::hooks::{
+    ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
+    PreDecision, PreNext, ResultObserver, ToolCallView, into_approver, into_execute_wrapper,
+    into_post_execute, into_pre_execute,
+};
+use crate::result::ToolResult;
 use crate::scope::{AgentId, AgentScope, Layer, Mode};
 
 pub use error::RegisterError;
@@ -187,33 +193,55 @@ impl Registry {
         read(&self.inner.state).visible(scope)
     }
 
-    /// Adds a global guard.
+    /// Adds a global guard: `guard(view)` returning `Some(reason)` denies the call. Guards run
+    /// after an `Allow`, global ones first, then the scope chain from the farthest ancestor; a
+    /// denial is final (no hook can override it). A panic fails the call.
     pub fn guard(
         &self,
-        guard: impl Fn(&crate::hooks::ToolCallView) -> Option<String> + Send + Sync + 'static,
+        guard: impl Fn(&ToolCallView) -> Option<String> + Send + Sync + 'static,
     ) -> Handle {
         self.add(None, |layer| &mut layer.guards, Arc::new(guard) as Guard)
     }
 
-    /// Adds a global pre-execute hook (sees every call).
-    pub fn on_pre_execute(&self, hook: PreExecuteHook) -> Handle {
-        self.add(None, |layer| &mut layer.pre, hook)
+    /// Adds a global pre-execute hook (sees every call): `hook(view, next)` returns the decision,
+    /// awaiting `next.run()` first when it wants the downstream hooks' one. Registered first =
+    /// outermost.
+    pub fn on_pre_execute<F, Fut>(&self, hook: F) -> Handle
+    where
+        F: Fn(Arc<ToolCallView>, PreNext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PreDecision> + Send + 'static,
+    {
+        self.add(None, |layer| &mut layer.pre, into_pre_execute(hook))
     }
 
-    /// Adds a global execute wrapper.
-    pub fn on_execute(&self, wrapper: ExecuteWrapper) -> Handle {
-        self.add(None, |layer| &mut layer.wrappers, wrapper)
+    /// Adds a global execute wrapper: `wrapper(context, next)` dispatches with `next.run()` (or
+    /// `next.run_with_signal(..)`), or returns its own result to short-circuit.
+    pub fn on_execute<F, Fut>(&self, wrapper: F) -> Handle
+    where
+        F: Fn(DispatchContext, ExecNext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        self.add(
+            None,
+            |layer| &mut layer.wrappers,
+            into_execute_wrapper(wrapper),
+        )
     }
 
-    /// Adds a global post-execute hook.
-    pub fn on_post_execute(&self, hook: PostExecuteHook) -> Handle {
-        self.add(None, |layer| &mut layer.post, hook)
+    /// Adds a global post-execute hook: `hook(view, result, next)` returns the decision, awaiting
+    /// `next.run()` first when it wants the downstream hooks' one.
+    pub fn on_post_execute<F, Fut>(&self, hook: F) -> Handle
+    where
+        F: Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PostDecision> + Send + 'static,
+    {
+        self.add(None, |layer| &mut layer.post, into_post_execute(hook))
     }
 
-    /// Adds a global result observer.
+    /// Adds a global result observer: sees every final result. A panic is contained and logged.
     pub fn on_result(
         &self,
-        observer: impl Fn(&crate::hooks::ToolCallView, &crate::ToolResult) + Send + Sync + 'static,
+        observer: impl Fn(&ToolCallView, &ToolResult) + Send + Sync + 'static,
     ) -> Handle {
         self.add(
             None,
@@ -222,9 +250,15 @@ impl Registry {
         )
     }
 
-    /// Sets the approver that answers `Ask` decisions (replacing any earlier one).
-    pub fn set_approver(&self, approver: impl Approver) {
-        write(&self.inner.state).approver = Some(Arc::new(approver));
+    /// Sets the approver that answers `Ask` decisions, e.g. by prompting the user (replacing any
+    /// earlier one). It should answer [`ApprovalOutcome::Cancelled`] once the request's signal
+    /// fires; a panic denies the call.
+    pub fn set_approver<F, Fut>(&self, approver: F)
+    where
+        F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ApprovalOutcome> + Send + 'static,
+    {
+        write(&self.inner.state).approver = Some(into_approver(approver));
     }
 
     /// Sets the default presentation mode for scopes that declare none.

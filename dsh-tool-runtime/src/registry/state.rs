@@ -18,7 +18,7 @@ pub(crate) struct State {
     pub(crate) agents: HashMap<AgentId, Layer>,
     pub(crate) parents: HashMap<AgentId, AgentId>,
     pub(crate) default_mode: Mode,
-    pub(crate) approver: Option<Arc<dyn Approver>>,
+    pub(crate) approver: Option<Approver>,
     /// The mounted code runtime and the `run_code` definition bound to it.
     #[cfg(feature = "code-mode")]
     pub(crate) code_runtime: Option<Arc<dyn crate::code_runtime::CodeRuntime>>,

@@ -1,12 +1,17 @@
 //! An agent's scope: the handle registrations for one agent go through.
 
+use std::future::Future;
 use std::sync::Arc;
 
 use super::{AgentId, Filter, Mode};
 use crate::definition::ToolDefinition;
 use crate::guards::Guard;
-use crate::hooks::{ExecuteWrapper, PostExecuteHook, PreExecuteHook, ResultObserver};
+use crate::hooks::{
+    DispatchContext, ExecNext, PostDecision, PostNext, PreDecision, PreNext, ResultObserver,
+    ToolCallView, into_execute_wrapper, into_post_execute, into_pre_execute,
+};
 use crate::registry::{Handle, RUN_CODE, RegisterError, Registry, ToolSchema, write};
+use crate::result::ToolResult;
 
 /// An agent's scope: registrations made through it apply to this agent and its descendants.
 #[derive(Clone, Debug)]
@@ -90,10 +95,10 @@ impl AgentScope {
         Ok(self.registry.handle(Some(self.id.clone()), id))
     }
 
-    /// Adds a guard for this agent's (and descendants') calls.
+    /// Adds a guard for this agent's (and descendants') calls, as [`Registry::guard`].
     pub fn guard(
         &self,
-        guard: impl Fn(&crate::hooks::ToolCallView) -> Option<String> + Send + Sync + 'static,
+        guard: impl Fn(&ToolCallView) -> Option<String> + Send + Sync + 'static,
     ) -> Handle {
         self.registry.add(
             Some(&self.id),
@@ -102,28 +107,53 @@ impl AgentScope {
         )
     }
 
-    /// Adds a pre-execute hook for this agent's (and descendants') calls.
-    pub fn on_pre_execute(&self, hook: PreExecuteHook) -> Handle {
-        self.registry
-            .add(Some(&self.id), |layer| &mut layer.pre, hook)
+    /// Adds a pre-execute hook for this agent's (and descendants') calls, as
+    /// [`Registry::on_pre_execute`].
+    pub fn on_pre_execute<F, Fut>(&self, hook: F) -> Handle
+    where
+        F: Fn(Arc<ToolCallView>, PreNext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PreDecision> + Send + 'static,
+    {
+        self.registry.add(
+            Some(&self.id),
+            |layer| &mut layer.pre,
+            into_pre_execute(hook),
+        )
     }
 
-    /// Adds an execute wrapper for this agent's (and descendants') calls.
-    pub fn on_execute(&self, wrapper: ExecuteWrapper) -> Handle {
-        self.registry
-            .add(Some(&self.id), |layer| &mut layer.wrappers, wrapper)
+    /// Adds an execute wrapper for this agent's (and descendants') calls, as
+    /// [`Registry::on_execute`].
+    pub fn on_execute<F, Fut>(&self, wrapper: F) -> Handle
+    where
+        F: Fn(DispatchContext, ExecNext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = ToolResult> + Send + 'static,
+    {
+        self.registry.add(
+            Some(&self.id),
+            |layer| &mut layer.wrappers,
+            into_execute_wrapper(wrapper),
+        )
     }
 
-    /// Adds a post-execute hook for this agent's (and descendants') calls.
-    pub fn on_post_execute(&self, hook: PostExecuteHook) -> Handle {
-        self.registry
-            .add(Some(&self.id), |layer| &mut layer.post, hook)
+    /// Adds a post-execute hook for this agent's (and descendants') calls, as
+    /// [`Registry::on_post_execute`].
+    pub fn on_post_execute<F, Fut>(&self, hook: F) -> Handle
+    where
+        F: Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = PostDecision> + Send + 'static,
+    {
+        self.registry.add(
+            Some(&self.id),
+            |layer| &mut layer.post,
+            into_post_execute(hook),
+        )
     }
 
-    /// Adds a result observer for this agent's (and descendants') calls.
+    /// Adds a result observer for this agent's (and descendants') calls, as
+    /// [`Registry::on_result`].
     pub fn on_result(
         &self,
-        observer: impl Fn(&crate::hooks::ToolCallView, &crate::ToolResult) + Send + Sync + 'static,
+        observer: impl Fn(&ToolCallView, &ToolResult) + Send + Sync + 'static,
     ) -> Handle {
         self.registry.add(
             Some(&self.id),

@@ -8,11 +8,11 @@
 use std::path::{Component, Path, PathBuf};
 use std::sync::Arc;
 
-use dsh_tools::presentation::{FileLocation, ReadLine, SearchFile, SearchMatch, SearchShape};
-use dsh_tools::{
-    CallView, CancellationToken, ResultView, ToolCallKind, ToolDefinition, ToolError, ToolExec,
-    tool, toolbox,
+use dsh_tools::presentation::{
+    CallView, FileLocation, ReadLine, ResultView, SearchFile, SearchMatch, SearchShape,
+    ToolCallKind,
 };
+use dsh_tools::{CancellationToken, ToolDefinition, ToolError, ToolExec, tool, toolbox};
 use schemars::JsonSchema;
 use serde::Serialize;
 use serde_json::{Value, json};
