@@ -171,6 +171,11 @@ pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
 /// }
 /// ```
 ///
+/// Like a tool's arguments, its structs and struct variants refuse unknown keys
+/// (`#[serde(deny_unknown_fields)]`, `additionalProperties: false`). `#[tool_type(allow_unknown)]`
+/// accepts them; a type with a `#[serde(flatten)]` field must say so, since serde cannot refuse
+/// unknown keys next to a flattened field.
+///
 /// `#[tool_type(crate = path)]` names a renamed `dsh-tools` dependency. On anything but a struct
 /// or an enum it is a compile error.
 #[proc_macro_attribute]
