@@ -72,6 +72,11 @@ use proc_macro::TokenStream;
 /// Constraints are in the schema and checked before the body runs; every violation is reported
 /// (`invalid arguments: "offset" must be >= 1; …`).
 ///
+/// The arguments object is closed: `additionalProperties: false` in the schema and serde's
+/// `deny_unknown_fields` on the struct, so a key the tool does not declare is an `INVALID_ARGS`
+/// answer (`unknown property "ofset"; did you mean "offset"?`). `#[tool(allow_unknown)]` opens
+/// it. An `#[args]` struct decides for itself, through its own serde attributes.
+///
 /// # Output
 ///
 /// `Result<T, E>` (any type named `Result` with two parameters or an alias such as
@@ -93,7 +98,7 @@ use proc_macro::TokenStream;
 /// | `present_result = path` | pending card | `fn(&Args, &ToolResult) -> ResultView` (or `Option<…>`) |
 /// | `presentation_meta = path` | none | `fn(&Args, &T) -> serde_json::Value` (or `Option<…>`), top-level calls only |
 /// | `finalize_content = path` | none | `fn(&ToolExec, &ToolResult) -> Vec<ContentBlock>` (or `Option<…>`), once per outcome |
-/// | `deny_unknown` | open | unknown properties are rejected (`additionalProperties: false`) |
+/// | `allow_unknown` | closed | unknown properties are accepted (and ignored); see below |
 /// | `title = "…"` | from the name | MCP display title |
 /// | `read_only` / `read_only = bool` | undeclared | MCP `readOnlyHint`: the tool modifies nothing; not with `destructive` |
 /// | `destructive` / `destructive = bool` | undeclared | MCP `destructiveHint`: updates may destroy data |

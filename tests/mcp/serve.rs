@@ -233,7 +233,7 @@ async fn served_tools_keep_their_hints_and_closed_arguments() {
         7
     }
     /// Assign a ticket.
-    #[dsh_tools::tool(deny_unknown)]
+    #[dsh_tools::tool]
     async fn assign(assignee: String) -> String {
         assignee
     }
