@@ -26,6 +26,23 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     check_wire_names(cx, tool);
     check_bounds_order(cx, tool);
     check_hints(cx, tool);
+    check_deny_unknown(cx, tool);
+}
+
+// Unknown properties are refused by default, so the key that asked for it is gone; an `#[args]`
+// struct decides for itself either way.
+//
+//     #[tool(deny_unknown)]
+fn check_deny_unknown(cx: &Ctxt, tool: &ToolFn) {
+    let Some(deny) = &tool.attrs.deny_unknown else {
+        return;
+    };
+    let message = if tool.args_struct_param().is_some() {
+        "`deny_unknown` cannot change an `#[args]` struct; remove it: a `#[tool_type]` struct refuses unknown properties by default, a struct deriving serde itself with `#[serde(deny_unknown_fields)]`"
+    } else {
+        "unknown properties are refused by default; remove `deny_unknown` (`allow_unknown` accepts them)"
+    };
+    cx.error_spanned_by(deny, message);
 }
 
 // MCP's hints: a read-only tool modifies nothing, so it cannot also be destructive.
@@ -304,10 +321,10 @@ fn check_args_struct(cx: &Ctxt, tool: &ToolFn) {
             "`args = …` names the generated arguments struct, but an `#[args]` parameter supplies its own; remove `args = …`",
         );
     }
-    if let Some(deny) = &tool.attrs.deny_unknown {
+    if let Some(allow) = &tool.attrs.allow_unknown {
         cx.error_spanned_by(
-            deny,
-            "`deny_unknown` cannot change an `#[args]` struct; put `#[serde(deny_unknown_fields)]` on the struct instead",
+            allow,
+            "`allow_unknown` cannot change an `#[args]` struct; remove it and open the struct itself: `#[tool_type(allow_unknown)]`, or no `#[serde(deny_unknown_fields)]` on a struct deriving serde itself",
         );
     }
 }

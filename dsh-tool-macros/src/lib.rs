@@ -72,6 +72,11 @@ use proc_macro::TokenStream;
 /// Constraints are in the schema and checked before the body runs; every violation is reported
 /// (`invalid arguments: "offset" must be >= 1; …`).
 ///
+/// The arguments object is closed: `additionalProperties: false` in the schema and serde's
+/// `deny_unknown_fields` on the struct, so a key the tool does not declare is an `INVALID_ARGS`
+/// answer (`unknown property "ofset"; did you mean "offset"?`). `#[tool(allow_unknown)]` opens
+/// it. An `#[args]` struct decides for itself, through its own serde attributes.
+///
 /// # Output
 ///
 /// `Result<T, E>` (any type named `Result` with two parameters or an alias such as
@@ -93,7 +98,7 @@ use proc_macro::TokenStream;
 /// | `present_result = path` | pending card | `fn(&Args, &ToolResult) -> ResultView` (or `Option<…>`) |
 /// | `presentation_meta = path` | none | `fn(&Args, &T) -> serde_json::Value` (or `Option<…>`), top-level calls only |
 /// | `finalize_content = path` | none | `fn(&ToolExec, &ToolResult) -> Vec<ContentBlock>` (or `Option<…>`), once per outcome |
-/// | `deny_unknown` | open | unknown properties are rejected (`additionalProperties: false`) |
+/// | `allow_unknown` | closed | unknown properties are accepted (and ignored); see below |
 /// | `title = "…"` | from the name | MCP display title |
 /// | `read_only` / `read_only = bool` | undeclared | MCP `readOnlyHint`: the tool modifies nothing; not with `destructive` |
 /// | `destructive` / `destructive = bool` | undeclared | MCP `destructiveHint`: updates may destroy data |
@@ -170,6 +175,11 @@ pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
 ///     Reading { degrees }
 /// }
 /// ```
+///
+/// Like a tool's arguments, its structs and struct variants refuse unknown keys
+/// (`#[serde(deny_unknown_fields)]`, `additionalProperties: false`). `#[tool_type(allow_unknown)]`
+/// accepts them; a type with a `#[serde(flatten)]` field must say so, since serde cannot refuse
+/// unknown keys next to a flattened field.
 ///
 /// `#[tool_type(crate = path)]` names a renamed `dsh-tools` dependency. On anything but a struct
 /// or an enum it is a compile error.

@@ -24,6 +24,8 @@ pub const PRESENT_CALL: Symbol = Symbol("present_call");
 pub const PRESENT_RESULT: Symbol = Symbol("present_result");
 pub const PRESENTATION_META: Symbol = Symbol("presentation_meta");
 pub const FINALIZE_CONTENT: Symbol = Symbol("finalize_content");
+pub const ALLOW_UNKNOWN: Symbol = Symbol("allow_unknown");
+/// Retired: unknown properties are refused by default. Recognised only to say so.
 pub const DENY_UNKNOWN: Symbol = Symbol("deny_unknown");
 pub const CRATE: Symbol = Symbol("crate");
 pub const TITLE: Symbol = Symbol("title");
@@ -43,7 +45,7 @@ pub const TOOL_KEYS: &[Symbol] = &[
     PRESENT_RESULT,
     PRESENTATION_META,
     FINALIZE_CONTENT,
-    DENY_UNKNOWN,
+    ALLOW_UNKNOWN,
     TITLE,
     READ_ONLY,
     DESTRUCTIVE,

@@ -1,16 +1,24 @@
 //! `#[tool_type]`: the serde and schemars derives a parameter or output type needs, with the
-//! crate paths that make them work through the `dsh-tools` facade, in one line.
+//! crate paths that make them work through the `dsh-tools` facade, in one line. Its objects are
+//! closed (serde's `deny_unknown_fields`) unless `allow_unknown` opens them.
 
 use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Item, LitStr, Meta, Path, Token};
+use syn::{Attribute, Fields, Item, LitStr, Meta, Path, Token};
 
-/// Expands `#[tool_type]` / `#[tool_type(crate = path)]` on a struct or enum.
+/// The `#[tool_type(...)]` arguments.
+struct Options {
+    krate: Path,
+    /// The `allow_unknown` key, for spans.
+    allow_unknown: Option<Path>,
+}
+
+/// Expands `#[tool_type]` / `#[tool_type(crate = path, allow_unknown)]` on a struct or enum.
 pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
-    let krate = match krate(args) {
-        Ok(krate) => krate,
+    let options = match options(args) {
+        Ok(options) => options,
         Err(error) => return error.to_compile_error(),
     };
     let item: Item = match syn::parse2(item.clone()) {
@@ -23,6 +31,12 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             .to_compile_error();
         }
     };
+    let (deny, error) = match closing(&item, options.allow_unknown.as_ref()) {
+        Ok(deny) => (deny, None),
+        // The type is still derived (open), so its uses report nothing more.
+        Err(error) => (None, Some(error.to_compile_error())),
+    };
+    let krate = &options.krate;
     let text = krate.to_token_stream().to_string().replace(' ', "");
     let serde = LitStr::new(&format!("{text}::serde"), proc_macro2::Span::call_site());
     let schemars = LitStr::new(&format!("{text}::schemars"), proc_macro2::Span::call_site());
@@ -30,14 +44,80 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
         #[derive(#krate::Deserialize, #krate::Serialize, #krate::JsonSchema)]
         #[serde(crate = #serde)]
         #[schemars(crate = #schemars)]
+        #deny
         #item
+        #error
     }
 }
 
-/// The facade's path: `::dsh_tools` unless `crate = path` names a renamed dependency.
-fn krate(args: TokenStream) -> syn::Result<Path> {
+/// The `#[serde(deny_unknown_fields)]` to add, if any. Structs with named fields and enums (whose
+/// struct variants it closes) are closed unless `allow_unknown`, or already closed by the
+/// author's own attribute; tuple and unit structs have no keys to refuse.
+///
+/// # Errors
+/// `allow_unknown` next to the author's `deny_unknown_fields`, or a `#[serde(flatten)]` field in
+/// a type to close: serde does not support `deny_unknown_fields` with `flatten` (a flattened map
+/// or internally tagged enum would have its keys refused), so such a type opens explicitly.
+fn closing(item: &Item, allow_unknown: Option<&Path>) -> syn::Result<Option<TokenStream>> {
+    let (attrs, fields): (&[Attribute], Vec<&Fields>) = match item {
+        Item::Struct(item) if matches!(item.fields, Fields::Named(_)) => {
+            (&item.attrs, vec![&item.fields])
+        }
+        Item::Enum(item) => (
+            &item.attrs,
+            item.variants
+                .iter()
+                .map(|variant| &variant.fields)
+                .collect(),
+        ),
+        _ => return Ok(None),
+    };
+    let denied = serde_word(attrs, "deny_unknown_fields");
+    match (allow_unknown, denied) {
+        (Some(_), Some(deny)) => Err(syn::Error::new_spanned(
+            deny,
+            "`#[tool_type(allow_unknown)]` accepts unknown properties, but `deny_unknown_fields` refuses them; remove one of the two",
+        )),
+        (Some(_), None) | (None, Some(_)) => Ok(None),
+        (None, None) => {
+            let flattened = fields
+                .into_iter()
+                .flatten()
+                .find_map(|field| serde_word(&field.attrs, "flatten"));
+            match flattened {
+                Some(flatten) => Err(syn::Error::new_spanned(
+                    flatten,
+                    "a `#[serde(flatten)]` field cannot refuse unknown properties (serde does not support `deny_unknown_fields` with `flatten`); write `#[tool_type(allow_unknown)]` to accept them",
+                )),
+                None => Ok(Some(quote!(#[serde(deny_unknown_fields)]))),
+            }
+        }
+    }
+}
+
+/// The first `word` inside a `#[serde(...)]` of `attrs`, as written (for spans). An attribute
+/// that does not parse is skipped: serde reports it.
+fn serde_word(attrs: &[Attribute], word: &str) -> Option<Path> {
+    attrs
+        .iter()
+        .filter(|attr| attr.path().is_ident("serde"))
+        .filter_map(|attr| {
+            attr.parse_args_with(Punctuated::<Meta, Token![,]>::parse_terminated)
+                .ok()
+        })
+        .flatten()
+        .find_map(|meta| match meta {
+            Meta::Path(path) if path.is_ident(word) => Some(path),
+            _ => None,
+        })
+}
+
+/// The arguments: the facade's path (`::dsh_tools` unless `crate = path` names a renamed
+/// dependency) and `allow_unknown`.
+fn options(args: TokenStream) -> syn::Result<Options> {
     let items = Punctuated::<Meta, Token![,]>::parse_terminated.parse2(args)?;
     let mut krate: Option<Path> = None;
+    let mut allow_unknown: Option<Path> = None;
     for item in items {
         match &item {
             Meta::NameValue(nv) if nv.path.is_ident("crate") && krate.is_none() => {
@@ -56,13 +136,25 @@ fn krate(args: TokenStream) -> syn::Result<Path> {
                 };
                 krate = Some(path);
             }
+            Meta::Path(path) if path.is_ident("allow_unknown") && allow_unknown.is_none() => {
+                allow_unknown = Some(path.clone());
+            }
+            _ if item.path().is_ident("deny_unknown") => {
+                return Err(syn::Error::new_spanned(
+                    item.path(),
+                    "unknown properties are refused by default; remove `deny_unknown` (`allow_unknown` accepts them)",
+                ));
+            }
             _ => {
                 return Err(syn::Error::new_spanned(
                     item,
-                    "`#[tool_type]` takes only `crate = path` (the path of a renamed `dsh-tools` dependency)",
+                    "`#[tool_type]` takes only `crate = path` (the path of a renamed `dsh-tools` dependency) and `allow_unknown` (accept unknown properties)",
                 ));
             }
         }
     }
-    Ok(krate.unwrap_or_else(|| syn::parse_quote!(::dsh_tools)))
+    Ok(Options {
+        krate: krate.unwrap_or_else(|| syn::parse_quote!(::dsh_tools)),
+        allow_unknown,
+    })
 }

@@ -60,7 +60,7 @@ fn generic_toolbox() {
         quote! {
             impl<K: Clone> Store<K> where K: Display {
                 /// List keys.
-                #[tool(render = Store::<String>::render_keys, deny_unknown)]
+                #[tool(render = Store::<String>::render_keys, allow_unknown)]
                 pub async fn keys(&self, prefix: String) -> Vec<String> {
                     Vec::new()
                 }

@@ -108,7 +108,8 @@ pub(crate) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
 
 /// The parameters schema of an argument struct: object root, `properties` always present, no
 /// `$schema` or root `title`; `additionalProperties: false` when `deny_unknown` or when the type
-/// refuses unknown keys itself (`#[serde(deny_unknown_fields)]` on an `#[args]` struct).
+/// refuses unknown keys itself (`#[serde(deny_unknown_fields)]`, which `#[tool]` and
+/// `#[tool_type]` add unless `allow_unknown`).
 pub fn parameters_schema<T: JsonSchema>(deny_unknown: bool) -> Value {
     let mut value = root_schema::<T>(settings());
     strip_optional_nulls(&mut value);

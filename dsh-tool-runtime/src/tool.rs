@@ -28,7 +28,7 @@ pub trait ToolArgs: Sized {
     /// The deserializer's error when the JSON does not fit the type.
     fn deserialize_args<'de, D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error>;
     /// The parameters schema (JSON Schema 2020-12, object root; `additionalProperties: false`
-    /// when `deny_unknown`).
+    /// when `deny_unknown` or when the type refuses unknown keys itself).
     fn parameters_schema(deny_unknown: bool) -> Value;
 }
 // Reported as `T: ToolArgs` with the derive hint, not once per missing trait: the trait has no
@@ -87,7 +87,10 @@ pub trait Tool: Send + Sync + 'static {
     const DESCRIPTION: &'static str;
     /// Declared timeout in ms (honoured by the timeout policy; never sent to the model).
     const TIMEOUT_MS: Option<u64> = None;
-    /// Whether the parameter root rejects unknown properties.
+    /// Closes the parameter root (`additionalProperties: false`) even when [`Tool::Args`]
+    /// accepts unknown keys. `#[tool]` leaves it `false`: its arguments struct refuses them itself
+    /// (serde's `deny_unknown_fields`, which schemars writes as `additionalProperties: false`)
+    /// unless the tool is `allow_unknown`.
     const DENY_UNKNOWN: bool = false;
     /// The MCP behaviour hints and title the tool declares (`#[tool(read_only, title = "…")]`);
     /// served to MCP hosts as declared, and nothing when `None`.

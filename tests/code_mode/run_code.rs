@@ -400,12 +400,12 @@ async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() 
     }
 }
 
-/// A misspelt key in a program's call to a closed tool rejects with `ToolCallError`
-/// (`INVALID_ARGS`) naming the key it meant, in every runtime.
+/// A misspelt key in a program's call to a tool that declares nothing (closed by default)
+/// rejects with `ToolCallError` (`INVALID_ARGS`) naming the key it meant, in every runtime.
 #[tokio::test]
 async fn a_misspelt_key_in_a_program_is_named_in_its_tool_call_error() {
     /// Assign a ticket.
-    #[dsh_tools::tool(deny_unknown)]
+    #[dsh_tools::tool]
     async fn assign(assignee: String) -> String {
         assignee
     }

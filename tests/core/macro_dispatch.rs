@@ -106,30 +106,89 @@ async fn type_errors_use_the_schema_messages() {
     );
 }
 
+/// A tool that declares nothing refuses a key it does not know, at the top level and inside a
+/// `#[tool_type]` struct, naming the declared key it most likely meant; `allow_unknown` (on the
+/// tool and on the type) accepts the same keys.
 #[tokio::test]
-async fn the_root_is_open_unless_deny_unknown() {
-    let open = ToolDefinition::from_tool(ReadFileTool);
-    assert!(open.parameters().get("additionalProperties").is_none());
-    assert_eq!(
-        value(&open, json!({"path": "/a", "extra": true})).await,
-        json!("read_file:/a:1:None")
-    );
-
-    let closed = ToolDefinition::from_tool(StrictEchoTool);
+async fn unknown_keys_are_refused_unless_allow_unknown() {
+    let closed = ToolDefinition::from_tool(ReadFileTool);
     assert_eq!(closed.parameters()["additionalProperties"], json!(false));
     assert_eq!(
-        failure(&closed, json!({"text": "a", "extra": true}))
+        failure(&closed, json!({"path": "/a", "extra": true}))
             .await
             .message,
         "invalid arguments: unknown property \"extra\""
     );
-    assert_eq!(value(&closed, json!({"text": "a"})).await, json!("a"));
+    let failed = failure(&closed, json!({"path": "/a", "ofset": 2})).await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: unknown property \"ofset\"; did you mean \"offset\"?"
+    );
+    assert_eq!(failed.info.expect("coded failure").code, "INVALID_ARGS");
+
+    let nested = ToolDefinition::from_tool(AssignTool);
+    let failed = failure(
+        &nested,
+        json!({"assignee": "ada", "filter": {"limit": 3, "paht": "src", "colour": "red"}}),
+    )
+    .await;
+    assert_eq!(
+        failed.message,
+        "invalid arguments: unknown property \"filter.paht\"; did you mean \"path\"?; \
+         unknown property \"filter.colour\""
+    );
+    assert_eq!(failed.info.expect("coded failure").code, "INVALID_ARGS");
+    assert_eq!(
+        value(&nested, json!({"assignee": "ada", "filter": {"limit": 3}})).await,
+        json!("ada:3:None")
+    );
+
+    let open = ToolDefinition::from_tool(LooseAssignTool);
+    assert!(open.parameters().get("additionalProperties").is_none());
+    assert_eq!(
+        value(
+            &open,
+            json!({"assignee": "ada", "asignee": "bob", "filter": {"limit": 3, "paht": "src"}})
+        )
+        .await,
+        json!("ada:3:None")
+    );
 }
 
 /// Echo the text.
-#[tool(deny_unknown)]
-async fn strict_echo(text: String) -> String {
+#[tool]
+async fn echo(text: String) -> String {
     text
+}
+
+/// Which tickets to touch.
+#[dsh_tools::tool_type]
+struct Filter {
+    /// At most this many.
+    limit: u32,
+    /// Under this path.
+    path: Option<String>,
+}
+
+/// Which tickets to touch, extra keys allowed.
+#[dsh_tools::tool_type(allow_unknown)]
+struct LooseFilter {
+    /// At most this many.
+    limit: u32,
+    /// Under this path.
+    path: Option<String>,
+}
+
+/// Assign tickets.
+#[tool]
+async fn assign(assignee: String, filter: Filter) -> String {
+    format!("{assignee}:{}:{:?}", filter.limit, filter.path)
+}
+
+/// Assign tickets, whatever else the model sends.
+#[tool(allow_unknown)]
+async fn loose_assign(assignee: String, filter: LooseFilter) -> String {
+    format!("{assignee}:{}:{:?}", filter.limit, filter.path)
 }
 
 /// List a directory.
@@ -198,7 +257,7 @@ async fn renamed_arguments_use_the_wire_name() {
     );
     assert_eq!(
         failure(&definition, json!({"dir": "/x"})).await.message,
-        "invalid arguments: missing required property \"dirPath\""
+        "invalid arguments: missing required property \"dirPath\"; unknown property \"dir\""
     );
 }
 
@@ -211,7 +270,7 @@ async fn the_classifier_sees_typed_arguments() {
 
     let always = ToolDefinition::from_tool(ReadFileTool);
     assert!(always.is_concurrency_safe(&json!({"path": "/a"})));
-    let exclusive = ToolDefinition::from_tool(StrictEchoTool);
+    let exclusive = ToolDefinition::from_tool(EchoTool);
     assert!(!exclusive.is_concurrency_safe(&json!({"text": "a"})));
 }
 
@@ -236,7 +295,7 @@ async fn render_presentation_and_finalize_hooks_are_wired() {
     );
 
     // Without hooks: a string is one text block, other values pretty JSON.
-    let echo = ToolDefinition::from_tool(StrictEchoTool);
+    let echo = ToolDefinition::from_tool(EchoTool);
     let plain = dispatch(&echo, json!({"text": "hi"}))
         .await
         .expect("success");
@@ -294,7 +353,7 @@ async fn errors_keep_their_message_and_code() {
     assert_eq!(value(&nothing, json!({})).await, Value::Null);
     assert_eq!(
         nothing.parameters(),
-        &json!({"type": "object", "properties": {}})
+        &json!({"type": "object", "properties": {}, "additionalProperties": false})
     );
     assert_eq!(nothing.output_schema(), Some(&json!({"type": "null"})));
 }

@@ -15,7 +15,7 @@ use std::time::Duration;
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::McpServer;
 use dsh_tools::mcp::McpTransport;
-use dsh_tools::{Registry, ToolDefinition};
+use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -222,9 +222,9 @@ async fn registry_changes_reach_clients_as_list_changed() {
 }
 
 /// Hints are served as declared: a concurrency-safe tool that writes is not read-only, a tool
-/// that declares `read_only` says so, and a tool that declares nothing has no hint at all. A
-/// closed parameters schema travels too: the client refuses a misspelt key by name before the
-/// call leaves it.
+/// that declares `read_only` says so, and a tool that declares nothing has no hint at all. The
+/// parameters schema travels as it is: the client refuses a misspelt key of a closed one by name
+/// before the call leaves it, and passes an extra key of an open one.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn served_tools_keep_their_hints_and_closed_arguments() {
     /// Reads a counter.
@@ -233,7 +233,7 @@ async fn served_tools_keep_their_hints_and_closed_arguments() {
         7
     }
     /// Assign a ticket.
-    #[dsh_tools::tool(deny_unknown)]
+    #[dsh_tools::tool]
     async fn assign(assignee: String) -> String {
         assignee
     }
@@ -286,6 +286,37 @@ async fn served_tools_keep_their_hints_and_closed_arguments() {
             Some(false)
         )
     );
+    // The client validates against the served schema as it is: the closed one refuses a
+    // misspelt key by name, the open one lets an extra key through.
+    let refused = client
+        .execute(ToolCall::new(
+            "1",
+            "mcp__served__assign",
+            json!({"asignee": "ada"}),
+        ))
+        .await;
+    let failure = refused.error().expect("the misspelt key is refused");
+    assert_eq!(
+        failure.info.as_ref().map(|info| info.code.as_str()),
+        Some("INVALID_ARGS"),
+        "{}",
+        failure.message
+    );
+    assert!(
+        failure
+            .message
+            .contains("unknown property \"asignee\"; did you mean \"assignee\"?"),
+        "{}",
+        failure.message
+    );
+    let passed = client
+        .execute(ToolCall::new(
+            "2",
+            "mcp__served__append_line",
+            json!({"line": "x"}),
+        ))
+        .await;
+    assert!(!passed.is_error(), "{passed:?}");
     handle.disconnect().await;
     server.abort();
 }

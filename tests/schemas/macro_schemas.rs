@@ -1,6 +1,6 @@
 //! Pins the parameters and output schemas `#[tool]` derives: descriptions from doc comments,
-//! defaults, constraints, `Option` as not required with `T`'s own schema, renames, the closed root
-//! of `deny_unknown`, and nested types.
+//! defaults, constraints, `Option` as not required with `T`'s own schema, renames, the root closed
+//! by default and open with `allow_unknown`, and nested types.
 
 use std::collections::BTreeMap;
 
@@ -50,7 +50,7 @@ struct SearchOutput {
 }
 
 /// Search files.
-#[tool(deny_unknown)]
+#[tool(allow_unknown)]
 async fn search(
     /// What to look for.
     query: String,

@@ -6,7 +6,7 @@ struct Query {
 }
 
 /// Search.
-#[tool(args = SearchArguments, deny_unknown)]
+#[tool(args = SearchArguments, allow_unknown)]
 async fn search(#[args] query: Query, limit: u32, #[args] #[arg(rename = "q")] again: Query) -> String {
     let _ = (limit, again);
     query.text

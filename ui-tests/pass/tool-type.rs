@@ -22,6 +22,28 @@ struct Hit {
     line: u64,
 }
 
+/// Closed already by its own attribute: `#[tool_type]` adds no second one.
+#[tool_type]
+#[serde(deny_unknown_fields)]
+struct Page {
+    limit: u32,
+}
+
+/// A flattened field needs the object open.
+#[tool_type(allow_unknown)]
+struct Scope {
+    path: String,
+    #[serde(flatten)]
+    page: Page,
+}
+
+/// Narrow a search.
+#[tool]
+async fn narrow(scope: Scope) -> u32 {
+    let _ = scope.path;
+    scope.page.limit
+}
+
 /// Search an area.
 #[tool]
 async fn search(filter: Filter) -> Vec<Hit> {
@@ -35,4 +57,11 @@ pub fn main() {
     let schema = definition.parameters().to_string();
     assert!(schema.contains("source_tree"), "{schema}");
     assert!(schema.contains("The area to search."), "{schema}");
+    let filter = &definition.parameters()["$defs"]["Filter"];
+    assert_eq!(filter["additionalProperties"], false, "{schema}");
+
+    let definition = ToolDefinition::from_tool(NarrowTool);
+    let scope = &definition.parameters()["$defs"]["Scope"];
+    assert!(scope.get("additionalProperties").is_none(), "{scope}");
+    assert!(scope["properties"].get("limit").is_some(), "{scope}");
 }

@@ -36,7 +36,9 @@ pub struct Tool {
     pub present_result: Option<ExprPath>,
     pub presentation_meta: Option<ExprPath>,
     pub finalize_content: Option<ExprPath>,
-    /// The `deny_unknown` key itself, for spans.
+    /// The `allow_unknown` key itself, for spans.
+    pub allow_unknown: Option<Path>,
+    /// The retired `deny_unknown` key, kept to report it with the fix (see `check.rs`).
     pub deny_unknown: Option<Path>,
     /// MCP `annotations`: a display title and the four behaviour hints.
     pub title: Option<LitStr>,
@@ -62,7 +64,7 @@ fn tool_syntax(key: Symbol) -> &'static str {
         PRESENT_RESULT => "present_result = path::to::fn",
         PRESENTATION_META => "presentation_meta = path::to::fn",
         FINALIZE_CONTENT => "finalize_content = path::to::fn",
-        DENY_UNKNOWN => "deny_unknown",
+        ALLOW_UNKNOWN => "allow_unknown",
         TITLE => "title = \"Read File\"",
         READ_ONLY => "read_only` or `read_only = false",
         DESTRUCTIVE => "destructive` or `destructive = false",
@@ -85,6 +87,7 @@ impl Tool {
         let mut present_result = Attr::none(cx, TOOL_ARGUMENT, PRESENT_RESULT);
         let mut presentation_meta = Attr::none(cx, TOOL_ARGUMENT, PRESENTATION_META);
         let mut finalize_content = Attr::none(cx, TOOL_ARGUMENT, FINALIZE_CONTENT);
+        let mut allow_unknown = Attr::none(cx, TOOL_ARGUMENT, ALLOW_UNKNOWN);
         let mut deny_unknown = Attr::none(cx, TOOL_ARGUMENT, DENY_UNKNOWN);
         let mut title = Attr::none(cx, TOOL_ARGUMENT, TITLE);
         let mut read_only = Attr::none(cx, TOOL_ARGUMENT, READ_ONLY);
@@ -96,6 +99,11 @@ impl Tool {
         let mut description_misspelt = false;
 
         for meta in meta_items(cx, tokens) {
+            // In any form: the key is the mistake, whatever its value.
+            if meta.path() == DENY_UNKNOWN {
+                deny_unknown.set(meta.path(), meta.path().clone());
+                continue;
+            }
             let Some(key) = find_key(TOOL_KEYS, meta.path()) else {
                 let word = meta.path().to_token_stream().to_string();
                 // A misspelt `description` is the description: no second error about a missing one.
@@ -109,8 +117,8 @@ impl Tool {
                 (Meta::Path(path), CONCURRENCY_SAFE) => {
                     concurrency_safe.set(path, ConcurrencySafe::Always);
                 }
-                // #[tool(deny_unknown)]
-                (Meta::Path(path), DENY_UNKNOWN) => deny_unknown.set(path, path.clone()),
+                // #[tool(allow_unknown)]
+                (Meta::Path(path), ALLOW_UNKNOWN) => allow_unknown.set(path, path.clone()),
                 // #[tool(read_only)], and the other hints alike
                 (Meta::Path(path), READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD) => {
                     let slot = match key {
@@ -224,6 +232,7 @@ impl Tool {
             present_result: present_result.get(),
             presentation_meta: presentation_meta.get(),
             finalize_content: finalize_content.get(),
+            allow_unknown: allow_unknown.get(),
             deny_unknown: deny_unknown.get(),
             title: title.get(),
             read_only: read_only.get(),

@@ -8,7 +8,7 @@
 //! `Tools` protocol of keyword-only methods with `TypedDict`s for nested objects and outputs.
 //!
 //! The text is written for a model's token budget: object types render closed (the declared keys;
-//! extra keys stay accepted when a call is validated), notes appear only where the type does not
+//! an open object's extra keys stay accepted when a call is validated), notes appear only where the type does not
 //! say them already (no numeric `format`, no `minimum: 0` of an unsigned type), a property
 //! description already rendered for a property of that name, or echoed from a tool's input in its
 //! output, is not repeated, equal `$defs` of several tools are one named type, and a tool returning

@@ -9,7 +9,7 @@ pub async fn echo(#[arg(length(max = 100))] text: String, #[arg(default = 1)] ti
 }
 
 /// Echo, the crate path given as a string with a leading `::`.
-#[tool(crate = "::renamed", deny_unknown)]
+#[tool(crate = "::renamed", allow_unknown)]
 pub async fn echo_str(#[arg(length(max = 10))] text: String) -> String {
     text
 }

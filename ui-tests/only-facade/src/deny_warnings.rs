@@ -7,7 +7,7 @@ use std::sync::Arc;
 use dsh_tools::{tool, toolbox, ToolDefinition, ToolError, ToolExec};
 
 /// Read a file.
-#[tool(concurrency_safe, timeout_ms = 1_000, deny_unknown)]
+#[tool(concurrency_safe, timeout_ms = 1_000, allow_unknown)]
 pub async fn read(
     /// The path.
     #[arg(length(min = 1), pattern = "^/")]

@@ -41,7 +41,7 @@ pub async fn thermometer(unit: Unit) -> Result<Reading, ToolError> {
 }
 
 /// Read a UTF-8 text file and return a window of its lines.
-#[tool(concurrency_safe, timeout_ms = 5_000, deny_unknown)]
+#[tool(concurrency_safe, timeout_ms = 5_000)]
 pub async fn read_file(
     /// Absolute path of the file.
     #[arg(length(min = 1), pattern = "^/")]
