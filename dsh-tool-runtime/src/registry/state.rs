@@ -3,7 +3,6 @@
 //! through it bumps.
 
 use std::collections::{BTreeMap, HashMap};
-use std::sync::Arc;
 
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
@@ -21,7 +20,7 @@ pub(crate) struct State {
     pub(crate) approver: Option<Approver>,
     /// The mounted code runtime and the `run_code` definition bound to it.
     #[cfg(feature = "code-mode")]
-    pub(crate) code_runtime: Option<Arc<dyn crate::code_runtime::CodeRuntime>>,
+    pub(crate) code_runtime: Option<std::sync::Arc<dyn crate::code_runtime::CodeRuntime>>,
     #[cfg(feature = "code-mode")]
     pub(crate) run_code: Option<ToolDefinition>,
     /// Bumped on every write, so watchers (the MCP server's `list_changed`) learn of changes.
