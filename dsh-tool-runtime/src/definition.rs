@@ -308,7 +308,15 @@ impl ToolDefinition {
                     && let Some(validator) = validator.as_ref()
                     && !validator.is_valid(&args)
                 {
-                    return Err(invalid_args(&validator.violations(&args, "")));
+                    // Judged as serde read them: a nested `null` of an optional property is
+                    // absent, whichever constraint made this check run.
+                    let mut normalized =
+                        normalize_strict_arguments(&parameters, Value::clone(&args));
+                    integralize(&mut normalized);
+                    let violations = validator.violations(&normalized, "");
+                    if !violations.is_empty() {
+                        return Err(invalid_args(&violations));
+                    }
                 }
                 let violations = T::check_constraints(&typed);
                 if !violations.is_empty() {

@@ -77,6 +77,30 @@ async fn an_explicit_null_for_an_optional_argument_counts_as_absent() {
     );
 }
 
+/// A nested `null` of an optional field reads as absent whether or not a constraint elsewhere
+/// makes the arguments go through the schema check as well.
+#[tokio::test]
+async fn a_nested_null_counts_as_absent_beside_a_constraint() {
+    let args = json!({"assignee": "ana", "filter": {"limit": 2, "path": null}});
+    for definition in [
+        ToolDefinition::from_tool(AssignTool),
+        ToolDefinition::from_tool(AssignNamedTool),
+    ] {
+        assert_eq!(value(&definition, args.clone()).await, json!("ana:2:None"));
+    }
+    // The schema check still runs for what it is there for.
+    let failure = failure(
+        &ToolDefinition::from_tool(AssignNamedTool),
+        json!({"assignee": "", "filter": {"limit": 2, "path": null}}),
+    )
+    .await;
+    assert!(
+        failure.message.contains("\"assignee\""),
+        "{}",
+        failure.message
+    );
+}
+
 #[tokio::test]
 async fn constraints_are_checked_before_the_body_and_every_violation_is_reported() {
     let definition = ToolDefinition::from_tool(ReadFileTool);
@@ -182,6 +206,12 @@ struct LooseFilter {
 /// Assign tickets.
 #[tool]
 async fn assign(assignee: String, filter: Filter) -> String {
+    format!("{assignee}:{}:{:?}", filter.limit, filter.path)
+}
+
+/// Assign tickets to a named owner.
+#[tool]
+async fn assign_named(#[arg(length(min = 1))] assignee: String, filter: Filter) -> String {
     format!("{assignee}:{}:{:?}", filter.limit, filter.path)
 }
 
