@@ -793,7 +793,10 @@ impl From<ToolDefinition> for Vec<ToolDefinition> {
 /// `unknown tool "reed_file"`, with the nearest of `visible` when one is close:
 /// `; did you mean "read_file"?`.
 pub(crate) fn unknown_tool(name: &str, visible: &[ToolDefinition]) -> ToolFailure {
-    let mut message = format!("unknown tool \"{name}\"");
+    // The name comes from the model: bounded, its control characters escaped.
+    let mut message = String::from("unknown tool \"");
+    crate::validate::push_bounded(&mut message, name, 256);
+    message.push('"');
     if let Some(near) = crate::validate::nearest(name, visible.iter().map(ToolDefinition::name)) {
         message.push_str(&format!("; did you mean \"{near}\"?"));
     }

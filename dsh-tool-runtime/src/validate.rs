@@ -262,7 +262,7 @@ pub(crate) fn const_branches(branches: &Value) -> Option<Vec<Value>> {
 pub fn invalid_args(violations: &[String]) -> ToolFailure {
     ToolFailure::coded(
         ErrorCode::InvalidArgs,
-        format!("invalid arguments: {}", violations.join("; ")),
+        format!("invalid arguments: {}", listed(violations)),
     )
 }
 
@@ -272,9 +272,51 @@ pub fn invalid_output(tool: &str, violations: &[String]) -> ToolFailure {
         ErrorCode::InvalidToolOutput,
         format!(
             "tool \"{tool}\" returned invalid output: {}",
-            violations.join("; ")
+            listed(violations)
         ),
     )
+}
+
+/// At most this many violations are listed in one message; the rest are counted. A model that
+/// sends a hundred thousand stray keys learns of the first ones, not of a message megabytes long.
+const MAX_LISTED: usize = 20;
+
+/// A violation is cut after this many bytes: keys and values in it come from the model.
+const MAX_VIOLATION_BYTES: usize = 512;
+
+/// `violations` joined with `; `, bounded by [`MAX_LISTED`] and [`MAX_VIOLATION_BYTES`], control
+/// characters written as escapes so that a key holding a newline or a NUL cannot forge lines.
+fn listed(violations: &[String]) -> String {
+    let mut out = String::new();
+    for (index, violation) in violations.iter().take(MAX_LISTED).enumerate() {
+        if index > 0 {
+            out.push_str("; ");
+        }
+        push_bounded(&mut out, violation, MAX_VIOLATION_BYTES);
+    }
+    if violations.len() > MAX_LISTED {
+        out.push_str(&format!("; and {} more", violations.len() - MAX_LISTED));
+    }
+    out
+}
+
+/// Appends `text` to `out`, cut with `…` after `max` bytes, control characters escaped.
+pub(crate) fn push_bounded(out: &mut String, text: &str, max: usize) {
+    let mut used = 0;
+    for c in text.chars() {
+        if used >= max {
+            out.push('…');
+            return;
+        }
+        if c.is_control() {
+            let escaped = c.escape_default();
+            used += escaped.len();
+            out.extend(escaped);
+        } else {
+            used += c.len_utf8();
+            out.push(c);
+        }
+    }
 }
 
 /// A path segment of an instance location.

@@ -134,6 +134,44 @@ async fn an_unknown_tool_names_the_nearest_visible_one() {
     );
 }
 
+/// What the model sent is echoed bounded: a long or control-laden tool name, a flood of stray
+/// keys, a huge key. The message stays small and one line.
+#[tokio::test]
+async fn error_messages_echo_the_model_bounded() {
+    let registry = registry();
+    let name = format!("a\nb\u{0}{}", "x".repeat(100_000));
+    let result = registry.execute(call("1", &name, json!({}))).await;
+    let message = text(&result);
+    assert_eq!(result.error_code(), Some(ErrorCode::UnknownTool));
+    assert!(
+        message.starts_with("Error: unknown tool \"a\\nb\\u{0}xxx"),
+        "{message:.80}"
+    );
+    assert!(message.len() < 400, "{} bytes", message.len());
+    assert!(!message.contains('\n'));
+
+    let mut stray: serde_json::Map<String, Value> =
+        (0..100_000).map(|i| (format!("k{i}"), json!(i))).collect();
+    stray.insert("y".repeat(100_000), json!(1));
+    stray.insert("text".to_owned(), json!("hi"));
+    /// Says it louder.
+    #[dsh_tools::tool]
+    async fn shout(text: String) -> String {
+        text.to_uppercase()
+    }
+    registry.register(ShoutTool).unwrap();
+    let result = registry
+        .execute(call("2", "shout", Value::Object(stray)))
+        .await;
+    let message = text(&result);
+    assert_eq!(result.error_code(), Some(ErrorCode::InvalidArgs));
+    assert!(
+        message.ends_with(&format!("; and {} more", 100_001 - 20)),
+        "{message:.200}"
+    );
+    assert!(message.len() < 20 * 600, "{} bytes", message.len());
+}
+
 #[tokio::test]
 async fn unknown_tool() {
     let result = registry().execute(call("1", "nope", json!({}))).await;
