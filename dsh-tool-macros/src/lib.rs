@@ -90,12 +90,12 @@ use proc_macro::TokenStream;
 /// | --- | --- | --- |
 /// | `name = "…"` | the fn name | `^[A-Za-z0-9_-]{1,64}$`; `run_code` and `mcp__…` are reserved |
 /// | `description = "…"` | the fn's `///` comment | what the model reads; one of the two is required |
-/// | `timeout_ms = N` | none | declared timeout in milliseconds, `N > 0`; needs a `ToolExec` parameter |
+/// | `timeout_ms = N` | none | declared timeout in milliseconds, `N > 0`; needs a `ToolExec` parameter; enforced once `guards::TimeoutPolicy` is installed on the registry (it fires the call's signal, then ends the call as `TOOL_TIMEOUT`) |
 /// | `concurrency_safe` | exclusive | every call may run in parallel with other safe calls |
 /// | `concurrency_safe = path` | exclusive | classifier `fn(&Args) -> bool` |
 /// | `render = path` | text or pretty JSON | `fn(&Args, &T) -> Vec<ContentBlock>` (or `Option<…>`) |
 /// | `present_call = path` | generic card | `fn(&Args) -> CallView` (or `Option<CallView>`) |
-/// | `present_result = path` | pending card | `fn(&Args, &ToolResult) -> ResultView` (or `Option<…>`) |
+/// | `present_result = path` | generic result card | `fn(&Args, &T, Option<&serde_json::Value>) -> ResultView` (or `Option<…>`): the output and the `presentation_meta` value |
 /// | `presentation_meta = path` | none | `fn(&Args, &T) -> serde_json::Value` (or `Option<…>`), top-level calls only |
 /// | `finalize_content = path` | none | `fn(&ToolExec, &ToolResult) -> Vec<ContentBlock>` (or `Option<…>`), once per outcome |
 /// | `allow_unknown` | closed | unknown properties are accepted (and ignored); see below |

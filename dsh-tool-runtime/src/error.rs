@@ -16,7 +16,8 @@ pub enum ErrorCode {
     InvalidToolOutput,
     /// The tool is not visible to the caller's scope (`ToolNotFoundError`).
     UnknownTool,
-    /// Cancelled after the body ran and the outcome was otherwise a success (`AbortError`).
+    /// Cancelled by its caller once the body had started: whatever the body returned, unless it
+    /// failed with a code of its own (`AbortError`).
     Aborted,
     /// Cancellation prevented the body from running (`AbortError`).
     AbortedBeforeDispatch,

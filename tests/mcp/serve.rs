@@ -274,7 +274,7 @@ async fn served_tools_keep_their_hints_and_closed_arguments() {
     };
     assert_eq!(
         hints("mcp__served__append_line"),
-        (Some("Append line".to_owned()), None, None, None, None)
+        (None, None, None, None, None)
     );
     assert_eq!(
         hints("mcp__served__peek"),

@@ -72,15 +72,20 @@ fn mcp_tool(
         .as_ref()
         .and_then(|def| def.annotations().cloned())
         .unwrap_or_default();
-    let shown = declared.title.unwrap_or_else(|| title(&schema.name));
-    tool = tool.with_title(shown.clone());
-    tool = tool.with_annotations(ToolAnnotations::from_raw(
-        Some(shown),
-        declared.read_only_hint,
-        declared.destructive_hint,
-        declared.idempotent_hint,
-        declared.open_world_hint,
-    ));
+    // The title too: an MCP server's tool keeps its own (or none), ours the one `#[tool(title)]`
+    // gives; hosts show the name where there is none.
+    if let Some(title) = &declared.title {
+        tool = tool.with_title(title.clone());
+    }
+    if declared != Default::default() {
+        tool = tool.with_annotations(ToolAnnotations::from_raw(
+            declared.title,
+            declared.read_only_hint,
+            declared.destructive_hint,
+            declared.idempotent_hint,
+            declared.open_world_hint,
+        ));
+    }
     if let Some(output) = definition.as_ref().and_then(output_schema) {
         tool = tool.with_raw_output_schema(Arc::new(output));
     }
@@ -121,32 +126,4 @@ fn empty_object_schema() -> JsonObject {
     map.insert("type".to_owned(), Value::String("object".to_owned()));
     map.insert("properties".to_owned(), Value::Object(Map::new()));
     map
-}
-
-/// `read_file` → `Read file`: a display title from the tool name, a run of `_` and `-` read as
-/// one space (`mcp__fs__read` → `Mcp fs read`).
-fn title(name: &str) -> String {
-    let spaced = name
-        .split(['_', '-'])
-        .filter(|word| !word.is_empty())
-        .collect::<Vec<_>>()
-        .join(" ");
-    let mut chars = spaced.chars();
-    match chars.next() {
-        Some(first) => first.to_uppercase().chain(chars).collect(),
-        None => String::new(),
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::title;
-
-    #[test]
-    fn titles_come_from_names() {
-        assert_eq!(title("read_file"), "Read file");
-        assert_eq!(title("get-sum"), "Get sum");
-        assert_eq!(title("run_code"), "Run code");
-        assert_eq!(title("mcp__big__big-one"), "Mcp big big one");
-    }
 }

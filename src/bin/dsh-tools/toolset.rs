@@ -187,6 +187,7 @@ fn line_text(bytes: &[u8], cut: u64) -> String {
 impl RepoTools {
     /// List the files below a directory of the repository, sorted by path.
     #[tool(
+        title = "List files",
         concurrency_safe,
         read_only,
         open_world = false,
@@ -234,6 +235,7 @@ impl RepoTools {
 
     /// Read a window of lines from a UTF-8 text file of the repository.
     #[tool(
+        title = "Read file",
         concurrency_safe,
         read_only,
         open_world = false,
@@ -288,6 +290,7 @@ impl RepoTools {
 
     /// Search the repository's text files for a regular expression, line by line.
     #[tool(
+        title = "Grep",
         concurrency_safe,
         read_only,
         open_world = false,
@@ -360,6 +363,7 @@ impl RepoTools {
 
     /// Size, line count and kind of a file or directory of the repository.
     #[tool(
+        title = "File stats",
         concurrency_safe,
         read_only,
         open_world = false,
