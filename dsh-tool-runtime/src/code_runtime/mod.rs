@@ -20,12 +20,18 @@ mod budget;
 #[cfg(feature = "embedded-js")]
 mod embedded;
 mod ledger;
+#[cfg(feature = "embedded-python")]
+mod monty;
 mod names;
 mod process;
+#[cfg(feature = "embedded-js")]
+mod quickjs;
 mod sandbox;
 mod session;
 mod strip;
 mod subprocess;
+#[cfg(feature = "embedded-python")]
+mod worker_pool;
 
 pub mod frame;
 
@@ -40,10 +46,10 @@ use tokio_util::sync::CancellationToken;
 pub use budget::Budgets;
 #[cfg(feature = "embedded-js")]
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
+pub use ledger::OutputLedger;
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]
-pub use embedded::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_worker_main};
-pub use ledger::OutputLedger;
+pub use monty::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_worker_main};
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};

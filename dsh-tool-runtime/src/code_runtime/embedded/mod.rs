@@ -20,25 +20,7 @@
 //! each in a fresh interpreter; one that crashed, overran a budget or was cancelled mid-run is
 //! killed (the run reads `worker-exit` or the budget's kind) and replaced.
 
-mod driver;
-#[cfg(feature = "embedded-python")]
-mod monty_inline;
-#[cfg(feature = "embedded-python")]
-mod monty_pool;
-#[cfg(feature = "embedded-python")]
-mod monty_worker;
-#[cfg(feature = "embedded-js")]
-mod quickjs;
-#[cfg(feature = "embedded-js")]
-mod quickjs_values;
-#[cfg(feature = "embedded-python")]
-mod quickjs_worker;
-#[cfg(feature = "embedded-python")]
-mod ring;
-
-#[cfg(feature = "embedded-python")]
-#[doc(hidden)]
-pub use monty_worker::{WorkerAllocator, worker_main};
+pub(super) mod driver;
 
 use std::sync::Arc;
 
@@ -49,8 +31,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Budgets;
+#[cfg(feature = "embedded-python")]
+use super::monty;
 use super::names::validate_namespaces;
+use super::quickjs;
 use super::strip::{oversized, strip_types};
+#[cfg(feature = "embedded-python")]
+use super::worker_pool;
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 
 /// Budgets and options of an [`EmbeddedRuntime`].
@@ -160,7 +147,7 @@ struct Inner {
     runs: TaskTracker,
     /// The worker pool of an out-of-process engine (Monty).
     #[cfg(feature = "embedded-python")]
-    pooled: Option<Arc<monty_pool::Pool>>,
+    pooled: Option<Arc<worker_pool::Pool>>,
 }
 
 impl EmbeddedRuntime {
@@ -185,7 +172,7 @@ impl EmbeddedRuntime {
     /// is not found (it comes with feature `embedded-python`).
     #[cfg(feature = "embedded-python")]
     pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::pooled(monty_pool::PoolEngine::QuickJs, config, 32, "typescript")
+        Self::pooled(worker_pool::PoolEngine::QuickJs, config, 32, "typescript")
     }
 
     /// TypeScript on QuickJS as [`javascript`](Self::javascript), on an interpreter thread of
@@ -222,13 +209,13 @@ impl EmbeddedRuntime {
     /// [`CodeRuntimeError::InterpreterNotFound`] when the worker program is not found.
     #[cfg(feature = "embedded-python")]
     pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::pooled(monty_pool::PoolEngine::Monty, config, 64, "python")
+        Self::pooled(worker_pool::PoolEngine::Monty, config, 64, "python")
     }
 
     /// A runtime served by a worker pool running `engine`, whose heap needs `min_memory_mb`.
     #[cfg(feature = "embedded-python")]
     fn pooled(
-        engine: monty_pool::PoolEngine,
+        engine: worker_pool::PoolEngine,
         config: EmbeddedConfig,
         min_memory_mb: u64,
         language: &'static str,
@@ -249,10 +236,10 @@ impl EmbeddedRuntime {
                       `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
             }
         })?;
-        let pool = monty_pool::Pool::new(engine, config.clone(), worker)?;
+        let pool = worker_pool::Pool::new(engine, config.clone(), worker)?;
         let engine = match engine {
-            monty_pool::PoolEngine::Monty => Engine::Monty,
-            monty_pool::PoolEngine::QuickJs => Engine::QuickJs,
+            worker_pool::PoolEngine::Monty => Engine::Monty,
+            worker_pool::PoolEngine::QuickJs => Engine::QuickJs,
         };
         let mut runtime = Self::new(engine, config)?;
         if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
@@ -440,7 +427,7 @@ impl Inner {
                     #[cfg(feature = "embedded-js")]
                     Engine::QuickJs => quickjs::run(job, tx),
                     #[cfg(feature = "embedded-python")]
-                    Engine::MontyInProcess => monty_inline::run(job, tx),
+                    Engine::MontyInProcess => monty::inline::run(job, tx),
                     #[cfg(feature = "embedded-python")]
                     Engine::Monty => drop((job, tx)),
                 }));

@@ -33,9 +33,9 @@ use crate::json::MAX_FRAME_DEPTH;
 use crate::sdk::Language;
 
 static NODE_BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    super::javascript_bootstrap(include_str!("../../../sdk-templates/worker.mjs"))
+    super::javascript_bootstrap(include_str!("../../../../sdk-templates/worker.mjs"))
 });
-const PYTHON_BOOTSTRAP: &str = include_str!("../../../sdk-templates/worker.py");
+const PYTHON_BOOTSTRAP: &str = include_str!("../../../../sdk-templates/worker.py");
 
 /// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
 /// within one interval plus the kernel's accounting granularity (one clock tick, usually 10 ms).

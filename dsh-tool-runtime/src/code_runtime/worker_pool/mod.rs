@@ -21,6 +21,8 @@
 //! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
 //! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
 
+pub(super) mod ring;
+
 use std::os::fd::AsFd;
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -39,19 +41,18 @@ use tokio::time::{Instant, MissedTickBehavior};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
-use super::super::admission::admit;
-use super::super::budget::TreeBudget;
-use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
-use super::super::ledger::OutputLedger;
-use super::super::process::{self, Launch, MemoryLimit, Worker};
-use super::super::sandbox::{Plan, Sandbox};
-use super::super::session::{
+use super::admission::admit;
+use super::budget::TreeBudget;
+use super::embedded::EmbeddedConfig;
+use super::frame::{ChildFrame, FrameDecoder, Inbound};
+use super::ledger::OutputLedger;
+use super::process::{self, Launch, MemoryLimit, Worker};
+use super::sandbox::{Plan, Sandbox};
+use super::session::{
     Admitted, Calls, Ending, Lines, Target, costly_call, early_outcome, oversized_call, reply_frame,
 };
-use super::super::strip::strip_types;
-use super::super::{CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
-use super::EmbeddedConfig;
-use super::ring;
+use super::strip::strip_types;
+use super::{CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 
 /// How often the worker's CPU time and resident memory are sampled.
 const USAGE_POLL: Duration = Duration::from_millis(10);
@@ -198,7 +199,7 @@ impl Pool {
         // allocation past it) rather than the 10 ms resident-size sample decides.
         let mut args = vec![((mb << 20) / 8 * 7).to_string().into()];
         if engine == PoolEngine::QuickJs {
-            args.push(super::quickjs_worker::ENGINE_ARG.into());
+            args.push(super::quickjs::worker::ENGINE_ARG.into());
         }
         let launch = Launch {
             interpreter: worker,
@@ -853,7 +854,7 @@ fn run_frame(request: &RunRequest, cap: u64) -> Vec<u8> {
     let namespaces: Vec<Value> = request
         .bindings
         .iter()
-        .map(super::super::BindingNamespace::bootstrap_form)
+        .map(super::BindingNamespace::bootstrap_form)
         .collect();
     let mut out = serde_json::to_vec(&serde_json::json!({
         "type": "run",

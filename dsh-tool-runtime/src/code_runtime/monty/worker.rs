@@ -17,7 +17,7 @@
 //! variant the benchmarks measure runs the same code. The same process serves QuickJS instead
 //! when started with `quickjs` (`quickjs_worker.rs`), over the same channel.
 //!
-//! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
+//! [`EmbeddedRuntime::python`]: super::super::EmbeddedRuntime::python
 
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::collections::HashMap;
@@ -36,7 +36,7 @@ use monty_types::{
 };
 use serde_json::Value;
 
-use super::ring;
+use super::super::worker_pool::ring;
 use crate::json::MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
@@ -137,7 +137,8 @@ pub fn worker_main() -> ! {
         .unwrap_or(512 << 20);
     // The worker's own start-up is charged as well: the budget covers the whole heap.
     LIMIT.store(limit, Ordering::Relaxed);
-    let quickjs = std::env::args().nth(2).as_deref() == Some(super::quickjs_worker::ENGINE_ARG);
+    let quickjs =
+        std::env::args().nth(2).as_deref() == Some(super::super::quickjs::worker::ENGINE_ARG);
     let code = std::thread::Builder::new()
         .name("dsh-monty".to_owned())
         .stack_size(STACK_BYTES)
@@ -147,7 +148,7 @@ pub fn worker_main() -> ! {
                 Err(code) => return code,
             };
             if quickjs {
-                super::quickjs_worker::serve(channel)
+                super::super::quickjs::worker::serve(channel)
             } else {
                 serve(channel)
             }
