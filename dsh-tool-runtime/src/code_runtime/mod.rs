@@ -1,5 +1,5 @@
-//! Code runtimes: run a model-written program in a fresh child process per run, or (feature
-//! `embedded-js`) in a fresh in-process interpreter per run.
+//! Code runtimes: run a model-written program in a fresh child process per run, or (features
+//! `embedded-js`, `embedded-python`) in a fresh interpreter built into this crate.
 //!
 //! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
 //! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
@@ -10,8 +10,9 @@
 //! [`SubprocessRuntime`] is the implementation: TypeScript runs in Node.js (types stripped on the
 //! host with oxc), Python in CPython; each run gets a process no other program has touched, in its
 //! own process group, with an empty environment and a fresh temporary working directory, under
-//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript in QuickJS inside the
-//! host process, with no ambient authority, under the same budgets (`EmbeddedConfig`). The
+//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript on QuickJS and Python on
+//! Monty with no ambient authority, in pooled sandboxed worker processes (QuickJS also on a
+//! thread of the host, for trusted programs), under the same budgets (`EmbeddedConfig`). The
 //! contract follows the DSH code-runtime service; where it differs, the differences are documented
 //! on the item.
 

@@ -19,7 +19,8 @@ use super::super::embedded::driver::{
 use super::super::frame::{self, ChildFrame, Completion};
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
-use super::worker::{self, Finish, Halt, Link, Reply};
+use super::interpreter::{self, Finish, Halt, Link, Reply};
+use super::values;
 
 /// Longest wait between two checks of the budgets while calls are in flight.
 const CHECK_EVERY: Duration = Duration::from_millis(10);
@@ -69,7 +70,7 @@ impl Link for Inline<'_> {
                         continue;
                     };
                     let reply = match result {
-                        Ok((value, _depth)) => Reply::Ok(worker::decode(&value)),
+                        Ok((value, _depth)) => Reply::Ok(values::decode(&value)),
                         Err(error) => Reply::Err(error.message, error.code),
                     };
                     out.push((id, reply));
@@ -129,7 +130,7 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
         "namespaces": namespaces,
         "maxOutputBytes": job.config.budgets.max_output_bytes,
     });
-    let ending = match worker::execute(&run, &mut link) {
+    let ending = match interpreter::execute(&run, &mut link) {
         Finish::Done(done) => match frame::decode_child_frame(done.as_bytes()) {
             Some(ChildFrame::Done(Completion::Value(value))) => Ending::Done(value),
             Some(ChildFrame::Done(Completion::Failure { kind, message })) => {

@@ -1,5 +1,7 @@
 //! The QuickJS engine (through `rquickjs`): one fresh runtime and context per run, driven on the
-//! run's own thread, with binding calls polled on that thread between interpreter jobs.
+//! run's own thread, with binding calls polled on that thread between interpreter jobs. The
+//! thread is one of the host's or, in a pooled worker process, the worker's (`worker.rs`);
+//! values cross between the interpreter's heap and the host in `values.rs`.
 
 mod values;
 #[cfg(feature = "embedded-python")]

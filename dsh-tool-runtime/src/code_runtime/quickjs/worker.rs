@@ -1,5 +1,5 @@
 //! QuickJS inside the worker process ([`EmbeddedRuntime::javascript`]): the same engine as in
-//! the host (`quickjs.rs`), one fresh interpreter per run, speaking the frame protocol of the
+//! the host (`quickjs/mod.rs`), one fresh interpreter per run, speaking the frame protocol of the
 //! Monty worker over the same shared rings. QuickJS does not poll its interrupt hook inside
 //! long built-ins (a `replaceAll` over a huge string, a sort of millions of elements), so no
 //! budget can be kept from inside the interpreter: here the host keeps them all, watching the
@@ -25,7 +25,9 @@ use super::super::Budgets;
 use super::super::embedded::driver::{Ending, Relay};
 use super::super::embedded::{EmbeddedConfig, Job};
 use super::super::frame;
-use super::super::monty::worker::{Channel, Halt, Link, release_memory};
+use super::super::monty::alloc::release_memory;
+use super::super::monty::channel::Channel;
+use super::super::monty::interpreter::{Halt, Link};
 use super::super::{
     BindingCall, BindingError, BindingNamespace, ErrorClass, FailureKind, RunRequest,
 };
