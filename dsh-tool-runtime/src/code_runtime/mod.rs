@@ -1,5 +1,5 @@
-//! Code runtimes: run a model-written program in a fresh child process per run, or (feature
-//! `embedded-js`) in a fresh in-process interpreter per run.
+//! Code runtimes: run a model-written program in a fresh child process per run, or (features
+//! `embedded-js`, `embedded-python`) in a fresh interpreter built into this crate.
 //!
 //! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
 //! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
@@ -10,8 +10,9 @@
 //! [`SubprocessRuntime`] is the implementation: TypeScript runs in Node.js (types stripped on the
 //! host with oxc), Python in CPython; each run gets a process no other program has touched, in its
 //! own process group, with an empty environment and a fresh temporary working directory, under
-//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript in QuickJS inside the
-//! host process, with no ambient authority, under the same budgets (`EmbeddedConfig`). The
+//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript on QuickJS and Python on
+//! Monty with no ambient authority, in pooled sandboxed worker processes (QuickJS also on a
+//! thread of the host, for trusted programs), under the same budgets (`EmbeddedConfig`). The
 //! contract follows the DSH code-runtime service; where it differs, the differences are documented
 //! on the item.
 
@@ -20,12 +21,18 @@ mod budget;
 #[cfg(feature = "embedded-js")]
 mod embedded;
 mod ledger;
+#[cfg(feature = "embedded-python")]
+mod monty;
 mod names;
 mod process;
+#[cfg(feature = "embedded-js")]
+mod quickjs;
 mod sandbox;
 mod session;
 mod strip;
 mod subprocess;
+#[cfg(feature = "embedded-python")]
+mod worker_pool;
 
 pub mod frame;
 
@@ -40,10 +47,10 @@ use tokio_util::sync::CancellationToken;
 pub use budget::Budgets;
 #[cfg(feature = "embedded-js")]
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
+pub use ledger::OutputLedger;
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]
-pub use embedded::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_worker_main};
-pub use ledger::OutputLedger;
+pub use monty::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_worker_main};
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};

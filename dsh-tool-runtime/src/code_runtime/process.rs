@@ -17,8 +17,8 @@ use tokio::net::unix::pipe;
 use super::sandbox::Plan;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
-/// The child's protocol fds: it writes frames on 3 and reads frames on 4 (a pooled Monty
-/// worker rings its doorbells there and finds its frame rings at fd 5, see `embedded/ring.rs`).
+/// The child's protocol fds: it writes frames on 3 and reads frames on 4 (a pooled worker rings
+/// its doorbells there and finds its frame rings at fd 5, see `worker_pool/ring.rs`).
 const CHILD_WRITE_FD: i32 = 3;
 const CHILD_READ_FD: i32 = 4;
 

@@ -3,7 +3,7 @@
 //! ([`Calls`]: id de-duplication, the call limit, admission, dispatch, replies).
 //!
 //! Each transport — the pipes to a child process (`subprocess/`), the shared-memory ring to a
-//! pooled worker (`worker_pool.rs`), the interpreter thread in the host (`embedded/driver.rs`) —
+//! pooled worker (`worker_pool/`), the interpreter thread in the host (`embedded/driver.rs`) —
 //! moves frames and watches its own process or thread, and asks this module what a call, a log
 //! or an ending means. So a program meets the same messages and failure kinds on every runtime.
 

@@ -1,44 +1,31 @@
-//! Embedded code runtimes: the program runs in an interpreter built into this crate (QuickJS,
-//! Monty), in a sandboxed worker process or, for trusted programs, on a thread of the host, with
-//! no ambient authority — no filesystem, network, processes, environment or modules; only the
-//! binding globals and `console` are handed in.
+//! [`EmbeddedRuntime`]: code runtimes on an interpreter built into this crate (QuickJS, Monty),
+//! fresh per run, with no ambient authority — no filesystem, network, processes, environment or
+//! modules; only the binding globals and `console` are handed in. Where a program runs depends
+//! on the constructor:
 //!
-//! [`EmbeddedRuntime::javascript`] runs TypeScript (stripped on the host, as for the subprocess
-//! runtime) on QuickJS in the worker processes described below, where the host ends an overdue
-//! run by killing its worker. [`EmbeddedRuntime::javascript_in_process`] (feature `embedded-js`
-//! alone) runs it on an interpreter thread of the host instead, for trusted programs: QuickJS
-//! does not poll its interrupt hook inside a long built-in (a `replaceAll` over a huge string, a
-//! sort of millions of elements), so there such a call outlives every budget and a
-//! cancellation. Budgets and failure kinds are those of the subprocess runtimes; the host alone
-//! decides limit kinds.
+//! - [`EmbeddedRuntime::javascript`] (feature `embedded-python`, which brings the worker
+//!   program): TypeScript, stripped on the host as for the subprocess runtime, on QuickJS in a
+//!   pooled, sandboxed worker process, where the host ends an overdue or cancelled run by
+//!   killing its worker.
+//! - [`EmbeddedRuntime::javascript_in_process`] (feature `embedded-js`): the same on an
+//!   interpreter thread of the host, for trusted programs. QuickJS does not poll its interrupt
+//!   hook inside a long built-in (a `replaceAll` over a huge string, a sort of millions of
+//!   elements), so there such a call outlives every budget and a cancellation.
+//! - [`EmbeddedRuntime::python`] (feature `embedded-python`): Python on Monty, in the same kind
+//!   of pool. Monty cannot be made crash-proof inside a process (a native stack overflow or an
+//!   allocator abort ends the process) and enforces its memory budget only through the
+//!   executable's global allocator, so it runs only in worker processes of ours (the
+//!   `dsh-monty-worker` program), sandboxed like the subprocess runtimes and started ahead:
+//!   each worker serves runs one after another, each in a fresh interpreter; one that crashed,
+//!   overran a budget or was cancelled mid-run is killed (the run reads `worker-exit` or the
+//!   budget's kind) and replaced. (A hidden variant runs Monty on a host thread, for the
+//!   benchmarks only.)
 //!
-//! [`EmbeddedRuntime::python`] runs Python on Monty (feature `embedded-python`). Monty cannot be
-//! made crash-proof inside a process (a native stack overflow or an allocator abort ends the
-//! process) and enforces its memory budget only through the executable's global allocator, so
-//! it runs in a pool of worker processes of ours (the `dsh-monty-worker` program), sandboxed
-//! like the subprocess runtimes and started ahead: each worker serves runs one after another,
-//! each in a fresh interpreter; one that crashed, overran a budget or was cancelled mid-run is
-//! killed (the run reads `worker-exit` or the budget's kind) and replaced.
+//! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
+//! kinds. Here: the configuration, the runtime, and a run on a host thread (with `driver.rs`);
+//! the engines are in `quickjs/` and `monty/`, the pool in `worker_pool/`.
 
-mod driver;
-#[cfg(feature = "embedded-python")]
-mod monty_inline;
-#[cfg(feature = "embedded-python")]
-mod monty_pool;
-#[cfg(feature = "embedded-python")]
-mod monty_worker;
-#[cfg(feature = "embedded-js")]
-mod quickjs;
-#[cfg(feature = "embedded-js")]
-mod quickjs_values;
-#[cfg(feature = "embedded-python")]
-mod quickjs_worker;
-#[cfg(feature = "embedded-python")]
-mod ring;
-
-#[cfg(feature = "embedded-python")]
-#[doc(hidden)]
-pub use monty_worker::{WorkerAllocator, worker_main};
+pub(super) mod driver;
 
 use std::sync::Arc;
 
@@ -49,8 +36,13 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
 use super::Budgets;
+#[cfg(feature = "embedded-python")]
+use super::monty;
 use super::names::validate_namespaces;
+use super::quickjs;
 use super::strip::{oversized, strip_types};
+#[cfg(feature = "embedded-python")]
+use super::worker_pool;
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 
 /// Budgets and options of an [`EmbeddedRuntime`].
@@ -160,7 +152,7 @@ struct Inner {
     runs: TaskTracker,
     /// The worker pool of an out-of-process engine (Monty).
     #[cfg(feature = "embedded-python")]
-    pooled: Option<Arc<monty_pool::Pool>>,
+    pooled: Option<Arc<worker_pool::Pool>>,
 }
 
 impl EmbeddedRuntime {
@@ -185,12 +177,12 @@ impl EmbeddedRuntime {
     /// is not found (it comes with feature `embedded-python`).
     #[cfg(feature = "embedded-python")]
     pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::pooled(monty_pool::PoolEngine::QuickJs, config, 32, "typescript")
+        Self::pooled(worker_pool::PoolEngine::QuickJs, config, 32, "typescript")
     }
 
     /// TypeScript on QuickJS as [`javascript`](Self::javascript), on an interpreter thread of
     /// this process: a fresh interpreter runtime and context per run, at most
-    /// [`EmbeddedConfig::max_concurrent_runs`] threads at once. For trusted programs only.
+    /// [`Budgets::max_concurrent_runs`] threads at once. For trusted programs only.
     ///
     /// QuickJS does not poll its interrupt hook inside a long built-in
     /// (`'a'.repeat(2 ** 27).replaceAll('a', 'bc')`, a sort of millions of elements): in the host
@@ -222,13 +214,13 @@ impl EmbeddedRuntime {
     /// [`CodeRuntimeError::InterpreterNotFound`] when the worker program is not found.
     #[cfg(feature = "embedded-python")]
     pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::pooled(monty_pool::PoolEngine::Monty, config, 64, "python")
+        Self::pooled(worker_pool::PoolEngine::Monty, config, 64, "python")
     }
 
     /// A runtime served by a worker pool running `engine`, whose heap needs `min_memory_mb`.
     #[cfg(feature = "embedded-python")]
     fn pooled(
-        engine: monty_pool::PoolEngine,
+        engine: worker_pool::PoolEngine,
         config: EmbeddedConfig,
         min_memory_mb: u64,
         language: &'static str,
@@ -240,19 +232,20 @@ impl EmbeddedRuntime {
                  processes"
             )));
         }
-        let worker = find_worker(config.python_worker.as_deref()).ok_or_else(|| {
-            CodeRuntimeError::InterpreterNotFound {
-                language,
-                binary: WORKER_NAME.to_owned(),
-                fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
+        let worker =
+            worker_pool::find_worker(config.python_worker.as_deref()).ok_or_else(|| {
+                CodeRuntimeError::InterpreterNotFound {
+                    language,
+                    binary: worker_pool::WORKER_NAME.to_owned(),
+                    fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
                       `cargo build --bin dsh-monty-worker` in this workspace) and set \
                       `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
-            }
-        })?;
-        let pool = monty_pool::Pool::new(engine, config.clone(), worker)?;
+                }
+            })?;
+        let pool = worker_pool::Pool::new(engine, config.clone(), worker)?;
         let engine = match engine {
-            monty_pool::PoolEngine::Monty => Engine::Monty,
-            monty_pool::PoolEngine::QuickJs => Engine::QuickJs,
+            worker_pool::PoolEngine::Monty => Engine::Monty,
+            worker_pool::PoolEngine::QuickJs => Engine::QuickJs,
         };
         let mut runtime = Self::new(engine, config)?;
         if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
@@ -440,7 +433,7 @@ impl Inner {
                     #[cfg(feature = "embedded-js")]
                     Engine::QuickJs => quickjs::run(job, tx),
                     #[cfg(feature = "embedded-python")]
-                    Engine::MontyInProcess => monty_inline::run(job, tx),
+                    Engine::MontyInProcess => monty::inline::run(job, tx),
                     #[cfg(feature = "embedded-python")]
                     Engine::Monty => drop((job, tx)),
                 }));
@@ -461,31 +454,4 @@ impl Inner {
             )
         }))
     }
-}
-
-/// The worker program's file name.
-#[cfg(feature = "embedded-python")]
-const WORKER_NAME: &str = "dsh-monty-worker";
-
-/// The worker program: `configured`, else `$DSH_MONTY_WORKER`, else next to the running
-/// executable or one directory up (Cargo's `deps/` and `examples/`).
-#[cfg(feature = "embedded-python")]
-fn find_worker(configured: Option<&std::path::Path>) -> Option<std::path::PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
-    let usable = |p: &std::path::Path| {
-        std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
-    };
-    let exe = std::env::current_exe().ok();
-    let dir = exe.as_deref().and_then(std::path::Path::parent);
-    configured
-        .map(std::path::Path::to_path_buf)
-        .into_iter()
-        .chain(std::env::var_os("DSH_MONTY_WORKER").map(Into::into))
-        .chain(dir.map(|d| d.join(WORKER_NAME)))
-        .chain(
-            dir.and_then(std::path::Path::parent)
-                .map(|d| d.join(WORKER_NAME)),
-        )
-        .find(|p| usable(p))
-        .and_then(|p| std::fs::canonicalize(p).ok())
 }

@@ -1,6 +1,6 @@
-//! The frame channel between the host and a pooled Monty worker: two byte rings in one shared
-//! memory region (a `memfd` the worker finds at fd 5), with the protocol pipes kept only as
-//! doorbells.
+//! The frame channel between the host and a pooled worker (Monty or QuickJS): two byte rings in
+//! one shared memory region (a `memfd` the worker finds at fd 5), with the protocol pipes kept
+//! only as doorbells.
 //!
 //! A binding round trip over pipes costs five system calls (write, poll and read in the
 //! worker; read and write in the host), each 0.5–1 µs in a virtual machine, on top of the

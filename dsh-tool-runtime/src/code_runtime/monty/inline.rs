@@ -3,7 +3,7 @@
 //! dispatched and polled on the interpreter thread as QuickJS's are, instead of frames on a
 //! pipe.
 //!
-//! [`EmbeddedRuntime::python_in_process`]: super::EmbeddedRuntime::python_in_process
+//! [`EmbeddedRuntime::python_in_process`]: super::super::EmbeddedRuntime::python_in_process
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,12 +12,15 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
+use super::super::embedded::Job;
+use super::super::embedded::driver::{
+    self, Calls, Ending, Stop, Submitted, Target, Unpark, Watch, parse_json,
+};
 use super::super::frame::{self, ChildFrame, Completion};
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
-use super::Job;
-use super::driver::{self, Calls, Ending, Stop, Submitted, Target, Unpark, Watch, parse_json};
-use super::monty_worker::{self, Finish, Halt, Link, Reply};
+use super::interpreter::{self, Finish, Halt, Link, Reply};
+use super::values;
 
 /// Longest wait between two checks of the budgets while calls are in flight.
 const CHECK_EVERY: Duration = Duration::from_millis(10);
@@ -67,7 +70,7 @@ impl Link for Inline<'_> {
                         continue;
                     };
                     let reply = match result {
-                        Ok((value, _depth)) => Reply::Ok(monty_worker::decode(&value)),
+                        Ok((value, _depth)) => Reply::Ok(values::decode(&value)),
                         Err(error) => Reply::Err(error.message, error.code),
                     };
                     out.push((id, reply));
@@ -127,7 +130,7 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
         "namespaces": namespaces,
         "maxOutputBytes": job.config.budgets.max_output_bytes,
     });
-    let ending = match monty_worker::execute(&run, &mut link) {
+    let ending = match interpreter::execute(&run, &mut link) {
         Finish::Done(done) => match frame::decode_child_frame(done.as_bytes()) {
             Some(ChildFrame::Done(Completion::Value(value))) => Ending::Done(value),
             Some(ChildFrame::Done(Completion::Failure { kind, message })) => {

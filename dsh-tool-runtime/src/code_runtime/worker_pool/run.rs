@@ -1,57 +1,24 @@
-//! The worker pool of Python on Monty ([`EmbeddedRuntime::python`]) and of TypeScript on
-//! QuickJS ([`EmbeddedRuntime::javascript`], stripped here before it is sent):
-//! pre-started, sandboxed `dsh-monty-worker` processes, each serving runs one after another in
-//! a fresh interpreter.
-//!
-//! A worker goes back to the pool only when its run completed (a value or a program error):
-//! one that crashed, ran out of memory, overran a budget, was cancelled or disposed mid-run, or
-//! left the protocol in an unknown state is killed, and the pool starts another off the run's
-//! path. A run whose worker dies ends as `worker-exit` (or `memory-limit`, by the allocator's
-//! exit status), whether or not the program said anything yet: it is never started again on
-//! another worker. Every run is watched as a subprocess run is (CPU and resident memory of the
-//! worker sampled every 10 ms, the wall clock, binding calls and output counted by the host);
-//! the worker's own allocator decides `memory-limit` through an exit status no program can
-//! pick.
-//!
-//! The frame path is one task per run on tokio's workers: frames are read from the worker's
-//! ring shared with the worker (`ring.rs`; the pipes are only its doorbells), binding calls
-//! dispatched (a call that is ready at once is answered in the same poll)
-//! and replies written on that task, without channels or helper tasks in between.
-//!
-//! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
-//! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
+//! One run over a pooled worker. The frame path is one task per run on tokio's workers: frames
+//! are read from the ring shared with the worker (`ring.rs`; the pipes are only its doorbells),
+//! binding calls dispatched (a call that is ready at once is answered in the same poll) and
+//! replies written on that task, without channels or helper tasks in between.
 
-use std::os::fd::AsFd;
-use std::path::PathBuf;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::Duration;
 
-use futures::FutureExt;
-use futures::future::BoxFuture;
-use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::io::AsyncReadExt;
-use tokio::net::unix::pipe;
-use tokio::process::{ChildStderr, ChildStdout};
-use tokio::sync::Semaphore;
 use tokio::time::{Instant, MissedTickBehavior};
-use tokio_util::sync::CancellationToken;
-use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
-use super::super::admission::admit;
 use super::super::budget::TreeBudget;
 use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
-use super::super::process::{self, Launch, MemoryLimit, Worker};
-use super::super::sandbox::{Plan, Sandbox};
+use super::super::process;
 use super::super::session::{
-    Admitted, Calls, Ending, Lines, Target, costly_call, early_outcome, oversized_call, reply_frame,
+    Admitted, Calls, Ending, Lines, Target, costly_call, oversized_call, reply_frame,
 };
-use super::super::strip::strip_types;
-use super::super::{CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
-use super::EmbeddedConfig;
+use super::super::{BindingNamespace, RunOutcome, RunRequest};
 use super::ring;
+use super::{Channel, Pool, Pooled};
 
 /// How often the worker's CPU time and resident memory are sampled.
 const USAGE_POLL: Duration = Duration::from_millis(10);
@@ -69,15 +36,11 @@ const FRAME_SLACK: usize = 64 << 10;
 /// Largest binding-call frame (arguments plus a few bytes), as for the subprocess runtimes.
 const MAX_CALL_FRAME: usize = 1 << 20;
 
-/// Runs one worker serves before it is replaced: a bound on whatever a long-lived
-/// interpreter process might accumulate.
-const RUNS_PER_WORKER: u64 = 10_000;
-
 /// Bytes read from a worker's ring at a time.
 const READ_CHUNK: usize = 64 << 10;
 
 /// How long a run polls for the worker's next frame after sending it a reply, before it waits
-/// on the reactor. The worker polls its side likewise (`REPLY_SPIN` in `monty_worker.rs`),
+/// on the reactor. The worker polls its side likewise (`REPLY_SPIN` in `monty/channel.rs`),
 /// so that a binding round trip needs no scheduler wake-up, which on an idle machine costs tens
 /// of microseconds on each side. Bounded: a program that computes between calls costs the host
 /// at most this much polling per reply.
@@ -86,357 +49,8 @@ const FRAME_SPIN: Duration = Duration::from_micros(30);
 /// The longest a run keeps answering calls by polling before it passes through its wait.
 const SPIN_SESSION: Duration = Duration::from_millis(2);
 
-/// The interpreter a pool's workers run.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum PoolEngine {
-    /// Python on Monty.
-    Monty,
-    /// TypeScript on QuickJS, type-stripped on the host.
-    QuickJs,
-}
-
-/// The pool behind one `EmbeddedRuntime::python` or `EmbeddedRuntime::javascript`.
-pub(crate) struct Pool {
-    engine: PoolEngine,
-    config: EmbeddedConfig,
-    launch: Launch,
-    idle: Mutex<Vec<Pooled>>,
-    /// Workers alive: idle, serving a run, or starting.
-    live: Arc<AtomicUsize>,
-    refilling: AtomicBool,
-    slots: Arc<Semaphore>,
-    disposed: CancellationToken,
-    runs: TaskTracker,
-    /// CPU time (ms) past which a worker is retired: its `RLIMIT_CPU` less one run's budget
-    /// and a second of margin, so that no run can meet the rlimit instead of the budget.
-    retire_cpu_ms: u64,
-}
-
-/// A started worker with its frame channel and output pipes.
-struct Pooled {
-    worker: Worker,
-    frames: Channel,
-    stdout: ChildStdout,
-    stderr: ChildStderr,
-    runs: u64,
-    live: Arc<AtomicUsize>,
-}
-
-/// The frame channel to one worker: the shared rings and their doorbells (`ring.rs`).
-struct Channel {
-    /// Frames to the worker.
-    down: ring::Producer,
-    /// Frames from the worker.
-    up: ring::Consumer,
-    /// The worker rings here (its fd 3); end of file once it is gone.
-    bell_in: pipe::Receiver,
-    /// Where this side rings the worker (its fd 4).
-    bell_out: pipe::Sender,
-}
-
-impl Channel {
-    /// Writes the pipe itself: tokio's `try_write` answers from the reactor's last readiness,
-    /// which a pipe that was never waited on does not have yet. A full pipe means the worker
-    /// has rings waiting already; a closed one, that it is gone (its end of file says so).
-    fn ring_worker(&self) {
-        let _ = rustix::io::write(&self.bell_out, &[1]);
-    }
-
-    /// Writes what fits of `bytes` into the ring to the worker; the count written.
-    fn write(&mut self, bytes: &[u8]) -> Result<usize, ring::Corrupt> {
-        let n = self.down.write(bytes)?;
-        if n > 0 && self.down.consumer_needs_bell() {
-            self.ring_worker();
-        }
-        Ok(n)
-    }
-
-    /// Reads what the worker published, up to `buf.len()` bytes; the count read.
-    fn read(&mut self, buf: &mut [u8]) -> Result<usize, ring::Corrupt> {
-        let n = self.up.read(buf)?;
-        if n > 0 && self.up.producer_needs_bell() {
-            self.ring_worker();
-        }
-        Ok(n)
-    }
-
-    /// Takes the rings waiting on the doorbell: `Err` once the worker's end is closed.
-    fn take_bells(&self) -> Result<(), ()> {
-        let mut buf = [0u8; 64];
-        loop {
-            match self.bell_in.try_read(&mut buf) {
-                Ok(0) => return Err(()),
-                Ok(_) => {}
-                Err(e) if e.kind() == std::io::ErrorKind::WouldBlock => return Ok(()),
-                Err(_) => return Err(()),
-            }
-        }
-    }
-}
-
-impl Drop for Pooled {
-    fn drop(&mut self) {
-        // `Worker`'s own drop kills its process tree.
-        self.live.fetch_sub(1, Ordering::Relaxed);
-    }
-}
-
-impl Pool {
-    /// A pool of `worker` (the `dsh-monty-worker` program) processes under `config`'s
-    /// budgets, sandboxed as the subprocess runtimes' children are ([`Sandbox::Auto`]).
-    pub(crate) fn new(
-        engine: PoolEngine,
-        config: EmbeddedConfig,
-        worker: PathBuf,
-    ) -> Result<Arc<Pool>, CodeRuntimeError> {
-        let sandbox = Arc::new(Plan::new(Sandbox::Auto, &worker, &[])?);
-        let mb = config.budgets.max_memory_mb;
-        let compute_s = config.budgets.compute_ms.div_ceil(1000);
-        // A worker serves several runs: its rlimit covers at least three full budgets.
-        let cpu_seconds = compute_s * 4 + 2;
-        // The heap stops short of the budget, so that the allocator (exact, at the first
-        // allocation past it) rather than the 10 ms resident-size sample decides.
-        let mut args = vec![((mb << 20) / 8 * 7).to_string().into()];
-        if engine == PoolEngine::QuickJs {
-            args.push(super::quickjs_worker::ENGINE_ARG.into());
-        }
-        let launch = Launch {
-            interpreter: worker,
-            args,
-            bootstrap_name: match engine {
-                PoolEngine::Monty => "program.py",
-                PoolEngine::QuickJs => "program.js",
-            },
-            bootstrap: "",
-            cpu_seconds,
-            memory: (MemoryLimit::AddressSpace, (mb * 2 + 256) << 20),
-            sandbox,
-        };
-        let pool = Arc::new(Pool {
-            engine,
-            slots: Arc::new(Semaphore::new(config.budgets.max_concurrent_runs)),
-            retire_cpu_ms: (cpu_seconds * 1000).saturating_sub(config.budgets.compute_ms + 1000),
-            config,
-            launch,
-            idle: Mutex::new(Vec::new()),
-            live: Arc::new(AtomicUsize::new(0)),
-            refilling: AtomicBool::new(false),
-            disposed: CancellationToken::new(),
-            runs: TaskTracker::new(),
-        });
-        // A runtime built outside tokio starts its workers with its first run.
-        if tokio::runtime::Handle::try_current().is_ok() {
-            pool.refill();
-        }
-        Ok(pool)
-    }
-
-    pub(crate) fn isolation(&self) -> Isolation {
-        if self.launch.sandbox.status().is_active() {
-            Isolation::SandboxedProcess
-        } else {
-            Isolation::Process
-        }
-    }
-
-    /// Idle workers the pool keeps started.
-    fn idle_target(&self) -> usize {
-        self.config
-            .python_idle_workers
-            .min(self.config.budgets.max_concurrent_runs)
-    }
-
-    fn spawn(&self) -> std::io::Result<Pooled> {
-        let (region, fd) = ring::Region::create()?;
-        let mut worker = Worker::spawn_with(&self.launch, Some((fd.as_fd(), ring::REGION_FD)))?;
-        drop(fd);
-        let io = worker
-            .io
-            .take()
-            .ok_or_else(|| std::io::Error::other("the worker's pipes are missing"))?;
-        let (down, up) = region.host_ends();
-        self.live.fetch_add(1, Ordering::Relaxed);
-        Ok(Pooled {
-            worker,
-            frames: Channel {
-                down,
-                up,
-                bell_in: io.frames_in,
-                bell_out: io.frames_out,
-            },
-            stdout: io.stdout,
-            stderr: io.stderr,
-            runs: 0,
-            live: Arc::clone(&self.live),
-        })
-    }
-
-    /// Starts workers until enough are idle, off the caller's path (a process start blocks).
-    fn refill(self: &Arc<Self>) {
-        if self.disposed.is_cancelled()
-            || self.idle.lock().len() >= self.idle_target()
-            || self.refilling.swap(true, Ordering::AcqRel)
-        {
-            return;
-        }
-        let pool = Arc::clone(self);
-        tokio::task::spawn_blocking(move || {
-            loop {
-                let wanted = pool.idle.lock().len() < pool.idle_target()
-                    && pool.live.load(Ordering::Relaxed)
-                        < pool.config.budgets.max_concurrent_runs + pool.idle_target();
-                if !wanted || pool.disposed.is_cancelled() {
-                    break;
-                }
-                let Ok(started) = pool.spawn() else { break };
-                let mut idle = pool.idle.lock();
-                // Checked under the lock: `dispose` cancels before it empties the pool.
-                if pool.disposed.is_cancelled() {
-                    break;
-                }
-                idle.push(started);
-            }
-            pool.refilling.store(false, Ordering::Release);
-        });
-    }
-
-    /// An idle worker that is still alive, or a new one. An idle worker found dead here never
-    /// had this run's program: skipping it is the only retry a run gets.
-    fn take(self: &Arc<Self>) -> std::io::Result<Pooled> {
-        let found = loop {
-            let next = self.idle.lock().pop();
-            match next {
-                Some(mut pooled) => {
-                    if pooled.worker.is_alive() {
-                        break Some(pooled);
-                    }
-                }
-                None => break None,
-            }
-        };
-        let taken = match found {
-            Some(pooled) => pooled,
-            None => self.spawn()?,
-        };
-        self.refill();
-        Ok(taken)
-    }
-
-    /// Puts a worker whose run completed back, unless it has served long enough or enough
-    /// are idle.
-    fn give_back(self: &Arc<Self>, mut pooled: Pooled) {
-        pooled.runs += 1;
-        let spent = process::cpu_time_ms(pooled.worker.pid).unwrap_or(u64::MAX);
-        if pooled.runs >= RUNS_PER_WORKER || spent > self.retire_cpu_ms {
-            drop(pooled);
-            self.refill();
-            return;
-        }
-        // The warm worker goes on top, so that the next run takes it; one beyond the target
-        // is kept for that, more are ended.
-        let mut idle = self.idle.lock();
-        if !self.disposed.is_cancelled() && idle.len() <= self.idle_target() {
-            idle.push(pooled);
-        }
-    }
-
-    fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        early_outcome(self.config.budgets.max_output_bytes, kind, message)
-    }
-
-    /// Runs `request` on a pooled worker. The run's loop is a task of its own on tokio's
-    /// workers (where the worker's doorbell readiness is delivered), aborted if the caller drops
-    /// the returned future.
-    pub(crate) fn run(
-        self: &Arc<Self>,
-        request: RunRequest,
-    ) -> BoxFuture<'static, Result<RunOutcome, CodeRuntimeError>> {
-        let pool = Arc::clone(self);
-        async move {
-            if pool.disposed.is_cancelled() {
-                return Err(CodeRuntimeError::Disposed);
-            }
-            let task = AbortOnDropHandle::new(pool.runs.spawn(Arc::clone(&pool).serve(request)));
-            task.await.unwrap_or_else(|_| {
-                Ok(pool.early(
-                    FailureKind::WorkerExit,
-                    "the run's task ended before completing".to_owned(),
-                ))
-            })
-        }
-        .boxed()
-    }
-
-    async fn serve(
-        self: Arc<Self>,
-        mut request: RunRequest,
-    ) -> Result<RunOutcome, CodeRuntimeError> {
-        let admitted = admit(&request, &self.slots, &self.disposed, |kind, message| {
-            self.early(kind, message)
-        });
-        let _permit = match admitted.await? {
-            Ok(permit) => permit,
-            Err(outcome) => return Ok(outcome),
-        };
-        // Stripped once admitted (the admission refuses an oversized program unstripped).
-        if self.engine == PoolEngine::QuickJs {
-            match strip_types(std::mem::take(&mut request.program)).await {
-                Ok(js) => request.program = js,
-                Err(message) => return Ok(self.early(FailureKind::Exception, message)),
-            }
-        }
-        if request.signal.is_cancelled() {
-            return Ok(self.early(
-                FailureKind::Abort,
-                "run aborted before it started".to_owned(),
-            ));
-        }
-        let mut pooled = match self.take() {
-            Ok(pooled) => pooled,
-            Err(e) => {
-                return Ok(self.early(
-                    FailureKind::WorkerExit,
-                    format!("could not start the worker: {e}"),
-                ));
-            }
-        };
-        // Once its frame is written the program may be running: however the worker ends, the
-        // run ends with it and is never started again elsewhere (no second budget, no second
-        // round of side effects through the bindings).
-        let mut session = Session::new(&self, &request);
-        let ending = session.wait_for_ending(&mut pooled).await;
-        // A reply half written when the run completed would be read as the next run's start.
-        let clean = matches!(ending, Ending::Done(_))
-            && session.clean
-            && session.written == session.unwritten.len();
-        if !clean {
-            pooled.worker.kill();
-            session.drain(&mut pooled).await;
-        }
-        let outcome = session.outcome(ending);
-        if clean {
-            self.give_back(pooled);
-        } else {
-            drop(pooled);
-            self.refill();
-        }
-        Ok(outcome)
-    }
-
-    pub(crate) async fn dispose(&self) {
-        self.disposed.cancel();
-        let idle = std::mem::take(&mut *self.idle.lock());
-        for mut pooled in idle {
-            pooled.worker.kill();
-            let _ = pooled.worker.child.wait().await;
-        }
-        self.runs.close();
-        self.runs.wait().await;
-    }
-}
-
 /// One run on one worker: its bookkeeping and the bytes still to write.
-struct Session<'r> {
+pub(super) struct Session<'r> {
     pool: &'r Pool,
     request: &'r RunRequest,
     decoder: FrameDecoder,
@@ -458,7 +72,7 @@ struct Session<'r> {
 }
 
 impl<'r> Session<'r> {
-    fn new(pool: &'r Pool, request: &'r RunRequest) -> Self {
+    pub(super) fn new(pool: &'r Pool, request: &'r RunRequest) -> Self {
         let cap = pool.config.budgets.max_output_bytes;
         let max_frame = usize::try_from(cap)
             .unwrap_or(usize::MAX)
@@ -537,7 +151,13 @@ impl<'r> Session<'r> {
         Ending::worker_exit("worker broke the frame protocol")
     }
 
-    async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
+    /// Whether the worker may serve another run after `ending`: the run completed, the worker
+    /// stayed in a known state and every byte for it was written.
+    pub(super) fn leaves_worker_clean(&self, ending: &Ending) -> bool {
+        matches!(ending, Ending::Done(_)) && self.clean && self.written == self.unwritten.len()
+    }
+
+    pub(super) async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
         let config = &self.pool.config;
         let pid = pooled.worker.pid;
         let budget =
@@ -811,7 +431,7 @@ impl<'r> Session<'r> {
 
     /// After a kill: takes in the log frames the worker published before it died (all of
     /// them are in the ring once its doorbell pipe has closed).
-    async fn drain(&mut self, pooled: &mut Pooled) {
+    pub(super) async fn drain(&mut self, pooled: &mut Pooled) {
         self.calls.settle();
         let deadline = Instant::now() + DRAIN_GRACE;
         while let Ok(Ok(())) =
@@ -835,7 +455,7 @@ impl<'r> Session<'r> {
         }
     }
 
-    fn outcome(mut self, ending: Ending) -> RunOutcome {
+    pub(super) fn outcome(mut self, ending: Ending) -> RunOutcome {
         self.calls.settle();
         let sandbox = Some(self.pool.launch.sandbox.status().clone());
         let logs = std::mem::take(&mut self.logs);
@@ -853,7 +473,7 @@ fn run_frame(request: &RunRequest, cap: u64) -> Vec<u8> {
     let namespaces: Vec<Value> = request
         .bindings
         .iter()
-        .map(super::super::BindingNamespace::bootstrap_form)
+        .map(BindingNamespace::bootstrap_form)
         .collect();
     let mut out = serde_json::to_vec(&serde_json::json!({
         "type": "run",

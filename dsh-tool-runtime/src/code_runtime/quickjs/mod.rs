@@ -1,5 +1,11 @@
 //! The QuickJS engine (through `rquickjs`): one fresh runtime and context per run, driven on the
-//! run's own thread, with binding calls polled on that thread between interpreter jobs.
+//! run's own thread, with binding calls polled on that thread between interpreter jobs. The
+//! thread is one of the host's or, in a pooled worker process, the worker's (`worker.rs`);
+//! values cross between the interpreter's heap and the host in `values.rs`.
+
+mod values;
+#[cfg(feature = "embedded-python")]
+pub(super) mod worker;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -15,16 +21,16 @@ use rquickjs::module::WriteOptions;
 use rquickjs::{Context, Ctx, Function, Module, Object, Runtime};
 use tokio::sync::oneshot;
 
-use super::super::frame;
-use super::super::ledger::OutputLedger;
-use super::super::{FailureKind, RunOutcome};
-use super::Job;
-use super::driver::{
+use super::embedded::Job;
+use super::embedded::driver::{
     self, Calls, Ending, INTERPRETER_STACK_BYTES, Relay, Stop, Submitted, Target, Unpark, Watch,
     parse_json,
 };
-use super::quickjs_values::{self, Read, Reader};
+use super::frame;
+use super::ledger::OutputLedger;
+use super::{FailureKind, RunOutcome};
 use crate::json::MAX_FRAME_DEPTH;
+use values::{Read, Reader};
 
 static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
     crate::code_runtime::javascript_bootstrap(include_str!(
@@ -501,7 +507,7 @@ fn pump<'js>(
                 };
                 let replied = match result {
                     Ok((value, depth)) => {
-                        let built = quickjs_values::write(ctx, &value);
+                        let built = values::write(ctx, &value);
                         frame::with_stack_for(depth, move || drop(value));
                         match built {
                             Ok(value) => waiting.resolve.call::<_, ()>((value,)),

@@ -1,5 +1,5 @@
 //! QuickJS inside the worker process ([`EmbeddedRuntime::javascript`]): the same engine as in
-//! the host (`quickjs.rs`), one fresh interpreter per run, speaking the frame protocol of the
+//! the host (`quickjs/mod.rs`), one fresh interpreter per run, speaking the frame protocol of the
 //! Monty worker over the same shared rings. QuickJS does not poll its interrupt hook inside
 //! long built-ins (a `replaceAll` over a huge string, a sort of millions of elements), so no
 //! budget can be kept from inside the interpreter: here the host keeps them all, watching the
@@ -10,7 +10,7 @@
 //! worker's allocator (exit status [`monty_types::OOM_EXIT_CODE`]). A run that ends any other
 //! way than with a value or a program error ends the process, leaving the host to report why.
 //!
-//! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
+//! [`EmbeddedRuntime::javascript`]: super::super::EmbeddedRuntime::javascript
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -22,13 +22,15 @@ use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
 use super::super::Budgets;
+use super::super::embedded::driver::{Ending, Relay};
+use super::super::embedded::{EmbeddedConfig, Job};
 use super::super::frame;
+use super::super::monty::alloc::release_memory;
+use super::super::monty::channel::Channel;
+use super::super::monty::interpreter::{Halt, Link};
 use super::super::{
     BindingCall, BindingError, BindingNamespace, ErrorClass, FailureKind, RunRequest,
 };
-use super::driver::{Ending, Relay};
-use super::monty_worker::{Channel, Halt, Link, release_memory};
-use super::{EmbeddedConfig, Job, quickjs};
 use crate::json::{parse_unbounded, text_depth};
 
 /// The worker argument that selects QuickJS.
@@ -146,7 +148,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
     let Ok(tokio) = tokio::runtime::Builder::new_current_thread().build() else {
         return 71;
     };
-    quickjs::prepare();
+    super::prepare();
     let shared: Host = Arc::new(Mutex::new(Shared {
         channel,
         waiting: HashMap::new(),
@@ -211,7 +213,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
         };
         drop(run);
         let mut done = None;
-        quickjs::execute(job, |ending, _, _| done = Some(done_frame(ending)));
+        super::execute(job, |ending, _, _| done = Some(done_frame(ending)));
         shared.lock().waiting.clear();
         let Some(Some(done)) = done else {
             return HOST_DECIDES;

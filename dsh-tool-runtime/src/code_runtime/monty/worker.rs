@@ -1,0 +1,66 @@
+//! The worker process: its entry point ([`worker_main`]) and the loop that serves run frames one
+//! after another, each in a fresh Monty interpreter, or in QuickJS when started with `quickjs`
+//! (`quickjs/worker.rs`), over the same channel.
+
+use std::sync::atomic::Ordering;
+
+use super::alloc::{LIMIT, release_memory};
+use super::channel::{Channel, open_channel};
+use super::interpreter::{Finish, execute};
+
+/// Stack of the interpreter thread: Monty's recursion limit (1,000 frames) and the conversion
+/// of values up to [`MAX_FRAME_DEPTH`](crate::json::MAX_FRAME_DEPTH) levels fit well inside it.
+const STACK_BYTES: usize = 64 << 20;
+
+/// The worker's entry point: `<worker> <max-memory-bytes> [quickjs] <bootstrap>`. Serves run
+/// frames one after another, each in a fresh interpreter (Monty, or QuickJS with `quickjs`),
+/// until the host closes its end. Never returns.
+#[doc(hidden)]
+pub fn worker_main() -> ! {
+    let limit = std::env::args()
+        .nth(1)
+        .and_then(|n| n.parse::<usize>().ok())
+        .unwrap_or(512 << 20);
+    // The worker's own start-up is charged as well: the budget covers the whole heap.
+    LIMIT.store(limit, Ordering::Relaxed);
+    let quickjs =
+        std::env::args().nth(2).as_deref() == Some(super::super::quickjs::worker::ENGINE_ARG);
+    let code = std::thread::Builder::new()
+        .name("dsh-monty".to_owned())
+        .stack_size(STACK_BYTES)
+        .spawn(move || {
+            let channel = match open_channel() {
+                Ok(channel) => channel,
+                Err(code) => return code,
+            };
+            if quickjs {
+                super::super::quickjs::worker::serve(channel)
+            } else {
+                serve(channel)
+            }
+        })
+        .ok()
+        .and_then(|t| t.join().ok())
+        .unwrap_or(70);
+    std::process::exit(code)
+}
+
+/// Serves Monty runs until the host closes its end; the process's exit status.
+fn serve(mut channel: Channel) -> i32 {
+    loop {
+        let run = match channel.next_run() {
+            Ok(run) => run,
+            Err(code) => return code,
+        };
+        let done = execute(&run, &mut channel);
+        drop(run);
+        if let Finish::Done(done) = done {
+            if channel.done(&done).is_err() {
+                return 0;
+            }
+        } else {
+            return 0;
+        }
+        release_memory();
+    }
+}
