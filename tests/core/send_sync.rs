@@ -117,5 +117,6 @@ const _: fn(Registry, dsh_tools::mcp::McpServer) = |registry, server| {
 
 #[cfg(feature = "mcp-server")]
 const _: fn(Registry, dsh_tools::mcp::McpTransport) = |registry, transport| {
+    send_sync_static::<dsh_tools::mcp::McpHttpAuth>();
     send_static(&async move { registry.serve_mcp(None, transport).await });
 };

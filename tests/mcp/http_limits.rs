@@ -1,185 +1,14 @@
 //! `dsh-tools serve --http` against hostile clients: descriptor floods of idle and slow
 //! connections, headers and bodies that never finish, more connections or sessions than
-//! allowed, and sessions left behind. Requests are written by hand on plain sockets so a test
-//! can stop anywhere inside one; every wait is for an event (a closed connection, an answer, a
-//! descriptor count), bounded by [`FAILURE_BOUND`] only to fail.
+//! allowed, and sessions left behind. Requests are written by hand on plain sockets
+//! ([`crate::http_server`]) so a test can stop anywhere inside one.
 
-use std::io::{BufRead, BufReader, Read, Write};
-use std::net::{SocketAddr, TcpStream};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
-const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");
-
-/// How long any awaited event may take before the test fails; never a measured duration.
-const FAILURE_BOUND: Duration = Duration::from_secs(60);
-
-const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
-
-/// A `dsh-tools serve --http` child over the built-in toolset, killed on drop.
-struct Server {
-    child: Child,
-    addr: SocketAddr,
-}
-
-impl Server {
-    /// Starts the server with `serve` arguments, its descriptors capped at `nofile` if given.
-    fn start(serve: &[&str], nofile: Option<u64>) -> Server {
-        let mut command = Command::new(BIN);
-        command
-            .args(["--builtin", "repo", "--root", ROOT, "serve", "--http", "0"])
-            .args(serve)
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::piped());
-        if let Some(nofile) = nofile {
-            let limit = libc::rlimit {
-                rlim_cur: nofile,
-                rlim_max: nofile,
-            };
-            // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
-            unsafe {
-                command.pre_exec(move || {
-                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
-                        Ok(())
-                    } else {
-                        Err(std::io::Error::last_os_error())
-                    }
-                });
-            }
-        }
-        let mut child = command.spawn().unwrap();
-        let mut stderr = BufReader::new(child.stderr.take().unwrap());
-        let mut line = String::new();
-        stderr.read_line(&mut line).unwrap();
-        let addr = line
-            .trim()
-            .strip_prefix("dsh-tools: serving MCP on http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
-            .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
-            .parse()
-            .unwrap();
-        // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        Server { child, addr }
-    }
-
-    fn pid(&self) -> u32 {
-        self.child.id()
-    }
-
-    fn assert_running(&mut self) {
-        assert_eq!(self.child.try_wait().unwrap(), None, "the server exited");
-    }
-
-    /// A connected socket whose reads fail past [`FAILURE_BOUND`].
-    fn connect(&self) -> TcpStream {
-        let stream = TcpStream::connect(self.addr).unwrap();
-        stream.set_read_timeout(Some(FAILURE_BOUND)).unwrap();
-        stream
-    }
-
-    /// One request on its own connection (`Connection: close`), answered in full.
-    fn request(&self, method: &str, session: Option<&str>, body: &str) -> Answer {
-        let mut stream = self.connect();
-        let session = session
-            .map(|id| format!("mcp-session-id: {id}\r\n"))
-            .unwrap_or_default();
-        let head = format!(
-            "{method} /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
-             content-type: application/json\r\nmcp-protocol-version: 2025-06-18\r\n{session}\
-             content-length: {}\r\nconnection: close\r\n\r\n",
-            self.addr,
-            body.len()
-        );
-        stream.write_all(head.as_bytes()).unwrap();
-        stream.write_all(body.as_bytes()).unwrap();
-        let mut raw = Vec::new();
-        stream
-            .read_to_end(&mut raw)
-            .unwrap_or_else(|error| panic!("no complete answer to {method}: {error}"));
-        Answer::parse(&raw)
-    }
-
-    fn initialize(&self) -> Answer {
-        self.request("POST", None, INITIALIZE)
-    }
-
-    /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
-    fn memory_kib(&self, field: &str) -> u64 {
-        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
-        status
-            .lines()
-            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
-            .and_then(|value| value.trim().strip_suffix("kB")?.trim().parse().ok())
-            .unwrap_or_else(|| panic!("no {field} in {status}"))
-    }
-}
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-    }
-}
-
-/// An HTTP answer: status, lower-cased head, body.
-#[derive(Debug)]
-struct Answer {
-    status: u16,
-    head: String,
-    body: String,
-}
-
-impl Answer {
-    fn parse(raw: &[u8]) -> Answer {
-        let text = String::from_utf8_lossy(raw);
-        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-        let status = head
-            .split_whitespace()
-            .nth(1)
-            .and_then(|code| code.parse().ok())
-            .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
-        Answer {
-            status,
-            head: head.to_ascii_lowercase(),
-            body: body.to_owned(),
-        }
-    }
-
-    fn session_id(&self) -> String {
-        self.head
-            .lines()
-            .find_map(|line| line.strip_prefix("mcp-session-id:"))
-            .unwrap_or_else(|| panic!("no session id: {self:?}"))
-            .trim()
-            .to_owned()
-    }
-}
-
-/// Waits until the server closes `stream` (end of file or reset), failing past the bound.
-fn wait_for_close(stream: &mut TcpStream) {
-    let mut buffer = [0u8; 1024];
-    loop {
-        match stream.read(&mut buffer) {
-            Ok(0) => return,
-            Ok(_) => {}
-            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => return,
-            Err(error) => panic!("the server kept the connection open: {error}"),
-        }
-    }
-}
-
-/// Polls `done` until it holds; the bound only fails the test.
-fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
-    let deadline = Instant::now() + FAILURE_BOUND;
-    while !done() {
-        assert!(Instant::now() < deadline, "never happened: {what}");
-        std::thread::sleep(Duration::from_millis(20));
-    }
-}
+use crate::http_server::{Answer, BIN, ROOT, Server, wait_for_close, wait_until};
 
 /// Idle and header-dribbling connections past the server's descriptor limit make `accept` fail
 /// (EMFILE) for as long as they stay; the server keeps retrying and answers once they leave.
@@ -226,7 +55,11 @@ fn http_serve_closes_connections_whose_headers_never_finish() {
         .unwrap();
     let mut kept_alive = server.connect();
     // Answered at once (400: no session id), then the connection waits for its next request.
-    let request = format!("DELETE /mcp HTTP/1.1\r\nhost: {}\r\n\r\n", server.addr);
+    let request = format!(
+        "DELETE /mcp HTTP/1.1\r\nhost: {}\r\n{}\r\n",
+        server.addr,
+        server.auth_line()
+    );
     kept_alive.write_all(request.as_bytes()).unwrap();
     wait_for_close(&mut silent);
     wait_for_close(&mut dribbling);
@@ -258,8 +91,9 @@ fn http_serve_closes_a_connection_whose_body_stalls() {
     let mut stream = server.connect();
     let head = format!(
         "POST /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
-         content-type: application/json\r\ncontent-length: 4096\r\n\r\n{{\"jsonrpc\":",
-        server.addr
+         content-type: application/json\r\n{}content-length: 4096\r\n\r\n{{\"jsonrpc\":",
+        server.addr,
+        server.auth_line()
     );
     stream.write_all(head.as_bytes()).unwrap();
     wait_for_close(&mut stream);

@@ -12,7 +12,11 @@ mod toolset;
 mod code_mode;
 mod hostile;
 #[cfg(feature = "cli")]
+mod http_access;
+#[cfg(feature = "cli")]
 mod http_limits;
+#[cfg(feature = "cli")]
+mod http_server;
 mod lifecycle;
 mod lists;
 mod real_servers;

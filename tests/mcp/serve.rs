@@ -5,6 +5,7 @@
 //! with the check that failed. `list_changed` is checked in-process with this crate's rmcp-based
 //! MCP client against `Registry::serve_mcp` over HTTP.
 
+use crate::http_server::printed_token;
 use crate::mcp_support;
 use crate::toolset;
 
@@ -114,6 +115,8 @@ fn python_client_sees_declared_and_upstream_annotations_as_declared() {
 struct HttpServer {
     child: Child,
     url: String,
+    /// The bearer token it generated and printed.
+    token: String,
 }
 
 impl HttpServer {
@@ -135,9 +138,13 @@ impl HttpServer {
             .strip_prefix("dsh-tools: serving MCP on ")
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
             .to_owned();
+        let mut notice = String::new();
+        stderr.read_line(&mut notice).unwrap();
+        let token =
+            printed_token(&notice).unwrap_or_else(|| panic!("no generated token in {notice:?}"));
         // Keep draining stderr so the server never blocks on a full pipe.
         std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
-        HttpServer { child, url }
+        HttpServer { child, url, token }
     }
 }
 
@@ -162,7 +169,12 @@ fn typescript_client_over_streamable_http_sees_both_modes() {
     let node_modules = tools.node_bin.parent().unwrap().display().to_string();
     run_client(
         "node",
-        &[&script("ts_client.mjs"), &node_modules, &server.url],
+        &[
+            &script("ts_client.mjs"),
+            &node_modules,
+            &server.url,
+            &server.token,
+        ],
     );
 }
 
@@ -184,6 +196,7 @@ async fn registry_changes_reach_clients_as_list_changed() {
         .unwrap();
     let addr = transport.local_addr().unwrap();
     assert!(addr.ip().is_loopback(), "loopback by default: {addr}");
+    let served_with = authorized(&transport);
     let server = tokio::spawn({
         let served = served.clone();
         async move { served.serve_mcp(None, transport).await }
@@ -192,7 +205,10 @@ async fn registry_changes_reach_clients_as_list_changed() {
     let client = Registry::new();
     let mut events = client.subscribe();
     let handle = client
-        .add_mcp_server(McpServer::http("served", format!("http://{addr}/mcp")))
+        .add_mcp_server(served_with(McpServer::http(
+            "served",
+            format!("http://{addr}/mcp"),
+        )))
         .await
         .unwrap();
     assert_eq!(handle.tools().len(), 4);
@@ -252,13 +268,17 @@ async fn served_tools_keep_their_hints_and_closed_arguments() {
         .await
         .unwrap();
     let addr = transport.local_addr().unwrap();
+    let served_with = authorized(&transport);
     let server = tokio::spawn({
         let served = served.clone();
         async move { served.serve_mcp(None, transport).await }
     });
     let client = Registry::new();
     let handle = client
-        .add_mcp_server(McpServer::http("served", format!("http://{addr}/mcp")))
+        .add_mcp_server(served_with(McpServer::http(
+            "served",
+            format!("http://{addr}/mcp"),
+        )))
         .await
         .unwrap();
     let hints = |name: &str| {
@@ -319,6 +339,15 @@ async fn served_tools_keep_their_hints_and_closed_arguments() {
     assert!(!passed.is_error(), "{passed:?}");
     handle.disconnect().await;
     server.abort();
+}
+
+/// What makes an [`McpServer`] send the bearer token `transport` was bound with.
+fn authorized(transport: &McpTransport) -> impl Fn(McpServer) -> McpServer + use<> {
+    let token = transport
+        .bearer_token()
+        .expect("a generated token")
+        .to_owned();
+    move |server| server.header("authorization", format!("Bearer {token}"))
 }
 
 /// The first re-sync the client bridge publishes whose tool list passes `wanted`, with its

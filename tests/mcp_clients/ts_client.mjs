@@ -1,10 +1,11 @@
 // Drives `dsh-tools serve --http` with the official TypeScript MCP SDK client
 // (`@modelcontextprotocol/sdk`, pinned in .ci/tools/package.json) over streamable HTTP.
-// Run by tests/mcp/serve.rs: node ts_client.mjs NODE_MODULES URL. Exits non-zero on a failed check.
+// Run by tests/mcp/serve.rs: node ts_client.mjs NODE_MODULES URL TOKEN, TOKEN the bearer token the
+// server printed. Exits non-zero on a failed check.
 import path from "node:path";
 import { pathToFileURL } from "node:url";
 
-const [nodeModules, url] = process.argv.slice(2);
+const [nodeModules, url, token] = process.argv.slice(2);
 const sdk = (file) => import(pathToFileURL(path.join(nodeModules, "@modelcontextprotocol/sdk/dist/esm", file)).href);
 const { Client } = await sdk("client/index.js");
 const { StreamableHTTPClientTransport } = await sdk("client/streamableHttp.js");
@@ -17,7 +18,8 @@ function check(condition, message) {
 }
 
 const client = new Client({ name: "dsh-tools-test", version: "1.0.0" });
-await client.connect(new StreamableHTTPClientTransport(new URL(url)));
+const requestInit = { headers: { Authorization: `Bearer ${token}` } };
+await client.connect(new StreamableHTTPClientTransport(new URL(url), { requestInit }));
 check(client.getInstructions() === undefined, "both mode: no code-only rule");
 
 const { tools } = await client.listTools();

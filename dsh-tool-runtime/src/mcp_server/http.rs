@@ -1,6 +1,7 @@
 //! Streamable HTTP: rmcp's tower service on a hyper HTTP/1 connection per accepted socket,
 //! within [`McpHttpLimits`]: connections, sessions, and how long a client may take to send
-//! headers or a body, or leave its session idle.
+//! headers or a body, or leave its session idle. Each request passes the bearer-token
+//! [`Gate`] before rmcp, whose own checks refuse a foreign `Host` or `Origin`.
 
 use std::cell::Cell;
 use std::collections::HashMap;
@@ -32,6 +33,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::timeout::TimeoutBody;
 
 use super::McpHttpLimits;
+use super::auth::{Gate, McpHttpAuth};
 use super::handler::McpHandler;
 
 /// The first pause after a failed `accept`, doubled on each failure in a row up to
@@ -46,15 +48,22 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 pub(crate) async fn serve(
     handler: McpHandler,
     listener: TcpListener,
+    auth: &McpHttpAuth,
     limits: McpHttpLimits,
 ) -> Infallible {
     let handler = Arc::new(handler);
     let sessions = Arc::new(CappedSessions::new(&limits));
+    // rmcp validates `Origin` only once asked to, and then refuses every origin not listed
+    // with 403 (the MCP transport's MUST, 2025-06-18 on); `Host` keeps its loopback default.
+    let config = StreamableHttpServerConfig::default()
+        .with_allowed_origins(limits.allowed_origins.iter().cloned())
+        .enforce_origin_validation();
     let service = TowerToHyperService::new(StreamableHttpService::new(
         move || Ok(handler.session()),
         sessions.clone(),
-        StreamableHttpServerConfig::default(),
+        config,
     ));
+    let gate = Gate::new(auth);
     let mut http = http1::Builder::new();
     // The header timeout also bounds a kept-alive connection's wait for its next request:
     // hyper starts it whenever it waits for a request head. A head past the read buffer is
@@ -89,6 +98,7 @@ pub(crate) async fn serve(
             continue;
         };
         let service = service.clone();
+        let gate = gate.clone();
         let body_timeout = limits.body_read_timeout;
         let session_limit = limits.max_sessions;
         let connection = http.serve_connection(
@@ -96,6 +106,7 @@ pub(crate) async fn serve(
             hyper::service::service_fn(move |request: Request<Incoming>| {
                 answer(
                     service.clone(),
+                    gate.clone(),
                     session_limit,
                     request.map(|body| TimeoutBody::new(body_timeout, body)),
                 )
@@ -111,7 +122,7 @@ pub(crate) async fn serve(
     }
 }
 
-type Body = BoxBody<Bytes, Infallible>;
+pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 tokio::task_local! {
     /// Set by [`CappedSessions::create_session`] when it refuses a session, so the request's
@@ -119,12 +130,17 @@ tokio::task_local! {
     static SESSION_REFUSED: Cell<bool>;
 }
 
-/// One request through rmcp, its `initialize` answered 503 when every session slot is taken.
+/// One request through rmcp once the gate admits it, its `initialize` answered 503 when every
+/// session slot is taken.
 async fn answer(
     service: TowerToHyperService<StreamableHttpService<McpHandler, CappedSessions>>,
+    gate: Gate,
     session_limit: usize,
     request: Request<TimeoutBody<Incoming>>,
 ) -> Result<Response<Body>, Infallible> {
+    if let Some(refusal) = gate.refusal(request.headers()) {
+        return Ok(refusal);
+    }
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.
     let mut call = pin!(SESSION_REFUSED.scope(Cell::new(false), service.call(request)));
     let response = call.as_mut().await?;

@@ -6,6 +6,7 @@
 //! `tools/call` runs the full pipeline: `notifications/cancelled` cancels the call's signal,
 //! progress reaches clients that sent a progress token, and every failure is an `isError` result.
 
+mod auth;
 mod handler;
 mod http;
 mod listing;
@@ -18,6 +19,7 @@ use tokio::net::TcpListener;
 
 use crate::registry::Registry;
 use crate::scope::AgentId;
+pub use auth::McpHttpAuth;
 use handler::McpHandler;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
@@ -27,7 +29,12 @@ pub enum McpTransport {
     /// JSON-RPC lines on this process's stdin and stdout (what MCP hosts spawn).
     Stdio,
     /// Streamable HTTP on an already bound listener, endpoint `/mcp` (any path is served).
-    Http(TcpListener),
+    Http {
+        /// The bound listener.
+        listener: TcpListener,
+        /// What every request must carry to be served.
+        auth: McpHttpAuth,
+    },
 }
 
 impl McpTransport {
@@ -36,20 +43,44 @@ impl McpTransport {
     pub const DEFAULT_HTTP_ADDR: SocketAddr =
         SocketAddr::new(std::net::IpAddr::V4(std::net::Ipv4Addr::LOCALHOST), 0);
 
-    /// Binds streamable HTTP on `addr` (use [`McpTransport::DEFAULT_HTTP_ADDR`] for loopback).
-    /// Read the bound port from [`McpTransport::local_addr`].
+    /// Binds streamable HTTP on `addr` (use [`McpTransport::DEFAULT_HTTP_ADDR`] for loopback),
+    /// with a bearer token generated for it ([`McpHttpAuth::generate`]). Read the bound port from
+    /// [`McpTransport::local_addr`] and the token clients must send from
+    /// [`McpTransport::bearer_token`]; [`McpTransport::with_auth`] replaces it.
     ///
     /// # Errors
-    /// The bind error (address in use, permission).
+    /// The bind error (address in use, permission), or the operating system's random source
+    /// failing.
     pub async fn http(addr: SocketAddr) -> std::io::Result<McpTransport> {
-        Ok(McpTransport::Http(TcpListener::bind(addr).await?))
+        Ok(McpTransport::Http {
+            listener: TcpListener::bind(addr).await?,
+            auth: McpHttpAuth::generate()?,
+        })
     }
 
     /// The bound address of an HTTP transport; `None` for stdio.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match self {
-            McpTransport::Http(listener) => listener.local_addr().ok(),
+            McpTransport::Http { listener, .. } => listener.local_addr().ok(),
             McpTransport::Stdio => None,
+        }
+    }
+
+    /// The token HTTP clients must send as `Authorization: Bearer <token>`; `None` for stdio
+    /// and for [`McpHttpAuth::None`].
+    pub fn bearer_token(&self) -> Option<&str> {
+        match self {
+            McpTransport::Http { auth, .. } => auth.bearer_token(),
+            McpTransport::Stdio => None,
+        }
+    }
+
+    /// Replaces an HTTP transport's authentication (stdio is returned as it is): a token of
+    /// the caller's, or [`McpHttpAuth::None`] on a loopback address.
+    pub fn with_auth(self, auth: McpHttpAuth) -> McpTransport {
+        match self {
+            McpTransport::Http { listener, .. } => McpTransport::Http { listener, auth },
+            McpTransport::Stdio => McpTransport::Stdio,
         }
     }
 }
@@ -97,10 +128,11 @@ impl McpServeOptions {
 }
 
 /// The bounds streamable HTTP serving keeps against clients that connect many times, send
-/// slowly or never end their sessions. A limit reached refuses the newcomer, never ends the
-/// server: an `accept` failure (such as running out of descriptors) is logged with `tracing`
-/// and retried after 10 ms, doubling up to 1 s while it keeps failing. Fixed besides these: a
-/// request head over 64 KiB is answered `431`, a request body over 4 MiB `413` (rmcp's limit).
+/// slowly or never end their sessions, and the browser origins it serves. A limit reached
+/// refuses the newcomer, never ends the server: an `accept` failure (such as running out of
+/// descriptors) is logged with `tracing` and retried after 10 ms, doubling up to 1 s while it
+/// keeps failing. Fixed besides these: a request head over 64 KiB is answered `431`, a request
+/// body over 4 MiB `413` (rmcp's limit).
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpHttpLimits {
@@ -123,6 +155,14 @@ pub struct McpHttpLimits {
     /// client's next request gets `404` and must `initialize` again (at least 1 ms; default
     /// 300 s).
     pub session_idle_timeout: Duration,
+    /// Browser origins whose requests are served (default: none). A request with an `Origin`
+    /// header (RFC 6454) not listed here is answered `403 Forbidden` (the MCP transport
+    /// specification, 2025-06-18 on: servers must validate `Origin`, against DNS rebinding); a
+    /// request without one, as non-browser clients send, is not affected. An entry is
+    /// `scheme://host:port`, `scheme://host:*` for any port, or `null`; an entry without a
+    /// port matches any port (rmcp's rule, deprecated there: give the port), and one that is
+    /// not an origin matches nothing. With [`McpHttpAuth::Bearer`] the token is checked first.
+    pub allowed_origins: Vec<String>,
 }
 
 impl Default for McpHttpLimits {
@@ -133,6 +173,7 @@ impl Default for McpHttpLimits {
             header_read_timeout: Duration::from_secs(30),
             body_read_timeout: Duration::from_secs(30),
             session_idle_timeout: Duration::from_secs(300),
+            allowed_origins: Vec::new(),
         }
     }
 }
@@ -167,9 +208,15 @@ impl McpHttpLimits {
         self.session_idle_timeout = timeout.max(Duration::from_millis(1));
         self
     }
+
+    /// Adds `origin` to [`McpHttpLimits::allowed_origins`] (e.g. `http://localhost:5173`).
+    pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
+        self.allowed_origins.push(origin.into());
+        self
+    }
 }
 
-/// Why serving stopped with an error.
+/// Why serving stopped with an error, or never started.
 #[derive(Debug, thiserror::Error)]
 #[non_exhaustive]
 pub enum McpServeError {
@@ -179,15 +226,28 @@ pub enum McpServeError {
     /// The transport failed while serving.
     #[error("MCP transport failed: {0}")]
     Transport(String),
+    /// HTTP without authentication ([`McpHttpAuth::None`]) on this address, which is not
+    /// loopback: nothing was served.
+    #[error(
+        "MCP over HTTP without authentication is refused on {0}: only a loopback address \
+         (127.0.0.1, ::1) may serve without a bearer token"
+    )]
+    NoAuthOffLoopback(SocketAddr),
+    /// The HTTP bearer token is unusable, for the reason given (the token itself is never
+    /// shown): nothing was served.
+    #[error("the MCP bearer token is {0}")]
+    InvalidBearerToken(&'static str),
 }
 
 impl Registry {
     /// Serves `scope` (`None` = global) of this registry as an MCP server on `transport` with
     /// the default [`McpServeOptions`], until the client disconnects (stdio) or forever (HTTP,
-    /// within [`McpHttpLimits`]; drop the future to stop).
+    /// within [`McpHttpLimits`], each request authenticated as the transport's [`McpHttpAuth`]
+    /// says; drop the future to stop).
     ///
     /// # Errors
-    /// [`McpServeError`] when the handshake or the transport fails (stdio; HTTP never fails).
+    /// [`McpServeError`] when the handshake or the transport fails (stdio); over HTTP only
+    /// before serving, when [`McpHttpAuth::check`] refuses the transport's authentication.
     pub async fn serve_mcp(
         &self,
         scope: Option<AgentId>,
@@ -208,10 +268,20 @@ impl Registry {
         options: McpServeOptions,
     ) -> Result<(), McpServeError> {
         let limits = options.http.clone();
-        let handler = McpHandler::new(self.clone(), scope, options);
         match transport {
-            McpTransport::Stdio => handler.serve_stdio().await,
-            McpTransport::Http(listener) => match http::serve(handler, listener, limits).await {},
+            McpTransport::Stdio => {
+                McpHandler::new(self.clone(), scope, options)
+                    .serve_stdio()
+                    .await
+            }
+            McpTransport::Http { listener, auth } => {
+                let addr = listener
+                    .local_addr()
+                    .map_err(|error| McpServeError::Transport(error.to_string()))?;
+                auth.check(addr)?;
+                let handler = McpHandler::new(self.clone(), scope, options);
+                match http::serve(handler, listener, &auth, limits).await {}
+            }
         }
     }
 }

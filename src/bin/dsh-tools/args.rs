@@ -141,7 +141,8 @@ pub struct ServeArgs {
     #[arg(long, default_value = "subprocess", value_parser = parse_runtime)]
     pub runtime: RuntimeKind,
     /// Serve streamable HTTP on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1)
-    /// instead of stdio.
+    /// instead of stdio. Clients must send a bearer token: printed on stderr at start unless
+    /// given (`--auth-token-file`, `DSH_TOOLS_AUTH_TOKEN`).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub http: Option<SocketAddr>,
     /// Tools per `tools/list` page.
@@ -154,6 +155,32 @@ pub struct ServeArgs {
     pub budgets: Budgets,
     #[command(flatten)]
     pub http_limits: HttpLimits,
+    #[command(flatten)]
+    pub http_access: HttpAccess,
+}
+
+/// Who `serve --http` lets in; each needs `--http`.
+#[derive(Debug, Args, Default)]
+pub struct HttpAccess {
+    /// Serve browser requests from ORIGIN (`SCHEME://HOST:PORT`, `SCHEME://HOST:*` for any
+    /// port, or `null`; repeatable). A request whose `Origin` header names another is answered
+    /// 403; requests without one are not affected (default: no origin allowed).
+    #[arg(long, value_name = "ORIGIN", requires = "http", value_parser = parse_origin)]
+    pub allow_origin: Vec<String>,
+    /// Clients must send the token in FILE (surrounding whitespace trimmed) as `Authorization:
+    /// Bearer TOKEN`. Without it, the token is `DSH_TOOLS_AUTH_TOKEN`'s, else one generated at
+    /// start and printed on stderr.
+    #[arg(
+        long,
+        value_name = "FILE",
+        requires = "http",
+        conflicts_with = "no_auth"
+    )]
+    pub auth_token_file: Option<PathBuf>,
+    /// Serve without authentication: any process that can reach the port can call the tools.
+    /// Refused unless the `--http` address is loopback (127.0.0.1, ::1).
+    #[arg(long, requires = "http")]
+    pub no_auth: bool,
 }
 
 /// What `serve --http` allows its clients; each needs `--http`.
@@ -281,6 +308,27 @@ fn parse_dialect(value: &str) -> Result<Dialect, String> {
         })
 }
 
+/// `null` or `SCHEME://AUTHORITY` without a path: the shape of an `Origin` header (RFC 6454
+/// §7), so a mistyped entry is refused here instead of silently matching nothing.
+fn parse_origin(value: &str) -> Result<String, String> {
+    let origin = value == "null"
+        || value.split_once("://").is_some_and(|(scheme, authority)| {
+            scheme.starts_with(|c: char| c.is_ascii_alphabetic())
+                && scheme
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "+-.".contains(c))
+                && !authority.is_empty()
+                && !authority.contains(['/', '?', '#', '@'])
+        });
+    if origin {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "\"{value}\" is not an origin (SCHEME://HOST:PORT, SCHEME://HOST:* or null)"
+        ))
+    }
+}
+
 /// `PORT`, `:PORT` or `HOST:PORT`; a missing host is loopback, never every interface.
 fn parse_addr(value: &str) -> Result<SocketAddr, String> {
     let port_only = value.strip_prefix(':').unwrap_or(value);
@@ -307,5 +355,21 @@ mod tests {
         assert_eq!(parse_addr("localhost:7"), Ok(loopback(7)));
         assert_eq!(parse_addr("0.0.0.0:9").unwrap().ip().to_string(), "0.0.0.0");
         assert!(parse_addr("nowhere").is_err());
+    }
+
+    #[test]
+    fn origins_have_a_scheme_and_no_path() {
+        for origin in ["http://localhost:5173", "https://app.example:*", "null"] {
+            assert_eq!(parse_origin(origin), Ok(origin.to_owned()));
+        }
+        for wrong in [
+            "localhost:5173",
+            "http://",
+            "http://a.example/app",
+            "://a",
+            "*",
+        ] {
+            assert!(parse_origin(wrong).is_err(), "{wrong}");
+        }
     }
 }

@@ -2,23 +2,30 @@
 
 use std::collections::HashMap;
 use std::io::Write;
+use std::net::SocketAddr;
 use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dsh_tools::events::{EventLog, ToolEvent};
-use dsh_tools::mcp::{McpHttpLimits, McpServeOptions, McpTransport};
+use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::args::{
-    CallArgs, HttpLimits, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs,
+    CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs,
 };
 use crate::sources::mount_runtime;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
 pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {
+    // Refused before anything starts: a token that cannot be used, or no authentication on an
+    // address others can reach.
+    let http = match args.http {
+        Some(addr) => Some((addr, http_auth(&args.http_access, addr)?)),
+        None => None,
+    };
     let stop = stop_signal();
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
@@ -29,21 +36,25 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     let log = start_log(registry, args.events.as_deref())?;
     let options = McpServeOptions::default()
         .page_size(args.page_size)
-        .http_limits(http_limits(&args.http_limits));
+        .http_limits(http_limits(&args.http_limits, &args.http_access));
     // On SIGTERM or Ctrl-C the runtime is still disposed below: a running program's process
     // must not outlive the server.
-    let served = match args.http {
+    let served = match http {
         None => tokio::select! {
             served = registry.serve_mcp_with(None, McpTransport::Stdio, options) => served.map_err(|error| error.to_string()),
             () = stop => Ok(()),
         },
-        Some(addr) => {
+        Some((addr, (auth, notice))) => {
             let transport = McpTransport::http(addr)
                 .await
-                .map_err(|error| format!("--http {addr}: {error}"))?;
+                .map_err(|error| format!("--http {addr}: {error}"))?
+                .with_auth(auth);
             if let Some(bound) = transport.local_addr() {
                 eprintln!("dsh-tools: serving MCP on http://{bound}/mcp");
             }
+            // Straight to stderr, never through tracing: a generated token is shown once, to
+            // whoever started the server.
+            eprintln!("dsh-tools: {notice}");
             tokio::select! {
                 served = registry.serve_mcp_with(None, transport, options) => served.map_err(|error| error.to_string()),
                 () = stop => Ok(()),
@@ -57,9 +68,57 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     served
 }
 
+/// The variable `serve --http` reads its bearer token from when no `--auth-token-file` is given.
+const AUTH_TOKEN_VAR: &str = "DSH_TOOLS_AUTH_TOKEN";
+
+/// The authentication of `serve --http` on `addr`, from the first of `--no-auth`,
+/// `--auth-token-file`, [`AUTH_TOKEN_VAR`] and a generated token, checked as the library will;
+/// with the line that tells the person who started the server what clients must send.
+fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, String), String> {
+    let header =
+        |token: &str| format!("clients must send the header \"Authorization: Bearer {token}\"");
+    // (authentication, where it came from for an error, the notice)
+    let (auth, source, notice) = if flags.no_auth {
+        let notice = "no authentication (--no-auth): any process that can reach the port can \
+                      call the tools";
+        (McpHttpAuth::None, "--no-auth".to_owned(), notice.to_owned())
+    } else if let Some(path) = &flags.auth_token_file {
+        let text = std::fs::read_to_string(path)
+            .map_err(|error| format!("--auth-token-file {}: {error}", path.display()))?;
+        (
+            McpHttpAuth::Bearer(text.trim().to_owned()),
+            format!("--auth-token-file {}", path.display()),
+            header(&format!("<the token in {}>", path.display())),
+        )
+    } else if let Some(token) = std::env::var_os(AUTH_TOKEN_VAR) {
+        let token = token
+            .into_string()
+            .map_err(|_| format!("{AUTH_TOKEN_VAR} is not UTF-8"))?;
+        (
+            McpHttpAuth::Bearer(token.trim().to_owned()),
+            AUTH_TOKEN_VAR.to_owned(),
+            header(&format!("<the token in {AUTH_TOKEN_VAR}>")),
+        )
+    } else {
+        let auth = McpHttpAuth::generate()
+            .map_err(|error| format!("cannot generate a bearer token: {error}"))?;
+        let notice = format!(
+            "{} (generated at start; --auth-token-file or {AUTH_TOKEN_VAR} sets one)",
+            header(auth.bearer_token().unwrap_or_default())
+        );
+        (auth, "the generated token".to_owned(), notice)
+    };
+    auth.check(addr)
+        .map_err(|error| format!("{source}: {error}"))?;
+    Ok((auth, notice))
+}
+
 /// The library's defaults, overridden by the flags given.
-fn http_limits(flags: &HttpLimits) -> McpHttpLimits {
+fn http_limits(flags: &HttpLimits, access: &HttpAccess) -> McpHttpLimits {
     let mut limits = McpHttpLimits::default();
+    for origin in &access.allow_origin {
+        limits = limits.allow_origin(origin.clone());
+    }
     if let Some(connections) = flags.max_connections {
         limits = limits.max_connections(connections);
     }

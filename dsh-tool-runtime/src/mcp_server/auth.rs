@@ -1,0 +1,240 @@
+//! Bearer-token authentication of streamable HTTP (RFC 6750): what a client must send, and the
+//! check [`http`](super::http) runs on every request before rmcp sees it, so an unauthenticated
+//! request never reaches a session.
+
+use std::fmt;
+use std::net::SocketAddr;
+use std::sync::Arc;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use hyper::{Response, StatusCode};
+use subtle::ConstantTimeEq;
+
+use super::McpServeError;
+use super::http::Body;
+
+/// Random bytes in a generated token: 256 bits, far past guessing.
+const GENERATED_TOKEN_BYTES: usize = 32;
+
+/// Who may send requests to streamable HTTP serving
+/// ([`McpTransport::Http`](super::McpTransport::Http)).
+///
+/// [`McpTransport::http`](super::McpTransport::http) starts with [`McpHttpAuth::generate`]: read
+/// the token from [`McpTransport::bearer_token`](super::McpTransport::bearer_token) and hand it to
+/// the clients, or replace it with
+/// [`McpTransport::with_auth`](super::McpTransport::with_auth). `Debug` never shows the token.
+#[derive(Clone)]
+#[non_exhaustive]
+pub enum McpHttpAuth {
+    /// Every request must carry `Authorization: Bearer <token>` (RFC 6750 §2.1) with this
+    /// token, compared in constant time. One without it is answered `401 Unauthorized` with
+    /// `WWW-Authenticate: Bearer`, one with another token `401` with `WWW-Authenticate: Bearer
+    /// error="invalid_token"` (RFC 6750 §3), whatever its `Origin`. The token is at least one
+    /// character of RFC 6750 `b64token` text: ASCII letters, digits and `-._~+/`, then any `=`.
+    Bearer(String),
+    /// No authentication: any process that can reach the port can call the tools. Served only
+    /// on a loopback address (127.0.0.0/8, `::1`); elsewhere serving fails with
+    /// [`McpServeError::NoAuthOffLoopback`].
+    None,
+}
+
+impl fmt::Debug for McpHttpAuth {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            McpHttpAuth::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+            McpHttpAuth::None => f.write_str("None"),
+        }
+    }
+}
+
+impl McpHttpAuth {
+    /// A bearer token of 256 bits from the operating system's CSPRNG (`getrandom`), written as
+    /// 64 lower-case hex digits.
+    ///
+    /// # Errors
+    /// The operating system's random source failed.
+    pub fn generate() -> std::io::Result<McpHttpAuth> {
+        let mut bytes = [0u8; GENERATED_TOKEN_BYTES];
+        getrandom::fill(&mut bytes).map_err(std::io::Error::other)?;
+        let token = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+        Ok(McpHttpAuth::Bearer(token))
+    }
+
+    /// The token clients must send; `None` without authentication.
+    pub fn bearer_token(&self) -> Option<&str> {
+        match self {
+            McpHttpAuth::Bearer(token) => Some(token),
+            McpHttpAuth::None => None,
+        }
+    }
+
+    /// Whether HTTP serving on `addr` may use this authentication: the check
+    /// [`Registry::serve_mcp_with`](crate::registry::Registry::serve_mcp_with) makes before it
+    /// serves, for a caller that wants the answer before binding.
+    ///
+    /// # Errors
+    /// [`McpServeError::NoAuthOffLoopback`] for [`McpHttpAuth::None`] on an address that is not
+    /// loopback; [`McpServeError::InvalidBearerToken`] for a token that is empty or not
+    /// `b64token` text.
+    pub fn check(&self, addr: SocketAddr) -> Result<(), McpServeError> {
+        match self {
+            McpHttpAuth::None if addr.ip().to_canonical().is_loopback() => Ok(()),
+            McpHttpAuth::None => Err(McpServeError::NoAuthOffLoopback(addr)),
+            McpHttpAuth::Bearer(token) if token.is_empty() => {
+                Err(McpServeError::InvalidBearerToken("empty"))
+            }
+            McpHttpAuth::Bearer(token) if !is_b64token(token) => {
+                Err(McpServeError::InvalidBearerToken(
+                    "not RFC 6750 b64token text (ASCII letters, digits and -._~+/, then any =)",
+                ))
+            }
+            McpHttpAuth::Bearer(_) => Ok(()),
+        }
+    }
+}
+
+/// RFC 6750 §2.1: `1*( ALPHA / DIGIT / "-" / "." / "_" / "~" / "+" / "/" ) *"="`.
+fn is_b64token(token: &str) -> bool {
+    let body = token.trim_end_matches('=');
+    !body.is_empty()
+        && body
+            .bytes()
+            .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
+}
+
+/// The token every request must carry, shared by the connections of one server; `None` lets
+/// every request through.
+#[derive(Clone)]
+pub(crate) struct Gate {
+    token: Option<Arc<[u8]>>,
+}
+
+impl Gate {
+    pub(crate) fn new(auth: &McpHttpAuth) -> Gate {
+        Gate {
+            token: auth.bearer_token().map(|token| Arc::from(token.as_bytes())),
+        }
+    }
+
+    /// The whole answer to a request with `headers` that may not pass; `None` lets it through.
+    pub(crate) fn refusal(&self, headers: &HeaderMap) -> Option<Response<Body>> {
+        let expected = self.token.as_ref()?;
+        // The scheme is case-insensitive (RFC 9110 §11.1); one or more spaces follow it.
+        let given = headers
+            .get(AUTHORIZATION)
+            .map(HeaderValue::as_bytes)
+            .and_then(|value| {
+                let (scheme, token) = value.split_at_checked(6)?;
+                let token = token.strip_prefix(b" ")?;
+                scheme
+                    .eq_ignore_ascii_case(b"Bearer")
+                    .then(|| token.trim_ascii_start())
+            });
+        match given {
+            // Unequal lengths answer at once: only the length of the token can leak.
+            Some(token) if bool::from(token.ct_eq(expected)) => None,
+            Some(_) => Some(unauthorized(
+                "Bearer error=\"invalid_token\"",
+                "Unauthorized: the bearer token is not valid\n",
+            )),
+            // RFC 6750 §3.1: a request without credentials gets no error code.
+            None => Some(unauthorized(
+                "Bearer",
+                "Unauthorized: send the header \"Authorization: Bearer <token>\"\n",
+            )),
+        }
+    }
+}
+
+fn unauthorized(challenge: &'static str, text: &'static str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
+    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    let headers = response.headers_mut();
+    headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn answer(gate: &Gate, authorization: Option<&str>) -> Option<(StatusCode, String)> {
+        let mut headers = HeaderMap::new();
+        if let Some(value) = authorization {
+            headers.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+        }
+        gate.refusal(&headers).map(|response| {
+            let challenge = response.headers()[WWW_AUTHENTICATE].to_str().unwrap();
+            (response.status(), challenge.to_owned())
+        })
+    }
+
+    #[test]
+    fn only_the_exact_bearer_token_passes() {
+        let gate = Gate::new(&McpHttpAuth::Bearer("s3cr3t".to_owned()));
+        assert_eq!(answer(&gate, Some("Bearer s3cr3t")), None);
+        assert_eq!(answer(&gate, Some("bearer  s3cr3t")), None);
+        let missing = Some((StatusCode::UNAUTHORIZED, "Bearer".to_owned()));
+        assert_eq!(answer(&gate, None), missing);
+        assert_eq!(answer(&gate, Some("Basic czNjcjN0")), missing);
+        assert_eq!(answer(&gate, Some("Bearers3cr3t")), missing);
+        let invalid = Some((
+            StatusCode::UNAUTHORIZED,
+            "Bearer error=\"invalid_token\"".to_owned(),
+        ));
+        for wrong in ["Bearer s3cr3", "Bearer s3cr3tt", "Bearer S3CR3T", "Bearer "] {
+            assert_eq!(answer(&gate, Some(wrong)), invalid, "{wrong}");
+        }
+        assert_eq!(answer(&Gate::new(&McpHttpAuth::None), None), None);
+    }
+
+    #[test]
+    fn generated_tokens_are_256_bit_hex_and_differ() {
+        let first = McpHttpAuth::generate().unwrap();
+        let second = McpHttpAuth::generate().unwrap();
+        let token = first.bearer_token().unwrap();
+        assert_eq!(token.len(), 64);
+        assert!(token.bytes().all(|byte| byte.is_ascii_hexdigit()));
+        assert_ne!(first.bearer_token(), second.bearer_token());
+        assert_eq!(format!("{first:?}"), "Bearer(<redacted>)");
+    }
+
+    #[test]
+    fn no_auth_only_on_loopback_and_tokens_are_b64token_text() {
+        let addr = |text: &str| text.parse::<SocketAddr>().unwrap();
+        for loopback in [
+            "127.0.0.1:0",
+            "127.3.2.1:80",
+            "[::1]:0",
+            "[::ffff:127.0.0.1]:0",
+        ] {
+            assert!(
+                McpHttpAuth::None.check(addr(loopback)).is_ok(),
+                "{loopback}"
+            );
+        }
+        for open in ["0.0.0.0:8080", "[::]:0", "192.0.2.1:80"] {
+            assert!(
+                matches!(
+                    McpHttpAuth::None.check(addr(open)),
+                    Err(McpServeError::NoAuthOffLoopback(refused)) if refused == addr(open)
+                ),
+                "{open}"
+            );
+        }
+        let bearer = |token: &str| McpHttpAuth::Bearer(token.to_owned()).check(addr("0.0.0.0:1"));
+        assert!(bearer("aZ09-._~+/==").is_ok());
+        for bad in ["", "==", "two words", "tab\t", "é", "a=b"] {
+            assert!(
+                matches!(bearer(bad), Err(McpServeError::InvalidBearerToken(_))),
+                "{bad:?}"
+            );
+        }
+    }
+}

@@ -1,0 +1,314 @@
+//! Who `serve --http` and `Registry::serve_mcp` over HTTP let in: a bearer token on every
+//! request (generated and printed at start, or from a file or the environment; 401 with
+//! `WWW-Authenticate` without it), browser origins refused with 403 unless allowed, and no
+//! authentication only on loopback.
+
+use std::process::{Command, Stdio};
+
+use dsh_tools::Registry;
+use dsh_tools::mcp::{McpHttpAuth, McpServeError, McpServer, McpTransport};
+
+use crate::http_server::{Answer, BIN, INITIALIZE, ROOT, Server};
+use crate::toolset;
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+
+fn bearer(token: &str) -> String {
+    format!("authorization: Bearer {token}\r\n")
+}
+
+fn origin(origin: &str) -> String {
+    format!("origin: {origin}\r\n")
+}
+
+/// `initialize`, `notifications/initialized` and `tools/list` with `headers`: the listing's
+/// answer.
+fn list_tools(server: &Server, headers: &str) -> Answer {
+    let initialized = server.send("POST", headers, INITIALIZE);
+    assert_eq!(initialized.status, 200, "{initialized:?}");
+    let session = format!("{headers}mcp-session-id: {}\r\n", initialized.session_id());
+    let notified = server.send("POST", &session, INITIALIZED);
+    assert!(notified.status < 300, "{notified:?}");
+    server.send("POST", &session, TOOLS_LIST)
+}
+
+/// A command line that must fail before serving: its exit code and stderr.
+fn refused(args: &[&str], env: Option<(&str, &str)>) -> (Option<i32>, String) {
+    let mut command = Command::new(BIN);
+    command
+        .args(["--builtin", "repo", "--root", ROOT, "serve"])
+        .args(args)
+        .env_remove("DSH_TOOLS_AUTH_TOKEN")
+        .stdin(Stdio::null());
+    if let Some((key, value)) = env {
+        command.env(key, value);
+    }
+    let output = command.output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+    (output.status.code(), stderr)
+}
+
+/// Without a token, with another scheme or with a wrong token, every method is answered 401
+/// with the RFC 6750 challenge, and no session is made: with room for one session, the
+/// authenticated `initialize` after them still gets it.
+#[test]
+fn http_serve_answers_401_without_the_bearer_token() {
+    let server = Server::start(&["--max-sessions", "1"], None);
+    for method in ["POST", "GET", "DELETE"] {
+        for headers in ["", "authorization: Basic dXNlcjpwYXNz\r\n"] {
+            let answer = server.send(method, headers, INITIALIZE);
+            assert_eq!(answer.status, 401, "{method} {headers:?}: {answer:?}");
+            assert_eq!(
+                answer.header("www-authenticate"),
+                Some("bearer"),
+                "{answer:?}"
+            );
+            assert_eq!(
+                answer.body,
+                "Unauthorized: send the header \"Authorization: Bearer <token>\"\n"
+            );
+        }
+        let token = server.token.as_deref().unwrap();
+        for wrong in ["wrong", &token[1..], &format!("{token}0")] {
+            let answer = server.send(method, &bearer(wrong), INITIALIZE);
+            assert_eq!(answer.status, 401, "{method} {wrong}: {answer:?}");
+            assert_eq!(
+                answer.header("www-authenticate"),
+                Some("bearer error=\"invalid_token\""),
+                "{answer:?}"
+            );
+            assert_eq!(answer.body, "Unauthorized: the bearer token is not valid\n");
+        }
+    }
+    let answer = server.initialize();
+    assert_eq!(answer.status, 200, "{answer:?}");
+}
+
+/// The token generated at start is printed on stderr, 256 bits in hex, and lets its bearer
+/// list the tools.
+#[test]
+fn http_serve_prints_a_generated_token_that_works() {
+    let server = Server::start(&[], None);
+    let token = server.token.clone().expect("a token in the notice");
+    assert_eq!(token.len(), 64, "{}", server.notice);
+    assert!(
+        token.bytes().all(|byte| byte.is_ascii_hexdigit()),
+        "{token}"
+    );
+    assert!(
+        server.notice.contains("DSH_TOOLS_AUTH_TOKEN"),
+        "{}",
+        server.notice
+    );
+    let listed = list_tools(&server, &bearer(&token));
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(listed.body.contains(r#""name":"file_stats""#), "{listed:?}");
+    // Another start, another token.
+    assert_ne!(Server::start(&[], None).token, Some(token));
+}
+
+/// `--auth-token-file` (trimmed) comes before `DSH_TOOLS_AUTH_TOKEN`, which comes before a
+/// generated token; a token given either way is never printed.
+#[test]
+fn http_serve_takes_its_token_from_a_file_or_the_environment() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    std::fs::write(&file, "  from-file_1~\n").unwrap();
+    let file_arg = file.to_str().unwrap();
+
+    let mut command = Server::command(&["--auth-token-file", file_arg]);
+    command.env("DSH_TOOLS_AUTH_TOKEN", "from-env.2");
+    let mut server = Server::spawn(command);
+    assert_eq!(server.token, None, "{}", server.notice);
+    assert!(
+        server
+            .notice
+            .contains(&format!("<the token in {file_arg}>"))
+            && !server.notice.contains("from-file_1~"),
+        "{}",
+        server.notice
+    );
+    assert_eq!(
+        server
+            .send("POST", &bearer("from-env.2"), INITIALIZE)
+            .status,
+        401
+    );
+    server.token = Some("from-file_1~".to_owned());
+    assert_eq!(server.initialize().status, 200);
+
+    let mut command = Server::command(&[]);
+    command.env("DSH_TOOLS_AUTH_TOKEN", " from-env.2 ");
+    let mut server = Server::spawn(command);
+    assert_eq!(server.token, None, "{}", server.notice);
+    assert!(
+        server
+            .notice
+            .contains("<the token in DSH_TOOLS_AUTH_TOKEN>"),
+        "{}",
+        server.notice
+    );
+    server.token = Some("from-env.2".to_owned());
+    let listed = list_tools(&server, &server.auth_line());
+    assert_eq!(listed.status, 200, "{listed:?}");
+
+    // A token that is no token is refused before serving, without showing it.
+    std::fs::write(&file, "two words\n").unwrap();
+    let (code, stderr) = refused(&["--http", "0", "--auth-token-file", file_arg], None);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--auth-token-file {file_arg}: the MCP bearer token is not"
+        )) && !stderr.contains("two words"),
+        "{stderr}"
+    );
+    let (code, stderr) = refused(&["--http", "0"], Some(("DSH_TOOLS_AUTH_TOKEN", " ")));
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("DSH_TOOLS_AUTH_TOKEN: the MCP bearer token is empty"),
+        "{stderr}"
+    );
+}
+
+/// With no origin allowed (the default), a request carrying any `Origin` is answered 403, even
+/// the server's own; with `--allow-origin`, that origin passes and every other is refused. A
+/// request without `Origin` (not from a browser) passes either way, and one without the token
+/// is answered 401 whatever its origin.
+#[test]
+fn http_serve_refuses_foreign_origins() {
+    let server = Server::start(&[], None);
+    let auth = server.auth_line();
+    let own = format!("http://{}", server.addr);
+    for foreign in ["http://evil.example", own.as_str(), "null"] {
+        let answer = server.send("POST", &format!("{auth}{}", origin(foreign)), INITIALIZE);
+        assert_eq!(answer.status, 403, "{foreign}: {answer:?}");
+        assert_eq!(answer.body, "Forbidden: Origin header is not allowed");
+    }
+    let unauthenticated = server.send("POST", &origin("http://evil.example"), INITIALIZE);
+    assert_eq!(unauthenticated.status, 401, "{unauthenticated:?}");
+    assert_eq!(server.initialize().status, 200);
+
+    let server = Server::start(
+        &[
+            "--allow-origin",
+            "http://app.example:8080",
+            "--allow-origin",
+            "https://ui.example:*",
+        ],
+        None,
+    );
+    let auth = server.auth_line();
+    for allowed in ["http://app.example:8080", "https://ui.example:4443"] {
+        let listed = list_tools(&server, &format!("{auth}{}", origin(allowed)));
+        assert_eq!(listed.status, 200, "{allowed}: {listed:?}");
+    }
+    for foreign in [
+        "http://app.example:9090",
+        "https://app.example:8080",
+        "http://evil.example",
+    ] {
+        let answer = server.send("POST", &format!("{auth}{}", origin(foreign)), INITIALIZE);
+        assert_eq!(answer.status, 403, "{foreign}: {answer:?}");
+    }
+    assert_eq!(server.initialize().status, 200);
+}
+
+/// `--no-auth` serves without a token on loopback and is refused, saying why, anywhere else;
+/// the access flags need `--http`, an origin must look like one, and `--no-auth` cannot come
+/// with a token file.
+#[test]
+fn http_serve_without_auth_only_on_loopback() {
+    let (code, stderr) = refused(&["--http", "0.0.0.0:0", "--no-auth"], None);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("--no-auth: MCP over HTTP without authentication is refused on 0.0.0.0:0")
+            && stderr.contains("only a loopback address"),
+        "{stderr}"
+    );
+
+    let server = Server::start(&["--no-auth"], None);
+    assert_eq!(server.token, None);
+    assert!(
+        server.notice.contains("no authentication (--no-auth)"),
+        "{}",
+        server.notice
+    );
+    let listed = list_tools(&server, "");
+    assert_eq!(listed.status, 200, "{listed:?}");
+
+    for flags in [
+        &["--no-auth"][..],
+        &["--auth-token-file", "token"],
+        &["--allow-origin", "http://app.example:80"],
+    ] {
+        let (code, stderr) = refused(flags, None);
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+        assert!(stderr.contains("--http"), "{stderr}");
+    }
+    let (code, stderr) = refused(
+        &["--http", "0", "--no-auth", "--auth-token-file", "t"],
+        None,
+    );
+    assert_eq!(code, Some(2), "{stderr}");
+    let (code, stderr) = refused(&["--http", "0", "--allow-origin", "app.example:80"], None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("is not an origin"), "{stderr}");
+}
+
+/// From the library: `McpTransport::http` generates a token a client must send, and refuses one
+/// that does not; `McpHttpAuth::None` serves anyone on loopback; an unusable token ends
+/// `serve_mcp` at once with a typed error.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_http_needs_the_transports_token() {
+    let served = Registry::new();
+    served.register_all(toolset::definitions(ROOT)).unwrap();
+    let serve = |transport: McpTransport| {
+        let served = served.clone();
+        tokio::spawn(async move { served.serve_mcp(None, transport).await })
+    };
+
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    assert!(!format!("{transport:?}").contains(&token), "{transport:?}");
+    let server = serve(transport);
+    let client = Registry::new();
+    let unauthenticated = client.add_mcp_server(McpServer::http("bare", &url)).await;
+    assert!(unauthenticated.is_err(), "connected without the token");
+    let handle = client
+        .add_mcp_server(
+            McpServer::http("served", &url).header("Authorization", format!("Bearer {token}")),
+        )
+        .await
+        .unwrap();
+    assert_eq!(handle.tools().len(), 4);
+    handle.disconnect().await;
+    server.abort();
+
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap()
+        .with_auth(McpHttpAuth::None);
+    assert_eq!(transport.bearer_token(), None);
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let server = serve(transport);
+    let handle = client
+        .add_mcp_server(McpServer::http("open", &url))
+        .await
+        .unwrap();
+    assert_eq!(handle.tools().len(), 4);
+    handle.disconnect().await;
+    server.abort();
+
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap()
+        .with_auth(McpHttpAuth::Bearer(String::new()));
+    assert!(matches!(
+        served.serve_mcp(None, transport).await,
+        Err(McpServeError::InvalidBearerToken("empty"))
+    ));
+}

@@ -1,0 +1,240 @@
+//! A `dsh-tools serve --http` child driven by requests written by hand on plain sockets, so a
+//! test can send any header, or stop anywhere inside a request. Every wait is for an event (a
+//! line on stderr, a closed connection, an answer), bounded by [`FAILURE_BOUND`] only to fail.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, ChildStderr, Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+pub const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");
+
+/// How long any awaited event may take before the test fails; never a measured duration.
+pub const FAILURE_BOUND: Duration = Duration::from_secs(60);
+
+pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+/// A `dsh-tools serve --http` child over the built-in toolset, killed on drop.
+pub struct Server {
+    child: Child,
+    pub addr: SocketAddr,
+    /// The token [`Server::request`] sends: the one printed at start when it was generated;
+    /// a test that gave its own sets it.
+    pub token: Option<String>,
+    /// The second line on stderr: what clients must send.
+    pub notice: String,
+}
+
+impl Server {
+    /// `dsh-tools --builtin repo --root ROOT serve --http 0 SERVE…`, stderr piped.
+    pub fn command(serve: &[&str]) -> Command {
+        let mut command = Command::new(BIN);
+        command
+            .args(["--builtin", "repo", "--root", ROOT, "serve", "--http", "0"])
+            .args(serve)
+            // The token is the generated one unless a test sets its own.
+            .env_remove("DSH_TOOLS_AUTH_TOKEN")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped());
+        command
+    }
+
+    /// Starts the server with `serve` arguments, its descriptors capped at `nofile` if given.
+    pub fn start(serve: &[&str], nofile: Option<u64>) -> Server {
+        let mut command = Server::command(serve);
+        if let Some(nofile) = nofile {
+            let limit = libc::rlimit {
+                rlim_cur: nofile,
+                rlim_max: nofile,
+            };
+            // SAFETY: setrlimit is async-signal-safe and touches only the child's own limits.
+            unsafe {
+                command.pre_exec(move || {
+                    if libc::setrlimit(libc::RLIMIT_NOFILE, &limit) == 0 {
+                        Ok(())
+                    } else {
+                        Err(std::io::Error::last_os_error())
+                    }
+                });
+            }
+        }
+        Server::spawn(command)
+    }
+
+    /// Spawns `command` and waits for its two lines on stderr: the URL, then the notice of
+    /// what clients must send (with the token in it when it was generated).
+    pub fn spawn(mut command: Command) -> Server {
+        let mut child = command.spawn().unwrap();
+        let mut stderr = BufReader::new(child.stderr.take().unwrap());
+        let first = read_line(&mut stderr);
+        let addr = first
+            .strip_prefix("dsh-tools: serving MCP on http://")
+            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+            .parse()
+            .unwrap();
+        let notice = read_line(&mut stderr);
+        let token = printed_token(&notice);
+        // Keep draining stderr so the server never blocks on a full pipe.
+        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        Server {
+            child,
+            addr,
+            token,
+            notice,
+        }
+    }
+
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
+    pub fn assert_running(&mut self) {
+        assert_eq!(self.child.try_wait().unwrap(), None, "the server exited");
+    }
+
+    /// A connected socket whose reads fail past [`FAILURE_BOUND`].
+    pub fn connect(&self) -> TcpStream {
+        let stream = TcpStream::connect(self.addr).unwrap();
+        stream.set_read_timeout(Some(FAILURE_BOUND)).unwrap();
+        stream
+    }
+
+    /// The `authorization` header line of [`Server::token`]; empty without one.
+    pub fn auth_line(&self) -> String {
+        self.token
+            .as_ref()
+            .map(|token| format!("authorization: Bearer {token}\r\n"))
+            .unwrap_or_default()
+    }
+
+    /// One authenticated request on its own connection, answered in full.
+    pub fn request(&self, method: &str, session: Option<&str>, body: &str) -> Answer {
+        let session = session
+            .map(|id| format!("mcp-session-id: {id}\r\n"))
+            .unwrap_or_default();
+        self.send(method, &format!("{}{session}", self.auth_line()), body)
+    }
+
+    /// One request with `headers` (whole lines, each ending in CRLF) besides the usual ones, on
+    /// its own connection (`Connection: close`), answered in full.
+    pub fn send(&self, method: &str, headers: &str, body: &str) -> Answer {
+        let mut stream = self.connect();
+        let head = format!(
+            "{method} /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+             content-type: application/json\r\nmcp-protocol-version: 2025-06-18\r\n{headers}\
+             content-length: {}\r\nconnection: close\r\n\r\n",
+            self.addr,
+            body.len()
+        );
+        stream.write_all(head.as_bytes()).unwrap();
+        stream.write_all(body.as_bytes()).unwrap();
+        let mut raw = Vec::new();
+        stream
+            .read_to_end(&mut raw)
+            .unwrap_or_else(|error| panic!("no complete answer to {method}: {error}"));
+        Answer::parse(&raw)
+    }
+
+    pub fn initialize(&self) -> Answer {
+        self.request("POST", None, INITIALIZE)
+    }
+
+    /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
+    pub fn memory_kib(&self, field: &str) -> u64 {
+        let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
+        status
+            .lines()
+            .find_map(|line| line.strip_prefix(field)?.strip_prefix(':'))
+            .and_then(|value| value.trim().strip_suffix("kB")?.trim().parse().ok())
+            .unwrap_or_else(|| panic!("no {field} in {status}"))
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// The token in the notice `serve --http` prints when it generated one.
+pub fn printed_token(notice: &str) -> Option<String> {
+    notice
+        .split_once("\"Authorization: Bearer ")
+        .and_then(|(_, rest)| rest.split_once('"'))
+        .map(|(token, _)| token.to_owned())
+        .filter(|token| !token.starts_with('<'))
+}
+
+/// One line of the server's stderr, without its newline; the server exiting first fails.
+fn read_line(stderr: &mut BufReader<ChildStderr>) -> String {
+    let mut line = String::new();
+    stderr.read_line(&mut line).unwrap();
+    assert!(!line.is_empty(), "the server exited before printing a line");
+    line.trim_end().to_owned()
+}
+
+/// An HTTP answer: status, lower-cased head, body.
+#[derive(Debug)]
+pub struct Answer {
+    pub status: u16,
+    pub head: String,
+    pub body: String,
+}
+
+impl Answer {
+    pub fn parse(raw: &[u8]) -> Answer {
+        let text = String::from_utf8_lossy(raw);
+        let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
+        let status = head
+            .split_whitespace()
+            .nth(1)
+            .and_then(|code| code.parse().ok())
+            .unwrap_or_else(|| panic!("not an HTTP answer: {text:?}"));
+        Answer {
+            status,
+            head: head.to_ascii_lowercase(),
+            body: body.to_owned(),
+        }
+    }
+
+    /// The value of header `name` (lower case), if the answer has it.
+    pub fn header(&self, name: &str) -> Option<&str> {
+        self.head.lines().find_map(|line| {
+            let (key, value) = line.split_once(':')?;
+            (key == name).then_some(value.trim())
+        })
+    }
+
+    pub fn session_id(&self) -> String {
+        self.header("mcp-session-id")
+            .unwrap_or_else(|| panic!("no session id: {self:?}"))
+            .to_owned()
+    }
+}
+
+/// Waits until the server closes `stream` (end of file or reset), failing past the bound.
+pub fn wait_for_close(stream: &mut TcpStream) {
+    let mut buffer = [0u8; 1024];
+    loop {
+        match stream.read(&mut buffer) {
+            Ok(0) => return,
+            Ok(_) => {}
+            Err(error) if error.kind() == std::io::ErrorKind::ConnectionReset => return,
+            Err(error) => panic!("the server kept the connection open: {error}"),
+        }
+    }
+}
+
+/// Polls `done` until it holds; the bound only fails the test.
+pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+    let deadline = Instant::now() + FAILURE_BOUND;
+    while !done() {
+        assert!(Instant::now() < deadline, "never happened: {what}");
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
