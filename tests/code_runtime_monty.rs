@@ -220,15 +220,40 @@ async fn a_worker_killed_mid_run_reads_as_worker_exit_and_is_replaced() {
             tokio::time::sleep(Duration::from_millis(10)).await;
         }
         // The run's worker and the idle ones: the crash of any is the host's to absorb.
-        for pid in workers() {
+        let killed = workers();
+        for &pid in &killed {
             // SAFETY: a plain signal to a child process of this test.
             unsafe { libc::kill(pid, libc::SIGKILL) };
         }
+        killed
     };
-    let (out, ()) = tokio::join!(live, killer);
+    let (out, killed) = tokio::join!(live, killer);
     assert_failure(&out.unwrap(), FailureKind::WorkerExit, "killed by signal");
+    // An idle worker is skipped once it is seen dead; one killed but still exiting is not yet
+    // dead to anyone, so the next run waits for the kills to land.
+    for pid in killed {
+        assert!(
+            eventually_dead(pid).await,
+            "worker {pid} still running after SIGKILL"
+        );
+    }
     assert_value(&run(&rt, "return 'still here'").await, json!("still here"));
     rt.dispose().await;
+}
+
+/// Whether process `pid` has died (a zombie or gone) within a generous failure bound.
+async fn eventually_dead(pid: i32) -> bool {
+    for _ in 0..1_000 {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        let state = stat
+            .rsplit_once(") ")
+            .and_then(|(_, rest)| rest.split_whitespace().next());
+        if matches!(state, None | Some("Z") | Some("X")) {
+            return true;
+        }
+        tokio::time::sleep(Duration::from_millis(10)).await;
+    }
+    false
 }
 
 /// CPU time process `pid` has used, in clock ticks.

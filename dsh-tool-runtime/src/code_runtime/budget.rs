@@ -2,9 +2,9 @@
 //! child's process tree is checked against them (`RLIMIT_CPU`, set in `process.rs`, only backs
 //! the CPU budget up per process).
 
-use super::FailureKind;
 use super::process::{self, Usage};
 use super::session::Ending;
+use super::{CodeRuntimeError, FailureKind};
 
 /// The budgets of one run, shared by every code runtime's configuration. How each is measured
 /// depends on where programs run: [`SubprocessConfig::budgets`](super::SubprocessConfig::budgets)
@@ -42,6 +42,38 @@ impl Default for Budgets {
             max_binding_calls: 10_000,
             max_concurrent_runs: std::thread::available_parallelism().map_or(2, |n| n.get()) * 2,
         }
+    }
+}
+
+impl Budgets {
+    /// Checks every budget is in range; a runtime's memory budget is at least `min_memory_mb`.
+    ///
+    /// # Errors
+    ///
+    /// [`CodeRuntimeError::InvalidConfig`] naming the first budget out of range.
+    pub(crate) fn validate(&self, min_memory_mb: u64) -> Result<(), CodeRuntimeError> {
+        let fail = |m: String| Err(CodeRuntimeError::InvalidConfig(m));
+        let ms = 1..=i32::MAX as u64;
+        if !ms.contains(&self.compute_ms) {
+            return fail("config.budgets.compute_ms must be between 1 and 2147483647".to_owned());
+        }
+        if !ms.contains(&self.max_wall_ms) {
+            return fail("config.budgets.max_wall_ms must be between 1 and 2147483647".to_owned());
+        }
+        if !(4..=(1 << 53) - 1).contains(&self.max_output_bytes) {
+            return fail(
+                "config.budgets.max_output_bytes must be a safe integer of at least 4".to_owned(),
+            );
+        }
+        if !(min_memory_mb..=1 << 20).contains(&self.max_memory_mb) {
+            return fail(format!(
+                "config.budgets.max_memory_mb must be between {min_memory_mb} and 1048576"
+            ));
+        }
+        if !(1..=tokio::sync::Semaphore::MAX_PERMITS).contains(&self.max_concurrent_runs) {
+            return fail("config.budgets.max_concurrent_runs must be positive".to_owned());
+        }
+        Ok(())
     }
 }
 

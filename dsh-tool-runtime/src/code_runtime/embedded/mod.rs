@@ -84,25 +84,7 @@ impl Default for EmbeddedConfig {
 
 impl EmbeddedConfig {
     fn validate(&self) -> Result<(), CodeRuntimeError> {
-        let fail = |m: &str| Err(CodeRuntimeError::InvalidConfig(m.to_owned()));
-        if self.budgets.compute_ms == 0 || self.budgets.compute_ms > i32::MAX as u64 {
-            return fail("config.budgets.compute_ms must be between 1 and 2147483647");
-        }
-        if self.budgets.max_wall_ms == 0 || self.budgets.max_wall_ms > i32::MAX as u64 {
-            return fail("config.budgets.max_wall_ms must be between 1 and 2147483647");
-        }
-        if self.budgets.max_output_bytes < 4 || self.budgets.max_output_bytes > (1 << 53) - 1 {
-            return fail("config.budgets.max_output_bytes must be a safe integer of at least 4");
-        }
-        if self.budgets.max_memory_mb < 4 || self.budgets.max_memory_mb > 1 << 20 {
-            return fail("config.budgets.max_memory_mb must be between 4 and 1048576");
-        }
-        if self.budgets.max_concurrent_runs == 0
-            || self.budgets.max_concurrent_runs > Semaphore::MAX_PERMITS
-        {
-            return fail("config.budgets.max_concurrent_runs must be positive");
-        }
-        Ok(())
+        self.budgets.validate(4)
     }
 }
 

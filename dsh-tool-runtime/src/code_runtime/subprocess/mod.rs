@@ -79,23 +79,9 @@ impl Default for SubprocessConfig {
 impl SubprocessConfig {
     fn validate(&self) -> Result<(), CodeRuntimeError> {
         let fail = |m: &str| Err(CodeRuntimeError::InvalidConfig(m.to_owned()));
-        if self.budgets.compute_ms == 0 {
-            return fail("config.budgets.compute_ms must be positive");
-        }
-        if self.budgets.max_wall_ms == 0 || self.budgets.max_wall_ms > i32::MAX as u64 {
-            return fail("config.budgets.max_wall_ms must be between 1 and 2147483647");
-        }
-        if self.budgets.max_output_bytes < 4 || self.budgets.max_output_bytes > (1 << 53) - 1 {
-            return fail("config.budgets.max_output_bytes must be a safe integer of at least 4");
-        }
-        if self.budgets.max_memory_mb < 64 || self.budgets.max_memory_mb > 1 << 20 {
-            return fail("config.budgets.max_memory_mb must be between 64 and 1048576");
-        }
+        self.budgets.validate(64)?;
         if self.max_frame_bytes < 1024 || self.max_frame_bytes > (1 << 53) - 1 {
             return fail("config.max_frame_bytes must be a safe integer of at least 1024");
-        }
-        if self.budgets.max_concurrent_runs == 0 {
-            return fail("config.budgets.max_concurrent_runs must be positive");
         }
         Ok(())
     }
