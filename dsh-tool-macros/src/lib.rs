@@ -81,8 +81,32 @@ use proc_macro::TokenStream;
 ///
 /// `Result<T, E>` (any type named `Result` with two parameters or an alias such as
 /// `io::Result<T>`) or a plain `T`, where `T: Serialize + JsonSchema` gives the output schema
-/// (`()` ⇒ `{"type": "null"}`). `E` is a `dsh_tools::ToolError` (code and name kept) or any
-/// `Display` type (message only).
+/// (`()` ⇒ `{"type": "null"}`). `E` converts into a `dsh_tools::ToolError` through `Into` when
+/// it can — a `ToolError` itself, or an error type of yours with `impl From<E> for ToolError`,
+/// keeping the code and name the `From` sets — and otherwise through `Display` (message only:
+/// `String`, `std::io::Error`, `anyhow::Error`, …). So an error type gets its code in one place:
+///
+/// ```
+/// use dsh_tools::{tool, ToolError};
+///
+/// enum BankError {
+///     Overdrawn,
+/// }
+///
+/// impl From<BankError> for ToolError {
+///     fn from(err: BankError) -> Self {
+///         match err {
+///             BankError::Overdrawn => ToolError::new("insufficient funds").with_code("E_FUNDS"),
+///         }
+///     }
+/// }
+///
+/// /// Withdraw from the account.
+/// #[tool]
+/// async fn withdraw(amount: u64) -> Result<u64, BankError> {
+///     100_u64.checked_sub(amount).ok_or(BankError::Overdrawn)
+/// }
+/// ```
 ///
 /// # `#[tool(...)]` arguments
 ///
