@@ -1,5 +1,5 @@
-//! The `#[tool]` and `#[toolbox]` attributes of dsh-tools. Use them through the `dsh-tools`
-//! crate, which re-exports them with the runtime they expand to.
+//! The `#[tool]`, `#[toolbox]` and `#[tool_type]` attributes of dsh-tools. Use them through the
+//! `dsh-tools` crate, which re-exports them with the runtime they expand to.
 
 mod ast;
 mod attr;
@@ -7,6 +7,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod fallback;
+mod root_derive;
 mod symbol;
 mod tool_type;
 
@@ -210,4 +211,36 @@ pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
 #[proc_macro_attribute]
 pub fn tool_type(args: TokenStream, item: TokenStream) -> TokenStream {
     tool_type::expand(args.into(), item.into()).into()
+}
+
+/// `dsh_tools::Deserialize` as a derive: a compile error that says to put
+/// [`#[tool_type]`](macro@tool_type) on the type instead. (serde's own derive, named this way
+/// without `#[serde(crate = "dsh_tools::serde")]`, fails with a dozen errors about a missing
+/// `serde` crate.) To derive by hand, use `dsh_tools::serde::Deserialize` with that attribute.
+///
+/// ```compile_fail
+/// #[derive(dsh_tools::Deserialize)]
+/// struct Query {
+///     text: String,
+/// }
+/// ```
+#[proc_macro_derive(Deserialize, attributes(serde))]
+pub fn derive_deserialize(item: TokenStream) -> TokenStream {
+    root_derive::expand(item.into(), root_derive::Derive::Deserialize).into()
+}
+
+/// `dsh_tools::Serialize` as a derive: a compile error that says to put
+/// [`#[tool_type]`](macro@tool_type) on the type instead. To derive by hand, use
+/// `dsh_tools::serde::Serialize` with `#[serde(crate = "dsh_tools::serde")]`.
+#[proc_macro_derive(Serialize, attributes(serde))]
+pub fn derive_serialize(item: TokenStream) -> TokenStream {
+    root_derive::expand(item.into(), root_derive::Derive::Serialize).into()
+}
+
+/// `dsh_tools::JsonSchema` as a derive: a compile error that says to put
+/// [`#[tool_type]`](macro@tool_type) on the type instead. To derive by hand, use
+/// `dsh_tools::schemars::JsonSchema` with `#[schemars(crate = "dsh_tools::schemars")]`.
+#[proc_macro_derive(JsonSchema, attributes(schemars, serde, validate, garde))]
+pub fn derive_json_schema(item: TokenStream) -> TokenStream {
+    root_derive::expand(item.into(), root_derive::Derive::JsonSchema).into()
 }

@@ -41,7 +41,7 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let serde = LitStr::new(&format!("{text}::serde"), proc_macro2::Span::call_site());
     let schemars = LitStr::new(&format!("{text}::schemars"), proc_macro2::Span::call_site());
     quote! {
-        #[derive(#krate::Deserialize, #krate::Serialize, #krate::JsonSchema)]
+        #[derive(#krate::serde::Deserialize, #krate::serde::Serialize, #krate::schemars::JsonSchema)]
         #[serde(crate = #serde)]
         #[schemars(crate = #schemars)]
         #deny

@@ -16,7 +16,7 @@ use crate::validate::{check_length, check_pattern, check_range};
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a `#[tool]` parameter: it must implement `Deserialize` and `JsonSchema`",
     label = "not usable as a tool parameter",
-    note = "derive on your type what it lacks: `dsh_tools::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, take a `String` or a type of yours and convert in the body"
+    note = "put `#[dsh_tools::tool_type]` on your type; to derive by hand: `dsh_tools::serde::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::schemars::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, take a `String` or a type of yours and convert in the body"
 )]
 pub trait ToolArg: Sized {
     /// Reads the parameter (the generated struct's `deserialize_with`).
