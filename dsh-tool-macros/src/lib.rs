@@ -59,7 +59,8 @@ use proc_macro::TokenStream;
 ///
 /// A parameter's `///` comment is its property description. `Option<T>` parameters are not
 /// required; an explicit JSON `null` counts as absent. Parameter types must own their data (no
-/// `&str`). `#[arg(...)]` keys:
+/// `&str`), and hold no type named `Duration`, which serde writes as `{secs, nanos}` (take
+/// `timeout_ms: u64`; the same goes for the output and `#[tool_type]` fields). `#[arg(...)]` keys:
 ///
 /// | key | effect |
 /// | --- | --- |
@@ -205,6 +206,9 @@ pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
 /// (`#[serde(deny_unknown_fields)]`, `additionalProperties: false`). `#[tool_type(allow_unknown)]`
 /// accepts them; a type with a `#[serde(flatten)]` field must say so, since serde cannot refuse
 /// unknown keys next to a flattened field.
+///
+/// A field holding a `Duration` is a compile error (serde writes it as `{secs, nanos}`; use
+/// `timeout_ms: u64`), unless it picks its own form with `#[serde(with = …)]` or is skipped.
 ///
 /// `#[tool_type(crate = path)]` names a renamed `dsh-tools` dependency. On anything but a struct
 /// or an enum it is a compile error.
