@@ -27,13 +27,26 @@ pub use dsh_tool_runtime::{
 };
 
 /// serde and schemars, re-exported so a tool author's own parameter and output types derive
-/// through `dsh_tools` alone: `#[tool_type]` on the type does it in one line (by hand: add
-/// `#[serde(crate = "dsh_tools::serde")]` and `#[schemars(crate = "dsh_tools::schemars")]`).
+/// through `dsh_tools` alone: `#[tool_type]` on the type does it in one line (by hand: derive
+/// `dsh_tools::serde::Deserialize` etc. with `#[serde(crate = "dsh_tools::serde")]` and
+/// `dsh_tools::schemars::JsonSchema` with `#[schemars(crate = "dsh_tools::schemars")]`).
 pub use dsh_tool_runtime::__private::schemars;
-pub use schemars::JsonSchema;
-pub use serde::{self, Deserialize, Serialize};
+pub use serde;
+// The traits at the root, next to derives of the same names that are errors pointing to
+// `#[tool_type]` (serde's and schemars' derives need `crate = …` attributes to work from here).
+pub use dsh_tool_macros::{Deserialize, Serialize};
+pub use json_schema_trait::JsonSchema;
+pub use serde::de::Deserialize;
+pub use serde::ser::Serialize;
 /// serde_json, re-exported for building arguments (`dsh_tools::serde_json::json!`) and reading values.
 pub use serde_json;
+
+/// schemars' `JsonSchema` trait with the root's derive: schemars has no path to the trait alone,
+/// and an explicit import shadows the glob's derive.
+mod json_schema_trait {
+    pub use crate::schemars::*;
+    pub use dsh_tool_macros::JsonSchema;
+}
 
 /// The pipeline's extension points, registered on a [`Registry`] or an [`AgentScope`] as plain
 /// closures: pre-execute hooks ([`Registry::on_pre_execute`], deciding with [`PreDecision`]

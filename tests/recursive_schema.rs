@@ -12,8 +12,9 @@ use std::process::Command;
 
 use dsh_tools::__private::SchemaValidator;
 use dsh_tools::dialect::Dialect;
+use dsh_tools::schemars::JsonSchema;
 use dsh_tools::sdk::{self, Language, ToolSpec};
-use dsh_tools::{Deserialize, JsonSchema, Serialize};
+use dsh_tools::serde::{Deserialize, Serialize};
 use dsh_tools::{ToolDefinition, ToolExec, tool};
 use serde_json::{Value, json};
 

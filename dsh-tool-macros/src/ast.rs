@@ -371,3 +371,19 @@ pub fn option_inner(ty: &Type) -> Option<&Type> {
         _ => None,
     }
 }
+
+/// The type argument at `index` of a return type written `Result<T, E>` (`E` is absent from an
+/// alias such as `io::Result<T>`).
+pub fn result_type_arg(ty: &Type, index: usize) -> Option<&Type> {
+    let Type::Path(path) = ty else { return None };
+    let PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
+        return None;
+    };
+    args.args
+        .iter()
+        .filter_map(|arg| match arg {
+            GenericArgument::Type(ty) => Some(ty),
+            _ => None,
+        })
+        .nth(index)
+}

@@ -3,9 +3,9 @@
 
 use proc_macro2::{TokenStream, TokenTree};
 use quote::ToTokens;
-use syn::{GenericParam, Type};
+use syn::{GenericArgument, GenericParam, PathArguments, Type};
 
-use crate::ast::{Context, ParamKind, ToolFn, Toolbox};
+use crate::ast::{Context, Output, ParamKind, ToolFn, Toolbox, result_type_arg};
 use crate::ctxt::Ctxt;
 
 /// Runs every rule on one tool fn.
@@ -22,6 +22,7 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     check_args_struct(cx, tool);
     check_option_default(cx, tool);
     check_param_types(cx, tool);
+    check_output_type(cx, tool);
     check_impl_scope(cx, tool);
     check_wire_names(cx, tool);
     check_bounds_order(cx, tool);
@@ -357,21 +358,77 @@ fn check_param_types(cx: &Ctxt, tool: &ToolFn) {
                 param.ty,
                 "a `#[tool]` parameter cannot be `impl Trait`; use a concrete type",
             ),
-            // serde's `Duration` is `{secs, nanos}`: no model writes that for "five seconds".
-            Type::Path(path)
-                if path
-                    .path
-                    .segments
-                    .last()
-                    .is_some_and(|segment| segment.ident == "Duration") =>
-            {
-                cx.error_spanned_by(
-                    param.ty,
-                    "a `Duration` parameter reaches the model as `{secs, nanos}`; take a number with its unit in the name, e.g. `timeout_ms: u64`, and convert with `Duration::from_millis`",
-                )
+            _ => {
+                if let Some(duration) = find_duration(param.ty) {
+                    cx.error_spanned_by(
+                        duration,
+                        "a `Duration` parameter reaches the model as `{secs, nanos}`; take a number with its unit in the name, e.g. `timeout_ms: u64`, and convert with `Duration::from_millis`",
+                    );
+                }
             }
-            _ => {}
         }
+    }
+}
+
+// The model reads the output through its schema, so a `Duration` is `{secs, nanos}` there too.
+//
+//     async fn time(…) -> Result<Vec<Duration>, ToolError> { … }
+fn check_output_type(cx: &Ctxt, tool: &ToolFn) {
+    let output = match tool.output {
+        Output::Plain(ty) => Some(ty),
+        Output::Result(ty) => result_type_arg(ty, 0),
+        Output::Unit => None,
+    };
+    if let Some(duration) = output.and_then(find_duration) {
+        cx.error_spanned_by(
+            duration,
+            "a `Duration` output reaches the model as `{secs, nanos}`; return a number with its unit in the name instead, e.g. a `#[tool_type]` struct with `elapsed_ms: u64` (`Duration::as_millis`)",
+        );
+    }
+}
+
+/// The first type named `Duration` in `ty`, generic arguments included: serde writes
+/// `std::time::Duration` as `{secs, nanos}`, which no model writes for "five seconds". The check
+/// is by name, so an alias of it goes unseen.
+pub fn find_duration(ty: &Type) -> Option<&Type> {
+    match ty {
+        Type::Path(path) => {
+            if path
+                .path
+                .segments
+                .last()
+                .is_some_and(|segment| segment.ident == "Duration")
+            {
+                return Some(ty);
+            }
+            let args = path
+                .path
+                .segments
+                .iter()
+                .filter_map(|segment| match &segment.arguments {
+                    PathArguments::AngleBracketed(args) => Some(&args.args),
+                    _ => None,
+                })
+                .flatten()
+                .filter_map(|arg| match arg {
+                    GenericArgument::Type(ty) => Some(ty),
+                    GenericArgument::AssocType(assoc) => Some(&assoc.ty),
+                    _ => None,
+                });
+            path.qself
+                .iter()
+                .map(|qself| &*qself.ty)
+                .chain(args)
+                .find_map(find_duration)
+        }
+        Type::Array(array) => find_duration(&array.elem),
+        Type::Slice(slice) => find_duration(&slice.elem),
+        Type::Reference(reference) => find_duration(&reference.elem),
+        Type::Ptr(ptr) => find_duration(&ptr.elem),
+        Type::Paren(paren) => find_duration(&paren.elem),
+        Type::Group(group) => find_duration(&group.elem),
+        Type::Tuple(tuple) => tuple.elems.iter().find_map(find_duration),
+        _ => None,
     }
 }
 
@@ -408,7 +465,7 @@ fn check_impl_scope(cx: &Ctxt, tool: &ToolFn) {
             );
         }
     }
-    if let crate::ast::Output::Plain(ty) | crate::ast::Output::Result(ty) = tool.output
+    if let Output::Plain(ty) | Output::Result(ty) = tool.output
         && find_ident(ty.to_token_stream(), |word| word == "Self").is_some()
     {
         cx.error_spanned_by(

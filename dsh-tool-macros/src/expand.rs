@@ -7,7 +7,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{FnArg, Ident, ImplItem, ItemFn, ItemImpl, Signature};
 
-use crate::ast::{Context, Output, ParamKind, ToolFn, Toolbox, is_tool_attr};
+use crate::ast::{Context, Output, ParamKind, ToolFn, Toolbox, is_tool_attr, result_type_arg};
 use crate::attr;
 use crate::check;
 use crate::ctxt::Ctxt;
@@ -355,7 +355,7 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
         Output::Plain(ty) => ty.to_token_stream(),
         // Spanned on `T` of `Result<T, E>`, where the output assertion points.
         Output::Result(ty) => {
-            let span = result_ok_type(ty).map_or_else(|| ty.span(), Spanned::span);
+            let span = result_type_arg(ty, 0).map_or_else(|| ty.span(), Spanned::span);
             quote_spanned!(span=> <#ty as #private::IntoToolResult>::Ok)
         }
     };
@@ -375,7 +375,7 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
     // `T` of `Result<T, E>` carries the caret, not `Result`; a `Result` without type arguments is
     // reported by `IntoToolResult` alone.
     if let Output::Result(ty) = tool.output
-        && result_ok_type(ty).is_none()
+        && result_type_arg(ty, 0).is_none()
     {
         // Stops the body of `call` from reporting the same type again.
         exec_conversions.push(quote_spanned! {ty.span()=>
@@ -415,10 +415,26 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             ::core::result::Result::Ok(())
         },
         Output::Plain(_) => quote!(::core::result::Result::Ok(#call)),
-        // Spanned like `type Output`, so a non-`Result` type is reported once, on the type.
-        Output::Result(ty) => quote_spanned! {ty.span()=>
-            <#ty as #private::IntoToolResult>::into_tool_result(#call)
-        },
+        // Spanned like `type Output`, so a non-`Result` type is reported once, on the type; the
+        // conversion is spanned on `E`, where an error type that cannot convert is reported.
+        Output::Result(ty) => {
+            let span = result_type_arg(ty, 1).map_or_else(|| ty.span(), Spanned::span);
+            let convert = quote_spanned! {span=>
+                (&&#private::ErrorProbe::<<#ty as #private::IntoToolResult>::Err>::new())
+                    .tool_error(__dsh_err)
+            };
+            quote_spanned! {ty.span()=>
+                match <#ty as #private::IntoToolResult>::into_result(#call) {
+                    ::core::result::Result::Ok(__dsh_ok) => ::core::result::Result::Ok(__dsh_ok),
+                    ::core::result::Result::Err(__dsh_err) => {
+                        // `Into<ToolError>` (code and name kept) if `E` has it, else `Display`.
+                        #[allow(unused_imports)]
+                        use #private::{ErrorViaDisplay as _, ErrorViaInto as _};
+                        ::core::result::Result::Err(#convert)
+                    }
+                }
+            }
+        }
     };
 
     let timeout = tool.attrs.timeout_ms.as_ref().map(|timeout| {
@@ -505,20 +521,6 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             #hooks
         }
     }
-}
-
-/// `T` of a return type written `Result<T, …>`.
-fn result_ok_type(ty: &syn::Type) -> Option<&syn::Type> {
-    let syn::Type::Path(path) = ty else {
-        return None;
-    };
-    let syn::PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
-        return None;
-    };
-    args.args.iter().find_map(|arg| match arg {
-        syn::GenericArgument::Type(ty) => Some(ty),
-        _ => None,
-    })
 }
 
 /// `check_constraints`: one runtime check per `range` / `length` / `pattern`, spanned on the

@@ -1,5 +1,5 @@
-//! The `#[tool]` and `#[toolbox]` attributes of dsh-tools. Use them through the `dsh-tools`
-//! crate, which re-exports them with the runtime they expand to.
+//! The `#[tool]`, `#[toolbox]` and `#[tool_type]` attributes of dsh-tools. Use them through the
+//! `dsh-tools` crate, which re-exports them with the runtime they expand to.
 
 mod ast;
 mod attr;
@@ -7,6 +7,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod fallback;
+mod root_derive;
 mod symbol;
 mod tool_type;
 
@@ -58,7 +59,8 @@ use proc_macro::TokenStream;
 ///
 /// A parameter's `///` comment is its property description. `Option<T>` parameters are not
 /// required; an explicit JSON `null` counts as absent. Parameter types must own their data (no
-/// `&str`). `#[arg(...)]` keys:
+/// `&str`), and hold no type named `Duration`, which serde writes as `{secs, nanos}` (take
+/// `timeout_ms: u64`; the same goes for the output and `#[tool_type]` fields). `#[arg(...)]` keys:
 ///
 /// | key | effect |
 /// | --- | --- |
@@ -81,8 +83,32 @@ use proc_macro::TokenStream;
 ///
 /// `Result<T, E>` (any type named `Result` with two parameters or an alias such as
 /// `io::Result<T>`) or a plain `T`, where `T: Serialize + JsonSchema` gives the output schema
-/// (`()` ⇒ `{"type": "null"}`). `E` is a `dsh_tools::ToolError` (code and name kept) or any
-/// `Display` type (message only).
+/// (`()` ⇒ `{"type": "null"}`). `E` converts into a `dsh_tools::ToolError` through `Into` when
+/// it can — a `ToolError` itself, or an error type of yours with `impl From<E> for ToolError`,
+/// keeping the code and name the `From` sets — and otherwise through `Display` (message only:
+/// `String`, `std::io::Error`, `anyhow::Error`, …). So an error type gets its code in one place:
+///
+/// ```
+/// use dsh_tools::{tool, ToolError};
+///
+/// enum BankError {
+///     Overdrawn,
+/// }
+///
+/// impl From<BankError> for ToolError {
+///     fn from(err: BankError) -> Self {
+///         match err {
+///             BankError::Overdrawn => ToolError::new("insufficient funds").with_code("E_FUNDS"),
+///         }
+///     }
+/// }
+///
+/// /// Withdraw from the account.
+/// #[tool]
+/// async fn withdraw(amount: u64) -> Result<u64, BankError> {
+///     100_u64.checked_sub(amount).ok_or(BankError::Overdrawn)
+/// }
+/// ```
 ///
 /// # `#[tool(...)]` arguments
 ///
@@ -181,9 +207,44 @@ pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
 /// accepts them; a type with a `#[serde(flatten)]` field must say so, since serde cannot refuse
 /// unknown keys next to a flattened field.
 ///
+/// A field holding a `Duration` is a compile error (serde writes it as `{secs, nanos}`; use
+/// `timeout_ms: u64`), unless it picks its own form with `#[serde(with = …)]` or is skipped.
+///
 /// `#[tool_type(crate = path)]` names a renamed `dsh-tools` dependency. On anything but a struct
 /// or an enum it is a compile error.
 #[proc_macro_attribute]
 pub fn tool_type(args: TokenStream, item: TokenStream) -> TokenStream {
     tool_type::expand(args.into(), item.into()).into()
+}
+
+/// `dsh_tools::Deserialize` as a derive: a compile error that says to put
+/// [`#[tool_type]`](macro@tool_type) on the type instead. (serde's own derive, named this way
+/// without `#[serde(crate = "dsh_tools::serde")]`, fails with a dozen errors about a missing
+/// `serde` crate.) To derive by hand, use `dsh_tools::serde::Deserialize` with that attribute.
+///
+/// ```compile_fail
+/// #[derive(dsh_tools::Deserialize)]
+/// struct Query {
+///     text: String,
+/// }
+/// ```
+#[proc_macro_derive(Deserialize, attributes(serde))]
+pub fn derive_deserialize(item: TokenStream) -> TokenStream {
+    root_derive::expand(item.into(), root_derive::Derive::Deserialize).into()
+}
+
+/// `dsh_tools::Serialize` as a derive: a compile error that says to put
+/// [`#[tool_type]`](macro@tool_type) on the type instead. To derive by hand, use
+/// `dsh_tools::serde::Serialize` with `#[serde(crate = "dsh_tools::serde")]`.
+#[proc_macro_derive(Serialize, attributes(serde))]
+pub fn derive_serialize(item: TokenStream) -> TokenStream {
+    root_derive::expand(item.into(), root_derive::Derive::Serialize).into()
+}
+
+/// `dsh_tools::JsonSchema` as a derive: a compile error that says to put
+/// [`#[tool_type]`](macro@tool_type) on the type instead. To derive by hand, use
+/// `dsh_tools::schemars::JsonSchema` with `#[schemars(crate = "dsh_tools::schemars")]`.
+#[proc_macro_derive(JsonSchema, attributes(schemars, serde, validate, garde))]
+pub fn derive_json_schema(item: TokenStream) -> TokenStream {
+    root_derive::expand(item.into(), root_derive::Derive::JsonSchema).into()
 }

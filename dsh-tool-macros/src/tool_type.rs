@@ -6,7 +6,9 @@ use proc_macro2::TokenStream;
 use quote::{ToTokens, quote};
 use syn::parse::Parser;
 use syn::punctuated::Punctuated;
-use syn::{Attribute, Fields, Item, LitStr, Meta, Path, Token};
+use syn::{Attribute, Field, Fields, Item, LitStr, Meta, Path, Token};
+
+use crate::check::find_duration;
 
 /// The `#[tool_type(...)]` arguments.
 struct Options {
@@ -31,17 +33,24 @@ pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
             .to_compile_error();
         }
     };
-    let (deny, error) = match closing(&item, options.allow_unknown.as_ref()) {
+    // The type is still derived (open if closing failed), so its uses report nothing more.
+    let (deny, mut errors) = match closing(&item, options.allow_unknown.as_ref()) {
         Ok(deny) => (deny, None),
-        // The type is still derived (open), so its uses report nothing more.
-        Err(error) => (None, Some(error.to_compile_error())),
+        Err(error) => (None, Some(error)),
     };
+    for error in duration_fields(&item) {
+        match &mut errors {
+            Some(errors) => errors.combine(error),
+            None => errors = Some(error),
+        }
+    }
+    let error = errors.map(|errors| errors.to_compile_error());
     let krate = &options.krate;
     let text = krate.to_token_stream().to_string().replace(' ', "");
     let serde = LitStr::new(&format!("{text}::serde"), proc_macro2::Span::call_site());
     let schemars = LitStr::new(&format!("{text}::schemars"), proc_macro2::Span::call_site());
     quote! {
-        #[derive(#krate::Deserialize, #krate::Serialize, #krate::JsonSchema)]
+        #[derive(#krate::serde::Deserialize, #krate::serde::Serialize, #krate::schemars::JsonSchema)]
         #[serde(crate = #serde)]
         #[schemars(crate = #schemars)]
         #deny
@@ -95,9 +104,49 @@ fn closing(item: &Item, allow_unknown: Option<&Path>) -> syn::Result<Option<Toke
     }
 }
 
-/// The first `word` inside a `#[serde(...)]` of `attrs`, as written (for spans). An attribute
-/// that does not parse is skipped: serde reports it.
+/// An error for each field whose type holds a `Duration` (see `check::find_duration`), unless the
+/// field chooses its own representation (`with`, `serialize_with`, `deserialize_with`) or is
+/// skipped.
+fn duration_fields(item: &Item) -> Vec<syn::Error> {
+    let fields: Vec<&Field> = match item {
+        Item::Struct(item) => item.fields.iter().collect(),
+        Item::Enum(item) => item
+            .variants
+            .iter()
+            .flat_map(|variant| &variant.fields)
+            .collect(),
+        _ => Vec::new(),
+    };
+    fields
+        .into_iter()
+        .filter(|field| {
+            !serde_metas(&field.attrs).any(|meta| {
+                ["with", "serialize_with", "deserialize_with", "skip"]
+                    .into_iter()
+                    .any(|key| meta.path().is_ident(key))
+            })
+        })
+        .filter_map(|field| find_duration(&field.ty))
+        .map(|duration| {
+            syn::Error::new_spanned(
+                duration,
+                "a `Duration` field reaches the model as `{secs, nanos}`; use a number with its unit in the name, e.g. `timeout_ms: u64`, and convert with `Duration::from_millis` and `as_millis`",
+            )
+        })
+        .collect()
+}
+
+/// The first `word` inside a `#[serde(...)]` of `attrs`, as written (for spans).
 fn serde_word(attrs: &[Attribute], word: &str) -> Option<Path> {
+    serde_metas(attrs).find_map(|meta| match meta {
+        Meta::Path(path) if path.is_ident(word) => Some(path),
+        _ => None,
+    })
+}
+
+/// The items of every `#[serde(...)]` of `attrs`. An attribute that does not parse is skipped:
+/// serde reports it.
+fn serde_metas(attrs: &[Attribute]) -> impl Iterator<Item = Meta> + '_ {
     attrs
         .iter()
         .filter(|attr| attr.path().is_ident("serde"))
@@ -106,10 +155,6 @@ fn serde_word(attrs: &[Attribute], word: &str) -> Option<Path> {
                 .ok()
         })
         .flatten()
-        .find_map(|meta| match meta {
-            Meta::Path(path) if path.is_ident(word) => Some(path),
-            _ => None,
-        })
 }
 
 /// The arguments: the facade's path (`::dsh_tools` unless `crate = path` names a renamed

@@ -178,14 +178,3 @@ impl fmt::Display for ToolError {
 }
 
 impl std::error::Error for ToolError {}
-
-/// Converts whatever error type a tool body returns into a [`ToolError`].
-///
-/// A `ToolError` keeps its code and name; any other `Display` type becomes a message-only error.
-/// Used by the code `#[tool]` generates.
-pub fn into_tool_error<E: fmt::Display + 'static>(err: E) -> ToolError {
-    match (&err as &dyn std::any::Any).downcast_ref::<ToolError>() {
-        Some(tool_error) => tool_error.clone(),
-        None => ToolError::new(err.to_string()),
-    }
-}

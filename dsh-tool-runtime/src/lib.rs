@@ -80,7 +80,6 @@ pub use tool::{
 #[doc(hidden)]
 pub mod __private {
     pub use crate::annotations::DeclaredAnnotations;
-    pub use crate::error::into_tool_error;
     pub use crate::schema_derive as schemars;
     pub use crate::validate::{check_length, check_pattern, check_range};
     pub use serde;

@@ -9,14 +9,14 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 
 use crate::call::ToolExec;
-use crate::error::{ToolError, into_tool_error};
+use crate::error::ToolError;
 use crate::validate::{check_length, check_pattern, check_range};
 
 /// A type a `#[tool]` parameter may have: decoded from the model's JSON and described by a schema.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a `#[tool]` parameter: it must implement `Deserialize` and `JsonSchema`",
     label = "not usable as a tool parameter",
-    note = "derive on your type what it lacks: `dsh_tools::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, take a `String` or a type of yours and convert in the body"
+    note = "put `#[dsh_tools::tool_type]` on your type; to derive by hand: `dsh_tools::serde::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::schemars::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, take a `String` or a type of yours and convert in the body"
 )]
 pub trait ToolArg: Sized {
     /// Reads the parameter (the generated struct's `deserialize_with`).
@@ -57,23 +57,95 @@ impl IsToolExec for ToolExec {
     }
 }
 
-/// The return type of a `#[tool]` fn named `Result`: any `Result<T, E>` with a `Display` error.
+/// The return type of a `#[tool]` fn named `Result`: any `Result<T, E>`. Its error goes through
+/// [`ErrorProbe`].
 #[diagnostic::on_unimplemented(
-    message = "`{Self}` is named `Result` but is not a `Result<T, E>` whose error implements `Display`",
-    label = "a `#[tool]` fn returning a type named `Result` must return `Result<T, E>` with `E: Display`",
-    note = "return `Result<T, dsh_tools::ToolError>` (or any `E: Display`), or a plain `T`"
+    message = "`{Self}` is named `Result` but is not a `Result<T, E>`",
+    label = "a `#[tool]` fn returning a type named `Result` must return `Result<T, E>`",
+    note = "return `Result<T, E>`, where `E` is `dsh_tools::ToolError`, has `impl From<E> for ToolError` or implements `Display`; or a plain `T`"
 )]
 pub trait IntoToolResult {
     /// The success type, the tool's output.
     type Ok;
-    /// Converts the error side into a [`ToolError`], keeping the code of a `ToolError`.
-    fn into_tool_result(self) -> Result<Self::Ok, ToolError>;
+    /// The error type of the body.
+    type Err;
+    /// The value as the `Result` it is.
+    fn into_result(self) -> Result<Self::Ok, Self::Err>;
 }
 
-impl<T, E: Display + 'static> IntoToolResult for Result<T, E> {
+impl<T, E> IntoToolResult for Result<T, E> {
     type Ok = T;
-    fn into_tool_result(self) -> Result<T, ToolError> {
-        self.map_err(into_tool_error)
+    type Err = E;
+    fn into_result(self) -> Result<T, E> {
+        self
+    }
+}
+
+/// Converts a body's error into a [`ToolError`]: method resolution on `&&ErrorProbe<E>` picks
+/// [`ErrorViaInto`] when `E: Into<ToolError>` (a `ToolError` itself, or a type with
+/// `From<E> for ToolError`, whose code and name survive), else [`ErrorViaDisplay`] one auto-deref
+/// further (the message alone).
+pub struct ErrorProbe<E>(std::marker::PhantomData<fn(E)>);
+
+impl<E> ErrorProbe<E> {
+    /// The probe for `E`.
+    pub fn new() -> Self {
+        ErrorProbe(std::marker::PhantomData)
+    }
+}
+
+impl<E> Default for ErrorProbe<E> {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// The error converts into a [`ToolError`]: everything its `From` sets is kept.
+pub trait ErrorViaInto<E> {
+    /// `err.into()`.
+    fn tool_error(self, err: E) -> ToolError;
+}
+
+impl<E: Into<ToolError>> ErrorViaInto<E> for &&ErrorProbe<E> {
+    fn tool_error(self, err: E) -> ToolError {
+        err.into()
+    }
+}
+
+/// The error does not convert: it becomes a [`ToolError`] with its `Display` text as the message.
+pub trait ErrorViaDisplay<E> {
+    /// `ToolError::new(err.to_string())`.
+    fn tool_error(self, err: E) -> ToolError
+    where
+        E: ToolErrorMessage;
+}
+
+// Unconditional, so an error type with neither conversion still finds this method and fails on
+// its `where` clause, with `ToolErrorMessage`'s note, rather than as a method not found.
+impl<E> ErrorViaDisplay<E> for &ErrorProbe<E> {
+    fn tool_error(self, err: E) -> ToolError
+    where
+        E: ToolErrorMessage,
+    {
+        ToolError::new(err.tool_error_message())
+    }
+}
+
+/// An error a `#[tool]` body returns that does not convert into a [`ToolError`]: it must display.
+#[diagnostic::on_unimplemented(
+    message = "`{Self}` cannot be the error of a `#[tool]` fn: it neither converts into `dsh_tools::ToolError` nor implements `Display`",
+    label = "not usable as a tool's error",
+    note = "add `impl From<{Self}> for dsh_tools::ToolError` (where `ToolError::new(…).with_code(\"E_…\")` gives it a code), or implement `Display` for a message-only error"
+)]
+pub trait ToolErrorMessage {
+    /// The message the model reads.
+    fn tool_error_message(&self) -> String;
+}
+
+#[diagnostic::do_not_recommend]
+impl<E: Display> ToolErrorMessage for E {
+    fn tool_error_message(&self) -> String {
+        self.to_string()
     }
 }
 
@@ -279,12 +351,50 @@ mod tests {
         );
     }
 
+    /// The conversion the generated code writes for a body's error of type `$ty`.
+    macro_rules! tool_error {
+        ($ty:ty, $err:expr) => {
+            (&&ErrorProbe::<$ty>::new()).tool_error($err)
+        };
+    }
+
+    #[derive(Debug)]
+    struct Overdrawn;
+
+    impl std::fmt::Display for Overdrawn {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str("display text")
+        }
+    }
+
+    impl From<Overdrawn> for ToolError {
+        fn from(_: Overdrawn) -> Self {
+            ToolError::new("insufficient funds")
+                .with_code("E_FUNDS")
+                .with_name("BankError")
+        }
+    }
+
     #[test]
-    fn results_keep_tool_error_codes() {
-        let failed: Result<(), ToolError> = Err(ToolError::new("full").with_code("ENOSPC"));
-        let err = failed.into_tool_result().unwrap_err();
-        assert_eq!(err.code(), Some("ENOSPC"));
-        let failed: Result<(), String> = Err("nope".into());
-        assert_eq!(failed.into_tool_result().unwrap_err().message(), "nope");
+    fn errors_convert_through_into_before_display() {
+        let coded = tool_error!(ToolError, ToolError::new("full").with_code("ENOSPC"));
+        assert_eq!((coded.message(), coded.code()), ("full", Some("ENOSPC")));
+        // `From` wins over `Display`, keeping its message, code and name.
+        let own = tool_error!(Overdrawn, Overdrawn);
+        assert_eq!(
+            (own.message(), own.code(), own.name()),
+            ("insufficient funds", Some("E_FUNDS"), Some("BankError"))
+        );
+        assert_eq!(
+            tool_error!(String, "nope".to_owned()),
+            ToolError::new("nope")
+        );
+        let io = std::io::Error::other("disk gone");
+        assert_eq!(tool_error!(std::io::Error, io), ToolError::new("disk gone"));
+        let boxed: Box<dyn std::error::Error + Send + Sync> = "boxed".into();
+        assert_eq!(
+            tool_error!(Box<dyn std::error::Error + Send + Sync>, boxed),
+            ToolError::new("boxed")
+        );
     }
 }

@@ -15,11 +15,11 @@ use crate::result::{ContentBlock, ToolResult};
 
 /// What [`Tool::Args`] must be: read from the model's JSON (`Deserialize`) and described by the
 /// parameters schema (`JsonSchema`, deserialize view). Implemented for every such type; derive
-/// the two traits (through `dsh_tools`, see the README) rather than implementing this.
+/// the two traits (`#[tool_type]`, see the README) rather than implementing this.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the arguments of a `#[tool]`: it must implement `Deserialize` and `JsonSchema`",
     label = "not usable as tool arguments",
-    note = "derive on your type what it lacks: `dsh_tools::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`)"
+    note = "put `#[dsh_tools::tool_type]` on your type; to derive by hand: `dsh_tools::serde::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::schemars::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`)"
 )]
 pub trait ToolArgs: Sized {
     /// Reads the arguments from a serde deserializer (`serde_json::Value` in the registry).
@@ -48,7 +48,7 @@ impl<T: DeserializeOwned + JsonSchema> ToolArgs for T {
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be a `#[tool]` output: it must implement `Serialize` and `JsonSchema`",
     label = "not usable as a tool output",
-    note = "derive on your type what it lacks: `dsh_tools::Serialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, return a `String` or a type of yours"
+    note = "put `#[dsh_tools::tool_type]` on your type; to derive by hand: `dsh_tools::serde::Serialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::schemars::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, return a `String` or a type of yours"
 )]
 pub trait ToolOutput {
     /// The output as a JSON value.

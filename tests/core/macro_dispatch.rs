@@ -360,6 +360,38 @@ async fn fail_coded() -> Result<(), ToolError> {
     Err(ToolError::new("no space left").with_code("ENOSPC"))
 }
 
+/// A body's own error type: it displays, and its `From` gives it a code.
+#[derive(Debug)]
+enum BankError {
+    Overdrawn { short_by: u64 },
+}
+
+impl fmt::Display for BankError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            BankError::Overdrawn { short_by } => write!(f, "short by {short_by}"),
+        }
+    }
+}
+
+impl From<BankError> for ToolError {
+    fn from(err: BankError) -> Self {
+        ToolError::new(format!("insufficient funds: {err}"))
+            .with_code("E_FUNDS")
+            .with_name("BankError")
+    }
+}
+
+/// Withdraw from a balance of 100.
+#[tool]
+async fn withdraw(amount: u64) -> Result<u64, BankError> {
+    100_u64
+        .checked_sub(amount)
+        .ok_or_else(|| BankError::Overdrawn {
+            short_by: amount - 100,
+        })
+}
+
 /// Do nothing.
 #[tool]
 async fn nothing() {}
@@ -377,6 +409,17 @@ async fn errors_keep_their_message_and_code() {
     assert_eq!(
         (info.name.as_str(), info.code.as_str()),
         ("ToolError", "ENOSPC")
+    );
+
+    // Returned directly, an error with `From<E> for ToolError` converts through it, not `Display`.
+    let withdraw = ToolDefinition::from_tool(WithdrawTool);
+    assert_eq!(value(&withdraw, json!({"amount": 30})).await, json!(70));
+    let overdrawn = failure(&withdraw, json!({"amount": 130})).await;
+    assert_eq!(overdrawn.message, "insufficient funds: short by 30");
+    let info = overdrawn.info.expect("coded");
+    assert_eq!(
+        (info.name.as_str(), info.code.as_str()),
+        ("BankError", "E_FUNDS")
     );
 
     let nothing = ToolDefinition::from_tool(NothingTool);

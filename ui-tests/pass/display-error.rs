@@ -1,6 +1,6 @@
 use std::fmt;
 
-use dsh_tools::{ToolDefinition, tool};
+use dsh_tools::{ToolDefinition, ToolError, tool};
 
 #[derive(Debug)]
 struct DiskFull;
@@ -34,9 +34,39 @@ async fn parse(text: String) -> core::result::Result<i64, String> {
         .map_err(|err: std::num::ParseIntError| err.to_string())
 }
 
+/// An error without `Display`: its `From` alone makes it a tool's error.
+struct Refused;
+
+impl From<Refused> for ToolError {
+    fn from(_: Refused) -> Self {
+        ToolError::new("refused").with_code("E_REFUSED")
+    }
+}
+
+/// Refuse, through `From`.
+#[tool]
+async fn refuse() -> Result<(), Refused> {
+    Err(Refused)
+}
+
+/// Fail with an `anyhow::Error`, through `Display`.
+#[tool]
+async fn fail_anyhow() -> anyhow::Result<u8> {
+    anyhow::bail!("nothing to read")
+}
+
+/// Fail with a boxed error, through `Display`.
+#[tool]
+async fn fail_boxed() -> Result<u8, Box<dyn std::error::Error + Send + Sync>> {
+    Err("nothing to read".into())
+}
+
 /// Runs the case.
 pub fn main() {
     let _ = ToolDefinition::from_tool(WriteTool);
     let _ = ToolDefinition::from_tool(ReadTool);
     let _ = ToolDefinition::from_tool(ParseTool);
+    let _ = ToolDefinition::from_tool(RefuseTool);
+    let _ = ToolDefinition::from_tool(FailAnyhowTool);
+    let _ = ToolDefinition::from_tool(FailBoxedTool);
 }

@@ -20,6 +20,21 @@ pub async fn read(
     Ok(path)
 }
 
+/// An error type of the crate's own, converted through its `From`.
+pub struct Overdrawn;
+
+impl From<Overdrawn> for ToolError {
+    fn from(_: Overdrawn) -> Self {
+        ToolError::new("insufficient funds").with_code("E_FUNDS")
+    }
+}
+
+/// Withdraw from an account holding 100.
+#[tool]
+pub async fn withdraw(amount: u64) -> Result<u64, Overdrawn> {
+    100_u64.checked_sub(amount).ok_or(Overdrawn)
+}
+
 /// A toolbox.
 pub struct Files;
 
@@ -34,7 +49,10 @@ impl Files {
 
 /// Erases every tool of the module.
 pub fn definitions() -> Vec<ToolDefinition> {
-    let mut all = vec![ToolDefinition::from_tool(ReadTool)];
+    let mut all = vec![
+        ToolDefinition::from_tool(ReadTool),
+        ToolDefinition::from_tool(WithdrawTool),
+    ];
     all.extend(Arc::new(Files).tools());
     all
 }

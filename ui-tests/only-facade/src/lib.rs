@@ -4,11 +4,11 @@ pub mod deny_warnings;
 
 use std::sync::Arc;
 
-use dsh_tools::{
-    Deserialize, JsonSchema, Serialize, ToolDefinition, ToolError, ToolExec, tool, toolbox,
-};
+use dsh_tools::schemars::JsonSchema;
+use dsh_tools::serde::{Deserialize, Serialize};
+use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool, tool_type, toolbox};
 
-/// A parameter type of the crate's own, derived through `dsh_tools` alone.
+/// A parameter type of the crate's own, derived by hand through `dsh_tools` alone.
 #[derive(Deserialize, Serialize, JsonSchema)]
 #[serde(crate = "dsh_tools::serde", rename_all = "snake_case")]
 #[schemars(crate = "dsh_tools::schemars")]
@@ -20,9 +20,7 @@ pub enum Unit {
 }
 
 /// An output type of the crate's own.
-#[derive(Serialize, JsonSchema)]
-#[serde(crate = "dsh_tools::serde")]
-#[schemars(crate = "dsh_tools::schemars")]
+#[tool_type]
 pub struct Reading {
     /// The temperature.
     pub degrees: f64,
