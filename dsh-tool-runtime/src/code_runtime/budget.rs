@@ -24,8 +24,8 @@ pub struct Budgets {
     /// Memory of the run in MiB (default 512): the process tree's resident memory for a child
     /// process, the interpreter's heap for an embedded interpreter. Overrun: `memory-limit`.
     pub max_memory_mb: u64,
-    /// Binding calls a run may make (default 10,000). The call past it ends the run:
-    /// `binding-limit` `binding call limit reached (<n> calls)`.
+    /// Binding calls a run may make (default 10,000), refused and unknown ones included. The
+    /// call past it ends the run as `binding-limit`, its message naming the limit.
     pub max_binding_calls: u64,
     /// Runs of one runtime that may execute at once (default twice the machine's cores; at
     /// least 1). Further runs wait for a slot in arrival order.
