@@ -139,6 +139,30 @@ pub(crate) fn early_outcome(
     failure_outcome(&mut ledger, Vec::new(), kind, message)
 }
 
+/// The `run` frame that hands a process its program: the program, the binding namespaces as the
+/// bootstraps read them, the output cap (`maxOutputBytes`) and the transport's own keys `extra`.
+pub(crate) fn run_frame(
+    program: &str,
+    request: &RunRequest,
+    cap: u64,
+    extra: serde_json::Map<String, Value>,
+) -> Vec<u8> {
+    let namespaces: Vec<Value> = request
+        .bindings
+        .iter()
+        .map(super::BindingNamespace::bootstrap_form)
+        .collect();
+    let mut frame = serde_json::Map::new();
+    frame.insert("type".to_owned(), "run".into());
+    frame.insert("program".to_owned(), program.into());
+    frame.insert("namespaces".to_owned(), namespaces.into());
+    frame.insert("maxOutputBytes".to_owned(), cap.into());
+    frame.extend(extra);
+    let mut out = serde_json::to_vec(&frame).unwrap_or_default();
+    out.push(b'\n');
+    out
+}
+
 /// The rejection of a call frame over `max_frame_bytes`.
 pub(crate) fn oversized_call(max_frame_bytes: u64) -> String {
     format!("binding arguments exceed {max_frame_bytes} bytes")

@@ -1,40 +1,12 @@
 //! The pipes of a subprocess run: the run frame that hands the child its program, and the tasks
 //! that read the child's frames and output and write the host's frames to it.
 
-use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::super::frame::FrameDecoder;
 use super::super::session::Lines;
-use super::super::{BindingNamespace, RunRequest};
 use super::run::Event;
-use crate::json::MAX_FRAME_DEPTH;
-
-/// The frame that hands the child its program.
-pub(super) fn run_frame(
-    program: &str,
-    request: &RunRequest,
-    cap: u64,
-    max_frame_bytes: u64,
-) -> Vec<u8> {
-    let namespaces: Vec<Value> = request
-        .bindings
-        .iter()
-        .map(BindingNamespace::bootstrap_form)
-        .collect();
-    let mut out = serde_json::to_vec(&serde_json::json!({
-        "type": "run",
-        "program": program,
-        "namespaces": namespaces,
-        "maxOutputBytes": cap,
-        "maxFrameBytes": max_frame_bytes,
-        "maxDepth": MAX_FRAME_DEPTH,
-    }))
-    .unwrap_or_default();
-    out.push(b'\n');
-    out
-}
 
 /// Decodes the child's frame pipe into events, the last one [`Event::FramesClosed`].
 pub(super) async fn read_frames(

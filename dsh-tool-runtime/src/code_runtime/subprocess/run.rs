@@ -13,11 +13,12 @@ use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process::{self, Worker, WorkerIo};
 use super::super::session::{
-    Admitted, Calls, Ending, Target, costly_call, oversized_call, reply_frame,
+    self, Admitted, Calls, Ending, Target, costly_call, oversized_call, reply_frame,
 };
 use super::super::{RunOutcome, RunRequest};
 use super::Inner;
-use super::pipes::{read_frames, read_output, run_frame, write_frames};
+use super::pipes::{read_frames, read_output, write_frames};
+use crate::json::MAX_FRAME_DEPTH;
 
 /// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
 /// within one interval plus the kernel's accounting granularity (one clock tick, usually 10 ms).
@@ -77,7 +78,16 @@ impl<'r> Session<'r> {
         let (tx, events) = mpsc::channel(256);
         let (replies, reply_rx) = mpsc::unbounded_channel();
         let tx_replies = tx.clone();
-        let run_frame = run_frame(program, request, cap, inner.config.max_frame_bytes);
+        let limits = serde_json::json!({
+            "maxFrameBytes": inner.config.max_frame_bytes,
+            "maxDepth": MAX_FRAME_DEPTH,
+        });
+        let run_frame = session::run_frame(
+            program,
+            request,
+            cap,
+            limits.as_object().cloned().unwrap_or_default(),
+        );
         // Replies were queued before the writer existed: the run frame is always first.
         let _ = replies.send(run_frame);
         let tasks = vec![

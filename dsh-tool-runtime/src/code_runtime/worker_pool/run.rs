@@ -5,7 +5,6 @@
 
 use std::time::Duration;
 
-use serde_json::Value;
 use tokio::io::AsyncReadExt;
 use tokio::time::{Instant, MissedTickBehavior};
 
@@ -14,9 +13,9 @@ use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process;
 use super::super::session::{
-    Admitted, Calls, Ending, Lines, Target, costly_call, oversized_call, reply_frame,
+    Admitted, Calls, Ending, Lines, Target, costly_call, oversized_call, reply_frame, run_frame,
 };
-use super::super::{BindingNamespace, RunOutcome, RunRequest};
+use super::super::{RunOutcome, RunRequest};
 use super::ring;
 use super::{Channel, Pool, Pooled};
 
@@ -84,7 +83,7 @@ impl<'r> Session<'r> {
             logs: Vec::new(),
             ledger: OutputLedger::new(cap),
             calls: Calls::new(request, pool.config.budgets.max_binding_calls),
-            unwritten: run_frame(request, cap),
+            unwritten: run_frame(&request.program, request, cap, serde_json::Map::new()),
             written: 0,
             clean: true,
             overflow: None,
@@ -466,22 +465,4 @@ impl<'r> Session<'r> {
         };
         ending.into_outcome(&mut self.ledger, logs, sandbox)
     }
-}
-
-/// The frame that hands a worker its run.
-fn run_frame(request: &RunRequest, cap: u64) -> Vec<u8> {
-    let namespaces: Vec<Value> = request
-        .bindings
-        .iter()
-        .map(BindingNamespace::bootstrap_form)
-        .collect();
-    let mut out = serde_json::to_vec(&serde_json::json!({
-        "type": "run",
-        "program": request.program,
-        "namespaces": namespaces,
-        "maxOutputBytes": cap,
-    }))
-    .unwrap_or_default();
-    out.push(b'\n');
-    out
 }
