@@ -30,18 +30,20 @@ pub fn check(cx: &Ctxt, tool: &ToolFn) {
     check_deny_unknown(cx, tool);
 }
 
-// Unknown properties are refused by default, so the key that asked for it is gone; an `#[args]`
-// struct decides for itself either way.
+// Unknown properties are refused by default: `deny_unknown` says so explicitly and is accepted,
+// except where it cannot hold. An `#[args]` struct decides for itself either way.
 //
-//     #[tool(deny_unknown)]
+//     #[tool(deny_unknown, allow_unknown)]
 fn check_deny_unknown(cx: &Ctxt, tool: &ToolFn) {
     let Some(deny) = &tool.attrs.deny_unknown else {
         return;
     };
     let message = if tool.args_struct_param().is_some() {
         "`deny_unknown` cannot change an `#[args]` struct; remove it: a `#[tool_type]` struct refuses unknown properties by default, a struct deriving serde itself with `#[serde(deny_unknown_fields)]`"
+    } else if tool.attrs.allow_unknown.is_some() {
+        "`deny_unknown` and `allow_unknown` contradict each other; keep one (unknown properties are refused by default)"
     } else {
-        "unknown properties are refused by default; remove `deny_unknown` (`allow_unknown` accepts them)"
+        return;
     };
     cx.error_spanned_by(deny, message);
 }

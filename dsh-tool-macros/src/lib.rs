@@ -125,6 +125,7 @@ use proc_macro::TokenStream;
 /// | `presentation_meta = path` | none | `fn(&Args, &T) -> serde_json::Value` (or `Option<…>`), top-level calls only |
 /// | `finalize_content = path` | none | `fn(&ToolExec, &ToolResult) -> Vec<ContentBlock>` (or `Option<…>`), once per outcome |
 /// | `allow_unknown` | closed | unknown properties are accepted (and ignored); see below |
+/// | `deny_unknown` | closed | the default said explicitly: unknown properties are refused; not with `allow_unknown` |
 /// | `title = "…"` | from the name | MCP display title |
 /// | `read_only` / `read_only = bool` | undeclared | MCP `readOnlyHint`: the tool modifies nothing; not with `destructive` |
 /// | `destructive` / `destructive = bool` | undeclared | MCP `destructiveHint`: updates may destroy data |

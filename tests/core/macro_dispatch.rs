@@ -149,6 +149,13 @@ async fn unknown_keys_are_refused_unless_allow_unknown() {
         "invalid arguments: unknown property \"ofset\"; did you mean \"offset\"?"
     );
     assert_eq!(failed.info.expect("coded failure").code, "INVALID_ARGS");
+    // `deny_unknown` says the default explicitly.
+    let strict = ToolDefinition::from_tool(StrictEchoTool);
+    assert_eq!(strict.parameters()["additionalProperties"], json!(false));
+    assert_eq!(
+        failure(&strict, json!({"txt": "hi"})).await.message,
+        "invalid arguments: missing required property \"text\"; unknown property \"txt\"; did you mean \"text\"?"
+    );
 
     let nested = ToolDefinition::from_tool(AssignTool);
     let failed = failure(
@@ -177,6 +184,12 @@ async fn unknown_keys_are_refused_unless_allow_unknown() {
         .await,
         json!("ada:3:None")
     );
+}
+
+/// Echo the text, saying explicitly that other keys are refused.
+#[tool(deny_unknown)]
+async fn strict_echo(text: String) -> String {
+    text
 }
 
 /// Echo the text.

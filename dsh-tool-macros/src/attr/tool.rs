@@ -38,7 +38,7 @@ pub struct Tool {
     pub finalize_content: Option<ExprPath>,
     /// The `allow_unknown` key itself, for spans.
     pub allow_unknown: Option<Path>,
-    /// The retired `deny_unknown` key, kept to report it with the fix (see `check.rs`).
+    /// The `deny_unknown` key: the default, said explicitly (see `check.rs`).
     pub deny_unknown: Option<Path>,
     /// MCP `annotations`: a display title and the four behaviour hints.
     pub title: Option<LitStr>,
@@ -99,9 +99,17 @@ impl Tool {
         let mut description_misspelt = false;
 
         for meta in meta_items(cx, tokens) {
-            // In any form: the key is the mistake, whatever its value.
+            // The default said explicitly; a value (`deny_unknown = false`) is no way to open
+            // the object, so only the bare key is taken.
             if meta.path() == DENY_UNKNOWN {
-                deny_unknown.set(meta.path(), meta.path().clone());
+                if matches!(meta, Meta::Path(_)) {
+                    deny_unknown.set(meta.path(), meta.path().clone());
+                } else {
+                    cx.error_spanned_by(
+                        meta.path(),
+                        "`deny_unknown` takes no value: unknown properties are refused by default; write `allow_unknown` to accept them",
+                    );
+                }
                 continue;
             }
             let Some(key) = find_key(TOOL_KEYS, meta.path()) else {

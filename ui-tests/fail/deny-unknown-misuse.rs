@@ -6,6 +6,18 @@ async fn read(path: String) -> String {
     path
 }
 
+/// Read a file, whatever else is sent.
+#[tool(deny_unknown, allow_unknown)]
+async fn read_loose(path: String) -> String {
+    path
+}
+
+/// Read a file, open in vain.
+#[tool(deny_unknown = false)]
+async fn read_open(path: String) -> String {
+    path
+}
+
 #[tool_type]
 struct Query {
     text: String,
