@@ -6,6 +6,13 @@
 //! pooled worker (`worker_pool/`), the interpreter thread in the host (`embedded/driver.rs`) —
 //! moves frames and watches its own process or thread, and asks this module what a call, a log
 //! or an ending means. So a program meets the same messages and failure kinds on every runtime.
+//!
+//! What stays a property of one transport: only a child process has output of its own outside the
+//! frames (its stdout and stderr, split into log entries by [`Lines`], each cut at the frame
+//! limit); a pooled worker's own output is the worker's, and an interpreter thread has none. A call
+//! to a binding the run does not have can come only from a program that reaches the raw call
+//! entry (Monty's `_dsh_call`, a frame forged on a child's protocol pipe): the bindings the
+//! bootstraps build name only the run's own.
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
