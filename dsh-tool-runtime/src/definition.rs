@@ -437,7 +437,8 @@ impl ToolDefinition {
         self.inner.output_schema.as_ref()
     }
 
-    /// The declared timeout in ms.
+    /// The declared timeout in ms. It is enforced once a `guards::TimeoutPolicy` is installed
+    /// on the registry; without one it only documents the tool.
     pub fn timeout_ms(&self) -> Option<u64> {
         self.inner.timeout_ms
     }
@@ -631,7 +632,8 @@ impl ToolDefinitionBuilder {
         self
     }
 
-    /// Declared timeout in ms (validated at registration: must be > 0).
+    /// Declared timeout in ms (validated at registration: must be > 0), enforced once a
+    /// `guards::TimeoutPolicy` is installed on the registry.
     pub fn timeout_ms(mut self, timeout_ms: u64) -> Self {
         self.timeout_ms = Some(timeout_ms);
         self

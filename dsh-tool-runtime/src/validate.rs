@@ -191,6 +191,9 @@ fn locate<'s>(
     (order, holder)
 }
 
+/// Longest name (bytes) [`nearest`] looks for a near match of.
+const MAX_SUGGESTED_BYTES: usize = 256;
+
 /// The candidate a misspelt name most likely meant: the closest by edit distance, when that
 /// distance is at most a third of the name's length (at least 1), as `asignee` → `assignee`.
 /// Names shorter than 3 characters get no guess: any other short name is as near.
@@ -198,12 +201,18 @@ pub(crate) fn nearest<'a>(
     name: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<&'a str> {
+    // The distance costs the product of the two lengths: a name no identifier is as long as gets
+    // no suggestion, and a candidate whose length alone rules it out is not measured.
+    if name.len() > MAX_SUGGESTED_BYTES {
+        return None;
+    }
     let length = name.chars().count();
     if length < 3 {
         return None;
     }
     let limit = (length / 3).max(1);
     candidates
+        .filter(|candidate| candidate.chars().count().abs_diff(length) <= limit)
         .map(|candidate| (strsim::damerau_levenshtein(name, candidate), candidate))
         .filter(|(distance, _)| *distance <= limit)
         .min_by_key(|(distance, _)| *distance)
