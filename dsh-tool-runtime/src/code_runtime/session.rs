@@ -23,7 +23,7 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::frame::{self, Completion, DECODE_LIMIT, MAX_DEPTH, Unfit};
+use super::frame::{self, ChildFrame, Completion, DECODE_LIMIT, MAX_DEPTH, Unfit};
 use super::ledger::{OutputLedger, failure_outcome};
 use super::sandbox::SandboxStatus;
 use super::{
@@ -359,6 +359,56 @@ impl Calls {
     pub(crate) fn settle(&mut self) {
         self.signal.cancel();
         self.pending = FuturesUnordered::new();
+    }
+}
+
+/// What a frame from a process on the frame protocol asks of its transport.
+pub(crate) enum Step {
+    /// A log entry for the transport's ledger.
+    Log(String),
+    /// The run ends.
+    End(Ending),
+    /// This reply frame goes back to the process.
+    Reply(Vec<u8>),
+    /// Nothing to do now (a call under way, a repeated id).
+    Nothing,
+}
+
+impl Calls {
+    /// What `frame` asks: a log, the run's end, or a call admitted and, if answered at once,
+    /// its reply frame.
+    pub(crate) fn on_frame(&mut self, frame: ChildFrame) -> Step {
+        match frame {
+            ChildFrame::Log { text } => Step::Log(text),
+            ChildFrame::Done(completion) => Step::End(completion.into()),
+            ChildFrame::Costly { id } => {
+                let admitted = self.refuse(id, costly_call());
+                Self::step(id, admitted)
+            }
+            ChildFrame::Call {
+                id,
+                global,
+                name,
+                args,
+            } => {
+                let admitted = self.call(id, Target::Named(&global, &name), args);
+                Self::step(id, admitted)
+            }
+        }
+    }
+
+    /// A call frame over `max_frame_bytes`, which the host never buffered whole.
+    pub(crate) fn on_oversized(&mut self, id: u64, max_frame_bytes: u64) -> Step {
+        let admitted = self.refuse(id, oversized_call(max_frame_bytes));
+        Self::step(id, admitted)
+    }
+
+    fn step(id: u64, admitted: Admitted) -> Step {
+        match admitted {
+            Admitted::Repeated | Admitted::Pending => Step::Nothing,
+            Admitted::Limit(ending) => Step::End(ending),
+            Admitted::Answer(reply) => Step::Reply(reply_frame(id, reply)),
+        }
     }
 }
 

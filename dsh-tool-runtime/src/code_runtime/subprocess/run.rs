@@ -9,12 +9,10 @@ use tokio::task::JoinHandle;
 use tokio::time::{Instant, MissedTickBehavior};
 
 use super::super::budget::TreeBudget;
-use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
+use super::super::frame::{FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process::{self, Worker, WorkerIo};
-use super::super::session::{
-    self, Admitted, Calls, Ending, Target, costly_call, oversized_call, reply_frame,
-};
+use super::super::session::{self, Calls, Ending, Step, reply_frame};
 use super::super::{RunOutcome, RunRequest};
 use super::Inner;
 use super::pipes::{read_frames, read_output, write_frames};
@@ -185,14 +183,14 @@ impl<'r> Session<'r> {
                         return Ending::Overflow(self.ledger.overflow_message(&mut self.logs));
                     }
                     Some(Event::Inbound(Inbound::OversizedCall { id })) => {
-                        let message = oversized_call(self.inner.config.max_frame_bytes);
-                        let admitted = self.calls.refuse(id, message);
-                        if let Some(ending) = self.admitted(id, admitted) {
+                        let step = self.calls.on_oversized(id, self.inner.config.max_frame_bytes);
+                        if let Some(ending) = self.take(step) {
                             return ending;
                         }
                     }
                     Some(Event::Inbound(Inbound::Frame(frame))) => {
-                        if let Some(ending) = self.on_frame(frame) {
+                        let step = self.calls.on_frame(frame);
+                        if let Some(ending) = self.take(step) {
                             return ending;
                         }
                     }
@@ -214,39 +212,20 @@ impl<'r> Session<'r> {
         }
     }
 
-    fn on_frame(&mut self, frame: ChildFrame) -> Option<Ending> {
-        match frame {
-            ChildFrame::Log { text } => self
+    /// Does what a frame asked; the ending when the run ends.
+    fn take(&mut self, step: Step) -> Option<Ending> {
+        match step {
+            Step::Log(text) => self
                 .ledger
                 .push_log(&mut self.logs, &text)
                 .err()
                 .map(Ending::Overflow),
-            ChildFrame::Done(completion) => Some(completion.into()),
-            ChildFrame::Costly { id } => {
-                let admitted = self.calls.refuse(id, costly_call());
-                self.admitted(id, admitted)
-            }
-            ChildFrame::Call {
-                id,
-                global,
-                name,
-                args,
-            } => {
-                let admitted = self.calls.call(id, Target::Named(&global, &name), args);
-                self.admitted(id, admitted)
-            }
-        }
-    }
-
-    /// Answers call `id` as the session admitted it; the ending when it was one too many.
-    fn admitted(&mut self, id: u64, admitted: Admitted) -> Option<Ending> {
-        match admitted {
-            Admitted::Repeated | Admitted::Pending => None,
-            Admitted::Limit(ending) => Some(ending),
-            Admitted::Answer(reply) => {
-                self.send(reply_frame(id, reply));
+            Step::End(ending) => Some(ending),
+            Step::Reply(frame) => {
+                self.send(frame);
                 None
             }
+            Step::Nothing => None,
         }
     }
 

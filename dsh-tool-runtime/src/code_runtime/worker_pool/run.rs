@@ -12,9 +12,7 @@ use super::super::budget::TreeBudget;
 use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process;
-use super::super::session::{
-    Admitted, Calls, Ending, Lines, Target, costly_call, oversized_call, reply_frame, run_frame,
-};
+use super::super::session::{Calls, Ending, Lines, Step, reply_frame, run_frame};
 use super::super::{RunOutcome, RunRequest};
 use super::ring;
 use super::{Channel, Pool, Pooled};
@@ -365,47 +363,31 @@ impl<'r> Session<'r> {
                     self.ledger.overflow_message(&mut self.logs),
                 )),
                 Inbound::OversizedCall { id } => {
-                    let admitted = self.calls.refuse(id, oversized_call(MAX_CALL_FRAME as u64));
-                    self.admitted(id, admitted, out)
+                    let step = self.calls.on_oversized(id, MAX_CALL_FRAME as u64);
+                    self.take(step, out)
                 }
-                Inbound::Frame(frame) => self.on_frame(frame, out),
+                Inbound::Frame(frame) => {
+                    let step = self.calls.on_frame(frame);
+                    self.take(step, out)
+                }
             };
         }
         ending
     }
 
-    fn on_frame(&mut self, frame: ChildFrame, out: &mut Channel) -> Option<Ending> {
-        match frame {
-            ChildFrame::Log { text } => {
+    /// Does what a frame asked; the ending when the run ends.
+    fn take(&mut self, step: Step, out: &mut Channel) -> Option<Ending> {
+        match step {
+            Step::Log(text) => {
                 self.log(&text);
                 self.overflowed()
             }
-            ChildFrame::Done(completion) => Some(completion.into()),
-            ChildFrame::Costly { id } => {
-                let admitted = self.calls.refuse(id, costly_call());
-                self.admitted(id, admitted, out)
-            }
-            ChildFrame::Call {
-                id,
-                global,
-                name,
-                args,
-            } => {
-                let admitted = self.calls.call(id, Target::Named(&global, &name), args);
-                self.admitted(id, admitted, out)
-            }
-        }
-    }
-
-    /// Answers call `id` as the session admitted it; the ending when it was one too many.
-    fn admitted(&mut self, id: u64, admitted: Admitted, out: &mut Channel) -> Option<Ending> {
-        match admitted {
-            Admitted::Repeated | Admitted::Pending => None,
-            Admitted::Limit(ending) => Some(ending),
-            Admitted::Answer(reply) => {
-                self.send(out, &reply_frame(id, reply));
+            Step::End(ending) => Some(ending),
+            Step::Reply(frame) => {
+                self.send(out, &frame);
                 None
             }
+            Step::Nothing => None,
         }
     }
 
