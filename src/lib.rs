@@ -11,6 +11,7 @@
 //! - [`hooks`]: the pipeline's extension points (pre-execute, execute wrappers, post-execute,
 //!   approvals, a tool's own render and presentation hooks);
 //! - [`result`]: content blocks, failures, error codes and additional contexts;
+//! - [`client`]: what a call asks the client that made it (log messages, sampling, elicitation);
 //! - [`definition`]: type-erased definitions, their builder, annotations and schemas;
 //! - [`registry`]: registration handles and errors, scope filters, batch options;
 //! - [`dialect`] (provider schema forms), [`sdk`] (the generated SDK text), `code` (code mode and
@@ -68,7 +69,19 @@ pub mod hooks {
 /// its error code, and the additional contexts appended after a step.
 pub mod result {
     pub use dsh_tool_runtime::{
-        AdditionalContext, ContentBlock, ContextSource, ErrorCode, ErrorInfo, ToolFailure,
+        AdditionalContext, ContentBlock, ContextSource, ErrorCode, ErrorInfo, ResourceContents,
+        ToolFailure,
+    };
+}
+
+/// The way from a call back to the client that made it, as a body reaches it through
+/// [`ToolExec`] ([`ToolExec::log`], [`ToolExec::sample`], [`ToolExec::elicit`],
+/// [`ToolExec::client`]) and hooks through [`hooks::ToolCallView::client`]. Only a call served
+/// over MCP has a client; any other gets [`client::ClientError::NoClient`] at once.
+pub mod client {
+    pub use dsh_tool_runtime::{
+        ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role,
+        SamplingMessage, SamplingReply, SamplingRequest,
     };
 }
 

@@ -35,6 +35,9 @@ pub struct ToolCallView {
     pub parent: Option<String>,
     /// The caller's cancellation signal.
     pub signal: CancellationToken,
+    /// The way back to the client that made the call (log, sample, elicit); without a client
+    /// for calls not served over MCP.
+    pub client: crate::call::ClientChannel,
 }
 
 /// A pre-execute decision.

@@ -52,7 +52,10 @@ pub mod code_runtime;
 pub mod mcp_server;
 
 pub use annotations::ToolAnnotations;
-pub use call::{ToolCall, ToolExec};
+pub use call::{
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
+    SamplingReply, SamplingRequest, ToolCall, ToolExec,
+};
 pub use definition::{DefinitionError, Dispatched, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};
 /// The boxed future hooks, approvers and handlers return (re-exported so callers need no
@@ -65,7 +68,8 @@ pub use hooks::{
 pub use presentation::{CallView, ResultView, ToolCallKind};
 pub use registry::{DialectSchema, Handle, RegisterError, Registry, ToolSchema};
 pub use result::{
-    AdditionalContext, ContentBlock, ContextSource, ErrorInfo, ToolFailure, ToolResult,
+    AdditionalContext, ContentBlock, ContextSource, ErrorInfo, ResourceContents, ToolFailure,
+    ToolResult,
 };
 pub use schedule::{BatchOptions, ExecutionMode};
 pub use scope::{AgentId, AgentScope, Filter, Mode};

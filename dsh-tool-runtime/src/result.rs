@@ -24,12 +24,64 @@ pub enum ContentBlock {
         /// Base64 (standard alphabet, padded) of the image bytes.
         data: String,
     },
+    /// A sound clip, base64-encoded (MCP `AudioContent`, protocol 2025-03-26 on).
+    Audio {
+        /// MIME type such as `audio/wav`.
+        media_type: String,
+        /// Base64 (standard alphabet, padded) of the audio bytes.
+        data: String,
+    },
+    /// A resource embedded whole in the result (MCP `EmbeddedResource`): the contents a
+    /// `resources/read` of `uri` would return, without the client having to read it.
+    Resource {
+        /// The resource's URI, e.g. `file:///notes.txt` or `test://report`.
+        uri: String,
+        /// Its MIME type, when known (e.g. `text/plain`, `application/json`).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        media_type: Option<String>,
+        /// Its contents: text, or base64 of its bytes.
+        contents: ResourceContents,
+    },
+}
+
+/// The contents of an embedded resource ([`ContentBlock::Resource`]): serialized as
+/// `{"text": "…"}` or `{"blob": "<base64>"}`, the two forms of MCP `ResourceContents`.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum ResourceContents {
+    /// Text contents.
+    Text(String),
+    /// Binary contents, base64 (standard alphabet, padded).
+    Blob(String),
 }
 
 impl ContentBlock {
     /// A text block.
     pub fn text(text: impl Into<String>) -> Self {
         ContentBlock::Text { text: text.into() }
+    }
+
+    /// An embedded text resource: `uri`, its MIME type and its text.
+    pub fn text_resource(
+        uri: impl Into<String>,
+        media_type: impl Into<String>,
+        text: impl Into<String>,
+    ) -> Self {
+        ContentBlock::Resource {
+            uri: uri.into(),
+            media_type: Some(media_type.into()),
+            contents: ResourceContents::Text(text.into()),
+        }
+    }
+
+    /// The block's kind as MCP names it: `text`, `image`, `audio` or `resource`.
+    pub fn kind(&self) -> &'static str {
+        match self {
+            ContentBlock::Text { .. } => "text",
+            ContentBlock::Image { .. } => "image",
+            ContentBlock::Audio { .. } => "audio",
+            ContentBlock::Resource { .. } => "resource",
+        }
     }
 }
 
@@ -262,7 +314,7 @@ impl ToolResult {
         additional_contexts
     }
 
-    /// The content's text blocks joined by `\n` (images as `[image content]`).
+    /// The content's text blocks joined by `\n` (other blocks as `[<kind> content]`).
     pub fn text(&self) -> String {
         blocks_text(self.content())
     }
@@ -274,7 +326,7 @@ pub fn blocks_text(blocks: &[ContentBlock]) -> String {
         .iter()
         .map(|block| match block {
             ContentBlock::Text { text } => text.clone(),
-            ContentBlock::Image { .. } => "[image content]".to_owned(),
+            other => format!("[{} content]", other.kind()),
         })
         .collect::<Vec<_>>()
         .join("\n")

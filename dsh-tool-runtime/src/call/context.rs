@@ -4,14 +4,23 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use parking_lot::Mutex;
+use serde_json::Value;
 
 use tokio_util::sync::CancellationToken;
 
+use super::{
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingReply,
+    SamplingRequest,
+};
+use crate::events::ToolEvent;
 use crate::hooks::ToolCallView;
+use crate::registry::Registry;
 use crate::result::AdditionalContext;
 use crate::scope::AgentId;
 
-/// The call context handed to a tool body: cancellation signal, ids, the agent, deferred contexts.
+/// The call context handed to a tool body: cancellation signal, ids, the agent, deferred contexts,
+/// progress reports, and the way back to the client that made the call (log messages, sampling,
+/// elicitation; see [`ClientChannel`]).
 ///
 /// Cheap to clone (one `Arc`). A `#[tool]` fn receives it by declaring a parameter of type
 /// `ToolExec` or `&ToolExec`.
@@ -26,17 +35,30 @@ struct ExecInner {
     view: Arc<ToolCallView>,
     deferred: Mutex<Vec<AdditionalContext>>,
     concluded: AtomicBool,
+    /// Where progress reports are published; none for a context made outside a registry.
+    registry: Option<Registry>,
 }
 
 impl ToolExec {
-    /// A context for one call, from its view.
+    /// A context for one call, from its view (progress reports go nowhere: see
+    /// [`ToolExec::report_progress`]).
     pub fn new(view: Arc<ToolCallView>) -> Self {
+        ToolExec::with_registry(view, None)
+    }
+
+    /// The context of a call the registry runs: progress is published on its events.
+    pub(crate) fn in_registry(view: Arc<ToolCallView>, registry: Registry) -> Self {
+        ToolExec::with_registry(view, Some(registry))
+    }
+
+    fn with_registry(view: Arc<ToolCallView>, registry: Option<Registry>) -> Self {
         let signal = view.signal.clone();
         ToolExec {
             inner: Arc::new(ExecInner {
                 view,
                 deferred: Mutex::new(Vec::new()),
                 concluded: AtomicBool::new(false),
+                registry,
             }),
             signal,
         }
@@ -52,6 +74,7 @@ impl ToolExec {
             agent: None,
             parent: None,
             signal: CancellationToken::new(),
+            client: ClientChannel::default(),
         }))
     }
 
@@ -83,6 +106,67 @@ impl ToolExec {
     /// `true` for a sub-call made by a transport such as `run_code`.
     pub fn is_nested(&self) -> bool {
         self.inner.view.parent.is_some()
+    }
+
+    /// The way back to the client that made the call: what it can answer, and the requests
+    /// themselves without the call's signal (the methods below race it).
+    pub fn client(&self) -> &ClientChannel {
+        &self.inner.view.client
+    }
+
+    /// Reports how far the call has got: `progress` (it must increase with every report, the
+    /// MCP progress rule), out of `total` when known, with an optional status line. Published
+    /// as [`ToolEvent::Progress`] to the registry's subscribers; a call served over MCP whose
+    /// client sent a progress token gets it as `notifications/progress`. Nothing happens for a
+    /// context made outside a registry ([`ToolExec::new`], [`ToolExec::detached`]).
+    pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
+        if let Some(registry) = &self.inner.registry {
+            registry.publish(|| ToolEvent::Progress {
+                call_id: self.call_id().to_owned(),
+                progress,
+                total,
+                message,
+            });
+        }
+    }
+
+    /// Sends a log message to the client ([`ClientChannel::log`]).
+    ///
+    /// # Errors
+    /// As [`ClientChannel::log`]; [`ClientError::Cancelled`] when the call's signal fires first.
+    pub async fn log(&self, level: LogLevel, data: impl Into<Value>) -> Result<(), ClientError> {
+        let data = data.into();
+        self.until_cancelled(self.client().log(level, data)).await
+    }
+
+    /// Asks the client's model to sample ([`ClientChannel::sample`]), until the call's signal
+    /// fires.
+    ///
+    /// # Errors
+    /// As [`ClientChannel::sample`]; [`ClientError::Cancelled`] when the call's signal fires
+    /// first.
+    pub async fn sample(&self, request: SamplingRequest) -> Result<SamplingReply, ClientError> {
+        self.until_cancelled(self.client().sample(request)).await
+    }
+
+    /// Asks the person behind the client for input ([`ClientChannel::elicit`]), until the
+    /// call's signal fires.
+    ///
+    /// # Errors
+    /// As [`ClientChannel::elicit`]; [`ClientError::Cancelled`] when the call's signal fires
+    /// first.
+    pub async fn elicit(&self, request: ElicitationRequest) -> Result<Elicitation, ClientError> {
+        self.until_cancelled(self.client().elicit(request)).await
+    }
+
+    async fn until_cancelled<T>(
+        &self,
+        request: impl Future<Output = Result<T, ClientError>>,
+    ) -> Result<T, ClientError> {
+        tokio::select! {
+            answer = request => answer,
+            () = self.signal.cancelled() => Err(ClientError::Cancelled),
+        }
     }
 
     /// Attaches a user-role context to this call's own final result (never injected immediately;

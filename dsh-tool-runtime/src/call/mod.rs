@@ -1,6 +1,7 @@
 //! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
 //! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
 
+mod client_channel;
 mod contain;
 mod context;
 mod stages;
@@ -10,6 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::scope::AgentId;
 
+pub use client_channel::{
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
+    SamplingReply, SamplingRequest,
+};
+pub(crate) use client_channel::ClientPeer;
 pub(crate) use contain::{contain, panic_message};
 pub use context::ToolExec;
 pub(crate) use stages::DispatchedCall;
@@ -31,6 +37,9 @@ pub struct ToolCall {
     pub parent: Option<String>,
     /// The caller's cancellation signal.
     pub signal: CancellationToken,
+    /// The way back to the client that made the call (none by default; a call served over MCP
+    /// has one).
+    pub client: ClientChannel,
 }
 
 impl ToolCall {
@@ -44,7 +53,14 @@ impl ToolCall {
             agent: None,
             parent: None,
             signal: CancellationToken::new(),
+            client: ClientChannel::default(),
         }
+    }
+
+    /// Sets the channel to the client that made the call.
+    pub fn with_client(mut self, client: ClientChannel) -> Self {
+        self.client = client;
+        self
     }
 
     /// Sets the agent.

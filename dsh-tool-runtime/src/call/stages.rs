@@ -202,8 +202,9 @@ impl Registry {
             agent: call.agent,
             parent: call.parent,
             signal: call.signal,
+            client: call.client,
         });
-        let exec = ToolExec::new(view.clone());
+        let exec = ToolExec::in_registry(view.clone(), self.clone());
         let mut prepared = PreparedCall {
             finalizer: definition
                 .clone()

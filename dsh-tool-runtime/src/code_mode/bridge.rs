@@ -89,6 +89,7 @@ impl Bridge {
                     binding.args,
                 )
                 .with_parent(outer.call_id(), outer.root_call_id())
+                .with_client(outer.client().clone())
                 .with_signal(signal);
                 call.agent = outer.agent().cloned();
                 let (reply, answer) = oneshot::channel();

@@ -1,12 +1,14 @@
 //! The rmcp `ServerHandler` over a registry scope.
 
+#![allow(deprecated)] // rmcp marks logging deprecated for the 2026 protocol; 2025-era clients use it
+
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ServerCapabilities, ServerConfig,
+    ProgressToken, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -14,12 +16,13 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio_util::sync::CancellationToken;
 
+use super::client::{McpClientPeer, SessionLogLevel, log_level};
 use super::listing::{Listing, declares_object_output};
 use super::{McpServeError, McpServeOptions};
-use crate::call::ToolCall;
+use crate::call::{ClientChannel, ToolCall};
 use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
-use crate::result::{ContentBlock, ToolResult};
+use crate::result::{self, ContentBlock, ToolResult};
 use crate::scope::AgentId;
 
 /// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
@@ -29,6 +32,8 @@ pub(crate) struct McpHandler {
     options: Arc<McpServeOptions>,
     /// Shared by every session of one server, so call ids never repeat across sessions.
     calls: Arc<AtomicU64>,
+    /// The level this session's client set with `logging/setLevel`.
+    log_level: SessionLogLevel,
     stop: CancellationToken,
 }
 
@@ -49,6 +54,7 @@ impl McpHandler {
             scope,
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
+            log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
     }
@@ -60,6 +66,7 @@ impl McpHandler {
             scope: self.scope.clone(),
             options: self.options.clone(),
             calls: self.calls.clone(),
+            log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
     }
@@ -197,6 +204,23 @@ fn mcp_content(block: &ContentBlock) -> McpContent {
         ContentBlock::Image { media_type, data } => {
             McpContent::image(data.clone(), media_type.clone())
         }
+        ContentBlock::Audio { media_type, data } => {
+            McpContent::audio(data.clone(), media_type.clone())
+        }
+        ContentBlock::Resource {
+            uri,
+            media_type,
+            contents,
+        } => {
+            let resource = match contents {
+                result::ResourceContents::Text(text) => ResourceContents::text(text, uri),
+                result::ResourceContents::Blob(blob) => ResourceContents::blob(blob, uri),
+            };
+            McpContent::resource(match media_type {
+                Some(media_type) => resource.with_mime_type(media_type),
+                None => resource,
+            })
+        }
     }
 }
 
@@ -205,6 +229,7 @@ impl ServerHandler for McpHandler {
         let capabilities = ServerCapabilities::builder()
             .enable_tools()
             .enable_tool_list_changed()
+            .enable_logging()
             .build();
         let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.options.server_name.clone(),
@@ -270,6 +295,15 @@ impl ServerHandler for McpHandler {
         Ok(page)
     }
 
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.log_level.lock() = Some(log_level(request.level));
+        Ok(())
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -281,7 +315,11 @@ impl ServerHandler for McpHandler {
         // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
         // request; the pipeline then settles the call as cancelled.
         let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments)
-            .with_signal(context.ct.clone());
+            .with_signal(context.ct.clone())
+            .with_client(ClientChannel::new(Arc::new(McpClientPeer {
+                peer: context.peer.clone(),
+                level: self.log_level.clone(),
+            })));
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }

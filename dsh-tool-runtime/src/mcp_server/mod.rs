@@ -7,6 +7,7 @@
 //! progress reaches clients that sent a progress token, and every failure is an `isError` result.
 
 mod auth;
+mod client;
 mod handler;
 mod http;
 mod listing;

@@ -665,6 +665,20 @@ fn content_blocks(page: &mut String, content: &[ContentBlock]) {
                     );
                 }
             }
+            // Sound and binary resources are named, not embedded: the page stays text and images.
+            ContentBlock::Audio { media_type, .. } => {
+                let _ = writeln!(
+                    page,
+                    "<p class=\"notice\">An audio clip ({}) was left out.</p>",
+                    escape(media_type)
+                );
+            }
+            ContentBlock::Resource { uri, contents, .. } => {
+                let _ = writeln!(page, "<p class=\"notice\">Resource {}</p>", escape(uri));
+                if let crate::result::ResourceContents::Text(text) = contents {
+                    let _ = writeln!(page, "<pre class=\"content\">{}</pre>", escape(text));
+                }
+            }
         }
     }
 }

@@ -1,0 +1,270 @@
+//! The channel from one call back to the client that made it: log messages, sampling and
+//! elicitation requests. Only a call served over MCP has a client behind it; every other call
+//! gets [`ClientError::NoClient`] at once. Approvals that ask the person reach them the same way.
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+use crate::result::ContentBlock;
+
+/// Why a request to the call's client got no answer.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum ClientError {
+    /// The call has no client to ask: it was not made over MCP (a native call, a test's
+    /// [`ToolExec::detached`](crate::ToolExec::detached)).
+    #[error("this call has no client to ask (it was not made over MCP)")]
+    NoClient,
+    /// The client did not declare the capability at `initialize` (`sampling`, `elicitation`),
+    /// so it cannot answer; nothing was sent.
+    #[error("the client does not support {0} (it did not declare the capability)")]
+    Unsupported(&'static str),
+    /// The request is not one the protocol can carry, for the reason given (e.g. an
+    /// elicitation schema with a property that is not a primitive type).
+    #[error("invalid client request: {0}")]
+    Invalid(String),
+    /// The client answered with an error, or the transport failed while waiting.
+    #[error("the client request failed: {0}")]
+    Failed(String),
+    /// The call was cancelled while it waited for the client.
+    #[error("the call was cancelled while waiting for the client")]
+    Cancelled,
+}
+
+/// The severity of a log message, as MCP's `notifications/message` names them (the syslog
+/// severities of RFC 5424), least severe first.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum LogLevel {
+    /// Detailed debugging information.
+    Debug,
+    /// Normal operational messages.
+    Info,
+    /// Normal but significant events.
+    Notice,
+    /// Warning conditions.
+    Warning,
+    /// Error conditions.
+    Error,
+    /// Critical conditions.
+    Critical,
+    /// Action must be taken immediately.
+    Alert,
+    /// The system is unusable.
+    Emergency,
+}
+
+/// Who wrote a sampling message.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Role {
+    /// The user (the prompt).
+    User,
+    /// The model.
+    Assistant,
+}
+
+/// One message of a [`SamplingRequest`]: a role and one content block (text, image or audio).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct SamplingMessage {
+    /// Who wrote it.
+    pub role: Role,
+    /// What it says.
+    pub content: ContentBlock,
+}
+
+/// A request that the client's model complete a conversation (MCP `sampling/createMessage`).
+/// The client may show it to the person and change or refuse it.
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct SamplingRequest {
+    /// The conversation so far, oldest first.
+    pub messages: Vec<SamplingMessage>,
+    /// The most tokens the client's model may generate.
+    pub max_tokens: u32,
+    /// A system prompt the client may use.
+    pub system_prompt: Option<String>,
+    /// Sampling temperature the client may use.
+    pub temperature: Option<f32>,
+}
+
+impl SamplingRequest {
+    /// One user message of text, answered in at most `max_tokens` tokens.
+    pub fn user_text(text: impl Into<String>, max_tokens: u32) -> Self {
+        SamplingRequest {
+            messages: vec![SamplingMessage {
+                role: Role::User,
+                content: ContentBlock::text(text),
+            }],
+            max_tokens,
+            system_prompt: None,
+            temperature: None,
+        }
+    }
+
+    /// Sets [`SamplingRequest::system_prompt`].
+    pub fn system_prompt(mut self, prompt: impl Into<String>) -> Self {
+        self.system_prompt = Some(prompt.into());
+        self
+    }
+}
+
+/// The client's answer to a [`SamplingRequest`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct SamplingReply {
+    /// Who wrote it (normally [`Role::Assistant`]).
+    pub role: Role,
+    /// What the model answered.
+    pub content: ContentBlock,
+    /// The model the client used, as the client names it.
+    pub model: String,
+    /// Why generation stopped (`endTurn`, `maxTokens`, `stopSequence`, or the client's own).
+    pub stop_reason: Option<String>,
+}
+
+/// A request for input from the person behind the client (MCP `elicitation/create`, form
+/// mode, protocol 2025-06-18 on).
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub struct ElicitationRequest {
+    /// What the person is asked, shown by the client.
+    pub message: String,
+    /// The JSON Schema of the answer: `{"type": "object", "properties": {…}}` whose properties
+    /// are primitive (string, number, integer, boolean, or an enum of strings, single- or
+    /// multi-select), optionally with `default`s and `required`.
+    pub requested_schema: Value,
+}
+
+impl ElicitationRequest {
+    /// Asks `message`, the answer shaped by `requested_schema`.
+    pub fn new(message: impl Into<String>, requested_schema: Value) -> Self {
+        ElicitationRequest {
+            message: message.into(),
+            requested_schema,
+        }
+    }
+}
+
+/// What the person did with an [`ElicitationRequest`].
+#[derive(Debug, Clone, PartialEq)]
+#[non_exhaustive]
+pub enum Elicitation {
+    /// Answered, with the values of the requested properties.
+    Accept(Map<String, Value>),
+    /// Said no.
+    Decline,
+    /// Dismissed the request without choosing.
+    Cancel,
+}
+
+/// What a transport that serves calls provides to reach its client.
+pub(crate) trait ClientPeer: Send + Sync {
+    /// `true` when the client declared the `sampling` capability.
+    fn can_sample(&self) -> bool;
+    /// `true` when the client declared the `elicitation` capability.
+    fn can_elicit(&self) -> bool;
+    /// Sends a log message (dropped when below the level the client set).
+    fn log(&self, level: LogLevel, data: Value) -> BoxFuture<'_, Result<(), ClientError>>;
+    /// Sends a sampling request and waits for its answer.
+    fn sample(
+        &self,
+        request: SamplingRequest,
+    ) -> BoxFuture<'_, Result<SamplingReply, ClientError>>;
+    /// Sends an elicitation request and waits for its answer.
+    fn elicit(
+        &self,
+        request: ElicitationRequest,
+    ) -> BoxFuture<'_, Result<Elicitation, ClientError>>;
+}
+
+/// The way from one call to the client that made it, if any. Cheap to clone; carried by
+/// [`ToolCall::client`](crate::ToolCall::client) into the call's
+/// [`ToolCallView`](crate::ToolCallView) (where hooks and approvers see it) and
+/// [`ToolExec`](crate::ToolExec) (where the body uses it). The default has no client.
+#[derive(Clone, Default)]
+pub struct ClientChannel {
+    peer: Option<Arc<dyn ClientPeer>>,
+}
+
+impl fmt::Debug for ClientChannel {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ClientChannel")
+            .field("connected", &self.is_connected())
+            .field("can_sample", &self.can_sample())
+            .field("can_elicit", &self.can_elicit())
+            .finish()
+    }
+}
+
+impl ClientChannel {
+    pub(crate) fn new(peer: Arc<dyn ClientPeer>) -> Self {
+        ClientChannel { peer: Some(peer) }
+    }
+
+    /// `true` when a client is behind the call (it was made over MCP).
+    pub fn is_connected(&self) -> bool {
+        self.peer.is_some()
+    }
+
+    /// `true` when the client can answer [`ClientChannel::sample`].
+    pub fn can_sample(&self) -> bool {
+        self.peer.as_ref().is_some_and(|peer| peer.can_sample())
+    }
+
+    /// `true` when the client can answer [`ClientChannel::elicit`].
+    pub fn can_elicit(&self) -> bool {
+        self.peer.as_ref().is_some_and(|peer| peer.can_elicit())
+    }
+
+    /// Sends a log message (`data`: any JSON, usually a string) to the client
+    /// (`notifications/message`); one below the level the client set with `logging/setLevel`
+    /// is dropped and counts as sent.
+    ///
+    /// # Errors
+    /// [`ClientError::NoClient`] without a client; [`ClientError::Failed`] when the transport
+    /// is gone.
+    pub async fn log(&self, level: LogLevel, data: impl Into<Value>) -> Result<(), ClientError> {
+        self.peer()?.log(level, data.into()).await
+    }
+
+    /// Asks the client's model to complete `request` (`sampling/createMessage`) and waits for
+    /// the answer, for as long as the client takes: bound it with the call's signal or
+    /// timeout ([`ToolExec::sample`](crate::ToolExec::sample) does the first).
+    ///
+    /// # Errors
+    /// [`ClientError::NoClient`], [`ClientError::Unsupported`] (`"sampling"`) at once without
+    /// sending; [`ClientError::Invalid`] for a request the protocol cannot carry;
+    /// [`ClientError::Failed`] when the client answers with an error.
+    pub async fn sample(&self, request: SamplingRequest) -> Result<SamplingReply, ClientError> {
+        let peer = self.peer()?;
+        if !peer.can_sample() {
+            return Err(ClientError::Unsupported("sampling"));
+        }
+        peer.sample(request).await
+    }
+
+    /// Asks the person behind the client for input (`elicitation/create`) and waits for the
+    /// answer, for as long as they take: bound it with the call's signal or timeout
+    /// ([`ToolExec::elicit`](crate::ToolExec::elicit) does the first).
+    ///
+    /// # Errors
+    /// [`ClientError::NoClient`], [`ClientError::Unsupported`] (`"elicitation"`) at once
+    /// without sending; [`ClientError::Invalid`] for a schema the protocol cannot carry;
+    /// [`ClientError::Failed`] when the client answers with an error.
+    pub async fn elicit(&self, request: ElicitationRequest) -> Result<Elicitation, ClientError> {
+        let peer = self.peer()?;
+        if !peer.can_elicit() {
+            return Err(ClientError::Unsupported("elicitation"));
+        }
+        peer.elicit(request).await
+    }
+
+    fn peer(&self) -> Result<&Arc<dyn ClientPeer>, ClientError> {
+        self.peer.as_ref().ok_or(ClientError::NoClient)
+    }
+}

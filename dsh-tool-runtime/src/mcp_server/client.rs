@@ -1,0 +1,243 @@
+//! The client of a served call, as the call's [`ClientChannel`](crate::ClientChannel) reaches
+//! it: rmcp's peer of the session, what the client declared at `initialize`, and the log level it
+//! set.
+
+#![allow(deprecated)] // rmcp marks sampling and logging deprecated for the 2026 protocol; they are
+// how 2025-era clients (every one that declares the capability) are reached.
+
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use rmcp::model::{
+    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitationAction,
+    LoggingLevel, LoggingMessageNotificationParam,
+};
+use rmcp::{Peer, RoleServer};
+use serde_json::{Map, Value, json};
+
+use crate::call::{
+    ClientError, ClientPeer, Elicitation, ElicitationRequest, LogLevel, Role, SamplingReply,
+    SamplingRequest,
+};
+use crate::result::ContentBlock;
+
+/// The lowest level a session's client wants to hear (`logging/setLevel`); `None` until it
+/// sets one, when every message is sent.
+pub(crate) type SessionLogLevel = Arc<Mutex<Option<LogLevel>>>;
+
+/// One served call's way back to its client.
+pub(crate) struct McpClientPeer {
+    pub(crate) peer: Peer<RoleServer>,
+    pub(crate) level: SessionLogLevel,
+}
+
+impl McpClientPeer {
+    fn declared(&self, pick: impl Fn(&rmcp::model::ClientCapabilities) -> bool) -> bool {
+        self.peer
+            .peer_info()
+            .is_some_and(|info| pick(&info.capabilities))
+    }
+}
+
+impl ClientPeer for McpClientPeer {
+    fn can_sample(&self) -> bool {
+        self.declared(|capabilities| capabilities.sampling.is_some())
+    }
+
+    fn can_elicit(&self) -> bool {
+        self.declared(|capabilities| capabilities.elicitation.is_some())
+    }
+
+    fn log(&self, level: LogLevel, data: Value) -> BoxFuture<'_, Result<(), ClientError>> {
+        Box::pin(async move {
+            if self.level.lock().is_some_and(|floor| level < floor) {
+                return Ok(());
+            }
+            let params = LoggingMessageNotificationParam::new(logging_level(level), data);
+            self.peer
+                .notify_logging_message(params)
+                .await
+                .map_err(|error| ClientError::Failed(error.to_string()))
+        })
+    }
+
+    fn sample(
+        &self,
+        request: SamplingRequest,
+    ) -> BoxFuture<'_, Result<SamplingReply, ClientError>> {
+        Box::pin(async move {
+            let params: CreateMessageRequestParams = serde_json::from_value(wire_sampling(&request))
+                .map_err(|error| ClientError::Invalid(error.to_string()))?;
+            let answer = self
+                .peer
+                .create_message(params)
+                .await
+                .map_err(|error| ClientError::Failed(error.to_string()))?;
+            sampling_reply(answer)
+        })
+    }
+
+    fn elicit(
+        &self,
+        request: ElicitationRequest,
+    ) -> BoxFuture<'_, Result<Elicitation, ClientError>> {
+        Box::pin(async move {
+            let params: ElicitRequestParams = serde_json::from_value(json!({
+                "mode": "form",
+                "message": request.message,
+                "requestedSchema": request.requested_schema,
+            }))
+            .map_err(|error| ClientError::Invalid(format!("elicitation schema: {error}")))?;
+            let answer = self
+                .peer
+                .create_elicitation(params)
+                .await
+                .map_err(|error| ClientError::Failed(error.to_string()))?;
+            Ok(match answer.action {
+                ElicitationAction::Accept => Elicitation::Accept(match answer.content {
+                    Some(Value::Object(values)) => values,
+                    Some(other) => {
+                        return Err(ClientError::Failed(format!(
+                            "the client accepted with content that is not an object: {other}"
+                        )));
+                    }
+                    None => Map::new(),
+                }),
+                ElicitationAction::Decline => Elicitation::Decline,
+                ElicitationAction::Cancel => Elicitation::Cancel,
+                // An action of a later protocol is not an answer: the request was not accepted.
+                _ => Elicitation::Cancel,
+            })
+        })
+    }
+}
+
+/// rmcp's level of ours (the same eight syslog severities).
+pub(crate) fn logging_level(level: LogLevel) -> LoggingLevel {
+    match level {
+        LogLevel::Debug => LoggingLevel::Debug,
+        LogLevel::Info => LoggingLevel::Info,
+        LogLevel::Notice => LoggingLevel::Notice,
+        LogLevel::Warning => LoggingLevel::Warning,
+        LogLevel::Error => LoggingLevel::Error,
+        LogLevel::Critical => LoggingLevel::Critical,
+        LogLevel::Alert => LoggingLevel::Alert,
+        LogLevel::Emergency => LoggingLevel::Emergency,
+    }
+}
+
+/// Our level of rmcp's.
+pub(crate) fn log_level(level: LoggingLevel) -> LogLevel {
+    match level {
+        LoggingLevel::Debug => LogLevel::Debug,
+        LoggingLevel::Info => LogLevel::Info,
+        LoggingLevel::Notice => LogLevel::Notice,
+        LoggingLevel::Warning => LogLevel::Warning,
+        LoggingLevel::Error => LogLevel::Error,
+        LoggingLevel::Critical => LogLevel::Critical,
+        LoggingLevel::Alert => LogLevel::Alert,
+        LoggingLevel::Emergency => LogLevel::Emergency,
+    }
+}
+
+/// `sampling/createMessage` params as the MCP schema spells them.
+fn wire_sampling(request: &SamplingRequest) -> Value {
+    let messages: Vec<Value> = request
+        .messages
+        .iter()
+        .map(|message| {
+            json!({
+                "role": match message.role { Role::User => "user", Role::Assistant => "assistant" },
+                "content": wire_block(&message.content),
+            })
+        })
+        .collect();
+    let mut params = json!({ "messages": messages, "maxTokens": request.max_tokens });
+    if let Some(prompt) = &request.system_prompt {
+        params["systemPrompt"] = json!(prompt);
+    }
+    if let Some(temperature) = request.temperature {
+        params["temperature"] = json!(temperature);
+    }
+    params
+}
+
+/// One content block as the MCP schema spells it.
+pub(crate) fn wire_block(block: &ContentBlock) -> Value {
+    match block {
+        ContentBlock::Text { text } => json!({ "type": "text", "text": text }),
+        ContentBlock::Image { media_type, data } => {
+            json!({ "type": "image", "data": data, "mimeType": media_type })
+        }
+        ContentBlock::Audio { media_type, data } => {
+            json!({ "type": "audio", "data": data, "mimeType": media_type })
+        }
+        ContentBlock::Resource {
+            uri,
+            media_type,
+            contents,
+        } => {
+            let mut resource = json!({ "uri": uri });
+            if let Some(media_type) = media_type {
+                resource["mimeType"] = json!(media_type);
+            }
+            match contents {
+                crate::result::ResourceContents::Text(text) => resource["text"] = json!(text),
+                crate::result::ResourceContents::Blob(blob) => resource["blob"] = json!(blob),
+            }
+            json!({ "type": "resource", "resource": resource })
+        }
+    }
+}
+
+fn sampling_reply(answer: CreateMessageResult) -> Result<SamplingReply, ClientError> {
+    let message = serde_json::to_value(&answer.message)
+        .map_err(|error| ClientError::Failed(error.to_string()))?;
+    let role = match message.get("role").and_then(Value::as_str) {
+        Some("assistant") => Role::Assistant,
+        _ => Role::User,
+    };
+    // One block, or the first of several (SEP-1577 allows a list).
+    let block = match message.get("content") {
+        Some(Value::Array(blocks)) => blocks.first().cloned(),
+        other => other.cloned(),
+    }
+    .unwrap_or(Value::Null);
+    let content = match block.get("type").and_then(Value::as_str) {
+        Some("text") => ContentBlock::text(
+            block
+                .get("text")
+                .and_then(Value::as_str)
+                .unwrap_or_default(),
+        ),
+        Some(kind @ ("image" | "audio")) => {
+            let media_type = block
+                .get("mimeType")
+                .and_then(Value::as_str)
+                .unwrap_or("application/octet-stream")
+                .to_owned();
+            let data = block
+                .get("data")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            if kind == "image" {
+                ContentBlock::Image { media_type, data }
+            } else {
+                ContentBlock::Audio { media_type, data }
+            }
+        }
+        other => {
+            return Err(ClientError::Failed(format!(
+                "the client's sampling answer has content of type {other:?}, not text, image or audio"
+            )));
+        }
+    };
+    Ok(SamplingReply {
+        role,
+        content,
+        model: answer.model,
+        stop_reason: answer.stop_reason,
+    })
+}
