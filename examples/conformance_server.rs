@@ -1,0 +1,315 @@
+//! The test tools of the official MCP conformance suite (npm `@modelcontextprotocol/conformance`),
+//! each an ordinary `#[tool]` fn, served over streamable HTTP on loopback without
+//! authentication so that the suite's client can connect.
+//!
+//! ```sh
+//! cargo run --features mcp-server --example conformance_server -- 3001
+//! ```
+//!
+//! The argument is the port (default: one the OS picks). The server prints
+//! `listening on http://127.0.0.1:PORT/mcp` on stdout once it accepts connections, and serves
+//! until it is killed.
+
+use std::net::{Ipv4Addr, SocketAddr};
+use std::time::Duration;
+
+use dsh_tools::client::{
+    ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest,
+};
+use dsh_tools::mcp::{McpHttpAuth, McpTransport};
+use dsh_tools::result::{ContentBlock, ResourceContents};
+use dsh_tools::serde_json::{Value, json};
+use dsh_tools::{Registry, ToolError, ToolExec, tool, tool_type};
+
+/// A 1×1 red PNG.
+const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
+
+/// A WAV file of one silent 8 kHz, 8-bit mono sample.
+const SILENT_WAV: &str = "UklGRiUAAABXQVZFZm10IBAAAAABAAEAQB8AAEAfAAABAAgAZGF0YQEAAACA";
+
+/// Returns a simple text response.
+#[tool]
+async fn test_simple_text() -> String {
+    "This is a simple text response for testing.".to_owned()
+}
+
+/// Returns a 1x1 red PNG image.
+#[tool(render = image_block)]
+async fn test_image_content() -> String {
+    RED_PIXEL_PNG.to_owned()
+}
+
+fn image_block(_: &TestImageContentArgs, data: &String) -> Vec<ContentBlock> {
+    vec![ContentBlock::Image {
+        media_type: "image/png".to_owned(),
+        data: data.clone(),
+    }]
+}
+
+/// Returns a short WAV audio clip.
+#[tool(render = audio_block)]
+async fn test_audio_content() -> String {
+    SILENT_WAV.to_owned()
+}
+
+fn audio_block(_: &TestAudioContentArgs, data: &String) -> Vec<ContentBlock> {
+    vec![ContentBlock::Audio {
+        media_type: "audio/wav".to_owned(),
+        data: data.clone(),
+    }]
+}
+
+/// Returns an embedded text resource.
+#[tool(render = resource_block)]
+async fn test_embedded_resource() -> String {
+    "This is an embedded resource content.".to_owned()
+}
+
+fn resource_block(_: &TestEmbeddedResourceArgs, text: &String) -> Vec<ContentBlock> {
+    vec![ContentBlock::text_resource(
+        "test://embedded-resource",
+        "text/plain",
+        text.clone(),
+    )]
+}
+
+/// Returns text, an image and an embedded resource.
+#[tool(render = mixed_blocks)]
+async fn test_multiple_content_types() -> Value {
+    json!({"test": "data", "value": 123})
+}
+
+fn mixed_blocks(_: &TestMultipleContentTypesArgs, data: &Value) -> Vec<ContentBlock> {
+    vec![
+        ContentBlock::text("Multiple content types test:"),
+        ContentBlock::Image {
+            media_type: "image/png".to_owned(),
+            data: RED_PIXEL_PNG.to_owned(),
+        },
+        ContentBlock::Resource {
+            uri: "test://mixed-content-resource".to_owned(),
+            media_type: Some("application/json".to_owned()),
+            contents: ResourceContents::Text(data.to_string()),
+        },
+    ]
+}
+
+/// Sends three log messages while it runs.
+#[tool]
+async fn test_tool_with_logging(exec: &ToolExec) -> Result<String, ToolError> {
+    for (step, message) in [
+        "Tool execution started",
+        "Tool processing data",
+        "Tool execution completed",
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        if step > 0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        exec.log(LogLevel::Info, message).await.map_err(client_error)?;
+    }
+    Ok("Tool with logging executed successfully".to_owned())
+}
+
+/// Reports progress 0, 50 and 100 out of 100.
+#[tool]
+async fn test_tool_with_progress(exec: &ToolExec) -> String {
+    for progress in [0.0, 50.0, 100.0] {
+        if progress > 0.0 {
+            tokio::time::sleep(Duration::from_millis(50)).await;
+        }
+        exec.report_progress(progress, Some(100.0), None);
+    }
+    "Tool with progress executed successfully".to_owned()
+}
+
+/// Always fails.
+#[tool]
+async fn test_error_handling() -> Result<String, ToolError> {
+    Err(ToolError::new(
+        "This tool intentionally returns an error for testing",
+    ))
+}
+
+/// Asks the client's model to answer `prompt`.
+#[tool]
+async fn test_sampling(
+    /// The prompt to send to the LLM.
+    prompt: String,
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
+    let reply = exec
+        .sample(SamplingRequest::user_text(prompt, 100))
+        .await
+        .map_err(client_error)?;
+    let text = match &reply.content {
+        ContentBlock::Text { text } => text.clone(),
+        other => format!("[{} content]", other.kind()),
+    };
+    Ok(format!("LLM response: {text}"))
+}
+
+/// Asks the user for a username and an email address.
+#[tool]
+async fn test_elicitation(
+    /// The message to show the user.
+    message: String,
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "username": {"type": "string", "description": "User's response"},
+            "email": {"type": "string", "description": "User's email address"},
+        },
+        "required": ["username", "email"],
+    });
+    let answer = elicit(exec, message, schema).await?;
+    Ok(format!("User response: {answer}"))
+}
+
+/// Asks for values of every primitive type, each with a default.
+#[tool]
+async fn test_elicitation_sep1034_defaults(exec: &ToolExec) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "description": "User name", "default": "John Doe"},
+            "age": {"type": "integer", "description": "User age", "default": 30},
+            "score": {"type": "number", "description": "User score", "default": 95.5},
+            "status": {
+                "type": "string",
+                "description": "User status",
+                "enum": ["active", "inactive", "pending"],
+                "default": "active",
+            },
+            "verified": {"type": "boolean", "description": "Verification status", "default": true},
+        },
+    });
+    let answer = elicit(exec, "Please review and update the form fields with defaults", schema)
+        .await?;
+    Ok(format!("Elicitation completed: {answer}"))
+}
+
+/// Asks with each form of enum: untitled, titled, legacy titled, and both multi-selects.
+#[tool]
+async fn test_elicitation_sep1330_enums(exec: &ToolExec) -> Result<String, ToolError> {
+    let schema = json!({
+        "type": "object",
+        "properties": {
+            "untitledSingle": {
+                "type": "string",
+                "description": "Select one option",
+                "enum": ["option1", "option2", "option3"],
+            },
+            "titledSingle": {
+                "type": "string",
+                "description": "Select one option with titles",
+                "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                    {"const": "value3", "title": "Third Option"},
+                ],
+            },
+            "legacyEnum": {
+                "type": "string",
+                "description": "Select one option (legacy)",
+                "enum": ["opt1", "opt2", "opt3"],
+                "enumNames": ["Option One", "Option Two", "Option Three"],
+            },
+            "untitledMulti": {
+                "type": "array",
+                "description": "Select multiple options",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {"type": "string", "enum": ["option1", "option2", "option3"]},
+            },
+            "titledMulti": {
+                "type": "array",
+                "description": "Select multiple options with titles",
+                "minItems": 1,
+                "maxItems": 3,
+                "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ],
+                },
+            },
+        },
+        "required": [],
+    });
+    let answer = elicit(exec, "Please select options from the enum fields", schema).await?;
+    Ok(format!("Elicitation completed: {answer}"))
+}
+
+/// A street address.
+#[tool_type]
+struct Address {
+    street: Option<String>,
+    city: Option<String>,
+}
+
+/// Takes a name and an address (its schema has `$defs` and a `$ref`).
+#[tool(name = "json_schema_2020_12_tool")]
+async fn json_schema_2020_12(name: Option<String>, address: Option<Address>) -> String {
+    let city = address.and_then(|address| address.city);
+    format!(
+        "name: {}, city: {}",
+        name.as_deref().unwrap_or("-"),
+        city.as_deref().unwrap_or("-")
+    )
+}
+
+/// `action=<accept|decline|cancel>, content=<JSON>` of one elicitation.
+async fn elicit(exec: &ToolExec, message: impl Into<String>, schema: Value) -> Result<String, ToolError> {
+    let answer = exec
+        .elicit(ElicitationRequest::new(message, schema))
+        .await
+        .map_err(client_error)?;
+    Ok(match answer {
+        Elicitation::Accept(content) => format!("action=accept, content={}", Value::Object(content)),
+        Elicitation::Decline => "action=decline, content={}".to_owned(),
+        Elicitation::Cancel => "action=cancel, content={}".to_owned(),
+        other => format!("action={other:?}"),
+    })
+}
+
+fn client_error(error: ClientError) -> ToolError {
+    ToolError::new(error.to_string())
+}
+
+#[tokio::main]
+async fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let port: u16 = match std::env::args().nth(1) {
+        Some(port) => port
+            .parse()
+            .map_err(|error| format!("the port \"{port}\" is not a number from 0 to 65535: {error}"))?,
+        None => 0,
+    };
+    let registry = Registry::new();
+    registry.register(TestSimpleTextTool)?;
+    registry.register(TestImageContentTool)?;
+    registry.register(TestAudioContentTool)?;
+    registry.register(TestEmbeddedResourceTool)?;
+    registry.register(TestMultipleContentTypesTool)?;
+    registry.register(TestToolWithLoggingTool)?;
+    registry.register(TestToolWithProgressTool)?;
+    registry.register(TestErrorHandlingTool)?;
+    registry.register(TestSamplingTool)?;
+    registry.register(TestElicitationTool)?;
+    registry.register(TestElicitationSep1034DefaultsTool)?;
+    registry.register(TestElicitationSep1330EnumsTool)?;
+    registry.register(JsonSchema202012Tool)?;
+
+    let transport = McpTransport::http(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
+        .await?
+        .with_auth(McpHttpAuth::None);
+    let addr = transport.local_addr().ok_or("the HTTP transport has no address")?;
+    println!("listening on http://{addr}/mcp");
+    registry.serve_mcp(None, transport).await?;
+    Ok(())
+}
