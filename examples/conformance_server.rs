@@ -16,7 +16,7 @@ use std::time::Duration;
 use dsh_tools::client::{
     ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest,
 };
-use dsh_tools::mcp::{McpHttpAuth, McpTransport};
+use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpServeOptions, McpTransport};
 use dsh_tools::result::{ContentBlock, ResourceContents};
 use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{Registry, ToolError, ToolExec, tool, tool_type};
@@ -309,7 +309,18 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .await?
         .with_auth(McpHttpAuth::None);
     let addr = transport.local_addr().ok_or("the HTTP transport has no address")?;
+    // Pages on loopback may call it (the suite's DNS-rebinding check sends such origins);
+    // any other origin is refused.
+    let port = addr.port();
+    let limits = ["localhost", "127.0.0.1", "[::1]"]
+        .into_iter()
+        .fold(McpHttpLimits::default(), |limits, host| {
+            limits.allow_origin(format!("http://{host}:{port}"))
+        });
+    let options = McpServeOptions::default()
+        .server_name("dsh-tools-conformance")
+        .http_limits(limits);
     println!("listening on http://{addr}/mcp");
-    registry.serve_mcp(None, transport).await?;
+    registry.serve_mcp_with(None, transport, options).await?;
     Ok(())
 }
