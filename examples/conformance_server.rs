@@ -13,9 +13,7 @@
 use std::net::{Ipv4Addr, SocketAddr};
 use std::time::Duration;
 
-use dsh_tools::client::{
-    ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest,
-};
+use dsh_tools::client::{ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest};
 use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpServeOptions, McpTransport};
 use dsh_tools::result::{ContentBlock, ResourceContents};
 use dsh_tools::serde_json::{Value, json};
@@ -108,7 +106,9 @@ async fn test_tool_with_logging(exec: &ToolExec) -> Result<String, ToolError> {
         if step > 0 {
             tokio::time::sleep(Duration::from_millis(50)).await;
         }
-        exec.log(LogLevel::Info, message).await.map_err(client_error)?;
+        exec.log(LogLevel::Info, message)
+            .await
+            .map_err(client_error)?;
     }
     Ok("Tool with logging executed successfully".to_owned())
 }
@@ -188,8 +188,12 @@ async fn test_elicitation_sep1034_defaults(exec: &ToolExec) -> Result<String, To
             "verified": {"type": "boolean", "description": "Verification status", "default": true},
         },
     });
-    let answer = elicit(exec, "Please review and update the form fields with defaults", schema)
-        .await?;
+    let answer = elicit(
+        exec,
+        "Please review and update the form fields with defaults",
+        schema,
+    )
+    .await?;
     Ok(format!("Elicitation completed: {answer}"))
 }
 
@@ -265,13 +269,19 @@ async fn json_schema_2020_12(name: Option<String>, address: Option<Address>) -> 
 }
 
 /// `action=<accept|decline|cancel>, content=<JSON>` of one elicitation.
-async fn elicit(exec: &ToolExec, message: impl Into<String>, schema: Value) -> Result<String, ToolError> {
+async fn elicit(
+    exec: &ToolExec,
+    message: impl Into<String>,
+    schema: Value,
+) -> Result<String, ToolError> {
     let answer = exec
         .elicit(ElicitationRequest::new(message, schema))
         .await
         .map_err(client_error)?;
     Ok(match answer {
-        Elicitation::Accept(content) => format!("action=accept, content={}", Value::Object(content)),
+        Elicitation::Accept(content) => {
+            format!("action=accept, content={}", Value::Object(content))
+        }
         Elicitation::Decline => "action=decline, content={}".to_owned(),
         Elicitation::Cancel => "action=cancel, content={}".to_owned(),
         other => format!("action={other:?}"),
@@ -285,9 +295,9 @@ fn client_error(error: ClientError) -> ToolError {
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let port: u16 = match std::env::args().nth(1) {
-        Some(port) => port
-            .parse()
-            .map_err(|error| format!("the port \"{port}\" is not a number from 0 to 65535: {error}"))?,
+        Some(port) => port.parse().map_err(|error| {
+            format!("the port \"{port}\" is not a number from 0 to 65535: {error}")
+        })?,
         None => 0,
     };
     let registry = Registry::new();
@@ -308,7 +318,9 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let transport = McpTransport::http(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .await?
         .with_auth(McpHttpAuth::None);
-    let addr = transport.local_addr().ok_or("the HTTP transport has no address")?;
+    let addr = transport
+        .local_addr()
+        .ok_or("the HTTP transport has no address")?;
     // Pages on loopback may call it (the suite's DNS-rebinding check sends such origins);
     // any other origin is refused.
     let port = addr.port();

@@ -14,6 +14,8 @@ use tokio::sync::broadcast;
 pub struct Tools {
     pub node_bin: PathBuf,
     pub venv: PathBuf,
+    /// The MCP conformance suite's install root (`node_modules` with its Node 22).
+    pub conformance: PathBuf,
 }
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -31,6 +33,7 @@ pub fn tools() -> Option<&'static Tools> {
                 Ok(status) if status.success() => Some(Tools {
                     node_bin: PathBuf::from(format!("{ROOT}/.tools/node/node_modules/.bin")),
                     venv: PathBuf::from(format!("{ROOT}/.tools/venv")),
+                    conformance: PathBuf::from(format!("{ROOT}/.tools/conformance/node_modules")),
                 }),
                 // Under CI the install is part of the suite: a failure fails, never skips.
                 other if std::env::var_os("CI").is_some() => panic!(

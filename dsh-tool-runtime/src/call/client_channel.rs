@@ -171,10 +171,8 @@ pub(crate) trait ClientPeer: Send + Sync {
     /// Sends a log message (dropped when below the level the client set).
     fn log(&self, level: LogLevel, data: Value) -> BoxFuture<'_, Result<(), ClientError>>;
     /// Sends a sampling request and waits for its answer.
-    fn sample(
-        &self,
-        request: SamplingRequest,
-    ) -> BoxFuture<'_, Result<SamplingReply, ClientError>>;
+    fn sample(&self, request: SamplingRequest)
+    -> BoxFuture<'_, Result<SamplingReply, ClientError>>;
     /// Sends an elicitation request and waits for its answer.
     fn elicit(
         &self,

@@ -11,11 +11,11 @@ use tokio_util::sync::CancellationToken;
 
 use crate::scope::AgentId;
 
+pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
     SamplingReply, SamplingRequest,
 };
-pub(crate) use client_channel::ClientPeer;
 pub(crate) use contain::{contain, panic_message};
 pub use context::ToolExec;
 pub(crate) use stages::DispatchedCall;

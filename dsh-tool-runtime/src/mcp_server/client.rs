@@ -67,8 +67,9 @@ impl ClientPeer for McpClientPeer {
         request: SamplingRequest,
     ) -> BoxFuture<'_, Result<SamplingReply, ClientError>> {
         Box::pin(async move {
-            let params: CreateMessageRequestParams = serde_json::from_value(wire_sampling(&request))
-                .map_err(|error| ClientError::Invalid(error.to_string()))?;
+            let params: CreateMessageRequestParams =
+                serde_json::from_value(wire_sampling(&request))
+                    .map_err(|error| ClientError::Invalid(error.to_string()))?;
             let answer = self
                 .peer
                 .create_message(params)
