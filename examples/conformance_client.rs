@@ -17,7 +17,7 @@ use dsh_tools::{Registry, ToolCall};
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let url = std::env::args()
-        .last()
+        .next_back()
         .filter(|url| url.starts_with("http"))
         .ok_or("usage: conformance_client URL (the server's streamable HTTP URL)")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();

@@ -37,6 +37,7 @@ async fn test_image_content() -> String {
     RED_PIXEL_PNG.to_owned()
 }
 
+#[allow(clippy::ptr_arg)] // a render hook receives `&Output`, here `&String`
 fn image_block(_: &TestImageContentArgs, data: &String) -> Vec<ContentBlock> {
     vec![ContentBlock::Image {
         media_type: "image/png".to_owned(),
@@ -50,6 +51,7 @@ async fn test_audio_content() -> String {
     SILENT_WAV.to_owned()
 }
 
+#[allow(clippy::ptr_arg)] // a render hook receives `&Output`, here `&String`
 fn audio_block(_: &TestAudioContentArgs, data: &String) -> Vec<ContentBlock> {
     vec![ContentBlock::Audio {
         media_type: "audio/wav".to_owned(),
@@ -63,6 +65,7 @@ async fn test_embedded_resource() -> String {
     "This is an embedded resource content.".to_owned()
 }
 
+#[allow(clippy::ptr_arg)] // a render hook receives `&Output`, here `&String`
 fn resource_block(_: &TestEmbeddedResourceArgs, text: &String) -> Vec<ContentBlock> {
     vec![ContentBlock::text_resource(
         "test://embedded-resource",

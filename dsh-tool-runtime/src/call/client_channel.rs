@@ -200,6 +200,8 @@ impl fmt::Debug for ClientChannel {
 }
 
 impl ClientChannel {
+    /// A channel to the client `peer` reaches (a transport that serves calls makes one).
+    #[cfg(feature = "mcp-server")]
     pub(crate) fn new(peer: Arc<dyn ClientPeer>) -> Self {
         ClientChannel { peer: Some(peer) }
     }

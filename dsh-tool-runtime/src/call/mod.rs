@@ -11,6 +11,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::scope::AgentId;
 
+#[cfg(feature = "mcp-server")]
 pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
