@@ -10,6 +10,8 @@ mod auth;
 mod handler;
 mod http;
 mod listing;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod stdio;
 
 use std::net::SocketAddr;
@@ -20,6 +22,9 @@ use tokio::net::TcpListener;
 use crate::registry::Registry;
 use crate::scope::AgentId;
 pub use auth::McpHttpAuth;
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub use oauth::McpOAuthResource;
 use handler::McpHandler;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
@@ -237,6 +242,10 @@ pub enum McpServeError {
     /// shown): nothing was served.
     #[error("the MCP bearer token is {0}")]
     InvalidBearerToken(&'static str),
+    /// The OAuth settings ([`McpHttpAuth::OAuth`]) are unusable, for the reason given: nothing
+    /// was served.
+    #[error("the MCP OAuth settings are unusable: {0}")]
+    InvalidOAuth(String),
 }
 
 impl Registry {
@@ -279,8 +288,9 @@ impl Registry {
                     .local_addr()
                     .map_err(|error| McpServeError::Transport(error.to_string()))?;
                 auth.check(addr)?;
+                let gate = auth::Gate::new(&auth)?;
                 let handler = McpHandler::new(self.clone(), scope, options);
-                match http::serve(handler, listener, &auth, limits).await {}
+                match http::serve(handler, listener, gate, limits).await {}
             }
         }
     }
