@@ -14,6 +14,8 @@ use tokio::sync::broadcast;
 pub struct Tools {
     pub node_bin: PathBuf,
     pub venv: PathBuf,
+    /// The pinned OAuth authorization server's `node_modules`.
+    pub oauth_modules: PathBuf,
 }
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -31,6 +33,7 @@ pub fn tools() -> Option<&'static Tools> {
                 Ok(status) if status.success() => Some(Tools {
                     node_bin: PathBuf::from(format!("{ROOT}/.tools/node/node_modules/.bin")),
                     venv: PathBuf::from(format!("{ROOT}/.tools/venv")),
+                    oauth_modules: PathBuf::from(format!("{ROOT}/.tools/oauth/node_modules")),
                 }),
                 // Under CI the install is part of the suite: a failure fails, never skips.
                 other if std::env::var_os("CI").is_some() => panic!(

@@ -76,6 +76,19 @@ pub struct Sources {
     /// An MCP server reached over streamable HTTP (repeatable).
     #[arg(long = "mcp-http", global = true, value_name = "URL")]
     pub mcp_http: Vec<String>,
+    /// OAuth client id for the `--mcp-http` servers: each gets an access token from its
+    /// authorization server with the client-credentials grant (secret from
+    /// `--mcp-oauth-client-secret-file`, else `DSH_TOOLS_OAUTH_CLIENT_SECRET`). A `--config`
+    /// entry takes `"oauth": {"clientId", "clientSecret" | "clientSecretEnv" |
+    /// "clientSecretFile", "scopes"}`.
+    #[arg(long, global = true, value_name = "ID")]
+    pub mcp_oauth_client_id: Option<String>,
+    /// The OAuth client secret, read from FILE (surrounding whitespace trimmed).
+    #[arg(long, global = true, value_name = "FILE", requires = "mcp_oauth_client_id")]
+    pub mcp_oauth_client_secret_file: Option<PathBuf>,
+    /// A scope to ask the `--mcp-http` servers' authorization server for (repeatable).
+    #[arg(long, global = true, value_name = "SCOPE", requires = "mcp_oauth_client_id")]
+    pub mcp_oauth_scope: Vec<String>,
     /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
