@@ -7,7 +7,9 @@ use std::io::{BufRead, BufReader, Read, Write};
 use std::process::{Child, ChildStdin, Command, Stdio};
 use std::sync::mpsc;
 
-use dsh_tools::mcp::{McpClientCredentials, McpHttpAuth, McpOAuthResource, McpServer, McpTransport};
+use dsh_tools::mcp::{
+    McpClientCredentials, McpHttpAuth, McpOAuthResource, McpServer, McpTransport,
+};
 use dsh_tools::{Registry, ToolCall};
 use serde_json::{Value, json};
 
@@ -64,7 +66,9 @@ impl AuthorizationServer {
         let line = self
             .lines
             .recv_timeout(FAILURE_BOUND)
-            .unwrap_or_else(|error| panic!("no `{word}` line from the authorization server: {error}"));
+            .unwrap_or_else(|error| {
+                panic!("no `{word}` line from the authorization server: {error}")
+            });
         line.strip_prefix(&format!("{word} "))
             .unwrap_or_else(|| panic!("expected `{word} …`, got {line:?}"))
             .to_owned()
@@ -100,7 +104,10 @@ macro_rules! require_authorization_server {
         match AuthorizationServer::start() {
             Some(server) => server,
             None => {
-                eprintln!("SKIPPED: {}: the OAuth authorization server is unavailable", module_path!());
+                eprintln!(
+                    "SKIPPED: {}: the OAuth authorization server is unavailable",
+                    module_path!()
+                );
                 return;
             }
         }
@@ -202,13 +209,19 @@ fn oauth_serve_checks_access_tokens_against_the_issuer() {
     assert_eq!(listed.status, 200, "{listed:?}");
     assert!(listed.body.contains(r#""name":"file_stats""#), "{listed:?}");
 
-    let other_audience = issuer.token(json!({"aud": "http://elsewhere.example/mcp", "scope": "tools.read"}), 3600);
+    let other_audience = issuer.token(
+        json!({"aud": "http://elsewhere.example/mcp", "scope": "tools.read"}),
+        3600,
+    );
     let expired = issuer.token(json!({"aud": resource, "scope": "tools.read"}), -3600);
     let foreign = issuer.token(
         json!({"aud": resource, "scope": "tools.read", "iss": "http://127.0.0.1:1"}),
         3600,
     );
-    let no_expiry = issuer.token(json!({"aud": resource, "scope": "tools.read", "exp": null}), 3600);
+    let no_expiry = issuer.token(
+        json!({"aud": resource, "scope": "tools.read", "exp": null}),
+        3600,
+    );
     let (head, signature) = good.rsplit_once('.').unwrap();
     let flipped = signature
         .chars()
@@ -229,7 +242,10 @@ fn oauth_serve_checks_access_tokens_against_the_issuer() {
         good.split('.').nth(1).unwrap()
     ) + ".c2ln";
     for (token, why) in [
-        (other_audience.as_str(), "the token is not for this resource"),
+        (
+            other_audience.as_str(),
+            "the token is not for this resource",
+        ),
         (&expired, "the token has expired"),
         (&foreign, "the token is from another issuer"),
         (&no_expiry, "the token lacks exp, iss or aud"),
@@ -307,22 +323,39 @@ fn oauth_serve_refuses_unusable_settings() {
     };
     for flags in [
         &["--http", "0", "--oauth-issuer", "http://as.example"][..],
-        &["--oauth-issuer", "http://as.example", "--oauth-resource", "http://r.example/mcp"],
+        &[
+            "--oauth-issuer",
+            "http://as.example",
+            "--oauth-resource",
+            "http://r.example/mcp",
+        ],
         &["--http", "0", "--oauth-resource", "http://r.example/mcp"],
         &[
-            "--http", "0", "--no-auth", "--oauth-issuer", "http://as.example",
-            "--oauth-resource", "http://r.example/mcp",
+            "--http",
+            "0",
+            "--no-auth",
+            "--oauth-issuer",
+            "http://as.example",
+            "--oauth-resource",
+            "http://r.example/mcp",
         ],
     ] {
         let (code, stderr) = refused(flags);
         assert_eq!(code, Some(2), "{flags:?}: {stderr}");
     }
     let (code, stderr) = refused(&[
-        "--http", "0", "--oauth-issuer", "http://as.example", "--oauth-resource", "r.example/mcp",
+        "--http",
+        "0",
+        "--oauth-issuer",
+        "http://as.example",
+        "--oauth-resource",
+        "r.example/mcp",
     ]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
-        stderr.contains("--oauth-issuer: the MCP OAuth settings are unusable: resource \"r.example/mcp\""),
+        stderr.contains(
+            "--oauth-issuer: the MCP OAuth settings are unusable: resource \"r.example/mcp\""
+        ),
         "{stderr}"
     );
 }
@@ -355,7 +388,10 @@ async fn client_credentials_reach_a_protected_server() {
         .await
         .expect("client credentials connect");
     assert!(
-        handle.tools().iter().any(|name| name == "mcp__secured__file_stats"),
+        handle
+            .tools()
+            .iter()
+            .any(|name| name == "mcp__secured__file_stats"),
         "{:?}",
         handle.tools()
     );
@@ -366,9 +402,17 @@ async fn client_credentials_reach_a_protected_server() {
             json!({"path": "Cargo.toml"}),
         ))
         .await;
-    let value = stats.value().unwrap_or_else(|| panic!("call failed: {stats:?}"));
-    assert_eq!(value["structuredContent"]["path"], "Cargo.toml", "{stats:?}");
-    assert!(value["structuredContent"]["lines"].as_u64() > Some(10), "{stats:?}");
+    let value = stats
+        .value()
+        .unwrap_or_else(|| panic!("call failed: {stats:?}"));
+    assert_eq!(
+        value["structuredContent"]["path"], "Cargo.toml",
+        "{stats:?}"
+    );
+    assert!(
+        value["structuredContent"]["lines"].as_u64() > Some(10),
+        "{stats:?}"
+    );
 
     // A scope the server does not grant with: the token lacks `tools.read`.
     let unscoped = client
@@ -381,4 +425,65 @@ async fn client_credentials_reach_a_protected_server() {
     assert!(unscoped.is_err(), "connected without the scope");
     handle.disconnect().await;
     server.abort();
+}
+
+/// The command line as a client: `--mcp-http` with `--mcp-oauth-client-id` (secret from
+/// `DSH_TOOLS_OAUTH_CLIENT_SECRET`) and a `--config` entry with `"oauth"` (secret from a file)
+/// reach a protected `serve --http`; without credentials the server is reported unreachable.
+#[test]
+fn cli_clients_authenticate_with_client_credentials() {
+    let issuer = require_authorization_server!();
+    let (_server, resource) = protected_server(&issuer.issuer);
+    let tools = |args: &[&str], secret: Option<&str>| {
+        let mut command = Command::new(crate::http_server::BIN);
+        command
+            .args(args)
+            .args(
+                ["--mcp-oauth-scope", "tools.read"]
+                    .iter()
+                    .filter(|_| args.contains(&"--mcp-oauth-client-id")),
+            )
+            .args(["tools", "--dialect", "mcp"])
+            .env_remove("DSH_TOOLS_OAUTH_CLIENT_SECRET")
+            .stdin(Stdio::null());
+        if let Some(secret) = secret {
+            command.env("DSH_TOOLS_OAUTH_CLIENT_SECRET", secret);
+        }
+        let output = command.output().unwrap();
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (listed, stderr) = tools(
+        &["--mcp-http", &resource, "--mcp-oauth-client-id", "service"],
+        Some("s3cret"),
+    );
+    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"secured": {"url": resource, "oauth": {
+            "clientId": "service", "clientSecretFile": secret, "scopes": ["tools.read"]
+        }}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (listed, stderr) = tools(&["--config", config.to_str().unwrap()], None);
+    assert!(
+        listed.contains("mcp__secured__file_stats"),
+        "{listed}\n{stderr}"
+    );
+
+    let (listed, stderr) = tools(&["--mcp-http", &resource], None);
+    assert!(!listed.contains("file_stats"), "{listed}");
+    assert!(
+        stderr.contains("authorization required: Bearer resource_metadata="),
+        "{stderr}"
+    );
 }
