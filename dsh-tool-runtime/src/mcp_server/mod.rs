@@ -22,10 +22,10 @@ use tokio::net::TcpListener;
 use crate::registry::Registry;
 use crate::scope::AgentId;
 pub use auth::McpHttpAuth;
+use handler::McpHandler;
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use oauth::McpOAuthResource;
-use handler::McpHandler;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
 #[derive(Debug)]

@@ -151,10 +151,7 @@ impl McpOAuthResource {
                 .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
         };
         if web_url(&self.issuer).is_none() {
-            return invalid(format!(
-                "issuer {:?} is not an http(s) URL",
-                self.issuer
-            ));
+            return invalid(format!("issuer {:?} is not an http(s) URL", self.issuer));
         }
         match web_url(&self.resource) {
             Some(url) if url.fragment().is_none() => {}
@@ -245,9 +242,9 @@ impl KeyCache {
         }
         let known = self.find(kid).is_some();
         !known
-            && self.refetched_for_unknown_at.is_none_or(|at| {
-                now.saturating_duration_since(at) >= UNKNOWN_KEY_REFETCH_INTERVAL
-            })
+            && self
+                .refetched_for_unknown_at
+                .is_none_or(|at| now.saturating_duration_since(at) >= UNKNOWN_KEY_REFETCH_INTERVAL)
     }
 
     /// The key a token names; without a `kid`, the only key there is.
@@ -607,10 +604,7 @@ mod tests {
         assert!(cache.needs_fetch(Some("b"), start));
         cache.refetched_for_unknown_at = Some(start);
         assert!(!cache.needs_fetch(Some("b"), start + Duration::from_secs(29)));
-        assert!(cache.needs_fetch(
-            Some("b"),
-            start + UNKNOWN_KEY_REFETCH_INTERVAL
-        ));
+        assert!(cache.needs_fetch(Some("b"), start + UNKNOWN_KEY_REFETCH_INTERVAL));
         // Without a kid, the only key is used; with two, none is guessed.
         assert!(cache.find(None).is_some());
         cache.keys.push(key("b"));

@@ -84,10 +84,20 @@ pub struct Sources {
     #[arg(long, global = true, value_name = "ID")]
     pub mcp_oauth_client_id: Option<String>,
     /// The OAuth client secret, read from FILE (surrounding whitespace trimmed).
-    #[arg(long, global = true, value_name = "FILE", requires = "mcp_oauth_client_id")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        requires = "mcp_oauth_client_id"
+    )]
     pub mcp_oauth_client_secret_file: Option<PathBuf>,
     /// A scope to ask the `--mcp-http` servers' authorization server for (repeatable).
-    #[arg(long, global = true, value_name = "SCOPE", requires = "mcp_oauth_client_id")]
+    #[arg(
+        long,
+        global = true,
+        value_name = "SCOPE",
+        requires = "mcp_oauth_client_id"
+    )]
     pub mcp_oauth_scope: Vec<String>,
     /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
     #[arg(long, global = true, value_name = "FILE")]

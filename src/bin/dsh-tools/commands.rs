@@ -7,9 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dsh_tools::events::{EventLog, ToolEvent};
-use dsh_tools::mcp::{
-    McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTransport,
-};
+use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
@@ -94,7 +92,11 @@ fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, Strin
             resource.resource,
             resource.metadata_url().unwrap_or_default()
         );
-        (McpHttpAuth::OAuth(resource), "--oauth-issuer".to_owned(), notice)
+        (
+            McpHttpAuth::OAuth(resource),
+            "--oauth-issuer".to_owned(),
+            notice,
+        )
     } else if flags.no_auth {
         let notice = "no authentication (--no-auth): any process that can reach the port can \
                       call the tools";

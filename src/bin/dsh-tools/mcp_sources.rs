@@ -81,17 +81,19 @@ fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>,
     }
     match var.map(std::env::var) {
         Some(Ok(secret)) => Ok(Some(secret.trim().to_owned())),
-        Some(Err(_)) => Err(format!("{} is not set (or not UTF-8)", var.unwrap_or_default())),
+        Some(Err(_)) => Err(format!(
+            "{} is not set (or not UTF-8)",
+            var.unwrap_or_default()
+        )),
         None => Ok(None),
     }
 }
 
 fn credentials(id: &str, secret: String, scopes: &[String]) -> McpClientCredentials {
-    scopes
-        .iter()
-        .fold(McpClientCredentials::new(id, secret), |credentials, scope| {
-            credentials.scope(scope)
-        })
+    scopes.iter().fold(
+        McpClientCredentials::new(id, secret),
+        |credentials, scope| credentials.scope(scope),
+    )
 }
 
 /// The MCP servers that started and, for each one that did not, one line saying why (its
@@ -236,7 +238,11 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
         server = server.header(name, value);
     }
     if let Some(oauth) = entry.oauth {
-        let secret = match (oauth.client_secret, oauth.client_secret_env, oauth.client_secret_file) {
+        let secret = match (
+            oauth.client_secret,
+            oauth.client_secret_env,
+            oauth.client_secret_file,
+        ) {
             (Some(secret), None, None) => secret,
             (None, var, file) if var.is_some() != file.is_some() => {
                 read_secret(file.as_deref(), var.as_deref())
