@@ -29,7 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the tools as an MCP server (stdio by default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print the tool schemas in a provider dialect.
     Tools(ToolsArgs),
     /// Print the code-mode SDK of the tools.
