@@ -85,6 +85,18 @@ impl AuthorizationServer {
         self.answer("token")
     }
 
+    /// The token endpoint's answers from now on say their tokens expire in `seconds`.
+    fn grants_expire_in(&mut self, seconds: u64) {
+        self.command(json!({"grantsExpireIn": seconds}));
+        assert_eq!(self.answer("expiresIn"), seconds.to_string());
+    }
+
+    /// How many tokens the token endpoint has issued.
+    fn grants(&mut self) -> u64 {
+        self.command(json!({"grants": true}));
+        self.answer("grants").parse().unwrap()
+    }
+
     /// A new signing key, used by the tokens after it.
     fn rotate(&mut self) -> String {
         self.command(json!({"rotate": true}));
@@ -362,10 +374,10 @@ fn oauth_serve_refuses_unusable_settings() {
 
 /// Our client with client credentials gets a token from the authorization server the served
 /// registry names in its metadata, then lists and calls a tool; without credentials it cannot
-/// connect.
+/// connect. A token that has expired is asked for again before the next request.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn client_credentials_reach_a_protected_server() {
-    let issuer = require_authorization_server!();
+    let mut issuer = require_authorization_server!();
     let served = Registry::new();
     served.register_all(toolset::definitions(ROOT)).unwrap();
     let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
@@ -413,6 +425,27 @@ async fn client_credentials_reach_a_protected_server() {
         value["structuredContent"]["lines"].as_u64() > Some(10),
         "{stats:?}"
     );
+
+    // Tokens said to expire at once: every request asks for a new one first.
+    issuer.grants_expire_in(0);
+    let expiring =
+        client
+            .add_mcp_server(McpServer::http("expiring", &url).client_credentials(
+                McpClientCredentials::new("service", "s3cret").scope("tools.read"),
+            ))
+            .await
+            .expect("connects with expiring tokens");
+    let before = issuer.grants();
+    let stats = client
+        .execute(ToolCall::new(
+            "2",
+            "mcp__expiring__file_stats",
+            json!({"path": "Cargo.toml"}),
+        ))
+        .await;
+    assert!(stats.value().is_some(), "{stats:?}");
+    assert!(issuer.grants() > before, "no new token for the call");
+    expiring.disconnect().await;
 
     // A scope the server does not grant with: the token lacks `tools.read`.
     let unscoped = client

@@ -9,6 +9,10 @@
 //       signed by the issuer, `claims` merged over its own (a null claim is removed)
 //   {"rotate": true}                                               ->  kid <new key id>
 //       a new key, published in the key set and used by later tokens
+//   {"grantsExpireIn": <s>}                                        ->  expiresIn <s>
+//       the token endpoint's later answers say `expires_in: <s>`
+//   {"grants": true}                                               ->  grants <count>
+//       how many tokens the token endpoint has issued
 // The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`.
 import { join } from "node:path";
 import { createInterface } from "node:readline";
@@ -21,6 +25,12 @@ const { OAuth2Server } = await import(
 
 const server = new OAuth2Server();
 let key = await server.issuer.keys.generate("RS256");
+let grants = 0;
+let grantsExpireIn;
+server.service.on("beforeResponse", (response) => {
+  grants += 1;
+  if (grantsExpireIn !== undefined) response.body.expires_in = grantsExpireIn;
+});
 server.service.on("beforeTokenSigning", (token, req) => {
   if (typeof req.body.resource === "string") {
     token.payload.aud = req.body.resource;
@@ -36,6 +46,11 @@ for await (const line of createInterface({ input: process.stdin })) {
   if (command.rotate) {
     key = await server.issuer.keys.generate("RS256");
     console.log(`kid ${key.kid}`);
+  } else if (command.grantsExpireIn !== undefined) {
+    grantsExpireIn = command.grantsExpireIn;
+    console.log(`expiresIn ${grantsExpireIn}`);
+  } else if (command.grants) {
+    console.log(`grants ${grants}`);
   } else if (command.token) {
     const { claims = {}, expiresIn, kid = key.kid } = command.token;
     const token = await server.issuer.buildToken({

@@ -127,11 +127,15 @@ impl<C: StreamableHttpClient + Sync> CredentialsClient<C> {
         }
     }
 
+    /// A new token, used as it comes: one said to expire at once still serves this request.
     async fn renew(&self) -> Result<String, HttpError<C::Error>> {
-        self.manager
+        let answer = self
+            .manager
             .exchange_client_credentials(&self.grant)
             .await?;
-        Ok(self.manager.get_access_token().await?)
+        Ok(oauth2::TokenResponse::access_token(&answer)
+            .secret()
+            .clone())
     }
 
     /// `call` with a token; when the server refuses it, once more with a new one.
