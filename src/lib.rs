@@ -152,6 +152,9 @@ pub mod mcp {
     pub use dsh_tool_runtime::mcp_server::{
         McpHttpAuth, McpHttpLimits, McpServeError, McpServeOptions, McpTransport,
     };
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub use dsh_tool_runtime::{mcp::McpClientCredentials, mcp_server::McpOAuthResource};
 }
 
 /// Guards: the per-call guard check, the timeout policy and the repeat-call reminder.

@@ -19,6 +19,8 @@ mod http_limits;
 mod http_server;
 mod lifecycle;
 mod lists;
+#[cfg(feature = "cli")]
+mod oauth;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;

@@ -16,6 +16,8 @@ pub struct Tools {
     pub venv: PathBuf,
     /// The MCP conformance suite's install root (`node_modules` with its Node 22).
     pub conformance: PathBuf,
+    /// The pinned OAuth authorization server's `node_modules`.
+    pub oauth_modules: PathBuf,
 }
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -34,6 +36,7 @@ pub fn tools() -> Option<&'static Tools> {
                     node_bin: PathBuf::from(format!("{ROOT}/.tools/node/node_modules/.bin")),
                     venv: PathBuf::from(format!("{ROOT}/.tools/venv")),
                     conformance: PathBuf::from(format!("{ROOT}/.tools/conformance/node_modules")),
+                    oauth_modules: PathBuf::from(format!("{ROOT}/.tools/oauth/node_modules")),
                 }),
                 // Under CI the install is part of the suite: a failure fails, never skips.
                 other if std::env::var_os("CI").is_some() => panic!(

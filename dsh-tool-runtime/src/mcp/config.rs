@@ -101,6 +101,8 @@ pub struct McpServer {
     pub(crate) max_tools: usize,
     pub(crate) max_list_bytes: usize,
     pub(crate) max_list_pages: usize,
+    #[cfg(feature = "oauth")]
+    pub(crate) credentials: Option<super::oauth::McpClientCredentials>,
 }
 
 /// Default of [`McpServer::max_tools`]: 1,000 tools.
@@ -126,6 +128,8 @@ impl McpServer {
             max_tools: DEFAULT_MAX_TOOLS,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
+            #[cfg(feature = "oauth")]
+            credentials: None,
         }
     }
 
@@ -172,6 +176,17 @@ impl McpServer {
     /// Adds an HTTP header sent with every request to an HTTP server.
     pub fn header(mut self, name: impl Into<String>, value: impl Into<String>) -> Self {
         self.headers.push((name.into(), value.into()));
+        self
+    }
+
+    /// Authenticates to an HTTP server with the OAuth client-credentials grant (feature
+    /// `oauth`): an access token from the server's authorization server is sent with every
+    /// request, asked for again when it expires or is refused. Failing to get one fails the
+    /// connect with [`McpError::Connect`] (`OAuth: …`). Ignored for stdio servers.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn client_credentials(mut self, credentials: super::McpClientCredentials) -> Self {
+        self.credentials = Some(credentials);
         self
     }
 

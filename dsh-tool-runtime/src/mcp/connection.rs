@@ -15,7 +15,7 @@ use rmcp::service::{
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
-    StreamableHttpClientTransportConfig, StreamableHttpError,
+    StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
 use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
 use serde_json::{Map, Value};
@@ -112,6 +112,21 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
     }
 }
 
+/// Streamable HTTP through `client`, `initialize` run.
+async fn serve_http<C: StreamableHttpClient>(
+    handler: Handler,
+    client: C,
+    config: StreamableHttpClientTransportConfig,
+    link: &Arc<Link>,
+) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError> {
+    let transport = ProgressTap {
+        inner: StreamableHttpClientTransport::with_client(client, config),
+        link: Arc::downgrade(link),
+        answers: None,
+    };
+    handler.serve(transport).await
+}
+
 /// Opens the transport and runs `initialize`.
 pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
     let server = &config.name;
@@ -165,19 +180,25 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                     .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
                 http.custom_headers.insert(name, value);
             }
-            let transport = StreamableHttpClientTransport::with_client(
-                super::http::GuardedClient::default(),
-                http,
-            );
-            let transport = ProgressTap {
-                inner: transport,
-                link: Arc::downgrade(link),
-                answers: None,
+            let client = super::http::GuardedClient::default();
+            // Getting a token is part of connecting, within the same timeout.
+            let connect = async {
+                #[cfg(feature = "oauth")]
+                if let Some(credentials) = &config.credentials {
+                    let client = super::oauth::authorize(client, url, credentials)
+                        .await
+                        .map_err(|message| connect_error(server, message))?;
+                    return serve_http(handler, client, http, link)
+                        .await
+                        .map_err(|err| connect_error(server, http_connect_failure(url, err)));
+                }
+                serve_http(handler, client, http, link)
+                    .await
+                    .map_err(|err| connect_error(server, http_connect_failure(url, err)))
             };
-            let running = tokio::time::timeout(timeout, handler.serve(transport))
+            let running = tokio::time::timeout(timeout, connect)
                 .await
-                .map_err(|_| timed_out())?
-                .map_err(|err| connect_error(server, http_connect_failure(url, err)))?;
+                .map_err(|_| timed_out())??;
             (running, None, None)
         }
     };

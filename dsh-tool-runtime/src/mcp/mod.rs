@@ -21,6 +21,8 @@ mod connection;
 mod deadlines;
 mod http;
 mod names;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod progress;
 mod results;
 mod schema;
@@ -38,6 +40,9 @@ pub use config::{
 };
 pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub use oauth::McpClientCredentials;
 /// The MCP implementation the bridge runs on (pinned `=3.11.0`), for the types of
 /// [`McpHandle::peer`].
 pub use rmcp;

@@ -1,6 +1,7 @@
 //! Bearer-token authentication of streamable HTTP (RFC 6750): what a client must send, and the
 //! check [`http`](super::http) runs on every request before rmcp sees it, so an unauthenticated
-//! request never reaches a session.
+//! request never reaches a session. A fixed token is compared here; OAuth access tokens are
+//! checked by [`oauth`](super::oauth).
 
 use std::fmt;
 use std::net::SocketAddr;
@@ -14,6 +15,8 @@ use subtle::ConstantTimeEq;
 
 use super::McpServeError;
 use super::http::Body;
+#[cfg(feature = "oauth")]
+use super::oauth::{McpOAuthResource, Verifier};
 
 /// Random bytes in a generated token: 256 bits, far past guessing.
 const GENERATED_TOKEN_BYTES: usize = 32;
@@ -34,6 +37,12 @@ pub enum McpHttpAuth {
     /// error="invalid_token"` (RFC 6750 §3), whatever its `Origin`. The token is at least one
     /// character of RFC 6750 `b64token` text: ASCII letters, digits and `-._~+/`, then any `=`.
     Bearer(String),
+    /// OAuth 2.1 (feature `oauth`): every request carries a JWT access token its authorization
+    /// server issued for this server, checked as [`McpOAuthResource`] describes; the RFC 9728
+    /// protected-resource metadata is served so that clients find the authorization server.
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    OAuth(McpOAuthResource),
     /// No authentication: any process that can reach the port can call the tools. Served only
     /// on a loopback address (127.0.0.0/8, `::1`); elsewhere serving fails with
     /// [`McpServeError::NoAuthOffLoopback`].
@@ -44,6 +53,8 @@ impl fmt::Debug for McpHttpAuth {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             McpHttpAuth::Bearer(_) => f.write_str("Bearer(<redacted>)"),
+            #[cfg(feature = "oauth")]
+            McpHttpAuth::OAuth(resource) => f.debug_tuple("OAuth").field(resource).finish(),
             McpHttpAuth::None => f.write_str("None"),
         }
     }
@@ -62,11 +73,12 @@ impl McpHttpAuth {
         Ok(McpHttpAuth::Bearer(token))
     }
 
-    /// The token clients must send; `None` without authentication.
+    /// The token clients must send; `None` without authentication or with OAuth (each client
+    /// gets its own from the authorization server).
     pub fn bearer_token(&self) -> Option<&str> {
         match self {
             McpHttpAuth::Bearer(token) => Some(token),
-            McpHttpAuth::None => None,
+            _ => None,
         }
     }
 
@@ -77,7 +89,8 @@ impl McpHttpAuth {
     /// # Errors
     /// [`McpServeError::NoAuthOffLoopback`] for [`McpHttpAuth::None`] on an address that is not
     /// loopback; [`McpServeError::InvalidBearerToken`] for a token that is empty or not
-    /// `b64token` text.
+    /// `b64token` text; [`McpServeError::InvalidOAuth`] for OAuth settings
+    /// [`McpOAuthResource::check`] refuses (feature `oauth`).
     pub fn check(&self, addr: SocketAddr) -> Result<(), McpServeError> {
         match self {
             McpHttpAuth::None if addr.ip().to_canonical().is_loopback() => Ok(()),
@@ -91,6 +104,8 @@ impl McpHttpAuth {
                 ))
             }
             McpHttpAuth::Bearer(_) => Ok(()),
+            #[cfg(feature = "oauth")]
+            McpHttpAuth::OAuth(resource) => resource.check(),
         }
     }
 }
@@ -104,48 +119,79 @@ fn is_b64token(token: &str) -> bool {
             .all(|byte| byte.is_ascii_alphanumeric() || b"-._~+/".contains(&byte))
 }
 
-/// The token every request must carry, shared by the connections of one server; `None` lets
-/// every request through.
+/// What every request must carry, shared by the connections of one server.
 #[derive(Clone)]
-pub(crate) struct Gate {
-    token: Option<Arc<[u8]>>,
+pub(crate) enum Gate {
+    /// Every request passes.
+    Open,
+    /// The one token.
+    Token(Arc<[u8]>),
+    /// An OAuth access token.
+    #[cfg(feature = "oauth")]
+    OAuth(Arc<Verifier>),
 }
 
 impl Gate {
-    pub(crate) fn new(auth: &McpHttpAuth) -> Gate {
-        Gate {
-            token: auth.bearer_token().map(|token| Arc::from(token.as_bytes())),
+    /// # Errors
+    /// As [`McpHttpAuth::check`] for OAuth settings.
+    pub(crate) fn new(auth: &McpHttpAuth) -> Result<Gate, McpServeError> {
+        Ok(match auth {
+            McpHttpAuth::Bearer(token) => Gate::Token(Arc::from(token.as_bytes())),
+            #[cfg(feature = "oauth")]
+            McpHttpAuth::OAuth(resource) => Gate::OAuth(Arc::new(Verifier::new(resource)?)),
+            McpHttpAuth::None => Gate::Open,
+        })
+    }
+
+    /// The answer to a `GET` of `path` that needs no authentication: the protected-resource
+    /// metadata under OAuth.
+    pub(crate) fn public_answer(&self, path: &str) -> Option<Response<Body>> {
+        match self {
+            #[cfg(feature = "oauth")]
+            Gate::OAuth(verifier) => verifier.metadata_response(path),
+            _ => {
+                let _ = path;
+                None
+            }
         }
     }
 
     /// The whole answer to a request with `headers` that may not pass; `None` lets it through.
-    pub(crate) fn refusal(&self, headers: &HeaderMap) -> Option<Response<Body>> {
-        let expected = self.token.as_ref()?;
-        // The scheme is case-insensitive (RFC 9110 §11.1); one or more spaces follow it.
-        let given = headers
-            .get(AUTHORIZATION)
-            .map(HeaderValue::as_bytes)
-            .and_then(|value| {
-                let (scheme, token) = value.split_at_checked(6)?;
-                let token = token.strip_prefix(b" ")?;
-                scheme
-                    .eq_ignore_ascii_case(b"Bearer")
-                    .then(|| token.trim_ascii_start())
-            });
-        match given {
-            // Unequal lengths answer at once: only the length of the token can leak.
-            Some(token) if bool::from(token.ct_eq(expected)) => None,
-            Some(_) => Some(unauthorized(
-                "Bearer error=\"invalid_token\"",
-                "Unauthorized: the bearer token is not valid\n",
-            )),
-            // RFC 6750 §3.1: a request without credentials gets no error code.
-            None => Some(unauthorized(
-                "Bearer",
-                "Unauthorized: send the header \"Authorization: Bearer <token>\"\n",
-            )),
+    pub(crate) async fn refusal(&self, headers: &HeaderMap) -> Option<Response<Body>> {
+        match self {
+            Gate::Open => None,
+            Gate::Token(expected) => match bearer(headers) {
+                // Unequal lengths answer at once: only the length of the token can leak.
+                Some(token) if bool::from(token.ct_eq(expected)) => None,
+                Some(_) => Some(unauthorized(
+                    "Bearer error=\"invalid_token\"",
+                    "Unauthorized: the bearer token is not valid\n",
+                )),
+                // RFC 6750 §3.1: a request without credentials gets no error code.
+                None => Some(unauthorized(
+                    "Bearer",
+                    "Unauthorized: send the header \"Authorization: Bearer <token>\"\n",
+                )),
+            },
+            #[cfg(feature = "oauth")]
+            Gate::OAuth(verifier) => verifier.refusal(bearer(headers)).await,
         }
     }
+}
+
+/// The credentials of `Authorization: Bearer <token>`. The scheme is case-insensitive (RFC 9110
+/// §11.1); one or more spaces follow it.
+fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
+    headers
+        .get(AUTHORIZATION)
+        .map(HeaderValue::as_bytes)
+        .and_then(|value| {
+            let (scheme, token) = value.split_at_checked(6)?;
+            let token = token.strip_prefix(b" ")?;
+            scheme
+                .eq_ignore_ascii_case(b"Bearer")
+                .then(|| token.trim_ascii_start())
+        })
 }
 
 fn unauthorized(challenge: &'static str, text: &'static str) -> Response<Body> {
@@ -169,7 +215,8 @@ mod tests {
         if let Some(value) = authorization {
             headers.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
         }
-        gate.refusal(&headers).map(|response| {
+        let refusal = futures::executor::block_on(gate.refusal(&headers));
+        refusal.map(|response| {
             let challenge = response.headers()[WWW_AUTHENTICATE].to_str().unwrap();
             (response.status(), challenge.to_owned())
         })
@@ -177,7 +224,7 @@ mod tests {
 
     #[test]
     fn only_the_exact_bearer_token_passes() {
-        let gate = Gate::new(&McpHttpAuth::Bearer("s3cr3t".to_owned()));
+        let gate = Gate::new(&McpHttpAuth::Bearer("s3cr3t".to_owned())).unwrap();
         assert_eq!(answer(&gate, Some("Bearer s3cr3t")), None);
         assert_eq!(answer(&gate, Some("bearer  s3cr3t")), None);
         let missing = Some((StatusCode::UNAUTHORIZED, "Bearer".to_owned()));
@@ -191,7 +238,7 @@ mod tests {
         for wrong in ["Bearer s3cr3", "Bearer s3cr3tt", "Bearer S3CR3T", "Bearer "] {
             assert_eq!(answer(&gate, Some(wrong)), invalid, "{wrong}");
         }
-        assert_eq!(answer(&Gate::new(&McpHttpAuth::None), None), None);
+        assert_eq!(answer(&Gate::new(&McpHttpAuth::None).unwrap(), None), None);
     }
 
     #[test]

@@ -1,6 +1,6 @@
 //! Streamable HTTP: rmcp's tower service on a hyper HTTP/1 connection per accepted socket,
 //! within [`McpHttpLimits`]: connections, sessions, and how long a client may take to send
-//! headers or a body, or leave its session idle. Each request passes the bearer-token
+//! headers or a body, or leave its session idle. Each request passes the authentication
 //! [`Gate`] before rmcp, whose own checks refuse a foreign `Host` or `Origin`.
 
 use std::cell::Cell;
@@ -33,7 +33,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::timeout::TimeoutBody;
 
 use super::McpHttpLimits;
-use super::auth::{Gate, McpHttpAuth};
+use super::auth::Gate;
 use super::handler::McpHandler;
 
 /// The first pause after a failed `accept`, doubled on each failure in a row up to
@@ -48,7 +48,7 @@ const READ_BUFFER_BYTES: usize = 64 * 1024;
 pub(crate) async fn serve(
     handler: McpHandler,
     listener: TcpListener,
-    auth: &McpHttpAuth,
+    gate: Gate,
     limits: McpHttpLimits,
 ) -> Infallible {
     let handler = Arc::new(handler);
@@ -63,7 +63,6 @@ pub(crate) async fn serve(
         sessions.clone(),
         config,
     ));
-    let gate = Gate::new(auth);
     let mut http = http1::Builder::new();
     // The header timeout also bounds a kept-alive connection's wait for its next request:
     // hyper starts it whenever it waits for a request head. A head past the read buffer is
@@ -138,7 +137,12 @@ async fn answer(
     session_limit: usize,
     request: Request<TimeoutBody<Incoming>>,
 ) -> Result<Response<Body>, Infallible> {
-    if let Some(refusal) = gate.refusal(request.headers()) {
+    if request.method() == hyper::Method::GET
+        && let Some(public) = gate.public_answer(request.uri().path())
+    {
+        return Ok(public);
+    }
+    if let Some(refusal) = gate.refusal(request.headers()).await {
         return Ok(refusal);
     }
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.

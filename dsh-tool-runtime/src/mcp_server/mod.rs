@@ -11,6 +11,8 @@ mod client;
 mod handler;
 mod http;
 mod listing;
+#[cfg(feature = "oauth")]
+mod oauth;
 mod stdio;
 
 use std::net::SocketAddr;
@@ -22,6 +24,9 @@ use crate::registry::Registry;
 use crate::scope::AgentId;
 pub use auth::McpHttpAuth;
 use handler::McpHandler;
+#[cfg(feature = "oauth")]
+#[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+pub use oauth::McpOAuthResource;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
 #[derive(Debug)]
@@ -238,6 +243,10 @@ pub enum McpServeError {
     /// shown): nothing was served.
     #[error("the MCP bearer token is {0}")]
     InvalidBearerToken(&'static str),
+    /// The OAuth settings ([`McpHttpAuth::OAuth`]) are unusable, for the reason given: nothing
+    /// was served.
+    #[error("the MCP OAuth settings are unusable: {0}")]
+    InvalidOAuth(String),
 }
 
 impl Registry {
@@ -280,8 +289,9 @@ impl Registry {
                     .local_addr()
                     .map_err(|error| McpServeError::Transport(error.to_string()))?;
                 auth.check(addr)?;
+                let gate = auth::Gate::new(&auth)?;
                 let handler = McpHandler::new(self.clone(), scope, options);
-                match http::serve(handler, listener, &auth, limits).await {}
+                match http::serve(handler, listener, gate, limits).await {}
             }
         }
     }

@@ -29,7 +29,7 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the tools as an MCP server (stdio by default).
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Print the tool schemas in a provider dialect.
     Tools(ToolsArgs),
     /// Print the code-mode SDK of the tools.
@@ -76,6 +76,29 @@ pub struct Sources {
     /// An MCP server reached over streamable HTTP (repeatable).
     #[arg(long = "mcp-http", global = true, value_name = "URL")]
     pub mcp_http: Vec<String>,
+    /// OAuth client id for the `--mcp-http` servers: each gets an access token from its
+    /// authorization server with the client-credentials grant (secret from
+    /// `--mcp-oauth-client-secret-file`, else `DSH_TOOLS_OAUTH_CLIENT_SECRET`). A `--config`
+    /// entry takes `"oauth": {"clientId", "clientSecret" | "clientSecretEnv" |
+    /// "clientSecretFile", "scopes"}`.
+    #[arg(long, global = true, value_name = "ID")]
+    pub mcp_oauth_client_id: Option<String>,
+    /// The OAuth client secret, read from FILE (surrounding whitespace trimmed).
+    #[arg(
+        long,
+        global = true,
+        value_name = "FILE",
+        requires = "mcp_oauth_client_id"
+    )]
+    pub mcp_oauth_client_secret_file: Option<PathBuf>,
+    /// A scope to ask the `--mcp-http` servers' authorization server for (repeatable).
+    #[arg(
+        long,
+        global = true,
+        value_name = "SCOPE",
+        requires = "mcp_oauth_client_id"
+    )]
+    pub mcp_oauth_scope: Vec<String>,
     /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
@@ -142,7 +165,8 @@ pub struct ServeArgs {
     pub runtime: RuntimeKind,
     /// Serve streamable HTTP on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1)
     /// instead of stdio. Clients must send a bearer token: printed on stderr at start unless
-    /// given (`--auth-token-file`, `DSH_TOOLS_AUTH_TOKEN`).
+    /// given (`--auth-token-file`, `DSH_TOOLS_AUTH_TOKEN`), or an OAuth access token
+    /// (`--oauth-issuer`).
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub http: Option<SocketAddr>,
     /// Tools per `tools/list` page.
@@ -181,6 +205,28 @@ pub struct HttpAccess {
     /// Refused unless the `--http` address is loopback (127.0.0.1, ::1).
     #[arg(long, requires = "http")]
     pub no_auth: bool,
+    /// OAuth 2.1: clients must send a JWT access token issued by the authorization server
+    /// ISSUER (its `iss`) for `--oauth-resource`, checked against the issuer's published keys
+    /// (found from its metadata, or `--oauth-jwks-uri`). The RFC 9728 metadata is served at
+    /// `/.well-known/oauth-protected-resource`. Needs `--oauth-resource`.
+    #[arg(
+        long,
+        value_name = "ISSUER",
+        requires_all = ["http", "oauth_resource"],
+        conflicts_with_all = ["no_auth", "auth_token_file"]
+    )]
+    pub oauth_issuer: Option<String>,
+    /// This server's public URL as clients reach it (e.g. `https://tools.example.com/mcp`):
+    /// the audience (`aud`) every token must name.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_resource: Option<String>,
+    /// A scope every token must hold (repeatable); a token without it is answered 403
+    /// `insufficient_scope`.
+    #[arg(long, value_name = "SCOPE", requires = "oauth_issuer")]
+    pub oauth_scope: Vec<String>,
+    /// Read the issuer's JSON Web Key Set here instead of discovering it.
+    #[arg(long, value_name = "URL", requires = "oauth_issuer")]
+    pub oauth_jwks_uri: Option<String>,
 }
 
 /// What `serve --http` allows its clients; each needs `--http`.

@@ -7,7 +7,7 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 use dsh_tools::events::{EventLog, ToolEvent};
-use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpServeOptions, McpTransport};
+use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
@@ -71,14 +71,33 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
 /// The variable `serve --http` reads its bearer token from when no `--auth-token-file` is given.
 const AUTH_TOKEN_VAR: &str = "DSH_TOOLS_AUTH_TOKEN";
 
-/// The authentication of `serve --http` on `addr`, from the first of `--no-auth`,
+/// The authentication of `serve --http` on `addr`, from the first of `--oauth-issuer`, `--no-auth`,
 /// `--auth-token-file`, [`AUTH_TOKEN_VAR`] and a generated token, checked as the library will;
 /// with the line that tells the person who started the server what clients must send.
 fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, String), String> {
     let header =
         |token: &str| format!("clients must send the header \"Authorization: Bearer {token}\"");
     // (authentication, where it came from for an error, the notice)
-    let (auth, source, notice) = if flags.no_auth {
+    let (auth, source, notice) = if let Some(issuer) = &flags.oauth_issuer {
+        let mut resource =
+            McpOAuthResource::new(issuer, flags.oauth_resource.clone().unwrap_or_default());
+        for scope in &flags.oauth_scope {
+            resource = resource.scope(scope);
+        }
+        if let Some(jwks) = &flags.oauth_jwks_uri {
+            resource = resource.jwks_uri(jwks);
+        }
+        let notice = format!(
+            "clients must send an OAuth access token from {issuer} for {} (metadata: {})",
+            resource.resource,
+            resource.metadata_url().unwrap_or_default()
+        );
+        (
+            McpHttpAuth::OAuth(resource),
+            "--oauth-issuer".to_owned(),
+            notice,
+        )
+    } else if flags.no_auth {
         let notice = "no authentication (--no-auth): any process that can reach the port can \
                       call the tools";
         (McpHttpAuth::None, "--no-auth".to_owned(), notice.to_owned())

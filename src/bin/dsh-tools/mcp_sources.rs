@@ -13,11 +13,12 @@
 //! `filesystem`), for `--mcp-http` from the host.
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
+use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_tools::Registry;
-use dsh_tools::mcp::{McpHandle, McpServer, is_valid_server_name};
+use dsh_tools::mcp::{McpClientCredentials, McpHandle, McpServer, is_valid_server_name};
 use serde::Deserialize;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -51,6 +52,48 @@ struct ServerEntry {
     /// Hosts' on/off switch for an entry.
     #[serde(default)]
     disabled: bool,
+    /// OAuth client credentials for an HTTP server.
+    oauth: Option<OAuthEntry>,
+}
+
+/// `"oauth": {"clientId": …, "clientSecret" | "clientSecretEnv" | "clientSecretFile": …,
+/// "scopes": […]}`: the secret itself, the variable holding it, or the file holding it.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields, rename_all = "camelCase")]
+struct OAuthEntry {
+    client_id: String,
+    client_secret: Option<String>,
+    client_secret_env: Option<String>,
+    client_secret_file: Option<PathBuf>,
+    #[serde(default)]
+    scopes: Vec<String>,
+}
+
+/// The variable `--mcp-http` servers' OAuth client secret is read from.
+const CLIENT_SECRET_VAR: &str = "DSH_TOOLS_OAUTH_CLIENT_SECRET";
+
+/// A secret from a file (surrounding whitespace trimmed) or a variable.
+fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>, String> {
+    if let Some(path) = file {
+        return std::fs::read_to_string(path)
+            .map(|text| Some(text.trim().to_owned()))
+            .map_err(|error| format!("{}: {error}", path.display()));
+    }
+    match var.map(std::env::var) {
+        Some(Ok(secret)) => Ok(Some(secret.trim().to_owned())),
+        Some(Err(_)) => Err(format!(
+            "{} is not set (or not UTF-8)",
+            var.unwrap_or_default()
+        )),
+        None => Ok(None),
+    }
+}
+
+fn credentials(id: &str, secret: String, scopes: &[String]) -> McpClientCredentials {
+    scopes.iter().fold(
+        McpClientCredentials::new(id, secret),
+        |credentials, scope| credentials.scope(scope),
+    )
 }
 
 /// The MCP servers that started and, for each one that did not, one line saying why (its
@@ -128,7 +171,17 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
             .next()
             .unwrap_or_default();
         let name = unique(&mut taken, sanitize(host));
-        servers.push(McpServer::http(name, url.clone()));
+        let mut server = McpServer::http(name, url.clone());
+        if let Some(id) = &sources.mcp_oauth_client_id {
+            let secret = read_secret(
+                sources.mcp_oauth_client_secret_file.as_deref(),
+                Some(CLIENT_SECRET_VAR),
+            )
+            .map_err(|error| format!("--mcp-oauth-client-id: the client secret: {error}"))?
+            .unwrap_or_default();
+            server = server.client_credentials(credentials(id, secret, &sources.mcp_oauth_scope));
+        }
+        servers.push(server);
     }
     if let Some(path) = &sources.config {
         let text = std::fs::read_to_string(path)
@@ -183,6 +236,27 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
     }
     for (name, value) in entry.headers {
         server = server.header(name, value);
+    }
+    if let Some(oauth) = entry.oauth {
+        let secret = match (
+            oauth.client_secret,
+            oauth.client_secret_env,
+            oauth.client_secret_file,
+        ) {
+            (Some(secret), None, None) => secret,
+            (None, var, file) if var.is_some() != file.is_some() => {
+                read_secret(file.as_deref(), var.as_deref())
+                    .map_err(|error| format!("server \"{key}\": oauth: {error}"))?
+                    .unwrap_or_default()
+            }
+            _ => {
+                return Err(format!(
+                    "server \"{key}\": oauth: give one of \"clientSecret\", \"clientSecretEnv\" \
+                     and \"clientSecretFile\""
+                ));
+            }
+        };
+        server = server.client_credentials(credentials(&oauth.client_id, secret, &oauth.scopes));
     }
     Ok(server)
 }
@@ -403,6 +477,9 @@ mod tests {
             root: None,
             mcp: mcp.iter().map(|line| (*line).to_owned()).collect(),
             mcp_http: Vec::new(),
+            mcp_oauth_client_id: None,
+            mcp_oauth_client_secret_file: None,
+            mcp_oauth_scope: Vec::new(),
             config: None,
         };
         let named = servers(&sources(&[

@@ -1,0 +1,673 @@
+//! Streamable HTTP as an OAuth 2.1 protected resource: JWT access tokens (RFC 9068) checked
+//! against the authorization server's published keys, the protected-resource metadata of
+//! RFC 9728, and the challenges of RFC 6750 as the MCP authorization specification (2025-06-18
+//! on) asks for them.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::{Response, StatusCode};
+use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
+use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
+use serde::Deserialize;
+use tokio::sync::Mutex;
+use tokio::time::Instant;
+use url::Url;
+
+use super::McpServeError;
+use super::http::Body;
+
+/// The well-known path of protected-resource metadata (RFC 9728 §3).
+pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
+
+/// The most bytes read of a metadata or key-set document: far past any real one.
+const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
+/// The most keys kept from one key set.
+const MAX_KEYS: usize = 64;
+/// How long one fetch from the authorization server may take.
+const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Keys older than this are fetched again on the next request, so a withdrawn key stops
+/// verifying.
+const KEYS_MAX_AGE: Duration = Duration::from_secs(600);
+/// A token naming a key the cache does not hold fetches the key set again (a rotation) at most
+/// this often: tokens with made-up key ids cannot turn the server into a fetch loop.
+const UNKNOWN_KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
+
+/// A served MCP server as an OAuth 2.1 protected resource
+/// ([`McpHttpAuth::OAuth`](super::McpHttpAuth::OAuth)): every request carries `Authorization:
+/// Bearer <JWT access token>` issued for it by the authorization server `issuer`.
+///
+/// A token passes when (RFC 9068, RFC 7519):
+/// - its signature verifies with a key of the issuer's JSON Web Key Set, found by the header's
+///   `kid`, with an asymmetric algorithm (RS256/384/512, PS256/384/512, ES256/384, EdDSA; a
+///   key's own `alg`, when it names one, must match). The set comes from
+///   [`McpOAuthResource::jwks_uri`], else from the `jwks_uri` of the issuer's metadata (RFC
+///   8414 `/.well-known/oauth-authorization-server`, then OpenID Connect
+///   `/.well-known/openid-configuration`). It is fetched on the first request, again after 10
+///   minutes, and again when a token names an unknown key (at most once per 30 s); each
+///   document is read up to 256 KiB, each fetch within 10 s, and at most 64 keys are kept;
+/// - `iss` equals `issuer` exactly;
+/// - `aud` (a string or an array) holds `resource` exactly (RFC 8707: the token was asked
+///   for this server);
+/// - `exp` is present and not past, `nbf` (when present) not ahead, each give or take
+///   [`McpOAuthResource::leeway`];
+/// - its scopes (`scope`, space-separated, or `scp`, an array or a string) include every one
+///   of [`McpOAuthResource::scopes`].
+///
+/// Answers: without a token, `401` with `WWW-Authenticate: Bearer resource_metadata="<URL>"`
+/// (and `scope="…"` when scopes are required); with a token that fails, `401` with `Bearer
+/// error="invalid_token", error_description="…", resource_metadata="…"`; with a valid token
+/// lacking a scope, `403` with `Bearer error="insufficient_scope", scope="<all required>",
+/// resource_metadata="…"`; when the issuer's keys cannot be fetched, `503`. The RFC 9728
+/// metadata document is served without authentication at
+/// [`McpOAuthResource::metadata_url`] and at `/.well-known/oauth-protected-resource`. Tokens are
+/// never logged.
+///
+/// ```
+/// use dsh_tool_runtime::mcp_server::{McpHttpAuth, McpOAuthResource};
+///
+/// let auth = McpHttpAuth::OAuth(
+///     McpOAuthResource::new("https://login.example.com", "https://tools.example.com/mcp")
+///         .scope("tools.call"),
+/// );
+/// # let _ = auth;
+/// ```
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpOAuthResource {
+    /// The authorization server's issuer identifier, as tokens carry it in `iss` (an `http`
+    /// or `https` URL).
+    pub issuer: String,
+    /// This server's canonical URL as clients reach it (e.g. `https://tools.example.com/mcp`):
+    /// the audience tokens must name and the `resource` of the metadata.
+    pub resource: String,
+    /// Where the issuer's JSON Web Key Set is read; `None` (the default) discovers it from the
+    /// issuer's metadata.
+    pub jwks_uri: Option<String>,
+    /// Scopes every token must hold (default: none); announced as `scopes_supported`.
+    pub scopes: Vec<String>,
+    /// Clock skew allowed on `exp` and `nbf` (default 30 s; whole seconds count).
+    pub leeway: Duration,
+}
+
+impl McpOAuthResource {
+    /// Tokens of `issuer` for the resource `resource`, no scope required, keys discovered.
+    pub fn new(issuer: impl Into<String>, resource: impl Into<String>) -> McpOAuthResource {
+        McpOAuthResource {
+            issuer: issuer.into(),
+            resource: resource.into(),
+            jwks_uri: None,
+            scopes: Vec::new(),
+            leeway: Duration::from_secs(30),
+        }
+    }
+
+    /// Sets [`McpOAuthResource::jwks_uri`].
+    pub fn jwks_uri(mut self, uri: impl Into<String>) -> Self {
+        self.jwks_uri = Some(uri.into());
+        self
+    }
+
+    /// Adds a required scope to [`McpOAuthResource::scopes`].
+    pub fn scope(mut self, scope: impl Into<String>) -> Self {
+        self.scopes.push(scope.into());
+        self
+    }
+
+    /// Sets [`McpOAuthResource::leeway`].
+    pub fn leeway(mut self, leeway: Duration) -> Self {
+        self.leeway = leeway;
+        self
+    }
+
+    /// Where the protected-resource metadata of [`McpOAuthResource::resource`] is served (RFC
+    /// 9728 §3.1): the well-known path inserted between its host and its path, e.g.
+    /// `https://tools.example.com/.well-known/oauth-protected-resource/mcp`; `None` when the
+    /// resource is not a URL.
+    pub fn metadata_url(&self) -> Option<String> {
+        let resource = Url::parse(&self.resource).ok()?;
+        let path = resource.path().trim_end_matches('/');
+        let mut url = resource.clone();
+        url.set_path(&format!("{METADATA_PATH}{path}"));
+        url.set_query(None);
+        Some(url.to_string())
+    }
+
+    /// Whether these settings can protect a server.
+    ///
+    /// # Errors
+    /// [`McpServeError::InvalidOAuth`] naming the setting: `issuer`, `resource` or `jwks_uri`
+    /// not an absolute `http`/`https` URL (the resource also without a fragment), or a scope
+    /// that is not an RFC 6749 scope token (printable ASCII but space, `"` and `\`).
+    pub fn check(&self) -> Result<(), McpServeError> {
+        let invalid = |what: String| Err(McpServeError::InvalidOAuth(what));
+        let web_url = |text: &str| {
+            Url::parse(text)
+                .ok()
+                .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
+        };
+        if web_url(&self.issuer).is_none() {
+            return invalid(format!("issuer {:?} is not an http(s) URL", self.issuer));
+        }
+        match web_url(&self.resource) {
+            Some(url) if url.fragment().is_none() => {}
+            _ => {
+                return invalid(format!(
+                    "resource {:?} is not an http(s) URL without a fragment",
+                    self.resource
+                ));
+            }
+        }
+        if let Some(jwks) = &self.jwks_uri
+            && web_url(jwks).is_none()
+        {
+            return invalid(format!("jwks_uri {jwks:?} is not an http(s) URL"));
+        }
+        for scope in &self.scopes {
+            let token = !scope.is_empty()
+                && scope
+                    .bytes()
+                    .all(|byte| matches!(byte, 0x21 | 0x23..=0x5B | 0x5D..=0x7E));
+            if !token {
+                return invalid(format!("scope {scope:?} is not an RFC 6749 scope token"));
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The claims read from a token beyond those `jsonwebtoken` checks.
+#[derive(Deserialize)]
+struct Claims {
+    scope: Option<String>,
+    scp: Option<Scopes>,
+}
+
+#[derive(Deserialize)]
+#[serde(untagged)]
+enum Scopes {
+    List(Vec<String>),
+    Text(String),
+}
+
+impl Claims {
+    fn scopes(&self) -> HashSet<&str> {
+        let mut held: HashSet<&str> = HashSet::new();
+        if let Some(scope) = &self.scope {
+            held.extend(scope.split_whitespace());
+        }
+        match &self.scp {
+            Some(Scopes::List(list)) => held.extend(list.iter().map(String::as_str)),
+            Some(Scopes::Text(text)) => held.extend(text.split_whitespace()),
+            None => {}
+        }
+        held
+    }
+}
+
+/// Why a request did not pass.
+#[derive(Debug, PartialEq, Eq)]
+pub(crate) enum Verdict {
+    /// Passes.
+    Pass,
+    /// `401 invalid_token`, with a description safe to show (it never holds the token).
+    Invalid(&'static str),
+    /// `403 insufficient_scope`.
+    InsufficientScope,
+    /// The keys could not be had: `503`.
+    KeysUnavailable,
+}
+
+/// The issuer's keys as last fetched.
+#[derive(Default)]
+struct KeyCache {
+    keys: Vec<Jwk>,
+    jwks_uri: Option<String>,
+    fetched_at: Option<Instant>,
+    refetched_for_unknown_at: Option<Instant>,
+}
+
+impl KeyCache {
+    /// Whether the keys must be fetched before a token naming `kid` can be checked at `now`.
+    fn needs_fetch(&self, kid: Option<&str>, now: Instant) -> bool {
+        let Some(fetched_at) = self.fetched_at else {
+            return true;
+        };
+        if now.saturating_duration_since(fetched_at) >= KEYS_MAX_AGE {
+            return true;
+        }
+        let known = self.find(kid).is_some();
+        !known
+            && self
+                .refetched_for_unknown_at
+                .is_none_or(|at| now.saturating_duration_since(at) >= UNKNOWN_KEY_REFETCH_INTERVAL)
+    }
+
+    /// The key a token names; without a `kid`, the only key there is.
+    fn find(&self, kid: Option<&str>) -> Option<&Jwk> {
+        match kid {
+            Some(kid) => self
+                .keys
+                .iter()
+                .find(|key| key.common.key_id.as_deref() == Some(kid)),
+            None if self.keys.len() == 1 => self.keys.first(),
+            None => None,
+        }
+    }
+}
+
+/// The check of every request under [`McpOAuthResource`], shared by all connections.
+pub(crate) struct Verifier {
+    config: McpOAuthResource,
+    http: reqwest::Client,
+    cache: Mutex<KeyCache>,
+    /// `resource_metadata="…"`, quoted, ready for every challenge.
+    metadata_param: String,
+    /// The metadata document, served as it is.
+    metadata: Bytes,
+    /// The paths the metadata is served at.
+    metadata_paths: [String; 2],
+}
+
+impl Verifier {
+    /// # Errors
+    /// As [`McpOAuthResource::check`].
+    pub(crate) fn new(config: &McpOAuthResource) -> Result<Verifier, McpServeError> {
+        config.check()?;
+        let metadata_url = config.metadata_url().unwrap_or_default();
+        let metadata_path = Url::parse(&metadata_url)
+            .map(|url| url.path().to_owned())
+            .unwrap_or_default();
+        let mut document = serde_json::json!({
+            "resource": config.resource,
+            "authorization_servers": [config.issuer],
+            "bearer_methods_supported": ["header"],
+        });
+        if !config.scopes.is_empty() {
+            document["scopes_supported"] = serde_json::json!(config.scopes);
+        }
+        let http = reqwest::Client::builder()
+            .timeout(FETCH_TIMEOUT)
+            .build()
+            .map_err(|error| McpServeError::InvalidOAuth(format!("HTTP client: {error}")))?;
+        Ok(Verifier {
+            config: config.clone(),
+            http,
+            cache: Mutex::new(KeyCache::default()),
+            metadata_param: format!("resource_metadata=\"{metadata_url}\""),
+            metadata: Bytes::from(document.to_string()),
+            metadata_paths: [METADATA_PATH.to_owned(), metadata_path],
+        })
+    }
+
+    /// The metadata document when `path` is where it is served.
+    pub(crate) fn metadata_response(&self, path: &str) -> Option<Response<Body>> {
+        if !self.metadata_paths.iter().any(|served| served == path) {
+            return None;
+        }
+        let mut response = Response::new(Full::new(self.metadata.clone()).boxed());
+        let headers = response.headers_mut();
+        headers.insert(CONTENT_TYPE, HeaderValue::from_static("application/json"));
+        headers.insert(CACHE_CONTROL, HeaderValue::from_static("max-age=3600"));
+        Some(response)
+    }
+
+    /// The answer to a request that carries `token` (`None`: no bearer token), or `None` to let
+    /// it through.
+    pub(crate) async fn refusal(&self, token: Option<&[u8]>) -> Option<Response<Body>> {
+        let Some(token) = token else {
+            let mut challenge = format!("Bearer {}", self.metadata_param);
+            if !self.config.scopes.is_empty() {
+                let _ = write!(challenge, ", scope=\"{}\"", self.config.scopes.join(" "));
+            }
+            return Some(answer(
+                StatusCode::UNAUTHORIZED,
+                &challenge,
+                "Unauthorized: send an OAuth access token as \"Authorization: Bearer <token>\"\n",
+            ));
+        };
+        match self.verify(token).await {
+            Verdict::Pass => None,
+            Verdict::Invalid(why) => Some(answer(
+                StatusCode::UNAUTHORIZED,
+                &format!(
+                    "Bearer error=\"invalid_token\", error_description=\"{why}\", {}",
+                    self.metadata_param
+                ),
+                &format!("Unauthorized: {why}\n"),
+            )),
+            Verdict::InsufficientScope => {
+                let scope = self.config.scopes.join(" ");
+                Some(answer(
+                    StatusCode::FORBIDDEN,
+                    &format!(
+                        "Bearer error=\"insufficient_scope\", scope=\"{scope}\", \
+                         error_description=\"the token lacks a required scope\", {}",
+                        self.metadata_param
+                    ),
+                    &format!("Forbidden: the token must hold the scopes \"{scope}\"\n"),
+                ))
+            }
+            Verdict::KeysUnavailable => Some(answer(
+                StatusCode::SERVICE_UNAVAILABLE,
+                "",
+                "Service Unavailable: the authorization server's keys cannot be fetched; retry later\n",
+            )),
+        }
+    }
+
+    /// Checks one token as [`McpOAuthResource`] describes.
+    pub(crate) async fn verify(&self, token: &[u8]) -> Verdict {
+        let Ok(header) = jsonwebtoken::decode_header(token) else {
+            return Verdict::Invalid("the token is not a JWT");
+        };
+        if !asymmetric(header.alg) {
+            return Verdict::Invalid("the token's algorithm is not accepted");
+        }
+        let key = {
+            let mut cache = self.cache.lock().await;
+            let kid = header.kid.as_deref();
+            let now = Instant::now();
+            if cache.needs_fetch(kid, now) {
+                let unknown = cache.fetched_at.is_some() && cache.find(kid).is_none();
+                match self.fetch_keys(cache.jwks_uri.clone()).await {
+                    Ok((uri, keys)) => {
+                        cache.keys = keys;
+                        cache.jwks_uri = Some(uri);
+                        cache.fetched_at = Some(now);
+                        if unknown {
+                            cache.refetched_for_unknown_at = Some(now);
+                        }
+                    }
+                    Err(error) => {
+                        tracing::warn!(issuer = %self.config.issuer, %error, "MCP over HTTP: cannot fetch the OAuth issuer's keys");
+                        // Keys fetched before stay in use until a fetch succeeds.
+                        if cache.fetched_at.is_none() {
+                            return Verdict::KeysUnavailable;
+                        }
+                    }
+                }
+            }
+            match cache.find(kid) {
+                Some(key) => key.clone(),
+                None => return Verdict::Invalid("the token's signing key is unknown"),
+            }
+        };
+        if key
+            .common
+            .key_algorithm
+            .is_some_and(|alg| Algorithm::try_from(alg).ok() != Some(header.alg))
+        {
+            return Verdict::Invalid("the token's algorithm does not match its key");
+        }
+        let Ok(decoding) = DecodingKey::from_jwk(&key) else {
+            return Verdict::Invalid("the token's signing key is unusable");
+        };
+        let mut validation = Validation::new(header.alg);
+        validation.set_issuer(&[&self.config.issuer]);
+        validation.set_audience(&[&self.config.resource]);
+        validation.set_required_spec_claims(&["exp", "iss", "aud"]);
+        validation.leeway = self.config.leeway.as_secs();
+        validation.validate_nbf = true;
+        let claims = match jsonwebtoken::decode::<Claims>(token, &decoding, &validation) {
+            Ok(data) => data.claims,
+            Err(error) => {
+                return Verdict::Invalid(match error.kind() {
+                    ErrorKind::ExpiredSignature => "the token has expired",
+                    ErrorKind::ImmatureSignature => "the token is not valid yet",
+                    ErrorKind::InvalidIssuer => "the token is from another issuer",
+                    ErrorKind::InvalidAudience => "the token is not for this resource",
+                    ErrorKind::InvalidSignature => "the token's signature does not verify",
+                    ErrorKind::MissingRequiredClaim(_) => "the token lacks exp, iss or aud",
+                    ErrorKind::InvalidAlgorithm => "the token's algorithm does not match its key",
+                    _ => "the token is malformed",
+                });
+            }
+        };
+        let held = claims.scopes();
+        if self
+            .config
+            .scopes
+            .iter()
+            .all(|scope| held.contains(scope.as_str()))
+        {
+            Verdict::Pass
+        } else {
+            Verdict::InsufficientScope
+        }
+    }
+
+    /// The key set and where it was read; its URL is discovered once and reused.
+    async fn fetch_keys(&self, known_uri: Option<String>) -> Result<(String, Vec<Jwk>), String> {
+        let uri = match known_uri.or_else(|| self.config.jwks_uri.clone()) {
+            Some(uri) => uri,
+            None => self.discover_jwks_uri().await?,
+        };
+        #[derive(Deserialize)]
+        struct KeySet {
+            keys: Vec<serde_json::Value>,
+        }
+        let set: KeySet = serde_json::from_slice(&self.fetch(&uri).await?)
+            .map_err(|error| format!("{uri}: not a JSON Web Key Set: {error}"))?;
+        // One key of an unknown type or for encryption must not hide the others.
+        let keys = set
+            .keys
+            .into_iter()
+            .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
+            .filter(|key| !matches!(key.algorithm, AlgorithmParameters::OctetKey(_)))
+            .filter(|key| {
+                !matches!(
+                    key.common.public_key_use,
+                    Some(jsonwebtoken::jwk::PublicKeyUse::Encryption)
+                )
+            })
+            .take(MAX_KEYS)
+            .collect();
+        Ok((uri, keys))
+    }
+
+    /// The `jwks_uri` of the issuer's metadata: RFC 8414 first, then OpenID Connect Discovery;
+    /// the document must name the same issuer (RFC 8414 §3.3).
+    async fn discover_jwks_uri(&self) -> Result<String, String> {
+        #[derive(Deserialize)]
+        struct Metadata {
+            issuer: Option<String>,
+            jwks_uri: Option<String>,
+        }
+        let mut failures = Vec::new();
+        for candidate in metadata_candidates(&self.config.issuer) {
+            let document = match self.fetch(&candidate).await {
+                Ok(document) => document,
+                Err(error) => {
+                    failures.push(error);
+                    continue;
+                }
+            };
+            match serde_json::from_slice::<Metadata>(&document) {
+                Ok(Metadata {
+                    issuer: Some(issuer),
+                    jwks_uri: Some(jwks_uri),
+                }) if issuer == self.config.issuer => return Ok(jwks_uri),
+                Ok(_) => failures.push(format!(
+                    "{candidate}: no jwks_uri for the issuer {}",
+                    self.config.issuer
+                )),
+                Err(error) => failures.push(format!("{candidate}: {error}")),
+            }
+        }
+        Err(failures.join("; "))
+    }
+
+    /// One GET, its body bounded by [`MAX_DOCUMENT_BYTES`].
+    async fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+        let mut response = self
+            .http
+            .get(url)
+            .header(hyper::header::ACCEPT, "application/json")
+            .send()
+            .await
+            .map_err(|error| format!("{url}: {error}"))?;
+        if !response.status().is_success() {
+            return Err(format!("{url}: HTTP {}", response.status()));
+        }
+        let mut body = Vec::new();
+        while let Some(chunk) = response
+            .chunk()
+            .await
+            .map_err(|error| format!("{url}: {error}"))?
+        {
+            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
+                return Err(format!("{url}: larger than {MAX_DOCUMENT_BYTES} bytes"));
+            }
+            body.extend_from_slice(&chunk);
+        }
+        Ok(body)
+    }
+}
+
+/// Where an issuer's metadata may be (RFC 8414 §3.1, OpenID Connect Discovery 1.0 §4): the
+/// well-known suffix inserted before the issuer's path, then (OpenID Connect) appended to it.
+fn metadata_candidates(issuer: &str) -> Vec<String> {
+    let Ok(url) = Url::parse(issuer) else {
+        return Vec::new();
+    };
+    let path = url.path().trim_end_matches('/');
+    let inserted = |suffix: &str| {
+        let mut candidate = url.clone();
+        candidate.set_path(&format!("/.well-known/{suffix}{path}"));
+        candidate.set_query(None);
+        candidate.to_string()
+    };
+    let mut candidates = vec![
+        inserted("oauth-authorization-server"),
+        inserted("openid-configuration"),
+    ];
+    if !path.is_empty() {
+        candidates.push(format!(
+            "{}/.well-known/openid-configuration",
+            issuer.trim_end_matches('/')
+        ));
+    }
+    candidates
+}
+
+/// The signature algorithms accepted: asymmetric only, so that no public key can be used as
+/// an HMAC secret.
+fn asymmetric(alg: Algorithm) -> bool {
+    !matches!(alg, Algorithm::HS256 | Algorithm::HS384 | Algorithm::HS512)
+}
+
+fn answer(status: StatusCode, challenge: &str, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
+    *response.status_mut() = status;
+    let headers = response.headers_mut();
+    if let Ok(value) = HeaderValue::from_str(challenge)
+        && !challenge.is_empty()
+    {
+        headers.insert(WWW_AUTHENTICATE, value);
+    }
+    headers.insert(
+        CONTENT_TYPE,
+        HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    response
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn key(kid: &str) -> Jwk {
+        serde_json::from_value(serde_json::json!({
+            "kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
+            "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
+            "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
+        }))
+        .unwrap()
+    }
+
+    /// The first request fetches; a known key is used from the cache until it is 10 minutes
+    /// old; an unknown key refetches once, then not again for 30 s.
+    #[test]
+    fn keys_are_refetched_for_age_and_unknown_keys_at_a_bounded_rate() {
+        let start = Instant::now();
+        let mut cache = KeyCache::default();
+        assert!(cache.needs_fetch(Some("a"), start));
+        cache.keys = vec![key("a")];
+        cache.fetched_at = Some(start);
+        assert!(!cache.needs_fetch(Some("a"), start + Duration::from_secs(599)));
+        assert!(cache.needs_fetch(Some("a"), start + KEYS_MAX_AGE));
+        assert!(cache.needs_fetch(Some("b"), start));
+        cache.refetched_for_unknown_at = Some(start);
+        assert!(!cache.needs_fetch(Some("b"), start + Duration::from_secs(29)));
+        assert!(cache.needs_fetch(Some("b"), start + UNKNOWN_KEY_REFETCH_INTERVAL));
+        // Without a kid, the only key is used; with two, none is guessed.
+        assert!(cache.find(None).is_some());
+        cache.keys.push(key("b"));
+        assert!(cache.find(None).is_none());
+        assert!(cache.find(Some("b")).is_some());
+    }
+
+    #[test]
+    fn metadata_urls_follow_rfc_9728_and_rfc_8414() {
+        let config = McpOAuthResource::new("http://as.example", "https://tools.example/mcp");
+        assert_eq!(
+            config.metadata_url().as_deref(),
+            Some("https://tools.example/.well-known/oauth-protected-resource/mcp")
+        );
+        let root = McpOAuthResource::new("http://as.example", "https://tools.example:8443/");
+        assert_eq!(
+            root.metadata_url().as_deref(),
+            Some("https://tools.example:8443/.well-known/oauth-protected-resource")
+        );
+        assert_eq!(
+            metadata_candidates("https://as.example/tenant/1"),
+            [
+                "https://as.example/.well-known/oauth-authorization-server/tenant/1",
+                "https://as.example/.well-known/openid-configuration/tenant/1",
+                "https://as.example/tenant/1/.well-known/openid-configuration",
+            ]
+        );
+        assert_eq!(
+            metadata_candidates("http://127.0.0.1:9000"),
+            [
+                "http://127.0.0.1:9000/.well-known/oauth-authorization-server",
+                "http://127.0.0.1:9000/.well-known/openid-configuration",
+            ]
+        );
+    }
+
+    #[test]
+    fn settings_are_checked_before_serving() {
+        let good = McpOAuthResource::new("https://as.example", "https://tools.example/mcp")
+            .scope("tools:call")
+            .jwks_uri("https://as.example/keys");
+        assert!(good.check().is_ok());
+        for bad in [
+            McpOAuthResource::new("as.example", "https://tools.example/mcp"),
+            McpOAuthResource::new("https://as.example", "ftp://tools.example/mcp"),
+            McpOAuthResource::new("https://as.example", "https://tools.example/mcp#x"),
+            good.clone().scope("two words"),
+            good.clone().scope(""),
+            good.clone().jwks_uri("keys.json"),
+        ] {
+            assert!(
+                matches!(bad.check(), Err(McpServeError::InvalidOAuth(_))),
+                "{bad:?}"
+            );
+        }
+    }
+
+    #[test]
+    fn scopes_are_read_from_scope_and_scp() {
+        let claims: Claims =
+            serde_json::from_value(serde_json::json!({"scope": "a b", "scp": ["c"]})).unwrap();
+        assert_eq!(claims.scopes(), HashSet::from(["a", "b", "c"]));
+        let claims: Claims = serde_json::from_value(serde_json::json!({"scp": "d e"})).unwrap();
+        assert_eq!(claims.scopes(), HashSet::from(["d", "e"]));
+    }
+}

@@ -1,0 +1,522 @@
+//! OAuth 2.1 on streamable HTTP against a real authorization server (oauth2-mock-server, pinned
+//! by `.ci/install-tools.sh`, started by `tests/oauth/authorization_server.mjs`): `serve --http
+//! --oauth-issuer` as a protected resource, and our client's client-credentials grant. Every
+//! wait is for a printed line or an answer, bounded by [`FAILURE_BOUND`] only to fail.
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, ChildStdin, Command, Stdio};
+use std::sync::mpsc;
+
+use dsh_tools::mcp::{
+    McpClientCredentials, McpHttpAuth, McpOAuthResource, McpServer, McpTransport,
+};
+use dsh_tools::{Registry, ToolCall};
+use serde_json::{Value, json};
+
+use crate::http_server::{Answer, FAILURE_BOUND, INITIALIZE, ROOT, Server};
+use crate::mcp_support::{self, free_port};
+use crate::toolset;
+
+const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
+const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
+
+/// The launcher's child, killed on drop.
+struct AuthorizationServer {
+    child: Child,
+    stdin: ChildStdin,
+    lines: mpsc::Receiver<String>,
+    issuer: String,
+}
+
+impl AuthorizationServer {
+    /// Starts it and waits for its `issuer` line; `None` (printing why) when the pinned server
+    /// cannot be installed on this machine.
+    fn start() -> Option<AuthorizationServer> {
+        let tools = mcp_support::tools()?;
+        let mut child = Command::new("node")
+            .arg(format!("{ROOT}/tests/oauth/authorization_server.mjs"))
+            .arg(&tools.oauth_modules)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("node starts");
+        let stdin = child.stdin.take().unwrap();
+        let stdout = BufReader::new(child.stdout.take().unwrap());
+        let (send, lines) = mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stdout.lines().map_while(Result::ok) {
+                if send.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        let mut server = AuthorizationServer {
+            child,
+            stdin,
+            lines,
+            issuer: String::new(),
+        };
+        server.issuer = server.answer("issuer");
+        Some(server)
+    }
+
+    /// The next line on stdout, which must start with `word `: the rest of it.
+    fn answer(&self, word: &str) -> String {
+        let line = self
+            .lines
+            .recv_timeout(FAILURE_BOUND)
+            .unwrap_or_else(|error| {
+                panic!("no `{word}` line from the authorization server: {error}")
+            });
+        line.strip_prefix(&format!("{word} "))
+            .unwrap_or_else(|| panic!("expected `{word} …`, got {line:?}"))
+            .to_owned()
+    }
+
+    fn command(&mut self, command: Value) {
+        writeln!(self.stdin, "{command}").unwrap();
+        self.stdin.flush().unwrap();
+    }
+
+    /// A token signed by the issuer, `claims` over its own (`iss`, `iat`, `exp`, `nbf`).
+    fn token(&mut self, claims: Value, expires_in: i64) -> String {
+        self.command(json!({"token": {"claims": claims, "expiresIn": expires_in}}));
+        self.answer("token")
+    }
+
+    /// The token endpoint's answers from now on say their tokens expire in `seconds`.
+    fn grants_expire_in(&mut self, seconds: u64) {
+        self.command(json!({"grantsExpireIn": seconds}));
+        assert_eq!(self.answer("expiresIn"), seconds.to_string());
+    }
+
+    /// How many tokens the token endpoint has issued.
+    fn grants(&mut self) -> u64 {
+        self.command(json!({"grants": true}));
+        self.answer("grants").parse().unwrap()
+    }
+
+    /// A new signing key, used by the tokens after it.
+    fn rotate(&mut self) -> String {
+        self.command(json!({"rotate": true}));
+        self.answer("kid")
+    }
+}
+
+impl Drop for AuthorizationServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+macro_rules! require_authorization_server {
+    () => {
+        match AuthorizationServer::start() {
+            Some(server) => server,
+            None => {
+                eprintln!(
+                    "SKIPPED: {}: the OAuth authorization server is unavailable",
+                    module_path!()
+                );
+                return;
+            }
+        }
+    };
+}
+
+fn bearer(token: &str) -> String {
+    format!("authorization: Bearer {token}\r\n")
+}
+
+/// `initialize`, `notifications/initialized` and `tools/list` with `headers`.
+fn list_tools(server: &Server, headers: &str) -> Answer {
+    let initialized = server.send("POST", headers, INITIALIZE);
+    assert_eq!(initialized.status, 200, "{initialized:?}");
+    let session = format!("{headers}mcp-session-id: {}\r\n", initialized.session_id());
+    let notified = server.send("POST", &session, INITIALIZED);
+    assert!(notified.status < 300, "{notified:?}");
+    server.send("POST", &session, TOOLS_LIST)
+}
+
+/// A plain `GET path`, answered in full.
+fn get(server: &Server, path: &str) -> Answer {
+    let mut stream = server.connect();
+    let head = format!(
+        "GET {path} HTTP/1.1\r\nhost: {}\r\naccept: application/json\r\nconnection: close\r\n\r\n",
+        server.addr
+    );
+    stream.write_all(head.as_bytes()).unwrap();
+    let mut raw = Vec::new();
+    stream.read_to_end(&mut raw).unwrap();
+    Answer::parse(&raw)
+}
+
+/// `serve --http` on a free loopback port as the protected resource of `issuer`, scope
+/// `tools.read` required.
+fn protected_server(issuer: &str) -> (Server, String) {
+    let addr = format!("127.0.0.1:{}", free_port());
+    let resource = format!("http://{addr}/mcp");
+    let mut command = Command::new(crate::http_server::BIN);
+    command
+        .args(["--builtin", "repo", "--root", ROOT, "serve"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    command.args([
+        "--http",
+        &addr,
+        "--oauth-issuer",
+        issuer,
+        "--oauth-resource",
+        &resource,
+        "--oauth-scope",
+        "tools.read",
+    ]);
+    (Server::spawn(command), resource)
+}
+
+/// A good token lists the tools; a token for another audience, expired, from another issuer,
+/// without `exp`, with a broken signature, with an HMAC algorithm or signed by no known key is
+/// answered 401 `invalid_token`, one without the scope 403 `insufficient_scope`, and none at all
+/// 401 pointing at the metadata, which is served at both well-known paths. A rotated key is
+/// fetched when a token names it.
+#[test]
+fn oauth_serve_checks_access_tokens_against_the_issuer() {
+    let mut issuer = require_authorization_server!();
+    let (server, resource) = protected_server(&issuer.issuer);
+    assert!(
+        server.notice.contains("OAuth access token") && server.notice.contains(&issuer.issuer),
+        "{}",
+        server.notice
+    );
+    let metadata_url = format!(
+        "http://{}/.well-known/oauth-protected-resource/mcp",
+        server.addr
+    );
+
+    for path in [
+        "/.well-known/oauth-protected-resource/mcp",
+        "/.well-known/oauth-protected-resource",
+    ] {
+        let metadata = get(&server, path);
+        assert_eq!(metadata.status, 200, "{path}: {metadata:?}");
+        let document: Value = serde_json::from_str(&metadata.body).unwrap();
+        assert_eq!(document["resource"], resource.as_str());
+        assert_eq!(document["authorization_servers"], json!([issuer.issuer]));
+        assert_eq!(document["scopes_supported"], json!(["tools.read"]));
+    }
+
+    let missing = server.send("POST", "", INITIALIZE);
+    assert_eq!(missing.status, 401, "{missing:?}");
+    assert_eq!(
+        missing.header("www-authenticate"),
+        Some(format!("bearer resource_metadata=\"{metadata_url}\", scope=\"tools.read\"").as_str()),
+        "{missing:?}"
+    );
+
+    let good = issuer.token(json!({"aud": resource, "scope": "tools.read other"}), 3600);
+    let listed = list_tools(&server, &bearer(&good));
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert!(listed.body.contains(r#""name":"file_stats""#), "{listed:?}");
+
+    let other_audience = issuer.token(
+        json!({"aud": "http://elsewhere.example/mcp", "scope": "tools.read"}),
+        3600,
+    );
+    let expired = issuer.token(json!({"aud": resource, "scope": "tools.read"}), -3600);
+    let foreign = issuer.token(
+        json!({"aud": resource, "scope": "tools.read", "iss": "http://127.0.0.1:1"}),
+        3600,
+    );
+    let no_expiry = issuer.token(
+        json!({"aud": resource, "scope": "tools.read", "exp": null}),
+        3600,
+    );
+    let (head, signature) = good.rsplit_once('.').unwrap();
+    let flipped = signature
+        .chars()
+        .enumerate()
+        .map(|(at, char)| match (at, char) {
+            (10, 'A') => 'B',
+            (10, _) => 'A',
+            (_, char) => char,
+        })
+        .collect::<String>();
+    let bad_signature = format!("{head}.{flipped}");
+    // Another token's claims under this token's signature.
+    let (other_head, _) = expired.rsplit_once('.').unwrap();
+    let swapped_claims = format!("{other_head}.{signature}");
+    // `{"alg":"HS256","typ":"JWT"}`: a public key must never serve as an HMAC secret.
+    let hmac = format!(
+        "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.{}",
+        good.split('.').nth(1).unwrap()
+    ) + ".c2ln";
+    for (token, why) in [
+        (
+            other_audience.as_str(),
+            "the token is not for this resource",
+        ),
+        (&expired, "the token has expired"),
+        (&foreign, "the token is from another issuer"),
+        (&no_expiry, "the token lacks exp, iss or aud"),
+        (&bad_signature, "the token's signature does not verify"),
+        (&swapped_claims, "the token's signature does not verify"),
+        (&hmac, "the token's algorithm is not accepted"),
+        ("not-a-jwt", "the token is not a jwt"),
+    ] {
+        let answer = server.send("POST", &bearer(token), INITIALIZE);
+        assert_eq!(answer.status, 401, "{why}: {answer:?}");
+        assert_eq!(
+            answer.header("www-authenticate"),
+            Some(
+                format!(
+                    "bearer error=\"invalid_token\", error_description=\"{why}\", \
+                     resource_metadata=\"{metadata_url}\""
+                )
+                .to_ascii_lowercase()
+                .as_str()
+            ),
+            "{answer:?}"
+        );
+    }
+
+    let unscoped = issuer.token(json!({"aud": resource, "scope": "other"}), 3600);
+    let answer = server.send("POST", &bearer(&unscoped), INITIALIZE);
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert_eq!(
+        answer.header("www-authenticate"),
+        Some(
+            format!(
+                "bearer error=\"insufficient_scope\", scope=\"tools.read\", \
+                 error_description=\"the token lacks a required scope\", \
+                 resource_metadata=\"{metadata_url}\""
+            )
+            .as_str()
+        ),
+        "{answer:?}"
+    );
+
+    // A key published after the server fetched the set: the unknown kid fetches it again.
+    issuer.rotate();
+    let rotated = issuer.token(json!({"aud": resource, "scope": "tools.read"}), 3600);
+    assert_ne!(
+        rotated.split('.').next(),
+        good.split('.').next(),
+        "the rotated token names another key"
+    );
+    let listed = list_tools(&server, &bearer(&rotated));
+    assert_eq!(listed.status, 200, "{listed:?}");
+}
+
+/// An issuer whose keys cannot be fetched gets 503 (the token is neither accepted nor called
+/// invalid); OAuth flags need each other and `--http`, and bad settings are refused before
+/// serving, saying which.
+#[test]
+fn oauth_serve_refuses_unusable_settings() {
+    let (server, _) = protected_server("http://127.0.0.1:1");
+    let token = "eyJhbGciOiJSUzI1NiJ9.e30.c2ln";
+    let answer = server.send("POST", &bearer(token), INITIALIZE);
+    assert_eq!(answer.status, 503, "{answer:?}");
+    assert!(answer.body.contains("keys cannot be fetched"), "{answer:?}");
+
+    let refused = |args: &[&str]| {
+        let output = Command::new(crate::http_server::BIN)
+            .args(["--builtin", "repo", "--root", ROOT, "serve"])
+            .args(args)
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        (
+            output.status.code(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    for flags in [
+        &["--http", "0", "--oauth-issuer", "http://as.example"][..],
+        &[
+            "--oauth-issuer",
+            "http://as.example",
+            "--oauth-resource",
+            "http://r.example/mcp",
+        ],
+        &["--http", "0", "--oauth-resource", "http://r.example/mcp"],
+        &[
+            "--http",
+            "0",
+            "--no-auth",
+            "--oauth-issuer",
+            "http://as.example",
+            "--oauth-resource",
+            "http://r.example/mcp",
+        ],
+    ] {
+        let (code, stderr) = refused(flags);
+        assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+    }
+    let (code, stderr) = refused(&[
+        "--http",
+        "0",
+        "--oauth-issuer",
+        "http://as.example",
+        "--oauth-resource",
+        "r.example/mcp",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            "--oauth-issuer: the MCP OAuth settings are unusable: resource \"r.example/mcp\""
+        ),
+        "{stderr}"
+    );
+}
+
+/// Our client with client credentials gets a token from the authorization server the served
+/// registry names in its metadata, then lists and calls a tool; without credentials it cannot
+/// connect. A token that has expired is asked for again before the next request.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn client_credentials_reach_a_protected_server() {
+    let mut issuer = require_authorization_server!();
+    let served = Registry::new();
+    served.register_all(toolset::definitions(ROOT)).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let transport = transport.with_auth(McpHttpAuth::OAuth(
+        McpOAuthResource::new(&issuer.issuer, &url).scope("tools.read"),
+    ));
+    let server = tokio::spawn(async move { served.serve_mcp(None, transport).await });
+
+    let client = Registry::new();
+    let bare = client.add_mcp_server(McpServer::http("bare", &url)).await;
+    assert!(bare.is_err(), "connected without a token");
+
+    let credentials = McpClientCredentials::new("service", "s3cret").scope("tools.read");
+    assert!(!format!("{credentials:?}").contains("s3cret"));
+    let handle = client
+        .add_mcp_server(McpServer::http("secured", &url).client_credentials(credentials))
+        .await
+        .expect("client credentials connect");
+    assert!(
+        handle
+            .tools()
+            .iter()
+            .any(|name| name == "mcp__secured__file_stats"),
+        "{:?}",
+        handle.tools()
+    );
+    let stats = client
+        .execute(ToolCall::new(
+            "1",
+            "mcp__secured__file_stats",
+            json!({"path": "Cargo.toml"}),
+        ))
+        .await;
+    let value = stats
+        .value()
+        .unwrap_or_else(|| panic!("call failed: {stats:?}"));
+    assert_eq!(
+        value["structuredContent"]["path"], "Cargo.toml",
+        "{stats:?}"
+    );
+    assert!(
+        value["structuredContent"]["lines"].as_u64() > Some(10),
+        "{stats:?}"
+    );
+
+    // Tokens said to expire at once: every request asks for a new one first.
+    issuer.grants_expire_in(0);
+    let expiring =
+        client
+            .add_mcp_server(McpServer::http("expiring", &url).client_credentials(
+                McpClientCredentials::new("service", "s3cret").scope("tools.read"),
+            ))
+            .await
+            .expect("connects with expiring tokens");
+    let before = issuer.grants();
+    let stats = client
+        .execute(ToolCall::new(
+            "2",
+            "mcp__expiring__file_stats",
+            json!({"path": "Cargo.toml"}),
+        ))
+        .await;
+    assert!(stats.value().is_some(), "{stats:?}");
+    assert!(issuer.grants() > before, "no new token for the call");
+    expiring.disconnect().await;
+
+    // A scope the server does not grant with: the token lacks `tools.read`.
+    let unscoped = client
+        .add_mcp_server(
+            McpServer::http("unscoped", &url)
+                .client_credentials(McpClientCredentials::new("service", "s3cret").scope("other"))
+                .reconnect(dsh_tools::mcp::ReconnectPolicy::disabled()),
+        )
+        .await;
+    assert!(unscoped.is_err(), "connected without the scope");
+    handle.disconnect().await;
+    server.abort();
+}
+
+/// The command line as a client: `--mcp-http` with `--mcp-oauth-client-id` (secret from
+/// `DSH_TOOLS_OAUTH_CLIENT_SECRET`) and a `--config` entry with `"oauth"` (secret from a file)
+/// reach a protected `serve --http`; without credentials the server is reported unreachable.
+#[test]
+fn cli_clients_authenticate_with_client_credentials() {
+    let issuer = require_authorization_server!();
+    let (_server, resource) = protected_server(&issuer.issuer);
+    let tools = |args: &[&str], secret: Option<&str>| {
+        let mut command = Command::new(crate::http_server::BIN);
+        command
+            .args(args)
+            .args(
+                ["--mcp-oauth-scope", "tools.read"]
+                    .iter()
+                    .filter(|_| args.contains(&"--mcp-oauth-client-id")),
+            )
+            .args(["tools", "--dialect", "mcp"])
+            .env_remove("DSH_TOOLS_OAUTH_CLIENT_SECRET")
+            .stdin(Stdio::null());
+        if let Some(secret) = secret {
+            command.env("DSH_TOOLS_OAUTH_CLIENT_SECRET", secret);
+        }
+        let output = command.output().unwrap();
+        (
+            String::from_utf8_lossy(&output.stdout).into_owned(),
+            String::from_utf8_lossy(&output.stderr).into_owned(),
+        )
+    };
+    let (listed, stderr) = tools(
+        &["--mcp-http", &resource, "--mcp-oauth-client-id", "service"],
+        Some("s3cret"),
+    );
+    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
+    assert!(!stderr.contains("s3cret"), "{stderr}");
+
+    let dir = tempfile::tempdir().unwrap();
+    let secret = dir.path().join("secret");
+    std::fs::write(&secret, "s3cret\n").unwrap();
+    let config = dir.path().join("mcp.json");
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"secured": {"url": resource, "oauth": {
+            "clientId": "service", "clientSecretFile": secret, "scopes": ["tools.read"]
+        }}}})
+        .to_string(),
+    )
+    .unwrap();
+    let (listed, stderr) = tools(&["--config", config.to_str().unwrap()], None);
+    assert!(
+        listed.contains("mcp__secured__file_stats"),
+        "{listed}\n{stderr}"
+    );
+
+    let (listed, stderr) = tools(&["--mcp-http", &resource], None);
+    assert!(!listed.contains("file_stats"), "{listed}");
+    assert!(
+        stderr.contains("authorization required: Bearer resource_metadata="),
+        "{stderr}"
+    );
+}

@@ -1,0 +1,69 @@
+// A real OAuth 2 authorization server for the tests: oauth2-mock-server (pinned in
+// .ci/tools/oauth/) on 127.0.0.1, a port the OS chooses, one RS256 key.
+//
+//   node authorization_server.mjs <node_modules holding oauth2-mock-server>
+//
+// Prints `issuer <URL>` once it accepts connections. Then each line on stdin is one JSON
+// command, answered by one line on stdout:
+//   {"token": {"claims": {...}, "expiresIn": <s>, "kid": "<kid>"}}  ->  token <JWT>
+//       signed by the issuer, `claims` merged over its own (a null claim is removed)
+//   {"rotate": true}                                               ->  kid <new key id>
+//       a new key, published in the key set and used by later tokens
+//   {"grantsExpireIn": <s>}                                        ->  expiresIn <s>
+//       the token endpoint's later answers say `expires_in: <s>`
+//   {"grants": true}                                               ->  grants <count>
+//       how many tokens the token endpoint has issued
+// The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`.
+import { join } from "node:path";
+import { createInterface } from "node:readline";
+import { pathToFileURL } from "node:url";
+
+const modules = process.argv[2];
+const { OAuth2Server } = await import(
+  pathToFileURL(join(modules, "oauth2-mock-server", "dist", "index.mjs")).href
+);
+
+const server = new OAuth2Server();
+let key = await server.issuer.keys.generate("RS256");
+let grants = 0;
+let grantsExpireIn;
+server.service.on("beforeResponse", (response) => {
+  grants += 1;
+  if (grantsExpireIn !== undefined) response.body.expires_in = grantsExpireIn;
+});
+server.service.on("beforeTokenSigning", (token, req) => {
+  if (typeof req.body.resource === "string") {
+    token.payload.aud = req.body.resource;
+  }
+});
+await server.start(0, "127.0.0.1");
+server.issuer.url = `http://127.0.0.1:${server.address().port}`;
+console.log(`issuer ${server.issuer.url}`);
+
+for await (const line of createInterface({ input: process.stdin })) {
+  if (line.trim() === "") continue;
+  const command = JSON.parse(line);
+  if (command.rotate) {
+    key = await server.issuer.keys.generate("RS256");
+    console.log(`kid ${key.kid}`);
+  } else if (command.grantsExpireIn !== undefined) {
+    grantsExpireIn = command.grantsExpireIn;
+    console.log(`expiresIn ${grantsExpireIn}`);
+  } else if (command.grants) {
+    console.log(`grants ${grants}`);
+  } else if (command.token) {
+    const { claims = {}, expiresIn, kid = key.kid } = command.token;
+    const token = await server.issuer.buildToken({
+      kid,
+      expiresIn,
+      scopesOrTransform: (_header, payload) => {
+        for (const [name, value] of Object.entries(claims)) {
+          if (value === null) delete payload[name];
+          else payload[name] = value;
+        }
+      },
+    });
+    console.log(`token ${token}`);
+  }
+}
+await server.stop();
