@@ -8,16 +8,19 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{McpClientPeer, SessionLogLevel, log_level};
 use super::listing::{Listing, declares_object_output};
+use super::rounds::{RoundCall, Rounds, Turn};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::events::ToolEvent;
@@ -34,6 +37,9 @@ pub(crate) struct McpHandler {
     calls: Arc<AtomicU64>,
     /// The level this session's client set with `logging/setLevel`.
     log_level: SessionLogLevel,
+    /// Calls waiting for a 2026-07-28 client's answers, shared by every session of one server
+    /// (a stateless client's retry may arrive on any).
+    rounds: Arc<Rounds>,
     stop: CancellationToken,
 }
 
@@ -54,6 +60,7 @@ impl McpHandler {
             scope,
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
+            rounds: Arc::default(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
@@ -66,6 +73,7 @@ impl McpHandler {
             scope: self.scope.clone(),
             options: self.options.clone(),
             calls: self.calls.clone(),
+            rounds: self.rounds.clone(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
@@ -88,34 +96,11 @@ impl McpHandler {
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))
     }
 
-    /// Runs one call, forwarding its progress to `token` until it settles. Events published
-    /// before the result are all sent before it, so the client sees them in order.
-    async fn execute_with_progress(
-        &self,
-        call: ToolCall,
-        token: ProgressToken,
-        peer: &Peer<RoleServer>,
-    ) -> ToolResult {
-        let call_id = call.call_id.clone();
-        let mut events = self.registry.subscribe();
-        let execution = self.registry.execute(call);
-        tokio::pin!(execution);
-        let mut sent = 0u64;
-        let result = loop {
-            tokio::select! {
-                biased;
-                result = &mut execution => break result,
-                event = events.recv() => match event {
-                    Ok(event) => forward(&event, &call_id, &token, peer, &mut sent).await,
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => break execution.await,
-                },
-            }
-        };
-        while let Ok(event) = events.try_recv() {
-            forward(&event, &call_id, &token, peer, &mut sent).await;
+    fn answer(&self, name: &str, turn: Turn) -> CallToolResponse {
+        match turn {
+            Turn::Done(result) => self.mcp_result(name, &result).into(),
+            Turn::Input(input) => input.into(),
         }
-        result
     }
 
     fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
@@ -142,6 +127,36 @@ impl McpHandler {
             }
         }
     }
+}
+
+/// Runs one call, forwarding its progress to `token` until it settles. Events published
+/// before the result are all sent before it, so the client sees them in order.
+async fn execute_with_progress(
+    registry: Registry,
+    call: ToolCall,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+) -> ToolResult {
+    let call_id = call.call_id.clone();
+    let mut events = registry.subscribe();
+    let execution = registry.execute(call);
+    tokio::pin!(execution);
+    let mut sent = 0u64;
+    let result = loop {
+        tokio::select! {
+            biased;
+            result = &mut execution => break result,
+            event = events.recv() => match event {
+                Ok(event) => forward(&event, &call_id, &token, &peer, &mut sent).await,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break execution.await,
+            },
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        forward(&event, &call_id, &token, &peer, &mut sent).await;
+    }
+    result
 }
 
 /// Sends one progress notification for `event` when it belongs to the call `call_id`: a
@@ -309,24 +324,59 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let name = request.name.to_string();
+        // A 2026-07-28 client's retry of a call that waited for its answers.
+        if let Some(state) = request.request_state.as_deref() {
+            let call = self
+                .rounds
+                .resume(state, request.input_responses.unwrap_or_default())
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
+            let turn = self.rounds.drive(call, context.ct.clone()).await;
+            return Ok(self.answer(&name, turn));
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
-        // request; the pipeline then settles the call as cancelled.
-        let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments)
-            .with_signal(context.ct.clone())
-            .with_client(ClientChannel::new(Arc::new(McpClientPeer {
-                peer: context.peer.clone(),
-                level: self.log_level.clone(),
-            })));
+        // 2026-07-28 forbids requests to the client during a call: they become rounds.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let (rounds, asks) = if modern {
+            let (sender, receiver) = mpsc::channel(16);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let client = ClientChannel::new(Arc::new(McpClientPeer {
+            peer: context.peer.clone(),
+            level: self.log_level.clone(),
+            capabilities: context.client_capabilities(),
+            rounds,
+        }));
+        let mut call =
+            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client);
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }
-        let result = match context.meta.get_progress_token() {
-            Some(token) => self.execute_with_progress(call, token, &context.peer).await,
-            None => self.registry.execute(call).await,
+        let registry = self.registry.clone();
+        let token = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let run = move |call: ToolCall| async move {
+            match token {
+                Some(token) => execute_with_progress(registry, call, token, peer).await,
+                None => registry.execute(call).await,
+            }
         };
-        Ok(self.mcp_result(&name, &result).into())
+        let Some(asks) = asks else {
+            // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
+            // this request; the pipeline then settles the call as cancelled.
+            let result = run(call.with_signal(context.ct.clone())).await;
+            return Ok(self.mcp_result(&name, &result).into());
+        };
+        // The call outlives this request when it waits for its client, so it has a signal
+        // and a task of its own.
+        let signal = CancellationToken::new();
+        let call = RoundCall::spawn(run(call.with_signal(signal.clone())), asks, signal);
+        let turn = self.rounds.drive(call, context.ct.clone()).await;
+        Ok(self.answer(&name, turn))
     }
 }

@@ -11,6 +11,7 @@ mod client;
 mod handler;
 mod http;
 mod listing;
+mod rounds;
 mod stdio;
 
 use std::net::SocketAddr;
