@@ -5,13 +5,14 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
     ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams,
+    SetLevelRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
@@ -27,6 +28,9 @@ use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::{self, ContentBlock, ToolResult};
 use crate::scope::AgentId;
+
+/// Sends one list-changed notification; `false` once the client is gone.
+type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
 
 /// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
 pub(crate) struct McpHandler {
@@ -89,6 +93,35 @@ impl McpHandler {
             .await
             .map_err(|error| McpServeError::Transport(error.to_string()))?;
         Ok(())
+    }
+
+    /// Watches the registry until `stop` fires or `notify` fails, calling `notify` whenever the
+    /// scope's listing changes.
+    fn list_changes(
+        &self,
+        stop: CancellationToken,
+    ) -> impl FnOnce(Notify) -> BoxFuture<'static, ()> {
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        move |notify| {
+            let mut changes = read(&registry.inner.state).changes.subscribe();
+            let mut last = Listing::of(&registry, scope.as_ref()).ok();
+            Box::pin(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        changed = changes.changed() => if changed.is_err() { return },
+                    }
+                    let now = Listing::of(&registry, scope.as_ref()).ok();
+                    if now != last {
+                        last = now;
+                        if !notify().await {
+                            return;
+                        }
+                    }
+                }
+            })
+        }
     }
 
     fn listing(&self) -> Result<Listing, ErrorData> {
@@ -261,26 +294,39 @@ impl ServerHandler for McpHandler {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
-        let registry = self.registry.clone();
-        let scope = self.scope.clone();
-        let stop = self.stop.clone();
-        let mut changes = read(&registry.inner.state).changes.subscribe();
-        let mut last = Listing::of(&registry, scope.as_ref()).ok();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    changed = changes.changed() => if changed.is_err() { return },
-                }
-                let now = Listing::of(&registry, scope.as_ref()).ok();
-                if now != last {
-                    last = now;
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let changes = self.list_changes(self.stop.clone());
+        tokio::spawn(changes(Box::new(move || {
+            let peer = peer.clone();
+            Box::pin(async move { peer.notify_tool_list_changed().await.is_ok() })
+        })));
+    }
+
+    /// 2026-07-28 clients hear of list changes only on a `subscriptions/listen` stream.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let stop = self.stop.child_token();
+        let changes = self.list_changes(stop.clone());
+        let sink = context.sink().clone();
+        tokio::select! {
+            () = changes(Box::new(move || {
+                let sink = sink.clone();
+                Box::pin(async move { sink.notify_tool_list_changed().await.is_ok() })
+            })) => {}
+            () = context.cancelled() => stop.cancel(),
+        }
+        Ok(())
     }
 
     async fn list_tools(
