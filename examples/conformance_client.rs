@@ -7,9 +7,12 @@
 //! conformance client --command target/debug/examples/conformance_client --scenario tools_call
 //! ```
 //!
-//! It connects (which runs `initialize` and lists the tools), calls the tool the scenario
-//! expects, prints the result and exits: 0 when every call succeeded, 1 otherwise.
+//! It connects (`server/discover`, else `initialize`, then `tools/list`), calls the tool the
+//! scenario expects, prints the result and exits: 0 when every call succeeded, 1 otherwise. A
+//! server that asks the person (elicitation) gets an accepting answer with no values of its
+//! own: the client fills in the requested schema's defaults.
 
+use dsh_tools::client::Elicitation;
 use dsh_tools::mcp::McpServer;
 use dsh_tools::serde_json::json;
 use dsh_tools::{Registry, ToolCall};
@@ -23,7 +26,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let registry = Registry::new();
     let server = registry
-        .add_mcp_server(McpServer::http("conformance", url))
+        .add_mcp_server(
+            McpServer::http("conformance", url)
+                .on_elicitation(|_request| async { Elicitation::Accept(Default::default()) }),
+        )
         .await?;
     // Which tool each scenario's server offers, and its arguments.
     let calls = match scenario.as_str() {

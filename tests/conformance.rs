@@ -223,7 +223,12 @@ fn client_scenarios_pass_against_the_example_client() {
         .arg(&client)
         .args(["--expected-failures", "conformance-baseline.yml"]);
     let summary = run_suite(command, "client scenarios");
-    for scenario in ["tools_call", "sse-retry"] {
+    for scenario in [
+        "initialize",
+        "tools_call",
+        "elicitation-sep1034-client-defaults",
+        "sse-retry",
+    ] {
         assert!(
             passed(&summary, scenario),
             "{scenario} did not pass:\n{summary}"

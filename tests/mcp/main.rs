@@ -8,6 +8,8 @@ mod mcp_support;
 #[path = "../../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
+#[cfg(feature = "mcp-server")]
+mod approvals;
 #[cfg(feature = "code-mode")]
 mod code_mode;
 mod hostile;

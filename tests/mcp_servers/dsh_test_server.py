@@ -1,7 +1,7 @@
 """An MCP server of our own for the bridge's tests, on the official SDK (`mcp==2.3.0`).
 
 Tools: `add_tool` / `remove_tool` change the tool list and send `notifications/tools/list_changed`
-on demand; `progress` reports progress; `slow` sleeps; `fail` returns an `isError` result;
+on demand (on 2026-07-28, on the client's `subscriptions/listen` stream); `progress` reports progress; `slow` sleeps; `fail` returns an `isError` result;
 `shout` writes to stderr. Runs over stdio.
 """
 
@@ -22,11 +22,18 @@ def _extra_tool(name: str):
     return extra
 
 
+async def announce(ctx: Context):
+    """Tells clients the list changed: on a 2025 session as a notification, on 2026-07-28
+    through the `subscriptions/listen` streams they opened."""
+    await ctx.session.send_tool_list_changed()
+    await ctx.notify_tools_changed()
+
+
 @server.tool()
 async def add_tool(name: str, ctx: Context) -> str:
     """Registers a tool `name` (echoes its `text`) and announces the new list."""
     server.add_tool(_extra_tool(name), name=name, description=f"added at run time: {name}")
-    await ctx.session.send_tool_list_changed()
+    await announce(ctx)
     return f"added {name}"
 
 
@@ -34,7 +41,7 @@ async def add_tool(name: str, ctx: Context) -> str:
 async def remove_tool(name: str, ctx: Context) -> str:
     """Removes a tool and announces the new list."""
     server.remove_tool(name)
-    await ctx.session.send_tool_list_changed()
+    await announce(ctx)
     return f"removed {name}"
 
 

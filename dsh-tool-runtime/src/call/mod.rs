@@ -1,6 +1,7 @@
 //! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
 //! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
 
+mod approval;
 mod client_channel;
 mod contain;
 mod context;

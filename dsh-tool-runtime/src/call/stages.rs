@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 
 use crate::call::ToolCall;
 use crate::call::ToolExec;
+use crate::call::approval::ClientApproval;
 use crate::call::contain;
 use crate::definition::{ToolDefinition, unknown_tool};
 use crate::error::ErrorCode;
@@ -343,6 +344,18 @@ impl Registry {
         reason: Option<String>,
     ) -> Result<Option<String>, ToolResult> {
         let name = &view.name;
+        // The host's own approver comes first; without one, a call served over MCP asks the
+        // person at the client.
+        if approver.is_none() && view.client.is_connected() {
+            let server = self.mcp_server_of(name);
+            return match super::approval::ask_client(view, server.as_deref(), reason.as_deref())
+                .await
+            {
+                ClientApproval::Allowed => Ok(None),
+                ClientApproval::Denied(reason) => Ok(Some(reason)),
+                ClientApproval::CallerCancelled => Err(aborted(false)),
+            };
+        }
         let Some(approver) = approver else {
             return Ok(Some(reason.unwrap_or_else(|| {
                 format!("tool \"{name}\" requires approval (not yet supported)")
@@ -381,6 +394,28 @@ impl Registry {
             ApprovalOutcome::Unavailable => Ok(Some(format!(
                 "tool \"{name}\" requires approval, but no approval channel is available"
             ))),
+        }
+    }
+
+    /// The bridged MCP server a tool name `mcp__<server>__<tool>` comes from, if any.
+    fn mcp_server_of(&self, name: &str) -> Option<String> {
+        #[cfg(feature = "mcp")]
+        {
+            let rest = name.strip_prefix("mcp__")?;
+            self.inner
+                .mcp_servers
+                .lock()
+                .iter()
+                .find(|server| {
+                    rest.strip_prefix(server.as_str())
+                        .is_some_and(|tail| tail.starts_with("__"))
+                })
+                .cloned()
+        }
+        #[cfg(not(feature = "mcp"))]
+        {
+            let _ = name;
+            None
         }
     }
 

@@ -1,6 +1,10 @@
 //! How to reach an MCP server and how the bridge treats it.
 
+use std::future::Future;
 use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::call::{Elicitation, ElicitationRequest};
 
 /// Reconnection after the transport closes: exponential backoff from `initial_delay_ms`, doubled
 /// per attempt up to `max_delay_ms`, at most `max_attempts` attempts (defaults as in DSH: enabled,
@@ -103,6 +107,7 @@ pub struct McpServer {
     pub(crate) max_list_pages: usize,
     #[cfg(feature = "oauth")]
     pub(crate) credentials: Option<super::oauth::McpClientCredentials>,
+    pub(crate) elicitation: Option<super::elicitation::ElicitationHandler>,
 }
 
 /// Default of [`McpServer::max_tools`]: 1,000 tools.
@@ -130,6 +135,7 @@ impl McpServer {
             max_list_pages: DEFAULT_MAX_LIST_PAGES,
             #[cfg(feature = "oauth")]
             credentials: None,
+            elicitation: None,
         }
     }
 
@@ -239,6 +245,37 @@ impl McpServer {
     /// ([`McpError::List`]): parsed, a page costs some 30 times its text.
     pub fn max_list_bytes(mut self, bytes: usize) -> Self {
         self.max_list_bytes = bytes;
+        self
+    }
+
+    /// Lets the server ask the person at this host for input while it runs a call (MCP
+    /// elicitation, form mode, protocol 2025-06-18 on): with a handler the client declares the
+    /// `elicitation` capability, and every request the server makes — `elicitation/create` on a
+    /// 2025 session, an `input_required` round on a 2026-07-28 one — goes to `handler`, which
+    /// shows [`ElicitationRequest::message`] and answers with what the person did. An accepted
+    /// answer gets the requested schema's `default` for every property it leaves out (SEP-1034).
+    /// A URL-mode request is declined. Without a handler nothing is declared and a server
+    /// cannot ask.
+    ///
+    /// ```no_run
+    /// use dsh_tool_runtime::mcp::McpServer;
+    /// use dsh_tool_runtime::{Elicitation, ElicitationRequest};
+    ///
+    /// let server = McpServer::http("tickets", "http://127.0.0.1:8080/mcp").on_elicitation(
+    ///     |request: ElicitationRequest| async move {
+    ///         eprintln!("the server asks: {}", request.message);
+    ///         Elicitation::Decline
+    ///     },
+    /// );
+    /// ```
+    pub fn on_elicitation<F, Fut>(mut self, handler: F) -> Self
+    where
+        F: Fn(ElicitationRequest) -> Fut + Send + Sync + 'static,
+        Fut: Future<Output = Elicitation> + Send + 'static,
+    {
+        self.elicitation = Some(super::elicitation::ElicitationHandler(Arc::new(
+            move |request| Box::pin(handler(request)),
+        )));
         self
     }
 

@@ -7,23 +7,28 @@ use std::time::Duration;
 
 use rmcp::model::{
     CallToolRequest, CallToolRequestParams, ClientCapabilities, ClientConfig, ClientRequest,
-    Implementation, ListToolsRequest, PaginatedRequestParams, ServerResult,
+    DEFAULT_MRTR_MAX_ROUNDS, ElicitRequestParams, ElicitResult, ElicitationAction,
+    ElicitationCapability, ErrorData, FormElicitationCapability, Implementation, InputRequest,
+    InputRequests, InputResponses, ListToolsRequest, PaginatedRequestParams, ProtocolVersion,
+    ServerNotification, ServerResult, SubscriptionFilter,
 };
 use rmcp::service::{
-    ClientInitializeError, NotificationContext, PeerRequestOptions, RunningService,
+    ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext,
+    PeerRequestOptions, RequestContext, RunningService,
 };
 use rmcp::transport::StreamableHttpClientTransport;
 use rmcp::transport::common::client_side_sse::ExponentialBackoff;
 use rmcp::transport::streamable_http_client::{
     StreamableHttpClient, StreamableHttpClientTransportConfig, StreamableHttpError,
 };
-use rmcp::{ClientHandler, Peer, RoleClient, ServiceError, ServiceExt};
+use rmcp::{ClientHandler, Peer, RoleClient, ServiceError};
 use serde_json::{Map, Value};
 use tokio::process::Child;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpError, McpServer, Transport};
 use super::deadlines::Deadlines;
+use super::elicitation::ElicitationHandler;
 use super::progress::{ProgressRoutes, ProgressTap};
 use super::results;
 use crate::call::ToolExec;
@@ -53,9 +58,11 @@ pub(crate) struct Conn {
     deadlines: Deadlines,
 }
 
-/// The notification side of a connection: list changes (progress is read by [`ProgressTap`]).
+/// The client side of a connection: list changes (progress is read by [`ProgressTap`]) and the
+/// host's answers to elicitation requests.
 pub(crate) struct Handler {
     pub(crate) link: Weak<Link>,
+    pub(crate) elicitation: Option<ElicitationHandler>,
 }
 
 /// What the notification handler needs from its bridge.
@@ -74,11 +81,40 @@ impl ClientHandler for Handler {
         }
     }
 
+    async fn create_elicitation(
+        &self,
+        request: ElicitRequestParams,
+        _context: RequestContext<RoleClient>,
+    ) -> Result<ElicitResult, ErrorData> {
+        match &self.elicitation {
+            Some(handler) => Ok(handler.answer(request).await),
+            None => Ok(ElicitResult::new(ElicitationAction::Decline)),
+        }
+    }
+
     fn get_info(&self) -> ClientConfig {
-        ClientConfig::new(
-            ClientCapabilities::default(),
+        let mut capabilities = ClientCapabilities::default();
+        if self.elicitation.is_some() {
+            capabilities.elicitation =
+                Some(ElicitationCapability::new().with_form(FormElicitationCapability::default()));
+        }
+        let mut config = ClientConfig::new(
+            capabilities,
             Implementation::new("dsh-tools", env!("CARGO_PKG_VERSION")),
-        )
+        );
+        // What `initialize` offers: the newest version with a handshake. 2026-07-28 is
+        // negotiated by `server/discover` (`lifecycle`).
+        config.protocol_version = ProtocolVersion::LATEST_WITH_INITIALIZE;
+        config
+    }
+}
+
+/// How a connection starts: `server/discover` offering 2026-07-28, falling back to
+/// `initialize` with 2025-11-25 when the server answers it as a 2025-era server does.
+fn lifecycle() -> ClientLifecycleMode {
+    ClientLifecycleMode::Auto {
+        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
+        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
     }
 }
 
@@ -112,26 +148,33 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
     }
 }
 
-/// Streamable HTTP through `client`, `initialize` run.
+/// Streamable HTTP through `client`, the lifecycle `lifecycle` run.
 async fn serve_http<C: StreamableHttpClient>(
     handler: Handler,
     client: C,
     config: StreamableHttpClientTransportConfig,
     link: &Arc<Link>,
+    lifecycle: ClientLifecycleMode,
 ) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError> {
     let transport = ProgressTap {
         inner: StreamableHttpClientTransport::with_client(client, config),
         link: Arc::downgrade(link),
         answers: None,
     };
-    handler.serve(transport).await
+    handler.serve_with_lifecycle(transport, lifecycle).await
 }
 
-/// Opens the transport and runs `initialize`.
-pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
+/// Opens the transport and runs the lifecycle `lifecycle`: `Err` for what went wrong before
+/// (the child, the headers, the token, the timeout), `Ok(Err)` for a failed handshake.
+async fn start(
+    config: &McpServer,
+    link: &Arc<Link>,
+    lifecycle: ClientLifecycleMode,
+) -> Result<Result<Started, ClientInitializeError>, McpError> {
     let server = &config.name;
     let handler = Handler {
         link: Arc::downgrade(link),
+        elicitation: config.elicitation.clone(),
     };
     let timeout = Duration::from_millis(config.connect_timeout_ms);
     let timed_out = || McpError::Timeout {
@@ -139,11 +182,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
         stage: "initialize",
         timeout_ms: config.connect_timeout_ms,
     };
-    let (running, pid, mut child): (
-        RunningService<RoleClient, Handler>,
-        Option<u32>,
-        Option<Child>,
-    ) = match &config.transport {
+    let started: Started = match &config.transport {
         Transport::Stdio { command, args } => {
             let answers = Arc::new(super::answers::CallAnswers::default());
             let (transport, child, stderr) =
@@ -160,11 +199,14 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                 link: Arc::downgrade(link),
                 answers: Some(answers),
             };
-            let running = tokio::time::timeout(timeout, handler.serve(transport))
-                .await
-                .map_err(|_| timed_out())?
-                .map_err(|err| connect_error(server, err))?;
-            (running, pid, Some(child))
+            let running =
+                tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
+                    .await
+                    .map_err(|_| timed_out())?;
+            match running {
+                Ok(running) => (running, pid, Some(child)),
+                Err(err) => return Ok(Err(err)),
+            }
         }
         Transport::Http { url } => {
             let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
@@ -188,20 +230,86 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                     let client = super::oauth::authorize(client, url, credentials)
                         .await
                         .map_err(|message| connect_error(server, message))?;
-                    return serve_http(handler, client, http, link)
-                        .await
-                        .map_err(|err| connect_error(server, http_connect_failure(url, err)));
+                    return Ok(serve_http(handler, client, http, link, lifecycle).await);
                 }
-                serve_http(handler, client, http, link)
-                    .await
-                    .map_err(|err| connect_error(server, http_connect_failure(url, err)))
+                Ok(serve_http(handler, client, http, link, lifecycle).await)
             };
             let running = tokio::time::timeout(timeout, connect)
                 .await
                 .map_err(|_| timed_out())??;
-            (running, None, None)
+            match running {
+                Ok(running) => (running, None, None),
+                Err(err) => return Ok(Err(err)),
+            }
         }
     };
+    Ok(Ok(started))
+}
+
+/// A failed handshake as the bridge reports it.
+fn start_error(config: &McpServer, err: ClientInitializeError) -> McpError {
+    match &config.transport {
+        Transport::Http { url } => connect_error(&config.name, http_connect_failure(url, err)),
+        Transport::Stdio { .. } => connect_error(&config.name, err),
+    }
+}
+
+/// A 2026-07-28 server tells of list changes only on a `subscriptions/listen` stream: one runs
+/// for the connection's life, waking the bridge's re-sync like `list_changed` on a 2025
+/// session.
+fn listen_for_list_changes(peer: Peer<RoleClient>, link: Weak<Link>) {
+    tokio::spawn(async move {
+        let filter = SubscriptionFilter::builder().tools_list_changed().build();
+        let Ok(mut subscription) = peer.listen(filter).await else {
+            return;
+        };
+        while let Ok(Some(notification)) = subscription.next().await {
+            if matches!(
+                notification,
+                ServerNotification::ToolListChangedNotification(_)
+            ) {
+                let Some(link) = link.upgrade() else { return };
+                link.list_changed.notify_one();
+            }
+        }
+    });
+}
+
+/// A started service, the child's pid and the child of a stdio server.
+type Started = (
+    RunningService<RoleClient, Handler>,
+    Option<u32>,
+    Option<Child>,
+);
+
+/// Opens the transport and starts the lifecycle: the newest protocol the server offers
+/// (`server/discover`, 2026-07-28), else `initialize` (2025-11-25). A server that answers
+/// `server/discover` with a result that is no discover result (some 2025-era servers answer
+/// every unknown method with `{}`) is opened again with `initialize` alone.
+pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
+    let (running, pid, mut child) = match start(config, link, lifecycle()).await? {
+        Ok(started) => started,
+        Err(ClientInitializeError::ExpectedInitResult(_)) => {
+            start(config, link, ClientLifecycleMode::Initialize)
+                .await?
+                .map_err(|err| start_error(config, err))?
+        }
+        Err(err) => return Err(start_error(config, err)),
+    };
+    if running
+        .peer()
+        .peer_info()
+        .is_some_and(|info| !info.protocol_version.has_initialize())
+        && running.peer().peer_info().is_some_and(|info| {
+            info.capabilities
+                .tools
+                .as_ref()
+                .and_then(|tools| tools.list_changed)
+                == Some(true)
+        })
+    {
+        listen_for_list_changes(running.peer().clone(), Arc::downgrade(link));
+    }
     let closed = CancellationToken::new();
     let conn = Arc::new(Conn {
         peer: running.peer().clone(),
@@ -261,17 +369,25 @@ pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Va
             params: Some(PaginatedRequestParams::default().with_cursor(cursor.clone())),
             extensions: Default::default(),
         });
-        let answer = tokio::time::timeout(
-            Duration::from_millis(config.list_timeout_ms),
-            conn.peer.send_request(request),
-        )
-        .await
-        .map_err(|_| McpError::Timeout {
-            server: server.clone(),
-            stage: "tools/list",
-            timeout_ms: config.list_timeout_ms,
-        })?
-        .map_err(|err| list_error(err.to_string()))?;
+        // rmcp's own per-request timeout: on expiry it also tells the server the request is
+        // cancelled.
+        let options =
+            PeerRequestOptions::with_timeout(Duration::from_millis(config.list_timeout_ms));
+        let answer = conn
+            .peer
+            .send_request_with_option(request, options)
+            .await
+            .map_err(|err| list_error(err.to_string()))?
+            .await_response()
+            .await
+            .map_err(|err| match err {
+                ServiceError::Timeout { .. } => McpError::Timeout {
+                    server: server.clone(),
+                    stage: "tools/list",
+                    timeout_ms: config.list_timeout_ms,
+                },
+                err => list_error(err.to_string()),
+            })?;
         // A list rmcp's typed model refuses (one malformed tool) arrives as a custom result; both
         // are read per tool from the JSON so one bad entry cannot hide its siblings. A typed list
         // is turned into JSON one tool at a time, so a long page is never held twice.
@@ -394,49 +510,67 @@ pub(crate) async fn call_tool(
     exec: &ToolExec,
 ) -> Result<Value, ToolError> {
     let server = &config.name;
-    let params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
-    let request = ClientRequest::CallToolRequest(CallToolRequest::new(params));
-    let mut handle = match conn
-        .peer
-        .send_cancellable_request(request, PeerRequestOptions::no_options())
-        .await
-    {
-        Ok(handle) => handle,
-        Err(_) => {
-            conn.closed.cancel();
-            return Err(disconnected(server, raw_name));
+    let mut params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
+    let mut rounds = 0;
+    let answer = loop {
+        let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
+        let mut handle = match conn
+            .peer
+            .send_cancellable_request(request, PeerRequestOptions::no_options())
+            .await
+        {
+            Ok(handle) => handle,
+            Err(_) => {
+                conn.closed.cancel();
+                return Err(disconnected(server, raw_name));
+            }
+        };
+        let token = handle.progress_token.clone();
+        link.progress
+            .claim(&link.registry, token.clone(), exec.call_id());
+        let deadline = conn.deadlines.start();
+        let outcome = tokio::select! {
+            biased;
+            answer = &mut handle.rx => Outcome::Answer(Box::new(answer)),
+            _ = conn.closed.cancelled() => Outcome::Closed,
+            _ = exec.signal().cancelled() => Outcome::Cancelled,
+            _ = deadline.expired() => Outcome::TimedOut,
+        };
+        drop(deadline);
+        link.progress.release(&token);
+        let answer = match outcome {
+            Outcome::Answer(answer) => *answer,
+            Outcome::Closed => return Err(disconnected(server, raw_name)),
+            Outcome::Cancelled => {
+                tokio::spawn(handle.cancel(Some("cancelled by the caller".to_owned())));
+                return Err(ToolError::coded(
+                    ErrorCode::Aborted,
+                    "tool call was cancelled",
+                ));
+            }
+            Outcome::TimedOut => {
+                tokio::spawn(handle.cancel(Some("timed out".to_owned())));
+                return Err(ToolError::coded(
+                    ErrorCode::ToolTimeout,
+                    format!("tool call timed out after {}ms", config.call_timeout_ms),
+                ));
+            }
+        };
+        // A 2026-07-28 server that needs the person: answer its requests and retry, carrying
+        // its state back.
+        let Ok(Ok(ServerResult::InputRequiredResult(input))) = answer else {
+            break answer;
+        };
+        rounds += 1;
+        if rounds > DEFAULT_MRTR_MAX_ROUNDS {
+            return Err(ToolError::new(format!(
+                "mcp server \"{server}\" asked for input more than {DEFAULT_MRTR_MAX_ROUNDS} times in one call of tool \"{raw_name}\""
+            )));
         }
-    };
-    let token = handle.progress_token.clone();
-    link.progress
-        .claim(&link.registry, token.clone(), exec.call_id());
-    let deadline = conn.deadlines.start();
-    let outcome = tokio::select! {
-        biased;
-        answer = &mut handle.rx => Outcome::Answer(Box::new(answer)),
-        _ = conn.closed.cancelled() => Outcome::Closed,
-        _ = exec.signal().cancelled() => Outcome::Cancelled,
-        _ = deadline.expired() => Outcome::TimedOut,
-    };
-    drop(deadline);
-    link.progress.release(&token);
-    let answer = match outcome {
-        Outcome::Answer(answer) => *answer,
-        Outcome::Closed => return Err(disconnected(server, raw_name)),
-        Outcome::Cancelled => {
-            tokio::spawn(handle.cancel(Some("cancelled by the caller".to_owned())));
-            return Err(ToolError::coded(
-                ErrorCode::Aborted,
-                "tool call was cancelled",
-            ));
-        }
-        Outcome::TimedOut => {
-            tokio::spawn(handle.cancel(Some("timed out".to_owned())));
-            return Err(ToolError::coded(
-                ErrorCode::ToolTimeout,
-                format!("tool call timed out after {}ms", config.call_timeout_ms),
-            ));
-        }
+        let responses =
+            input_responses(config, input.input_requests.unwrap_or_default(), exec).await?;
+        params.input_responses = Some(responses);
+        params.request_state = input.request_state;
     };
     // The tool value and whether the server flagged it as a tool error.
     let (value, is_error) = match answer {
@@ -477,6 +611,36 @@ pub(crate) async fn call_tool(
         return Err(ToolError::new(results::error_text(raw_name, &value)));
     }
     Ok(value)
+}
+
+/// Our answers to a server's `inputRequests`: elicitation through the host's handler (declined
+/// without one), until the call's signal fires. Sampling and roots are not offered by this
+/// client, so a request for them fails the call.
+async fn input_responses(
+    config: &McpServer,
+    requests: InputRequests,
+    exec: &ToolExec,
+) -> Result<InputResponses, ToolError> {
+    let mut responses = InputResponses::new();
+    for (key, request) in requests {
+        let InputRequest::Elicitation(request) = request else {
+            return Err(ToolError::new(format!(
+                "mcp server \"{}\" asked this client for sampling or roots, which it does not offer",
+                config.name
+            )));
+        };
+        let answer = match &config.elicitation {
+            Some(handler) => tokio::select! {
+                answer = handler.answer(request.params) => answer,
+                () = exec.signal().cancelled() => {
+                    return Err(ToolError::coded(ErrorCode::Aborted, "tool call was cancelled"));
+                }
+            },
+            None => ElicitResult::new(ElicitationAction::Decline),
+        };
+        responses.insert(key, serde_json::to_value(answer).unwrap_or(Value::Null));
+    }
+    Ok(responses)
 }
 
 /// The pid of the child process, for diagnostics.

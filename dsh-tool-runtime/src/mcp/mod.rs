@@ -19,6 +19,7 @@ mod bridge;
 mod config;
 mod connection;
 mod deadlines;
+mod elicitation;
 mod http;
 mod names;
 #[cfg(feature = "oauth")]

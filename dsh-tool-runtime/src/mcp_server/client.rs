@@ -10,11 +10,12 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::model::{
-    CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams, ElicitationAction,
-    LoggingLevel, LoggingMessageNotificationParam,
+    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
+    ElicitResult, ElicitationAction, InputRequest, LoggingLevel, LoggingMessageNotificationParam,
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
+use tokio::sync::{mpsc, oneshot};
 
 use crate::call::{
     ClientError, ClientPeer, Elicitation, ElicitationRequest, LogLevel, Role, SamplingReply,
@@ -30,13 +31,42 @@ pub(crate) type SessionLogLevel = Arc<Mutex<Option<LogLevel>>>;
 pub(crate) struct McpClientPeer {
     pub(crate) peer: Peer<RoleServer>,
     pub(crate) level: SessionLogLevel,
+    /// What the client declared: at `initialize` (2025 sessions) or in this request's `_meta`
+    /// (2026-07-28).
+    pub(crate) capabilities: Option<ClientCapabilities>,
+    /// On a 2026-07-28 request, where requests for the client go: the protocol forbids
+    /// server-to-client requests there, so each becomes an `input_required` round of the call
+    /// (`super::rounds`). `None` on 2025 sessions, which send them as requests.
+    pub(crate) rounds: Option<mpsc::Sender<InputAsk>>,
+}
+
+/// One request for the client, to be carried by an `input_required` result; the client's
+/// answer (its raw result object) comes back through `reply`.
+pub(crate) struct InputAsk {
+    pub(crate) request: InputRequest,
+    pub(crate) reply: oneshot::Sender<Value>,
 }
 
 impl McpClientPeer {
-    fn declared(&self, pick: impl Fn(&rmcp::model::ClientCapabilities) -> bool) -> bool {
-        self.peer
-            .peer_info()
-            .is_some_and(|info| pick(&info.capabilities))
+    fn declared(&self, pick: impl Fn(&ClientCapabilities) -> bool) -> bool {
+        self.capabilities.as_ref().is_some_and(pick)
+    }
+
+    /// Sends `request` as an `input_required` round and waits for the client's answer.
+    async fn round(
+        &self,
+        rounds: &mpsc::Sender<InputAsk>,
+        request: Value,
+    ) -> Result<Value, ClientError> {
+        let request: InputRequest = serde_json::from_value(request)
+            .map_err(|error| ClientError::Invalid(error.to_string()))?;
+        let (reply, answer) = oneshot::channel();
+        let gone = || ClientError::Failed("the client did not answer the input request".into());
+        rounds
+            .send(InputAsk { request, reply })
+            .await
+            .map_err(|_| gone())?;
+        answer.await.map_err(|_| gone())
     }
 }
 
@@ -70,11 +100,20 @@ impl ClientPeer for McpClientPeer {
             let params: CreateMessageRequestParams =
                 serde_json::from_value(wire_sampling(&request))
                     .map_err(|error| ClientError::Invalid(error.to_string()))?;
-            let answer = self
-                .peer
-                .create_message(params)
-                .await
-                .map_err(|error| ClientError::Failed(error.to_string()))?;
+            let answer = match &self.rounds {
+                Some(rounds) => {
+                    let request = json!({ "method": "sampling/createMessage", "params": params });
+                    let answer = self.round(rounds, request).await?;
+                    serde_json::from_value::<CreateMessageResult>(answer).map_err(|error| {
+                        ClientError::Failed(format!("the client's sampling answer: {error}"))
+                    })?
+                }
+                None => self
+                    .peer
+                    .create_message(params)
+                    .await
+                    .map_err(|error| ClientError::Failed(error.to_string()))?,
+            };
             sampling_reply(answer)
         })
     }
@@ -90,11 +129,20 @@ impl ClientPeer for McpClientPeer {
                 "requestedSchema": request.requested_schema,
             }))
             .map_err(|error| ClientError::Invalid(format!("elicitation schema: {error}")))?;
-            let answer = self
-                .peer
-                .create_elicitation(params)
-                .await
-                .map_err(|error| ClientError::Failed(error.to_string()))?;
+            let answer = match &self.rounds {
+                Some(rounds) => {
+                    let request = json!({ "method": "elicitation/create", "params": params });
+                    let answer = self.round(rounds, request).await?;
+                    serde_json::from_value::<ElicitResult>(answer).map_err(|error| {
+                        ClientError::Failed(format!("the client's elicitation answer: {error}"))
+                    })?
+                }
+                None => self
+                    .peer
+                    .create_elicitation(params)
+                    .await
+                    .map_err(|error| ClientError::Failed(error.to_string()))?,
+            };
             Ok(match answer.action {
                 ElicitationAction::Accept => Elicitation::Accept(match answer.content {
                     Some(Value::Object(values)) => values,

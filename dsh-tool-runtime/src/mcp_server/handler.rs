@@ -5,25 +5,32 @@
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
+use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
     Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter,
 };
-use rmcp::service::{NotificationContext, RequestContext};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
 use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{McpClientPeer, SessionLogLevel, log_level};
 use super::listing::{Listing, declares_object_output};
+use super::rounds::{RoundCall, Rounds, Turn};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::{self, ContentBlock, ToolResult};
 use crate::scope::AgentId;
+
+/// Sends one list-changed notification; `false` once the client is gone.
+type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
 
 /// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
 pub(crate) struct McpHandler {
@@ -34,6 +41,9 @@ pub(crate) struct McpHandler {
     calls: Arc<AtomicU64>,
     /// The level this session's client set with `logging/setLevel`.
     log_level: SessionLogLevel,
+    /// Calls waiting for a 2026-07-28 client's answers, shared by every session of one server
+    /// (a stateless client's retry may arrive on any).
+    rounds: Arc<Rounds>,
     stop: CancellationToken,
 }
 
@@ -54,6 +64,7 @@ impl McpHandler {
             scope,
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
+            rounds: Arc::default(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
@@ -66,6 +77,7 @@ impl McpHandler {
             scope: self.scope.clone(),
             options: self.options.clone(),
             calls: self.calls.clone(),
+            rounds: self.rounds.clone(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
@@ -83,39 +95,45 @@ impl McpHandler {
         Ok(())
     }
 
+    /// Watches the registry until `stop` fires or `notify` fails, calling `notify` whenever the
+    /// scope's listing changes.
+    fn list_changes(
+        &self,
+        stop: CancellationToken,
+    ) -> impl FnOnce(Notify) -> BoxFuture<'static, ()> {
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        move |notify| {
+            let mut changes = read(&registry.inner.state).changes.subscribe();
+            let mut last = Listing::of(&registry, scope.as_ref()).ok();
+            Box::pin(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        changed = changes.changed() => if changed.is_err() { return },
+                    }
+                    let now = Listing::of(&registry, scope.as_ref()).ok();
+                    if now != last {
+                        last = now;
+                        if !notify().await {
+                            return;
+                        }
+                    }
+                }
+            })
+        }
+    }
+
     fn listing(&self) -> Result<Listing, ErrorData> {
         Listing::of(&self.registry, self.scope.as_ref())
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))
     }
 
-    /// Runs one call, forwarding its progress to `token` until it settles. Events published
-    /// before the result are all sent before it, so the client sees them in order.
-    async fn execute_with_progress(
-        &self,
-        call: ToolCall,
-        token: ProgressToken,
-        peer: &Peer<RoleServer>,
-    ) -> ToolResult {
-        let call_id = call.call_id.clone();
-        let mut events = self.registry.subscribe();
-        let execution = self.registry.execute(call);
-        tokio::pin!(execution);
-        let mut sent = 0u64;
-        let result = loop {
-            tokio::select! {
-                biased;
-                result = &mut execution => break result,
-                event = events.recv() => match event {
-                    Ok(event) => forward(&event, &call_id, &token, peer, &mut sent).await,
-                    Err(RecvError::Lagged(_)) => {}
-                    Err(RecvError::Closed) => break execution.await,
-                },
-            }
-        };
-        while let Ok(event) = events.try_recv() {
-            forward(&event, &call_id, &token, peer, &mut sent).await;
+    fn answer(&self, name: &str, turn: Turn) -> CallToolResponse {
+        match turn {
+            Turn::Done(result) => self.mcp_result(name, &result).into(),
+            Turn::Input(input) => input.into(),
         }
-        result
     }
 
     fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
@@ -142,6 +160,36 @@ impl McpHandler {
             }
         }
     }
+}
+
+/// Runs one call, forwarding its progress to `token` until it settles. Events published
+/// before the result are all sent before it, so the client sees them in order.
+async fn execute_with_progress(
+    registry: Registry,
+    call: ToolCall,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+) -> ToolResult {
+    let call_id = call.call_id.clone();
+    let mut events = registry.subscribe();
+    let execution = registry.execute(call);
+    tokio::pin!(execution);
+    let mut sent = 0u64;
+    let result = loop {
+        tokio::select! {
+            biased;
+            result = &mut execution => break result,
+            event = events.recv() => match event {
+                Ok(event) => forward(&event, &call_id, &token, &peer, &mut sent).await,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break execution.await,
+            },
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        forward(&event, &call_id, &token, &peer, &mut sent).await;
+    }
+    result
 }
 
 /// Sends one progress notification for `event` when it belongs to the call `call_id`: a
@@ -246,26 +294,39 @@ impl ServerHandler for McpHandler {
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let peer = context.peer;
-        let registry = self.registry.clone();
-        let scope = self.scope.clone();
-        let stop = self.stop.clone();
-        let mut changes = read(&registry.inner.state).changes.subscribe();
-        let mut last = Listing::of(&registry, scope.as_ref()).ok();
-        tokio::spawn(async move {
-            loop {
-                tokio::select! {
-                    _ = stop.cancelled() => return,
-                    changed = changes.changed() => if changed.is_err() { return },
-                }
-                let now = Listing::of(&registry, scope.as_ref()).ok();
-                if now != last {
-                    last = now;
-                    if peer.notify_tool_list_changed().await.is_err() {
-                        return;
-                    }
-                }
-            }
-        });
+        let changes = self.list_changes(self.stop.clone());
+        tokio::spawn(changes(Box::new(move || {
+            let peer = peer.clone();
+            Box::pin(async move { peer.notify_tool_list_changed().await.is_ok() })
+        })));
+    }
+
+    /// 2026-07-28 clients hear of list changes only on a `subscriptions/listen` stream.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let stop = self.stop.child_token();
+        let changes = self.list_changes(stop.clone());
+        let sink = context.sink().clone();
+        tokio::select! {
+            () = changes(Box::new(move || {
+                let sink = sink.clone();
+                Box::pin(async move { sink.notify_tool_list_changed().await.is_ok() })
+            })) => {}
+            () = context.cancelled() => stop.cancel(),
+        }
+        Ok(())
     }
 
     async fn list_tools(
@@ -309,24 +370,59 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let name = request.name.to_string();
+        // A 2026-07-28 client's retry of a call that waited for its answers.
+        if let Some(state) = request.request_state.as_deref() {
+            let call = self
+                .rounds
+                .resume(state, request.input_responses.unwrap_or_default())
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
+            let turn = self.rounds.drive(call, context.ct.clone()).await;
+            return Ok(self.answer(&name, turn));
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
-        // request; the pipeline then settles the call as cancelled.
-        let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments)
-            .with_signal(context.ct.clone())
-            .with_client(ClientChannel::new(Arc::new(McpClientPeer {
-                peer: context.peer.clone(),
-                level: self.log_level.clone(),
-            })));
+        // 2026-07-28 forbids requests to the client during a call: they become rounds.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let (rounds, asks) = if modern {
+            let (sender, receiver) = mpsc::channel(16);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let client = ClientChannel::new(Arc::new(McpClientPeer {
+            peer: context.peer.clone(),
+            level: self.log_level.clone(),
+            capabilities: context.client_capabilities(),
+            rounds,
+        }));
+        let mut call =
+            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client);
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }
-        let result = match context.meta.get_progress_token() {
-            Some(token) => self.execute_with_progress(call, token, &context.peer).await,
-            None => self.registry.execute(call).await,
+        let registry = self.registry.clone();
+        let token = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let run = move |call: ToolCall| async move {
+            match token {
+                Some(token) => execute_with_progress(registry, call, token, peer).await,
+                None => registry.execute(call).await,
+            }
         };
-        Ok(self.mcp_result(&name, &result).into())
+        let Some(asks) = asks else {
+            // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
+            // this request; the pipeline then settles the call as cancelled.
+            let result = run(call.with_signal(context.ct.clone())).await;
+            return Ok(self.mcp_result(&name, &result).into());
+        };
+        // The call outlives this request when it waits for its client, so it has a signal
+        // and a task of its own.
+        let signal = CancellationToken::new();
+        let call = RoundCall::spawn(run(call.with_signal(signal.clone())), asks, signal);
+        let turn = self.rounds.drive(call, context.ct.clone()).await;
+        Ok(self.answer(&name, turn))
     }
 }

@@ -13,6 +13,7 @@ mod http;
 mod listing;
 #[cfg(feature = "oauth")]
 mod oauth;
+mod rounds;
 mod stdio;
 
 use std::net::SocketAddr;

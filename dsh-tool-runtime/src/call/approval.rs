@@ -1,0 +1,131 @@
+//! Approval by the person at the MCP host: a pre-execute `Ask` in a served call, when the host
+//! installed no approver of its own, becomes an elicitation request to the call's client
+//! (`elicitation/create` on 2025-era sessions, an `input_required` round on 2026-07-28 ones).
+
+use serde_json::{Value, json};
+
+use super::{ClientError, Elicitation, ElicitationRequest};
+use crate::hooks::ToolCallView;
+
+/// The most bytes of the call's arguments (compact JSON) an approval request shows; longer
+/// arguments are cut there, and the message says how many bytes there were.
+pub(crate) const MAX_APPROVAL_ARGUMENT_BYTES: usize = 2048;
+
+/// How the client's person answered: allowed, denied with a reason, or cancelled together with
+/// the caller.
+pub(crate) enum ClientApproval {
+    Allowed,
+    Denied(String),
+    CallerCancelled,
+}
+
+/// Asks the person behind `view`'s client whether the call may run, until the caller's signal
+/// fires. `server` names the MCP server a proxied tool comes from.
+pub(crate) async fn ask_client(
+    view: &ToolCallView,
+    server: Option<&str>,
+    reason: Option<&str>,
+) -> ClientApproval {
+    let name = &view.name;
+    if !view.client.can_elicit() {
+        // Nobody can be asked: deny at once rather than wait for an answer that cannot come.
+        let why = reason
+            .map(|reason| format!(": {reason}"))
+            .unwrap_or_default();
+        return ClientApproval::Denied(format!(
+            "tool \"{name}\" requires approval, but the MCP client cannot be asked (it did not declare the elicitation capability){why}"
+        ));
+    }
+    let request = ElicitationRequest::new(
+        message(name, server, reason, &view.arguments),
+        json!({ "type": "object", "properties": {} }),
+    );
+    let answer = tokio::select! {
+        answer = view.client.elicit(request) => answer,
+        () = view.signal.cancelled() => Err(ClientError::Cancelled),
+    };
+    match answer {
+        Ok(Elicitation::Accept(_)) => ClientApproval::Allowed,
+        Ok(Elicitation::Decline) => {
+            ClientApproval::Denied(format!("the user rejected tool \"{name}\""))
+        }
+        Err(ClientError::Cancelled) if view.signal.is_cancelled() => {
+            ClientApproval::CallerCancelled
+        }
+        Ok(Elicitation::Cancel) | Err(ClientError::Cancelled) => {
+            ClientApproval::Denied(format!("approval for tool \"{name}\" was cancelled"))
+        }
+        Err(error) => ClientApproval::Denied(format!(
+            "tool \"{name}\" requires approval, but asking the MCP client failed: {error}"
+        )),
+    }
+}
+
+/// The text the person reads: the tool, its MCP server, the hook's reason and the arguments
+/// (cut at [`MAX_APPROVAL_ARGUMENT_BYTES`]).
+fn message(name: &str, server: Option<&str>, reason: Option<&str>, arguments: &Value) -> String {
+    let mut text = match server {
+        Some(server) => format!("Allow tool \"{name}\" of MCP server \"{server}\" to run?"),
+        None => format!("Allow tool \"{name}\" to run?"),
+    };
+    if let Some(reason) = reason {
+        text.push_str("\nReason: ");
+        text.push_str(reason);
+    }
+    text.push_str("\nArguments: ");
+    text.push_str(&bounded(arguments, MAX_APPROVAL_ARGUMENT_BYTES));
+    text
+}
+
+/// `value` as compact JSON, cut at a character boundary within `max` bytes with a visible note.
+fn bounded(value: &Value, max: usize) -> String {
+    let full = value.to_string();
+    if full.len() <= max {
+        return full;
+    }
+    let mut end = max;
+    while !full.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!(
+        "{}… (cut: the first {end} of {} bytes)",
+        &full[..end],
+        full.len()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_arguments_are_cut_visibly_at_a_character_boundary() {
+        let value = json!({ "text": "é".repeat(3000) });
+        let shown = bounded(&value, MAX_APPROVAL_ARGUMENT_BYTES);
+        let (head, note) = shown.split_once('…').expect("a cut mark");
+        assert!(head.len() <= MAX_APPROVAL_ARGUMENT_BYTES, "{}", head.len());
+        assert_eq!(
+            note,
+            format!(
+                " (cut: the first {} of {} bytes)",
+                head.len(),
+                value.to_string().len()
+            )
+        );
+        assert_eq!(bounded(&json!({"a": 1}), 2048), r#"{"a":1}"#);
+    }
+
+    #[test]
+    fn the_message_names_tool_server_reason_and_arguments() {
+        let text = message(
+            "mcp__fs__write_file",
+            Some("fs"),
+            Some("writes a file"),
+            &json!({ "path": "a.txt" }),
+        );
+        assert_eq!(
+            text,
+            "Allow tool \"mcp__fs__write_file\" of MCP server \"fs\" to run?\nReason: writes a file\nArguments: {\"path\":\"a.txt\"}"
+        );
+    }
+}

@@ -1,0 +1,193 @@
+//! Multi round-trip requests (MCP 2026-07-28): a call that needs its client (an approval, an
+//! elicitation, a sampling request) answers `tools/call` with an `input_required` result, and
+//! the client's retry carries the answers.
+//!
+//! The call itself keeps running on the server as a task of its own, waiting for the answers;
+//! `requestState` is only an opaque, random handle to it (never data the server trusts). A call
+//! whose client does not retry within [`INPUT_WAIT`] is cancelled; past [`MAX_WAITING`] waiting
+//! calls, a new request for a client fails at once (the call sees the failure) instead of
+//! waiting.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::client::InputAsk;
+use crate::result::ToolResult;
+
+/// How long a call waits for its client's retry before it is cancelled.
+pub(crate) const INPUT_WAIT: Duration = Duration::from_secs(15 * 60);
+
+/// The most calls of one server that may wait for their client's retry at once.
+pub(crate) const MAX_WAITING: usize = 1024;
+
+/// One call running on its own task, with the requests for its client it has made.
+pub(crate) struct RoundCall {
+    result: JoinHandle<ToolResult>,
+    asks: mpsc::Receiver<InputAsk>,
+    asks_open: bool,
+    /// The requests the client was sent in the last round, by their key.
+    open: Vec<(String, oneshot::Sender<Value>)>,
+    /// The call's own signal (the request's is gone once a round is answered).
+    signal: CancellationToken,
+}
+
+impl RoundCall {
+    /// Runs `call` as a task; `asks` receives the requests it makes for its client.
+    pub(crate) fn spawn(
+        call: impl Future<Output = ToolResult> + Send + 'static,
+        asks: mpsc::Receiver<InputAsk>,
+        signal: CancellationToken,
+    ) -> Self {
+        RoundCall {
+            result: tokio::spawn(call),
+            asks,
+            asks_open: true,
+            open: Vec::new(),
+            signal,
+        }
+    }
+}
+
+/// What one `tools/call` request answers.
+pub(crate) enum Turn {
+    /// The call settled.
+    Done(ToolResult),
+    /// The call waits for its client: send this, the client retries with the answers.
+    Input(InputRequiredResult),
+}
+
+struct Waiting {
+    call: RoundCall,
+    expiry: JoinHandle<()>,
+}
+
+/// The calls of one server that wait for their client's retry, by `requestState`.
+#[derive(Default)]
+pub(crate) struct Rounds {
+    waiting: Mutex<HashMap<String, Waiting>>,
+}
+
+impl Rounds {
+    /// Drives `call` until it settles or needs its client. `request` is the signal of the
+    /// request being answered: the client cancelling it cancels the call.
+    pub(crate) async fn drive(
+        self: &Arc<Self>,
+        mut call: RoundCall,
+        request: CancellationToken,
+    ) -> Turn {
+        loop {
+            let asks = tokio::select! {
+                biased;
+                result = &mut call.result => {
+                    return Turn::Done(result.unwrap_or_else(|error| {
+                        ToolResult::failure(crate::result::ToolFailure::plain(format!(
+                            "the call's task failed: {error}"
+                        )))
+                    }));
+                }
+                ask = call.asks.recv(), if call.asks_open => match ask {
+                    Some(ask) => {
+                        let mut asks = vec![ask];
+                        while let Ok(more) = call.asks.try_recv() {
+                            asks.push(more);
+                        }
+                        asks
+                    }
+                    None => {
+                        call.asks_open = false;
+                        continue;
+                    }
+                },
+                () = request.cancelled(), if !call.signal.is_cancelled() => {
+                    call.signal.cancel();
+                    continue;
+                }
+            };
+            match self.park(call, asks) {
+                Ok(turn) => return turn,
+                Err(back) => call = back,
+            }
+        }
+    }
+
+    /// Parks `call` with the requests `asks` for its client and returns the `input_required`
+    /// answer. When too many calls wait already the requests are dropped (so they fail) and
+    /// the call comes back to be driven on.
+    fn park(self: &Arc<Self>, mut call: RoundCall, asks: Vec<InputAsk>) -> Result<Turn, RoundCall> {
+        let mut waiting = self.waiting.lock();
+        let state = match random_handle() {
+            Some(state) if waiting.len() < MAX_WAITING => state,
+            _ => {
+                tracing::warn!(target: "dsh_tool_runtime::mcp_server", "a call cannot wait for its client ({MAX_WAITING} wait already, or no random handle); its request fails");
+                return Err(call);
+            }
+        };
+        let mut requests = InputRequests::new();
+        call.open = asks
+            .into_iter()
+            .enumerate()
+            .map(|(n, ask)| {
+                let key = format!("input-{n}");
+                requests.insert(key.clone(), ask.request);
+                (key, ask.reply)
+            })
+            .collect();
+        let rounds = Arc::downgrade(self);
+        let expired = state.clone();
+        let expiry = tokio::spawn(async move {
+            tokio::time::sleep(INPUT_WAIT).await;
+            let Some(rounds) = rounds.upgrade() else {
+                return;
+            };
+            let gone = rounds.waiting.lock().remove(&expired);
+            if let Some(gone) = gone {
+                // Its requests fail (their senders drop) and the call ends cancelled.
+                gone.call.signal.cancel();
+            }
+        });
+        waiting.insert(state.clone(), Waiting { call, expiry });
+        Ok(Turn::Input(InputRequiredResult::new(
+            Some(requests),
+            Some(state),
+        )))
+    }
+
+    /// The call waiting under `state`, given the client's `responses`: each request answered
+    /// gets its answer, one left unanswered fails.
+    ///
+    /// # Errors
+    /// The message for a `requestState` no call waits under (unknown, answered or expired).
+    pub(crate) fn resume(
+        &self,
+        state: &str,
+        mut responses: InputResponses,
+    ) -> Result<RoundCall, String> {
+        let Waiting { mut call, expiry } = self.waiting.lock().remove(state).ok_or_else(|| {
+            "no call waits under this requestState (unknown, already answered, or expired)"
+                .to_owned()
+        })?;
+        expiry.abort();
+        for (key, reply) in call.open.drain(..) {
+            if let Some(answer) = responses.remove(&key) {
+                // The call may have ended meanwhile; then nobody needs the answer.
+                let _ = reply.send(answer);
+            }
+        }
+        Ok(call)
+    }
+}
+
+/// 128 random bits as hex: a handle nobody can guess.
+fn random_handle() -> Option<String> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes).ok()?;
+    Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())
+}
