@@ -26,6 +26,9 @@ struct ExecInner {
     view: Arc<ToolCallView>,
     deferred: Mutex<Vec<AdditionalContext>>,
     concluded: AtomicBool,
+    /// The journal of a durable `run_code` call.
+    #[cfg(feature = "code-mode")]
+    durable: Option<crate::durable::DurableRun>,
 }
 
 impl ToolExec {
@@ -37,9 +40,32 @@ impl ToolExec {
                 view,
                 deferred: Mutex::new(Vec::new()),
                 concluded: AtomicBool::new(false),
+                #[cfg(feature = "code-mode")]
+                durable: None,
             }),
             signal,
         }
+    }
+
+    /// The same context carrying the journal of a durable `run_code` call.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn with_durable(view: Arc<ToolCallView>, durable: crate::durable::DurableRun) -> Self {
+        let signal = view.signal.clone();
+        ToolExec {
+            inner: Arc::new(ExecInner {
+                view,
+                deferred: Mutex::new(Vec::new()),
+                concluded: AtomicBool::new(false),
+                durable: Some(durable),
+            }),
+            signal,
+        }
+    }
+
+    /// The journal of a durable `run_code` call.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn durable(&self) -> Option<&crate::durable::DurableRun> {
+        self.inner.durable.as_ref()
     }
 
     /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh signal.

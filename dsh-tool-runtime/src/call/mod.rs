@@ -31,6 +31,11 @@ pub struct ToolCall {
     pub parent: Option<String>,
     /// The caller's cancellation signal.
     pub signal: CancellationToken,
+    /// The journal of a durable `run_code` run ([`ToolCall::durable`]).
+    #[cfg(feature = "code-mode")]
+    pub(crate) durable: Option<crate::durable::DurableRun>,
+    /// A durable run's binding call: where its `Ask` parks the run.
+    pub(crate) park: Option<crate::hooks::ParkSlot>,
 }
 
 impl ToolCall {
@@ -44,7 +49,21 @@ impl ToolCall {
             agent: None,
             parent: None,
             signal: CancellationToken::new(),
+            #[cfg(feature = "code-mode")]
+            durable: None,
+            park: None,
         }
+    }
+
+    /// Makes a `run_code` call durable: its binding calls are journaled in `run.store` under
+    /// `run.run_id`, and calling it again with the same run id resumes the run from its journal
+    /// (or returns its stored result once it has ended). Ignored by every other tool.
+    #[cfg(feature = "code-mode")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+    #[must_use]
+    pub fn durable(mut self, run: crate::durable::DurableRun) -> Self {
+        self.durable = Some(run);
+        self
     }
 
     /// Sets the agent.

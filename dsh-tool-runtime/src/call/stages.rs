@@ -191,6 +191,9 @@ impl Registry {
                 state.approver.clone(),
             )
         };
+        #[cfg(feature = "code-mode")]
+        let durable = call.durable.take();
+        let park = call.park.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call
                 .root_call_id
@@ -203,6 +206,12 @@ impl Registry {
             parent: call.parent,
             signal: call.signal,
         });
+        #[cfg(feature = "code-mode")]
+        let exec = match durable {
+            Some(durable) => ToolExec::with_durable(view.clone(), durable),
+            None => ToolExec::new(view.clone()),
+        };
+        #[cfg(not(feature = "code-mode"))]
         let exec = ToolExec::new(view.clone());
         let mut prepared = PreparedCall {
             finalizer: definition
@@ -294,6 +303,12 @@ impl Registry {
         let denial = match decision {
             PreDecision::Allow => None,
             PreDecision::Deny { reason } => Some(ToolFailure::plain(reason)),
+            // A durable run's call parks the run instead of asking now (unless it was approved
+            // before the run resumed); the program never sees this denial.
+            PreDecision::Ask { reason } if park.is_some() => park
+                .as_ref()
+                .filter(|slot| !slot.ask(reason))
+                .map(|_| ToolFailure::plain("the run parked for approval")),
             PreDecision::Ask { reason } => match self.ask(approver, &view, reason).await {
                 Ok(None) => None,
                 Ok(Some(reason)) => Some(ToolFailure::plain(reason)),
