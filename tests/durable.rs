@@ -36,12 +36,13 @@ fn host() -> PathBuf {
     path.join("examples").join("durable_append")
 }
 
-/// Builds the example once (Cargo does not build examples for a test target by itself).
+/// Builds the example once, with the features `cargo test --all-features` builds it with
+/// (`--test durable` alone does not build examples).
 fn build_host() {
     static BUILT: std::sync::Once = std::sync::Once::new();
     BUILT.call_once(|| {
         let status = Command::new(env!("CARGO"))
-            .args(["build", "--example", "durable_append", "--features", "durable"])
+            .args(["build", "--example", "durable_append", "--all-features"])
             .current_dir(env!("CARGO_MANIFEST_DIR"))
             .status()
             .expect("cargo runs");
@@ -252,6 +253,10 @@ async fn deny_gives_the_program_the_reason_and_rollback_reverts_in_reverse_order
         .map(|revert| revert["seq"].as_u64().unwrap())
         .collect();
     assert_eq!(order, [2, 1, 0], "newest first");
+    assert!(
+        report.as_array().unwrap().iter().all(|revert| revert["outcome"]["outcome"] == "ok"),
+        "{report}"
+    );
     assert!(case.lines("undo.txt").is_empty());
     let store = SqliteJournal::open(case.path("journal.db")).unwrap();
     let run = store.run("undo").await.unwrap().unwrap();

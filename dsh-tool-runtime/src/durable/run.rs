@@ -315,12 +315,17 @@ impl Registry {
             };
             let arguments: Value = serde_json::from_str(&entry.args)
                 .map_err(|error| JournalError::Corrupt(error.to_string()))?;
+            // Nested under the rollback like a program's call, so code mode lets it through.
+            let rollback = format!("rollback-{id}");
             let result = self
-                .execute(ToolCall::new(
-                    format!("revert-{id}-{}", entry.seq),
-                    revert.clone(),
-                    json!({"arguments": arguments, "result": value}),
-                ))
+                .execute(
+                    ToolCall::new(
+                        format!("{rollback}:revert:{}", entry.seq),
+                        revert.clone(),
+                        json!({"arguments": arguments, "result": value}),
+                    )
+                    .with_parent(rollback.clone(), rollback),
+                )
                 .await;
             let reverted = match &result {
                 ToolResult::Success { value, .. } => CallOutcome::Ok {
