@@ -335,3 +335,85 @@ impl JournalStore for SqliteJournal {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    fn unusable(result: Result<SqliteJournal, JournalError>) -> String {
+        match result {
+            Err(JournalError::Unusable(message)) => message,
+            other => panic!("expected an unusable file, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn foreign_newer_and_damaged_files_are_refused_and_left_alone() {
+        let dir = tempfile::tempdir().unwrap();
+        let foreign = dir.path().join("foreign.db");
+        let connection = Connection::open(&foreign).unwrap();
+        connection
+            .pragma_update(None, "application_id", 0x1234)
+            .unwrap();
+        drop(connection);
+        assert!(unusable(SqliteJournal::open(&foreign)).contains("another application"));
+
+        let other = dir.path().join("other.db");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x);")
+            .unwrap();
+        assert!(unusable(SqliteJournal::open(&other)).contains("something else"));
+
+        let newer = dir.path().join("newer.db");
+        drop(SqliteJournal::open(&newer).unwrap());
+        Connection::open(&newer)
+            .unwrap()
+            .pragma_update(None, "user_version", SCHEMA_VERSION + 1)
+            .unwrap();
+        assert!(unusable(SqliteJournal::open(&newer)).contains("newer version"));
+
+        let garbage = dir.path().join("garbage.db");
+        std::fs::write(&garbage, b"SQLite format 3\0 but not really, just text").unwrap();
+        unusable(SqliteJournal::open(&garbage));
+    }
+
+    #[tokio::test]
+    async fn a_run_keeps_its_program_and_its_calls_across_opens() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let program = json!({"code": "return 1", "description": "one"});
+        let first = SqliteJournal::open(&path).unwrap();
+        // A second connection, as another process would hold.
+        let second = SqliteJournal::open(&path).unwrap();
+        first.open_run("r", &program).await.unwrap();
+        let entry = JournalEntry {
+            seq: 0,
+            tool: "tools.a".to_owned(),
+            args: "{}".to_owned(),
+            state: EntryState::Started,
+        };
+        first.put("r", &entry).await.unwrap();
+        assert_eq!(second.entries("r").await.unwrap(), [entry]);
+        let other = json!({"code": "return 2", "description": "two"});
+        assert_eq!(
+            second.open_run("r", &other).await,
+            Err(JournalError::ProgramMismatch("r".to_owned()))
+        );
+        assert_eq!(
+            second.set_status("nope", &RunStatus::Running).await,
+            Err(JournalError::UnknownRun("nope".to_owned()))
+        );
+        let gap = JournalEntry {
+            seq: 2,
+            ..second.entries("r").await.unwrap().remove(0)
+        };
+        second.put("r", &gap).await.unwrap();
+        assert!(matches!(
+            first.entries("r").await,
+            Err(JournalError::Corrupt(_))
+        ));
+    }
+}
