@@ -103,7 +103,11 @@ fn thousand_calls_plain(bencher: divan::Bencher) {
 fn resume_thousand_journaled_calls(bencher: divan::Bencher) {
     let bench = setup();
     let run = DurableRun::new(bench.store.clone(), "resume");
-    check(&bench.rt.block_on(bench.registry.execute(call(THOUSAND).durable(run.clone()))));
+    check(
+        &bench
+            .rt
+            .block_on(bench.registry.execute(call(THOUSAND).durable(run.clone()))),
+    );
     bencher.bench_local(|| {
         bench.rt.block_on(async {
             bench
@@ -111,7 +115,12 @@ fn resume_thousand_journaled_calls(bencher: divan::Bencher) {
                 .set_status("resume", &RunStatus::Running)
                 .await
                 .expect("status");
-            check(&bench.registry.execute(call(THOUSAND).durable(run.clone())).await);
+            check(
+                &bench
+                    .registry
+                    .execute(call(THOUSAND).durable(run.clone()))
+                    .await,
+            );
         });
     });
 }

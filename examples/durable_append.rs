@@ -22,7 +22,7 @@
 //! result is printed as JSON on stdout; a failure is one line on stderr and exit code 1.
 
 use std::io::Write;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use dsh_tools::code::SubprocessRuntime;
@@ -74,7 +74,7 @@ fn options() -> Result<Options, String> {
     })
 }
 
-fn lines(path: &PathBuf) -> Vec<String> {
+fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()
@@ -83,7 +83,7 @@ fn lines(path: &PathBuf) -> Vec<String> {
 }
 
 /// Writes the pause marker and blocks for ever, the first time only.
-async fn pause(out: &PathBuf) {
+async fn pause(out: &Path) {
     let marker = out.with_extension("paused");
     if marker.exists() {
         return;
@@ -230,7 +230,10 @@ async fn run() -> Result<String, String> {
         }
         Some("approve") => registry.approve_run(run).await.map_err(|e| e.to_string())?,
         Some("rollback") => {
-            let reverts = registry.rollback_run(run).await.map_err(|e| e.to_string())?;
+            let reverts = registry
+                .rollback_run(run)
+                .await
+                .map_err(|e| e.to_string())?;
             return serde_json::to_string(&reverts).map_err(|e| e.to_string());
         }
         Some(other) => match other.strip_prefix("deny:") {
@@ -238,7 +241,11 @@ async fn run() -> Result<String, String> {
                 .deny_run(run, reason)
                 .await
                 .map_err(|e| e.to_string())?,
-            None => return Err(format!("--decide {other}: expected approve, deny:REASON or rollback")),
+            None => {
+                return Err(format!(
+                    "--decide {other}: expected approve, deny:REASON or rollback"
+                ));
+            }
         },
     };
     dsh_tools::code::CodeRuntime::dispose(runtime.as_ref()).await;
@@ -246,7 +253,10 @@ async fn run() -> Result<String, String> {
         Some(error) => Err(format!(
             "{} ({})",
             error.message,
-            error.code().map(|code| code.as_str().to_owned()).unwrap_or_default()
+            error
+                .code()
+                .map(|code| code.as_str().to_owned())
+                .unwrap_or_default()
         )),
         // The program's returned value (`run_code` also returns its logs).
         None => Ok(result

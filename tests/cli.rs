@@ -694,7 +694,11 @@ fn a_durable_run_is_listed_shown_and_returned_again() {
     // Finished: the stored result comes back and no tool runs (no progress line).
     let again = run();
     assert_eq!(stdout(&again).trim(), "false");
-    assert!(again.stderr.is_empty(), "{}", String::from_utf8_lossy(&again.stderr));
+    assert!(
+        again.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
     let list = stdout(&dsh(&["runs", "--journal", journal, "list"]));
     assert_eq!(list.trim(), "cli-1 finished");
     let show = stdout(&dsh(&["runs", "--journal", journal, "show", "cli-1"]));
@@ -702,7 +706,10 @@ fn a_durable_run_is_listed_shown_and_returned_again() {
         show.contains("#0 tools.file_stats({\"path\":\"Cargo.toml\"}) ok"),
         "{show}"
     );
-    let approve = error_line(&repo(&["runs", "--journal", journal, "approve", "cli-1"]), 1);
+    let approve = error_line(
+        &repo(&["runs", "--journal", journal, "approve", "cli-1"]),
+        1,
+    );
     assert!(approve.contains("is not parked"), "{approve}");
 }
 
@@ -711,7 +718,14 @@ fn a_file_that_is_not_a_journal_is_refused() {
     let dir = tempfile::tempdir().unwrap();
     let bogus = dir.path().join("bogus.db");
     std::fs::write(&bogus, vec![0x5a_u8; 4096]).unwrap();
-    let line = error_line(&dsh(&["runs", "--journal", bogus.to_str().unwrap(), "list"]), 1);
+    let line = error_line(
+        &dsh(&["runs", "--journal", bogus.to_str().unwrap(), "list"]),
+        1,
+    );
     assert!(line.contains("not a journal"), "{line}");
-    assert_eq!(std::fs::read(&bogus).unwrap(), vec![0x5a_u8; 4096], "left untouched");
+    assert_eq!(
+        std::fs::read(&bogus).unwrap(),
+        vec![0x5a_u8; 4096],
+        "left untouched"
+    );
 }

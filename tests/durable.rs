@@ -80,7 +80,9 @@ impl Case {
     }
 
     fn run(&self, run_id: &str, out: &str, extra: &[&str]) -> Output {
-        self.command(run_id, out, extra).output().expect("the host runs")
+        self.command(run_id, out, extra)
+            .output()
+            .expect("the host runs")
     }
 
     /// Starts the host, waits for its pause marker, SIGKILLs it.
@@ -147,7 +149,10 @@ async fn a_host_killed_between_calls_resumes_and_appends_every_line_once() {
     assert_eq!(case.lines("out.txt"), expected_lines(50));
     let resumed = stdout(&case.run("killed", "out.txt", &["--pause-at", "mid"]));
     assert_eq!(case.lines("out.txt"), expected_lines(100));
-    assert_eq!(resumed, reference, "the resumed run's result is an uninterrupted run's");
+    assert_eq!(
+        resumed, reference,
+        "the resumed run's result is an uninterrupted run's"
+    );
     // A finished run returns its stored result and runs nothing again.
     let again = stdout(&case.run("killed", "out.txt", &[]));
     assert_eq!(again, reference);
@@ -207,7 +212,11 @@ async fn a_program_branching_on_randomness_is_caught_on_resume() {
         String::from_utf8_lossy(&parked.stderr)
     );
     assert_eq!(case.lines("out.txt").len(), 2, "first and the random line");
-    let resumed = case.run("random", "out.txt", &["--ask", "gate", "--decide", "approve"]);
+    let resumed = case.run(
+        "random",
+        "out.txt",
+        &["--ask", "gate", "--decide", "approve"],
+    );
     let error = String::from_utf8_lossy(&resumed.stderr);
     assert!(!resumed.status.success());
     assert!(error.contains("replay-diverged"), "{error}");
@@ -236,7 +245,11 @@ async fn deny_gives_the_program_the_reason_and_rollback_reverts_in_reverse_order
     let case = Case::new(GATED);
     let ask = ["--ask", "gate"];
     assert!(!case.run("deny", "deny.txt", &ask).status.success());
-    let denied = stdout(&case.run("deny", "deny.txt", &["--ask", "gate", "--decide", "deny:not today"]));
+    let denied = stdout(&case.run(
+        "deny",
+        "deny.txt",
+        &["--ask", "gate", "--decide", "deny:not today"],
+    ));
     assert_eq!(
         denied,
         json!({"denied": "not today", "code": "DENIED", "counts": [1, 2, 3]})
@@ -254,7 +267,11 @@ async fn deny_gives_the_program_the_reason_and_rollback_reverts_in_reverse_order
         .collect();
     assert_eq!(order, [2, 1, 0], "newest first");
     assert!(
-        report.as_array().unwrap().iter().all(|revert| revert["outcome"]["outcome"] == "ok"),
+        report
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|revert| revert["outcome"]["outcome"] == "ok"),
         "{report}"
     );
     assert!(case.lines("undo.txt").is_empty());
@@ -345,7 +362,8 @@ async fn a_parked_run_holds_no_process_and_another_process_approves_it() {
     registry.set_code_runtime(runtime.clone());
     registry.set_mode(Mode::Code);
     let mut events = registry.subscribe();
-    let store: Arc<dyn JournalStore> = Arc::new(SqliteJournal::open(case.path("journal.db")).unwrap());
+    let store: Arc<dyn JournalStore> =
+        Arc::new(SqliteJournal::open(case.path("journal.db")).unwrap());
     let program = std::fs::read_to_string(case.path("prog.ts")).unwrap();
     // The example host passes this description too: the run is the same program.
     let call = ToolCall::new(
@@ -354,10 +372,19 @@ async fn a_parked_run_holds_no_process_and_another_process_approves_it() {
         json!({"code": program, "description": "Append lines"}),
     )
     .durable(DurableRun::new(store.clone(), "parked"));
-    let result = tokio::time::timeout(BOUND, registry.execute(call)).await.unwrap();
+    let result = tokio::time::timeout(BOUND, registry.execute(call))
+        .await
+        .unwrap();
     let error = result.error().expect("the run parks");
-    assert_eq!(error.code().map(|code| code.as_str().to_owned()).as_deref(), Some("RUN_PARKED"));
-    assert!(error.message.contains("append the gate?"), "{}", error.message);
+    assert_eq!(
+        error.code().map(|code| code.as_str().to_owned()).as_deref(),
+        Some("RUN_PARKED")
+    );
+    assert!(
+        error.message.contains("append the gate?"),
+        "{}",
+        error.message
+    );
     let parked = loop {
         match events.try_recv() {
             Ok(ToolEvent::DurableParked { seq, name, .. }) => break (seq, name),
@@ -366,14 +393,25 @@ async fn a_parked_run_holds_no_process_and_another_process_approves_it() {
         }
     };
     assert_eq!(parked, (3, "tools.append_line".to_owned()));
-    assert!(children().is_empty(), "a parked run holds no process: {:?}", children());
+    assert!(
+        children().is_empty(),
+        "a parked run holds no process: {:?}",
+        children()
+    );
     assert_eq!(case.lines("out.txt"), ["a", "b", "c"]);
     let status = store.run("parked").await.unwrap().unwrap().status;
-    assert!(matches!(status, RunStatus::Parked { seq: 3, .. }), "{status:?}");
+    assert!(
+        matches!(status, RunStatus::Parked { seq: 3, .. }),
+        "{status:?}"
+    );
     runtime.dispose().await;
 
     // Another process approves: the run resumes there, to the uninterrupted run's result.
-    let approved = stdout(&case.run("parked", "out.txt", &["--ask", "gate", "--decide", "approve"]));
+    let approved = stdout(&case.run(
+        "parked",
+        "out.txt",
+        &["--ask", "gate", "--decide", "approve"],
+    ));
     assert_eq!(approved, reference);
     assert_eq!(case.lines("out.txt"), ["a", "b", "c", "gate", "d"]);
 }
@@ -403,9 +441,17 @@ async fn a_resumed_run_publishes_its_replayed_calls_on_every_runtime() {
             next.run().await
         });
         let runtime: Arc<dyn CodeRuntime> = if python {
-            Arc::new(SubprocessRuntime::python(SubprocessConfig::default()).await.unwrap())
+            Arc::new(
+                SubprocessRuntime::python(SubprocessConfig::default())
+                    .await
+                    .unwrap(),
+            )
         } else {
-            Arc::new(SubprocessRuntime::typescript(SubprocessConfig::default()).await.unwrap())
+            Arc::new(
+                SubprocessRuntime::typescript(SubprocessConfig::default())
+                    .await
+                    .unwrap(),
+            )
         };
         registry.set_code_runtime(runtime.clone());
         registry.set_mode(Mode::Code);
@@ -417,13 +463,26 @@ async fn a_resumed_run_publishes_its_replayed_calls_on_every_runtime() {
         let store: Arc<dyn JournalStore> =
             Arc::new(SqliteJournal::open(dir.path().join("journal.db")).unwrap());
         let run = DurableRun::new(store.clone(), "events");
-        let call = ToolCall::new("r", "run_code", json!({"code": program, "description": "Two lines"}))
-            .durable(run.clone());
-        let parked = tokio::time::timeout(BOUND, registry.execute(call)).await.unwrap();
+        let call = ToolCall::new(
+            "r",
+            "run_code",
+            json!({"code": program, "description": "Two lines"}),
+        )
+        .durable(run.clone());
+        let parked = tokio::time::timeout(BOUND, registry.execute(call))
+            .await
+            .unwrap();
         assert!(parked.is_error());
         let mut events = registry.subscribe();
-        let resumed = tokio::time::timeout(BOUND, registry.approve_run(run)).await.unwrap().unwrap();
-        assert_eq!(resumed.value().unwrap()["result"], json!([1, "open", 2]), "{resumed:?}");
+        let resumed = tokio::time::timeout(BOUND, registry.approve_run(run))
+            .await
+            .unwrap()
+            .unwrap();
+        assert_eq!(
+            resumed.value().unwrap()["result"],
+            json!([1, "open", 2]),
+            "{resumed:?}"
+        );
         let mut replayed = Vec::new();
         let mut decided = false;
         while let Ok(event) = events.try_recv() {
@@ -434,7 +493,11 @@ async fn a_resumed_run_publishes_its_replayed_calls_on_every_runtime() {
             }
         }
         assert!(decided, "the approval is published");
-        assert_eq!(replayed, [(0, "tools.append_line".to_owned())], "python: {python}");
+        assert_eq!(
+            replayed,
+            [(0, "tools.append_line".to_owned())],
+            "python: {python}"
+        );
         assert_eq!(std::fs::read_to_string(&out).unwrap(), "one\ntwo\n");
         runtime.dispose().await;
     }
@@ -453,22 +516,39 @@ async fn a_python_program_branching_on_randomness_diverges() {
         }
         next.run().await
     });
-    let runtime = Arc::new(SubprocessRuntime::python(SubprocessConfig::default()).await.unwrap());
+    let runtime = Arc::new(
+        SubprocessRuntime::python(SubprocessConfig::default())
+            .await
+            .unwrap(),
+    );
     registry.set_code_runtime(runtime.clone());
     registry.set_mode(Mode::Code);
     let program = "import random\nif random.random() < 0.5:\n    await tools.append_line({'line': 'heads'})\nelse:\n    await tools.append_line({'line': 'tails'})\nawait tools.append_line({'line': 'gate'})\nawait tools.append_line({'line': 'after'})";
-    let store: Arc<dyn JournalStore> = Arc::new(SqliteJournal::open(dir.path().join("j.db")).unwrap());
+    let store: Arc<dyn JournalStore> =
+        Arc::new(SqliteJournal::open(dir.path().join("j.db")).unwrap());
     // Park, approve; a run that took the other branch on resume diverges at call #0. Either
     // branch is possible each time: resume until one diverges (each try has a 1/2 chance).
     for attempt in 0..64 {
         let run = DurableRun::new(store.clone(), format!("coin-{attempt}"));
-        let call = ToolCall::new("r", "run_code", json!({"code": program, "description": "Coin"}))
-            .durable(run.clone());
-        let parked = tokio::time::timeout(BOUND, registry.execute(call)).await.unwrap();
+        let call = ToolCall::new(
+            "r",
+            "run_code",
+            json!({"code": program, "description": "Coin"}),
+        )
+        .durable(run.clone());
+        let parked = tokio::time::timeout(BOUND, registry.execute(call))
+            .await
+            .unwrap();
         assert!(parked.is_error(), "{parked:?}");
         let before = std::fs::read_to_string(&out).unwrap();
-        let resumed = tokio::time::timeout(BOUND, registry.approve_run(run)).await.unwrap().unwrap();
-        let message = resumed.error().map(|e| e.message.clone()).unwrap_or_default();
+        let resumed = tokio::time::timeout(BOUND, registry.approve_run(run))
+            .await
+            .unwrap()
+            .unwrap();
+        let message = resumed
+            .error()
+            .map(|e| e.message.clone())
+            .unwrap_or_default();
         if message.contains("replay-diverged") {
             assert!(message.contains("call #0 diverged"), "{message}");
             assert_eq!(

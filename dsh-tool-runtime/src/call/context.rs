@@ -49,7 +49,10 @@ impl ToolExec {
 
     /// The same context carrying the journal of a durable `run_code` call.
     #[cfg(feature = "code-mode")]
-    pub(crate) fn with_durable(view: Arc<ToolCallView>, durable: crate::durable::DurableRun) -> Self {
+    pub(crate) fn with_durable(
+        view: Arc<ToolCallView>,
+        durable: crate::durable::DurableRun,
+    ) -> Self {
         let signal = view.signal.clone();
         ToolExec {
             inner: Arc::new(ExecInner {

@@ -10,8 +10,8 @@ use super::language_of;
 use super::render::render_run;
 use crate::call::ToolExec;
 use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunOutcome, RunRequest};
-use crate::durable::run as durable;
 use crate::definition::ToolDefinition;
+use crate::durable::run as durable;
 use crate::error::{ErrorCode, ToolError};
 use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
@@ -171,10 +171,12 @@ async fn run(
     });
     // A durable run starts from its journal, or ends here with its stored result.
     let durable = match exec.durable() {
-        Some(run) => match durable::begin(&registry, run, &args, &exec, run_signal.clone()).await? {
-            durable::Begun::Done(result) => return result,
-            durable::Begun::Replay(replay) => Some((run.clone(), replay)),
-        },
+        Some(run) => {
+            match durable::begin(&registry, run, &args, &exec, run_signal.clone()).await? {
+                durable::Begun::Done(result) => return result,
+                durable::Begun::Replay(replay) => Some((run.clone(), replay)),
+            }
+        }
         None => None,
     };
     let bridge = Bridge::new(

@@ -27,11 +27,11 @@ use tokio_util::sync::CancellationToken;
 use super::frame::{self, ChildFrame, Completion, DECODE_LIMIT, MAX_DEPTH, Unfit};
 use super::ledger::{OutputLedger, failure_outcome};
 use super::sandbox::SandboxStatus;
-use crate::durable::Replay;
-use crate::durable::replay::Admit;
 use super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome, RunRequest,
 };
+use crate::durable::Replay;
+use crate::durable::replay::Admit;
 
 /// How a run ended, before the output ledger has had its say.
 #[derive(Debug)]

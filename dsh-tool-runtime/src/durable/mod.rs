@@ -237,7 +237,8 @@ pub trait JournalStore: Send + Sync {
     ) -> BoxFuture<'a, Result<RunRecord, JournalError>>;
 
     /// The run `run_id`, if there is one.
-    fn run<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>>;
+    fn run<'a>(&'a self, run_id: &'a str)
+    -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>>;
 
     /// Every run, most recently changed first.
     fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>>;

@@ -11,8 +11,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    CallOutcome, EntryState, JOURNAL_FAILED, JournalEntry, JournalStore, OUTCOME_UNKNOWN,
-    RunStatus,
+    CallOutcome, EntryState, JOURNAL_FAILED, JournalEntry, JournalStore, OUTCOME_UNKNOWN, RunStatus,
 };
 use crate::code_runtime::BindingError;
 use crate::events::ToolEvent;

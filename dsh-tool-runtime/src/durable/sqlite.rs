@@ -75,8 +75,7 @@ impl SqliteJournal {
     /// [`JournalError::Store`] when it cannot be opened or written.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, JournalError> {
         let path = path.as_ref();
-        let unusable =
-            |why: String| JournalError::Unusable(format!("{}: {why}", path.display()));
+        let unusable = |why: String| JournalError::Unusable(format!("{}: {why}", path.display()));
         let mut connection = Connection::open(path).map_err(|error| store(&error))?;
         connection
             .busy_timeout(BUSY_TIMEOUT)
@@ -291,8 +290,9 @@ impl JournalStore for SqliteJournal {
             let mut entries = Vec::new();
             for row in rows {
                 let (seq, tool, args, state) = row.map_err(|error| store(&error))?;
-                let seq = u64::try_from(seq)
-                    .map_err(|_| JournalError::Corrupt(format!("negative sequence number {seq}")))?;
+                let seq = u64::try_from(seq).map_err(|_| {
+                    JournalError::Corrupt(format!("negative sequence number {seq}"))
+                })?;
                 // Calls are journaled in order from 0: a gap is damage, never a divergence.
                 if seq != entries.len() as u64 {
                     return Err(JournalError::Corrupt(format!(
@@ -319,8 +319,9 @@ impl JournalStore for SqliteJournal {
     ) -> BoxFuture<'a, Result<(), JournalError>> {
         Box::pin(async move {
             let state = text(&entry.state)?;
-            let seq = i64::try_from(entry.seq)
-                .map_err(|_| JournalError::Store(format!("sequence number {} too large", entry.seq)))?;
+            let seq = i64::try_from(entry.seq).map_err(|_| {
+                JournalError::Store(format!("sequence number {} too large", entry.seq))
+            })?;
             let connection = self.connection.lock();
             let mut statement = connection
                 .prepare_cached(

@@ -344,7 +344,9 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
         RunsAction::List => {
             let runs = store.runs().await.map_err(|error| error.to_string())?;
             if json_output {
-                return Ok(Some(pretty(&serde_json::to_value(&runs).map_err(|e| e.to_string())?)));
+                return Ok(Some(pretty(
+                    &serde_json::to_value(&runs).map_err(|e| e.to_string())?,
+                )));
             }
             let lines: Vec<String> = runs
                 .iter()
@@ -376,7 +378,10 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                     EntryState::Approved => "approved".to_owned(),
                     EntryState::Reverted { .. } => "reverted".to_owned(),
                 };
-                out.push_str(&format!("#{} {}({}) {state}\n", entry.seq, entry.tool, entry.args));
+                out.push_str(&format!(
+                    "#{} {}({}) {state}\n",
+                    entry.seq, entry.tool, entry.args
+                ));
             }
             Ok(Some(out.trim_end().to_owned()))
         }
@@ -400,7 +405,11 @@ fn status_line(status: &RunStatus) -> String {
 }
 
 /// `runs approve|deny|rollback`: over the loaded tools; a resumed run prints as `run` does.
-pub async fn runs(registry: &Registry, args: &RunsArgs, json_output: bool) -> Result<String, String> {
+pub async fn runs(
+    registry: &Registry,
+    args: &RunsArgs,
+    json_output: bool,
+) -> Result<String, String> {
     registry.set_mode(Mode::Code);
     let runtime =
         mount_runtime(registry, args.lang, args.runtime, Default::default(), false).await?;
@@ -426,11 +435,20 @@ pub async fn runs(registry: &Registry, args: &RunsArgs, json_output: bool) -> Re
                 let lines: Vec<String> = reverts
                     .iter()
                     .map(|revert| {
-                        let how = if revert.outcome.is_error() { "failed" } else { "ok" };
-                        format!("#{} {} reverted by {}: {how}", revert.seq, revert.tool, revert.revert)
+                        let how = if revert.outcome.is_error() {
+                            "failed"
+                        } else {
+                            "ok"
+                        };
+                        format!(
+                            "#{} {} reverted by {}: {how}",
+                            revert.seq, revert.tool, revert.revert
+                        )
                     })
                     .collect();
-                format!("{} call(s) reverted\n{}", lines.len(), lines.join("\n")).trim_end().to_owned()
+                format!("{} call(s) reverted\n{}", lines.len(), lines.join("\n"))
+                    .trim_end()
+                    .to_owned()
             }),
         RunsAction::List | RunsAction::Show { .. } => Err("runs: nothing to do".to_owned()),
     };
