@@ -563,3 +563,65 @@ async fn a_python_program_branching_on_randomness_diverges() {
     }
     panic!("64 resumes took the same branch as their first run");
 }
+
+#[test]
+fn the_replay_page_shows_what_became_of_a_durable_run() {
+    use dsh_tools::events::LoggedEvent;
+    let events = [
+        ToolEvent::DurableReplayed {
+            parent: "r".into(),
+            run_id: "run-7".into(),
+            seq: 0,
+            name: "tools.append_line".into(),
+            is_error: false,
+            outcome_unknown: false,
+        },
+        ToolEvent::DurableReplayed {
+            parent: "r".into(),
+            run_id: "run-7".into(),
+            seq: 1,
+            name: "tools.append_line".into(),
+            is_error: true,
+            outcome_unknown: true,
+        },
+        ToolEvent::DurableParked {
+            parent: "r".into(),
+            run_id: "run-7".into(),
+            seq: 2,
+            name: "tools.pay".into(),
+            reason: Some("pay <100> EUR?".into()),
+        },
+        ToolEvent::DurableDecided {
+            run_id: "run-7".into(),
+            seq: 2,
+            name: "tools.pay".into(),
+            approved: false,
+            reason: Some("too much".into()),
+        },
+        ToolEvent::DurableDiverged {
+            parent: "r".into(),
+            run_id: "run-7".into(),
+            seq: 3,
+            message: "call #3 diverged from the journal".into(),
+        },
+        ToolEvent::DurableReverted {
+            run_id: "run-7".into(),
+            seq: 0,
+            name: "tools.append_line".into(),
+            revert: "revert_line".into(),
+            is_error: false,
+        },
+    ]
+    .map(LoggedEvent::Tool);
+    let page = dsh_tools::presentation::render_html(&events);
+    for needle in [
+        "durable run run-7: call #0 tools.append_line replayed from the journal: ok",
+        "call #1 tools.append_line replayed from the journal: outcome unknown (OUTCOME_UNKNOWN)",
+        "parked at call #2 tools.pay for approval: pay &lt;100&gt; EUR?",
+        "call #2 tools.pay denied: too much",
+        "replay diverged: call #3 diverged from the journal",
+        "call #0 tools.append_line reverted by revert_line: ok",
+    ] {
+        assert!(page.contains(needle), "{needle} missing");
+    }
+}
