@@ -15,7 +15,8 @@
 //! - [`definition`]: type-erased definitions, their builder, annotations and schemas;
 //! - [`registry`]: registration handles and errors, scope filters, batch options;
 //! - [`dialect`] (provider schema forms), [`sdk`] (the generated SDK text), `code` (code mode and
-//!   its runtimes, feature `code-mode`), `mcp` (MCP client and server, feature `mcp`),
+//!   its runtimes, feature `code-mode`), `durable` (journaled runs that resume), `mcp` (MCP
+//!   client and server, feature `mcp`),
 //!   [`guards`], [`events`] and [`presentation`].
 
 // docs.rs marks each feature-gated item with the feature it needs.
@@ -135,6 +136,21 @@ pub mod code {
     #[cfg(feature = "embedded-js")]
     #[cfg_attr(docsrs, doc(cfg(feature = "embedded-js")))]
     pub use dsh_tool_runtime::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
+}
+
+/// Durable `run_code` runs: a journal of every binding call, so a run cut off by a crash or
+/// parked at an approval resumes where it was ([`ToolCall::durable`]). The SQLite journal needs
+/// feature `durable`.
+#[cfg(feature = "code-mode")]
+#[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+pub mod durable {
+    #[cfg(feature = "durable")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
+    pub use dsh_tool_runtime::durable::SqliteJournal;
+    pub use dsh_tool_runtime::durable::{
+        CallOutcome, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry, JournalError,
+        JournalStore, OUTCOME_UNKNOWN, RUN_PARKED, RevertReport, RunRecord, RunStatus,
+    };
 }
 
 /// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature

@@ -668,3 +668,64 @@ fn view_shows_the_embedded_runtimes_prompt_note() {
     );
     assert!(!view("subprocess").contains("tools:runtime"));
 }
+
+#[test]
+fn a_durable_run_is_listed_shown_and_returned_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = dir.path().join("program.ts");
+    std::fs::write(
+        &program,
+        "const s = await tools.file_stats({ path: 'Cargo.toml' });\nreturn s.is_dir;\n",
+    )
+    .unwrap();
+    let journal = dir.path().join("journal.db");
+    let journal = journal.to_str().unwrap();
+    let run = || {
+        repo(&[
+            "run",
+            program.to_str().unwrap(),
+            "--journal",
+            journal,
+            "--run-id",
+            "cli-1",
+        ])
+    };
+    assert_eq!(stdout(&run()).trim(), "false");
+    // Finished: the stored result comes back and no tool runs (no progress line).
+    let again = run();
+    assert_eq!(stdout(&again).trim(), "false");
+    assert!(
+        again.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&again.stderr)
+    );
+    let list = stdout(&dsh(&["runs", "--journal", journal, "list"]));
+    assert_eq!(list.trim(), "cli-1 finished");
+    let show = stdout(&dsh(&["runs", "--journal", journal, "show", "cli-1"]));
+    assert!(
+        show.contains("#0 tools.file_stats({\"path\":\"Cargo.toml\"}) ok"),
+        "{show}"
+    );
+    let approve = error_line(
+        &repo(&["runs", "--journal", journal, "approve", "cli-1"]),
+        1,
+    );
+    assert!(approve.contains("is not parked"), "{approve}");
+}
+
+#[test]
+fn a_file_that_is_not_a_journal_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let bogus = dir.path().join("bogus.db");
+    std::fs::write(&bogus, vec![0x5a_u8; 4096]).unwrap();
+    let line = error_line(
+        &dsh(&["runs", "--journal", bogus.to_str().unwrap(), "list"]),
+        1,
+    );
+    assert!(line.contains("not a journal"), "{line}");
+    assert_eq!(
+        std::fs::read(&bogus).unwrap(),
+        vec![0x5a_u8; 4096],
+        "left untouched"
+    );
+}

@@ -23,7 +23,9 @@ pub use log::EventLog;
 pub use read::{LogError, LoggedEvent, MAX_LOG_DEPTH, ReadLimits, read_log, read_log_with};
 
 /// One pipeline event. Serializes as an object tagged by `"event"` (`call`, `result`,
-/// `code_dispatch_start`, `code_dispatch`, `progress`, `tools_changed`).
+/// `code_dispatch_start`, `code_dispatch`, `progress`, `tools_changed`, and for durable runs
+/// `durable_replayed`, `durable_diverged`, `durable_parked`, `durable_decided`,
+/// `durable_reverted`).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", rename_all = "snake_case")]
 #[non_exhaustive]
@@ -110,6 +112,73 @@ pub enum ToolEvent {
         /// The public names registered in that generation, in list order (empty after a
         /// rolled-back sync).
         tools: Vec<String>,
+    },
+    /// A durable run's binding call was answered from its journal instead of running.
+    DurableReplayed {
+        /// The `run_code` call id.
+        parent: String,
+        /// The durable run.
+        run_id: String,
+        /// The call's place in the run, from 0.
+        seq: u64,
+        /// `namespace.name`.
+        name: String,
+        /// `true` when the journaled outcome is a failure.
+        is_error: bool,
+        /// `true` when the call was cut off while it ran and, not being idempotent, is answered
+        /// with `OUTCOME_UNKNOWN`.
+        outcome_unknown: bool,
+    },
+    /// A resumed durable run made another call than the journaled one: it ends as
+    /// `replay-diverged`.
+    DurableDiverged {
+        /// The `run_code` call id.
+        parent: String,
+        /// The durable run.
+        run_id: String,
+        /// Where it diverged.
+        seq: u64,
+        /// The journaled and the new call.
+        message: String,
+    },
+    /// A durable run parked at a call whose pre-execute hook asked for approval.
+    DurableParked {
+        /// The `run_code` call id.
+        parent: String,
+        /// The durable run: the handle to approve or deny.
+        run_id: String,
+        /// The call that waits.
+        seq: u64,
+        /// `namespace.name`.
+        name: String,
+        /// The hook's reason.
+        reason: Option<String>,
+    },
+    /// A parked run was approved or denied.
+    DurableDecided {
+        /// The durable run.
+        run_id: String,
+        /// The call that waited.
+        seq: u64,
+        /// `namespace.name`.
+        name: String,
+        /// `true` when approved.
+        approved: bool,
+        /// The denial's reason.
+        reason: Option<String>,
+    },
+    /// A rollback reverted one completed call of a durable run.
+    DurableReverted {
+        /// The durable run.
+        run_id: String,
+        /// The reverted call.
+        seq: u64,
+        /// `namespace.name` of the reverted call.
+        name: String,
+        /// The tool that reverted it.
+        revert: String,
+        /// `true` when the revert call failed.
+        is_error: bool,
     },
 }
 

@@ -48,6 +48,8 @@ pub mod mcp;
 pub mod code_mode;
 #[cfg(feature = "code-mode")]
 pub mod code_runtime;
+#[cfg(feature = "code-mode")]
+pub mod durable;
 #[cfg(feature = "mcp-server")]
 pub mod mcp_server;
 

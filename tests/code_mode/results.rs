@@ -63,12 +63,12 @@ impl CodeRuntime for Scripted {
                         .unwrap()
                         .push(class.member_name_property.clone());
                     let dispatch = request.dispatch.clone().unwrap();
-                    let answer = dispatch(BindingCall {
-                        namespace: namespace.global.clone(),
-                        name: name.to_owned(),
+                    let answer = dispatch(BindingCall::new(
+                        namespace.global.clone(),
+                        name,
                         args,
-                        signal: request.signal.clone(),
-                    })
+                        request.signal.clone(),
+                    ))
                     .await;
                     let error = answer.expect_err("the call fails");
                     Ok(RunOutcome {

@@ -37,21 +37,43 @@ struct ExecInner {
     concluded: AtomicBool,
     /// Where progress reports are published; none for a context made outside a registry.
     registry: Option<Registry>,
+    /// The journal of a durable `run_code` call.
+    #[cfg(feature = "code-mode")]
+    durable: Option<crate::durable::DurableRun>,
 }
 
 impl ToolExec {
     /// A context for one call, from its view (progress reports go nowhere: see
     /// [`ToolExec::report_progress`]).
     pub fn new(view: Arc<ToolCallView>) -> Self {
-        ToolExec::with_registry(view, None)
+        ToolExec::build(
+            view,
+            None,
+            #[cfg(feature = "code-mode")]
+            None,
+        )
     }
 
-    /// The context of a call the registry runs: progress is published on its events.
-    pub(crate) fn in_registry(view: Arc<ToolCallView>, registry: Registry) -> Self {
-        ToolExec::with_registry(view, Some(registry))
+    /// The context of a call the registry runs: progress is published on its events; a durable
+    /// `run_code` call carries its journal.
+    pub(crate) fn in_registry(
+        view: Arc<ToolCallView>,
+        registry: Registry,
+        #[cfg(feature = "code-mode")] durable: Option<crate::durable::DurableRun>,
+    ) -> Self {
+        ToolExec::build(
+            view,
+            Some(registry),
+            #[cfg(feature = "code-mode")]
+            durable,
+        )
     }
 
-    fn with_registry(view: Arc<ToolCallView>, registry: Option<Registry>) -> Self {
+    fn build(
+        view: Arc<ToolCallView>,
+        registry: Option<Registry>,
+        #[cfg(feature = "code-mode")] durable: Option<crate::durable::DurableRun>,
+    ) -> Self {
         let signal = view.signal.clone();
         ToolExec {
             inner: Arc::new(ExecInner {
@@ -59,9 +81,17 @@ impl ToolExec {
                 deferred: Mutex::new(Vec::new()),
                 concluded: AtomicBool::new(false),
                 registry,
+                #[cfg(feature = "code-mode")]
+                durable,
             }),
             signal,
         }
+    }
+
+    /// The journal of a durable `run_code` call.
+    #[cfg(feature = "code-mode")]
+    pub(crate) fn durable(&self) -> Option<&crate::durable::DurableRun> {
+        self.inner.durable.as_ref()
     }
 
     /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh signal.

@@ -42,6 +42,11 @@ pub struct ToolCall {
     /// The way back to the client that made the call (none by default; a call served over MCP
     /// has one).
     pub client: ClientChannel,
+    /// The journal of a durable `run_code` run ([`ToolCall::durable`]).
+    #[cfg(feature = "code-mode")]
+    pub(crate) durable: Option<crate::durable::DurableRun>,
+    /// A durable run's binding call: where its `Ask` parks the run.
+    pub(crate) park: Option<crate::hooks::ParkSlot>,
 }
 
 impl ToolCall {
@@ -56,12 +61,26 @@ impl ToolCall {
             parent: None,
             signal: CancellationToken::new(),
             client: ClientChannel::default(),
+            #[cfg(feature = "code-mode")]
+            durable: None,
+            park: None,
         }
     }
 
     /// Sets the channel to the client that made the call.
     pub fn with_client(mut self, client: ClientChannel) -> Self {
         self.client = client;
+        self
+    }
+
+    /// Makes a `run_code` call durable: its binding calls are journaled in `run.store` under
+    /// `run.run_id`, and calling it again with the same run id resumes the run from its journal
+    /// (or returns its stored result once it has ended). Ignored by every other tool.
+    #[cfg(feature = "code-mode")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+    #[must_use]
+    pub fn durable(mut self, run: crate::durable::DurableRun) -> Self {
+        self.durable = Some(run);
         self
     }
 

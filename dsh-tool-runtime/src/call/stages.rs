@@ -192,6 +192,9 @@ impl Registry {
                 state.approver.clone(),
             )
         };
+        #[cfg(feature = "code-mode")]
+        let durable = call.durable.take();
+        let park = call.park.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call
                 .root_call_id
@@ -205,7 +208,12 @@ impl Registry {
             signal: call.signal,
             client: call.client,
         });
-        let exec = ToolExec::in_registry(view.clone(), self.clone());
+        let exec = ToolExec::in_registry(
+            view.clone(),
+            self.clone(),
+            #[cfg(feature = "code-mode")]
+            durable,
+        );
         let mut prepared = PreparedCall {
             finalizer: definition
                 .clone()
@@ -296,6 +304,12 @@ impl Registry {
         let denial = match decision {
             PreDecision::Allow => None,
             PreDecision::Deny { reason } => Some(ToolFailure::plain(reason)),
+            // A durable run's call parks the run instead of asking now (unless it was approved
+            // before the run resumed); the program never sees this denial.
+            PreDecision::Ask { reason } if park.is_some() => park
+                .as_ref()
+                .filter(|slot| !slot.ask(reason))
+                .map(|_| ToolFailure::plain("the run parked for approval")),
             PreDecision::Ask { reason } => match self.ask(approver, &view, reason).await {
                 Ok(None) => None,
                 Ok(Some(reason)) => Some(ToolFailure::plain(reason)),

@@ -92,6 +92,7 @@ impl Bridge {
                 .with_client(outer.client().clone())
                 .with_signal(signal);
                 call.agent = outer.agent().cloned();
+                call.park = binding.park;
                 let (reply, answer) = oneshot::channel();
                 let ticket = (reply, call.call_id.clone(), call.name.clone());
                 if sender.send((call, ticket)).is_err() {
@@ -300,11 +301,13 @@ mod tests {
         let outer = ToolExec::detached("run_code");
         let bridge = Bridge::new(registry, outer, CancellationToken::new(), 1);
         let dispatch = bridge.dispatcher();
-        let binding = |label: &str| BindingCall {
-            namespace: "tools".into(),
-            name: "gate".into(),
-            args: json!({"label": label}),
-            signal: CancellationToken::new(),
+        let binding = |label: &str| {
+            BindingCall::new(
+                "tools",
+                "gate",
+                json!({"label": label}),
+                CancellationToken::new(),
+            )
         };
         let a = tokio::spawn(dispatch(binding("a")));
         let b = tokio::spawn(dispatch(binding("b")));

@@ -9,8 +9,9 @@ use super::disclosure::Catalog;
 use super::language_of;
 use super::render::render_run;
 use crate::call::ToolExec;
-use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunRequest};
+use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunOutcome, RunRequest};
 use crate::definition::ToolDefinition;
+use crate::durable::run as durable;
 use crate::error::{ErrorCode, ToolError};
 use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
@@ -168,6 +169,16 @@ async fn run(
         (registry.resolved_disclosure(exec.agent(), language, &specs) == Disclosure::Index)
             .then(|| Catalog::new(language, specs))
     });
+    // A durable run starts from its journal, or ends here with its stored result.
+    let durable = match exec.durable() {
+        Some(run) => {
+            match durable::begin(&registry, run, &args, &exec, run_signal.clone()).await? {
+                durable::Begun::Done(result) => return result,
+                durable::Begun::Replay(replay) => Some((run.clone(), replay)),
+            }
+        }
+        None => None,
+    };
     let bridge = Bridge::new(
         registry,
         exec.clone(),
@@ -190,6 +201,10 @@ async fn run(
     }
     .signal(run_signal.clone())
     .lane(bridge.lane());
+    let request = match &durable {
+        Some((_, replay)) => request.journal(replay.clone()),
+        None => request,
+    };
     let _abandon_on_drop = bridge.abandon_on_drop();
     // Made before the lane is driven here, so a runtime that takes the lane has it by then.
     let run = runtime.run(request);
@@ -203,6 +218,21 @@ async fn run(
     );
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
+    match durable {
+        Some((run, replay)) => {
+            let failure = outcome
+                .error
+                .as_ref()
+                .map(|failure| (failure.kind, failure.message.clone()));
+            let result = settle(outcome, &exec);
+            durable::finish(&run, &replay, failure, result).await
+        }
+        None => settle(outcome, &exec),
+    }
+}
+
+/// `run_code`'s result for the run's outcome.
+fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
     // A failed run keeps its failure even when the caller cancelled meanwhile: failures win over
     // cancellation. The runtime's own abort, and an exception the program raised from an aborted
     // sub-call, are the cancellation itself and read as aborted.

@@ -193,7 +193,8 @@ impl BindingNamespace {
     }
 }
 
-/// One call a program made to a binding, handed to the [`BindingDispatch`].
+/// One call a program made to a binding, handed to the [`BindingDispatch`]. A runtime of
+/// one's own builds it with [`BindingCall::new`].
 #[derive(Debug, Clone)]
 pub struct BindingCall {
     /// The namespace's global, e.g. `tools`.
@@ -204,6 +205,26 @@ pub struct BindingCall {
     pub args: Value,
     /// Cancelled when the run settles; a dispatcher should stop work it started for the call.
     pub signal: CancellationToken,
+    /// In a durable run: where the call's pre-execute `Ask` parks the run.
+    pub(crate) park: Option<crate::hooks::ParkSlot>,
+}
+
+impl BindingCall {
+    /// The call of `namespace.name` with `args`, stopped by `signal`.
+    pub fn new(
+        namespace: impl Into<String>,
+        name: impl Into<String>,
+        args: Value,
+        signal: CancellationToken,
+    ) -> Self {
+        BindingCall {
+            namespace: namespace.into(),
+            name: name.into(),
+            args,
+            signal,
+            park: None,
+        }
+    }
 }
 
 /// A binding call's failure; the program sees `message` and `code` on the namespace's error
@@ -265,6 +286,9 @@ pub struct RunRequest {
     pub signal: CancellationToken,
     /// The scheduler behind `dispatch`, for a runtime that drives it itself (set by `run_code`).
     pub(crate) lane: Option<Lane>,
+    /// The journal of a durable run (set by `run_code`): the session answers and records the
+    /// run's binding calls through it.
+    pub(crate) journal: Option<Arc<crate::durable::Replay>>,
 }
 
 /// The scheduler of one run's binding calls (the code-mode bridge's lane), offered to a runtime
@@ -316,7 +340,14 @@ impl RunRequest {
             dispatch: None,
             signal: CancellationToken::new(),
             lane: None,
+            journal: None,
         }
+    }
+
+    /// Journals the run's binding calls in `journal`.
+    pub(crate) fn journal(mut self, journal: Arc<crate::durable::Replay>) -> Self {
+        self.journal = Some(journal);
+        self
     }
 
     /// Offers the scheduler behind `dispatch` to the runtime.
@@ -412,6 +443,10 @@ pub enum FailureKind {
     /// the host's own measurement decides it: a program raising an out-of-memory error or
     /// aborting gets [`FailureKind::Exception`] or [`FailureKind::WorkerExit`].
     MemoryLimit,
+    /// A resumed durable run made a call other than the journaled one at its place (another
+    /// tool or other arguments), or ended before making every journaled call; the message
+    /// names both calls. Nothing after the divergence ran.
+    ReplayDiverged,
 }
 
 impl FailureKind {
@@ -426,6 +461,7 @@ impl FailureKind {
             FailureKind::OutputLimit => "output-limit",
             FailureKind::BindingLimit => "binding-limit",
             FailureKind::MemoryLimit => "memory-limit",
+            FailureKind::ReplayDiverged => "replay-diverged",
         }
     }
 }

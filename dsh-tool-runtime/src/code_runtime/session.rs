@@ -16,6 +16,7 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
+use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use futures::future::BoxFuture;
@@ -29,6 +30,8 @@ use super::sandbox::SandboxStatus;
 use super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome, RunRequest,
 };
+use crate::durable::Replay;
+use crate::durable::replay::Admit;
 
 /// How a run ended, before the output ledger has had its say.
 #[derive(Debug)]
@@ -248,6 +251,9 @@ pub(crate) struct Calls {
     max: u64,
     pending: FuturesUnordered<PendingCall>,
     signal: CancellationToken,
+    /// A durable run's journal, and the sequence number of its next dispatched call.
+    journal: Option<Arc<Replay>>,
+    seq: u64,
 }
 
 impl Calls {
@@ -275,6 +281,8 @@ impl Calls {
             max: max_binding_calls,
             pending: FuturesUnordered::new(),
             signal: CancellationToken::new(),
+            journal: request.journal.clone(),
+            seq: 0,
         }
     }
 
@@ -314,12 +322,38 @@ impl Calls {
             return refused("no binding dispatcher installed");
         };
         let (global, name) = &self.bindings[index];
-        let mut call = dispatch(BindingCall {
-            namespace: global.clone(),
-            name: name.clone(),
-            args,
-            signal: self.signal.child_token(),
-        });
+        let mut call = match &self.journal {
+            None => dispatch(BindingCall::new(
+                global.clone(),
+                name.clone(),
+                args,
+                self.signal.child_token(),
+            )),
+            // A durable run: every dispatched call has its place in the journal, checked
+            // against it and answered from it while it lasts.
+            Some(journal) => {
+                let seq = self.seq;
+                self.seq += 1;
+                let tool = format!("{global}.{name}");
+                match journal.admit(seq, &tool, &args) {
+                    Admit::Diverged(message) => {
+                        return Admitted::Limit(Ending::Fail(FailureKind::ReplayDiverged, message));
+                    }
+                    Admit::Answer(result) => return Admitted::Answer(checked(result)),
+                    Admit::Unknown(answer) => answer,
+                    Admit::Live(slot) => {
+                        let mut binding = BindingCall::new(
+                            global.clone(),
+                            name.clone(),
+                            args.clone(),
+                            self.signal.child_token(),
+                        );
+                        binding.park = Some(slot.clone());
+                        journal.live(seq, tool, &args, slot, dispatch(binding))
+                    }
+                }
+            }
+        };
         // Polled once here with no waker: `FuturesUnordered` polls what is pushed to it anew.
         match call.as_mut().poll(&mut Context::from_waker(Waker::noop())) {
             Poll::Ready(result) => Admitted::Answer(checked(result)),
@@ -468,7 +502,6 @@ impl Lines {
 
 #[cfg(test)]
 mod tests {
-    use std::sync::Arc;
 
     use futures::FutureExt;
     use serde_json::json;

@@ -84,6 +84,9 @@ pub fn render_html_with(events: &[LoggedEvent], limits: &ReplayLimits) -> String
                     "<p class=\"notice\">{missed} events were lost here: the log writer fell behind.</p>"
                 );
             }
+            Entry::Durable(text) => {
+                let _ = writeln!(page, "<p class=\"notice durable\">{}</p>", escape(text));
+            }
         }
     }
     if session.top.is_empty() {
@@ -108,6 +111,71 @@ pub fn render_html_with(events: &[LoggedEvent], limits: &ReplayLimits) -> String
     page
 }
 
+/// The line a durable run's event gets on the page.
+fn durable_note(event: &ToolEvent) -> Option<String> {
+    let outcome = |is_error: bool| if is_error { "failed" } else { "ok" };
+    Some(match event {
+        ToolEvent::DurableReplayed {
+            run_id,
+            seq,
+            name,
+            is_error,
+            outcome_unknown,
+            ..
+        } => {
+            let what = if *outcome_unknown {
+                "outcome unknown (OUTCOME_UNKNOWN)"
+            } else {
+                outcome(*is_error)
+            };
+            format!("durable run {run_id}: call #{seq} {name} replayed from the journal: {what}")
+        }
+        ToolEvent::DurableDiverged {
+            run_id, message, ..
+        } => format!("durable run {run_id}: replay diverged: {message}"),
+        ToolEvent::DurableParked {
+            run_id,
+            seq,
+            name,
+            reason,
+            ..
+        } => format!(
+            "durable run {run_id}: parked at call #{seq} {name} for approval{}",
+            reason
+                .as_deref()
+                .map(|reason| format!(": {reason}"))
+                .unwrap_or_default()
+        ),
+        ToolEvent::DurableDecided {
+            run_id,
+            seq,
+            name,
+            approved,
+            reason,
+        } => {
+            let decision = if *approved { "approved" } else { "denied" };
+            format!(
+                "durable run {run_id}: call #{seq} {name} {decision}{}",
+                reason
+                    .as_deref()
+                    .map(|reason| format!(": {reason}"))
+                    .unwrap_or_default()
+            )
+        }
+        ToolEvent::DurableReverted {
+            run_id,
+            seq,
+            name,
+            revert,
+            is_error,
+        } => format!(
+            "durable run {run_id}: call #{seq} {name} reverted by {revert}: {}",
+            outcome(*is_error)
+        ),
+        _ => return None,
+    })
+}
+
 /// Runs with at most this many sub-calls show them open.
 const OPEN_SUB_CALLS: usize = 6;
 
@@ -130,6 +198,9 @@ struct Record<'a> {
 enum Entry {
     Call(usize),
     Lost(u64),
+    /// What became of a durable run: a replayed call, a divergence, a park, a decision, a
+    /// revert.
+    Durable(String),
 }
 
 struct Session<'a> {
@@ -214,7 +285,11 @@ impl<'a> Session<'a> {
                     record.result_view = view.as_ref();
                     record.duration_ms = Some(*duration_ms);
                 }
-                LoggedEvent::Tool(_) => {}
+                LoggedEvent::Tool(event) => {
+                    if let Some(text) = durable_note(event) {
+                        order.push(Entry::Durable(text));
+                    }
+                }
                 LoggedEvent::Lagged { missed } => order.push(Entry::Lost(*missed)),
             }
         }

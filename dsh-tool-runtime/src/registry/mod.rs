@@ -41,6 +41,9 @@ pub(crate) struct Inner {
     /// Names of the live MCP servers bridged into this registry (unique per registry).
     #[cfg(feature = "mcp")]
     pub(crate) mcp_servers: parking_lot::Mutex<std::collections::HashSet<String>>,
+    /// Each tool's revert tool, for rollbacks of durable runs (`set_revert`).
+    #[cfg(feature = "code-mode")]
+    pub(crate) reverts: parking_lot::Mutex<std::collections::HashMap<String, String>>,
 }
 
 /// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.
@@ -74,6 +77,8 @@ impl Registry {
                 events,
                 #[cfg(feature = "mcp")]
                 mcp_servers: Default::default(),
+                #[cfg(feature = "code-mode")]
+                reverts: Default::default(),
             }),
         }
     }

@@ -42,6 +42,53 @@ pub enum Command {
     Run(RunArgs),
     /// Render an event log (`--events`) as one self-contained HTML page. Needs no tool source.
     Replay(ReplayArgs),
+    /// Durable runs in a journal (`run --journal`): list, show, approve, deny, roll back.
+    Runs(RunsArgs),
+}
+
+/// Arguments of `runs`.
+#[derive(Debug, Args)]
+pub struct RunsArgs {
+    /// The journal file (SQLite).
+    #[arg(long, value_name = "FILE")]
+    pub journal: PathBuf,
+    /// The language of the run's program, for a resume (approve, deny): ts or py.
+    #[arg(long, default_value = "ts", value_parser = parse_language)]
+    pub lang: Language,
+    /// The code runtime a resume runs on.
+    #[arg(long, default_value = "subprocess", value_parser = parse_runtime)]
+    pub runtime: RuntimeKind,
+    #[command(subcommand)]
+    pub action: RunsAction,
+}
+
+/// What `runs` does.
+#[derive(Debug, Subcommand)]
+pub enum RunsAction {
+    /// Every run: id, status. Needs no tool source.
+    List,
+    /// One run: its status and journaled calls. Needs no tool source.
+    Show {
+        /// The run id.
+        id: String,
+    },
+    /// Approve a parked run and resume it here (over the tool source given).
+    Approve {
+        /// The run id.
+        id: String,
+    },
+    /// Deny a parked run (its call fails with REASON) and resume it here.
+    Deny {
+        /// The run id.
+        id: String,
+        /// What the program reads as the failure.
+        reason: String,
+    },
+    /// Revert a parked or failed run's completed calls, newest first.
+    Rollback {
+        /// The run id.
+        id: String,
+    },
 }
 
 /// Arguments of `replay`.
@@ -307,6 +354,13 @@ pub struct RunArgs {
     /// Write every pipeline event to PATH as JSON lines (zstd when PATH ends in `.zst`).
     #[arg(long, value_name = "PATH")]
     pub events: Option<PathBuf>,
+    /// Make the run durable: journal its tool calls in FILE (SQLite); the same command resumes
+    /// it after a crash. Needs `--run-id`.
+    #[arg(long, value_name = "FILE", requires = "run_id")]
+    pub journal: Option<PathBuf>,
+    /// The durable run's id (its handle for `runs approve|deny|rollback`).
+    #[arg(long, value_name = "ID", requires = "journal")]
+    pub run_id: Option<String>,
     #[command(flatten)]
     pub budgets: Budgets,
 }

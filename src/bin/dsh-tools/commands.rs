@@ -4,8 +4,10 @@ use std::collections::HashMap;
 use std::io::Write;
 use std::net::SocketAddr;
 use std::path::Path;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use dsh_tools::durable::{DurableRun, EntryState, JournalStore, RunStatus, SqliteJournal};
 use dsh_tools::events::{EventLog, ToolEvent};
 use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
@@ -14,7 +16,8 @@ use serde_json::{Value, json};
 use tokio::sync::broadcast::error::RecvError;
 
 use crate::args::{
-    CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, SdkArgs, ServeArgs, ToolsArgs, ViewArgs,
+    CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, RunsAction, RunsArgs, SdkArgs,
+    ServeArgs, ToolsArgs, ViewArgs,
 };
 use crate::sources::mount_runtime;
 
@@ -307,12 +310,16 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
     let runtime = mount_runtime(registry, language, args.runtime, args.budgets, false).await?;
     let log = start_log(registry, args.events.as_deref())?;
     let mut events = registry.subscribe();
-    // Boxed, so it can be dropped (ending the run) before the runtime is disposed on a signal.
-    let mut execution = Box::pin(registry.execute(ToolCall::new(
+    let mut call = ToolCall::new(
         "cli-run",
         "run_code",
         json!({"code": program, "description": format!("Run {}", args.file.display())}),
-    )));
+    );
+    if let (Some(journal), Some(run_id)) = (&args.journal, &args.run_id) {
+        call = call.durable(durable_run(journal, run_id)?);
+    }
+    // Boxed, so it can be dropped (ending the run) before the runtime is disposed on a signal.
+    let mut execution = Box::pin(registry.execute(call));
     tokio::pin!(stop);
     let mut started: HashMap<String, Instant> = HashMap::new();
     // `None`: a signal came first.
@@ -340,6 +347,132 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
         Some(result) => settle(&result, json_output),
         None => Err("stopped by a signal before the program finished".to_owned()),
     }
+}
+
+fn durable_run(journal: &Path, run_id: &str) -> Result<DurableRun, String> {
+    let store = SqliteJournal::open(journal)
+        .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
+    Ok(DurableRun::new(Arc::new(store), run_id))
+}
+
+/// `runs list` and `runs show`, which need no tool source; `None` for the other actions.
+pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<String>, String> {
+    let store = SqliteJournal::open(&args.journal)
+        .map_err(|error| format!("--journal {}: {error}", args.journal.display()))?;
+    match &args.action {
+        RunsAction::List => {
+            let runs = store.runs().await.map_err(|error| error.to_string())?;
+            if json_output {
+                return Ok(Some(pretty(
+                    &serde_json::to_value(&runs).map_err(|e| e.to_string())?,
+                )));
+            }
+            let lines: Vec<String> = runs
+                .iter()
+                .map(|run| format!("{} {}", run.run_id, status_line(&run.status)))
+                .collect();
+            Ok(Some(if lines.is_empty() {
+                "no runs".to_owned()
+            } else {
+                lines.join("\n")
+            }))
+        }
+        RunsAction::Show { id } => {
+            let run = store
+                .run(id)
+                .await
+                .map_err(|error| error.to_string())?
+                .ok_or_else(|| format!("no run \"{id}\""))?;
+            let entries = store.entries(id).await.map_err(|error| error.to_string())?;
+            if json_output {
+                return Ok(Some(pretty(&json!({"run": run, "calls": entries}))));
+            }
+            let mut out = format!("{} {}\n", run.run_id, status_line(&run.status));
+            for entry in &entries {
+                let state = match &entry.state {
+                    EntryState::Started => "started (outcome unknown)".to_owned(),
+                    EntryState::Finished { outcome } if outcome.is_error() => "failed".to_owned(),
+                    EntryState::Finished { .. } => "ok".to_owned(),
+                    EntryState::Parked { .. } => "parked".to_owned(),
+                    EntryState::Approved => "approved".to_owned(),
+                    EntryState::Reverted { .. } => "reverted".to_owned(),
+                };
+                out.push_str(&format!(
+                    "#{} {}({}) {state}\n",
+                    entry.seq, entry.tool, entry.args
+                ));
+            }
+            Ok(Some(out.trim_end().to_owned()))
+        }
+        _ => Ok(None),
+    }
+}
+
+fn status_line(status: &RunStatus) -> String {
+    match status {
+        RunStatus::Running => "running (or cut off: run it again to resume)".to_owned(),
+        RunStatus::Parked {
+            seq, tool, reason, ..
+        } => format!(
+            "parked at call #{seq} {tool}: {}",
+            reason.as_deref().unwrap_or("approval required")
+        ),
+        RunStatus::Finished { outcome } if outcome.is_error() => "failed".to_owned(),
+        RunStatus::Finished { .. } => "finished".to_owned(),
+        RunStatus::RolledBack => "rolled back".to_owned(),
+    }
+}
+
+/// `runs approve|deny|rollback`: over the loaded tools; a resumed run prints as `run` does.
+pub async fn runs(
+    registry: &Registry,
+    args: &RunsArgs,
+    json_output: bool,
+) -> Result<String, String> {
+    registry.set_mode(Mode::Code);
+    let runtime =
+        mount_runtime(registry, args.lang, args.runtime, Default::default(), false).await?;
+    let outcome = match &args.action {
+        RunsAction::Approve { id } => registry
+            .approve_run(durable_run(&args.journal, id)?)
+            .await
+            .map_err(|error| error.to_string())
+            .and_then(|result| settle(&result, json_output)),
+        RunsAction::Deny { id, reason } => registry
+            .deny_run(durable_run(&args.journal, id)?, reason.clone())
+            .await
+            .map_err(|error| error.to_string())
+            .and_then(|result| settle(&result, json_output)),
+        RunsAction::Rollback { id } => registry
+            .rollback_run(durable_run(&args.journal, id)?)
+            .await
+            .map_err(|error| error.to_string())
+            .map(|reverts| {
+                if json_output {
+                    return pretty(&serde_json::to_value(&reverts).unwrap_or_default());
+                }
+                let lines: Vec<String> = reverts
+                    .iter()
+                    .map(|revert| {
+                        let how = if revert.outcome.is_error() {
+                            "failed"
+                        } else {
+                            "ok"
+                        };
+                        format!(
+                            "#{} {} reverted by {}: {how}",
+                            revert.seq, revert.tool, revert.revert
+                        )
+                    })
+                    .collect();
+                format!("{} call(s) reverted\n{}", lines.len(), lines.join("\n"))
+                    .trim_end()
+                    .to_owned()
+            }),
+        RunsAction::List | RunsAction::Show { .. } => Err("runs: nothing to do".to_owned()),
+    };
+    runtime.dispose().await;
+    outcome
 }
 
 /// `replay`: reads an event log and writes its replay page; says how many events it drew and where.

@@ -3,8 +3,9 @@
 //!
 //! ```text
 //! dsh-tools [--builtin repo --root DIR] [--mcp "COMMAND"]... [--mcp-http URL]... [--config FILE]
-//!           [--json] serve|tools|sdk|view|call|run ...
+//!           [--json] serve|tools|sdk|view|call|run|runs ...
 //! dsh-tools replay LOG [--html OUT] [--max-log-bytes BYTES] [--max-calls N]
+//! dsh-tools runs --journal FILE list|show ID
 //! ```
 //!
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
@@ -89,6 +90,11 @@ async fn run(cli: Cli) -> Result<(), String> {
         // A log is read back without the tools' code: no tool source is loaded.
         return print_stdout(&commands::replay(args, cli.json)?);
     }
+    if let Command::Runs(args) = &cli.command
+        && let Some(output) = commands::runs_offline(args, cli.json).await?
+    {
+        return print_stdout(&output);
+    }
     let loaded = sources::registry(&cli.sources).await?;
     let outcome = dispatch(&loaded.registry, &cli).await;
     loaded.close().await;
@@ -111,6 +117,7 @@ async fn dispatch(registry: &dsh_tools::Registry, cli: &Cli) -> Result<Option<St
         Command::Call(args) => commands::call(registry, args, cli.json).await?,
         Command::Run(args) => commands::run(registry, args, cli.json).await?,
         Command::Replay(args) => commands::replay(args, cli.json)?,
+        Command::Runs(args) => commands::runs(registry, args, cli.json).await?,
     }))
 }
 

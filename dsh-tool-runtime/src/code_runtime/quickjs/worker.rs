@@ -192,6 +192,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
                 dispatch: Some(dispatch),
                 signal: CancellationToken::new(),
                 lane: None,
+                journal: None,
             },
             config: EmbeddedConfig {
                 budgets: Budgets {

@@ -1,0 +1,299 @@
+//! Durable `run_code` runs: every binding call of a run is journaled, so a run cut off (the host
+//! crashed or restarted, an `Ask` parked it) resumes by running the program again and answering
+//! its calls from the journal, in order, until the journal is used up; from there it runs live.
+//!
+//! The journal is kept by a [`JournalStore`] (run id + sequence number; async, so a store on
+//! another machine fits the same seam). [`SqliteJournal`] (feature `durable`) is the embedded
+//! one: one SQLite file, safe for several processes on one machine.
+//!
+//! A run is made durable by [`ToolCall::durable`](crate::ToolCall::durable) on its `run_code`
+//! call. The replay itself lives in the run session every code runtime shares, so Node, CPython,
+//! QuickJS and Monty runs are all durable without code of their own:
+//! - a call whose tool or canonical arguments (deep-sorted keys, compact) differ from the
+//!   journaled one at its sequence number ends the run as
+//!   [`FailureKind::ReplayDiverged`](crate::code_runtime::FailureKind::ReplayDiverged), naming
+//!   both calls; nothing after it executes;
+//! - a call journaled as started but never finished runs again only if its tool is read-only or
+//!   idempotent (its annotations say so); otherwise the program gets a failure with code
+//!   [`OUTCOME_UNKNOWN`] (it may have happened);
+//! - a pre-execute `Ask` parks the run: the interpreter ends, the run's status says which call
+//!   waits and why, and [`Registry::approve_run`](crate::Registry::approve_run) /
+//!   [`Registry::deny_run`](crate::Registry::deny_run) resume it later, from any process;
+//! - [`Registry::rollback_run`](crate::Registry::rollback_run) reverts a parked or failed run's
+//!   completed calls in reverse order with each tool's declared revert tool
+//!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled.
+
+pub(crate) mod replay;
+pub(crate) mod run;
+#[cfg(feature = "durable")]
+mod sqlite;
+
+use std::fmt;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+pub(crate) use replay::Replay;
+pub use run::RevertReport;
+#[cfg(feature = "durable")]
+pub use sqlite::SqliteJournal;
+
+/// The code a program reads on a call that was started before the run was cut off and whose
+/// tool is neither read-only nor idempotent: it may or may not have happened.
+pub const OUTCOME_UNKNOWN: &str = "OUTCOME_UNKNOWN";
+
+/// The error code of a `run_code` result whose run parked at an approval.
+pub const RUN_PARKED: &str = "RUN_PARKED";
+
+/// The error code a program reads when the journal could not record its call.
+pub const JOURNAL_FAILED: &str = "JOURNAL_FAILED";
+
+/// A run made durable: the store that journals it and the run's id (any non-empty text of at
+/// most 256 bytes, chosen by the caller; the same id resumes the same run).
+#[derive(Clone)]
+pub struct DurableRun {
+    /// Where the run's journal lives.
+    pub store: Arc<dyn JournalStore>,
+    /// The run's id: the handle of a parked run.
+    pub run_id: String,
+}
+
+impl DurableRun {
+    /// The run `run_id` journaled in `store`.
+    pub fn new(store: Arc<dyn JournalStore>, run_id: impl Into<String>) -> Self {
+        DurableRun {
+            store,
+            run_id: run_id.into(),
+        }
+    }
+
+    /// The id checked: non-empty, at most 256 bytes, no control characters.
+    pub(crate) fn checked_id(&self) -> Result<&str, JournalError> {
+        let id = self.run_id.as_str();
+        if id.is_empty() || id.len() > 256 || id.chars().any(char::is_control) {
+            return Err(JournalError::InvalidRunId(id.chars().take(64).collect()));
+        }
+        Ok(id)
+    }
+}
+
+impl fmt::Debug for DurableRun {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("DurableRun")
+            .field("run_id", &self.run_id)
+            .finish_non_exhaustive()
+    }
+}
+
+/// How one call ended, as journaled: its value, or its failure's message and code.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "outcome", rename_all = "snake_case")]
+pub enum CallOutcome {
+    /// The call succeeded with this value.
+    Ok {
+        /// The value the program read.
+        value: Value,
+    },
+    /// The call failed.
+    Err {
+        /// The failure text.
+        message: String,
+        /// The failure's code, if it had one.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        code: Option<String>,
+    },
+}
+
+/// Where one journaled call stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "state", rename_all = "snake_case")]
+pub enum EntryState {
+    /// Started; its outcome was never recorded (the host stopped while it ran).
+    Started,
+    /// Finished: the program was answered with `outcome`.
+    Finished {
+        /// What the program read.
+        outcome: CallOutcome,
+    },
+    /// A pre-execute `Ask` parked the run at this call.
+    Parked {
+        /// The hook's reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Approved after a park: the call runs when the run resumes.
+    Approved,
+    /// Finished, then reverted by a rollback.
+    Reverted {
+        /// What the program had read.
+        outcome: CallOutcome,
+        /// How the revert call ended.
+        revert: CallOutcome,
+    },
+}
+
+/// One journaled binding call.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct JournalEntry {
+    /// The call's place in the run, from 0, in the order the program made its calls.
+    pub seq: u64,
+    /// `namespace.name`, e.g. `tools.append_line`.
+    pub tool: String,
+    /// The arguments as canonical JSON: compact, object keys deep-sorted (UTF-16 order).
+    pub args: String,
+    /// Where it stands.
+    pub state: EntryState,
+}
+
+/// Where a run stands.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "status", rename_all = "snake_case")]
+pub enum RunStatus {
+    /// Running, or cut off while it ran (nothing tells the two apart: resume it).
+    Running,
+    /// Waiting at an approval.
+    Parked {
+        /// The call that waits.
+        seq: u64,
+        /// Its tool, `namespace.name`.
+        tool: String,
+        /// Its canonical arguments.
+        args: String,
+        /// The hook's reason.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
+    /// Ended: the `run_code` output or failure, returned again to whoever resumes it.
+    Finished {
+        /// The output (`{logs, result}`) or the failure.
+        outcome: CallOutcome,
+    },
+    /// Rolled back: its completed calls were reverted.
+    RolledBack,
+}
+
+/// A run as the store keeps it.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct RunRecord {
+    /// The run's id.
+    pub run_id: String,
+    /// The `run_code` arguments (`code`, `description`): what a resume runs again.
+    pub program: Value,
+    /// Where it stands.
+    pub status: RunStatus,
+    /// Last change, ms since the Unix epoch.
+    pub updated_ms: u64,
+}
+
+/// A journal that cannot be used.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[non_exhaustive]
+pub enum JournalError {
+    /// The file or connection failed (I/O, locking, a full disk); the text is the store's.
+    #[error("journal: {0}")]
+    Store(String),
+    /// The file is not a journal this version can read: not SQLite, damaged, another
+    /// application's database, or a newer schema. Never reused silently.
+    #[error("journal: {0}")]
+    Unusable(String),
+    /// A stored record could not be decoded.
+    #[error("journal: damaged record: {0}")]
+    Corrupt(String),
+    /// No run with this id.
+    #[error("journal: no run \"{0}\"")]
+    UnknownRun(String),
+    /// The id is empty, longer than 256 bytes or holds control characters.
+    #[error("journal: invalid run id \"{0}\": expected 1 to 256 bytes without control characters")]
+    InvalidRunId(String),
+    /// The run exists with another program: a run id names one program.
+    #[error("journal: run \"{0}\" was started with another program")]
+    ProgramMismatch(String),
+    /// The run is not in a state that allows this (approve a run that is not parked, …).
+    #[error("journal: run \"{run_id}\" {problem}")]
+    WrongState {
+        /// The run.
+        run_id: String,
+        /// What is wrong, e.g. `is not parked`.
+        problem: String,
+    },
+}
+
+/// The store of durable runs: one record per run and its journaled calls, keyed by run id and
+/// sequence number. Several hosts may share one store; a method's future resolves once what it
+/// wrote is durable to the store's own standard (see each store's docs).
+///
+/// Every method takes `&self` and returns a boxed future so the trait is object safe and a store
+/// that talks to a server fits as well as an embedded one.
+pub trait JournalStore: Send + Sync {
+    /// The run `run_id`, created with `program` (the `run_code` arguments) and status
+    /// [`RunStatus::Running`] when it does not exist yet. Errors: [`JournalError::ProgramMismatch`]
+    /// when it exists with another program, and the store's own.
+    fn open_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        program: &'a Value,
+    ) -> BoxFuture<'a, Result<RunRecord, JournalError>>;
+
+    /// The run `run_id`, if there is one.
+    fn run<'a>(&'a self, run_id: &'a str)
+    -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>>;
+
+    /// Every run, most recently changed first.
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>>;
+
+    /// Sets the status of run `run_id`. Errors: [`JournalError::UnknownRun`].
+    fn set_status<'a>(
+        &'a self,
+        run_id: &'a str,
+        status: &'a RunStatus,
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// The journaled calls of `run_id`, by sequence number.
+    fn entries<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<JournalEntry>, JournalError>>;
+
+    /// Records `entry` (replacing the one with its sequence number).
+    fn put<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+}
+
+impl CallOutcome {
+    /// The outcome of a binding call's result.
+    pub(crate) fn of(result: &Result<Value, crate::code_runtime::BindingError>) -> Self {
+        match result {
+            Ok(value) => CallOutcome::Ok {
+                value: value.clone(),
+            },
+            Err(error) => CallOutcome::Err {
+                message: error.message.clone(),
+                code: error.code.clone(),
+            },
+        }
+    }
+
+    /// The binding call's result again.
+    pub(crate) fn to_result(&self) -> Result<Value, crate::code_runtime::BindingError> {
+        match self {
+            CallOutcome::Ok { value } => Ok(value.clone()),
+            CallOutcome::Err { message, code } => {
+                let error = crate::code_runtime::BindingError::new(message.clone());
+                Err(match code {
+                    Some(code) => error.with_code(code.clone()),
+                    None => error,
+                })
+            }
+        }
+    }
+
+    /// Whether it failed.
+    pub fn is_error(&self) -> bool {
+        matches!(self, CallOutcome::Err { .. })
+    }
+}

@@ -1,0 +1,252 @@
+//! The journal of one run as its session sees it: each call the program makes is checked
+//! against the journaled one at its sequence number and answered from it, or run live and
+//! journaled before the program sees its outcome.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    CallOutcome, EntryState, JOURNAL_FAILED, JournalEntry, JournalStore, OUTCOME_UNKNOWN, RunStatus,
+};
+use crate::code_runtime::BindingError;
+use crate::events::ToolEvent;
+use crate::hooks::ParkSlot;
+
+/// At most this many characters of each call's arguments go into a divergence message.
+const SHOWN_ARGS: usize = 300;
+
+/// The journal of one durable run, shared by its session (which admits calls) and `run_code`
+/// (which reads how the run ended).
+pub(crate) struct Replay {
+    store: Arc<dyn JournalStore>,
+    run_id: String,
+    /// The `run_code` call id, for events.
+    parent: String,
+    entries: Vec<JournalEntry>,
+    /// `namespace.name` of the calls that may run again when their outcome is unknown.
+    idempotent: HashSet<String>,
+    publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
+    /// The run's own signal: a park ends the run through it.
+    run_signal: CancellationToken,
+    state: Mutex<State>,
+}
+
+#[derive(Default)]
+struct State {
+    /// The status a park left.
+    parked: Option<RunStatus>,
+    /// Calls admitted so far.
+    admitted: u64,
+}
+
+/// What to do with a call the program made.
+pub(crate) enum Admit {
+    /// It differs from the journaled call: the run ends with this message.
+    Diverged(String),
+    /// Answered from the journal.
+    Answer(Result<Value, BindingError>),
+    /// Started before and its tool is not idempotent: answered `OUTCOME_UNKNOWN` (journaled by
+    /// the future).
+    Unknown(BoxFuture<'static, Result<Value, BindingError>>),
+    /// Run live: the call gets this slot, and its future goes through [`Replay::live`].
+    Live(ParkSlot),
+}
+
+impl Replay {
+    /// The journal `entries` of `run_id`, ready to answer the run's calls in order.
+    pub(crate) fn new(
+        store: Arc<dyn JournalStore>,
+        run_id: String,
+        parent: String,
+        entries: Vec<JournalEntry>,
+        idempotent: HashSet<String>,
+        publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
+        run_signal: CancellationToken,
+    ) -> Self {
+        Replay {
+            store,
+            run_id,
+            parent,
+            entries,
+            idempotent,
+            publish,
+            run_signal,
+            state: Mutex::new(State::default()),
+        }
+    }
+
+    /// The call number `seq` to `tool` (`namespace.name`) with `args`.
+    pub(crate) fn admit(self: &Arc<Self>, seq: u64, tool: &str, args: &Value) -> Admit {
+        self.state.lock().admitted = seq + 1;
+        let canonical = crate::json::compact(args, true);
+        let Some(entry) = usize::try_from(seq).ok().and_then(|i| self.entries.get(i)) else {
+            return Admit::Live(ParkSlot::new(false));
+        };
+        if entry.tool != tool || entry.args != canonical {
+            let message = format!(
+                "call #{seq} diverged from the journal: journaled {}({}), now {tool}({}); the \
+                 program must make the same calls in the same order when it runs again (no \
+                 branching on clocks or randomness)",
+                entry.tool,
+                shown(&entry.args),
+                shown(&canonical)
+            );
+            (self.publish)(ToolEvent::DurableDiverged {
+                parent: self.parent.clone(),
+                run_id: self.run_id.clone(),
+                seq,
+                message: message.clone(),
+            });
+            return Admit::Diverged(message);
+        }
+        match &entry.state {
+            EntryState::Finished { outcome } | EntryState::Reverted { outcome, .. } => {
+                self.replayed(seq, tool, outcome.is_error(), false);
+                Admit::Answer(outcome.to_result())
+            }
+            EntryState::Approved => Admit::Live(ParkSlot::new(true)),
+            EntryState::Parked { .. } => Admit::Live(ParkSlot::new(false)),
+            EntryState::Started if self.idempotent.contains(tool) => {
+                Admit::Live(ParkSlot::new(false))
+            }
+            EntryState::Started => {
+                self.replayed(seq, tool, true, true);
+                let error = BindingError::new(format!(
+                    "the outcome of {tool} is unknown: the run was cut off while the call ran, \
+                     and the tool is not idempotent, so it is not run again"
+                ))
+                .with_code(OUTCOME_UNKNOWN);
+                let replay = Arc::clone(self);
+                let entry = entry.clone();
+                Admit::Unknown(Box::pin(async move {
+                    let result = Err(error);
+                    replay.finish(entry, &result).await
+                }))
+            }
+        }
+    }
+
+    /// The live call `seq` (`call`, made with `slot`): journaled as started first (unless it
+    /// was), then as finished before the program sees its outcome. A call that parked the run
+    /// ends it instead: the future never resolves, the run's signal is cancelled.
+    pub(crate) fn live(
+        self: &Arc<Self>,
+        seq: u64,
+        tool: String,
+        args: &Value,
+        slot: ParkSlot,
+        call: BoxFuture<'static, Result<Value, BindingError>>,
+    ) -> BoxFuture<'static, Result<Value, BindingError>> {
+        let replay = Arc::clone(self);
+        let entry = JournalEntry {
+            seq,
+            tool,
+            args: crate::json::compact(args, true),
+            state: EntryState::Started,
+        };
+        Box::pin(async move {
+            // Journaled as started before it runs (again, for an approved or idempotent call):
+            // a crash while it runs leaves its outcome unknown.
+            if let Err(error) = replay.store.put(&replay.run_id, &entry).await {
+                return Err(journal_failed(&error));
+            }
+            let result = call.await;
+            if let Some(reason) = slot.parked() {
+                replay.park(entry, reason).await;
+                return std::future::pending().await;
+            }
+            replay.finish(entry, &result).await
+        })
+    }
+
+    /// Journals `entry` as finished with `result`; the program sees `result`, or the journal's
+    /// failure when it could not be recorded.
+    async fn finish(
+        &self,
+        mut entry: JournalEntry,
+        result: &Result<Value, BindingError>,
+    ) -> Result<Value, BindingError> {
+        // Once parked, the run is over: the calls still settling beside the parked one are left
+        // as started (their outcome, if any, is unknown to the resumed run).
+        if self.state.lock().parked.is_some() {
+            return std::future::pending().await;
+        }
+        entry.state = EntryState::Finished {
+            outcome: CallOutcome::of(result),
+        };
+        match self.store.put(&self.run_id, &entry).await {
+            Ok(()) => result.clone(),
+            Err(error) => Err(journal_failed(&error)),
+        }
+    }
+
+    async fn park(&self, mut entry: JournalEntry, reason: Option<String>) {
+        let status = RunStatus::Parked {
+            seq: entry.seq,
+            tool: entry.tool.clone(),
+            args: entry.args.clone(),
+            reason: reason.clone(),
+        };
+        {
+            let mut state = self.state.lock();
+            if state.parked.is_some() {
+                return;
+            }
+            state.parked = Some(status);
+        }
+        (self.publish)(ToolEvent::DurableParked {
+            parent: self.parent.clone(),
+            run_id: self.run_id.clone(),
+            seq: entry.seq,
+            name: entry.tool.clone(),
+            reason: reason.clone(),
+        });
+        entry.state = EntryState::Parked { reason };
+        // A failed write leaves the call as started: the resumed run then reads its outcome as
+        // unknown instead of asking again.
+        let _ = self.store.put(&self.run_id, &entry).await;
+        self.run_signal.cancel();
+    }
+
+    fn replayed(&self, seq: u64, tool: &str, is_error: bool, unknown: bool) {
+        (self.publish)(ToolEvent::DurableReplayed {
+            parent: self.parent.clone(),
+            run_id: self.run_id.clone(),
+            seq,
+            name: tool.to_owned(),
+            is_error,
+            outcome_unknown: unknown,
+        });
+    }
+
+    /// The status a park left, if the run parked.
+    pub(crate) fn parked(&self) -> Option<RunStatus> {
+        self.state.lock().parked.clone()
+    }
+
+    /// How many journaled calls the run did not make again (a program that ended early).
+    pub(crate) fn unused(&self) -> u64 {
+        let admitted = self.state.lock().admitted;
+        u64::try_from(self.entries.len())
+            .unwrap_or(u64::MAX)
+            .saturating_sub(admitted)
+    }
+}
+
+fn journal_failed(error: &super::JournalError) -> BindingError {
+    BindingError::new(format!("the call could not be journaled: {error}")).with_code(JOURNAL_FAILED)
+}
+
+fn shown(args: &str) -> String {
+    let mut chars = args.chars();
+    let mut out: String = chars.by_ref().take(SHOWN_ARGS).collect();
+    if chars.next().is_some() {
+        out.push('…');
+    }
+    out
+}

@@ -1,0 +1,376 @@
+//! A durable `run_code` call from start to end (open the run, replay, record how it ended), and
+//! what a registry does with a stored run: approve, deny, roll back.
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use serde_json::{Value, json};
+use tokio_util::sync::CancellationToken;
+
+use super::{
+    CallOutcome, DurableRun, EntryState, JournalError, RUN_PARKED, Replay, RunRecord, RunStatus,
+};
+use crate::call::{ToolCall, ToolExec};
+use crate::code_runtime::FailureKind;
+use crate::error::{ErrorCode, ToolError};
+use crate::events::ToolEvent;
+use crate::registry::{RUN_CODE, Registry};
+use crate::result::ToolResult;
+
+/// How a durable `run_code` call starts.
+pub(crate) enum Begun {
+    /// The run ended before (or waits at an approval): this is its result, nothing runs.
+    Done(Result<Value, ToolError>),
+    /// Run the program with this journal.
+    Replay(Arc<Replay>),
+}
+
+fn journal_error(error: &JournalError) -> ToolError {
+    ToolError::coded(ErrorCode::CodeRunFailed, error.to_string())
+}
+
+/// Opens the durable run of `exec`'s `run_code` call with `args`: its stored result when it has
+/// ended, the parked result again while it waits, else its journal to replay.
+pub(crate) async fn begin(
+    registry: &Registry,
+    run: &DurableRun,
+    args: &Value,
+    exec: &ToolExec,
+    run_signal: CancellationToken,
+) -> Result<Begun, ToolError> {
+    let id = run.checked_id().map_err(|error| journal_error(&error))?;
+    let record = run
+        .store
+        .open_run(id, args)
+        .await
+        .map_err(|error| journal_error(&error))?;
+    let entries = run
+        .store
+        .entries(id)
+        .await
+        .map_err(|error| journal_error(&error))?;
+    match &record.status {
+        RunStatus::Finished { outcome } => return Ok(Begun::Done(stored(outcome))),
+        RunStatus::RolledBack => {
+            return Ok(Begun::Done(Err(ToolError::coded(
+                ErrorCode::CodeRunFailed,
+                format!("durable run \"{id}\" was rolled back"),
+            ))));
+        }
+        RunStatus::Parked { seq, .. } => {
+            let waiting = entries
+                .iter()
+                .any(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }));
+            if waiting {
+                return Ok(Begun::Done(Err(parked_error(id, &record.status))));
+            }
+        }
+        RunStatus::Running => {}
+    }
+    run.store
+        .set_status(id, &RunStatus::Running)
+        .await
+        .map_err(|error| journal_error(&error))?;
+    let idempotent: HashSet<String> = registry
+        .tools(exec.agent())
+        .iter()
+        .filter(|def| {
+            def.annotations().is_some_and(|hints| {
+                hints.read_only_hint == Some(true) || hints.idempotent_hint == Some(true)
+            })
+        })
+        .map(|def| format!("tools.{}", def.name()))
+        // The `sdk` namespace only reads declarations.
+        .chain(["sdk.describe".to_owned(), "sdk.search".to_owned()])
+        .collect();
+    let publisher = registry.clone();
+    let publish = Arc::new(move |event: ToolEvent| publisher.publish(|| event));
+    Ok(Begun::Replay(Arc::new(Replay::new(
+        Arc::clone(&run.store),
+        id.to_owned(),
+        exec.call_id().to_owned(),
+        entries,
+        idempotent,
+        publish,
+        run_signal,
+    ))))
+}
+
+/// Records how the durable run ended and returns `run_code`'s result: the parked result when it
+/// parked; a run the caller cancelled or the runtime stopped (`abort`) stays resumable.
+pub(crate) async fn finish(
+    run: &DurableRun,
+    replay: &Replay,
+    failure: Option<(FailureKind, String)>,
+    result: Result<Value, ToolError>,
+) -> Result<Value, ToolError> {
+    let id = run.run_id.as_str();
+    if let Some(status) = replay.parked() {
+        run.store
+            .set_status(id, &status)
+            .await
+            .map_err(|error| journal_error(&error))?;
+        return Err(parked_error(id, &status));
+    }
+    let result = match (&failure, result) {
+        (None, Ok(_)) if replay.unused() > 0 => Err(ToolError::coded(
+            ErrorCode::CodeRunFailed,
+            format!(
+                "code run failed ({}): the program ended with {} journaled call(s) not made \
+                 again; it must make the same calls in the same order when it runs again",
+                FailureKind::ReplayDiverged,
+                replay.unused()
+            ),
+        )),
+        (_, result) => result,
+    };
+    let resumable = matches!(&failure, Some((FailureKind::Abort, _)))
+        || result
+            .as_ref()
+            .err()
+            .and_then(ToolError::code)
+            .is_some_and(|code| code == ErrorCode::Aborted.as_str());
+    if !resumable {
+        let outcome = match &result {
+            Ok(value) => CallOutcome::Ok {
+                value: value.clone(),
+            },
+            Err(error) => CallOutcome::Err {
+                message: error.message().to_owned(),
+                code: error.code().map(str::to_owned),
+            },
+        };
+        run.store
+            .set_status(id, &RunStatus::Finished { outcome })
+            .await
+            .map_err(|error| journal_error(&error))?;
+    }
+    result
+}
+
+fn stored(outcome: &CallOutcome) -> Result<Value, ToolError> {
+    match outcome {
+        CallOutcome::Ok { value } => Ok(value.clone()),
+        CallOutcome::Err { message, code } => {
+            let error = ToolError::new(message.clone());
+            Err(match code {
+                Some(code) => error.with_code(code.clone()),
+                None => error,
+            })
+        }
+    }
+}
+
+fn parked_error(id: &str, status: &RunStatus) -> ToolError {
+    let RunStatus::Parked {
+        seq, tool, reason, ..
+    } = status
+    else {
+        return ToolError::new(format!("durable run \"{id}\" is not parked"));
+    };
+    let reason = reason.as_deref().unwrap_or("approval required");
+    ToolError::new(format!(
+        "durable run \"{id}\" parked at call #{seq} ({tool}): {reason}; approve or deny it \
+         with the handle \"{id}\""
+    ))
+    .with_code(RUN_PARKED)
+}
+
+/// One call a rollback reverted.
+#[derive(Debug, Clone, PartialEq, serde::Serialize, serde::Deserialize)]
+pub struct RevertReport {
+    /// The reverted call's place in the run.
+    pub seq: u64,
+    /// Its tool, `namespace.name`.
+    pub tool: String,
+    /// The tool that reverted it.
+    pub revert: String,
+    /// How the revert call ended.
+    pub outcome: CallOutcome,
+}
+
+impl Registry {
+    /// Declares `revert_tool` the inverse of `tool`: a rollback of a durable run calls it for
+    /// each completed call of `tool`, with arguments `{"arguments": <the call's arguments>,
+    /// "result": <its value>}`. Replaces an earlier declaration for `tool`. A tool without one
+    /// is not reverted (read-only tools need none).
+    pub fn set_revert(&self, tool: impl Into<String>, revert_tool: impl Into<String>) {
+        self.inner
+            .reverts
+            .lock()
+            .insert(tool.into(), revert_tool.into());
+    }
+
+    /// Approves the parked run `run` and resumes it: its program runs again (in this process,
+    /// with this registry's tools and runtime), replays the journal, runs the approved call and
+    /// goes on live. Returns `run_code`'s result (which may be parked again).
+    ///
+    /// # Errors
+    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] when it is not parked, and the
+    /// store's own.
+    pub async fn approve_run(&self, run: DurableRun) -> Result<ToolResult, JournalError> {
+        self.decide(&run, None).await?;
+        self.resume_run(run).await
+    }
+
+    /// Denies the parked run `run` with `reason` and resumes it: the program's waiting call
+    /// fails with `reason` (code `DENIED`) and the program goes on. Errors as
+    /// [`approve_run`](Self::approve_run).
+    pub async fn deny_run(
+        &self,
+        run: DurableRun,
+        reason: impl Into<String>,
+    ) -> Result<ToolResult, JournalError> {
+        self.decide(&run, Some(reason.into())).await?;
+        self.resume_run(run).await
+    }
+
+    /// Runs `run` again from its journal (a run cut off by a crash; a finished run returns its
+    /// stored result). Errors: [`JournalError::UnknownRun`] and the store's own.
+    pub async fn resume_run(&self, run: DurableRun) -> Result<ToolResult, JournalError> {
+        let id = run.checked_id()?.to_owned();
+        let record = run
+            .store
+            .run(&id)
+            .await?
+            .ok_or_else(|| JournalError::UnknownRun(id.clone()))?;
+        let call =
+            ToolCall::new(format!("resume-{id}"), RUN_CODE, record.program.clone()).durable(run);
+        Ok(self.execute(call).await)
+    }
+
+    async fn decide(&self, run: &DurableRun, denial: Option<String>) -> Result<(), JournalError> {
+        let id = run.checked_id()?;
+        let record = parked(run, id).await?;
+        let RunStatus::Parked { seq, tool, .. } = &record.status else {
+            return Err(wrong(id, "is not parked"));
+        };
+        let mut entry = run
+            .store
+            .entries(id)
+            .await?
+            .into_iter()
+            .find(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }))
+            .ok_or_else(|| wrong(id, "was decided already"))?;
+        entry.state = match &denial {
+            None => EntryState::Approved,
+            Some(reason) => EntryState::Finished {
+                outcome: CallOutcome::Err {
+                    message: reason.clone(),
+                    code: Some(ErrorCode::Denied.as_str().to_owned()),
+                },
+            },
+        };
+        run.store.put(id, &entry).await?;
+        self.publish(|| ToolEvent::DurableDecided {
+            run_id: id.to_owned(),
+            seq: *seq,
+            name: tool.clone(),
+            approved: denial.is_none(),
+            reason: denial.clone(),
+        });
+        Ok(())
+    }
+
+    /// Rolls back the parked or failed run `run`: each completed call whose tool has a revert
+    /// tool ([`set_revert`](Self::set_revert)) is reverted, newest first, and each reversal is
+    /// journaled (the entry becomes [`EntryState::Reverted`]) before the next starts. The run
+    /// ends as [`RunStatus::RolledBack`]. A failed revert call is reported and the rollback goes
+    /// on.
+    ///
+    /// # Errors
+    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] for a run that succeeded, was
+    /// rolled back already or is running, and the store's own.
+    pub async fn rollback_run(&self, run: DurableRun) -> Result<Vec<RevertReport>, JournalError> {
+        let id = run.checked_id()?;
+        let record = run
+            .store
+            .run(id)
+            .await?
+            .ok_or_else(|| JournalError::UnknownRun(id.to_owned()))?;
+        match &record.status {
+            RunStatus::Parked { .. } => {}
+            RunStatus::Finished { outcome } if outcome.is_error() => {}
+            RunStatus::Finished { .. } => return Err(wrong(id, "succeeded")),
+            RunStatus::RolledBack => return Err(wrong(id, "was rolled back already")),
+            RunStatus::Running => return Err(wrong(id, "is running (or was cut off: resume it)")),
+        }
+        let reverts = self.inner.reverts.lock().clone();
+        let mut entries = run.store.entries(id).await?;
+        entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
+        let mut reports = Vec::new();
+        for mut entry in entries {
+            let EntryState::Finished {
+                outcome: outcome @ CallOutcome::Ok { value },
+            } = &entry.state
+            else {
+                continue;
+            };
+            let Some(revert) = entry
+                .tool
+                .strip_prefix("tools.")
+                .and_then(|name| reverts.get(name))
+            else {
+                continue;
+            };
+            let arguments: Value = serde_json::from_str(&entry.args)
+                .map_err(|error| JournalError::Corrupt(error.to_string()))?;
+            // Nested under the rollback like a program's call, so code mode lets it through.
+            let rollback = format!("rollback-{id}");
+            let result = self
+                .execute(
+                    ToolCall::new(
+                        format!("{rollback}:revert:{}", entry.seq),
+                        revert.clone(),
+                        json!({"arguments": arguments, "result": value}),
+                    )
+                    .with_parent(rollback.clone(), rollback),
+                )
+                .await;
+            let reverted = match &result {
+                ToolResult::Success { value, .. } => CallOutcome::Ok {
+                    value: value.clone(),
+                },
+                ToolResult::Failure { error, .. } => CallOutcome::Err {
+                    message: error.message.clone(),
+                    code: error.info.as_ref().map(|info| info.code.clone()),
+                },
+            };
+            let outcome = outcome.clone();
+            entry.state = EntryState::Reverted {
+                outcome,
+                revert: reverted.clone(),
+            };
+            run.store.put(id, &entry).await?;
+            self.publish(|| ToolEvent::DurableReverted {
+                run_id: id.to_owned(),
+                seq: entry.seq,
+                name: entry.tool.clone(),
+                revert: revert.clone(),
+                is_error: reverted.is_error(),
+            });
+            reports.push(RevertReport {
+                seq: entry.seq,
+                tool: entry.tool.clone(),
+                revert: revert.clone(),
+                outcome: reverted,
+            });
+        }
+        run.store.set_status(id, &RunStatus::RolledBack).await?;
+        Ok(reports)
+    }
+}
+
+async fn parked(run: &DurableRun, id: &str) -> Result<RunRecord, JournalError> {
+    run.store
+        .run(id)
+        .await?
+        .ok_or_else(|| JournalError::UnknownRun(id.to_owned()))
+}
+
+fn wrong(id: &str, problem: &str) -> JournalError {
+    JournalError::WrongState {
+        run_id: id.to_owned(),
+        problem: problem.to_owned(),
+    }
+}
