@@ -192,6 +192,15 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
                         .await
                         .map_err(|err| connect_error(server, http_connect_failure(url, err)));
                 }
+                #[cfg(feature = "oauth")]
+                if let Some(login) = &config.login {
+                    let client = super::oauth::LoginClient::new(client, url, login)
+                        .await
+                        .map_err(|message| connect_error(server, message))?;
+                    return serve_http(handler, client, http, link)
+                        .await
+                        .map_err(|err| connect_error(server, http_connect_failure(url, err)));
+                }
                 serve_http(handler, client, http, link)
                     .await
                     .map_err(|err| connect_error(server, http_connect_failure(url, err)))

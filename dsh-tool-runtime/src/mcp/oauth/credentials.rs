@@ -1,8 +1,5 @@
-//! OAuth for servers reached over streamable HTTP, on rmcp's OAuth client: the client-credentials
-//! grant (RFC 6749 §4.4) for services. Discovery follows the MCP authorization specification
-//! (the server's RFC 9728 metadata names its authorization server, whose RFC 8414 or OpenID
-//! Connect metadata names the token endpoint); tokens live in memory only and are asked for
-//! again when they expire or the server refuses them.
+//! The client-credentials grant (RFC 6749 §4.4) for services: a token asked for at connect, and
+//! again when it expires or the server refuses it.
 
 use std::collections::HashMap;
 use std::fmt;
