@@ -89,7 +89,7 @@ async fn authenticated(
         return Ok(config.client_credentials(McpClientCredentials::new(id, secret)));
     }
     // The stand-in browser: follows the printed URL to the loopback listener.
-    let authorizer = McpLoopbackAuthorizer::bind().await?.notice(|url| {
+    let authorizer = McpLoopbackAuthorizer::bind()?.notice(|url| {
         let url = url.to_owned();
         tokio::spawn(async move {
             if let Err(error) = reqwest::get(&url).await {

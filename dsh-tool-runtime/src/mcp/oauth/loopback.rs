@@ -30,7 +30,9 @@ type Notice = Arc<dyn Fn(&str) + Send + Sync>;
 /// redirect comes or [`wait`](Self::wait) runs out. A redirect carrying `error` (the person
 /// refused) ends the login with that error.
 pub struct McpLoopbackAuthorizer {
-    listener: tokio::sync::Mutex<TcpListener>,
+    /// Bound at once (so the redirect URI is known before any runtime runs); each wait reads it
+    /// through a tokio listener of its own.
+    listener: tokio::sync::Mutex<std::net::TcpListener>,
     port: u16,
     open_browser: bool,
     wait: Duration,
@@ -52,8 +54,9 @@ impl McpLoopbackAuthorizer {
     ///
     /// # Errors
     /// The listener cannot be bound.
-    pub async fn bind() -> std::io::Result<McpLoopbackAuthorizer> {
-        let listener = TcpListener::bind(("127.0.0.1", 0)).await?;
+    pub fn bind() -> std::io::Result<McpLoopbackAuthorizer> {
+        let listener = std::net::TcpListener::bind(("127.0.0.1", 0))?;
+        listener.set_nonblocking(true)?;
         let port = listener.local_addr()?.port();
         Ok(McpLoopbackAuthorizer {
             listener: tokio::sync::Mutex::new(listener),
@@ -91,7 +94,13 @@ impl McpLoopbackAuthorizer {
     }
 
     async fn receive(&self) -> Result<String, McpAuthorizeError> {
-        let listener = self.listener.lock().await;
+        let bound = self.listener.lock().await;
+        let listener = bound
+            .try_clone()
+            .and_then(TcpListener::from_std)
+            .map_err(|error| {
+                McpAuthorizeError::new(format!("the redirect listener failed: {error}"))
+            })?;
         // Connections are read side by side: a slow or silent one (a browser's speculative
         // connection) must not hold up the redirect that follows it.
         let mut pending = tokio::task::JoinSet::new();
@@ -228,7 +237,7 @@ mod tests {
     async fn the_redirect_on_the_loopback_listener_is_the_answer() {
         let (shown, seen) = tokio::sync::oneshot::channel::<String>();
         let shown = std::sync::Mutex::new(Some(shown));
-        let authorizer = McpLoopbackAuthorizer::bind().await.unwrap().notice(move |url| {
+        let authorizer = McpLoopbackAuthorizer::bind().unwrap().notice(move |url| {
             if let Some(shown) = shown.lock().unwrap().take() {
                 let _ = shown.send(url.to_owned());
             }
@@ -260,7 +269,7 @@ mod tests {
 
     #[tokio::test]
     async fn a_refusal_is_the_authorization_servers_error() {
-        let authorizer = McpLoopbackAuthorizer::bind().await.unwrap().notice(|_| {});
+        let authorizer = McpLoopbackAuthorizer::bind().unwrap().notice(|_| {});
         let port = authorizer.port();
         let browser = tokio::spawn(async move {
             get(port, "/callback?error=access_denied&error_description=no&state=s").await
