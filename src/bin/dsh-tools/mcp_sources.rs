@@ -231,12 +231,13 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
         let name = unique(&mut taken, sanitize(host));
         let mut server = McpServer::http(name, url.clone());
         if sources.mcp_oauth_login {
+            // A person's login may use a public client: the secret only when one is given.
+            let var = std::env::var_os(CLIENT_SECRET_VAR).map(|_| CLIENT_SECRET_VAR);
             let secret = match &sources.mcp_oauth_client_id {
-                Some(_) => read_secret(
-                    sources.mcp_oauth_client_secret_file.as_deref(),
-                    Some(CLIENT_SECRET_VAR),
-                )
-                .map_err(|error| format!("--mcp-oauth-client-id: the client secret: {error}"))?,
+                Some(_) => read_secret(sources.mcp_oauth_client_secret_file.as_deref(), var)
+                    .map_err(|error| {
+                        format!("--mcp-oauth-client-id: the client secret: {error}")
+                    })?,
                 None => None,
             };
             server = with_login(
