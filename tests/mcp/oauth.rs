@@ -530,7 +530,9 @@ fn browse(url: &str) -> u16 {
         .build()
         .unwrap();
     runtime.block_on(async {
-        let answer = reqwest::get(url).await.expect("the browser follows the URL");
+        let answer = reqwest::get(url)
+            .await
+            .expect("the browser follows the URL");
         answer.status().as_u16()
     })
 }
@@ -618,7 +620,10 @@ fn cli_person_logs_in_with_a_loopback_redirect_and_keeps_the_tokens() {
     let stored: Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
     let access = stored["token_response"]["access_token"].as_str().unwrap();
     let refresh = stored["token_response"]["refresh_token"].as_str().unwrap();
-    assert!(!stderr.contains(access) && !stderr.contains(refresh), "{stderr}");
+    assert!(
+        !stderr.contains(access) && !stderr.contains(refresh),
+        "{stderr}"
+    );
 
     let (listed, stderr, _) = login_run(&args, false);
     assert!(listed.contains("file_stats"), "{listed}\n{stderr}");

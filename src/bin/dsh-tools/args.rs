@@ -106,12 +106,7 @@ pub struct Sources {
     pub mcp_oauth_open_browser: bool,
     /// Keep the login's tokens in FILE (mode 0600) and reuse them on the next run; without it
     /// they live in memory for this run only. One `--mcp-http` server only.
-    #[arg(
-        long,
-        global = true,
-        value_name = "FILE",
-        requires = "mcp_oauth_login"
-    )]
+    #[arg(long, global = true, value_name = "FILE", requires = "mcp_oauth_login")]
     pub mcp_oauth_token_file: Option<PathBuf>,
     /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
     #[arg(long, global = true, value_name = "FILE")]

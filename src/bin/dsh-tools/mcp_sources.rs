@@ -218,7 +218,9 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
         && sources.mcp_oauth_client_id.is_none()
         && !sources.mcp_oauth_login
     {
-        return Err("--mcp-oauth-scope needs --mcp-oauth-client-id or --mcp-oauth-login".to_owned());
+        return Err(
+            "--mcp-oauth-scope needs --mcp-oauth-client-id or --mcp-oauth-login".to_owned(),
+        );
     }
     for url in &sources.mcp_http {
         let host = url
@@ -347,9 +349,11 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
                 },
             )
             .map_err(|error| format!("server \"{key}\": oauth: {error}"))?,
-            (false, Some(id)) => {
-                server.client_credentials(credentials(id, secret.unwrap_or_default(), &oauth.scopes))
-            }
+            (false, Some(id)) => server.client_credentials(credentials(
+                id,
+                secret.unwrap_or_default(),
+                &oauth.scopes,
+            )),
             (false, None) => {
                 return Err(format!(
                     "server \"{key}\": oauth: give \"clientId\" (client credentials) or \

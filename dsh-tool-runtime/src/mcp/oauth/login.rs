@@ -242,22 +242,33 @@ impl LoginState {
     async fn token(&self) -> Result<(Option<String>, u64), AuthError> {
         let guard = self.manager.lock().await;
         let round = self.round.load(Ordering::Acquire);
-        let manager = guard.as_ref().ok_or_else(|| failed("a login failed midway"))?;
+        let manager = guard
+            .as_ref()
+            .ok_or_else(|| failed("a login failed midway"))?;
         match manager.get_access_token().await {
             Ok(token) => Ok((Some(token), round)),
-            Err(AuthError::AuthorizationRequired | AuthError::InternalError(_)) => Ok((None, round)),
+            Err(AuthError::AuthorizationRequired | AuthError::InternalError(_)) => {
+                Ok((None, round))
+            }
             Err(error) => Err(error),
         }
     }
 
     /// After a `401`: a refreshed token when one was refused, else a login seeded by the
     /// challenge. Nothing when another request already got a new token since `round`.
-    async fn reauthorize(&self, round: u64, refused: bool, challenge: &str) -> Result<(), AuthError> {
+    async fn reauthorize(
+        &self,
+        round: u64,
+        refused: bool,
+        challenge: &str,
+    ) -> Result<(), AuthError> {
         let mut guard = self.manager.lock().await;
         if self.round.load(Ordering::Acquire) != round {
             return Ok(());
         }
-        let manager = guard.take().ok_or_else(|| failed("a login failed midway"))?;
+        let manager = guard
+            .take()
+            .ok_or_else(|| failed("a login failed midway"))?;
         if refused && manager.refresh_token().await.is_ok() {
             *guard = Some(manager);
             self.round.fetch_add(1, Ordering::AcqRel);
@@ -277,7 +288,10 @@ impl LoginState {
         mut manager: AuthorizationManager,
         challenge: &str,
     ) -> (AuthorizationManager, Result<(), AuthError>) {
-        match manager.resolve_metadata_from_challenge(Some(challenge)).await {
+        match manager
+            .resolve_metadata_from_challenge(Some(challenge))
+            .await
+        {
             Ok(resolution) => manager.set_metadata(resolution.metadata),
             Err(error) => return (manager, Err(error)),
         }
@@ -313,7 +327,9 @@ impl LoginState {
         if self.round.load(Ordering::Acquire) != round {
             return Ok(());
         }
-        let manager = guard.as_ref().ok_or_else(|| failed("a login failed midway"))?;
+        let manager = guard
+            .as_ref()
+            .ok_or_else(|| failed("a login failed midway"))?;
         let url = manager.request_scope_upgrade(required).await?;
         self.exchange(&url, manager).await?;
         self.round.fetch_add(1, Ordering::AcqRel);
@@ -322,14 +338,19 @@ impl LoginState {
 }
 
 /// The scope a `403` challenge asks for (`scope="…"`), as rmcp read it or from the header.
-fn required_scope(error: &rmcp::transport::streamable_http_client::InsufficientScopeError) -> String {
+fn required_scope(
+    error: &rmcp::transport::streamable_http_client::InsufficientScopeError,
+) -> String {
     error
         .required_scope
         .clone()
         .or_else(|| {
             let url = url::Url::parse("http://127.0.0.1/").ok()?;
-            rmcp::transport::auth::WWWAuthenticateParams::parse(&error.www_authenticate_header, &url)
-                .scope
+            rmcp::transport::auth::WWWAuthenticateParams::parse(
+                &error.www_authenticate_header,
+                &url,
+            )
+            .scope
         })
         .unwrap_or_default()
 }
@@ -416,8 +437,12 @@ impl<C: StreamableHttpClient + Sync> StreamableHttpClient for LoginClient<C> {
         custom_headers: HashMap<HeaderName, HeaderValue>,
     ) -> Result<(), HttpError<C::Error>> {
         self.authorized(|token| {
-            self.inner
-                .delete_session(uri.clone(), session_id.clone(), token, custom_headers.clone())
+            self.inner.delete_session(
+                uri.clone(),
+                session_id.clone(),
+                token,
+                custom_headers.clone(),
+            )
         })
         .await
     }

@@ -153,8 +153,12 @@ async fn request_target(
             .map(|(_, value)| value.into_owned())
     };
     if let Some(error) = param("error") {
-        respond(&mut stream, "200 OK", "Authorization was refused. You may close this window.")
-            .await?;
+        respond(
+            &mut stream,
+            "200 OK",
+            "Authorization was refused. You may close this window.",
+        )
+        .await?;
         let description = param("error_description").unwrap_or_default();
         return Ok(Some(Err(McpAuthorizeError::new(format!(
             "the authorization server answered {error}: {description}"
@@ -164,7 +168,12 @@ async fn request_target(
         respond(&mut stream, "400 Bad Request", "The redirect has no code.").await?;
         return Ok(None);
     }
-    respond(&mut stream, "200 OK", "Authorized. You may close this window.").await?;
+    respond(
+        &mut stream,
+        "200 OK",
+        "Authorized. You may close this window.",
+    )
+    .await?;
     Ok(Some(Ok(target)))
 }
 
@@ -252,7 +261,11 @@ mod tests {
             // A silent connection, a stray path and a redirect without code come first.
             let _silent = TcpStream::connect(("127.0.0.1", port)).await.unwrap();
             assert!(get(port, "/favicon.ico").await.starts_with("HTTP/1.1 404"));
-            assert!(get(port, "/callback?state=s").await.starts_with("HTTP/1.1 400"));
+            assert!(
+                get(port, "/callback?state=s")
+                    .await
+                    .starts_with("HTTP/1.1 400")
+            );
             let page = get(port, "/callback?code=c&state=s").await;
             assert!(page.starts_with("HTTP/1.1 200"), "{page}");
         });
@@ -272,7 +285,11 @@ mod tests {
         let authorizer = McpLoopbackAuthorizer::bind().unwrap().notice(|_| {});
         let port = authorizer.port();
         let browser = tokio::spawn(async move {
-            get(port, "/callback?error=access_denied&error_description=no&state=s").await
+            get(
+                port,
+                "/callback?error=access_denied&error_description=no&state=s",
+            )
+            .await
         });
         let error = authorizer.authorize("u").await.unwrap_err();
         assert!(browser.await.unwrap().starts_with("HTTP/1.1 200"));

@@ -49,10 +49,7 @@ impl FileTokenStore {
         )
         .map_err(|error| self.error("cannot read", error))?;
         if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
-            return Err(self.error(
-                "too large",
-                format!("over {MAX_TOKEN_FILE_BYTES} bytes"),
-            ));
+            return Err(self.error("too large", format!("over {MAX_TOKEN_FILE_BYTES} bytes")));
         }
         // serde_json's message names a line and column, never the token it was reading.
         serde_json::from_slice(&text)
@@ -154,7 +151,10 @@ mod tests {
         std::fs::write(&path, r#"{"client_id": "c", "token_response": "secret-ish"#).unwrap();
         let store = FileTokenStore::new(path.clone());
         let error = store.read().unwrap_err();
-        assert!(matches!(error, AuthError::CredentialStoreError(_)), "{error:?}");
+        assert!(
+            matches!(error, AuthError::CredentialStoreError(_)),
+            "{error:?}"
+        );
         assert!(error.to_string().contains("not a token file"), "{error}");
         assert!(!error.to_string().contains("secret-ish"), "{error}");
         std::fs::write(&path, vec![b' '; MAX_TOKEN_FILE_BYTES as usize + 2]).unwrap();
