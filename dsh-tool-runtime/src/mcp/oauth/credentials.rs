@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 /// OAuth client credentials for an MCP server reached over streamable HTTP (feature `oauth`),
-/// set with [`McpServer::client_credentials`](super::McpServer::client_credentials).
+/// set with [`McpServer::client_credentials`](crate::mcp::McpServer::client_credentials).
 ///
 /// On connect the bridge finds the server's authorization server (the server's protected-resource
 /// metadata, RFC 9728, then the authorization server's metadata, RFC 8414 or OpenID Connect),

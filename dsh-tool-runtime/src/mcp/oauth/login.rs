@@ -58,7 +58,7 @@ pub trait McpAuthorizer: Send + Sync {
 }
 
 /// A person's login to an MCP server over streamable HTTP (feature `oauth`), set with
-/// [`McpServer::oauth_login`](super::super::McpServer::oauth_login): the OAuth 2.1 authorization
+/// [`McpServer::oauth_login`](crate::mcp::McpServer::oauth_login): the OAuth 2.1 authorization
 /// code grant with PKCE (S256).
 ///
 /// Nothing happens until the server answers `401`: then its challenge (`WWW-Authenticate`,
@@ -245,6 +245,8 @@ impl LoginState {
         let manager = guard
             .as_ref()
             .ok_or_else(|| failed("a login failed midway"))?;
+        // No token yet, or one that cannot be refreshed (no client configured for it): the
+        // request goes without one and the server's 401 starts a login.
         match manager.get_access_token().await {
             Ok(token) => Ok((Some(token), round)),
             Err(AuthError::AuthorizationRequired | AuthError::InternalError(_)) => {
