@@ -170,7 +170,13 @@ pub mod mcp {
     };
     #[cfg(feature = "oauth")]
     #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-    pub use dsh_tool_runtime::{mcp::McpClientCredentials, mcp_server::McpOAuthResource};
+    pub use dsh_tool_runtime::{
+        mcp::{
+            McpAuthorizeError, McpAuthorizer, McpClientCredentials, McpLoopbackAuthorizer,
+            McpOAuthLogin,
+        },
+        mcp_server::McpOAuthResource,
+    };
 }
 
 /// Guards: the per-call guard check, the timeout policy and the repeat-call reminder.

@@ -25,6 +25,7 @@ fn features() -> Vec<&'static str> {
         ("code-mode", cfg!(feature = "code-mode")),
         ("mcp", cfg!(feature = "mcp")),
         ("mcp-server", cfg!(feature = "mcp-server")),
+        ("oauth", cfg!(feature = "oauth")),
         ("cli", cfg!(feature = "cli")),
         ("embedded-js", cfg!(feature = "embedded-js")),
         ("embedded-python", cfg!(feature = "embedded-python")),
@@ -213,6 +214,8 @@ fn server_scenarios_pass_against_the_example_server() {
     }
 }
 
+/// The client scenarios, OAuth's among them (the example client needs feature `oauth`).
+#[cfg(feature = "oauth")]
 #[test]
 fn client_scenarios_pass_against_the_example_client() {
     let tools = require_tools!();
@@ -228,6 +231,25 @@ fn client_scenarios_pass_against_the_example_client() {
         "tools_call",
         "elicitation-sep1034-client-defaults",
         "sse-retry",
+        "auth/metadata-default",
+        "auth/metadata-var1",
+        "auth/metadata-var2",
+        "auth/metadata-var3",
+        "auth/basic-cimd",
+        "auth/scope-from-www-authenticate",
+        "auth/scope-from-scopes-supported",
+        "auth/scope-omitted-when-undefined",
+        "auth/scope-step-up",
+        "auth/scope-retry-limit",
+        "auth/token-endpoint-auth-basic",
+        "auth/token-endpoint-auth-post",
+        "auth/token-endpoint-auth-none",
+        "auth/pre-registration",
+        "auth/2025-03-26-oauth-endpoint-fallback",
+        "auth/resource-mismatch",
+        "auth/offline-access-scope",
+        "auth/offline-access-not-supported",
+        "auth/client-credentials-basic",
     ] {
         assert!(
             passed(&summary, scenario),

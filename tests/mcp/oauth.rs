@@ -1,6 +1,7 @@
 //! OAuth 2.1 on streamable HTTP against a real authorization server (oauth2-mock-server, pinned
 //! by `.ci/install-tools.sh`, started by `tests/oauth/authorization_server.mjs`): `serve --http
-//! --oauth-issuer` as a protected resource, and our client's client-credentials grant. Every
+//! --oauth-issuer` as a protected resource, our client's client-credentials grant, and a
+//! person's login at the command line (authorization code + PKCE, loopback redirect). Every
 //! wait is for a printed line or an answer, bounded by [`FAILURE_BOUND`] only to fail.
 
 use std::io::{BufRead, BufReader, Read, Write};
@@ -519,4 +520,111 @@ fn cli_clients_authenticate_with_client_credentials() {
         stderr.contains("authorization required: Bearer resource_metadata="),
         "{stderr}"
     );
+}
+
+/// The person's browser: follows `url` and its redirects (to the loopback listener); the
+/// status of the last answer.
+fn browse(url: &str) -> u16 {
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let answer = reqwest::get(url)
+            .await
+            .expect("the browser follows the URL");
+        answer.status().as_u16()
+    })
+}
+
+/// One run of `dsh-tools --mcp-http … --mcp-oauth-login tools`: its stdout, its stderr, and
+/// whether it printed an authorization URL (which the browser then followed, or, when `allow`
+/// is false, which fails the test at once instead of leaving the run waiting for a person).
+fn login_run(args: &[&str], allow: bool) -> (String, String, bool) {
+    let mut child = Command::new(crate::http_server::BIN)
+        .args(args)
+        .args(["tools", "--dialect", "mcp"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        let mut text = String::new();
+        stdout.read_to_string(&mut text).unwrap();
+        text
+    });
+    let (send, lines) = mpsc::channel();
+    let stderr = BufReader::new(child.stderr.take().unwrap());
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            if send.send(line).is_err() {
+                break;
+            }
+        }
+    });
+    let mut text = String::new();
+    let mut asked = false;
+    // Until stderr closes, i.e. the run ended.
+    while let Ok(line) = lines.recv_timeout(FAILURE_BOUND) {
+        text.push_str(&line);
+        text.push('\n');
+        let url = line.trim();
+        if url.starts_with("http://") && text.contains("To authorize") {
+            asked = true;
+            if !allow {
+                let _ = child.kill();
+                let _ = child.wait();
+                panic!("asked the person again: {text}");
+            }
+            assert_eq!(browse(url), 200, "the loopback listener's page");
+        }
+    }
+    assert!(child.wait().unwrap().code().is_some(), "{text}");
+    (reader.join().unwrap(), text, asked)
+}
+
+/// The command line as a person: `--mcp-oauth-login` prints the authorization URL; the
+/// browser's visit (the authorization server approves at once) lands on the loopback listener,
+/// the code is exchanged (PKCE), and the tools are listed. Tokens said to expire at once are
+/// refreshed with the refresh token, never by asking again. `--mcp-oauth-token-file` keeps them
+/// (mode 0600, the secrets never on stderr), so the next run lists the tools without asking.
+#[test]
+fn cli_person_logs_in_with_a_loopback_redirect_and_keeps_the_tokens() {
+    let mut issuer = require_authorization_server!();
+    let (_server, resource) = protected_server(&issuer.issuer);
+    let dir = tempfile::tempdir().unwrap();
+    let tokens = dir.path().join("tokens.json");
+    let args = [
+        "--mcp-http",
+        &resource,
+        "--mcp-oauth-login",
+        "--mcp-oauth-client-id",
+        "person",
+        "--mcp-oauth-scope",
+        "tools.read",
+        "--mcp-oauth-token-file",
+        tokens.to_str().unwrap(),
+    ];
+    issuer.grants_expire_in(0);
+    let before = issuer.grants();
+    let (listed, stderr, asked) = login_run(&args, true);
+    assert!(asked, "no authorization URL: {stderr}");
+    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
+    // The code's exchange, then at least one refresh of the token that expired at once.
+    assert!(issuer.grants() >= before + 2, "no refresh: {stderr}");
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(&tokens).unwrap().permissions().mode() & 0o777;
+    assert_eq!(mode, 0o600);
+    let stored: Value = serde_json::from_str(&std::fs::read_to_string(&tokens).unwrap()).unwrap();
+    let access = stored["token_response"]["access_token"].as_str().unwrap();
+    let refresh = stored["token_response"]["refresh_token"].as_str().unwrap();
+    assert!(
+        !stderr.contains(access) && !stderr.contains(refresh),
+        "{stderr}"
+    );
+
+    let (listed, stderr, _) = login_run(&args, false);
+    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
 }

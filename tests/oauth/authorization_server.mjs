@@ -13,7 +13,9 @@
 //       the token endpoint's later answers say `expires_in: <s>`
 //   {"grants": true}                                               ->  grants <count>
 //       how many tokens the token endpoint has issued
-// The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`.
+// The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`. The
+// authorization endpoint approves at once (redirecting with a code); the tokens of the
+// authorization code and refresh grants carry the scope the last authorization asked for.
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { pathToFileURL } from "node:url";
@@ -31,9 +33,17 @@ server.service.on("beforeResponse", (response) => {
   grants += 1;
   if (grantsExpireIn !== undefined) response.body.expires_in = grantsExpireIn;
 });
+let authorizedScope;
+server.service.on("beforeAuthorizeRedirect", (_redirect, req) => {
+  authorizedScope = req.query.scope;
+});
 server.service.on("beforeTokenSigning", (token, req) => {
   if (typeof req.body.resource === "string") {
     token.payload.aud = req.body.resource;
+  }
+  const grant = req.body.grant_type;
+  if ((grant === "authorization_code" || grant === "refresh_token") && req.body.scope === undefined) {
+    token.payload.scope = authorizedScope;
   }
 });
 await server.start(0, "127.0.0.1");

@@ -108,6 +108,8 @@ pub struct McpServer {
     #[cfg(feature = "oauth")]
     pub(crate) credentials: Option<super::oauth::McpClientCredentials>,
     pub(crate) elicitation: Option<super::elicitation::ElicitationHandler>,
+    #[cfg(feature = "oauth")]
+    pub(crate) login: Option<super::oauth::McpOAuthLogin>,
 }
 
 /// Default of [`McpServer::max_tools`]: 1,000 tools.
@@ -136,6 +138,8 @@ impl McpServer {
             #[cfg(feature = "oauth")]
             credentials: None,
             elicitation: None,
+            #[cfg(feature = "oauth")]
+            login: None,
         }
     }
 
@@ -193,6 +197,22 @@ impl McpServer {
     #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub fn client_credentials(mut self, credentials: super::McpClientCredentials) -> Self {
         self.credentials = Some(credentials);
+        self
+    }
+
+    /// Logs a person in to an HTTP server with the OAuth authorization code grant and PKCE
+    /// (feature `oauth`) when the server asks for a token: see [`McpOAuthLogin`] for discovery,
+    /// scopes, refresh and where tokens are kept. The person's step happens inside the request
+    /// the server refused, so it counts against that request's timeout: give
+    /// [`connect_timeout_ms`](Self::connect_timeout_ms) room for it. A failed login fails the
+    /// connect with [`McpError::Connect`] (`OAuth …`). Client credentials, when also set, take
+    /// precedence. Ignored for stdio servers.
+    ///
+    /// [`McpOAuthLogin`]: super::McpOAuthLogin
+    #[cfg(feature = "oauth")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
+    pub fn oauth_login(mut self, login: super::McpOAuthLogin) -> Self {
+        self.login = Some(login);
         self
     }
 

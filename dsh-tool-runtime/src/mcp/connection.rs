@@ -232,6 +232,13 @@ async fn start(
                         .map_err(|message| connect_error(server, message))?;
                     return Ok(serve_http(handler, client, http, link, lifecycle).await);
                 }
+                #[cfg(feature = "oauth")]
+                if let Some(login) = &config.login {
+                    let client = super::oauth::LoginClient::new(client, url, login)
+                        .await
+                        .map_err(|message| connect_error(server, message))?;
+                    return Ok(serve_http(handler, client, http, link, lifecycle).await);
+                }
                 Ok(serve_http(handler, client, http, link, lifecycle).await)
             };
             let running = tokio::time::timeout(timeout, connect)

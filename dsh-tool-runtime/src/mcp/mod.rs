@@ -43,7 +43,9 @@ pub use connection::MCP_DISCONNECTED;
 pub use names::{MAX_TOOL_NAME_LEN, is_valid_server_name, mcp_tool_name};
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-pub use oauth::McpClientCredentials;
+pub use oauth::{
+    McpAuthorizeError, McpAuthorizer, McpClientCredentials, McpLoopbackAuthorizer, McpOAuthLogin,
+};
 /// The MCP implementation the bridge runs on (pinned `=3.11.0`), for the types of
 /// [`McpHandle::peer`].
 pub use rmcp;

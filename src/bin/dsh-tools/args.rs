@@ -125,9 +125,10 @@ pub struct Sources {
     pub mcp_http: Vec<String>,
     /// OAuth client id for the `--mcp-http` servers: each gets an access token from its
     /// authorization server with the client-credentials grant (secret from
-    /// `--mcp-oauth-client-secret-file`, else `DSH_TOOLS_OAUTH_CLIENT_SECRET`). A `--config`
-    /// entry takes `"oauth": {"clientId", "clientSecret" | "clientSecretEnv" |
-    /// "clientSecretFile", "scopes"}`.
+    /// `--mcp-oauth-client-secret-file`, else `DSH_TOOLS_OAUTH_CLIENT_SECRET`), or, with
+    /// `--mcp-oauth-login`, the id registered for the person's login. A `--config` entry takes
+    /// `"oauth": {"clientId", "clientSecret" | "clientSecretEnv" | "clientSecretFile",
+    /// "scopes", "login", "tokenFile", "openBrowser"}`.
     #[arg(long, global = true, value_name = "ID")]
     pub mcp_oauth_client_id: Option<String>,
     /// The OAuth client secret, read from FILE (surrounding whitespace trimmed).
@@ -139,13 +140,21 @@ pub struct Sources {
     )]
     pub mcp_oauth_client_secret_file: Option<PathBuf>,
     /// A scope to ask the `--mcp-http` servers' authorization server for (repeatable).
-    #[arg(
-        long,
-        global = true,
-        value_name = "SCOPE",
-        requires = "mcp_oauth_client_id"
-    )]
+    #[arg(long, global = true, value_name = "SCOPE")]
     pub mcp_oauth_scope: Vec<String>,
+    /// Log a person in to the `--mcp-http` servers when they ask for a token: the OAuth
+    /// authorization code grant with PKCE. The authorization URL is printed on stderr and the
+    /// redirect received on 127.0.0.1 (a port the OS picks); the client is registered
+    /// dynamically unless `--mcp-oauth-client-id` names one.
+    #[arg(long, global = true)]
+    pub mcp_oauth_login: bool,
+    /// Also open the authorization URL in the default browser.
+    #[arg(long, global = true, requires = "mcp_oauth_login")]
+    pub mcp_oauth_open_browser: bool,
+    /// Keep the login's tokens in FILE (mode 0600) and reuse them on the next run; without it
+    /// they live in memory for this run only. One `--mcp-http` server only.
+    #[arg(long, global = true, value_name = "FILE", requires = "mcp_oauth_login")]
+    pub mcp_oauth_token_file: Option<PathBuf>,
     /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,

@@ -18,7 +18,10 @@ use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use dsh_tools::Registry;
-use dsh_tools::mcp::{McpClientCredentials, McpHandle, McpServer, is_valid_server_name};
+use dsh_tools::mcp::{
+    McpClientCredentials, McpHandle, McpLoopbackAuthorizer, McpOAuthLogin, McpServer,
+    is_valid_server_name,
+};
 use serde::Deserialize;
 use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
@@ -52,21 +55,28 @@ struct ServerEntry {
     /// Hosts' on/off switch for an entry.
     #[serde(default)]
     disabled: bool,
-    /// OAuth client credentials for an HTTP server.
+    /// OAuth for an HTTP server: client credentials, or a person's login.
     oauth: Option<OAuthEntry>,
 }
 
 /// `"oauth": {"clientId": …, "clientSecret" | "clientSecretEnv" | "clientSecretFile": …,
-/// "scopes": […]}`: the secret itself, the variable holding it, or the file holding it.
+/// "scopes": […]}`: the secret itself, the variable holding it, or the file holding it. With
+/// `"login": true` a person logs in (authorization code + PKCE), the client id and secret being
+/// optional, `"tokenFile"` keeping the tokens and `"openBrowser"` opening the URL.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct OAuthEntry {
-    client_id: String,
+    client_id: Option<String>,
     client_secret: Option<String>,
     client_secret_env: Option<String>,
     client_secret_file: Option<PathBuf>,
     #[serde(default)]
     scopes: Vec<String>,
+    #[serde(default)]
+    login: bool,
+    token_file: Option<PathBuf>,
+    #[serde(default)]
+    open_browser: bool,
 }
 
 /// The variable `--mcp-http` servers' OAuth client secret is read from.
@@ -87,6 +97,41 @@ fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>,
         )),
         None => Ok(None),
     }
+}
+
+/// How long the person has to log in: the loopback listener's wait, within the connect timeout.
+const LOGIN_WAIT: Duration = Duration::from_secs(300);
+
+/// The settings of a person's login (authorization code + PKCE) to one server.
+struct Login<'a> {
+    client_id: Option<&'a str>,
+    client_secret: Option<String>,
+    scopes: &'a [String],
+    token_file: Option<&'a Path>,
+    open_browser: bool,
+}
+
+/// `server` logging a person in with a loopback redirect; its connect waits for the login.
+fn with_login(server: McpServer, login: Login<'_>) -> Result<McpServer, String> {
+    let authorizer = McpLoopbackAuthorizer::bind()
+        .map_err(|error| format!("the OAuth redirect listener on 127.0.0.1: {error}"))?
+        .open_browser(login.open_browser)
+        .wait(LOGIN_WAIT);
+    let mut config = McpOAuthLogin::new(authorizer);
+    if let Some(id) = login.client_id {
+        config = config.client_id(id);
+        if let Some(secret) = login.client_secret {
+            config = config.client_secret(secret);
+        }
+    }
+    for scope in login.scopes {
+        config = config.scope(scope);
+    }
+    if let Some(path) = login.token_file {
+        config = config.token_file(path);
+    }
+    let timeout = u64::try_from(LOGIN_WAIT.as_millis()).unwrap_or(u64::MAX) + 30_000;
+    Ok(server.oauth_login(config).connect_timeout_ms(timeout))
 }
 
 fn credentials(id: &str, secret: String, scopes: &[String]) -> McpClientCredentials {
@@ -162,6 +207,21 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
             words[1..].to_vec(),
         ));
     }
+    if sources.mcp_oauth_token_file.is_some() && sources.mcp_http.len() > 1 {
+        return Err(
+            "--mcp-oauth-token-file: one file holds one server's tokens; give the servers \
+             --config entries with a \"tokenFile\" each"
+                .to_owned(),
+        );
+    }
+    if !sources.mcp_oauth_scope.is_empty()
+        && sources.mcp_oauth_client_id.is_none()
+        && !sources.mcp_oauth_login
+    {
+        return Err(
+            "--mcp-oauth-scope needs --mcp-oauth-client-id or --mcp-oauth-login".to_owned(),
+        );
+    }
     for url in &sources.mcp_http {
         let host = url
             .split("://")
@@ -172,7 +232,28 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
             .unwrap_or_default();
         let name = unique(&mut taken, sanitize(host));
         let mut server = McpServer::http(name, url.clone());
-        if let Some(id) = &sources.mcp_oauth_client_id {
+        if sources.mcp_oauth_login {
+            // A person's login may use a public client: the secret only when one is given.
+            let var = std::env::var_os(CLIENT_SECRET_VAR).map(|_| CLIENT_SECRET_VAR);
+            let secret = match &sources.mcp_oauth_client_id {
+                Some(_) => read_secret(sources.mcp_oauth_client_secret_file.as_deref(), var)
+                    .map_err(|error| {
+                        format!("--mcp-oauth-client-id: the client secret: {error}")
+                    })?,
+                None => None,
+            };
+            server = with_login(
+                server,
+                Login {
+                    client_id: sources.mcp_oauth_client_id.as_deref(),
+                    client_secret: secret,
+                    scopes: &sources.mcp_oauth_scope,
+                    token_file: sources.mcp_oauth_token_file.as_deref(),
+                    open_browser: sources.mcp_oauth_open_browser,
+                },
+            )
+            .map_err(|error| format!("--mcp-oauth-login: {error}"))?;
+        } else if let Some(id) = &sources.mcp_oauth_client_id {
             let secret = read_secret(
                 sources.mcp_oauth_client_secret_file.as_deref(),
                 Some(CLIENT_SECRET_VAR),
@@ -243,11 +324,11 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
             oauth.client_secret_env,
             oauth.client_secret_file,
         ) {
-            (Some(secret), None, None) => secret,
+            (Some(secret), None, None) => Some(secret),
+            (None, None, None) if oauth.login => None,
             (None, var, file) if var.is_some() != file.is_some() => {
                 read_secret(file.as_deref(), var.as_deref())
                     .map_err(|error| format!("server \"{key}\": oauth: {error}"))?
-                    .unwrap_or_default()
             }
             _ => {
                 return Err(format!(
@@ -256,7 +337,30 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
                 ));
             }
         };
-        server = server.client_credentials(credentials(&oauth.client_id, secret, &oauth.scopes));
+        server = match (oauth.login, &oauth.client_id) {
+            (true, client_id) => with_login(
+                server,
+                Login {
+                    client_id: client_id.as_deref(),
+                    client_secret: secret,
+                    scopes: &oauth.scopes,
+                    token_file: oauth.token_file.as_deref(),
+                    open_browser: oauth.open_browser,
+                },
+            )
+            .map_err(|error| format!("server \"{key}\": oauth: {error}"))?,
+            (false, Some(id)) => server.client_credentials(credentials(
+                id,
+                secret.unwrap_or_default(),
+                &oauth.scopes,
+            )),
+            (false, None) => {
+                return Err(format!(
+                    "server \"{key}\": oauth: give \"clientId\" (client credentials) or \
+                     \"login\": true (a person's login)"
+                ));
+            }
+        };
     }
     Ok(server)
 }
@@ -480,6 +584,9 @@ mod tests {
             mcp_oauth_client_id: None,
             mcp_oauth_client_secret_file: None,
             mcp_oauth_scope: Vec::new(),
+            mcp_oauth_login: false,
+            mcp_oauth_open_browser: false,
+            mcp_oauth_token_file: None,
             config: None,
         };
         let named = servers(&sources(&[

@@ -1,8 +1,5 @@
-//! OAuth for servers reached over streamable HTTP, on rmcp's OAuth client: the client-credentials
-//! grant (RFC 6749 §4.4) for services. Discovery follows the MCP authorization specification
-//! (the server's RFC 9728 metadata names its authorization server, whose RFC 8414 or OpenID
-//! Connect metadata names the token endpoint); tokens live in memory only and are asked for
-//! again when they expire or the server refuses them.
+//! The client-credentials grant (RFC 6749 §4.4) for services: a token asked for at connect, and
+//! again when it expires or the server refuses it.
 
 use std::collections::HashMap;
 use std::fmt;
@@ -19,7 +16,7 @@ use rmcp::transport::streamable_http_client::{
 use sse_stream::Sse;
 
 /// OAuth client credentials for an MCP server reached over streamable HTTP (feature `oauth`),
-/// set with [`McpServer::client_credentials`](super::McpServer::client_credentials).
+/// set with [`McpServer::client_credentials`](crate::mcp::McpServer::client_credentials).
 ///
 /// On connect the bridge finds the server's authorization server (the server's protected-resource
 /// metadata, RFC 9728, then the authorization server's metadata, RFC 8414 or OpenID Connect),
