@@ -12,6 +12,8 @@ mod toolset;
 mod approvals;
 #[cfg(feature = "code-mode")]
 mod code_mode;
+#[cfg(all(feature = "mcp-server", feature = "durable"))]
+mod durable_approvals;
 mod hostile;
 #[cfg(feature = "cli")]
 mod http_access;

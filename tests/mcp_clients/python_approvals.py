@@ -3,7 +3,10 @@
 served over streamable HTTP whose pre-execute hook asks before `write_note` and
 `mcp__everything__echo`; exits non-zero with the failed check.
 
-    python_approvals.py URL TOKEN
+    python_approvals.py URL TOKEN [durable]
+
+With `durable` the server journals its `run_code` calls (`serve --journal`): an approval parks the
+run, and the person's answer resumes it — the same checks on programs, in both eras.
 
 Each check runs in both protocol eras: `legacy` (initialize, 2025-11-25: the approval is an
 `elicitation/create` request) and `auto` (server/discover, 2026-07-28: the approval is an
@@ -135,5 +138,31 @@ async def main(url, token):
     await no_elicitation(url, token, "auto")
 
 
+async def durable(url, token):
+    for mode, version in (("legacy", "2025-11-25"), ("auto", "2026-07-28")):
+        person = Person()
+        with anyio.fail_after(BOUND):
+            async with client(url, token, mode, person) as session:
+                check(session.protocol_version == version, f"{mode}: protocol {session.protocol_version}")
+                text = await run_program(session)
+                check('"written": "wrote from a program"' in text, f"durable {mode}: accepted: {text}")
+                check(len(person.messages) == 1, f"durable {mode}: one approval request: {person.messages}")
+                check('Allow tool "tools.write_note" to run?' in person.messages[0], f"durable {mode}: {person.messages[0]}")
+                check("Reason: writes a note" in person.messages[0], f"durable {mode}: reason: {person.messages[0]}")
+                check('"text":"from a program"' in person.messages[0], f"durable {mode}: arguments: {person.messages[0]}")
+                person.action = "decline"
+                text = await run_program(session)
+                check("ToolCallError" in text and "the user rejected tool" in text, f"durable {mode}: declined: {text}")
+        http = httpx2.AsyncClient(headers={"authorization": f"Bearer {token}"})
+        with anyio.fail_after(BOUND):
+            async with Client(streamable_http_client(url, http_client=http), mode=mode) as session:
+                text = await run_program(session)
+                check("ToolCallError" in text and "did not declare the elicitation capability" in text, f"durable {mode}: no elicitation: {text}")
+        print(f"durable {mode} ok")
+
+
 if __name__ == "__main__":
-    anyio.run(main, sys.argv[1], sys.argv[2])
+    if sys.argv[3:] == ["durable"]:
+        anyio.run(durable, sys.argv[1], sys.argv[2])
+    else:
+        anyio.run(main, sys.argv[1], sys.argv[2])

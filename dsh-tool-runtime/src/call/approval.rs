@@ -37,7 +37,7 @@ pub(crate) async fn ask_client(
         ));
     }
     let request = ElicitationRequest::new(
-        message(name, server, reason, &view.arguments),
+        approval_message(name, server, reason, &view.arguments),
         json!({ "type": "object", "properties": {} }),
     );
     let answer = tokio::select! {
@@ -63,7 +63,12 @@ pub(crate) async fn ask_client(
 
 /// The text the person reads: the tool, its MCP server, the hook's reason and the arguments
 /// (cut at [`MAX_APPROVAL_ARGUMENT_BYTES`]).
-fn message(name: &str, server: Option<&str>, reason: Option<&str>, arguments: &Value) -> String {
+pub(crate) fn approval_message(
+    name: &str,
+    server: Option<&str>,
+    reason: Option<&str>,
+    arguments: &Value,
+) -> String {
     let mut text = match server {
         Some(server) => format!("Allow tool \"{name}\" of MCP server \"{server}\" to run?"),
         None => format!("Allow tool \"{name}\" to run?"),
@@ -117,7 +122,7 @@ mod tests {
 
     #[test]
     fn the_message_names_tool_server_reason_and_arguments() {
-        let text = message(
+        let text = approval_message(
             "mcp__fs__write_file",
             Some("fs"),
             Some("writes a file"),

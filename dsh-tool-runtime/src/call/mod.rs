@@ -13,6 +13,8 @@ use tokio_util::sync::CancellationToken;
 use crate::scope::AgentId;
 
 #[cfg(feature = "mcp-server")]
+pub(crate) use approval::approval_message;
+#[cfg(feature = "mcp-server")]
 pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,

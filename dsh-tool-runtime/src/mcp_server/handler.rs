@@ -20,6 +20,7 @@ use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
 use super::client::{McpClientPeer, SessionLogLevel, log_level};
+use super::durable;
 use super::listing::{Listing, declares_object_output};
 use super::rounds::{RoundCall, Rounds, Turn};
 use super::{McpServeError, McpServeOptions};
@@ -133,6 +134,13 @@ impl McpHandler {
         match turn {
             Turn::Done(result) => self.mcp_result(name, &result).into(),
             Turn::Input(input) => input.into(),
+        }
+    }
+
+    fn answer_parked(&self, name: &str, parked: durable::Parked) -> CallToolResponse {
+        match parked {
+            durable::Parked::Done(result) => self.mcp_result(name, &result).into(),
+            durable::Parked::Input(input) => input.into(),
         }
     }
 
@@ -373,6 +381,22 @@ impl ServerHandler for McpHandler {
         let name = request.name.to_string();
         // A 2026-07-28 client's retry of a call that waited for its answers.
         if let Some(state) = request.request_state.as_deref() {
+            if let (Some(id), Some(journal)) =
+                (durable::parked_run_id(state), &self.options.journal)
+            {
+                let responses = request.input_responses.unwrap_or_default();
+                let client = ClientChannel::new(Arc::new(McpClientPeer {
+                    peer: context.peer.clone(),
+                    level: self.log_level.clone(),
+                    capabilities: context.client_capabilities(),
+                    rounds: None,
+                }));
+                let parked =
+                    durable::resume_modern(&self.registry, &journal.0, &client, id, responses)
+                        .await
+                        .map_err(|message| ErrorData::invalid_params(message, None))?;
+                return Ok(self.answer_parked(&name, parked));
+            }
             let call = self
                 .rounds
                 .resume(state, request.input_responses.unwrap_or_default())
@@ -399,10 +423,15 @@ impl ServerHandler for McpHandler {
             rounds,
         }));
         let mut call =
-            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client);
+            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }
+        let (call, durable_id) = match &self.options.journal {
+            Some(journal) => durable::make_durable(&journal.0, call),
+            None => (call, None),
+        };
+        let journaled = self.options.journal.clone().zip(durable_id);
         let registry = self.registry.clone();
         let token = context.meta.get_progress_token();
         let peer = context.peer.clone();
@@ -415,7 +444,11 @@ impl ServerHandler for McpHandler {
         let Some(asks) = asks else {
             // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
             // this request; the pipeline then settles the call as cancelled.
-            let result = run(call.with_signal(context.ct.clone())).await;
+            let mut result = run(call.with_signal(context.ct.clone())).await;
+            if let Some((journal, id)) = &journaled {
+                result =
+                    durable::settle_legacy(&self.registry, &journal.0, &client, id, result).await;
+            }
             return Ok(self.mcp_result(&name, &result).into());
         };
         // The call outlives this request when it waits for its client, so it has a signal
@@ -423,6 +456,13 @@ impl ServerHandler for McpHandler {
         let signal = CancellationToken::new();
         let call = RoundCall::spawn(run(call.with_signal(signal.clone())), asks, signal);
         let turn = self.rounds.drive(call, context.ct.clone()).await;
-        Ok(self.answer(&name, turn))
+        match (turn, journaled) {
+            (Turn::Done(result), Some((journal, id))) => {
+                let parked =
+                    durable::answer_modern(&self.registry, &journal.0, &client, &id, result).await;
+                Ok(self.answer_parked(&name, parked))
+            }
+            (turn, _) => Ok(self.answer(&name, turn)),
+        }
     }
 }

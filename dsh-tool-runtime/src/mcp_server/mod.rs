@@ -8,6 +8,7 @@
 
 mod auth;
 mod client;
+mod durable;
 mod handler;
 mod http;
 mod listing;
@@ -102,6 +103,8 @@ pub struct McpServeOptions {
     pub server_name: String,
     /// What streamable HTTP allows its clients (ignored over stdio).
     pub http: McpHttpLimits,
+    /// Where served `run_code` calls are journaled ([`McpServeOptions::journal`]).
+    pub(crate) journal: Option<durable::ServedJournal>,
 }
 
 impl Default for McpServeOptions {
@@ -110,6 +113,7 @@ impl Default for McpServeOptions {
             page_size: 100,
             server_name: "dsh-tools".to_owned(),
             http: McpHttpLimits::default(),
+            journal: None,
         }
     }
 }
@@ -130,6 +134,21 @@ impl McpServeOptions {
     /// Sets [`McpServeOptions::http`].
     pub fn http_limits(mut self, limits: McpHttpLimits) -> Self {
         self.http = limits;
+        self
+    }
+
+    /// Makes every served `run_code` call a durable run journaled in `store`, under a fresh
+    /// random run id (128 bits, hex). A run a pre-execute `Ask` parks is brought to the person
+    /// at the MCP host: a 2026-07-28 client gets an `input_required` result (an elicitation
+    /// naming the waiting call; `requestState` is `run:<run id>`) and its retry approves or
+    /// denies the run from the journal alone — so any server sharing the journal, such as a
+    /// replica on the same SQLite file, can take the retry; a 2025-era session is asked with
+    /// `elicitation/create` and the run resumes in the same request; a client without the
+    /// elicitation capability has the run denied with the reason at once. A parked run holds no
+    /// process or interpreter while it waits. The run ids are also the handles
+    /// `Registry::approve_run` / `deny_run` and `dsh-tools runs` take.
+    pub fn journal(mut self, store: std::sync::Arc<dyn crate::durable::JournalStore>) -> Self {
+        self.journal = Some(durable::ServedJournal(store));
         self
     }
 }

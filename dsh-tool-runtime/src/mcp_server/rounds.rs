@@ -186,7 +186,7 @@ impl Rounds {
 }
 
 /// 128 random bits as hex: a handle nobody can guess.
-fn random_handle() -> Option<String> {
+pub(crate) fn random_handle() -> Option<String> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes).ok()?;
     Some(bytes.iter().map(|byte| format!("{byte:02x}")).collect())

@@ -231,6 +231,12 @@ pub struct ServeArgs {
     /// Write every pipeline event to PATH as JSON lines (zstd when PATH ends in `.zst`).
     #[arg(long, value_name = "PATH")]
     pub events: Option<PathBuf>,
+    /// Make every served `run_code` call a durable run journaled in FILE (SQLite; servers on
+    /// one machine may share it). A run an approval parks asks the person at the MCP host and
+    /// resumes on whichever server gets the answer; `dsh-tools runs --journal FILE` lists the
+    /// runs.
+    #[arg(long, value_name = "FILE")]
+    pub journal: Option<PathBuf>,
     #[command(flatten)]
     pub budgets: Budgets,
     #[command(flatten)]

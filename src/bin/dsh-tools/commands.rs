@@ -37,9 +37,14 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         Some(mount_runtime(registry, args.lang, args.runtime, args.budgets, true).await?)
     };
     let log = start_log(registry, args.events.as_deref())?;
-    let options = McpServeOptions::default()
+    let mut options = McpServeOptions::default()
         .page_size(args.page_size)
         .http_limits(http_limits(&args.http_limits, &args.http_access));
+    if let Some(journal) = &args.journal {
+        let store = SqliteJournal::open(journal)
+            .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
+        options = options.journal(Arc::new(store));
+    }
     // On SIGTERM or Ctrl-C the runtime is still disposed below: a running program's process
     // must not outlive the server.
     let served = match http {

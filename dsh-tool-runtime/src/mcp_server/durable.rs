@@ -1,0 +1,238 @@
+//! Durable `run_code` calls served over MCP: with a journal set
+//! ([`McpServeOptions::journal`](super::McpServeOptions::journal)), each served `run_code` call
+//! runs as a durable run under a fresh random run id, and a run an `Ask` parks comes back to the
+//! person at the MCP host:
+//! - a 2026-07-28 client gets an `input_required` result whose `requestState` is `run:<id>`
+//!   and whose one request (`approval`) is an elicitation naming the waiting call; its retry
+//!   carrying the answer approves or denies the run from the journal alone, so any server
+//!   sharing the journal (a replica on the same SQLite file) can take it;
+//! - a 2025-era session is sent the elicitation at once and the run resumes in the same request;
+//! - a client that cannot be asked gets the run denied with the reason, never a hang.
+
+use std::sync::Arc;
+
+use rmcp::model::{ElicitResult, ElicitationAction, InputRequests, InputRequiredResult};
+use rmcp::model::{InputRequest, InputResponses};
+use serde_json::{Value, json};
+
+use crate::call::approval_message;
+use crate::durable::{DurableRun, JournalStore, RUN_PARKED, RunStatus};
+use crate::registry::{RUN_CODE, Registry};
+use crate::result::{ToolFailure, ToolResult};
+use crate::{ClientChannel, Elicitation, ElicitationRequest, ToolCall};
+
+/// The journal of a server's `run_code` calls.
+#[derive(Clone)]
+pub(crate) struct ServedJournal(pub(crate) Arc<dyn JournalStore>);
+
+impl std::fmt::Debug for ServedJournal {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("ServedJournal")
+    }
+}
+
+/// The prefix of a `requestState` that names a parked durable run.
+const STATE_PREFIX: &str = "run:";
+
+/// The key of the one request an `input_required` answer for a parked run carries.
+const APPROVAL_KEY: &str = "approval";
+
+/// What a parked run's request answers the client.
+pub(crate) enum Parked {
+    /// The run ended (or never parked): this result.
+    Done(ToolResult),
+    /// The run waits: send this, the client's retry carries the answer.
+    Input(InputRequiredResult),
+}
+
+/// `call` made durable under a fresh run id when it is a `run_code` call; the run id.
+pub(crate) fn make_durable(
+    store: &Arc<dyn JournalStore>,
+    call: ToolCall,
+) -> (ToolCall, Option<String>) {
+    if call.name != RUN_CODE {
+        return (call, None);
+    }
+    let Some(id) = super::rounds::random_handle() else {
+        return (call, None);
+    };
+    let run = DurableRun::new(store.clone(), id.clone());
+    (call.durable(run), Some(id))
+}
+
+/// The run id a `requestState` names, if it names one.
+pub(crate) fn parked_run_id(state: &str) -> Option<&str> {
+    state.strip_prefix(STATE_PREFIX)
+}
+
+fn is_parked(result: &ToolResult) -> bool {
+    result
+        .error_code()
+        .is_some_and(|code| code.as_str() == RUN_PARKED)
+}
+
+/// For a 2026-07-28 client: `result` as it is, or — parked — the `input_required` answer (a
+/// client that cannot be asked has the run denied at once instead).
+pub(crate) async fn answer_modern(
+    registry: &Registry,
+    store: &Arc<dyn JournalStore>,
+    client: &ClientChannel,
+    id: &str,
+    result: ToolResult,
+) -> Parked {
+    if !is_parked(&result) {
+        return Parked::Done(result);
+    }
+    if !client.can_elicit() {
+        return Parked::Done(settle_legacy(registry, store, client, id, result).await);
+    }
+    let message = match waiting_call(store, id).await {
+        Ok(message) => message,
+        Err(failure) => return Parked::Done(failure),
+    };
+    let request: InputRequest = match serde_json::from_value(json!({
+        "method": "elicitation/create",
+        "params": {
+            "mode": "form",
+            "message": message,
+            "requestedSchema": { "type": "object", "properties": {} },
+        },
+    })) {
+        Ok(request) => request,
+        Err(error) => {
+            return Parked::Done(failure(format!(
+                "the approval request cannot be built: {error}"
+            )));
+        }
+    };
+    let mut requests = InputRequests::new();
+    requests.insert(APPROVAL_KEY.to_owned(), request);
+    Parked::Input(InputRequiredResult::new(
+        Some(requests),
+        Some(format!("{STATE_PREFIX}{id}")),
+    ))
+}
+
+/// A 2026-07-28 client's retry for the parked run `id`: its answer approves or denies the run,
+/// which resumes here; the new result may be parked again.
+///
+/// # Errors
+/// The message for an answer that is missing or malformed, or a run that is unknown or not
+/// parked (answered already): the request is invalid.
+pub(crate) async fn resume_modern(
+    registry: &Registry,
+    store: &Arc<dyn JournalStore>,
+    client: &ClientChannel,
+    id: &str,
+    mut responses: InputResponses,
+) -> Result<Parked, String> {
+    let answer = responses
+        .remove(APPROVAL_KEY)
+        .ok_or_else(|| format!("the retry carries no \"{APPROVAL_KEY}\" answer"))?;
+    let answer: ElicitResult = serde_json::from_value(answer).map_err(|error| {
+        format!("the \"{APPROVAL_KEY}\" answer is no elicitation result: {error}")
+    })?;
+    let denial = match answer.action {
+        ElicitationAction::Accept => None,
+        ElicitationAction::Decline => Some(rejected(store, id).await),
+        _ => Some(cancelled(store, id).await),
+    };
+    let result = decide(registry, store, id, denial).await?;
+    Ok(answer_modern(registry, store, client, id, result).await)
+}
+
+/// For a 2025-era session: while the run `id` is parked, the person is asked through `client`
+/// and the run resumes with the answer; a client that cannot be asked (in either era) has the
+/// run denied.
+pub(crate) async fn settle_legacy(
+    registry: &Registry,
+    store: &Arc<dyn JournalStore>,
+    client: &ClientChannel,
+    id: &str,
+    mut result: ToolResult,
+) -> ToolResult {
+    while is_parked(&result) {
+        let message = match waiting_call(store, id).await {
+            Ok(message) => message,
+            Err(failure) => return failure,
+        };
+        let denial = if client.can_elicit() {
+            let request =
+                ElicitationRequest::new(message, json!({ "type": "object", "properties": {} }));
+            match client.elicit(request).await {
+                Ok(Elicitation::Accept(_)) => None,
+                Ok(Elicitation::Decline) => Some(rejected(store, id).await),
+                Ok(Elicitation::Cancel) | Err(_) => Some(cancelled(store, id).await),
+            }
+        } else {
+            Some(format!(
+                "{}, but the MCP client cannot be asked (it did not declare the elicitation capability)",
+                waiting_tool(store, id)
+                    .await
+                    .map(|tool| format!("tool \"{tool}\" requires approval"))
+                    .unwrap_or_else(|| "the call requires approval".to_owned())
+            ))
+        };
+        result = match decide(registry, store, id, denial).await {
+            Ok(result) => result,
+            Err(message) => return failure(message),
+        };
+    }
+    result
+}
+
+async fn decide(
+    registry: &Registry,
+    store: &Arc<dyn JournalStore>,
+    id: &str,
+    denial: Option<String>,
+) -> Result<ToolResult, String> {
+    let run = DurableRun::new(store.clone(), id);
+    match denial {
+        None => registry.approve_run(run).await,
+        Some(reason) => registry.deny_run(run, reason).await,
+    }
+    .map_err(|error| error.to_string())
+}
+
+/// The text the person reads for the call the run `id` waits at.
+async fn waiting_call(store: &Arc<dyn JournalStore>, id: &str) -> Result<String, ToolResult> {
+    let record = store
+        .run(id)
+        .await
+        .map_err(|error| failure(error.to_string()))?
+        .ok_or_else(|| failure(format!("durable run \"{id}\" is not in the journal")))?;
+    let RunStatus::Parked {
+        tool, args, reason, ..
+    } = record.status
+    else {
+        return Err(failure(format!("durable run \"{id}\" is not parked")));
+    };
+    let arguments = serde_json::from_str(&args).unwrap_or(Value::String(args));
+    Ok(approval_message(&tool, None, reason.as_deref(), &arguments))
+}
+
+async fn waiting_tool(store: &Arc<dyn JournalStore>, id: &str) -> Option<String> {
+    match store.run(id).await.ok()??.status {
+        RunStatus::Parked { tool, .. } => Some(tool),
+        _ => None,
+    }
+}
+
+async fn rejected(store: &Arc<dyn JournalStore>, id: &str) -> String {
+    match waiting_tool(store, id).await {
+        Some(tool) => format!("the user rejected tool \"{tool}\""),
+        None => "the user rejected the call".to_owned(),
+    }
+}
+
+async fn cancelled(store: &Arc<dyn JournalStore>, id: &str) -> String {
+    match waiting_tool(store, id).await {
+        Some(tool) => format!("approval for tool \"{tool}\" was cancelled"),
+        None => "the approval was cancelled".to_owned(),
+    }
+}
+
+fn failure(message: String) -> ToolResult {
+    ToolResult::failure(ToolFailure::plain(message))
+}

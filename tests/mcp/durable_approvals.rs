@@ -1,0 +1,248 @@
+//! Durable `run_code` calls served over MCP (`McpServeOptions::journal`): an approval parks the
+//! run and reaches the person at the MCP host — the official Python client in both protocol
+//! eras — and a 2026-07-28 client's retry resumes the run on another server that shares the
+//! journal, as a replica on the same machine would.
+
+use std::sync::{Arc, Mutex};
+
+use crate::mcp_support;
+
+use dsh_tools::code::{Budgets, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::durable::SqliteJournal;
+use dsh_tools::hooks::PreDecision;
+use dsh_tools::mcp::{McpServeOptions, McpTransport};
+use dsh_tools::{Mode, Registry};
+use serde_json::{Value, json};
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The notes `write_note` wrote, in every registry of this binary (tests tell theirs apart by
+/// the text).
+static WRITTEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
+
+fn writes(text: &str) -> usize {
+    WRITTEN
+        .lock()
+        .unwrap()
+        .iter()
+        .filter(|t| *t == text)
+        .count()
+}
+
+/// Writes a note (asks first: the hook below).
+#[dsh_tools::tool]
+async fn write_note(text: String) -> String {
+    WRITTEN.lock().unwrap().push(text.clone());
+    format!("wrote {text}")
+}
+
+/// One server of the test: `write_note` behind an `Ask`, code mode on Node.js.
+async fn replica() -> Registry {
+    let registry = Registry::new();
+    registry.register(WriteNoteTool).unwrap();
+    registry.on_pre_execute(|view, next| async move {
+        if view.name == "write_note" {
+            PreDecision::Ask {
+                reason: Some("writes a note".into()),
+            }
+        } else {
+            next.run().await
+        }
+    });
+    let config = SubprocessConfig {
+        budgets: Budgets {
+            compute_ms: 20_000,
+            max_wall_ms: 120_000,
+            ..Budgets::default()
+        },
+        ..Default::default()
+    };
+    registry.set_code_runtime(Arc::new(
+        SubprocessRuntime::typescript(config).await.expect("node"),
+    ));
+    registry.set_mode(Mode::Code);
+    registry
+}
+
+/// Serves `registry` with its `run_code` calls journaled in `journal`: the task, URL and token.
+async fn serve_journaled(
+    registry: &Registry,
+    journal: &std::path::Path,
+) -> (AbortOnDrop, String, String) {
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let store = Arc::new(SqliteJournal::open(journal).expect("a journal"));
+    let options = McpServeOptions::default().journal(store);
+    let task = tokio::spawn({
+        let registry = registry.clone();
+        async move { registry.serve_mcp_with(None, transport, options).await }
+    });
+    (AbortOnDrop(task), url, token)
+}
+
+struct AbortOnDrop(tokio::task::JoinHandle<Result<(), dsh_tools::mcp::McpServeError>>);
+
+impl Drop for AbortOnDrop {
+    fn drop(&mut self) {
+        self.0.abort();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn python_client_answers_parked_durable_runs_in_both_eras() {
+    let tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = replica().await;
+    let (_server, url, token) = serve_journaled(&registry, &dir.path().join("runs.db")).await;
+    let output = tokio::process::Command::new(tools.python())
+        .arg(format!("{ROOT}/tests/mcp_clients/python_approvals.py"))
+        .args([&url, &token, "durable"])
+        .output()
+        .await
+        .expect("python runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "python_approvals.py durable failed ({}):\nstdout:\n{stdout}\nstderr:\n{}",
+        output.status,
+        String::from_utf8_lossy(&output.stderr)
+    );
+    for line in ["durable legacy ok", "durable auto ok"] {
+        assert!(stdout.contains(line), "{line} missing:\n{stdout}");
+    }
+}
+
+/// A 2026-07-28 request without a session: `tools/call` with the per-request `_meta`.
+fn call_request(id: u64, params: Value) -> Value {
+    let mut params = params;
+    params["_meta"] = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "replica-test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}},
+    });
+    json!({"jsonrpc": "2.0", "id": id, "method": "tools/call", "params": params})
+}
+
+/// Posts one JSON-RPC request and returns its response object (the answer comes as JSON or as
+/// one SSE event).
+async fn post(url: &str, token: &str, body: &Value) -> Value {
+    let response = reqwest::Client::new()
+        .post(url)
+        .header("authorization", format!("Bearer {token}"))
+        .header("accept", "application/json, text/event-stream")
+        .header("content-type", "application/json")
+        .header("mcp-protocol-version", "2026-07-28")
+        .header("mcp-method", body["method"].as_str().unwrap_or_default())
+        .header(
+            "mcp-name",
+            body["params"]["name"].as_str().unwrap_or_default(),
+        )
+        .body(body.to_string())
+        .send()
+        .await
+        .expect("the server answers");
+    let status = response.status();
+    let text = response.text().await.expect("a body");
+    assert!(status.is_success(), "{status}: {text}");
+    let json = text
+        .lines()
+        .filter_map(|line| line.strip_prefix("data:"))
+        .map(str::trim)
+        .filter(|data| !data.is_empty())
+        .find_map(|data| serde_json::from_str::<Value>(data).ok())
+        .or_else(|| serde_json::from_str(&text).ok())
+        .unwrap_or_else(|| panic!("no JSON-RPC answer in {text:?}"));
+    assert!(json.get("id").is_some(), "{json}");
+    json
+}
+
+const PROGRAM: &str = r#"
+try {
+  const written = await tools.write_note({ text: "across replicas" });
+  return { written };
+} catch (error) {
+  return { refused: String(error) };
+}
+"#;
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
+    let _tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("runs.db");
+    let first = replica().await;
+    let second = replica().await;
+    let (_a, url_a, token_a) = serve_journaled(&first, &journal).await;
+    let (_b, url_b, token_b) = serve_journaled(&second, &journal).await;
+
+    // Server A: the program's call asks, so the run parks and A answers `input_required`.
+    let args = json!({"name": "run_code", "arguments": {"code": PROGRAM, "description": "Write"}});
+    let parked = post(&url_a, &token_a, &call_request(1, args.clone())).await;
+    let result = &parked["result"];
+    assert_eq!(result["resultType"], "input_required", "{parked}");
+    let state = result["requestState"].as_str().expect("a requestState");
+    assert!(state.starts_with("run:"), "{state}");
+    let request = &result["inputRequests"]["approval"];
+    assert_eq!(request["method"], "elicitation/create", "{request}");
+    let message = request["params"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("Allow tool \"tools.write_note\" to run?")
+            && message.contains("Reason: writes a note")
+            && message.contains("across replicas"),
+        "{message}"
+    );
+    assert_eq!(writes("across replicas"), 0, "nothing ran yet");
+
+    // Server B takes the retry: the journal alone resumes the run there.
+    let mut retry = args.clone();
+    retry["requestState"] = json!(state);
+    retry["inputResponses"] = json!({"approval": {"action": "accept", "content": {}}});
+    let done = post(&url_b, &token_b, &call_request(2, retry.clone())).await;
+    let text = done["result"]["content"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        done["result"]["isError"] != json!(true) && text.contains("wrote across replicas"),
+        "{done}"
+    );
+    assert_eq!(writes("across replicas"), 1);
+
+    // The same answer again: the run is no longer parked, so the retry is refused.
+    let again = post(&url_a, &token_a, &call_request(3, retry)).await;
+    assert!(
+        again["error"]["message"]
+            .as_str()
+            .is_some_and(|message| message.contains("not parked")),
+        "{again}"
+    );
+
+    // Declined on the other server: the program reads the denial; the tool never runs.
+    let parked = post(&url_b, &token_b, &call_request(4, args.clone())).await;
+    let state = parked["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let mut retry = args;
+    retry["requestState"] = json!(state);
+    retry["inputResponses"] = json!({"approval": {"action": "decline"}});
+    let refused = post(&url_a, &token_a, &call_request(5, retry)).await;
+    let text = refused["result"]["content"][0]["text"]
+        .as_str()
+        .unwrap_or("");
+    assert!(
+        text.contains("refused") && text.contains("the user rejected tool"),
+        "{refused}"
+    );
+    assert_eq!(writes("across replicas"), 1);
+
+    // A handle no run has.
+    let unknown = json!({
+        "name": "run_code",
+        "arguments": {"code": PROGRAM},
+        "requestState": "run:0123456789abcdef0123456789abcdef",
+        "inputResponses": {"approval": {"action": "accept", "content": {}}},
+    });
+    let unknown = post(&url_b, &token_b, &call_request(6, unknown)).await;
+    assert!(unknown.get("error").is_some(), "{unknown}");
+}
