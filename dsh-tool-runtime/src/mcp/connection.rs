@@ -234,7 +234,7 @@ async fn start(
                 }
                 #[cfg(feature = "oauth")]
                 if let Some(login) = &config.login {
-                    let client = super::oauth::LoginClient::new(client, url, login)
+                    let client = super::oauth::login_client(client, url, login)
                         .await
                         .map_err(|message| connect_error(server, message))?;
                     return Ok(serve_http(handler, client, http, link, lifecycle).await);

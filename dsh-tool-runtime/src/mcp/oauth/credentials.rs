@@ -1,19 +1,12 @@
 //! The client-credentials grant (RFC 6749 §4.4) for services: a token asked for at connect, and
 //! again when it expires or the server refuses it.
 
-use std::collections::HashMap;
 use std::fmt;
-use std::sync::Arc;
 
-use futures::stream::BoxStream;
-use http::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{AuthError, AuthorizationManager, ClientCredentialsConfig};
-use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
-};
-use sse_stream::Sse;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
+
+use super::bearer::{BearerClient, Grant};
 
 /// OAuth client credentials for an MCP server reached over streamable HTTP (feature `oauth`),
 /// set with [`McpServer::client_credentials`](crate::mcp::McpServer::client_credentials).
@@ -66,11 +59,10 @@ impl McpClientCredentials {
     }
 }
 
-/// An HTTP client that sends a client-credentials access token with every request.
-#[derive(Clone)]
-pub(crate) struct CredentialsClient<C> {
-    inner: C,
-    manager: Arc<AuthorizationManager>,
+/// The client-credentials grant of one server: its authorization server and the grant's
+/// settings.
+pub(crate) struct CredentialsGrant {
+    manager: AuthorizationManager,
     grant: ClientCredentialsConfig,
 }
 
@@ -82,7 +74,7 @@ pub(crate) async fn authorize<C>(
     inner: C,
     url: &str,
     credentials: &McpClientCredentials,
-) -> Result<CredentialsClient<C>, String> {
+) -> Result<BearerClient<C, CredentialsGrant>, String> {
     let failed = |error: AuthError| format!("OAuth: {error}");
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
     let resolution = manager.resolve_metadata().await.map_err(failed)?;
@@ -106,26 +98,29 @@ pub(crate) async fn authorize<C>(
         .exchange_client_credentials(&grant)
         .await
         .map_err(failed)?;
-    Ok(CredentialsClient {
+    Ok(BearerClient::new(
         inner,
-        manager: Arc::new(manager),
-        grant,
-    })
+        CredentialsGrant { manager, grant },
+    ))
 }
 
-type HttpError<E> = StreamableHttpError<E>;
-
-impl<C: StreamableHttpClient + Sync> CredentialsClient<C> {
+impl CredentialsGrant {
     /// A token still valid, a new one when it expired.
-    async fn token(&self) -> Result<String, HttpError<C::Error>> {
+    async fn token<E>(&self) -> Result<String, StreamableHttpError<E>>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
         match self.manager.get_access_token().await {
             Err(AuthError::AuthorizationRequired) => self.renew().await,
-            other => other.map_err(HttpError::from),
+            other => other.map_err(StreamableHttpError::from),
         }
     }
 
     /// A new token, used as it comes: one said to expire at once still serves this request.
-    async fn renew(&self) -> Result<String, HttpError<C::Error>> {
+    async fn renew<E>(&self) -> Result<String, StreamableHttpError<E>>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+    {
         let answer = self
             .manager
             .exchange_client_credentials(&self.grant)
@@ -134,100 +129,20 @@ impl<C: StreamableHttpClient + Sync> CredentialsClient<C> {
             .secret()
             .clone())
     }
-
-    /// `call` with a token; when the server refuses it, once more with a new one.
-    async fn authorized<T, F, Fut>(&self, call: F) -> Result<T, HttpError<C::Error>>
-    where
-        F: Fn(String) -> Fut,
-        Fut: Future<Output = Result<T, HttpError<C::Error>>>,
-    {
-        match call(self.token().await?).await {
-            Err(HttpError::AuthRequired(_)) => call(self.renew().await?).await,
-            answer => answer,
-        }
-    }
 }
 
-impl<C: StreamableHttpClient + Sync> StreamableHttpClient for CredentialsClient<C> {
-    type Error = C::Error;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                Some(token),
-                custom_headers.clone(),
-            )
-        })
-        .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.post_message_with_response_limits(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                Some(token),
-                custom_headers.clone(),
-                limits,
-            )
-        })
-        .await
-    }
-
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.delete_session(
-                uri.clone(),
-                session_id.clone(),
-                Some(token),
-                custom_headers.clone(),
-            )
-        })
-        .await
-    }
-
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                Some(token),
-                custom_headers.clone(),
-            )
-        })
-        .await
+impl Grant for CredentialsGrant {
+    /// `call` with a token; when the server refuses it, once more with a new one.
+    async fn authorized<E, T, F, Fut>(&self, call: F) -> Result<T, StreamableHttpError<E>>
+    where
+        E: std::error::Error + Send + Sync + 'static,
+        T: Send,
+        F: Fn(Option<String>) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<T, StreamableHttpError<E>>> + Send,
+    {
+        match call(Some(self.token().await?)).await {
+            Err(StreamableHttpError::AuthRequired(_)) => call(Some(self.renew().await?)).await,
+            answer => answer,
+        }
     }
 }

@@ -2,26 +2,19 @@
 //! starts it, the host's [`McpAuthorizer`] sends the person to the authorization URL and hands
 //! back the redirect, and the code is exchanged for tokens that are refreshed from then on.
 
-use std::collections::HashMap;
 use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
-use futures::stream::BoxStream;
-use http::{HeaderName, HeaderValue};
-use rmcp::model::ClientJsonRpcMessage;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
     AuthorizationSession,
 };
-use rmcp::transport::streamable_http_client::{
-    SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
-    StreamableHttpResponseLimits,
-};
-use sse_stream::Sse;
+use rmcp::transport::streamable_http_client::StreamableHttpError;
 
+use super::bearer::{BearerClient, Grant};
 use super::store::FileTokenStore;
 
 /// Why the person's authorization did not come back: they refused, the wait ran out, the
@@ -187,16 +180,8 @@ impl McpOAuthLogin {
     }
 }
 
-type HttpError<E> = StreamableHttpError<E>;
-
-/// An HTTP client that logs the person in when the server asks, and sends their token.
-#[derive(Clone)]
-pub(crate) struct LoginClient<C> {
-    inner: C,
-    state: Arc<LoginState>,
-}
-
-struct LoginState {
+/// The person's login for one server: the host's authorizer, rmcp's manager and its tokens.
+pub(crate) struct LoginState {
     login: McpOAuthLogin,
     /// `None` only while a login moves it through an `AuthorizationSession`.
     manager: tokio::sync::Mutex<Option<AuthorizationManager>>,
@@ -209,31 +194,30 @@ fn failed(error: impl fmt::Display) -> AuthError {
     AuthError::AuthorizationFailed(error.to_string())
 }
 
-impl<C> LoginClient<C> {
-    /// Prepares the login for the server at `url`; tokens from the token file are used at once.
-    ///
-    /// # Errors
-    /// The URL is not usable, or the token file cannot be read.
-    pub(crate) async fn new(
-        inner: C,
-        url: &str,
-        login: &McpOAuthLogin,
-    ) -> Result<LoginClient<C>, String> {
-        let describe = |error: AuthError| format!("OAuth: {error}");
-        let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
-        if let Some(path) = &login.token_file {
-            manager.set_credential_store(FileTokenStore::new(path.clone()));
-            manager.initialize_from_store().await.map_err(describe)?;
-        }
-        Ok(LoginClient {
-            inner,
-            state: Arc::new(LoginState {
-                login: login.clone(),
-                manager: tokio::sync::Mutex::new(Some(manager)),
-                round: AtomicU64::new(0),
-            }),
-        })
+/// `inner` with the person's login for the server at `url`; tokens from the token file are used
+/// at once.
+///
+/// # Errors
+/// The URL is not usable, or the token file cannot be read.
+pub(crate) async fn login_client<C>(
+    inner: C,
+    url: &str,
+    login: &McpOAuthLogin,
+) -> Result<BearerClient<C, LoginState>, String> {
+    let describe = |error: AuthError| format!("OAuth: {error}");
+    let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
+    if let Some(path) = &login.token_file {
+        manager.set_credential_store(FileTokenStore::new(path.clone()));
+        manager.initialize_from_store().await.map_err(describe)?;
     }
+    Ok(BearerClient::new(
+        inner,
+        LoginState {
+            login: login.clone(),
+            manager: tokio::sync::Mutex::new(Some(manager)),
+            round: AtomicU64::new(0),
+        },
+    ))
 }
 
 impl LoginState {
@@ -357,115 +341,32 @@ fn required_scope(
         .unwrap_or_default()
 }
 
-impl<C: StreamableHttpClient + Sync> LoginClient<C> {
+impl Grant for LoginState {
     /// `call` with the person's token; a `401` logs in (or refreshes) and a `403
     /// insufficient_scope` steps up, each at most once, before one more try.
-    async fn authorized<T, F, Fut>(&self, call: F) -> Result<T, HttpError<C::Error>>
+    async fn authorized<E, T, F, Fut>(&self, call: F) -> Result<T, StreamableHttpError<E>>
     where
-        F: Fn(Option<String>) -> Fut,
-        Fut: Future<Output = Result<T, HttpError<C::Error>>>,
+        E: std::error::Error + Send + Sync + 'static,
+        T: Send,
+        F: Fn(Option<String>) -> Fut + Send + Sync,
+        Fut: Future<Output = Result<T, StreamableHttpError<E>>> + Send,
     {
         let mut challenged = false;
         let mut stepped_up = false;
         loop {
-            let (token, round) = self.state.token().await?;
+            let (token, round) = self.token().await?;
             match call(token.clone()).await {
-                Err(HttpError::AuthRequired(challenge)) if !challenged => {
+                Err(StreamableHttpError::AuthRequired(challenge)) if !challenged => {
                     challenged = true;
-                    self.state
-                        .reauthorize(round, token.is_some(), &challenge.www_authenticate_header)
+                    self.reauthorize(round, token.is_some(), &challenge.www_authenticate_header)
                         .await?;
                 }
-                Err(HttpError::InsufficientScope(error)) if !stepped_up => {
+                Err(StreamableHttpError::InsufficientScope(error)) if !stepped_up => {
                     stepped_up = true;
-                    self.state.step_up(round, &required_scope(&error)).await?;
+                    self.step_up(round, &required_scope(&error)).await?;
                 }
                 answer => return answer,
             }
         }
-    }
-}
-
-impl<C: StreamableHttpClient + Sync> StreamableHttpClient for LoginClient<C> {
-    type Error = C::Error;
-
-    async fn post_message(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<StreamableHttpPostResponse, HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.post_message(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
-    }
-
-    async fn post_message_with_response_limits(
-        &self,
-        uri: Arc<str>,
-        message: ClientJsonRpcMessage,
-        session_id: Option<Arc<str>>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-        limits: StreamableHttpResponseLimits,
-    ) -> Result<StreamableHttpPostResponse, HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.post_message_with_response_limits(
-                uri.clone(),
-                message.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-                limits,
-            )
-        })
-        .await
-    }
-
-    async fn delete_session(
-        &self,
-        uri: Arc<str>,
-        session_id: Arc<str>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<(), HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.delete_session(
-                uri.clone(),
-                session_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
-    }
-
-    async fn get_stream(
-        &self,
-        uri: Arc<str>,
-        session_id: Option<Arc<str>>,
-        last_event_id: Option<String>,
-        _auth_header: Option<String>,
-        custom_headers: HashMap<HeaderName, HeaderValue>,
-    ) -> Result<BoxStream<'static, Result<Sse, SseError>>, HttpError<C::Error>> {
-        self.authorized(|token| {
-            self.inner.get_stream(
-                uri.clone(),
-                session_id.clone(),
-                last_event_id.clone(),
-                token,
-                custom_headers.clone(),
-            )
-        })
-        .await
     }
 }

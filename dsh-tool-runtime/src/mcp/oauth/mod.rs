@@ -8,6 +8,7 @@
 //! authorization code with PKCE for a person ([`McpOAuthLogin`]), whose browser step is an
 //! [`McpAuthorizer`] — [`McpLoopbackAuthorizer`] at the command line.
 
+mod bearer;
 mod credentials;
 mod login;
 mod loopback;
@@ -15,6 +16,6 @@ mod store;
 
 pub use credentials::McpClientCredentials;
 pub(crate) use credentials::authorize;
-pub(crate) use login::LoginClient;
+pub(crate) use login::login_client;
 pub use login::{McpAuthorizeError, McpAuthorizer, McpOAuthLogin};
 pub use loopback::McpLoopbackAuthorizer;
