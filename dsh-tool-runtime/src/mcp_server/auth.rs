@@ -195,10 +195,20 @@ fn bearer(headers: &HeaderMap) -> Option<&[u8]> {
 }
 
 fn unauthorized(challenge: &'static str, text: &'static str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from_static(text.as_bytes())).boxed());
-    *response.status_mut() = StatusCode::UNAUTHORIZED;
+    refusal_response(StatusCode::UNAUTHORIZED, challenge, text)
+}
+
+/// A plain-text refusal with its `WWW-Authenticate` challenge (none when `challenge` is empty
+/// or not a valid header value).
+pub(crate) fn refusal_response(status: StatusCode, challenge: &str, text: &str) -> Response<Body> {
+    let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
+    *response.status_mut() = status;
     let headers = response.headers_mut();
-    headers.insert(WWW_AUTHENTICATE, HeaderValue::from_static(challenge));
+    if let Ok(value) = HeaderValue::from_str(challenge)
+        && !challenge.is_empty()
+    {
+        headers.insert(WWW_AUTHENTICATE, value);
+    }
     headers.insert(
         CONTENT_TYPE,
         HeaderValue::from_static("text/plain; charset=utf-8"),

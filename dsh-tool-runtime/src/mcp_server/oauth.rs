@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
-use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
 use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
@@ -562,19 +562,7 @@ fn asymmetric(alg: Algorithm) -> bool {
 }
 
 fn answer(status: StatusCode, challenge: &str, text: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(challenge)
-        && !challenge.is_empty()
-    {
-        headers.insert(WWW_AUTHENTICATE, value);
-    }
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
+    super::auth::refusal_response(status, challenge, text)
 }
 
 #[cfg(test)]
