@@ -6,9 +6,10 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ResourceContents,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams,
 };
 use rmcp::service::{NotificationContext, RequestContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -18,6 +19,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{McpClientPeer, SessionLogLevel, log_level};
 use super::listing::{Listing, declares_object_output};
+use super::tasks::Tasks;
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::events::ToolEvent;
@@ -27,9 +29,11 @@ use crate::scope::AgentId;
 
 /// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
 pub(crate) struct McpHandler {
-    registry: Registry,
-    scope: Option<AgentId>,
+    pub(super) registry: Registry,
+    pub(super) scope: Option<AgentId>,
     options: Arc<McpServeOptions>,
+    /// The server's tasks, shared by every session: a task outlives the session that started it.
+    pub(super) tasks: Tasks,
     /// Shared by every session of one server, so call ids never repeat across sessions.
     calls: Arc<AtomicU64>,
     /// The level this session's client set with `logging/setLevel`.
@@ -52,6 +56,7 @@ impl McpHandler {
         McpHandler {
             registry,
             scope,
+            tasks: Tasks::new(options.tasks.clone()),
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
             log_level: SessionLogLevel::default(),
@@ -65,6 +70,7 @@ impl McpHandler {
             registry: self.registry.clone(),
             scope: self.scope.clone(),
             options: self.options.clone(),
+            tasks: self.tasks.clone(),
             calls: self.calls.clone(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
@@ -119,33 +125,42 @@ impl McpHandler {
     }
 
     fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
-        let mut content: Vec<McpContent> = result.content().iter().map(mcp_content).collect();
-        content.extend(
-            result
-                .additional_contexts()
-                .iter()
-                .flat_map(|context| context.content.iter().map(mcp_content)),
-        );
-        match result {
-            ToolResult::Failure { .. } => CallToolResult::error(content),
-            ToolResult::Success { value, .. } => {
-                let mut answer = CallToolResult::success(content);
-                let declared = self
-                    .registry
-                    .get(name, self.scope.as_ref())
-                    .as_ref()
-                    .is_some_and(declares_object_output);
-                if declared && value.is_object() {
-                    answer.structured_content = Some(value.clone());
-                }
-                answer
+        mcp_result(&self.registry, self.scope.as_ref(), name, result)
+    }
+}
+
+/// A call's result in MCP's form: content, `isError`, and `structuredContent` when the tool
+/// declares an object output.
+pub(super) fn mcp_result(
+    registry: &Registry,
+    scope: Option<&AgentId>,
+    name: &str,
+    result: &ToolResult,
+) -> CallToolResult {
+    let mut content: Vec<McpContent> = result.content().iter().map(mcp_content).collect();
+    content.extend(
+        result
+            .additional_contexts()
+            .iter()
+            .flat_map(|context| context.content.iter().map(mcp_content)),
+    );
+    match result {
+        ToolResult::Failure { .. } => CallToolResult::error(content),
+        ToolResult::Success { value, .. } => {
+            let mut answer = CallToolResult::success(content);
+            let declared = registry
+                .get(name, scope)
+                .as_ref()
+                .is_some_and(declares_object_output);
+            if declared && value.is_object() {
+                answer.structured_content = Some(value.clone());
             }
+            answer
         }
     }
 }
 
-/// Sends one progress notification for `event` when it belongs to the call `call_id`: a
-/// code-mode sub-call starting or settling, or progress a tool (an MCP server behind us) reported.
+/// Sends one progress notification for `event` when it belongs to the call `call_id`.
 async fn forward(
     event: &ToolEvent,
     call_id: &str,
@@ -153,6 +168,29 @@ async fn forward(
     peer: &Peer<RoleServer>,
     sent: &mut u64,
 ) {
+    let Some((progress, total, message)) = progress_of(event, call_id) else {
+        return;
+    };
+    *sent += 1;
+    let mut params =
+        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
+    if let Some(total) = total {
+        params = params.with_total(total);
+    }
+    if let Some(message) = message {
+        params = params.with_message(message);
+    }
+    // A client that went away cannot be told; the call still settles and answers.
+    let _ = peer.notify_progress(params).await;
+}
+
+/// The progress `event` reports for the call `call_id` (progress, total, message), if it is
+/// one of its: a code-mode sub-call starting or settling, or progress a tool (an MCP server
+/// behind us) reported.
+pub(super) fn progress_of(
+    event: &ToolEvent,
+    call_id: &str,
+) -> Option<(Option<f64>, Option<f64>, Option<String>)> {
     let sub_call = |id: &str| {
         id.strip_prefix(call_id)
             .is_some_and(|rest| rest.starts_with(":code:"))
@@ -183,19 +221,9 @@ async fn forward(
             message,
             ..
         } if sub_call(id) => (None, None, message.clone()),
-        _ => return,
+        _ => return None,
     };
-    *sent += 1;
-    let mut params =
-        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
-    if let Some(total) = total {
-        params = params.with_total(total);
-    }
-    if let Some(message) = message {
-        params = params.with_message(message);
-    }
-    // A client that went away cannot be told; the call still settles and answers.
-    let _ = peer.notify_progress(params).await;
+    Some((progress, total, message))
 }
 
 fn mcp_content(block: &ContentBlock) -> McpContent {
@@ -230,6 +258,7 @@ impl ServerHandler for McpHandler {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
+            .enable_tasks()
             .build();
         let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.options.server_name.clone(),
@@ -304,6 +333,22 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -312,16 +357,27 @@ impl ServerHandler for McpHandler {
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let name = request.name.to_string();
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // A task's call outlives this request: it gets a signal of its own (`tasks/cancel`).
+        let task = self.runs_as_task(&name, &context);
         // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for this
-        // request; the pipeline then settles the call as cancelled.
+        // request, or closes its stream (stateless HTTP); the pipeline then settles the call as
+        // cancelled.
+        let signal = if task {
+            CancellationToken::new()
+        } else {
+            context.ct.clone()
+        };
         let mut call = ToolCall::new(format!("mcp-{n}"), name.clone(), arguments)
-            .with_signal(context.ct.clone())
+            .with_signal(signal.clone())
             .with_client(ClientChannel::new(Arc::new(McpClientPeer {
                 peer: context.peer.clone(),
                 level: self.log_level.clone(),
             })));
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
+        }
+        if task {
+            return Ok(self.start_task(call, signal));
         }
         let result = match context.meta.get_progress_token() {
             Some(token) => self.execute_with_progress(call, token, &context.peer).await,

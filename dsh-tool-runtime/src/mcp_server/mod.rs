@@ -5,6 +5,9 @@
 //! both), paginated, and sends `notifications/tools/list_changed` when the registry changes.
 //! `tools/call` runs the full pipeline: `notifications/cancelled` cancels the call's signal,
 //! progress reaches clients that sent a progress token, and every failure is an `isError` result.
+//! Over streamable HTTP, a stateless (2026-07-28) client that closes a call's response stream has
+//! cancelled it (rmcp fires the same signal). `run_code` and tools that opt in run as tasks for
+//! clients that declare the `io.modelcontextprotocol/tasks` extension ([`McpTaskLimits`]).
 
 mod auth;
 mod client;
@@ -12,6 +15,7 @@ mod handler;
 mod http;
 mod listing;
 mod stdio;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -22,6 +26,7 @@ use crate::registry::Registry;
 use crate::scope::AgentId;
 pub use auth::McpHttpAuth;
 use handler::McpHandler;
+pub use tasks::McpTaskLimits;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
 #[derive(Debug)]
@@ -96,6 +101,9 @@ pub struct McpServeOptions {
     pub server_name: String,
     /// What streamable HTTP allows its clients (ignored over stdio).
     pub http: McpHttpLimits,
+    /// How long tasks live and how many may (`run_code` and tools that opt in, for clients
+    /// that declare the `io.modelcontextprotocol/tasks` extension).
+    pub tasks: McpTaskLimits,
 }
 
 impl Default for McpServeOptions {
@@ -104,6 +112,7 @@ impl Default for McpServeOptions {
             page_size: 100,
             server_name: "dsh-tools".to_owned(),
             http: McpHttpLimits::default(),
+            tasks: McpTaskLimits::default(),
         }
     }
 }
@@ -124,6 +133,12 @@ impl McpServeOptions {
     /// Sets [`McpServeOptions::http`].
     pub fn http_limits(mut self, limits: McpHttpLimits) -> Self {
         self.http = limits;
+        self
+    }
+
+    /// Sets [`McpServeOptions::tasks`].
+    pub fn task_limits(mut self, limits: McpTaskLimits) -> Self {
+        self.tasks = limits;
         self
     }
 }
