@@ -22,3 +22,5 @@ mod lists;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
+#[cfg(feature = "mcp-server")]
+mod tasks;
