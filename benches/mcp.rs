@@ -454,8 +454,12 @@ mod serve_http {
         (addr, token)
     }
 
-    async fn client(addr: SocketAddr, token: Option<&str>) -> RunningService<RoleClient, ClientConfig> {
-        let mut config = StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"));
+    async fn client(
+        addr: SocketAddr,
+        token: Option<&str>,
+    ) -> RunningService<RoleClient, ClientConfig> {
+        let mut config =
+            StreamableHttpClientTransportConfig::with_uri(format!("http://{addr}/mcp"));
         if let Some(token) = token {
             config = config.auth_header(token.to_owned());
         }
@@ -531,7 +535,13 @@ mod serve_http {
     /// sessions are initialized and left idle.
     fn idle_session_memory() {
         let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-tools"))
-            .args(["--builtin", "repo", "--root", env!("CARGO_MANIFEST_DIR"), "serve"])
+            .args([
+                "--builtin",
+                "repo",
+                "--root",
+                env!("CARGO_MANIFEST_DIR"),
+                "serve",
+            ])
             .args(["--http", "0", "--max-sessions", "1000"])
             .env_remove("DSH_TOOLS_AUTH_TOKEN")
             .stdin(std::process::Stdio::null())
@@ -567,7 +577,9 @@ mod serve_http {
         };
         let request = |session: Option<&str>, body: &str| -> String {
             let mut stream = TcpStream::connect(addr).unwrap();
-            stream.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+            stream
+                .set_read_timeout(Some(Duration::from_secs(60)))
+                .unwrap();
             let session = session
                 .map(|id| format!("mcp-session-id: {id}\r\n"))
                 .unwrap_or_default();

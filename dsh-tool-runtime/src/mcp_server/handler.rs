@@ -38,6 +38,9 @@ pub(crate) struct McpHandler {
     calls: Arc<AtomicU64>,
     /// The level this session's client set with `logging/setLevel`.
     log_level: SessionLogLevel,
+    /// The server `instructions` and the registry generation they were made at: rmcp asks for
+    /// them (`get_info`) on every request, and they come from the scope's model view.
+    instructions: Arc<parking_lot::Mutex<Option<(u64, Option<String>)>>>,
     stop: CancellationToken,
 }
 
@@ -60,6 +63,7 @@ impl McpHandler {
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
             log_level: SessionLogLevel::default(),
+            instructions: Arc::default(),
             stop: CancellationToken::new(),
         }
     }
@@ -73,6 +77,7 @@ impl McpHandler {
             tasks: self.tasks.clone(),
             calls: self.calls.clone(),
             log_level: SessionLogLevel::default(),
+            instructions: self.instructions.clone(),
             stop: CancellationToken::new(),
         }
     }
@@ -87,6 +92,23 @@ impl McpHandler {
             .await
             .map_err(|error| McpServeError::Transport(error.to_string()))?;
         Ok(())
+    }
+
+    /// The server `instructions` (the code-only rule in code mode), made again only after the
+    /// registry changed.
+    fn instructions(&self) -> Option<String> {
+        let generation = read(&self.registry.inner.state).changes.generation();
+        let mut cached = self.instructions.lock();
+        if let Some((at, instructions)) = &*cached
+            && *at == generation
+        {
+            return instructions.clone();
+        }
+        let instructions = Listing::of(&self.registry, self.scope.as_ref())
+            .ok()
+            .and_then(|listing| listing.instructions);
+        *cached = Some((generation, instructions.clone()));
+        instructions
     }
 
     fn listing(&self) -> Result<Listing, ErrorData> {
@@ -264,10 +286,7 @@ impl ServerHandler for McpHandler {
             self.options.server_name.clone(),
             env!("CARGO_PKG_VERSION"),
         ));
-        match Listing::of(&self.registry, self.scope.as_ref())
-            .ok()
-            .and_then(|listing| listing.instructions)
-        {
+        match self.instructions() {
             Some(instructions) => info.with_instructions(instructions),
             None => info,
         }
