@@ -302,7 +302,9 @@ async fn the_number_of_live_tasks_is_bounded() {
         panic!("a task for a client without the extension");
     };
     assert_eq!(result.is_error, Some(false), "{result:?}");
-    let _ = get(&client, &id).await;
+    // The release ended the task too.
+    let ended = poll_until(&client, &id, |task| task.task.status.is_terminal()).await;
+    assert_eq!(ended.task.status, TaskStatus::Completed, "{ended:?}");
 }
 
 /// A 2026-07-28 (stateless) `tools/call` written by hand, whose client then closes the

@@ -40,9 +40,12 @@ pub(crate) struct McpHandler {
     log_level: SessionLogLevel,
     /// The server `instructions` and the registry generation they were made at: rmcp asks for
     /// them (`get_info`) on every request, and they come from the scope's model view.
-    instructions: Arc<parking_lot::Mutex<Option<(u64, Option<String>)>>>,
+    instructions: Arc<parking_lot::Mutex<Option<CachedInstructions>>>,
     stop: CancellationToken,
 }
+
+/// The server `instructions` at one registry generation.
+type CachedInstructions = (u64, Option<String>);
 
 impl Drop for McpHandler {
     fn drop(&mut self) {
