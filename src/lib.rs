@@ -166,7 +166,7 @@ pub mod mcp {
     #[cfg(feature = "mcp-server")]
     #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
     pub use dsh_tool_runtime::mcp_server::{
-        McpHttpAuth, McpHttpLimits, McpServeError, McpServeOptions, McpTransport,
+        McpHttpAuth, McpHttpLimits, McpServeError, McpServeOptions, McpTaskLimits, McpTransport,
     };
     #[cfg(feature = "oauth")]
     #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]

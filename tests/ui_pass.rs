@@ -27,6 +27,9 @@ mod no_params;
 #[path = "../ui-tests/pass/plain-output.rs"]
 mod plain_output;
 
+#[path = "../ui-tests/pass/task.rs"]
+mod task;
+
 #[path = "../ui-tests/pass/tool-type.rs"]
 mod tool_type;
 
@@ -42,6 +45,11 @@ mod unit_output;
 #[test]
 fn tool_type() {
     tool_type::main();
+}
+
+#[test]
+fn task() {
+    task::main();
 }
 
 #[test]

@@ -478,6 +478,11 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
         }
     });
 
+    let task = attrs.task.as_ref().map(|task| {
+        let value = task.value;
+        quote!(const TASK: bool = #value;)
+    });
+
     let classifier = tool.attrs.concurrency_safe.as_ref().map(|safe| {
         let verdict = match safe {
             attr::ConcurrencySafe::Always => quote!(true),
@@ -503,6 +508,7 @@ fn expand_tool_impl(tool: &ToolFn) -> TokenStream {
             const DESCRIPTION: &'static str = #description;
             #timeout
             #annotations
+            #task
 
             fn call(
                 &self,

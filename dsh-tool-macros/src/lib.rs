@@ -131,6 +131,7 @@ use proc_macro::TokenStream;
 /// | `destructive` / `destructive = bool` | undeclared | MCP `destructiveHint`: updates may destroy data |
 /// | `idempotent` / `idempotent = bool` | undeclared | MCP `idempotentHint`: repeating a call has no further effect |
 /// | `open_world` / `open_world = bool` | undeclared | MCP `openWorldHint`: the tool reaches external entities |
+/// | `task` / `task = bool` | not a task | served over MCP, a call from a client that declares the `io.modelcontextprotocol/tasks` extension runs as a task: answered at once with a task id, then polled (`tasks/get`) and cancellable (`tasks/cancel`) |
 /// | `args = Ident` | `<CamelName>Args` | name of the generated arguments struct |
 /// | `crate = path` | `::dsh_tools` | path of the `dsh-tools` crate, for a renamed dependency |
 ///

@@ -33,6 +33,7 @@ pub const READ_ONLY: Symbol = Symbol("read_only");
 pub const DESTRUCTIVE: Symbol = Symbol("destructive");
 pub const IDEMPOTENT: Symbol = Symbol("idempotent");
 pub const OPEN_WORLD: Symbol = Symbol("open_world");
+pub const TASK: Symbol = Symbol("task");
 
 /// The `#[tool(...)]` keys, in the order error messages list them.
 pub const TOOL_KEYS: &[Symbol] = &[
@@ -51,6 +52,7 @@ pub const TOOL_KEYS: &[Symbol] = &[
     DESTRUCTIVE,
     IDEMPOTENT,
     OPEN_WORLD,
+    TASK,
     ARGS,
     CRATE,
 ];

@@ -74,6 +74,8 @@ struct Inner {
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
+    /// Served over MCP, a call may run as a task.
+    task: bool,
     /// The body only observes its signal, never cancels it (see
     /// [`ToolDefinitionBuilder::body_leaves_signal_alone`]).
     leaves_signal_alone: bool,
@@ -390,6 +392,7 @@ impl ToolDefinition {
                         .and_then(|typed| T::present_call(&typed))
                 })),
                 annotations: T::ANNOTATIONS.map(ToolAnnotations::from),
+                task: T::TASK,
                 // A tool body is the author's code: it may cancel its own signal.
                 leaves_signal_alone: false,
             }),
@@ -410,6 +413,7 @@ impl ToolDefinition {
             finalize: None,
             present_call: None,
             annotations: None,
+            task: false,
             coerce_non_object: false,
             output_checked_by_handler: false,
             leaves_signal_alone: false,
@@ -538,6 +542,15 @@ impl ToolDefinition {
     pub fn annotations(&self) -> Option<&ToolAnnotations> {
         self.inner.annotations.as_ref()
     }
+
+    /// Whether a call served over MCP may run as a task (the `io.modelcontextprotocol/tasks`
+    /// extension): when the client declares the extension, `tools/call` answers at once with a
+    /// task that `tasks/get` polls and `tasks/cancel` cancels through the call's signal. Set by
+    /// `#[tool(task)]` ([`Tool::TASK`](crate::Tool::TASK)) or
+    /// [`ToolDefinitionBuilder::task_support`]; `run_code` always is one.
+    pub fn supports_tasks(&self) -> bool {
+        self.inner.task
+    }
 }
 
 /// Builds a [`ToolDefinition`] from a raw JSON Schema and a JSON handler.
@@ -556,6 +569,7 @@ pub struct ToolDefinitionBuilder {
     finalize: Option<Box<FinalizeFn>>,
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
+    task: bool,
     coerce_non_object: bool,
     output_checked_by_handler: bool,
     leaves_signal_alone: bool,
@@ -567,6 +581,12 @@ impl ToolDefinitionBuilder {
     /// themselves (pair `read_only_hint` with [`concurrency_safe`](Self::concurrency_safe)).
     pub fn annotations(mut self, annotations: ToolAnnotations) -> Self {
         self.annotations = Some(annotations);
+        self
+    }
+
+    /// Lets a call served over MCP run as a task (see [`ToolDefinition::supports_tasks`]).
+    pub fn task_support(mut self) -> Self {
+        self.task = true;
         self
     }
 
@@ -779,6 +799,7 @@ impl ToolDefinitionBuilder {
                 finalize: self.finalize,
                 present_call: self.present_call,
                 annotations: self.annotations,
+                task: self.task,
                 leaves_signal_alone: self.leaves_signal_alone,
             }),
         })

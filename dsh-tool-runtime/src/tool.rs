@@ -95,6 +95,10 @@ pub trait Tool: Send + Sync + 'static {
     /// The MCP behaviour hints and title the tool declares (`#[tool(read_only, title = "…")]`);
     /// served to MCP hosts as declared, and nothing when `None`.
     const ANNOTATIONS: Option<crate::annotations::DeclaredAnnotations> = None;
+    /// Served over MCP, a call may run as a task (the `io.modelcontextprotocol/tasks`
+    /// extension): a client that declares the extension gets a task id at once and polls for
+    /// the result. `#[tool(task)]` sets it; see [`ToolDefinition::supports_tasks`](crate::ToolDefinition::supports_tasks).
+    const TASK: bool = false;
 
     /// Runs the body.
     fn call(

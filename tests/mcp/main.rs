@@ -28,3 +28,5 @@ mod oauth;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
+#[cfg(feature = "mcp-server")]
+mod tasks;

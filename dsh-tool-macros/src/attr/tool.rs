@@ -46,6 +46,8 @@ pub struct Tool {
     pub destructive: Option<Hint>,
     pub idempotent: Option<Hint>,
     pub open_world: Option<Hint>,
+    /// `#[tool(task)]`: served over MCP, a call may run as a task.
+    pub task: Option<Hint>,
     pub args: Option<Ident>,
     pub krate: Option<Path>,
     /// An unknown key was a near miss of `description` (already reported).
@@ -70,6 +72,7 @@ fn tool_syntax(key: Symbol) -> &'static str {
         DESTRUCTIVE => "destructive` or `destructive = false",
         IDEMPOTENT => "idempotent` or `idempotent = false",
         OPEN_WORLD => "open_world` or `open_world = false",
+        TASK => "task` or `task = false",
         ARGS => "args = MyToolArgs",
         _ => "crate = dsh_tools",
     }
@@ -94,6 +97,7 @@ impl Tool {
         let mut destructive = Attr::none(cx, TOOL_ARGUMENT, DESTRUCTIVE);
         let mut idempotent = Attr::none(cx, TOOL_ARGUMENT, IDEMPOTENT);
         let mut open_world = Attr::none(cx, TOOL_ARGUMENT, OPEN_WORLD);
+        let mut task = Attr::none(cx, TOOL_ARGUMENT, TASK);
         let mut args = Attr::none(cx, TOOL_ARGUMENT, ARGS);
         let mut krate = Attr::none(cx, TOOL_ARGUMENT, CRATE);
         let mut description_misspelt = false;
@@ -128,12 +132,13 @@ impl Tool {
                 // #[tool(allow_unknown)]
                 (Meta::Path(path), ALLOW_UNKNOWN) => allow_unknown.set(path, path.clone()),
                 // #[tool(read_only)], and the other hints alike
-                (Meta::Path(path), READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD) => {
+                (Meta::Path(path), READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD | TASK) => {
                     let slot = match key {
                         READ_ONLY => &mut read_only,
                         DESTRUCTIVE => &mut destructive,
                         IDEMPOTENT => &mut idempotent,
-                        _ => &mut open_world,
+                        OPEN_WORLD => &mut open_world,
+                        _ => &mut task,
                     };
                     slot.set(
                         path,
@@ -189,12 +194,13 @@ impl Tool {
                             None => malformed(cx, value, TOOL, key, syntax),
                         },
                         // #[tool(open_world = false)], and the other hints alike
-                        READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD => {
+                        READ_ONLY | DESTRUCTIVE | IDEMPOTENT | OPEN_WORLD | TASK => {
                             let slot = match key {
                                 READ_ONLY => &mut read_only,
                                 DESTRUCTIVE => &mut destructive,
                                 IDEMPOTENT => &mut idempotent,
-                                _ => &mut open_world,
+                                OPEN_WORLD => &mut open_world,
+                                _ => &mut task,
                             };
                             match lit_bool(value) {
                                 Some(flag) => slot.set(
@@ -247,6 +253,7 @@ impl Tool {
             destructive: destructive.get(),
             idempotent: idempotent.get(),
             open_world: open_world.get(),
+            task: task.get(),
             args: args.get(),
             krate: krate.get(),
             description_misspelt,

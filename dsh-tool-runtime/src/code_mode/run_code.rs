@@ -91,6 +91,8 @@ pub(crate) fn definition(
     let built = ToolDefinition::builder(RUN_CODE)
         .description(description(language))
         .parameters(parameters(language))
+        // A program may run for minutes: served over MCP, it can be a task.
+        .task_support()
         .output_schema(json!({
             "type": "object",
             "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}},

@@ -7,10 +7,10 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, ContentBlock as McpContent,
-    Implementation, ListToolsResult, PaginatedRequestParams, ProgressNotificationParam,
-    ProgressToken, ProtocolVersion, ResourceContents, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -23,6 +23,7 @@ use super::client::{McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::{Listing, declares_object_output};
 use super::rounds::{RoundCall, Rounds, Turn};
+use super::tasks::Tasks;
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::events::ToolEvent;
@@ -35,9 +36,11 @@ type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
 
 /// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
 pub(crate) struct McpHandler {
-    registry: Registry,
-    scope: Option<AgentId>,
+    pub(super) registry: Registry,
+    pub(super) scope: Option<AgentId>,
     options: Arc<McpServeOptions>,
+    /// The server's tasks, shared by every session: a task outlives the session that started it.
+    pub(super) tasks: Tasks,
     /// Shared by every session of one server, so call ids never repeat across sessions.
     calls: Arc<AtomicU64>,
     /// The level this session's client set with `logging/setLevel`.
@@ -45,8 +48,14 @@ pub(crate) struct McpHandler {
     /// Calls waiting for a 2026-07-28 client's answers, shared by every session of one server
     /// (a stateless client's retry may arrive on any).
     rounds: Arc<Rounds>,
+    /// The server `instructions` and the registry generation they were made at: rmcp asks for
+    /// them (`get_info`) on every request, and they come from the scope's model view.
+    instructions: Arc<parking_lot::Mutex<Option<CachedInstructions>>>,
     stop: CancellationToken,
 }
+
+/// The server `instructions` at one registry generation.
+type CachedInstructions = (u64, Option<String>);
 
 impl Drop for McpHandler {
     fn drop(&mut self) {
@@ -63,9 +72,11 @@ impl McpHandler {
         McpHandler {
             registry,
             scope,
+            tasks: Tasks::new(options.tasks.clone()),
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
             rounds: Arc::default(),
+            instructions: Arc::default(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
@@ -78,7 +89,9 @@ impl McpHandler {
             scope: self.scope.clone(),
             options: self.options.clone(),
             calls: self.calls.clone(),
+            tasks: self.tasks.clone(),
             rounds: self.rounds.clone(),
+            instructions: self.instructions.clone(),
             log_level: SessionLogLevel::default(),
             stop: CancellationToken::new(),
         }
@@ -94,6 +107,23 @@ impl McpHandler {
             .await
             .map_err(|error| McpServeError::Transport(error.to_string()))?;
         Ok(())
+    }
+
+    /// The server `instructions` (the code-only rule in code mode), made again only after the
+    /// registry changed.
+    fn instructions(&self) -> Option<String> {
+        let generation = read(&self.registry.inner.state).changes.generation();
+        let mut cached = self.instructions.lock();
+        if let Some((at, instructions)) = &*cached
+            && *at == generation
+        {
+            return instructions.clone();
+        }
+        let instructions = Listing::of(&self.registry, self.scope.as_ref())
+            .ok()
+            .and_then(|listing| listing.instructions);
+        *cached = Some((generation, instructions.clone()));
+        instructions
     }
 
     /// Watches the registry until `stop` fires or `notify` fails, calling `notify` whenever the
@@ -145,27 +175,37 @@ impl McpHandler {
     }
 
     fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
-        let mut content: Vec<McpContent> = result.content().iter().map(mcp_content).collect();
-        content.extend(
-            result
-                .additional_contexts()
-                .iter()
-                .flat_map(|context| context.content.iter().map(mcp_content)),
-        );
-        match result {
-            ToolResult::Failure { .. } => CallToolResult::error(content),
-            ToolResult::Success { value, .. } => {
-                let mut answer = CallToolResult::success(content);
-                let declared = self
-                    .registry
-                    .get(name, self.scope.as_ref())
-                    .as_ref()
-                    .is_some_and(declares_object_output);
-                if declared && value.is_object() {
-                    answer.structured_content = Some(value.clone());
-                }
-                answer
+        mcp_result(&self.registry, self.scope.as_ref(), name, result)
+    }
+}
+
+/// A call's result in MCP's form: content, `isError`, and `structuredContent` when the tool
+/// declares an object output.
+pub(super) fn mcp_result(
+    registry: &Registry,
+    scope: Option<&AgentId>,
+    name: &str,
+    result: &ToolResult,
+) -> CallToolResult {
+    let mut content: Vec<McpContent> = result.content().iter().map(mcp_content).collect();
+    content.extend(
+        result
+            .additional_contexts()
+            .iter()
+            .flat_map(|context| context.content.iter().map(mcp_content)),
+    );
+    match result {
+        ToolResult::Failure { .. } => CallToolResult::error(content),
+        ToolResult::Success { value, .. } => {
+            let mut answer = CallToolResult::success(content);
+            let declared = registry
+                .get(name, scope)
+                .as_ref()
+                .is_some_and(declares_object_output);
+            if declared && value.is_object() {
+                answer.structured_content = Some(value.clone());
             }
+            answer
         }
     }
 }
@@ -200,8 +240,7 @@ async fn execute_with_progress(
     result
 }
 
-/// Sends one progress notification for `event` when it belongs to the call `call_id`: a
-/// code-mode sub-call starting or settling, or progress a tool (an MCP server behind us) reported.
+/// Sends one progress notification for `event` when it belongs to the call `call_id`.
 async fn forward(
     event: &ToolEvent,
     call_id: &str,
@@ -209,6 +248,29 @@ async fn forward(
     peer: &Peer<RoleServer>,
     sent: &mut u64,
 ) {
+    let Some((progress, total, message)) = progress_of(event, call_id) else {
+        return;
+    };
+    *sent += 1;
+    let mut params =
+        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
+    if let Some(total) = total {
+        params = params.with_total(total);
+    }
+    if let Some(message) = message {
+        params = params.with_message(message);
+    }
+    // A client that went away cannot be told; the call still settles and answers.
+    let _ = peer.notify_progress(params).await;
+}
+
+/// The progress `event` reports for the call `call_id` (progress, total, message), if it is
+/// one of its: a code-mode sub-call starting or settling, or progress a tool (an MCP server
+/// behind us) reported.
+pub(super) fn progress_of(
+    event: &ToolEvent,
+    call_id: &str,
+) -> Option<(Option<f64>, Option<f64>, Option<String>)> {
     let sub_call = |id: &str| {
         id.strip_prefix(call_id)
             .is_some_and(|rest| rest.starts_with(":code:"))
@@ -239,19 +301,9 @@ async fn forward(
             message,
             ..
         } if sub_call(id) => (None, None, message.clone()),
-        _ => return,
+        _ => return None,
     };
-    *sent += 1;
-    let mut params =
-        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
-    if let Some(total) = total {
-        params = params.with_total(total);
-    }
-    if let Some(message) = message {
-        params = params.with_message(message);
-    }
-    // A client that went away cannot be told; the call still settles and answers.
-    let _ = peer.notify_progress(params).await;
+    Some((progress, total, message))
 }
 
 fn mcp_content(block: &ContentBlock) -> McpContent {
@@ -286,15 +338,13 @@ impl ServerHandler for McpHandler {
             .enable_tools()
             .enable_tool_list_changed()
             .enable_logging()
+            .enable_tasks()
             .build();
         let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
             self.options.server_name.clone(),
             env!("CARGO_PKG_VERSION"),
         ));
-        match Listing::of(&self.registry, self.scope.as_ref())
-            .ok()
-            .and_then(|listing| listing.instructions)
-        {
+        match self.instructions() {
             Some(instructions) => info.with_instructions(instructions),
             None => info,
         }
@@ -373,6 +423,22 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        self.tasks.get(&request.task_id)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.cancel(&request.task_id)
+    }
+
     async fn call_tool(
         &self,
         request: CallToolRequestParams,
@@ -406,10 +472,14 @@ impl ServerHandler for McpHandler {
         }
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // A task's call outlives this request: it runs with a signal of its own
+        // (`tasks/cancel`), and its client has no rounds to answer in.
+        let task = self.runs_as_task(&name, &context);
         // 2026-07-28 forbids requests to the client during a call: they become rounds.
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let modern = !task
+            && context
+                .protocol_version()
+                .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
         let (rounds, asks) = if modern {
             let (sender, receiver) = mpsc::channel(16);
             (Some(sender), Some(receiver))
@@ -426,6 +496,10 @@ impl ServerHandler for McpHandler {
             ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
+        }
+        if task {
+            let signal = CancellationToken::new();
+            return Ok(self.start_task(call.with_signal(signal.clone()), signal));
         }
         let (call, durable_id) = match &self.options.journal {
             Some(journal) => durable::make_durable(&journal.0, call),

@@ -5,6 +5,9 @@
 //! both), paginated, and sends `notifications/tools/list_changed` when the registry changes.
 //! `tools/call` runs the full pipeline: `notifications/cancelled` cancels the call's signal,
 //! progress reaches clients that sent a progress token, and every failure is an `isError` result.
+//! Over streamable HTTP, a stateless (2026-07-28) client that closes a call's response stream has
+//! cancelled it (rmcp fires the same signal). `run_code` and tools that opt in run as tasks for
+//! clients that declare the `io.modelcontextprotocol/tasks` extension ([`McpTaskLimits`]).
 
 mod auth;
 mod client;
@@ -16,6 +19,7 @@ mod listing;
 mod oauth;
 mod rounds;
 mod stdio;
+mod tasks;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -29,6 +33,7 @@ use handler::McpHandler;
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use oauth::McpOAuthResource;
+pub use tasks::McpTaskLimits;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
 #[derive(Debug)]
@@ -105,6 +110,9 @@ pub struct McpServeOptions {
     pub http: McpHttpLimits,
     /// Where served `run_code` calls are journaled ([`McpServeOptions::journal`]).
     pub(crate) journal: Option<durable::ServedJournal>,
+    /// How long tasks live and how many may (`run_code` and tools that opt in, for clients
+    /// that declare the `io.modelcontextprotocol/tasks` extension).
+    pub tasks: McpTaskLimits,
 }
 
 impl Default for McpServeOptions {
@@ -114,6 +122,7 @@ impl Default for McpServeOptions {
             server_name: "dsh-tools".to_owned(),
             http: McpHttpLimits::default(),
             journal: None,
+            tasks: McpTaskLimits::default(),
         }
     }
 }
@@ -149,6 +158,12 @@ impl McpServeOptions {
     /// `Registry::approve_run` / `deny_run` and `dsh-tools runs` take.
     pub fn journal(mut self, store: std::sync::Arc<dyn crate::durable::JournalStore>) -> Self {
         self.journal = Some(durable::ServedJournal(store));
+        self
+    }
+
+    /// Sets [`McpServeOptions::tasks`].
+    pub fn task_limits(mut self, limits: McpTaskLimits) -> Self {
+        self.tasks = limits;
         self
     }
 }

@@ -179,6 +179,12 @@ impl Changes {
     pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.0.subscribe()
     }
+
+    /// The current generation: it differs after any write.
+    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
+    pub(crate) fn generation(&self) -> u64 {
+        *self.0.borrow()
+    }
 }
 
 pub(crate) fn read(lock: &RwLock<State>) -> RwLockReadGuard<'_, State> {

@@ -1,0 +1,613 @@
+//! Long calls as MCP tasks: the `io.modelcontextprotocol/tasks` extension on rmcp's model and
+//! dispatch. rmcp answers `tasks/*` only to clients that declared the extension and refuses a
+//! task to a `tools/call` that did not; this file keeps the tasks.
+//!
+//! The store is ours rather than rmcp's `TaskManager`, which measures a task's TTL on the system
+//! clock and only when some request arrives: here each task has one timer on tokio's clock (it
+//! expires with nobody polling, and tests pause time instead of sleeping), and the number of
+//! live tasks is bounded.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::sync::{Arc, Weak};
+use std::time::Duration;
+
+use parking_lot::Mutex;
+use rmcp::model::{
+    CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
+    JsonObject, Task, TaskPayload, TaskStatus,
+};
+use rmcp::service::RequestContext;
+use rmcp::task_manager::current_timestamp;
+use rmcp::{ErrorData, RoleServer};
+use tokio::sync::broadcast::error::RecvError;
+use tokio::time::{Instant, sleep_until};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::AbortOnDropHandle;
+
+use super::handler::{McpHandler, mcp_result, progress_of};
+use crate::call::ToolCall;
+use crate::events::ToolEvent;
+use crate::registry::Registry;
+use crate::result::ToolResult;
+
+/// How [`Registry::serve_mcp`](crate::Registry::serve_mcp) keeps tasks: calls of `run_code` and
+/// of tools that opt in (`#[tool(task)]`,
+/// [`ToolDefinition::supports_tasks`](crate::ToolDefinition::supports_tasks)) from a client that
+/// declares the `io.modelcontextprotocol/tasks` extension. Such a `tools/call` is answered at
+/// once with a task (`resultType: "task"`); `tasks/get` reports its status, with the call's
+/// progress as `statusMessage`, and its result once done; `tasks/cancel` cancels the call's
+/// signal (a program's process is killed). Tasks belong to the server, not to the HTTP
+/// connection or session that started them: any authenticated client that knows a task's id
+/// (a random UUID) can poll or cancel it.
+#[derive(Debug, Clone)]
+#[non_exhaustive]
+pub struct McpTaskLimits {
+    /// How long a task lives, from its creation (at least 1 ms; default 5 minutes, sent as
+    /// `ttlMs`). A finished task's result is kept until then; a task still working then has its
+    /// call cancelled and ends `failed` ("task expired"), kept one more TTL so a poller learns
+    /// it. Past that, `tasks/get` answers `-32602` (unknown task).
+    pub ttl: Duration,
+    /// Tasks live at once, working or keeping a result (at least 1; default 64). A call that
+    /// would make one more is answered with an `isError` result saying so, and runs not.
+    pub max_live: usize,
+    /// The polling interval suggested to clients (`pollIntervalMs`; default 1 s).
+    pub poll_interval: Duration,
+}
+
+impl Default for McpTaskLimits {
+    fn default() -> Self {
+        McpTaskLimits {
+            ttl: Duration::from_millis(rmcp::task_manager::DEFAULT_TASK_TTL_MS),
+            max_live: 64,
+            poll_interval: Duration::from_millis(rmcp::task_manager::DEFAULT_POLL_INTERVAL_MS),
+        }
+    }
+}
+
+impl McpTaskLimits {
+    /// Sets [`McpTaskLimits::ttl`] (below 1 ms counts as 1 ms).
+    pub fn ttl(mut self, ttl: Duration) -> Self {
+        self.ttl = ttl.max(Duration::from_millis(1));
+        self
+    }
+
+    /// Sets [`McpTaskLimits::max_live`] (0 counts as 1).
+    pub fn max_live(mut self, tasks: usize) -> Self {
+        self.max_live = tasks.max(1);
+        self
+    }
+
+    /// Sets [`McpTaskLimits::poll_interval`].
+    pub fn poll_interval(mut self, interval: Duration) -> Self {
+        self.poll_interval = interval;
+        self
+    }
+}
+
+/// The tasks of one server, shared by all its sessions. Cheap to clone.
+#[derive(Clone)]
+pub(crate) struct Tasks {
+    shared: Arc<Shared>,
+}
+
+struct Shared {
+    limits: McpTaskLimits,
+    entries: Mutex<HashMap<String, Entry>>,
+}
+
+struct Entry {
+    task: Task,
+    payload: TaskPayload,
+    /// The call's signal: `tasks/cancel` and expiry cancel it.
+    signal: CancellationToken,
+    cancel_requested: bool,
+    /// Runs the call, then ends the entry; dropping the entry (the server gone) stops it.
+    driver: Option<AbortOnDropHandle<()>>,
+}
+
+/// A running task's way to report: its `statusMessage`.
+pub(crate) struct TaskStatusSink {
+    id: String,
+    shared: Weak<Shared>,
+}
+
+impl TaskStatusSink {
+    /// Sets the task's `statusMessage` while it works.
+    pub(crate) fn set(&self, message: String) {
+        if let Some(shared) = self.shared.upgrade()
+            && let Some(entry) = shared.entries.lock().get_mut(&self.id)
+            && entry.payload == TaskPayload::Working
+        {
+            entry.task.status_message = Some(message);
+            entry.task.last_updated_at = current_timestamp();
+        }
+    }
+}
+
+/// How a task's call ended, as the driver saw it.
+enum Settled {
+    Finished(CallToolResult),
+    Expired,
+}
+
+impl Tasks {
+    pub(crate) fn new(limits: McpTaskLimits) -> Tasks {
+        Tasks {
+            shared: Arc::new(Shared {
+                limits,
+                entries: Mutex::new(HashMap::new()),
+            }),
+        }
+    }
+
+    /// Starts `operation` as a task whose call listens to `signal`, and answers with the task.
+    ///
+    /// # Errors
+    /// The message for the client when [`McpTaskLimits::max_live`] tasks are live already, or
+    /// the random source for its id failed.
+    pub(crate) fn spawn<F, Fut>(
+        &self,
+        signal: CancellationToken,
+        operation: F,
+    ) -> Result<CreateTaskResult, String>
+    where
+        F: FnOnce(TaskStatusSink) -> Fut,
+        Fut: Future<Output = CallToolResult> + Send + 'static,
+    {
+        let limits = &self.shared.limits;
+        let id = uuid_v4().map_err(|error| {
+            format!("no task id: the operating system's random source failed: {error}")
+        })?;
+        let now = current_timestamp();
+        let mut task = Task::new(id.clone(), TaskStatus::Working, now.clone(), now);
+        task.ttl_ms = Some(limits.ttl.as_millis().try_into().unwrap_or(u64::MAX));
+        task.poll_interval_ms = Some(
+            limits
+                .poll_interval
+                .as_millis()
+                .try_into()
+                .unwrap_or(u64::MAX),
+        );
+        {
+            let mut entries = self.shared.entries.lock();
+            if entries.len() >= limits.max_live {
+                return Err(format!(
+                    "too many live tasks (limit {}): a task stays live while it works and keeps \
+                     its result until its TTL of {} ms has passed; fetch results with \
+                     tasks/get and retry later, or call without the tasks extension",
+                    limits.max_live,
+                    limits.ttl.as_millis()
+                ));
+            }
+            entries.insert(
+                id.clone(),
+                Entry {
+                    task: task.clone(),
+                    payload: TaskPayload::Working,
+                    signal: signal.clone(),
+                    cancel_requested: false,
+                    driver: None,
+                },
+            );
+        }
+        let operation = operation(TaskStatusSink {
+            id: id.clone(),
+            shared: Arc::downgrade(&self.shared),
+        });
+        let driver = tokio::spawn(drive(
+            Arc::downgrade(&self.shared),
+            id.clone(),
+            limits.ttl,
+            signal,
+            operation,
+        ));
+        if let Some(entry) = self.shared.entries.lock().get_mut(&id) {
+            entry.driver = Some(AbortOnDropHandle::new(driver));
+        }
+        Ok(CreateTaskResult::new(task))
+    }
+
+    /// `tasks/get`: the task's state, with its result or error once it ended.
+    ///
+    /// # Errors
+    /// `-32602` for a task that never was or whose TTL passed.
+    pub(crate) fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
+        let entries = self.shared.entries.lock();
+        let entry = entries.get(id).ok_or_else(|| unknown(id))?;
+        Ok(GetTaskResult::new(DetailedTask::new(
+            entry.task.clone(),
+            entry.payload.clone(),
+        )))
+    }
+
+    /// `tasks/cancel`: cancels the call's signal; the task ends `cancelled` once the call
+    /// settles as a failure (a call that completes anyway ends `completed`). An ended task is
+    /// left as it is.
+    ///
+    /// # Errors
+    /// `-32602` for a task that never was or whose TTL passed.
+    pub(crate) fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+        let mut entries = self.shared.entries.lock();
+        let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        if entry.payload == TaskPayload::Working {
+            entry.cancel_requested = true;
+            entry.task.status_message = Some("cancelling".to_owned());
+            entry.task.last_updated_at = current_timestamp();
+            entry.signal.cancel();
+        }
+        Ok(())
+    }
+}
+
+/// Runs one task's call until it settles or its TTL passes, records the outcome, and removes
+/// the task when its retention ends.
+async fn drive(
+    shared: Weak<Shared>,
+    id: String,
+    ttl: Duration,
+    signal: CancellationToken,
+    operation: impl Future<Output = CallToolResult>,
+) {
+    let expires = Instant::now() + ttl;
+    tokio::pin!(operation);
+    let retained_until = tokio::select! {
+        result = &mut operation => {
+            settle(&shared, &id, Settled::Finished(result));
+            expires
+        }
+        () = sleep_until(expires) => {
+            settle(&shared, &id, Settled::Expired);
+            signal.cancel();
+            // The call settles through its signal (a program's process is killed); its
+            // result is no one's any more.
+            operation.await;
+            expires + ttl
+        }
+    };
+    sleep_until(retained_until).await;
+    if let Some(shared) = shared.upgrade() {
+        // Dropped outside the lock: the entry holds this driver's own handle.
+        let entry = shared.entries.lock().remove(&id);
+        drop(entry);
+    }
+}
+
+fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    let mut entries = shared.entries.lock();
+    let Some(entry) = entries.get_mut(id) else {
+        return;
+    };
+    entry.payload = match settled {
+        Settled::Finished(result) if entry.cancel_requested && result.is_error == Some(true) => {
+            TaskPayload::Cancelled
+        }
+        Settled::Finished(result) => TaskPayload::Completed {
+            result: object(&result),
+        },
+        Settled::Expired => TaskPayload::Failed {
+            error: object(&ErrorData::internal_error(
+                format!(
+                    "task expired: its TTL of {} ms passed before it finished; its call was \
+                     cancelled",
+                    entry.task.ttl_ms.unwrap_or_default()
+                ),
+                None,
+            )),
+        },
+    };
+    entry.task.status = entry.payload.status();
+    entry.task.status_message = None;
+    entry.task.last_updated_at = current_timestamp();
+}
+
+fn object(value: &impl serde::Serialize) -> JsonObject {
+    match serde_json::to_value(value) {
+        Ok(serde_json::Value::Object(map)) => map,
+        _ => JsonObject::new(),
+    }
+}
+
+fn unknown(id: &str) -> ErrorData {
+    ErrorData::invalid_params(
+        format!("unknown task \"{id}\": no such task, or its TTL has passed"),
+        None,
+    )
+}
+
+/// A random (version 4) UUID from the operating system's CSPRNG: a task id others cannot guess.
+fn uuid_v4() -> Result<String, getrandom::Error> {
+    let mut bytes = [0u8; 16];
+    getrandom::fill(&mut bytes)?;
+    bytes[6] = (bytes[6] & 0x0f) | 0x40;
+    bytes[8] = (bytes[8] & 0x3f) | 0x80;
+    let hex: String = bytes.iter().map(|byte| format!("{byte:02x}")).collect();
+    Ok(format!(
+        "{}-{}-{}-{}-{}",
+        &hex[..8],
+        &hex[8..12],
+        &hex[12..16],
+        &hex[16..20],
+        &hex[20..]
+    ))
+}
+
+impl McpHandler {
+    /// Whether `tools/call` of `name` becomes a task: the tool supports it and the request's
+    /// client declared the extension (per request, or at `initialize`).
+    pub(super) fn runs_as_task(&self, name: &str, context: &RequestContext<RoleServer>) -> bool {
+        context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks())
+            && self
+                .registry
+                .get(name, self.scope.as_ref())
+                .is_some_and(|definition| definition.supports_tasks())
+    }
+
+    /// Starts `call` (listening to `signal`) as a task: the task at once, or an `isError`
+    /// result when no task can be made.
+    pub(super) fn start_task(&self, call: ToolCall, signal: CancellationToken) -> CallToolResponse {
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        let started = self.tasks.spawn(signal, move |status| async move {
+            let name = call.name.clone();
+            let result = execute_reporting(&registry, call, &status).await;
+            mcp_result(&registry, scope.as_ref(), &name, &result)
+        });
+        match started {
+            Ok(task) => CallToolResponse::Task(task),
+            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]).into(),
+        }
+    }
+}
+
+/// Runs `call`, mirroring its progress into the task's `statusMessage`.
+async fn execute_reporting(
+    registry: &Registry,
+    call: ToolCall,
+    status: &TaskStatusSink,
+) -> ToolResult {
+    let call_id = call.call_id.clone();
+    let mut events = registry.subscribe();
+    let execution = registry.execute(call);
+    tokio::pin!(execution);
+    let report = |event: &ToolEvent| {
+        if let Some((progress, total, message)) = progress_of(event, &call_id) {
+            status.set(match (message, progress, total) {
+                (Some(message), ..) => message,
+                (None, Some(progress), Some(total)) => format!("{progress}/{total}"),
+                (None, Some(progress), None) => format!("{progress}"),
+                (None, None, _) => "working".to_owned(),
+            });
+        }
+    };
+    loop {
+        tokio::select! {
+            biased;
+            result = &mut execution => break result,
+            event = events.recv() => match event {
+                Ok(event) => report(&event),
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break execution.await,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    //! The store on tokio's paused clock: each `sleep` below moves virtual time to just past a
+    //! deadline, and every task woken by then runs before the test goes on.
+
+    use super::*;
+    use rmcp::model::ErrorCode;
+    use tokio::time::sleep;
+
+    const TTL: Duration = Duration::from_millis(1_000);
+    const MS: Duration = Duration::from_millis(1);
+
+    fn tasks(max_live: usize) -> Tasks {
+        Tasks::new(McpTaskLimits::default().ttl(TTL).max_live(max_live))
+    }
+
+    fn text(text: &str) -> CallToolResult {
+        CallToolResult::success(vec![ContentBlock::text(text.to_owned())])
+    }
+
+    /// A call that settles as a failure once its signal is cancelled, as the pipeline does.
+    fn until_cancelled(signal: &CancellationToken) -> impl Future<Output = CallToolResult> + use<> {
+        let signal = signal.clone();
+        async move {
+            signal.cancelled().await;
+            CallToolResult::error(vec![ContentBlock::text("cancelled".to_owned())])
+        }
+    }
+
+    fn status(tasks: &Tasks, id: &str) -> TaskStatus {
+        tasks.get(id).unwrap().task.status()
+    }
+
+    fn assert_unknown(tasks: &Tasks, id: &str) {
+        let error = tasks.get(id).unwrap_err();
+        assert_eq!(error.code, ErrorCode::INVALID_PARAMS);
+        assert!(error.message.contains("unknown task"), "{error:?}");
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_result_is_kept_until_the_ttl_then_forgotten() {
+        let tasks = tasks(4);
+        let created = tasks
+            .spawn(CancellationToken::new(), |_| async { text("done") })
+            .unwrap();
+        assert_eq!(created.task.status, TaskStatus::Working);
+        assert_eq!(created.task.ttl_ms, Some(1_000));
+        assert_eq!(created.task.poll_interval_ms, Some(1_000));
+        let id = created.task.task_id;
+        assert_eq!(id.len(), 36, "{id}");
+
+        sleep(TTL - MS).await;
+        let got = tasks.get(&id).unwrap().task;
+        match got.payload {
+            TaskPayload::Completed { result } => {
+                assert_eq!(result["content"][0]["text"], "done", "{result:?}");
+            }
+            other => panic!("not completed: {other:?}"),
+        }
+        // A second poll reads the same result.
+        assert_eq!(status(&tasks, &id), TaskStatus::Completed);
+
+        sleep(2 * MS).await;
+        assert_unknown(&tasks, &id);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_task_working_past_its_ttl_fails_and_its_call_is_cancelled() {
+        let tasks = tasks(4);
+        let signal = CancellationToken::new();
+        let call = until_cancelled(&signal);
+        let id = tasks.spawn(signal.clone(), |_| call).unwrap().task.task_id;
+
+        sleep(TTL - MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Working);
+        assert!(!signal.is_cancelled());
+
+        sleep(2 * MS).await;
+        assert!(signal.is_cancelled());
+        match tasks.get(&id).unwrap().task.payload {
+            TaskPayload::Failed { error } => {
+                let message = error["message"].as_str().unwrap();
+                assert!(message.starts_with("task expired"), "{message}");
+            }
+            other => panic!("not failed: {other:?}"),
+        }
+
+        // Kept one more TTL, so a poller learns why.
+        sleep(TTL - 2 * MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Failed);
+        sleep(2 * MS).await;
+        assert_unknown(&tasks, &id);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn cancel_fires_the_signal_and_the_task_ends_cancelled() {
+        let tasks = tasks(4);
+        let signal = CancellationToken::new();
+        let call = until_cancelled(&signal);
+        let id = tasks.spawn(signal.clone(), |_| call).unwrap().task.task_id;
+        sleep(MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Working);
+
+        tasks.cancel(&id).unwrap();
+        assert!(signal.is_cancelled());
+        sleep(MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Cancelled);
+
+        // A finished task stays as it ended; an unknown one is an error.
+        let done = tasks
+            .spawn(CancellationToken::new(), |_| async { text("done") })
+            .unwrap()
+            .task
+            .task_id;
+        sleep(MS).await;
+        tasks.cancel(&done).unwrap();
+        assert_eq!(status(&tasks, &done), TaskStatus::Completed);
+        assert_eq!(
+            tasks.cancel("no-such-task").unwrap_err().code,
+            ErrorCode::INVALID_PARAMS
+        );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_call_that_completes_despite_cancel_ends_completed() {
+        let tasks = tasks(4);
+        let signal = CancellationToken::new();
+        let observed = signal.clone();
+        let id = tasks
+            .spawn(signal, |_| async move {
+                observed.cancelled().await;
+                text("finished anyway")
+            })
+            .unwrap()
+            .task
+            .task_id;
+        tasks.cancel(&id).unwrap();
+        sleep(MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Completed);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn progress_is_the_status_message_while_working() {
+        let tasks = tasks(4);
+        let (step, stepped) = tokio::sync::oneshot::channel::<()>();
+        let id = tasks
+            .spawn(CancellationToken::new(), |status| async move {
+                status.set("read_file started".to_owned());
+                let _ = stepped.await;
+                status.set("read_file ok".to_owned());
+                text("done")
+            })
+            .unwrap()
+            .task
+            .task_id;
+        sleep(MS).await;
+        let working = tasks.get(&id).unwrap().task.task;
+        assert_eq!(working.status, TaskStatus::Working);
+        assert_eq!(working.status_message.as_deref(), Some("read_file started"));
+
+        step.send(()).unwrap();
+        sleep(MS).await;
+        let done = tasks.get(&id).unwrap().task.task;
+        assert_eq!(done.status, TaskStatus::Completed);
+        assert_eq!(done.status_message, None);
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn the_live_bound_refuses_one_more_until_a_task_is_gone() {
+        let tasks = tasks(2);
+        let signals = [CancellationToken::new(), CancellationToken::new()];
+        for signal in &signals {
+            let call = until_cancelled(signal);
+            tasks.spawn(signal.clone(), |_| call).unwrap();
+        }
+        let refused = tasks
+            .spawn(CancellationToken::new(), |_| async { text("never") })
+            .unwrap_err();
+        assert!(
+            refused.starts_with("too many live tasks (limit 2)"),
+            "{refused}"
+        );
+
+        // Expired at one TTL, forgotten at two: then there is room again.
+        sleep(2 * TTL + MS).await;
+        assert!(signals.iter().all(CancellationToken::is_cancelled));
+        tasks
+            .spawn(CancellationToken::new(), |_| async { text("now") })
+            .unwrap();
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn dropping_the_server_stops_its_tasks() {
+        let tasks = tasks(4);
+        let (dropped, gone) = tokio::sync::oneshot::channel::<()>();
+        struct Flag(Option<tokio::sync::oneshot::Sender<()>>);
+        impl Drop for Flag {
+            fn drop(&mut self) {
+                let _ = self.0.take().map(|sender| sender.send(()));
+            }
+        }
+        let flag = Flag(Some(dropped));
+        tasks
+            .spawn(CancellationToken::new(), |_| async move {
+                let _flag = flag;
+                std::future::pending::<CallToolResult>().await
+            })
+            .unwrap();
+        sleep(MS).await;
+        drop(tasks);
+        gone.await.unwrap();
+    }
+}
