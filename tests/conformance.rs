@@ -122,16 +122,84 @@ fn run_suite(mut command: Command, what: &str) -> String {
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    assert!(
-        output.status.success(),
-        "{what}: the conformance suite failed ({}):\n{text}",
-        output.status
-    );
+    run_suite_checked(output.status.success(), text, what)
+}
+
+/// `text`, the suite's output, when it succeeded and checked the baseline; the test fails
+/// with it otherwise.
+fn run_suite_checked(success: bool, text: String, what: &str) -> String {
+    assert!(success, "{what}: the conformance suite failed:\n{text}");
     assert!(
         text.contains("Baseline check passed"),
         "{what}: the suite did not check the baseline:\n{text}"
     );
     text
+}
+
+/// Client scenarios whose outcome the suite's own harness makes depend on timing, and so on the
+/// machine's load when all scenarios run at once:
+/// - `elicitation-sep1034-client-defaults`: the scenario's server (the TypeScript SDK) sends its
+///   elicitation on the session's standalone GET stream and drops it when that stream is not
+///   open yet, so a client still opening the stream when the tool call arrives is never asked;
+/// - `sse-retry`: the scenario measures how many milliseconds the client waits before it
+///   reconnects and fails it above twice the server's `retry`.
+///
+/// When only these fail in the parallel run, each is run again on its own; it must pass there.
+const LOAD_SENSITIVE: [&str; 2] = ["elicitation-sep1034-client-defaults", "sse-retry"];
+
+/// Runs the client suite; a failure of [`LOAD_SENSITIVE`] scenarios alone is decided by running
+/// each of them again by itself (at most three times).
+fn run_client_suite(tools: &mcp_support::Tools, mut command: Command, client: &Path) -> String {
+    let output = command.output().expect("the conformance suite runs");
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&output.stdout),
+        String::from_utf8_lossy(&output.stderr)
+    );
+    if output.status.success() {
+        return run_suite_checked(output.status.success(), text, "client scenarios");
+    }
+    // The suite lists what failed outside the baseline as `  ✗ NAME` under its heading.
+    let unexpected: Vec<&str> = text
+        .lines()
+        .skip_while(|line| !line.contains("Unexpected failures (not in baseline)"))
+        .skip(1)
+        .map_while(|line| line.strip_prefix("  ✗ "))
+        .map(str::trim)
+        .collect();
+    assert!(
+        !unexpected.is_empty()
+            && unexpected
+                .iter()
+                .all(|scenario| LOAD_SENSITIVE.contains(scenario)),
+        "client scenarios: the conformance suite failed ({}):\n{text}",
+        output.status
+    );
+    let mut summary = text.clone();
+    for scenario in unexpected {
+        let again = (0..3).find_map(|_| {
+            let mut alone = suite(tools);
+            alone
+                .args(["client", "--scenario", scenario, "--command"])
+                .arg(client)
+                .args(["--expected-failures", "conformance-baseline.yml"]);
+            let output = alone.output().expect("the conformance suite runs");
+            let text = String::from_utf8_lossy(&output.stdout).into_owned();
+            output.status.success().then_some(text)
+        });
+        let again = again.unwrap_or_else(|| {
+            panic!("{scenario} failed in the parallel run and three times alone:\n{text}")
+        });
+        eprintln!("{scenario}: failed in the parallel run, passed alone");
+        // Alone, with the baseline, the suite prints its verdict only: the scenario is not in
+        // the baseline, so a passed baseline check means it passed.
+        assert!(
+            again.contains("Baseline check passed"),
+            "{scenario} alone:\n{again}"
+        );
+        summary.push_str(&format!("\n✓ {scenario}: passed when run alone\n"));
+    }
+    summary
 }
 
 /// A scenario line of the summary, e.g. `✓ tools-call-image: 1 passed, 0 failed`.
@@ -225,7 +293,7 @@ fn client_scenarios_pass_against_the_example_client() {
         .args(["client", "--suite", "all", "--command"])
         .arg(&client)
         .args(["--expected-failures", "conformance-baseline.yml"]);
-    let summary = run_suite(command, "client scenarios");
+    let summary = run_client_suite(tools, command, &client);
     for scenario in [
         "initialize",
         "tools_call",
