@@ -1,0 +1,273 @@
+//! Durable `run_code` runs on Restate, against the real `restate-server` (pinned in
+//! `.ci/tools/restate`, installed by `.ci/install-tools.sh`): the deployment process
+//! (`examples/restate_append.rs`) is SIGKILLed in the middle of a program making 100 binding
+//! calls to a tool that appends to a file; a new deployment process on the same address serves
+//! Restate's retry of the invocation, which answers the calls already made from Restate's
+//! journal and finishes the run.
+//!
+//! Every wait is on an event (a port accepting, the server healthy, a line in the file, the
+//! ingress answering), bounded only as a failure bound. SKIPPED when the server cannot be
+//! installed (a failure under CI).
+
+mod mcp_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A failure bound only: every wait ends on an event long before it.
+const BOUND: Duration = Duration::from_secs(120);
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The example deployment, built by Cargo for this test target's features.
+fn deployment() -> PathBuf {
+    let mut path = std::env::current_exe().expect("the test's path");
+    path.pop();
+    if path.ends_with("deps") {
+        path.pop();
+    }
+    path.join("examples").join("restate_append")
+}
+
+/// Builds the example once, with the features `cargo test --all-features` builds it with
+/// (`--test durable_restate` alone does not build examples).
+fn build_deployment() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--example", "restate_append", "--all-features"])
+        .current_dir(ROOT)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the example builds");
+    assert!(deployment().exists(), "{} exists", deployment().display());
+}
+
+/// The pinned server binary of this platform; `None` (with a printed reason) when it cannot be
+/// installed, and a panic under CI.
+fn server_binary() -> Option<PathBuf> {
+    mcp_support::tools()?;
+    let scope = Path::new(ROOT).join(".tools/restate/node_modules/@restatedev");
+    let found = std::fs::read_dir(&scope).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path().join("bin/restate-server"))
+            .find(|path| path.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no restate-server binary for this platform under {} (CI)",
+            scope.display()
+        );
+        eprintln!("SKIPPED: no restate-server binary for this platform");
+    }
+    found
+}
+
+/// Polls `ready` until it holds; panics with `what` after [`BOUND`].
+async fn wait_until<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut ready: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + BOUND;
+    while !ready().await {
+        assert!(Instant::now() < deadline, "{what} within {BOUND:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A child process killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `restate-server` on free loopback ports, its data in a temporary directory.
+struct Server {
+    _process: Process,
+    _base: tempfile::TempDir,
+    admin: String,
+    ingress: String,
+}
+
+impl Server {
+    async fn start(binary: &Path, http: &reqwest::Client) -> Server {
+        let base = tempfile::tempdir().unwrap();
+        let port = mcp_support::free_port;
+        let (admin, ingress, node) = (port(), port(), port());
+        let child = Command::new(binary)
+            .args(["--no-logo", "--node-name", "test", "--base-dir"])
+            .arg(base.path())
+            .env("RESTATE_LISTEN_MODE", "tcp")
+            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{ingress}"),
+            )
+            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("RESTATE_DEFAULT_NUM_PARTITIONS", "1")
+            .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MiB")
+            // Retries of an invocation whose deployment is down come at most a second apart.
+            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL", "1s")
+            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_ATTEMPTS", "1000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("restate-server starts");
+        let server = Server {
+            _process: Process(child),
+            _base: base,
+            admin: format!("http://127.0.0.1:{admin}"),
+            ingress: format!("http://127.0.0.1:{ingress}"),
+        };
+        let health = format!("{}/health", server.admin);
+        wait_until("the admin API is healthy", || {
+            let request = http.get(&health).send();
+            async move { request.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
+        server
+    }
+
+    /// Registers the deployment at `uri` (`POST /deployments`), once the server takes it.
+    async fn register(&self, http: &reqwest::Client, uri: &str) {
+        let url = format!("{}/deployments", self.admin);
+        wait_until("the deployment is registered", || {
+            let request = http.post(&url).json(&json!({"uri": uri})).send();
+            async move { request.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
+    }
+}
+
+/// Starts the example deployment on `port` over `dir` with `flags`, and waits until it accepts
+/// connections.
+async fn serve(port: u16, dir: &Path, flags: &[&str]) -> Process {
+    let mut command = Command::new(deployment());
+    command
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(dir)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let process = Process(command.spawn().expect("the deployment starts"));
+    wait_until("the deployment accepts connections", || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+    })
+    .await;
+    process
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn expected_lines(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("line-{i}")).collect()
+}
+
+fn hundred_appends(file: &str) -> Value {
+    json!({
+        "description": "Append 100 lines",
+        "code": format!(
+            "const counts = [];\nfor (let i = 0; i < 100; i++) {{\n  counts.push(await tools.append_line({{ file: \"{file}\", line: `line-${{i}}` }}));\n}}\nreturn counts;\n"
+        ),
+    })
+}
+
+/// Runs `program` through the ingress (`POST /DurableRuns/run`, idempotency key `key`) and
+/// returns the invocation's output.
+async fn invoke(http: reqwest::Client, ingress: String, key: &str, program: Value) -> Value {
+    let response = http
+        .post(format!("{ingress}/DurableRuns/run"))
+        .header("idempotency-key", key)
+        .json(&program)
+        .send()
+        .await
+        .expect("the ingress answers");
+    let status = response.status();
+    let body = response.text().await.expect("a body");
+    assert!(status.is_success(), "the run failed ({status}): {body}");
+    serde_json::from_str(&body).expect("JSON output")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_line_once() {
+    let Some(binary) = server_binary() else {
+        return;
+    };
+    build_deployment();
+    // Generous: the ingress holds the request while Restate retries the invocation.
+    let http = reqwest::Client::builder()
+        .timeout(Duration::from_secs(600))
+        .build()
+        .unwrap();
+    let server = Server::start(&binary, &http).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = mcp_support::free_port();
+    // The first process blocks in the call that appends line-49: killed in the middle of it.
+    let first = serve(
+        port,
+        dir.path(),
+        &["--idempotent", "--pause-in", "out.txt:line-49"],
+    )
+    .await;
+    server
+        .register(&http, &format!("http://127.0.0.1:{port}"))
+        .await;
+
+    let reference = invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "reference",
+        hundred_appends("reference.txt"),
+    )
+    .await;
+    assert_eq!(
+        lines(&dir.path().join("reference.txt")),
+        expected_lines(100)
+    );
+    let counts: Vec<Value> = (1..=100).map(Value::from).collect();
+    assert_eq!(reference["result"], Value::Array(counts));
+
+    let out = dir.path().join("out.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "killed",
+        hundred_appends("out.txt"),
+    ));
+    wait_until("the run appends 50 lines", || {
+        let count = lines(&out).len();
+        async move { count >= 50 }
+    })
+    .await;
+    drop(first); // SIGKILL, then reaped
+    assert_eq!(
+        lines(&out),
+        expected_lines(50),
+        "killed in the middle of the run"
+    );
+    let _second = serve(port, dir.path(), &["--idempotent"]).await;
+
+    let resumed = run.await.expect("the invocation task");
+    assert_eq!(lines(&out), expected_lines(100), "each line exactly once");
+    assert_eq!(
+        resumed, reference,
+        "the resumed run's result is an uninterrupted run's"
+    );
+}
