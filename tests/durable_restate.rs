@@ -190,8 +190,13 @@ fn hundred_appends(file: &str) -> Value {
 }
 
 /// Runs `program` through the ingress (`POST /DurableRuns/run`, idempotency key `key`) and
-/// returns the invocation's output.
-async fn invoke(http: reqwest::Client, ingress: String, key: &str, program: Value) -> Value {
+/// returns the status and body of its answer.
+async fn invoke_raw(
+    http: reqwest::Client,
+    ingress: String,
+    key: &str,
+    program: Value,
+) -> (reqwest::StatusCode, String) {
     let response = http
         .post(format!("{ingress}/DurableRuns/run"))
         .header("idempotency-key", key)
@@ -200,9 +205,31 @@ async fn invoke(http: reqwest::Client, ingress: String, key: &str, program: Valu
         .await
         .expect("the ingress answers");
     let status = response.status();
-    let body = response.text().await.expect("a body");
+    (status, response.text().await.expect("a body"))
+}
+
+/// [`invoke_raw`], for a run that succeeds: its output.
+async fn invoke(http: reqwest::Client, ingress: String, key: &str, program: Value) -> Value {
+    let (status, body) = invoke_raw(http, ingress, key, program).await;
     assert!(status.is_success(), "the run failed ({status}): {body}");
     serde_json::from_str(&body).expect("JSON output")
+}
+
+/// A client whose requests may wait as long as Restate retries an invocation.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder()
+        .timeout(BOUND)
+        .build()
+        .unwrap()
+}
+
+/// Waits until `path` holds at least `n` lines.
+async fn wait_for_lines(path: &Path, n: usize) {
+    wait_until(&format!("{} lines in {}", n, path.display()), || {
+        let count = lines(path).len();
+        async move { count >= n }
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -211,11 +238,7 @@ async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_lin
         return;
     };
     build_deployment();
-    // Generous: the ingress holds the request while Restate retries the invocation.
-    let http = reqwest::Client::builder()
-        .timeout(Duration::from_secs(600))
-        .build()
-        .unwrap();
+    let http = client();
     let server = Server::start(&binary, &http).await;
     let dir = tempfile::tempdir().unwrap();
     let port = mcp_support::free_port();
@@ -251,11 +274,7 @@ async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_lin
         "killed",
         hundred_appends("out.txt"),
     ));
-    wait_until("the run appends 50 lines", || {
-        let count = lines(&out).len();
-        async move { count >= 50 }
-    })
-    .await;
+    wait_for_lines(&out, 50).await;
     drop(first); // SIGKILL, then reaped
     assert_eq!(
         lines(&out),
@@ -270,4 +289,76 @@ async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_lin
         resumed, reference,
         "the resumed run's result is an uninterrupted run's"
     );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_off_reads_outcome_unknown_and_a_diverging_program_is_caught() {
+    let Some(binary) = server_binary() else {
+        return;
+    };
+    build_deployment();
+    let http = client();
+    let server = Server::start(&binary, &http).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = mcp_support::free_port();
+    let first = serve(port, dir.path(), &["--pause-in", "unknown.txt:line-5"]).await;
+    server
+        .register(&http, &format!("http://127.0.0.1:{port}"))
+        .await;
+
+    // Not idempotent: the call running when the deployment died is not run again.
+    let tolerating = json!({
+        "description": "Append 10 lines",
+        "code": "const unknown = [];\nfor (let i = 0; i < 10; i++) {\n  try {\n    await tools.append_line({ file: \"unknown.txt\", line: `line-${i}` });\n  } catch (e) {\n    if (e.code !== \"OUTCOME_UNKNOWN\") throw e;\n    unknown.push(i);\n  }\n}\nreturn unknown;\n",
+    });
+    let out = dir.path().join("unknown.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "unknown",
+        tolerating,
+    ));
+    wait_for_lines(&out, 6).await;
+    drop(first);
+    let second = serve(port, dir.path(), &["--pause-in", "diverge.txt:gate"]).await;
+    let resumed = run.await.expect("the invocation task");
+    assert_eq!(
+        resumed["result"],
+        json!([5]),
+        "call 5 reads OUTCOME_UNKNOWN"
+    );
+    assert_eq!(
+        lines(&out),
+        expected_lines(10),
+        "line-5 appended once, before the kill"
+    );
+
+    // A program branching on randomness makes another call when Restate retries it.
+    let branching = json!({
+        "description": "Branch on randomness",
+        "code": "await tools.append_line({ file: \"diverge.txt\", line: \"first\" });\nconst r = Math.random();\nawait tools.append_line({ file: \"diverge.txt\", line: r < 0.5 ? `heads-${r}` : `tails-${r}` });\nawait tools.append_line({ file: \"diverge.txt\", line: \"gate\" });\nawait tools.append_line({ file: \"diverge.txt\", line: \"last\" });\nreturn \"done\";\n",
+    });
+    let out = dir.path().join("diverge.txt");
+    let run = tokio::spawn(invoke_raw(
+        http.clone(),
+        server.ingress.clone(),
+        "diverge",
+        branching,
+    ));
+    wait_for_lines(&out, 3).await;
+    drop(second);
+    let _third = serve(port, dir.path(), &[]).await;
+    let (status, body) = run.await.expect("the invocation task");
+    assert!(!status.is_success(), "the diverged run fails: {body}");
+    assert!(
+        body.contains("replay-diverged") && body.contains("call #1 diverged from the journal"),
+        "{body}"
+    );
+    let written = lines(&out);
+    assert_eq!(
+        written.len(),
+        3,
+        "nothing runs after the divergence: {written:?}"
+    );
+    assert_eq!(written[2], "gate");
 }
