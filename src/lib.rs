@@ -140,13 +140,16 @@ pub mod code {
 
 /// Durable `run_code` runs: a journal of every binding call, so a run cut off by a crash or
 /// parked at an approval resumes where it was ([`ToolCall::durable`]). The SQLite journal needs
-/// feature `durable`.
+/// feature `durable`; runs on Restate (`durable::restate`) need feature `restate`.
 #[cfg(feature = "code-mode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
 pub mod durable {
     #[cfg(feature = "durable")]
     #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
     pub use dsh_tool_runtime::durable::SqliteJournal;
+    #[cfg(feature = "restate")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+    pub use dsh_tool_runtime::durable::restate;
     pub use dsh_tool_runtime::durable::{
         CallOutcome, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry, JournalError,
         JournalStore, OUTCOME_UNKNOWN, RUN_PARKED, RevertReport, RunRecord, RunStatus,

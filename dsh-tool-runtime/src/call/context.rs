@@ -39,7 +39,7 @@ struct ExecInner {
     registry: Option<Registry>,
     /// The journal of a durable `run_code` call.
     #[cfg(feature = "code-mode")]
-    durable: Option<crate::durable::DurableRun>,
+    durable: Option<crate::durable::Durability>,
 }
 
 impl ToolExec {
@@ -59,7 +59,7 @@ impl ToolExec {
     pub(crate) fn in_registry(
         view: Arc<ToolCallView>,
         registry: Registry,
-        #[cfg(feature = "code-mode")] durable: Option<crate::durable::DurableRun>,
+        #[cfg(feature = "code-mode")] durable: Option<crate::durable::Durability>,
     ) -> Self {
         ToolExec::build(
             view,
@@ -72,7 +72,7 @@ impl ToolExec {
     fn build(
         view: Arc<ToolCallView>,
         registry: Option<Registry>,
-        #[cfg(feature = "code-mode")] durable: Option<crate::durable::DurableRun>,
+        #[cfg(feature = "code-mode")] durable: Option<crate::durable::Durability>,
     ) -> Self {
         let signal = view.signal.clone();
         ToolExec {
@@ -88,9 +88,9 @@ impl ToolExec {
         }
     }
 
-    /// The journal of a durable `run_code` call.
+    /// What makes a `run_code` call durable.
     #[cfg(feature = "code-mode")]
-    pub(crate) fn durable(&self) -> Option<&crate::durable::DurableRun> {
+    pub(crate) fn durable(&self) -> Option<&crate::durable::Durability> {
         self.inner.durable.as_ref()
     }
 

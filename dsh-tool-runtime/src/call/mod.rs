@@ -46,7 +46,7 @@ pub struct ToolCall {
     pub client: ClientChannel,
     /// The journal of a durable `run_code` run ([`ToolCall::durable`]).
     #[cfg(feature = "code-mode")]
-    pub(crate) durable: Option<crate::durable::DurableRun>,
+    pub(crate) durable: Option<crate::durable::Durability>,
     /// A durable run's binding call: where its `Ask` parks the run.
     pub(crate) park: Option<crate::hooks::ParkSlot>,
 }
@@ -82,7 +82,7 @@ impl ToolCall {
     #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
     #[must_use]
     pub fn durable(mut self, run: crate::durable::DurableRun) -> Self {
-        self.durable = Some(run);
+        self.durable = Some(crate::durable::Durability::Journal(run));
         self
     }
 

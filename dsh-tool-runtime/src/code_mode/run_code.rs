@@ -12,6 +12,7 @@ use crate::call::ToolExec;
 use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunOutcome, RunRequest};
 use crate::definition::ToolDefinition;
 use crate::durable::run as durable;
+use crate::durable::{Durability, DurableRun, Journal, Replay};
 use crate::error::{ErrorCode, ToolError};
 use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
@@ -173,11 +174,21 @@ async fn run(
     });
     // A durable run starts from its journal, or ends here with its stored result.
     let durable = match exec.durable() {
-        Some(run) => {
+        Some(Durability::Journal(run)) => {
             match durable::begin(&registry, run, &args, &exec, run_signal.clone()).await? {
                 durable::Begun::Done(result) => return result,
-                durable::Begun::Replay(replay) => Some((run.clone(), replay)),
+                durable::Begun::Replay(replay) => Some(Durable::Store(run.clone(), replay)),
             }
+        }
+        #[cfg(feature = "restate")]
+        Some(Durability::Steps(sender)) => {
+            Some(Durable::Steps(Arc::new(crate::durable::steps::Steps::new(
+                sender.clone(),
+                exec.call_id().to_owned(),
+                durable::idempotent_tools(&registry, &exec),
+                durable::publisher(&registry),
+                run_signal.clone(),
+            ))))
         }
         None => None,
     };
@@ -204,7 +215,9 @@ async fn run(
     .signal(run_signal.clone())
     .lane(bridge.lane());
     let request = match &durable {
-        Some((_, replay)) => request.journal(replay.clone()),
+        Some(Durable::Store(_, replay)) => request.journal(Journal::Store(replay.clone())),
+        #[cfg(feature = "restate")]
+        Some(Durable::Steps(steps)) => request.journal(Journal::Steps(steps.clone())),
         None => request,
     };
     let _abandon_on_drop = bridge.abandon_on_drop();
@@ -221,7 +234,7 @@ async fn run(
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
     match durable {
-        Some((run, replay)) => {
+        Some(Durable::Store(run, replay)) => {
             let failure = outcome
                 .error
                 .as_ref()
@@ -229,8 +242,30 @@ async fn run(
             let result = settle(outcome, &exec);
             durable::finish(&run, &replay, failure, result).await
         }
+        // A divergence ended the run through its signal: that, not the cancellation, is how
+        // the run ended.
+        #[cfg(feature = "restate")]
+        Some(Durable::Steps(steps)) => match steps.diverged() {
+            Some(message) => Err(ToolError::coded(
+                ErrorCode::CodeRunFailed,
+                format!(
+                    "code run failed ({}): {message}",
+                    FailureKind::ReplayDiverged
+                ),
+            )),
+            None => settle(outcome, &exec),
+        },
         None => settle(outcome, &exec),
     }
+}
+
+/// The journal of a durable run under way.
+enum Durable {
+    /// A [`JournalStore`](crate::durable::JournalStore)'s run and its replay.
+    Store(DurableRun, Arc<Replay>),
+    /// Restate's steps.
+    #[cfg(feature = "restate")]
+    Steps(Arc<crate::durable::steps::Steps>),
 }
 
 /// `run_code`'s result for the run's outcome.

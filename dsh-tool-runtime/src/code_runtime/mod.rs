@@ -288,7 +288,7 @@ pub struct RunRequest {
     pub(crate) lane: Option<Lane>,
     /// The journal of a durable run (set by `run_code`): the session answers and records the
     /// run's binding calls through it.
-    pub(crate) journal: Option<Arc<crate::durable::Replay>>,
+    pub(crate) journal: Option<crate::durable::Journal>,
 }
 
 /// The scheduler of one run's binding calls (the code-mode bridge's lane), offered to a runtime
@@ -345,7 +345,7 @@ impl RunRequest {
     }
 
     /// Journals the run's binding calls in `journal`.
-    pub(crate) fn journal(mut self, journal: Arc<crate::durable::Replay>) -> Self {
+    pub(crate) fn journal(mut self, journal: crate::durable::Journal) -> Self {
         self.journal = Some(journal);
         self
     }

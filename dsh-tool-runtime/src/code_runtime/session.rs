@@ -16,7 +16,6 @@
 
 use std::collections::{HashMap, HashSet};
 use std::future::Future;
-use std::sync::Arc;
 use std::task::{Context, Poll, Waker};
 
 use futures::future::BoxFuture;
@@ -30,7 +29,7 @@ use super::sandbox::SandboxStatus;
 use super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome, RunRequest,
 };
-use crate::durable::Replay;
+use crate::durable::Journal;
 use crate::durable::replay::Admit;
 
 /// How a run ended, before the output ledger has had its say.
@@ -252,7 +251,7 @@ pub(crate) struct Calls {
     pending: FuturesUnordered<PendingCall>,
     signal: CancellationToken,
     /// A durable run's journal, and the sequence number of its next dispatched call.
-    journal: Option<Arc<Replay>>,
+    journal: Option<Journal>,
     seq: u64,
 }
 
@@ -331,7 +330,7 @@ impl Calls {
             )),
             // A durable run: every dispatched call has its place in the journal, checked
             // against it and answered from it while it lasts.
-            Some(journal) => {
+            Some(Journal::Store(journal)) => {
                 let seq = self.seq;
                 self.seq += 1;
                 let tool = format!("{global}.{name}");
@@ -352,6 +351,20 @@ impl Calls {
                         journal.live(seq, tool, &args, slot, dispatch(binding))
                     }
                 }
+            }
+            // Restate's journal: the call is one journaled step of the invocation, run or
+            // answered from the journal there.
+            #[cfg(feature = "restate")]
+            Some(Journal::Steps(steps)) => {
+                let seq = self.seq;
+                self.seq += 1;
+                let binding = BindingCall::new(
+                    global.clone(),
+                    name.clone(),
+                    args.clone(),
+                    self.signal.child_token(),
+                );
+                steps.call(seq, format!("{global}.{name}"), &args, dispatch(binding))
             }
         };
         // Polled once here with no waker: `FuturesUnordered` polls what is pushed to it anew.
@@ -502,6 +515,7 @@ impl Lines {
 
 #[cfg(test)]
 mod tests {
+    use std::sync::Arc;
 
     use futures::FutureExt;
     use serde_json::json;

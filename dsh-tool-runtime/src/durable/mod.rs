@@ -24,9 +24,14 @@
 //!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled.
 
 pub(crate) mod replay;
+#[cfg(feature = "restate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+pub mod restate;
 pub(crate) mod run;
 #[cfg(feature = "durable")]
 mod sqlite;
+#[cfg(feature = "restate")]
+pub(crate) mod steps;
 
 use std::fmt;
 use std::sync::Arc;
@@ -85,6 +90,26 @@ impl fmt::Debug for DurableRun {
             .field("run_id", &self.run_id)
             .finish_non_exhaustive()
     }
+}
+
+/// What makes a `run_code` call durable.
+#[derive(Debug, Clone)]
+pub(crate) enum Durability {
+    /// Journaled in a [`JournalStore`].
+    Journal(DurableRun),
+    /// Each binding call is a journaled step of the Restate invocation that runs the program.
+    #[cfg(feature = "restate")]
+    Steps(steps::StepSender),
+}
+
+/// The journal a durable run's session admits its calls through.
+#[derive(Clone)]
+pub(crate) enum Journal {
+    /// A [`JournalStore`]'s entries, replayed.
+    Store(Arc<Replay>),
+    /// Restate's journal, one step per call.
+    #[cfg(feature = "restate")]
+    Steps(Arc<steps::Steps>),
 }
 
 /// How one call ended, as journaled: its value, or its failure's message and code.

@@ -242,7 +242,7 @@ fn journal_failed(error: &super::JournalError) -> BindingError {
     BindingError::new(format!("the call could not be journaled: {error}")).with_code(JOURNAL_FAILED)
 }
 
-fn shown(args: &str) -> String {
+pub(crate) fn shown(args: &str) -> String {
     let mut chars = args.chars();
     let mut out: String = chars.by_ref().take(SHOWN_ARGS).collect();
     if chars.next().is_some() {

@@ -71,7 +71,22 @@ pub(crate) async fn begin(
         .set_status(id, &RunStatus::Running)
         .await
         .map_err(|error| journal_error(&error))?;
-    let idempotent: HashSet<String> = registry
+    Ok(Begun::Replay(Arc::new(Replay::new(
+        Arc::clone(&run.store),
+        id.to_owned(),
+        exec.call_id().to_owned(),
+        entries,
+        idempotent_tools(registry, exec),
+        publisher(registry),
+        run_signal,
+    ))))
+}
+
+/// `namespace.name` of the binding calls that may run again when their outcome is unknown:
+/// tools annotated read-only or idempotent, and the `sdk` namespace (it only reads
+/// declarations).
+pub(crate) fn idempotent_tools(registry: &Registry, exec: &ToolExec) -> HashSet<String> {
+    registry
         .tools(exec.agent())
         .iter()
         .filter(|def| {
@@ -80,20 +95,14 @@ pub(crate) async fn begin(
             })
         })
         .map(|def| format!("tools.{}", def.name()))
-        // The `sdk` namespace only reads declarations.
         .chain(["sdk.describe".to_owned(), "sdk.search".to_owned()])
-        .collect();
-    let publisher = registry.clone();
-    let publish = Arc::new(move |event: ToolEvent| publisher.publish(|| event));
-    Ok(Begun::Replay(Arc::new(Replay::new(
-        Arc::clone(&run.store),
-        id.to_owned(),
-        exec.call_id().to_owned(),
-        entries,
-        idempotent,
-        publish,
-        run_signal,
-    ))))
+        .collect()
+}
+
+/// Publishes a durable run's events on `registry`.
+pub(crate) fn publisher(registry: &Registry) -> Arc<dyn Fn(ToolEvent) + Send + Sync> {
+    let registry = registry.clone();
+    Arc::new(move |event: ToolEvent| registry.publish(|| event))
 }
 
 /// Records how the durable run ended and returns `run_code`'s result: the parked result when it

@@ -1,0 +1,142 @@
+//! The session's side of a durable run on Restate: each binding call goes, in the order the
+//! program made it, to the handler invocation that runs the program, which makes it a journaled
+//! step (run live, or answered from Restate's journal on a retried invocation).
+
+use std::collections::HashSet;
+use std::sync::Arc;
+
+use futures::future::BoxFuture;
+use parking_lot::Mutex;
+use serde_json::Value;
+use tokio::sync::{mpsc, oneshot};
+use tokio_util::sync::CancellationToken;
+
+use crate::code_runtime::BindingError;
+use crate::events::ToolEvent;
+
+/// Where a run's binding calls go: the handler invocation running it.
+pub(crate) type StepSender = mpsc::UnboundedSender<StepRequest>;
+
+/// One binding call, for the handler to make a journaled step of.
+pub(crate) struct StepRequest {
+    /// The call's place in the run, from 0.
+    pub(crate) seq: u64,
+    /// `namespace.name`.
+    pub(crate) tool: String,
+    /// The arguments as canonical JSON (compact, keys deep-sorted).
+    pub(crate) args: String,
+    /// Whether the call may run again when a cut-off attempt left its outcome unknown.
+    pub(crate) idempotent: bool,
+    /// The call itself; not polled at all when the journal answers it.
+    pub(crate) call: BoxFuture<'static, Result<Value, BindingError>>,
+    /// How the step ended.
+    pub(crate) reply: oneshot::Sender<StepReply>,
+}
+
+/// How a step ended.
+pub(crate) enum StepReply {
+    /// The program reads `result`; `replayed` when it came from the journal, `unknown` when a
+    /// cut-off attempt left the outcome of a call that is not idempotent unknown.
+    Answer {
+        result: Result<Value, BindingError>,
+        replayed: bool,
+        unknown: bool,
+    },
+    /// The journal holds another call at this place: the run ends with this message.
+    Diverged(String),
+}
+
+/// The steps of one run, shared by its session and `run_code`.
+pub(crate) struct Steps {
+    sender: StepSender,
+    /// The `run_code` call id (the Restate invocation id): the run's id in events.
+    run_id: String,
+    idempotent: HashSet<String>,
+    publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
+    /// The run's own signal: a divergence ends the run through it.
+    run_signal: CancellationToken,
+    diverged: Mutex<Option<String>>,
+}
+
+impl Steps {
+    pub(crate) fn new(
+        sender: StepSender,
+        run_id: String,
+        idempotent: HashSet<String>,
+        publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
+        run_signal: CancellationToken,
+    ) -> Self {
+        Steps {
+            sender,
+            run_id,
+            idempotent,
+            publish,
+            run_signal,
+            diverged: Mutex::new(None),
+        }
+    }
+
+    /// The call number `seq` to `tool` with `args`, made by `call`: sent to the handler now, so
+    /// the steps are journaled in the order the program made its calls.
+    pub(crate) fn call(
+        self: &Arc<Self>,
+        seq: u64,
+        tool: String,
+        args: &Value,
+        call: BoxFuture<'static, Result<Value, BindingError>>,
+    ) -> BoxFuture<'static, Result<Value, BindingError>> {
+        let (reply, answer) = oneshot::channel();
+        let request = StepRequest {
+            seq,
+            idempotent: self.idempotent.contains(&tool),
+            tool: tool.clone(),
+            args: crate::json::compact(args, true),
+            call,
+            reply,
+        };
+        let sent = self.sender.send(request).is_ok();
+        let steps = Arc::clone(self);
+        Box::pin(async move {
+            let gone = || BindingError::new("the Restate invocation running this program ended");
+            if !sent {
+                return Err(gone());
+            }
+            match answer.await {
+                Ok(StepReply::Answer {
+                    result,
+                    replayed,
+                    unknown,
+                }) => {
+                    if replayed || unknown {
+                        (steps.publish)(ToolEvent::DurableReplayed {
+                            parent: steps.run_id.clone(),
+                            run_id: steps.run_id.clone(),
+                            seq,
+                            name: tool,
+                            is_error: result.is_err(),
+                            outcome_unknown: unknown,
+                        });
+                    }
+                    result
+                }
+                Ok(StepReply::Diverged(message)) => {
+                    (steps.publish)(ToolEvent::DurableDiverged {
+                        parent: steps.run_id.clone(),
+                        run_id: steps.run_id.clone(),
+                        seq,
+                        message: message.clone(),
+                    });
+                    steps.diverged.lock().get_or_insert(message);
+                    steps.run_signal.cancel();
+                    std::future::pending().await
+                }
+                Err(_) => Err(gone()),
+            }
+        })
+    }
+
+    /// The divergence that ended the run, if one did.
+    pub(crate) fn diverged(&self) -> Option<String> {
+        self.diverged.lock().clone()
+    }
+}

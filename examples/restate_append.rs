@@ -1,0 +1,153 @@
+//! A Restate deployment of durable `run_code` runs over a tool that changes state:
+//! `append_line` appends a line to a file. Register it with a Restate server, invoke
+//! `DurableRuns/run` with a program, kill this process mid-run and start it again on the same
+//! address: Restate retries the invocation, the calls already made are answered from its
+//! journal, and every line is in the file once.
+//!
+//! ```text
+//! cargo run --example restate_append --features restate -- ADDR DIR [--idempotent] [--pause-in FILE:LINE]
+//! ```
+//!
+//! - `append_line({file, line})` appends `line` to the file named `file` (a plain name) in DIR
+//!   and returns the file's line count; `--idempotent` declares it idempotent, and then it
+//!   appends only a line not in the file yet.
+//! - `checkpoint({label})` is read-only and returns `label`.
+//! - `--pause-in FILE:LINE`: `append_line` of LINE to FILE appends, then blocks for ever (the
+//!   process is killed in the middle of that call).
+//!
+//! Prints `listening on ADDR` once it serves; a failure is one line on stderr and exit code 1.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use dsh_tools::code::SubprocessRuntime;
+use dsh_tools::definition::ToolAnnotations;
+use dsh_tools::durable::restate::serve_deployment;
+use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec};
+use serde_json::{Value, json};
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+struct Options {
+    addr: std::net::SocketAddr,
+    dir: PathBuf,
+    idempotent: bool,
+    pause_in: Option<String>,
+}
+
+fn options() -> Result<Options, String> {
+    let mut args = std::env::args().skip(1);
+    let (Some(addr), Some(dir)) = (args.next(), args.next()) else {
+        return Err(
+            "usage: restate_append ADDR DIR [--idempotent] [--pause-in FILE:LINE]".to_owned(),
+        );
+    };
+    let (mut idempotent, mut pause_in) = (false, None);
+    while let Some(arg) = args.next() {
+        match arg.as_str() {
+            "--idempotent" => idempotent = true,
+            "--pause-in" => pause_in = args.next(),
+            other => return Err(format!("unknown option {other}")),
+        }
+    }
+    Ok(Options {
+        addr: addr
+            .parse()
+            .map_err(|error| format!("ADDR {addr}: {error}"))?,
+        dir: dir.into(),
+        idempotent,
+        pause_in,
+    })
+}
+
+fn register(registry: &Registry, options: &Options) -> Result<(), String> {
+    let (dir, idempotent) = (Arc::new(options.dir.clone()), options.idempotent);
+    let pause_in = options.pause_in.clone();
+    let append = ToolDefinition::builder("append_line")
+        .description("Append a line to the output file; returns its line count.")
+        .parameters(json!({
+            "type": "object",
+            "properties": {"file": {"type": "string", "pattern": "^[A-Za-z0-9_.-]+$"}, "line": {"type": "string"}},
+            "required": ["file", "line"]
+        }))
+        .annotations({
+            let mut hints = ToolAnnotations::default();
+            hints.idempotent_hint = Some(idempotent);
+            hints
+        })
+        .handler(move |args: Value, _exec: ToolExec| {
+            let file = args["file"].as_str().unwrap_or_default();
+            // The schema's pattern keeps the name inside DIR, but for `.` and `..`.
+            let out = (file != "." && file != "..").then(|| dir.join(file));
+            let line = args["line"].as_str().unwrap_or_default().to_owned();
+            let pause = pause_in.as_deref() == Some(format!("{file}:{line}").as_str());
+            async move {
+                let out = out.ok_or_else(|| ToolError::new("file: a plain file name"))?;
+                if !(idempotent && lines(&out).contains(&line)) {
+                    let mut file = std::fs::OpenOptions::new()
+                        .create(true)
+                        .append(true)
+                        .open(&out)
+                        .map_err(|error| ToolError::new(error.to_string()))?;
+                    writeln!(file, "{line}").map_err(|error| ToolError::new(error.to_string()))?;
+                }
+                if pause {
+                    std::future::pending::<()>().await;
+                }
+                Ok(json!(lines(&out).len()))
+            }
+        })
+        .build()
+        .map_err(|error| error.to_string())?;
+    let checkpoint = ToolDefinition::builder("checkpoint")
+        .description("Returns its label.")
+        .parameters(json!({"type": "object", "properties": {"label": {"type": "string"}}, "required": ["label"]}))
+        .annotations({
+            let mut hints = ToolAnnotations::default();
+            hints.read_only_hint = Some(true);
+            hints
+        })
+        .handler(|args: Value, _exec: ToolExec| async move { Ok(args["label"].clone()) })
+        .build()
+        .map_err(|error| error.to_string())?;
+    registry
+        .register(append)
+        .map_err(|error| error.to_string())?;
+    registry
+        .register(checkpoint)
+        .map_err(|error| error.to_string())?;
+    Ok(())
+}
+
+async fn run() -> Result<(), String> {
+    let options = options()?;
+    let registry = Registry::new();
+    register(&registry, &options)?;
+    let runtime = SubprocessRuntime::typescript(Default::default())
+        .await
+        .map_err(|error| error.to_string())?;
+    registry.set_code_runtime(Arc::new(runtime));
+    registry.set_mode(Mode::Code);
+    println!("listening on {}", options.addr);
+    serve_deployment(registry, options.addr)
+        .await
+        .map_err(|error| format!("{}: {error}", options.addr))
+}
+
+#[tokio::main]
+async fn main() -> std::process::ExitCode {
+    match run().await {
+        Ok(()) => std::process::ExitCode::SUCCESS,
+        Err(message) => {
+            eprintln!("error: {message}");
+            std::process::ExitCode::FAILURE
+        }
+    }
+}

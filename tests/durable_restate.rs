@@ -1,0 +1,332 @@
+//! Durable `run_code` runs on Restate, against the real `restate-server` (pinned in
+//! `.ci/tools/restate`, installed by `.ci/install-tools.sh`): the deployment process
+//! (`examples/restate_append.rs`) is SIGKILLed in the middle of a program making 100 binding
+//! calls to a tool that appends to a file; a new deployment process on the same address serves
+//! Restate's retry of the invocation, which answers the calls already made from Restate's
+//! journal and finishes the run.
+//!
+//! Every wait is on an event (a port accepting, the server healthy, a line in the file, the
+//! ingress answering), bounded only as a failure bound. SKIPPED when the server cannot be
+//! installed (a failure under CI).
+
+mod mcp_support;
+
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{Value, json};
+
+/// A failure bound only: every wait ends on an event long before it.
+const BOUND: Duration = Duration::from_secs(120);
+
+const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+
+/// The example deployment, built by Cargo for this test target's features.
+fn deployment() -> PathBuf {
+    let mut path = std::env::current_exe().expect("the test's path");
+    path.pop();
+    if path.ends_with("deps") {
+        path.pop();
+    }
+    path.join("examples").join("restate_append")
+}
+
+/// Builds the example once, with the features `cargo test --all-features` builds it with
+/// (`--test durable_restate` alone does not build examples).
+fn build_deployment() {
+    let status = Command::new(env!("CARGO"))
+        .args(["build", "--example", "restate_append", "--all-features"])
+        .current_dir(ROOT)
+        .status()
+        .expect("cargo runs");
+    assert!(status.success(), "the example builds");
+    assert!(deployment().exists(), "{} exists", deployment().display());
+}
+
+/// The pinned server binary of this platform; `None` (with a printed reason) when it cannot be
+/// installed, and a panic under CI.
+fn server_binary() -> Option<PathBuf> {
+    mcp_support::tools()?;
+    let scope = Path::new(ROOT).join(".tools/restate/node_modules/@restatedev");
+    let found = std::fs::read_dir(&scope).ok().and_then(|entries| {
+        entries
+            .filter_map(Result::ok)
+            .map(|entry| entry.path().join("bin/restate-server"))
+            .find(|path| path.is_file())
+    });
+    if found.is_none() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no restate-server binary for this platform under {} (CI)",
+            scope.display()
+        );
+        eprintln!("SKIPPED: no restate-server binary for this platform");
+    }
+    found
+}
+
+/// Polls `ready` until it holds; panics with `what` after [`BOUND`].
+async fn wait_until<F: std::future::Future<Output = bool>>(
+    what: &str,
+    mut ready: impl FnMut() -> F,
+) {
+    let deadline = Instant::now() + BOUND;
+    while !ready().await {
+        assert!(Instant::now() < deadline, "{what} within {BOUND:?}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+/// A child process killed when dropped.
+struct Process(Child);
+
+impl Drop for Process {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `restate-server` on free loopback ports, its data in a temporary directory.
+struct Server {
+    _process: Process,
+    _base: tempfile::TempDir,
+    admin: String,
+    ingress: String,
+}
+
+impl Server {
+    async fn start(binary: &Path, http: &reqwest::Client) -> Server {
+        let base = tempfile::tempdir().unwrap();
+        let port = mcp_support::free_port;
+        let (admin, ingress, node) = (port(), port(), port());
+        let child = Command::new(binary)
+            .args(["--no-logo", "--node-name", "test", "--base-dir"])
+            .arg(base.path())
+            .env("RESTATE_LISTEN_MODE", "tcp")
+            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
+            .env(
+                "RESTATE_INGRESS__BIND_ADDRESS",
+                format!("127.0.0.1:{ingress}"),
+            )
+            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
+            .env("RESTATE_DISABLE_TELEMETRY", "true")
+            .env("RESTATE_DEFAULT_NUM_PARTITIONS", "1")
+            .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MiB")
+            // Retries of an invocation whose deployment is down come at most a second apart.
+            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL", "1s")
+            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_ATTEMPTS", "1000")
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("restate-server starts");
+        let server = Server {
+            _process: Process(child),
+            _base: base,
+            admin: format!("http://127.0.0.1:{admin}"),
+            ingress: format!("http://127.0.0.1:{ingress}"),
+        };
+        let health = format!("{}/health", server.admin);
+        wait_until("the admin API is healthy", || {
+            let request = http.get(&health).send();
+            async move { request.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
+        server
+    }
+
+    /// Registers the deployment at `uri` (`POST /deployments`), once the server takes it.
+    async fn register(&self, http: &reqwest::Client, uri: &str) {
+        let url = format!("{}/deployments", self.admin);
+        wait_until("the deployment is registered", || {
+            let request = http.post(&url).json(&json!({"uri": uri})).send();
+            async move { request.await.is_ok_and(|r| r.status().is_success()) }
+        })
+        .await;
+    }
+}
+
+/// Starts the example deployment on `port` over `dir` with `flags`, and waits until it accepts
+/// connections.
+async fn serve(port: u16, dir: &Path, flags: &[&str]) -> Process {
+    let mut command = Command::new(deployment());
+    command
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(dir)
+        .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let process = Process(command.spawn().expect("the deployment starts"));
+    wait_until("the deployment accepts connections", || async move {
+        tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_ok()
+    })
+    .await;
+    process
+}
+
+fn lines(path: &Path) -> Vec<String> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_owned)
+        .collect()
+}
+
+fn expected_lines(n: usize) -> Vec<String> {
+    (0..n).map(|i| format!("line-{i}")).collect()
+}
+
+fn hundred_appends(file: &str) -> Value {
+    json!({
+        "description": "Append 100 lines",
+        "code": format!(
+            "const counts = [];\nfor (let i = 0; i < 100; i++) {{\n  counts.push(await tools.append_line({{ file: \"{file}\", line: `line-${{i}}` }}));\n}}\nreturn counts;\n"
+        ),
+    })
+}
+
+/// Runs `program` through the ingress (`POST /DurableRuns/run`, idempotency key `key`) and
+/// returns the status and body of its answer.
+async fn invoke_raw(
+    http: reqwest::Client,
+    ingress: String,
+    key: &str,
+    program: Value,
+) -> (reqwest::StatusCode, String) {
+    let response = http
+        .post(format!("{ingress}/DurableRuns/run"))
+        .header("idempotency-key", key)
+        .json(&program)
+        .send()
+        .await
+        .expect("the ingress answers");
+    let status = response.status();
+    (status, response.text().await.expect("a body"))
+}
+
+/// [`invoke_raw`], for a run that succeeds: its output.
+async fn invoke(http: reqwest::Client, ingress: String, key: &str, program: Value) -> Value {
+    let (status, body) = invoke_raw(http, ingress, key, program).await;
+    assert!(status.is_success(), "the run failed ({status}): {body}");
+    serde_json::from_str(&body).expect("JSON output")
+}
+
+/// A client whose requests may wait as long as Restate retries an invocation.
+fn client() -> reqwest::Client {
+    reqwest::Client::builder().timeout(BOUND).build().unwrap()
+}
+
+/// Waits until `path` holds at least `n` lines.
+async fn wait_for_lines(path: &Path, n: usize) {
+    wait_until(&format!("{} lines in {}", n, path.display()), || {
+        let count = lines(path).len();
+        async move { count >= n }
+    })
+    .await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_line_once() {
+    let Some(binary) = server_binary() else {
+        return;
+    };
+    build_deployment();
+    let http = client();
+    let server = Server::start(&binary, &http).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = mcp_support::free_port();
+    // The first process blocks in the call that appends line-49: killed in the middle of it.
+    let first = serve(
+        port,
+        dir.path(),
+        &["--idempotent", "--pause-in", "out.txt:line-49"],
+    )
+    .await;
+    server
+        .register(&http, &format!("http://127.0.0.1:{port}"))
+        .await;
+
+    let reference = invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "reference",
+        hundred_appends("reference.txt"),
+    )
+    .await;
+    assert_eq!(
+        lines(&dir.path().join("reference.txt")),
+        expected_lines(100)
+    );
+    let counts: Vec<Value> = (1..=100).map(Value::from).collect();
+    assert_eq!(reference["result"], Value::Array(counts));
+
+    let out = dir.path().join("out.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "killed",
+        hundred_appends("out.txt"),
+    ));
+    wait_for_lines(&out, 50).await;
+    drop(first); // SIGKILL, then reaped
+    assert_eq!(
+        lines(&out),
+        expected_lines(50),
+        "killed in the middle of the run"
+    );
+    let _second = serve(port, dir.path(), &["--idempotent"]).await;
+
+    let resumed = run.await.expect("the invocation task");
+    assert_eq!(lines(&out), expected_lines(100), "each line exactly once");
+    assert_eq!(
+        resumed, reference,
+        "the resumed run's result is an uninterrupted run's"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_cut_off_reads_outcome_unknown_instead_of_running_twice() {
+    let Some(binary) = server_binary() else {
+        return;
+    };
+    build_deployment();
+    let http = client();
+    let server = Server::start(&binary, &http).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = mcp_support::free_port();
+    let first = serve(port, dir.path(), &["--pause-in", "unknown.txt:line-5"]).await;
+    server
+        .register(&http, &format!("http://127.0.0.1:{port}"))
+        .await;
+
+    // Not idempotent: the call running when the deployment died is not run again.
+    let tolerating = json!({
+        "description": "Append 10 lines",
+        "code": "const unknown = [];\nfor (let i = 0; i < 10; i++) {\n  try {\n    await tools.append_line({ file: \"unknown.txt\", line: `line-${i}` });\n  } catch (e) {\n    if (e.code !== \"OUTCOME_UNKNOWN\") throw e;\n    unknown.push(i);\n  }\n}\nreturn unknown;\n",
+    });
+    let out = dir.path().join("unknown.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "unknown",
+        tolerating,
+    ));
+    wait_for_lines(&out, 6).await;
+    drop(first);
+    let _second = serve(port, dir.path(), &[]).await;
+    let resumed = run.await.expect("the invocation task");
+    assert_eq!(
+        resumed["result"],
+        json!([5]),
+        "call 5 reads OUTCOME_UNKNOWN"
+    );
+    assert_eq!(
+        lines(&out),
+        expected_lines(10),
+        "line-5 appended once, before the kill"
+    );
+}
