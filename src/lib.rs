@@ -144,9 +144,6 @@ pub mod code {
 #[cfg(feature = "code-mode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
 pub mod durable {
-    #[cfg(feature = "durable")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
-    pub use dsh_tool_runtime::durable::SqliteJournal;
     #[cfg(feature = "restate")]
     #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
     pub use dsh_tool_runtime::durable::restate;
@@ -154,6 +151,9 @@ pub mod durable {
         CallOutcome, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry, JournalError,
         JournalStore, OUTCOME_UNKNOWN, RUN_PARKED, RevertReport, RunRecord, RunStatus,
     };
+    #[cfg(feature = "durable")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
+    pub use dsh_tool_runtime::durable::{OpenMode, SqliteJournal};
 }
 
 /// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature

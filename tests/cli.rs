@@ -729,3 +729,191 @@ fn a_file_that_is_not_a_journal_is_refused() {
         "left untouched"
     );
 }
+
+/// A program over the built-in toolset, written to `dir`.
+fn program_file(dir: &std::path::Path, name: &str, code: &str) -> String {
+    let path = dir.join(name);
+    std::fs::write(&path, code).unwrap();
+    path.to_str().unwrap().to_owned()
+}
+
+const STATS: &str = "const s = await tools.file_stats({ path: 'Cargo.toml' });\nreturn s.is_dir;\n";
+
+#[test]
+fn a_run_resumes_however_its_path_is_typed_and_a_changed_program_says_what_differs() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = program_file(dir.path(), "p2.ts", STATS);
+    let journal = dir.path().join("journal.db");
+    let journal = journal.to_str().unwrap();
+    let run = |path: &str| repo(&["run", path, "--journal", journal, "--run-id", "p2"]);
+    assert_eq!(stdout(&run(&program)).trim(), "false");
+    // The same file by another path is the same program (its description is not its identity).
+    let dotted = dir.path().join(".").join("p2.ts");
+    assert_eq!(stdout(&run(dotted.to_str().unwrap())).trim(), "false");
+    let changed = program_file(dir.path(), "p3.ts", &format!("{STATS}// changed\n"));
+    let line = error_line(&run(&changed), 1);
+    assert!(
+        line.contains("started with another program: its code differs from line 3"),
+        "{line}"
+    );
+}
+
+#[test]
+fn a_cut_off_run_is_listed_with_how_to_resume_it_and_resumes_with_its_replayed_calls_shown() {
+    use dsh_tools::durable::{
+        CallOutcome, EntryState, JournalEntry, JournalStore, RunStatus, SqliteJournal,
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.db");
+    // A run cut off after its first call, as a crashed server leaves it.
+    let store = SqliteJournal::open(&journal).unwrap();
+    let program =
+        serde_json::json!({"code": STATS, "description": "stats", "language": "typescript"});
+    futures::executor::block_on(async {
+        store.open_run("cut", &program).await.unwrap();
+        store
+            .put(
+                "cut",
+                &JournalEntry {
+                    seq: 0,
+                    tool: "tools.file_stats".to_owned(),
+                    args: r#"{"path":"Cargo.toml"}"#.to_owned(),
+                    state: EntryState::Finished {
+                        outcome: CallOutcome::Ok {
+                            value: serde_json::json!({"is_dir": "from the journal"}),
+                        },
+                    },
+                },
+            )
+            .await
+            .unwrap();
+    });
+    drop(store);
+    let journal = journal.to_str().unwrap();
+    let list = stdout(&dsh(&["runs", "--journal", journal, "list"]));
+    assert!(
+        list.contains("cut running")
+            && list.contains(&format!("runs --journal {journal} resume cut")),
+        "{list}"
+    );
+    let resumed = repo(&["runs", "--journal", journal, "resume", "cut"]);
+    // The answer comes from the journal, not from the tool, and the replayed call is shown.
+    assert_eq!(stdout(&resumed).trim(), "from the journal");
+    let stderr = String::from_utf8_lossy(&resumed.stderr);
+    assert!(stderr.contains("tools.file_stats replayed ok"), "{stderr}");
+    let store = SqliteJournal::open(journal).unwrap();
+    let status = futures::executor::block_on(store.run("cut"))
+        .unwrap()
+        .unwrap()
+        .status;
+    assert!(matches!(status, RunStatus::Finished { .. }), "{status:?}");
+}
+
+#[test]
+fn runs_on_a_missing_journal_say_so_and_create_nothing_and_a_read_only_one_is_listed() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("mistyped.db");
+    let missing_text = missing.to_str().unwrap();
+    for args in [
+        vec!["runs", "--journal", missing_text, "list"],
+        vec!["runs", "--journal", missing_text, "show", "x"],
+    ] {
+        let line = error_line(&dsh(&args), 1);
+        assert!(line.contains("no journal at"), "{line}");
+    }
+    let line = error_line(
+        &repo(&["runs", "--journal", missing_text, "resume", "x"]),
+        1,
+    );
+    assert!(line.contains("no journal at"), "{line}");
+    assert!(!missing.exists(), "no journal is created");
+
+    let program = program_file(dir.path(), "p.ts", STATS);
+    let journal = dir.path().join("journal.db");
+    let journal_text = journal.to_str().unwrap();
+    stdout(&repo(&[
+        "run",
+        &program,
+        "--journal",
+        journal_text,
+        "--run-id",
+        "ro",
+    ]));
+    let mut permissions = std::fs::metadata(&journal).unwrap().permissions();
+    permissions.set_readonly(true);
+    std::fs::set_permissions(&journal, permissions).unwrap();
+    let before = std::fs::read(&journal).unwrap();
+    let list = stdout(&dsh(&["runs", "--journal", journal_text, "list"]));
+    assert_eq!(list.trim(), "ro finished");
+    let show = stdout(&dsh(&["runs", "--journal", journal_text, "show", "ro"]));
+    assert!(show.starts_with("ro finished"), "{show}");
+    assert_eq!(
+        std::fs::read(&journal).unwrap(),
+        before,
+        "read, not written"
+    );
+}
+
+#[test]
+fn control_characters_in_run_ids_are_escaped_in_errors() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = program_file(dir.path(), "p.ts", STATS);
+    let journal = dir.path().join("journal.db");
+    let journal = journal.to_str().unwrap();
+    let hostile = "x\u{1b}]0;owned\u{7}\r";
+    let output = repo(&["run", &program, "--journal", journal, "--run-id", hostile]);
+    assert!(!output.stderr.contains(&0x1b), "no raw ESC");
+    let line = error_line(&output, 1);
+    assert!(line.contains(r"x\u{1b}]0;owned\u{7}\r"), "{line}");
+    let output = dsh(&["runs", "--journal", journal, "show", "\u{1b}[31mred"]);
+    assert!(!output.stderr.contains(&0x1b), "no raw ESC");
+    let line = error_line(&output, 1);
+    assert!(line.contains(r"\u{1b}[31mred"), "{line}");
+}
+
+#[test]
+fn runs_show_gives_the_failure_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let program = program_file(
+        dir.path(),
+        "p.ts",
+        &STATS.replace(
+            "return s.is_dir;",
+            "throw new Error('the disk is on fire');",
+        ),
+    );
+    let journal = dir.path().join("journal.db");
+    let journal = journal.to_str().unwrap();
+    let failed = repo(&["run", &program, "--journal", journal, "--run-id", "f"]);
+    assert_eq!(failed.status.code(), Some(1));
+    let show = stdout(&dsh(&["runs", "--journal", journal, "show", "f"]));
+    assert!(
+        show.contains("failure: ") && show.contains("the disk is on fire"),
+        "{show}"
+    );
+}
+
+#[test]
+fn rollback_reverts_name_their_tools_and_serve_journal_needs_code_mode() {
+    let line = error_line(
+        &dsh(&[
+            "runs",
+            "--journal",
+            "j.db",
+            "rollback",
+            "x",
+            "--revert",
+            "no_equals",
+        ]),
+        2,
+    );
+    assert!(line.contains("expected TOOL=REVERT_TOOL"), "{line}");
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("journal.db");
+    let line = error_line(&repo(&["serve", "--journal", journal.to_str().unwrap()]), 1);
+    assert!(
+        line.contains("--journal needs --mode code or both"),
+        "{line}"
+    );
+    assert!(!journal.exists());
+}

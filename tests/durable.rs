@@ -14,7 +14,9 @@ use std::time::{Duration, Instant};
 
 use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::definition::ToolAnnotations;
-use dsh_tools::durable::{DurableRun, EntryState, JournalStore, RunStatus, SqliteJournal};
+use dsh_tools::durable::{
+    DurableRun, EntryState, JournalError, JournalStore, RunStatus, SqliteJournal,
+};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::hooks::PreDecision;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError, ToolExec};
@@ -87,6 +89,13 @@ impl Case {
 
     /// Starts the host, waits for its pause marker, SIGKILLs it.
     fn kill_at_pause(&self, run_id: &str, out: &str, extra: &[&str]) {
+        let mut child = self.paused(run_id, out, extra);
+        child.kill().expect("SIGKILL");
+        child.wait().unwrap();
+    }
+
+    /// Starts the host and waits for its pause marker: it is alive, blocked in a call.
+    fn paused(&self, run_id: &str, out: &str, extra: &[&str]) -> std::process::Child {
         let mut child = self
             .command(run_id, out, extra)
             .stdout(Stdio::null())
@@ -102,8 +111,7 @@ impl Case {
             assert!(Instant::now() < deadline, "the host never paused");
             std::thread::sleep(Duration::from_millis(10));
         }
-        child.kill().expect("SIGKILL");
-        child.wait().unwrap();
+        child
     }
 
     fn lines(&self, out: &str) -> Vec<String> {
@@ -189,6 +197,32 @@ async fn a_call_cut_off_reads_outcome_unknown_unless_its_tool_is_idempotent() {
     let resumed = stdout(&case.run("idem", "idem.txt", &flags));
     assert_eq!(resumed, json!([]), "no call reads OUTCOME_UNKNOWN");
     assert_eq!(case.lines("idem.txt"), expected_lines(100));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_run_is_made_by_one_process_at_a_time_and_taken_over_when_its_owner_dies() {
+    let _serial = SERIAL.lock().await;
+    let case = Case::new(HUNDRED_WITH_CHECKPOINT);
+    let flags = ["--pause-at", "mid"];
+    let mut owner = case.paused("dup1", "out.txt", &flags);
+    // The owner lives (blocked in the read-only checkpoint): a second process is refused and
+    // makes no call.
+    let second = case.run("dup1", "out.txt", &flags);
+    assert!(!second.status.success());
+    let error = String::from_utf8_lossy(&second.stderr);
+    assert!(
+        error.contains(&format!(
+            "run \"dup1\" is being run by process {}",
+            owner.id()
+        )),
+        "{error}"
+    );
+    assert_eq!(case.lines("out.txt"), expected_lines(50));
+    owner.kill().expect("SIGKILL");
+    owner.wait().unwrap();
+    // Its owner gone, the run is taken over and finished once.
+    stdout(&case.run("dup1", "out.txt", &flags));
+    assert_eq!(case.lines("out.txt"), expected_lines(100));
 }
 
 const RANDOM_BRANCH: &str = r#"
@@ -399,6 +433,30 @@ async fn a_parked_run_holds_no_process_and_another_process_approves_it() {
         children()
     );
     assert_eq!(case.lines("out.txt"), ["a", "b", "c"]);
+    let status = store.run("parked").await.unwrap().unwrap().status;
+    assert!(
+        matches!(status, RunStatus::Parked { seq: 3, .. }),
+        "{status:?}"
+    );
+    // A registry without the journal's tools cannot decide: nothing is recorded, the run
+    // stays parked.
+    let bare = Registry::new();
+    bare.set_code_runtime(runtime.clone());
+    bare.set_mode(Mode::Code);
+    let refused = bare
+        .approve_run(DurableRun::new(store.clone(), "parked"))
+        .await;
+    assert!(
+        matches!(&refused, Err(JournalError::Unresumable { problem, .. }) if problem.contains("tools.append_line")),
+        "{refused:?}"
+    );
+    let refused = bare
+        .deny_run(DurableRun::new(store.clone(), "parked"), "no")
+        .await;
+    assert!(
+        matches!(refused, Err(JournalError::Unresumable { .. })),
+        "{refused:?}"
+    );
     let status = store.run("parked").await.unwrap().unwrap().status;
     assert!(
         matches!(status, RunStatus::Parked { seq: 3, .. }),
@@ -624,4 +682,82 @@ fn the_replay_page_shows_what_became_of_a_durable_run() {
     ] {
         assert!(page.contains(needle), "{needle} missing");
     }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollback_without_a_revert_tool_is_refused_and_a_runtime_of_another_language_cannot_resume()
+{
+    let _serial = SERIAL.lock().await;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.txt");
+    let registry = Registry::new();
+    registry.register(appender(&out)).unwrap();
+    let runtime = Arc::new(
+        SubprocessRuntime::typescript(SubprocessConfig::default())
+            .await
+            .unwrap(),
+    );
+    registry.set_code_runtime(runtime.clone());
+    registry.set_mode(Mode::Code);
+    let store: Arc<dyn JournalStore> =
+        Arc::new(SqliteJournal::open(dir.path().join("journal.db")).unwrap());
+    let run = DurableRun::new(store.clone(), "failing");
+    let program = "await tools.append_line({line: 'a'});\nthrow new Error('after the change');";
+    let call = ToolCall::new(
+        "r",
+        "run_code",
+        json!({"code": program, "description": "Fails"}),
+    )
+    .durable(run.clone());
+    let failed = tokio::time::timeout(BOUND, registry.execute(call))
+        .await
+        .unwrap();
+    assert!(failed.is_error());
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "a\n");
+
+    // append_line changes state and has no revert tool: nothing is reverted or marked.
+    let refused = registry.rollback_run(run.clone()).await;
+    assert!(
+        matches!(&refused, Err(JournalError::NoRevert { calls, .. }) if calls == "tools.append_line (call #0)"),
+        "{refused:?}"
+    );
+    let status = store.run("failing").await.unwrap().unwrap().status;
+    assert!(matches!(status, RunStatus::Finished { .. }), "{status:?}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "a\n");
+
+    // A code runtime of another language cannot resume it.
+    let python = Registry::new();
+    python.register(appender(&out)).unwrap();
+    let py_runtime = Arc::new(
+        SubprocessRuntime::python(SubprocessConfig::default())
+            .await
+            .unwrap(),
+    );
+    python.set_code_runtime(py_runtime.clone());
+    let refused = python.resume_run(run.clone()).await;
+    assert!(
+        matches!(&refused, Err(JournalError::Unresumable { problem, .. }) if problem.contains("typescript")),
+        "{refused:?}"
+    );
+    py_runtime.dispose().await;
+
+    let emptied = out.clone();
+    let revert = ToolDefinition::builder("remove_line")
+        .handler(move |_args: Value, _exec: ToolExec| {
+            let out = emptied.clone();
+            async move {
+                std::fs::write(&out, "").map_err(|error| ToolError::new(error.to_string()))?;
+                Ok(json!(0))
+            }
+        })
+        .build()
+        .unwrap();
+    registry.register(revert).unwrap();
+    registry.set_revert("append_line", "remove_line");
+    let reports = registry.rollback_run(run).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "");
+    let status = store.run("failing").await.unwrap().unwrap().status;
+    assert_eq!(status, RunStatus::RolledBack);
+    runtime.dispose().await;
 }

@@ -175,7 +175,16 @@ async fn run(
     // A durable run starts from its journal, or ends here with its stored result.
     let durable = match exec.durable() {
         Some(Durability::Journal(run)) => {
-            match durable::begin(&registry, run, &args, &exec, run_signal.clone()).await? {
+            match durable::begin(
+                &registry,
+                run,
+                &args,
+                runtime.language(),
+                &exec,
+                run_signal.clone(),
+            )
+            .await?
+            {
                 durable::Begun::Done(result) => return result,
                 durable::Begun::Replay(replay) => Some(Durable::Store(run.clone(), replay)),
             }

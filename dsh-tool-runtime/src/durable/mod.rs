@@ -41,9 +41,10 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 pub(crate) use replay::Replay;
+
 pub use run::RevertReport;
 #[cfg(feature = "durable")]
-pub use sqlite::SqliteJournal;
+pub use sqlite::{OpenMode, SqliteJournal};
 
 /// The code a program reads on a call that was started before the run was cut off and whose
 /// tool is neither read-only nor idempotent: it may or may not have happened.
@@ -212,7 +213,8 @@ pub struct RunRecord {
     pub updated_ms: u64,
 }
 
-/// A journal that cannot be used.
+/// A journal that cannot be used. Run ids and paths are shown quoted with their control
+/// characters escaped (`\u{1b}`, `\r`), so an error line never carries a terminal sequence.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[non_exhaustive]
 pub enum JournalError {
@@ -223,20 +225,56 @@ pub enum JournalError {
     /// application's database, or a newer schema. Never reused silently.
     #[error("journal: {0}")]
     Unusable(String),
+    /// No journal exists at this path (and the store was asked not to create one).
+    #[error("no journal at {0:?}")]
+    Missing(String),
     /// A stored record could not be decoded.
     #[error("journal: damaged record: {0}")]
     Corrupt(String),
     /// No run with this id.
-    #[error("journal: no run \"{0}\"")]
+    #[error("journal: no run {0:?}")]
     UnknownRun(String),
     /// The id is empty, longer than 256 bytes or holds control characters.
-    #[error("journal: invalid run id \"{0}\": expected 1 to 256 bytes without control characters")]
+    #[error("journal: invalid run id {0:?}: expected 1 to 256 bytes without control characters")]
     InvalidRunId(String),
-    /// The run exists with another program: a run id names one program.
-    #[error("journal: run \"{0}\" was started with another program")]
-    ProgramMismatch(String),
+    /// The run exists with another program: a run id names one program (its code and
+    /// language; the description is not part of it).
+    #[error("journal: run {run_id:?} was started with another program: {differs}")]
+    ProgramMismatch {
+        /// The run.
+        run_id: String,
+        /// What differs, e.g. `its code differs (line 2)`.
+        differs: String,
+    },
+    /// Another live process runs the run now (it claimed it): one process at a time makes a
+    /// run's calls.
+    #[error("journal: run {run_id:?} is being run by process {pid}")]
+    Busy {
+        /// The run.
+        run_id: String,
+        /// The process that holds it.
+        pid: u32,
+    },
+    /// This registry cannot resume the run: a tool the journal names is missing, or the code
+    /// runtime runs another language. Nothing was recorded.
+    #[error("journal: run {run_id:?} cannot be resumed here: {problem}")]
+    Unresumable {
+        /// The run.
+        run_id: String,
+        /// What is missing, e.g. `it calls tools.append_line, which the tools here do not have`.
+        problem: String,
+    },
+    /// A rollback would leave completed state-changing calls in place: their tools have no
+    /// revert tool. Nothing was reverted.
+    #[error("journal: run {run_id:?}: no revert tool for {calls}; nothing was reverted")]
+    NoRevert {
+        /// The run.
+        run_id: String,
+        /// The calls, e.g. `tools.append_line (call #0)`.
+        calls: String,
+    },
     /// The run is not in a state that allows this (approve a run that is not parked, …).
-    #[error("journal: run \"{run_id}\" {problem}")]
+    #[error("journal: run {run_id:?} {problem}")]
     WrongState {
         /// The run.
         run_id: String,
@@ -287,6 +325,98 @@ pub trait JournalStore: Send + Sync {
         run_id: &'a str,
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// Makes this process the owner of run `run_id` until [`release`](Self::release): one
+    /// owner at a time replays a run and makes its live calls. Returns the claim's number (its
+    /// handle for `release`). A claim whose owner is gone (the process ended) is taken over;
+    /// every claim, even two in one process, is exclusive.
+    ///
+    /// Errors: [`JournalError::Busy`] while another claim's owner lives, and the store's own.
+    fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>>;
+
+    /// Ends the claim `claim` of run `run_id` (nothing when it is not the current claim).
+    fn release<'a>(
+        &'a self,
+        run_id: &'a str,
+        claim: u64,
+    ) -> BoxFuture<'a, Result<(), JournalError>>;
+}
+
+/// A claim on a run ([`JournalStore::claim`]), released when it is dropped (on a spawned task
+/// of the current tokio runtime) unless released before.
+pub(crate) struct Claim {
+    store: Arc<dyn JournalStore>,
+    run_id: String,
+    claim: Option<u64>,
+}
+
+impl Claim {
+    /// Claims `run_id` in `store`.
+    pub(crate) async fn take(
+        store: &Arc<dyn JournalStore>,
+        run_id: &str,
+    ) -> Result<Self, JournalError> {
+        let claim = store.claim(run_id).await?;
+        Ok(Claim {
+            store: Arc::clone(store),
+            run_id: run_id.to_owned(),
+            claim: Some(claim),
+        })
+    }
+
+    /// Releases it now.
+    pub(crate) async fn release(mut self) -> Result<(), JournalError> {
+        match self.claim.take() {
+            Some(claim) => self.store.release(&self.run_id, claim).await,
+            None => Ok(()),
+        }
+    }
+}
+
+impl Drop for Claim {
+    fn drop(&mut self) {
+        // A run whose call was dropped (the caller went away) gives its claim up: without this
+        // the run would stay claimed for the life of the process.
+        if let (Some(claim), Ok(handle)) =
+            (self.claim.take(), tokio::runtime::Handle::try_current())
+        {
+            let (store, run_id) = (Arc::clone(&self.store), std::mem::take(&mut self.run_id));
+            handle.spawn(async move {
+                let _ = store.release(&run_id, claim).await;
+            });
+        }
+    }
+}
+
+/// What makes `now` another program than `journaled` (both `run_code` arguments, with the
+/// `language` a run records): its code or its language. The description is not part of a
+/// program's identity.
+pub(crate) fn program_differs(journaled: &Value, now: &Value) -> Option<String> {
+    let language = |program: &Value| {
+        program
+            .get("language")
+            .and_then(Value::as_str)
+            .map(str::to_owned)
+    };
+    if let (Some(before), Some(after)) = (language(journaled), language(now))
+        && before != after
+    {
+        return Some(format!(
+            "its language differs (journaled {before}, now {after})"
+        ));
+    }
+    let code = |program: &Value| program["code"].as_str().unwrap_or_default().to_owned();
+    let (before, after) = (code(journaled), code(now));
+    if before == after {
+        return None;
+    }
+    let line = before
+        .lines()
+        .zip(after.lines())
+        .position(|(a, b)| a != b)
+        .unwrap_or_else(|| before.lines().count().min(after.lines().count()))
+        + 1;
+    Some(format!("its code differs from line {line} on"))
 }
 
 impl CallOutcome {

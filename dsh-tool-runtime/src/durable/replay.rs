@@ -11,7 +11,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    CallOutcome, EntryState, JOURNAL_FAILED, JournalEntry, JournalStore, OUTCOME_UNKNOWN, RunStatus,
+    CallOutcome, Claim, EntryState, JOURNAL_FAILED, JournalEntry, JournalError, JournalStore,
+    OUTCOME_UNKNOWN, RunStatus,
 };
 use crate::code_runtime::BindingError;
 use crate::events::ToolEvent;
@@ -34,6 +35,8 @@ pub(crate) struct Replay {
     /// The run's own signal: a park ends the run through it.
     run_signal: CancellationToken,
     state: Mutex<State>,
+    /// This process's claim on the run, released when the run ends (or the replay is dropped).
+    claim: Mutex<Option<Claim>>,
 }
 
 #[derive(Default)]
@@ -67,8 +70,10 @@ impl Replay {
         idempotent: HashSet<String>,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
+        claim: Claim,
     ) -> Self {
         Replay {
+            claim: Mutex::new(Some(claim)),
             store,
             run_id,
             parent,
@@ -222,6 +227,15 @@ impl Replay {
             is_error,
             outcome_unknown: unknown,
         });
+    }
+
+    /// Gives up this process's claim on the run (once its end is recorded).
+    pub(crate) async fn release(&self) -> Result<(), JournalError> {
+        let claim = self.claim.lock().take();
+        match claim {
+            Some(claim) => claim.release().await,
+            None => Ok(()),
+        }
     }
 
     /// The status a park left, if the run parked.

@@ -8,7 +8,8 @@ use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    CallOutcome, DurableRun, EntryState, JournalError, RUN_PARKED, Replay, RunRecord, RunStatus,
+    CallOutcome, Claim, DurableRun, EntryState, JournalEntry, JournalError, RUN_PARKED, Replay,
+    RunRecord, RunStatus,
 };
 use crate::call::{ToolCall, ToolExec};
 use crate::code_runtime::FailureKind;
@@ -29,19 +30,32 @@ fn journal_error(error: &JournalError) -> ToolError {
     ToolError::coded(ErrorCode::CodeRunFailed, error.to_string())
 }
 
-/// Opens the durable run of `exec`'s `run_code` call with `args`: its stored result when it has
-/// ended, the parked result again while it waits, else its journal to replay.
+/// The key a journaled program records its language under, beside the `run_code` arguments.
+const LANGUAGE: &str = "language";
+
+/// Opens the durable run of `exec`'s `run_code` call with `args` (a program in `language`, the
+/// code runtime's id): claims it for this process, then its stored result when it has ended,
+/// the parked result again while it waits, else its journal to replay.
 pub(crate) async fn begin(
     registry: &Registry,
     run: &DurableRun,
     args: &Value,
+    language: &str,
     exec: &ToolExec,
     run_signal: CancellationToken,
 ) -> Result<Begun, ToolError> {
     let id = run.checked_id().map_err(|error| journal_error(&error))?;
+    // Claimed before anything is read: two processes resuming one run never both replay it.
+    let claim = Claim::take(&run.store, id)
+        .await
+        .map_err(|error| journal_error(&error))?;
+    let mut program = args.clone();
+    if let Value::Object(fields) = &mut program {
+        fields.insert(LANGUAGE.to_owned(), Value::from(language));
+    }
     let record = run
         .store
-        .open_run(id, args)
+        .open_run(id, &program)
         .await
         .map_err(|error| journal_error(&error))?;
     let entries = run
@@ -49,23 +63,24 @@ pub(crate) async fn begin(
         .entries(id)
         .await
         .map_err(|error| journal_error(&error))?;
-    match &record.status {
-        RunStatus::Finished { outcome } => return Ok(Begun::Done(stored(outcome))),
-        RunStatus::RolledBack => {
-            return Ok(Begun::Done(Err(ToolError::coded(
-                ErrorCode::CodeRunFailed,
-                format!("durable run \"{id}\" was rolled back"),
-            ))));
-        }
-        RunStatus::Parked { seq, .. } => {
-            let waiting = entries
-                .iter()
-                .any(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }));
-            if waiting {
-                return Ok(Begun::Done(Err(parked_error(id, &record.status))));
-            }
-        }
-        RunStatus::Running => {}
+    let done = match &record.status {
+        RunStatus::Finished { outcome } => Some(stored(outcome)),
+        RunStatus::RolledBack => Some(Err(ToolError::coded(
+            ErrorCode::CodeRunFailed,
+            format!("durable run {id:?} was rolled back"),
+        ))),
+        RunStatus::Parked { seq, .. } => entries
+            .iter()
+            .any(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }))
+            .then(|| Err(parked_error(id, &record.status))),
+        RunStatus::Running => None,
+    };
+    if let Some(result) = done {
+        claim
+            .release()
+            .await
+            .map_err(|error| journal_error(&error))?;
+        return Ok(Begun::Done(result));
     }
     run.store
         .set_status(id, &RunStatus::Running)
@@ -79,6 +94,7 @@ pub(crate) async fn begin(
         idempotent_tools(registry, exec),
         publisher(registry),
         run_signal,
+        claim,
     ))))
 }
 
@@ -119,6 +135,10 @@ pub(crate) async fn finish(
             .set_status(id, &status)
             .await
             .map_err(|error| journal_error(&error))?;
+        replay
+            .release()
+            .await
+            .map_err(|error| journal_error(&error))?;
         return Err(parked_error(id, &status));
     }
     let result = match (&failure, result) {
@@ -154,6 +174,10 @@ pub(crate) async fn finish(
             .await
             .map_err(|error| journal_error(&error))?;
     }
+    replay
+        .release()
+        .await
+        .map_err(|error| journal_error(&error))?;
     result
 }
 
@@ -175,12 +199,12 @@ fn parked_error(id: &str, status: &RunStatus) -> ToolError {
         seq, tool, reason, ..
     } = status
     else {
-        return ToolError::new(format!("durable run \"{id}\" is not parked"));
+        return ToolError::new(format!("durable run {id:?} is not parked"));
     };
     let reason = reason.as_deref().unwrap_or("approval required");
     ToolError::new(format!(
-        "durable run \"{id}\" parked at call #{seq} ({tool}): {reason}; approve or deny it \
-         with the handle \"{id}\""
+        "durable run {id:?} parked at call #{seq} ({tool}): {reason}; approve or deny it \
+         with the handle {id:?}"
     ))
     .with_code(RUN_PARKED)
 }
@@ -214,16 +238,20 @@ impl Registry {
     /// with this registry's tools and runtime), replays the journal, runs the approved call and
     /// goes on live. Returns `run_code`'s result (which may be parked again).
     ///
+    /// Nothing is recorded unless this registry can resume the run: it has every tool the
+    /// journal names and a code runtime of the program's language.
+    ///
     /// # Errors
-    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] when it is not parked, and the
-    /// store's own.
+    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] when it is not parked,
+    /// [`JournalError::Unresumable`] when this registry cannot resume it (the run stays parked),
+    /// [`JournalError::Busy`] while another process holds it, and the store's own.
     pub async fn approve_run(&self, run: DurableRun) -> Result<ToolResult, JournalError> {
         self.decide(&run, None).await?;
         self.resume_run(run).await
     }
 
     /// Denies the parked run `run` with `reason` and resumes it: the program's waiting call
-    /// fails with `reason` (code `DENIED`) and the program goes on. Errors as
+    /// fails with `reason` (code `DENIED`) and the program goes on. Checks and errors as
     /// [`approve_run`](Self::approve_run).
     pub async fn deny_run(
         &self,
@@ -235,7 +263,10 @@ impl Registry {
     }
 
     /// Runs `run` again from its journal (a run cut off by a crash; a finished run returns its
-    /// stored result). Errors: [`JournalError::UnknownRun`] and the store's own.
+    /// stored result). Errors: [`JournalError::UnknownRun`], [`JournalError::Unresumable`] when
+    /// this registry lacks a tool the journal names or a code runtime of the program's
+    /// language, and the store's own. A run another process holds ends with a failed result
+    /// naming that process.
     pub async fn resume_run(&self, run: DurableRun) -> Result<ToolResult, JournalError> {
         let id = run.checked_id()?.to_owned();
         let record = run
@@ -243,21 +274,69 @@ impl Registry {
             .run(&id)
             .await?
             .ok_or_else(|| JournalError::UnknownRun(id.clone()))?;
-        let call =
-            ToolCall::new(format!("resume-{id}"), RUN_CODE, record.program.clone()).durable(run);
+        let entries = run.store.entries(&id).await?;
+        if let Some(problem) = self.unresumable(&record, &entries) {
+            return Err(JournalError::Unresumable {
+                run_id: id,
+                problem,
+            });
+        }
+        // The language is the journal's note of the program, not a `run_code` argument.
+        let mut program = record.program.clone();
+        if let Value::Object(fields) = &mut program {
+            fields.remove(LANGUAGE);
+        }
+        let call = ToolCall::new(format!("resume-{id}"), RUN_CODE, program).durable(run);
         Ok(self.execute(call).await)
+    }
+
+    /// Why this registry cannot resume the run `record` with `entries`, if it cannot.
+    fn unresumable(&self, record: &RunRecord, entries: &[JournalEntry]) -> Option<String> {
+        let Some(runtime) = self.code_runtime() else {
+            return Some("no code runtime is mounted".to_owned());
+        };
+        if let Some(language) = record.program.get(LANGUAGE).and_then(Value::as_str)
+            && language != runtime.language()
+        {
+            return Some(format!(
+                "its program is {language}, the code runtime here runs {}",
+                runtime.language()
+            ));
+        }
+        let missing: std::collections::BTreeSet<&str> = entries
+            .iter()
+            .map(|entry| entry.tool.as_str())
+            .filter(|tool| match tool.strip_prefix("tools.") {
+                Some(name) => self.get(name, None).is_none(),
+                None => !tool.starts_with("sdk."),
+            })
+            .collect();
+        (!missing.is_empty()).then(|| {
+            format!(
+                "it calls {}, which the tools here do not have",
+                missing.into_iter().collect::<Vec<_>>().join(", ")
+            )
+        })
     }
 
     async fn decide(&self, run: &DurableRun, denial: Option<String>) -> Result<(), JournalError> {
         let id = run.checked_id()?;
+        // Held while the decision is recorded: two processes deciding at once record one.
+        let claim = Claim::take(&run.store, id).await?;
         let record = parked(run, id).await?;
         let RunStatus::Parked { seq, tool, .. } = &record.status else {
             return Err(wrong(id, "is not parked"));
         };
-        let mut entry = run
-            .store
-            .entries(id)
-            .await?
+        let entries = run.store.entries(id).await?;
+        // Checked before anything is recorded: a decision this registry cannot act on would
+        // leave the run failed for good instead of parked.
+        if let Some(problem) = self.unresumable(&record, &entries) {
+            return Err(JournalError::Unresumable {
+                run_id: id.to_owned(),
+                problem,
+            });
+        }
+        let mut entry = entries
             .into_iter()
             .find(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }))
             .ok_or_else(|| wrong(id, "was decided already"))?;
@@ -271,6 +350,7 @@ impl Registry {
             },
         };
         run.store.put(id, &entry).await?;
+        claim.release().await?;
         self.publish(|| ToolEvent::DurableDecided {
             run_id: id.to_owned(),
             seq: *seq,
@@ -281,15 +361,17 @@ impl Registry {
         Ok(())
     }
 
-    /// Rolls back the parked or failed run `run`: each completed call whose tool has a revert
-    /// tool ([`set_revert`](Self::set_revert)) is reverted, newest first, and each reversal is
+    /// Rolls back the parked or failed run `run`: each completed call is reverted with its
+    /// tool's revert tool ([`set_revert`](Self::set_revert)), newest first, and each reversal is
     /// journaled (the entry becomes [`EntryState::Reverted`]) before the next starts. The run
-    /// ends as [`RunStatus::RolledBack`]. A failed revert call is reported and the rollback goes
-    /// on.
+    /// ends as [`RunStatus::RolledBack`]. Calls to read-only tools need no revert. A failed
+    /// revert call is reported and the rollback goes on.
     ///
     /// # Errors
-    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] for a run that succeeded, was
-    /// rolled back already or is running, and the store's own.
+    /// [`JournalError::NoRevert`] (nothing reverted) when a completed call's tool is not
+    /// read-only and has no revert tool this registry has, [`JournalError::UnknownRun`],
+    /// [`JournalError::WrongState`] for a run that succeeded, was rolled back already or is
+    /// running, [`JournalError::Busy`] while another process holds it, and the store's own.
     pub async fn rollback_run(&self, run: DurableRun) -> Result<Vec<RevertReport>, JournalError> {
         let id = run.checked_id()?;
         let record = run
@@ -304,9 +386,38 @@ impl Registry {
             RunStatus::RolledBack => return Err(wrong(id, "was rolled back already")),
             RunStatus::Running => return Err(wrong(id, "is running (or was cut off: resume it)")),
         }
+        let claim = Claim::take(&run.store, id).await?;
         let reverts = self.inner.reverts.lock().clone();
         let mut entries = run.store.entries(id).await?;
         entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
+        // Refused before anything is reverted: a rollback that leaves a state change in place
+        // must not report the run rolled back.
+        let unreverted: Vec<String> = entries
+            .iter()
+            .filter(|entry| {
+                matches!(&entry.state, EntryState::Finished { outcome } if !outcome.is_error())
+            })
+            .filter(|entry| {
+                let Some(name) = entry.tool.strip_prefix("tools.") else {
+                    return false;
+                };
+                let read_only = self.get(name, None).is_some_and(|def| {
+                    def.annotations()
+                        .is_some_and(|hints| hints.read_only_hint == Some(true))
+                });
+                !read_only
+                    && reverts
+                        .get(name)
+                        .is_none_or(|revert| self.get(revert, None).is_none())
+            })
+            .map(|entry| format!("{} (call #{})", entry.tool, entry.seq))
+            .collect();
+        if !unreverted.is_empty() {
+            return Err(JournalError::NoRevert {
+                run_id: id.to_owned(),
+                calls: unreverted.join(", "),
+            });
+        }
         let mut reports = Vec::new();
         for mut entry in entries {
             let EntryState::Finished {
@@ -366,6 +477,7 @@ impl Registry {
             });
         }
         run.store.set_status(id, &RunStatus::RolledBack).await?;
+        claim.release().await?;
         Ok(reports)
     }
 }

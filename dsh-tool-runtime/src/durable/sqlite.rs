@@ -1,19 +1,20 @@
 //! The embedded journal: one SQLite file in WAL mode.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::Duration;
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
-use rusqlite::{Connection, OptionalExtension, TransactionBehavior, params};
+use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
 use super::{EntryState, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
 
 /// `application_id` of a journal file: "DSHJ".
 const APPLICATION_ID: i32 = 0x4453_484A;
-/// The schema this version writes (`user_version`).
-const SCHEMA_VERSION: i32 = 1;
+/// The schema this version writes (`user_version`); 1 had no `owners` table.
+const SCHEMA_VERSION: i32 = 2;
 /// How long a writer waits for another process's write lock before failing.
 const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
 
@@ -34,6 +35,30 @@ CREATE TABLE calls (
 );
 ";
 
+/// Schema 2: who runs each run now (a process, told apart from a later one with its pid by its
+/// start time).
+const OWNERS: &str = "
+CREATE TABLE IF NOT EXISTS owners (
+    run_id TEXT PRIMARY KEY NOT NULL,
+    pid INTEGER NOT NULL,
+    started INTEGER NOT NULL,
+    claim INTEGER NOT NULL
+);
+";
+
+/// How [`SqliteJournal::open_with`] opens a file.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum OpenMode {
+    /// Read and write; a missing or empty file becomes a new journal.
+    Create,
+    /// Read and write an existing journal; a missing file is [`JournalError::Missing`].
+    Existing,
+    /// Read only (a file without write permission works): listing and showing runs. Every
+    /// write fails with [`JournalError::Store`]. A missing file is [`JournalError::Missing`].
+    ReadOnly,
+}
+
 /// A [`JournalStore`] in one SQLite file (bundled SQLite, no server).
 ///
 /// The file is in WAL mode with `synchronous = NORMAL`: a write is durable against a crash of
@@ -42,14 +67,21 @@ CREATE TABLE calls (
 /// machine may open the same file: a writer waits up to 30 s for another's lock. Files on a
 /// network file system are not supported (SQLite's WAL needs shared memory).
 ///
+/// A run is claimed ([`JournalStore::claim`]) by a row naming the process (pid and, on Linux,
+/// its start time from `/proc/<pid>/stat`, so a later process reusing the pid is not taken
+/// for the owner); a claim whose process is gone is taken over.
+///
 /// The file is marked with `application_id` 0x4453484A ("DSHJ") and a schema version
 /// (`user_version`); opening a file that is not SQLite, belongs to another application or has a
-/// newer schema fails with [`JournalError::Unusable`] and leaves it untouched.
+/// newer schema fails with [`JournalError::Unusable`] and leaves it byte for byte untouched
+/// (the marks are read before anything is written, WAL mode included).
 ///
 /// Each write is one statement run on the calling task (tens of microseconds on a local disk),
 /// not moved to a blocking thread.
 pub struct SqliteJournal {
     connection: Mutex<Connection>,
+    /// This process, as an owner row names it.
+    me: Process,
 }
 
 impl std::fmt::Debug for SqliteJournal {
@@ -66,36 +98,127 @@ fn corrupt(error: &serde_json::Error) -> JournalError {
     JournalError::Corrupt(error.to_string())
 }
 
+/// A process as an owner row names it: its pid and its start time (clock ticks after boot,
+/// field 22 of `/proc/<pid>/stat`; 0 where there is no `/proc`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Process {
+    pid: u32,
+    started: u64,
+}
+
+impl Process {
+    fn me() -> Self {
+        let pid = std::process::id();
+        Process {
+            pid,
+            started: start_time(pid).unwrap_or(0),
+        }
+    }
+
+    /// Whether the process still runs (a pid reused by a later process does not count).
+    fn alive(self) -> bool {
+        if Path::new("/proc/self/stat").exists() {
+            return start_time(self.pid) == Some(self.started);
+        }
+        let Some(pid) = i32::try_from(self.pid)
+            .ok()
+            .and_then(rustix::process::Pid::from_raw)
+        else {
+            return false;
+        };
+        // Signal 0 only checks: no such process is ESRCH; another user's is EPERM (alive).
+        !matches!(
+            rustix::process::test_kill_process(pid),
+            Err(rustix::io::Errno::SRCH)
+        )
+    }
+}
+
+/// Field 22 (`starttime`) of `/proc/<pid>/stat`; the fields are counted after the command
+/// name's closing parenthesis, as the name may hold spaces and parentheses.
+fn start_time(pid: u32) -> Option<u64> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let rest = &stat[stat.rfind(')')? + 1..];
+    rest.split_whitespace().nth(19)?.parse().ok()
+}
+
+/// A claim number unique in this process (the owner row's pid tells processes apart).
+fn next_claim() -> u64 {
+    static NEXT: AtomicU64 = AtomicU64::new(1);
+    NEXT.fetch_add(1, Ordering::Relaxed)
+}
+
 impl SqliteJournal {
-    /// Opens the journal at `path`, creating it (and its schema) when the file does not exist or
-    /// is empty.
+    /// Opens the journal at `path` to read and write, creating it (and its schema) when the
+    /// file does not exist or is empty: [`open_with`](Self::open_with) and [`OpenMode::Create`].
     ///
     /// # Errors
     /// [`JournalError::Unusable`] for a file that is not a journal of this version, and
     /// [`JournalError::Store`] when it cannot be opened or written.
     pub fn open(path: impl AsRef<Path>) -> Result<Self, JournalError> {
+        Self::open_with(path, OpenMode::Create)
+    }
+
+    /// Opens the journal at `path` as `mode` says. A journal of schema 1 opened to write gets
+    /// the table of schema 2.
+    ///
+    /// # Errors
+    /// [`JournalError::Missing`] when `mode` is not [`OpenMode::Create`] and there is no file,
+    /// [`JournalError::Unusable`] for a file that is not a journal of this version (an empty
+    /// file opened read-only included), and [`JournalError::Store`] when it cannot be opened or
+    /// written.
+    pub fn open_with(path: impl AsRef<Path>, mode: OpenMode) -> Result<Self, JournalError> {
         let path = path.as_ref();
-        let unusable = |why: String| JournalError::Unusable(format!("{}: {why}", path.display()));
-        let mut connection = Connection::open(path).map_err(|error| store(&error))?;
+        let unusable = |why: String| JournalError::Unusable(format!("{path:?}: {why}"));
+        if mode != OpenMode::Create && !path.exists() {
+            return Err(JournalError::Missing(path.display().to_string()));
+        }
+        let flags = match mode {
+            OpenMode::Create => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
+            OpenMode::Existing => OpenFlags::SQLITE_OPEN_READ_WRITE,
+            OpenMode::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
+        } | OpenFlags::SQLITE_OPEN_URI
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+        let mut connection =
+            Connection::open_with_flags(path, flags).map_err(|error| store(&error))?;
         connection
             .busy_timeout(BUSY_TIMEOUT)
             .map_err(|error| store(&error))?;
-        // The first read of the header tells a file that is not SQLite at all.
-        let application_id: i32 = connection
-            .pragma_query_value(None, "application_id", |row| row.get(0))
-            .map_err(|error| unusable(format!("not a journal ({error})")))?;
-        let version: i32 = connection
-            .pragma_query_value(None, "user_version", |row| row.get(0))
+        // Only reads until the file is known to be a journal (or empty): a foreign file is
+        // refused exactly as it was found.
+        let (application_id, version, tables): (i32, i32, i64) = connection
+            .query_row(
+                "SELECT (SELECT application_id FROM pragma_application_id), \
+                 (SELECT user_version FROM pragma_user_version), \
+                 (SELECT count(*) FROM sqlite_schema)",
+                [],
+                |row| Ok((row.get(0)?, row.get(1)?, row.get(2)?)),
+            )
             .map_err(|error| unusable(format!("not a journal ({error})")))?;
         if application_id != APPLICATION_ID && application_id != 0 {
             return Err(unusable(format!(
                 "another application's database (application_id {application_id:#x})"
             )));
         }
+        if application_id == 0 && tables > 0 {
+            return Err(unusable(
+                "a SQLite database of something else (it has tables but no journal mark)"
+                    .to_owned(),
+            ));
+        }
         if version > SCHEMA_VERSION {
             return Err(unusable(format!(
                 "written by a newer version (schema {version}; this one reads {SCHEMA_VERSION})"
             )));
+        }
+        if mode == OpenMode::ReadOnly {
+            if application_id == 0 {
+                return Err(unusable("not a journal (empty)".to_owned()));
+            }
+            return Ok(SqliteJournal {
+                connection: Mutex::new(connection),
+                me: Process::me(),
+            });
         }
         connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get::<_, String>(0))
@@ -103,8 +226,9 @@ impl SqliteJournal {
         connection
             .pragma_update(None, "synchronous", "NORMAL")
             .map_err(|error| store(&error))?;
-        if application_id == 0 {
-            // Another process may be creating it at the same moment: decide under the write lock.
+        if application_id == 0 || version < SCHEMA_VERSION {
+            // Another process may be creating or upgrading it at the same moment: decide under
+            // the write lock.
             let tx = connection
                 .transaction_with_behavior(TransactionBehavior::Immediate)
                 .map_err(|error| store(&error))?;
@@ -126,17 +250,19 @@ impl SqliteJournal {
                 tx.execute_batch(SCHEMA).map_err(|error| store(&error))?;
                 tx.pragma_update(None, "application_id", APPLICATION_ID)
                     .map_err(|error| store(&error))?;
-                tx.pragma_update(None, "user_version", SCHEMA_VERSION)
-                    .map_err(|error| store(&error))?;
             } else if id != APPLICATION_ID {
                 return Err(unusable(format!(
                     "another application's database (application_id {id:#x})"
                 )));
             }
+            tx.execute_batch(OWNERS).map_err(|error| store(&error))?;
+            tx.pragma_update(None, "user_version", SCHEMA_VERSION)
+                .map_err(|error| store(&error))?;
             tx.commit().map_err(|error| store(&error))?;
         }
         Ok(SqliteJournal {
             connection: Mutex::new(connection),
+            me: Process::me(),
         })
     }
 
@@ -203,8 +329,11 @@ impl JournalStore for SqliteJournal {
                 .map_err(|error| store(&error))?;
             let record = Self::get(&connection, run_id)?
                 .ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
-            if crate::json::compact(&record.program, true) != program_text {
-                return Err(JournalError::ProgramMismatch(run_id.to_owned()));
+            if let Some(differs) = super::program_differs(&record.program, program) {
+                return Err(JournalError::ProgramMismatch {
+                    run_id: run_id.to_owned(),
+                    differs,
+                });
             }
             Ok(record)
         })
@@ -335,6 +464,77 @@ impl JournalStore for SqliteJournal {
             Ok(())
         })
     }
+    fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
+        Box::pin(async move {
+            let claim = next_claim();
+            let mut connection = self.connection.lock();
+            // Read and write under the write lock: of two processes taking over a dead owner's
+            // claim at once, the second sees the first's row.
+            let tx = connection
+                .transaction_with_behavior(TransactionBehavior::Immediate)
+                .map_err(|error| store(&error))?;
+            let owner = tx
+                .query_row(
+                    "SELECT pid, started, claim FROM owners WHERE run_id = ?1",
+                    params![run_id],
+                    |row| {
+                        Ok((
+                            row.get::<_, i64>(0)?,
+                            row.get::<_, i64>(1)?,
+                            row.get::<_, i64>(2)?,
+                        ))
+                    },
+                )
+                .optional()
+                .map_err(|error| store(&error))?;
+            if let Some((pid, started, _)) = owner {
+                let owner = Process {
+                    pid: u32::try_from(pid).unwrap_or(0),
+                    started: u64::try_from(started).unwrap_or(0),
+                };
+                if owner.alive() {
+                    return Err(JournalError::Busy {
+                        run_id: run_id.to_owned(),
+                        pid: owner.pid,
+                    });
+                }
+            }
+            tx.execute(
+                "INSERT INTO owners (run_id, pid, started, claim) VALUES (?1, ?2, ?3, ?4) \
+                 ON CONFLICT (run_id) DO UPDATE SET pid = ?2, started = ?3, claim = ?4",
+                params![
+                    run_id,
+                    i64::from(self.me.pid),
+                    i64::try_from(self.me.started).unwrap_or(i64::MAX),
+                    i64::try_from(claim).unwrap_or(i64::MAX)
+                ],
+            )
+            .map_err(|error| store(&error))?;
+            tx.commit().map_err(|error| store(&error))?;
+            Ok(claim)
+        })
+    }
+
+    fn release<'a>(
+        &'a self,
+        run_id: &'a str,
+        claim: u64,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(async move {
+            self.connection
+                .lock()
+                .execute(
+                    "DELETE FROM owners WHERE run_id = ?1 AND pid = ?2 AND claim = ?3",
+                    params![
+                        run_id,
+                        i64::from(self.me.pid),
+                        i64::try_from(claim).unwrap_or(i64::MAX)
+                    ],
+                )
+                .map_err(|error| store(&error))?;
+            Ok(())
+        })
+    }
 }
 
 #[cfg(test)]
@@ -381,6 +581,85 @@ mod tests {
         unusable(SqliteJournal::open(&garbage));
     }
 
+    #[test]
+    fn a_foreign_database_is_refused_byte_for_byte_untouched() {
+        let dir = tempfile::tempdir().unwrap();
+        let other = dir.path().join("other.db");
+        Connection::open(&other)
+            .unwrap()
+            .execute_batch("CREATE TABLE t (x); INSERT INTO t VALUES (1);")
+            .unwrap();
+        let before = std::fs::read(&other).unwrap();
+        // Bytes 18-19 are 01 01 in rollback-journal mode and would be 02 02 after a WAL switch.
+        assert_eq!(&before[18..20], &[1, 1]);
+        for mode in [OpenMode::Create, OpenMode::Existing, OpenMode::ReadOnly] {
+            assert!(unusable(SqliteJournal::open_with(&other, mode)).contains("something else"));
+            assert_eq!(std::fs::read(&other).unwrap(), before, "{mode:?}");
+        }
+    }
+
+    #[test]
+    fn a_read_only_journal_reads_and_refuses_writes_and_a_missing_one_is_not_created() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        assert_eq!(
+            SqliteJournal::open_with(&path, OpenMode::ReadOnly).unwrap_err(),
+            JournalError::Missing(path.display().to_string())
+        );
+        assert!(SqliteJournal::open_with(&path, OpenMode::Existing).is_err());
+        assert!(!path.exists());
+        let program = json!({"code": "return 1", "description": "one"});
+        futures::executor::block_on(async {
+            SqliteJournal::open(&path)
+                .unwrap()
+                .open_run("r", &program)
+                .await
+                .unwrap();
+            let reader = SqliteJournal::open_with(&path, OpenMode::ReadOnly).unwrap();
+            assert_eq!(reader.runs().await.unwrap().len(), 1);
+            assert!(matches!(
+                reader.set_status("r", &RunStatus::RolledBack).await,
+                Err(JournalError::Store(_))
+            ));
+        });
+    }
+
+    #[tokio::test]
+    async fn a_run_has_one_claim_at_a_time_and_a_dead_owners_claim_is_taken_over() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let first = SqliteJournal::open(&path).unwrap();
+        let second = SqliteJournal::open(&path).unwrap();
+        let claim = first.claim("r").await.unwrap();
+        let me = std::process::id();
+        assert_eq!(
+            second.claim("r").await,
+            Err(JournalError::Busy {
+                run_id: "r".to_owned(),
+                pid: me
+            })
+        );
+        // Another run is not held.
+        second.claim("other").await.unwrap();
+        // Releasing someone else's claim number changes nothing.
+        second.release("r", claim + 1000).await.unwrap();
+        assert!(second.claim("r").await.is_err());
+        first.release("r", claim).await.unwrap();
+        let taken = second.claim("r").await.unwrap();
+        // A claim whose process is gone (a pid with another start time) is taken over.
+        second
+            .connection
+            .lock()
+            .execute(
+                "UPDATE owners SET started = started + 1 WHERE run_id = 'r'",
+                [],
+            )
+            .unwrap();
+        first.claim("r").await.unwrap();
+        second.release("r", taken).await.unwrap();
+        assert!(second.claim("r").await.is_err(), "the new claim stands");
+    }
+
     #[tokio::test]
     async fn a_run_keeps_its_program_and_its_calls_across_opens() {
         let dir = tempfile::tempdir().unwrap();
@@ -399,10 +678,10 @@ mod tests {
         first.put("r", &entry).await.unwrap();
         assert_eq!(second.entries("r").await.unwrap(), [entry]);
         let other = json!({"code": "return 2", "description": "two"});
-        assert_eq!(
+        assert!(matches!(
             second.open_run("r", &other).await,
-            Err(JournalError::ProgramMismatch("r".to_owned()))
-        );
+            Err(JournalError::ProgramMismatch { differs, .. }) if differs.contains("code")
+        ));
         assert_eq!(
             second.set_status("nope", &RunStatus::Running).await,
             Err(JournalError::UnknownRun("nope".to_owned()))

@@ -42,7 +42,7 @@ pub enum Command {
     Run(RunArgs),
     /// Render an event log (`--events`) as one self-contained HTML page. Needs no tool source.
     Replay(ReplayArgs),
-    /// Durable runs in a journal (`run --journal`): list, show, approve, deny, roll back.
+    /// Durable runs in a journal (`run --journal`): list, show, approve, deny, resume, roll back.
     Runs(RunsArgs),
 }
 
@@ -52,7 +52,7 @@ pub struct RunsArgs {
     /// The journal file (SQLite).
     #[arg(long, value_name = "FILE")]
     pub journal: PathBuf,
-    /// The language of the run's program, for a resume (approve, deny): ts or py.
+    /// The language of the run's program, for a resume (approve, deny, resume): ts or py.
     #[arg(long, default_value = "ts", value_parser = parse_language)]
     pub lang: Language,
     /// The code runtime a resume runs on.
@@ -84,11 +84,33 @@ pub enum RunsAction {
         /// What the program reads as the failure.
         reason: String,
     },
-    /// Revert a parked or failed run's completed calls, newest first.
-    Rollback {
+    /// Resume a run cut off by a crash (`runs list` shows it running) here, over the tool
+    /// source given.
+    Resume {
         /// The run id.
         id: String,
     },
+    /// Revert a parked or failed run's completed calls, newest first. Refused, reverting
+    /// nothing, when a completed call's tool is not read-only and has no revert tool.
+    Rollback {
+        /// The run id.
+        id: String,
+        /// TOOL=REVERT_TOOL: revert each completed call of TOOL by calling REVERT_TOOL with
+        /// `{"arguments": <the call's arguments>, "result": <its value>}` (repeatable).
+        #[arg(long, value_name = "TOOL=REVERT_TOOL", value_parser = parse_revert)]
+        revert: Vec<(String, String)>,
+    },
+}
+
+fn parse_revert(value: &str) -> Result<(String, String), String> {
+    match value.split_once('=') {
+        Some((tool, revert)) if !tool.is_empty() && !revert.is_empty() => {
+            Ok((tool.to_owned(), revert.to_owned()))
+        }
+        _ => Err(format!(
+            "invalid --revert {value:?}: expected TOOL=REVERT_TOOL"
+        )),
+    }
 }
 
 /// Arguments of `replay`.

@@ -7,7 +7,9 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use dsh_tools::durable::{DurableRun, EntryState, JournalStore, RunStatus, SqliteJournal};
+use dsh_tools::durable::{
+    CallOutcome, DurableRun, EntryState, JournalStore, OpenMode, RunStatus, SqliteJournal,
+};
 use dsh_tools::events::{EventLog, ToolEvent};
 use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTransport};
 use dsh_tools::sdk::Language;
@@ -29,6 +31,13 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         Some(addr) => Some((addr, http_auth(&args.http_access, addr)?)),
         None => None,
     };
+    if args.journal.is_some() && args.mode == Mode::Native {
+        return Err(
+            "--journal needs --mode code or both: durable runs are run_code calls, which native \
+             mode does not serve"
+                .to_owned(),
+        );
+    }
     let stop = stop_signal();
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
@@ -321,7 +330,7 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
         json!({"code": program, "description": format!("Run {}", args.file.display())}),
     );
     if let (Some(journal), Some(run_id)) = (&args.journal, &args.run_id) {
-        call = call.durable(durable_run(journal, run_id)?);
+        call = call.durable(durable_run(journal, run_id, OpenMode::Create)?);
     }
     // Boxed, so it can be dropped (ending the run) before the runtime is disposed on a signal.
     let mut execution = Box::pin(registry.execute(call));
@@ -354,16 +363,26 @@ pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Resu
     }
 }
 
-fn durable_run(journal: &Path, run_id: &str) -> Result<DurableRun, String> {
-    let store = SqliteJournal::open(journal)
-        .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
-    Ok(DurableRun::new(Arc::new(store), run_id))
+fn durable_run(journal: &Path, run_id: &str, mode: OpenMode) -> Result<DurableRun, String> {
+    Ok(DurableRun::new(
+        Arc::new(open_journal(journal, mode)?),
+        run_id,
+    ))
 }
 
-/// `runs list` and `runs show`, which need no tool source; `None` for the other actions.
+fn open_journal(journal: &Path, mode: OpenMode) -> Result<SqliteJournal, String> {
+    SqliteJournal::open_with(journal, mode).map_err(|error| format!("--journal: {error}"))
+}
+
+/// `runs list` and `runs show`, which need no tool source and only read the journal; `None`
+/// for the other actions.
 pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<String>, String> {
-    let store = SqliteJournal::open(&args.journal)
-        .map_err(|error| format!("--journal {}: {error}", args.journal.display()))?;
+    if !matches!(args.action, RunsAction::List | RunsAction::Show { .. }) {
+        // Checked before the tool source is loaded: a mistyped path is not a new journal.
+        open_journal(&args.journal, OpenMode::Existing)?;
+        return Ok(None);
+    }
+    let store = open_journal(&args.journal, OpenMode::ReadOnly)?;
     match &args.action {
         RunsAction::List => {
             let runs = store.runs().await.map_err(|error| error.to_string())?;
@@ -374,7 +393,18 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
             }
             let lines: Vec<String> = runs
                 .iter()
-                .map(|run| format!("{} {}", run.run_id, status_line(&run.status)))
+                .map(|run| {
+                    let mut line = format!("{} {}", escaped(&run.run_id), status_line(&run.status));
+                    if run.status == RunStatus::Running {
+                        line.push_str(&format!(
+                            " (or cut off: resume it with `dsh-tools <tool source> runs --journal \
+                             {} resume {}`)",
+                            escaped(&args.journal.display().to_string()),
+                            escaped(&run.run_id)
+                        ));
+                    }
+                    line
+                })
                 .collect();
             Ok(Some(if lines.is_empty() {
                 "no runs".to_owned()
@@ -387,16 +417,27 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                 .run(id)
                 .await
                 .map_err(|error| error.to_string())?
-                .ok_or_else(|| format!("no run \"{id}\""))?;
+                .ok_or_else(|| format!("no run {id:?}"))?;
             let entries = store.entries(id).await.map_err(|error| error.to_string())?;
             if json_output {
                 return Ok(Some(pretty(&json!({"run": run, "calls": entries}))));
             }
-            let mut out = format!("{} {}\n", run.run_id, status_line(&run.status));
+            let mut out = format!("{} {}\n", escaped(&run.run_id), status_line(&run.status));
+            if let RunStatus::Finished {
+                outcome: CallOutcome::Err { message, code },
+            } = &run.status
+            {
+                out.push_str(&format!(
+                    "failure: {}\n",
+                    failure_text(message, code.as_deref())
+                ));
+            }
             for entry in &entries {
                 let state = match &entry.state {
                     EntryState::Started => "started (outcome unknown)".to_owned(),
-                    EntryState::Finished { outcome } if outcome.is_error() => "failed".to_owned(),
+                    EntryState::Finished {
+                        outcome: CallOutcome::Err { message, code },
+                    } => format!("failed: {}", failure_text(message, code.as_deref())),
                     EntryState::Finished { .. } => "ok".to_owned(),
                     EntryState::Parked { .. } => "parked".to_owned(),
                     EntryState::Approved => "approved".to_owned(),
@@ -415,12 +456,12 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
 
 fn status_line(status: &RunStatus) -> String {
     match status {
-        RunStatus::Running => "running (or cut off: run it again to resume)".to_owned(),
+        RunStatus::Running => "running".to_owned(),
         RunStatus::Parked {
             seq, tool, reason, ..
         } => format!(
             "parked at call #{seq} {tool}: {}",
-            reason.as_deref().unwrap_or("approval required")
+            escaped(reason.as_deref().unwrap_or("approval required"))
         ),
         RunStatus::Finished { outcome } if outcome.is_error() => "failed".to_owned(),
         RunStatus::Finished { .. } => "finished".to_owned(),
@@ -437,43 +478,48 @@ pub async fn runs(
     registry.set_mode(Mode::Code);
     let runtime =
         mount_runtime(registry, args.lang, args.runtime, Default::default(), false).await?;
+    let run = |id: &str| durable_run(&args.journal, id, OpenMode::Existing);
     let outcome = match &args.action {
-        RunsAction::Approve { id } => registry
-            .approve_run(durable_run(&args.journal, id)?)
-            .await
-            .map_err(|error| error.to_string())
-            .and_then(|result| settle(&result, json_output)),
-        RunsAction::Deny { id, reason } => registry
-            .deny_run(durable_run(&args.journal, id)?, reason.clone())
-            .await
-            .map_err(|error| error.to_string())
-            .and_then(|result| settle(&result, json_output)),
-        RunsAction::Rollback { id } => registry
-            .rollback_run(durable_run(&args.journal, id)?)
-            .await
-            .map_err(|error| error.to_string())
-            .map(|reverts| {
-                if json_output {
-                    return pretty(&serde_json::to_value(&reverts).unwrap_or_default());
-                }
-                let lines: Vec<String> = reverts
-                    .iter()
-                    .map(|revert| {
-                        let how = if revert.outcome.is_error() {
-                            "failed"
-                        } else {
-                            "ok"
-                        };
-                        format!(
-                            "#{} {} reverted by {}: {how}",
-                            revert.seq, revert.tool, revert.revert
-                        )
+        RunsAction::Approve { id } => match run(id) {
+            Ok(run) => with_progress(registry, registry.approve_run(run))
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|result| settle(&result, json_output)),
+            Err(error) => Err(error),
+        },
+        RunsAction::Deny { id, reason } => match run(id) {
+            Ok(run) => with_progress(registry, registry.deny_run(run, reason.clone()))
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|result| settle(&result, json_output)),
+            Err(error) => Err(error),
+        },
+        RunsAction::Resume { id } => match run(id) {
+            Ok(run) => with_progress(registry, registry.resume_run(run))
+                .await
+                .map_err(|error| error.to_string())
+                .and_then(|result| settle(&result, json_output)),
+            Err(error) => Err(error),
+        },
+        RunsAction::Rollback { id, revert } => {
+            for (tool, revert_tool) in revert {
+                registry.set_revert(tool.clone(), revert_tool.clone());
+            }
+            match run(id) {
+                Ok(run) => registry
+                    .rollback_run(run)
+                    .await
+                    .map_err(|error| {
+                        let mut message = error.to_string();
+                        if matches!(error, dsh_tools::durable::JournalError::NoRevert { .. }) {
+                            message.push_str(" (name one with --revert TOOL=REVERT_TOOL)");
+                        }
+                        message
                     })
-                    .collect();
-                format!("{} call(s) reverted\n{}", lines.len(), lines.join("\n"))
-                    .trim_end()
-                    .to_owned()
-            }),
+                    .map(|reverts| rollback_text(&reverts, json_output)),
+                Err(error) => Err(error),
+            }
+        }
         RunsAction::List | RunsAction::Show { .. } => Err("runs: nothing to do".to_owned()),
     };
     runtime.dispose().await;
@@ -520,8 +566,95 @@ fn progress_line(event: &ToolEvent, started: &mut HashMap<String, Instant>) {
             let mut stderr = std::io::stderr().lock();
             let _ = writeln!(stderr, "{name} {ms:.1} ms {outcome}");
         }
+        ToolEvent::DurableReplayed {
+            name,
+            is_error,
+            outcome_unknown,
+            ..
+        } => {
+            let outcome = match (outcome_unknown, is_error) {
+                (true, _) => "OUTCOME_UNKNOWN (cut off while it ran; not run again)",
+                (false, true) => "replayed error",
+                (false, false) => "replayed ok",
+            };
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "{name} {outcome}");
+        }
+        ToolEvent::DurableDiverged { message, .. } => {
+            let mut stderr = std::io::stderr().lock();
+            let _ = writeln!(stderr, "diverged: {}", escaped(message));
+        }
         _ => {}
     }
+}
+
+/// What a rollback prints: each reverted call, or the reports as JSON.
+fn rollback_text(reverts: &[dsh_tools::durable::RevertReport], json_output: bool) -> String {
+    if json_output {
+        return pretty(&serde_json::to_value(reverts).unwrap_or_default());
+    }
+    let lines: Vec<String> = reverts
+        .iter()
+        .map(|revert| {
+            let how = if revert.outcome.is_error() {
+                "failed"
+            } else {
+                "ok"
+            };
+            format!(
+                "#{} {} reverted by {}: {how}",
+                revert.seq, revert.tool, revert.revert
+            )
+        })
+        .collect();
+    format!("{} call(s) reverted\n{}", lines.len(), lines.join("\n"))
+        .trim_end()
+        .to_owned()
+}
+
+/// Awaits `work` while printing progress lines for the calls it makes (live or replayed).
+async fn with_progress<T>(registry: &Registry, work: impl std::future::Future<Output = T>) -> T {
+    let mut events = registry.subscribe();
+    let mut started: HashMap<String, Instant> = HashMap::new();
+    tokio::pin!(work);
+    let output = loop {
+        tokio::select! {
+            biased;
+            event = events.recv() => match event {
+                Ok(event) => progress_line(&event, &mut started),
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break (&mut work).await,
+            },
+            output = &mut work => break output,
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        progress_line(&event, &mut started);
+    }
+    output
+}
+
+/// `message` (with its code) for one line: control characters escaped.
+fn failure_text(message: &str, code: Option<&str>) -> String {
+    let text = match code {
+        Some(code) => format!("{message} ({code})"),
+        None => message.to_owned(),
+    };
+    escaped(&text)
+}
+
+/// `text` with its control characters (ESC, CR, newlines, …) escaped as `\u{1b}`, so text from
+/// a journal never drives the terminal.
+pub fn escaped(text: &str) -> String {
+    text.chars()
+        .map(|c| {
+            if c.is_control() {
+                c.escape_default().to_string()
+            } else {
+                c.to_string()
+            }
+        })
+        .collect()
 }
 
 /// A success prints its content (or the whole result with `--json`); a failure is an error

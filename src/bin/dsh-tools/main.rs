@@ -6,6 +6,7 @@
 //!           [--json] serve|tools|sdk|view|call|run|runs ...
 //! dsh-tools replay LOG [--html OUT] [--max-log-bytes BYTES] [--max-calls N]
 //! dsh-tools runs --journal FILE list|show ID
+//! dsh-tools SOURCE runs --journal FILE approve|deny|resume|rollback ID ...
 //! ```
 //!
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
@@ -78,7 +79,13 @@ fn main() -> ExitCode {
         Ok(()) => ExitCode::SUCCESS,
         Err(message) => {
             // One line: the message's own lines (a failed run's captured output) stay apart.
-            let lines: Vec<&str> = message.lines().filter(|line| !line.is_empty()).collect();
+            // Control characters (a run id with ESC or CR in it) are escaped, never sent to the
+            // terminal.
+            let lines: Vec<String> = message
+                .lines()
+                .filter(|line| !line.is_empty())
+                .map(commands::escaped)
+                .collect();
             eprintln!("error: {}", lines.join(" | "));
             ExitCode::FAILURE
         }
