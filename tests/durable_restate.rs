@@ -330,3 +330,50 @@ async fn a_call_cut_off_reads_outcome_unknown_instead_of_running_twice() {
         "line-5 appended once, before the kill"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_program_branching_on_randomness_ends_diverged_on_the_retry() {
+    let Some(binary) = server_binary() else {
+        return;
+    };
+    build_deployment();
+    let http = client();
+    let server = Server::start(&binary, &http).await;
+    let dir = tempfile::tempdir().unwrap();
+    let port = mcp_support::free_port();
+    // Killed in the middle of the call after the random one.
+    let first = serve(port, dir.path(), &["--pause-in", "random.txt:gate"]).await;
+    server
+        .register(&http, &format!("http://127.0.0.1:{port}"))
+        .await;
+    let random = json!({
+        "description": "Branch on randomness",
+        "code": "await tools.append_line({ file: \"random.txt\", line: \"first\" });\nconst r = Math.random();\nawait tools.append_line({ file: \"random.txt\", line: r < 0.5 ? `heads-${r}` : `tails-${r}` });\nawait tools.append_line({ file: \"random.txt\", line: \"gate\" });\nawait tools.append_line({ file: \"random.txt\", line: \"last\" });\nreturn \"done\";\n",
+    });
+    let out = dir.path().join("random.txt");
+    let run = tokio::spawn(invoke_raw(
+        http.clone(),
+        server.ingress.clone(),
+        "random",
+        random,
+    ));
+    wait_for_lines(&out, 3).await;
+    drop(first);
+    let journaled = lines(&out)[1].clone();
+    let _second = serve(port, dir.path(), &[]).await;
+    // The retry makes another second call: the invocation ends with the terminal error naming
+    // both calls instead of being retried for ever.
+    let (status, body) = run.await.expect("the invocation task");
+    assert!(!status.is_success(), "{status}: {body}");
+    assert!(body.contains("replay-diverged"), "{body}");
+    assert!(body.contains("call #1 diverged"), "{body}");
+    assert!(
+        body.contains(&journaled),
+        "names the journaled call: {body}"
+    );
+    // Nothing after the divergence ran: neither the gate again nor the last line.
+    let after = lines(&out);
+    assert_eq!(after.len(), 3, "{after:?}");
+    assert_eq!(after[0], "first");
+    assert_eq!(after[2], "gate");
+}

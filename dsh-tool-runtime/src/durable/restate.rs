@@ -138,16 +138,21 @@ mod service {
             // One step at a time, in the order the program made its calls: Restate journals a
             // step when it is first polled, so this order is the journal's on every attempt.
             let mut queued: VecDeque<StepRequest> = VecDeque::new();
-            let mut current: Option<BoxFuture<'_, Result<(), TerminalError>>> = None;
+            let mut current: Option<BoxFuture<'_, Result<Stepped, TerminalError>>> = None;
+            let mut diverged = false;
             let result = loop {
-                if current.is_none() {
+                if current.is_none() && !diverged {
                     current = queued
                         .pop_front()
                         .map(|request| step(&ctx, request).boxed());
                 }
                 tokio::select! {
                     result = &mut run => break result,
-                    Some(request) = requests.recv() => queued.push_back(request),
+                    // After a divergence no call becomes a step: dropped, it fails, and the
+                    // program is being ended anyway.
+                    Some(request) = requests.recv() => if !diverged {
+                        queued.push_back(request);
+                    },
                     done = async {
                         match current.as_mut() {
                             Some(step) => step.await,
@@ -155,10 +160,16 @@ mod service {
                         }
                     }, if current.is_some() => {
                         current = None;
-                        done?;
+                        if done? == Stepped::Diverged {
+                            diverged = true;
+                            queued.clear();
+                        }
                     }
                 }
             };
+            if diverged {
+                drain(&ctx).await?;
+            }
             match result.error() {
                 None => Ok(Json(result.value().cloned().unwrap_or(Value::Null))),
                 Some(failure) => {
@@ -175,10 +186,40 @@ mod service {
 
 use service::DurableRuns;
 
+/// How a step went.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Stepped {
+    /// The program was answered.
+    Answered,
+    /// The journal holds another call at its place: the run ends.
+    Diverged,
+}
+
+/// Replays the rest of the journal after a divergence, so the invocation can end. A
+/// divergence is found while Restate replays the journal; the invocation's output written
+/// then would sit where the journal holds a step, which Restate takes for a non-deterministic
+/// handler and retries for ever. Each step of the journal is read back (its closure not run),
+/// until a closure runs: the journal is used up, and the terminal error after it is final.
+async fn drain(ctx: &Context<'_>) -> Result<(), TerminalError> {
+    loop {
+        let past_the_journal = Arc::new(AtomicBool::new(false));
+        let here = past_the_journal.clone();
+        ctx.run(move || async move {
+            here.store(true, Ordering::SeqCst);
+            Ok(Json(Value::Null))
+        })
+        .name(STEP_NAME)
+        .await?;
+        if past_the_journal.load(Ordering::SeqCst) {
+            return Ok(());
+        }
+    }
+}
+
 /// Makes `request` one journaled step (two for a call that is not idempotent: started, then
 /// finished) and replies with what the program reads. Errors: Restate's terminal error for the
 /// step (the invocation was cancelled).
-async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<(), TerminalError> {
+async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<Stepped, TerminalError> {
     let StepRequest {
         seq,
         tool,
@@ -205,7 +246,7 @@ async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<(), TerminalErr
             .into_inner();
         if let Some(message) = record.diverges(seq, &tool, &args, false) {
             let _ = reply.send(StepReply::Diverged(message));
-            return Ok(());
+            return Ok(Stepped::Diverged);
         }
     }
     let ran_here = Arc::new(AtomicBool::new(false));
@@ -239,7 +280,7 @@ async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<(), TerminalErr
     let outcome = match record.diverges(seq, &tool, &args, true) {
         Some(message) => {
             let _ = reply.send(StepReply::Diverged(message));
-            return Ok(());
+            return Ok(Stepped::Diverged);
         }
         None => record.into_outcome(),
     };
@@ -254,5 +295,5 @@ async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<(), TerminalErr
         replayed: !ran_here.load(Ordering::SeqCst),
         unknown,
     });
-    Ok(())
+    Ok(Stepped::Answered)
 }
