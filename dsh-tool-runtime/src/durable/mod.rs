@@ -391,6 +391,7 @@ impl Drop for Claim {
 /// What makes `now` another program than `journaled` (both `run_code` arguments, with the
 /// `language` a run records): its code or its language. The description is not part of a
 /// program's identity.
+#[cfg(feature = "durable")]
 pub(crate) fn program_differs(journaled: &Value, now: &Value) -> Option<String> {
     let language = |program: &Value| {
         program

@@ -61,27 +61,26 @@ pub(crate) enum Admit {
 }
 
 impl Replay {
-    /// The journal `entries` of `run_id`, ready to answer the run's calls in order.
+    /// The journal `entries` of the run `claim` holds, ready to answer the run's calls in
+    /// order.
     pub(crate) fn new(
-        store: Arc<dyn JournalStore>,
-        run_id: String,
+        claim: Claim,
         parent: String,
         entries: Vec<JournalEntry>,
         idempotent: HashSet<String>,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
-        claim: Claim,
     ) -> Self {
         Replay {
-            claim: Mutex::new(Some(claim)),
-            store,
-            run_id,
+            store: Arc::clone(&claim.store),
+            run_id: claim.run_id.clone(),
             parent,
             entries,
             idempotent,
             publish,
             run_signal,
             state: Mutex::new(State::default()),
+            claim: Mutex::new(Some(claim)),
         }
     }
 

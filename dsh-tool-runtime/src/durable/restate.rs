@@ -11,7 +11,7 @@
 //!   the run as `replay-diverged`, naming both calls;
 //! - a call to a tool that is neither read-only nor idempotent is journaled as started before it
 //!   runs; a retried invocation that finds it started but not finished answers the program
-//!   with [`OUTCOME_UNKNOWN`](super::OUTCOME_UNKNOWN) instead of running it again. A read-only
+//!   with [`OUTCOME_UNKNOWN`] instead of running it again. A read-only
 //!   or idempotent call cut off that way runs again.
 //!
 //! The invocation's input is the `run_code` arguments (`{"code": …, "description": …}`); its

@@ -87,14 +87,12 @@ pub(crate) async fn begin(
         .await
         .map_err(|error| journal_error(&error))?;
     Ok(Begun::Replay(Arc::new(Replay::new(
-        Arc::clone(&run.store),
-        id.to_owned(),
+        claim,
         exec.call_id().to_owned(),
         entries,
         idempotent_tools(registry, exec),
         publisher(registry),
         run_signal,
-        claim,
     ))))
 }
 
