@@ -27,6 +27,8 @@ pub struct Server {
     pub serving: String,
     /// The second line on stderr: what clients must send.
     pub notice: String,
+    /// The lines on stderr after those two.
+    later: std::sync::Mutex<std::sync::mpsc::Receiver<String>>,
 }
 
 impl Server {
@@ -92,13 +94,35 @@ impl Server {
         let notice = read_line(&mut stderr);
         let token = printed_token(&notice);
         // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let (send, later) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                // Once the test stopped listening, the lines are only drained.
+                let _ = send.send(line);
+            }
+        });
         Server {
             child,
             addr,
             token,
             serving: first,
             notice,
+            later: std::sync::Mutex::new(later),
+        }
+    }
+
+    /// The next line on stderr (after the two read at start) that contains `text`; the server
+    /// exiting first, or [`FAILURE_BOUND`] passing, fails.
+    pub fn line_containing(&self, text: &str) -> String {
+        let later = self.later.lock().unwrap();
+        let deadline = Instant::now() + FAILURE_BOUND;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match later.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(error) => panic!("no line on stderr with {text:?}: {error}"),
+            }
         }
     }
 

@@ -321,6 +321,16 @@ fn oauth_serve_refuses_unusable_settings() {
     let answer = server.send("POST", &bearer(token), INITIALIZE);
     assert_eq!(answer.status, 503, "{answer:?}");
     assert!(answer.body.contains("keys cannot be fetched"), "{answer:?}");
+    // The person who started the server is told why.
+    let warning = server.line_containing("cannot fetch the OAuth issuer's keys");
+    assert!(
+        warning.starts_with("dsh-tools: warning: ")
+            && warning.contains(
+                "http://127.0.0.1:1/.well-known/oauth-authorization-server: error sending request"
+            )
+            && warning.to_ascii_lowercase().contains("connection refused"),
+        "{warning}"
+    );
 
     let refused = |args: &[&str]| {
         let output = Command::new(crate::http_server::BIN)
@@ -355,6 +365,28 @@ fn oauth_serve_refuses_unusable_settings() {
     ] {
         let (code, stderr) = refused(flags);
         assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+    }
+    // No TLS is built in: keys over https could never be fetched.
+    for https in [
+        &["--oauth-issuer", "https://login.example.com"][..],
+        &[
+            "--oauth-issuer",
+            "http://as.example",
+            "--oauth-jwks-uri",
+            "https://as.example/keys",
+        ],
+    ] {
+        let mut flags = vec!["--http", "0", "--oauth-resource", "http://r.example/mcp"];
+        flags.extend_from_slice(https);
+        let (code, stderr) = refused(&flags);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains(
+                "https needs TLS, which this build does not include: put the issuer behind \
+                 plain http on loopback or a TLS-terminating proxy"
+            ),
+            "{stderr}"
+        );
     }
     let (code, stderr) = refused(&[
         "--http",
