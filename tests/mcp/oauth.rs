@@ -660,3 +660,40 @@ fn cli_person_logs_in_with_a_loopback_redirect_and_keeps_the_tokens() {
     let (listed, stderr, _) = login_run(&args, false);
     assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
 }
+
+/// With `--mcp-oauth-login`, a server that accepts connections and never answers fails within
+/// the normal connect timeout (30 s): only a person's pending authorization extends the wait.
+#[test]
+fn cli_login_to_a_silent_server_keeps_the_connect_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().map_while(Result::ok) {
+            held.push(stream);
+        }
+    });
+    let child = Command::new(crate::http_server::BIN)
+        .args(["--mcp-http", &url, "--mcp-oauth-login", "tools"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (send, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(child.wait_with_output());
+    });
+    // Past the failure bound the run is still waiting: the wait was extended.
+    let output = match done.recv_timeout(2 * FAILURE_BOUND) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("the run still waits for a server that never answers");
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("timed out after 30000ms"), "{stderr}");
+    assert!(!stderr.contains("To authorize"), "{stderr}");
+}

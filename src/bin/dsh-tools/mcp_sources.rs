@@ -99,7 +99,8 @@ fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>,
     }
 }
 
-/// How long the person has to log in: the loopback listener's wait, within the connect timeout.
+/// How long the person has to log in: the loopback listener's wait, not counted in the connect
+/// timeout.
 const LOGIN_WAIT: Duration = Duration::from_secs(300);
 
 /// The settings of a person's login (authorization code + PKCE) to one server.
@@ -130,8 +131,7 @@ fn with_login(server: McpServer, login: Login<'_>) -> Result<McpServer, String> 
     if let Some(path) = login.token_file {
         config = config.token_file(path);
     }
-    let timeout = u64::try_from(LOGIN_WAIT.as_millis()).unwrap_or(u64::MAX) + 30_000;
-    Ok(server.oauth_login(config).connect_timeout_ms(timeout))
+    Ok(server.oauth_login(config))
 }
 
 fn credentials(id: &str, secret: String, scopes: &[String]) -> McpClientCredentials {
