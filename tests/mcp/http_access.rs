@@ -473,3 +473,29 @@ async fn served_http_allows_loopback_named_and_resource_hosts() {
     );
     assert_eq!(McpTransport::Stdio.allowed_hosts(&limits), None);
 }
+
+/// `DSH_TOOLS_AUTH_TOKEN` with `--oauth-issuer` or `--no-auth` is refused, as
+/// `--auth-token-file` is, rather than silently unused.
+#[test]
+fn http_serve_refuses_a_token_variable_it_would_not_use() {
+    for flags in [
+        &["--http", "0", "--no-auth"][..],
+        &[
+            "--http",
+            "0",
+            "--oauth-issuer",
+            "http://127.0.0.1:1",
+            "--oauth-resource",
+            "http://127.0.0.1:2/mcp",
+        ],
+    ] {
+        let (code, stderr) = refused(flags, Some(("DSH_TOOLS_AUTH_TOKEN", "s3cr3t")));
+        assert_eq!(code, Some(1), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains("DSH_TOOLS_AUTH_TOKEN is set, but --")
+                && stderr.contains("takes no bearer token: unset DSH_TOOLS_AUTH_TOKEN"),
+            "{flags:?}: {stderr}"
+        );
+        assert!(!stderr.contains("s3cr3t"), "{stderr}");
+    }
+}

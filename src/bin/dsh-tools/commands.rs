@@ -119,6 +119,22 @@ const AUTH_TOKEN_VAR: &str = "DSH_TOOLS_AUTH_TOKEN";
 /// `--auth-token-file`, [`AUTH_TOKEN_VAR`] and a generated token, checked as the library will;
 /// with the line that tells the person who started the server what clients must send.
 fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, String), String> {
+    // As `--auth-token-file` is refused with these, so is the variable: a token silently unused
+    // would leave the person believing it protects the server.
+    if std::env::var_os(AUTH_TOKEN_VAR).is_some() {
+        let other = if flags.oauth_issuer.is_some() {
+            Some("--oauth-issuer (clients send OAuth access tokens)")
+        } else if flags.no_auth {
+            Some("--no-auth")
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            return Err(format!(
+                "{AUTH_TOKEN_VAR} is set, but {other} takes no bearer token: unset {AUTH_TOKEN_VAR}"
+            ));
+        }
+    }
     let header =
         |token: &str| format!("clients must send the header \"Authorization: Bearer {token}\"");
     // (authentication, where it came from for an error, the notice)
