@@ -549,7 +549,13 @@ fn cli_clients_authenticate_with_client_credentials() {
     let (listed, stderr) = tools(&["--mcp-http", &resource], None);
     assert!(!listed.contains("file_stats"), "{listed}");
     assert!(
-        stderr.contains("authorization required: Bearer resource_metadata="),
+        stderr.contains(&format!(
+            "the MCP server at {resource} requires OAuth authorization (HTTP 401): \
+             authorization required: Bearer resource_metadata="
+        )) && stderr.contains(
+            "log in with --mcp-oauth-login, or give client credentials with \
+             --mcp-oauth-client-id"
+        ),
         "{stderr}"
     );
 }
@@ -696,4 +702,42 @@ fn cli_login_to_a_silent_server_keeps_the_connect_timeout() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("timed out after 30000ms"), "{stderr}");
     assert!(!stderr.contains("To authorize"), "{stderr}");
+}
+
+/// Client errors name what failed: an authorization server that refuses connections (the
+/// protected server's metadata points at a closed port), a URL that is not one, an `https` URL
+/// (no TLS is built in).
+#[test]
+fn cli_client_errors_name_what_failed() {
+    // Kept alive to the end: its metadata leads the client to the closed port.
+    let (_server, resource) = protected_server("http://127.0.0.1:1");
+    let run = |url: &str| {
+        let output = Command::new(crate::http_server::BIN)
+            .args(["--mcp-http", url, "--mcp-oauth-login", "tools"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = run(&resource);
+    assert!(
+        stderr.contains(&format!(
+            "OAuth: the authorization server of {resource} failed: Connection refused"
+        )),
+        "{stderr}"
+    );
+    let stderr = run("not a url");
+    assert!(
+        stderr.contains("cannot connect: \"not a url\" is not a URL"),
+        "{stderr}"
+    );
+    let stderr = run("https://127.0.0.1:1/mcp");
+    assert!(
+        stderr.contains(
+            "https://127.0.0.1:1/mcp: https needs TLS, which this build does not include"
+        ),
+        "{stderr}"
+    );
+    let stderr = run("ftp://127.0.0.1:1/mcp");
+    assert!(stderr.contains("is not an http:// URL"), "{stderr}");
 }

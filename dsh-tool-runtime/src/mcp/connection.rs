@@ -126,12 +126,20 @@ fn connect_error(server: &str, message: impl std::fmt::Display) -> McpError {
 }
 
 /// What went wrong opening an HTTP server, without rmcp's internal transport type names: a
-/// transport failure reads `no MCP server answers at URL: <innermost cause>`.
+/// transport failure reads `no MCP server answers at URL: <innermost cause>`; one while getting
+/// a token names the authorization server, and a `401` says the server wants OAuth.
 fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
     match err {
         ClientInitializeError::TransportError { error, .. } => {
             let mut cause: &(dyn std::error::Error + 'static) = error.error.as_ref();
+            let mut stage = Stage::Server;
             loop {
+                match cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                    #[cfg(feature = "oauth")]
+                    Some(StreamableHttpError::Auth(_)) => stage = Stage::AuthorizationServer,
+                    Some(StreamableHttpError::AuthRequired(_)) => stage = Stage::Unauthorized,
+                    _ => {}
+                }
                 // rmcp's client error does not name its cause as `source`.
                 let next = match cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
                     Some(StreamableHttpError::Client(inner)) => Some(inner as _),
@@ -142,9 +150,41 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
                     None => break,
                 }
             }
-            format!("no MCP server answers at {url}: {cause}")
+            match stage {
+                Stage::Server => format!("no MCP server answers at {url}: {cause}"),
+                Stage::AuthorizationServer => {
+                    format!("OAuth: the authorization server of {url} failed: {cause}")
+                }
+                Stage::Unauthorized => format!(
+                    "the MCP server at {url} requires OAuth authorization (HTTP 401): {cause}"
+                ),
+            }
         }
         other => other.to_string(),
+    }
+}
+
+/// Where an HTTP connect failed.
+enum Stage {
+    Server,
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    AuthorizationServer,
+    Unauthorized,
+}
+
+/// `Err` naming what is wrong unless `url` is an absolute `http://` URL: the client is built
+/// without TLS, so an `https://` URL could never be reached.
+fn check_http_url(url: &str) -> Result<(), String> {
+    let uri = url
+        .parse::<http::Uri>()
+        .map_err(|error| format!("{url:?} is not a URL: {error}"))?;
+    match uri.scheme_str() {
+        Some("http") if uri.authority().is_some() => Ok(()),
+        Some("https") => Err(format!(
+            "{url}: https needs TLS, which this build does not include: reach the server over \
+             http:// (a TLS-terminating proxy on loopback)"
+        )),
+        _ => Err(format!("{url:?} is not an http:// URL")),
     }
 }
 
@@ -209,6 +249,7 @@ async fn start(
             }
         }
         Transport::Http { url } => {
+            check_http_url(url).map_err(|message| connect_error(server, message))?;
             let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             let mut retry = ExponentialBackoff::default();
             retry.max_times = Some(HTTP_STREAM_RETRIES);

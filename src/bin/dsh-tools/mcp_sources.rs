@@ -169,10 +169,17 @@ pub async fn add(registry: &Registry, sources: &Sources) -> Result<Started, Stri
             Ok(handle) => started.handles.push(handle),
             Err(error) => {
                 let tail = tails.wait_for(&name).await;
-                started.failures.push(match tail.is_empty() {
-                    true => error.to_string(),
-                    false => format!("{error}; stderr: {}", tail.join(" | ")),
-                });
+                let mut failure = error.to_string();
+                if failure.contains("requires OAuth authorization (HTTP 401)") {
+                    failure.push_str(
+                        "; log in with --mcp-oauth-login, or give client credentials with \
+                         --mcp-oauth-client-id (a --config entry: \"oauth\")",
+                    );
+                }
+                if !tail.is_empty() {
+                    failure = format!("{failure}; stderr: {}", tail.join(" | "));
+                }
+                started.failures.push(failure);
             }
         }
     }
