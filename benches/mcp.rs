@@ -555,7 +555,8 @@ mod serve_http {
         let addr: SocketAddr = line
             .trim()
             .strip_prefix("dsh-tools: serving MCP on http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|rest| rest.split_once("/mcp "))
+            .map(|(addr, _)| addr)
             .and_then(|addr| addr.parse().ok())
             .expect("the URL line");
         line.clear();

@@ -312,3 +312,190 @@ async fn served_http_needs_the_transports_token() {
         Err(McpServeError::InvalidBearerToken("empty"))
     ));
 }
+
+/// On every interface (`0.0.0.0`) with a token, requests naming the machine's address or any
+/// name are served, and the start-up line gives a URL a client can use rather than
+/// `http://0.0.0.0`; `--allow-host` there limits the hosts to loopback and those named, and the
+/// URL names the first.
+#[test]
+fn http_serve_on_every_interface_serves_remote_hosts() {
+    let server = Server::spawn(Server::command_on("0.0.0.0:0", &[]));
+    let port = server.addr.port();
+    assert!(
+        server.serving.starts_with(&format!(
+            "dsh-tools: serving MCP on http://127.0.0.1:{port}/mcp (bound to 0.0.0.0:{port}, \
+             every interface; any Host allowed"
+        )),
+        "{}",
+        server.serving
+    );
+    let auth = server.auth_line();
+    for host in [
+        format!("192.0.2.2:{port}"),
+        "tools.example.com".to_owned(),
+        format!("[2001:db8::2]:{port}"),
+    ] {
+        let answer = server.send_to(&host, "POST", &auth, INITIALIZE);
+        assert_eq!(answer.status, 200, "{host}: {answer:?}");
+    }
+    // Authentication still comes first.
+    let answer = server.send_to("tools.example.com", "POST", "", INITIALIZE);
+    assert_eq!(answer.status, 401, "{answer:?}");
+
+    let server = Server::spawn(Server::command_on(
+        "0.0.0.0:0",
+        &["--allow-host", "tools.example.com"],
+    ));
+    let port = server.addr.port();
+    assert!(
+        server.serving.starts_with(&format!(
+            "dsh-tools: serving MCP on http://tools.example.com:{port}/mcp (bound to \
+             0.0.0.0:{port}, every interface; Host allowed: localhost, 127.0.0.1, ::1, \
+             tools.example.com"
+        )),
+        "{}",
+        server.serving
+    );
+    let auth = server.auth_line();
+    for host in [
+        format!("tools.example.com:{port}"),
+        "TOOLS.example.com".to_owned(),
+        format!("localhost:{port}"),
+    ] {
+        let answer = server.send_to(&host, "POST", &auth, INITIALIZE);
+        assert_eq!(answer.status, 200, "{host}: {answer:?}");
+    }
+    let answer = server.send_to(&format!("192.0.2.2:{port}"), "POST", &auth, INITIALIZE);
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert_eq!(answer.body, "Forbidden: Host header is not allowed");
+}
+
+/// On loopback only loopback names are served (a page whose name was made to resolve to
+/// 127.0.0.1 gets 403) unless `--allow-host` names the host, for any port or the one given;
+/// a value that is not a host is refused.
+#[test]
+fn http_serve_on_loopback_allows_only_loopback_hosts_and_those_named() {
+    let server = Server::start(&[], None);
+    let port = server.addr.port();
+    assert!(
+        server.serving.starts_with(&format!(
+            "dsh-tools: serving MCP on http://127.0.0.1:{port}/mcp (bound to 127.0.0.1:{port}; \
+             Host allowed: localhost, 127.0.0.1, ::1 "
+        )),
+        "{}",
+        server.serving
+    );
+    let auth = server.auth_line();
+    let answer = server.send_to(
+        &format!("rebound.example:{port}"),
+        "POST",
+        &auth,
+        INITIALIZE,
+    );
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert_eq!(answer.body, "Forbidden: Host header is not allowed");
+    let answer = server.send_to(&format!("localhost:{port}"), "POST", &auth, INITIALIZE);
+    assert_eq!(answer.status, 200, "{answer:?}");
+
+    let server = Server::start(
+        &[
+            "--allow-host",
+            "tools.example.com",
+            "--allow-host",
+            "proxy.example:8443",
+        ],
+        None,
+    );
+    let auth = server.auth_line();
+    for host in [
+        "tools.example.com",
+        "tools.example.com:1",
+        "proxy.example:8443",
+    ] {
+        let answer = server.send_to(host, "POST", &auth, INITIALIZE);
+        assert_eq!(answer.status, 200, "{host}: {answer:?}");
+    }
+    for host in ["proxy.example:8444", "rebound.example"] {
+        let answer = server.send_to(host, "POST", &auth, INITIALIZE);
+        assert_eq!(answer.status, 403, "{host}: {answer:?}");
+    }
+
+    for bad in [
+        "",
+        "http://tools.example.com",
+        "a b",
+        "tools.example.com:x",
+        "*",
+    ] {
+        let (code, stderr) = refused(&["--http", "0", "--allow-host", bad], None);
+        assert_eq!(code, Some(2), "{bad:?}: {stderr}");
+        assert!(stderr.contains("is not a host"), "{bad:?}: {stderr}");
+    }
+    let (code, stderr) = refused(&["--allow-host", "tools.example.com"], None);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(stderr.contains("--http"), "{stderr}");
+}
+
+/// From the library: the `Host` rule of a transport, with the OAuth resource's host allowed
+/// automatically.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn served_http_allows_loopback_named_and_resource_hosts() {
+    use dsh_tools::mcp::{McpHttpLimits, McpOAuthResource};
+    let loopback = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let limits = McpHttpLimits::default();
+    assert_eq!(
+        loopback.allowed_hosts(&limits),
+        Some(vec!["localhost".into(), "127.0.0.1".into(), "::1".into()])
+    );
+    let named = limits.clone().allow_host("tools.example.com:8443");
+    assert_eq!(
+        loopback.allowed_hosts(&named).unwrap()[3..],
+        ["tools.example.com:8443"]
+    );
+    let protected = loopback.with_auth(McpHttpAuth::OAuth(McpOAuthResource::new(
+        "http://127.0.0.1:9000",
+        "https://tools.example.com/mcp",
+    )));
+    assert_eq!(
+        protected.allowed_hosts(&limits).unwrap()[3..],
+        ["tools.example.com"]
+    );
+
+    let everywhere = McpTransport::http("0.0.0.0:0".parse().unwrap())
+        .await
+        .unwrap();
+    assert_eq!(everywhere.allowed_hosts(&limits), None);
+    assert_eq!(
+        everywhere.allowed_hosts(&named).unwrap(),
+        ["localhost", "127.0.0.1", "::1", "tools.example.com:8443"]
+    );
+    assert_eq!(McpTransport::Stdio.allowed_hosts(&limits), None);
+}
+
+/// `DSH_TOOLS_AUTH_TOKEN` with `--oauth-issuer` or `--no-auth` is refused, as
+/// `--auth-token-file` is, rather than silently unused.
+#[test]
+fn http_serve_refuses_a_token_variable_it_would_not_use() {
+    for flags in [
+        &["--http", "0", "--no-auth"][..],
+        &[
+            "--http",
+            "0",
+            "--oauth-issuer",
+            "http://127.0.0.1:1",
+            "--oauth-resource",
+            "http://127.0.0.1:2/mcp",
+        ],
+    ] {
+        let (code, stderr) = refused(flags, Some(("DSH_TOOLS_AUTH_TOKEN", "s3cr3t")));
+        assert_eq!(code, Some(1), "{flags:?}: {stderr}");
+        assert!(
+            stderr.contains("DSH_TOOLS_AUTH_TOKEN is set, but --")
+                && stderr.contains("takes no bearer token: unset DSH_TOOLS_AUTH_TOKEN"),
+            "{flags:?}: {stderr}"
+        );
+        assert!(!stderr.contains("s3cr3t"), "{stderr}");
+    }
+}

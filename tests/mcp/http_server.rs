@@ -23,16 +23,25 @@ pub struct Server {
     /// The token [`Server::request`] sends: the one printed at start when it was generated;
     /// a test that gave its own sets it.
     pub token: Option<String>,
+    /// The first line on stderr: the URL, the bind and the hosts allowed.
+    pub serving: String,
     /// The second line on stderr: what clients must send.
     pub notice: String,
+    /// The lines on stderr after those two.
+    later: std::sync::Mutex<std::sync::mpsc::Receiver<String>>,
 }
 
 impl Server {
     /// `dsh-tools --builtin repo --root ROOT serve --http 0 SERVE…`, stderr piped.
     pub fn command(serve: &[&str]) -> Command {
+        Server::command_on("0", serve)
+    }
+
+    /// [`Server::command`] bound to `addr` (`--http ADDR`).
+    pub fn command_on(addr: &str, serve: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
-            .args(["--builtin", "repo", "--root", ROOT, "serve", "--http", "0"])
+            .args(["--builtin", "repo", "--root", ROOT, "serve", "--http", addr])
             .args(serve)
             // The token is the generated one unless a test sets its own.
             .env_remove("DSH_TOOLS_AUTH_TOKEN")
@@ -64,27 +73,56 @@ impl Server {
         Server::spawn(command)
     }
 
-    /// Spawns `command` and waits for its two lines on stderr: the URL, then the notice of
-    /// what clients must send (with the token in it when it was generated).
+    /// Spawns `command` and waits for its two lines on stderr: the URL and the bind, then the
+    /// notice of what clients must send (with the token in it when it was generated). A server
+    /// bound to every interface is reached on loopback.
     pub fn spawn(mut command: Command) -> Server {
         let mut child = command.spawn().unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let first = read_line(&mut stderr);
-        let addr = first
+        let mut addr: SocketAddr = first
             .strip_prefix("dsh-tools: serving MCP on http://")
-            .and_then(|rest| rest.strip_suffix("/mcp"))
+            .and_then(|rest| rest.split_once("(bound to "))
+            .and_then(|(_, rest)| rest.split_once([',', ';']))
             .unwrap_or_else(|| panic!("unexpected first line: {first:?}"))
+            .0
             .parse()
             .unwrap();
+        if addr.ip().is_unspecified() {
+            addr.set_ip(std::net::Ipv4Addr::LOCALHOST.into());
+        }
         let notice = read_line(&mut stderr);
         let token = printed_token(&notice);
         // Keep draining stderr so the server never blocks on a full pipe.
-        std::thread::spawn(move || std::io::copy(&mut stderr, &mut std::io::sink()));
+        let (send, later) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in stderr.lines().map_while(Result::ok) {
+                // Once the test stopped listening, the lines are only drained.
+                let _ = send.send(line);
+            }
+        });
         Server {
             child,
             addr,
             token,
+            serving: first,
             notice,
+            later: std::sync::Mutex::new(later),
+        }
+    }
+
+    /// The next line on stderr (after the two read at start) that contains `text`; the server
+    /// exiting first, or [`FAILURE_BOUND`] passing, fails.
+    pub fn line_containing(&self, text: &str) -> String {
+        let later = self.later.lock().unwrap();
+        let deadline = Instant::now() + FAILURE_BOUND;
+        loop {
+            let left = deadline.saturating_duration_since(Instant::now());
+            match later.recv_timeout(left) {
+                Ok(line) if line.contains(text) => return line,
+                Ok(_) => {}
+                Err(error) => panic!("no line on stderr with {text:?}: {error}"),
+            }
         }
     }
 
@@ -122,12 +160,16 @@ impl Server {
     /// One request with `headers` (whole lines, each ending in CRLF) besides the usual ones, on
     /// its own connection (`Connection: close`), answered in full.
     pub fn send(&self, method: &str, headers: &str, body: &str) -> Answer {
+        self.send_to(&self.addr.to_string(), method, headers, body)
+    }
+
+    /// [`Server::send`] naming `host` in its `Host` header.
+    pub fn send_to(&self, host: &str, method: &str, headers: &str, body: &str) -> Answer {
         let mut stream = self.connect();
         let head = format!(
-            "{method} /mcp HTTP/1.1\r\nhost: {}\r\naccept: application/json, text/event-stream\r\n\
+            "{method} /mcp HTTP/1.1\r\nhost: {host}\r\naccept: application/json, text/event-stream\r\n\
              content-type: application/json\r\nmcp-protocol-version: 2025-06-18\r\n{headers}\
              content-length: {}\r\nconnection: close\r\n\r\n",
-            self.addr,
             body.len()
         );
         stream.write_all(head.as_bytes()).unwrap();

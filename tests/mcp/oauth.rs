@@ -321,6 +321,16 @@ fn oauth_serve_refuses_unusable_settings() {
     let answer = server.send("POST", &bearer(token), INITIALIZE);
     assert_eq!(answer.status, 503, "{answer:?}");
     assert!(answer.body.contains("keys cannot be fetched"), "{answer:?}");
+    // The person who started the server is told why.
+    let warning = server.line_containing("cannot fetch the OAuth issuer's keys");
+    assert!(
+        warning.starts_with("dsh-tools: warning: ")
+            && warning.contains(
+                "http://127.0.0.1:1/.well-known/oauth-authorization-server: error sending request"
+            )
+            && warning.to_ascii_lowercase().contains("connection refused"),
+        "{warning}"
+    );
 
     let refused = |args: &[&str]| {
         let output = Command::new(crate::http_server::BIN)
@@ -355,6 +365,28 @@ fn oauth_serve_refuses_unusable_settings() {
     ] {
         let (code, stderr) = refused(flags);
         assert_eq!(code, Some(2), "{flags:?}: {stderr}");
+    }
+    // No TLS is built in: keys over https could never be fetched.
+    for https in [
+        &["--oauth-issuer", "https://login.example.com"][..],
+        &[
+            "--oauth-issuer",
+            "http://as.example",
+            "--oauth-jwks-uri",
+            "https://as.example/keys",
+        ],
+    ] {
+        let mut flags = vec!["--http", "0", "--oauth-resource", "http://r.example/mcp"];
+        flags.extend_from_slice(https);
+        let (code, stderr) = refused(&flags);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains(
+                "https needs TLS, which this build does not include: put the issuer behind \
+                 plain http on loopback or a TLS-terminating proxy"
+            ),
+            "{stderr}"
+        );
     }
     let (code, stderr) = refused(&[
         "--http",
@@ -517,7 +549,13 @@ fn cli_clients_authenticate_with_client_credentials() {
     let (listed, stderr) = tools(&["--mcp-http", &resource], None);
     assert!(!listed.contains("file_stats"), "{listed}");
     assert!(
-        stderr.contains("authorization required: Bearer resource_metadata="),
+        stderr.contains(&format!(
+            "the MCP server at {resource} requires OAuth authorization (HTTP 401): \
+             authorization required: Bearer resource_metadata="
+        )) && stderr.contains(
+            "log in with --mcp-oauth-login, or give client credentials with \
+             --mcp-oauth-client-id"
+        ),
         "{stderr}"
     );
 }
@@ -627,4 +665,79 @@ fn cli_person_logs_in_with_a_loopback_redirect_and_keeps_the_tokens() {
 
     let (listed, stderr, _) = login_run(&args, false);
     assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
+}
+
+/// With `--mcp-oauth-login`, a server that accepts connections and never answers fails within
+/// the normal connect timeout (30 s): only a person's pending authorization extends the wait.
+#[test]
+fn cli_login_to_a_silent_server_keeps_the_connect_timeout() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().map_while(Result::ok) {
+            held.push(stream);
+        }
+    });
+    let child = Command::new(crate::http_server::BIN)
+        .args(["--mcp-http", &url, "--mcp-oauth-login", "tools"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let (send, done) = mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = send.send(child.wait_with_output());
+    });
+    // Past the failure bound the run is still waiting: the wait was extended.
+    let output = match done.recv_timeout(2 * FAILURE_BOUND) {
+        Ok(output) => output.unwrap(),
+        Err(_) => {
+            let _ = Command::new("kill").arg(pid.to_string()).status();
+            panic!("the run still waits for a server that never answers");
+        }
+    };
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("timed out after 30000ms"), "{stderr}");
+    assert!(!stderr.contains("To authorize"), "{stderr}");
+}
+
+/// Client errors name what failed: an authorization server that refuses connections (the
+/// protected server's metadata points at a closed port), a URL that is not one, an `https` URL
+/// (no TLS is built in).
+#[test]
+fn cli_client_errors_name_what_failed() {
+    // Kept alive to the end: its metadata leads the client to the closed port.
+    let (_server, resource) = protected_server("http://127.0.0.1:1");
+    let run = |url: &str| {
+        let output = Command::new(crate::http_server::BIN)
+            .args(["--mcp-http", url, "--mcp-oauth-login", "tools"])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        String::from_utf8_lossy(&output.stderr).into_owned()
+    };
+    let stderr = run(&resource);
+    assert!(
+        stderr.contains(&format!(
+            "OAuth: the authorization server of {resource} failed: Connection refused"
+        )),
+        "{stderr}"
+    );
+    let stderr = run("not a url");
+    assert!(
+        stderr.contains("cannot connect: \"not a url\" is not a URL"),
+        "{stderr}"
+    );
+    let stderr = run("https://127.0.0.1:1/mcp");
+    assert!(
+        stderr.contains(
+            "https://127.0.0.1:1/mcp: https needs TLS, which this build does not include"
+        ),
+        "{stderr}"
+    );
+    let stderr = run("ftp://127.0.0.1:1/mcp");
+    assert!(stderr.contains("is not an http:// URL"), "{stderr}");
 }

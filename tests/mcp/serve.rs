@@ -136,7 +136,9 @@ impl HttpServer {
         let url = line
             .trim()
             .strip_prefix("dsh-tools: serving MCP on ")
+            .and_then(|rest| rest.split_once(' '))
             .unwrap_or_else(|| panic!("unexpected first line: {line:?}"))
+            .0
             .to_owned();
         let mut notice = String::new();
         stderr.read_line(&mut notice).unwrap();

@@ -202,9 +202,11 @@ impl McpServer {
 
     /// Logs a person in to an HTTP server with the OAuth authorization code grant and PKCE
     /// (feature `oauth`) when the server asks for a token: see [`McpOAuthLogin`] for discovery,
-    /// scopes, refresh and where tokens are kept. The person's step happens inside the request
-    /// the server refused, so it counts against that request's timeout: give
-    /// [`connect_timeout_ms`](Self::connect_timeout_ms) room for it. A failed login fails the
+    /// scopes, refresh and where tokens are kept. While connecting, the time the authorizer
+    /// waits for the person (`McpAuthorizer::authorize`) does not count against
+    /// [`connect_timeout_ms`](Self::connect_timeout_ms): the authorizer's own wait bounds it,
+    /// and a server that never answers still fails within the connect timeout. During later
+    /// requests the person's step counts against that request's timeout. A failed login fails the
     /// connect with [`McpError::Connect`] (`OAuth …`). Client credentials, when also set, take
     /// precedence. Ignored for stdio servers.
     ///

@@ -126,12 +126,20 @@ fn connect_error(server: &str, message: impl std::fmt::Display) -> McpError {
 }
 
 /// What went wrong opening an HTTP server, without rmcp's internal transport type names: a
-/// transport failure reads `no MCP server answers at URL: <innermost cause>`.
+/// transport failure reads `no MCP server answers at URL: <innermost cause>`; one while getting
+/// a token names the authorization server, and a `401` says the server wants OAuth.
 fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
     match err {
         ClientInitializeError::TransportError { error, .. } => {
             let mut cause: &(dyn std::error::Error + 'static) = error.error.as_ref();
+            let mut stage = Stage::Server;
             loop {
+                match cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                    #[cfg(feature = "oauth")]
+                    Some(StreamableHttpError::Auth(_)) => stage = Stage::AuthorizationServer,
+                    Some(StreamableHttpError::AuthRequired(_)) => stage = Stage::Unauthorized,
+                    _ => {}
+                }
                 // rmcp's client error does not name its cause as `source`.
                 let next = match cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
                     Some(StreamableHttpError::Client(inner)) => Some(inner as _),
@@ -142,9 +150,41 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
                     None => break,
                 }
             }
-            format!("no MCP server answers at {url}: {cause}")
+            match stage {
+                Stage::Server => format!("no MCP server answers at {url}: {cause}"),
+                Stage::AuthorizationServer => {
+                    format!("OAuth: the authorization server of {url} failed: {cause}")
+                }
+                Stage::Unauthorized => format!(
+                    "the MCP server at {url} requires OAuth authorization (HTTP 401): {cause}"
+                ),
+            }
         }
         other => other.to_string(),
+    }
+}
+
+/// Where an HTTP connect failed.
+enum Stage {
+    Server,
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    AuthorizationServer,
+    Unauthorized,
+}
+
+/// `Err` naming what is wrong unless `url` is an absolute `http://` URL: the client is built
+/// without TLS, so an `https://` URL could never be reached.
+fn check_http_url(url: &str) -> Result<(), String> {
+    let uri = url
+        .parse::<http::Uri>()
+        .map_err(|error| format!("{url:?} is not a URL: {error}"))?;
+    match uri.scheme_str() {
+        Some("http") if uri.authority().is_some() => Ok(()),
+        Some("https") => Err(format!(
+            "{url}: https needs TLS, which this build does not include: reach the server over \
+             http:// (a TLS-terminating proxy on loopback)"
+        )),
+        _ => Err(format!("{url:?} is not an http:// URL")),
     }
 }
 
@@ -209,6 +249,7 @@ async fn start(
             }
         }
         Transport::Http { url } => {
+            check_http_url(url).map_err(|message| connect_error(server, message))?;
             let mut http = StreamableHttpClientTransportConfig::with_uri(url.as_str());
             let mut retry = ExponentialBackoff::default();
             retry.max_times = Some(HTTP_STREAM_RETRIES);
@@ -223,7 +264,11 @@ async fn start(
                 http.custom_headers.insert(name, value);
             }
             let client = super::http::GuardedClient::default();
-            // Getting a token is part of connecting, within the same timeout.
+            // Getting a token is part of connecting, within the same timeout; the time a person
+            // takes to authorize a login is not (their authorizer bounds it).
+            let (person, waiting) = tokio::sync::watch::channel(false);
+            #[cfg(not(feature = "oauth"))]
+            drop(person);
             let connect = async {
                 #[cfg(feature = "oauth")]
                 if let Some(credentials) = &config.credentials {
@@ -234,16 +279,16 @@ async fn start(
                 }
                 #[cfg(feature = "oauth")]
                 if let Some(login) = &config.login {
-                    let client = super::oauth::login_client(client, url, login)
+                    let client = super::oauth::login_client(client, url, login, person)
                         .await
                         .map_err(|message| connect_error(server, message))?;
                     return Ok(serve_http(handler, client, http, link, lifecycle).await);
                 }
                 Ok(serve_http(handler, client, http, link, lifecycle).await)
             };
-            let running = tokio::time::timeout(timeout, connect)
+            let running = within_unpaused(timeout, waiting, connect)
                 .await
-                .map_err(|_| timed_out())??;
+                .ok_or_else(timed_out)??;
             match running {
                 Ok(running) => (running, None, None),
                 Err(err) => return Ok(Err(err)),
@@ -251,6 +296,41 @@ async fn start(
         }
     };
     Ok(Ok(started))
+}
+
+/// `future` within `timeout`, the time while `paused` holds `true` not counted; `None` when
+/// the time ran out. A sender dropped leaves the count as it was.
+async fn within_unpaused<T>(
+    timeout: Duration,
+    mut paused: tokio::sync::watch::Receiver<bool>,
+    future: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    let mut future = std::pin::pin!(future);
+    let mut left = timeout;
+    loop {
+        let is_paused = *paused.borrow_and_update();
+        let started = tokio::time::Instant::now();
+        let expiry = async {
+            if is_paused {
+                std::future::pending::<()>().await;
+            }
+            tokio::time::sleep(left).await;
+        };
+        let change = async {
+            if paused.changed().await.is_err() {
+                std::future::pending::<()>().await;
+            }
+        };
+        tokio::select! {
+            output = &mut future => return Some(output),
+            () = expiry => return None,
+            () = change => {
+                if !is_paused {
+                    left = left.saturating_sub(started.elapsed());
+                }
+            }
+        }
+    }
 }
 
 /// A failed handshake as the bridge reports it.
@@ -653,4 +733,42 @@ async fn input_responses(
 /// The pid of the child process, for diagnostics.
 pub(crate) fn pid(conn: &Mutex<Option<Arc<Conn>>>) -> Option<u32> {
     conn.lock().as_ref().and_then(|conn| conn.pid)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On tokio's paused clock: time while paused is not counted, time before and after it is.
+    #[tokio::test(start_paused = true)]
+    async fn the_connect_timeout_does_not_count_a_pending_authorization() {
+        let second = Duration::from_secs(1);
+        let (pause, paused) = tokio::sync::watch::channel(false);
+        let person = async {
+            tokio::time::sleep(second / 2).await;
+            pause.send_replace(true);
+            tokio::time::sleep(second * 300).await;
+            pause.send_replace(false);
+            tokio::time::sleep(second / 4).await;
+            "authorized"
+        };
+        assert_eq!(
+            within_unpaused(second, paused, person).await,
+            Some("authorized")
+        );
+
+        let (pause, paused) = tokio::sync::watch::channel(false);
+        let slow = async {
+            tokio::time::sleep(second / 2).await;
+            pause.send_replace(true);
+            pause.send_replace(false);
+            tokio::time::sleep(second * 2).await;
+        };
+        assert_eq!(within_unpaused(second, paused, slow).await, None);
+
+        let (pause, paused) = tokio::sync::watch::channel(false);
+        drop(pause);
+        let silent = std::future::pending::<()>();
+        assert_eq!(within_unpaused(second, paused, silent).await, None);
+    }
 }

@@ -50,14 +50,17 @@ pub(crate) async fn serve(
     listener: TcpListener,
     gate: Gate,
     limits: McpHttpLimits,
+    hosts: Option<Vec<String>>,
 ) -> Infallible {
     let handler = Arc::new(handler);
     let sessions = Arc::new(CappedSessions::new(&limits));
     // rmcp validates `Origin` only once asked to, and then refuses every origin not listed
-    // with 403 (the MCP transport's MUST, 2025-06-18 on); `Host` keeps its loopback default.
+    // with 403 (the MCP transport's MUST, 2025-06-18 on). rmcp reads an empty host list as
+    // "any host".
     let config = StreamableHttpServerConfig::default()
         .with_allowed_origins(limits.allowed_origins.iter().cloned())
-        .enforce_origin_validation();
+        .enforce_origin_validation()
+        .with_allowed_hosts(hosts.unwrap_or_default());
     let service = TowerToHyperService::new(StreamableHttpService::new(
         move || Ok(handler.session()),
         sessions.clone(),

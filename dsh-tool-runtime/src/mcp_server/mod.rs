@@ -71,6 +71,27 @@ impl McpTransport {
         })
     }
 
+    /// The `Host` header values (RFC 9110 §7.2) HTTP serving with `limits` accepts, each a host
+    /// or `host:port` (a host alone matches any port); `None` when any `Host` is accepted, and
+    /// for stdio. A request naming another host is answered `403 Forbidden` with the body
+    /// `Forbidden: Host header is not allowed`, so that a page whose name was made to resolve
+    /// to this machine (DNS rebinding) cannot reach the tools.
+    ///
+    /// The list is checked when the listener is on a loopback address or
+    /// [`McpHttpLimits::allowed_hosts`] names any: it holds `localhost`, `127.0.0.1` and `::1`,
+    /// the bound address unless it is a wildcard (`0.0.0.0`, `::`), the hosts named, and with
+    /// [`McpHttpAuth::OAuth`] the host of [`McpOAuthResource::resource`]. On any other address
+    /// every `Host` is accepted: authentication is required there, and a browser's `Origin` is
+    /// checked either way ([`McpHttpLimits::allowed_origins`]).
+    pub fn allowed_hosts(&self, limits: &McpHttpLimits) -> Option<Vec<String>> {
+        match self {
+            McpTransport::Http { listener, auth } => {
+                host_rule(listener.local_addr().ok()?, auth, limits)
+            }
+            McpTransport::Stdio => None,
+        }
+    }
+
     /// The bound address of an HTTP transport; `None` for stdio.
     pub fn local_addr(&self) -> Option<SocketAddr> {
         match self {
@@ -96,6 +117,32 @@ impl McpTransport {
             McpTransport::Stdio => McpTransport::Stdio,
         }
     }
+}
+
+/// The hosts [`McpTransport::allowed_hosts`] describes for a listener on `addr`.
+fn host_rule(addr: SocketAddr, auth: &McpHttpAuth, limits: &McpHttpLimits) -> Option<Vec<String>> {
+    let ip = addr.ip().to_canonical();
+    if !ip.is_loopback() && limits.allowed_hosts.is_empty() {
+        return None;
+    }
+    let mut hosts: Vec<String> = ["localhost", "127.0.0.1", "::1"].map(str::to_owned).into();
+    if !ip.is_unspecified() {
+        hosts.push(ip.to_string());
+    }
+    hosts.extend(limits.allowed_hosts.iter().cloned());
+    #[cfg(feature = "oauth")]
+    if let McpHttpAuth::OAuth(resource) = auth
+        && let Some(host) = url::Url::parse(&resource.resource)
+            .ok()
+            .and_then(|url| url.host_str().map(str::to_owned))
+    {
+        hosts.push(host);
+    }
+    #[cfg(not(feature = "oauth"))]
+    let _ = auth;
+    let mut seen = std::collections::HashSet::new();
+    hosts.retain(|host| seen.insert(host.to_ascii_lowercase()));
+    Some(hosts)
 }
 
 /// Settings of [`Registry::serve_mcp_with`].
@@ -204,6 +251,10 @@ pub struct McpHttpLimits {
     /// port matches any port (rmcp's rule, deprecated there: give the port), and one that is
     /// not an origin matches nothing. With [`McpHttpAuth::Bearer`] the token is checked first.
     pub allowed_origins: Vec<String>,
+    /// Host names (or `host:port`) requests may name in their `Host` header besides loopback
+    /// (default: none), e.g. `tools.example.com`: naming any turns the `Host` check on for a
+    /// listener that is not on loopback. [`McpTransport::allowed_hosts`] gives the whole rule.
+    pub allowed_hosts: Vec<String>,
 }
 
 impl Default for McpHttpLimits {
@@ -215,6 +266,7 @@ impl Default for McpHttpLimits {
             body_read_timeout: Duration::from_secs(30),
             session_idle_timeout: Duration::from_secs(300),
             allowed_origins: Vec::new(),
+            allowed_hosts: Vec::new(),
         }
     }
 }
@@ -253,6 +305,12 @@ impl McpHttpLimits {
     /// Adds `origin` to [`McpHttpLimits::allowed_origins`] (e.g. `http://localhost:5173`).
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.allowed_origins.push(origin.into());
+        self
+    }
+
+    /// Adds `host` (a name or address, optionally `:port`) to [`McpHttpLimits::allowed_hosts`].
+    pub fn allow_host(mut self, host: impl Into<String>) -> Self {
+        self.allowed_hosts.push(host.into());
         self
     }
 }
@@ -324,9 +382,10 @@ impl Registry {
                     .local_addr()
                     .map_err(|error| McpServeError::Transport(error.to_string()))?;
                 auth.check(addr)?;
+                let hosts = host_rule(addr, &auth, &limits);
                 let gate = auth::Gate::new(&auth)?;
                 let handler = McpHandler::new(self.clone(), scope, options);
-                match http::serve(handler, listener, gate, limits).await {}
+                match http::serve(handler, listener, gate, limits, hosts).await {}
             }
         }
     }

@@ -37,6 +37,11 @@ const KEYS_MAX_AGE: Duration = Duration::from_secs(600);
 /// this often: tokens with made-up key ids cannot turn the server into a fetch loop.
 const UNKNOWN_KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 
+/// Why an `https` URL of the authorization server cannot be read: the HTTP client is built
+/// without TLS.
+const NO_TLS: &str = "https needs TLS, which this build does not include: put the issuer behind \
+                      plain http on loopback or a TLS-terminating proxy";
+
 /// A served MCP server as an OAuth 2.1 protected resource
 /// ([`McpHttpAuth::OAuth`](super::McpHttpAuth::OAuth)): every request carries `Authorization:
 /// Bearer <JWT access token>` issued for it by the authorization server `issuer`.
@@ -62,7 +67,8 @@ const UNKNOWN_KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 /// (and `scope="…"` when scopes are required); with a token that fails, `401` with `Bearer
 /// error="invalid_token", error_description="…", resource_metadata="…"`; with a valid token
 /// lacking a scope, `403` with `Bearer error="insufficient_scope", scope="<all required>",
-/// resource_metadata="…"`; when the issuer's keys cannot be fetched, `503`. The RFC 9728
+/// resource_metadata="…"`; when the issuer's keys cannot be fetched, `503`, each failed fetch
+/// logged as a `tracing` warning saying why. The RFC 9728
 /// metadata document is served without authentication at
 /// [`McpOAuthResource::metadata_url`] and at `/.well-known/oauth-protected-resource`. Tokens are
 /// never logged.
@@ -72,6 +78,7 @@ const UNKNOWN_KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 ///
 /// let auth = McpHttpAuth::OAuth(
 ///     McpOAuthResource::new("https://login.example.com", "https://tools.example.com/mcp")
+///         .jwks_uri("http://127.0.0.1:8081/keys")
 ///         .scope("tools.call"),
 /// );
 /// # let _ = auth;
@@ -80,7 +87,9 @@ const UNKNOWN_KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
 #[non_exhaustive]
 pub struct McpOAuthResource {
     /// The authorization server's issuer identifier, as tokens carry it in `iss` (an `http`
-    /// or `https` URL).
+    /// or `https` URL). The keys are read over plain `http` (no TLS is built in): an `https`
+    /// issuer needs an `http` [`McpOAuthResource::jwks_uri`], e.g. a TLS-terminating proxy on
+    /// loopback.
     pub issuer: String,
     /// This server's canonical URL as clients reach it (e.g. `https://tools.example.com/mcp`):
     /// the audience tokens must name and the `resource` of the metadata.
@@ -141,8 +150,10 @@ impl McpOAuthResource {
     ///
     /// # Errors
     /// [`McpServeError::InvalidOAuth`] naming the setting: `issuer`, `resource` or `jwks_uri`
-    /// not an absolute `http`/`https` URL (the resource also without a fragment), or a scope
-    /// that is not an RFC 6749 scope token (printable ASCII but space, `"` and `\`).
+    /// not an absolute `http`/`https` URL (the resource also without a fragment), a scope
+    /// that is not an RFC 6749 scope token (printable ASCII but space, `"` and `\`), or keys
+    /// that would be read over `https` (a `jwks_uri`, or without one the issuer's metadata):
+    /// the HTTP client is built without TLS, so they could never be fetched.
     pub fn check(&self) -> Result<(), McpServeError> {
         let invalid = |what: String| Err(McpServeError::InvalidOAuth(what));
         let web_url = |text: &str| {
@@ -150,8 +161,12 @@ impl McpOAuthResource {
                 .ok()
                 .filter(|url| matches!(url.scheme(), "http" | "https") && url.has_host())
         };
-        if web_url(&self.issuer).is_none() {
-            return invalid(format!("issuer {:?} is not an http(s) URL", self.issuer));
+        match web_url(&self.issuer) {
+            None => return invalid(format!("issuer {:?} is not an http(s) URL", self.issuer)),
+            Some(url) if url.scheme() == "https" && self.jwks_uri.is_none() => {
+                return invalid(format!("issuer {:?}: {NO_TLS}", self.issuer));
+            }
+            Some(_) => {}
         }
         match web_url(&self.resource) {
             Some(url) if url.fragment().is_none() => {}
@@ -162,10 +177,14 @@ impl McpOAuthResource {
                 ));
             }
         }
-        if let Some(jwks) = &self.jwks_uri
-            && web_url(jwks).is_none()
-        {
-            return invalid(format!("jwks_uri {jwks:?} is not an http(s) URL"));
+        if let Some(jwks) = &self.jwks_uri {
+            match web_url(jwks) {
+                None => return invalid(format!("jwks_uri {jwks:?} is not an http(s) URL")),
+                Some(url) if url.scheme() == "https" => {
+                    return invalid(format!("jwks_uri {jwks:?}: {NO_TLS}"));
+                }
+                Some(_) => {}
+            }
         }
         for scope in &self.scopes {
             let token = !scope.is_empty()
@@ -504,13 +523,17 @@ impl Verifier {
 
     /// One GET, its body bounded by [`MAX_DOCUMENT_BYTES`].
     async fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
+        // A metadata document may point at an https key set although the issuer is http.
+        if url.starts_with("https:") {
+            return Err(format!("{url}: {NO_TLS}"));
+        }
         let mut response = self
             .http
             .get(url)
             .header(hyper::header::ACCEPT, "application/json")
             .send()
             .await
-            .map_err(|error| format!("{url}: {error}"))?;
+            .map_err(|error| format!("{url}: {}", with_causes(&error)))?;
         if !response.status().is_success() {
             return Err(format!("{url}: HTTP {}", response.status()));
         }
@@ -553,6 +576,18 @@ fn metadata_candidates(issuer: &str) -> Vec<String> {
         ));
     }
     candidates
+}
+
+/// `error` and its sources, `: `-separated: reqwest's own text alone says only "error sending
+/// request", where the cause (connection refused, a timeout) is what helps.
+fn with_causes(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        let _ = write!(text, ": {cause}");
+        source = cause.source();
+    }
+    text
 }
 
 /// The signature algorithms accepted: asymmetric only, so that no public key can be used as
@@ -631,14 +666,28 @@ mod tests {
 
     #[test]
     fn settings_are_checked_before_serving() {
-        let good = McpOAuthResource::new("https://as.example", "https://tools.example/mcp")
+        let good = McpOAuthResource::new("http://127.0.0.1:9000", "https://tools.example/mcp")
             .scope("tools:call")
-            .jwks_uri("https://as.example/keys");
+            .jwks_uri("http://127.0.0.1:9000/keys");
         assert!(good.check().is_ok());
+        // An https issuer is fine when its keys are read over http.
+        let keys_over_http =
+            McpOAuthResource::new("https://as.example", "https://tools.example/mcp")
+                .jwks_uri("http://127.0.0.1:9000/keys");
+        assert!(keys_over_http.check().is_ok());
+        for https in [
+            McpOAuthResource::new("https://as.example", "https://tools.example/mcp"),
+            good.clone().jwks_uri("https://as.example/keys"),
+        ] {
+            assert!(
+                matches!(https.check(), Err(McpServeError::InvalidOAuth(why)) if why.contains("https needs TLS, which this build does not include")),
+                "{https:?}"
+            );
+        }
         for bad in [
             McpOAuthResource::new("as.example", "https://tools.example/mcp"),
-            McpOAuthResource::new("https://as.example", "ftp://tools.example/mcp"),
-            McpOAuthResource::new("https://as.example", "https://tools.example/mcp#x"),
+            McpOAuthResource::new("http://as.example", "ftp://tools.example/mcp"),
+            McpOAuthResource::new("http://as.example", "https://tools.example/mcp#x"),
             good.clone().scope("two words"),
             good.clone().scope(""),
             good.clone().jwks_uri("keys.json"),

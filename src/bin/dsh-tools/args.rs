@@ -1,7 +1,7 @@
 //! The command line: subcommands, tool sources, budgets, and value parsers whose errors name
 //! the accepted values on the same line.
 
-use std::net::{IpAddr, Ipv4Addr, SocketAddr};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
@@ -275,6 +275,13 @@ pub struct HttpAccess {
     /// 403; requests without one are not affected (default: no origin allowed).
     #[arg(long, value_name = "ORIGIN", requires = "http", value_parser = parse_origin)]
     pub allow_origin: Vec<String>,
+    /// Serve requests whose `Host` header names HOST (a name or address, `HOST:PORT` for one
+    /// port; repeatable), e.g. the name remote clients use. Other hosts are answered 403 (against
+    /// DNS rebinding). On a loopback `--http` only `localhost`, `127.0.0.1` and `::1` are served
+    /// without it; elsewhere any host is, unless this names some. The host of
+    /// `--oauth-resource` is always allowed.
+    #[arg(long, value_name = "HOST", requires = "http", value_parser = parse_host)]
+    pub allow_host: Vec<String>,
     /// Clients must send the token in FILE (surrounding whitespace trimmed) as `Authorization:
     /// Bearer TOKEN`. Without it, the token is `DSH_TOOLS_AUTH_TOKEN`'s, else one generated at
     /// start and printed on stderr.
@@ -462,6 +469,35 @@ fn parse_origin(value: &str) -> Result<String, String> {
     } else {
         Err(format!(
             "\"{value}\" is not an origin (SCHEME://HOST:PORT, SCHEME://HOST:* or null)"
+        ))
+    }
+}
+
+/// A `Host` header value: a name or address (IPv6 alone, or in brackets), optionally `:PORT`.
+fn parse_host(value: &str) -> Result<String, String> {
+    let name = |host: &str| {
+        !host.is_empty()
+            && host
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "-._".contains(c))
+    };
+    let port = |port: &str| port.parse::<u16>().is_ok();
+    let host = value.parse::<Ipv6Addr>().is_ok()
+        || match value.strip_prefix('[') {
+            Some(rest) => rest.split_once(']').is_some_and(|(address, after)| {
+                address.parse::<Ipv6Addr>().is_ok()
+                    && (after.is_empty() || after.strip_prefix(':').is_some_and(port))
+            }),
+            None => match value.split_once(':') {
+                Some((host, rest)) => name(host) && port(rest),
+                None => name(value),
+            },
+        };
+    if host {
+        Ok(value.to_owned())
+    } else {
+        Err(format!(
+            "\"{value}\" is not a host (a name or address, optionally :PORT)"
         ))
     }
 }

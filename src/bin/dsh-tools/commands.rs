@@ -46,9 +46,10 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         Some(mount_runtime(registry, args.lang, args.runtime, args.budgets, true).await?)
     };
     let log = start_log(registry, args.events.as_deref())?;
+    let limits = http_limits(&args.http_limits, &args.http_access);
     let mut options = McpServeOptions::default()
         .page_size(args.page_size)
-        .http_limits(http_limits(&args.http_limits, &args.http_access));
+        .http_limits(limits.clone());
     if let Some(journal) = &args.journal {
         let store = SqliteJournal::open(journal)
             .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
@@ -67,7 +68,8 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
                 .map_err(|error| format!("--http {addr}: {error}"))?
                 .with_auth(auth);
             if let Some(bound) = transport.local_addr() {
-                eprintln!("dsh-tools: serving MCP on http://{bound}/mcp");
+                let hosts = transport.allowed_hosts(&limits);
+                eprintln!("dsh-tools: {}", serving_line(bound, hosts.as_deref()));
             }
             // Straight to stderr, never through tracing: a generated token is shown once, to
             // whoever started the server.
@@ -85,6 +87,40 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     served
 }
 
+/// The start-up line of `serve --http` bound to `bound`, accepting `hosts` (`None`: any): a URL
+/// a client can use, the bind, and whom the `Host` check lets in.
+fn serving_line(bound: SocketAddr, hosts: Option<&[String]>) -> String {
+    let port = bound.port();
+    let ip = bound.ip().to_canonical();
+    let url_host = if !ip.is_unspecified() {
+        SocketAddr::new(ip, port).to_string()
+    } else if let Some(named) = hosts.and_then(|hosts| hosts.get(3)) {
+        // Past the three loopback names: the first host named, with the port unless it has one.
+        if named.parse::<std::net::Ipv6Addr>().is_ok() {
+            format!("[{named}]:{port}")
+        } else if named.contains("]:") || (!named.starts_with('[') && named.contains(':')) {
+            named.clone()
+        } else {
+            format!("{named}:{port}")
+        }
+    } else {
+        format!("127.0.0.1:{port}")
+    };
+    let bind = if ip.is_unspecified() {
+        format!("{bound}, every interface")
+    } else {
+        bound.to_string()
+    };
+    let rule = match hosts {
+        Some(hosts) => format!("Host allowed: {} (--allow-host adds one)", hosts.join(", ")),
+        None if ip.is_unspecified() => {
+            "any Host allowed: remote clients use this machine's name or address".to_owned()
+        }
+        None => "any Host allowed".to_owned(),
+    };
+    format!("serving MCP on http://{url_host}/mcp (bound to {bind}; {rule})")
+}
+
 /// The variable `serve --http` reads its bearer token from when no `--auth-token-file` is given.
 const AUTH_TOKEN_VAR: &str = "DSH_TOOLS_AUTH_TOKEN";
 
@@ -92,6 +128,22 @@ const AUTH_TOKEN_VAR: &str = "DSH_TOOLS_AUTH_TOKEN";
 /// `--auth-token-file`, [`AUTH_TOKEN_VAR`] and a generated token, checked as the library will;
 /// with the line that tells the person who started the server what clients must send.
 fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, String), String> {
+    // As `--auth-token-file` is refused with these, so is the variable: a token silently unused
+    // would leave the person believing it protects the server.
+    if std::env::var_os(AUTH_TOKEN_VAR).is_some() {
+        let other = if flags.oauth_issuer.is_some() {
+            Some("--oauth-issuer (clients send OAuth access tokens)")
+        } else if flags.no_auth {
+            Some("--no-auth")
+        } else {
+            None
+        };
+        if let Some(other) = other {
+            return Err(format!(
+                "{AUTH_TOKEN_VAR} is set, but {other} takes no bearer token: unset {AUTH_TOKEN_VAR}"
+            ));
+        }
+    }
     let header =
         |token: &str| format!("clients must send the header \"Authorization: Bearer {token}\"");
     // (authentication, where it came from for an error, the notice)
@@ -154,6 +206,9 @@ fn http_limits(flags: &HttpLimits, access: &HttpAccess) -> McpHttpLimits {
     let mut limits = McpHttpLimits::default();
     for origin in &access.allow_origin {
         limits = limits.allow_origin(origin.clone());
+    }
+    for host in &access.allow_host {
+        limits = limits.allow_host(host.clone());
     }
     if let Some(connections) = flags.max_connections {
         limits = limits.max_connections(connections);

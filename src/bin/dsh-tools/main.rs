@@ -93,6 +93,7 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), String> {
+    mcp_sources::install_tracing();
     if let Command::Replay(args) = &cli.command {
         // A log is read back without the tools' code: no tool source is loaded.
         return print_stdout(&commands::replay(args, cli.json)?);

@@ -14,7 +14,7 @@
 
 use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::{Path, PathBuf};
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, OnceLock};
 use std::time::Duration;
 
 use dsh_tools::Registry;
@@ -99,7 +99,8 @@ fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>,
     }
 }
 
-/// How long the person has to log in: the loopback listener's wait, within the connect timeout.
+/// How long the person has to log in: the loopback listener's wait, not counted in the connect
+/// timeout.
 const LOGIN_WAIT: Duration = Duration::from_secs(300);
 
 /// The settings of a person's login (authorization code + PKCE) to one server.
@@ -130,8 +131,7 @@ fn with_login(server: McpServer, login: Login<'_>) -> Result<McpServer, String> 
     if let Some(path) = login.token_file {
         config = config.token_file(path);
     }
-    let timeout = u64::try_from(LOGIN_WAIT.as_millis()).unwrap_or(u64::MAX) + 30_000;
-    Ok(server.oauth_login(config).connect_timeout_ms(timeout))
+    Ok(server.oauth_login(config))
 }
 
 fn credentials(id: &str, secret: String, scopes: &[String]) -> McpClientCredentials {
@@ -162,17 +162,24 @@ pub async fn add(registry: &Registry, sources: &Sources) -> Result<Started, Stri
     if servers.is_empty() {
         return Ok(started);
     }
-    let tails = StderrTails::install();
+    let tails = StderrTails::installed();
     for server in servers {
         let name = server.name().to_owned();
         match registry.add_mcp_server(server).await {
             Ok(handle) => started.handles.push(handle),
             Err(error) => {
                 let tail = tails.wait_for(&name).await;
-                started.failures.push(match tail.is_empty() {
-                    true => error.to_string(),
-                    false => format!("{error}; stderr: {}", tail.join(" | ")),
-                });
+                let mut failure = error.to_string();
+                if failure.contains("requires OAuth authorization (HTTP 401)") {
+                    failure.push_str(
+                        "; log in with --mcp-oauth-login, or give client credentials with \
+                         --mcp-oauth-client-id (a --config entry: \"oauth\")",
+                    );
+                }
+                if !tail.is_empty() {
+                    failure = format!("{failure}; stderr: {}", tail.join(" | "));
+                }
+                started.failures.push(failure);
             }
         }
     }
@@ -449,13 +456,23 @@ fn unique(taken: &mut HashSet<String>, name: String) -> String {
 #[derive(Clone, Default)]
 struct StderrTails(Arc<Mutex<HashMap<String, VecDeque<String>>>>);
 
+/// The tails [`install_tracing`] collects into.
+static TAILS: OnceLock<StderrTails> = OnceLock::new();
+
+/// Sets the process's `tracing` subscriber: stdio servers' stderr tails for their errors, and
+/// the MCP server's warnings (an OAuth issuer's keys that cannot be fetched, failing `accept`)
+/// printed on stderr, as nothing else would show them.
+pub fn install_tracing() {
+    let subscriber = tracing_subscriber::registry()
+        .with(StderrTails::installed())
+        .with(ServerWarnings);
+    // Another subscriber already set (none is, in this binary) would only cost these.
+    let _ = tracing::subscriber::set_global_default(subscriber);
+}
+
 impl StderrTails {
-    fn install() -> StderrTails {
-        let tails = StderrTails::default();
-        let subscriber = tracing_subscriber::registry().with(tails.clone());
-        // Another subscriber already set (none is, in this binary) would only cost the tails.
-        let _ = tracing::subscriber::set_global_default(subscriber);
-        tails
+    fn installed() -> StderrTails {
+        TAILS.get_or_init(StderrTails::default).clone()
     }
 
     /// The server's tail, waiting briefly for lines still in its pipe when there are none yet.
@@ -526,6 +543,54 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
             tail.pop_front();
         }
         tail.push_back(text.to_owned());
+    }
+}
+
+/// Prints each warning or error of the MCP server (`dsh_tool_runtime::mcp_server`) as one
+/// line on stderr: `dsh-tools: warning: MESSAGE (FIELD=VALUE, …)`.
+struct ServerWarnings;
+
+/// An event's message and its other fields.
+#[derive(Default)]
+struct Fields {
+    message: String,
+    others: Vec<String>,
+}
+
+impl Visit for Fields {
+    fn record_debug(&mut self, field: &Field, value: &dyn std::fmt::Debug) {
+        match field.name() {
+            "message" => self.message = format!("{value:?}"),
+            name => self.others.push(format!("{name}={value:?}")),
+        }
+    }
+
+    fn record_str(&mut self, field: &Field, value: &str) {
+        match field.name() {
+            "message" => self.message = value.to_owned(),
+            name => self.others.push(format!("{name}={value}")),
+        }
+    }
+}
+
+impl<S: tracing::Subscriber> Layer<S> for ServerWarnings {
+    fn on_event(&self, event: &tracing::Event<'_>, _context: Context<'_, S>) {
+        let metadata = event.metadata();
+        if *metadata.level() > tracing::Level::WARN
+            || !metadata
+                .target()
+                .starts_with("dsh_tool_runtime::mcp_server")
+        {
+            return;
+        }
+        let mut fields = Fields::default();
+        event.record(&mut fields);
+        let mut line = format!("dsh-tools: warning: {}", fields.message);
+        if !fields.others.is_empty() {
+            line.push_str(&format!(" ({})", fields.others.join(", ")));
+        }
+        // One line, whatever the fields hold.
+        eprintln!("{}", line.replace(['\n', '\r'], " "));
     }
 }
 

@@ -188,6 +188,24 @@ pub(crate) struct LoginState {
     /// Counts the tokens obtained, so a request refused before another request's login does
     /// not log in again.
     round: AtomicU64,
+    /// `true` while the person is asked to authorize: the connect timeout does not run then.
+    person: tokio::sync::watch::Sender<bool>,
+}
+
+/// Sets a flag until dropped, however the wait it covers ends.
+struct Raised<'a>(&'a tokio::sync::watch::Sender<bool>);
+
+impl<'a> Raised<'a> {
+    fn new(flag: &'a tokio::sync::watch::Sender<bool>) -> Raised<'a> {
+        flag.send_replace(true);
+        Raised(flag)
+    }
+}
+
+impl Drop for Raised<'_> {
+    fn drop(&mut self) {
+        self.0.send_replace(false);
+    }
 }
 
 fn failed(error: impl fmt::Display) -> AuthError {
@@ -195,7 +213,7 @@ fn failed(error: impl fmt::Display) -> AuthError {
 }
 
 /// `inner` with the person's login for the server at `url`; tokens from the token file are used
-/// at once.
+/// at once. `person` holds `true` while the authorizer waits for the person.
 ///
 /// # Errors
 /// The URL is not usable, or the token file cannot be read.
@@ -203,6 +221,7 @@ pub(crate) async fn login_client<C>(
     inner: C,
     url: &str,
     login: &McpOAuthLogin,
+    person: tokio::sync::watch::Sender<bool>,
 ) -> Result<BearerClient<C, LoginState>, String> {
     let describe = |error: AuthError| format!("OAuth: {error}");
     let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
@@ -216,6 +235,7 @@ pub(crate) async fn login_client<C>(
             login: login.clone(),
             manager: tokio::sync::Mutex::new(Some(manager)),
             round: AtomicU64::new(0),
+            person,
         },
     ))
 }
@@ -294,7 +314,10 @@ impl LoginState {
 
     /// The person's authorization of `url`, then its code exchanged by `manager`.
     async fn exchange(&self, url: &str, manager: &AuthorizationManager) -> Result<(), AuthError> {
-        let redirect = self.login.authorizer.authorize(url).await.map_err(failed)?;
+        let redirect = {
+            let _waiting = Raised::new(&self.person);
+            self.login.authorizer.authorize(url).await.map_err(failed)?
+        };
         let callback = AuthorizationCallback::from_redirect_url(&redirect)?;
         manager
             .exchange_code_for_token_with_issuer(
