@@ -229,26 +229,52 @@ async fn wait_for_lines(path: &Path, n: usize) {
     .await;
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_line_once() {
-    let Some(binary) = server_binary() else {
-        return;
-    };
+/// A Restate server with one deployment process (started with `flags`) registered on it, a
+/// scratch folder and the deployment's port; `None` (the test has skipped) without the server.
+async fn deployed(flags: &[&str]) -> Option<(Deployed, Process)> {
+    let binary = server_binary()?;
     build_deployment();
     let http = client();
     let server = Server::start(&binary, &http).await;
     let dir = tempfile::tempdir().unwrap();
     let port = mcp_support::free_port();
-    // The first process blocks in the call that appends line-49: killed in the middle of it.
-    let first = serve(
-        port,
-        dir.path(),
-        &["--idempotent", "--pause-in", "out.txt:line-49"],
-    )
-    .await;
+    let first = serve(port, dir.path(), flags).await;
     server
         .register(&http, &format!("http://127.0.0.1:{port}"))
         .await;
+    Some((
+        Deployed {
+            http,
+            server,
+            dir,
+            port,
+        },
+        first,
+    ))
+}
+
+struct Deployed {
+    http: reqwest::Client,
+    server: Server,
+    dir: tempfile::TempDir,
+    port: u16,
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_line_once() {
+    // The first process blocks in the call that appends line-49: killed in the middle of it.
+    let Some((
+        Deployed {
+            http,
+            server,
+            dir,
+            port,
+        },
+        first,
+    )) = deployed(&["--idempotent", "--pause-in", "out.txt:line-49"]).await
+    else {
+        return;
+    };
 
     let reference = invoke(
         http.clone(),
@@ -290,18 +316,18 @@ async fn a_deployment_killed_mid_run_is_retried_by_restate_and_appends_every_lin
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_call_cut_off_reads_outcome_unknown_instead_of_running_twice() {
-    let Some(binary) = server_binary() else {
+    let Some((
+        Deployed {
+            http,
+            server,
+            dir,
+            port,
+        },
+        first,
+    )) = deployed(&["--pause-in", "unknown.txt:line-5"]).await
+    else {
         return;
     };
-    build_deployment();
-    let http = client();
-    let server = Server::start(&binary, &http).await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = mcp_support::free_port();
-    let first = serve(port, dir.path(), &["--pause-in", "unknown.txt:line-5"]).await;
-    server
-        .register(&http, &format!("http://127.0.0.1:{port}"))
-        .await;
 
     // Not idempotent: the call running when the deployment died is not run again.
     let tolerating = json!({
@@ -333,19 +359,19 @@ async fn a_call_cut_off_reads_outcome_unknown_instead_of_running_twice() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_program_branching_on_randomness_ends_diverged_on_the_retry() {
-    let Some(binary) = server_binary() else {
+    // Killed in the middle of the call after the random one.
+    let Some((
+        Deployed {
+            http,
+            server,
+            dir,
+            port,
+        },
+        first,
+    )) = deployed(&["--pause-in", "random.txt:gate"]).await
+    else {
         return;
     };
-    build_deployment();
-    let http = client();
-    let server = Server::start(&binary, &http).await;
-    let dir = tempfile::tempdir().unwrap();
-    let port = mcp_support::free_port();
-    // Killed in the middle of the call after the random one.
-    let first = serve(port, dir.path(), &["--pause-in", "random.txt:gate"]).await;
-    server
-        .register(&http, &format!("http://127.0.0.1:{port}"))
-        .await;
     let random = json!({
         "description": "Branch on randomness",
         "code": "await tools.append_line({ file: \"random.txt\", line: \"first\" });\nconst r = Math.random();\nawait tools.append_line({ file: \"random.txt\", line: r < 0.5 ? `heads-${r}` : `tails-${r}` });\nawait tools.append_line({ file: \"random.txt\", line: \"gate\" });\nawait tools.append_line({ file: \"random.txt\", line: \"last\" });\nreturn \"done\";\n",
