@@ -40,6 +40,13 @@ async fn served(tools: &mcp_support::Tools) -> Registry {
             _ => next.run().await,
         }
     });
+    registry.set_code_runtime(node_runtime().await);
+    registry.set_mode(Mode::Both);
+    registry
+}
+
+/// A TypeScript runtime whose budgets leave a program time to wait for a person's answer.
+pub(crate) async fn node_runtime() -> Arc<SubprocessRuntime> {
     let config = SubprocessConfig {
         budgets: Budgets {
             compute_ms: 20_000,
@@ -48,11 +55,7 @@ async fn served(tools: &mcp_support::Tools) -> Registry {
         },
         ..Default::default()
     };
-    registry.set_code_runtime(Arc::new(
-        SubprocessRuntime::typescript(config).await.expect("node"),
-    ));
-    registry.set_mode(Mode::Both);
-    registry
+    Arc::new(SubprocessRuntime::typescript(config).await.expect("node"))
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

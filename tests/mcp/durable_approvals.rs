@@ -7,7 +7,6 @@ use std::sync::{Arc, Mutex};
 
 use crate::mcp_support;
 
-use dsh_tools::code::{Budgets, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::durable::SqliteJournal;
 use dsh_tools::hooks::PreDecision;
 use dsh_tools::mcp::{McpServeOptions, McpTransport};
@@ -49,17 +48,7 @@ async fn replica() -> Registry {
             next.run().await
         }
     });
-    let config = SubprocessConfig {
-        budgets: Budgets {
-            compute_ms: 20_000,
-            max_wall_ms: 120_000,
-            ..Budgets::default()
-        },
-        ..Default::default()
-    };
-    registry.set_code_runtime(Arc::new(
-        SubprocessRuntime::typescript(config).await.expect("node"),
-    ));
+    registry.set_code_runtime(super::approvals::node_runtime().await);
     registry.set_mode(Mode::Code);
     registry
 }
