@@ -34,6 +34,7 @@ mod sqlite;
 pub(crate) mod steps;
 
 use std::fmt;
+use std::future::Future;
 use std::sync::Arc;
 
 use futures::future::BoxFuture;
@@ -362,6 +363,23 @@ impl Claim {
             run_id: run_id.to_owned(),
             claim: Some(claim),
         })
+    }
+
+    /// Runs `work` while holding a claim on `run_id`, and releases the claim before returning
+    /// on every path, so the next claim (this process's or another's) never meets a claim
+    /// that is still being released in the background. `work`'s error wins over a failed
+    /// release.
+    pub(crate) async fn hold<T>(
+        store: &Arc<dyn JournalStore>,
+        run_id: &str,
+        work: impl Future<Output = Result<T, JournalError>>,
+    ) -> Result<T, JournalError> {
+        let claim = Claim::take(store, run_id).await?;
+        let result = work.await;
+        let released = claim.release().await;
+        let value = result?;
+        released?;
+        Ok(value)
     }
 
     /// Releases it now.

@@ -49,20 +49,46 @@ pub(crate) async fn begin(
     let claim = Claim::take(&run.store, id)
         .await
         .map_err(|error| journal_error(&error))?;
+    let (entries, done) = match open(run, id, args, language).await {
+        Ok(opened) => opened,
+        Err(error) => {
+            // Released before the error returns: a retry must not meet this claim.
+            let _ = claim.release().await;
+            return Err(journal_error(&error));
+        }
+    };
+    if let Some(result) = done {
+        claim
+            .release()
+            .await
+            .map_err(|error| journal_error(&error))?;
+        return Ok(Begun::Done(result));
+    }
+    Ok(Begun::Replay(Arc::new(Replay::new(
+        claim,
+        exec.call_id().to_owned(),
+        entries,
+        idempotent_tools(registry, exec),
+        publisher(registry),
+        run_signal,
+    ))))
+}
+
+/// Records the program of run `id` (or checks it against the journaled one) and reads its
+/// journal: the run's result when it has ended or still waits at an approval, else marks it
+/// running. The caller holds the run's claim.
+async fn open(
+    run: &DurableRun,
+    id: &str,
+    args: &Value,
+    language: &str,
+) -> Result<(Vec<JournalEntry>, Option<Result<Value, ToolError>>), JournalError> {
     let mut program = args.clone();
     if let Value::Object(fields) = &mut program {
         fields.insert(LANGUAGE.to_owned(), Value::from(language));
     }
-    let record = run
-        .store
-        .open_run(id, &program)
-        .await
-        .map_err(|error| journal_error(&error))?;
-    let entries = run
-        .store
-        .entries(id)
-        .await
-        .map_err(|error| journal_error(&error))?;
+    let record = run.store.open_run(id, &program).await?;
+    let entries = run.store.entries(id).await?;
     let done = match &record.status {
         RunStatus::Finished { outcome } => Some(stored(outcome)),
         RunStatus::RolledBack => Some(Err(ToolError::coded(
@@ -75,25 +101,10 @@ pub(crate) async fn begin(
             .then(|| Err(parked_error(id, &record.status))),
         RunStatus::Running => None,
     };
-    if let Some(result) = done {
-        claim
-            .release()
-            .await
-            .map_err(|error| journal_error(&error))?;
-        return Ok(Begun::Done(result));
+    if done.is_none() {
+        run.store.set_status(id, &RunStatus::Running).await?;
     }
-    run.store
-        .set_status(id, &RunStatus::Running)
-        .await
-        .map_err(|error| journal_error(&error))?;
-    Ok(Begun::Replay(Arc::new(Replay::new(
-        claim,
-        exec.call_id().to_owned(),
-        entries,
-        idempotent_tools(registry, exec),
-        publisher(registry),
-        run_signal,
-    ))))
+    Ok((entries, done))
 }
 
 /// `namespace.name` of the binding calls that may run again when their outcome is unknown:
@@ -320,7 +331,26 @@ impl Registry {
     async fn decide(&self, run: &DurableRun, denial: Option<String>) -> Result<(), JournalError> {
         let id = run.checked_id()?;
         // Held while the decision is recorded: two processes deciding at once record one.
-        let claim = Claim::take(&run.store, id).await?;
+        let (seq, tool) =
+            Claim::hold(&run.store, id, self.record_decision(run, id, &denial)).await?;
+        self.publish(|| ToolEvent::DurableDecided {
+            run_id: id.to_owned(),
+            seq,
+            name: tool,
+            approved: denial.is_none(),
+            reason: denial.clone(),
+        });
+        Ok(())
+    }
+
+    /// Records `denial` (or approval) on the parked run `id`; returns the decided call's
+    /// sequence number and tool.
+    async fn record_decision(
+        &self,
+        run: &DurableRun,
+        id: &str,
+        denial: &Option<String>,
+    ) -> Result<(u64, String), JournalError> {
         let record = parked(run, id).await?;
         let RunStatus::Parked { seq, tool, .. } = &record.status else {
             return Err(wrong(id, "is not parked"));
@@ -338,7 +368,7 @@ impl Registry {
             .into_iter()
             .find(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }))
             .ok_or_else(|| wrong(id, "was decided already"))?;
-        entry.state = match &denial {
+        entry.state = match denial {
             None => EntryState::Approved,
             Some(reason) => EntryState::Finished {
                 outcome: CallOutcome::Err {
@@ -348,15 +378,7 @@ impl Registry {
             },
         };
         run.store.put(id, &entry).await?;
-        claim.release().await?;
-        self.publish(|| ToolEvent::DurableDecided {
-            run_id: id.to_owned(),
-            seq: *seq,
-            name: tool.clone(),
-            approved: denial.is_none(),
-            reason: denial.clone(),
-        });
-        Ok(())
+        Ok((*seq, tool.clone()))
     }
 
     /// Rolls back the parked or failed run `run`: each completed call is reverted with its
@@ -384,7 +406,16 @@ impl Registry {
             RunStatus::RolledBack => return Err(wrong(id, "was rolled back already")),
             RunStatus::Running => return Err(wrong(id, "is running (or was cut off: resume it)")),
         }
-        let claim = Claim::take(&run.store, id).await?;
+        Claim::hold(&run.store, id, self.revert_calls(&run, id)).await
+    }
+
+    /// Reverts the completed calls of run `id` newest first and marks it rolled back (the
+    /// caller holds the run's claim).
+    async fn revert_calls(
+        &self,
+        run: &DurableRun,
+        id: &str,
+    ) -> Result<Vec<RevertReport>, JournalError> {
         let reverts = self.inner.reverts.lock().clone();
         let mut entries = run.store.entries(id).await?;
         entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
@@ -475,7 +506,6 @@ impl Registry {
             });
         }
         run.store.set_status(id, &RunStatus::RolledBack).await?;
-        claim.release().await?;
         Ok(reports)
     }
 }
@@ -491,5 +521,151 @@ fn wrong(id: &str, problem: &str) -> JournalError {
     JournalError::WrongState {
         run_id: id.to_owned(),
         problem: problem.to_owned(),
+    }
+}
+
+#[cfg(all(test, feature = "durable"))]
+mod tests {
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use futures::future::BoxFuture;
+
+    use super::super::{JournalStore, RunRecord, SqliteJournal};
+    use super::*;
+
+    /// A SQLite journal that counts claims taken and releases finished.
+    struct Counted {
+        inner: SqliteJournal,
+        claims: AtomicUsize,
+        releases: AtomicUsize,
+    }
+
+    impl JournalStore for Counted {
+        fn open_run<'a>(
+            &'a self,
+            run_id: &'a str,
+            program: &'a Value,
+        ) -> BoxFuture<'a, Result<RunRecord, JournalError>> {
+            self.inner.open_run(run_id, program)
+        }
+        fn run<'a>(
+            &'a self,
+            run_id: &'a str,
+        ) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
+            self.inner.run(run_id)
+        }
+        fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
+            self.inner.runs()
+        }
+        fn set_status<'a>(
+            &'a self,
+            run_id: &'a str,
+            status: &'a RunStatus,
+        ) -> BoxFuture<'a, Result<(), JournalError>> {
+            self.inner.set_status(run_id, status)
+        }
+        fn entries<'a>(
+            &'a self,
+            run_id: &'a str,
+        ) -> BoxFuture<'a, Result<Vec<JournalEntry>, JournalError>> {
+            self.inner.entries(run_id)
+        }
+        fn put<'a>(
+            &'a self,
+            run_id: &'a str,
+            entry: &'a JournalEntry,
+        ) -> BoxFuture<'a, Result<(), JournalError>> {
+            self.inner.put(run_id, entry)
+        }
+        fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
+            Box::pin(async move {
+                let claim = self.inner.claim(run_id).await?;
+                self.claims.fetch_add(1, Ordering::SeqCst);
+                Ok(claim)
+            })
+        }
+        fn release<'a>(
+            &'a self,
+            run_id: &'a str,
+            claim: u64,
+        ) -> BoxFuture<'a, Result<(), JournalError>> {
+            Box::pin(async move {
+                self.inner.release(run_id, claim).await?;
+                self.releases.fetch_add(1, Ordering::SeqCst);
+                Ok(())
+            })
+        }
+    }
+
+    /// A store holding run `r`, parked at its second call after a completed first one.
+    async fn parked_run(dir: &tempfile::TempDir) -> (Arc<Counted>, DurableRun) {
+        let store = Arc::new(Counted {
+            inner: SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+            claims: AtomicUsize::new(0),
+            releases: AtomicUsize::new(0),
+        });
+        let program = json!({"code": "x", LANGUAGE: "typescript"});
+        store.open_run("r", &program).await.unwrap();
+        let done = JournalEntry {
+            seq: 0,
+            tool: "tools.append_line".to_owned(),
+            args: r#"{"line":"a"}"#.to_owned(),
+            state: EntryState::Finished {
+                outcome: CallOutcome::Ok { value: json!(1) },
+            },
+        };
+        store.put("r", &done).await.unwrap();
+        let waiting = JournalEntry {
+            seq: 1,
+            args: r#"{"line":"b"}"#.to_owned(),
+            state: EntryState::Parked { reason: None },
+            ..done
+        };
+        store.put("r", &waiting).await.unwrap();
+        let status = RunStatus::Parked {
+            seq: 1,
+            tool: waiting.tool.clone(),
+            args: waiting.args.clone(),
+            reason: None,
+        };
+        store.set_status("r", &status).await.unwrap();
+        let run = DurableRun::new(store.clone() as Arc<dyn JournalStore>, "r");
+        (store, run)
+    }
+
+    // Checked the moment each refusal returns, with no await between: a claim left to a
+    // background release would make the very next approve, deny or rollback (from this
+    // process or another) read `Busy`.
+    #[tokio::test]
+    async fn a_refused_decision_or_rollback_has_released_its_claim_when_it_returns() {
+        let dir = tempfile::tempdir().unwrap();
+        let (store, run) = parked_run(&dir).await;
+        let registry = Registry::new();
+        let settled = |refusal: &Result<(), JournalError>| {
+            assert_eq!(
+                store.releases.load(Ordering::SeqCst),
+                store.claims.load(Ordering::SeqCst),
+                "a claim is still held after {refusal:?}"
+            );
+        };
+        let approved = registry.approve_run(run.clone()).await.map(|_| ());
+        settled(&approved);
+        assert!(
+            matches!(&approved, Err(JournalError::Unresumable { .. })),
+            "{approved:?}"
+        );
+        let denied = registry.deny_run(run.clone(), "no").await.map(|_| ());
+        settled(&denied);
+        assert!(
+            matches!(&denied, Err(JournalError::Unresumable { .. })),
+            "{denied:?}"
+        );
+        let rolled_back = registry.rollback_run(run.clone()).await.map(|_| ());
+        settled(&rolled_back);
+        assert!(
+            matches!(&rolled_back, Err(JournalError::NoRevert { .. })),
+            "{rolled_back:?}"
+        );
+        assert_eq!(store.claims.load(Ordering::SeqCst), 3);
     }
 }
