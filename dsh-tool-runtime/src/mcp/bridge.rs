@@ -182,24 +182,15 @@ impl Bridge {
                 }
             }
         }
-        for handle in std::mem::take(&mut generation.handles) {
-            handle.unregister();
-        }
-        generation.names.clear();
         let id = self.generation_id.fetch_add(1, Ordering::SeqCst) + 1;
         let registry = &self.link.registry;
-        for definition in definitions {
-            let name = definition.name().to_owned();
-            match registry.register_in(self.agent.as_ref(), definition) {
-                Ok(handle) => {
-                    generation.handles.push(handle);
-                    generation.names.push(name);
-                }
-                Err(source) => {
-                    tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool {name}: {source}");
-                }
-            }
+        let old = std::mem::take(&mut generation.handles);
+        // One write: a reader (a `tools` listing, a call) sees the old tools or the new ones.
+        let (registered, refused) = registry.replace_tools(self.agent.as_ref(), &old, definitions);
+        for (name, source) in refused {
+            tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool {name}: {source}");
         }
+        (generation.names, generation.handles) = registered.into_iter().unzip();
         *self.names.lock() = generation.names.clone();
         let tools = generation.names.clone();
         registry.publish(|| ToolEvent::ToolsChanged {

@@ -134,12 +134,7 @@ impl Registry {
         definitions: Vec<ToolDefinition>,
     ) -> Result<Vec<Handle>, RegisterError> {
         for definition in &definitions {
-            if definition.timeout_ms() == Some(0) {
-                return Err(RegisterError::InvalidTimeout(definition.name().to_owned()));
-            }
-            if definition.name() == RUN_CODE {
-                return Err(RegisterError::Reserved);
-            }
+            definition_error(definition)?;
         }
         let mut state = write(&self.inner.state);
         let layer = match agent {
@@ -169,6 +164,54 @@ impl Registry {
             .into_iter()
             .map(|id| self.handle(agent.cloned(), id))
             .collect())
+    }
+
+    /// Replaces the tools registered under `old` with `definitions` in one write, so a reader
+    /// sees the old set or the new one, never part of each (an MCP server's re-sync). A
+    /// definition that cannot be registered is skipped and comes back with its error; the
+    /// others register.
+    pub(crate) fn replace_tools(
+        &self,
+        agent: Option<&AgentId>,
+        old: &[Handle],
+        definitions: Vec<ToolDefinition>,
+    ) -> (Vec<(String, Handle)>, Vec<(String, RegisterError)>) {
+        let mut state = write(&self.inner.state);
+        let layer = match agent {
+            None => &mut state.global,
+            Some(agent) => state.agents.entry(agent.clone()).or_default(),
+        };
+        for handle in old {
+            layer.remove(handle.id);
+        }
+        let (mut ids, mut refused) = (Vec::new(), Vec::new());
+        for definition in definitions {
+            let name = definition.name().to_owned();
+            let checked = definition_error(&definition).and_then(|()| {
+                if layer.tools.contains_key(&name) {
+                    Err(match agent {
+                        None => RegisterError::DuplicateGlobal(name.clone()),
+                        Some(_) => RegisterError::DuplicateScoped(name.clone()),
+                    })
+                } else {
+                    Ok(())
+                }
+            });
+            match checked {
+                Ok(()) => {
+                    let id = self.next_id();
+                    layer.tools.insert(name.clone(), (id, definition));
+                    ids.push((name, id));
+                }
+                Err(error) => refused.push((name, error)),
+            }
+        }
+        drop(state);
+        let registered = ids
+            .into_iter()
+            .map(|(name, id)| (name, self.handle(agent.cloned(), id)))
+            .collect();
+        (registered, refused)
     }
 
     pub(crate) fn add<T>(
@@ -316,5 +359,68 @@ impl Registry {
             // A send error only means every receiver went away meanwhile.
             let _ = self.inner.events.send(event());
         }
+    }
+}
+
+/// Why `definition` cannot be registered anywhere: a 0 ms timeout or the reserved name.
+fn definition_error(definition: &ToolDefinition) -> Result<(), RegisterError> {
+    if definition.timeout_ms() == Some(0) {
+        return Err(RegisterError::InvalidTimeout(definition.name().to_owned()));
+    }
+    if definition.name() == RUN_CODE {
+        return Err(RegisterError::Reserved);
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::Value;
+
+    use super::*;
+    use crate::call::ToolExec;
+
+    fn tool(name: &str) -> ToolDefinition {
+        ToolDefinition::builder(name)
+            .handler(|_args: Value, _exec: ToolExec| async { Ok(Value::Null) })
+            .build()
+            .unwrap()
+    }
+
+    fn names(registry: &Registry) -> Vec<String> {
+        registry
+            .tools(None)
+            .iter()
+            .map(|def| def.name().to_owned())
+            .collect()
+    }
+
+    /// Every registry write bumps the change generation once, so one bump means no reader could
+    /// have seen a state between the old tools and the new ones.
+    #[test]
+    fn replacing_tools_is_one_write_and_skips_only_what_cannot_register() {
+        let registry = Registry::new();
+        let old = registry.register_all(["a", "b"].map(tool)).unwrap();
+        let other = registry.register(tool("c")).unwrap();
+        let before = read(&registry.inner.state).changes.generation();
+        let (registered, refused) = registry.replace_tools(
+            None,
+            &old,
+            vec![tool("b"), tool("c"), tool(RUN_CODE), tool("d")],
+        );
+        assert_eq!(read(&registry.inner.state).changes.generation(), before + 1);
+        let registered: Vec<&str> = registered.iter().map(|(name, _)| name.as_str()).collect();
+        assert_eq!(registered, ["b", "d"]);
+        assert!(
+            matches!(
+                refused.as_slice(),
+                [(c, RegisterError::DuplicateGlobal(_)), (r, RegisterError::Reserved)]
+                    if c == "c" && r == RUN_CODE
+            ),
+            "{refused:?}"
+        );
+        assert_eq!(names(&registry), ["b", "c", "d"]);
+        assert!(!old[0].unregister(), "the replaced registrations are gone");
+        assert!(other.unregister(), "a registration outside the set stays");
     }
 }
