@@ -186,7 +186,10 @@ impl Bridge {
         let registry = &self.link.registry;
         let old = std::mem::take(&mut generation.handles);
         // One write: a reader (a `tools` listing, a call) sees the old tools or the new ones.
-        let (registered, refused) = registry.replace_tools(self.agent.as_ref(), &old, definitions);
+        let crate::registry::Replaced {
+            registered,
+            refused,
+        } = registry.replace_tools(self.agent.as_ref(), &old, definitions);
         for (name, source) in refused {
             tracing::warn!(target: "dsh_tool_runtime::mcp", server = %server, "skipping tool {name}: {source}");
         }

@@ -170,12 +170,13 @@ impl Registry {
     /// sees the old set or the new one, never part of each (an MCP server's re-sync). A
     /// definition that cannot be registered is skipped and comes back with its error; the
     /// others register.
+    #[cfg(feature = "mcp")]
     pub(crate) fn replace_tools(
         &self,
         agent: Option<&AgentId>,
         old: &[Handle],
         definitions: Vec<ToolDefinition>,
-    ) -> (Vec<(String, Handle)>, Vec<(String, RegisterError)>) {
+    ) -> Replaced {
         let mut state = write(&self.inner.state);
         let layer = match agent {
             None => &mut state.global,
@@ -211,7 +212,10 @@ impl Registry {
             .into_iter()
             .map(|(name, id)| (name, self.handle(agent.cloned(), id)))
             .collect();
-        (registered, refused)
+        Replaced {
+            registered,
+            refused,
+        }
     }
 
     pub(crate) fn add<T>(
@@ -362,6 +366,14 @@ impl Registry {
     }
 }
 
+/// What [`Registry::replace_tools`] did: the tools registered (name, handle) and the ones
+/// refused (name, why).
+#[cfg(feature = "mcp")]
+pub(crate) struct Replaced {
+    pub(crate) registered: Vec<(String, Handle)>,
+    pub(crate) refused: Vec<(String, RegisterError)>,
+}
+
 /// Why `definition` cannot be registered anywhere: a 0 ms timeout or the reserved name.
 fn definition_error(definition: &ToolDefinition) -> Result<(), RegisterError> {
     if definition.timeout_ms() == Some(0) {
@@ -397,13 +409,17 @@ mod tests {
 
     /// Every registry write bumps the change generation once, so one bump means no reader could
     /// have seen a state between the old tools and the new ones.
+    #[cfg(feature = "mcp")]
     #[test]
     fn replacing_tools_is_one_write_and_skips_only_what_cannot_register() {
         let registry = Registry::new();
         let old = registry.register_all(["a", "b"].map(tool)).unwrap();
         let other = registry.register(tool("c")).unwrap();
         let before = read(&registry.inner.state).changes.generation();
-        let (registered, refused) = registry.replace_tools(
+        let Replaced {
+            registered,
+            refused,
+        } = registry.replace_tools(
             None,
             &old,
             vec![tool("b"), tool("c"), tool(RUN_CODE), tool("d")],
