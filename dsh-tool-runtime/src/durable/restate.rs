@@ -12,9 +12,18 @@
 //! - a call to a tool that is neither read-only nor idempotent is journaled as started before it
 //!   runs; a retried invocation that finds it started but not finished answers the program
 //!   with [`OUTCOME_UNKNOWN`] instead of running it again. A read-only
-//!   or idempotent call cut off that way runs again.
+//!   or idempotent call cut off that way runs again;
+//! - a call whose pre-execute hook answers `Ask` does not run: the step is journaled as asked,
+//!   and the run waits on a Restate awakeable, recorded with the call (tool, canonical
+//!   arguments cut to 2 KB, reason) in the virtual object [`APPROVALS`] under the run's key.
+//!   Its handlers `pending` (shared), `approve` and `deny` (`{"reason": …}`) answer it by
+//!   resolving the awakeable. Restate suspends the waiting invocation (after the service's
+//!   inactivity timeout), so no process holds it; the decision resumes it by replay. Approved,
+//!   the call runs; denied, the program reads a failure with code `DENIED` and the reason.
 //!
-//! The invocation's input is the `run_code` arguments (`{"code": …, "description": …}`); its
+//! The invocation's input is the `run_code` arguments (`{"code": …, "description": …}`) and,
+//! optionally, `"run_id"`: the run's key in [`APPROVALS`] (1 to 256 bytes, no control
+//! characters; without it, the invocation id, which `/DurableRuns/run/send` answers with). Its
 //! output is `run_code`'s (`{"logs": […], "result": …}`). A run that fails ends the invocation
 //! with a terminal error (Restate does not retry it) whose message is `CODE: message`.
 //!
@@ -60,7 +69,8 @@ pub const HANDLER: &str = "run";
 const STEP_NAME: &str = "binding-call";
 
 /// Serves the Restate deployment of `registry`'s durable runs (the service [`SERVICE`] with
-/// its handler [`HANDLER`]) over HTTP/2 on `addr`, until the process ends. The registry must
+/// its handler [`HANDLER`], and the virtual object [`APPROVALS`]) over HTTP/2 on `addr`, until
+/// the process ends. The registry must
 /// have a code runtime (`Registry::set_code_runtime`); each invocation runs its program with it.
 ///
 /// Errors: the address cannot be bound (in use, not local, no permission).
@@ -73,12 +83,34 @@ const STEP_NAME: &str = "binding-call";
 /// ```
 pub async fn serve_deployment(registry: Registry, addr: SocketAddr) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    let endpoint = Endpoint::builder()
-        .bind(DurableRuns { registry })
-        .bind(DurableApprovals)
-        .build();
-    HttpServer::new(endpoint).serve(listener).await;
-    Ok(())
+    let endpoint = restate_sdk::hyper::HyperEndpoint::new(
+        Endpoint::builder()
+            .bind(DurableRuns { registry })
+            .bind(DurableApprovals)
+            .build(),
+    );
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors, or a connection reset before it was accepted: the next
+            // accept may succeed; a pause keeps a lasting failure from spinning.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Each journal entry is a small HTTP/2 frame the handler then waits on Restate's answer
+        // to: with Nagle's algorithm on, each can wait out the server's delayed ACK (~40 ms).
+        let _ = stream.set_nodelay(true);
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move {
+            let connection =
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), endpoint);
+            // A connection that fails ends on its own; Restate retries what it carried.
+            let _ = connection.await;
+        });
+    }
 }
 
 /// What a step holds in Restate's journal.
