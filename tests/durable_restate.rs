@@ -446,8 +446,7 @@ async fn wait_for_pending(http: &reqwest::Client, ingress: &str, key: &str) -> V
         }
     })
     .await;
-    let answer = found.lock().unwrap().clone();
-    answer
+    found.lock().unwrap().clone()
 }
 
 /// `dsh-tools [--json] runs --restate INGRESS ARGS...`: exit code, stdout, stderr.
