@@ -5,7 +5,7 @@
 //! journal, and every line is in the file once.
 //!
 //! ```text
-//! cargo run --example restate_append --features restate -- ADDR DIR [--idempotent] [--pause-in FILE:LINE]
+//! cargo run --example restate_append --features restate -- ADDR DIR [--idempotent] [--pause-in FILE:LINE] [--ask FILE:LINE]
 //! ```
 //!
 //! - `append_line({file, line})` appends `line` to the file named `file` (a plain name) in DIR
@@ -14,6 +14,10 @@
 //! - `checkpoint({label})` is read-only and returns `label`.
 //! - `--pause-in FILE:LINE`: `append_line` of LINE to FILE appends, then blocks for ever (the
 //!   process is killed in the middle of that call).
+//! - `--ask FILE:LINE`: a pre-execute hook asks for approval before `append_line` appends LINE
+//!   to FILE: the
+//!   run waits for `DurableApprovals/{run key}/approve` or `deny` (e.g. `dsh-tools runs
+//!   --restate INGRESS approve KEY`).
 //!
 //! Prints `listening on ADDR` once it serves; a failure is one line on stderr and exit code 1.
 
@@ -24,6 +28,7 @@ use std::sync::Arc;
 use dsh_tools::code::SubprocessRuntime;
 use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::restate::serve_deployment;
+use dsh_tools::hooks::PreDecision;
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
 
@@ -40,20 +45,23 @@ struct Options {
     dir: PathBuf,
     idempotent: bool,
     pause_in: Option<String>,
+    ask: Option<String>,
 }
 
 fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     let (Some(addr), Some(dir)) = (args.next(), args.next()) else {
         return Err(
-            "usage: restate_append ADDR DIR [--idempotent] [--pause-in FILE:LINE]".to_owned(),
+            "usage: restate_append ADDR DIR [--idempotent] [--pause-in FILE:LINE] [--ask FILE:LINE]"
+                .to_owned(),
         );
     };
-    let (mut idempotent, mut pause_in) = (false, None);
+    let (mut idempotent, mut pause_in, mut ask) = (false, None, None);
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--idempotent" => idempotent = true,
             "--pause-in" => pause_in = args.next(),
+            "--ask" => ask = args.next(),
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -64,6 +72,7 @@ fn options() -> Result<Options, String> {
         dir: dir.into(),
         idempotent,
         pause_in,
+        ask,
     })
 }
 
@@ -87,7 +96,8 @@ fn register(registry: &Registry, options: &Options) -> Result<(), String> {
             // The schema's pattern keeps the name inside DIR, but for `.` and `..`.
             let out = (file != "." && file != "..").then(|| dir.join(file));
             let line = args["line"].as_str().unwrap_or_default().to_owned();
-            let pause = pause_in.as_deref() == Some(format!("{file}:{line}").as_str());
+            let at = format!("{file}:{line}");
+            let pause = pause_in.as_deref() == Some(at.as_str());
             async move {
                 let out = out.ok_or_else(|| ToolError::new("file: a plain file name"))?;
                 if !(idempotent && lines(&out).contains(&line)) {
@@ -123,6 +133,25 @@ fn register(registry: &Registry, options: &Options) -> Result<(), String> {
     registry
         .register(checkpoint)
         .map_err(|error| error.to_string())?;
+    if let Some(asked) = options.ask.clone() {
+        registry.on_pre_execute(move |view, next| {
+            let asked = asked.clone();
+            async move {
+                let at = format!(
+                    "{}:{}",
+                    view.arguments["file"].as_str().unwrap_or_default(),
+                    view.arguments["line"].as_str().unwrap_or_default()
+                );
+                if view.name == "append_line" && at == asked {
+                    let line = asked.split_once(':').map_or("", |(_, line)| line);
+                    return PreDecision::Ask {
+                        reason: Some(format!("append \"{line}\"?")),
+                    };
+                }
+                next.run().await
+            }
+        });
+    }
     Ok(())
 }
 

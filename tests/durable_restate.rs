@@ -5,6 +5,11 @@
 //! Restate's retry of the invocation, which answers the calls already made from Restate's
 //! journal and finishes the run.
 //!
+//! Approvals are awakeables: a program whose call asks for approval (`--ask FILE:LINE`) waits,
+//! its approval recorded in the object `DurableApprovals` under the run's key, until
+//! `dsh-tools runs --restate INGRESS approve|deny KEY` answers it; it survives its deployment
+//! being SIGKILLed while it waits.
+//!
 //! Every wait is on an event (a port accepting, the server healthy, a line in the file, the
 //! ingress answering), bounded only as a failure bound. SKIPPED when the server cannot be
 //! installed (a failure under CI).
@@ -402,4 +407,267 @@ async fn a_program_branching_on_randomness_ends_diverged_on_the_retry() {
     assert_eq!(after.len(), 3, "{after:?}");
     assert_eq!(after[0], "first");
     assert_eq!(after[2], "gate");
+}
+
+/// The program the approval tests run: five appends to `file`, the third one `gate`; a denied
+/// gate is caught and the program goes on, returning what the program read.
+fn gated(file: &str, run_id: &str) -> Value {
+    json!({
+        "run_id": run_id,
+        "description": "Append five lines, one of them gated",
+        "code": format!(
+            "const counts = [];\nlet denied = null;\nfor (const line of [\"a\", \"b\", \"gate\", \"c\", \"d\"]) {{\n  try {{\n    counts.push(await tools.append_line({{ file: \"{file}\", line }}));\n  }} catch (e) {{\n    denied = {{ code: e.code, message: e.message }};\n  }}\n}}\nreturn {{ counts, denied }};\n"
+        ),
+    })
+}
+
+/// `POST /DurableApprovals/{key}/pending`: the approval the run `key` waits for, or null.
+async fn pending(http: &reqwest::Client, ingress: &str, key: &str) -> Value {
+    let response = http
+        .post(format!("{ingress}/DurableApprovals/{key}/pending"))
+        .send()
+        .await
+        .expect("the ingress answers");
+    assert!(response.status().is_success(), "{}", response.status());
+    response.json().await.expect("JSON")
+}
+
+/// Waits until the run `key` waits for an approval, and returns it.
+async fn wait_for_pending(http: &reqwest::Client, ingress: &str, key: &str) -> Value {
+    let found = std::sync::Arc::new(std::sync::Mutex::new(Value::Null));
+    wait_until(&format!("an approval pending for {key}"), || {
+        let (found, http) = (found.clone(), http.clone());
+        let (ingress, key) = (ingress.to_owned(), key.to_owned());
+        async move {
+            let answer = pending(&http, &ingress, &key).await;
+            let waiting = !answer.is_null();
+            *found.lock().unwrap() = answer;
+            waiting
+        }
+    })
+    .await;
+    found.lock().unwrap().clone()
+}
+
+/// `dsh-tools [--json] runs --restate INGRESS ARGS...`: exit code, stdout, stderr.
+async fn cli(ingress: &str, args: &[&str]) -> (i32, String, String) {
+    let output = tokio::process::Command::new(env!("CARGO_BIN_EXE_dsh-tools"))
+        .args(["runs", "--restate", ingress])
+        .args(args)
+        .stdin(Stdio::null())
+        .output()
+        .await
+        .expect("dsh-tools runs");
+    (
+        output.status.code().unwrap_or(-1),
+        String::from_utf8_lossy(&output.stdout).into_owned(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+fn gated_lines(lines: &[&str]) -> Vec<String> {
+    lines.iter().map(|line| (*line).to_owned()).collect()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_ask_waits_on_an_awakeable_until_approved_through_the_ingress() {
+    let Some((
+        Deployed {
+            http, server, dir, ..
+        },
+        _deployment,
+    )) = deployed(&["--ask", "out.txt:gate"]).await
+    else {
+        return;
+    };
+    // The same program where nothing asks: an uninterrupted run's result.
+    let reference = invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "reference",
+        gated("reference.txt", "reference"),
+    )
+    .await;
+    assert_eq!(reference["result"]["counts"], json!([1, 2, 3, 4, 5]));
+
+    let (code, _, stderr) = cli(&server.ingress, &["approve", "approved-run"]).await;
+    assert_eq!(code, 1, "nothing pending yet: {stderr}");
+    assert!(stderr.contains("has no approval pending"), "{stderr}");
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+
+    let out = dir.path().join("out.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "approved",
+        gated("out.txt", "approved-run"),
+    ));
+    let waiting = wait_for_pending(&http, &server.ingress, "approved-run").await;
+    assert_eq!(waiting["run"], "approved-run");
+    assert_eq!(waiting["seq"], 2);
+    assert_eq!(waiting["tool"], "tools.append_line");
+    assert_eq!(waiting["args"], r#"{"file":"out.txt","line":"gate"}"#);
+    assert_eq!(waiting["reason"], "append \"gate\"?");
+    assert!(
+        waiting["awakeable"]
+            .as_str()
+            .is_some_and(|id| !id.is_empty())
+    );
+    assert_eq!(lines(&out), gated_lines(&["a", "b"]), "the gate waits");
+
+    let (code, stdout, stderr) =
+        cli(&server.ingress, &["--restate-admin", &server.admin, "list"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert_eq!(
+        stdout.trim(),
+        r#"approved-run parked at call #2 tools.append_line({"file":"out.txt","line":"gate"}): append "gate"?"#
+    );
+    let (code, stdout, _) = cli(&server.ingress, &["show", "approved-run"]).await;
+    assert_eq!(code, 0);
+    assert!(
+        stdout.contains("approved-run parked at call #2 tools.append_line"),
+        "{stdout}"
+    );
+    let (code, stdout, stderr) = cli(&server.ingress, &["approve", "approved-run"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("approved call #2 tools.append_line"),
+        "{stdout}"
+    );
+
+    let resumed = run.await.expect("the invocation task");
+    assert_eq!(
+        resumed, reference,
+        "the approved run's result is an uninterrupted run's"
+    );
+    assert_eq!(
+        lines(&out),
+        gated_lines(&["a", "b", "gate", "c", "d"]),
+        "each line once"
+    );
+    assert!(
+        pending(&http, &server.ingress, "approved-run")
+            .await
+            .is_null()
+    );
+    let (code, _, stderr) = cli(&server.ingress, &["approve", "approved-run"]).await;
+    assert_eq!(code, 1);
+    assert!(
+        stderr.contains("call #2 tools.append_line was approved already"),
+        "{stderr}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_denied_call_fails_with_denied_and_the_reason_and_the_program_goes_on() {
+    let Some((
+        Deployed {
+            http, server, dir, ..
+        },
+        _deployment,
+    )) = deployed(&["--ask", "out.txt:gate"]).await
+    else {
+        return;
+    };
+    let out = dir.path().join("out.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "denied",
+        gated("out.txt", "denied-run"),
+    ));
+    wait_for_pending(&http, &server.ingress, "denied-run").await;
+    let (code, stdout, stderr) =
+        cli(&server.ingress, &["deny", "denied-run", "not on a Friday"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(
+        stdout.contains("denied (not on a Friday) call #2"),
+        "{stdout}"
+    );
+
+    let ended = run.await.expect("the invocation task");
+    assert_eq!(
+        ended["result"]["denied"],
+        json!({"code": "DENIED", "message": "not on a Friday"})
+    );
+    assert_eq!(ended["result"]["counts"], json!([1, 2, 3, 4]));
+    assert_eq!(
+        lines(&out),
+        gated_lines(&["a", "b", "c", "d"]),
+        "the gate never ran"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_waiting_run_survives_its_deployment_being_killed_and_completes_once_approved() {
+    let Some((
+        Deployed {
+            http,
+            server,
+            dir,
+            port,
+        },
+        first,
+    )) = deployed(&["--ask", "out.txt:gate"]).await
+    else {
+        return;
+    };
+    let out = dir.path().join("out.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "killed-while-waiting",
+        gated("out.txt", "killed-run"),
+    ));
+    wait_for_pending(&http, &server.ingress, "killed-run").await;
+    drop(first); // SIGKILL, then reaped: no process holds the waiting run now.
+    assert!(
+        !run.is_finished(),
+        "the waiting run outlives its deployment"
+    );
+
+    // The approval is taken by Restate and answered once a deployment serves it again.
+    let ingress = server.ingress.clone();
+    let approve = tokio::spawn(async move { cli(&ingress, &["approve", "killed-run"]).await });
+    let _second = serve(port, dir.path(), &["--ask", "out.txt:gate"]).await;
+    let (code, stdout, stderr) = approve.await.expect("the approval task");
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("approved call #2"), "{stdout}");
+
+    let resumed = run.await.expect("the invocation task");
+    assert_eq!(resumed["result"]["counts"], json!([1, 2, 3, 4, 5]));
+    assert_eq!(resumed["result"]["denied"], Value::Null);
+    assert_eq!(
+        lines(&out),
+        gated_lines(&["a", "b", "gate", "c", "d"]),
+        "every line exactly once: the calls before the kill were answered from the journal"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn runs_restate_errors_are_one_line() {
+    // Nothing listens on this port: the ingress is unreachable.
+    let ingress = format!("http://127.0.0.1:{}", mcp_support::free_port());
+    let (code, _, stderr) = cli(&ingress, &["approve", "some-run"]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.starts_with("error: cannot reach Restate at"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
+    let (code, _, stderr) = cli(&ingress, &["list"]).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("needs --restate-admin"), "{stderr}");
+    let (code, _, stderr) = cli(&ingress, &["resume", "some-run"]).await;
+    assert_eq!(code, 1);
+    assert!(stderr.contains("Restate retries a run"), "{stderr}");
+    let output = std::process::Command::new(env!("CARGO_BIN_EXE_dsh-tools"))
+        .args(["runs", "--restate", &ingress, "--journal", "x.db", "list"])
+        .output()
+        .unwrap();
+    assert_eq!(
+        output.status.code(),
+        Some(2),
+        "--journal and --restate conflict"
+    );
 }

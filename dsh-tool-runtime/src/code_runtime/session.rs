@@ -358,13 +358,20 @@ impl Calls {
             Some(Journal::Steps(steps)) => {
                 let seq = self.seq;
                 self.seq += 1;
-                let binding = BindingCall::new(
-                    global.clone(),
-                    name.clone(),
-                    args.clone(),
-                    self.signal.child_token(),
-                );
-                steps.call(seq, format!("{global}.{name}"), &args, dispatch(binding))
+                let (dispatch, signal) = (std::sync::Arc::clone(dispatch), self.signal.clone());
+                let (tool, callee, call_args) = (global.clone(), name.clone(), args.clone());
+                // Made again, approved, when the person approves the call whose `Ask` parked it.
+                let make: crate::durable::steps::MakeCall = std::sync::Arc::new(move |slot| {
+                    let mut binding = BindingCall::new(
+                        tool.clone(),
+                        callee.clone(),
+                        call_args.clone(),
+                        signal.child_token(),
+                    );
+                    binding.park = Some(slot);
+                    dispatch(binding)
+                });
+                steps.call(seq, format!("{global}.{name}"), &args, make)
             }
         };
         // Polled once here with no waker: `FuturesUnordered` polls what is pushed to it anew.

@@ -23,6 +23,8 @@
 //!   completed calls in reverse order with each tool's declared revert tool
 //!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled.
 
+#[cfg(feature = "restate")]
+pub(crate) mod approvals;
 pub(crate) mod replay;
 #[cfg(feature = "restate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]

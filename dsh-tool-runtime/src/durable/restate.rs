@@ -12,9 +12,18 @@
 //! - a call to a tool that is neither read-only nor idempotent is journaled as started before it
 //!   runs; a retried invocation that finds it started but not finished answers the program
 //!   with [`OUTCOME_UNKNOWN`] instead of running it again. A read-only
-//!   or idempotent call cut off that way runs again.
+//!   or idempotent call cut off that way runs again;
+//! - a call whose pre-execute hook answers `Ask` does not run: the step is journaled as asked,
+//!   and the run waits on a Restate awakeable, recorded with the call (tool, canonical
+//!   arguments cut to 2 KB, reason) in the virtual object [`APPROVALS`] under the run's key.
+//!   Its handlers `pending` (shared), `approve` and `deny` (`{"reason": …}`) answer it by
+//!   resolving the awakeable. Restate suspends the waiting invocation (after the service's
+//!   inactivity timeout), so no process holds it; the decision resumes it by replay. Approved,
+//!   the call runs; denied, the program reads a failure with code `DENIED` and the reason.
 //!
-//! The invocation's input is the `run_code` arguments (`{"code": …, "description": …}`); its
+//! The invocation's input is the `run_code` arguments (`{"code": …, "description": …}`) and,
+//! optionally, `"run_id"`: the run's key in [`APPROVALS`] (1 to 256 bytes, no control
+//! characters; without it, the invocation id, which `/DurableRuns/run/send` answers with). Its
 //! output is `run_code`'s (`{"logs": […], "result": …}`). A run that fails ends the invocation
 //! with a terminal error (Restate does not retry it) whose message is `CODE: message`.
 //!
@@ -36,10 +45,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-use super::steps::{StepReply, StepRequest};
+pub use super::approvals::APPROVALS;
+use super::approvals::object::{DurableApprovals, DurableApprovalsClient};
+use super::approvals::{Decision, Pending, bounded};
+use super::steps::{MakeCall, StepReply, StepRequest};
 use super::{CallOutcome, Durability, OUTCOME_UNKNOWN};
 use crate::call::ToolCall;
 use crate::code_runtime::BindingError;
+use crate::error::ErrorCode;
+use crate::events::ToolEvent;
+use crate::hooks::ParkSlot;
 use crate::registry::{RUN_CODE, Registry};
 
 /// The Restate service name of durable runs.
@@ -54,7 +69,8 @@ pub const HANDLER: &str = "run";
 const STEP_NAME: &str = "binding-call";
 
 /// Serves the Restate deployment of `registry`'s durable runs (the service [`SERVICE`] with
-/// its handler [`HANDLER`]) over HTTP/2 on `addr`, until the process ends. The registry must
+/// its handler [`HANDLER`], and the virtual object [`APPROVALS`]) over HTTP/2 on `addr`, until
+/// the process ends. The registry must
 /// have a code runtime (`Registry::set_code_runtime`); each invocation runs its program with it.
 ///
 /// Errors: the address cannot be bound (in use, not local, no permission).
@@ -67,9 +83,34 @@ const STEP_NAME: &str = "binding-call";
 /// ```
 pub async fn serve_deployment(registry: Registry, addr: SocketAddr) -> std::io::Result<()> {
     let listener = tokio::net::TcpListener::bind(addr).await?;
-    let endpoint = Endpoint::builder().bind(DurableRuns { registry }).build();
-    HttpServer::new(endpoint).serve(listener).await;
-    Ok(())
+    let endpoint = restate_sdk::hyper::HyperEndpoint::new(
+        Endpoint::builder()
+            .bind(DurableRuns { registry })
+            .bind(DurableApprovals)
+            .build(),
+    );
+    loop {
+        let stream = match listener.accept().await {
+            Ok((stream, _)) => stream,
+            // Out of descriptors, or a connection reset before it was accepted: the next
+            // accept may succeed; a pause keeps a lasting failure from spinning.
+            Err(_) => {
+                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+                continue;
+            }
+        };
+        // Each journal entry is a small HTTP/2 frame the handler then waits on Restate's answer
+        // to: with Nagle's algorithm on, each can wait out the server's delayed ACK (~40 ms).
+        let _ = stream.set_nodelay(true);
+        let endpoint = endpoint.clone();
+        tokio::spawn(async move {
+            let connection =
+                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
+                    .serve_connection(hyper_util::rt::TokioIo::new(stream), endpoint);
+            // A connection that fails ends on its own; Restate retries what it carried.
+            let _ = connection.await;
+        });
+    }
 }
 
 /// What a step holds in Restate's journal.
@@ -84,14 +125,23 @@ enum StepRecord {
         args: String,
         outcome: CallOutcome,
     },
+    /// A call whose pre-execute hook asked for approval: it did not run, and the run waits for
+    /// a decision.
+    Asked {
+        tool: String,
+        args: String,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        reason: Option<String>,
+    },
 }
 
 impl StepRecord {
-    /// What the program reads from a `finished` step; a `started` one holds no outcome yet.
+    /// What the program reads from a `finished` step; a `started` one holds no outcome yet,
+    /// and an `asked` one is answered by its decision, never read here.
     fn into_outcome(self) -> CallOutcome {
         match self {
             StepRecord::Finished { outcome, .. } => outcome,
-            StepRecord::Started { tool, .. } => CallOutcome::Err {
+            StepRecord::Started { tool, .. } | StepRecord::Asked { tool, .. } => CallOutcome::Err {
                 message: format!("the outcome of {tool} is unknown"),
                 code: Some(OUTCOME_UNKNOWN.to_owned()),
             },
@@ -99,11 +149,13 @@ impl StepRecord {
     }
 
     /// The divergence message when this journaled step is not the call `tool(args)` at `seq`
-    /// expected as a `finished` step (or a `started` one).
+    /// expected as a result step (`finished` or `asked`) or a `started` one.
     fn diverges(&self, seq: u64, tool: &str, args: &str, finished: bool) -> Option<String> {
         let (journaled_tool, journaled_args, is_finished) = match self {
             StepRecord::Started { tool, args } => (tool, args, false),
-            StepRecord::Finished { tool, args, .. } => (tool, args, true),
+            StepRecord::Finished { tool, args, .. } | StepRecord::Asked { tool, args, .. } => {
+                (tool, args, true)
+            }
         };
         (journaled_tool != tool || journaled_args != args || is_finished != finished).then(|| {
             format!(
@@ -131,8 +183,10 @@ mod service {
     impl DurableRuns {
         #[handler(name = "run")]
         async fn run(&self, ctx: Context<'_>, program: Json<Value>) -> HandlerResult<Json<Value>> {
+            let mut program = program.into_inner();
+            let key = run_key(&ctx, &mut program)?;
             let (sender, mut requests) = mpsc::unbounded_channel();
-            let mut call = ToolCall::new(ctx.invocation_id(), RUN_CODE, program.into_inner());
+            let mut call = ToolCall::new(ctx.invocation_id(), RUN_CODE, program);
             call.durable = Some(Durability::Steps(sender));
             let mut run = self.registry.execute(call).boxed();
             // One step at a time, in the order the program made its calls: Restate journals a
@@ -144,7 +198,7 @@ mod service {
                 if current.is_none() && !diverged {
                     current = queued
                         .pop_front()
-                        .map(|request| step(&ctx, request).boxed());
+                        .map(|request| step(&ctx, &self.registry, &key, request).boxed());
                 }
                 tokio::select! {
                     result = &mut run => break result,
@@ -186,6 +240,28 @@ mod service {
 
 use service::DurableRuns;
 
+/// The run's key, under which [`APPROVALS`] holds its approval: the input's `run_id` (taken out
+/// of it: the rest are the `run_code` arguments) when there is one, else the invocation id,
+/// which `/DurableRuns/run/send` answers with. Errors: a `run_id` that is not a string of 1 to
+/// 256 bytes without control characters.
+fn run_key(ctx: &Context<'_>, program: &mut Value) -> Result<String, TerminalError> {
+    let given = program
+        .as_object_mut()
+        .and_then(|input| input.remove("run_id"));
+    match given {
+        None => Ok(ctx.invocation_id().to_owned()),
+        Some(Value::String(id))
+            if !id.is_empty() && id.len() <= 256 && !id.chars().any(char::is_control) =>
+        {
+            Ok(id)
+        }
+        Some(_) => Err(TerminalError::new_with_code(
+            400,
+            "run_id: expected a string of 1 to 256 bytes without control characters",
+        )),
+    }
+}
+
 /// How a step went.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Stepped {
@@ -216,10 +292,27 @@ async fn drain(ctx: &Context<'_>) -> Result<(), TerminalError> {
     }
 }
 
-/// Makes `request` one journaled step (two for a call that is not idempotent: started, then
-/// finished) and replies with what the program reads. Errors: Restate's terminal error for the
-/// step (the invocation was cancelled).
-async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<Stepped, TerminalError> {
+/// What one attempt at a call left in the journal.
+struct Attempted {
+    /// The journaled result step: `finished` or `asked`.
+    record: StepRecord,
+    /// Whether the result step ran in this attempt (not answered from the journal).
+    ran: bool,
+    /// Whether a cut-off attempt left the outcome unknown.
+    unknown: bool,
+}
+
+/// Makes `request` journaled steps and replies with what the program reads: `started` (for a
+/// call that is not idempotent), then the call's result. A pre-execute `Ask` is journaled as
+/// `asked`; the run then waits on an awakeable recorded in [`APPROVALS`] under `run`, and an
+/// approval makes the call again, approved (`started`, result). Errors: Restate's terminal
+/// error for a step (the invocation was cancelled).
+async fn step(
+    ctx: &Context<'_>,
+    registry: &Registry,
+    run: &str,
+    request: StepRequest,
+) -> Result<Stepped, TerminalError> {
     let StepRequest {
         seq,
         tool,
@@ -228,11 +321,115 @@ async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<Stepped, Termin
         call,
         reply,
     } = request;
+    let attempt = |approved| attempt(ctx, seq, &tool, &args, idempotent, &call, approved);
+    let answered = async {
+        let first = match attempt(false).await? {
+            Ok(attempted) => attempted,
+            Err(message) => return Ok::<_, TerminalError>(Err(message)),
+        };
+        let StepRecord::Asked { reason, .. } = first.record else {
+            return Ok(Ok((first.record.into_outcome(), first.ran, first.unknown)));
+        };
+        if first.ran {
+            registry.publish(|| ToolEvent::DurableParked {
+                parent: ctx.invocation_id().to_owned(),
+                run_id: run.to_owned(),
+                seq,
+                name: tool.clone(),
+                reason: reason.clone(),
+            });
+        }
+        let decision = ask(ctx, run, seq, &tool, &args, reason).await?;
+        registry.publish(|| ToolEvent::DurableDecided {
+            run_id: run.to_owned(),
+            seq,
+            name: tool.clone(),
+            approved: decision == Decision::Approved,
+            reason: match &decision {
+                Decision::Denied { reason } => Some(reason.clone()),
+                Decision::Approved => None,
+            },
+        });
+        Ok(match decision {
+            Decision::Approved => attempt(true)
+                .await?
+                .map(|again| (again.record.into_outcome(), again.ran, again.unknown)),
+            Decision::Denied { reason } => Ok((
+                CallOutcome::Err {
+                    message: reason,
+                    code: Some(ErrorCode::Denied.as_str().to_owned()),
+                },
+                first.ran,
+                false,
+            )),
+        })
+    };
+    let (outcome, ran, unknown) = match answered.await? {
+        Ok(answered) => answered,
+        Err(message) => {
+            let _ = reply.send(StepReply::Diverged(message));
+            return Ok(Stepped::Diverged);
+        }
+    };
+    let result: Result<Value, BindingError> = outcome.to_result();
+    let unknown = unknown
+        || result
+            .as_ref()
+            .err()
+            .is_some_and(|error| error.code.as_deref() == Some(OUTCOME_UNKNOWN));
+    let _ = reply.send(StepReply::Answer {
+        result,
+        replayed: !ran,
+        unknown,
+    });
+    Ok(Stepped::Answered)
+}
+
+/// Waits for the person's decision on the call `seq` that asked: an awakeable, recorded with
+/// the call in [`APPROVALS`] under `run` (a one-way call, journaled like the awakeable, so a
+/// replay neither records it twice nor waits on another). Restate suspends the invocation
+/// while it waits; the decision resumes it. Errors: the invocation was cancelled, or the
+/// awakeable rejected.
+async fn ask(
+    ctx: &Context<'_>,
+    run: &str,
+    seq: u64,
+    tool: &str,
+    args: &str,
+    reason: Option<String>,
+) -> Result<Decision, TerminalError> {
+    let (awakeable, decision) = ctx.awakeable::<Json<Decision>>();
+    ctx.object_client::<DurableApprovalsClient>(run)
+        .park(Json(Pending {
+            run: run.to_owned(),
+            invocation: ctx.invocation_id().to_owned(),
+            awakeable,
+            seq,
+            tool: tool.to_owned(),
+            args: bounded(args),
+            reason,
+        }))
+        .send();
+    Ok(decision.await?.into_inner())
+}
+
+/// One attempt at the call: `started` (unless `idempotent`), then the call's result step,
+/// made with a park slot `approved` or not. `Err` is a divergence from the journal.
+async fn attempt(
+    ctx: &Context<'_>,
+    seq: u64,
+    tool: &str,
+    args: &str,
+    idempotent: bool,
+    call: &MakeCall,
+    approved: bool,
+) -> Result<Result<Attempted, String>, TerminalError> {
     // Whether the started step ran in this attempt: if it was answered from the journal and
-    // the finished step was not, an earlier attempt was cut off while the call ran.
+    // the result step was not, an earlier attempt was cut off while the call ran.
     let started_here = Arc::new(AtomicBool::new(idempotent));
     if !idempotent {
-        let (record_tool, record_args, here) = (tool.clone(), args.clone(), started_here.clone());
+        let (record_tool, record_args, here) =
+            (tool.to_owned(), args.to_owned(), started_here.clone());
         let record = ctx
             .run(move || async move {
                 here.store(true, Ordering::SeqCst);
@@ -244,56 +441,56 @@ async fn step(ctx: &Context<'_>, request: StepRequest) -> Result<Stepped, Termin
             .name(STEP_NAME)
             .await?
             .into_inner();
-        if let Some(message) = record.diverges(seq, &tool, &args, false) {
-            let _ = reply.send(StepReply::Diverged(message));
-            return Ok(Stepped::Diverged);
+        if let Some(message) = record.diverges(seq, tool, args, false) {
+            return Ok(Err(message));
         }
     }
     let ran_here = Arc::new(AtomicBool::new(false));
     let unknown_here = Arc::new(AtomicBool::new(false));
-    let (record_tool, record_args) = (tool.clone(), args.clone());
+    let (record_tool, record_args, call) = (tool.to_owned(), args.to_owned(), Arc::clone(call));
     let (ran, unknown) = (ran_here.clone(), unknown_here.clone());
     let record = ctx
         .run(move || async move {
             ran.store(true, Ordering::SeqCst);
-            let outcome = if started_here.load(Ordering::SeqCst) {
-                CallOutcome::of(&call.await)
-            } else {
+            if !started_here.load(Ordering::SeqCst) {
                 unknown.store(true, Ordering::SeqCst);
-                CallOutcome::Err {
-                    message: format!(
-                        "the outcome of {record_tool} is unknown: the run was cut off while the \
-                         call ran, and the tool is not idempotent, so it is not run again"
-                    ),
-                    code: Some(OUTCOME_UNKNOWN.to_owned()),
-                }
-            };
-            Ok(Json(StepRecord::Finished {
-                tool: record_tool,
-                args: record_args,
-                outcome,
+                return Ok(Json(StepRecord::Finished {
+                    outcome: CallOutcome::Err {
+                        message: format!(
+                            "the outcome of {record_tool} is unknown: the run was cut off while \
+                             the call ran, and the tool is not idempotent, so it is not run again"
+                        ),
+                        code: Some(OUTCOME_UNKNOWN.to_owned()),
+                    },
+                    tool: record_tool,
+                    args: record_args,
+                }));
+            }
+            let slot = ParkSlot::new(approved);
+            let result = call(slot.clone()).await;
+            Ok(Json(match slot.parked() {
+                // The `Ask` stopped the call before its body ran.
+                Some(reason) => StepRecord::Asked {
+                    tool: record_tool,
+                    args: record_args,
+                    reason,
+                },
+                None => StepRecord::Finished {
+                    tool: record_tool,
+                    args: record_args,
+                    outcome: CallOutcome::of(&result),
+                },
             }))
         })
         .name(STEP_NAME)
         .await?
         .into_inner();
-    let outcome = match record.diverges(seq, &tool, &args, true) {
-        Some(message) => {
-            let _ = reply.send(StepReply::Diverged(message));
-            return Ok(Stepped::Diverged);
-        }
-        None => record.into_outcome(),
-    };
-    let result: Result<Value, BindingError> = outcome.to_result();
-    let unknown = unknown_here.load(Ordering::SeqCst)
-        || result
-            .as_ref()
-            .err()
-            .is_some_and(|error| error.code.as_deref() == Some(OUTCOME_UNKNOWN));
-    let _ = reply.send(StepReply::Answer {
-        result,
-        replayed: !ran_here.load(Ordering::SeqCst),
-        unknown,
-    });
-    Ok(Stepped::Answered)
+    if let Some(message) = record.diverges(seq, tool, args, true) {
+        return Ok(Err(message));
+    }
+    Ok(Ok(Attempted {
+        record,
+        ran: ran_here.load(Ordering::SeqCst),
+        unknown: unknown_here.load(Ordering::SeqCst),
+    }))
 }

@@ -13,9 +13,15 @@ use tokio_util::sync::CancellationToken;
 
 use crate::code_runtime::BindingError;
 use crate::events::ToolEvent;
+use crate::hooks::ParkSlot;
 
 /// Where a run's binding calls go: the handler invocation running it.
 pub(crate) type StepSender = mpsc::UnboundedSender<StepRequest>;
+
+/// Makes one binding call, its pre-execute `Ask` meeting `ParkSlot`: made a second time, with
+/// an approved slot, when the person approves the call that asked.
+pub(crate) type MakeCall =
+    Arc<dyn Fn(ParkSlot) -> BoxFuture<'static, Result<Value, BindingError>> + Send + Sync>;
 
 /// One binding call, for the handler to make a journaled step of.
 pub(crate) struct StepRequest {
@@ -27,8 +33,8 @@ pub(crate) struct StepRequest {
     pub(crate) args: String,
     /// Whether the call may run again when a cut-off attempt left its outcome unknown.
     pub(crate) idempotent: bool,
-    /// The call itself; not polled at all when the journal answers it.
-    pub(crate) call: BoxFuture<'static, Result<Value, BindingError>>,
+    /// The call itself; not made at all when the journal answers it.
+    pub(crate) call: MakeCall,
     /// How the step ended.
     pub(crate) reply: oneshot::Sender<StepReply>,
 }
@@ -83,7 +89,7 @@ impl Steps {
         seq: u64,
         tool: String,
         args: &Value,
-        call: BoxFuture<'static, Result<Value, BindingError>>,
+        call: MakeCall,
     ) -> BoxFuture<'static, Result<Value, BindingError>> {
         let (reply, answer) = oneshot::channel();
         let request = StepRequest {

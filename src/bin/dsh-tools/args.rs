@@ -42,7 +42,8 @@ pub enum Command {
     Run(RunArgs),
     /// Render an event log (`--events`) as one self-contained HTML page. Needs no tool source.
     Replay(ReplayArgs),
-    /// Durable runs in a journal (`run --journal`): list, show, approve, deny, resume, roll back.
+    /// Durable runs in a journal (`run --journal`): list, show, approve, deny, resume, roll back;
+    /// or parked on Restate (`--restate`): list, show, approve, deny.
     Runs(RunsArgs),
 }
 
@@ -50,8 +51,22 @@ pub enum Command {
 #[derive(Debug, Args)]
 pub struct RunsArgs {
     /// The journal file (SQLite).
-    #[arg(long, value_name = "FILE")]
-    pub journal: PathBuf,
+    #[arg(
+        long,
+        value_name = "FILE",
+        required_unless_present = "restate",
+        conflicts_with = "restate"
+    )]
+    pub journal: Option<PathBuf>,
+    /// Runs on Restate instead, through its ingress (e.g. http://127.0.0.1:8080): `show`,
+    /// `approve` and `deny` a run by its key (the `run_id` of its input, or its invocation id);
+    /// `list` needs --restate-admin too. Needs no tool source: the run goes on in Restate.
+    #[arg(long, value_name = "INGRESS_URL")]
+    pub restate: Option<String>,
+    /// Restate's admin API (e.g. http://127.0.0.1:9070): where `runs --restate ... list` finds
+    /// the parked runs.
+    #[arg(long, value_name = "ADMIN_URL", requires = "restate")]
+    pub restate_admin: Option<String>,
     /// The language of the run's program, for a resume (approve, deny, resume): ts or py.
     #[arg(long, default_value = "ts", value_parser = parse_language)]
     pub lang: Language,

@@ -432,12 +432,26 @@ fn open_journal(journal: &Path, mode: OpenMode) -> Result<SqliteJournal, String>
 /// `runs list` and `runs show`, which need no tool source and only read the journal; `None`
 /// for the other actions.
 pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<String>, String> {
+    let journal = match (&args.journal, &args.restate) {
+        (_, Some(ingress)) => {
+            return crate::restate_runs::runs(
+                ingress,
+                args.restate_admin.as_deref(),
+                &args.action,
+                json_output,
+            )
+            .await
+            .map(Some);
+        }
+        (Some(journal), None) => journal,
+        (None, None) => return Err("runs: give --journal FILE or --restate INGRESS_URL".to_owned()),
+    };
     if !matches!(args.action, RunsAction::List | RunsAction::Show { .. }) {
         // Checked before the tool source is loaded: a mistyped path is not a new journal.
-        open_journal(&args.journal, OpenMode::Existing)?;
+        open_journal(journal, OpenMode::Existing)?;
         return Ok(None);
     }
-    let store = open_journal(&args.journal, OpenMode::ReadOnly)?;
+    let store = open_journal(journal, OpenMode::ReadOnly)?;
     match &args.action {
         RunsAction::List => {
             let runs = store.runs().await.map_err(|error| error.to_string())?;
@@ -454,7 +468,7 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                         line.push_str(&format!(
                             " (or cut off: resume it with `dsh-tools <tool source> runs --journal \
                              {} resume {}`)",
-                            escaped(&args.journal.display().to_string()),
+                            escaped(&journal.display().to_string()),
                             escaped(&run.run_id)
                         ));
                     }
@@ -530,10 +544,13 @@ pub async fn runs(
     args: &RunsArgs,
     json_output: bool,
 ) -> Result<String, String> {
+    let Some(journal) = &args.journal else {
+        return Err("runs: give --journal FILE or --restate INGRESS_URL".to_owned());
+    };
     registry.set_mode(Mode::Code);
     let runtime =
         mount_runtime(registry, args.lang, args.runtime, Default::default(), false).await?;
-    let run = |id: &str| durable_run(&args.journal, id, OpenMode::Existing);
+    let run = |id: &str| durable_run(journal, id, OpenMode::Existing);
     let outcome = match &args.action {
         RunsAction::Approve { id } => match run(id) {
             Ok(run) => with_progress(registry, registry.approve_run(run))
@@ -793,6 +810,6 @@ fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
 }
 
-fn pretty(value: &Value) -> String {
+pub fn pretty(value: &Value) -> String {
     serde_json::to_string_pretty(value).unwrap_or_default()
 }

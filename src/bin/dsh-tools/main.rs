@@ -7,6 +7,7 @@
 //! dsh-tools replay LOG [--html OUT] [--max-log-bytes BYTES] [--max-calls N]
 //! dsh-tools runs --journal FILE list|show ID
 //! dsh-tools SOURCE runs --journal FILE approve|deny|resume|rollback ID ...
+//! dsh-tools runs --restate INGRESS_URL [--restate-admin ADMIN_URL] list|show|approve|deny KEY ...
 //! ```
 //!
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
@@ -15,6 +16,7 @@
 mod args;
 mod commands;
 mod mcp_sources;
+mod restate_runs;
 mod sources;
 mod toolset;
 
