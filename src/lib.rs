@@ -171,6 +171,9 @@ pub mod mcp {
     pub use dsh_tool_runtime::mcp_server::{
         McpHttpAuth, McpHttpLimits, McpServeError, McpServeOptions, McpTaskLimits, McpTransport,
     };
+    #[cfg(all(feature = "mcp-server", feature = "restate"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "mcp-server", feature = "restate"))))]
+    pub use dsh_tool_runtime::mcp_server::McpRestate;
     #[cfg(feature = "oauth")]
     #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub use dsh_tool_runtime::{
