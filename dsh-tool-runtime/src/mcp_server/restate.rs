@@ -165,7 +165,8 @@ impl Restate {
         let body: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         Ok(match answer.status {
             200 => Output::Value(body),
-            404 if body["source"] == "ingress" => Output::Unknown,
+            // 400: not an invocation id Restate could have made.
+            400 | 404 if body["source"] == "ingress" => Output::Unknown,
             470 => Output::NotReady,
             status if body["source"] == "invocation" => Output::Failed(
                 status,
@@ -196,7 +197,7 @@ impl Restate {
             .json(&json!({ "query": query }));
         let answer = self.send(request, "admin API (query)").await.ok()?;
         let mut rows: Value = serde_json::from_slice(&answer.body).ok()?;
-        match rows["rows"][0].take() {
+        match rows.get_mut("rows")?.get_mut(0)?.take() {
             Value::Object(row) => Some(row),
             _ => None,
         }
@@ -257,16 +258,17 @@ impl Restate {
             .send(request, "admin API (kill)")
             .await
             .map_err(|message| ErrorData::internal_error(message, None))?;
-        match answer.status {
-            200..300 => Ok(()),
-            404 => match self.output(id, false).await {
-                // Ended already: nothing to kill.
-                Ok(Output::Value(_) | Output::Failed(..)) => Ok(()),
-                _ => Err(super::tasks::unknown(id)),
-            },
-            status => Err(ErrorData::internal_error(
+        if (200..300).contains(&answer.status) {
+            return Ok(());
+        }
+        match self.output(id, false).await {
+            // Ended already: nothing to kill.
+            Ok(Output::Value(_) | Output::Failed(..)) => Ok(()),
+            Ok(Output::Unknown) => Err(super::tasks::unknown(id)),
+            _ => Err(ErrorData::internal_error(
                 format!(
-                    "the Restate admin API answered HTTP {status} to killing {id}: {}",
+                    "the Restate admin API answered HTTP {} to killing {id}: {}",
+                    answer.status,
                     String::from_utf8_lossy(&answer.body)
                 ),
                 None,
