@@ -12,9 +12,7 @@ mod restate_support;
 
 use std::path::Path;
 
-use restate_support::{
-    ReplicaSetup, Server, client, lines, meta, rpc, server_binary, wait_until,
-};
+use restate_support::{ReplicaSetup, Server, client, lines, meta, rpc, server_binary, wait_until};
 use serde_json::{Value, json};
 
 const TOKEN: &str = "serve-restate-test-token";
@@ -51,7 +49,10 @@ async fn ended(http: &reqwest::Client, url: &str, id: &str) -> Value {
         ) {
             return task;
         }
-        assert!(std::time::Instant::now() < deadline, "task {id} never ended: {task}");
+        assert!(
+            std::time::Instant::now() < deadline,
+            "task {id} never ended: {task}"
+        );
         tokio::time::sleep(std::time::Duration::from_millis(50)).await;
     }
 }
@@ -134,10 +135,14 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     assert_eq!(failed["status"], "completed", "{failed}");
     assert_eq!(failed["result"]["isError"], true, "{failed}");
     let text = failed["result"]["content"][0]["text"].as_str().unwrap();
-    assert!(text.contains("CODE_RUN_FAILED") && text.contains("boom"), "{text}");
+    assert!(
+        text.contains("CODE_RUN_FAILED") && text.contains("boom"),
+        "{text}"
+    );
 
     // A task cancelled on B, started on A: Restate kills the invocation.
-    let forever = "for (let i = 0; ; i++) await tools.mcp__append__append_line({ line: `loop-${i}` });";
+    let forever =
+        "for (let i = 0; ; i++) await tools.mcp__append__append_line({ line: `loop-${i}` });";
     let looping = run_code(&http, &a.url, forever, true).await;
     let loop_id = looping["taskId"].as_str().unwrap().to_owned();
     wait_until("the looping run appends", || {
@@ -147,7 +152,9 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     .await;
     let working = task_request(&http, &b.url, "tasks/get", &loop_id).await;
     assert_eq!(working["result"]["status"], "working", "{working}");
-    let message = working["result"]["statusMessage"].as_str().unwrap_or_default();
+    let message = working["result"]["statusMessage"]
+        .as_str()
+        .unwrap_or_default();
     assert!(message.starts_with("running, attempt 1"), "{working}");
     let cancel = task_request(&http, &b.url, "tasks/cancel", &loop_id).await;
     assert!(cancel.get("error").is_none(), "{cancel}");
@@ -156,7 +163,8 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     assert_eq!(killed(&http, &server).await, [loop_id.clone()]);
 
     // A plain call whose client closes its stream: its invocation is killed too.
-    let plain_forever = "for (let i = 0; ; i++) await tools.mcp__append__append_line({ line: `plain-${i}` });";
+    let plain_forever =
+        "for (let i = 0; ; i++) await tools.mcp__append__append_line({ line: `plain-${i}` });";
     let call = {
         let (http, url) = (http.clone(), b.url.clone());
         tokio::spawn(async move { run_code(&http, &url, plain_forever, false).await })
@@ -175,7 +183,13 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     .await;
 
     // An invocation id Restate never made is an unknown task.
-    let unknown = task_request(&http, &b.url, "tasks/get", "inv_1axOHcZ8EYYs1l7B8zvJcT7bRlfVDrD0xB").await;
+    let unknown = task_request(
+        &http,
+        &b.url,
+        "tasks/get",
+        "inv_1axOHcZ8EYYs1l7B8zvJcT7bRlfVDrD0xB",
+    )
+    .await;
     assert_eq!(unknown["error"]["code"], -32602, "{unknown}");
     drop((a, b));
 }

@@ -221,7 +221,15 @@ impl ReplicaSetup<'_> {
             "subprocess"
         };
         let child = Command::new(self.binary)
-            .args(["--mcp", &append, "serve", "--mode", "code", "--runtime", runtime])
+            .args([
+                "--mcp",
+                &append,
+                "serve",
+                "--mode",
+                "code",
+                "--runtime",
+                runtime,
+            ])
             .arg("--http")
             .arg(format!("127.0.0.1:{mcp_port}"))
             .arg("--auth-token-file")

@@ -120,7 +120,9 @@ impl Restate {
         let mut body = Vec::new();
         while let Some(chunk) = response.chunk().await.map_err(|error| failed(&error))? {
             if body.len() + chunk.len() > MAX_ANSWER_BYTES {
-                return Err(failed(&format!("its answer exceeds {MAX_ANSWER_BYTES} bytes")));
+                return Err(failed(&format!(
+                    "its answer exceeds {MAX_ANSWER_BYTES} bytes"
+                )));
             }
             body.extend_from_slice(&chunk);
         }
@@ -279,7 +281,11 @@ impl Restate {
     /// Starts a run and waits for its result, as a plain (non-task) `tools/call` does. When
     /// `signal` fires (the client cancelled), the invocation is killed and the call reads as
     /// aborted.
-    pub(crate) async fn call(&self, arguments: &Value, signal: &CancellationToken) -> CallToolResult {
+    pub(crate) async fn call(
+        &self,
+        arguments: &Value,
+        signal: &CancellationToken,
+    ) -> CallToolResult {
         let id = match self.start(arguments).await {
             Ok(id) => id,
             Err(message) => return error_result(format!("run_code on Restate: {message}")),
@@ -393,9 +399,17 @@ mod tests {
 
     #[test]
     fn urls_must_be_plain_http() {
-        assert!(McpRestate::new("http://127.0.0.1:8080/", "http://r:9070").check().is_ok());
+        assert!(
+            McpRestate::new("http://127.0.0.1:8080/", "http://r:9070")
+                .check()
+                .is_ok()
+        );
         let refused = McpRestate::new("https://r:8080", "http://r:9070").check();
-        assert!(refused.unwrap_err().contains("ingress URL \"https://r:8080\""));
+        assert!(
+            refused
+                .unwrap_err()
+                .contains("ingress URL \"https://r:8080\"")
+        );
         assert!(McpRestate::new("http://r:8080", "r:9070").check().is_err());
     }
 
@@ -420,7 +434,10 @@ mod tests {
         assert_eq!(done.structured_content.unwrap()["result"], 42);
         let failed = ended_result(Output::Failed(500, "CODE_RUN_FAILED: boom".into())).unwrap();
         assert_eq!(failed.is_error, Some(true));
-        assert_eq!(failed.content[0].as_text().unwrap().text, "Error: CODE_RUN_FAILED: boom");
+        assert_eq!(
+            failed.content[0].as_text().unwrap().text,
+            "Error: CODE_RUN_FAILED: boom"
+        );
         assert!(ended_result(Output::Failed(409, "killed".into())).is_none());
     }
 }

@@ -39,8 +39,7 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         );
     }
     #[cfg(feature = "restate")]
-    if (args.restate.is_some() || args.restate_deployment.is_some()) && args.mode == Mode::Native
-    {
+    if (args.restate.is_some() || args.restate_deployment.is_some()) && args.mode == Mode::Native {
         return Err(
             "--restate and --restate-deployment need --mode code or both: runs on Restate are \
              run_code calls, which native mode does not serve"
