@@ -160,7 +160,7 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     assert!(cancel.get("error").is_none(), "{cancel}");
     let cancelled = ended(&http, &a.url, &loop_id).await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    assert_eq!(killed(&http, &server).await, [loop_id.clone()]);
+    assert_eq!(killed(&http, &server).await, [loop_id]);
 
     // A plain call whose client closes its stream: its invocation is killed too.
     let plain_forever =
