@@ -166,6 +166,9 @@ pub mod mcp {
         MAX_TOOL_NAME_LEN, MCP_DISCONNECTED, McpError, McpHandle, McpServer, ReconnectPolicy,
         is_valid_server_name, mcp_tool_name,
     };
+    #[cfg(all(feature = "mcp-server", feature = "restate"))]
+    #[cfg_attr(docsrs, doc(cfg(all(feature = "mcp-server", feature = "restate"))))]
+    pub use dsh_tool_runtime::mcp_server::McpRestate;
     #[cfg(feature = "mcp-server")]
     #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
     pub use dsh_tool_runtime::mcp_server::{

@@ -15,15 +15,13 @@
 //! installed (a failure under CI).
 
 mod mcp_support;
+mod restate_support;
 
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
+use std::process::{Command, Stdio};
 
+use restate_support::{Process, Server, client, server_binary, wait_for_port, wait_until};
 use serde_json::{Value, json};
-
-/// A failure bound only: every wait ends on an event long before it.
-const BOUND: Duration = Duration::from_secs(120);
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
@@ -49,110 +47,6 @@ fn build_deployment() {
     assert!(deployment().exists(), "{} exists", deployment().display());
 }
 
-/// The pinned server binary of this platform; `None` (with a printed reason) when it cannot be
-/// installed, and a panic under CI.
-fn server_binary() -> Option<PathBuf> {
-    mcp_support::tools()?;
-    let scope = Path::new(ROOT).join(".tools/restate/node_modules/@restatedev");
-    let found = std::fs::read_dir(&scope).ok().and_then(|entries| {
-        entries
-            .filter_map(Result::ok)
-            .map(|entry| entry.path().join("bin/restate-server"))
-            .find(|path| path.is_file())
-    });
-    if found.is_none() {
-        assert!(
-            std::env::var_os("CI").is_none(),
-            "no restate-server binary for this platform under {} (CI)",
-            scope.display()
-        );
-        eprintln!("SKIPPED: no restate-server binary for this platform");
-    }
-    found
-}
-
-/// Polls `ready` until it holds; panics with `what` after [`BOUND`].
-async fn wait_until<F: std::future::Future<Output = bool>>(
-    what: &str,
-    mut ready: impl FnMut() -> F,
-) {
-    let deadline = Instant::now() + BOUND;
-    while !ready().await {
-        assert!(Instant::now() < deadline, "{what} within {BOUND:?}");
-        tokio::time::sleep(Duration::from_millis(20)).await;
-    }
-}
-
-/// A child process killed when dropped.
-struct Process(Child);
-
-impl Drop for Process {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `restate-server` on free loopback ports, its data in a temporary directory.
-struct Server {
-    _process: Process,
-    _base: tempfile::TempDir,
-    admin: String,
-    ingress: String,
-}
-
-impl Server {
-    async fn start(binary: &Path, http: &reqwest::Client) -> Server {
-        let base = tempfile::tempdir().unwrap();
-        let port = mcp_support::free_port;
-        let (admin, ingress, node) = (port(), port(), port());
-        let child = Command::new(binary)
-            .args(["--no-logo", "--node-name", "test", "--base-dir"])
-            .arg(base.path())
-            .env("RESTATE_LISTEN_MODE", "tcp")
-            .env("RESTATE_ADMIN__BIND_ADDRESS", format!("127.0.0.1:{admin}"))
-            .env(
-                "RESTATE_INGRESS__BIND_ADDRESS",
-                format!("127.0.0.1:{ingress}"),
-            )
-            .env("RESTATE_BIND_ADDRESS", format!("127.0.0.1:{node}"))
-            .env("RESTATE_DISABLE_TELEMETRY", "true")
-            .env("RESTATE_DEFAULT_NUM_PARTITIONS", "1")
-            .env("RESTATE_ROCKSDB_TOTAL_MEMORY_SIZE", "256MiB")
-            // Retries of an invocation whose deployment is down come at most a second apart.
-            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_INTERVAL", "1s")
-            .env("RESTATE_DEFAULT_RETRY_POLICY__MAX_ATTEMPTS", "1000")
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("restate-server starts");
-        let server = Server {
-            _process: Process(child),
-            _base: base,
-            admin: format!("http://127.0.0.1:{admin}"),
-            ingress: format!("http://127.0.0.1:{ingress}"),
-        };
-        let health = format!("{}/health", server.admin);
-        wait_until("the admin API is healthy", || {
-            let request = http.get(&health).send();
-            async move { request.await.is_ok_and(|r| r.status().is_success()) }
-        })
-        .await;
-        server
-    }
-
-    /// Registers the deployment at `uri` (`POST /deployments`), once the server takes it.
-    async fn register(&self, http: &reqwest::Client, uri: &str) {
-        let url = format!("{}/deployments", self.admin);
-        wait_until("the deployment is registered", || {
-            let request = http.post(&url).json(&json!({"uri": uri})).send();
-            async move { request.await.is_ok_and(|r| r.status().is_success()) }
-        })
-        .await;
-    }
-}
-
 /// Starts the example deployment on `port` over `dir` with `flags`, and waits until it accepts
 /// connections.
 async fn serve(port: u16, dir: &Path, flags: &[&str]) -> Process {
@@ -164,12 +58,7 @@ async fn serve(port: u16, dir: &Path, flags: &[&str]) -> Process {
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     let process = Process(command.spawn().expect("the deployment starts"));
-    wait_until("the deployment accepts connections", || async move {
-        tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-    })
-    .await;
+    wait_for_port("the deployment accepts connections", port).await;
     process
 }
 
@@ -218,11 +107,6 @@ async fn invoke(http: reqwest::Client, ingress: String, key: &str, program: Valu
     let (status, body) = invoke_raw(http, ingress, key, program).await;
     assert!(status.is_success(), "the run failed ({status}): {body}");
     serde_json::from_str(&body).expect("JSON output")
-}
-
-/// A client whose requests may wait as long as Restate retries an invocation.
-fn client() -> reqwest::Client {
-    reqwest::Client::builder().timeout(BOUND).build().unwrap()
 }
 
 /// Waits until `path` holds at least `n` lines.

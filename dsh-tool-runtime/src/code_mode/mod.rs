@@ -8,7 +8,7 @@
 
 mod bridge;
 pub(crate) mod disclosure;
-mod render;
+pub(crate) mod render;
 mod run_code;
 
 use std::sync::Arc;

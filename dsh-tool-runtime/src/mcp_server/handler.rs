@@ -51,6 +51,9 @@ pub(crate) struct McpHandler {
     /// The server `instructions` and the registry generation they were made at: rmcp asks for
     /// them (`get_info`) on every request, and they come from the scope's model view.
     instructions: Arc<parking_lot::Mutex<Option<CachedInstructions>>>,
+    /// Where `run_code` runs and its tasks are resolved, when on Restate.
+    #[cfg(feature = "restate")]
+    restate: Option<super::restate::Restate>,
     stop: CancellationToken,
 }
 
@@ -64,12 +67,29 @@ impl Drop for McpHandler {
 }
 
 impl McpHandler {
+    /// The first session of a server.
+    ///
+    /// # Errors
+    /// [`McpServeError::InvalidRestate`] when the Restate settings cannot be used.
     pub(crate) fn new(
         registry: Registry,
         scope: Option<AgentId>,
         options: McpServeOptions,
-    ) -> Self {
-        McpHandler {
+    ) -> Result<Self, McpServeError> {
+        #[cfg(feature = "restate")]
+        let restate = match &options.restate {
+            Some(_) if options.journal.is_some() => {
+                return Err(McpServeError::InvalidRestate(
+                    "a journal and Restate both make run_code durable: choose one".to_owned(),
+                ));
+            }
+            Some(urls) => Some(
+                super::restate::Restate::new(urls.clone(), options.tasks.poll_interval)
+                    .map_err(McpServeError::InvalidRestate)?,
+            ),
+            None => None,
+        };
+        Ok(McpHandler {
             registry,
             scope,
             tasks: Tasks::new(options.tasks.clone()),
@@ -78,8 +98,10 @@ impl McpHandler {
             rounds: Arc::default(),
             instructions: Arc::default(),
             log_level: SessionLogLevel::default(),
+            #[cfg(feature = "restate")]
+            restate,
             stop: CancellationToken::new(),
-        }
+        })
     }
 
     /// Another session of the same server (streamable HTTP makes one per client).
@@ -93,8 +115,19 @@ impl McpHandler {
             rounds: self.rounds.clone(),
             instructions: self.instructions.clone(),
             log_level: SessionLogLevel::default(),
+            #[cfg(feature = "restate")]
+            restate: self.restate.clone(),
             stop: CancellationToken::new(),
         }
+    }
+
+    /// The Restate that resolves the task `id`, when it is an invocation of a server on
+    /// Restate.
+    #[cfg(feature = "restate")]
+    fn restate_task(&self, id: &str) -> Option<&super::restate::Restate> {
+        self.restate
+            .as_ref()
+            .filter(|_| super::restate::Restate::owns(id))
     }
 
     pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
@@ -428,6 +461,10 @@ impl ServerHandler for McpHandler {
         request: GetTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
+        #[cfg(feature = "restate")]
+        if let Some(restate) = self.restate_task(&request.task_id) {
+            return restate.get(&request.task_id).await;
+        }
         self.tasks.get(&request.task_id)
     }
 
@@ -436,6 +473,10 @@ impl ServerHandler for McpHandler {
         request: CancelTaskParams,
         _context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
+        #[cfg(feature = "restate")]
+        if let Some(restate) = self.restate_task(&request.task_id) {
+            return restate.cancel(&request.task_id).await;
+        }
         self.tasks.cancel(&request.task_id)
     }
 
@@ -475,6 +516,23 @@ impl ServerHandler for McpHandler {
         // A task's call outlives this request: it runs with a signal of its own
         // (`tasks/cancel`), and its client has no rounds to answer in.
         let task = self.runs_as_task(&name, &context);
+        #[cfg(feature = "restate")]
+        if let Some(restate) = &self.restate
+            && name == crate::registry::RUN_CODE
+            && self.registry.get(&name, self.scope.as_ref()).is_some()
+        {
+            return Ok(if task {
+                match restate.start(&arguments).await {
+                    Ok(id) => super::restate::created(id, self.options.tasks.poll_interval).into(),
+                    Err(message) => CallToolResult::error(vec![McpContent::text(format!(
+                        "Error: run_code on Restate: {message}"
+                    ))])
+                    .into(),
+                }
+            } else {
+                restate.call(&arguments, &context.ct).await.into()
+            });
+        }
         // 2026-07-28 forbids requests to the client during a call: they become rounds.
         let modern = !task
             && context

@@ -17,6 +17,8 @@ mod http;
 mod listing;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "restate")]
+mod restate;
 mod rounds;
 mod stdio;
 mod tasks;
@@ -33,6 +35,9 @@ use handler::McpHandler;
 #[cfg(feature = "oauth")]
 #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
 pub use oauth::McpOAuthResource;
+#[cfg(feature = "restate")]
+#[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+pub use restate::McpRestate;
 pub use tasks::McpTaskLimits;
 
 /// Where [`Registry::serve_mcp`] speaks MCP.
@@ -160,6 +165,9 @@ pub struct McpServeOptions {
     /// How long tasks live and how many may (`run_code` and tools that opt in, for clients
     /// that declare the `io.modelcontextprotocol/tasks` extension).
     pub tasks: McpTaskLimits,
+    /// Where served `run_code` calls run on Restate ([`McpServeOptions::restate`]).
+    #[cfg(feature = "restate")]
+    pub(crate) restate: Option<McpRestate>,
 }
 
 impl Default for McpServeOptions {
@@ -170,6 +178,8 @@ impl Default for McpServeOptions {
             http: McpHttpLimits::default(),
             journal: None,
             tasks: McpTaskLimits::default(),
+            #[cfg(feature = "restate")]
+            restate: None,
         }
     }
 }
@@ -205,6 +215,35 @@ impl McpServeOptions {
     /// `Registry::approve_run` / `deny_run` and `dsh-tools runs` take.
     pub fn journal(mut self, store: std::sync::Arc<dyn crate::durable::JournalStore>) -> Self {
         self.journal = Some(durable::ServedJournal(store));
+        self
+    }
+
+    /// Runs every served `run_code` call on Restate: as an invocation of the durable-runs
+    /// handler (`DurableRuns/run`, see [`crate::durable::restate`]) started through the
+    /// ingress under a fresh random idempotency key, so that Restate keeps its result. Serve
+    /// the same registry as a deployment of that Restate server
+    /// ([`serve_deployment`](crate::durable::restate::serve_deployment)), in this process or
+    /// others: any number of servers registered as one deployment share the runs, and a run
+    /// whose process dies is retried by Restate on another.
+    ///
+    /// - A client that declares the `io.modelcontextprotocol/tasks` extension gets a task whose
+    ///   id is the invocation id (`inv_…`). `tasks/get` asks Restate for its output (the
+    ///   ingress's `/restate/invocation/{id}/output`) and status (the admin API's
+    ///   `sys_invocation`, whose status, attempt and journal size are the `statusMessage`), and
+    ///   `tasks/cancel` kills the invocation (admin `PATCH /invocations/{id}/kill`): any server
+    ///   with the same Restate answers for any task, none keeps a record. The TTL is Restate's
+    ///   retention of the result, reported once the run ended; [`McpTaskLimits`] does not
+    ///   apply to these tasks.
+    /// - A plain `tools/call` starts the invocation and waits for it (`/attach`); a client
+    ///   that cancels the call has the invocation killed.
+    ///
+    /// Progress, and approvals asked of the MCP client, do not reach the client of a run on
+    /// Restate; such a run sees the registry's global scope. Other tools are served as usual.
+    /// Not with [`McpServeOptions::journal`], which it replaces for `run_code`.
+    #[cfg(feature = "restate")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+    pub fn restate(mut self, restate: McpRestate) -> Self {
+        self.restate = Some(restate);
         self
     }
 
@@ -340,6 +379,10 @@ pub enum McpServeError {
     /// was served.
     #[error("the MCP OAuth settings are unusable: {0}")]
     InvalidOAuth(String),
+    /// The Restate settings (`McpServeOptions::restate`) are unusable, for the reason given:
+    /// nothing was served.
+    #[error("the Restate settings are unusable: {0}")]
+    InvalidRestate(String),
 }
 
 impl Registry {
@@ -373,7 +416,7 @@ impl Registry {
         let limits = options.http.clone();
         match transport {
             McpTransport::Stdio => {
-                McpHandler::new(self.clone(), scope, options)
+                McpHandler::new(self.clone(), scope, options)?
                     .serve_stdio()
                     .await
             }
@@ -384,7 +427,7 @@ impl Registry {
                 auth.check(addr)?;
                 let hosts = host_rule(addr, &auth, &limits);
                 let gate = auth::Gate::new(&auth)?;
-                let handler = McpHandler::new(self.clone(), scope, options);
+                let handler = McpHandler::new(self.clone(), scope, options)?;
                 match http::serve(handler, listener, gate, limits, hosts).await {}
             }
         }

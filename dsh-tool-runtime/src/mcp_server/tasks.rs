@@ -304,14 +304,14 @@ fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
     entry.task.last_updated_at = current_timestamp();
 }
 
-fn object(value: &impl serde::Serialize) -> JsonObject {
+pub(super) fn object(value: &impl serde::Serialize) -> JsonObject {
     match serde_json::to_value(value) {
         Ok(serde_json::Value::Object(map)) => map,
         _ => JsonObject::new(),
     }
 }
 
-fn unknown(id: &str) -> ErrorData {
+pub(super) fn unknown(id: &str) -> ErrorData {
     ErrorData::invalid_params(
         format!("unknown task \"{id}\": no such task, or its TTL has passed"),
         None,
@@ -319,7 +319,7 @@ fn unknown(id: &str) -> ErrorData {
 }
 
 /// A random (version 4) UUID from the operating system's CSPRNG: a task id others cannot guess.
-fn uuid_v4() -> Result<String, getrandom::Error> {
+pub(super) fn uuid_v4() -> Result<String, getrandom::Error> {
     let mut bytes = [0u8; 16];
     getrandom::fill(&mut bytes)?;
     bytes[6] = (bytes[6] & 0x0f) | 0x40;

@@ -274,6 +274,30 @@ pub struct ServeArgs {
     /// runs.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// Run every served `run_code` call on Restate, started through its ingress at URL
+    /// (`http://HOST:PORT`, Restate's default port 8080) as an invocation of `DurableRuns/run`.
+    /// A task's id is the invocation id, so `tasks/get` and `tasks/cancel` are answered by any
+    /// server on the same Restate. Needs `--restate-admin`; the runs are served by the
+    /// deployment registered with Restate (`--restate-deployment`).
+    #[cfg(feature = "restate")]
+    #[arg(
+        long,
+        value_name = "URL",
+        requires = "restate_admin",
+        conflicts_with = "journal"
+    )]
+    pub restate: Option<String>,
+    /// The Restate admin API (`http://HOST:PORT`, Restate's default port 9070): task status and
+    /// cancellation.
+    #[cfg(feature = "restate")]
+    #[arg(long, value_name = "URL", requires = "restate")]
+    pub restate_admin: Option<String>,
+    /// Also serve the Restate deployment of these tools (the `DurableRuns` service, HTTP/2
+    /// without TLS) on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1). Register
+    /// it, or a load balancer in front of several servers, with Restate's admin API.
+    #[cfg(feature = "restate")]
+    #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
+    pub restate_deployment: Option<SocketAddr>,
     #[command(flatten)]
     pub budgets: Budgets,
     #[command(flatten)]

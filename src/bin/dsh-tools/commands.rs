@@ -38,6 +38,14 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
                 .to_owned(),
         );
     }
+    #[cfg(feature = "restate")]
+    if (args.restate.is_some() || args.restate_deployment.is_some()) && args.mode == Mode::Native {
+        return Err(
+            "--restate and --restate-deployment need --mode code or both: runs on Restate are \
+             run_code calls, which native mode does not serve"
+                .to_owned(),
+        );
+    }
     let stop = stop_signal();
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
@@ -55,11 +63,17 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
             .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
         options = options.journal(Arc::new(store));
     }
+    #[cfg(feature = "restate")]
+    if let (Some(ingress), Some(admin)) = (&args.restate, &args.restate_admin) {
+        options = options.restate(dsh_tools::mcp::McpRestate::new(ingress, admin));
+    }
+    let deployment = deployment(registry, args);
     // On SIGTERM or Ctrl-C the runtime is still disposed below: a running program's process
     // must not outlive the server.
     let served = match http {
         None => tokio::select! {
             served = registry.serve_mcp_with(None, McpTransport::Stdio, options) => served.map_err(|error| error.to_string()),
+            failed = deployment => Err(failed),
             () = stop => Ok(()),
         },
         Some((addr, (auth, notice))) => {
@@ -76,6 +90,7 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
             eprintln!("dsh-tools: {notice}");
             tokio::select! {
                 served = registry.serve_mcp_with(None, transport, options) => served.map_err(|error| error.to_string()),
+                failed = deployment => Err(failed),
                 () = stop => Ok(()),
             }
         }
@@ -85,6 +100,25 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     }
     finish_log(log).await?;
     served
+}
+
+/// Serves the Restate deployment of `registry` when `--restate-deployment` names an address;
+/// ends only with the error that stopped it (never, without the flag).
+#[cfg(feature = "restate")]
+async fn deployment(registry: &Registry, args: &ServeArgs) -> String {
+    let Some(addr) = args.restate_deployment else {
+        return std::future::pending().await;
+    };
+    eprintln!("dsh-tools: serving the Restate deployment on http://{addr} (HTTP/2)");
+    match dsh_tools::durable::restate::serve_deployment(registry.clone(), addr).await {
+        Ok(()) => format!("--restate-deployment {addr}: the deployment stopped"),
+        Err(error) => format!("--restate-deployment {addr}: {error}"),
+    }
+}
+
+#[cfg(not(feature = "restate"))]
+async fn deployment(_: &Registry, _: &ServeArgs) -> String {
+    std::future::pending().await
 }
 
 /// The start-up line of `serve --http` bound to `bound`, accepting `hosts` (`None`: any): a URL
