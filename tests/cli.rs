@@ -909,6 +909,24 @@ fn rollback_reverts_name_their_tools_and_serve_journal_needs_code_mode() {
     );
     assert!(line.contains("expected TOOL=REVERT_TOOL"), "{line}");
     let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("empty.db");
+    drop(dsh_tools::durable::SqliteJournal::open(&missing).unwrap());
+    let line = error_line(
+        &repo(&[
+            "runs",
+            "--journal",
+            missing.to_str().unwrap(),
+            "rollback",
+            "x",
+            "--revert",
+            "write_file=nosuch",
+        ]),
+        1,
+    );
+    assert!(
+        line.ends_with("--revert write_file=nosuch: no tool named \"nosuch\" is loaded"),
+        "{line}"
+    );
     let journal = dir.path().join("journal.db");
     let line = error_line(&repo(&["serve", "--journal", journal.to_str().unwrap()]), 1);
     assert!(

@@ -741,6 +741,28 @@ async fn rollback_without_a_revert_tool_is_refused_and_a_runtime_of_another_lang
     );
     py_runtime.dispose().await;
 
+    // A revert that fails leaves its call in place and the run not rolled back; a second
+    // rollback retries it.
+    let broken = ToolDefinition::builder("broken_revert")
+        .handler(|_args: Value, _exec: ToolExec| async {
+            Err::<Value, _>(ToolError::new("the disk is read-only"))
+        })
+        .build()
+        .unwrap();
+    registry.register(broken).unwrap();
+    registry.set_revert("append_line", "broken_revert");
+    let reports = registry.rollback_run(run.clone()).await.unwrap();
+    assert_eq!(reports.len(), 1);
+    assert!(reports[0].outcome.is_error(), "{reports:?}");
+    assert_eq!(std::fs::read_to_string(&out).unwrap(), "a\n");
+    let status = store.run("failing").await.unwrap().unwrap().status;
+    assert!(matches!(status, RunStatus::Finished { .. }), "{status:?}");
+    let entries = store.entries("failing").await.unwrap();
+    assert!(
+        matches!(entries[0].state, EntryState::Finished { .. }),
+        "{entries:?}"
+    );
+
     let emptied = out.clone();
     let revert = ToolDefinition::builder("remove_line")
         .handler(move |_args: Value, _exec: ToolExec| {

@@ -383,9 +383,11 @@ impl Registry {
 
     /// Rolls back the parked or failed run `run`: each completed call is reverted with its
     /// tool's revert tool ([`set_revert`](Self::set_revert)), newest first, and each reversal is
-    /// journaled (the entry becomes [`EntryState::Reverted`]) before the next starts. The run
-    /// ends as [`RunStatus::RolledBack`]. Calls to read-only tools need no revert. A failed
-    /// revert call is reported and the rollback goes on.
+    /// journaled (the entry becomes [`EntryState::Reverted`]) before the next starts. Calls to
+    /// read-only tools need no revert. A failed revert is reported (its report's outcome is an
+    /// error), its call stays completed and the rollback goes on with the others; the run ends
+    /// as [`RunStatus::RolledBack`] only when every revert succeeded, so rolling back again
+    /// retries just the calls still in place.
     ///
     /// # Errors
     /// [`JournalError::NoRevert`] (nothing reverted) when a completed call's tool is not
@@ -447,7 +449,7 @@ impl Registry {
                 calls: unreverted.join(", "),
             });
         }
-        let mut reports = Vec::new();
+        let (mut reports, mut failed) = (Vec::new(), false);
         for mut entry in entries {
             let EntryState::Finished {
                 outcome: outcome @ CallOutcome::Ok { value },
@@ -485,12 +487,15 @@ impl Registry {
                     code: error.info.as_ref().map(|info| info.code.clone()),
                 },
             };
-            let outcome = outcome.clone();
-            entry.state = EntryState::Reverted {
-                outcome,
-                revert: reverted.clone(),
-            };
-            run.store.put(id, &entry).await?;
+            if reverted.is_error() {
+                failed = true;
+            } else {
+                entry.state = EntryState::Reverted {
+                    outcome: outcome.clone(),
+                    revert: reverted.clone(),
+                };
+                run.store.put(id, &entry).await?;
+            }
             self.publish(|| ToolEvent::DurableReverted {
                 run_id: id.to_owned(),
                 seq: entry.seq,
@@ -505,7 +510,9 @@ impl Registry {
                 outcome: reverted,
             });
         }
-        run.store.set_status(id, &RunStatus::RolledBack).await?;
+        if !failed {
+            run.store.set_status(id, &RunStatus::RolledBack).await?;
+        }
         Ok(reports)
     }
 }

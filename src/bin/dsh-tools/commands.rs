@@ -608,10 +608,16 @@ pub async fn runs(
             Err(error) => Err(error),
         },
         RunsAction::Rollback { id, revert } => {
+            let mut unknown = None;
             for (tool, revert_tool) in revert {
+                if registry.get(revert_tool, None).is_none() {
+                    unknown = Some(format!(
+                        "--revert {tool}={revert_tool}: no tool named {revert_tool:?} is loaded"
+                    ));
+                }
                 registry.set_revert(tool.clone(), revert_tool.clone());
             }
-            match run(id) {
+            match unknown.map_or_else(|| run(id), Err) {
                 Ok(run) => registry
                     .rollback_run(run)
                     .await
@@ -622,7 +628,20 @@ pub async fn runs(
                         }
                         message
                     })
-                    .map(|reverts| rollback_text(&reverts, json_output)),
+                    .and_then(|reverts| {
+                        let text = rollback_text(&reverts, json_output);
+                        let failed = reverts.iter().filter(|r| r.outcome.is_error()).count();
+                        if failed == 0 {
+                            Ok(text)
+                        } else {
+                            // The reports still print: they say which calls stay in place.
+                            println!("{text}");
+                            Err(format!(
+                                "rollback incomplete: {failed} revert(s) failed; the run is not \
+                                 rolled back, and rolling back again retries those calls"
+                            ))
+                        }
+                    }),
                 Err(error) => Err(error),
             }
         }
@@ -713,7 +732,8 @@ fn rollback_text(reverts: &[dsh_tools::durable::RevertReport], json_output: bool
             )
         })
         .collect();
-    format!("{} call(s) reverted\n{}", lines.len(), lines.join("\n"))
+    let reverted = reverts.iter().filter(|r| !r.outcome.is_error()).count();
+    format!("{reverted} call(s) reverted\n{}", lines.join("\n"))
         .trim_end()
         .to_owned()
 }
