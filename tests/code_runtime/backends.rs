@@ -676,12 +676,10 @@ async fn a_memory_bomb_ends_the_run_and_the_host_stays_healthy(backend: Backend)
     )
     .await;
     if backend.interpreter_budget() {
-        // The interpreter's allocator refuses past the budget; the host decides the kind.
-        assert_failure(
-            &out,
-            FailureKind::MemoryLimit,
-            "memory limit reached (128 MiB)",
-        );
+        // The interpreter's allocator refuses past the budget, or (on a busy machine, where the
+        // program outruns the allocator's headroom between two samples) the host's resident-size
+        // sample ends it first: either way it is the memory budget, named with its size.
+        assert_failure(&out, FailureKind::MemoryLimit, "(128 MiB");
     } else {
         let kind = out.error.as_ref().map(|e| e.kind);
         assert!(
