@@ -935,3 +935,18 @@ fn rollback_reverts_name_their_tools_and_serve_journal_needs_code_mode() {
     );
     assert!(!journal.exists());
 }
+
+/// A run key with a control character is refused before any request: a URL parser would drop
+/// the tab and name another run (`a\tb` → `ab`).
+#[cfg(feature = "restate")]
+#[test]
+fn a_restate_run_key_with_a_control_character_is_refused_before_any_request() {
+    let output = dsh(&["runs", "--restate", "http://127.0.0.1:1", "approve", "a\tb"]);
+    assert_eq!(output.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("expected 1 to 256 bytes without control characters"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("cannot reach"), "{stderr}");
+}

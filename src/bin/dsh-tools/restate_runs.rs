@@ -76,6 +76,14 @@ pub async fn runs(
 
 /// `INGRESS/DurableApprovals/KEY/HANDLER`, the key one escaped path segment.
 fn object_url(ingress: &str, key: &str, handler: &str) -> Result<reqwest::Url, String> {
+    // Checked here, as the run itself checks its key: a URL parser drops tabs and newlines,
+    // which would turn `a\tb` into another run's key `ab`.
+    if key.is_empty() || key.len() > 256 || key.chars().any(char::is_control) {
+        return Err(format!(
+            "run key {}: expected 1 to 256 bytes without control characters",
+            escaped(key)
+        ));
+    }
     let mut url = reqwest::Url::parse(ingress)
         .map_err(|error| format!("--restate {}: {error}", escaped(ingress)))?;
     url.path_segments_mut()
