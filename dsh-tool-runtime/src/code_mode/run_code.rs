@@ -7,7 +7,7 @@ use serde_json::{Map, Value, json};
 use super::bridge::Bridge;
 use super::disclosure::Catalog;
 use super::language_of;
-use super::render::render_run;
+use super::render::render_output;
 use crate::call::ToolExec;
 use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunOutcome, RunRequest};
 use crate::definition::ToolDefinition;
@@ -100,18 +100,7 @@ pub(crate) fn definition(
             "required": ["logs"],
             "additionalProperties": false
         }))
-        .render(|_args, value| {
-            let logs: Vec<String> = value["logs"]
-                .as_array()
-                .map(|logs| {
-                    logs.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
-            vec![ContentBlock::text(render_run(&logs, value.get("result")))]
-        })
+        .render(|_args, value| vec![ContentBlock::text(render_output(value))])
         .present_call(|args| {
             Some(CallView::Generic {
                 title: args["description"]

@@ -15,7 +15,7 @@ use rmcp::task_manager::current_timestamp;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use crate::code_mode::render::render_run;
+use crate::code_mode::render::render_output;
 use crate::durable::restate::{HANDLER, SERVICE};
 
 /// Where [`McpServeOptions::restate`](super::McpServeOptions::restate) runs `run_code`: a
@@ -324,16 +324,7 @@ pub(crate) fn created(id: String, poll_interval: Duration) -> CreateTaskResult {
 fn ended_result(output: Output) -> Option<CallToolResult> {
     match output {
         Output::Value(value) => {
-            let logs: Vec<String> = value["logs"]
-                .as_array()
-                .map(|logs| {
-                    logs.iter()
-                        .filter_map(Value::as_str)
-                        .map(str::to_owned)
-                        .collect()
-                })
-                .unwrap_or_default();
-            let text = render_run(&logs, value.get("result"));
+            let text = render_output(&value);
             let mut result = CallToolResult::success(vec![ContentBlock::text(text)]);
             result.structured_content = Some(value);
             Some(result)
