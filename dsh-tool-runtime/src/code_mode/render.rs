@@ -88,6 +88,21 @@ fn compact(value: &Value) -> String {
     crate::json::compact(value, false)
 }
 
+/// The text of `run_code`'s output value `{"logs": [string…], "result": …}` (as
+/// [`render_run`]); entries of `logs` that are not strings are left out.
+pub(crate) fn render_output(value: &Value) -> String {
+    let logs: Vec<String> = value["logs"]
+        .as_array()
+        .map(|logs| {
+            logs.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_owned)
+                .collect()
+        })
+        .unwrap_or_default();
+    render_run(&logs, value.get("result"))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -115,19 +130,4 @@ mod tests {
         assert!(text.contains("\"e\": {\"f\":1}"), "{text}");
         assert!(!text.contains(&" ".repeat(12)), "{text}");
     }
-}
-
-/// The text of `run_code`'s output value `{"logs": [string…], "result": …}` (as
-/// [`render_run`]); entries of `logs` that are not strings are left out.
-pub(crate) fn render_output(value: &Value) -> String {
-    let logs: Vec<String> = value["logs"]
-        .as_array()
-        .map(|logs| {
-            logs.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_owned)
-                .collect()
-        })
-        .unwrap_or_default();
-    render_run(&logs, value.get("result"))
 }
