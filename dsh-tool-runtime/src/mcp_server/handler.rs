@@ -111,7 +111,7 @@ impl McpHandler {
             scope: self.scope.clone(),
             options: self.options.clone(),
             calls: self.calls.clone(),
-            tasks: self.tasks.clone(),
+            tasks: self.tasks.session(),
             rounds: self.rounds.clone(),
             instructions: self.instructions.clone(),
             log_level: SessionLogLevel::default(),

@@ -9,6 +9,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -40,6 +41,11 @@ use crate::result::ToolResult;
 /// signal (a program's process is killed). Tasks belong to the server, not to the HTTP
 /// connection or session that started them: any authenticated client that knows a task's id
 /// (a random UUID) can poll or cancel it.
+///
+/// Kept results are bounded in count ([`max_live`](Self::max_live)), in bytes
+/// ([`max_result_bytes`](Self::max_result_bytes)) and per session
+/// ([`max_per_session`](Self::max_per_session)), so that one client cannot hold the server's
+/// memory or every task slot for a TTL.
 #[derive(Debug, Clone)]
 #[non_exhaustive]
 pub struct McpTaskLimits {
@@ -53,6 +59,16 @@ pub struct McpTaskLimits {
     pub max_live: usize,
     /// The polling interval suggested to clients (`pollIntervalMs`; default 1 s).
     pub poll_interval: Duration,
+    /// Bytes of results kept at once, all tasks together, each measured as its JSON text
+    /// (default 64 MiB). A result that would go past it is dropped when its call ends: the
+    /// task ends `failed` with an error (`-32603`, `data.code` `"TASK_RESULT_BUDGET"`) saying
+    /// so and how large the result was. The call itself ran.
+    pub max_result_bytes: usize,
+    /// Tasks one MCP session may have live at once (at least 1; default 16, of
+    /// [`max_live`](Self::max_live)): a call past it is answered with an `isError` result
+    /// saying so, and runs not. Over streamable HTTP, a stateless (2026-07-28) client's requests
+    /// are each a session of their own, so only [`max_live`](Self::max_live) bounds them.
+    pub max_per_session: usize,
 }
 
 impl Default for McpTaskLimits {
@@ -61,6 +77,8 @@ impl Default for McpTaskLimits {
             ttl: Duration::from_millis(rmcp::task_manager::DEFAULT_TASK_TTL_MS),
             max_live: 64,
             poll_interval: Duration::from_millis(rmcp::task_manager::DEFAULT_POLL_INTERVAL_MS),
+            max_result_bytes: 64 << 20,
+            max_per_session: 16,
         }
     }
 }
@@ -83,20 +101,42 @@ impl McpTaskLimits {
         self.poll_interval = interval;
         self
     }
+
+    /// Sets [`McpTaskLimits::max_result_bytes`].
+    pub fn max_result_bytes(mut self, bytes: usize) -> Self {
+        self.max_result_bytes = bytes;
+        self
+    }
+
+    /// Sets [`McpTaskLimits::max_per_session`] (0 counts as 1).
+    pub fn max_per_session(mut self, tasks: usize) -> Self {
+        self.max_per_session = tasks.max(1);
+        self
+    }
 }
 
-/// The tasks of one server, shared by all its sessions. Cheap to clone.
+/// The tasks of one server, shared by all its sessions, as one session sees them. Cheap to
+/// clone.
 #[derive(Clone)]
 pub(crate) struct Tasks {
     shared: Arc<Shared>,
+    /// The session whose share new tasks count against.
+    session: u64,
 }
 
 struct Shared {
     limits: McpTaskLimits,
     entries: Mutex<HashMap<String, Entry>>,
+    /// The bytes of the results kept in `entries`; changed only under its lock.
+    kept_bytes: AtomicUsize,
+    /// The last session number given out.
+    sessions: AtomicU64,
 }
 
 struct Entry {
+    session: u64,
+    /// The size of the kept result, counted in [`Shared::kept_bytes`].
+    result_bytes: usize,
     task: Task,
     payload: TaskPayload,
     /// The call's signal: `tasks/cancel` and expiry cancel it.
@@ -137,7 +177,18 @@ impl Tasks {
             shared: Arc::new(Shared {
                 limits,
                 entries: Mutex::new(HashMap::new()),
+                kept_bytes: AtomicUsize::new(0),
+                sessions: AtomicU64::new(0),
             }),
+            session: 0,
+        }
+    }
+
+    /// The same tasks as another session sees them: its own share of task slots.
+    pub(crate) fn session(&self) -> Tasks {
+        Tasks {
+            shared: self.shared.clone(),
+            session: self.shared.sessions.fetch_add(1, Ordering::Relaxed) + 1,
         }
     }
 
@@ -145,7 +196,8 @@ impl Tasks {
     ///
     /// # Errors
     /// The message for the client when [`McpTaskLimits::max_live`] tasks are live already, or
-    /// the random source for its id failed.
+    /// [`McpTaskLimits::max_per_session`] of this session's, or the random source for its id
+    /// failed.
     pub(crate) fn spawn<F, Fut>(
         &self,
         signal: CancellationToken,
@@ -180,9 +232,25 @@ impl Tasks {
                     limits.ttl.as_millis()
                 ));
             }
+            let own = entries
+                .values()
+                .filter(|entry| entry.session == self.session)
+                .count();
+            if own >= limits.max_per_session {
+                return Err(format!(
+                    "too many live tasks for this session (limit {} of the server's {}): a \
+                     task stays live while it works and keeps its result until its TTL of {} ms \
+                     has passed; fetch results with tasks/get and retry later",
+                    limits.max_per_session,
+                    limits.max_live,
+                    limits.ttl.as_millis()
+                ));
+            }
             entries.insert(
                 id.clone(),
                 Entry {
+                    session: self.session,
+                    result_bytes: 0,
                     task: task.clone(),
                     payload: TaskPayload::Working,
                     signal: signal.clone(),
@@ -268,7 +336,16 @@ async fn drive(
     sleep_until(retained_until).await;
     if let Some(shared) = shared.upgrade() {
         // Dropped outside the lock: the entry holds this driver's own handle.
-        let entry = shared.entries.lock().remove(&id);
+        let entry = {
+            let mut entries = shared.entries.lock();
+            let entry = entries.remove(&id);
+            if let Some(entry) = &entry {
+                shared
+                    .kept_bytes
+                    .fetch_sub(entry.result_bytes, Ordering::Relaxed);
+            }
+            entry
+        };
         drop(entry);
     }
 }
@@ -285,9 +362,22 @@ fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
         Settled::Finished(result) if entry.cancel_requested && result.is_error == Some(true) => {
             TaskPayload::Cancelled
         }
-        Settled::Finished(result) => TaskPayload::Completed {
-            result: object(&result),
-        },
+        Settled::Finished(result) => {
+            let bytes = json_len(&result);
+            let budget = shared.limits.max_result_bytes;
+            let kept = shared.kept_bytes.load(Ordering::Relaxed);
+            if bytes > budget.saturating_sub(kept) {
+                TaskPayload::Failed {
+                    error: object(&result_dropped(bytes, budget)),
+                }
+            } else {
+                shared.kept_bytes.fetch_add(bytes, Ordering::Relaxed);
+                entry.result_bytes = bytes;
+                TaskPayload::Completed {
+                    result: object(&result),
+                }
+            }
+        }
         Settled::Expired => TaskPayload::Failed {
             error: object(&ErrorData::internal_error(
                 format!(
@@ -302,6 +392,42 @@ fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
     entry.task.status = entry.payload.status();
     entry.task.status_message = None;
     entry.task.last_updated_at = current_timestamp();
+}
+
+/// The error of a task whose result went past [`McpTaskLimits::max_result_bytes`].
+fn result_dropped(bytes: usize, budget: usize) -> ErrorData {
+    ErrorData::internal_error(
+        format!(
+            "task result dropped: its {bytes} bytes would put the task results this server \
+             keeps past their budget of {budget} bytes; the call ran, but its result is lost: \
+             fetch other results with tasks/get so their room frees up sooner, or call \
+             without the tasks extension"
+        ),
+        Some(serde_json::json!({
+            "code": "TASK_RESULT_BUDGET",
+            "resultBytes": bytes,
+            "budgetBytes": budget,
+        })),
+    )
+}
+
+/// The length of `value` as JSON text, counted without keeping the text.
+fn json_len(value: &impl serde::Serialize) -> usize {
+    struct Count(usize);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len();
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    // Writing to a counter fails only for a value that cannot be JSON, which a tool result
+    // always can.
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
 }
 
 pub(super) fn object(value: &impl serde::Serialize) -> JsonObject {
@@ -397,6 +523,10 @@ async fn execute_reporting(
         }
     }
 }
+
+#[cfg(test)]
+#[path = "tasks_budget_tests.rs"]
+mod budget_tests;
 
 #[cfg(test)]
 mod tests {
