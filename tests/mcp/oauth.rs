@@ -80,9 +80,16 @@ impl AuthorizationServer {
         self.stdin.flush().unwrap();
     }
 
-    /// A token signed by the issuer, `claims` over its own (`iss`, `iat`, `exp`, `nbf`).
+    /// A token signed by the issuer, `claims` over its own (`iss`, `iat`, `exp`, `nbf`), typed
+    /// `at+jwt`.
     fn token(&mut self, claims: Value, expires_in: i64) -> String {
         self.command(json!({"token": {"claims": claims, "expiresIn": expires_in}}));
+        self.answer("token")
+    }
+
+    /// A token as [`AuthorizationServer::token`], its header's `typ` being `typ`.
+    fn typed_token(&mut self, claims: Value, typ: &str) -> String {
+        self.command(json!({"token": {"claims": claims, "expiresIn": 3600, "typ": typ}}));
         self.answer("token")
     }
 
@@ -157,6 +164,11 @@ fn get(server: &Server, path: &str) -> Answer {
 /// `serve --http` on a free loopback port as the protected resource of `issuer`, scope
 /// `tools.read` required.
 fn protected_server(issuer: &str) -> (Server, String) {
+    protected_server_with(issuer, &[])
+}
+
+/// [`protected_server`] with more flags.
+fn protected_server_with(issuer: &str, flags: &[&str]) -> (Server, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let resource = format!("http://{addr}/mcp");
     let mut command = Command::new(crate::http_server::BIN);
@@ -175,6 +187,7 @@ fn protected_server(issuer: &str) -> (Server, String) {
         "--oauth-scope",
         "tools.read",
     ]);
+    command.args(flags);
     (Server::spawn(command), resource)
 }
 
@@ -311,13 +324,41 @@ fn oauth_serve_checks_access_tokens_against_the_issuer() {
     assert_eq!(listed.status, 200, "{listed:?}");
 }
 
+/// RFC 9068 §4: a token typed `JWT` (an ID token of the same issuer and audience, say) is
+/// answered 401; `--oauth-accept-plain-jwt` lets it through for issuers that send no other.
+#[test]
+fn oauth_serve_refuses_tokens_not_typed_at_jwt_unless_told() {
+    let mut issuer = require_authorization_server!();
+    let (server, resource) = protected_server(&issuer.issuer);
+    let claims = json!({"aud": resource, "scope": "tools.read"});
+    let plain = issuer.typed_token(claims.clone(), "JWT");
+    let answer = server.send("POST", &bearer(&plain), INITIALIZE);
+    assert_eq!(answer.status, 401, "{answer:?}");
+    assert!(
+        answer
+            .header("www-authenticate")
+            .is_some_and(|challenge| challenge.contains(
+                "error_description=\"the token is not typed as an access token (typ at+jwt)\""
+            )),
+        "{answer:?}"
+    );
+    let typed = issuer.typed_token(claims, "application/at+jwt");
+    assert_eq!(list_tools(&server, &bearer(&typed)).status, 200);
+
+    let (lenient, resource) = protected_server_with(&issuer.issuer, &["--oauth-accept-plain-jwt"]);
+    let plain = issuer.typed_token(json!({"aud": resource, "scope": "tools.read"}), "JWT");
+    let listed = list_tools(&lenient, &bearer(&plain));
+    assert_eq!(listed.status, 200, "{listed:?}");
+}
+
 /// An issuer whose keys cannot be fetched gets 503 (the token is neither accepted nor called
 /// invalid); OAuth flags need each other and `--http`, and bad settings are refused before
 /// serving, saying which.
 #[test]
 fn oauth_serve_refuses_unusable_settings() {
     let (server, _) = protected_server("http://127.0.0.1:1");
-    let token = "eyJhbGciOiJSUzI1NiJ9.e30.c2ln";
+    // `{"alg":"RS256","typ":"at+jwt"}`
+    let token = "eyJhbGciOiJSUzI1NiIsInR5cCI6ImF0K2p3dCJ9.e30.c2ln";
     let answer = server.send("POST", &bearer(token), INITIALIZE);
     assert_eq!(answer.status, 503, "{answer:?}");
     assert!(answer.body.contains("keys cannot be fetched"), "{answer:?}");
@@ -531,6 +572,8 @@ fn cli_clients_authenticate_with_client_credentials() {
     let dir = tempfile::tempdir().unwrap();
     let secret = dir.path().join("secret");
     std::fs::write(&secret, "s3cret\n").unwrap();
+    let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+    std::fs::set_permissions(&secret, private).unwrap();
     let config = dir.path().join("mcp.json");
     std::fs::write(
         &config,

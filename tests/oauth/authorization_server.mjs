@@ -5,15 +5,18 @@
 //
 // Prints `issuer <URL>` once it accepts connections. Then each line on stdin is one JSON
 // command, answered by one line on stdout:
-//   {"token": {"claims": {...}, "expiresIn": <s>, "kid": "<kid>"}}  ->  token <JWT>
-//       signed by the issuer, `claims` merged over its own (a null claim is removed)
+//   {"token": {"claims": {...}, "expiresIn": <s>, "kid": "<kid>", "typ": "<typ>"}}
+//                                                                  ->  token <JWT>
+//       signed by the issuer, `claims` merged over its own (a null claim is removed), its
+//       header's `typ` "at+jwt" (RFC 9068) unless `typ` names another
 //   {"rotate": true}                                               ->  kid <new key id>
 //       a new key, published in the key set and used by later tokens
 //   {"grantsExpireIn": <s>}                                        ->  expiresIn <s>
 //       the token endpoint's later answers say `expires_in: <s>`
 //   {"grants": true}                                               ->  grants <count>
 //       how many tokens the token endpoint has issued
-// The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`. The
+// The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`; its
+// tokens are typed `at+jwt` (RFC 9068 §2.1). The
 // authorization endpoint approves at once (redirecting with a code); the tokens of the
 // authorization code and refresh grants carry the scope the last authorization asked for.
 import { join } from "node:path";
@@ -38,6 +41,7 @@ server.service.on("beforeAuthorizeRedirect", (_redirect, req) => {
   authorizedScope = req.query.scope;
 });
 server.service.on("beforeTokenSigning", (token, req) => {
+  token.header.typ = "at+jwt";
   if (typeof req.body.resource === "string") {
     token.payload.aud = req.body.resource;
   }
@@ -62,11 +66,12 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (command.grants) {
     console.log(`grants ${grants}`);
   } else if (command.token) {
-    const { claims = {}, expiresIn, kid = key.kid } = command.token;
+    const { claims = {}, expiresIn, kid = key.kid, typ = "at+jwt" } = command.token;
     const token = await server.issuer.buildToken({
       kid,
       expiresIn,
-      scopesOrTransform: (_header, payload) => {
+      scopesOrTransform: (header, payload) => {
+        header.typ = typ;
         for (const [name, value] of Object.entries(claims)) {
           if (value === null) delete payload[name];
           else payload[name] = value;

@@ -17,6 +17,8 @@ mod http;
 mod listing;
 #[cfg(feature = "oauth")]
 mod oauth;
+#[cfg(feature = "oauth")]
+mod oauth_keys;
 #[cfg(feature = "restate")]
 mod restate;
 mod rounds;

@@ -11,42 +11,26 @@ use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::header::{CACHE_CONTROL, CONTENT_TYPE, HeaderValue};
 use hyper::{Response, StatusCode};
-use jsonwebtoken::jwk::{AlgorithmParameters, Jwk};
 use jsonwebtoken::{Algorithm, DecodingKey, Validation, errors::ErrorKind};
 use serde::Deserialize;
-use tokio::sync::Mutex;
-use tokio::time::Instant;
 use url::Url;
 
 use super::McpServeError;
 use super::http::Body;
+use super::oauth_keys::{Found, IssuerKeys, NO_TLS};
 
 /// The well-known path of protected-resource metadata (RFC 9728 §3).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
-
-/// The most bytes read of a metadata or key-set document: far past any real one.
-const MAX_DOCUMENT_BYTES: usize = 256 * 1024;
-/// The most keys kept from one key set.
-const MAX_KEYS: usize = 64;
-/// How long one fetch from the authorization server may take.
-const FETCH_TIMEOUT: Duration = Duration::from_secs(10);
-/// Keys older than this are fetched again on the next request, so a withdrawn key stops
-/// verifying.
-const KEYS_MAX_AGE: Duration = Duration::from_secs(600);
-/// A token naming a key the cache does not hold fetches the key set again (a rotation) at most
-/// this often: tokens with made-up key ids cannot turn the server into a fetch loop.
-const UNKNOWN_KEY_REFETCH_INTERVAL: Duration = Duration::from_secs(30);
-
-/// Why an `https` URL of the authorization server cannot be read: the HTTP client is built
-/// without TLS.
-const NO_TLS: &str = "https needs TLS, which this build does not include: put the issuer behind \
-                      plain http on loopback or a TLS-terminating proxy";
 
 /// A served MCP server as an OAuth 2.1 protected resource
 /// ([`McpHttpAuth::OAuth`](super::McpHttpAuth::OAuth)): every request carries `Authorization:
 /// Bearer <JWT access token>` issued for it by the authorization server `issuer`.
 ///
 /// A token passes when (RFC 9068, RFC 7519):
+/// - its header's `typ` is `at+jwt` (or `application/at+jwt`, any case), as RFC 9068 §4 asks,
+///   so that an ID token or another JWT the issuer signed for this audience is not taken for
+///   an access token; [`McpOAuthResource::accept_plain_jwt`] also lets `JWT` and no `typ`
+///   through, for issuers that do not mark their access tokens;
 /// - its signature verifies with a key of the issuer's JSON Web Key Set, found by the header's
 ///   `kid`, with an asymmetric algorithm (RS256/384/512, PS256/384/512, ES256/384, EdDSA; a
 ///   key's own `alg`, when it names one, must match). The set comes from
@@ -54,7 +38,12 @@ const NO_TLS: &str = "https needs TLS, which this build does not include: put th
 ///   8414 `/.well-known/oauth-authorization-server`, then OpenID Connect
 ///   `/.well-known/openid-configuration`). It is fetched on the first request, again after 10
 ///   minutes, and again when a token names an unknown key (at most once per 30 s); each
-///   document is read up to 256 KiB, each fetch within 10 s, and at most 64 keys are kept;
+///   document is read up to 256 KiB, each fetch within 10 s, and at most 64 keys are kept.
+///   One fetch runs at a time, outside any lock: a request whose key is cached is answered
+///   from the cache meanwhile, so a token naming a made-up key while the issuer is slow delays
+///   only itself. After a failed fetch none starts for 5 s, doubled after each failure in a
+///   row up to 5 minutes (each failure logged once); an issuer's metadata is read from the
+///   next well-known place only when the first answers `404`;
 /// - `iss` equals `issuer` exactly;
 /// - `aud` (a string or an array) holds `resource` exactly (RFC 8707: the token was asked
 ///   for this server);
@@ -101,6 +90,10 @@ pub struct McpOAuthResource {
     pub scopes: Vec<String>,
     /// Clock skew allowed on `exp` and `nbf` (default 30 s; whole seconds count).
     pub leeway: Duration,
+    /// Accepts tokens whose `typ` is `JWT` or absent besides `at+jwt` (default `false`): for
+    /// authorization servers that do not follow RFC 9068 §2.1 in typing their access tokens.
+    /// Then an ID token of the same issuer with this server as its audience passes too.
+    pub accept_plain_jwt: bool,
 }
 
 impl McpOAuthResource {
@@ -112,6 +105,7 @@ impl McpOAuthResource {
             jwks_uri: None,
             scopes: Vec::new(),
             leeway: Duration::from_secs(30),
+            accept_plain_jwt: false,
         }
     }
 
@@ -130,6 +124,12 @@ impl McpOAuthResource {
     /// Sets [`McpOAuthResource::leeway`].
     pub fn leeway(mut self, leeway: Duration) -> Self {
         self.leeway = leeway;
+        self
+    }
+
+    /// Sets [`McpOAuthResource::accept_plain_jwt`].
+    pub fn accept_plain_jwt(mut self, accept: bool) -> Self {
+        self.accept_plain_jwt = accept;
         self
     }
 
@@ -241,49 +241,10 @@ pub(crate) enum Verdict {
     KeysUnavailable,
 }
 
-/// The issuer's keys as last fetched.
-#[derive(Default)]
-struct KeyCache {
-    keys: Vec<Jwk>,
-    jwks_uri: Option<String>,
-    fetched_at: Option<Instant>,
-    refetched_for_unknown_at: Option<Instant>,
-}
-
-impl KeyCache {
-    /// Whether the keys must be fetched before a token naming `kid` can be checked at `now`.
-    fn needs_fetch(&self, kid: Option<&str>, now: Instant) -> bool {
-        let Some(fetched_at) = self.fetched_at else {
-            return true;
-        };
-        if now.saturating_duration_since(fetched_at) >= KEYS_MAX_AGE {
-            return true;
-        }
-        let known = self.find(kid).is_some();
-        !known
-            && self
-                .refetched_for_unknown_at
-                .is_none_or(|at| now.saturating_duration_since(at) >= UNKNOWN_KEY_REFETCH_INTERVAL)
-    }
-
-    /// The key a token names; without a `kid`, the only key there is.
-    fn find(&self, kid: Option<&str>) -> Option<&Jwk> {
-        match kid {
-            Some(kid) => self
-                .keys
-                .iter()
-                .find(|key| key.common.key_id.as_deref() == Some(kid)),
-            None if self.keys.len() == 1 => self.keys.first(),
-            None => None,
-        }
-    }
-}
-
 /// The check of every request under [`McpOAuthResource`], shared by all connections.
 pub(crate) struct Verifier {
     config: McpOAuthResource,
-    http: reqwest::Client,
-    cache: Mutex<KeyCache>,
+    keys: IssuerKeys,
     /// `resource_metadata="…"`, quoted, ready for every challenge.
     metadata_param: String,
     /// The metadata document, served as it is.
@@ -309,14 +270,9 @@ impl Verifier {
         if !config.scopes.is_empty() {
             document["scopes_supported"] = serde_json::json!(config.scopes);
         }
-        let http = reqwest::Client::builder()
-            .timeout(FETCH_TIMEOUT)
-            .build()
-            .map_err(|error| McpServeError::InvalidOAuth(format!("HTTP client: {error}")))?;
         Ok(Verifier {
             config: config.clone(),
-            http,
-            cache: Mutex::new(KeyCache::default()),
+            keys: IssuerKeys::new(&config.issuer, config.jwks_uri.as_deref())?,
             metadata_param: format!("resource_metadata=\"{metadata_url}\""),
             metadata: Bytes::from(document.to_string()),
             metadata_paths: [METADATA_PATH.to_owned(), metadata_path],
@@ -387,34 +343,13 @@ impl Verifier {
         if !asymmetric(header.alg) {
             return Verdict::Invalid("the token's algorithm is not accepted");
         }
-        let key = {
-            let mut cache = self.cache.lock().await;
-            let kid = header.kid.as_deref();
-            let now = Instant::now();
-            if cache.needs_fetch(kid, now) {
-                let unknown = cache.fetched_at.is_some() && cache.find(kid).is_none();
-                match self.fetch_keys(cache.jwks_uri.clone()).await {
-                    Ok((uri, keys)) => {
-                        cache.keys = keys;
-                        cache.jwks_uri = Some(uri);
-                        cache.fetched_at = Some(now);
-                        if unknown {
-                            cache.refetched_for_unknown_at = Some(now);
-                        }
-                    }
-                    Err(error) => {
-                        tracing::warn!(issuer = %self.config.issuer, %error, "MCP over HTTP: cannot fetch the OAuth issuer's keys");
-                        // Keys fetched before stay in use until a fetch succeeds.
-                        if cache.fetched_at.is_none() {
-                            return Verdict::KeysUnavailable;
-                        }
-                    }
-                }
-            }
-            match cache.find(kid) {
-                Some(key) => key.clone(),
-                None => return Verdict::Invalid("the token's signing key is unknown"),
-            }
+        if !typed_as_access_token(header.typ.as_deref(), self.config.accept_plain_jwt) {
+            return Verdict::Invalid("the token is not typed as an access token (typ at+jwt)");
+        }
+        let key = match self.keys.key(header.kid.as_deref()).await {
+            Found::Key(key) => key,
+            Found::Unknown => return Verdict::Invalid("the token's signing key is unknown"),
+            Found::Unavailable => return Verdict::KeysUnavailable,
         };
         if key
             .common
@@ -459,135 +394,20 @@ impl Verifier {
             Verdict::InsufficientScope
         }
     }
-
-    /// The key set and where it was read; its URL is discovered once and reused.
-    async fn fetch_keys(&self, known_uri: Option<String>) -> Result<(String, Vec<Jwk>), String> {
-        let uri = match known_uri.or_else(|| self.config.jwks_uri.clone()) {
-            Some(uri) => uri,
-            None => self.discover_jwks_uri().await?,
-        };
-        #[derive(Deserialize)]
-        struct KeySet {
-            keys: Vec<serde_json::Value>,
-        }
-        let set: KeySet = serde_json::from_slice(&self.fetch(&uri).await?)
-            .map_err(|error| format!("{uri}: not a JSON Web Key Set: {error}"))?;
-        // One key of an unknown type or for encryption must not hide the others.
-        let keys = set
-            .keys
-            .into_iter()
-            .filter_map(|key| serde_json::from_value::<Jwk>(key).ok())
-            .filter(|key| !matches!(key.algorithm, AlgorithmParameters::OctetKey(_)))
-            .filter(|key| {
-                !matches!(
-                    key.common.public_key_use,
-                    Some(jsonwebtoken::jwk::PublicKeyUse::Encryption)
-                )
-            })
-            .take(MAX_KEYS)
-            .collect();
-        Ok((uri, keys))
-    }
-
-    /// The `jwks_uri` of the issuer's metadata: RFC 8414 first, then OpenID Connect Discovery;
-    /// the document must name the same issuer (RFC 8414 §3.3).
-    async fn discover_jwks_uri(&self) -> Result<String, String> {
-        #[derive(Deserialize)]
-        struct Metadata {
-            issuer: Option<String>,
-            jwks_uri: Option<String>,
-        }
-        let mut failures = Vec::new();
-        for candidate in metadata_candidates(&self.config.issuer) {
-            let document = match self.fetch(&candidate).await {
-                Ok(document) => document,
-                Err(error) => {
-                    failures.push(error);
-                    continue;
-                }
-            };
-            match serde_json::from_slice::<Metadata>(&document) {
-                Ok(Metadata {
-                    issuer: Some(issuer),
-                    jwks_uri: Some(jwks_uri),
-                }) if issuer == self.config.issuer => return Ok(jwks_uri),
-                Ok(_) => failures.push(format!(
-                    "{candidate}: no jwks_uri for the issuer {}",
-                    self.config.issuer
-                )),
-                Err(error) => failures.push(format!("{candidate}: {error}")),
-            }
-        }
-        Err(failures.join("; "))
-    }
-
-    /// One GET, its body bounded by [`MAX_DOCUMENT_BYTES`].
-    async fn fetch(&self, url: &str) -> Result<Vec<u8>, String> {
-        // A metadata document may point at an https key set although the issuer is http.
-        if url.starts_with("https:") {
-            return Err(format!("{url}: {NO_TLS}"));
-        }
-        let mut response = self
-            .http
-            .get(url)
-            .header(hyper::header::ACCEPT, "application/json")
-            .send()
-            .await
-            .map_err(|error| format!("{url}: {}", with_causes(&error)))?;
-        if !response.status().is_success() {
-            return Err(format!("{url}: HTTP {}", response.status()));
-        }
-        let mut body = Vec::new();
-        while let Some(chunk) = response
-            .chunk()
-            .await
-            .map_err(|error| format!("{url}: {error}"))?
-        {
-            if body.len() + chunk.len() > MAX_DOCUMENT_BYTES {
-                return Err(format!("{url}: larger than {MAX_DOCUMENT_BYTES} bytes"));
-            }
-            body.extend_from_slice(&chunk);
-        }
-        Ok(body)
-    }
 }
 
-/// Where an issuer's metadata may be (RFC 8414 §3.1, OpenID Connect Discovery 1.0 §4): the
-/// well-known suffix inserted before the issuer's path, then (OpenID Connect) appended to it.
-fn metadata_candidates(issuer: &str) -> Vec<String> {
-    let Ok(url) = Url::parse(issuer) else {
-        return Vec::new();
+/// Whether a token's `typ` marks it as a JWT access token (RFC 9068 §4: `at+jwt`, or the
+/// media type `application/at+jwt` of which RFC 7515 §4.1.9 lets the prefix go, compared
+/// without regard to case); `JWT` and no `typ` too when `plain` allows them.
+fn typed_as_access_token(typ: Option<&str>, plain: bool) -> bool {
+    let Some(typ) = typ else {
+        return plain;
     };
-    let path = url.path().trim_end_matches('/');
-    let inserted = |suffix: &str| {
-        let mut candidate = url.clone();
-        candidate.set_path(&format!("/.well-known/{suffix}{path}"));
-        candidate.set_query(None);
-        candidate.to_string()
+    let short = match typ.split_at_checked("application/".len()) {
+        Some((prefix, rest)) if prefix.eq_ignore_ascii_case("application/") => rest,
+        _ => typ,
     };
-    let mut candidates = vec![
-        inserted("oauth-authorization-server"),
-        inserted("openid-configuration"),
-    ];
-    if !path.is_empty() {
-        candidates.push(format!(
-            "{}/.well-known/openid-configuration",
-            issuer.trim_end_matches('/')
-        ));
-    }
-    candidates
-}
-
-/// `error` and its sources, `: `-separated: reqwest's own text alone says only "error sending
-/// request", where the cause (connection refused, a timeout) is what helps.
-fn with_causes(error: &dyn std::error::Error) -> String {
-    let mut text = error.to_string();
-    let mut source = error.source();
-    while let Some(cause) = source {
-        let _ = write!(text, ": {cause}");
-        source = cause.source();
-    }
-    text
+    short.eq_ignore_ascii_case("at+jwt") || (plain && short.eq_ignore_ascii_case("jwt"))
 }
 
 /// The signature algorithms accepted: asymmetric only, so that no public key can be used as
@@ -601,39 +421,13 @@ fn answer(status: StatusCode, challenge: &str, text: &str) -> Response<Body> {
 }
 
 #[cfg(test)]
+#[path = "oauth_tests.rs"]
+mod issuer_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
-
-    fn key(kid: &str) -> Jwk {
-        serde_json::from_value(serde_json::json!({
-            "kty": "EC", "crv": "P-256", "kid": kid, "alg": "ES256",
-            "x": "f83OJ3D2xF1Bg8vub9tLe1gHMzV76e8Tus9uPHvRVEU",
-            "y": "x_FEzRu9m36HLN_tue659LNpXW6pCyStikYjKIWI5a0",
-        }))
-        .unwrap()
-    }
-
-    /// The first request fetches; a known key is used from the cache until it is 10 minutes
-    /// old; an unknown key refetches once, then not again for 30 s.
-    #[test]
-    fn keys_are_refetched_for_age_and_unknown_keys_at_a_bounded_rate() {
-        let start = Instant::now();
-        let mut cache = KeyCache::default();
-        assert!(cache.needs_fetch(Some("a"), start));
-        cache.keys = vec![key("a")];
-        cache.fetched_at = Some(start);
-        assert!(!cache.needs_fetch(Some("a"), start + Duration::from_secs(599)));
-        assert!(cache.needs_fetch(Some("a"), start + KEYS_MAX_AGE));
-        assert!(cache.needs_fetch(Some("b"), start));
-        cache.refetched_for_unknown_at = Some(start);
-        assert!(!cache.needs_fetch(Some("b"), start + Duration::from_secs(29)));
-        assert!(cache.needs_fetch(Some("b"), start + UNKNOWN_KEY_REFETCH_INTERVAL));
-        // Without a kid, the only key is used; with two, none is guessed.
-        assert!(cache.find(None).is_some());
-        cache.keys.push(key("b"));
-        assert!(cache.find(None).is_none());
-        assert!(cache.find(Some("b")).is_some());
-    }
+    use crate::mcp_server::oauth_keys::metadata_candidates;
 
     #[test]
     fn metadata_urls_follow_rfc_9728_and_rfc_8414() {

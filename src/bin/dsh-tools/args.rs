@@ -357,6 +357,11 @@ pub struct HttpAccess {
     /// Read the issuer's JSON Web Key Set here instead of discovering it.
     #[arg(long, value_name = "URL", requires = "oauth_issuer")]
     pub oauth_jwks_uri: Option<String>,
+    /// Also accept access tokens whose JWT `typ` is `JWT` or absent, for an authorization
+    /// server that does not type its access tokens `at+jwt` (RFC 9068 §2.1). Without it such a
+    /// token is answered 401: an ID token the issuer made for this server would pass otherwise.
+    #[arg(long, requires = "oauth_issuer")]
+    pub oauth_accept_plain_jwt: bool,
 }
 
 /// What `serve --http` allows its clients; each needs `--http`.

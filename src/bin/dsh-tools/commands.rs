@@ -190,6 +190,7 @@ fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, Strin
         if let Some(jwks) = &flags.oauth_jwks_uri {
             resource = resource.jwks_uri(jwks);
         }
+        resource = resource.accept_plain_jwt(flags.oauth_accept_plain_jwt);
         let notice = format!(
             "clients must send an OAuth access token from {issuer} for {} (metadata: {})",
             resource.resource,
