@@ -30,7 +30,7 @@ use restate_support::{
 use serde_json::{Value, json};
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-const TOKEN: &str = "replicas-test-token";
+const TOKEN: &str = "replicas-test-token-0001";
 const CLIENTS: usize = 50;
 const CALLS: usize = 20;
 
@@ -149,6 +149,8 @@ async fn replicas_behind_haproxy_share_runs_through_a_replica_kill() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
+    let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+    std::fs::set_permissions(&token_file, private).unwrap();
     let out = dir.path().join("lines.txt");
     let setup = ReplicaSetup {
         binary: Path::new(env!("CARGO_BIN_EXE_dsh-tools")),

@@ -89,6 +89,8 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     let dir = tempfile::tempdir().unwrap();
     let token_file = dir.path().join("token");
     std::fs::write(&token_file, TOKEN).unwrap();
+    let private = std::os::unix::fs::PermissionsExt::from_mode(0o600);
+    std::fs::set_permissions(&token_file, private).unwrap();
     let out = dir.path().join("lines.txt");
     let setup = ReplicaSetup {
         binary: Path::new(env!("CARGO_BIN_EXE_dsh-tools")),

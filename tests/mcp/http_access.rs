@@ -3,6 +3,7 @@
 //! `WWW-Authenticate` without it), browser origins refused with 403 unless allowed, and no
 //! authentication only on loopback.
 
+use std::os::unix::fs::PermissionsExt;
 use std::process::{Command, Stdio};
 
 use dsh_tools::Registry;
@@ -114,11 +115,12 @@ fn http_serve_prints_a_generated_token_that_works() {
 fn http_serve_takes_its_token_from_a_file_or_the_environment() {
     let dir = tempfile::tempdir().unwrap();
     let file = dir.path().join("token");
-    std::fs::write(&file, "  from-file_1~\n").unwrap();
+    std::fs::write(&file, "  from-file_1~from-file_1~\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
     let file_arg = file.to_str().unwrap();
 
     let mut command = Server::command(&["--auth-token-file", file_arg]);
-    command.env("DSH_TOOLS_AUTH_TOKEN", "from-env.2");
+    command.env("DSH_TOOLS_AUTH_TOKEN", "from-env.2.from-env.2.");
     let mut server = Server::spawn(command);
     assert_eq!(server.token, None, "{}", server.notice);
     assert!(
@@ -131,15 +133,15 @@ fn http_serve_takes_its_token_from_a_file_or_the_environment() {
     );
     assert_eq!(
         server
-            .send("POST", &bearer("from-env.2"), INITIALIZE)
+            .send("POST", &bearer("from-env.2.from-env.2."), INITIALIZE)
             .status,
         401
     );
-    server.token = Some("from-file_1~".to_owned());
+    server.token = Some("from-file_1~from-file_1~".to_owned());
     assert_eq!(server.initialize().status, 200);
 
     let mut command = Server::command(&[]);
-    command.env("DSH_TOOLS_AUTH_TOKEN", " from-env.2 ");
+    command.env("DSH_TOOLS_AUTH_TOKEN", " from-env.2.from-env.2. ");
     let mut server = Server::spawn(command);
     assert_eq!(server.token, None, "{}", server.notice);
     assert!(
@@ -149,7 +151,7 @@ fn http_serve_takes_its_token_from_a_file_or_the_environment() {
         "{}",
         server.notice
     );
-    server.token = Some("from-env.2".to_owned());
+    server.token = Some("from-env.2.from-env.2.".to_owned());
     let listed = list_tools(&server, &server.auth_line());
     assert_eq!(listed.status, 200, "{listed:?}");
 
@@ -169,6 +171,52 @@ fn http_serve_takes_its_token_from_a_file_or_the_environment() {
         stderr.contains("DSH_TOOLS_AUTH_TOKEN: the MCP bearer token is empty"),
         "{stderr}"
     );
+}
+
+/// A token under 128 bits (fewer than 22 characters) is refused at start, from a file or the
+/// environment; a token file group or others may read is refused as ssh refuses such a key,
+/// the message naming `chmod 600`, and the token is never shown.
+#[test]
+fn http_serve_refuses_short_tokens_and_token_files_others_can_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("token");
+    let file_arg = file.to_str().unwrap();
+    std::fs::write(&file, "x\n").unwrap();
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let short = "the MCP bearer token is shorter than 22 characters, under 128 bits";
+    let (code, stderr) = refused(&["--http", "0", "--auth-token-file", file_arg], None);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("--auth-token-file {file_arg}: {short}")),
+        "{stderr}"
+    );
+    let env = Some(("DSH_TOOLS_AUTH_TOKEN", "abcdefghijklmnopqrstu"));
+    let (code, stderr) = refused(&["--http", "0"], env);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("DSH_TOOLS_AUTH_TOKEN: {short}"))
+            && !stderr.contains("abcdefghij"),
+        "{stderr}"
+    );
+
+    let secret = "readable-by-others-readable-by-others";
+    std::fs::write(&file, secret).unwrap();
+    for mode in [0o644, 0o640, 0o604] {
+        std::fs::set_permissions(&file, std::fs::Permissions::from_mode(mode)).unwrap();
+        let (code, stderr) = refused(&["--http", "0", "--auth-token-file", file_arg], None);
+        assert_eq!(code, Some(1), "{stderr}");
+        assert!(
+            stderr.contains(&format!(
+                "--auth-token-file {file_arg}: group or others may read or write it (mode \
+                 {mode:04o}): run `chmod 600 {file_arg}`"
+            )) && !stderr.contains(secret),
+            "{stderr}"
+        );
+    }
+    std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let mut server = Server::spawn(Server::command(&["--auth-token-file", file_arg]));
+    server.token = Some(secret.to_owned());
+    assert_eq!(server.initialize().status, 200);
 }
 
 /// With no origin allowed (the default), a request carrying any `Origin` is answered 403, even

@@ -6,6 +6,8 @@
 use std::fmt;
 use std::net::SocketAddr;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
@@ -20,6 +22,13 @@ use super::oauth::{McpOAuthResource, Verifier};
 
 /// Random bytes in a generated token: 256 bits, far past guessing.
 const GENERATED_TOKEN_BYTES: usize = 32;
+/// The fewest characters a bearer token may have: 22 base64 characters carry 128 bits when
+/// each is random (a hex token of 128 bits has 32).
+pub(crate) const MIN_TOKEN_CHARS: usize = 22;
+/// The wait before the second `401` on one connection, doubled for each one after it.
+const REFUSAL_DELAY_MIN: Duration = Duration::from_millis(100);
+/// The longest wait before a `401` on one connection.
+const REFUSAL_DELAY_MAX: Duration = Duration::from_secs(5);
 
 /// Who may send requests to streamable HTTP serving
 /// ([`McpTransport::Http`](super::McpTransport::Http)).
@@ -34,8 +43,13 @@ pub enum McpHttpAuth {
     /// Every request must carry `Authorization: Bearer <token>` (RFC 6750 §2.1) with this
     /// token, compared in constant time. One without it is answered `401 Unauthorized` with
     /// `WWW-Authenticate: Bearer`, one with another token `401` with `WWW-Authenticate: Bearer
-    /// error="invalid_token"` (RFC 6750 §3), whatever its `Origin`. The token is at least one
-    /// character of RFC 6750 `b64token` text: ASCII letters, digits and `-._~+/`, then any `=`.
+    /// error="invalid_token"` (RFC 6750 §3), whatever its `Origin`. The token is RFC 6750
+    /// `b64token` text (ASCII letters, digits and `-._~+/`, then any `=`) of at least 22
+    /// characters before its `=` padding: 128 bits if each character is random base64 (a hex
+    /// token needs 32 for as many). A shorter token is refused before serving, as it could be
+    /// guessed. On one connection, each `401` after the first is sent after a wait that starts
+    /// at 100 ms and doubles up to 5 s (a request that passes resets it), so a client guessing
+    /// tokens on a kept-alive connection is slowed.
     Bearer(String),
     /// OAuth 2.1 (feature `oauth`): every request carries a JWT access token its authorization
     /// server issued for this server, checked as [`McpOAuthResource`] describes; the RFC 9728
@@ -89,7 +103,8 @@ impl McpHttpAuth {
     /// # Errors
     /// [`McpServeError::NoAuthOffLoopback`] for [`McpHttpAuth::None`] on an address that is not
     /// loopback; [`McpServeError::InvalidBearerToken`] for a token that is empty or not
-    /// `b64token` text; [`McpServeError::InvalidOAuth`] for OAuth settings
+    /// `b64token` text, or shorter than 22 characters (see [`McpHttpAuth::Bearer`]);
+    /// [`McpServeError::InvalidOAuth`] for OAuth settings
     /// [`McpOAuthResource::check`] refuses (feature `oauth`).
     pub fn check(&self, addr: SocketAddr) -> Result<(), McpServeError> {
         match self {
@@ -101,6 +116,12 @@ impl McpHttpAuth {
             McpHttpAuth::Bearer(token) if !is_b64token(token) => {
                 Err(McpServeError::InvalidBearerToken(
                     "not RFC 6750 b64token text (ASCII letters, digits and -._~+/, then any =)",
+                ))
+            }
+            McpHttpAuth::Bearer(token) if token.trim_end_matches('=').len() < MIN_TOKEN_CHARS => {
+                Err(McpServeError::InvalidBearerToken(
+                    "shorter than 22 characters, under 128 bits: it could be guessed; use a \
+                     random one, e.g. `openssl rand -hex 32`, or let a token be generated",
                 ))
             }
             McpHttpAuth::Bearer(_) => Ok(()),
@@ -176,6 +197,48 @@ impl Gate {
             #[cfg(feature = "oauth")]
             Gate::OAuth(verifier) => verifier.refusal(bearer(headers)).await,
         }
+    }
+}
+
+/// The `401` answers of one connection so far: each after the first waits longer before it is
+/// sent (100 ms, doubled each time, at most 5 s); a request that passes resets the count.
+#[derive(Debug, Default)]
+pub(crate) struct Refusals(AtomicU32);
+
+impl Refusals {
+    /// Counts a `401`: the wait before it is sent.
+    fn refused(&self) -> Duration {
+        let count = self.0.fetch_add(1, Ordering::Relaxed).saturating_add(1);
+        match count.checked_sub(2) {
+            None => Duration::ZERO,
+            Some(doublings) => REFUSAL_DELAY_MIN
+                .saturating_mul(1 << doublings.min(16))
+                .min(REFUSAL_DELAY_MAX),
+        }
+    }
+
+    fn passed(&self) {
+        self.0.store(0, Ordering::Relaxed);
+    }
+}
+
+impl Gate {
+    /// [`Gate::refusal`] on a connection whose `401`s so far are `refusals`: a `401` waits as
+    /// [`Refusals`] says before it is answered.
+    pub(crate) async fn refusal_on(
+        &self,
+        headers: &HeaderMap,
+        refusals: &Refusals,
+    ) -> Option<Response<Body>> {
+        let refusal = self.refusal(headers).await;
+        match &refusal {
+            Some(response) if response.status() == StatusCode::UNAUTHORIZED => {
+                tokio::time::sleep(refusals.refused()).await;
+            }
+            Some(_) => {}
+            None => refusals.passed(),
+        }
+        refusal
     }
 }
 
@@ -286,12 +349,88 @@ mod tests {
             );
         }
         let bearer = |token: &str| McpHttpAuth::Bearer(token.to_owned()).check(addr("0.0.0.0:1"));
-        assert!(bearer("aZ09-._~+/==").is_ok());
+        assert!(bearer("aZ09-._~+/aZ09-._~+/ab==").is_ok());
         for bad in ["", "==", "two words", "tab\t", "é", "a=b"] {
             assert!(
                 matches!(bearer(bad), Err(McpServeError::InvalidBearerToken(_))),
                 "{bad:?}"
             );
         }
+    }
+
+    /// Under 22 characters (the `=` padding not counted) a token is refused before serving:
+    /// a 1-character token, 21 base64 characters, 16 bytes in hex less one digit.
+    #[test]
+    fn tokens_under_128_bits_are_refused() {
+        let addr = "127.0.0.1:0".parse::<SocketAddr>().unwrap();
+        let bearer = |token: &str| McpHttpAuth::Bearer(token.to_owned()).check(addr);
+        for short in [
+            "x",
+            "s3cr3t",
+            "abcdefghijklmnopqrstu",
+            "abcdefghijklmnopqrstu===",
+        ] {
+            let refused = bearer(short).unwrap_err();
+            assert!(
+                refused.to_string().starts_with(
+                    "the MCP bearer token is shorter than 22 characters, under 128 bits"
+                ),
+                "{short:?}: {refused}"
+            );
+        }
+        assert!(bearer("abcdefghijklmnopqrstuv").is_ok());
+        assert!(bearer(McpHttpAuth::generate().unwrap().bearer_token().unwrap()).is_ok());
+    }
+
+    /// On one connection the first `401` is at once, each after it waits 100 ms, 200 ms, …
+    /// up to 5 s (on tokio's paused clock); a passing request resets the wait, and another
+    /// connection has its own.
+    #[tokio::test(start_paused = true)]
+    async fn repeated_refusals_on_a_connection_are_slowed() {
+        let gate = Gate::new(&McpHttpAuth::Bearer("s3cr3t".to_owned())).unwrap();
+        let headers = |value: &str| {
+            let mut headers = HeaderMap::new();
+            headers.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
+            headers
+        };
+        let connection = Refusals::default();
+        let mut waits = Vec::new();
+        for _ in 0..9 {
+            let start = tokio::time::Instant::now();
+            let refusal = gate.refusal_on(&headers("Bearer guess"), &connection).await;
+            assert_eq!(refusal.unwrap().status(), StatusCode::UNAUTHORIZED);
+            waits.push(start.elapsed().as_millis());
+        }
+        assert_eq!(waits, [0, 100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000]);
+
+        let other = Refusals::default();
+        let start = tokio::time::Instant::now();
+        assert!(
+            gate.refusal_on(&headers("Bearer guess"), &other)
+                .await
+                .is_some()
+        );
+        assert_eq!(
+            start.elapsed(),
+            Duration::ZERO,
+            "another connection starts afresh"
+        );
+
+        assert!(
+            gate.refusal_on(&headers("Bearer s3cr3t"), &connection)
+                .await
+                .is_none()
+        );
+        let start = tokio::time::Instant::now();
+        assert!(
+            gate.refusal_on(&headers("Bearer guess"), &connection)
+                .await
+                .is_some()
+        );
+        assert_eq!(
+            start.elapsed(),
+            Duration::ZERO,
+            "reset by a request that passed"
+        );
     }
 }

@@ -33,7 +33,7 @@ use tokio::sync::{OwnedSemaphorePermit, Semaphore};
 use tower_http::timeout::TimeoutBody;
 
 use super::McpHttpLimits;
-use super::auth::Gate;
+use super::auth::{Gate, Refusals};
 use super::handler::McpHandler;
 
 /// The first pause after a failed `accept`, doubled on each failure in a row up to
@@ -103,12 +103,14 @@ pub(crate) async fn serve(
         let gate = gate.clone();
         let body_timeout = limits.body_read_timeout;
         let session_limit = limits.max_sessions;
+        let refusals = Arc::new(Refusals::default());
         let connection = http.serve_connection(
             TokioIo::new(stream),
             hyper::service::service_fn(move |request: Request<Incoming>| {
                 answer(
                     service.clone(),
                     gate.clone(),
+                    refusals.clone(),
                     session_limit,
                     request.map(|body| TimeoutBody::new(body_timeout, body)),
                 )
@@ -132,11 +134,12 @@ tokio::task_local! {
     static SESSION_REFUSED: Cell<bool>;
 }
 
-/// One request through rmcp once the gate admits it, its `initialize` answered 503 when every
-/// session slot is taken.
+/// One request through rmcp once the gate admits it (a `401` slowed by the connection's
+/// `refusals`), its `initialize` answered 503 when every session slot is taken.
 async fn answer(
     service: TowerToHyperService<StreamableHttpService<McpHandler, CappedSessions>>,
     gate: Gate,
+    refusals: Arc<Refusals>,
     session_limit: usize,
     request: Request<TimeoutBody<Incoming>>,
 ) -> Result<Response<Body>, Infallible> {
@@ -145,7 +148,7 @@ async fn answer(
     {
         return Ok(public);
     }
-    if let Some(refusal) = gate.refusal(request.headers()).await {
+    if let Some(refusal) = gate.refusal_on(request.headers(), &refusals).await {
         return Ok(refusal);
     }
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.

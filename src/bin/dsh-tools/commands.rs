@@ -206,7 +206,7 @@ fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, Strin
                       call the tools";
         (McpHttpAuth::None, "--no-auth".to_owned(), notice.to_owned())
     } else if let Some(path) = &flags.auth_token_file {
-        let text = std::fs::read_to_string(path)
+        let text = read_private_file(path)
             .map_err(|error| format!("--auth-token-file {}: {error}", path.display()))?;
         (
             McpHttpAuth::Bearer(text.trim().to_owned()),
@@ -234,6 +234,35 @@ fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, Strin
     auth.check(addr)
         .map_err(|error| format!("{source}: {error}"))?;
     Ok((auth, notice))
+}
+
+/// The text of a file holding a secret (a bearer token, a client secret). A file that group or
+/// others may read or write is refused, as ssh refuses such a key: the secret may have been
+/// read or replaced, and the message names the fix.
+pub fn read_private_file(path: &Path) -> Result<String, String> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).map_err(|error| error.to_string())?;
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = file
+            .metadata()
+            .map_err(|error| error.to_string())?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            return Err(format!(
+                "group or others may read or write it (mode {:04o}): run `chmod 600 {}`, and \
+                 replace the secret if others could read it",
+                mode & 0o7777,
+                path.display()
+            ));
+        }
+    }
+    let mut text = String::new();
+    file.read_to_string(&mut text)
+        .map_err(|error| error.to_string())?;
+    Ok(text)
 }
 
 /// The library's defaults, overridden by the flags given.

@@ -82,10 +82,11 @@ struct OAuthEntry {
 /// The variable `--mcp-http` servers' OAuth client secret is read from.
 const CLIENT_SECRET_VAR: &str = "DSH_TOOLS_OAUTH_CLIENT_SECRET";
 
-/// A secret from a file (surrounding whitespace trimmed) or a variable.
+/// A secret from a file (surrounding whitespace trimmed; refused when others may read it) or a
+/// variable.
 fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>, String> {
     if let Some(path) = file {
-        return std::fs::read_to_string(path)
+        return crate::commands::read_private_file(path)
             .map(|text| Some(text.trim().to_owned()))
             .map_err(|error| format!("{}: {error}", path.display()));
     }
@@ -589,8 +590,8 @@ impl<S: tracing::Subscriber> Layer<S> for ServerWarnings {
         if !fields.others.is_empty() {
             line.push_str(&format!(" ({})", fields.others.join(", ")));
         }
-        // One line, whatever the fields hold.
-        eprintln!("{}", line.replace(['\n', '\r'], " "));
+        // One line, whatever the fields hold (an issuer's or a server's text among them).
+        eprintln!("{}", crate::commands::escaped(&line));
     }
 }
 

@@ -1,6 +1,7 @@
 //! Tokens kept in a file the user names: rmcp's stored credentials as JSON, readable by the
 //! owner only, replaced atomically (a new file renamed over the old), so a crash never leaves
-//! half a token file and a reader never sees one.
+//! half a token file and a reader never sees one. A file that group or others may read or
+//! write is refused, as ssh refuses such a key: its tokens may have been read or replaced.
 
 use std::fmt;
 use std::io::Write;
@@ -42,6 +43,26 @@ impl FileTokenStore {
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
             Err(error) => return Err(self.error("cannot open", error)),
         };
+        #[cfg(unix)]
+        {
+            use std::os::unix::fs::PermissionsExt;
+            let mode = file
+                .metadata()
+                .map_err(|error| self.error("cannot read", error))?
+                .permissions()
+                .mode();
+            if mode & 0o077 != 0 {
+                return Err(self.error(
+                    "refused",
+                    format!(
+                        "group or others may read or write it (mode {:04o}): its tokens may \
+                         have been read; run `chmod 600 {}` and log in again if others could",
+                        mode & 0o7777,
+                        self.path.display()
+                    ),
+                ));
+            }
+        }
         let mut text = Vec::new();
         std::io::Read::read_to_end(
             &mut std::io::Read::take(file, MAX_TOKEN_FILE_BYTES + 1),
@@ -149,6 +170,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("tokens.json");
         std::fs::write(&path, r#"{"client_id": "c", "token_response": "secret-ish"#).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
         let store = FileTokenStore::new(path.clone());
         let error = store.read().unwrap_err();
         assert!(
@@ -160,5 +182,28 @@ mod tests {
         std::fs::write(&path, vec![b' '; MAX_TOKEN_FILE_BYTES as usize + 2]).unwrap();
         let error = store.read().unwrap_err();
         assert!(error.to_string().contains("too large"), "{error}");
+    }
+
+    /// A token file group or others may read (or write) is refused, naming the fix, and its
+    /// content is not read.
+    #[test]
+    fn a_token_file_others_may_read_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        let store = FileTokenStore::new(path.clone());
+        store.write(&credentials("access-1")).unwrap();
+        for mode in [0o644, 0o640, 0o604, 0o620] {
+            std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+            let error = store.read().unwrap_err().to_string();
+            assert!(
+                error.contains(&format!(
+                    "refused: group or others may read or write it (mode {mode:04o})"
+                )) && error.contains(&format!("run `chmod 600 {}`", path.display())),
+                "{error}"
+            );
+            assert!(!error.contains("access-1"), "{error}");
+        }
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        assert!(store.read().unwrap().is_some());
     }
 }
