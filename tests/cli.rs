@@ -871,6 +871,49 @@ fn control_characters_in_run_ids_are_escaped_in_errors() {
     assert!(line.contains(r"\u{1b}[31mred"), "{line}");
 }
 
+/// Text from outside (a server's stderr in `warning: MCP server skipped`, a run id in `runs
+/// list|show`) reaches the terminal with its control characters and its Unicode format
+/// characters (bidi overrides, zero-width spaces) escaped: none of them is printed raw.
+#[test]
+fn escape_bidi_and_zero_width_characters_from_outside_are_escaped() {
+    const RAW: [&str; 4] = ["\u{1b}", "\u{202e}", "\u{200b}", "\u{2066}"];
+    let hostile_server =
+        r#"sh -c "printf '\033[2J\342\200\256evil\342\200\213\342\201\246\n' >&2; exit 3""#;
+    let output = repo(&["--mcp", hostile_server, "tools"]);
+    assert!(output.status.success());
+    let stderr = String::from_utf8(output.stderr).unwrap();
+    assert!(!RAW.iter().any(|raw| stderr.contains(raw)), "{stderr:?}");
+    assert!(
+        stderr.starts_with("warning: MCP server skipped: ")
+            && stderr.contains(r"stderr: \u{1b}[2J\u{202e}evil\u{200b}\u{2066}"),
+        "{stderr}"
+    );
+
+    let dir = tempfile::tempdir().unwrap();
+    let program = program_file(dir.path(), "p.ts", STATS);
+    let journal = dir.path().join("journal.db");
+    let journal = journal.to_str().unwrap();
+    let run_id = "txt.\u{202e}exe\u{200b}";
+    stdout(&repo(&[
+        "run",
+        &program,
+        "--journal",
+        journal,
+        "--run-id",
+        run_id,
+    ]));
+    for action in [&["list"][..], &["show", run_id]] {
+        let mut args = vec!["runs", "--journal", journal];
+        args.extend_from_slice(action);
+        let text = stdout(&dsh(&args));
+        assert!(!RAW.iter().any(|raw| text.contains(raw)), "{text:?}");
+        assert!(
+            text.starts_with(r"txt.\u{202e}exe\u{200b} finished"),
+            "{text}"
+        );
+    }
+}
+
 #[test]
 fn runs_show_gives_the_failure_reason() {
     let dir = tempfile::tempdir().unwrap();

@@ -21,11 +21,7 @@ fn text(size: usize) -> CallToolResult {
 /// is forgotten at its TTL.
 #[tokio::test(start_paused = true)]
 async fn results_past_the_byte_budget_are_dropped_saying_so() {
-    let tasks = Tasks::new(
-        McpTaskLimits::default()
-            .ttl(TTL)
-            .max_result_bytes(10_000),
-    );
+    let tasks = Tasks::new(McpTaskLimits::default().ttl(TTL).max_result_bytes(10_000));
     let kept = tasks
         .spawn(CancellationToken::new(), |_| async { text(6_000) })
         .unwrap()
@@ -38,7 +34,10 @@ async fn results_past_the_byte_budget_are_dropped_saying_so() {
         .task
         .task_id;
     sleep(MS).await;
-    assert_eq!(tasks.get(&kept).unwrap().task.status(), TaskStatus::Completed);
+    assert_eq!(
+        tasks.get(&kept).unwrap().task.status(),
+        TaskStatus::Completed
+    );
     match tasks.get(&dropped).unwrap().task.payload {
         TaskPayload::Failed { error } => {
             let message = error["message"].as_str().unwrap();
@@ -60,7 +59,10 @@ async fn results_past_the_byte_budget_are_dropped_saying_so() {
         .task
         .task_id;
     sleep(MS).await;
-    assert_eq!(tasks.get(&small).unwrap().task.status(), TaskStatus::Completed);
+    assert_eq!(
+        tasks.get(&small).unwrap().task.status(),
+        TaskStatus::Completed
+    );
 
     // The first is forgotten at its TTL, and its room with it.
     sleep(TTL).await;
@@ -70,7 +72,10 @@ async fn results_past_the_byte_budget_are_dropped_saying_so() {
         .task
         .task_id;
     sleep(MS).await;
-    assert_eq!(tasks.get(&later).unwrap().task.status(), TaskStatus::Completed);
+    assert_eq!(
+        tasks.get(&later).unwrap().task.status(),
+        TaskStatus::Completed
+    );
 }
 
 /// One session cannot take every slot: past its share its calls are refused, while another
@@ -174,7 +179,10 @@ fn large_results_stay_within_the_budget_in_resident_memory() {
             .filter(|id| tasks.get(id).unwrap().task.status() == TaskStatus::Completed)
             .count();
         println!("kept {completed} results; the resident size grew by {grown} bytes");
-        assert_eq!(completed, 3, "16 MiB holds three results of 4 MiB and their JSON");
+        assert_eq!(
+            completed, 3,
+            "16 MiB holds three results of 4 MiB and their JSON"
+        );
         assert!(grown < 48 << 20, "the resident size grew by {grown} bytes");
     });
 }

@@ -578,7 +578,9 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                 };
                 out.push_str(&format!(
                     "#{} {}({}) {state}\n",
-                    entry.seq, entry.tool, entry.args
+                    entry.seq,
+                    escaped(&entry.tool),
+                    escaped(&entry.args)
                 ));
             }
             Ok(Some(out.trim_end().to_owned()))
@@ -593,7 +595,8 @@ fn status_line(status: &RunStatus) -> String {
         RunStatus::Parked {
             seq, tool, reason, ..
         } => format!(
-            "parked at call #{seq} {tool}: {}",
+            "parked at call #{seq} {}: {}",
+            escaped(tool),
             escaped(reason.as_deref().unwrap_or("approval required"))
         ),
         RunStatus::Finished { outcome } if outcome.is_error() => "failed".to_owned(),
@@ -799,16 +802,17 @@ fn failure_text(message: &str, code: Option<&str>) -> String {
     escaped(&text)
 }
 
-/// `text` with its control characters (ESC, CR, newlines, …) escaped as `\u{1b}`, so text from
-/// a journal never drives the terminal.
+/// `text` ready for one terminal line: its control characters (general category Cc: ESC, CR,
+/// newlines, …) and format characters (Cf: bidi overrides and isolates, zero-width spaces and
+/// joiners, the byte order mark, …) escaped as `\u{1b}`, `\u{202e}`. Text from outside (a
+/// journal, an MCP server, an authorization server) thus never drives the terminal nor reorders
+/// or hides what is shown. Every line printed from outside text goes through here.
 pub fn escaped(text: &str) -> String {
+    use unicode_general_category::{GeneralCategory, get_general_category};
     text.chars()
-        .map(|c| {
-            if c.is_control() {
-                c.escape_default().to_string()
-            } else {
-                c.to_string()
-            }
+        .map(|c| match get_general_category(c) {
+            GeneralCategory::Control | GeneralCategory::Format => c.escape_default().to_string(),
+            _ => c.to_string(),
         })
         .collect()
 }

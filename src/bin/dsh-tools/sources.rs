@@ -62,7 +62,10 @@ pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
         return Err(started.failures.join("; "));
     }
     for failure in &started.failures {
-        eprintln!("warning: MCP server skipped: {failure}");
+        eprintln!(
+            "warning: MCP server skipped: {}",
+            crate::commands::escaped(failure)
+        );
     }
     Ok(Loaded {
         registry,

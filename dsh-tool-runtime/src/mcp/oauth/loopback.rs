@@ -19,6 +19,9 @@ const MAX_REQUEST_BYTES: usize = 16 << 10;
 const REQUEST_BOUND: Duration = Duration::from_secs(30);
 /// Default of [`McpLoopbackAuthorizer::wait`]: five minutes for the person to log in.
 const DEFAULT_WAIT: Duration = Duration::from_secs(300);
+/// Callbacks with a wrong `state` (or no code) answered with an error page before the login
+/// ends: forged requests cannot end it one by one, nor keep it waiting past this.
+const MAX_BAD_CALLBACKS: usize = 16;
 
 type Notice = Arc<dyn Fn(&str) + Send + Sync>;
 
@@ -27,8 +30,11 @@ type Notice = Arc<dyn Fn(&str) + Send + Sync>;
 /// [`open_browser`](Self::open_browser) asks, and the redirect is received on
 /// `http://127.0.0.1:<port>/callback`, a port the OS chose at [`bind`](Self::bind). The browser
 /// gets a page saying it may close; any other path gets `404`, and waiting goes on until the
-/// redirect comes or [`wait`](Self::wait) runs out. A redirect carrying `error` (the person
-/// refused) ends the login with that error.
+/// redirect comes or [`wait`](Self::wait) runs out. Only a callback carrying the `state` of the
+/// authorization URL counts (RFC 6749 §10.12): one with another `state` or without a code (a
+/// forged request from another local process or a web page) gets a `400` page and waiting goes
+/// on, up to 16 such requests, past which the login ends saying so. A redirect with the right
+/// `state` carrying `error` (the person refused) ends the login with that error.
 pub struct McpLoopbackAuthorizer {
     /// Bound at once (so the redirect URI is known before any runtime runs); each wait reads it
     /// through a tokio listener of its own.
@@ -93,7 +99,8 @@ impl McpLoopbackAuthorizer {
         self
     }
 
-    async fn receive(&self) -> Result<String, McpAuthorizeError> {
+    /// The redirect whose `state` is `state` (any when the authorization URL has none).
+    async fn receive(&self, state: Option<String>) -> Result<String, McpAuthorizeError> {
         let bound = self.listener.lock().await;
         let listener = bound
             .try_clone()
@@ -104,32 +111,56 @@ impl McpLoopbackAuthorizer {
         // Connections are read side by side: a slow or silent one (a browser's speculative
         // connection) must not hold up the redirect that follows it.
         let mut pending = tokio::task::JoinSet::new();
+        let mut bad = 0;
         loop {
             tokio::select! {
                 accepted = listener.accept() => {
                     let (stream, _) = accepted.map_err(|error| {
                         McpAuthorizeError::new(format!("the redirect listener failed: {error}"))
                     })?;
-                    pending.spawn(tokio::time::timeout(REQUEST_BOUND, request_target(stream)));
+                    let request = request_target(stream, state.clone());
+                    pending.spawn(tokio::time::timeout(REQUEST_BOUND, request));
                 }
-                Some(Ok(Ok(Ok(Some(answer))))) = pending.join_next() => {
-                    return answer.map(|target| format!("http://127.0.0.1:{}{target}", self.port));
-                }
+                Some(Ok(Ok(Ok(received)))) = pending.join_next() => match received {
+                    Received::Redirect(answer) => {
+                        return answer
+                            .map(|target| format!("http://127.0.0.1:{}{target}", self.port));
+                    }
+                    Received::BadCallback => {
+                        bad += 1;
+                        if bad >= MAX_BAD_CALLBACKS {
+                            return Err(McpAuthorizeError::new(format!(
+                                "{bad} requests to the redirect listener carried a wrong state \
+                                 or no code: the login was stopped, as someone else may be \
+                                 sending them"
+                            )));
+                        }
+                    }
+                    Received::Other => {}
+                },
             }
         }
     }
 }
 
-/// Reads one request; answers it; `Some` with the redirect's target when it was the callback.
-async fn request_target(
-    mut stream: TcpStream,
-) -> std::io::Result<Option<Result<String, McpAuthorizeError>>> {
+/// What one request to the listener was.
+enum Received {
+    /// The redirect of this login: its target, or the authorization server's refusal.
+    Redirect(Result<String, McpAuthorizeError>),
+    /// A callback with a wrong `state` or no code: answered `400`, counted.
+    BadCallback,
+    /// Another path, or no complete request: answered `404` or not at all.
+    Other,
+}
+
+/// Reads one request and answers it; `state` is the one the redirect must carry.
+async fn request_target(mut stream: TcpStream, state: Option<String>) -> std::io::Result<Received> {
     let mut head = Vec::new();
     let mut chunk = [0u8; 1024];
     while !head.windows(4).any(|window| window == b"\r\n\r\n") {
         let read = stream.read(&mut chunk).await?;
         if read == 0 || head.len() + read > MAX_REQUEST_BYTES {
-            return Ok(None);
+            return Ok(Received::Other);
         }
         head.extend_from_slice(&chunk[..read]);
     }
@@ -143,7 +174,7 @@ async fn request_target(
         .to_owned();
     if target.split('?').next() != Some(CALLBACK_PATH) {
         respond(&mut stream, "404 Not Found", "Not found.").await?;
-        return Ok(None);
+        return Ok(Received::Other);
     }
     let url = url::Url::parse(&format!("http://127.0.0.1{target}"))
         .map_err(|error| std::io::Error::other(error.to_string()))?;
@@ -152,6 +183,16 @@ async fn request_target(
             .find(|(key, _)| key == name)
             .map(|(_, value)| value.into_owned())
     };
+    if state.is_some() && param("state") != state {
+        respond(
+            &mut stream,
+            "400 Bad Request",
+            "This redirect does not belong to the login in progress (its state does not match); \
+             the login goes on.",
+        )
+        .await?;
+        return Ok(Received::BadCallback);
+    }
     if let Some(error) = param("error") {
         respond(
             &mut stream,
@@ -160,13 +201,13 @@ async fn request_target(
         )
         .await?;
         let description = param("error_description").unwrap_or_default();
-        return Ok(Some(Err(McpAuthorizeError::new(format!(
+        return Ok(Received::Redirect(Err(McpAuthorizeError::new(format!(
             "the authorization server answered {error}: {description}"
         )))));
     }
     if param("code").is_none() {
         respond(&mut stream, "400 Bad Request", "The redirect has no code.").await?;
-        return Ok(None);
+        return Ok(Received::BadCallback);
     }
     respond(
         &mut stream,
@@ -174,7 +215,7 @@ async fn request_target(
         "Authorized. You may close this window.",
     )
     .await?;
-    Ok(Some(Ok(target)))
+    Ok(Received::Redirect(Ok(target)))
 }
 
 async fn respond(stream: &mut TcpStream, status: &str, text: &str) -> std::io::Result<()> {
@@ -215,7 +256,13 @@ impl McpAuthorizer for McpLoopbackAuthorizer {
             if self.open_browser {
                 open(url);
             }
-            tokio::time::timeout(self.wait, self.receive())
+            // The `state` the authorization server will send back (RFC 6749 §4.1.1).
+            let state = url::Url::parse(url).ok().and_then(|url| {
+                url.query_pairs()
+                    .find(|(key, _)| key == "state")
+                    .map(|(_, value)| value.into_owned())
+            });
+            tokio::time::timeout(self.wait, self.receive(state))
                 .await
                 .map_err(|_| {
                     McpAuthorizeError::new(format!(
@@ -277,6 +324,64 @@ mod tests {
         assert_eq!(
             redirect,
             format!("http://127.0.0.1:{port}/callback?code=c&state=s")
+        );
+    }
+
+    /// A forged redirect (another `state`, or no code) is answered with an error page and the
+    /// login goes on to the right one; the error of a forged refusal does not end it either.
+    #[tokio::test]
+    async fn a_redirect_with_a_wrong_state_is_refused_and_the_login_goes_on() {
+        let authorizer = McpLoopbackAuthorizer::bind().unwrap().notice(|_| {});
+        let port = authorizer.port();
+        let browser = tokio::spawn(async move {
+            let forged = get(port, "/callback?code=evil&state=guess").await;
+            assert!(forged.starts_with("HTTP/1.1 400"), "{forged}");
+            assert!(forged.contains("does not match"), "{forged}");
+            let refusal = get(port, "/callback?error=access_denied&state=guess").await;
+            assert!(refusal.starts_with("HTTP/1.1 400"), "{refusal}");
+            assert!(
+                get(port, "/callback?code=evil")
+                    .await
+                    .starts_with("HTTP/1.1 400")
+            );
+            let page = get(port, "/callback?code=good&state=s3cr3t").await;
+            assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+        });
+        let redirect = authorizer
+            .authorize("https://as.example/authorize?client_id=c&state=s3cr3t")
+            .await
+            .unwrap();
+        browser.await.unwrap();
+        assert_eq!(
+            redirect,
+            format!("http://127.0.0.1:{port}/callback?code=good&state=s3cr3t")
+        );
+    }
+
+    /// Forged redirects are bounded: past the cap the login ends saying why.
+    #[tokio::test]
+    async fn too_many_forged_redirects_end_the_login() {
+        let authorizer = McpLoopbackAuthorizer::bind().unwrap().notice(|_| {});
+        let port = authorizer.port();
+        let browser = tokio::spawn(async move {
+            for _ in 0..MAX_BAD_CALLBACKS {
+                assert!(
+                    get(port, "/callback?code=evil&state=guess")
+                        .await
+                        .starts_with("HTTP/1.1 400")
+                );
+            }
+        });
+        let error = authorizer
+            .authorize("https://as.example/authorize?state=s3cr3t")
+            .await
+            .unwrap_err();
+        browser.await.unwrap();
+        assert!(
+            error
+                .to_string()
+                .starts_with("16 requests to the redirect listener carried a wrong state"),
+            "{error}"
         );
     }
 
