@@ -222,10 +222,33 @@ async fn a_slow_issuer_holds_only_the_tokens_with_an_unknown_key() {
     assert_eq!(issuer.requests(), 2, "one fetch for both");
 }
 
+/// Counts the warnings logged on this thread.
+struct Warnings(Arc<AtomicUsize>);
+
+impl tracing::Subscriber for Warnings {
+    fn enabled(&self, _: &tracing::Metadata<'_>) -> bool {
+        true
+    }
+    fn new_span(&self, _: &tracing::span::Attributes<'_>) -> tracing::span::Id {
+        tracing::span::Id::from_u64(1)
+    }
+    fn record(&self, _: &tracing::span::Id, _: &tracing::span::Record<'_>) {}
+    fn record_follows_from(&self, _: &tracing::span::Id, _: &tracing::span::Id) {}
+    fn event(&self, event: &tracing::Event<'_>) {
+        if *event.metadata().level() == tracing::Level::WARN {
+            self.0.fetch_add(1, Ordering::SeqCst);
+        }
+    }
+    fn enter(&self, _: &tracing::span::Id) {}
+    fn exit(&self, _: &tracing::span::Id) {}
+}
+
 /// A failing issuer is asked once, not once per request nor once per well-known place: later
-/// requests are answered `503` at once during the back-off.
+/// requests are answered `503` at once during the back-off, and the failure is logged once.
 #[tokio::test]
 async fn a_failing_issuer_is_fetched_once_then_backed_off() {
+    let warnings = Arc::new(AtomicUsize::new(0));
+    let _logged = tracing::subscriber::set_default(Warnings(warnings.clone()));
     let mut issuer = Issuer::start(Mode::Failing).await;
     let verifier = Verifier::new(&issuer.resource(true)).unwrap();
     let token = token(&issuer.url, "k1", Some("at+jwt"));
@@ -234,6 +257,11 @@ async fn a_failing_issuer_is_fetched_once_then_backed_off() {
     }
     assert_eq!(issuer.next_request().await, 1);
     assert_eq!(issuer.requests(), 1);
+    assert_eq!(
+        warnings.load(Ordering::SeqCst),
+        1,
+        "one warning per back-off"
+    );
 }
 
 fn key(kid: &str) -> Jwk {
