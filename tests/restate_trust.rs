@@ -2,11 +2,12 @@
 //! (installed by `.ci/install-tools.sh`) and `dsh-tools serve`: only the Restate server holding
 //! the deployment's identity key may register and call it (a second server, unsigned or signing
 //! with another key, is refused); a deployment off loopback without a key does not start; a
-//! replica answers `tasks/get` and `tasks/cancel` only for runs a replica started, not for an
-//! invocation started on the ingress directly; idle HTTP/2 connections to the deployment under
-//! a low descriptor limit leave the MCP port answering; and the deployment closes a silent, an
-//! idle and an unauthenticated connection. Every wait is on an event, bounded only to fail.
-//! SKIPPED without the server (a failure under CI).
+//! replica refuses a secret file others can read or a short one, and answers `tasks/get` and
+//! `tasks/cancel` only for runs a replica started, not for an invocation started on the ingress
+//! directly; idle HTTP/2 connections to the deployment under a low descriptor limit leave the
+//! MCP port answering; and the deployment closes a silent, an idle and an unauthenticated
+//! connection. Every wait is on an event, bounded only to fail. SKIPPED without the server (a
+//! failure under CI).
 
 mod mcp_support;
 mod restate_support;
@@ -232,6 +233,42 @@ async fn a_deployment_off_loopback_without_an_identity_key_does_not_start() {
         assert!(
             TcpStream::connect(("127.0.0.1", port)).await.is_err(),
             "nothing was served"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_replicas_secret_file_others_can_read_or_too_short_is_refused() {
+    let Some(_) = server_binary() else {
+        return;
+    };
+    let scratch = Scratch::new();
+    let secret = scratch.path("secret");
+    let secret_flag = secret.to_str().unwrap();
+    for (content, mode, expected) in [
+        ("s".repeat(40), 0o644, "readable by others (mode 644)"),
+        (
+            "short\n".to_owned(),
+            0o600,
+            "5 bytes; at least 32 are needed",
+        ),
+    ] {
+        std::fs::write(&secret, content).unwrap();
+        std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(mode))
+            .unwrap();
+        let flags = [
+            "--restate",
+            "http://127.0.0.1:1",
+            "--restate-admin",
+            "http://127.0.0.1:1",
+            "--restate-secret-file",
+            secret_flag,
+        ];
+        let (code, stderr) = exited(scratch.serve(mcp_support::free_port(), &flags, &[])).await;
+        assert_ne!(code, Some(0), "{stderr}");
+        assert!(
+            stderr.contains("--restate-secret-file") && stderr.contains(expected),
+            "{stderr}"
         );
     }
 }
