@@ -248,7 +248,7 @@ mod restate {
             .parse()
             .expect("an address");
         server.bench.rt.spawn(async move {
-            dsh_tools::durable::restate::serve_deployment(registry, addr)
+            dsh_tools::durable::restate::serve_deployment(registry, addr, Default::default())
                 .await
                 .expect("the deployment serves");
         });

@@ -5,7 +5,7 @@
 //! journal, and every line is in the file once.
 //!
 //! ```text
-//! cargo run --example restate_append --features restate -- ADDR DIR [--idempotent] [--pause-in FILE:LINE] [--ask FILE:LINE]
+//! cargo run --example restate_append --features restate -- ADDR DIR [--idempotent] [--pause-in FILE:LINE] [--ask FILE:LINE] [--identity-key KEY]
 //! ```
 //!
 //! - `append_line({file, line})` appends `line` to the file named `file` (a plain name) in DIR
@@ -18,6 +18,8 @@
 //!   to FILE: the
 //!   run waits for `DurableApprovals/{run key}/approve` or `deny` (e.g. `dsh-tools runs
 //!   --restate INGRESS approve KEY`).
+//! - `--identity-key KEY`: only the Restate server whose request identity key is KEY
+//!   (`publickeyv1_…`) may call the deployment; needed when ADDR is not loopback.
 //!
 //! Prints `listening on ADDR` once it serves; a failure is one line on stderr and exit code 1.
 
@@ -27,7 +29,7 @@ use std::sync::Arc;
 
 use dsh_tools::code::SubprocessRuntime;
 use dsh_tools::definition::ToolAnnotations;
-use dsh_tools::durable::restate::serve_deployment;
+use dsh_tools::durable::restate::{DeploymentOptions, serve_deployment};
 use dsh_tools::hooks::PreDecision;
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
@@ -46,22 +48,29 @@ struct Options {
     idempotent: bool,
     pause_in: Option<String>,
     ask: Option<String>,
+    deployment: DeploymentOptions,
 }
 
 fn options() -> Result<Options, String> {
     let mut args = std::env::args().skip(1);
     let (Some(addr), Some(dir)) = (args.next(), args.next()) else {
         return Err(
-            "usage: restate_append ADDR DIR [--idempotent] [--pause-in FILE:LINE] [--ask FILE:LINE]"
+            "usage: restate_append ADDR DIR [--idempotent] [--pause-in FILE:LINE] [--ask FILE:LINE] \
+             [--identity-key KEY]"
                 .to_owned(),
         );
     };
     let (mut idempotent, mut pause_in, mut ask) = (false, None, None);
+    let mut deployment = DeploymentOptions::default();
     while let Some(arg) = args.next() {
         match arg.as_str() {
             "--idempotent" => idempotent = true,
             "--pause-in" => pause_in = args.next(),
             "--ask" => ask = args.next(),
+            "--identity-key" => {
+                let key = args.next().ok_or("--identity-key needs a KEY")?;
+                deployment = deployment.identity_key(key);
+            }
             other => return Err(format!("unknown option {other}")),
         }
     }
@@ -73,6 +82,7 @@ fn options() -> Result<Options, String> {
         idempotent,
         pause_in,
         ask,
+        deployment,
     })
 }
 
@@ -165,7 +175,7 @@ async fn run() -> Result<(), String> {
     registry.set_code_runtime(Arc::new(runtime));
     registry.set_mode(Mode::Code);
     println!("listening on {}", options.addr);
-    serve_deployment(registry, options.addr)
+    serve_deployment(registry, options.addr, options.deployment)
         .await
         .map_err(|error| format!("{}: {error}", options.addr))
 }

@@ -162,7 +162,9 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
     assert!(cancel.get("error").is_none(), "{cancel}");
     let cancelled = ended(&http, &a.url, &loop_id).await;
     assert_eq!(cancelled["status"], "cancelled", "{cancelled}");
-    assert_eq!(killed(&http, &server).await, [loop_id]);
+    // The task id is the invocation id and its tag.
+    let (invocation, _tag) = loop_id.split_once('.').unwrap();
+    assert_eq!(killed(&http, &server).await, [invocation]);
 
     // A plain call whose client closes its stream: its invocation is killed too.
     let plain_forever =

@@ -79,10 +79,27 @@ pub struct Server {
 
 impl Server {
     pub async fn start(binary: &Path, http: &reqwest::Client) -> Server {
+        Server::start_signing(binary, http, None).await
+    }
+
+    /// A server that signs its requests to deployments with the Ed25519 private key in the PEM
+    /// file `identity` (`request-identity-private-key-pem-file`), when given.
+    pub async fn start_signing(
+        binary: &Path,
+        http: &reqwest::Client,
+        identity: Option<&Path>,
+    ) -> Server {
         let base = tempfile::tempdir().unwrap();
         let port = crate::mcp_support::free_port;
         let (admin, ingress, node) = (port(), port(), port());
-        let child = Command::new(binary)
+        let mut command = Command::new(binary);
+        if let Some(identity) = identity {
+            command.env(
+                "RESTATE_WORKER__INVOKER__REQUEST_IDENTITY_PRIVATE_KEY_PEM_FILE",
+                identity,
+            );
+        }
+        let child = command
             .args(["--no-logo", "--node-name", "test", "--base-dir"])
             .arg(base.path())
             .env("RESTATE_LISTEN_MODE", "tcp")
@@ -116,6 +133,18 @@ impl Server {
         })
         .await;
         server
+    }
+
+    /// Asks the server to register the deployment at `uri` once: its HTTP status and answer.
+    pub async fn try_register(&self, http: &reqwest::Client, uri: &str) -> (u16, String) {
+        let answer = http
+            .post(format!("{}/deployments", self.admin))
+            .json(&json!({"uri": uri}))
+            .send()
+            .await
+            .expect("the admin API answers");
+        let status = answer.status().as_u16();
+        (status, answer.text().await.unwrap_or_default())
     }
 
     /// Registers the deployment at `uri` (`POST /deployments`), once the server takes it.
@@ -220,6 +249,11 @@ impl ReplicaSetup<'_> {
         } else {
             "subprocess"
         };
+        // The replicas' shared secret: each answers for the tasks the others started.
+        let secret = self.token_file.with_file_name("restate-secret");
+        std::fs::write(&secret, "replicas-of-one-deployment-share-this-secret").unwrap();
+        std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
         let child = Command::new(self.binary)
             .args([
                 "--mcp",
@@ -236,6 +270,8 @@ impl ReplicaSetup<'_> {
             .arg(self.token_file)
             .args(["--restate", &self.server.ingress])
             .args(["--restate-admin", &self.server.admin])
+            .arg("--restate-secret-file")
+            .arg(&secret)
             .arg("--restate-deployment")
             .arg(format!("127.0.0.1:{deployment_port}"))
             .stdin(Stdio::null())

@@ -32,9 +32,17 @@
 //! invoke through the ingress: `POST /DurableRuns/run` (or `/DurableRuns/run/send` with an
 //! `idempotency-key` header to start it and attach later). Several processes serving the same
 //! registry behind one address are one deployment.
+//!
+//! Who may call it: whoever reaches the deployment's port may register it with a Restate
+//! server and run any program over every tool, so off loopback the deployment requires
+//! Restate's request identity ([`DeploymentOptions::identity_keys`]): the server signs each
+//! request with its private key and the deployment checks the signature. Whoever reaches the
+//! Restate server's ingress may start runs and answer approvals, and whoever reaches its admin
+//! API may read and kill every invocation: keep both where only the deployment's users reach.
+
+mod deployment;
 
 use std::collections::VecDeque;
-use std::net::SocketAddr;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -56,6 +64,7 @@ use crate::error::ErrorCode;
 use crate::events::ToolEvent;
 use crate::hooks::ParkSlot;
 use crate::registry::{RUN_CODE, Registry};
+pub use deployment::{DeploymentError, DeploymentOptions, serve_deployment};
 
 /// The Restate service name of durable runs.
 pub const SERVICE: &str = "DurableRuns";
@@ -67,51 +76,6 @@ pub const HANDLER: &str = "run";
 /// program that makes another call is caught by the check of the step's content (and ends as
 /// diverged) rather than by Restate's own name check (which would retry for ever).
 const STEP_NAME: &str = "binding-call";
-
-/// Serves the Restate deployment of `registry`'s durable runs (the service [`SERVICE`] with
-/// its handler [`HANDLER`], and the virtual object [`APPROVALS`]) over HTTP/2 on `addr`, until
-/// the process ends. The registry must
-/// have a code runtime (`Registry::set_code_runtime`); each invocation runs its program with it.
-///
-/// Errors: the address cannot be bound (in use, not local, no permission).
-///
-/// ```no_run
-/// # async fn serve(registry: dsh_tool_runtime::Registry) -> std::io::Result<()> {
-/// dsh_tool_runtime::durable::restate::serve_deployment(registry, "127.0.0.1:9080".parse().unwrap())
-///     .await
-/// # }
-/// ```
-pub async fn serve_deployment(registry: Registry, addr: SocketAddr) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let endpoint = restate_sdk::hyper::HyperEndpoint::new(
-        Endpoint::builder()
-            .bind(DurableRuns { registry })
-            .bind(DurableApprovals)
-            .build(),
-    );
-    loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => stream,
-            // Out of descriptors, or a connection reset before it was accepted: the next
-            // accept may succeed; a pause keeps a lasting failure from spinning.
-            Err(_) => {
-                tokio::time::sleep(std::time::Duration::from_millis(50)).await;
-                continue;
-            }
-        };
-        // Each journal entry is a small HTTP/2 frame the handler then waits on Restate's answer
-        // to: with Nagle's algorithm on, each can wait out the server's delayed ACK (~40 ms).
-        let _ = stream.set_nodelay(true);
-        let endpoint = endpoint.clone();
-        tokio::spawn(async move {
-            let connection =
-                hyper::server::conn::http2::Builder::new(hyper_util::rt::TokioExecutor::new())
-                    .serve_connection(hyper_util::rt::TokioIo::new(stream), endpoint);
-            // A connection that fails ends on its own; Restate retries what it carried.
-            let _ = connection.await;
-        });
-    }
-}
 
 /// What a step holds in Restate's journal.
 #[derive(Serialize, Deserialize)]

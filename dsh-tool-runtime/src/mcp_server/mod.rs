@@ -229,11 +229,13 @@ impl McpServeOptions {
     /// whose process dies is retried by Restate on another.
     ///
     /// - A client that declares the `io.modelcontextprotocol/tasks` extension gets a task whose
-    ///   id is the invocation id (`inv_…`). `tasks/get` asks Restate for its output (the
+    ///   id is the invocation id and a tag (`inv_….` and 32 hex digits: an HMAC of the id under
+    ///   [`McpRestate::secret`]). `tasks/get` asks Restate for its output (the
     ///   ingress's `/restate/invocation/{id}/output`) and status (the admin API's
     ///   `sys_invocation`, whose status, attempt and journal size are the `statusMessage`), and
     ///   `tasks/cancel` kills the invocation (admin `PATCH /invocations/{id}/kill`): any server
-    ///   with the same Restate answers for any task, none keeps a record. The TTL is Restate's
+    ///   with the same Restate and secret answers for any task, none keeps a record; an id whose
+    ///   tag does not check (an invocation started on the ingress directly) is unknown. The TTL is Restate's
     ///   retention of the result, reported once the run ended; [`McpTaskLimits`] does not
     ///   apply to these tasks.
     /// - A plain `tools/call` starts the invocation and waits for it (`/attach`); a client

@@ -1,11 +1,15 @@
 //! Served `run_code` calls run on Restate: each is an invocation of the durable-runs handler
 //! (`DurableRuns/run`), started through the Restate ingress, and as an MCP task its id is the
-//! invocation id. `tasks/get` and `tasks/cancel` ask Restate (the ingress's output API, the
-//! admin API's SQL query and kill), so any server configured with the same Restate answers for
-//! any task: replicas share nothing of their own.
+//! invocation id with a tag: `inv_….` and 32 hex digits, an HMAC-SHA256 (RFC 2104) of the
+//! invocation id under the replicas' secret ([`McpRestate::secret`]). `tasks/get` and
+//! `tasks/cancel` answer only ids whose tag checks, of invocations of `DurableRuns`; they ask
+//! Restate (the ingress's output API, the admin API's SQL query and kill), so any server with
+//! the same Restate and the same secret answers for any task: replicas share nothing else.
 
+use std::sync::Arc;
 use std::time::Duration;
 
+use hmac::{Hmac, Mac};
 use rmcp::ErrorData;
 use rmcp::model::{
     CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult, JsonObject, Task,
@@ -13,6 +17,7 @@ use rmcp::model::{
 };
 use rmcp::task_manager::current_timestamp;
 use serde_json::{Value, json};
+use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use crate::code_mode::render::render_output;
@@ -20,29 +25,63 @@ use crate::durable::restate::{HANDLER, SERVICE};
 
 /// Where [`McpServeOptions::restate`](super::McpServeOptions::restate) runs `run_code`: a
 /// Restate server's ingress and admin API, both `http://` URLs (TLS is not built in: keep
-/// them on a private network or behind a TLS-terminating proxy).
-#[derive(Debug, Clone)]
+/// them on a private network or behind a TLS-terminating proxy), and the secret that tags the
+/// ids of the tasks the replicas start.
+#[derive(Clone)]
 pub struct McpRestate {
     /// The ingress, e.g. `http://127.0.0.1:8080` (Restate's default port 8080).
     pub ingress: String,
     /// The admin API, e.g. `http://127.0.0.1:9070` (Restate's default port 9070).
     pub admin: String,
+    /// The replicas' shared secret ([`McpRestate::secret`]); `None`: one made for this server.
+    secret: Option<Arc<[u8]>>,
 }
 
+impl std::fmt::Debug for McpRestate {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpRestate")
+            .field("ingress", &self.ingress)
+            .field("admin", &self.admin)
+            .field("secret", &self.secret.as_ref().map(|_| "<hidden>"))
+            .finish()
+    }
+}
+
+/// Bytes of the HMAC kept in a task id: 128 bits.
+const TAG_BYTES: usize = 16;
+
 impl McpRestate {
-    /// Restate at `ingress` and `admin` (trailing slashes are dropped).
+    /// The fewest bytes a secret given to [`McpRestate::secret`] may have: 256 bits.
+    pub const MIN_SECRET_BYTES: usize = 32;
+
+    /// Restate at `ingress` and `admin` (trailing slashes are dropped), with a secret made for
+    /// this server: its tasks are answered by it alone.
     pub fn new(ingress: impl Into<String>, admin: impl Into<String>) -> Self {
         let trim = |url: String| url.trim_end_matches('/').to_owned();
         McpRestate {
             ingress: trim(ingress.into()),
             admin: trim(admin.into()),
+            secret: None,
         }
     }
 
-    /// Checks that both URLs are `http://` with a host.
+    /// The secret the replicas of one deployment share (at least [`McpRestate::MIN_SECRET_BYTES`] bytes,
+    /// random; keep it as private as the MCP bearer token). A task id carries an HMAC of its
+    /// invocation id under it, so that `tasks/get` and `tasks/cancel` answer only for runs a
+    /// replica started: not for an invocation someone started on the ingress directly, nor for
+    /// an id computed from an idempotency key. Replicas with the same secret answer for each
+    /// other's tasks; a new secret makes the tasks started under the old one unknown. Checked
+    /// when serving starts.
+    pub fn secret(mut self, secret: impl Into<Vec<u8>>) -> Self {
+        self.secret = Some(Arc::from(secret.into()));
+        self
+    }
+
+    /// Checks that both URLs are `http://` with a host, and that a secret given is long
+    /// enough.
     ///
     /// # Errors
-    /// The URL that is not, and why.
+    /// The URL that is not, or the secret's length, and why.
     pub(crate) fn check(&self) -> Result<(), String> {
         for (what, url) in [("ingress", &self.ingress), ("admin", &self.admin)] {
             let host = url.strip_prefix("http://").unwrap_or_default();
@@ -52,6 +91,15 @@ impl McpRestate {
                      in)"
                 ));
             }
+        }
+        if let Some(secret) = &self.secret
+            && secret.len() < McpRestate::MIN_SECRET_BYTES
+        {
+            return Err(format!(
+                "the replicas' secret has {} bytes; at least {} are needed",
+                secret.len(),
+                McpRestate::MIN_SECRET_BYTES
+            ));
         }
         Ok(())
     }
@@ -64,12 +112,14 @@ const MAX_ANSWER_BYTES: usize = 80 << 20;
 /// How long a short request to Restate (start, status, kill) may take.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
-/// A server's way to Restate: the URLs and one HTTP client (its connections pooled).
+/// A server's way to Restate: the URLs, one HTTP client (its connections pooled), and the
+/// secret that tags its task ids.
 #[derive(Clone)]
 pub(crate) struct Restate {
     urls: McpRestate,
     http: reqwest::Client,
     poll_interval_ms: u64,
+    secret: Arc<[u8]>,
 }
 
 /// An answer from Restate: its HTTP status and body.
@@ -97,19 +147,68 @@ impl Restate {
             .connect_timeout(Duration::from_secs(10))
             .build()
             .map_err(|error| format!("no HTTP client for Restate: {error}"))?;
+        let secret = match &urls.secret {
+            Some(secret) => secret.clone(),
+            None => {
+                let mut secret = [0u8; McpRestate::MIN_SECRET_BYTES];
+                getrandom::fill(&mut secret).map_err(|error| {
+                    format!("no secret for task ids: the random source failed: {error}")
+                })?;
+                Arc::from(secret.as_slice())
+            }
+        };
         Ok(Restate {
             urls,
             http,
             poll_interval_ms: poll_interval.as_millis().try_into().unwrap_or(u64::MAX),
+            secret,
         })
     }
 
-    /// Whether `id` is an invocation id this server resolves through Restate: `inv_` and
-    /// letters and digits (so it is safe in a URL path and an SQL literal).
+    /// Whether `id` has the shape of a task id this server resolves through Restate: an
+    /// invocation id (`inv_` and letters and digits, so it is safe in a URL path and an SQL
+    /// literal), `.`, and a tag of 32 hex digits. Whether the tag checks is for
+    /// [`Restate::invocation`].
     pub(crate) fn owns(id: &str) -> bool {
-        id.strip_prefix("inv_").is_some_and(|rest| {
-            !rest.is_empty() && rest.len() <= 64 && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+        id.split_once('.').is_some_and(|(invocation, tag)| {
+            is_invocation_id(invocation)
+                && tag.len() == 2 * TAG_BYTES
+                && tag.bytes().all(|b| b.is_ascii_hexdigit())
         })
+    }
+
+    /// The HMAC of `invocation` under this server's secret.
+    fn mac(&self, invocation: &str) -> Hmac<Sha256> {
+        let mut mac =
+            <Hmac<Sha256>>::new_from_slice(&self.secret).expect("HMAC takes a key of any length");
+        mac.update(b"dsh-tools restate task\0");
+        mac.update(invocation.as_bytes());
+        mac
+    }
+
+    /// The task id of the invocation `invocation`, which this server started.
+    fn task_id(&self, invocation: &str) -> String {
+        let tag = self.mac(invocation).finalize().into_bytes();
+        let hex: String = tag[..TAG_BYTES]
+            .iter()
+            .map(|byte| format!("{byte:02x}"))
+            .collect();
+        format!("{invocation}.{hex}")
+    }
+
+    /// The invocation of the task `id` when its tag checks (compared in constant time), so a
+    /// server with this secret started it; `None` for any other id.
+    fn invocation<'a>(&self, id: &'a str) -> Option<&'a str> {
+        let (invocation, tag) = id.split_once('.').filter(|_| Restate::owns(id))?;
+        let tag: Vec<u8> = (0..tag.len())
+            .step_by(2)
+            .map(|at| u8::from_str_radix(&tag[at..at + 2], 16))
+            .collect::<Result<_, _>>()
+            .ok()?;
+        self.mac(invocation)
+            .verify_truncated_left(&tag)
+            .ok()
+            .map(|()| invocation)
     }
 
     /// Sends `request` and reads its answer, at most [`MAX_ANSWER_BYTES`].
@@ -129,9 +228,15 @@ impl Restate {
         Ok(Answer { status, body })
     }
 
+    /// Starts a run of `arguments` (`run_code`'s) as a new invocation; the id of its task.
+    pub(crate) async fn start(&self, arguments: &Value) -> Result<String, String> {
+        let invocation = self.start_invocation(arguments).await?;
+        Ok(self.task_id(&invocation))
+    }
+
     /// Starts a run of `arguments` (`run_code`'s) as a new invocation, under a fresh random
     /// idempotency key (which makes Restate keep its output for `tasks/get`); its id.
-    pub(crate) async fn start(&self, arguments: &Value) -> Result<String, String> {
+    async fn start_invocation(&self, arguments: &Value) -> Result<String, String> {
         let key = super::tasks::uuid_v4()
             .map_err(|error| format!("no idempotency key: the random source failed: {error}"))?;
         let url = format!("{}/{SERVICE}/{HANDLER}/send", self.urls.ingress);
@@ -144,7 +249,7 @@ impl Restate {
         let answer = self.send(request, "ingress (start a run)").await?;
         let started: Value = serde_json::from_slice(&answer.body).unwrap_or(Value::Null);
         match started["invocationId"].as_str() {
-            Some(id) if (200..300).contains(&answer.status) && Restate::owns(id) => {
+            Some(id) if (200..300).contains(&answer.status) && is_invocation_id(id) => {
                 Ok(id.to_owned())
             }
             _ => Err(format!(
@@ -186,10 +291,11 @@ impl Restate {
     /// The invocation's row of `sys_invocation` (status, times, attempts), when Restate's SQL
     /// query answers; `None` otherwise (the status is then reported without it).
     async fn row(&self, id: &str) -> Option<JsonObject> {
-        // `id` passed `owns`: letters, digits and `_` only.
+        // `id` is an invocation id: letters, digits and `_` only.
         let query = format!(
             "SELECT status, created_at, modified_at, retry_count, journal_size, last_failure, \
-             completion_retention FROM sys_invocation WHERE id = '{id}'"
+             completion_retention, target_service_name, target_handler_name FROM sys_invocation \
+             WHERE id = '{id}'"
         );
         let request = self
             .http
@@ -205,14 +311,22 @@ impl Restate {
         }
     }
 
-    /// `tasks/get` of the invocation `id`.
+    /// `tasks/get` of the task `id`.
     ///
     /// # Errors
-    /// `-32602` for an id Restate does not know; `-32603` when Restate cannot be asked.
+    /// `-32602` for an id whose tag does not check, of an invocation of another handler than
+    /// `DurableRuns/run`, or that Restate does not know; `-32603` when Restate cannot be asked.
     pub(crate) async fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
-        let (output, row) = tokio::join!(self.output(id, false), self.row(id));
-        let output = output.map_err(|message| ErrorData::internal_error(message, None))?;
+        let invocation = self
+            .invocation(id)
+            .ok_or_else(|| super::tasks::unknown(id))?;
+        let (output, row) = tokio::join!(self.output(invocation, false), self.row(invocation));
         let row = row.unwrap_or_default();
+        // The tag says a replica started it; Restate's record must say the same handler.
+        if !runs_here(&row) {
+            return Err(super::tasks::unknown(id));
+        }
+        let output = output.map_err(|message| ErrorData::internal_error(message, None))?;
         let text = |key: &str| row.get(key).and_then(Value::as_str).map(str::to_owned);
         let now = current_timestamp();
         let mut task = Task::new(
@@ -245,36 +359,52 @@ impl Restate {
         Ok(GetTaskResult::new(DetailedTask::new(task, payload)))
     }
 
-    /// `tasks/cancel` of the invocation `id`: Restate kills it. (Restate's graceful cancel
+    /// `tasks/cancel` of the task `id`: Restate kills its invocation. (Restate's graceful cancel
     /// reaches a handler only at its next journaled step, so a program computing between
     /// binding calls would not stop.) The deployment running it drops the run, whose program
     /// is stopped; a binding call it was making is cut off, its effect unknown. An ended
     /// invocation stays as it ended.
     ///
     /// # Errors
-    /// `-32602` for an id Restate does not know; `-32603` when Restate cannot be asked.
+    /// `-32602` for an id whose tag does not check, of an invocation of another handler than
+    /// `DurableRuns/run`, or that Restate does not know; `-32603` when Restate cannot be asked.
     pub(crate) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+        let invocation = self
+            .invocation(id)
+            .ok_or_else(|| super::tasks::unknown(id))?;
+        if !runs_here(&self.row(invocation).await.unwrap_or_default()) {
+            return Err(super::tasks::unknown(id));
+        }
+        self.kill(invocation).await.map_err(|error| match error {
+            None => super::tasks::unknown(id),
+            Some(error) => error,
+        })
+    }
+
+    /// Kills the invocation `id`. Errors: `None` when Restate does not know it, else why it
+    /// could not be killed.
+    async fn kill(&self, id: &str) -> Result<(), Option<ErrorData>> {
         let url = format!("{}/invocations/{id}/kill", self.urls.admin);
         let request = self.http.patch(url).timeout(REQUEST_TIMEOUT);
         let answer = self
             .send(request, "admin API (kill)")
             .await
-            .map_err(|message| ErrorData::internal_error(message, None))?;
+            .map_err(|message| Some(ErrorData::internal_error(message, None)))?;
         if (200..300).contains(&answer.status) {
             return Ok(());
         }
         match self.output(id, false).await {
             // Ended already: nothing to kill.
             Ok(Output::Value(_) | Output::Failed(..)) => Ok(()),
-            Ok(Output::Unknown) => Err(super::tasks::unknown(id)),
-            _ => Err(ErrorData::internal_error(
+            Ok(Output::Unknown) => Err(None),
+            _ => Err(Some(ErrorData::internal_error(
                 format!(
                     "the Restate admin API answered HTTP {} to killing {id}: {}",
                     answer.status,
                     String::from_utf8_lossy(&answer.body)
                 ),
                 None,
-            )),
+            ))),
         }
     }
 
@@ -286,14 +416,14 @@ impl Restate {
         arguments: &Value,
         signal: &CancellationToken,
     ) -> CallToolResult {
-        let id = match self.start(arguments).await {
+        let id = match self.start_invocation(arguments).await {
             Ok(id) => id,
             Err(message) => return error_result(format!("run_code on Restate: {message}")),
         };
         let waited = tokio::select! {
             waited = self.output(&id, true) => waited,
             () = signal.cancelled() => {
-                let _ = self.cancel(&id).await;
+                let _ = self.kill(&id).await;
                 return error_result("ABORTED: tool call aborted".to_owned());
             }
         };
@@ -310,7 +440,22 @@ impl Restate {
     }
 }
 
-/// The task that `start` made: working, its id the invocation's.
+/// Whether `id` is an invocation id: `inv_` and letters and digits, so it is safe in a URL path
+/// and an SQL literal.
+fn is_invocation_id(id: &str) -> bool {
+    id.strip_prefix("inv_").is_some_and(|rest| {
+        !rest.is_empty() && rest.len() <= 64 && rest.bytes().all(|b| b.is_ascii_alphanumeric())
+    })
+}
+
+/// Whether Restate's row of an invocation (empty when the admin API did not answer) names the
+/// handler runs are started on.
+fn runs_here(row: &JsonObject) -> bool {
+    let named = |key: &str, value: &str| row.get(key).is_none_or(|named| named == value);
+    named("target_service_name", SERVICE) && named("target_handler_name", HANDLER)
+}
+
+/// The task that `start` made: working, its id the one `start` answered.
 pub(crate) fn created(id: String, poll_interval: Duration) -> CreateTaskResult {
     let now = current_timestamp();
     let mut task = Task::new(id, TaskStatus::Working, now.clone(), now);
@@ -371,64 +516,4 @@ fn retention_ms(duration: &str) -> Option<u64> {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_invocation_ids_are_resolved_through_restate() {
-        assert!(Restate::owns("inv_1axOHcZ8EYYs1l7B8zvJcT7bRlfVDrD0xB"));
-        for other in [
-            "inv_",
-            "5c1b0b9e-4a6f-4c38-9d2e-0c1f0e7b2a11",
-            "inv_1' OR '1'='1",
-            "inv_../../admin",
-            &format!("inv_{}", "a".repeat(65)),
-        ] {
-            assert!(!Restate::owns(other), "{other}");
-        }
-    }
-
-    #[test]
-    fn urls_must_be_plain_http() {
-        assert!(
-            McpRestate::new("http://127.0.0.1:8080/", "http://r:9070")
-                .check()
-                .is_ok()
-        );
-        let refused = McpRestate::new("https://r:8080", "http://r:9070").check();
-        assert!(
-            refused
-                .unwrap_err()
-                .contains("ingress URL \"https://r:8080\"")
-        );
-        assert!(McpRestate::new("http://r:8080", "r:9070").check().is_err());
-    }
-
-    #[test]
-    fn retentions_and_status_messages_read_restates_rows() {
-        assert_eq!(retention_ms("PT86400S"), Some(86_400_000));
-        assert_eq!(retention_ms("P1D"), None);
-        let row = json!({"status": "backing-off", "retry_count": 3, "journal_size": 7,
-                          "last_failure": "[503] unavailable"});
-        assert_eq!(
-            status_message(row.as_object().unwrap()),
-            "backing-off, attempt 3, 7 journal entries; last failure: [503] unavailable"
-        );
-        assert_eq!(status_message(&JsonObject::new()), "working");
-    }
-
-    #[test]
-    fn ended_invocations_become_tool_results() {
-        let done = ended_result(Output::Value(json!({"logs": ["hi"], "result": 42}))).unwrap();
-        assert_eq!(done.is_error, Some(false));
-        assert_eq!(done.content[0].as_text().unwrap().text, "hi\n42");
-        assert_eq!(done.structured_content.unwrap()["result"], 42);
-        let failed = ended_result(Output::Failed(500, "CODE_RUN_FAILED: boom".into())).unwrap();
-        assert_eq!(failed.is_error, Some(true));
-        assert_eq!(
-            failed.content[0].as_text().unwrap().text,
-            "Error: CODE_RUN_FAILED: boom"
-        );
-        assert!(ended_result(Output::Failed(409, "killed".into())).is_none());
-    }
-}
+mod tests;

@@ -276,8 +276,10 @@ pub struct ServeArgs {
     pub journal: Option<PathBuf>,
     /// Run every served `run_code` call on Restate, started through its ingress at URL
     /// (`http://HOST:PORT`, Restate's default port 8080) as an invocation of `DurableRuns/run`.
-    /// A task's id is the invocation id, so `tasks/get` and `tasks/cancel` are answered by any
-    /// server on the same Restate. Needs `--restate-admin`; the runs are served by the
+    /// A task's id is the invocation id and its HMAC under `--restate-secret-file`, so
+    /// `tasks/get` and `tasks/cancel` are answered by any server on the same Restate with the
+    /// same secret, and never for an invocation started on the ingress directly. Needs
+    /// `--restate-admin`; the runs are served by the
     /// deployment registered with Restate (`--restate-deployment`).
     #[cfg(feature = "restate")]
     #[arg(
@@ -292,12 +294,29 @@ pub struct ServeArgs {
     #[cfg(feature = "restate")]
     #[arg(long, value_name = "URL", requires = "restate")]
     pub restate_admin: Option<String>,
+    /// The secret the replicas of one deployment share, read from FILE (at least 32 bytes,
+    /// e.g. `head -c 32 /dev/urandom | base64`; not readable by group or others): a task id
+    /// carries an HMAC of its invocation id under it, and `tasks/get` and `tasks/cancel` answer
+    /// only ids whose HMAC checks. Without it each server makes its own, and answers only for
+    /// the tasks it started.
+    #[cfg(feature = "restate")]
+    #[arg(long, value_name = "FILE", requires = "restate")]
+    pub restate_secret_file: Option<PathBuf>,
     /// Also serve the Restate deployment of these tools (the `DurableRuns` service, HTTP/2
     /// without TLS) on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1). Register
-    /// it, or a load balancer in front of several servers, with Restate's admin API.
+    /// it, or a load balancer in front of several servers, with Restate's admin API. Off
+    /// loopback it needs `--restate-identity-key`.
     #[cfg(feature = "restate")]
     #[arg(long, value_name = "ADDR", value_parser = parse_addr)]
     pub restate_deployment: Option<SocketAddr>,
+    /// The public key (`publickeyv1_…`) of the Restate server allowed to call the deployment:
+    /// the server signs every request with the private key of its
+    /// `request-identity-private-key-pem-file` and logs this key at start (`Loaded request
+    /// identity key`); any other request is answered 401. Repeat it while rotating keys.
+    /// Required when `--restate-deployment` is not on loopback.
+    #[cfg(feature = "restate")]
+    #[arg(long, value_name = "KEY", requires = "restate_deployment")]
+    pub restate_identity_key: Vec<String>,
     #[command(flatten)]
     pub budgets: Budgets,
     #[command(flatten)]

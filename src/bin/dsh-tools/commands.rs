@@ -46,6 +46,8 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
                 .to_owned(),
         );
     }
+    #[cfg(feature = "restate")]
+    let restate = restate_settings(args)?;
     let stop = stop_signal();
     registry.set_mode(args.mode);
     let runtime = if args.mode == Mode::Native {
@@ -64,10 +66,15 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         options = options.journal(Arc::new(store));
     }
     #[cfg(feature = "restate")]
-    if let (Some(ingress), Some(admin)) = (&args.restate, &args.restate_admin) {
-        options = options.restate(dsh_tools::mcp::McpRestate::new(ingress, admin));
-    }
-    let deployment = deployment(registry, args);
+    let deployment = {
+        let (replica, deployment) = restate;
+        if let Some(replica) = replica {
+            options = options.restate(replica);
+        }
+        serve_deployment(registry, deployment)
+    };
+    #[cfg(not(feature = "restate"))]
+    let deployment = std::future::pending::<String>();
     // On SIGTERM or Ctrl-C the runtime is still disposed below: a running program's process
     // must not outlive the server.
     let served = match http {
@@ -102,23 +109,93 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     served
 }
 
+/// The Restate settings of `serve`, checked before anything starts: the replica's (with
+/// `--restate`) and the deployment's address and options (with `--restate-deployment`).
+#[cfg(feature = "restate")]
+type RestateSettings = (
+    Option<dsh_tools::mcp::McpRestate>,
+    Option<(SocketAddr, dsh_tools::durable::restate::DeploymentOptions)>,
+);
+
+/// Reads `serve`'s Restate flags. Errors: the secret file unreadable, short or readable by
+/// others; the deployment off loopback without an identity key, or a key that is not one.
+#[cfg(feature = "restate")]
+fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
+    let mut replica = None;
+    if let (Some(ingress), Some(admin)) = (&args.restate, &args.restate_admin) {
+        let mut settings = dsh_tools::mcp::McpRestate::new(ingress, admin);
+        if let Some(path) = &args.restate_secret_file {
+            settings = settings.secret(read_secret(path)?);
+        }
+        replica = Some(settings);
+    }
+    let deployment = match args.restate_deployment {
+        None => None,
+        Some(addr) => {
+            let options = args.restate_identity_key.iter().fold(
+                dsh_tools::durable::restate::DeploymentOptions::default(),
+                |options, key| options.identity_key(key.trim()),
+            );
+            options
+                .check(addr)
+                .map_err(|error| format!("--restate-deployment {addr}: {error}"))?;
+            Some((addr, options))
+        }
+    };
+    Ok((replica, deployment))
+}
+
+/// The replicas' secret in `path`, its trailing line end dropped. Errors: unreadable, readable
+/// by group or others (as ssh refuses a private key), or under 32 bytes.
+#[cfg(feature = "restate")]
+fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
+    let failed = |why: String| format!("--restate-secret-file {}: {why}", path.display());
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = std::fs::metadata(path)
+            .map_err(|error| failed(error.to_string()))?
+            .permissions()
+            .mode();
+        if mode & 0o077 != 0 {
+            return Err(failed(format!(
+                "readable by others (mode {:o}); make it private: chmod 600",
+                mode & 0o777
+            )));
+        }
+    }
+    let mut secret = std::fs::read(path).map_err(|error| failed(error.to_string()))?;
+    while secret
+        .last()
+        .is_some_and(|byte| matches!(byte, b'\n' | b'\r'))
+    {
+        secret.pop();
+    }
+    if secret.len() < dsh_tools::mcp::McpRestate::MIN_SECRET_BYTES {
+        return Err(failed(format!(
+            "{} bytes; at least {} are needed",
+            secret.len(),
+            dsh_tools::mcp::McpRestate::MIN_SECRET_BYTES
+        )));
+    }
+    Ok(secret)
+}
+
 /// Serves the Restate deployment of `registry` when `--restate-deployment` names an address;
 /// ends only with the error that stopped it (never, without the flag).
 #[cfg(feature = "restate")]
-async fn deployment(registry: &Registry, args: &ServeArgs) -> String {
-    let Some(addr) = args.restate_deployment else {
+async fn serve_deployment(
+    registry: &Registry,
+    deployment: Option<(SocketAddr, dsh_tools::durable::restate::DeploymentOptions)>,
+) -> String {
+    let Some((addr, options)) = deployment else {
         return std::future::pending().await;
     };
     eprintln!("dsh-tools: serving the Restate deployment on http://{addr} (HTTP/2)");
-    match dsh_tools::durable::restate::serve_deployment(registry.clone(), addr).await {
+    match dsh_tools::durable::restate::serve_deployment(registry.clone(), addr, options).await {
         Ok(()) => format!("--restate-deployment {addr}: the deployment stopped"),
         Err(error) => format!("--restate-deployment {addr}: {error}"),
     }
-}
-
-#[cfg(not(feature = "restate"))]
-async fn deployment(_: &Registry, _: &ServeArgs) -> String {
-    std::future::pending().await
 }
 
 /// The start-up line of `serve --http` bound to `bound`, accepting `hosts` (`None`: any): a URL
