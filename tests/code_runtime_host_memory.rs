@@ -1,6 +1,6 @@
-//! Host memory per run and per protocol frame, read from this process's resident high-water mark
-//! (`VmHWM`). Each test runs alone in a child process of this binary ([`alone`]), so the mark it
-//! reads is its own.
+//! Host memory per run and per protocol frame: how far this process's resident high-water mark
+//! (`VmHWM`, reset first) rises above its resident size. Each test runs alone in a child process
+//! of this binary ([`alone`]), so the mark it reads is its own.
 //!
 //! - A hostile child writing a 4 MB binding-call frame straight onto the protocol pipe costs the
 //!   host less than 16 MB.
@@ -38,17 +38,32 @@ fn alone(name: &str) -> bool {
     false
 }
 
-/// The host process's resident high-water mark, bytes.
-fn host_peak_rss() -> u64 {
+/// A field of this process's `/proc/self/status` in bytes, e.g. `VmHWM` (the resident
+/// high-water mark).
+fn status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line["VmHWM:".len()..]
-        .trim()
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap();
+    line.trim()
         .trim_end_matches("kB")
         .trim()
         .parse::<u64>()
         .unwrap()
         * 1024
+}
+
+/// Starts a measurement: resets the resident high-water mark to the resident size now (Linux
+/// `clear_refs` 5) and returns that size, so that an earlier peak hides nothing.
+fn start_measuring() -> u64 {
+    std::fs::write("/proc/self/clear_refs", "5").expect("the high-water mark resets");
+    status_bytes("VmRSS")
+}
+
+/// How far the resident size rose above `start` since [`start_measuring`].
+fn grown_since(start: u64) -> u64 {
+    status_bytes("VmHWM").saturating_sub(start)
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -77,10 +92,10 @@ return 'sent'"#;
             };
             let rt = lang.runtime(config).await;
             assert_value(&tools.run(&rt, "return 'warm'").await, json!("warm"));
-            let before = host_peak_rss();
+            let before = start_measuring();
             let out = tools.run(&rt, lang.pick(typescript, python)).await;
             assert_value(&out, json!("sent"));
-            let grown = host_peak_rss().saturating_sub(before);
+            let grown = grown_since(before);
             assert!(
                 grown < 16 << 20,
                 "{lang:?}, max_frame_bytes {max_frame_bytes}: the host grew by {grown} bytes"
@@ -100,8 +115,8 @@ const FRAME_CAP: u64 = 1 << 20;
 /// `tools.report`, which answers `null`, so a reply costs nothing.
 fn frame_program(lang: Lang, zeros_per_mille: u64) -> String {
     let body = FRAME_CAP - 256;
-    let zeros = body * zeros_per_mille / 1000 / 2;
-    let string = body - 2 * zeros - 64;
+    let zeros = (body - 64) * zeros_per_mille / 1000 / 2;
+    let string = body - 64 - 2 * zeros;
     match lang {
         Lang::TypeScript => format!(
             "const a = new Array({zeros} + 1).fill(0);\na[0] = 's'.repeat({string});\n\
@@ -128,11 +143,11 @@ async fn measure_one_frame(per_mille: u64) {
     let tools = Tools::new();
     let rt = Lang::TypeScript.runtime(small()).await;
     assert_value(&tools.run(&rt, "return 'warm'").await, json!("warm"));
-    let before = host_peak_rss();
+    let before = start_measuring();
     let out = tools
         .run(&rt, &frame_program(Lang::TypeScript, per_mille))
         .await;
-    let grown = host_peak_rss().saturating_sub(before);
+    let grown = grown_since(before);
     assert_eq!(out.error, None, "{per_mille}‰: {out:?}");
     let admitted = out.value.is_some_and(|v| v == json!("admitted"));
     assert_eq!(
@@ -163,7 +178,7 @@ async fn a_call_frame_at_the_frame_cap_costs_the_host_at_most_4_times_its_bytes(
         assert!(out.status.success(), "{per_mille}‰: {stdout}");
         let line = stdout
             .lines()
-            .find_map(|l| l.strip_prefix("frame-memory "))
+            .find_map(|l| Some(l.split_once("frame-memory ")?.1))
             .expect("a measurement");
         let (taken, grown) = line.split_once(' ').expect("two fields");
         let ratio = grown.parse::<f64>().expect("bytes") / FRAME_CAP as f64;
@@ -208,7 +223,7 @@ fn completion_of(lang: Lang, len: u64) -> String {
 async fn the_output_budget_holds(rt: Arc<dyn CodeRuntime>, lang: Lang) {
     let diagnostic = format!("outer output exceeded {BUDGET} bytes");
     assert_value(&run(rt.as_ref(), "return 'warm'").await, json!("warm"));
-    let before = host_peak_rss();
+    let before = start_measuring();
     // The logs array `[]` is 2 bytes of the budget: a completion of the rest fits exactly.
     let out = run(rt.as_ref(), &completion_of(lang, BUDGET - 2)).await;
     assert_eq!(out.error, None, "{:?}", out.error);
@@ -216,7 +231,7 @@ async fn the_output_budget_holds(rt: Arc<dyn CodeRuntime>, lang: Lang) {
     assert_eq!(text.as_str().len() as u64, BUDGET - 2);
     assert!(text.as_str().starts_with(r#"["sss"#) && text.as_str().ends_with(",0,0]"));
     drop(text);
-    let grown = host_peak_rss().saturating_sub(before);
+    let grown = grown_since(before);
     let out = run(rt.as_ref(), &completion_of(lang, BUDGET - 1)).await;
     assert_failure(&out, FailureKind::OutputLimit, &diagnostic);
     assert_eq!(out.error.unwrap().message, diagnostic);
@@ -242,17 +257,21 @@ async fn the_output_budget_holds(rt: Arc<dyn CodeRuntime>, lang: Lang) {
     assert_failure(&out, FailureKind::OutputLimit, &diagnostic);
     rt.dispose().await;
     // A decoded tree of the exact completion alone would take over 40 × the budget.
-    let grown = grown.max(host_peak_rss().saturating_sub(before));
+    let grown = grown.max(grown_since(before));
     assert!(
         grown < 8 * BUDGET,
         "{lang:?}: the host grew by {grown} bytes for a {BUDGET}-byte budget"
     );
 }
 
+/// [`BUDGET`], with compute time for interpreters built without optimizations to make a
+/// million-element array.
 fn budgets() -> Budgets {
     Budgets {
         max_output_bytes: BUDGET,
         max_memory_mb: 512,
+        compute_ms: 30_000,
+        max_wall_ms: 60_000,
         ..small().budgets
     }
 }
@@ -327,7 +346,7 @@ async fn a_20_mb_completion_returns_at_the_default_budget() {
     for lang in [Lang::TypeScript, Lang::Python] {
         let rt = lang.runtime(config.clone()).await;
         assert_value(&run(&rt, "return 'warm'").await, json!("warm"));
-        let before = host_peak_rss();
+        let before = start_measuring();
         let out = run(
             &rt,
             lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 20_000_000"),
@@ -343,7 +362,7 @@ async fn a_20_mb_completion_returns_at_the_default_budget() {
                 .take(20_000_000)
                 .all(|b| b == b'a')
         );
-        let grown = host_peak_rss().saturating_sub(before);
+        let grown = grown_since(before);
         assert!(
             grown < 80_000_000,
             "{lang:?}: the host grew by {grown} bytes"

@@ -91,8 +91,9 @@ pub enum Completion {
 pub enum Inbound {
     /// A valid frame.
     Frame(ChildFrame),
-    /// A frame longer than the decoder's bound that starts like a completion value or a log
-    /// entry: the program produced more output than the run may return (`output-limit`).
+    /// A frame longer than the decoder's bound that starts like a completion (a value or a
+    /// failure) or a log entry: the program produced more output than the run may return
+    /// (`output-limit`).
     /// Other oversized frames are dropped.
     OutputOverflow,
     /// A call frame longer than the decoder's call limit, in the bootstrap's own layout (type
@@ -185,7 +186,7 @@ impl FrameDecoder {
 
     fn end_line(&mut self, out: &mut Vec<Inbound>) {
         if let Some(prefix) = self.oversize.take() {
-            if prefix.starts_with(br#"{"type":"done","value":"#)
+            if prefix.starts_with(br#"{"type":"done","#)
                 || prefix.starts_with(br#"{"type":"log","text":"#)
             {
                 out.push(Inbound::OutputOverflow);
@@ -691,12 +692,18 @@ mod tests {
             &mut out,
         );
         d.feed(&[b'x'; 200], &mut out);
-        d.feed(b"\"}\n{\"type\":\"done\"}", &mut out);
+        d.feed(
+            b"\"}\n{\"type\":\"done\",\"error\":{\"kind\":\"exception\",\"message\":\"",
+            &mut out,
+        );
+        d.feed(&[b'x'; 200], &mut out);
+        d.feed(b"\"}}\n{\"type\":\"done\"}", &mut out);
         d.finish(&mut out);
         assert_eq!(
             out,
             vec![
                 Inbound::Frame(ChildFrame::Log { text: "a".into() }),
+                Inbound::OutputOverflow,
                 Inbound::OutputOverflow,
                 Inbound::Frame(ChildFrame::Done(Completion::Value(None))),
             ]
