@@ -234,7 +234,7 @@ fn call_id(prefix: &[u8]) -> Option<u64> {
 pub const ALLOWANCE_PER_BYTE: usize = 2;
 
 /// Host memory a call's decoded arguments may always take, bytes, whatever its frame's size:
-/// the arguments of any frame up to [`ALWAYS_AFFORDABLE`] bytes (about 13 KB) decode whatever they
+/// the arguments of any frame up to about 13 KB decode whatever they
 /// hold, and small values nested thousands of levels deep do.
 pub const ALLOWANCE_FLOOR: usize = 2 << 20;
 
