@@ -130,8 +130,9 @@ pub mod code {
     };
     pub use dsh_tool_runtime::code_runtime::{
         BindingCall, BindingDispatch, BindingError, BindingNamespace, Budgets, CodeRunFailure,
-        CodeRuntime, CodeRuntimeError, ErrorClass, FailureKind, Isolation, RunOutcome, RunRequest,
-        Sandbox, SandboxStatus, SubprocessConfig, SubprocessRuntime, validate_namespaces,
+        CodeRuntime, CodeRuntimeError, ErrorClass, FailureKind, Isolation, JsonText, RunOutcome,
+        RunRequest, Sandbox, SandboxStatus, SubprocessConfig, SubprocessRuntime,
+        validate_namespaces,
     };
     #[cfg(feature = "embedded-js")]
     #[cfg_attr(docsrs, doc(cfg(feature = "embedded-js")))]

@@ -306,11 +306,23 @@ async fn javascript_a_thousand_runs_leave_host_memory_flat() {
                    console.log('made', echoed.n);\nreturn big.length;";
     let mut ok = 0;
     for _ in 0..100 {
-        ok += usize::from(tools.run(&rt, program).await.value == Some(json!(10000)));
+        ok += usize::from(
+            tools
+                .run(&rt, program)
+                .await
+                .value
+                .is_some_and(|v| v == json!(10000)),
+        );
     }
     let warm = rss_bytes();
     for _ in 0..1_000 {
-        ok += usize::from(tools.run(&rt, program).await.value == Some(json!(10000)));
+        ok += usize::from(
+            tools
+                .run(&rt, program)
+                .await
+                .value
+                .is_some_and(|v| v == json!(10000)),
+        );
     }
     let after = rss_bytes();
     assert_eq!(ok, 1_100);
@@ -433,7 +445,7 @@ async fn binding_values_cross_exactly_as_through_the_subprocess_encoder() {
     assert_eq!(in_process.error, None, "{in_process:?}");
     assert_eq!(in_process.value, child.value);
     assert_eq!(in_process_seen, child_seen);
-    let value = in_process.value.expect("a value");
+    let value = in_process.value.expect("a value").to_value();
     assert_eq!(value["getterCalls"], 1, "a getter runs once");
     assert_eq!(
         value["hijacked"], false,

@@ -1,18 +1,52 @@
-//! Host memory per protocol frame: a hostile child writing a 4 MB binding-call frame straight onto
-//! the protocol pipe costs the host less than 16 MB. One test in its own binary, so the process's
-//! resident high-water mark is this test's alone.
+//! Host memory per run and per protocol frame: how far this process's resident high-water mark
+//! (`VmHWM`, reset first) rises above its resident size. Each test runs alone in a child process
+//! of this binary ([`alone`]), so the mark it reads is its own.
+//!
+//! - A hostile child writing a 4 MB binding-call frame straight onto the protocol pipe costs the
+//!   host less than 16 MB.
+//! - A binding-call frame at the frame cap (1 MiB) costs the host at most 4 × its bytes, whatever
+//!   it holds (SPEC §8.1).
+//! - The output budget on every runtime: a completion that fits it exactly is returned, one byte
+//!   more, output printed past it and a thrown error whose stack is past it end as
+//!   `output-limit` with the fixed message; the host holds a few times the budget meanwhile,
+//!   never a decoded tree of the completion. At the default budget a 20 MB completion returns.
 
 mod code_runtime_support;
 
-use code_runtime_support::*;
-use dsh_tools::code::{CodeRuntime, SubprocessConfig};
+use std::sync::Arc;
 
-/// The host process's resident high-water mark, bytes.
-fn host_peak_rss() -> u64 {
+use code_runtime_support::*;
+use dsh_tools::code::{Budgets, CodeRuntime, FailureKind, SubprocessConfig};
+use serde_json::json;
+
+/// Set in the child process that runs one test alone: the test's name.
+const ALONE: &str = "DSH_HOST_MEMORY_TEST";
+
+/// Whether this process is the one to run test `name`. In the test harness's own process it runs
+/// the test in a child process of this binary instead, asserts that it passed and returns
+/// `false`.
+fn alone(name: &str) -> bool {
+    if std::env::var(ALONE).as_deref() == Ok(name) {
+        return true;
+    }
+    let status = std::process::Command::new(std::env::current_exe().expect("this binary"))
+        .args([name, "--exact", "--nocapture", "--test-threads=1"])
+        .env(ALONE, name)
+        .status()
+        .expect("the test binary runs");
+    assert!(status.success(), "{name} failed in its own process");
+    false
+}
+
+/// A field of this process's `/proc/self/status` in bytes, e.g. `VmHWM` (the resident
+/// high-water mark).
+fn status_bytes(field: &str) -> u64 {
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let line = status.lines().find(|l| l.starts_with("VmHWM:")).unwrap();
-    line["VmHWM:".len()..]
-        .trim()
+    let line = status
+        .lines()
+        .find_map(|l| l.strip_prefix(field)?.strip_prefix(':'))
+        .unwrap();
+    line.trim()
         .trim_end_matches("kB")
         .trim()
         .parse::<u64>()
@@ -20,8 +54,23 @@ fn host_peak_rss() -> u64 {
         * 1024
 }
 
+/// Starts a measurement: resets the resident high-water mark to the resident size now (Linux
+/// `clear_refs` 5) and returns that size, so that an earlier peak hides nothing.
+fn start_measuring() -> u64 {
+    std::fs::write("/proc/self/clear_refs", "5").expect("the high-water mark resets");
+    status_bytes("VmRSS")
+}
+
+/// How far the resident size rose above `start` since [`start_measuring`].
+fn grown_since(start: u64) -> u64 {
+    status_bytes("VmHWM").saturating_sub(start)
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_4_mb_argument_frame_costs_the_host_less_than_16_mb() {
+    if !alone("a_4_mb_argument_frame_costs_the_host_less_than_16_mb") {
+        return;
+    }
     // 4 MiB of `0,`: the densest JSON array, ~36 times its size as a decoded value.
     let typescript = r#"const fs = await import('node:fs');
 const bytes = Buffer.from('{"type":"call","id":1,"global":"tools","name":"echo","args":[' + '0,'.repeat(2 << 20) + '0]}\n');
@@ -42,14 +91,11 @@ return 'sent'"#;
                 ..small()
             };
             let rt = lang.runtime(config).await;
-            assert_value(
-                &tools.run(&rt, "return 'warm'").await,
-                serde_json::json!("warm"),
-            );
-            let before = host_peak_rss();
+            assert_value(&tools.run(&rt, "return 'warm'").await, json!("warm"));
+            let before = start_measuring();
             let out = tools.run(&rt, lang.pick(typescript, python)).await;
-            assert_value(&out, serde_json::json!("sent"));
-            let grown = host_peak_rss().saturating_sub(before);
+            assert_value(&out, json!("sent"));
+            let grown = grown_since(before);
             assert!(
                 grown < 16 << 20,
                 "{lang:?}, max_frame_bytes {max_frame_bytes}: the host grew by {grown} bytes"
@@ -59,4 +105,268 @@ return 'sent'"#;
     }
     // The call was refused, never dispatched.
     assert_eq!(tools.calls.load(std::sync::atomic::Ordering::SeqCst), 0);
+}
+
+/// The frame cap of the subprocess runtimes (`max_frame_bytes`, default 1 MiB).
+const FRAME_CAP: u64 = 1 << 20;
+
+/// Call frames just under the frame cap, from all string to all dense numbers: for each share
+/// of `0,` elements, `[<string>, 0, 0, …]` whose frame is 256 bytes short of the cap. Sent with
+/// `tools.report`, which answers `null`, so a reply costs nothing.
+fn frame_program(lang: Lang, zeros_per_mille: u64) -> String {
+    let body = FRAME_CAP - 256;
+    let zeros = (body - 64) * zeros_per_mille / 1000 / 2;
+    let string = body - 64 - 2 * zeros;
+    match lang {
+        Lang::TypeScript => format!(
+            "const a = new Array({zeros} + 1).fill(0);\na[0] = 's'.repeat({string});\n\
+             try {{ await tools.report(a); return 'admitted'; }} catch {{ return 'refused'; }}"
+        ),
+        Lang::Python => format!(
+            "a = [0] * ({zeros} + 1)\na[0] = 's' * {string}\n\
+             try:\n    await tools.report(a)\n    return 'admitted'\n\
+             except Exception:\n    return 'refused'"
+        ),
+    }
+}
+
+/// Set in a child process that measures one frame: its share of dense numbers, per mille.
+const SHARE: &str = "DSH_FRAME_SHARE";
+
+/// Shares of dense numbers swept: the costliest frame the host still decodes lies between a
+/// string (its bytes once) and dense numbers (refused).
+const SHARES: [u64; 15] = [0, 2, 4, 6, 8, 10, 12, 16, 24, 32, 64, 125, 250, 500, 1000];
+
+/// In its own process: sends one frame of `per_mille` dense numbers; prints
+/// `frame-memory <admitted> <bytes the host grew>`.
+async fn measure_one_frame(per_mille: u64) {
+    let tools = Tools::new();
+    let rt = Lang::TypeScript.runtime(small()).await;
+    assert_value(&tools.run(&rt, "return 'warm'").await, json!("warm"));
+    let before = start_measuring();
+    let out = tools
+        .run(&rt, &frame_program(Lang::TypeScript, per_mille))
+        .await;
+    let grown = grown_since(before);
+    assert_eq!(out.error, None, "{per_mille}‰: {out:?}");
+    let admitted = out.value.is_some_and(|v| v == json!("admitted"));
+    assert_eq!(
+        tools.calls.load(std::sync::atomic::Ordering::SeqCst),
+        usize::from(admitted)
+    );
+    println!("frame-memory {admitted} {grown}");
+    rt.dispose().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_frame_at_the_frame_cap_costs_the_host_at_most_4_times_its_bytes() {
+    let name = "a_call_frame_at_the_frame_cap_costs_the_host_at_most_4_times_its_bytes";
+    if let Ok(share) = std::env::var(SHARE) {
+        measure_one_frame(share.parse().expect("a share")).await;
+        return;
+    }
+    // One process per frame: the high-water mark each reads is that frame's alone.
+    let mut worst = 0.0f64;
+    let mut admitted = Vec::new();
+    for per_mille in SHARES {
+        let out = std::process::Command::new(std::env::current_exe().expect("this binary"))
+            .args([name, "--exact", "--nocapture", "--test-threads=1"])
+            .env(SHARE, per_mille.to_string())
+            .output()
+            .expect("the test binary runs");
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(out.status.success(), "{per_mille}‰: {stdout}");
+        let line = stdout
+            .lines()
+            .find_map(|l| Some(l.split_once("frame-memory ")?.1))
+            .expect("a measurement");
+        let (taken, grown) = line.split_once(' ').expect("two fields");
+        let ratio = grown.parse::<f64>().expect("bytes") / FRAME_CAP as f64;
+        println!(
+            "{per_mille:>4}‰ dense numbers: admitted {taken}, host grew {ratio:.2}× the frame"
+        );
+        worst = worst.max(ratio);
+        if taken == "true" {
+            admitted.push(per_mille);
+        }
+    }
+    assert!(
+        worst <= 4.0,
+        "a 1 MiB call frame cost the host {worst:.2}× its bytes"
+    );
+    // Both ends of the sweep were met: frames of strings decode, the densest are refused.
+    assert!(
+        admitted.contains(&0) && !admitted.contains(&1000),
+        "{admitted:?}"
+    );
+}
+
+/// The output budget of the tests below, small so they stay fast.
+const BUDGET: u64 = 4 << 20;
+
+/// A program returning `["sss…", 0, 0, …]` whose compact JSON is exactly `len` bytes: half of
+/// the budget as dense numbers (tens of times their bytes as a decoded tree), the rest a string.
+fn completion_of(lang: Lang, len: u64) -> String {
+    let zeros = BUDGET / 4;
+    // `["` + string + `"` + `,0` per zero + `]`.
+    let string = len - 4 - 2 * zeros;
+    match lang {
+        Lang::TypeScript => format!(
+            "const a = new Array({zeros} + 1).fill(0);\na[0] = 's'.repeat({string});\nreturn a;"
+        ),
+        Lang::Python => format!("a = [0] * ({zeros} + 1)\na[0] = 's' * {string}\nreturn a"),
+    }
+}
+
+/// The four output-budget cases on `rt`, whose budget is [`BUDGET`], with the host's resident
+/// size asserted over them.
+async fn the_output_budget_holds(rt: Arc<dyn CodeRuntime>, lang: Lang) {
+    let diagnostic = format!("outer output exceeded {BUDGET} bytes");
+    assert_value(&run(rt.as_ref(), "return 'warm'").await, json!("warm"));
+    let before = start_measuring();
+    // The logs array `[]` is 2 bytes of the budget: a completion of the rest fits exactly.
+    let out = run(rt.as_ref(), &completion_of(lang, BUDGET - 2)).await;
+    assert_eq!(out.error, None, "{:?}", out.error);
+    let text = out.value.expect("the completion");
+    assert_eq!(text.as_str().len() as u64, BUDGET - 2);
+    assert!(text.as_str().starts_with(r#"["sss"#) && text.as_str().ends_with(",0,0]"));
+    drop(text);
+    let grown = grown_since(before);
+    let out = run(rt.as_ref(), &completion_of(lang, BUDGET - 1)).await;
+    assert_failure(&out, FailureKind::OutputLimit, &diagnostic);
+    assert_eq!(out.error.unwrap().message, diagnostic);
+    let out = run(
+        rt.as_ref(),
+        lang.pick(
+            "for (let i = 0; i < 50; i++) console.log('x'.repeat(100000));\nreturn 1;",
+            "for i in range(50):\n    print('x' * 100000)\nreturn 1",
+        ),
+    )
+    .await;
+    assert_failure(&out, FailureKind::OutputLimit, &diagnostic);
+    let logs: u64 = out.logs.iter().map(|l| l.len() as u64 + 3).sum();
+    assert!(logs <= BUDGET && out.logs.len() >= 40, "{}", out.logs.len());
+    let out = run(
+        rt.as_ref(),
+        lang.pick(
+            &format!("throw new Error('x'.repeat({}));", 2 * BUDGET),
+            &format!("raise Exception('x' * {})", 2 * BUDGET),
+        ),
+    )
+    .await;
+    assert_failure(&out, FailureKind::OutputLimit, &diagnostic);
+    rt.dispose().await;
+    // A decoded tree of the exact completion alone would take over 40 × the budget.
+    let grown = grown.max(grown_since(before));
+    assert!(
+        grown < 8 * BUDGET,
+        "{lang:?}: the host grew by {grown} bytes for a {BUDGET}-byte budget"
+    );
+}
+
+/// [`BUDGET`], with compute time for interpreters built without optimizations to make a
+/// million-element array.
+fn budgets() -> Budgets {
+    Budgets {
+        max_output_bytes: BUDGET,
+        max_memory_mb: 512,
+        compute_ms: 30_000,
+        max_wall_ms: 60_000,
+        ..small().budgets
+    }
+}
+
+fn subprocess() -> SubprocessConfig {
+    SubprocessConfig {
+        budgets: budgets(),
+        ..small()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_budget_holds_on_subprocess_typescript() {
+    if alone("the_output_budget_holds_on_subprocess_typescript") {
+        let rt = Lang::TypeScript.runtime(subprocess()).await;
+        the_output_budget_holds(Arc::new(rt), Lang::TypeScript).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_budget_holds_on_subprocess_python() {
+    if alone("the_output_budget_holds_on_subprocess_python") {
+        let rt = Lang::Python.runtime(subprocess()).await;
+        the_output_budget_holds(Arc::new(rt), Lang::Python).await;
+    }
+}
+
+#[cfg(feature = "embedded-python")]
+fn embedded() -> dsh_tools::code::EmbeddedConfig {
+    dsh_tools::code::EmbeddedConfig {
+        budgets: budgets(),
+        ..dsh_tools::code::EmbeddedConfig::default()
+    }
+}
+
+#[cfg(feature = "embedded-python")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_budget_holds_on_pooled_quickjs() {
+    if alone("the_output_budget_holds_on_pooled_quickjs") {
+        let rt = dsh_tools::code::EmbeddedRuntime::javascript(embedded()).expect("a runtime");
+        the_output_budget_holds(Arc::new(rt), Lang::TypeScript).await;
+    }
+}
+
+#[cfg(feature = "embedded-python")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_output_budget_holds_on_monty() {
+    if alone("the_output_budget_holds_on_monty") {
+        let rt = dsh_tools::code::EmbeddedRuntime::python(embedded()).expect("a runtime");
+        the_output_budget_holds(Arc::new(rt), Lang::Python).await;
+    }
+}
+
+/// At the default budget (64 MiB) a 20 MB completion is returned, in both subprocess
+/// languages, and the host holds a few times its bytes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_20_mb_completion_returns_at_the_default_budget() {
+    if !alone("a_20_mb_completion_returns_at_the_default_budget") {
+        return;
+    }
+    let config = SubprocessConfig {
+        budgets: Budgets {
+            max_memory_mb: 512,
+            ..small().budgets
+        },
+        ..small()
+    };
+    assert_eq!(
+        config.budgets.max_output_bytes,
+        Budgets::default().max_output_bytes
+    );
+    for lang in [Lang::TypeScript, Lang::Python] {
+        let rt = lang.runtime(config.clone()).await;
+        assert_value(&run(&rt, "return 'warm'").await, json!("warm"));
+        let before = start_measuring();
+        let out = run(
+            &rt,
+            lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 20_000_000"),
+        )
+        .await;
+        assert_eq!(out.error, None, "{lang:?}: {:?}", out.error);
+        let text = out.value.expect("the completion");
+        assert_eq!(text.as_str().len(), 20_000_002);
+        assert!(
+            text.as_str()
+                .bytes()
+                .skip(1)
+                .take(20_000_000)
+                .all(|b| b == b'a')
+        );
+        let grown = grown_since(before);
+        assert!(
+            grown < 80_000_000,
+            "{lang:?}: the host grew by {grown} bytes"
+        );
+        rt.dispose().await;
+    }
 }

@@ -5,8 +5,8 @@
 use std::sync::{Arc, Mutex};
 
 use dsh_tools::code::{
-    BindingCall, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome,
-    RunRequest,
+    BindingCall, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, JsonText,
+    RunOutcome, RunRequest,
 };
 use dsh_tools::result::ErrorCode;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError};
@@ -72,7 +72,9 @@ impl CodeRuntime for Scripted {
                     .await;
                     let error = answer.expect_err("the call fails");
                     Ok(RunOutcome {
-                        value: Some(json!({"message": error.message, "code": error.code})),
+                        value: Some(JsonText::from_value(
+                            &json!({"message": error.message, "code": error.code}),
+                        )),
                         logs: Vec::new(),
                         error: None,
                         sandbox: None,

@@ -67,7 +67,11 @@ fn off() -> SubprocessConfig {
 /// Every string in the value's `attempts` that is not `"denied"`, for a helpful failure.
 #[track_caller]
 fn assert_all_denied(out: &RunOutcome) {
-    let value = out.value.as_ref().unwrap_or_else(|| panic!("{out:?}"));
+    let value = out
+        .value
+        .as_ref()
+        .map(|v| v.to_value())
+        .unwrap_or_else(|| panic!("{out:?}"));
     let attempts = value.as_object().expect("an object of attempts");
     assert!(!attempts.is_empty());
     for (what, result) in attempts {
@@ -142,7 +146,10 @@ return attempts"#
     );
     // The same program under Off reads the host file: the test can tell.
     let out = lang.run_once(off(), &program, &program).await;
-    let value = out.value.unwrap_or_else(|| panic!("{:?}", out.error));
+    let value = out
+        .value
+        .map(|v| v.to_value())
+        .unwrap_or_else(|| panic!("{:?}", out.error));
     assert_eq!(value[&secret], "read");
 }
 
@@ -306,8 +313,8 @@ return attempts"#
     // Under Off the same program connects: the test can tell.
     let out = lang.run_once(off(), &program, &program).await;
     assert_eq!(
-        out.value.as_ref().map(|v| &v["tcp"]),
-        Some(&json!("connected")),
+        out.value.as_ref().map(|v| v.to_value()["tcp"].clone()),
+        Some(json!("connected")),
         "{out:?}"
     );
 }
@@ -382,7 +389,7 @@ async fn off_kills_descendants_in_a_new_session(lang: Lang) {
     let pid = out
         .value
         .as_ref()
-        .and_then(|v| v.as_u64())
+        .and_then(|v| v.to_value().as_u64())
         .unwrap_or_else(|| panic!("{out:?}"));
     assert!(eventually_gone(pid).await, "sleeper {pid} survived the run");
 }

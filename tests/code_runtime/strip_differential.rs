@@ -191,7 +191,7 @@ async fn our_stripping_runs_like_transpile_module() {
         }
         match (&got.error, want["error"].as_str()) {
             (None, None) => {
-                let value = got.value.clone().unwrap_or(Value::Null);
+                let value = got.value.as_ref().map_or(Value::Null, |v| v.to_value());
                 if value != want["value"] {
                     problems.push(format!("value {value} != {}", want["value"]));
                 }

@@ -339,7 +339,11 @@ async fn spawned_grandchildren_die_with_the_run(lang: Lang) {
         ),
     )
     .await;
-    let pid = out.value.as_ref().and_then(|v| v.as_u64()).expect("a pid");
+    let pid = out
+        .value
+        .as_ref()
+        .and_then(|v| v.to_value().as_u64())
+        .expect("a pid");
     assert!(eventually_gone(pid).await, "sleep {pid} survived the run");
     rt.dispose().await;
 }

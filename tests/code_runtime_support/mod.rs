@@ -122,7 +122,7 @@ pub fn assert_failure(out: &RunOutcome, kind: FailureKind, needle: &str) {
 #[track_caller]
 pub fn assert_value(out: &RunOutcome, value: Value) {
     assert_eq!(out.error, None, "{out:?}");
-    assert_eq!(out.value, Some(value));
+    assert_eq!(out.value.as_ref().map(|v| v.to_value()), Some(value));
 }
 
 /// Whether process `pid` is gone (or only a zombie waiting to be reaped by init).

@@ -292,7 +292,8 @@ fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
     let mut output = Map::new();
     output.insert("logs".into(), Value::from(outcome.logs));
     if let Some(value) = outcome.value {
-        output.insert("result".into(), value);
+        // The tool result is a tree: the run's text is decoded here, once.
+        output.insert("result".into(), value.to_value());
     }
     Ok(Value::Object(output))
 }

@@ -19,7 +19,10 @@ pub struct Budgets {
     /// `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
     pub max_wall_ms: u64,
     /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
-    /// 4), counted by [`OutputLedger`](super::OutputLedger). Overrun: `output-limit`.
+    /// 4), counted by [`OutputLedger`](super::OutputLedger). Everything within it is handed
+    /// back, a completion as compact JSON text ([`JsonText`](super::JsonText), about its bytes
+    /// of host memory); anything past it — printed, returned or thrown — ends the run as
+    /// `output-limit` `outer output exceeded <max_output_bytes> bytes`.
     pub max_output_bytes: u64,
     /// Memory of the run in MiB (default 512): the process tree's resident memory for a child
     /// process, the interpreter's heap for an embedded interpreter. Overrun: `memory-limit`.

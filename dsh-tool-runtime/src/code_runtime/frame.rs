@@ -11,12 +11,19 @@
 //! byte is hostile: [`FrameDecoder`] bounds each frame's size and nesting, shape-checks it,
 //! rebuilds it into a [`ChildFrame`] and silently drops anything else. Nothing it is fed can make
 //! it panic, allocate beyond its bound, or recurse without a bound.
+//!
+//! Host memory per frame: a frame is read as raw members without building a tree; a completion
+//! value stays JSON text ([`JsonText`], about its bytes again), a log entry or failure message a
+//! string, and only a call's arguments become a [`Value`] tree, refused unless it takes at most
+//! [`ALLOWANCE_PER_BYTE`] × the frame's bytes (at least [`ALLOWANCE_FLOOR`]). With the line
+//! buffer, a call frame at the frame cap costs the host about 3 × its bytes at the most.
 
 use std::ops::ControlFlow;
 
 use serde_json::Value;
 
 use super::FailureKind;
+use super::value_text::{JsonText, Members, Refused, canonical, read};
 use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth, walk};
 
 pub use crate::json::MAX_FRAME_DEPTH as MAX_DEPTH;
@@ -53,8 +60,9 @@ pub enum ChildFrame {
     },
     /// The program finished.
     Done(Completion),
-    /// A call frame whose arguments would take more than 4 × the frame's bytes (plus 1 MiB) of
-    /// host memory to decode; it is answered with a rejection without being decoded.
+    /// A call frame whose arguments would take more than [`ALLOWANCE_PER_BYTE`] × the frame's
+    /// bytes (at least [`ALLOWANCE_FLOOR`]) of host memory to decode; it is answered with a
+    /// rejection without being decoded.
     Costly {
         /// The call's id.
         id: u64,
@@ -65,8 +73,8 @@ pub enum ChildFrame {
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
 pub enum Completion {
-    /// It returned this value (`None`: nothing / `undefined`).
-    Value(Option<Value>),
+    /// It returned this value, as compact JSON text (`None`: nothing / `undefined`).
+    Value(Option<JsonText>),
     /// It failed with a program-level failure: only [`FailureKind::Exception`] and
     /// [`FailureKind::InvalidOutput`] are accepted from the child; limits are the host's.
     Failure {
@@ -83,8 +91,9 @@ pub enum Completion {
 pub enum Inbound {
     /// A valid frame.
     Frame(ChildFrame),
-    /// A frame longer than the decoder's bound that starts like a completion value or a log
-    /// entry: the program produced more output than the run may return (`output-limit`).
+    /// A frame longer than the decoder's bound that starts like a completion (a value or a
+    /// failure) or a log entry: the program produced more output than the run may return
+    /// (`output-limit`).
     /// Other oversized frames are dropped.
     OutputOverflow,
     /// A call frame longer than the decoder's call limit, in the bootstrap's own layout (type
@@ -151,7 +160,9 @@ impl FrameDecoder {
                     .min(chunk.len());
                 self.line.extend_from_slice(&chunk[..head]);
                 let chunk = &chunk[head..];
-                if self.line.len() + chunk.len() <= self.limit() {
+                let limit = self.limit();
+                if self.line.len() + chunk.len() <= limit {
+                    grow(&mut self.line, chunk.len(), limit);
                     self.line.extend_from_slice(chunk);
                 } else {
                     let mut prefix = std::mem::take(&mut self.line);
@@ -175,7 +186,7 @@ impl FrameDecoder {
 
     fn end_line(&mut self, out: &mut Vec<Inbound>) {
         if let Some(prefix) = self.oversize.take() {
-            if prefix.starts_with(br#"{"type":"done","value":"#)
+            if prefix.starts_with(br#"{"type":"done","#)
                 || prefix.starts_with(br#"{"type":"log","text":"#)
             {
                 out.push(Inbound::OutputOverflow);
@@ -193,6 +204,16 @@ impl FrameDecoder {
     }
 }
 
+/// Makes room for `additional` more bytes in `line`, doubling as a `Vec` does but never past
+/// `limit`: a frame just under the limit holds its bytes, not twice them.
+fn grow(line: &mut Vec<u8>, additional: usize, limit: usize) {
+    let needed = line.len() + additional;
+    if needed > line.capacity() {
+        let target = needed.max(line.capacity().saturating_mul(2)).min(limit);
+        line.reserve_exact(target.max(needed) - line.len());
+    }
+}
+
 /// The id of a call frame from its first bytes, `{"type":"call","id":N,`.
 fn call_id(prefix: &[u8]) -> Option<u64> {
     let rest = prefix.strip_prefix(CALL_PREFIX)?;
@@ -207,27 +228,41 @@ fn call_id(prefix: &[u8]) -> Option<u64> {
         .filter(|id| (1..=MAX_CALL_ID).contains(id))
 }
 
-/// Host memory a decoded frame may take, bytes. An absolute bound, not a ratio: an ordinary
-/// array of numbers takes ~10 times its text as values, so a ratio refused plain results of a
-/// few hundred KB; this bound lets any frame up to [`ALWAYS_AFFORDABLE`] bytes (~384 KiB)
-/// decode, whatever it holds, and a longer one as far as its decoded size stays under it.
-pub(crate) const DECODE_LIMIT: usize = 12 << 20;
+/// Host memory a call's decoded arguments may take per byte of its frame, past
+/// [`ALLOWANCE_FLOOR`]: with the frame's own buffer, a call frame at the 1 MiB frame cap costs
+/// the host at most about 3 × its bytes (SPEC §8.1: ≤ ~4×).
+pub const ALLOWANCE_PER_BYTE: usize = 2;
 
-/// The most [`decoded_size`] counts per byte of text: an array element costs two `Value` slots
-/// and takes at least 2 bytes (`0,`); an object member costs two slots, a key and a map slot
-/// and takes at least 5 bytes (`"":0,`); string bytes cost one each.
+/// Host memory a call's decoded arguments may always take, bytes, whatever its frame's size:
+/// the arguments of any frame up to about 13 KB decode whatever they
+/// hold, and small values nested thousands of levels deep do.
+pub const ALLOWANCE_FLOOR: usize = 2 << 20;
+
+/// Host memory the arguments of a call frame of `len` bytes may take to decode.
+fn call_allowance(len: usize) -> usize {
+    len.saturating_mul(ALLOWANCE_PER_BYTE).max(ALLOWANCE_FLOOR)
+}
+
+/// The most [`decoded_size`] counts per byte of text: one-element arrays nested in each other
+/// (`[[[0]]]`) take 2 bytes a level for a vector of 4 slots; a nested object takes 5 (`{"":`
+/// and `}`) for 4 members; string bytes cost one each.
 const MOST_PER_BYTE: usize = {
-    let slot = std::mem::size_of::<Value>();
-    let member = (2 * (slot + std::mem::size_of::<String>() + 16)).div_ceil(5);
-    if slot > member { slot } else { member }
+    let array = 4 * std::mem::size_of::<Value>() / 2;
+    let object = (4 * MEMBER).div_ceil(5);
+    if array > object { array } else { object }
 };
 
-/// Lines up to this long stay within [`DECODE_LIMIT`] whatever they hold, so their size need
-/// not be measured before decoding (a call frame is usually far shorter).
-const ALWAYS_AFFORDABLE: usize = (DECODE_LIMIT - std::mem::size_of::<Value>()) / MOST_PER_BYTE;
+/// Arguments up to this long stay within [`call_allowance`] whatever they hold, so their size
+/// need not be measured before decoding (a call frame is usually far shorter).
+const ALWAYS_AFFORDABLE: usize = (ALLOWANCE_FLOOR - std::mem::size_of::<Value>()) / MOST_PER_BYTE;
 
 /// Depth up to which serde_json's own recursion limit (128) parses a frame on this stack.
 const SHALLOW: usize = 64;
+
+/// Keys a frame (or a `done` frame's `error`) may have; others are skipped unread.
+const KEYS: [&str; 10] = [
+    "type", "id", "global", "name", "args", "text", "value", "error", "kind", "message",
+];
 
 /// Decodes one frame (without its newline). Returns `None` for anything that is not a
 /// well-formed frame of a known type: invalid UTF-8 or JSON, trailing bytes, values nested more
@@ -235,45 +270,96 @@ const SHALLOW: usize = 64;
 /// not an integer in 1 ..= 2^53 − 1 or whose global or name is not a string or that has no
 /// `args`, a log without string `text`, a done whose `error` is not `{kind, message}` with a
 /// child-reportable kind. Unknown extra keys are ignored; the frame is rebuilt from the known
-/// ones. A done carrying both `value` and `error` counts as the error.
+/// ones (the last of a repeated key). A done carrying both `value` and `error` counts as the
+/// error. A completion value is kept as compact JSON text, never decoded into a tree.
 pub fn decode_child_frame(line: &[u8]) -> Option<ChildFrame> {
-    std::str::from_utf8(line).ok()?;
+    let text = std::str::from_utf8(line).ok()?;
     let depth = text_depth(line);
     if depth > MAX_FRAME_DEPTH + 1 {
         return None;
     }
-    // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
-    with_stack_for(depth, || {
-        if line.len() > ALWAYS_AFFORDABLE && decoded_size(line)? > DECODE_LIMIT {
-            return Some(too_costly(line));
-        }
-        let root = if depth <= SHALLOW {
-            serde_json::from_slice(line).ok()?
-        } else {
-            parse_unbounded(line)?
-        };
-        rebuild(root)
-    })
-}
-
-/// What stands for a frame that is valid JSON but would take too much host memory to decode:
-/// a rejection of the call, or an `invalid-output` completion.
-fn too_costly(line: &[u8]) -> ChildFrame {
-    match call_id(&line[..line.len().min(OVERSIZE_PREFIX)]) {
-        Some(id) => ChildFrame::Costly { id },
-        None => ChildFrame::Done(Completion::Failure {
-            kind: FailureKind::InvalidOutput,
-            message: format!(
-                "program completion would take more than {} MiB of host memory to decode",
-                DECODE_LIMIT >> 20
-            ),
+    let frame = Members::of(text, &KEYS)?;
+    match read::<String>(frame.get("type")?)?.as_str() {
+        "call" => decode_call(&frame, line.len(), depth),
+        "log" => Some(ChildFrame::Log {
+            text: frame.string("text")?,
         }),
+        "done" => decode_done(&frame),
+        _ => None,
     }
 }
 
+fn decode_call(frame: &Members<'_>, len: usize, depth: usize) -> Option<ChildFrame> {
+    let id = read::<u64>(frame.get("id")?).filter(|id| (1..=MAX_CALL_ID).contains(id))?;
+    let global = frame.string("global")?;
+    let name = frame.string("name")?;
+    let args = frame.get("args")?;
+    if args.len() > ALWAYS_AFFORDABLE && decoded_size(args.as_bytes())? > call_allowance(len) {
+        return Some(ChildFrame::Costly { id });
+    }
+    // The parsed tree (and its drop) recurse once per level: give deep ones a big stack.
+    with_stack_for(depth, || {
+        let args: Value = if depth <= SHALLOW {
+            serde_json::from_str(args).ok()?
+        } else {
+            parse_unbounded(args.as_bytes())?
+        };
+        let args = inspect(&args).is_ok().then_some(args);
+        Some(ChildFrame::Call {
+            id,
+            global,
+            name,
+            args,
+        })
+    })
+}
+
+fn decode_done(frame: &Members<'_>) -> Option<ChildFrame> {
+    if let Some(error) = frame.get("error") {
+        let error = Members::of(error, &KEYS)?;
+        let kind = match read::<String>(error.get("kind")?)?.as_str() {
+            "exception" => FailureKind::Exception,
+            "invalid-output" => FailureKind::InvalidOutput,
+            _ => return None,
+        };
+        let message = error.string("message")?;
+        return Some(ChildFrame::Done(Completion::Failure { kind, message }));
+    }
+    let completion = match frame.get("value") {
+        None => Completion::Value(None),
+        Some(value) => match canonical(value.as_bytes()) {
+            Ok(text) => Completion::Value(Some(text)),
+            Err(Refused::Unfit(_)) => Completion::Failure {
+                kind: FailureKind::InvalidOutput,
+                message: "program completion must be lossless JSON".to_owned(),
+            },
+            Err(Refused::NotJson) => return None,
+        },
+    };
+    Some(ChildFrame::Done(completion))
+}
+
+/// The most slots a vector (or map) of `n` items grown one push at a time holds: none when
+/// empty, at least 4, at most twice `n`.
+fn capacity(n: usize) -> usize {
+    if n == 0 {
+        0
+    } else {
+        n.saturating_mul(2).max(4)
+    }
+}
+
+/// Host memory per slot of an object: its entry (hash, key, value) and its index (a `usize` and
+/// a control byte).
+const MEMBER: usize = 8
+    + std::mem::size_of::<String>()
+    + std::mem::size_of::<Value>()
+    + std::mem::size_of::<usize>()
+    + 1;
+
 /// Upper bound of the host memory that decoding `line` into a [`Value`] takes, without
-/// building it: per value its enum slot (twice, for vector growth), per member its key and map
-/// slot, plus string bytes. `None` for text that is not JSON.
+/// building it: per array or object its slots as grown one push at a time ([`capacity`]: at
+/// least 4, up to twice its items), plus string bytes. `None` for text that is not JSON.
 fn decoded_size(line: &[u8]) -> Option<usize> {
     struct Cost(usize);
     impl<'de> serde::de::DeserializeSeed<'de> for &mut Cost {
@@ -307,16 +393,20 @@ fn decoded_size(line: &[u8]) -> Option<usize> {
             Ok(())
         }
         fn visit_seq<A: serde::de::SeqAccess<'de>>(self, mut seq: A) -> Result<(), A::Error> {
+            let mut n = 0;
             while seq.next_element_seed(&mut *self)?.is_some() {
-                self.0 += 2 * std::mem::size_of::<Value>();
+                n += 1;
             }
+            self.0 += capacity(n) * std::mem::size_of::<Value>();
             Ok(())
         }
         fn visit_map<A: serde::de::MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
+            let mut n = 0;
             while map.next_key_seed(&mut *self)?.is_some() {
                 map.next_value_seed(&mut *self)?;
-                self.0 += 2 * (std::mem::size_of::<Value>() + std::mem::size_of::<String>() + 16);
+                n += 1;
             }
+            self.0 += capacity(n) * MEMBER;
             Ok(())
         }
     }
@@ -334,65 +424,6 @@ pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
         f()
     } else {
         stacker::maybe_grow(depth * 1024 + (256 << 10), depth * 2048 + (1 << 20), f)
-    }
-}
-
-fn rebuild(root: Value) -> Option<ChildFrame> {
-    let Value::Object(mut map) = root else {
-        return None;
-    };
-    match map.get("type")?.as_str()? {
-        "call" => {
-            let id = map
-                .get("id")?
-                .as_u64()
-                .filter(|id| (1..=MAX_CALL_ID).contains(id))?;
-            let global = take_string(&mut map, "global")?;
-            let name = take_string(&mut map, "name")?;
-            let args = map.remove("args")?;
-            let args = inspect(&args).is_ok().then_some(args);
-            Some(ChildFrame::Call {
-                id,
-                global,
-                name,
-                args,
-            })
-        }
-        "log" => Some(ChildFrame::Log {
-            text: take_string(&mut map, "text")?,
-        }),
-        "done" => {
-            if let Some(error) = map.remove("error") {
-                let Value::Object(mut error) = error else {
-                    return None;
-                };
-                let kind = match error.get("kind")?.as_str()? {
-                    "exception" => FailureKind::Exception,
-                    "invalid-output" => FailureKind::InvalidOutput,
-                    _ => return None,
-                };
-                let message = take_string(&mut error, "message")?;
-                return Some(ChildFrame::Done(Completion::Failure { kind, message }));
-            }
-            match map.remove("value") {
-                None => Some(ChildFrame::Done(Completion::Value(None))),
-                Some(value) if inspect(&value).is_ok() => {
-                    Some(ChildFrame::Done(Completion::Value(Some(value))))
-                }
-                Some(_) => Some(ChildFrame::Done(Completion::Failure {
-                    kind: FailureKind::InvalidOutput,
-                    message: "program completion must be lossless JSON".to_owned(),
-                })),
-            }
-        }
-        _ => None,
-    }
-}
-
-fn take_string(map: &mut serde_json::Map<String, Value>, key: &str) -> Option<String> {
-    match map.remove(key)? {
-        Value::String(s) => Some(s),
-        _ => None,
     }
 }
 
@@ -467,7 +498,7 @@ mod tests {
     use serde_json::json;
 
     #[test]
-    fn lines_under_the_affordable_length_cannot_exceed_the_allowance() {
+    fn arguments_under_the_affordable_length_cannot_exceed_the_allowance() {
         let fill = |open: &str, item: &str, close: &str| {
             let mut line = String::from(open);
             while line.len() + item.len() + close.len() < ALWAYS_AFFORDABLE {
@@ -486,12 +517,12 @@ mod tests {
             assert!(line.len() <= ALWAYS_AFFORDABLE);
             let size = decoded_size(line.as_bytes()).expect("JSON");
             assert!(
-                size <= DECODE_LIMIT,
+                size <= call_allowance(line.len()),
                 "{size} bytes for a {}-byte line",
                 line.len()
             );
             assert!(
-                size > DECODE_LIMIT / 4,
+                size > ALLOWANCE_FLOOR / 4,
                 "the worst cases come near the allowance"
             );
         }
@@ -551,7 +582,16 @@ mod tests {
         );
         assert_eq!(
             decode(r#"{"type":"done","value":null}"#),
-            Some(ChildFrame::Done(Completion::Value(Some(Value::Null))))
+            Some(ChildFrame::Done(Completion::Value(Some(
+                JsonText::from_value(&Value::Null)
+            ))))
+        );
+        // A completion is kept as compact text, as serde_json writes it.
+        assert_eq!(
+            decode(r#"{"type":"done","value": [1.50, "\u00e9"] , "x": [-0.0]}"#),
+            Some(ChildFrame::Done(Completion::Value(Some(
+                JsonText::from_value(&json!([1.5, "é"]))
+            ))))
         );
         assert_eq!(
             decode(r#"{"type":"done","value":1,"error":{"kind":"exception","message":"m"}}"#),
@@ -623,6 +663,15 @@ mod tests {
             decode(&ok),
             Some(ChildFrame::Done(Completion::Value(Some(_))))
         ));
+        let call = format!(
+            r#"{{"type":"call","id":1,"global":"t","name":"x","args":{}1{}}}"#,
+            "[".repeat(MAX_FRAME_DEPTH),
+            "]".repeat(MAX_FRAME_DEPTH)
+        );
+        assert!(matches!(
+            decode(&call),
+            Some(ChildFrame::Call { args: Some(_), .. })
+        ));
         let deep = format!(
             r#"{{"type":"done","value":{}1{}}}"#,
             "[".repeat(MAX_FRAME_DEPTH + 1),
@@ -643,16 +692,80 @@ mod tests {
             &mut out,
         );
         d.feed(&[b'x'; 200], &mut out);
-        d.feed(b"\"}\n{\"type\":\"done\"}", &mut out);
+        d.feed(
+            b"\"}\n{\"type\":\"done\",\"error\":{\"kind\":\"exception\",\"message\":\"",
+            &mut out,
+        );
+        d.feed(&[b'x'; 200], &mut out);
+        d.feed(b"\"}}\n{\"type\":\"done\"}", &mut out);
         d.finish(&mut out);
         assert_eq!(
             out,
             vec![
                 Inbound::Frame(ChildFrame::Log { text: "a".into() }),
                 Inbound::OutputOverflow,
+                Inbound::OutputOverflow,
                 Inbound::Frame(ChildFrame::Done(Completion::Value(None))),
             ]
         );
+    }
+
+    #[test]
+    fn logs_and_completions_of_any_size_are_never_decoded_into_trees() {
+        // 16 MiB of dense JSON: tens of times that as a tree, its bytes as text.
+        let dense = format!("[{}0]", "0,".repeat(8 << 20));
+        let line = format!(r#"{{"type":"done","value":{dense}}}"#);
+        let Some(ChildFrame::Done(Completion::Value(Some(text)))) = decode(&line) else {
+            panic!("not a value");
+        };
+        assert_eq!(text.as_str(), dense);
+        let text = "a".repeat(20 << 20);
+        assert_eq!(
+            decode(&format!(r#"{{"type":"log","text":"{text}"}}"#)),
+            Some(ChildFrame::Log { text: text.clone() })
+        );
+        let line =
+            format!(r#"{{"type":"done","error":{{"kind":"exception","message":"{text}"}}}}"#);
+        assert_eq!(
+            decode(&line),
+            Some(ChildFrame::Done(Completion::Failure {
+                kind: FailureKind::Exception,
+                message: text
+            }))
+        );
+    }
+
+    #[test]
+    fn call_arguments_decode_within_their_allowance() {
+        let call = |args: &str| {
+            format!(r#"{{"type":"call","id":9,"global":"t","name":"x","args":{args}}}"#)
+        };
+        // Strings cost their bytes: a long one decodes.
+        let long = format!(r#"["{}"]"#, "s".repeat(1 << 20));
+        assert!(matches!(
+            decode(&call(&long)),
+            Some(ChildFrame::Call { args: Some(_), .. })
+        ));
+        // Dense numbers cost tens of times their bytes: refused past the allowance.
+        let dense = format!("[{}0]", "0,".repeat(64 << 10));
+        let line = call(&dense);
+        assert!(decoded_size(dense.as_bytes()).unwrap() > call_allowance(line.len()));
+        assert_eq!(decode(&line), Some(ChildFrame::Costly { id: 9 }));
+    }
+
+    #[test]
+    fn a_frame_buffer_never_doubles_past_its_limit() {
+        let limit = 3 << 20;
+        let mut d = FrameDecoder::new(limit);
+        let mut out = Vec::new();
+        let text = "a".repeat(limit - 32);
+        let line = format!(r#"{{"type":"log","text":"{text}"}}"#);
+        for chunk in line.as_bytes().chunks(64 << 10) {
+            d.feed(chunk, &mut out);
+            assert!(d.line.capacity() <= limit, "{}", d.line.capacity());
+        }
+        d.feed(b"\n", &mut out);
+        assert_eq!(out, vec![Inbound::Frame(ChildFrame::Log { text })]);
     }
 
     #[test]

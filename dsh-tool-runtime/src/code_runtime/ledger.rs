@@ -2,7 +2,7 @@
 
 use serde_json::Value;
 
-use super::{CodeRunFailure, FailureKind, RunOutcome};
+use super::{CodeRunFailure, FailureKind, JsonText, RunOutcome};
 
 /// Counts the bytes of a run's output as the JSON the caller will serialize: the logs array
 /// (`[]` is 2 bytes, each entry its quoted and escaped UTF-8 string, plus 1 per separating
@@ -63,6 +63,12 @@ impl OutputLedger {
     /// Whether `value` fits as the completion value after the logs charged so far.
     pub fn fits_value(&self, value: &Value) -> bool {
         self.used.saturating_add(json_len(value)) <= self.cap
+    }
+
+    /// Whether `value`, compact JSON text, fits as the completion value after the logs charged
+    /// so far: its text is exactly the bytes [`fits_value`](Self::fits_value) counts.
+    pub fn fits_text(&self, value: &JsonText) -> bool {
+        self.used.saturating_add(value.as_str().len() as u64) <= self.cap
     }
 
     /// Checks a failure message against the remaining budget.

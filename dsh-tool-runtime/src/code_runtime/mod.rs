@@ -31,6 +31,7 @@ mod sandbox;
 mod session;
 mod strip;
 mod subprocess;
+mod value_text;
 #[cfg(feature = "embedded-python")]
 mod worker_pool;
 
@@ -54,6 +55,7 @@ pub use monty::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_wo
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
+pub use value_text::JsonText;
 
 /// The lossless JSON encoder both JavaScript bootstraps share.
 const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
@@ -389,15 +391,17 @@ impl fmt::Debug for RunRequest {
 /// The result of one run.
 ///
 /// Exactly one of `value` and `error` describes the ending: `error` set means the run failed;
-/// otherwise `value` is the returned JSON value, `None` when the program returned nothing
+/// otherwise `value` is the returned JSON value as compact JSON text ([`JsonText`]; decode it
+/// with [`JsonText::to_value`]), `None` when the program returned nothing
 /// (`undefined` / `None`). `logs` holds the program's output in arrival order: one entry per
 /// `console.*` call or `process.stdout.write` (TypeScript), per printed line (Python), and per
 /// line written to the process's stdout or stderr by any other means.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunOutcome {
-    /// The returned value when the run succeeded.
+    /// The returned value when the run succeeded, as compact JSON text: up to the output budget
+    /// (`max_output_bytes`, less the logs), held in about its bytes of host memory.
     #[serde(skip_serializing_if = "Option::is_none")]
-    pub value: Option<Value>,
+    pub value: Option<JsonText>,
     /// Output entries, oldest first.
     pub logs: Vec<String>,
     /// Why the run failed, if it did.

@@ -23,9 +23,12 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::frame::{self, ChildFrame, Completion, DECODE_LIMIT, MAX_DEPTH, Unfit};
+use super::frame::{
+    self, ALLOWANCE_FLOOR, ALLOWANCE_PER_BYTE, ChildFrame, Completion, MAX_DEPTH, Unfit,
+};
 use super::ledger::{OutputLedger, failure_outcome};
 use super::sandbox::SandboxStatus;
+use super::value_text::JsonText;
 use super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome, RunRequest,
 };
@@ -35,8 +38,8 @@ use crate::durable::replay::Admit;
 /// How a run ended, before the output ledger has had its say.
 #[derive(Debug)]
 pub(crate) enum Ending {
-    /// The program returned this value (`None`: nothing).
-    Done(Option<Value>),
+    /// The program returned this value, as compact JSON text (`None`: nothing).
+    Done(Option<JsonText>),
     /// A typed failure: the program's own (`exception`, `invalid-output`) or the host's.
     Fail(FailureKind, String),
     /// The output cap was exceeded; the diagnostic (already cut to fit).
@@ -120,7 +123,7 @@ impl Ending {
             sandbox: None,
         };
         let outcome = match self {
-            Ending::Done(Some(value)) if !ledger.fits_value(&value) => {
+            Ending::Done(Some(value)) if !ledger.fits_text(&value) => {
                 let message = ledger.overflow_message(&mut logs);
                 overflow(logs, message)
             }
@@ -180,8 +183,9 @@ pub(crate) fn oversized_call(max_frame_bytes: u64) -> String {
 /// The rejection of a call frame that would cost too much host memory to decode.
 pub(crate) fn costly_call() -> String {
     format!(
-        "binding arguments would take more than {} MiB of host memory to decode",
-        DECODE_LIMIT >> 20
+        "binding arguments would take more than {ALLOWANCE_PER_BYTE} times their size \
+         (at least {} MiB) of host memory to decode",
+        ALLOWANCE_FLOOR >> 20
     )
 }
 

@@ -28,6 +28,7 @@ use super::embedded::driver::{
 };
 use super::frame;
 use super::ledger::OutputLedger;
+use super::value_text::canonical;
 use super::{FailureKind, RunOutcome};
 use crate::json::MAX_FRAME_DEPTH;
 use values::{Read, Reader};
@@ -415,9 +416,10 @@ fn start<'js>(
         Function::new(ctx.clone(), move |text: Opt<String>| {
             let ending = match text.0 {
                 None => Ending::Done(None),
-                Some(text) => match parse_json(&text) {
-                    Some(value) => Ending::Done(Some(value)),
-                    None => Ending::Fail(
+                // Kept as text, checked and rewritten in one streaming pass: never a tree.
+                Some(text) => match canonical(text.as_bytes()) {
+                    Ok(value) => Ending::Done(Some(value)),
+                    Err(_) => Ending::Fail(
                         FailureKind::InvalidOutput,
                         "program completion must be lossless JSON".to_owned(),
                     ),

@@ -232,13 +232,7 @@ fn done_frame(ending: Ending) -> Option<String> {
     let frame = match ending {
         Ending::Done(None) => serde_json::json!({"type": "done"}),
         Ending::Done(Some(value)) => {
-            let depth = frame::inspect(&value).unwrap_or(0);
-            return frame::with_stack_for(depth, move || {
-                let mut frame = serde_json::Map::new();
-                frame.insert("type".to_owned(), Value::from("done"));
-                frame.insert("value".to_owned(), value);
-                serde_json::to_string(&frame).ok()
-            });
+            return Some(format!(r#"{{"type":"done","value":{value}}}"#));
         }
         Ending::Fail(FailureKind::MemoryLimit, _) => {
             // SAFETY: `_exit` ends the process at once; nothing runs after it.

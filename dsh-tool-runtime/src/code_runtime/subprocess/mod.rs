@@ -58,9 +58,13 @@ pub struct SubprocessConfig {
     /// Largest binding-call frame (the call's JSON arguments plus a few bytes), in bytes
     /// (default 1 MiB; at least 1,024). A bigger call rejects in the program with
     /// `binding arguments exceed <max_frame_bytes> bytes` and the host never buffers it whole.
-    /// Independently, any frame whose decoded form would take more than 12 MiB of host memory
-    /// is refused (a call rejects, a completion is `invalid-output`); every frame up to
-    /// ~384 KiB decodes whatever it holds.
+    /// Independently, a call whose arguments would take more than
+    /// [`ALLOWANCE_PER_BYTE`](super::frame::ALLOWANCE_PER_BYTE) × its frame's bytes, at least
+    /// [`ALLOWANCE_FLOOR`](super::frame::ALLOWANCE_FLOOR) (2 ×, at least 2 MiB), of host memory
+    /// as decoded values rejects, so a call frame at the cap costs the host at most about 3 × its
+    /// bytes. Logs,
+    /// failure messages and completions are never decoded into trees: they are bound by
+    /// `max_output_bytes` alone.
     pub max_frame_bytes: u64,
 }
 
