@@ -151,7 +151,7 @@ pub mod durable {
         CONTINUATION_REFUSED, CallOutcome, ContinuationError, ContinuationSecret,
         DEFAULT_CONTINUATION_TTL, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry,
         JournalError, JournalStore, OUTCOME_UNKNOWN, ParkedRun, Principal, RUN_PARKED,
-        RevertReport, RunRecord, RunStatus, continuation_run,
+        RevertReport, RunRecord, RunStatus, continuation_run, runs_command,
     };
     #[cfg(feature = "durable")]
     #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]

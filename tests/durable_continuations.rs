@@ -11,7 +11,7 @@ use std::time::Duration;
 use dsh_tools::code::{EmbeddedConfig, EmbeddedRuntime};
 use dsh_tools::durable::{
     CONTINUATION_REFUSED, ContinuationError, DurableRun, JournalError, JournalStore, RunStatus,
-    SqliteJournal,
+    SqliteJournal, runs_command,
 };
 use dsh_tools::hooks::PreDecision;
 use dsh_tools::registry::Filter;
@@ -284,4 +284,61 @@ async fn a_run_resumes_in_the_scope_it_started_in_and_nowhere_else() {
         );
     }
     assert_eq!(*written.lock().unwrap(), ["gate"]);
+}
+
+/// `runs_command`: a host's own command line shows, approves, denies and resumes its runs.
+#[tokio::test]
+async fn a_host_decides_its_runs_from_its_own_command_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let registry = registry(&written);
+    let store = store(&dir);
+    let run = DurableRun::new(store.clone(), "cli-run");
+    registry.execute(program_call(&run, TWO_ASKS)).await;
+    let command = |words: &[&str]| {
+        let args: Vec<String> = words.iter().map(|word| (*word).to_owned()).collect();
+        let (registry, store) = (registry.clone(), store.clone());
+        async move { runs_command(&registry, store, &args).await }
+    };
+    let continuation_of = |shown: &str| {
+        shown
+            .lines()
+            .find_map(|line| line.strip_prefix("continuation: "))
+            .unwrap_or_else(|| panic!("no continuation in {shown}"))
+            .to_owned()
+    };
+    let shown = command(&["show", "cli-run"]).await.unwrap();
+    assert!(
+        shown.starts_with(
+            r#""cli-run" parked at call #0 tools.note({"line":"first"}): writes a line"#
+        ),
+        "{shown}"
+    );
+    let first = continuation_of(&shown);
+    let parked_again = command(&["approve", &first]).await.unwrap();
+    assert!(parked_again.starts_with("RUN_PARKED: "), "{parked_again}");
+    let replayed = command(&["approve", &first]).await.unwrap_err();
+    assert!(
+        replayed.starts_with("CONTINUATION_REFUSED: ") && replayed.contains("used already"),
+        "{replayed}"
+    );
+    let second = continuation_of(&command(&["show", "cli-run"]).await.unwrap());
+    let denied = command(&["deny", &second, "no"]).await.unwrap();
+    assert!(
+        denied.contains("no (denied by the run's owner)"),
+        "{denied}"
+    );
+    assert_eq!(*written.lock().unwrap(), ["first"]);
+    // Ended: resuming returns its stored result again; nothing runs.
+    assert_eq!(command(&["resume", "cli-run"]).await.unwrap(), denied);
+    assert_eq!(
+        command(&["show", "cli-run"]).await.unwrap(),
+        r#""cli-run" failed"#
+    );
+    assert!(
+        command(&["approve"])
+            .await
+            .unwrap_err()
+            .contains("expected show ID")
+    );
 }

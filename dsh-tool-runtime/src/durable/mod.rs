@@ -30,6 +30,7 @@
 #[cfg(feature = "restate")]
 pub(crate) mod approvals;
 pub(crate) mod continuation;
+mod host;
 pub(crate) mod replay;
 #[cfg(feature = "restate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
@@ -54,6 +55,7 @@ pub use continuation::{
     CONTINUATION_REFUSED, ContinuationError, ContinuationSecret, DEFAULT_CONTINUATION_TTL,
     Principal, continuation_run,
 };
+pub use host::runs_command;
 pub use run::{ParkedRun, RevertReport};
 #[cfg(feature = "durable")]
 pub use sqlite::{OpenMode, SqliteJournal};
