@@ -228,7 +228,14 @@ async fn run() -> Result<String, String> {
             .durable(run);
             registry.execute(call).await
         }
-        Some("approve") => registry.approve_run(run).await.map_err(|e| e.to_string())?,
+        Some("approve") => {
+            // The continuation names the waiting call and its arguments: what the person saw.
+            let parked = registry.parked_run(&run).await.map_err(|e| e.to_string())?;
+            registry
+                .approve_run(run.store, &parked.continuation)
+                .await
+                .map_err(|e| e.to_string())?
+        }
         Some("rollback") => {
             let reverts = registry
                 .rollback_run(run)
@@ -237,10 +244,13 @@ async fn run() -> Result<String, String> {
             return serde_json::to_string(&reverts).map_err(|e| e.to_string());
         }
         Some(other) => match other.strip_prefix("deny:") {
-            Some(reason) => registry
-                .deny_run(run, reason)
-                .await
-                .map_err(|e| e.to_string())?,
+            Some(reason) => {
+                let parked = registry.parked_run(&run).await.map_err(|e| e.to_string())?;
+                registry
+                    .deny_run(run.store, &parked.continuation, reason)
+                    .await
+                    .map_err(|e| e.to_string())?
+            }
             None => {
                 return Err(format!(
                     "--decide {other}: expected approve, deny:REASON or rollback"

@@ -15,9 +15,10 @@
 //! - `--pause-in FILE:LINE`: `append_line` of LINE to FILE appends, then blocks for ever (the
 //!   process is killed in the middle of that call).
 //! - `--ask FILE:LINE`: a pre-execute hook asks for approval before `append_line` appends LINE
-//!   to FILE: the
-//!   run waits for `DurableApprovals/{run key}/approve` or `deny` (e.g. `dsh-tools runs
-//!   --restate INGRESS approve KEY`).
+//!   to FILE: the run waits for `DurableApprovals/{run key}/approve` or `deny` with a
+//!   continuation signed with the secret in `DIR/approvals.secret` (made on first start), e.g.
+//!   `dsh-tools runs --restate INGRESS --restate-secret DIR/approvals.secret show KEY`, then
+//!   `... approve CONTINUATION`.
 //! - `--identity-key KEY`: only the Restate server whose request identity key is KEY
 //!   (`publickeyv1_…`) may call the deployment; needed when ADDR is not loopback.
 //!
@@ -174,6 +175,11 @@ async fn run() -> Result<(), String> {
         .map_err(|error| error.to_string())?;
     registry.set_code_runtime(Arc::new(runtime));
     registry.set_mode(Mode::Code);
+    let secret = dsh_tools::durable::ContinuationSecret::load_or_create(
+        &options.dir.join("approvals.secret"),
+    )
+    .map_err(|error| error.to_string())?;
+    registry.set_continuation_secret(secret);
     println!("listening on {}", options.addr);
     serve_deployment(registry, options.addr, options.deployment)
         .await

@@ -149,8 +149,10 @@ pub mod durable {
     #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
     pub use dsh_tool_runtime::durable::restate;
     pub use dsh_tool_runtime::durable::{
-        CallOutcome, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry, JournalError,
-        JournalStore, OUTCOME_UNKNOWN, RUN_PARKED, RevertReport, RunRecord, RunStatus,
+        CONTINUATION_REFUSED, CallOutcome, ContinuationError, ContinuationSecret,
+        DEFAULT_CONTINUATION_TTL, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry,
+        JournalError, JournalStore, OUTCOME_UNKNOWN, ParkedRun, Principal, RUN_PARKED,
+        RevertReport, RunRecord, RunStatus, continuation_run, runs_command,
     };
     #[cfg(feature = "durable")]
     #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]

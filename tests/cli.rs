@@ -710,7 +710,11 @@ fn a_durable_run_is_listed_shown_and_returned_again() {
         &repo(&["runs", "--journal", journal, "approve", "cli-1"]),
         1,
     );
-    assert!(approve.contains("is not parked"), "{approve}");
+    // A run id is no continuation: only the one `runs show` prints for a parked call decides.
+    assert!(
+        approve.contains("CONTINUATION_REFUSED") && approve.contains("runs show ID"),
+        "{approve}"
+    );
 }
 
 #[test]
@@ -984,7 +988,7 @@ fn rollback_reverts_name_their_tools_and_serve_journal_needs_code_mode() {
 #[cfg(feature = "restate")]
 #[test]
 fn a_restate_run_key_with_a_control_character_is_refused_before_any_request() {
-    let output = dsh(&["runs", "--restate", "http://127.0.0.1:1", "approve", "a\tb"]);
+    let output = dsh(&["runs", "--restate", "http://127.0.0.1:1", "show", "a\tb"]);
     assert_eq!(output.status.code(), Some(1));
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(

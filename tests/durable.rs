@@ -286,7 +286,11 @@ async fn deny_gives_the_program_the_reason_and_rollback_reverts_in_reverse_order
     ));
     assert_eq!(
         denied,
-        json!({"denied": "not today", "code": "DENIED", "counts": [1, 2, 3]})
+        json!({
+            "denied": "not today (denied by the run's owner)",
+            "code": "DENIED",
+            "counts": [1, 2, 3]
+        })
     );
     assert_eq!(case.lines("deny.txt"), ["a", "b", "c"]);
 
@@ -443,16 +447,17 @@ async fn a_parked_run_holds_no_process_and_another_process_approves_it() {
     let bare = Registry::new();
     bare.set_code_runtime(runtime.clone());
     bare.set_mode(Mode::Code);
-    let refused = bare
-        .approve_run(DurableRun::new(store.clone(), "parked"))
-        .await;
+    let continuation = bare
+        .parked_run(&DurableRun::new(store.clone(), "parked"))
+        .await
+        .unwrap()
+        .continuation;
+    let refused = bare.approve_run(store.clone(), &continuation).await;
     assert!(
         matches!(&refused, Err(JournalError::Unresumable { problem, .. }) if problem.contains("tools.append_line")),
         "{refused:?}"
     );
-    let refused = bare
-        .deny_run(DurableRun::new(store.clone(), "parked"), "no")
-        .await;
+    let refused = bare.deny_run(store.clone(), &continuation, "no").await;
     assert!(
         matches!(refused, Err(JournalError::Unresumable { .. })),
         "{refused:?}"
@@ -532,10 +537,12 @@ async fn a_resumed_run_publishes_its_replayed_calls_on_every_runtime() {
             .unwrap();
         assert!(parked.is_error());
         let mut events = registry.subscribe();
-        let resumed = tokio::time::timeout(BOUND, registry.approve_run(run))
-            .await
-            .unwrap()
-            .unwrap();
+        let continuation = registry.parked_run(&run).await.unwrap().continuation;
+        let resumed =
+            tokio::time::timeout(BOUND, registry.approve_run(store.clone(), &continuation))
+                .await
+                .unwrap()
+                .unwrap();
         assert_eq!(
             resumed.value().unwrap()["result"],
             json!([1, "open", 2]),
@@ -599,10 +606,12 @@ async fn a_python_program_branching_on_randomness_diverges() {
             .unwrap();
         assert!(parked.is_error(), "{parked:?}");
         let before = std::fs::read_to_string(&out).unwrap();
-        let resumed = tokio::time::timeout(BOUND, registry.approve_run(run))
-            .await
-            .unwrap()
-            .unwrap();
+        let continuation = registry.parked_run(&run).await.unwrap().continuation;
+        let resumed =
+            tokio::time::timeout(BOUND, registry.approve_run(store.clone(), &continuation))
+                .await
+                .unwrap()
+                .unwrap();
         let message = resumed
             .error()
             .map(|e| e.message.clone())

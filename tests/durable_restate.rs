@@ -7,8 +7,9 @@
 //!
 //! Approvals are awakeables: a program whose call asks for approval (`--ask FILE:LINE`) waits,
 //! its approval recorded in the object `DurableApprovals` under the run's key, until
-//! `dsh-tools runs --restate INGRESS approve|deny KEY` answers it; it survives its deployment
-//! being SIGKILLed while it waits.
+//! `dsh-tools runs --restate INGRESS approve|deny CONTINUATION` answers it with a continuation
+//! signed with the deployment's secret (one signed otherwise is refused); it survives its
+//! deployment being SIGKILLed while it waits.
 //!
 //! Every wait is on an event (a port accepting, the server healthy, a line in the file, the
 //! ingress answering), bounded only as a failure bound. SKIPPED when the server cannot be
@@ -19,6 +20,7 @@ mod restate_support;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use restate_support::{Process, Server, client, server_binary, wait_for_port, wait_until};
 use serde_json::{Value, json};
@@ -349,6 +351,23 @@ async fn cli(ingress: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
+/// `runs --restate INGRESS --restate-secret DIR/approvals.secret show KEY`: the continuation it
+/// prints for the waiting call.
+async fn continuation(ingress: &str, dir: &Path, key: &str) -> String {
+    let secret = dir.join("approvals.secret");
+    let (code, stdout, stderr) = cli(
+        ingress,
+        &["--restate-secret", secret.to_str().unwrap(), "show", key],
+    )
+    .await;
+    assert_eq!(code, 0, "{stderr}");
+    stdout
+        .lines()
+        .find_map(|line| line.strip_prefix("continuation: "))
+        .unwrap_or_else(|| panic!("no continuation in {stdout}"))
+        .to_owned()
+}
+
 fn gated_lines(lines: &[&str]) -> Vec<String> {
     lines.iter().map(|line| (*line).to_owned()).collect()
 }
@@ -374,9 +393,13 @@ async fn an_ask_waits_on_an_awakeable_until_approved_through_the_ingress() {
     .await;
     assert_eq!(reference["result"]["counts"], json!([1, 2, 3, 4, 5]));
 
+    let (code, stdout, stderr) = cli(&server.ingress, &["show", "approved-run"]).await;
+    assert_eq!(code, 0, "{stderr}");
+    assert!(stdout.contains("has no approval pending"), "{stdout}");
+    // A run key is no continuation.
     let (code, _, stderr) = cli(&server.ingress, &["approve", "approved-run"]).await;
-    assert_eq!(code, 1, "nothing pending yet: {stderr}");
-    assert!(stderr.contains("has no approval pending"), "{stderr}");
+    assert_eq!(code, 1, "{stderr}");
+    assert!(stderr.contains("is not a continuation"), "{stderr}");
     assert_eq!(stderr.trim().lines().count(), 1, "{stderr}");
 
     let out = dir.path().join("out.txt");
@@ -392,12 +415,35 @@ async fn an_ask_waits_on_an_awakeable_until_approved_through_the_ingress() {
     assert_eq!(waiting["tool"], "tools.append_line");
     assert_eq!(waiting["args"], r#"{"file":"out.txt","line":"gate"}"#);
     assert_eq!(waiting["reason"], "append \"gate\"?");
-    assert!(
-        waiting["awakeable"]
-            .as_str()
-            .is_some_and(|id| !id.is_empty())
-    );
+    // Whoever reaches the ingress learns neither the awakeable nor the invocation.
+    assert!(waiting.get("awakeable").is_none(), "{waiting}");
+    assert!(waiting.get("invocation").is_none(), "{waiting}");
+    let digest = waiting["digest"].as_str().expect("the arguments' digest");
     assert_eq!(lines(&out), gated_lines(&["a", "b"]), "the gate waits");
+
+    // Approvals the deployment did not sign: another secret's, none at all, the raw handler.
+    let stranger = dsh_tools::durable::ContinuationSecret::generate().unwrap();
+    let forged = stranger.sign_for_owner("approved-run", 2, digest, Duration::from_secs(60));
+    let (code, _, stderr) = cli(&server.ingress, &["approve", &forged]).await;
+    assert_eq!(code, 1, "{stderr}");
+    assert!(
+        stderr.contains("403") && stderr.contains("CONTINUATION_REFUSED"),
+        "{stderr}"
+    );
+    let bare = http
+        .post(format!(
+            "{}/DurableApprovals/approved-run/approve",
+            server.ingress
+        ))
+        .send()
+        .await
+        .expect("the ingress answers");
+    assert!(!bare.status().is_success(), "{}", bare.status());
+    assert_eq!(
+        lines(&out),
+        gated_lines(&["a", "b"]),
+        "the gate still waits"
+    );
 
     let (code, stdout, stderr) =
         cli(&server.ingress, &["--restate-admin", &server.admin, "list"]).await;
@@ -412,7 +458,8 @@ async fn an_ask_waits_on_an_awakeable_until_approved_through_the_ingress() {
         stdout.contains("approved-run parked at call #2 tools.append_line"),
         "{stdout}"
     );
-    let (code, stdout, stderr) = cli(&server.ingress, &["approve", "approved-run"]).await;
+    let signed = continuation(&server.ingress, dir.path(), "approved-run").await;
+    let (code, stdout, stderr) = cli(&server.ingress, &["approve", &signed]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
         stdout.contains("approved call #2 tools.append_line"),
@@ -434,10 +481,12 @@ async fn an_ask_waits_on_an_awakeable_until_approved_through_the_ingress() {
             .await
             .is_null()
     );
-    let (code, _, stderr) = cli(&server.ingress, &["approve", "approved-run"]).await;
+    // The same approval again is used.
+    let (code, _, stderr) = cli(&server.ingress, &["approve", &signed]).await;
     assert_eq!(code, 1);
     assert!(
-        stderr.contains("call #2 tools.append_line was approved already"),
+        stderr.contains("CONTINUATION_REFUSED")
+            && stderr.contains("call #2 tools.append_line was approved already"),
         "{stderr}"
     );
 }
@@ -461,18 +510,18 @@ async fn a_denied_call_fails_with_denied_and_the_reason_and_the_program_goes_on(
         gated("out.txt", "denied-run"),
     ));
     wait_for_pending(&http, &server.ingress, "denied-run").await;
-    let (code, stdout, stderr) =
-        cli(&server.ingress, &["deny", "denied-run", "not on a Friday"]).await;
+    let signed = continuation(&server.ingress, dir.path(), "denied-run").await;
+    let (code, stdout, stderr) = cli(&server.ingress, &["deny", &signed, "not on a Friday"]).await;
     assert_eq!(code, 0, "{stderr}");
     assert!(
-        stdout.contains("denied (not on a Friday) call #2"),
+        stdout.contains("denied (not on a Friday (denied by the run's owner)) call #2"),
         "{stdout}"
     );
 
     let ended = run.await.expect("the invocation task");
     assert_eq!(
         ended["result"]["denied"],
-        json!({"code": "DENIED", "message": "not on a Friday"})
+        json!({"code": "DENIED", "message": "not on a Friday (denied by the run's owner)"})
     );
     assert_eq!(ended["result"]["counts"], json!([1, 2, 3, 4]));
     assert_eq!(
@@ -504,6 +553,7 @@ async fn a_waiting_run_survives_its_deployment_being_killed_and_completes_once_a
         gated("out.txt", "killed-run"),
     ));
     wait_for_pending(&http, &server.ingress, "killed-run").await;
+    let signed = continuation(&server.ingress, dir.path(), "killed-run").await;
     drop(first); // SIGKILL, then reaped: no process holds the waiting run now.
     assert!(
         !run.is_finished(),
@@ -512,7 +562,7 @@ async fn a_waiting_run_survives_its_deployment_being_killed_and_completes_once_a
 
     // The approval is taken by Restate and answered once a deployment serves it again.
     let ingress = server.ingress.clone();
-    let approve = tokio::spawn(async move { cli(&ingress, &["approve", "killed-run"]).await });
+    let approve = tokio::spawn(async move { cli(&ingress, &["approve", &signed]).await });
     let _second = serve(port, dir.path(), &["--ask", "out.txt:gate"]).await;
     let (code, stdout, stderr) = approve.await.expect("the approval task");
     assert_eq!(code, 0, "{stderr}");
@@ -532,7 +582,7 @@ async fn a_waiting_run_survives_its_deployment_being_killed_and_completes_once_a
 async fn runs_restate_errors_are_one_line() {
     // Nothing listens on this port: the ingress is unreachable.
     let ingress = format!("http://127.0.0.1:{}", mcp_support::free_port());
-    let (code, _, stderr) = cli(&ingress, &["approve", "some-run"]).await;
+    let (code, _, stderr) = cli(&ingress, &["show", "some-run"]).await;
     assert_eq!(code, 1, "{stderr}");
     assert!(
         stderr.starts_with("error: cannot reach Restate at"),

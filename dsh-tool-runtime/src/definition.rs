@@ -39,6 +39,8 @@ type DispatchFn = dyn Fn(Arc<Value>, ToolExec) -> BoxFuture<'static, Result<Disp
     + Send
     + Sync;
 type ClassifierFn = dyn Fn(&Value) -> bool + Send + Sync;
+/// Validates arguments as the body would read them, without running it.
+type CheckFn = dyn Fn(Arc<Value>) -> Result<Arc<Value>, ToolFailure> + Send + Sync;
 /// Renders a substituted value: (arguments, value, top-level call) to content, `meta` and card.
 type RenderFn = dyn Fn(&Value, &Value, bool) -> Result<Presented, ToolFailure> + Send + Sync;
 /// A dynamic tool's renderer: (arguments, value) to content.
@@ -69,6 +71,7 @@ struct Inner {
     output_validator: Option<Arc<SchemaValidator>>,
     timeout_ms: Option<u64>,
     classifier: Box<ClassifierFn>,
+    check: Box<CheckFn>,
     dispatch: Box<DispatchFn>,
     render_value: Box<RenderFn>,
     finalize: Option<Box<FinalizeFn>>,
@@ -249,6 +252,61 @@ fn prepare_args(
     Ok(drop_null_optionals(parameters, args))
 }
 
+/// A typed tool's arguments, prepared ([`prepare_args`]) and read as `T::Args`, with the schema
+/// constraints serde cannot see checked (`schema_checks`) and the tool's own constraints.
+///
+/// # Errors
+/// `INVALID_ARGS` naming every violation.
+fn typed_args<T: Tool>(
+    parameters: &Value,
+    validator: Option<&SchemaValidator>,
+    schema_checks: bool,
+    args: Arc<Value>,
+) -> Result<(Arc<Value>, T::Args), ToolFailure> {
+    let args = prepare_args(parameters, args, false)?;
+    let typed = match T::Args::deserialize_args(&*args) {
+        Ok(typed) => typed,
+        Err(serde_error) => {
+            // Slow path: nested `null`s from a strict-mode client, or `1.0` for an integer (JSON
+            // Schema counts it as one; serde does not), may be all that is wrong; otherwise
+            // report every violation.
+            let mut normalized = normalize_strict_arguments(parameters, Value::clone(&args));
+            integralize(&mut normalized);
+            match T::Args::deserialize_args(&normalized) {
+                Ok(typed) => typed,
+                Err(_) => {
+                    let mut violations = match validator {
+                        Some(validator) => validator.violations(&args, ""),
+                        None => Vec::new(),
+                    };
+                    if violations.is_empty() {
+                        violations.push(serde_violation::<T::Args>(&normalized, &serde_error));
+                    }
+                    return Err(invalid_args(&violations));
+                }
+            }
+        }
+    };
+    if schema_checks
+        && let Some(validator) = validator
+        && !validator.is_valid(&args)
+    {
+        // Judged as serde read them: a nested `null` of an optional property is absent,
+        // whichever constraint made this check run.
+        let mut normalized = normalize_strict_arguments(parameters, Value::clone(&args));
+        integralize(&mut normalized);
+        let violations = validator.violations(&normalized, "");
+        if !violations.is_empty() {
+            return Err(invalid_args(&violations));
+        }
+    }
+    let violations = T::check_constraints(&typed);
+    if !violations.is_empty() {
+        return Err(invalid_args(&violations));
+    }
+    Ok((args, typed))
+}
+
 /// A typed tool erased into its definition, so that `registry.register(ReadFileTool)` works.
 impl<T: Tool> From<T> for ToolDefinition {
     fn from(tool: T) -> Self {
@@ -270,6 +328,19 @@ impl ToolDefinition {
         let params_for_dispatch = Arc::new(parameters.clone());
         // Compiled on first need only: most outputs contain no `null` and are never checked.
         let output_check: Arc<OnceLock<Option<SchemaValidator>>> = Arc::default();
+        let check = {
+            let validator = validator.clone();
+            let parameters = params_for_dispatch.clone();
+            move |args: Arc<Value>| {
+                typed_args::<T>(
+                    &parameters,
+                    validator.as_ref().as_ref(),
+                    schema_checks,
+                    args,
+                )
+                .map(|(args, _)| args)
+            }
+        };
         let dispatch = move |args: Arc<Value>,
                              exec: ToolExec|
               -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
@@ -278,52 +349,12 @@ impl ToolDefinition {
             let parameters = params_for_dispatch.clone();
             let output_check = output_check.clone();
             Box::pin(async move {
-                let args = prepare_args(&parameters, args, false)?;
-                let typed = match T::Args::deserialize_args(&*args) {
-                    Ok(typed) => typed,
-                    Err(serde_error) => {
-                        // Slow path: nested `null`s from a strict-mode client, or `1.0` for an
-                        // integer (JSON Schema counts it as one; serde does not), may be all
-                        // that is wrong; otherwise report every violation.
-                        let mut normalized =
-                            normalize_strict_arguments(&parameters, Value::clone(&args));
-                        integralize(&mut normalized);
-                        match T::Args::deserialize_args(&normalized) {
-                            Ok(typed) => typed,
-                            Err(_) => {
-                                let mut violations = match validator.as_ref() {
-                                    Some(validator) => validator.violations(&args, ""),
-                                    None => Vec::new(),
-                                };
-                                if violations.is_empty() {
-                                    violations.push(serde_violation::<T::Args>(
-                                        &normalized,
-                                        &serde_error,
-                                    ));
-                                }
-                                return Err(invalid_args(&violations));
-                            }
-                        }
-                    }
-                };
-                if schema_checks
-                    && let Some(validator) = validator.as_ref()
-                    && !validator.is_valid(&args)
-                {
-                    // Judged as serde read them: a nested `null` of an optional property is
-                    // absent, whichever constraint made this check run.
-                    let mut normalized =
-                        normalize_strict_arguments(&parameters, Value::clone(&args));
-                    integralize(&mut normalized);
-                    let violations = validator.violations(&normalized, "");
-                    if !violations.is_empty() {
-                        return Err(invalid_args(&violations));
-                    }
-                }
-                let violations = T::check_constraints(&typed);
-                if !violations.is_empty() {
-                    return Err(invalid_args(&violations));
-                }
+                let (args, typed) = typed_args::<T>(
+                    &parameters,
+                    validator.as_ref().as_ref(),
+                    schema_checks,
+                    args,
+                )?;
                 let top_level = !exec.is_nested();
                 let output = tool.call(typed, exec).await.map_err(ToolFailure::from)?;
                 let value = output.to_json().map_err(|err| {
@@ -373,6 +404,7 @@ impl ToolDefinition {
                         && T::Args::deserialize_args(args)
                             .is_ok_and(|typed| T::is_concurrency_safe(&typed))
                 }),
+                check: Box::new(check),
                 dispatch: Box::new(dispatch),
                 render_value: Box::new(|args, value, top_level| {
                     let typed = renders_with_args::<T>()
@@ -463,6 +495,16 @@ impl ToolDefinition {
         exec: ToolExec,
     ) -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
         (self.inner.dispatch)(args.into(), exec)
+    }
+
+    /// The arguments validated as a call's body would read them (an object, `null`s of absent
+    /// optional properties dropped, the parameters schema and the tool's own constraints), without
+    /// running the body: what a person is shown before approving a call.
+    ///
+    /// # Errors
+    /// `INVALID_ARGS` naming every violation, as a dispatch would report it.
+    pub(crate) fn validate_args(&self, args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
+        (self.inner.check)(args)
     }
 
     /// Validates a replacement value against the output schema and presents it the way the
@@ -774,6 +816,10 @@ impl ToolDefinitionBuilder {
             coerce_non_object: self.coerce_non_object,
             present_result: self.present_result.map(Arc::from),
         });
+        let check = {
+            let shared = shared.clone();
+            move |args: Arc<Value>| shared.checked_args(args)
+        };
         let dispatch = move |args: Arc<Value>,
                              exec: ToolExec|
               -> BoxFuture<'static, Result<Dispatched, ToolFailure>> {
@@ -791,6 +837,7 @@ impl ToolDefinitionBuilder {
                 output_validator,
                 timeout_ms: self.timeout_ms,
                 classifier,
+                check: Box::new(check),
                 dispatch: Box::new(dispatch),
                 render_value: Box::new(move |args, value, _| {
                     let content = presenter(&name_for_render, "render", || render(args, value))?;
@@ -839,7 +886,8 @@ struct DynamicDispatch {
 }
 
 impl DynamicDispatch {
-    async fn dispatch(&self, args: Arc<Value>, exec: ToolExec) -> Result<Dispatched, ToolFailure> {
+    /// The arguments prepared ([`prepare_args`]) and validated against the schema.
+    fn checked_args(&self, args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
         let args = prepare_args(&self.parameters, args, self.coerce_non_object)?;
         // The common case, valid arguments, costs one validation pass and no clone of the
         // schema's error list. Their depth is checked just above, and normalizing never deepens.
@@ -858,6 +906,11 @@ impl DynamicDispatch {
                 args
             }
         };
+        Ok(args)
+    }
+
+    async fn dispatch(&self, args: Arc<Value>, exec: ToolExec) -> Result<Dispatched, ToolFailure> {
+        let args = self.checked_args(args)?;
         let value = (self.handler)(Value::clone(&args), exec)
             .await
             .map_err(ToolFailure::from)?;

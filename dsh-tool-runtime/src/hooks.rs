@@ -268,15 +268,22 @@ impl PostNext {
 /// A result observer as stored: sees every final result. A panic is contained and logged.
 pub(crate) type ResultObserver = Arc<dyn Fn(&ToolCallView, &ToolResult) + Send + Sync>;
 
-/// An approval request for a call whose pre-execute decision was `Ask`.
+/// An approval request for a call whose pre-execute decision was `Ask`: what the person
+/// deciding should be shown. It reaches the registry's approver
+/// ([`Registry::set_approver`](crate::Registry::set_approver)) for every call, with or without an
+/// agent, and only once the arguments are valid (invalid ones are refused with `INVALID_ARGS`
+/// before anyone is asked).
 #[derive(Debug, Clone)]
 pub struct ApprovalRequest {
-    /// The agent the call runs for.
-    pub agent: AgentId,
+    /// The agent the call runs for; `None` for a call made on the registry itself.
+    pub agent: Option<AgentId>,
     /// The tool name.
     pub tool_name: String,
     /// The call id.
     pub call_id: String,
+    /// The arguments as the tool will read them (validated against its parameters schema and
+    /// constraints): what is approved.
+    pub arguments: Arc<Value>,
     /// Why approval is needed.
     pub reason: Option<String>,
     /// The tool's behaviour hints and title as declared (by `#[tool(destructive, …)]`, or by

@@ -372,12 +372,17 @@ async fn ask_without_an_approver_denies() {
         .await;
     assert_eq!(
         result.error().unwrap().message,
-        "tool \"m\" requires approval (not yet supported)"
+        "tool \"m\" requires approval (not yet supported) (denied: no approver is set)"
     );
+    assert_eq!(result.error_code(), Some(ErrorCode::Denied));
     let result = asking(Some("writes files"))
         .execute(call("1", "m", json!({})))
         .await;
-    assert_eq!(result.error().unwrap().message, "writes files");
+    assert_eq!(
+        result.error().unwrap().message,
+        "writes files (denied: no approver is set)"
+    );
+    assert_eq!(result.error_code(), Some(ErrorCode::Denied));
 }
 
 #[tokio::test]
@@ -408,19 +413,72 @@ async fn ask_outcomes_map_to_denial_reasons() {
         let result = registry
             .execute(call("1", "m", json!({"n": 1})).with_agent(AgentId::new("a")))
             .await;
-        match expected {
-            Some(message) => assert_eq!(result.error().unwrap().message, message),
-            None => assert_eq!(result.value(), Some(&json!({"n": 1}))),
+        // With an agent or without one, the approver is asked; every refusal reads `DENIED`
+        // and names the approver as its source.
+        let without_agent = registry.execute(call("2", "m", json!({"n": 1}))).await;
+        for result in [result, without_agent] {
+            match expected {
+                Some(message) => {
+                    assert_eq!(
+                        result.error().unwrap().message,
+                        format!("{message} (denied by the approver)")
+                    );
+                    assert_eq!(result.error_code(), Some(ErrorCode::Denied));
+                }
+                None => assert_eq!(result.value(), Some(&json!({"n": 1}))),
+            }
         }
-        assert_eq!(asked.load(Ordering::SeqCst), 1);
-        // Without an agent nobody is asked.
-        let result = registry.execute(call("2", "m", json!({}))).await;
-        assert_eq!(
-            result.error().unwrap().message,
-            "tool \"m\" requires approval, but the call has no agent to route it through"
-        );
-        assert_eq!(asked.load(Ordering::SeqCst), 1);
+        assert_eq!(asked.load(Ordering::SeqCst), 2);
     }
+}
+
+/// The approver sees the arguments as the tool will read them, and nobody is asked about
+/// arguments the tool refuses.
+#[tokio::test]
+async fn the_approver_sees_validated_arguments_and_never_invalid_ones() {
+    /// Send money.
+    #[dsh_tools::tool]
+    async fn pay(to: String, cents: u32, memo: Option<String>) -> String {
+        format!("{to} {cents} {memo:?}")
+    }
+    let registry = Registry::new();
+    registry.register(PayTool).unwrap();
+    registry.on_pre_execute(|_view, _next| async { PreDecision::Ask { reason: None } });
+    let seen = Arc::new(Mutex::new(Vec::<ApprovalRequest>::new()));
+    let saw = seen.clone();
+    registry.set_approver(move |request| {
+        saw.lock().unwrap().push(request);
+        async { ApprovalOutcome::AllowedOnce }
+    });
+    // A strict-mode client's `null` for the absent memo: the person sees it absent.
+    let paid = registry
+        .execute(call(
+            "1",
+            "pay",
+            json!({"to": "ann", "cents": 5, "memo": null}),
+        ))
+        .await;
+    assert!(!paid.is_error(), "{paid:?}");
+    {
+        let seen = seen.lock().unwrap();
+        assert_eq!(seen.len(), 1);
+        assert_eq!(*seen[0].arguments, json!({"to": "ann", "cents": 5}));
+        assert_eq!(seen[0].agent, None);
+        assert_eq!(seen[0].tool_name, "pay");
+    }
+    for invalid in [
+        json!({"to": "ann", "cents": -5}),
+        json!({"to": "ann"}),
+        json!("ann"),
+    ] {
+        let refused = registry.execute(call("2", "pay", invalid.clone())).await;
+        assert_eq!(
+            refused.error_code(),
+            Some(ErrorCode::InvalidArgs),
+            "{invalid}: {refused:?}"
+        );
+    }
+    assert_eq!(seen.lock().unwrap().len(), 1, "nobody was asked");
 }
 
 #[tokio::test]

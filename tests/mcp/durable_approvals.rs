@@ -1,7 +1,9 @@
 //! Durable `run_code` calls served over MCP (`McpServeOptions::journal`): an approval parks the
 //! run and reaches the person at the MCP host — the official Python client in both protocol
 //! eras — and a 2026-07-28 client's retry resumes the run on another server that shares the
-//! journal, as a replica on the same machine would.
+//! journal, as a replica on the same machine would. The `requestState` is a signed
+//! continuation: a second client cannot forge one, replay a used one, use one issued to another
+//! principal or by a server that does not share its runs.
 
 use std::sync::{Arc, Mutex};
 
@@ -53,10 +55,12 @@ async fn replica() -> Registry {
     registry
 }
 
-/// Serves `registry` with its `run_code` calls journaled in `journal`: the task, URL and token.
+/// Serves `registry` with its `run_code` calls journaled in `journal`, as the server `name`
+/// sharing runs with `peers` (no name: a server of its own): the task, URL and token.
 async fn serve_journaled(
     registry: &Registry,
     journal: &std::path::Path,
+    name: Option<(&str, &[&str])>,
 ) -> (AbortOnDrop, String, String) {
     let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
         .await
@@ -64,7 +68,10 @@ async fn serve_journaled(
     let url = format!("http://{}/mcp", transport.local_addr().unwrap());
     let token = transport.bearer_token().unwrap().to_owned();
     let store = Arc::new(SqliteJournal::open(journal).expect("a journal"));
-    let options = McpServeOptions::default().journal(store);
+    let mut options = McpServeOptions::default().journal(store);
+    if let Some((name, peers)) = name {
+        options = options.journal_peers(name, peers.iter().copied());
+    }
     let task = tokio::spawn({
         let registry = registry.clone();
         async move { registry.serve_mcp_with(None, transport, options).await }
@@ -85,7 +92,7 @@ async fn python_client_answers_parked_durable_runs_in_both_eras() {
     let tools = require_tools!();
     let dir = tempfile::tempdir().unwrap();
     let registry = replica().await;
-    let (_server, url, token) = serve_journaled(&registry, &dir.path().join("runs.db")).await;
+    let (_server, url, token) = serve_journaled(&registry, &dir.path().join("runs.db"), None).await;
     let output = tokio::process::Command::new(tools.python())
         .arg(format!("{ROOT}/tests/mcp_clients/python_approvals.py"))
         .args([&url, &token, "durable"])
@@ -164,8 +171,8 @@ async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
     let journal = dir.path().join("runs.db");
     let first = replica().await;
     let second = replica().await;
-    let (_a, url_a, token_a) = serve_journaled(&first, &journal).await;
-    let (_b, url_b, token_b) = serve_journaled(&second, &journal).await;
+    let (_a, url_a, token_a) = serve_journaled(&first, &journal, Some(("a", &["b"]))).await;
+    let (_b, url_b, token_b) = serve_journaled(&second, &journal, Some(("b", &["a"]))).await;
 
     // Server A: the program's call asks, so the run parks and A answers `input_required`.
     let args = json!({"name": "run_code", "arguments": {"code": PROGRAM, "description": "Write"}});
@@ -173,7 +180,7 @@ async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
     let result = &parked["result"];
     assert_eq!(result["resultType"], "input_required", "{parked}");
     let state = result["requestState"].as_str().expect("a requestState");
-    assert!(state.starts_with("run:"), "{state}");
+    assert!(state.starts_with("dshc1."), "{state}");
     let request = &result["inputRequests"]["approval"];
     assert_eq!(request["method"], "elicitation/create", "{request}");
     let message = request["params"]["message"].as_str().unwrap();
@@ -197,12 +204,13 @@ async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
     );
     assert_eq!(writes("across replicas"), 1);
 
-    // The same answer again: the run is no longer parked, so the retry is refused.
+    // The same answer again: the continuation was used, so the retry is refused.
     let again = post(&url_a, &token_a, &call_request(3, retry)).await;
     assert!(
         again["error"]["message"]
             .as_str()
-            .is_some_and(|message| message.contains("not parked")),
+            .is_some_and(|message| message.contains("CONTINUATION_REFUSED")
+                && message.contains("used already")),
         "{again}"
     );
 
@@ -220,7 +228,9 @@ async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
         .as_str()
         .unwrap_or("");
     assert!(
-        text.contains("refused") && text.contains("the user rejected tool"),
+        text.contains("refused")
+            && text.contains("the user rejected tool")
+            && text.contains("denied by the person at the MCP client"),
         "{refused}"
     );
     assert_eq!(writes("across replicas"), 1);
@@ -234,4 +244,88 @@ async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
     });
     let unknown = post(&url_b, &token_b, &call_request(6, unknown)).await;
     assert!(unknown.get("error").is_some(), "{unknown}");
+}
+
+/// A program whose two calls each ask.
+const TWO_NOTES: &str = r#"
+const one = await tools.write_note({ text: "retry one" });
+const two = await tools.write_note({ text: "retry two" });
+return { one, two };
+"#;
+
+/// The error message of a refused retry.
+fn refused_message(answer: &Value) -> String {
+    answer["error"]["message"]
+        .as_str()
+        .unwrap_or_else(|| panic!("not refused: {answer}"))
+        .to_owned()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_state_is_unforgeable_single_use_and_bound_to_who_it_was_shown_to() {
+    let _tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("runs.db");
+    let registry = replica().await;
+    let (_a, url, token) = serve_journaled(&registry, &journal, None).await;
+    let args = json!({"name": "run_code", "arguments": {"code": TWO_NOTES, "description": "Two"}});
+    let parked = post(&url, &token, &call_request(1, args.clone())).await;
+    let state = parked["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let accept = json!({"approval": {"action": "accept", "content": {}}});
+    let retry = |id: u64, state: &str| {
+        let mut retry = args.clone();
+        retry["requestState"] = json!(state);
+        retry["inputResponses"] = accept.clone();
+        call_request(id, retry)
+    };
+
+    // A second client forges a state: made up, or this one with a byte changed.
+    let mut altered = state.clone();
+    let last = altered.pop().unwrap();
+    altered.push(if last == 'A' { 'B' } else { 'A' });
+    for (n, forged) in ["dshc1.e30.AAAA", altered.as_str()].into_iter().enumerate() {
+        let message = refused_message(&post(&url, &token, &retry(10 + n as u64, forged)).await);
+        assert!(
+            message.contains("CONTINUATION_REFUSED") && message.contains("not valid"),
+            "{message}"
+        );
+    }
+    // The journal's owner's continuation (as `runs show` prints it) was shown to the local
+    // owner, not to this client.
+    let store = Arc::new(SqliteJournal::open(&journal).unwrap());
+    let runs = dsh_tools::durable::JournalStore::runs(store.as_ref())
+        .await
+        .unwrap();
+    let run = dsh_tools::durable::DurableRun::new(store.clone(), runs[0].run_id.clone());
+    let local = registry.parked_run(&run).await.unwrap().continuation;
+    let message = refused_message(&post(&url, &token, &retry(12, &local)).await);
+    assert!(message.contains("issued to someone else"), "{message}");
+    // A server that does not share its runs refuses this server's state.
+    let stranger = replica().await;
+    let (_b, url_b, token_b) = serve_journaled(&stranger, &journal, None).await;
+    let message = refused_message(&post(&url_b, &token_b, &retry(13, &state)).await);
+    assert!(
+        message.contains("whose runs are not resumed here"),
+        "{message}"
+    );
+    assert_eq!(writes("retry one"), 0, "nothing ran");
+
+    // The answer runs call #0; the run parks at #1 with a state of its own.
+    let next = post(&url, &token, &retry(14, &state)).await;
+    assert_eq!(next["result"]["resultType"], "input_required", "{next}");
+    let second = next["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(second, state);
+    assert_eq!(writes("retry one"), 1);
+
+    // The same retry again (a proxy retrying a timed-out request) approves nothing.
+    let message = refused_message(&post(&url, &token, &retry(15, &state)).await);
+    assert!(message.contains("used already"), "{message}");
+    assert_eq!(writes("retry two"), 0, "the next call was not approved");
+
+    let done = post(&url, &token, &retry(16, &second)).await;
+    assert!(done["result"]["isError"] != json!(true), "{done}");
+    assert_eq!(writes("retry two"), 1);
 }

@@ -5,7 +5,9 @@
 use serde_json::{Value, json};
 
 use super::{ClientError, Elicitation, ElicitationRequest};
+use crate::error::ErrorCode;
 use crate::hooks::ToolCallView;
+use crate::result::ToolFailure;
 
 /// The most bytes of the call's arguments (compact JSON) an approval request shows; longer
 /// arguments are cut there, and the message says how many bytes there were.
@@ -59,6 +61,44 @@ pub(crate) async fn ask_client(
             "tool \"{name}\" requires approval, but asking the MCP client failed: {error}"
         )),
     }
+}
+
+/// Who refused an approval: every refusal reads `DENIED` and names its source, so a program,
+/// the model and a log tell a person's "no" from a missing approver.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum DenialSource {
+    /// The registry's approver ([`Registry::set_approver`](crate::Registry::set_approver)).
+    Approver,
+    /// No approver is set and no MCP client can be asked.
+    NoApprover,
+    /// The person at the MCP client (an elicitation, or its absence).
+    Person,
+    /// A durable run's decision ([`Registry::deny_run`](crate::Registry::deny_run)) by its owner.
+    #[cfg(feature = "code-mode")]
+    Owner,
+}
+
+impl DenialSource {
+    /// How the message names it.
+    fn text(self) -> &'static str {
+        match self {
+            DenialSource::Approver => "denied by the approver",
+            DenialSource::NoApprover => "denied: no approver is set",
+            DenialSource::Person => "denied by the person at the MCP client",
+            #[cfg(feature = "code-mode")]
+            DenialSource::Owner => "denied by the run's owner",
+        }
+    }
+}
+
+/// `reason` as a `DENIED` failure naming `source`: `<reason> (<source>)`.
+pub(crate) fn denied(reason: String, source: DenialSource) -> ToolFailure {
+    ToolFailure::coded(ErrorCode::Denied, denial_text(reason, source))
+}
+
+/// `reason` followed by its source: `<reason> (<source>)`.
+pub(crate) fn denial_text(reason: String, source: DenialSource) -> String {
+    format!("{reason} ({})", source.text())
 }
 
 /// The text the person reads: the tool, its MCP server, the hook's reason and the arguments

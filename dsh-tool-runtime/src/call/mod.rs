@@ -14,6 +14,8 @@ use crate::scope::AgentId;
 
 #[cfg(feature = "mcp-server")]
 pub(crate) use approval::approval_message;
+#[cfg(feature = "code-mode")]
+pub(crate) use approval::{DenialSource, denial_text};
 #[cfg(feature = "mcp-server")]
 pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{

@@ -95,6 +95,18 @@ impl Hooks {
     }
 }
 
+/// A pre-execute decision, with the validated arguments an `Ask` shows.
+enum Asked {
+    Allow,
+    Deny {
+        reason: String,
+    },
+    Ask {
+        reason: Option<String>,
+        arguments: Arc<serde_json::Value>,
+    },
+}
+
 /// A call between stages.
 pub(crate) struct PreparedCall {
     view: Arc<ToolCallView>,
@@ -301,23 +313,46 @@ impl Registry {
         };
         // Pre-execute and approval denials carry the reason only; a guard's carries the `DENIED`
         // code too, so programs and the model can tell it apart.
+        // Nobody is asked about arguments the tool would refuse: they are refused first, and the
+        // person is shown the arguments as the tool will read them.
+        let decision = match decision {
+            PreDecision::Ask { reason } => match prepared
+                .definition
+                .as_ref()
+                .map(|definition| definition.validate_args(view.arguments.clone()))
+            {
+                Some(Err(invalid)) => {
+                    prepared.stage = Stage::PostResult(ToolResult::failure(invalid));
+                    return prepared;
+                }
+                Some(Ok(arguments)) => Asked::Ask { reason, arguments },
+                None => Asked::Ask {
+                    reason,
+                    arguments: view.arguments.clone(),
+                },
+            },
+            PreDecision::Allow => Asked::Allow,
+            PreDecision::Deny { reason } => Asked::Deny { reason },
+        };
         let denial = match decision {
-            PreDecision::Allow => None,
-            PreDecision::Deny { reason } => Some(ToolFailure::plain(reason)),
+            Asked::Allow => None,
+            Asked::Deny { reason } => Some(ToolFailure::plain(reason)),
             // A durable run's call parks the run instead of asking now (unless it was approved
             // before the run resumed); the program never sees this denial.
-            PreDecision::Ask { reason } if park.is_some() => park
+            Asked::Ask { reason, .. } if park.is_some() => park
                 .as_ref()
                 .filter(|slot| !slot.ask(reason))
                 .map(|_| ToolFailure::plain("the run parked for approval")),
-            PreDecision::Ask { reason } => match self.ask(approver, &view, reason).await {
-                Ok(None) => None,
-                Ok(Some(reason)) => Some(ToolFailure::plain(reason)),
-                Err(result) => {
-                    prepared.stage = Stage::PostResult(result);
-                    return prepared;
+            Asked::Ask { reason, arguments } => {
+                match self.ask(approver, &view, reason, arguments).await {
+                    Ok(None) => None,
+                    Ok(Some(denial)) => Some(denial),
+                    Err(result) => {
+                        prepared.stage = Stage::PostResult(result);
+                        return prepared;
+                    }
                 }
-            },
+            }
         };
         let denial = match denial {
             Some(reason) => Some(reason),
@@ -349,14 +384,17 @@ impl Registry {
         prepared
     }
 
-    /// Approval of an `Ask`: `Ok(None)` allows, `Ok(Some(reason))` denies, `Err(result)` is the
-    /// cancellation result when approval was cancelled together with the caller.
+    /// Approval of an `Ask`: `Ok(None)` allows, `Ok(Some(denial))` denies (code `DENIED`, the
+    /// message naming who refused), `Err(result)` is the cancellation result when approval was
+    /// cancelled together with the caller.
     async fn ask(
         &self,
         approver: Option<crate::hooks::Approver>,
         view: &ToolCallView,
         reason: Option<String>,
-    ) -> Result<Option<String>, ToolResult> {
+        arguments: Arc<serde_json::Value>,
+    ) -> Result<Option<ToolFailure>, ToolResult> {
+        use super::approval::{DenialSource, denied};
         let name = &view.name;
         // The host's own approver comes first; without one, a call served over MCP asks the
         // person at the client.
@@ -366,24 +404,21 @@ impl Registry {
                 .await
             {
                 ClientApproval::Allowed => Ok(None),
-                ClientApproval::Denied(reason) => Ok(Some(reason)),
+                ClientApproval::Denied(reason) => Ok(Some(denied(reason, DenialSource::Person))),
                 ClientApproval::CallerCancelled => Err(aborted(false)),
             };
         }
         let Some(approver) = approver else {
-            return Ok(Some(reason.unwrap_or_else(|| {
+            let reason = reason.unwrap_or_else(|| {
                 format!("tool \"{name}\" requires approval (not yet supported)")
-            })));
-        };
-        let Some(agent) = view.agent.clone() else {
-            return Ok(Some(format!(
-                "tool \"{name}\" requires approval, but the call has no agent to route it through"
-            )));
+            });
+            return Ok(Some(denied(reason, DenialSource::NoApprover)));
         };
         let request = ApprovalRequest {
-            agent,
+            agent: view.agent.clone(),
             tool_name: name.clone(),
             call_id: view.call_id.clone(),
+            arguments,
             reason,
             annotations: self
                 .get(name, view.agent.as_ref())
@@ -393,22 +428,22 @@ impl Registry {
         let outcome = match contain(async move { approver(request).await }).await {
             Ok(outcome) => outcome,
             Err(panic) => {
-                return Ok(Some(format!(
-                    "approval for tool \"{name}\" failed: {panic}"
+                return Ok(Some(denied(
+                    format!("approval for tool \"{name}\" failed: {panic}"),
+                    DenialSource::Approver,
                 )));
             }
         };
-        match outcome {
-            ApprovalOutcome::AllowedOnce => Ok(None),
-            ApprovalOutcome::Rejected => Ok(Some(format!("the user rejected tool \"{name}\""))),
-            ApprovalOutcome::Cancelled if view.signal.is_cancelled() => Err(aborted(false)),
-            ApprovalOutcome::Cancelled => {
-                Ok(Some(format!("approval for tool \"{name}\" was cancelled")))
+        let reason = match outcome {
+            ApprovalOutcome::AllowedOnce => return Ok(None),
+            ApprovalOutcome::Rejected => format!("the user rejected tool \"{name}\""),
+            ApprovalOutcome::Cancelled if view.signal.is_cancelled() => return Err(aborted(false)),
+            ApprovalOutcome::Cancelled => format!("approval for tool \"{name}\" was cancelled"),
+            ApprovalOutcome::Unavailable => {
+                format!("tool \"{name}\" requires approval, but no approval channel is available")
             }
-            ApprovalOutcome::Unavailable => Ok(Some(format!(
-                "tool \"{name}\" requires approval, but no approval channel is available"
-            ))),
-        }
+        };
+        Ok(Some(denied(reason, DenialSource::Approver)))
     }
 
     /// The bridged MCP server a tool name `mcp__<server>__<tool>` comes from, if any.

@@ -3,9 +3,19 @@
 //! `approve` and `deny` resolve it (`resolve_awakeable`), which Restate journals in the run's
 //! invocation and then resumes it. Restate's object state and awakeables are the whole
 //! mechanism: nothing else records or coordinates approvals.
+//!
+//! `approve` and `deny` take a continuation signed with the deployment's secret
+//! ([`Registry::set_continuation_secret`](crate::Registry::set_continuation_secret)) for exactly
+//! the waiting call ([`ContinuationSecret::sign_for_owner`](super::ContinuationSecret)); `pending`
+//! shows the waiting call but neither the awakeable nor the invocation, so reaching the ingress
+//! is not enough to decide a run.
 
 use restate_sdk::prelude::*;
 use serde::{Deserialize, Serialize};
+
+use super::continuation::{Presenter, args_digest};
+use super::{ContinuationError, Principal};
+use crate::registry::Registry;
 
 /// The Restate virtual object of approvals: `POST /DurableApprovals/{run key}/pending`,
 /// `.../approve` and `.../deny` (body `{"reason": "..."}`) on the ingress.
@@ -17,7 +27,25 @@ pub(crate) const SHOWN_ARGS_BYTES: usize = 2048;
 /// At most this many bytes of a denial's reason.
 const MAX_REASON_BYTES: usize = 4096;
 
-/// The approval a parked run waits for, as `pending` answers it.
+/// The approval a parked run waits for, as `DurableApprovals/<key>/pending` answers it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingApproval {
+    /// The run's key.
+    pub run: String,
+    /// The waiting call's place in the run, from 0.
+    pub seq: u64,
+    /// Its tool, `namespace.name`.
+    pub tool: String,
+    /// Its canonical arguments, cut to 2 KB (then ending in `…`).
+    pub args: String,
+    /// SHA-256 (hex) of its whole canonical arguments: what a continuation names.
+    pub digest: String,
+    /// The hook's reason.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reason: Option<String>,
+}
+
+/// The approval a parked run waits for, as the object keeps it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Pending {
     /// The run's key (the object's key).
@@ -32,9 +60,48 @@ pub(crate) struct Pending {
     pub(crate) tool: String,
     /// The canonical arguments, cut to [`SHOWN_ARGS_BYTES`] (then ending in `…`).
     pub(crate) args: String,
+    /// SHA-256 (hex) of the whole canonical arguments.
+    pub(crate) digest: String,
     /// The hook's reason.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub(crate) reason: Option<String>,
+}
+
+impl Pending {
+    /// The approval for the call `seq` (`tool`, canonical `args`) of run `run`, waiting on
+    /// `awakeable` of `invocation`.
+    pub(crate) fn new(
+        run: &str,
+        invocation: &str,
+        awakeable: String,
+        seq: u64,
+        tool: &str,
+        args: &str,
+        reason: Option<String>,
+    ) -> Self {
+        Pending {
+            run: run.to_owned(),
+            invocation: invocation.to_owned(),
+            awakeable,
+            seq,
+            tool: tool.to_owned(),
+            args: bounded(args),
+            digest: args_digest(args),
+            reason,
+        }
+    }
+
+    /// What `pending` shows: neither the awakeable nor the invocation.
+    fn shown(self) -> PendingApproval {
+        PendingApproval {
+            run: self.run,
+            seq: self.seq,
+            tool: self.tool,
+            args: self.args,
+            digest: self.digest,
+            reason: self.reason,
+        }
+    }
 }
 
 /// The answer the awakeable is resolved with.
@@ -61,14 +128,21 @@ pub(crate) struct Decided {
     decision: Decision,
 }
 
+/// The body of `approve`.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub(crate) struct Approval {
+    continuation: String,
+}
+
 /// The body of `deny`.
 #[derive(Debug, Clone, Serialize, Deserialize)]
 pub(crate) struct Denial {
+    continuation: String,
     reason: String,
 }
 
 /// `args` cut to at most [`SHOWN_ARGS_BYTES`] bytes on a character boundary.
-pub(crate) fn bounded(args: &str) -> String {
+fn bounded(args: &str) -> String {
     if args.len() <= SHOWN_ARGS_BYTES {
         return args.to_owned();
     }
@@ -88,7 +162,10 @@ const DECIDED: &str = "decided";
 pub(crate) mod object {
     use super::*;
 
-    pub(crate) struct DurableApprovals;
+    pub(crate) struct DurableApprovals {
+        /// Whose secret checks continuations.
+        pub(crate) registry: Registry,
+    }
 
     #[restate_sdk::object(name = "DurableApprovals")]
     impl DurableApprovals {
@@ -106,18 +183,23 @@ pub(crate) mod object {
         async fn pending(
             &self,
             ctx: SharedObjectContext<'_>,
-        ) -> HandlerResult<Json<Option<Pending>>> {
+        ) -> HandlerResult<Json<Option<PendingApproval>>> {
             Ok(Json(
                 ctx.get::<Json<Pending>>(PENDING)
                     .await?
-                    .map(Json::into_inner),
+                    .map(|pending| pending.into_inner().shown()),
             ))
         }
 
-        /// Approves the waiting call: the run goes on and makes it.
+        /// Approves the waiting call the continuation names: the run goes on and makes it.
         #[handler(name = "approve")]
-        async fn approve(&self, ctx: ObjectContext<'_>) -> HandlerResult<Json<Decided>> {
-            decide(&ctx, Decision::Approved).await
+        async fn approve(
+            &self,
+            ctx: ObjectContext<'_>,
+            approval: Json<Approval>,
+        ) -> HandlerResult<Json<Decided>> {
+            let continuation = approval.into_inner().continuation;
+            decide(&ctx, &self.registry, &continuation, Decision::Approved).await
         }
 
         /// Denies the waiting call: the program reads a failure with code `DENIED` and
@@ -128,7 +210,10 @@ pub(crate) mod object {
             ctx: ObjectContext<'_>,
             denial: Json<Denial>,
         ) -> HandlerResult<Json<Decided>> {
-            let reason = denial.into_inner().reason;
+            let Denial {
+                continuation,
+                reason,
+            } = denial.into_inner();
             if reason.trim().is_empty() || reason.len() > MAX_REASON_BYTES {
                 return Err(TerminalError::new_with_code(
                     400,
@@ -136,27 +221,100 @@ pub(crate) mod object {
                 )
                 .into());
             }
-            decide(&ctx, Decision::Denied { reason }).await
+            let reason = crate::call::denial_text(reason, crate::call::DenialSource::Owner);
+            decide(
+                &ctx,
+                &self.registry,
+                &continuation,
+                Decision::Denied { reason },
+            )
+            .await
         }
     }
 
-    /// Resolves the pending approval's awakeable with `decision`. Errors (code 404): nothing
-    /// is pending under this key.
-    async fn decide(ctx: &ObjectContext<'_>, decision: Decision) -> HandlerResult<Json<Decided>> {
-        let Some(Json(pending)) = ctx.get::<Json<Pending>>(PENDING).await? else {
-            let run = ctx.key();
-            let message = match ctx.get::<Json<Decided>>(DECIDED).await? {
-                Some(Json(decided)) => format!(
-                    "run {run:?} has no approval pending: call #{} {} was {} already",
-                    decided.seq,
-                    decided.tool,
-                    match decided.decision {
-                        Decision::Approved => "approved",
-                        Decision::Denied { .. } => "denied",
-                    }
+    /// A refused continuation as the ingress answers it: 403, `CONTINUATION_REFUSED: …`.
+    fn refused(refusal: &ContinuationError) -> TerminalError {
+        TerminalError::new_with_code(403, format!("{}: {refusal}", refusal.code()))
+    }
+
+    /// Checks `continuation` against the deployment's secret and the pending approval, then
+    /// resolves its awakeable with `decision`. Errors: 403 for a refused continuation (the run
+    /// stays parked), 404 when nothing is pending under this key.
+    async fn decide(
+        ctx: &ObjectContext<'_>,
+        registry: &Registry,
+        continuation: &str,
+        decision: Decision,
+    ) -> HandlerResult<Json<Decided>> {
+        let Some(secret) = registry.continuation_secret() else {
+            return Err(TerminalError::new_with_code(
+                403,
+                format!(
+                    "{}: this deployment has no continuation secret, so it decides no run",
+                    super::super::CONTINUATION_REFUSED
                 ),
-                None => format!(
-                    "run {run:?} has no approval pending (no such run, or it is not parked)"
+            )
+            .into());
+        };
+        let claims = secret.open(continuation).map_err(|e| refused(&e))?;
+        claims
+            .check(&Presenter {
+                principal: &Principal::local(),
+                issuers: &[String::new()],
+            })
+            .map_err(|e| refused(&e))?;
+        let key = ctx.key().to_owned();
+        let pending = ctx
+            .get::<Json<Pending>>(PENDING)
+            .await?
+            .map(Json::into_inner);
+        let decided = ctx
+            .get::<Json<Decided>>(DECIDED)
+            .await?
+            .map(Json::into_inner);
+        let waits = pending
+            .as_ref()
+            .is_some_and(|p| p.seq == claims.seq && p.digest == claims.args);
+        if claims.run != key || (pending.is_some() && !waits) {
+            let used = decided.as_ref().is_some_and(|d| d.seq == claims.seq);
+            return Err(refused(&if used {
+                ContinuationError::Used {
+                    run_id: claims.run,
+                    seq: claims.seq,
+                }
+            } else {
+                ContinuationError::Mismatch {
+                    run_id: claims.run,
+                    seq: claims.seq,
+                }
+            })
+            .into());
+        }
+        let Some(pending) = pending else {
+            // Decided already: this continuation (or another for the same call) was used.
+            let message = match decided {
+                Some(decided) if decided.seq == claims.seq => {
+                    let refusal = ContinuationError::Used {
+                        run_id: claims.run,
+                        seq: claims.seq,
+                    };
+                    return Err(TerminalError::new_with_code(
+                        403,
+                        format!(
+                            "{}: {refusal}: call #{} {} was {} already",
+                            refusal.code(),
+                            decided.seq,
+                            decided.tool,
+                            match decided.decision {
+                                Decision::Approved => "approved",
+                                Decision::Denied { .. } => "denied",
+                            }
+                        ),
+                    )
+                    .into());
+                }
+                _ => format!(
+                    "run {key:?} has no approval pending (no such run, or it is not parked)"
                 ),
             };
             return Err(TerminalError::new_with_code(404, message).into());

@@ -18,13 +18,19 @@
 //!   [`OUTCOME_UNKNOWN`] (it may have happened);
 //! - a pre-execute `Ask` parks the run: the interpreter ends, the run's status says which call
 //!   waits and why, and [`Registry::approve_run`](crate::Registry::approve_run) /
-//!   [`Registry::deny_run`](crate::Registry::deny_run) resume it later, from any process;
+//!   [`Registry::deny_run`](crate::Registry::deny_run) resume it later, from any process, with a
+//!   signed continuation ([`Registry::parked_run`](crate::Registry::parked_run)) that names the
+//!   waiting call, its arguments and who it was shown to, and is used once;
+//! - a run resumes in the agent scope (and mode) it started in: its program is journaled with
+//!   them, and resuming it under another scope is refused ([`JournalError::ScopeMismatch`]);
 //! - [`Registry::rollback_run`](crate::Registry::rollback_run) reverts a parked or failed run's
 //!   completed calls in reverse order with each tool's declared revert tool
 //!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled.
 
 #[cfg(feature = "restate")]
 pub(crate) mod approvals;
+pub(crate) mod continuation;
+mod host;
 pub(crate) mod replay;
 #[cfg(feature = "restate")]
 #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
@@ -45,7 +51,12 @@ use serde_json::Value;
 
 pub(crate) use replay::Replay;
 
-pub use run::RevertReport;
+pub use continuation::{
+    CONTINUATION_REFUSED, ContinuationError, ContinuationSecret, DEFAULT_CONTINUATION_TTL,
+    Principal, continuation_run,
+};
+pub use host::runs_command;
+pub use run::{ParkedRun, RevertReport};
 #[cfg(feature = "durable")]
 pub use sqlite::{OpenMode, SqliteJournal};
 
@@ -276,6 +287,20 @@ pub enum JournalError {
         /// The calls, e.g. `tools.append_line (call #0)`.
         calls: String,
     },
+    /// A continuation was refused ([`CONTINUATION_REFUSED`]); the run stays parked.
+    #[error("journal: {0}")]
+    Continuation(#[from] ContinuationError),
+    /// The run was started in another agent scope (or mode) than the one resuming it: a run
+    /// resumes only where it started.
+    #[error("journal: run {run_id:?} was started in scope {journaled}, not {now}; resume it there")]
+    ScopeMismatch {
+        /// The run.
+        run_id: String,
+        /// The scope (and mode) it was started in, e.g. `agent "support" (mode code)`.
+        journaled: String,
+        /// The scope (and mode) of the attempt.
+        now: String,
+    },
     /// The run is not in a state that allows this (approve a run that is not parked, …).
     #[error("journal: run {run_id:?} {problem}")]
     WrongState {
@@ -343,6 +368,18 @@ pub trait JournalStore: Send + Sync {
         run_id: &'a str,
         claim: u64,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
+
+    /// The secret this store's continuations are signed with
+    /// ([`ContinuationSecret`]; [`SqliteJournal`] keeps it in a file beside the journal).
+    /// Without one, no parked run of the store can be approved or denied.
+    ///
+    /// # Errors
+    /// The store's own; by default [`JournalError::Unusable`] (the store keeps no secret).
+    fn continuation_secret(&self) -> Result<ContinuationSecret, JournalError> {
+        Err(JournalError::Unusable(
+            "this journal keeps no continuation secret, so its runs cannot be approved".to_owned(),
+        ))
+    }
 }
 
 /// A claim on a run ([`JournalStore::claim`]), released when it is dropped (on a spawned task

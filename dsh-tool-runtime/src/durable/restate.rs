@@ -16,10 +16,15 @@
 //! - a call whose pre-execute hook answers `Ask` does not run: the step is journaled as asked,
 //!   and the run waits on a Restate awakeable, recorded with the call (tool, canonical
 //!   arguments cut to 2 KB, reason) in the virtual object [`APPROVALS`] under the run's key.
-//!   Its handlers `pending` (shared), `approve` and `deny` (`{"reason": …}`) answer it by
-//!   resolving the awakeable. Restate suspends the waiting invocation (after the service's
-//!   inactivity timeout), so no process holds it; the decision resumes it by replay. Approved,
-//!   the call runs; denied, the program reads a failure with code `DENIED` and the reason.
+//!   Its handler `pending` (shared) shows the waiting call ([`PendingApproval`], without the
+//!   awakeable); `approve` (`{"continuation": …}`) and `deny` (`{"continuation": …,
+//!   "reason": …}`) take a continuation for that call signed with the deployment's secret
+//!   ([`ContinuationSecret::sign_for_owner`](super::ContinuationSecret::sign_for_owner),
+//!   [`Registry::set_continuation_secret`]) and resolve the awakeable; a
+//!   forged, expired, used or mismatched one is refused (403, `CONTINUATION_REFUSED`). Restate
+//!   suspends the waiting invocation (after the service's inactivity timeout), so no process
+//!   holds it; the decision resumes it by replay. Approved, the call runs; denied, the program
+//!   reads a failure with code `DENIED` and the reason.
 //!
 //! The invocation's input is the `run_code` arguments (`{"code": …, "description": …}`) and,
 //! optionally, `"run_id"`: the run's key in [`APPROVALS`] (1 to 256 bytes, no control
@@ -53,9 +58,9 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use tokio::sync::mpsc;
 
-pub use super::approvals::APPROVALS;
 use super::approvals::object::{DurableApprovals, DurableApprovalsClient};
-use super::approvals::{Decision, Pending, bounded};
+pub use super::approvals::{APPROVALS, PendingApproval};
+use super::approvals::{Decision, Pending};
 use super::steps::{MakeCall, StepReply, StepRequest};
 use super::{CallOutcome, Durability, OUTCOME_UNKNOWN};
 use crate::call::ToolCall;
@@ -364,15 +369,15 @@ async fn ask(
 ) -> Result<Decision, TerminalError> {
     let (awakeable, decision) = ctx.awakeable::<Json<Decision>>();
     ctx.object_client::<DurableApprovalsClient>(run)
-        .park(Json(Pending {
-            run: run.to_owned(),
-            invocation: ctx.invocation_id().to_owned(),
+        .park(Json(Pending::new(
+            run,
+            ctx.invocation_id(),
             awakeable,
             seq,
-            tool: tool.to_owned(),
-            args: bounded(args),
+            tool,
+            args,
             reason,
-        }))
+        )))
         .send();
     Ok(decision.await?.into_inner())
 }

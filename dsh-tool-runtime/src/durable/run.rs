@@ -7,16 +7,18 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::continuation::{Claims, Presenter, args_digest};
 use super::{
-    CallOutcome, Claim, DurableRun, EntryState, JournalEntry, JournalError, RUN_PARKED, Replay,
-    RunRecord, RunStatus,
+    CallOutcome, Claim, ContinuationError, DurableRun, EntryState, JournalEntry, JournalError,
+    JournalStore, Principal, RUN_PARKED, Replay, RunRecord, RunStatus,
 };
 use crate::call::{ToolCall, ToolExec};
 use crate::code_runtime::FailureKind;
 use crate::error::{ErrorCode, ToolError};
 use crate::events::ToolEvent;
-use crate::registry::{RUN_CODE, Registry};
+use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::ToolResult;
+use crate::scope::AgentId;
 
 /// How a durable `run_code` call starts.
 pub(crate) enum Begun {
@@ -49,7 +51,8 @@ pub(crate) async fn begin(
     let claim = Claim::take(&run.store, id)
         .await
         .map_err(|error| journal_error(&error))?;
-    let (entries, done) = match open(run, id, args, language).await {
+    let scope = scope_of(registry, exec.agent());
+    let (entries, done) = match open(run, id, args, language, &scope).await {
         Ok(opened) => opened,
         Err(error) => {
             // Released before the error returns: a retry must not meet this claim.
@@ -82,12 +85,24 @@ async fn open(
     id: &str,
     args: &Value,
     language: &str,
+    scope: &Value,
 ) -> Result<(Vec<JournalEntry>, Option<Result<Value, ToolError>>), JournalError> {
     let mut program = args.clone();
     if let Value::Object(fields) = &mut program {
         fields.insert(LANGUAGE.to_owned(), Value::from(language));
+        fields.insert(SCOPE.to_owned(), scope.clone());
     }
     let record = run.store.open_run(id, &program).await?;
+    // A run journaled before scopes were recorded has none and resumes anywhere.
+    if let Some(journaled) = record.program.get(SCOPE)
+        && journaled != scope
+    {
+        return Err(JournalError::ScopeMismatch {
+            run_id: id.to_owned(),
+            journaled: scope_text(journaled),
+            now: scope_text(scope),
+        });
+    }
     let entries = run.store.entries(id).await?;
     let done = match &record.status {
         RunStatus::Finished { outcome } => Some(stored(outcome)),
@@ -105,6 +120,26 @@ async fn open(
         run.store.set_status(id, &RunStatus::Running).await?;
     }
     Ok((entries, done))
+}
+
+/// The key a journaled program records its agent scope and mode under.
+const SCOPE: &str = "scope";
+
+/// The agent scope and mode a call of `agent` runs in, as journaled:
+/// `{"agent": <id or null>, "mode": "<mode>"}`.
+fn scope_of(registry: &Registry, agent: Option<&AgentId>) -> Value {
+    let mode = read(&registry.inner.state).mode(agent);
+    json!({"agent": agent.map(AgentId::as_str), "mode": mode.to_string()})
+}
+
+/// A journaled scope as an error names it: `agent "support" (mode code)`, `the registry
+/// (mode code)`.
+fn scope_text(scope: &Value) -> String {
+    let mode = scope["mode"].as_str().unwrap_or("unknown");
+    match scope["agent"].as_str() {
+        Some(agent) => format!("agent {agent:?} (mode {mode})"),
+        None => format!("the registry (mode {mode})"),
+    }
 }
 
 /// `namespace.name` of the binding calls that may run again when their outcome is unknown:
@@ -213,9 +248,46 @@ fn parked_error(id: &str, status: &RunStatus) -> ToolError {
     let reason = reason.as_deref().unwrap_or("approval required");
     ToolError::new(format!(
         "durable run {id:?} parked at call #{seq} ({tool}): {reason}; approve or deny it \
-         with the handle {id:?}"
+         with a continuation of run {id:?}"
     ))
     .with_code(RUN_PARKED)
+}
+
+/// A parked run as the person deciding sees it, with the continuation that decides exactly
+/// this call ([`Registry::parked_run`]).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ParkedRun {
+    /// The run.
+    pub run_id: String,
+    /// The call it waits at.
+    pub seq: u64,
+    /// Its tool, `namespace.name`.
+    pub tool: String,
+    /// Its arguments (what is approved).
+    pub arguments: Value,
+    /// The hook's reason.
+    pub reason: Option<String>,
+    /// The signed continuation for this call, shown to `principal`: pass it to
+    /// [`Registry::approve_run`] / [`Registry::deny_run`]. Used once; expires.
+    pub continuation: String,
+}
+
+/// Who decides, and what they were shown: the principal and the issuers whose continuations
+/// are taken.
+pub(crate) struct Decider<'a> {
+    pub(crate) principal: &'a Principal,
+    pub(crate) issuers: &'a [String],
+    /// Names the refusal's source in a denial.
+    pub(crate) source: crate::call::DenialSource,
+}
+
+/// The run a continuation names, its tag checked against `store`'s secret (nothing else).
+fn continuation_claims(
+    store: &Arc<dyn JournalStore>,
+    continuation: &str,
+) -> Result<Claims, JournalError> {
+    let secret = store.continuation_secret()?;
+    Ok(secret.open(continuation)?)
 }
 
 /// One call a rollback reverted.
@@ -243,31 +315,132 @@ impl Registry {
             .insert(tool.into(), revert_tool.into());
     }
 
-    /// Approves the parked run `run` and resumes it: its program runs again (in this process,
-    /// with this registry's tools and runtime), replays the journal, runs the approved call and
-    /// goes on live. Returns `run_code`'s result (which may be parked again).
-    ///
-    /// Nothing is recorded unless this registry can resume the run: it has every tool the
-    /// journal names and a code runtime of the program's language.
+    /// How long the continuations this registry issues stay valid (default
+    /// [`DEFAULT_CONTINUATION_TTL`](super::DEFAULT_CONTINUATION_TTL); zero issues continuations
+    /// that are expired at once). A continuation presented past its expiry is refused
+    /// ([`ContinuationError::Expired`]) and the run stays parked: ask for a new one.
+    pub fn set_continuation_ttl(&self, ttl: std::time::Duration) {
+        let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
+        self.inner
+            .continuation_ttl_ms
+            .store(ms, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Sets the secret the approvals of this registry's runs on Restate are checked with
+    /// (`DurableApprovals/<key>/approve` and `deny` take only continuations signed with it; see
+    /// [`crate::durable::restate`]). A journal keeps its own secret
+    /// ([`JournalStore::continuation_secret`]); this one is for Restate deployments, which have
+    /// no journal file. Every deployment of one Restate service, and whoever issues
+    /// continuations for its runs, must hold the same secret.
+    #[cfg(feature = "restate")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
+    pub fn set_continuation_secret(&self, secret: super::ContinuationSecret) {
+        *self.inner.continuation_secret.lock() = Some(secret);
+    }
+
+    /// The secret of [`set_continuation_secret`](Self::set_continuation_secret), if set.
+    #[cfg(feature = "restate")]
+    pub(crate) fn continuation_secret(&self) -> Option<super::ContinuationSecret> {
+        self.inner.continuation_secret.lock().clone()
+    }
+
+    /// The continuation TTL ([`set_continuation_ttl`](Self::set_continuation_ttl)).
+    pub(crate) fn continuation_ttl(&self) -> std::time::Duration {
+        std::time::Duration::from_millis(
+            self.inner
+                .continuation_ttl_ms
+                .load(std::sync::atomic::Ordering::Relaxed),
+        )
+    }
+
+    /// The call the parked run `run` waits at, with a continuation for it shown to the local
+    /// owner ([`Principal::local`]): what a host shows the person before
+    /// [`approve_run`](Self::approve_run) or [`deny_run`](Self::deny_run).
     ///
     /// # Errors
-    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] when it is not parked,
-    /// [`JournalError::Unresumable`] when this registry cannot resume it (the run stays parked),
-    /// [`JournalError::Busy`] while another process holds it, and the store's own.
-    pub async fn approve_run(&self, run: DurableRun) -> Result<ToolResult, JournalError> {
-        self.decide(&run, None).await?;
+    /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] when it is not parked, and the
+    /// store's own (its secret included).
+    pub async fn parked_run(&self, run: &DurableRun) -> Result<ParkedRun, JournalError> {
+        self.issue(run, &Principal::local(), "").await
+    }
+
+    /// The parked run `run` with a continuation shown to `principal` by issuer `by`.
+    pub(crate) async fn issue(
+        &self,
+        run: &DurableRun,
+        principal: &Principal,
+        by: &str,
+    ) -> Result<ParkedRun, JournalError> {
+        let id = run.checked_id()?;
+        let record = parked(run, id).await?;
+        let RunStatus::Parked {
+            seq,
+            tool,
+            args,
+            reason,
+        } = record.status
+        else {
+            return Err(wrong(id, "is not parked"));
+        };
+        let secret = run.store.continuation_secret()?;
+        let claims = Claims::new(id, seq, &args, principal, by, self.continuation_ttl());
+        Ok(ParkedRun {
+            run_id: id.to_owned(),
+            seq,
+            tool,
+            arguments: serde_json::from_str(&args).unwrap_or(Value::String(args)),
+            reason,
+            continuation: secret.sign(&claims),
+        })
+    }
+
+    /// Approves the call a parked run waits at and resumes the run: its program runs again (in
+    /// this process, with this registry's tools and runtime, in the scope it started in),
+    /// replays the journal, runs the approved call and goes on live. `continuation` is the one
+    /// [`parked_run`](Self::parked_run) issued to the local owner for that call, in `store`.
+    /// Returns `run_code`'s result (which may be parked again).
+    ///
+    /// Nothing is recorded unless the continuation holds and this registry can resume the run:
+    /// it has every tool the journal names and a code runtime of the program's language.
+    ///
+    /// # Errors
+    /// [`JournalError::Continuation`] (code [`CONTINUATION_REFUSED`](super::CONTINUATION_REFUSED))
+    /// for a continuation that is forged, expired, another principal's, used, or for a call the
+    /// run no longer waits at; [`JournalError::UnknownRun`], [`JournalError::Unresumable`] when
+    /// this registry cannot resume it, [`JournalError::Busy`] while another process holds it,
+    /// and the store's own. The run stays parked on every error.
+    pub async fn approve_run(
+        &self,
+        store: Arc<dyn JournalStore>,
+        continuation: &str,
+    ) -> Result<ToolResult, JournalError> {
+        let decider = Decider {
+            principal: &Principal::local(),
+            issuers: &[String::new()],
+            source: crate::call::DenialSource::Owner,
+        };
+        let run = self.decide(&store, continuation, &decider, None).await?;
         self.resume_run(run).await
     }
 
-    /// Denies the parked run `run` with `reason` and resumes it: the program's waiting call
-    /// fails with `reason` (code `DENIED`) and the program goes on. Checks and errors as
+    /// Denies the call a parked run waits at with `reason` and resumes the run: the program's
+    /// waiting call fails with `reason` (code `DENIED`, naming the run's owner as its source) and
+    /// the program goes on. Continuation, checks and errors as
     /// [`approve_run`](Self::approve_run).
     pub async fn deny_run(
         &self,
-        run: DurableRun,
+        store: Arc<dyn JournalStore>,
+        continuation: &str,
         reason: impl Into<String>,
     ) -> Result<ToolResult, JournalError> {
-        self.decide(&run, Some(reason.into())).await?;
+        let decider = Decider {
+            principal: &Principal::local(),
+            issuers: &[String::new()],
+            source: crate::call::DenialSource::Owner,
+        };
+        let run = self
+            .decide(&store, continuation, &decider, Some(reason.into()))
+            .await?;
         self.resume_run(run).await
     }
 
@@ -295,7 +468,18 @@ impl Registry {
         if let Value::Object(fields) = &mut program {
             fields.remove(LANGUAGE);
         }
-        let call = ToolCall::new(format!("resume-{id}"), RUN_CODE, program).durable(run);
+        // The scope too: the run resumes where it started.
+        let agent = program
+            .get(SCOPE)
+            .and_then(|scope| scope["agent"].as_str())
+            .map(AgentId::new);
+        if let Value::Object(fields) = &mut program {
+            fields.remove(SCOPE);
+        }
+        let mut call = ToolCall::new(format!("resume-{id}"), RUN_CODE, program).durable(run);
+        if let Some(agent) = agent {
+            call = call.with_agent(agent);
+        }
         Ok(self.execute(call).await)
     }
 
@@ -328,34 +512,76 @@ impl Registry {
         })
     }
 
-    async fn decide(&self, run: &DurableRun, denial: Option<String>) -> Result<(), JournalError> {
+    /// Records the decision `continuation` carries (`denial`, or approval) as `decider`; returns
+    /// the run to resume.
+    pub(crate) async fn decide(
+        &self,
+        store: &Arc<dyn JournalStore>,
+        continuation: &str,
+        decider: &Decider<'_>,
+        denial: Option<String>,
+    ) -> Result<DurableRun, JournalError> {
+        let claims = continuation_claims(store, continuation)?;
+        claims.check(&Presenter {
+            principal: decider.principal,
+            issuers: decider.issuers,
+        })?;
+        let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
-        // Held while the decision is recorded: two processes deciding at once record one.
-        let (seq, tool) =
-            Claim::hold(&run.store, id, self.record_decision(run, id, &denial)).await?;
+        let denial = denial.map(|reason| crate::call::denial_text(reason, decider.source));
+        // Held while the decision is recorded: two processes deciding at once record one, and
+        // the continuation is used once.
+        let tool = Claim::hold(
+            &run.store,
+            id,
+            self.record_decision(&run, id, &claims, &denial),
+        )
+        .await?;
         self.publish(|| ToolEvent::DurableDecided {
             run_id: id.to_owned(),
-            seq,
+            seq: claims.seq,
             name: tool,
             approved: denial.is_none(),
             reason: denial.clone(),
         });
-        Ok(())
+        Ok(run)
     }
 
-    /// Records `denial` (or approval) on the parked run `id`; returns the decided call's
-    /// sequence number and tool.
+    /// Records `denial` (or approval) on the call of run `id` that `claims` names, once it is
+    /// the call the run waits at with the arguments shown; returns the decided call's tool.
     async fn record_decision(
         &self,
         run: &DurableRun,
         id: &str,
+        claims: &Claims,
         denial: &Option<String>,
-    ) -> Result<(u64, String), JournalError> {
+    ) -> Result<String, JournalError> {
         let record = parked(run, id).await?;
-        let RunStatus::Parked { seq, tool, .. } = &record.status else {
-            return Err(wrong(id, "is not parked"));
-        };
         let entries = run.store.entries(id).await?;
+        let named = entries.iter().find(|entry| entry.seq == claims.seq);
+        // Decided already: the call left its parked state (this continuation, or another for
+        // the same call, was used).
+        if named.is_some_and(|entry| !matches!(entry.state, EntryState::Parked { .. })) {
+            return Err(ContinuationError::Used {
+                run_id: id.to_owned(),
+                seq: claims.seq,
+            }
+            .into());
+        }
+        let waiting = match &record.status {
+            RunStatus::Parked { seq, args, .. } => {
+                *seq == claims.seq && args_digest(args) == claims.args
+            }
+            _ => false,
+        };
+        let Some(entry) = named.filter(|entry| waiting && args_digest(&entry.args) == claims.args)
+        else {
+            return Err(ContinuationError::Mismatch {
+                run_id: id.to_owned(),
+                seq: claims.seq,
+            }
+            .into());
+        };
         // Checked before anything is recorded: a decision this registry cannot act on would
         // leave the run failed for good instead of parked.
         if let Some(problem) = self.unresumable(&record, &entries) {
@@ -364,10 +590,7 @@ impl Registry {
                 problem,
             });
         }
-        let mut entry = entries
-            .into_iter()
-            .find(|entry| entry.seq == *seq && matches!(entry.state, EntryState::Parked { .. }))
-            .ok_or_else(|| wrong(id, "was decided already"))?;
+        let mut entry = entry.clone();
         entry.state = match denial {
             None => EntryState::Approved,
             Some(reason) => EntryState::Finished {
@@ -378,7 +601,7 @@ impl Registry {
             },
         };
         run.store.put(id, &entry).await?;
-        Ok((*seq, tool.clone()))
+        Ok(entry.tool)
     }
 
     /// Rolls back the parked or failed run `run`: each completed call is reverted with its
@@ -537,7 +760,7 @@ mod tests {
 
     use futures::future::BoxFuture;
 
-    use super::super::{JournalStore, RunRecord, SqliteJournal};
+    use super::super::{ContinuationSecret, JournalStore, RunRecord, SqliteJournal};
     use super::*;
 
     /// A SQLite journal that counts claims taken and releases finished.
@@ -583,6 +806,9 @@ mod tests {
             entry: &'a JournalEntry,
         ) -> BoxFuture<'a, Result<(), JournalError>> {
             self.inner.put(run_id, entry)
+        }
+        fn continuation_secret(&self) -> Result<ContinuationSecret, JournalError> {
+            self.inner.continuation_secret()
         }
         fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
             Box::pin(async move {
@@ -655,13 +881,20 @@ mod tests {
                 "a claim is still held after {refusal:?}"
             );
         };
-        let approved = registry.approve_run(run.clone()).await.map(|_| ());
+        let continuation = registry.parked_run(&run).await.unwrap().continuation;
+        let approved = registry
+            .approve_run(run.store.clone(), &continuation)
+            .await
+            .map(|_| ());
         settled(&approved);
         assert!(
             matches!(&approved, Err(JournalError::Unresumable { .. })),
             "{approved:?}"
         );
-        let denied = registry.deny_run(run.clone(), "no").await.map(|_| ());
+        let denied = registry
+            .deny_run(run.store.clone(), &continuation, "no")
+            .await
+            .map(|_| ());
         settled(&denied);
         assert!(
             matches!(&denied, Err(JournalError::Unresumable { .. })),

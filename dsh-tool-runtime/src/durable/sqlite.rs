@@ -9,7 +9,10 @@ use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
-use super::{EntryState, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus};
+use super::continuation::ContinuationSecretFile;
+use super::{
+    ContinuationSecret, EntryState, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus,
+};
 
 /// `application_id` of a journal file: "DSHJ".
 const APPLICATION_ID: i32 = 0x4453_484A;
@@ -76,12 +79,17 @@ pub enum OpenMode {
 /// newer schema fails with [`JournalError::Unusable`] and leaves it byte for byte untouched
 /// (the marks are read before anything is written, WAL mode included).
 ///
+/// Continuations of its parked runs are signed with the secret in the file beside it
+/// ([`ContinuationSecret::path_for`]: `<path>.secret`, mode 0600), made on first use.
+///
 /// Each write is one statement run on the calling task (tens of microseconds on a local disk),
 /// not moved to a blocking thread.
 pub struct SqliteJournal {
     connection: Mutex<Connection>,
     /// This process, as an owner row names it.
     me: Process,
+    /// The continuation secret beside the file, read (or made) on first use.
+    secret: ContinuationSecretFile,
 }
 
 impl std::fmt::Debug for SqliteJournal {
@@ -218,6 +226,7 @@ impl SqliteJournal {
             return Ok(SqliteJournal {
                 connection: Mutex::new(connection),
                 me: Process::me(),
+                secret: ContinuationSecretFile::beside(path),
             });
         }
         connection
@@ -263,6 +272,7 @@ impl SqliteJournal {
         Ok(SqliteJournal {
             connection: Mutex::new(connection),
             me: Process::me(),
+            secret: ContinuationSecretFile::beside(path),
         })
     }
 
@@ -513,6 +523,10 @@ impl JournalStore for SqliteJournal {
             tx.commit().map_err(|error| store(&error))?;
             Ok(claim)
         })
+    }
+
+    fn continuation_secret(&self) -> Result<ContinuationSecret, JournalError> {
+        self.secret.get()
     }
 
     fn release<'a>(

@@ -2,10 +2,11 @@
 //! ([`McpServeOptions::journal`](super::McpServeOptions::journal)), each served `run_code` call
 //! runs as a durable run under a fresh random run id, and a run an `Ask` parks comes back to the
 //! person at the MCP host:
-//! - a 2026-07-28 client gets an `input_required` result whose `requestState` is `run:<id>`
-//!   and whose one request (`approval`) is an elicitation naming the waiting call; its retry
-//!   carrying the answer approves or denies the run from the journal alone, so any server
-//!   sharing the journal (a replica on the same SQLite file) can take it;
+//! - a 2026-07-28 client gets an `input_required` result whose `requestState` is a signed
+//!   continuation (the run, the waiting call, a digest of its arguments, the principal it was
+//!   shown to, this server's name, an expiry) and whose one request (`approval`) is an
+//!   elicitation naming the waiting call; its retry carrying the answer decides exactly that
+//!   call, once, from the journal alone, on this server or a named peer sharing the journal;
 //! - a 2025-era session is sent the elicitation at once and the run resumes in the same request;
 //! - a client that cannot be asked gets the run denied with the reason, never a hang.
 
@@ -15,8 +16,9 @@ use rmcp::model::{ElicitResult, ElicitationAction, InputRequests, InputRequiredR
 use rmcp::model::{InputRequest, InputResponses};
 use serde_json::{Value, json};
 
-use crate::call::approval_message;
-use crate::durable::{DurableRun, JournalStore, RUN_PARKED, RunStatus};
+use crate::call::{DenialSource, approval_message};
+use crate::durable::run::Decider;
+use crate::durable::{DurableRun, JournalError, JournalStore, Principal, RUN_PARKED, RunStatus};
 use crate::registry::{RUN_CODE, Registry};
 use crate::result::{ToolFailure, ToolResult};
 use crate::{ClientChannel, Elicitation, ElicitationRequest, ToolCall};
@@ -25,14 +27,22 @@ use crate::{ClientChannel, Elicitation, ElicitationRequest, ToolCall};
 #[derive(Clone)]
 pub(crate) struct ServedJournal(pub(crate) Arc<dyn JournalStore>);
 
+/// Who answers a parked run, and where: the principal of the request, this server's name
+/// and the issuers whose continuations it takes (itself and its peers).
+pub(crate) struct Answerer<'a> {
+    pub(crate) principal: Principal,
+    pub(crate) name: &'a str,
+    pub(crate) issuers: &'a [String],
+}
+
 impl std::fmt::Debug for ServedJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str("ServedJournal")
     }
 }
 
-/// The prefix of a `requestState` that names a parked durable run.
-const STATE_PREFIX: &str = "run:";
+/// The prefix of a `requestState` that is a continuation of a parked durable run.
+const STATE_PREFIX: &str = "dshc1.";
 
 /// The key of the one request an `input_required` answer for a parked run carries.
 const APPROVAL_KEY: &str = "approval";
@@ -60,9 +70,9 @@ pub(crate) fn make_durable(
     (call.durable(run), Some(id))
 }
 
-/// The run id a `requestState` names, if it names one.
-pub(crate) fn parked_run_id(state: &str) -> Option<&str> {
-    state.strip_prefix(STATE_PREFIX)
+/// Whether a `requestState` is a continuation of a parked run (else it is a round's handle).
+pub(crate) fn is_continuation(state: &str) -> bool {
+    state.starts_with(STATE_PREFIX)
 }
 
 fn is_parked(result: &ToolResult) -> bool {
@@ -77,6 +87,7 @@ pub(crate) async fn answer_modern(
     registry: &Registry,
     store: &Arc<dyn JournalStore>,
     client: &ClientChannel,
+    answerer: &Answerer<'_>,
     id: &str,
     result: ToolResult,
 ) -> Parked {
@@ -89,6 +100,14 @@ pub(crate) async fn answer_modern(
     let message = match waiting_call(store, id).await {
         Ok(message) => message,
         Err(failure) => return Parked::Done(failure),
+    };
+    let run = DurableRun::new(store.clone(), id);
+    let continuation = match registry
+        .issue(&run, &answerer.principal, answerer.name)
+        .await
+    {
+        Ok(parked) => parked.continuation,
+        Err(error) => return Parked::Done(failure(error.to_string())),
     };
     let request: InputRequest = match serde_json::from_value(json!({
         "method": "elicitation/create",
@@ -107,23 +126,22 @@ pub(crate) async fn answer_modern(
     };
     let mut requests = InputRequests::new();
     requests.insert(APPROVAL_KEY.to_owned(), request);
-    Parked::Input(InputRequiredResult::new(
-        Some(requests),
-        Some(format!("{STATE_PREFIX}{id}")),
-    ))
+    Parked::Input(InputRequiredResult::new(Some(requests), Some(continuation)))
 }
 
-/// A 2026-07-28 client's retry for the parked run `id`: its answer approves or denies the run,
-/// which resumes here; the new result may be parked again.
+/// A 2026-07-28 client's retry carrying `continuation`: its answer approves or denies the call
+/// the continuation names, and the run resumes here; the new result may be parked again.
 ///
 /// # Errors
-/// The message for an answer that is missing or malformed, or a run that is unknown or not
-/// parked (answered already): the request is invalid.
+/// The message for an answer that is missing or malformed, or a continuation that is refused
+/// (`CONTINUATION_REFUSED`: forged, used, expired, another principal's or another server's,
+/// or for a call the run no longer waits at): the request is invalid and the run stays parked.
 pub(crate) async fn resume_modern(
     registry: &Registry,
     store: &Arc<dyn JournalStore>,
     client: &ClientChannel,
-    id: &str,
+    answerer: &Answerer<'_>,
+    continuation: &str,
     mut responses: InputResponses,
 ) -> Result<Parked, String> {
     let answer = responses
@@ -132,13 +150,72 @@ pub(crate) async fn resume_modern(
     let answer: ElicitResult = serde_json::from_value(answer).map_err(|error| {
         format!("the \"{APPROVAL_KEY}\" answer is no elicitation result: {error}")
     })?;
+    let decider = Decider {
+        principal: &answerer.principal,
+        issuers: answerer.issuers,
+        source: DenialSource::Person,
+    };
+    // The tool named in a denial is read once the continuation holds (`decide` checks it).
     let denial = match answer.action {
         ElicitationAction::Accept => None,
-        ElicitationAction::Decline => Some(rejected(store, id).await),
-        _ => Some(cancelled(store, id).await),
+        ElicitationAction::Decline => Some(Refusal::Rejected),
+        _ => Some(Refusal::Cancelled),
     };
-    let result = decide(registry, store, id, denial).await?;
-    Ok(answer_modern(registry, store, client, id, result).await)
+    let denial = match denial {
+        None => None,
+        Some(refusal) => Some(match waiting_tool_of(store, continuation).await {
+            Some(tool) => refusal.about(&tool),
+            None => refusal.about_call(),
+        }),
+    };
+    let run = registry
+        .decide(store, continuation, &decider, denial)
+        .await
+        .map_err(|error| refused(&error))?;
+    let id = run.run_id.clone();
+    let result = registry
+        .resume_run(run)
+        .await
+        .unwrap_or_else(|error| failure(error.to_string()));
+    Ok(answer_modern(registry, store, client, answerer, &id, result).await)
+}
+
+/// A refused decision as the client reads it: the code first for a refused continuation.
+fn refused(error: &JournalError) -> String {
+    match error {
+        JournalError::Continuation(refusal) => format!("{}: {refusal}", refusal.code()),
+        other => other.to_string(),
+    }
+}
+
+/// How a person said no.
+enum Refusal {
+    Rejected,
+    Cancelled,
+}
+
+impl Refusal {
+    fn about(&self, tool: &str) -> String {
+        match self {
+            Refusal::Rejected => format!("the user rejected tool \"{tool}\""),
+            Refusal::Cancelled => format!("approval for tool \"{tool}\" was cancelled"),
+        }
+    }
+
+    fn about_call(&self) -> String {
+        match self {
+            Refusal::Rejected => "the user rejected the call".to_owned(),
+            Refusal::Cancelled => "the approval was cancelled".to_owned(),
+        }
+    }
+}
+
+/// The tool of the run a continuation names while it is parked (its tag unchecked: only for
+/// the text of a denial that `decide` checks before recording it).
+async fn waiting_tool_of(store: &Arc<dyn JournalStore>, continuation: &str) -> Option<String> {
+    let secret = store.continuation_secret().ok()?;
+    let claims = secret.open(continuation).ok()?;
+    waiting_tool(store, &claims.run).await
 }
 
 /// For a 2025-era session: while the run `id` is parked, the person is asked through `client`
@@ -181,6 +258,8 @@ pub(crate) async fn settle_legacy(
     result
 }
 
+/// Decides the run `id` a 2025-era session's person answered in this very request (the
+/// decision never leaves the server, so it is issued and used at once, by the local owner).
 async fn decide(
     registry: &Registry,
     store: &Arc<dyn JournalStore>,
@@ -188,11 +267,24 @@ async fn decide(
     denial: Option<String>,
 ) -> Result<ToolResult, String> {
     let run = DurableRun::new(store.clone(), id);
-    match denial {
-        None => registry.approve_run(run).await,
-        Some(reason) => registry.deny_run(run, reason).await,
-    }
-    .map_err(|error| error.to_string())
+    let continuation = registry
+        .parked_run(&run)
+        .await
+        .map_err(|error| error.to_string())?
+        .continuation;
+    let decider = Decider {
+        principal: &Principal::local(),
+        issuers: &[String::new()],
+        source: DenialSource::Person,
+    };
+    let run = registry
+        .decide(store, &continuation, &decider, denial)
+        .await
+        .map_err(|error| error.to_string())?;
+    registry
+        .resume_run(run)
+        .await
+        .map_err(|error| error.to_string())
 }
 
 /// The text the person reads for the call the run `id` waits at.

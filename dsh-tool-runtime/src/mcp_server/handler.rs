@@ -54,6 +54,8 @@ pub(crate) struct McpHandler {
     /// Where `run_code` runs and its tasks are resolved, when on Restate.
     #[cfg(feature = "restate")]
     restate: Option<super::restate::Restate>,
+    /// The issuers of continuations this server takes: its own name first, then its peers.
+    issuers: Arc<Vec<String>>,
     stop: CancellationToken,
 }
 
@@ -89,9 +91,20 @@ impl McpHandler {
             ),
             None => None,
         };
+        let name = options
+            .journal_name
+            .clone()
+            .or_else(super::rounds::random_handle)
+            .ok_or_else(|| {
+                McpServeError::Transport("no random bytes for the server's name".to_owned())
+            })?;
+        let issuers = std::iter::once(name)
+            .chain(options.journal_peers.iter().cloned())
+            .collect();
         Ok(McpHandler {
             registry,
             scope,
+            issuers: Arc::new(issuers),
             tasks: Tasks::new(options.tasks.clone()),
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
@@ -117,7 +130,24 @@ impl McpHandler {
             log_level: SessionLogLevel::default(),
             #[cfg(feature = "restate")]
             restate: self.restate.clone(),
+            issuers: self.issuers.clone(),
             stop: CancellationToken::new(),
+        }
+    }
+
+    /// Who answers a parked run through `context`, for this server: the request's MCP session
+    /// (`Mcp-Session-Id`), or — a request without a session (stdio, a 2026-07-28 stateless
+    /// request) — the clients holding this server's credentials.
+    fn answerer(&self, context: &RequestContext<RoleServer>) -> durable::Answerer<'_> {
+        let session = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok());
+        durable::Answerer {
+            principal: crate::durable::Principal::mcp_session(session.unwrap_or("")),
+            name: &self.issuers[0],
+            issuers: &self.issuers,
         }
     }
 
@@ -488,8 +518,7 @@ impl ServerHandler for McpHandler {
         let name = request.name.to_string();
         // A 2026-07-28 client's retry of a call that waited for its answers.
         if let Some(state) = request.request_state.as_deref() {
-            if let (Some(id), Some(journal)) =
-                (durable::parked_run_id(state), &self.options.journal)
+            if let (true, Some(journal)) = (durable::is_continuation(state), &self.options.journal)
             {
                 let responses = request.input_responses.unwrap_or_default();
                 let client = ClientChannel::new(Arc::new(McpClientPeer {
@@ -498,10 +527,17 @@ impl ServerHandler for McpHandler {
                     capabilities: context.client_capabilities(),
                     rounds: None,
                 }));
-                let parked =
-                    durable::resume_modern(&self.registry, &journal.0, &client, id, responses)
-                        .await
-                        .map_err(|message| ErrorData::invalid_params(message, None))?;
+                let answerer = self.answerer(&context);
+                let parked = durable::resume_modern(
+                    &self.registry,
+                    &journal.0,
+                    &client,
+                    &answerer,
+                    state,
+                    responses,
+                )
+                .await
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
                 return Ok(self.answer_parked(&name, parked));
             }
             let call = self
@@ -590,8 +626,16 @@ impl ServerHandler for McpHandler {
         let turn = self.rounds.drive(call, context.ct.clone()).await;
         match (turn, journaled) {
             (Turn::Done(result), Some((journal, id))) => {
-                let parked =
-                    durable::answer_modern(&self.registry, &journal.0, &client, &id, result).await;
+                let answerer = self.answerer(&context);
+                let parked = durable::answer_modern(
+                    &self.registry,
+                    &journal.0,
+                    &client,
+                    &answerer,
+                    &id,
+                    result,
+                )
+                .await;
                 Ok(self.answer_parked(&name, parked))
             }
             (turn, _) => Ok(self.answer(&name, turn)),

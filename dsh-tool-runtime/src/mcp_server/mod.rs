@@ -164,6 +164,10 @@ pub struct McpServeOptions {
     pub http: McpHttpLimits,
     /// Where served `run_code` calls are journaled ([`McpServeOptions::journal`]).
     pub(crate) journal: Option<durable::ServedJournal>,
+    /// The name this server signs its runs' continuations with, and the peers whose
+    /// continuations it takes ([`McpServeOptions::journal_peers`]).
+    pub(crate) journal_name: Option<String>,
+    pub(crate) journal_peers: Vec<String>,
     /// How long tasks live and how many may (`run_code` and tools that opt in, for clients
     /// that declare the `io.modelcontextprotocol/tasks` extension).
     pub tasks: McpTaskLimits,
@@ -179,6 +183,8 @@ impl Default for McpServeOptions {
             server_name: "dsh-tools".to_owned(),
             http: McpHttpLimits::default(),
             journal: None,
+            journal_name: None,
+            journal_peers: Vec::new(),
             tasks: McpTaskLimits::default(),
             #[cfg(feature = "restate")]
             restate: None,
@@ -208,15 +214,34 @@ impl McpServeOptions {
     /// Makes every served `run_code` call a durable run journaled in `store`, under a fresh
     /// random run id (128 bits, hex). A run a pre-execute `Ask` parks is brought to the person
     /// at the MCP host: a 2026-07-28 client gets an `input_required` result (an elicitation
-    /// naming the waiting call; `requestState` is `run:<run id>`) and its retry approves or
-    /// denies the run from the journal alone — so any server sharing the journal, such as a
-    /// replica on the same SQLite file, can take the retry; a 2025-era session is asked with
+    /// naming the waiting call; `requestState` is a signed continuation,
+    /// [`crate::durable::ContinuationSecret`]) and its retry approves or denies exactly that call:
+    /// the continuation names the run, the call, a digest of the arguments shown and the MCP
+    /// session it was shown to, is used once and expires
+    /// ([`Registry::set_continuation_ttl`](crate::Registry::set_continuation_ttl)). A retry with
+    /// a continuation that is forged, used, expired, another session's or another server's is
+    /// refused (`CONTINUATION_REFUSED`) and the run stays parked. A 2025-era session is asked with
     /// `elicitation/create` and the run resumes in the same request; a client without the
     /// elicitation capability has the run denied with the reason at once. A parked run holds no
-    /// process or interpreter while it waits. The run ids are also the handles
-    /// `Registry::approve_run` / `deny_run` and `dsh-tools runs` take.
+    /// process or interpreter while it waits.
     pub fn journal(mut self, store: std::sync::Arc<dyn crate::durable::JournalStore>) -> Self {
         self.journal = Some(durable::ServedJournal(store));
+        self
+    }
+
+    /// Shares the journal's parked runs with the servers named `peers`: this server signs its
+    /// continuations as `name` and takes those signed as `name` or as one of `peers` (each peer
+    /// names itself and this server the same way), so a replica on the same journal file can
+    /// take a client's retry. Without it a server takes only the continuations it issued itself
+    /// (under a random name of its own, so a restarted server no longer resumes its old runs
+    /// over MCP; `dsh-tools runs` still can).
+    pub fn journal_peers(
+        mut self,
+        name: impl Into<String>,
+        peers: impl IntoIterator<Item = impl Into<String>>,
+    ) -> Self {
+        self.journal_name = Some(name.into());
+        self.journal_peers = peers.into_iter().map(Into::into).collect();
         self
     }
 

@@ -44,6 +44,13 @@ pub(crate) struct Inner {
     /// Each tool's revert tool, for rollbacks of durable runs (`set_revert`).
     #[cfg(feature = "code-mode")]
     pub(crate) reverts: parking_lot::Mutex<std::collections::HashMap<String, String>>,
+    /// How long the continuations of parked durable runs stay valid, ms
+    /// (`set_continuation_ttl`).
+    #[cfg(feature = "code-mode")]
+    pub(crate) continuation_ttl_ms: AtomicU64,
+    /// The secret of the continuations of runs on Restate (`set_continuation_secret`).
+    #[cfg(feature = "restate")]
+    pub(crate) continuation_secret: parking_lot::Mutex<Option<crate::durable::ContinuationSecret>>,
 }
 
 /// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.
@@ -79,6 +86,13 @@ impl Registry {
                 mcp_servers: Default::default(),
                 #[cfg(feature = "code-mode")]
                 reverts: Default::default(),
+                #[cfg(feature = "restate")]
+                continuation_secret: parking_lot::Mutex::new(None),
+                #[cfg(feature = "code-mode")]
+                continuation_ttl_ms: AtomicU64::new(
+                    u64::try_from(crate::durable::DEFAULT_CONTINUATION_TTL.as_millis())
+                        .unwrap_or(u64::MAX),
+                ),
             }),
         }
     }

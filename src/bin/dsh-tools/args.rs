@@ -67,6 +67,11 @@ pub struct RunsArgs {
     /// the parked runs.
     #[arg(long, value_name = "ADMIN_URL", requires = "restate")]
     pub restate_admin: Option<String>,
+    /// The continuation secret the Restate deployment holds (`serve --restate-secret FILE`):
+    /// `runs --restate ... show KEY` then prints a continuation for the waiting call, which
+    /// `approve` and `deny` take.
+    #[arg(long, value_name = "FILE", requires = "restate")]
+    pub restate_secret: Option<PathBuf>,
     /// The language of the run's program, for a resume (approve, deny, resume): ts or py.
     #[arg(long, default_value = "ts", value_parser = parse_language)]
     pub lang: Language,
@@ -87,14 +92,15 @@ pub enum RunsAction {
         /// The run id.
         id: String,
     },
-    /// Approve a parked run and resume it here (over the tool source given).
+    /// Approve the call a parked run waits at and resume the run here (over the tool source
+    /// given).
     Approve {
-        /// The run id.
+        /// The continuation `runs show ID` prints for the parked call (used once; expires).
         id: String,
     },
-    /// Deny a parked run (its call fails with REASON) and resume it here.
+    /// Deny the call a parked run waits at (it fails with REASON) and resume the run here.
     Deny {
-        /// The run id.
+        /// The continuation `runs show ID` prints for the parked call (used once; expires).
         id: String,
         /// What the program reads as the failure.
         reason: String,
@@ -274,6 +280,14 @@ pub struct ServeArgs {
     /// runs.
     #[arg(long, value_name = "FILE")]
     pub journal: Option<PathBuf>,
+    /// The name this server signs its parked runs' continuations with (default: a random one,
+    /// so a restarted server no longer resumes its old runs over MCP; `runs` still can).
+    #[arg(long, value_name = "NAME", requires = "journal")]
+    pub journal_name: Option<String>,
+    /// Also take the continuations of the server named NAME (repeatable): servers sharing one
+    /// journal name each other so that any of them takes a client's retry.
+    #[arg(long, value_name = "NAME", requires = "journal_name")]
+    pub journal_peer: Vec<String>,
     /// Run every served `run_code` call on Restate, started through its ingress at URL
     /// (`http://HOST:PORT`, Restate's default port 8080) as an invocation of `DurableRuns/run`.
     /// A task's id is the invocation id and its HMAC under `--restate-secret-file`, so
@@ -317,6 +331,13 @@ pub struct ServeArgs {
     #[cfg(feature = "restate")]
     #[arg(long, value_name = "KEY", requires = "restate_deployment")]
     pub restate_identity_key: Vec<String>,
+    /// The secret approvals of the deployment's runs are checked with: a file of 32 bytes,
+    /// created mode 0600 when missing. Every deployment of the service and `runs --restate
+    /// ... --restate-secret FILE` need the same file; without it no run of the deployment can
+    /// be approved or denied.
+    #[cfg(feature = "restate")]
+    #[arg(long, value_name = "FILE", requires = "restate_deployment")]
+    pub restate_secret: Option<PathBuf>,
     #[command(flatten)]
     pub budgets: Budgets,
     #[command(flatten)]

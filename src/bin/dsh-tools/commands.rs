@@ -64,12 +64,20 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
         let store = SqliteJournal::open(journal)
             .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
         options = options.journal(Arc::new(store));
+        if let Some(name) = &args.journal_name {
+            options = options.journal_peers(name.clone(), args.journal_peer.iter().cloned());
+        }
     }
     #[cfg(feature = "restate")]
     let deployment = {
         let (replica, deployment) = restate;
         if let Some(replica) = replica {
             options = options.restate(replica);
+        }
+        if let Some(path) = &args.restate_secret {
+            let secret = dsh_tools::durable::ContinuationSecret::load_or_create(path)
+                .map_err(|error| format!("--restate-secret {}: {error}", path.display()))?;
+            registry.set_continuation_secret(secret);
         }
         serve_deployment(registry, deployment)
     };
@@ -578,6 +586,7 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
             return crate::restate_runs::runs(
                 ingress,
                 args.restate_admin.as_deref(),
+                args.restate_secret.as_deref(),
                 &args.action,
                 json_output,
             )
@@ -592,7 +601,7 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
         open_journal(journal, OpenMode::Existing)?;
         return Ok(None);
     }
-    let store = open_journal(journal, OpenMode::ReadOnly)?;
+    let store: Arc<dyn JournalStore> = Arc::new(open_journal(journal, OpenMode::ReadOnly)?);
     match &args.action {
         RunsAction::List => {
             let runs = store.runs().await.map_err(|error| error.to_string())?;
@@ -633,6 +642,15 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                 return Ok(Some(pretty(&json!({"run": run, "calls": entries}))));
             }
             let mut out = format!("{} {}\n", escaped(&run.run_id), status_line(&run.status));
+            if let RunStatus::Parked { .. } = &run.status {
+                // Issued to the journal's owner (who alone can read its secret) for exactly the
+                // waiting call: a later call of the run needs another.
+                let parked = Registry::new()
+                    .parked_run(&DurableRun::new(store.clone(), id.clone()))
+                    .await
+                    .map_err(|error| error.to_string())?;
+                out.push_str(&format!("continuation: {}\n", parked.continuation));
+            }
             if let RunStatus::Finished {
                 outcome: CallOutcome::Err { message, code },
             } = &run.status
@@ -682,6 +700,18 @@ fn status_line(status: &RunStatus) -> String {
     }
 }
 
+/// A refused approval or denial; a refused continuation says where a valid one comes from.
+fn decision_error(error: &dsh_tools::durable::JournalError) -> String {
+    match error {
+        dsh_tools::durable::JournalError::Continuation(refusal) => format!(
+            "{} ({}; `runs show ID` prints the continuation of a parked run)",
+            error,
+            refusal.code()
+        ),
+        other => other.to_string(),
+    }
+}
+
 /// `runs approve|deny|rollback`: over the loaded tools; a resumed run prints as `run` does.
 pub async fn runs(
     registry: &Registry,
@@ -695,18 +725,22 @@ pub async fn runs(
     let runtime =
         mount_runtime(registry, args.lang, args.runtime, Default::default(), false).await?;
     let run = |id: &str| durable_run(journal, id, OpenMode::Existing);
+    let store = || {
+        open_journal(journal, OpenMode::Existing)
+            .map(|store| Arc::new(store) as Arc<dyn JournalStore>)
+    };
     let outcome = match &args.action {
-        RunsAction::Approve { id } => match run(id) {
-            Ok(run) => with_progress(registry, registry.approve_run(run))
+        RunsAction::Approve { id } => match store() {
+            Ok(store) => with_progress(registry, registry.approve_run(store, id))
                 .await
-                .map_err(|error| error.to_string())
+                .map_err(|error| decision_error(&error))
                 .and_then(|result| settle(&result, json_output)),
             Err(error) => Err(error),
         },
-        RunsAction::Deny { id, reason } => match run(id) {
-            Ok(run) => with_progress(registry, registry.deny_run(run, reason.clone()))
+        RunsAction::Deny { id, reason } => match store() {
+            Ok(store) => with_progress(registry, registry.deny_run(store, id, reason.clone()))
                 .await
-                .map_err(|error| error.to_string())
+                .map_err(|error| decision_error(&error))
                 .and_then(|result| settle(&result, json_output)),
             Err(error) => Err(error),
         },

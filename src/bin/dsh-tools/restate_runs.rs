@@ -1,10 +1,14 @@
 //! `runs --restate`: durable runs parked on Restate, through its ingress. A parked run's
 //! approval is the state of the virtual object `DurableApprovals` keyed by the run's key; its
 //! handlers `pending`, `approve` and `deny` are called here, and `list` reads every key's
-//! approval with Restate's admin SQL API (`POST /query`). The run itself goes on in Restate:
-//! nothing runs in this process.
+//! approval with Restate's admin SQL API (`POST /query`). `show` signs a continuation for the
+//! waiting call with the deployment's secret (`--restate-secret`); `approve` and `deny` send it,
+//! and the deployment checks it. The run itself goes on in Restate: nothing runs in this process.
 
+use std::path::Path;
 use std::time::Duration;
+
+use dsh_tools::durable::{ContinuationSecret, DEFAULT_CONTINUATION_TTL, continuation_run};
 
 use serde_json::{Value, json};
 
@@ -22,6 +26,7 @@ const APPROVALS: &str = "DurableApprovals";
 pub async fn runs(
     ingress: &str,
     admin: Option<&str>,
+    secret: Option<&Path>,
     action: &RunsAction,
     json_output: bool,
 ) -> Result<String, String> {
@@ -47,23 +52,45 @@ pub async fn runs(
             })
         }
         RunsAction::Show { id } => {
-            let pending = post(&http, &object_url(ingress, id, "pending")?, None).await?;
+            let mut pending = post(&http, &object_url(ingress, id, "pending")?, None).await?;
+            if pending.is_null() {
+                return Ok(if json_output {
+                    pretty(&pending)
+                } else {
+                    format!("{} has no approval pending", escaped(id))
+                });
+            }
+            let continuation = match secret {
+                Some(path) => Some(sign(path, &pending)?),
+                None => None,
+            };
             if json_output {
+                if let Some(continuation) = continuation {
+                    pending["continuation"] = Value::from(continuation);
+                }
                 return Ok(pretty(&pending));
             }
-            Ok(if pending.is_null() {
-                format!("{} has no approval pending", escaped(id))
-            } else {
-                pending_line(&pending)
+            Ok(match continuation {
+                Some(continuation) => {
+                    format!("{}\ncontinuation: {continuation}", pending_line(&pending))
+                }
+                None => format!(
+                    "{}\n(give --restate-secret FILE, the deployment's secret, for a continuation \
+                     that approves or denies it)",
+                    pending_line(&pending)
+                ),
             })
         }
         RunsAction::Approve { id } => {
-            let decided = post(&http, &object_url(ingress, id, "approve")?, None).await?;
+            let body = json!({ "continuation": id });
+            let url = object_url(ingress, &run_of(id)?, "approve")?;
+            let decided = post(&http, &url, Some(&body)).await?;
             Ok(decided_text(&decided, json_output))
         }
         RunsAction::Deny { id, reason } => {
-            let body = json!({ "reason": reason });
-            let decided = post(&http, &object_url(ingress, id, "deny")?, Some(&body)).await?;
+            let body = json!({ "continuation": id, "reason": reason });
+            let url = object_url(ingress, &run_of(id)?, "deny")?;
+            let decided = post(&http, &url, Some(&body)).await?;
             Ok(decided_text(&decided, json_output))
         }
         RunsAction::Resume { .. } | RunsAction::Rollback { .. } => Err(
@@ -72,6 +99,38 @@ pub async fn runs(
                 .to_owned(),
         ),
     }
+}
+
+/// A continuation for the local owner deciding `pending`'s call, signed with the secret in
+/// `path`.
+fn sign(path: &Path, pending: &Value) -> Result<String, String> {
+    let secret = ContinuationSecret::load_or_create(path).map_err(|error| {
+        format!(
+            "--restate-secret {}: {error}",
+            escaped(&path.display().to_string())
+        )
+    })?;
+    let (Some(run), Some(seq), Some(digest)) = (
+        pending["run"].as_str(),
+        pending["seq"].as_u64(),
+        pending["digest"].as_str(),
+    ) else {
+        return Err(format!(
+            "the pending approval Restate holds names no run, call and digest: {pending}"
+        ));
+    };
+    Ok(secret.sign_for_owner(run, seq, digest, DEFAULT_CONTINUATION_TTL))
+}
+
+/// The run key `continuation` names.
+fn run_of(continuation: &str) -> Result<String, String> {
+    continuation_run(continuation).ok_or_else(|| {
+        format!(
+            "{} is not a continuation: `runs --restate INGRESS --restate-secret FILE show KEY` \
+             prints the one for a parked run",
+            escaped(continuation)
+        )
+    })
 }
 
 /// `INGRESS/DurableApprovals/KEY/HANDLER`, the key one escaped path segment.

@@ -182,8 +182,10 @@ pub async fn serve_deployment(
 ) -> Result<(), DeploymentError> {
     let endpoint = options.endpoint(addr, |builder| {
         builder
-            .bind(DurableRuns { registry })
-            .bind(DurableApprovals)
+            .bind(DurableRuns {
+                registry: registry.clone(),
+            })
+            .bind(DurableApprovals { registry })
     })?;
     let endpoint = HyperEndpoint::new(endpoint);
     let listener = TcpListener::bind(addr)
