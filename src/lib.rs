@@ -148,12 +148,15 @@ pub mod durable {
     #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
     pub use dsh_tool_runtime::durable::restate;
     pub use dsh_tool_runtime::durable::{
-        CallOutcome, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry, JournalError,
-        JournalStore, OUTCOME_UNKNOWN, RUN_PARKED, RevertReport, RunRecord, RunStatus,
+        CallOutcome, DEFAULT_MAX_RUN_BYTES, DurableRun, EntryState, JOURNAL_BUSY, JOURNAL_FAILED,
+        JOURNAL_FULL, JournalEntry, JournalError, JournalStore, OUTCOME_UNKNOWN, RUN_PARKED,
+        RevertReport, RunRecord, RunStatus,
     };
     #[cfg(feature = "durable")]
     #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
-    pub use dsh_tool_runtime::durable::{OpenMode, SqliteJournal};
+    pub use dsh_tool_runtime::durable::{
+        DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_FILE_BYTES, OpenMode, SqliteJournal,
+    };
 }
 
 /// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature
