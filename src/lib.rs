@@ -150,13 +150,16 @@ pub mod durable {
     pub use dsh_tool_runtime::durable::restate;
     pub use dsh_tool_runtime::durable::{
         CONTINUATION_REFUSED, CallOutcome, ContinuationError, ContinuationSecret,
-        DEFAULT_CONTINUATION_TTL, DurableRun, EntryState, JOURNAL_FAILED, JournalEntry,
-        JournalError, JournalStore, OUTCOME_UNKNOWN, ParkedRun, Principal, RUN_PARKED,
-        RevertReport, RunRecord, RunStatus, continuation_run, runs_command,
+        DEFAULT_CONTINUATION_TTL, DEFAULT_MAX_RUN_BYTES, DurableRun, EntryState, JOURNAL_BUSY,
+        JOURNAL_FAILED, JOURNAL_FULL, JournalEntry, JournalError, JournalStore, OUTCOME_UNKNOWN,
+        ParkedRun, Principal, RUN_PARKED, RevertReport, RunRecord, RunStatus, continuation_run,
+        runs_command,
     };
     #[cfg(feature = "durable")]
     #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
-    pub use dsh_tool_runtime::durable::{OpenMode, SqliteJournal};
+    pub use dsh_tool_runtime::durable::{
+        DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_FILE_BYTES, OpenMode, SqliteJournal,
+    };
 }
 
 /// MCP: tools of MCP servers bridged into a registry, and a registry served over MCP (feature

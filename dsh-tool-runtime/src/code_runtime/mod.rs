@@ -451,6 +451,11 @@ pub enum FailureKind {
     /// tool or other arguments), or ended before making every journaled call; the message
     /// names both calls. Nothing after the divergence ran.
     ReplayDiverged,
+    /// A durable run's journaled calls would hold more than the run's bound of bytes
+    /// ([`DurableRun::with_max_run_bytes`](crate::durable::DurableRun::with_max_run_bytes)):
+    /// a call whose arguments do not fit is not made, a call whose outcome does not fit is not
+    /// recorded (its outcome stays unknown). The message names the call and the bound.
+    JournalLimit,
 }
 
 impl FailureKind {
@@ -466,6 +471,7 @@ impl FailureKind {
             FailureKind::BindingLimit => "binding-limit",
             FailureKind::MemoryLimit => "memory-limit",
             FailureKind::ReplayDiverged => "replay-diverged",
+            FailureKind::JournalLimit => "journal-limit",
         }
     }
 }

@@ -339,8 +339,8 @@ impl Calls {
                 self.seq += 1;
                 let tool = format!("{global}.{name}");
                 match journal.admit(seq, &tool, &args) {
-                    Admit::Diverged(message) => {
-                        return Admitted::Limit(Ending::Fail(FailureKind::ReplayDiverged, message));
+                    Admit::End(kind, message) => {
+                        return Admitted::Limit(Ending::Fail(kind, message));
                     }
                     Admit::Answer(result) => return Admitted::Answer(checked(result)),
                     Admit::Unknown(answer) => answer,

@@ -25,7 +25,13 @@
 //!   them, and resuming it under another scope is refused ([`JournalError::ScopeMismatch`]);
 //! - [`Registry::rollback_run`](crate::Registry::rollback_run) reverts a parked or failed run's
 //!   completed calls in reverse order with each tool's declared revert tool
-//!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled.
+//!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled; a
+//!   state-changing call whose outcome is unknown is reported, not reverted, and keeps the run
+//!   from being marked rolled back unless its revert is asked for
+//!   ([`Registry::rollback_run_reverting_unknown`](crate::Registry::rollback_run_reverting_unknown));
+//! - a run's journaled calls are bounded ([`DurableRun::with_max_run_bytes`]): past the bound
+//!   the run ends as
+//!   [`FailureKind::JournalLimit`](crate::code_runtime::FailureKind::JournalLimit).
 
 #[cfg(feature = "restate")]
 pub(crate) mod approvals;
@@ -58,7 +64,7 @@ pub use continuation::{
 pub use host::runs_command;
 pub use run::{ParkedRun, RevertReport};
 #[cfg(feature = "durable")]
-pub use sqlite::{OpenMode, SqliteJournal};
+pub use sqlite::{DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_FILE_BYTES, OpenMode, SqliteJournal};
 
 /// The code a program reads on a call that was started before the run was cut off and whose
 /// tool is neither read-only nor idempotent: it may or may not have happened.
@@ -70,6 +76,20 @@ pub const RUN_PARKED: &str = "RUN_PARKED";
 /// The error code a program reads when the journal could not record its call.
 pub const JOURNAL_FAILED: &str = "JOURNAL_FAILED";
 
+/// The error code of a call (or a `run_code` call) the journal could not record because
+/// another connection held the journal file locked past the busy timeout
+/// ([`JournalError::Locked`]); nothing was recorded, so trying again later is safe.
+pub const JOURNAL_BUSY: &str = "JOURNAL_BUSY";
+
+/// The error code of a call (or a `run_code` call) refused because the journal file holds its
+/// bound of bytes ([`JournalError::Full`]); the call did not run.
+pub const JOURNAL_FULL: &str = "JOURNAL_FULL";
+
+/// The default bound of the bytes one run's journaled calls may hold (tool name, canonical
+/// arguments and recorded state of each, as stored): 32 MiB. See
+/// [`DurableRun::with_max_run_bytes`].
+pub const DEFAULT_MAX_RUN_BYTES: u64 = 32 << 20;
+
 /// A run made durable: the store that journals it and the run's id (any non-empty text of at
 /// most 256 bytes, chosen by the caller; the same id resumes the same run).
 #[derive(Clone)]
@@ -78,15 +98,35 @@ pub struct DurableRun {
     pub store: Arc<dyn JournalStore>,
     /// The run's id: the handle of a parked run.
     pub run_id: String,
+    max_run_bytes: u64,
 }
 
 impl DurableRun {
-    /// The run `run_id` journaled in `store`.
+    /// The run `run_id` journaled in `store`, its journal bounded by
+    /// [`DEFAULT_MAX_RUN_BYTES`].
     pub fn new(store: Arc<dyn JournalStore>, run_id: impl Into<String>) -> Self {
         DurableRun {
             store,
             run_id: run_id.into(),
+            max_run_bytes: DEFAULT_MAX_RUN_BYTES,
         }
+    }
+
+    /// Bounds the bytes the run's journaled calls may hold (each call's tool name, canonical
+    /// arguments and recorded state, as stored). A call whose arguments would pass the bound
+    /// is not made; a call whose outcome would pass it is not recorded (it stays started, its
+    /// outcome unknown). Either ends the run as
+    /// [`FailureKind::JournalLimit`](crate::code_runtime::FailureKind::JournalLimit), as
+    /// `max_binding_calls` ends it as `binding-limit`.
+    #[must_use]
+    pub fn with_max_run_bytes(mut self, bytes: u64) -> Self {
+        self.max_run_bytes = bytes;
+        self
+    }
+
+    /// The bound of the run's journaled bytes.
+    pub fn max_run_bytes(&self) -> u64 {
+        self.max_run_bytes
     }
 
     /// The id checked: non-empty, at most 256 bytes, no control characters.
@@ -103,6 +143,7 @@ impl fmt::Debug for DurableRun {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.debug_struct("DurableRun")
             .field("run_id", &self.run_id)
+            .field("max_run_bytes", &self.max_run_bytes)
             .finish_non_exhaustive()
     }
 }
@@ -301,6 +342,29 @@ pub enum JournalError {
         /// The scope (and mode) of the attempt.
         now: String,
     },
+    /// Another connection (a `sqlite3` shell, a backup, another process's long write) held the
+    /// journal file locked for longer than the busy timeout; nothing was recorded. Code
+    /// [`JOURNAL_BUSY`] where a call reads it.
+    #[error(
+        "journal: the file stayed locked by another connection for more than {timeout_ms} ms; \
+         nothing was recorded, try again once it is released"
+    )]
+    Locked {
+        /// The busy timeout that passed, in milliseconds.
+        timeout_ms: u64,
+    },
+    /// The journal file holds its bound of bytes: a new run or a new call is refused (runs
+    /// under way still record how they end). Code [`JOURNAL_FULL`] where a call reads it.
+    #[error(
+        "journal: the file is full ({used_bytes} of {max_bytes} bytes in use); roll back or \
+         delete finished runs, or raise the bound"
+    )]
+    Full {
+        /// The bytes in use.
+        used_bytes: u64,
+        /// The bound.
+        max_bytes: u64,
+    },
     /// The run is not in a state that allows this (approve a run that is not parked, …).
     #[error("journal: run {run_id:?} {problem}")]
     WrongState {
@@ -441,6 +505,18 @@ impl Drop for Claim {
             handle.spawn(async move {
                 let _ = store.release(&run_id, claim).await;
             });
+        }
+    }
+}
+
+impl JournalError {
+    /// The error code a call reads for this error: [`JOURNAL_BUSY`], [`JOURNAL_FULL`], else
+    /// `otherwise`.
+    pub(crate) fn code_or<'a>(&self, otherwise: &'a str) -> &'a str {
+        match self {
+            JournalError::Locked { .. } => JOURNAL_BUSY,
+            JournalError::Full { .. } => JOURNAL_FULL,
+            _ => otherwise,
         }
     }
 }

@@ -14,7 +14,7 @@ use super::{
     CallOutcome, Claim, EntryState, JOURNAL_FAILED, JournalEntry, JournalError, JournalStore,
     OUTCOME_UNKNOWN, RunStatus,
 };
-use crate::code_runtime::BindingError;
+use crate::code_runtime::{BindingError, FailureKind};
 use crate::events::ToolEvent;
 use crate::hooks::ParkSlot;
 
@@ -37,6 +37,8 @@ pub(crate) struct Replay {
     state: Mutex<State>,
     /// This process's claim on the run, released when the run ends (or the replay is dropped).
     claim: Mutex<Option<Claim>>,
+    /// The bound of the run's journaled bytes.
+    max_bytes: u64,
 }
 
 #[derive(Default)]
@@ -45,12 +47,18 @@ struct State {
     parked: Option<RunStatus>,
     /// Calls admitted so far.
     admitted: u64,
+    /// The stored size of each journaled call, by sequence number, and their sum.
+    sizes: Vec<u64>,
+    bytes: u64,
+    /// Why the run ended at its journal's bound, when an outcome did not fit.
+    over: Option<String>,
 }
 
 /// What to do with a call the program made.
 pub(crate) enum Admit {
-    /// It differs from the journaled call: the run ends with this message.
-    Diverged(String),
+    /// It differs from the journaled call (`replay-diverged`), or its entry would pass the
+    /// run's bound of journaled bytes (`journal-limit`): the run ends with this.
+    End(FailureKind, String),
     /// Answered from the journal.
     Answer(Result<Value, BindingError>),
     /// Started before and its tool is not idempotent: answered `OUTCOME_UNKNOWN` (journaled by
@@ -62,7 +70,7 @@ pub(crate) enum Admit {
 
 impl Replay {
     /// The journal `entries` of the run `claim` holds, ready to answer the run's calls in
-    /// order.
+    /// order; the run's journal may hold `max_bytes`.
     pub(crate) fn new(
         claim: Claim,
         parent: String,
@@ -70,7 +78,14 @@ impl Replay {
         idempotent: HashSet<String>,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
+        max_bytes: u64,
     ) -> Self {
+        let sizes: Vec<u64> = entries.iter().map(stored_len).collect();
+        let state = State {
+            bytes: sizes.iter().sum(),
+            sizes,
+            ..State::default()
+        };
         Replay {
             store: Arc::clone(&claim.store),
             run_id: claim.run_id.clone(),
@@ -79,8 +94,9 @@ impl Replay {
             idempotent,
             publish,
             run_signal,
-            state: Mutex::new(State::default()),
+            state: Mutex::new(state),
             claim: Mutex::new(Some(claim)),
+            max_bytes,
         }
     }
 
@@ -89,7 +105,7 @@ impl Replay {
         self.state.lock().admitted = seq + 1;
         let canonical = crate::json::compact(args, true);
         let Some(entry) = usize::try_from(seq).ok().and_then(|i| self.entries.get(i)) else {
-            return Admit::Live(ParkSlot::new(false));
+            return self.live_within_bound(seq, tool, canonical, false);
         };
         if entry.tool != tool || entry.args != canonical {
             let message = format!(
@@ -106,17 +122,17 @@ impl Replay {
                 seq,
                 message: message.clone(),
             });
-            return Admit::Diverged(message);
+            return Admit::End(FailureKind::ReplayDiverged, message);
         }
         match &entry.state {
             EntryState::Finished { outcome } | EntryState::Reverted { outcome, .. } => {
                 self.replayed(seq, tool, outcome.is_error(), false);
                 Admit::Answer(outcome.to_result())
             }
-            EntryState::Approved => Admit::Live(ParkSlot::new(true)),
-            EntryState::Parked { .. } => Admit::Live(ParkSlot::new(false)),
+            EntryState::Approved => self.live_within_bound(seq, tool, canonical, true),
+            EntryState::Parked { .. } => self.live_within_bound(seq, tool, canonical, false),
             EntryState::Started if self.idempotent.contains(tool) => {
-                Admit::Live(ParkSlot::new(false))
+                self.live_within_bound(seq, tool, canonical, false)
             }
             EntryState::Started => {
                 self.replayed(seq, tool, true, true);
@@ -133,6 +149,47 @@ impl Replay {
                 }))
             }
         }
+    }
+
+    /// The call `seq` run live with a slot `approved` or not, unless its entry as started
+    /// would take the run's journal past its bound: then the run ends and it is not made.
+    fn live_within_bound(&self, seq: u64, tool: &str, canonical: String, approved: bool) -> Admit {
+        let entry = JournalEntry {
+            seq,
+            tool: tool.to_owned(),
+            args: canonical,
+            state: EntryState::Started,
+        };
+        match self.reserve(&entry) {
+            Ok(()) => Admit::Live(ParkSlot::new(approved)),
+            Err(used) => Admit::End(
+                FailureKind::JournalLimit,
+                format!(
+                    "journal limit reached: call #{seq} ({tool}) would take the run's journal \
+                     past {} bytes ({used} in use); it was not made",
+                    self.max_bytes
+                ),
+            ),
+        }
+    }
+
+    /// Counts `entry` as the stored form of its call; the bytes in use when it does not fit
+    /// the run's bound (nothing is counted then).
+    fn reserve(&self, entry: &JournalEntry) -> Result<(), u64> {
+        let size = stored_len(entry);
+        let mut state = self.state.lock();
+        let index = usize::try_from(entry.seq).unwrap_or(usize::MAX);
+        let before = state.sizes.get(index).copied().unwrap_or(0);
+        let after = state.bytes - before + size;
+        if after > self.max_bytes && size > before {
+            return Err(state.bytes);
+        }
+        if state.sizes.len() <= index {
+            state.sizes.resize(index.saturating_add(1), 0);
+        }
+        state.sizes[index] = size;
+        state.bytes = after;
+        Ok(())
     }
 
     /// The live call `seq` (`call`, made with `slot`): journaled as started first (unless it
@@ -183,6 +240,19 @@ impl Replay {
         entry.state = EntryState::Finished {
             outcome: CallOutcome::of(result),
         };
+        if let Err(used) = self.reserve(&entry) {
+            // The outcome is not recorded: the call stays started (its outcome unknown to a
+            // rollback) and the run ends, as a call past the bound does.
+            let message = format!(
+                "journal limit reached: the outcome of call #{} ({}) would take the run's \
+                 journal past {} bytes ({used} in use); it was not recorded, and the call's \
+                 outcome stays unknown",
+                entry.seq, entry.tool, self.max_bytes
+            );
+            self.state.lock().over.get_or_insert(message);
+            self.run_signal.cancel();
+            return std::future::pending().await;
+        }
         match self.store.put(&self.run_id, &entry).await {
             Ok(()) => result.clone(),
             Err(error) => Err(journal_failed(&error)),
@@ -237,6 +307,11 @@ impl Replay {
         }
     }
 
+    /// Why the run ended at its journal's bound after a call, if it did.
+    pub(crate) fn over_limit(&self) -> Option<String> {
+        self.state.lock().over.clone()
+    }
+
     /// The status a park left, if the run parked.
     pub(crate) fn parked(&self) -> Option<RunStatus> {
         self.state.lock().parked.clone()
@@ -251,8 +326,27 @@ impl Replay {
     }
 }
 
-fn journal_failed(error: &super::JournalError) -> BindingError {
-    BindingError::new(format!("the call could not be journaled: {error}")).with_code(JOURNAL_FAILED)
+fn journal_failed(error: &JournalError) -> BindingError {
+    BindingError::new(format!("the call could not be journaled: {error}"))
+        .with_code(error.code_or(JOURNAL_FAILED))
+}
+
+/// The bytes `entry` takes as stored: its tool, its canonical arguments and its state as JSON.
+pub(crate) fn stored_len(entry: &JournalEntry) -> u64 {
+    /// Counts what is written, keeping nothing.
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, &entry.state);
+    (entry.tool.len() + entry.args.len()) as u64 + count.0
 }
 
 pub(crate) fn shown(args: &str) -> String {

@@ -29,7 +29,10 @@ pub(crate) enum Begun {
 }
 
 fn journal_error(error: &JournalError) -> ToolError {
-    ToolError::coded(ErrorCode::CodeRunFailed, error.to_string())
+    match error.code_or("") {
+        "" => ToolError::coded(ErrorCode::CodeRunFailed, error.to_string()),
+        code => ToolError::new(error.to_string()).with_code(code),
+    }
 }
 
 /// The key a journaled program records its language under, beside the `run_code` arguments.
@@ -74,6 +77,7 @@ pub(crate) async fn begin(
         idempotent_tools(registry, exec),
         publisher(registry),
         run_signal,
+        run.max_run_bytes(),
     ))))
 }
 
@@ -185,6 +189,19 @@ pub(crate) async fn finish(
             .map_err(|error| journal_error(&error))?;
         return Err(parked_error(id, &status));
     }
+    // An outcome past the journal's bound ended the run through its signal: that, not the
+    // cancellation, is how it ended.
+    let (failure, result) = match replay.over_limit() {
+        Some(message) => {
+            let kind = FailureKind::JournalLimit;
+            let error = ToolError::coded(
+                ErrorCode::CodeRunFailed,
+                format!("code run failed ({kind}): {message}"),
+            );
+            (Some((kind, message)), Err(error))
+        }
+        None => (failure, result),
+    };
     let result = match (&failure, result) {
         (None, Ok(_)) if replay.unused() > 0 => Err(ToolError::coded(
             ErrorCode::CodeRunFailed,
@@ -297,10 +314,17 @@ pub struct RevertReport {
     pub seq: u64,
     /// Its tool, `namespace.name`.
     pub tool: String,
-    /// The tool that reverted it.
+    /// The tool that reverted it (or would have: empty when it has none).
     pub revert: String,
-    /// How the revert call ended.
+    /// How the revert call ended. For a call whose outcome is unknown and whose revert was not
+    /// run: an error with code [`OUTCOME_UNKNOWN`](super::OUTCOME_UNKNOWN).
     pub outcome: CallOutcome,
+    /// The call was journaled as started and never finished (the run was cut off while it
+    /// ran): it may or may not have happened. Its revert runs only when asked for
+    /// ([`Registry::rollback_run_reverting_unknown`]); otherwise it stays in place and the run
+    /// is not rolled back.
+    #[serde(default)]
+    pub outcome_unknown: bool,
 }
 
 impl Registry {
@@ -612,12 +636,36 @@ impl Registry {
     /// as [`RunStatus::RolledBack`] only when every revert succeeded, so rolling back again
     /// retries just the calls still in place.
     ///
+    /// A call whose outcome is unknown (journaled as started, never finished: the run was cut
+    /// off while it ran, so it may have happened) and whose tool is not read-only is not
+    /// reverted: it is reported with [`RevertReport::outcome_unknown`] set and an error outcome
+    /// with code [`OUTCOME_UNKNOWN`](super::OUTCOME_UNKNOWN), and the run is not marked rolled
+    /// back. [`rollback_run_reverting_unknown`](Self::rollback_run_reverting_unknown) runs the
+    /// revert tool for such calls as well.
+    ///
     /// # Errors
     /// [`JournalError::NoRevert`] (nothing reverted) when a completed call's tool is not
     /// read-only and has no revert tool this registry has, [`JournalError::UnknownRun`],
     /// [`JournalError::WrongState`] for a run that succeeded, was rolled back already or is
     /// running, [`JournalError::Busy`] while another process holds it, and the store's own.
     pub async fn rollback_run(&self, run: DurableRun) -> Result<Vec<RevertReport>, JournalError> {
+        self.rollback_run_reverting_unknown(run, &[]).await
+    }
+
+    /// [`rollback_run`](Self::rollback_run), also running the revert tool for the calls numbered
+    /// `unknown` whose outcome is unknown: whoever rolls back decides the call may have happened
+    /// and its revert is safe to run either way. Their revert tool gets `{"arguments": <the
+    /// call's arguments>, "outcome_unknown": true}` (no result: there is none to go by).
+    ///
+    /// # Errors
+    /// As [`rollback_run`](Self::rollback_run); also [`JournalError::WrongState`] (nothing
+    /// reverted) when a number in `unknown` is not a call of the run whose outcome is unknown,
+    /// and [`JournalError::NoRevert`] when such a call's tool has no revert tool.
+    pub async fn rollback_run_reverting_unknown(
+        &self,
+        run: DurableRun,
+        unknown: &[u64],
+    ) -> Result<Vec<RevertReport>, JournalError> {
         let id = run.checked_id()?;
         let record = run
             .store
@@ -631,38 +679,64 @@ impl Registry {
             RunStatus::RolledBack => return Err(wrong(id, "was rolled back already")),
             RunStatus::Running => return Err(wrong(id, "is running (or was cut off: resume it)")),
         }
-        Claim::hold(&run.store, id, self.revert_calls(&run, id)).await
+        Claim::hold(&run.store, id, self.revert_calls(&run, id, unknown)).await
     }
 
-    /// Reverts the completed calls of run `id` newest first and marks it rolled back (the
+    /// Whether `tool` (`namespace.name`) is annotated read-only here.
+    fn read_only(&self, tool: &str) -> bool {
+        tool.strip_prefix("tools.").is_some_and(|name| {
+            self.get(name, None).is_some_and(|def| {
+                def.annotations()
+                    .is_some_and(|hints| hints.read_only_hint == Some(true))
+            })
+        }) || tool.starts_with("sdk.")
+    }
+
+    /// Reverts the completed calls of run `id` newest first (and the calls numbered `unknown`
+    /// whose outcome is unknown) and marks it rolled back when nothing is left in place (the
     /// caller holds the run's claim).
     async fn revert_calls(
         &self,
         run: &DurableRun,
         id: &str,
+        unknown: &[u64],
     ) -> Result<Vec<RevertReport>, JournalError> {
         let reverts = self.inner.reverts.lock().clone();
         let mut entries = run.store.entries(id).await?;
         entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
+        // A call cut off while it ran may have changed state: unless its tool only reads.
+        let cut_off = |entry: &JournalEntry| {
+            matches!(entry.state, EntryState::Started) && !self.read_only(&entry.tool)
+        };
+        if let Some(seq) = unknown.iter().find(|seq| {
+            !entries
+                .iter()
+                .any(|entry| entry.seq == **seq && cut_off(entry))
+        }) {
+            return Err(wrong(
+                id,
+                &format!("has no call #{seq} whose outcome is unknown"),
+            ));
+        }
+        let revert_of = |entry: &JournalEntry| {
+            entry
+                .tool
+                .strip_prefix("tools.")
+                .and_then(|name| reverts.get(name))
+                .filter(|revert| self.get(revert, None).is_some())
+                .cloned()
+        };
         // Refused before anything is reverted: a rollback that leaves a state change in place
         // must not report the run rolled back.
         let unreverted: Vec<String> = entries
             .iter()
             .filter(|entry| {
-                matches!(&entry.state, EntryState::Finished { outcome } if !outcome.is_error())
-            })
-            .filter(|entry| {
-                let Some(name) = entry.tool.strip_prefix("tools.") else {
-                    return false;
-                };
-                let read_only = self.get(name, None).is_some_and(|def| {
-                    def.annotations()
-                        .is_some_and(|hints| hints.read_only_hint == Some(true))
-                });
-                !read_only
-                    && reverts
-                        .get(name)
-                        .is_none_or(|revert| self.get(revert, None).is_none())
+                let completed = matches!(
+                    &entry.state,
+                    EntryState::Finished { outcome } if !outcome.is_error()
+                ) && !self.read_only(&entry.tool);
+                (completed || (cut_off(entry) && unknown.contains(&entry.seq)))
+                    && revert_of(entry).is_none()
             })
             .map(|entry| format!("{} (call #{})", entry.tool, entry.seq))
             .collect();
@@ -674,34 +748,55 @@ impl Registry {
         }
         let (mut reports, mut failed) = (Vec::new(), false);
         for mut entry in entries {
-            let EntryState::Finished {
-                outcome: outcome @ CallOutcome::Ok { value },
-            } = &entry.state
-            else {
-                continue;
+            let was_unknown = matches!(entry.state, EntryState::Started);
+            let (outcome, result) = match &entry.state {
+                EntryState::Finished {
+                    outcome: outcome @ CallOutcome::Ok { value },
+                } => (outcome.clone(), Some(value.clone())),
+                EntryState::Started if cut_off(&entry) => {
+                    let outcome = CallOutcome::Err {
+                        message: format!(
+                            "the outcome of call #{} is unknown: the run was cut off while it ran",
+                            entry.seq
+                        ),
+                        code: Some(super::OUTCOME_UNKNOWN.to_owned()),
+                    };
+                    if !unknown.contains(&entry.seq) {
+                        failed = true;
+                        reports.push(RevertReport {
+                            seq: entry.seq,
+                            tool: entry.tool.clone(),
+                            revert: revert_of(&entry).unwrap_or_default(),
+                            outcome,
+                            outcome_unknown: true,
+                        });
+                        continue;
+                    }
+                    (outcome, None)
+                }
+                _ => continue,
             };
-            let Some(revert) = entry
-                .tool
-                .strip_prefix("tools.")
-                .and_then(|name| reverts.get(name))
-            else {
+            let Some(revert) = revert_of(&entry) else {
                 continue;
             };
             let arguments: Value = serde_json::from_str(&entry.args)
                 .map_err(|error| JournalError::Corrupt(error.to_string()))?;
             // Nested under the rollback like a program's call, so code mode lets it through.
             let rollback = format!("rollback-{id}");
-            let result = self
+            let executed = self
                 .execute(
                     ToolCall::new(
                         format!("{rollback}:revert:{}", entry.seq),
                         revert.clone(),
-                        json!({"arguments": arguments, "result": value}),
+                        match result {
+                            Some(value) => json!({"arguments": arguments, "result": value}),
+                            None => json!({"arguments": arguments, "outcome_unknown": true}),
+                        },
                     )
                     .with_parent(rollback.clone(), rollback),
                 )
                 .await;
-            let reverted = match &result {
+            let reverted = match &executed {
                 ToolResult::Success { value, .. } => CallOutcome::Ok {
                     value: value.clone(),
                 },
@@ -714,7 +809,7 @@ impl Registry {
                 failed = true;
             } else {
                 entry.state = EntryState::Reverted {
-                    outcome: outcome.clone(),
+                    outcome,
                     revert: reverted.clone(),
                 };
                 run.store.put(id, &entry).await?;
@@ -729,8 +824,9 @@ impl Registry {
             reports.push(RevertReport {
                 seq: entry.seq,
                 tool: entry.tool.clone(),
-                revert: revert.clone(),
+                revert,
                 outcome: reverted,
+                outcome_unknown: was_unknown,
             });
         }
         if !failed {

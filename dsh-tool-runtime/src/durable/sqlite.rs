@@ -1,11 +1,11 @@
-//! The embedded journal: one SQLite file in WAL mode.
+//! The embedded journal: one SQLite file in WAL mode, used from a thread of its own.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::time::Duration;
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
-use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
@@ -18,8 +18,16 @@ use super::{
 const APPLICATION_ID: i32 = 0x4453_484A;
 /// The schema this version writes (`user_version`); 1 had no `owners` table.
 const SCHEMA_VERSION: i32 = 2;
-/// How long a writer waits for another process's write lock before failing.
-const BUSY_TIMEOUT: Duration = Duration::from_secs(30);
+/// How long a statement waits for another connection's lock by default, counted from the
+/// moment it was asked for (time queued behind other statements included).
+pub const DEFAULT_BUSY_TIMEOUT: Duration = Duration::from_secs(2);
+/// The default bound of a journal file's contents: 1 GiB.
+pub const DEFAULT_MAX_FILE_BYTES: u64 = 1 << 30;
+/// What the write-ahead log is cut back to after a checkpoint: 16 MiB.
+const WAL_SIZE_LIMIT: i64 = 16 << 20;
+/// The permission bits a new journal file gets (the `-wal` and `-shm` files copy them).
+#[cfg(unix)]
+const PRIVATE_MODE: u32 = 0o600;
 
 const SCHEMA: &str = "
 CREATE TABLE runs (
@@ -67,8 +75,24 @@ pub enum OpenMode {
 /// The file is in WAL mode with `synchronous = NORMAL`: a write is durable against a crash of
 /// the process (what the journal is for) as soon as its statement returns; a power loss may
 /// lose the last writes before a checkpoint, never corrupt the file. Several processes on one
-/// machine may open the same file: a writer waits up to 30 s for another's lock. Files on a
-/// network file system are not supported (SQLite's WAL needs shared memory).
+/// machine may open the same file. Files on a network file system are not supported (SQLite's
+/// WAL needs shared memory).
+///
+/// Every statement runs on a thread the journal starts for itself, one at a time in the order
+/// they were asked for, never on the caller's task: a file another connection holds locked (a
+/// `sqlite3` shell, a backup) never stalls an async runtime's workers. A statement waits at most
+/// the busy timeout ([`DEFAULT_BUSY_TIMEOUT`], 2 s; [`with_busy_timeout`](Self::with_busy_timeout))
+/// from the moment it was asked for, then fails with [`JournalError::Locked`].
+///
+/// The journal holds every program, every call's arguments and every outcome verbatim. A file
+/// it creates gets mode `0600` whatever the umask (its `-wal` and `-shm` files copy the
+/// file's mode); an existing file whose group or others may read it is used, with a
+/// `tracing` warning and [`readable_by_others`](Self::readable_by_others) naming it. Its
+/// contents are bounded ([`DEFAULT_MAX_FILE_BYTES`], 1 GiB;
+/// [`with_max_file_bytes`](Self::with_max_file_bytes)): past the bound a new run or a new call
+/// is refused with [`JournalError::Full`], while runs under way may still record how their
+/// calls and they themselves end. The write-ahead log is cut back to 16 MiB after each
+/// checkpoint.
 ///
 /// A run is claimed ([`JournalStore::claim`]) by a row naming the process (pid and, on Linux,
 /// its start time from `/proc/<pid>/stat`, so a later process reusing the pid is not taken
@@ -81,16 +105,22 @@ pub enum OpenMode {
 ///
 /// Continuations of its parked runs are signed with the secret in the file beside it
 /// ([`ContinuationSecret::path_for`]: `<path>.secret`, mode 0600), made on first use.
-///
-/// Each write is one statement run on the calling task (tens of microseconds on a local disk),
-/// not moved to a blocking thread.
 pub struct SqliteJournal {
-    connection: Mutex<Connection>,
+    /// The journal thread's queue; `None` once dropped.
+    jobs: Option<mpsc::Sender<Job>>,
+    thread: Option<std::thread::JoinHandle<()>>,
     /// This process, as an owner row names it.
     me: Process,
     /// The continuation secret beside the file, read (or made) on first use.
     secret: ContinuationSecretFile,
+    busy_timeout: Duration,
+    max_file_bytes: u64,
+    /// The journal's files others could read when it was opened, with their permission bits.
+    exposed: Vec<(PathBuf, u32)>,
 }
+
+/// One statement (or a few in a transaction) for the journal thread.
+type Job = Box<dyn FnOnce(&mut Connection) + Send>;
 
 impl std::fmt::Debug for SqliteJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -98,8 +128,25 @@ impl std::fmt::Debug for SqliteJournal {
     }
 }
 
+impl Drop for SqliteJournal {
+    fn drop(&mut self) {
+        // The queue closed, the thread runs what is queued (each bounded by the busy timeout)
+        // and closes the file: once dropped, the journal holds no lock and no descriptor.
+        drop(self.jobs.take());
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
 fn store(error: &rusqlite::Error) -> JournalError {
-    JournalError::Store(error.to_string())
+    match error.sqlite_error_code() {
+        Some(rusqlite::ErrorCode::DatabaseBusy | rusqlite::ErrorCode::DatabaseLocked) => {
+            // The timeout is filled in by `SqliteJournal::call`, which knows it.
+            JournalError::Locked { timeout_ms: 0 }
+        }
+        _ => JournalError::Store(error.to_string()),
+    }
 }
 
 fn corrupt(error: &serde_json::Error) -> JournalError {
@@ -150,6 +197,75 @@ fn start_time(pid: u32) -> Option<u64> {
     rest.split_whitespace().nth(19)?.parse().ok()
 }
 
+/// Creates `path` empty with mode `0600` unless it exists (a URI or `:memory:` is left to
+/// SQLite). The mode is set after creation too, so the umask cannot take bits away.
+#[cfg(unix)]
+fn create_private(path: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    let text = path.to_string_lossy();
+    if text.starts_with("file:") || text == ":memory:" {
+        return Ok(());
+    }
+    match std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(PRIVATE_MODE)
+        .open(path)
+    {
+        Ok(file) => file.set_permissions(std::fs::Permissions::from_mode(PRIVATE_MODE)),
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Ok(()),
+        Err(error) => Err(error),
+    }
+}
+
+/// The journal's files (`path`, its `-wal` and `-shm`) whose group or others may read them,
+/// with their permission bits.
+fn exposed_files(path: &Path) -> Vec<(PathBuf, u32)> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mut files = vec![path.to_owned()];
+        for suffix in ["-wal", "-shm"] {
+            let mut name = path.as_os_str().to_owned();
+            name.push(suffix);
+            files.push(PathBuf::from(name));
+        }
+        files
+            .into_iter()
+            .filter_map(|file| {
+                let bits = std::fs::metadata(&file).ok()?.permissions().mode() & 0o777;
+                (bits & 0o044 != 0).then_some((file, bits))
+            })
+            .collect()
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        Vec::new()
+    }
+}
+
+/// Refuses what would grow the file past `max` bytes (its pages in use, `extra` more): a new
+/// run or a new call.
+fn check_room(connection: &Connection, extra: usize, max: u64) -> Result<(), JournalError> {
+    let used: i64 = connection
+        .query_row(
+            "SELECT (SELECT page_count FROM pragma_page_count) * \
+             (SELECT page_size FROM pragma_page_size)",
+            [],
+            |row| row.get(0),
+        )
+        .map_err(|error| store(&error))?;
+    let used = u64::try_from(used).unwrap_or_default();
+    if used.saturating_add(extra as u64) > max {
+        return Err(JournalError::Full {
+            used_bytes: used,
+            max_bytes: max,
+        });
+    }
+    Ok(())
+}
+
 /// A claim number unique in this process (the owner row's pid tells processes apart).
 fn next_claim() -> u64 {
     static NEXT: AtomicU64 = AtomicU64::new(1);
@@ -181,6 +297,23 @@ impl SqliteJournal {
         if mode != OpenMode::Create && !path.exists() {
             return Err(JournalError::Missing(path.display().to_string()));
         }
+        // Made private before SQLite opens it: SQLite would create it 0644 less the umask,
+        // and its `-wal` and `-shm` files take the file's mode.
+        #[cfg(unix)]
+        if mode == OpenMode::Create {
+            create_private(path).map_err(|error| {
+                JournalError::Store(format!("cannot create {}: {error}", path.display()))
+            })?;
+        }
+        let exposed = exposed_files(path);
+        for (file, bits) in &exposed {
+            tracing::warn!(
+                file = %file.display(),
+                mode = format_args!("{bits:04o}"),
+                "the journal file is readable by other users; it holds every program, argument \
+                 and result verbatim"
+            );
+        }
         let flags = match mode {
             OpenMode::Create => OpenFlags::SQLITE_OPEN_READ_WRITE | OpenFlags::SQLITE_OPEN_CREATE,
             OpenMode::Existing => OpenFlags::SQLITE_OPEN_READ_WRITE,
@@ -190,7 +323,7 @@ impl SqliteJournal {
         let mut connection =
             Connection::open_with_flags(path, flags).map_err(|error| store(&error))?;
         connection
-            .busy_timeout(BUSY_TIMEOUT)
+            .busy_timeout(DEFAULT_BUSY_TIMEOUT)
             .map_err(|error| store(&error))?;
         // Only reads until the file is known to be a journal (or empty): a foreign file is
         // refused exactly as it was found.
@@ -223,17 +356,16 @@ impl SqliteJournal {
             if application_id == 0 {
                 return Err(unusable("not a journal (empty)".to_owned()));
             }
-            return Ok(SqliteJournal {
-                connection: Mutex::new(connection),
-                me: Process::me(),
-                secret: ContinuationSecretFile::beside(path),
-            });
+            return Self::start(connection, exposed, path);
         }
         connection
             .pragma_update_and_check(None, "journal_mode", "wal", |row| row.get::<_, String>(0))
             .map_err(|error| store(&error))?;
         connection
             .pragma_update(None, "synchronous", "NORMAL")
+            .map_err(|error| store(&error))?;
+        connection
+            .pragma_update(None, "journal_size_limit", WAL_SIZE_LIMIT)
             .map_err(|error| store(&error))?;
         if application_id == 0 || version < SCHEMA_VERSION {
             // Another process may be creating or upgrading it at the same moment: decide under
@@ -269,10 +401,91 @@ impl SqliteJournal {
                 .map_err(|error| store(&error))?;
             tx.commit().map_err(|error| store(&error))?;
         }
+        Self::start(connection, exposed, path)
+    }
+
+    /// The journal over `connection`, its statements run by a thread of its own.
+    fn start(
+        connection: Connection,
+        exposed: Vec<(PathBuf, u32)>,
+        path: &Path,
+    ) -> Result<Self, JournalError> {
+        let (jobs, queue) = mpsc::channel::<Job>();
+        let thread = std::thread::Builder::new()
+            .name("dsh-journal".to_owned())
+            .spawn(move || {
+                let mut connection = connection;
+                for job in queue {
+                    job(&mut connection);
+                }
+            })
+            .map_err(|error| {
+                JournalError::Store(format!("cannot start the journal's thread: {error}"))
+            })?;
         Ok(SqliteJournal {
-            connection: Mutex::new(connection),
+            jobs: Some(jobs),
+            thread: Some(thread),
             me: Process::me(),
             secret: ContinuationSecretFile::beside(path),
+            busy_timeout: DEFAULT_BUSY_TIMEOUT,
+            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
+            exposed,
+        })
+    }
+
+    /// How long a statement may wait for another connection's lock, counted from the moment it
+    /// was asked for; past it the statement fails with [`JournalError::Locked`].
+    #[must_use]
+    pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
+        self.busy_timeout = timeout;
+        self
+    }
+
+    /// The bound of the file's contents, in bytes (SQLite's pages in use, the write-ahead log's
+    /// included): past it a new run or a new call is refused with [`JournalError::Full`].
+    #[must_use]
+    pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
+        self.max_file_bytes = bytes;
+        self
+    }
+
+    /// The journal's files (the file, its `-wal` and `-shm`) that other users could read when
+    /// it was opened (group or other read permission), with their permission bits: each was
+    /// warned about through `tracing`. Empty for a private journal.
+    pub fn readable_by_others(&self) -> &[(PathBuf, u32)] {
+        &self.exposed
+    }
+
+    /// Runs `job` on the journal thread, its lock waits bounded by what is left of the busy
+    /// timeout.
+    fn call<T: Send + 'static>(
+        &self,
+        job: impl FnOnce(&mut Connection, Process) -> Result<T, JournalError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, JournalError>> {
+        let (reply, answer) = futures::channel::oneshot::channel();
+        let (timeout, queued, me) = (self.busy_timeout, Instant::now(), self.me);
+        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let sent = self.jobs.as_ref().is_some_and(|jobs| {
+            jobs.send(Box::new(move |connection: &mut Connection| {
+                let left = timeout.saturating_sub(queued.elapsed());
+                let result = connection
+                    .busy_timeout(left)
+                    .map_err(|error| store(&error))
+                    .and_then(|()| job(connection, me))
+                    .map_err(|error| match error {
+                        JournalError::Locked { .. } => JournalError::Locked { timeout_ms },
+                        other => other,
+                    });
+                let _ = reply.send(result);
+            }))
+            .is_ok()
+        });
+        Box::pin(async move {
+            let gone = || JournalError::Store("the journal's thread has ended".to_owned());
+            if !sent {
+                return Err(gone());
+            }
+            answer.await.unwrap_or_else(|_| Err(gone()))
         })
     }
 
@@ -326,10 +539,14 @@ impl JournalStore for SqliteJournal {
         run_id: &'a str,
         program: &'a Value,
     ) -> BoxFuture<'a, Result<RunRecord, JournalError>> {
-        Box::pin(async move {
-            let program_text = crate::json::compact(program, true);
+        let (run_id, program) = (run_id.to_owned(), program.clone());
+        let max = self.max_file_bytes;
+        Box::pin(self.call(move |connection, _| {
+            let program_text = crate::json::compact(&program, true);
             let status = text(&RunStatus::Running)?;
-            let connection = self.connection.lock();
+            if Self::get(connection, &run_id)?.is_none() {
+                check_room(connection, program_text.len() + run_id.len(), max)?;
+            }
             connection
                 .execute(
                     "INSERT INTO runs (run_id, program, status, updated_ms) VALUES (?1, ?2, ?3, ?4) \
@@ -337,28 +554,25 @@ impl JournalStore for SqliteJournal {
                     params![run_id, program_text, status, now_ms()],
                 )
                 .map_err(|error| store(&error))?;
-            let record = Self::get(&connection, run_id)?
-                .ok_or_else(|| JournalError::UnknownRun(run_id.to_owned()))?;
-            if let Some(differs) = super::program_differs(&record.program, program) {
-                return Err(JournalError::ProgramMismatch {
-                    run_id: run_id.to_owned(),
-                    differs,
-                });
+            let record = Self::get(connection, &run_id)?
+                .ok_or_else(|| JournalError::UnknownRun(run_id.clone()))?;
+            if let Some(differs) = super::program_differs(&record.program, &program) {
+                return Err(JournalError::ProgramMismatch { run_id, differs });
             }
             Ok(record)
-        })
+        }))
     }
 
     fn run<'a>(
         &'a self,
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
-        Box::pin(async move { Self::get(&self.connection.lock(), run_id) })
+        let run_id = run_id.to_owned();
+        Box::pin(self.call(move |connection, _| Self::get(connection, &run_id)))
     }
 
     fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
-        Box::pin(async move {
-            let connection = self.connection.lock();
+        Box::pin(self.call(|connection, _| {
             let mut statement = connection
                 .prepare(
                     "SELECT run_id, program, status, updated_ms FROM runs \
@@ -380,7 +594,7 @@ impl JournalStore for SqliteJournal {
                 Self::record(id, &program, &status, updated)
             })
             .collect()
-        })
+        }))
     }
 
     fn set_status<'a>(
@@ -388,29 +602,28 @@ impl JournalStore for SqliteJournal {
         run_id: &'a str,
         status: &'a RunStatus,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(async move {
-            let status = text(status)?;
-            let changed = self
-                .connection
-                .lock()
+        let run_id = run_id.to_owned();
+        let status = text(status);
+        Box::pin(self.call(move |connection, _| {
+            let changed = connection
                 .execute(
                     "UPDATE runs SET status = ?2, updated_ms = ?3 WHERE run_id = ?1",
-                    params![run_id, status, now_ms()],
+                    params![run_id, status?, now_ms()],
                 )
                 .map_err(|error| store(&error))?;
             if changed == 0 {
-                return Err(JournalError::UnknownRun(run_id.to_owned()));
+                return Err(JournalError::UnknownRun(run_id));
             }
             Ok(())
-        })
+        }))
     }
 
     fn entries<'a>(
         &'a self,
         run_id: &'a str,
     ) -> BoxFuture<'a, Result<Vec<JournalEntry>, JournalError>> {
-        Box::pin(async move {
-            let connection = self.connection.lock();
+        let run_id = run_id.to_owned();
+        Box::pin(self.call(move |connection, _| {
             let mut statement = connection
                 .prepare_cached(
                     "SELECT seq, tool, args, state FROM calls WHERE run_id = ?1 ORDER BY seq",
@@ -448,7 +661,7 @@ impl JournalStore for SqliteJournal {
                 });
             }
             Ok(entries)
-        })
+        }))
     }
 
     fn put<'a>(
@@ -456,12 +669,19 @@ impl JournalStore for SqliteJournal {
         run_id: &'a str,
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(async move {
-            let state = text(&entry.state)?;
-            let seq = i64::try_from(entry.seq).map_err(|_| {
-                JournalError::Store(format!("sequence number {} too large", entry.seq))
-            })?;
-            let connection = self.connection.lock();
+        let run_id = run_id.to_owned();
+        let (state, seq) = (text(&entry.state), entry.seq);
+        let (tool, args) = (entry.tool.clone(), entry.args.clone());
+        // A call about to run is a new entry: refused past the file's bound. How a call (or a
+        // decision, a revert) ended is recorded whatever the bound, so nothing is left unknown.
+        let new = matches!(entry.state, EntryState::Started).then_some(self.max_file_bytes);
+        Box::pin(self.call(move |connection, _| {
+            let state = state?;
+            let seq = i64::try_from(seq)
+                .map_err(|_| JournalError::Store(format!("sequence number {seq} too large")))?;
+            if let Some(max) = new {
+                check_room(connection, tool.len() + args.len() + state.len(), max)?;
+            }
             let mut statement = connection
                 .prepare_cached(
                     "INSERT INTO calls (run_id, seq, tool, args, state) VALUES (?1, ?2, ?3, ?4, ?5) \
@@ -469,15 +689,16 @@ impl JournalStore for SqliteJournal {
                 )
                 .map_err(|error| store(&error))?;
             statement
-                .execute(params![run_id, seq, entry.tool, entry.args, state])
+                .execute(params![run_id, seq, tool, args, state])
                 .map_err(|error| store(&error))?;
             Ok(())
-        })
+        }))
     }
+
     fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
-        Box::pin(async move {
+        let run_id = run_id.to_owned();
+        Box::pin(self.call(move |connection, me| {
             let claim = next_claim();
-            let mut connection = self.connection.lock();
             // Read and write under the write lock: of two processes taking over a dead owner's
             // claim at once, the second sees the first's row.
             let tx = connection
@@ -504,7 +725,7 @@ impl JournalStore for SqliteJournal {
                 };
                 if owner.alive() {
                     return Err(JournalError::Busy {
-                        run_id: run_id.to_owned(),
+                        run_id,
                         pid: owner.pid,
                     });
                 }
@@ -514,15 +735,15 @@ impl JournalStore for SqliteJournal {
                  ON CONFLICT (run_id) DO UPDATE SET pid = ?2, started = ?3, claim = ?4",
                 params![
                     run_id,
-                    i64::from(self.me.pid),
-                    i64::try_from(self.me.started).unwrap_or(i64::MAX),
+                    i64::from(me.pid),
+                    i64::try_from(me.started).unwrap_or(i64::MAX),
                     i64::try_from(claim).unwrap_or(i64::MAX)
                 ],
             )
             .map_err(|error| store(&error))?;
             tx.commit().map_err(|error| store(&error))?;
             Ok(claim)
-        })
+        }))
     }
 
     fn continuation_secret(&self) -> Result<ContinuationSecret, JournalError> {
@@ -534,20 +755,20 @@ impl JournalStore for SqliteJournal {
         run_id: &'a str,
         claim: u64,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        Box::pin(async move {
-            self.connection
-                .lock()
+        let run_id = run_id.to_owned();
+        Box::pin(self.call(move |connection, me| {
+            connection
                 .execute(
                     "DELETE FROM owners WHERE run_id = ?1 AND pid = ?2 AND claim = ?3",
                     params![
                         run_id,
-                        i64::from(self.me.pid),
+                        i64::from(me.pid),
                         i64::try_from(claim).unwrap_or(i64::MAX)
                     ],
                 )
                 .map_err(|error| store(&error))?;
             Ok(())
-        })
+        }))
     }
 }
 
@@ -662,12 +883,15 @@ mod tests {
         let taken = second.claim("r").await.unwrap();
         // A claim whose process is gone (a pid with another start time) is taken over.
         second
-            .connection
-            .lock()
-            .execute(
-                "UPDATE owners SET started = started + 1 WHERE run_id = 'r'",
-                [],
-            )
+            .call(|connection, _| {
+                connection
+                    .execute(
+                        "UPDATE owners SET started = started + 1 WHERE run_id = 'r'",
+                        [],
+                    )
+                    .map_err(|error| store(&error))
+            })
+            .await
             .unwrap();
         first.claim("r").await.unwrap();
         second.release("r", taken).await.unwrap();

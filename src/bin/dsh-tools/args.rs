@@ -112,7 +112,9 @@ pub enum RunsAction {
         id: String,
     },
     /// Revert a parked or failed run's completed calls, newest first. Refused, reverting
-    /// nothing, when a completed call's tool is not read-only and has no revert tool.
+    /// nothing, when a completed call's tool is not read-only and has no revert tool. A call
+    /// cut off while it ran (its outcome unknown) is not reverted unless named with
+    /// --revert-unknown: the run then stays unrolled and the command exits 1.
     Rollback {
         /// The run id.
         id: String,
@@ -120,6 +122,11 @@ pub enum RunsAction {
         /// `{"arguments": <the call's arguments>, "result": <its value>}` (repeatable).
         #[arg(long, value_name = "TOOL=REVERT_TOOL", value_parser = parse_revert)]
         revert: Vec<(String, String)>,
+        /// Also run the revert tool for call number N, whose outcome is unknown (it may or may
+        /// not have happened), with `{"arguments": <its arguments>, "outcome_unknown": true}`
+        /// (repeatable).
+        #[arg(long, value_name = "N")]
+        revert_unknown: Vec<u64>,
     },
 }
 

@@ -63,6 +63,7 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     if let Some(journal) = &args.journal {
         let store = SqliteJournal::open(journal)
             .map_err(|error| format!("--journal {}: {error}", journal.display()))?;
+        warn_exposed(&store);
         options = options.journal(Arc::new(store));
         if let Some(name) = &args.journal_name {
             options = options.journal_peers(name.clone(), args.journal_peer.iter().cloned());
@@ -575,7 +576,28 @@ fn durable_run(journal: &Path, run_id: &str, mode: OpenMode) -> Result<DurableRu
 }
 
 fn open_journal(journal: &Path, mode: OpenMode) -> Result<SqliteJournal, String> {
-    SqliteJournal::open_with(journal, mode).map_err(|error| format!("--journal: {error}"))
+    let store =
+        SqliteJournal::open_with(journal, mode).map_err(|error| format!("--journal: {error}"))?;
+    warn_exposed(&store);
+    Ok(store)
+}
+
+/// Says on stderr, once per command, which of the journal's files other users can read.
+fn warn_exposed(store: &SqliteJournal) {
+    static WARNED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
+    let exposed = store.readable_by_others();
+    if exposed.is_empty() || WARNED.swap(true, std::sync::atomic::Ordering::Relaxed) {
+        return;
+    }
+    let mut stderr = std::io::stderr().lock();
+    for (file, mode) in exposed {
+        let _ = writeln!(
+            stderr,
+            "warning: journal file {} is readable by other users (mode {mode:04o}); it holds \
+             every program, argument and result verbatim (chmod 600 it)",
+            escaped(&file.display().to_string())
+        );
+    }
 }
 
 /// `runs list` and `runs show`, which need no tool source and only read the journal; `None`
@@ -751,7 +773,11 @@ pub async fn runs(
                 .and_then(|result| settle(&result, json_output)),
             Err(error) => Err(error),
         },
-        RunsAction::Rollback { id, revert } => {
+        RunsAction::Rollback {
+            id,
+            revert,
+            revert_unknown,
+        } => {
             let mut unknown = None;
             for (tool, revert_tool) in revert {
                 if registry.get(revert_tool, None).is_none() {
@@ -763,7 +789,7 @@ pub async fn runs(
             }
             match unknown.map_or_else(|| run(id), Err) {
                 Ok(run) => registry
-                    .rollback_run(run)
+                    .rollback_run_reverting_unknown(run, revert_unknown)
                     .await
                     .map_err(|error| {
                         let mut message = error.to_string();
@@ -774,17 +800,37 @@ pub async fn runs(
                     })
                     .and_then(|reverts| {
                         let text = rollback_text(&reverts, json_output);
-                        let failed = reverts.iter().filter(|r| r.outcome.is_error()).count();
-                        if failed == 0 {
-                            Ok(text)
-                        } else {
-                            // The reports still print: they say which calls stay in place.
-                            println!("{text}");
-                            Err(format!(
-                                "rollback incomplete: {failed} revert(s) failed; the run is not \
-                                 rolled back, and rolling back again retries those calls"
-                            ))
+                        let failed = reverts
+                            .iter()
+                            .filter(|r| r.outcome.is_error() && !skipped(r))
+                            .count();
+                        let unknown: Vec<String> = reverts
+                            .iter()
+                            .filter(|r| skipped(r))
+                            .map(|r| format!("#{}", r.seq))
+                            .collect();
+                        if failed == 0 && unknown.is_empty() {
+                            return Ok(text);
                         }
+                        // The reports still print: they say which calls stay in place.
+                        println!("{text}");
+                        let mut problems = Vec::new();
+                        if failed > 0 {
+                            problems.push(format!(
+                                "{failed} revert(s) failed (rolling back again retries them)"
+                            ));
+                        }
+                        if !unknown.is_empty() {
+                            problems.push(format!(
+                                "call(s) {} were cut off while they ran and may have happened: \
+                                 not reverted (--revert-unknown N runs the revert tool for call N)",
+                                unknown.join(", ")
+                            ));
+                        }
+                        Err(format!(
+                            "rollback incomplete: {}; the run is not rolled back",
+                            problems.join("; ")
+                        ))
                     }),
                 Err(error) => Err(error),
             }
@@ -857,6 +903,14 @@ fn progress_line(event: &ToolEvent, started: &mut HashMap<String, Instant>) {
     }
 }
 
+/// A call a rollback left in place because its outcome is unknown and its revert was not asked
+/// for.
+fn skipped(report: &dsh_tools::durable::RevertReport) -> bool {
+    report.outcome_unknown
+        && matches!(&report.outcome, CallOutcome::Err { code: Some(code), .. }
+            if code == dsh_tools::durable::OUTCOME_UNKNOWN)
+}
+
 /// What a rollback prints: each reverted call, or the reports as JSON.
 fn rollback_text(reverts: &[dsh_tools::durable::RevertReport], json_output: bool) -> String {
     if json_output {
@@ -865,6 +919,12 @@ fn rollback_text(reverts: &[dsh_tools::durable::RevertReport], json_output: bool
     let lines: Vec<String> = reverts
         .iter()
         .map(|revert| {
+            if skipped(revert) {
+                return format!(
+                    "#{} {} not reverted: its outcome is unknown (cut off while it ran)",
+                    revert.seq, revert.tool
+                );
+            }
             let how = if revert.outcome.is_error() {
                 "failed"
             } else {
