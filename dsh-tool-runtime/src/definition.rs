@@ -76,6 +76,8 @@ struct Inner {
     annotations: Option<ToolAnnotations>,
     /// Served over MCP, a call may run as a task.
     task: bool,
+    /// Served over MCP, a call runs only as a task.
+    task_required: bool,
     /// The body only observes its signal, never cancels it (see
     /// [`ToolDefinitionBuilder::body_leaves_signal_alone`]).
     leaves_signal_alone: bool,
@@ -393,6 +395,7 @@ impl ToolDefinition {
                 })),
                 annotations: T::ANNOTATIONS.map(ToolAnnotations::from),
                 task: T::TASK,
+                task_required: false,
                 // A tool body is the author's code: it may cancel its own signal.
                 leaves_signal_alone: false,
             }),
@@ -414,6 +417,7 @@ impl ToolDefinition {
             present_call: None,
             annotations: None,
             task: false,
+            task_required: false,
             coerce_non_object: false,
             output_checked_by_handler: false,
             leaves_signal_alone: false,
@@ -551,6 +555,15 @@ impl ToolDefinition {
     pub fn supports_tasks(&self) -> bool {
         self.inner.task
     }
+
+    /// Whether a call served over MCP runs only as a task
+    /// ([`ToolDefinitionBuilder::task_required`]): a client that does not declare the
+    /// `io.modelcontextprotocol/tasks` extension gets the protocol's
+    /// `MissingRequiredClientCapabilityError` (-32021) naming it, and the call does not run
+    /// (SEP-2663, "Required Capabilities").
+    pub fn requires_task(&self) -> bool {
+        self.inner.task_required
+    }
 }
 
 /// Builds a [`ToolDefinition`] from a raw JSON Schema and a JSON handler.
@@ -570,6 +583,7 @@ pub struct ToolDefinitionBuilder {
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
     task: bool,
+    task_required: bool,
     coerce_non_object: bool,
     output_checked_by_handler: bool,
     leaves_signal_alone: bool,
@@ -587,6 +601,14 @@ impl ToolDefinitionBuilder {
     /// Lets a call served over MCP run as a task (see [`ToolDefinition::supports_tasks`]).
     pub fn task_support(mut self) -> Self {
         self.task = true;
+        self
+    }
+
+    /// Lets a call served over MCP run only as a task (see
+    /// [`ToolDefinition::requires_task`]); implies [`task_support`](Self::task_support).
+    pub fn task_required(mut self) -> Self {
+        self.task = true;
+        self.task_required = true;
         self
     }
 
@@ -800,6 +822,7 @@ impl ToolDefinitionBuilder {
                 present_call: self.present_call,
                 annotations: self.annotations,
                 task: self.task,
+                task_required: self.task_required,
                 leaves_signal_alone: self.leaves_signal_alone,
             }),
         })

@@ -23,6 +23,8 @@ mod http_limits;
 mod http_server;
 mod lifecycle;
 mod lists;
+#[cfg(feature = "mcp-server")]
+mod protocol;
 #[cfg(feature = "cli")]
 mod oauth;
 mod real_servers;

@@ -17,8 +17,8 @@ pub(crate) use approval::approval_message;
 #[cfg(feature = "mcp-server")]
 pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
-    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
-    SamplingReply, SamplingRequest,
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
+    RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,
 };
 pub(crate) use contain::{contain, panic_message};
 pub use context::ToolExec;
