@@ -276,9 +276,10 @@ const SERVER_LEGS: [Leg; 5] = [
         version: "2025-03-26",
         args: &["--suite", "all", "--spec-version", "2025-03-26"],
     },
+    // The extensions' scenarios name no revision: `all` runs every scenario, each at its own.
     Leg {
         version: "extension",
-        args: &["--suite", "all", "--spec-version", "extension"],
+        args: &["--suite", "all"],
     },
 ];
 

@@ -28,10 +28,19 @@ use crate::result::ContentBlock;
 /// sets one, when every message is sent.
 pub(crate) type SessionLogLevel = Arc<Mutex<Option<LogLevel>>>;
 
+/// Which log messages a served call may send its client.
+pub(crate) enum LogFloor {
+    /// A 2025 session: those at or above the level `logging/setLevel` set (all until then).
+    Session(SessionLogLevel),
+    /// A 2026-07-28 request: those at or above the request's `_meta` `logLevel`; none when it
+    /// names none (SEP-2575: a server sends no log message the request did not ask for).
+    Request(Option<LogLevel>),
+}
+
 /// One served call's way back to its client.
 pub(crate) struct McpClientPeer {
     pub(crate) peer: Peer<RoleServer>,
-    pub(crate) level: SessionLogLevel,
+    pub(crate) level: LogFloor,
     /// What the client declared: at `initialize` (2025 sessions) or in this request's `_meta`
     /// (2026-07-28).
     pub(crate) capabilities: Option<ClientCapabilities>,
@@ -99,7 +108,11 @@ impl ClientPeer for McpClientPeer {
 
     fn log(&self, level: LogLevel, data: Value) -> BoxFuture<'_, Result<(), ClientError>> {
         Box::pin(async move {
-            if self.level.lock().is_some_and(|floor| level < floor) {
+            let heard = match &self.level {
+                LogFloor::Session(floor) => floor.lock().is_none_or(|floor| level >= floor),
+                LogFloor::Request(floor) => floor.is_some_and(|floor| level >= floor),
+            };
+            if !heard {
                 return Ok(());
             }
             let params = LoggingMessageNotificationParam::new(logging_level(level), data);

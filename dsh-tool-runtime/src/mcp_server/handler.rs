@@ -11,7 +11,7 @@ use rmcp::model::{
     ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
-    UpdateTaskParams,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -20,7 +20,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{McpClientPeer, SessionLogLevel, log_level};
+use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::{Listing, declares_object_output};
 use super::rounds::{RoundCall, Rounds, Turn};
@@ -444,6 +444,16 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
+    /// The tool `name` as listed: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
+    /// against its `x-mcp-header` properties (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.listing()
+            .ok()?
+            .tools
+            .into_iter()
+            .find(|tool| tool.name == name)
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -526,7 +536,7 @@ impl ServerHandler for McpHandler {
                 let responses = request.input_responses.unwrap_or_default();
                 let client = ClientChannel::new(Arc::new(McpClientPeer {
                     peer: context.peer.clone(),
-                    level: self.log_level.clone(),
+                    level: LogFloor::Request(context.meta.log_level().map(log_level)),
                     capabilities: context.client_capabilities(),
                     rounds: None,
                     missing: Arc::default(),
@@ -598,9 +608,14 @@ impl ServerHandler for McpHandler {
             (None, None)
         };
         let missing = Arc::default();
+        let level = if modern {
+            LogFloor::Request(context.meta.log_level().map(log_level))
+        } else {
+            LogFloor::Session(self.log_level.clone())
+        };
         let client = ClientChannel::new(Arc::new(McpClientPeer {
             peer: context.peer.clone(),
-            level: self.log_level.clone(),
+            level,
             capabilities: context.client_capabilities(),
             rounds,
             missing: Arc::clone(&missing),
