@@ -415,7 +415,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         tasks::ProtocolErrorJobTool.into(),
         tasks::ConfirmDeleteTool.into(),
         tasks::MultiInputTool.into(),
-        tasks::TestToolWithTaskTool.into(),
+        tasks::test_tool_with_task()?,
     ])?;
 
     // Without authentication on loopback the server accepts its own loopback origins (the

@@ -586,9 +586,12 @@ async fn a_client_without_elicitation_gets_the_typed_error_at_once() {
             dsh_tools::serde_json::json!({"message": "who are you?"}),
         ))
         .await;
+    // At 2026-07-28 the server answers with the protocol's missing-capability error.
     assert!(result.is_error());
     assert!(
-        result.text().contains("does not support elicitation"),
+        result
+            .text()
+            .contains("Missing required client capability (code -32021)"),
         "{}",
         result.text()
     );

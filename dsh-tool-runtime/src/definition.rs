@@ -78,6 +78,8 @@ struct Inner {
     task: bool,
     /// Served over MCP, a call runs only as a task.
     task_required: bool,
+    /// Served over MCP 2026-07-28, a task's call asks for input before the task is made.
+    input_before_task: bool,
     /// The body only observes its signal, never cancels it (see
     /// [`ToolDefinitionBuilder::body_leaves_signal_alone`]).
     leaves_signal_alone: bool,
@@ -396,6 +398,7 @@ impl ToolDefinition {
                 annotations: T::ANNOTATIONS.map(ToolAnnotations::from),
                 task: T::TASK,
                 task_required: false,
+                input_before_task: false,
                 // A tool body is the author's code: it may cancel its own signal.
                 leaves_signal_alone: false,
             }),
@@ -418,6 +421,7 @@ impl ToolDefinition {
             annotations: None,
             task: false,
             task_required: false,
+            input_before_task: false,
             coerce_non_object: false,
             output_checked_by_handler: false,
             leaves_signal_alone: false,
@@ -564,6 +568,13 @@ impl ToolDefinition {
     pub fn requires_task(&self) -> bool {
         self.inner.task_required
     }
+
+    /// Whether a call served over MCP 2026-07-28 as a task first asks for its input in
+    /// `input_required` rounds of its `tools/call` and becomes a task only on the round that
+    /// answers them ([`ToolDefinitionBuilder::input_before_task`]).
+    pub fn input_before_task(&self) -> bool {
+        self.inner.input_before_task
+    }
 }
 
 /// Builds a [`ToolDefinition`] from a raw JSON Schema and a JSON handler.
@@ -584,6 +595,7 @@ pub struct ToolDefinitionBuilder {
     annotations: Option<ToolAnnotations>,
     task: bool,
     task_required: bool,
+    input_before_task: bool,
     coerce_non_object: bool,
     output_checked_by_handler: bool,
     leaves_signal_alone: bool,
@@ -609,6 +621,18 @@ impl ToolDefinitionBuilder {
     pub fn task_required(mut self) -> Self {
         self.task = true;
         self.task_required = true;
+        self
+    }
+
+    /// Served over MCP 2026-07-28 as a task, the call first asks for its input (elicitation,
+    /// sampling, roots) in `input_required` rounds of its `tools/call`, and the client's retry
+    /// that answers them gets the task (SEP-2322 rounds, then a SEP-2663 `CreateTaskResult`);
+    /// a call that asks nothing answers at once. Without it the task is made at once and its
+    /// requests wait in the task's `input_required` state. Implies
+    /// [`task_support`](Self::task_support).
+    pub fn input_before_task(mut self) -> Self {
+        self.task = true;
+        self.input_before_task = true;
         self
     }
 
@@ -823,6 +847,7 @@ impl ToolDefinitionBuilder {
                 annotations: self.annotations,
                 task: self.task,
                 task_required: self.task_required,
+                input_before_task: self.input_before_task,
                 leaves_signal_alone: self.leaves_signal_alone,
             }),
         })

@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use dsh_tools::client::{Elicitation, ElicitationRequest};
-use dsh_tools::serde_json::{Value, json};
 use dsh_tools::definition::DefinitionError;
+use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool};
 
 use super::client_error;
@@ -107,26 +107,32 @@ pub async fn multi_input(exec: &ToolExec) -> Result<String, ToolError> {
     ))
 }
 
-/// Asks the person's name, then works on as a task; the result names them.
-#[tool(task)]
-pub async fn test_tool_with_task(exec: &ToolExec) -> Result<String, ToolError> {
-    let request = ElicitationRequest::new(
-        "What is your name?",
-        json!({
-            "type": "object",
-            "properties": {"name": {"type": "string"}},
-            "required": ["name"],
-        }),
-    )
-    .input_key("user_name");
-    let reply = exec.elicit(request).await.map_err(client_error)?;
-    let name = match reply {
-        Elicitation::Accept(content) => content
-            .get("name")
-            .and_then(Value::as_str)
-            .unwrap_or_default()
-            .to_owned(),
-        other => format!("{other:?}"),
-    };
-    Ok(format!("Task done for {name}"))
+/// Asks the person's name in `input_required` rounds of its `tools/call`, then works on as a
+/// task (the retry that answers gets the task); the result names them. It runs only as a task.
+pub fn test_tool_with_task() -> Result<ToolDefinition, DefinitionError> {
+    ToolDefinition::builder("test_tool_with_task")
+        .description("Asks your name, then works on it as a task.")
+        .task_required()
+        .input_before_task()
+        .handler(|_: Value, exec: ToolExec| async move {
+            let request = ElicitationRequest::new(
+                "What is your name?",
+                json!({
+                    "type": "object",
+                    "properties": {"name": {"type": "string"}},
+                    "required": ["name"],
+                }),
+            )
+            .input_key("user_name");
+            let name = match exec.elicit(request).await.map_err(client_error)? {
+                Elicitation::Accept(content) => content
+                    .get("name")
+                    .and_then(Value::as_str)
+                    .unwrap_or_default()
+                    .to_owned(),
+                other => format!("{other:?}"),
+            };
+            Ok(json!(format!("Task done for {name}")))
+        })
+        .build()
 }

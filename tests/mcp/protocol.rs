@@ -55,7 +55,10 @@ async fn post(url: &str, method: &str, mut params: Value, origin: Option<&str>) 
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", method);
-    if let Some(name) = body["params"]["name"].as_str() {
+    if let Some(name) = body["params"]["name"]
+        .as_str()
+        .or(body["params"]["taskId"].as_str())
+    {
         request = request.header("mcp-name", name);
     }
     if let Some(origin) = origin {
@@ -160,7 +163,9 @@ fn task_only(runs: std::sync::Arc<std::sync::atomic::AtomicUsize>) -> ToolDefini
 async fn a_task_only_tool_refuses_a_client_without_tasks_before_it_runs() {
     let runs = std::sync::Arc::default();
     let registry = Registry::new();
-    registry.register(task_only(std::sync::Arc::clone(&runs))).unwrap();
+    registry
+        .register(task_only(std::sync::Arc::clone(&runs)))
+        .unwrap();
     let url = serve(&registry).await;
     let (status, answer) = post(&url, "tools/call", json!({"name": "task_only"}), None).await;
     assert_eq!(status, 400, "{answer}");
@@ -177,6 +182,70 @@ async fn a_task_only_tool_refuses_a_client_without_tasks_before_it_runs() {
     let (status, answer) = post(&url, "tools/call", params, None).await;
     assert_eq!(status, 200, "{answer}");
     assert_eq!(answer["result"]["resultType"], "task", "{answer}");
+}
+
+/// Asks a name before its task exists, then works on as a task.
+fn name_then_task() -> ToolDefinition {
+    ToolDefinition::builder("name_then_task")
+        .input_before_task()
+        .handler(|_: Value, exec: ToolExec| async move {
+            let form = ElicitationRequest::new(
+                "What is your name?",
+                json!({"type": "object", "properties": {"name": {"type": "string"}}}),
+            )
+            .input_key("user_name");
+            match exec.elicit(form).await {
+                Ok(Elicitation::Accept(content)) => Ok(json!(format!(
+                    "done for {}",
+                    content["name"].as_str().unwrap_or_default()
+                ))),
+                other => Err(ToolError::new(format!("{other:?}"))),
+            }
+        })
+        .build()
+        .unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_call_that_asks_before_its_task_gets_rounds_then_the_task() {
+    let registry = Registry::new();
+    registry.register(name_then_task()).unwrap();
+    let url = serve(&registry).await;
+    let capabilities = meta(json!({
+        "elicitation": {},
+        "extensions": {"io.modelcontextprotocol/tasks": {}},
+    }));
+    let params = json!({"name": "name_then_task", "_meta": capabilities});
+    let (_, first) = post(&url, "tools/call", params, None).await;
+    assert_eq!(first["result"]["resultType"], "input_required", "{first}");
+    assert!(first["result"].get("taskId").is_none(), "{first}");
+    assert!(first["result"]["inputRequests"]["user_name"].is_object());
+    let params = json!({
+        "name": "name_then_task",
+        "_meta": capabilities,
+        "requestState": first["result"]["requestState"],
+        "inputResponses": {"user_name": {"action": "accept", "content": {"name": "Ada"}}},
+    });
+    let (_, second) = post(&url, "tools/call", params, None).await;
+    assert_eq!(second["result"]["resultType"], "task", "{second}");
+    assert!(second["result"].get("requestState").is_none(), "{second}");
+    let id = second["result"]["taskId"].clone();
+    // Waits for the task to complete; the bound only fails the test.
+    let deadline = tokio::time::Instant::now() + FAILURE_BOUND;
+    let done = loop {
+        let params = json!({"taskId": id, "_meta": capabilities});
+        let (_, got) = post(&url, "tasks/get", params, None).await;
+        if got["result"]["status"] == "completed" {
+            break got;
+        }
+        assert_eq!(got["result"]["status"], "working", "{got}");
+        assert!(tokio::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "done for Ada",
+        "{done}"
+    );
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -357,7 +357,9 @@ fn every_corpus_tool_is_transformed_or_refused_per_tool() {
                     }
                     if dialect == Dialect::Mcp
                         && let (Some(written), Some(served)) = (schema.as_object(), out.as_object())
-                        && written.iter().any(|(key, value)| served.get(key) != Some(value))
+                        && written
+                            .iter()
+                            .any(|(key, value)| served.get(key) != Some(value))
                     {
                         failures.push(format!("mcp {source}/{name}: not served as written"));
                     }
@@ -416,7 +418,10 @@ fn validators_catch_untransformed_schemas() {
         },
         "definitions": {"C": {"type": "integer"}}
     });
-    for dialect in Dialect::ALL.into_iter().filter(|dialect| *dialect != Dialect::Mcp) {
+    for dialect in Dialect::ALL
+        .into_iter()
+        .filter(|dialect| *dialect != Dialect::Mcp)
+    {
         let problems = check(dialect, &raw);
         assert!(
             problems.iter().any(|p| p.contains("$schema")),

@@ -179,11 +179,7 @@ fn tree_schema() -> Value {
 
 #[test]
 fn recursive_refs_are_kept_under_defs_and_nothing_dangles() {
-    for dialect in [
-        Dialect::Portable,
-        Dialect::OpenAiStrict,
-        Dialect::Anthropic,
-    ] {
+    for dialect in [Dialect::Portable, Dialect::OpenAiStrict, Dialect::Anthropic] {
         let out = ok(dialect, &tree_schema());
         let defs = out["$defs"].as_object().expect("kept definitions");
         assert_eq!(

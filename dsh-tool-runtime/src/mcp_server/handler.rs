@@ -211,6 +211,28 @@ impl McpHandler {
     fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
         mcp_result(&self.registry, self.scope.as_ref(), name, result)
     }
+
+    /// Makes the running `call`, whose requests the client has answered, a task: the answer
+    /// is the task; its later requests wait in the task (SEP-2663's rounds-then-task
+    /// composition).
+    fn escalate(&self, name: &str, call: RoundCall) -> CallToolResponse {
+        let (result, asks, signal) = call.into_task();
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        let name = name.to_owned();
+        let started = self.tasks.spawn(signal, Some(asks), move |_| async move {
+            let result = result.await.unwrap_or_else(|error| {
+                ToolResult::failure(crate::result::ToolFailure::plain(format!(
+                    "the call's task failed: {error}"
+                )))
+            });
+            mcp_result(&registry, scope.as_ref(), &name, &result)
+        });
+        match started {
+            Ok(task) => CallToolResponse::Task(task),
+            Err(message) => CallToolResult::error(vec![McpContent::text(message)]).into(),
+        }
+    }
 }
 
 /// A call's result in MCP's form: content, `isError`, and `structuredContent` when the tool
@@ -551,6 +573,9 @@ impl ServerHandler for McpHandler {
                 .rounds
                 .resume(state, request.input_responses.unwrap_or_default())
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
+            if call.ready_for_task() {
+                return Ok(self.escalate(&name, call));
+            }
             let missing = Arc::clone(&call.missing);
             let turn = self.rounds.drive(call, context.ct.clone()).await;
             if let Turn::Done(result) = &turn {
@@ -625,7 +650,9 @@ impl ServerHandler for McpHandler {
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }
-        if task {
+        // A call that asks for its input before its task exists runs in rounds first.
+        let input_first = task && modern && definition.input_before_task();
+        if task && !input_first {
             let signal = CancellationToken::new();
             return Ok(self.start_task(call.with_signal(signal.clone()), signal, asks));
         }
@@ -661,7 +688,8 @@ impl ServerHandler for McpHandler {
             asks,
             signal,
             Arc::clone(&missing),
-        );
+        )
+        .escalating(input_first);
         let turn = self.rounds.drive(call, context.ct.clone()).await;
         if let Turn::Done(result) = &turn {
             missing_capability(result, &missing)?;

@@ -39,6 +39,8 @@ pub(crate) struct RoundCall {
     signal: CancellationToken,
     /// The capability the call needed and its client had not declared, if any.
     pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
+    /// The call becomes a task once a retry has answered its requests.
+    pub(crate) escalates: bool,
 }
 
 impl RoundCall {
@@ -57,7 +59,31 @@ impl RoundCall {
             open: Vec::new(),
             signal,
             missing,
+            escalates: false,
         }
+    }
+
+    /// Marks the call to become a task once a retry has answered its requests.
+    pub(crate) fn escalating(mut self, escalates: bool) -> Self {
+        self.escalates = escalates;
+        self
+    }
+
+    /// Whether the call should become a task now: it escalates and no request is open.
+    pub(crate) fn ready_for_task(&self) -> bool {
+        self.escalates && self.open.is_empty()
+    }
+
+    /// The running call as a task takes it over: its result, its requests for the client
+    /// and its signal.
+    pub(crate) fn into_task(
+        self,
+    ) -> (
+        JoinHandle<ToolResult>,
+        mpsc::Receiver<InputAsk>,
+        CancellationToken,
+    ) {
+        (self.result, self.asks, self.signal)
     }
 }
 

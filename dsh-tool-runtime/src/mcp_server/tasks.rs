@@ -579,7 +579,11 @@ mod tests {
         let tasks = tasks(4);
         let signal = CancellationToken::new();
         let call = until_cancelled(&signal);
-        let id = tasks.spawn(signal.clone(), None, |_| call).unwrap().task.task_id;
+        let id = tasks
+            .spawn(signal.clone(), None, |_| call)
+            .unwrap()
+            .task
+            .task_id;
 
         sleep(TTL - MS).await;
         assert_eq!(status(&tasks, &id), TaskStatus::Working);
@@ -607,7 +611,11 @@ mod tests {
         let tasks = tasks(4);
         let signal = CancellationToken::new();
         let call = until_cancelled(&signal);
-        let id = tasks.spawn(signal.clone(), None, |_| call).unwrap().task.task_id;
+        let id = tasks
+            .spawn(signal.clone(), None, |_| call)
+            .unwrap()
+            .task
+            .task_id;
         sleep(MS).await;
         assert_eq!(status(&tasks, &id), TaskStatus::Working);
 
