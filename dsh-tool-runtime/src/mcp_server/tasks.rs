@@ -551,7 +551,7 @@ mod tests {
     async fn a_result_is_kept_until_the_ttl_then_forgotten() {
         let tasks = tasks(4);
         let created = tasks
-            .spawn(CancellationToken::new(), |_| async { text("done") })
+            .spawn(CancellationToken::new(), None, |_| async { text("done") })
             .unwrap();
         assert_eq!(created.task.status, TaskStatus::Working);
         assert_eq!(created.task.ttl_ms, Some(1_000));
@@ -626,7 +626,7 @@ mod tests {
 
         // A finished task stays as it ended; an unknown one is an error.
         let done = tasks
-            .spawn(CancellationToken::new(), |_| async { text("done") })
+            .spawn(CancellationToken::new(), None, |_| async { text("done") })
             .unwrap()
             .task
             .task_id;
@@ -645,7 +645,7 @@ mod tests {
         let signal = CancellationToken::new();
         let observed = signal.clone();
         let id = tasks
-            .spawn(signal, |_| async move {
+            .spawn(signal, None, |_| async move {
                 observed.cancelled().await;
                 text("finished anyway")
             })
@@ -662,7 +662,7 @@ mod tests {
         let tasks = tasks(4);
         let (step, stepped) = tokio::sync::oneshot::channel::<()>();
         let id = tasks
-            .spawn(CancellationToken::new(), |status| async move {
+            .spawn(CancellationToken::new(), None, |status| async move {
                 status.set("read_file started".to_owned());
                 let _ = stepped.await;
                 status.set("read_file ok".to_owned());
@@ -692,7 +692,7 @@ mod tests {
             tasks.spawn(signal.clone(), None, |_| call).unwrap();
         }
         let refused = tasks
-            .spawn(CancellationToken::new(), |_| async { text("never") })
+            .spawn(CancellationToken::new(), None, |_| async { text("never") })
             .unwrap_err();
         assert!(
             refused.starts_with("too many live tasks (limit 2)"),
@@ -703,7 +703,7 @@ mod tests {
         sleep(2 * TTL + MS).await;
         assert!(signals.iter().all(CancellationToken::is_cancelled));
         tasks
-            .spawn(CancellationToken::new(), |_| async { text("now") })
+            .spawn(CancellationToken::new(), None, |_| async { text("now") })
             .unwrap();
     }
 
@@ -719,7 +719,7 @@ mod tests {
         }
         let flag = Flag(Some(dropped));
         tasks
-            .spawn(CancellationToken::new(), |_| async move {
+            .spawn(CancellationToken::new(), None, |_| async move {
                 let _flag = flag;
                 std::future::pending::<CallToolResult>().await
             })
