@@ -2,7 +2,9 @@
 //! Node 22 it runs on by `.ci/install-tools.sh`) against this crate: its server scenarios against
 //! `examples/conformance_server.rs`, its client scenarios against `examples/conformance_client.rs`.
 //! A failing scenario not listed in `conformance-baseline.yml` fails the test, and so does a
-//! listed one that passes (the suite's own baseline rule).
+//! listed one that passes (the suite's own baseline rule). The server's are run at every
+//! protocol version they apply to, scored or not, and read from the suite's summary, so a
+//! pending or extension scenario counts like any other ([`SERVER_LEGS`]).
 
 #[macro_use]
 #[path = "mcp_support/mod.rs"]

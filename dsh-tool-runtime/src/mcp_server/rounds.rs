@@ -40,7 +40,7 @@ pub(crate) struct RoundCall {
     /// The capability the call needed and its client had not declared, if any.
     pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
     /// The call becomes a task once a retry has answered its requests.
-    pub(crate) escalates: bool,
+    escalates: bool,
 }
 
 impl RoundCall {
@@ -182,11 +182,16 @@ impl Rounds {
         for (key, request, _) in &call.open {
             requests.insert(key.clone(), request.clone());
         }
-        for (n, ask) in asks.into_iter().enumerate() {
+        for ask in asks {
             let key = ask
                 .key
                 .filter(|key| !requests.contains_key(key))
-                .unwrap_or_else(|| format!("input-{n}"));
+                .unwrap_or_else(|| {
+                    (requests.len()..)
+                        .map(|n| format!("input-{n}"))
+                        .find(|key| !requests.contains_key(key))
+                        .unwrap_or_default()
+                });
             requests.insert(key.clone(), ask.request.clone());
             call.open.push((key, ask.request, ask.reply));
         }

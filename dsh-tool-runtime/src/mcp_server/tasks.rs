@@ -109,8 +109,8 @@ struct Entry {
     driver: Option<AbortOnDropHandle<()>>,
     /// The call's requests for its client not yet answered through `tasks/update`, by key.
     open: Vec<(String, InputRequest, oneshot::Sender<Value>)>,
-    /// Requests made so far: numbers the keys the tool did not choose, so a key is never
-    /// reused over the task's life.
+    /// The last number given to a request whose tool chose no key (`input-N`): never reused
+    /// over the task's life.
     asked: u64,
 }
 
@@ -315,11 +315,16 @@ fn ask(shared: &Weak<Shared>, id: &str, ask: InputAsk) {
     ) {
         return;
     }
-    entry.asked += 1;
-    let taken = |key: &str| entry.open.iter().any(|(open, ..)| open == key);
+    let taken = |entry: &Entry, key: &str| entry.open.iter().any(|(open, ..)| open == key);
     let key = match ask.key {
-        Some(key) if !taken(&key) => key,
-        _ => format!("input-{}", entry.asked),
+        Some(key) if !taken(entry, &key) => key,
+        _ => loop {
+            entry.asked += 1;
+            let key = format!("input-{}", entry.asked);
+            if !taken(entry, &key) {
+                break key;
+            }
+        },
     };
     entry.open.push((key, ask.request, ask.reply));
     entry.payload = input_payload(&entry.open);
