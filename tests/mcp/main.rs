@@ -23,10 +23,10 @@ mod http_limits;
 mod http_server;
 mod lifecycle;
 mod lists;
-#[cfg(feature = "mcp-server")]
-mod protocol;
 #[cfg(feature = "cli")]
 mod oauth;
+#[cfg(feature = "mcp-server")]
+mod protocol;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
