@@ -1,6 +1,8 @@
 //! The test tools of the official MCP conformance suite (npm `@modelcontextprotocol/conformance`),
-//! each an ordinary `#[tool]` fn, served over streamable HTTP on loopback without
-//! authentication so that the suite's client can connect.
+//! each an ordinary `#[tool]` fn or hand-written definition, served over streamable HTTP on
+//! loopback without authentication so that the suite's client can connect: the 2025 tools
+//! here, the 2026-07-28 ones (multi round-trip requests, capabilities, headers) in `input`, the
+//! tasks extension's in `tasks`.
 //!
 //! ```sh
 //! cargo run --features mcp-server --example conformance_server -- 3001
@@ -11,13 +13,21 @@
 //! until it is killed.
 
 use std::net::{Ipv4Addr, SocketAddr};
+use std::sync::{Arc, Mutex, PoisonError};
 use std::time::Duration;
 
 use dsh_tools::client::{ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest};
-use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpServeOptions, McpTransport};
+use dsh_tools::definition::DefinitionError;
+use dsh_tools::mcp::{McpHttpAuth, McpServeOptions, McpTransport};
+use dsh_tools::registry::{Handle, RegisterError};
 use dsh_tools::result::{ContentBlock, ResourceContents};
 use dsh_tools::serde_json::{Value, json};
-use dsh_tools::{Registry, ToolError, ToolExec, tool, tool_type};
+use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec, tool};
+
+#[path = "conformance_server/input.rs"]
+mod input;
+#[path = "conformance_server/tasks.rs"]
+mod tasks;
 
 /// A 1×1 red PNG.
 const RED_PIXEL_PNG: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mP8z8DwHwAFBQIAX8jx0gAAAABJRU5ErkJggg==";
@@ -253,22 +263,89 @@ async fn test_elicitation_sep1330_enums(exec: &ToolExec) -> Result<String, ToolE
     Ok(format!("Elicitation completed: {answer}"))
 }
 
-/// A street address.
-#[tool_type]
-struct Address {
-    street: Option<String>,
-    city: Option<String>,
+/// A tool whose schema is written by hand with JSON Schema 2020-12 features (`$schema`, `$defs`
+/// with an `$anchor`, `$ref`, `allOf`/`anyOf`, `if`/`then`/`else`): served as written.
+fn json_schema_2020_12_tool() -> Result<ToolDefinition, DefinitionError> {
+    ToolDefinition::builder("json_schema_2020_12_tool")
+        .description("Tool with JSON Schema 2020-12 features")
+        .parameters(json!({
+            "$schema": "https://json-schema.org/draft/2020-12/schema",
+            "type": "object",
+            "$defs": {
+                "address": {
+                    "$anchor": "addressDef",
+                    "type": "object",
+                    "properties": {"street": {"type": "string"}, "city": {"type": "string"}},
+                },
+            },
+            "properties": {
+                "name": {"type": "string"},
+                "address": {"$ref": "#/$defs/address"},
+                "contactMethod": {"type": "string", "enum": ["phone", "email"]},
+                "phone": {"type": "string"},
+                "email": {"type": "string"},
+            },
+            "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+            "if": {
+                "properties": {"contactMethod": {"const": "phone"}},
+                "required": ["contactMethod"],
+            },
+            "then": {"required": ["phone"]},
+            "else": {"required": ["email"]},
+            "additionalProperties": false,
+        }))
+        .handler(|arguments: Value, _exec: ToolExec| async move {
+            let name = arguments["name"].as_str().unwrap_or("-").to_owned();
+            Ok(json!(format!("name: {name}")))
+        })
+        .build()
 }
 
-/// Takes a name and an address (its schema has `$defs` and a `$ref`).
-#[tool(name = "json_schema_2020_12_tool")]
-async fn json_schema_2020_12(name: Option<String>, address: Option<Address>) -> String {
-    let city = address.and_then(|address| address.city);
-    format!(
-        "name: {}, city: {}",
-        name.as_deref().unwrap_or("-"),
-        city.as_deref().unwrap_or("-")
-    )
+/// Says it is there; added and removed by `test_trigger_tool_change`.
+#[tool]
+async fn test_dynamic_tool() -> String {
+    "test_dynamic_tool is listed".to_owned()
+}
+
+/// The registration of `test_dynamic_tool` while it is listed.
+#[derive(Default)]
+struct DynamicTool(Mutex<Option<Handle>>);
+
+impl DynamicTool {
+    /// Removes `test_dynamic_tool` when listed, adds it otherwise; says which.
+    fn toggle(&self, registry: &Registry) -> Result<&'static str, RegisterError> {
+        let mut slot = self.0.lock().unwrap_or_else(PoisonError::into_inner);
+        match slot.take() {
+            Some(handle) => {
+                handle.unregister();
+                Ok("removed test_dynamic_tool")
+            }
+            None => {
+                *slot = Some(registry.register(TestDynamicToolTool)?);
+                Ok("added test_dynamic_tool")
+            }
+        }
+    }
+}
+
+/// A tool that adds or removes the tool `test_dynamic_tool` each time it is called, so that
+/// clients listening for list changes hear of one.
+fn test_trigger_tool_change(registry: &Registry) -> Result<ToolDefinition, DefinitionError> {
+    let registry = registry.clone();
+    let dynamic: Arc<DynamicTool> = Arc::default();
+    ToolDefinition::builder("test_trigger_tool_change")
+        .description("Adds or removes the tool test_dynamic_tool, changing the tool list.")
+        .handler(move |_arguments: Value, _exec: ToolExec| {
+            let registry = registry.clone();
+            let dynamic = dynamic.clone();
+            async move {
+                let changed = dynamic.toggle(&registry).map_err(|error| {
+                    ToolError::new(format!("the tool list could not change: {error}"))
+                })?;
+                Ok(json!(changed))
+            }
+        })
+        .build()
 }
 
 /// `action=<accept|decline|cancel>, content=<JSON>` of one elicitation.
@@ -291,6 +368,7 @@ async fn elicit(
     })
 }
 
+/// A failed request to the client as the tool's error.
 fn client_error(error: ClientError) -> ToolError {
     ToolError::new(error.to_string())
 }
@@ -316,25 +394,39 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     registry.register(TestElicitationTool)?;
     registry.register(TestElicitationSep1034DefaultsTool)?;
     registry.register(TestElicitationSep1330EnumsTool)?;
-    registry.register(JsonSchema202012Tool)?;
+    registry.register(json_schema_2020_12_tool()?)?;
+    registry.register(test_trigger_tool_change(&registry)?)?;
+    registry.register_all([
+        input::TestInputRequiredResultElicitationTool.into(),
+        input::TestInputRequiredResultSamplingTool.into(),
+        input::TestInputRequiredResultListRootsTool.into(),
+        input::TestInputRequiredResultRequestStateTool.into(),
+        input::TestInputRequiredResultMultipleInputsTool.into(),
+        input::TestInputRequiredResultMultiRoundTool.into(),
+        input::TestInputRequiredResultTamperedStateTool.into(),
+        input::TestInputRequiredResultCapabilitiesTool.into(),
+        input::TestMissingCapabilityTool.into(),
+        input::TestStreamingElicitationTool.into(),
+        input::TestLoggingToolTool.into(),
+        input::test_headers()?,
+        tasks::GreetTool.into(),
+        tasks::SlowComputeTool.into(),
+        tasks::failing_job()?,
+        tasks::ProtocolErrorJobTool.into(),
+        tasks::ConfirmDeleteTool.into(),
+        tasks::MultiInputTool.into(),
+        tasks::test_tool_with_task()?,
+    ])?;
 
+    // Without authentication on loopback the server accepts its own loopback origins (the
+    // suite's DNS-rebinding check sends them); any other origin is refused.
     let transport = McpTransport::http(SocketAddr::from((Ipv4Addr::LOCALHOST, port)))
         .await?
         .with_auth(McpHttpAuth::None);
     let addr = transport
         .local_addr()
         .ok_or("the HTTP transport has no address")?;
-    // Pages on loopback may call it (the suite's DNS-rebinding check sends such origins);
-    // any other origin is refused.
-    let port = addr.port();
-    let limits = ["localhost", "127.0.0.1", "[::1]"]
-        .into_iter()
-        .fold(McpHttpLimits::default(), |limits, host| {
-            limits.allow_origin(format!("http://{host}:{port}"))
-        });
-    let options = McpServeOptions::default()
-        .server_name("dsh-tools-conformance")
-        .http_limits(limits);
+    let options = McpServeOptions::default().server_name("dsh-tools-conformance");
     println!("listening on http://{addr}/mcp");
     registry.serve_mcp_with(None, transport, options).await?;
     Ok(())

@@ -77,12 +77,13 @@ pub mod result {
 
 /// The way from a call back to the client that made it, as a body reaches it through
 /// [`ToolExec`] ([`ToolExec::log`], [`ToolExec::sample`], [`ToolExec::elicit`],
+/// [`ToolExec::list_roots`],
 /// [`ToolExec::client`]) and hooks through [`hooks::ToolCallView::client`]. Only a call served
 /// over MCP has a client; any other gets [`client::ClientError::NoClient`] at once.
 pub mod client {
     pub use dsh_tool_runtime::{
-        ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role,
-        SamplingMessage, SamplingReply, SamplingRequest,
+        ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
+        RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,
     };
 }
 

@@ -79,6 +79,10 @@ struct Inner {
     annotations: Option<ToolAnnotations>,
     /// Served over MCP, a call may run as a task.
     task: bool,
+    /// Served over MCP, a call runs only as a task.
+    task_required: bool,
+    /// Served over MCP 2026-07-28, a task's call asks for input before the task is made.
+    input_before_task: bool,
     /// The body only observes its signal, never cancels it (see
     /// [`ToolDefinitionBuilder::body_leaves_signal_alone`]).
     leaves_signal_alone: bool,
@@ -425,6 +429,8 @@ impl ToolDefinition {
                 })),
                 annotations: T::ANNOTATIONS.map(ToolAnnotations::from),
                 task: T::TASK,
+                task_required: false,
+                input_before_task: false,
                 // A tool body is the author's code: it may cancel its own signal.
                 leaves_signal_alone: false,
             }),
@@ -446,6 +452,8 @@ impl ToolDefinition {
             present_call: None,
             annotations: None,
             task: false,
+            task_required: false,
+            input_before_task: false,
             coerce_non_object: false,
             output_checked_by_handler: false,
             leaves_signal_alone: false,
@@ -593,6 +601,22 @@ impl ToolDefinition {
     pub fn supports_tasks(&self) -> bool {
         self.inner.task
     }
+
+    /// Whether a call served over MCP runs only as a task
+    /// ([`ToolDefinitionBuilder::task_required`]): a client that does not declare the
+    /// `io.modelcontextprotocol/tasks` extension gets the protocol's
+    /// `MissingRequiredClientCapabilityError` (-32021) naming it, and the call does not run
+    /// (SEP-2663, "Required Capabilities").
+    pub fn requires_task(&self) -> bool {
+        self.inner.task_required
+    }
+
+    /// Whether a call served over MCP 2026-07-28 as a task first asks for its input in
+    /// `input_required` rounds of its `tools/call` and becomes a task only on the round that
+    /// answers them ([`ToolDefinitionBuilder::input_before_task`]).
+    pub fn input_before_task(&self) -> bool {
+        self.inner.input_before_task
+    }
 }
 
 /// Builds a [`ToolDefinition`] from a raw JSON Schema and a JSON handler.
@@ -612,6 +636,8 @@ pub struct ToolDefinitionBuilder {
     present_call: Option<Box<PresentCallFn>>,
     annotations: Option<ToolAnnotations>,
     task: bool,
+    task_required: bool,
+    input_before_task: bool,
     coerce_non_object: bool,
     output_checked_by_handler: bool,
     leaves_signal_alone: bool,
@@ -629,6 +655,26 @@ impl ToolDefinitionBuilder {
     /// Lets a call served over MCP run as a task (see [`ToolDefinition::supports_tasks`]).
     pub fn task_support(mut self) -> Self {
         self.task = true;
+        self
+    }
+
+    /// Lets a call served over MCP run only as a task (see
+    /// [`ToolDefinition::requires_task`]); implies [`task_support`](Self::task_support).
+    pub fn task_required(mut self) -> Self {
+        self.task = true;
+        self.task_required = true;
+        self
+    }
+
+    /// Served over MCP 2026-07-28 as a task, the call first asks for its input (elicitation,
+    /// sampling, roots) in `input_required` rounds of its `tools/call`, and the client's retry
+    /// that answers them gets the task (SEP-2322 rounds, then a SEP-2663 `CreateTaskResult`);
+    /// a call that asks nothing answers at once. Without it the task is made at once and its
+    /// requests wait in the task's `input_required` state. Implies
+    /// [`task_support`](Self::task_support).
+    pub fn input_before_task(mut self) -> Self {
+        self.task = true;
+        self.input_before_task = true;
         self
     }
 
@@ -847,6 +893,8 @@ impl ToolDefinitionBuilder {
                 present_call: self.present_call,
                 annotations: self.annotations,
                 task: self.task,
+                task_required: self.task_required,
+                input_before_task: self.input_before_task,
                 leaves_signal_alone: self.leaves_signal_alone,
             }),
         })

@@ -55,8 +55,8 @@ pub mod mcp_server;
 
 pub use annotations::ToolAnnotations;
 pub use call::{
-    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
-    SamplingReply, SamplingRequest, ToolCall, ToolExec,
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
+    RootsRequest, SamplingMessage, SamplingReply, SamplingRequest, ToolCall, ToolExec,
 };
 pub use definition::{DefinitionError, Dispatched, ToolDefinition, ToolDefinitionBuilder};
 pub use error::{ErrorCode, ToolError};

@@ -262,7 +262,8 @@ fn http_serve_refuses_foreign_origins() {
     assert_eq!(server.initialize().status, 200);
 }
 
-/// `--no-auth` serves without a token on loopback and is refused, saying why, anywhere else;
+/// `--no-auth` serves without a token on loopback, its own loopback origins included, and is
+/// refused, saying why, anywhere else;
 /// the access flags need `--http`, an origin must look like one, and `--no-auth` cannot come
 /// with a token file.
 #[test]
@@ -284,6 +285,18 @@ fn http_serve_without_auth_only_on_loopback() {
     );
     let listed = list_tools(&server, "");
     assert_eq!(listed.status, 200, "{listed:?}");
+    // Without authentication its own loopback origins are served (the MCP transport's
+    // DNS-rebinding rule); any other origin is still refused.
+    let port = server.addr.port();
+    for host in ["localhost", "127.0.0.1", "[::1]"] {
+        let own = format!("http://{host}:{port}");
+        let listed = list_tools(&server, &origin(&own));
+        assert_eq!(listed.status, 200, "{own}: {listed:?}");
+    }
+    for foreign in ["http://evil.example", "http://localhost:1", "null"] {
+        let answer = server.send("POST", &origin(foreign), INITIALIZE);
+        assert_eq!(answer.status, 403, "{foreign}: {answer:?}");
+    }
 
     for flags in [
         &["--no-auth"][..],

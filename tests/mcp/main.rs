@@ -25,6 +25,8 @@ mod lifecycle;
 mod lists;
 #[cfg(feature = "cli")]
 mod oauth;
+#[cfg(feature = "mcp-server")]
+mod protocol;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;

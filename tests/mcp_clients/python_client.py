@@ -15,6 +15,7 @@ import sys
 import anyio
 from mcp import ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
+from mcp.shared.exceptions import MCPError
 from mcp.types import PaginatedRequestParams
 
 
@@ -66,8 +67,11 @@ async def native(binary, root, _events):
         check(bad.is_error is True, "invalid arguments are an isError result")
         check("invalid arguments" in text_of(bad), f"validation text: {text_of(bad)}")
 
-        missing = await session.call_tool("no_such_tool", {})
-        check(missing.is_error is True, "an unknown tool is an isError result, not a protocol error")
+        try:
+            await session.call_tool("no_such_tool", {})
+            check(False, "an unknown tool is a protocol error, not a result")
+        except MCPError as error:
+            check(error.code == -32602, f"an unknown tool is -32602 (invalid params): {error.code}")
     print("native ok")
 
 

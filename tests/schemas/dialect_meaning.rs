@@ -182,7 +182,7 @@ fn anchor_references_resolve() {
         "properties": {"n": {"$ref": "#positive"}, "m": {"$ref": "#positive", "maximum": 5}},
         "$defs": {"p": {"$anchor": "positive", "type": "integer", "minimum": 1}}
     });
-    for dialect in [Dialect::Portable, Dialect::Anthropic, Dialect::Mcp] {
+    for dialect in [Dialect::Portable, Dialect::Anthropic] {
         let out = dialect
             .transform(&schema)
             .unwrap_or_else(|err| panic!("{dialect}: {err}"));

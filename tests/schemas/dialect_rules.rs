@@ -60,7 +60,7 @@ fn dismantle(value: Value) {
 }
 
 #[test]
-fn no_dialect_emits_schema_keyword_but_a_property_named_so_survives() {
+fn no_rewriting_dialect_emits_schema_keyword_but_a_property_named_so_survives() {
     let schema = json!({
         "$schema": "http://json-schema.org/draft-07/schema#",
         "type": "object",
@@ -70,7 +70,7 @@ fn no_dialect_emits_schema_keyword_but_a_property_named_so_survives() {
         },
         "required": ["$schema", "inner"]
     });
-    for dialect in Dialect::ALL {
+    for dialect in REWRITING {
         let out = ok(dialect, &schema);
         assert!(out.get("$schema").is_none(), "{dialect}: {out}");
         assert!(
@@ -121,7 +121,7 @@ fn non_recursive_refs_are_inlined_with_their_siblings() {
         "$defs": {"Date": {"type": "string", "format": "date", "description": "ISO date"}},
         "definitions": {"Legacy": {"type": "integer"}}
     });
-    for dialect in Dialect::ALL {
+    for dialect in REWRITING {
         let out = ok(dialect, &schema);
         assert!(refs(&out).is_empty(), "{dialect}: {out}");
         assert!(out.get("$defs").is_none() && out.get("definitions").is_none());
@@ -179,12 +179,7 @@ fn tree_schema() -> Value {
 
 #[test]
 fn recursive_refs_are_kept_under_defs_and_nothing_dangles() {
-    for dialect in [
-        Dialect::Portable,
-        Dialect::OpenAiStrict,
-        Dialect::Anthropic,
-        Dialect::Mcp,
-    ] {
+    for dialect in [Dialect::Portable, Dialect::OpenAiStrict, Dialect::Anthropic] {
         let out = ok(dialect, &tree_schema());
         let defs = out["$defs"].as_object().expect("kept definitions");
         assert_eq!(
@@ -227,7 +222,7 @@ fn a_recursive_root_ref_is_inlined_one_level() {
             "properties": {"head": {"type": "integer"}, "tail": {"$ref": "#/$defs/List"}}
         }}
     });
-    let out = ok(Dialect::Mcp, &schema);
+    let out = ok(Dialect::Anthropic, &schema);
     assert_eq!(out["type"], "object");
     assert_eq!(out["properties"]["tail"], json!({"$ref": "#/$defs/List"}));
     assert_eq!(
@@ -627,7 +622,7 @@ fn gemini_keeps_only_its_schema_fields() {
 }
 
 #[test]
-fn anthropic_and_mcp_write_standard_json_schema_with_an_object_root() {
+fn anthropic_writes_standard_json_schema_with_an_object_root() {
     let schema = json!({
         "$schema": "http://json-schema.org/draft-07/schema#",
         "properties": {
@@ -635,18 +630,16 @@ fn anthropic_and_mcp_write_standard_json_schema_with_an_object_root() {
             "pair": {"type": "array", "items": [{"type": "string"}], "additionalItems": false}
         }
     });
-    for dialect in [Dialect::Anthropic, Dialect::Mcp] {
-        let out = ok(dialect, &schema);
-        assert_eq!(out["type"], "object");
-        assert_eq!(
-            out["properties"]["note"],
-            json!({"type": ["string", "null"]})
-        );
-        assert_eq!(
-            out["properties"]["pair"],
-            json!({"type": "array", "prefixItems": [{"type": "string"}], "items": false})
-        );
-    }
+    let out = ok(Dialect::Anthropic, &schema);
+    assert_eq!(out["type"], "object");
+    assert_eq!(
+        out["properties"]["note"],
+        json!({"type": ["string", "null"]})
+    );
+    assert_eq!(
+        out["properties"]["pair"],
+        json!({"type": "array", "prefixItems": [{"type": "string"}], "items": false})
+    );
 }
 
 #[test]
@@ -1037,7 +1030,7 @@ fn gemini_formats_enums_arrays_and_descriptions() {
 /// Non-standard number `format`s (`uint32`, `double`, …, written by schemars for Rust widths)
 /// are dropped by every dialect; standard ones stay where the dialect keeps formats.
 #[test]
-fn non_standard_formats_are_dropped_by_every_dialect() {
+fn non_standard_formats_are_dropped_by_every_rewriting_dialect() {
     let schema = json!({
         "type": "object",
         "properties": {
@@ -1047,11 +1040,54 @@ fn non_standard_formats_are_dropped_by_every_dialect() {
         },
         "required": ["a", "b", "c"]
     });
-    for dialect in Dialect::ALL {
+    for dialect in REWRITING {
         let out = ok(dialect, &schema);
         let text = out.to_string();
         for format in ["uint32", "double", "int64"] {
             assert!(!text.contains(format), "{dialect}: {text}");
         }
     }
+}
+
+/// Every dialect but [`Dialect::Mcp`], which serves schemas as written.
+const REWRITING: [Dialect; 4] = [
+    Dialect::Portable,
+    Dialect::OpenAiStrict,
+    Dialect::Gemini,
+    Dialect::Anthropic,
+];
+
+#[test]
+fn mcp_serves_the_schema_as_written_with_an_object_root() {
+    let written = json!({
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "$id": "https://example.com/contact",
+        "type": "object",
+        "$defs": {"address": {
+            "$anchor": "addressDef",
+            "type": "object",
+            "properties": {"city": {"type": "string", "format": "uint32"}},
+        }},
+        "definitions": {"Legacy": {"type": "integer"}},
+        "properties": {
+            "address": {"$ref": "#/$defs/address"},
+            "home": {"$ref": "#addressDef"},
+            "old": {"$ref": "#/definitions/Legacy", "nullable": true},
+            "phone": {"type": "string"},
+            "email": {"type": "string"},
+        },
+        "allOf": [{"anyOf": [{"required": ["phone"]}, {"required": ["email"]}]}],
+        "if": {"properties": {"phone": {"const": "x"}}, "required": ["phone"]},
+        "then": {"required": ["phone"]},
+        "else": {"required": ["email"]},
+        "additionalProperties": false,
+    });
+    assert_eq!(ok(Dialect::Mcp, &written), written);
+    // Only the root is made an object schema.
+    let untyped = json!({"$ref": "#/$defs/List", "$defs": {"List": {"type": "object"}}});
+    let out = ok(Dialect::Mcp, &untyped);
+    assert_eq!(out["type"], "object");
+    assert_eq!(out["properties"], json!({}));
+    assert_eq!(out["$ref"], "#/$defs/List");
+    assert_eq!(out["$defs"], untyped["$defs"]);
 }

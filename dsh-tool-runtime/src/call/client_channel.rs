@@ -1,5 +1,5 @@
-//! The channel from one call back to the client that made it: log messages, sampling and
-//! elicitation requests. Only a call served over MCP has a client behind it; every other call
+//! The channel from one call back to the client that made it: log messages, sampling,
+//! elicitation and `roots/list` requests. Only a call served over MCP has a client behind it; every other call
 //! gets [`ClientError::NoClient`] at once. Approvals that ask the person reach them the same way.
 
 use std::fmt;
@@ -19,8 +19,10 @@ pub enum ClientError {
     /// [`ToolExec::detached`](crate::ToolExec::detached)).
     #[error("this call has no client to ask (it was not made over MCP)")]
     NoClient,
-    /// The client did not declare the capability at `initialize` (`sampling`, `elicitation`),
-    /// so it cannot answer; nothing was sent.
+    /// The client did not declare the capability (`sampling`, `elicitation`, `roots`), at
+    /// `initialize` or in the request's `_meta`, so it cannot answer; nothing was sent. A call
+    /// served over MCP 2026-07-28 that fails after this is answered with the protocol's
+    /// `MissingRequiredClientCapabilityError` (-32021) naming the capability.
     #[error("the client does not support {0} (it did not declare the capability)")]
     Unsupported(&'static str),
     /// The request is not one the protocol can carry, for the reason given (e.g. an
@@ -90,6 +92,9 @@ pub struct SamplingRequest {
     pub system_prompt: Option<String>,
     /// Sampling temperature the client may use.
     pub temperature: Option<f32>,
+    /// The key of this request in an MCP 2026-07-28 `input_required` result
+    /// ([`SamplingRequest::input_key`]).
+    pub input_key: Option<String>,
 }
 
 impl SamplingRequest {
@@ -103,7 +108,16 @@ impl SamplingRequest {
             max_tokens,
             system_prompt: None,
             temperature: None,
+            input_key: None,
         }
+    }
+
+    /// Names this request `key` in the `inputRequests` of an MCP 2026-07-28 `input_required`
+    /// result, where the client answers it under the same key (SEP-2322). Without one, or
+    /// when another request of the same round has the key, the server names it `input-N`.
+    pub fn input_key(mut self, key: impl Into<String>) -> Self {
+        self.input_key = Some(key.into());
+        self
     }
 
     /// Sets [`SamplingRequest::system_prompt`].
@@ -138,6 +152,9 @@ pub struct ElicitationRequest {
     /// are primitive (string, number, integer, boolean, or an enum of strings, single- or
     /// multi-select), optionally with `default`s and `required`.
     pub requested_schema: Value,
+    /// The key of this request in an MCP 2026-07-28 `input_required` result
+    /// ([`ElicitationRequest::input_key`]).
+    pub input_key: Option<String>,
 }
 
 impl ElicitationRequest {
@@ -146,8 +163,53 @@ impl ElicitationRequest {
         ElicitationRequest {
             message: message.into(),
             requested_schema,
+            input_key: None,
         }
     }
+
+    /// Names this request `key` in the `inputRequests` of an MCP 2026-07-28 `input_required`
+    /// result, where the client answers it under the same key (SEP-2322). Without one, or
+    /// when another request of the same round has the key, the server names it `input-N`.
+    pub fn input_key(mut self, key: impl Into<String>) -> Self {
+        self.input_key = Some(key.into());
+        self
+    }
+}
+
+/// A request for the client's roots (MCP `roots/list`): the directories or files the person
+/// shared with the client, which bound what a tool should touch.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RootsRequest {
+    /// The key of this request in an MCP 2026-07-28 `input_required` result
+    /// ([`RootsRequest::input_key`]).
+    pub input_key: Option<String>,
+}
+
+impl RootsRequest {
+    /// Asks for every root.
+    pub fn new() -> Self {
+        RootsRequest::default()
+    }
+
+    /// Names this request `key` in the `inputRequests` of an MCP 2026-07-28 `input_required`
+    /// result, where the client answers it under the same key (SEP-2322). Without one, or
+    /// when another request of the same round has the key, the server names it `input-N`.
+    pub fn input_key(mut self, key: impl Into<String>) -> Self {
+        self.input_key = Some(key.into());
+        self
+    }
+}
+
+/// One root the client shares (MCP `Root`).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[non_exhaustive]
+pub struct Root {
+    /// Where it is: a `file://` URI.
+    pub uri: String,
+    /// A name for people, when the client gives one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub name: Option<String>,
 }
 
 /// What the person did with an [`ElicitationRequest`].
@@ -168,6 +230,10 @@ pub(crate) trait ClientPeer: Send + Sync {
     fn can_sample(&self) -> bool;
     /// `true` when the client declared the `elicitation` capability.
     fn can_elicit(&self) -> bool;
+    /// `true` when the client declared the `roots` capability.
+    fn can_list_roots(&self) -> bool;
+    /// Notes that the call needed `capability`, which the client did not declare.
+    fn missing(&self, capability: &'static str);
     /// Sends a log message (dropped when below the level the client set).
     fn log(&self, level: LogLevel, data: Value) -> BoxFuture<'_, Result<(), ClientError>>;
     /// Sends a sampling request and waits for its answer.
@@ -178,6 +244,8 @@ pub(crate) trait ClientPeer: Send + Sync {
         &self,
         request: ElicitationRequest,
     ) -> BoxFuture<'_, Result<Elicitation, ClientError>>;
+    /// Sends a `roots/list` request and waits for its answer.
+    fn list_roots(&self, request: RootsRequest) -> BoxFuture<'_, Result<Vec<Root>, ClientError>>;
 }
 
 /// The way from one call to the client that made it, if any. Cheap to clone; carried by
@@ -195,6 +263,7 @@ impl fmt::Debug for ClientChannel {
             .field("connected", &self.is_connected())
             .field("can_sample", &self.can_sample())
             .field("can_elicit", &self.can_elicit())
+            .field("can_list_roots", &self.can_list_roots())
             .finish()
     }
 }
@@ -221,6 +290,11 @@ impl ClientChannel {
         self.peer.as_ref().is_some_and(|peer| peer.can_elicit())
     }
 
+    /// `true` when the client can answer [`ClientChannel::list_roots`].
+    pub fn can_list_roots(&self) -> bool {
+        self.peer.as_ref().is_some_and(|peer| peer.can_list_roots())
+    }
+
     /// Sends a log message (`data`: any JSON, usually a string) to the client
     /// (`notifications/message`); one below the level the client set with `logging/setLevel`
     /// is dropped and counts as sent.
@@ -243,6 +317,7 @@ impl ClientChannel {
     pub async fn sample(&self, request: SamplingRequest) -> Result<SamplingReply, ClientError> {
         let peer = self.peer()?;
         if !peer.can_sample() {
+            peer.missing("sampling");
             return Err(ClientError::Unsupported("sampling"));
         }
         peer.sample(request).await
@@ -259,9 +334,27 @@ impl ClientChannel {
     pub async fn elicit(&self, request: ElicitationRequest) -> Result<Elicitation, ClientError> {
         let peer = self.peer()?;
         if !peer.can_elicit() {
+            peer.missing("elicitation");
             return Err(ClientError::Unsupported("elicitation"));
         }
         peer.elicit(request).await
+    }
+
+    /// Asks the client for its roots (`roots/list`) and waits for the answer, for as long as
+    /// the client takes: bound it with the call's signal or timeout
+    /// ([`ToolExec::list_roots`](crate::ToolExec::list_roots) does the first).
+    ///
+    /// # Errors
+    /// [`ClientError::NoClient`], [`ClientError::Unsupported`] (`"roots"`) at once without
+    /// sending; [`ClientError::Failed`] when the client answers with an error or with
+    /// something that is not a list of roots.
+    pub async fn list_roots(&self, request: RootsRequest) -> Result<Vec<Root>, ClientError> {
+        let peer = self.peer()?;
+        if !peer.can_list_roots() {
+            peer.missing("roots");
+            return Err(ClientError::Unsupported("roots"));
+        }
+        peer.list_roots(request).await
     }
 
     fn peer(&self) -> Result<&Arc<dyn ClientPeer>, ClientError> {

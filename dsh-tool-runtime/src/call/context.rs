@@ -9,8 +9,8 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingReply,
-    SamplingRequest,
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Root, RootsRequest,
+    SamplingReply, SamplingRequest,
 };
 use crate::events::ToolEvent;
 use crate::hooks::ToolCallView;
@@ -187,6 +187,17 @@ impl ToolExec {
     /// first.
     pub async fn elicit(&self, request: ElicitationRequest) -> Result<Elicitation, ClientError> {
         self.until_cancelled(self.client().elicit(request)).await
+    }
+
+    /// Asks the client for its roots ([`ClientChannel::list_roots`]), until the call's signal
+    /// fires.
+    ///
+    /// # Errors
+    /// As [`ClientChannel::list_roots`]; [`ClientError::Cancelled`] when the call's signal
+    /// fires first.
+    pub async fn list_roots(&self, request: RootsRequest) -> Result<Vec<Root>, ClientError> {
+        self.until_cancelled(self.client().list_roots(request))
+            .await
     }
 
     async fn until_cancelled<T>(

@@ -19,8 +19,8 @@ pub(crate) use approval::{DenialSource, denial_text};
 #[cfg(feature = "mcp-server")]
 pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
-    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, SamplingMessage,
-    SamplingReply, SamplingRequest,
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
+    RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,
 };
 pub(crate) use contain::{contain, panic_message};
 pub use context::ToolExec;

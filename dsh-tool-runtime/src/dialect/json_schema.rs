@@ -1,5 +1,6 @@
-//! The JSON Schema 2020-12 dialects: [`Dialect::Portable`](super::Dialect::Portable),
-//! [`Dialect::Anthropic`](super::Dialect::Anthropic) and [`Dialect::Mcp`](super::Dialect::Mcp).
+//! The JSON Schema 2020-12 dialects that rewrite: [`Dialect::Portable`](super::Dialect::Portable)
+//! and [`Dialect::Anthropic`](super::Dialect::Anthropic) ([`Dialect::Mcp`](super::Dialect::Mcp)
+//! serves the schema as written).
 //! Both passes run on the expanded tree, whose depth is bounded by [`super::MAX_DEPTH`].
 
 use serde_json::{Map, Value};
@@ -50,7 +51,7 @@ pub(super) fn portable(node: &mut Value) {
     }
 }
 
-/// Anthropic and MCP: standard 2020-12, so only the OpenAPI `nullable` keyword (which breaks
+/// Anthropic: standard 2020-12, so only the OpenAPI `nullable` keyword (which breaks
 /// some JSON Schema clients) is rewritten.
 pub(super) fn standard(node: &mut Value) {
     let Value::Object(map) = node else { return };

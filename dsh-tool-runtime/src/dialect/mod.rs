@@ -7,7 +7,7 @@
 //! the input), never recurse deeper than [`MAX_DEPTH`] JSON levels, and fail per schema, so one
 //! bad tool never costs the others ([`transform_tools`]).
 //!
-//! Every dialect:
+//! Every dialect but [`Dialect::Mcp`], which serves the schema as written:
 //! - drops `$schema` (clients fetch the URL or pick the wrong draft) and `$id`;
 //! - makes the root an object schema with `properties` (an empty-parameter tool carries
 //!   `"properties": {}`);
@@ -72,8 +72,14 @@ pub enum Dialect {
     /// Anthropic `tools[].input_schema` (non-strict): JSON Schema 2020-12 with an object root
     /// and no OpenAPI keywords (`nullable` becomes a `type` list).
     Anthropic,
-    /// MCP `Tool.inputSchema`: JSON Schema 2020-12 (MCP's default dialect when `$schema` is
-    /// absent) with an object root; same shape as [`Dialect::Anthropic`].
+    /// MCP `Tool.inputSchema`: the schema as written, every keyword kept (`$schema`, `$id`,
+    /// `$defs`, `$ref`, `$anchor`, `allOf`/`anyOf`, `if`/`then`/`else`, draft-07 spellings):
+    /// MCP lets `inputSchema` use any JSON Schema 2020-12 keyword and declare its dialect with
+    /// `$schema` (SEP-1613, SEP-2106), so nothing is inlined or dropped. Only the root is made
+    /// an object schema: `type: "object"` and `properties: {}` added where absent (`true` and
+    /// `{}` become `{"type": "object", "properties": {}}`), unless a `$ref` names the root
+    /// (`#`), whose meaning that would change. A schema fails exactly where
+    /// [`Dialect::Anthropic`] fails (too deep, a dangling or external `$ref`, a non-object root).
     Mcp,
 }
 
@@ -131,6 +137,16 @@ impl Dialect {
             return Err(root_error("a boolean schema".to_owned()));
         };
         object_root(root).map_err(root_error)?;
+        if self == Dialect::Mcp {
+            // Checked like the other dialects; served as written.
+            let mut written = schema.clone();
+            if let Value::Object(root) = &mut written
+                && !refers_to_root(schema)
+            {
+                object_root_type(root);
+            }
+            return Ok(written);
+        }
         drop_non_standard_formats(&mut out);
         const_unions_to_enums(&mut out);
         match self {
@@ -166,6 +182,36 @@ fn object_root(root: &mut Map<String, Value>) -> Result<(), String> {
     root.entry("properties")
         .or_insert_with(|| Value::Object(Map::new()));
     Ok(())
+}
+
+/// Adds `type: "object"` to a root that names no type (an object-or-null root, which
+/// [`object_root`] accepted, keeps its list: it allows every object) and `properties: {}` to
+/// one without `properties`; neither changes which arguments the schema accepts.
+fn object_root_type(root: &mut Map<String, Value>) {
+    if !root.contains_key("type") {
+        insert_first(root, "type", Value::String("object".to_owned()));
+    }
+    root.entry("properties")
+        .or_insert_with(|| Value::Object(Map::new()));
+}
+
+/// Whether a `$ref` anywhere in `schema` names its root (`#`): then a keyword added to the root
+/// would also constrain every value that reference checks.
+fn refers_to_root(schema: &Value) -> bool {
+    let mut stack = vec![schema];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Object(map) => {
+                if map.get("$ref").and_then(Value::as_str) == Some("#") {
+                    return true;
+                }
+                stack.extend(map.values());
+            }
+            Value::Array(items) => stack.extend(items),
+            _ => {}
+        }
+    }
+    false
 }
 
 /// Transforms many tools' parameters schemas, one result per tool, in input order: a tool whose

@@ -11,15 +11,16 @@ use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::model::{
     ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, InputRequest, LoggingLevel, LoggingMessageNotificationParam,
+    ElicitResult, ElicitationAction, InputRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam,
 };
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
 use crate::call::{
-    ClientError, ClientPeer, Elicitation, ElicitationRequest, LogLevel, Role, SamplingReply,
-    SamplingRequest,
+    ClientError, ClientPeer, Elicitation, ElicitationRequest, LogLevel, Role, Root, RootsRequest,
+    SamplingReply, SamplingRequest,
 };
 use crate::result::ContentBlock;
 
@@ -27,10 +28,19 @@ use crate::result::ContentBlock;
 /// sets one, when every message is sent.
 pub(crate) type SessionLogLevel = Arc<Mutex<Option<LogLevel>>>;
 
+/// Which log messages a served call may send its client.
+pub(crate) enum LogFloor {
+    /// A 2025 session: those at or above the level `logging/setLevel` set (all until then).
+    Session(SessionLogLevel),
+    /// A 2026-07-28 request: those at or above the request's `_meta` `logLevel`; none when it
+    /// names none (SEP-2575: a server sends no log message the request did not ask for).
+    Request(Option<LogLevel>),
+}
+
 /// One served call's way back to its client.
 pub(crate) struct McpClientPeer {
     pub(crate) peer: Peer<RoleServer>,
-    pub(crate) level: SessionLogLevel,
+    pub(crate) level: LogFloor,
     /// What the client declared: at `initialize` (2025 sessions) or in this request's `_meta`
     /// (2026-07-28).
     pub(crate) capabilities: Option<ClientCapabilities>,
@@ -38,11 +48,15 @@ pub(crate) struct McpClientPeer {
     /// server-to-client requests there, so each becomes an `input_required` round of the call
     /// (`super::rounds`). `None` on 2025 sessions, which send them as requests.
     pub(crate) rounds: Option<mpsc::Sender<InputAsk>>,
+    /// The first capability the call needed and the client had not declared, if any.
+    pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
 }
 
 /// One request for the client, to be carried by an `input_required` result; the client's
 /// answer (its raw result object) comes back through `reply`.
 pub(crate) struct InputAsk {
+    /// The key the tool chose for it, if any.
+    pub(crate) key: Option<String>,
     pub(crate) request: InputRequest,
     pub(crate) reply: oneshot::Sender<Value>,
 }
@@ -56,6 +70,7 @@ impl McpClientPeer {
     async fn round(
         &self,
         rounds: &mpsc::Sender<InputAsk>,
+        key: Option<String>,
         request: Value,
     ) -> Result<Value, ClientError> {
         let request: InputRequest = serde_json::from_value(request)
@@ -63,7 +78,11 @@ impl McpClientPeer {
         let (reply, answer) = oneshot::channel();
         let gone = || ClientError::Failed("the client did not answer the input request".into());
         rounds
-            .send(InputAsk { request, reply })
+            .send(InputAsk {
+                key,
+                request,
+                reply,
+            })
             .await
             .map_err(|_| gone())?;
         answer.await.map_err(|_| gone())
@@ -79,9 +98,21 @@ impl ClientPeer for McpClientPeer {
         self.declared(|capabilities| capabilities.elicitation.is_some())
     }
 
+    fn can_list_roots(&self) -> bool {
+        self.declared(|capabilities| capabilities.roots.is_some())
+    }
+
+    fn missing(&self, capability: &'static str) {
+        self.missing.lock().get_or_insert(capability);
+    }
+
     fn log(&self, level: LogLevel, data: Value) -> BoxFuture<'_, Result<(), ClientError>> {
         Box::pin(async move {
-            if self.level.lock().is_some_and(|floor| level < floor) {
+            let heard = match &self.level {
+                LogFloor::Session(floor) => floor.lock().is_none_or(|floor| level >= floor),
+                LogFloor::Request(floor) => floor.is_some_and(|floor| level >= floor),
+            };
+            if !heard {
                 return Ok(());
             }
             let params = LoggingMessageNotificationParam::new(logging_level(level), data);
@@ -97,13 +128,14 @@ impl ClientPeer for McpClientPeer {
         request: SamplingRequest,
     ) -> BoxFuture<'_, Result<SamplingReply, ClientError>> {
         Box::pin(async move {
+            let key = request.input_key.clone();
             let params: CreateMessageRequestParams =
                 serde_json::from_value(wire_sampling(&request))
                     .map_err(|error| ClientError::Invalid(error.to_string()))?;
             let answer = match &self.rounds {
                 Some(rounds) => {
                     let request = json!({ "method": "sampling/createMessage", "params": params });
-                    let answer = self.round(rounds, request).await?;
+                    let answer = self.round(rounds, key, request).await?;
                     serde_json::from_value::<CreateMessageResult>(answer).map_err(|error| {
                         ClientError::Failed(format!("the client's sampling answer: {error}"))
                     })?
@@ -123,6 +155,7 @@ impl ClientPeer for McpClientPeer {
         request: ElicitationRequest,
     ) -> BoxFuture<'_, Result<Elicitation, ClientError>> {
         Box::pin(async move {
+            let key = request.input_key.clone();
             let params: ElicitRequestParams = serde_json::from_value(json!({
                 "mode": "form",
                 "message": request.message,
@@ -132,7 +165,7 @@ impl ClientPeer for McpClientPeer {
             let answer = match &self.rounds {
                 Some(rounds) => {
                     let request = json!({ "method": "elicitation/create", "params": params });
-                    let answer = self.round(rounds, request).await?;
+                    let answer = self.round(rounds, key, request).await?;
                     serde_json::from_value::<ElicitResult>(answer).map_err(|error| {
                         ClientError::Failed(format!("the client's elicitation answer: {error}"))
                     })?
@@ -158,6 +191,33 @@ impl ClientPeer for McpClientPeer {
                 // An action of a later protocol is not an answer: the request was not accepted.
                 _ => Elicitation::Cancel,
             })
+        })
+    }
+
+    fn list_roots(&self, request: RootsRequest) -> BoxFuture<'_, Result<Vec<Root>, ClientError>> {
+        Box::pin(async move {
+            let answer = match &self.rounds {
+                Some(rounds) => {
+                    let ask = json!({ "method": "roots/list", "params": {} });
+                    let answer = self.round(rounds, request.input_key, ask).await?;
+                    serde_json::from_value::<ListRootsResult>(answer).map_err(|error| {
+                        ClientError::Failed(format!("the client's roots answer: {error}"))
+                    })?
+                }
+                None => self
+                    .peer
+                    .list_roots()
+                    .await
+                    .map_err(|error| ClientError::Failed(error.to_string()))?,
+            };
+            Ok(answer
+                .roots
+                .into_iter()
+                .map(|root| Root {
+                    uri: root.uri,
+                    name: root.name,
+                })
+                .collect())
         })
     }
 }

@@ -7,10 +7,11 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
     ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
+    Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -19,7 +20,7 @@ use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{McpClientPeer, SessionLogLevel, log_level};
+use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::{Listing, declares_object_output};
 use super::rounds::{RoundCall, Rounds, Turn};
@@ -240,6 +241,28 @@ impl McpHandler {
     fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
         mcp_result(&self.registry, self.scope.as_ref(), name, result)
     }
+
+    /// Makes the running `call`, whose requests the client has answered, a task: the answer
+    /// is the task; its later requests wait in the task (SEP-2663's rounds-then-task
+    /// composition).
+    fn escalate(&self, name: &str, call: RoundCall) -> CallToolResponse {
+        let (result, asks, signal) = call.into_task();
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        let name = name.to_owned();
+        let started = self.tasks.spawn(signal, Some(asks), move |_| async move {
+            let result = result.await.unwrap_or_else(|error| {
+                ToolResult::failure(crate::result::ToolFailure::plain(format!(
+                    "the call's task failed: {error}"
+                )))
+            });
+            mcp_result(&registry, scope.as_ref(), &name, &result)
+        });
+        match started {
+            Ok(task) => CallToolResponse::Task(task),
+            Err(message) => CallToolResult::error(vec![McpContent::text(message)]).into(),
+        }
+    }
 }
 
 /// A call's result in MCP's form: content, `isError`, and `structuredContent` when the tool
@@ -271,6 +294,29 @@ pub(super) fn mcp_result(
             answer
         }
     }
+}
+
+/// A 2026-07-28 call that failed after needing a capability its client did not declare is
+/// answered with the protocol's `MissingRequiredClientCapabilityError` (-32021, HTTP 400), whose
+/// `requiredCapabilities` name it (SEP-2575 "Missing Required Capabilities").
+fn missing_capability(
+    result: &ToolResult,
+    missing: &parking_lot::Mutex<Option<&'static str>>,
+) -> Result<(), ErrorData> {
+    let Some(capability) = *missing.lock() else {
+        return Ok(());
+    };
+    if !result.is_error() {
+        return Ok(());
+    }
+    let builder = ClientCapabilities::builder();
+    let required = match capability {
+        "sampling" => builder.enable_sampling().build(),
+        "elicitation" => builder.enable_elicitation().build(),
+        "roots" => builder.enable_roots().build(),
+        _ => return Ok(()),
+    };
+    Err(ErrorData::missing_required_client_capability(required))
 }
 
 /// Runs one call, forwarding its progress to `token` until it settles. Events published
@@ -450,6 +496,16 @@ impl ServerHandler for McpHandler {
         Ok(())
     }
 
+    /// The tool `name` as listed: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
+    /// against its `x-mcp-header` properties (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.listing()
+            .ok()?
+            .tools
+            .into_iter()
+            .find(|tool| tool.name == name)
+    }
+
     async fn list_tools(
         &self,
         request: Option<PaginatedRequestParams>,
@@ -498,6 +554,14 @@ impl ServerHandler for McpHandler {
         self.tasks.get(&request.task_id)
     }
 
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks.update(&request.task_id, request.input_responses)
+    }
+
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
@@ -523,9 +587,10 @@ impl ServerHandler for McpHandler {
                 let responses = request.input_responses.unwrap_or_default();
                 let client = ClientChannel::new(Arc::new(McpClientPeer {
                     peer: context.peer.clone(),
-                    level: self.log_level.clone(),
+                    level: LogFloor::Request(context.meta.log_level().map(log_level)),
                     capabilities: context.client_capabilities(),
                     rounds: None,
+                    missing: Arc::default(),
                 }));
                 let answerer = self.answerer(&context);
                 let parked = durable::resume_modern(
@@ -544,13 +609,36 @@ impl ServerHandler for McpHandler {
                 .rounds
                 .resume(state, request.input_responses.unwrap_or_default())
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
+            if call.ready_for_task() {
+                return Ok(self.escalate(&name, call));
+            }
+            let missing = Arc::clone(&call.missing);
             let turn = self.rounds.drive(call, context.ct.clone()).await;
+            if let Turn::Done(result) = &turn {
+                missing_capability(result, &missing)?;
+            }
             return Ok(self.answer(&name, turn));
+        }
+        // An unknown tool is a protocol error (MCP 2025-06-18 on, "Error Handling": unknown
+        // tools are -32602), not a tool result.
+        let Some(definition) = self.registry.get(&name, self.scope.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                Some(serde_json::json!({ "name": name })),
+            ));
+        };
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
+        if definition.requires_task() && !tasks_declared {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
         }
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // A task's call outlives this request: it runs with a signal of its own
-        // (`tasks/cancel`), and its client has no rounds to answer in.
+        // (`tasks/cancel`), and its requests for its client wait in the task.
         let task = self.runs_as_task(&name, &context);
         #[cfg(feature = "restate")]
         if let Some(restate) = &self.restate
@@ -569,31 +657,40 @@ impl ServerHandler for McpHandler {
                 restate.call(&arguments, &context.ct).await.into()
             });
         }
-        // 2026-07-28 forbids requests to the client during a call: they become rounds.
-        let modern = !task
-            && context
-                .protocol_version()
-                .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        // 2026-07-28 forbids requests to the client during a call: they become rounds, or in
+        // a task the task's `input_required` state.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
         let (rounds, asks) = if modern {
             let (sender, receiver) = mpsc::channel(16);
             (Some(sender), Some(receiver))
         } else {
             (None, None)
         };
+        let missing = Arc::default();
+        let level = if modern {
+            LogFloor::Request(context.meta.log_level().map(log_level))
+        } else {
+            LogFloor::Session(self.log_level.clone())
+        };
         let client = ClientChannel::new(Arc::new(McpClientPeer {
             peer: context.peer.clone(),
-            level: self.log_level.clone(),
+            level,
             capabilities: context.client_capabilities(),
             rounds,
+            missing: Arc::clone(&missing),
         }));
         let mut call =
             ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
         if let Some(agent) = &self.scope {
             call = call.with_agent(agent.clone());
         }
-        if task {
+        // A call that asks for its input before its task exists runs in rounds first.
+        let input_first = task && modern && definition.input_before_task();
+        if task && !input_first {
             let signal = CancellationToken::new();
-            return Ok(self.start_task(call.with_signal(signal.clone()), signal));
+            return Ok(self.start_task(call.with_signal(signal.clone()), signal, asks));
         }
         let (call, durable_id) = match &self.options.journal {
             Some(journal) => durable::make_durable(&journal.0, call),
@@ -622,8 +719,17 @@ impl ServerHandler for McpHandler {
         // The call outlives this request when it waits for its client, so it has a signal
         // and a task of its own.
         let signal = CancellationToken::new();
-        let call = RoundCall::spawn(run(call.with_signal(signal.clone())), asks, signal);
+        let call = RoundCall::spawn(
+            run(call.with_signal(signal.clone())),
+            asks,
+            signal,
+            Arc::clone(&missing),
+        )
+        .escalating(input_first);
         let turn = self.rounds.drive(call, context.ct.clone()).await;
+        if let Turn::Done(result) = &turn {
+            missing_capability(result, &missing)?;
+        }
         match (turn, journaled) {
             (Turn::Done(result), Some((journal, id))) => {
                 let answerer = self.answerer(&context);

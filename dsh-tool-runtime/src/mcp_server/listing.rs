@@ -59,10 +59,15 @@ fn mcp_tool(
             }
         }
     }
+    // The schema as the tool declares it (the model view's is in the Portable dialect, whose
+    // inlining MCP does not want).
+    let parameters = definition
+        .as_ref()
+        .map_or(&schema.parameters, |definition| definition.parameters());
     let input = object_schema(
         Dialect::Mcp
-            .transform(&schema.parameters)
-            .unwrap_or_else(|_| schema.parameters.clone()),
+            .transform(parameters)
+            .unwrap_or_else(|_| parameters.clone()),
     )
     .unwrap_or_else(empty_object_schema);
     let mut tool = Tool::new(schema.name.clone(), description, Arc::new(input));

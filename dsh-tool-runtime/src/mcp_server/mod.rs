@@ -4,7 +4,13 @@
 //! [`Dialect::Mcp`](crate::dialect::Dialect::Mcp) form, or `run_code` alone in code mode, or
 //! both), paginated, and sends `notifications/tools/list_changed` when the registry changes.
 //! `tools/call` runs the full pipeline: `notifications/cancelled` cancels the call's signal,
-//! progress reaches clients that sent a progress token, and every failure is an `isError` result.
+//! progress reaches clients that sent a progress token, and every failure of the call is an
+//! `isError` result. An unknown tool is the protocol error `-32602`; at 2026-07-28 a call that
+//! failed for want of a capability its client did not declare (sampling, elicitation, roots), or
+//! of a task-only tool from a client without the tasks extension, is
+//! `MissingRequiredClientCapabilityError` (-32021, HTTP 400). Requests for a 2026-07-28 client
+//! travel in `input_required` results (or a task's `input_required` state) under the keys the
+//! tool chose. `inputSchema`s are served as written ([`Dialect::Mcp`](crate::dialect::Dialect::Mcp)).
 //! Over streamable HTTP, a stateless (2026-07-28) client that closes a call's response stream has
 //! cancelled it (rmcp fires the same signal). `run_code` and tools that opt in run as tasks for
 //! clients that declare the `io.modelcontextprotocol/tasks` extension ([`McpTaskLimits`]).
@@ -150,6 +156,21 @@ fn host_rule(addr: SocketAddr, auth: &McpHttpAuth, limits: &McpHttpLimits) -> Op
     let mut seen = std::collections::HashSet::new();
     hosts.retain(|host| seen.insert(host.to_ascii_lowercase()));
     Some(hosts)
+}
+
+/// The origins a listener on `addr` serving `auth` accepts besides
+/// [`McpHttpLimits::allowed_origins`]: without authentication on a loopback address, its own
+/// (`http://localhost:PORT`, `http://127.0.0.1:PORT`, `http://[::1]:PORT`), the loopback values
+/// the MCP transport's DNS-rebinding rule says to serve. Only a page this port serves has such
+/// an origin; a page of any other origin is still refused.
+fn own_origins(addr: SocketAddr, auth: &McpHttpAuth) -> Vec<String> {
+    if !matches!(auth, McpHttpAuth::None) || !addr.ip().to_canonical().is_loopback() {
+        return Vec::new();
+    }
+    let port = addr.port();
+    ["localhost", "127.0.0.1", "[::1]"]
+        .map(|host| format!("http://{host}:{port}"))
+        .into()
 }
 
 /// Settings of [`Registry::serve_mcp_with`].
@@ -311,7 +332,8 @@ pub struct McpHttpLimits {
     /// client's next request gets `404` and must `initialize` again (at least 1 ms; default
     /// 300 s).
     pub session_idle_timeout: Duration,
-    /// Browser origins whose requests are served (default: none). A request with an `Origin`
+    /// Browser origins whose requests are served (default: none; without authentication on a
+    /// loopback address also the listener's own loopback origins). A request with an `Origin`
     /// header (RFC 6454) not listed here is answered `403 Forbidden` (the MCP transport
     /// specification, 2025-06-18 on: servers must validate `Origin`, against DNS rebinding); a
     /// request without one, as non-browser clients send, is not affected. An entry is
@@ -454,6 +476,8 @@ impl Registry {
                     .local_addr()
                     .map_err(|error| McpServeError::Transport(error.to_string()))?;
                 auth.check(addr)?;
+                let mut limits = limits;
+                limits.allowed_origins.extend(own_origins(addr, &auth));
                 let hosts = host_rule(addr, &auth, &limits);
                 let gate = auth::Gate::new(&auth)?;
                 let handler = McpHandler::new(self.clone(), scope, options)?;

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use parking_lot::Mutex;
-use rmcp::model::{InputRequests, InputRequiredResult, InputResponses};
+use rmcp::model::{InputRequest, InputRequests, InputRequiredResult, InputResponses};
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio::task::JoinHandle;
@@ -33,18 +33,24 @@ pub(crate) struct RoundCall {
     result: JoinHandle<ToolResult>,
     asks: mpsc::Receiver<InputAsk>,
     asks_open: bool,
-    /// The requests the client was sent in the last round, by their key.
-    open: Vec<(String, oneshot::Sender<Value>)>,
+    /// The requests the client was sent in the last round and has not answered, by their key.
+    open: Vec<(String, InputRequest, oneshot::Sender<Value>)>,
     /// The call's own signal (the request's is gone once a round is answered).
     signal: CancellationToken,
+    /// The capability the call needed and its client had not declared, if any.
+    pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
+    /// The call becomes a task once a retry has answered its requests.
+    escalates: bool,
 }
 
 impl RoundCall {
-    /// Runs `call` as a task; `asks` receives the requests it makes for its client.
+    /// Runs `call` as a task; `asks` receives the requests it makes for its client, `missing`
+    /// the capability it needed that its client lacks.
     pub(crate) fn spawn(
         call: impl Future<Output = ToolResult> + Send + 'static,
         asks: mpsc::Receiver<InputAsk>,
         signal: CancellationToken,
+        missing: Arc<Mutex<Option<&'static str>>>,
     ) -> Self {
         RoundCall {
             result: tokio::spawn(call),
@@ -52,7 +58,32 @@ impl RoundCall {
             asks_open: true,
             open: Vec::new(),
             signal,
+            missing,
+            escalates: false,
         }
+    }
+
+    /// Marks the call to become a task once a retry has answered its requests.
+    pub(crate) fn escalating(mut self, escalates: bool) -> Self {
+        self.escalates = escalates;
+        self
+    }
+
+    /// Whether the call should become a task now: it escalates and no request is open.
+    pub(crate) fn ready_for_task(&self) -> bool {
+        self.escalates && self.open.is_empty()
+    }
+
+    /// The running call as a task takes it over: its result, its requests for the client
+    /// and its signal.
+    pub(crate) fn into_task(
+        self,
+    ) -> (
+        JoinHandle<ToolResult>,
+        mpsc::Receiver<InputAsk>,
+        CancellationToken,
+    ) {
+        (self.result, self.asks, self.signal)
     }
 }
 
@@ -83,6 +114,15 @@ impl Rounds {
         mut call: RoundCall,
         request: CancellationToken,
     ) -> Turn {
+        // Requests the client's retry left unanswered are asked again at once (SEP-2322: a
+        // server re-requests what is missing instead of failing).
+        if !call.open.is_empty() {
+            let unanswered = std::mem::take(&mut call.open);
+            match self.park(call, Vec::new(), unanswered) {
+                Ok(turn) => return turn,
+                Err(back) => call = back,
+            }
+        }
         loop {
             let asks = tokio::select! {
                 biased;
@@ -111,17 +151,24 @@ impl Rounds {
                     continue;
                 }
             };
-            match self.park(call, asks) {
+            match self.park(call, asks, Vec::new()) {
                 Ok(turn) => return turn,
                 Err(back) => call = back,
             }
         }
     }
 
-    /// Parks `call` with the requests `asks` for its client and returns the `input_required`
-    /// answer. When too many calls wait already the requests are dropped (so they fail) and
-    /// the call comes back to be driven on.
-    fn park(self: &Arc<Self>, mut call: RoundCall, asks: Vec<InputAsk>) -> Result<Turn, RoundCall> {
+    /// Parks `call` with the new requests `asks` and the still unanswered `again` for its
+    /// client, and returns the `input_required` answer. A request is sent under the key its
+    /// tool chose, or `input-N` when it chose none or another request of the round has it.
+    /// When too many calls wait already the requests are dropped (so they fail) and the call
+    /// comes back to be driven on.
+    fn park(
+        self: &Arc<Self>,
+        mut call: RoundCall,
+        asks: Vec<InputAsk>,
+        again: Vec<(String, InputRequest, oneshot::Sender<Value>)>,
+    ) -> Result<Turn, RoundCall> {
         let mut waiting = self.waiting.lock();
         let state = match random_handle() {
             Some(state) if waiting.len() < MAX_WAITING => state,
@@ -131,15 +178,23 @@ impl Rounds {
             }
         };
         let mut requests = InputRequests::new();
-        call.open = asks
-            .into_iter()
-            .enumerate()
-            .map(|(n, ask)| {
-                let key = format!("input-{n}");
-                requests.insert(key.clone(), ask.request);
-                (key, ask.reply)
-            })
-            .collect();
+        call.open = again;
+        for (key, request, _) in &call.open {
+            requests.insert(key.clone(), request.clone());
+        }
+        for ask in asks {
+            let key = ask
+                .key
+                .filter(|key| !requests.contains_key(key))
+                .unwrap_or_else(|| {
+                    (requests.len()..)
+                        .map(|n| format!("input-{n}"))
+                        .find(|key| !requests.contains_key(key))
+                        .unwrap_or_default()
+                });
+            requests.insert(key.clone(), ask.request.clone());
+            call.open.push((key, ask.request, ask.reply));
+        }
         let rounds = Arc::downgrade(self);
         let expired = state.clone();
         let expiry = tokio::spawn(async move {
@@ -161,7 +216,7 @@ impl Rounds {
     }
 
     /// The call waiting under `state`, given the client's `responses`: each request answered
-    /// gets its answer, one left unanswered fails.
+    /// gets its answer; those left unanswered stay open, to be asked again.
     ///
     /// # Errors
     /// The message for a `requestState` no call waits under (unknown, answered or expired).
@@ -175,12 +230,17 @@ impl Rounds {
                 .to_owned()
         })?;
         expiry.abort();
-        for (key, reply) in call.open.drain(..) {
-            if let Some(answer) = responses.remove(&key) {
+        let mut unanswered = Vec::new();
+        for (key, request, reply) in call.open.drain(..) {
+            match responses.remove(&key) {
                 // The call may have ended meanwhile; then nobody needs the answer.
-                let _ = reply.send(answer);
+                Some(answer) => {
+                    let _ = reply.send(answer);
+                }
+                None => unanswered.push((key, request, reply)),
             }
         }
+        call.open = unanswered;
         Ok(call)
     }
 }

@@ -16,16 +16,19 @@ use std::time::Duration;
 use parking_lot::Mutex;
 use rmcp::model::{
     CallToolResponse, CallToolResult, ContentBlock, CreateTaskResult, DetailedTask, GetTaskResult,
-    JsonObject, Task, TaskPayload, TaskStatus,
+    InputRequest, InputRequests, InputResponses, JsonObject, Task, TaskPayload, TaskStatus,
 };
 use rmcp::service::RequestContext;
 use rmcp::task_manager::current_timestamp;
 use rmcp::{ErrorData, RoleServer};
+use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::{mpsc, oneshot};
 use tokio::time::{Instant, sleep_until};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
+use super::client::InputAsk;
 use super::handler::{McpHandler, mcp_result, progress_of};
 use crate::call::ToolCall;
 use crate::events::ToolEvent;
@@ -144,6 +147,11 @@ struct Entry {
     cancel_requested: bool,
     /// Runs the call, then ends the entry; dropping the entry (the server gone) stops it.
     driver: Option<AbortOnDropHandle<()>>,
+    /// The call's requests for its client not yet answered through `tasks/update`, by key.
+    open: Vec<(String, InputRequest, oneshot::Sender<Value>)>,
+    /// The last number given to a request whose tool chose no key (`input-N`): never reused
+    /// over the task's life.
+    asked: u64,
 }
 
 /// A running task's way to report: its `statusMessage`.
@@ -193,6 +201,8 @@ impl Tasks {
     }
 
     /// Starts `operation` as a task whose call listens to `signal`, and answers with the task.
+    /// The requests for its client that arrive on `asks` (a 2026-07-28 client's call) make
+    /// the task `input_required` until `tasks/update` answers them.
     ///
     /// # Errors
     /// The message for the client when [`McpTaskLimits::max_live`] tasks are live already, or
@@ -201,6 +211,7 @@ impl Tasks {
     pub(crate) fn spawn<F, Fut>(
         &self,
         signal: CancellationToken,
+        asks: Option<mpsc::Receiver<InputAsk>>,
         operation: F,
     ) -> Result<CreateTaskResult, String>
     where
@@ -256,6 +267,8 @@ impl Tasks {
                     signal: signal.clone(),
                     cancel_requested: false,
                     driver: None,
+                    open: Vec::new(),
+                    asked: 0,
                 },
             );
         }
@@ -268,6 +281,7 @@ impl Tasks {
             id.clone(),
             limits.ttl,
             signal,
+            asks,
             operation,
         ));
         if let Some(entry) = self.shared.entries.lock().get_mut(&id) {
@@ -298,7 +312,10 @@ impl Tasks {
     pub(crate) fn cancel(&self, id: &str) -> Result<(), ErrorData> {
         let mut entries = self.shared.entries.lock();
         let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
-        if entry.payload == TaskPayload::Working {
+        if matches!(
+            entry.payload,
+            TaskPayload::Working | TaskPayload::InputRequired { .. }
+        ) {
             entry.cancel_requested = true;
             entry.task.status_message = Some("cancelling".to_owned());
             entry.task.last_updated_at = current_timestamp();
@@ -308,29 +325,119 @@ impl Tasks {
     }
 }
 
+impl Tasks {
+    /// `tasks/update`: answers the task's open requests named in `responses` (others are
+    /// ignored); the task works again once none is open (SEP-2663: a client may answer one at
+    /// a time).
+    ///
+    /// # Errors
+    /// `-32602` for a task that never was or whose TTL passed.
+    pub(crate) fn update(&self, id: &str, mut responses: InputResponses) -> Result<(), ErrorData> {
+        let mut entries = self.shared.entries.lock();
+        let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
+        let mut open = Vec::new();
+        for (key, request, reply) in entry.open.drain(..) {
+            match responses.remove(&key) {
+                // The call may have ended meanwhile; then nobody needs the answer.
+                Some(answer) => {
+                    let _ = reply.send(answer);
+                }
+                None => open.push((key, request, reply)),
+            }
+        }
+        entry.open = open;
+        if let TaskPayload::InputRequired { .. } = entry.payload {
+            entry.payload = input_payload(&entry.open);
+            entry.task.status = entry.payload.status();
+            entry.task.last_updated_at = current_timestamp();
+        }
+        Ok(())
+    }
+}
+
+/// `input_required` with the open requests, or `working` when none is.
+fn input_payload(open: &[(String, InputRequest, oneshot::Sender<Value>)]) -> TaskPayload {
+    if open.is_empty() {
+        return TaskPayload::Working;
+    }
+    let input_requests: InputRequests = open
+        .iter()
+        .map(|(key, request, _)| (key.clone(), request.clone()))
+        .collect();
+    TaskPayload::InputRequired { input_requests }
+}
+
+/// Makes the task wait for its client's answer to `ask`, under the key its tool chose (unless
+/// another request of the task had it) or `input-N`.
+fn ask(shared: &Weak<Shared>, id: &str, ask: InputAsk) {
+    let Some(shared) = shared.upgrade() else {
+        return;
+    };
+    let mut entries = shared.entries.lock();
+    let Some(entry) = entries.get_mut(id) else {
+        return;
+    };
+    if !matches!(
+        entry.payload,
+        TaskPayload::Working | TaskPayload::InputRequired { .. }
+    ) {
+        return;
+    }
+    let taken = |entry: &Entry, key: &str| entry.open.iter().any(|(open, ..)| open == key);
+    let key = match ask.key {
+        Some(key) if !taken(entry, &key) => key,
+        _ => loop {
+            entry.asked += 1;
+            let key = format!("input-{}", entry.asked);
+            if !taken(entry, &key) {
+                break key;
+            }
+        },
+    };
+    entry.open.push((key, ask.request, ask.reply));
+    entry.payload = input_payload(&entry.open);
+    entry.task.status = entry.payload.status();
+    entry.task.status_message = None;
+    entry.task.last_updated_at = current_timestamp();
+}
+
 /// Runs one task's call until it settles or its TTL passes, records the outcome, and removes
-/// the task when its retention ends.
+/// the task when its retention ends; meanwhile the call's requests for its client (`asks`)
+/// wait in the task.
 async fn drive(
     shared: Weak<Shared>,
     id: String,
     ttl: Duration,
     signal: CancellationToken,
+    mut asks: Option<mpsc::Receiver<InputAsk>>,
     operation: impl Future<Output = CallToolResult>,
 ) {
     let expires = Instant::now() + ttl;
     tokio::pin!(operation);
-    let retained_until = tokio::select! {
-        result = &mut operation => {
-            settle(&shared, &id, Settled::Finished(result));
-            expires
-        }
-        () = sleep_until(expires) => {
-            settle(&shared, &id, Settled::Expired);
-            signal.cancel();
-            // The call settles through its signal (a program's process is killed); its
-            // result is no one's any more.
-            operation.await;
-            expires + ttl
+    let retained_until = loop {
+        let next_ask = async {
+            match asks.as_mut() {
+                Some(asks) => asks.recv().await,
+                None => std::future::pending().await,
+            }
+        };
+        tokio::select! {
+            result = &mut operation => {
+                settle(&shared, &id, Settled::Finished(result));
+                break expires;
+            }
+            received = next_ask => match received {
+                Some(request) => ask(&shared, &id, request),
+                None => asks = None,
+            },
+            () = sleep_until(expires) => {
+                settle(&shared, &id, Settled::Expired);
+                signal.cancel();
+                // The call settles through its signal (a program's process is killed); its
+                // result is no one's any more.
+                operation.await;
+                break expires + ttl;
+            }
         }
     };
     sleep_until(retained_until).await;
@@ -358,6 +465,8 @@ fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
     let Some(entry) = entries.get_mut(id) else {
         return;
     };
+    // Requests still open fail: their call is over.
+    entry.open.clear();
     entry.payload = match settled {
         Settled::Finished(result) if entry.cancel_requested && result.is_error == Some(true) => {
             TaskPayload::Cancelled
@@ -475,11 +584,17 @@ impl McpHandler {
     }
 
     /// Starts `call` (listening to `signal`) as a task: the task at once, or an `isError`
-    /// result when no task can be made.
-    pub(super) fn start_task(&self, call: ToolCall, signal: CancellationToken) -> CallToolResponse {
+    /// result when no task can be made. The call's requests for its client arrive on `asks`
+    /// (a 2026-07-28 client's: the task waits in `input_required` for `tasks/update`).
+    pub(super) fn start_task(
+        &self,
+        call: ToolCall,
+        signal: CancellationToken,
+        asks: Option<mpsc::Receiver<InputAsk>>,
+    ) -> CallToolResponse {
         let registry = self.registry.clone();
         let scope = self.scope.clone();
-        let started = self.tasks.spawn(signal, move |status| async move {
+        let started = self.tasks.spawn(signal, asks, move |status| async move {
             let name = call.name.clone();
             let result = execute_reporting(&registry, call, &status).await;
             mcp_result(&registry, scope.as_ref(), &name, &result)
@@ -571,7 +686,7 @@ mod tests {
     async fn a_result_is_kept_until_the_ttl_then_forgotten() {
         let tasks = tasks(4);
         let created = tasks
-            .spawn(CancellationToken::new(), |_| async { text("done") })
+            .spawn(CancellationToken::new(), None, |_| async { text("done") })
             .unwrap();
         assert_eq!(created.task.status, TaskStatus::Working);
         assert_eq!(created.task.ttl_ms, Some(1_000));
@@ -599,7 +714,11 @@ mod tests {
         let tasks = tasks(4);
         let signal = CancellationToken::new();
         let call = until_cancelled(&signal);
-        let id = tasks.spawn(signal.clone(), |_| call).unwrap().task.task_id;
+        let id = tasks
+            .spawn(signal.clone(), None, |_| call)
+            .unwrap()
+            .task
+            .task_id;
 
         sleep(TTL - MS).await;
         assert_eq!(status(&tasks, &id), TaskStatus::Working);
@@ -627,7 +746,11 @@ mod tests {
         let tasks = tasks(4);
         let signal = CancellationToken::new();
         let call = until_cancelled(&signal);
-        let id = tasks.spawn(signal.clone(), |_| call).unwrap().task.task_id;
+        let id = tasks
+            .spawn(signal.clone(), None, |_| call)
+            .unwrap()
+            .task
+            .task_id;
         sleep(MS).await;
         assert_eq!(status(&tasks, &id), TaskStatus::Working);
 
@@ -638,7 +761,7 @@ mod tests {
 
         // A finished task stays as it ended; an unknown one is an error.
         let done = tasks
-            .spawn(CancellationToken::new(), |_| async { text("done") })
+            .spawn(CancellationToken::new(), None, |_| async { text("done") })
             .unwrap()
             .task
             .task_id;
@@ -657,7 +780,7 @@ mod tests {
         let signal = CancellationToken::new();
         let observed = signal.clone();
         let id = tasks
-            .spawn(signal, |_| async move {
+            .spawn(signal, None, |_| async move {
                 observed.cancelled().await;
                 text("finished anyway")
             })
@@ -674,7 +797,7 @@ mod tests {
         let tasks = tasks(4);
         let (step, stepped) = tokio::sync::oneshot::channel::<()>();
         let id = tasks
-            .spawn(CancellationToken::new(), |status| async move {
+            .spawn(CancellationToken::new(), None, |status| async move {
                 status.set("read_file started".to_owned());
                 let _ = stepped.await;
                 status.set("read_file ok".to_owned());
@@ -701,10 +824,10 @@ mod tests {
         let signals = [CancellationToken::new(), CancellationToken::new()];
         for signal in &signals {
             let call = until_cancelled(signal);
-            tasks.spawn(signal.clone(), |_| call).unwrap();
+            tasks.spawn(signal.clone(), None, |_| call).unwrap();
         }
         let refused = tasks
-            .spawn(CancellationToken::new(), |_| async { text("never") })
+            .spawn(CancellationToken::new(), None, |_| async { text("never") })
             .unwrap_err();
         assert!(
             refused.starts_with("too many live tasks (limit 2)"),
@@ -715,7 +838,7 @@ mod tests {
         sleep(2 * TTL + MS).await;
         assert!(signals.iter().all(CancellationToken::is_cancelled));
         tasks
-            .spawn(CancellationToken::new(), |_| async { text("now") })
+            .spawn(CancellationToken::new(), None, |_| async { text("now") })
             .unwrap();
     }
 
@@ -731,7 +854,7 @@ mod tests {
         }
         let flag = Flag(Some(dropped));
         tasks
-            .spawn(CancellationToken::new(), |_| async move {
+            .spawn(CancellationToken::new(), None, |_| async move {
                 let _flag = flag;
                 std::future::pending::<CallToolResult>().await
             })
