@@ -28,5 +28,6 @@ mod oauth;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
+mod standalone_stream;
 #[cfg(feature = "mcp-server")]
 mod tasks;
