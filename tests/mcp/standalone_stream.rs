@@ -1,8 +1,10 @@
-//! The client's first request of a 2025-11-25 session waits for the session's standalone GET
-//! stream to be answered: a server may send the answer of a request whose own stream it closed,
-//! or ask the person (elicitation), only on that stream, so a request sent before it opens can
-//! lose what belongs to it. The server here is a few lines of HTTP/1.1 on a socket, so the test
-//! sees the order in which requests arrive and when the GET was answered.
+//! How the HTTP client opens a 2025-11-25 session, against a server of a few lines of HTTP/1.1
+//! on a socket that sees the order in which requests arrive:
+//! - the first request waits for the session's standalone GET stream to be answered: a server
+//!   may send the answer of a request whose own stream it closed, or ask the person
+//!   (elicitation), only on that stream, so a request sent before it opens can lose what belongs
+//!   to it;
+//! - a slow 2025-era answer to `server/discover` still opens the session with `initialize`.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -19,9 +21,10 @@ use tokio::sync::Notify;
 /// chance to send its next request first. A client that waits passes however long this is.
 const HOLD: Duration = Duration::from_secs(3);
 
-/// What the server saw.
+/// What the server saw, and how long it takes to answer `server/discover`.
 #[derive(Default)]
 struct Seen {
+    discover_delay: Duration,
     /// The GET stream has been answered.
     get_answered: AtomicBool,
     /// A request after `notifications/initialized` arrived before the GET was answered.
@@ -141,7 +144,10 @@ async fn serve(stream: TcpStream, seen: Arc<Seen>) {
                     }
                     // `server/discover` and anything else before the session: a 2025-era
                     // server knows no such method.
-                    _ => {
+                    method => {
+                        if method == "server/discover" {
+                            tokio::time::sleep(seen.discover_delay).await;
+                        }
                         let error = json!({"code": -32601, "message": "Method not found"});
                         let body = json!({"jsonrpc": "2.0", "id": id, "error": error});
                         answer_json(&mut reader, "200 OK", Some(body)).await;
@@ -152,17 +158,23 @@ async fn serve(stream: TcpStream, seen: Arc<Seen>) {
     }
 }
 
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn the_first_request_waits_for_the_standalone_get_stream() {
+/// Starts the server; returns its URL and what it sees.
+async fn start(seen: Seen) -> (String, Arc<Seen>, tokio::task::JoinHandle<()>) {
     let listener = TcpListener::bind("127.0.0.1:0").await.unwrap();
     let url = format!("http://{}/mcp", listener.local_addr().unwrap());
-    let seen = Arc::new(Seen::default());
+    let seen = Arc::new(seen);
     let accepting = seen.clone();
     let server = tokio::spawn(async move {
         while let Ok((stream, _)) = listener.accept().await {
             tokio::spawn(serve(stream, accepting.clone()));
         }
     });
+    (url, seen, server)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_first_request_waits_for_the_standalone_get_stream() {
+    let (url, seen, server) = start(Seen::default()).await;
     let registry = Registry::new();
     let handle = registry
         .add_mcp_server(McpServer::http("standalone", url))
@@ -174,6 +186,26 @@ async fn the_first_request_waits_for_the_standalone_get_stream() {
         !seen.early_request.load(Ordering::SeqCst),
         "a request reached the server before its standalone GET stream was answered"
     );
+    handle.disconnect().await;
+    server.abort();
+}
+
+/// rmcp's own fallback gives `server/discover` 10 seconds, then sends `initialize` on the same
+/// transport, where the late answer to `server/discover` fails it. Answered after 12 seconds,
+/// the discover is still waited for and the session opened again with `initialize`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_slow_2025_answer_to_discover_still_opens_with_initialize() {
+    let (url, _seen, server) = start(Seen {
+        discover_delay: Duration::from_secs(12),
+        ..Seen::default()
+    })
+    .await;
+    let registry = Registry::new();
+    let handle = registry
+        .add_mcp_server(McpServer::http("slow", url).connect_timeout_ms(120_000))
+        .await
+        .expect("connects");
+    assert_eq!(handle.tools(), vec!["mcp__slow__noop".to_owned()]);
     handle.disconnect().await;
     server.abort();
 }

@@ -111,10 +111,35 @@ impl ClientHandler for Handler {
 
 /// How a connection starts: `server/discover` offering 2026-07-28, falling back to
 /// `initialize` with 2025-11-25 when the server answers it as a 2025-era server does.
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+///
+/// Over HTTP the probe is `server/discover` alone, and a 2025-era answer opens the connection
+/// again with `initialize` ([`open`]): rmcp's fallback on the same transport also falls back when
+/// the answer takes over 10 seconds, and the late answer then breaks the `initialize` that
+/// follows ("uncorrelated error response"), which a loaded machine makes happen. A stdio server
+/// keeps rmcp's fallback, a second start costing a second process.
+fn lifecycle(transport: &Transport) -> ClientLifecycleMode {
+    let preferred_versions = vec![ProtocolVersion::V_2026_07_28];
+    match transport {
+        Transport::Http { .. } => ClientLifecycleMode::Discover { preferred_versions },
+        Transport::Stdio { .. } => ClientLifecycleMode::Auto {
+            preferred_versions,
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+    }
+}
+
+/// `true` for a `server/discover` failure that says the server is a 2025-era one: a result that
+/// is no discover result, or a JSON-RPC error other than the 2026-07-28 rejections (the
+/// classification of rmcp's fallback).
+fn says_legacy(error: &ClientInitializeError) -> bool {
+    match error {
+        ClientInitializeError::ExpectedInitResult(_) => true,
+        ClientInitializeError::JsonRpcError(data) => !matches!(
+            data.code,
+            rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                | rmcp::model::ErrorCode::HEADER_MISMATCH
+        ),
+        _ => false,
     }
 }
 
@@ -371,16 +396,14 @@ type Started = (
 
 /// Opens the transport and starts the lifecycle: the newest protocol the server offers
 /// (`server/discover`, 2026-07-28), else `initialize` (2025-11-25). A server that answers
-/// `server/discover` with a result that is no discover result (some 2025-era servers answer
-/// every unknown method with `{}`) is opened again with `initialize` alone.
+/// `server/discover` as a 2025-era server does ([`says_legacy`]; some answer every unknown
+/// method with `{}`) is opened again with `initialize` alone.
 pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
-    let (running, pid, mut child) = match start(config, link, lifecycle()).await? {
+    let (running, pid, mut child) = match start(config, link, lifecycle(&config.transport)).await? {
         Ok(started) => started,
-        Err(ClientInitializeError::ExpectedInitResult(_)) => {
-            start(config, link, ClientLifecycleMode::Initialize)
-                .await?
-                .map_err(|err| start_error(config, err))?
-        }
+        Err(error) if says_legacy(&error) => start(config, link, ClientLifecycleMode::Initialize)
+            .await?
+            .map_err(|err| start_error(config, err))?,
         Err(err) => return Err(start_error(config, err)),
     };
     if running
