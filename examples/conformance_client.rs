@@ -33,7 +33,10 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
         .ok_or("usage: conformance_client URL (the server's streamable HTTP URL)")?;
     let scenario = std::env::var("MCP_CONFORMANCE_SCENARIO").unwrap_or_default();
     let registry = Registry::new();
+    // The suite bounds each scenario (`--timeout`); on a loaded machine connecting may take
+    // longer than the default bound.
     let mut config = McpServer::http("conformance", url)
+        .connect_timeout_ms(CONNECT_BOUND_MS)
         .on_elicitation(|_request| async { Elicitation::Accept(Default::default()) });
     if scenario.starts_with("auth/") {
         config = authenticated(config, &scenario).await?;
@@ -142,6 +145,9 @@ fn context() -> Value {
         .and_then(|text| dsh_tools::serde_json::from_str(&text).ok())
         .unwrap_or_default()
 }
+
+/// How long connecting may take: a failure bound for a machine under load.
+const CONNECT_BOUND_MS: u64 = 600_000;
 
 /// The client id the suite's authorization servers accept as a client ID metadata document.
 const CLIENT_METADATA_URL: &str = "https://conformance-test.local/client-metadata.json";
