@@ -367,3 +367,40 @@ async fn a_client_without_elicitation_gets_the_typed_error_at_once() {
     );
     handle.disconnect().await;
 }
+
+/// The command declares elicitation: a server's request reaches it, and with no terminal to ask
+/// on (stdin not one) no person can answer, so it is declined, said on stderr, and the tool
+/// sees a decline rather than a client that cannot be asked.
+#[cfg(feature = "cli")]
+#[test]
+fn the_cli_declines_an_elicitation_without_a_terminal_and_says_so() {
+    let (_server, url) = start_server(&example("conformance_server"));
+    // `http://127.0.0.1:PORT/mcp` names the server `127_0_0_1_PORT`.
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("a host");
+    let tool = format!("mcp__{}__test_elicitation", host.replace(['.', ':'], "_"));
+    let output = Command::new(env!("CARGO_BIN_EXE_dsh-tools"))
+        .args([
+            "call",
+            "--mcp-http",
+            &url,
+            &tool,
+            r#"{"message": "who are you?"}"#,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("dsh-tools runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("asks \"who are you?\": declined (no terminal to ask on)"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("action=decline"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+}
