@@ -116,84 +116,25 @@ fn start_server(binary: &Path) -> (Server, String) {
     (server, url)
 }
 
-/// `text`, the suite's output, when it succeeded and checked the baseline; the test fails
-/// with it otherwise.
 #[cfg(feature = "oauth")]
-fn run_suite_checked(success: bool, text: String, what: &str) -> String {
-    assert!(success, "{what}: the conformance suite failed:\n{text}");
-    assert!(
-        text.contains("Baseline check passed"),
-        "{what}: the suite did not check the baseline:\n{text}"
-    );
-    text
-}
-
-/// Client scenarios whose outcome the suite's own harness makes depend on timing, and so on the
-/// machine's load when all scenarios run at once:
-/// - `elicitation-sep1034-client-defaults`: the scenario's server (the TypeScript SDK) sends its
-///   elicitation on the session's standalone GET stream and drops it when that stream is not
-///   open yet, so a client still opening the stream when the tool call arrives is never asked;
-/// - `sse-retry`: the scenario measures how many milliseconds the client waits before it
-///   reconnects and fails it above twice the server's `retry`.
-///
-/// When only these fail in the parallel run, each is run again on its own; it must pass there.
-#[cfg(feature = "oauth")]
-const LOAD_SENSITIVE: [&str; 2] = ["elicitation-sep1034-client-defaults", "sse-retry"];
-
-/// Runs the client suite; a failure of [`LOAD_SENSITIVE`] scenarios alone is decided by running
-/// each of them again by itself (at most three times).
-#[cfg(feature = "oauth")]
-fn run_client_suite(tools: &mcp_support::Tools, mut command: Command, client: &Path) -> String {
+/// Runs the suite and returns its output, failing the test with it when the suite fails or did
+/// not check the baseline.
+fn run_suite(mut command: Command, what: &str) -> String {
     let output = command.output().expect("the conformance suite runs");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    if output.status.success() {
-        return run_suite_checked(output.status.success(), text, "client scenarios");
-    }
-    // The suite lists what failed outside the baseline as `  ✗ NAME` under its heading.
-    let unexpected: Vec<&str> = text
-        .lines()
-        .skip_while(|line| !line.contains("Unexpected failures (not in baseline)"))
-        .skip(1)
-        .map_while(|line| line.strip_prefix("  ✗ "))
-        .map(str::trim)
-        .collect();
     assert!(
-        !unexpected.is_empty()
-            && unexpected
-                .iter()
-                .all(|scenario| LOAD_SENSITIVE.contains(scenario)),
-        "client scenarios: the conformance suite failed ({}):\n{text}",
-        output.status
+        output.status.success(),
+        "{what}: the conformance suite failed:\n{text}"
     );
-    let mut summary = text.clone();
-    for scenario in unexpected {
-        let again = (0..3).find_map(|_| {
-            let mut alone = suite(tools);
-            alone
-                .args(["client", "--scenario", scenario, "--command"])
-                .arg(client)
-                .args(["--expected-failures", "conformance-baseline.yml"]);
-            let output = alone.output().expect("the conformance suite runs");
-            let text = String::from_utf8_lossy(&output.stdout).into_owned();
-            output.status.success().then_some(text)
-        });
-        let again = again.unwrap_or_else(|| {
-            panic!("{scenario} failed in the parallel run and three times alone:\n{text}")
-        });
-        eprintln!("{scenario}: failed in the parallel run, passed alone");
-        // Alone, with the baseline, the suite prints its verdict only: the scenario is not in
-        // the baseline, so a passed baseline check means it passed.
-        assert!(
-            again.contains("Baseline check passed"),
-            "{scenario} alone:\n{again}"
-        );
-        summary.push_str(&format!("\n✓ {scenario}: passed when run alone\n"));
-    }
-    summary
+    assert!(
+        text.contains("Baseline check passed"),
+        "{what}: the suite did not check the baseline:\n{text}"
+    );
+    text
 }
 
 /// A scenario line of the summary, e.g. `✓ tools-call-image: 1 passed, 0 failed`.
@@ -500,23 +441,21 @@ fn server_scenarios_pass_twenty_times_in_parallel_under_load() {
     );
 }
 
-/// The client scenarios, OAuth's among them (the example client needs feature `oauth`).
+/// The runs of the client scenarios: each revision's frozen requirement set at its wire (the
+/// extension and added-after-release scenarios it names run too, reported unscored), and the
+/// scenarios of 2025-03-26, which no requirement set names.
 #[cfg(feature = "oauth")]
-#[test]
-fn client_scenarios_pass_against_the_example_client() {
-    let tools = require_tools!();
-    let client = example("conformance_client");
-    let mut command = suite(tools);
-    command
-        .args(["client", "--suite", "all", "--command"])
-        .arg(&client)
-        .args(["--expected-failures", "conformance-baseline.yml"]);
-    let summary = run_client_suite(tools, command, &client);
-    for scenario in [
-        "initialize",
-        "tools_call",
-        "elicitation-sep1034-client-defaults",
-        "sse-retry",
+const CLIENT_RUNS: [&[&str]; 3] = [
+    &["--requirements", "2025-11-25"],
+    &["--requirements", "2026-07-28"],
+    &["--suite", "all", "--spec-version", "2025-03-26"],
+];
+
+/// The client scenarios each run of [`CLIENT_RUNS`] must pass (not merely not fail): every
+/// scenario the revision requires, and the unscored ones the client does.
+#[cfg(feature = "oauth")]
+fn client_scenarios(run: &[&str]) -> Vec<&'static str> {
+    let auth = [
         "auth/metadata-default",
         "auth/metadata-var1",
         "auth/metadata-var2",
@@ -531,17 +470,79 @@ fn client_scenarios_pass_against_the_example_client() {
         "auth/token-endpoint-auth-post",
         "auth/token-endpoint-auth-none",
         "auth/pre-registration",
-        "auth/2025-03-26-oauth-endpoint-fallback",
-        "auth/resource-mismatch",
-        "auth/offline-access-scope",
-        "auth/offline-access-not-supported",
         "auth/client-credentials-basic",
-    ] {
-        assert!(
-            passed(&summary, scenario),
-            "{scenario} did not pass:\n{summary}"
-        );
+        "json-schema-2020-12-preservation",
+    ];
+    match run {
+        [_, "2025-11-25"] => [
+            "initialize",
+            "tools_call",
+            "elicitation-sep1034-client-defaults",
+            "sse-retry",
+        ]
+        .into_iter()
+        .chain(auth)
+        .collect(),
+        [_, "2026-07-28"] => [
+            "tools_call",
+            "request-metadata",
+            "auth/resource-mismatch",
+            "auth/offline-access-scope",
+            "auth/offline-access-not-supported",
+            "auth/authorization-server-migration",
+            "auth/iss-supported",
+            "auth/iss-not-advertised",
+            "auth/iss-supported-missing",
+            "auth/iss-wrong-issuer",
+            "auth/iss-unexpected",
+            "auth/iss-normalized",
+            "auth/metadata-issuer-mismatch",
+            "sep-2322-client-request-state",
+            "http-standard-headers",
+            "http-custom-headers",
+            "http-invalid-tool-headers",
+            "json-schema-ref-no-deref",
+        ]
+        .into_iter()
+        .chain(auth)
+        .collect(),
+        _ => vec![
+            "auth/2025-03-26-oauth-metadata-backcompat",
+            "auth/2025-03-26-oauth-endpoint-fallback",
+        ],
     }
+}
+
+/// Runs every client scenario at each revision against `client` (a command line: the suite
+/// appends the server's URL): every run passes with only the baseline's failures, and the
+/// scenarios [`client_scenarios`] names pass. Nothing is skipped, nothing run again.
+#[cfg(feature = "oauth")]
+fn run_client_scenarios(tools: &mcp_support::Tools, client: &str, what: &str) {
+    for run in CLIENT_RUNS {
+        let mut command = suite(tools);
+        command
+            .arg("client")
+            .args(run)
+            .args(["--command", client])
+            .args(["--expected-failures", "conformance-baseline.yml"]);
+        let what = format!("{what} client scenarios ({})", run.join(" "));
+        let summary = run_suite(command, &what);
+        for scenario in client_scenarios(run) {
+            assert!(
+                passed(&summary, scenario),
+                "{what}: {scenario} did not pass:\n{summary}"
+            );
+        }
+    }
+}
+
+/// The client scenarios, OAuth's among them (the example client needs feature `oauth`).
+#[cfg(feature = "oauth")]
+#[test]
+fn client_scenarios_pass_against_the_example_client() {
+    let tools = require_tools!();
+    let client = example("conformance_client");
+    run_client_scenarios(tools, &client.to_string_lossy(), "example client");
 }
 
 /// Asks the caller's client to elicit; answers with the typed error when it cannot.
@@ -588,14 +589,48 @@ async fn a_client_without_elicitation_gets_the_typed_error_at_once() {
             dsh_tools::serde_json::json!({"message": "who are you?"}),
         ))
         .await;
-    // At 2026-07-28 the server answers with the protocol's missing-capability error.
     assert!(result.is_error());
     assert!(
-        result
-            .text()
-            .contains("Missing required client capability (code -32021)"),
+        result.text().contains("does not support elicitation"),
         "{}",
         result.text()
     );
     handle.disconnect().await;
+}
+
+/// The command declares elicitation: a server's request reaches it, and with no terminal to ask
+/// on (stdin not one) no person can answer, so it is declined, said on stderr, and the tool
+/// sees a decline rather than a client that cannot be asked.
+#[cfg(feature = "cli")]
+#[test]
+fn the_cli_declines_an_elicitation_without_a_terminal_and_says_so() {
+    let (_server, url) = start_server(&example("conformance_server"));
+    // `http://127.0.0.1:PORT/mcp` names the server `127_0_0_1_PORT`.
+    let host = url
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .expect("a host");
+    let tool = format!("mcp__{}__test_elicitation", host.replace(['.', ':'], "_"));
+    let output = Command::new(env!("CARGO_BIN_EXE_dsh-tools"))
+        .args([
+            "call",
+            "--mcp-http",
+            &url,
+            &tool,
+            r#"{"message": "who are you?"}"#,
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .expect("dsh-tools runs");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        stderr.contains("asks \"who are you?\": declined (no terminal to ask on)"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
+    assert!(
+        stdout.contains("action=decline"),
+        "stdout: {stdout}\nstderr: {stderr}"
+    );
 }

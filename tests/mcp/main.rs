@@ -30,5 +30,6 @@ mod protocol;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
+mod standalone_stream;
 #[cfg(feature = "mcp-server")]
 mod tasks;

@@ -111,10 +111,35 @@ impl ClientHandler for Handler {
 
 /// How a connection starts: `server/discover` offering 2026-07-28, falling back to
 /// `initialize` with 2025-11-25 when the server answers it as a 2025-era server does.
-fn lifecycle() -> ClientLifecycleMode {
-    ClientLifecycleMode::Auto {
-        preferred_versions: vec![ProtocolVersion::V_2026_07_28],
-        legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+///
+/// Over HTTP the probe is `server/discover` alone, and a 2025-era answer opens the connection
+/// again with `initialize` ([`open`]): rmcp's fallback on the same transport also falls back when
+/// the answer takes over 10 seconds, and the late answer then breaks the `initialize` that
+/// follows ("uncorrelated error response"), which a loaded machine makes happen. A stdio server
+/// keeps rmcp's fallback, a second start costing a second process.
+fn lifecycle(transport: &Transport) -> ClientLifecycleMode {
+    let preferred_versions = vec![ProtocolVersion::V_2026_07_28];
+    match transport {
+        Transport::Http { .. } => ClientLifecycleMode::Discover { preferred_versions },
+        Transport::Stdio { .. } => ClientLifecycleMode::Auto {
+            preferred_versions,
+            legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
+        },
+    }
+}
+
+/// `true` for a `server/discover` failure that says the server is a 2025-era one: a result that
+/// is no discover result, or a JSON-RPC error other than the 2026-07-28 rejections (the
+/// classification of rmcp's fallback).
+fn says_legacy(error: &ClientInitializeError) -> bool {
+    match error {
+        ClientInitializeError::ExpectedInitResult(_) => true,
+        ClientInitializeError::JsonRpcError(data) => !matches!(
+            data.code,
+            rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY
+                | rmcp::model::ErrorCode::HEADER_MISMATCH
+        ),
+        _ => false,
     }
 }
 
@@ -210,6 +235,7 @@ async fn start(
     config: &McpServer,
     link: &Arc<Link>,
     lifecycle: ClientLifecycleMode,
+    clients: &HttpClients,
 ) -> Result<Result<Started, ClientInitializeError>, McpError> {
     let server = &config.name;
     let handler = Handler {
@@ -266,22 +292,35 @@ async fn start(
             let client = super::http::GuardedClient::default();
             // Getting a token is part of connecting, within the same timeout; the time a person
             // takes to authorize a login is not (their authorizer bounds it).
-            let (person, waiting) = tokio::sync::watch::channel(false);
-            #[cfg(not(feature = "oauth"))]
-            drop(person);
+            let waiting = clients.waiting.clone();
             let connect = async {
                 #[cfg(feature = "oauth")]
                 if let Some(credentials) = &config.credentials {
-                    let client = super::oauth::authorize(client, url, credentials)
-                        .await
-                        .map_err(|message| connect_error(server, message))?;
+                    let mut kept = clients.credentials.lock().await;
+                    let client = match kept.as_ref() {
+                        Some(client) => client.clone(),
+                        None => super::oauth::authorize(client, url, credentials)
+                            .await
+                            .map_err(|message| connect_error(server, message))?,
+                    };
+                    *kept = Some(client.clone());
+                    drop(kept);
                     return Ok(serve_http(handler, client, http, link, lifecycle).await);
                 }
                 #[cfg(feature = "oauth")]
                 if let Some(login) = &config.login {
-                    let client = super::oauth::login_client(client, url, login, person)
-                        .await
-                        .map_err(|message| connect_error(server, message))?;
+                    let mut kept = clients.login.lock().await;
+                    let client = match kept.as_ref() {
+                        Some(client) => client.clone(),
+                        None => {
+                            let person = clients.person.clone();
+                            super::oauth::login_client(client, url, login, person)
+                                .await
+                                .map_err(|message| connect_error(server, message))?
+                        }
+                    };
+                    *kept = Some(client.clone());
+                    drop(kept);
                     return Ok(serve_http(handler, client, http, link, lifecycle).await);
                 }
                 Ok(serve_http(handler, client, http, link, lifecycle).await)
@@ -296,6 +335,40 @@ async fn start(
         }
     };
     Ok(Ok(started))
+}
+
+/// The authorized HTTP clients of one [`open`], kept from its first start to its second (the
+/// `initialize` after a 2025-era answer to `server/discover`), so the second uses the first's
+/// tokens instead of getting new ones (a person would log in twice).
+struct HttpClients {
+    #[cfg(feature = "oauth")]
+    credentials: tokio::sync::Mutex<Option<CredentialsClient>>,
+    #[cfg(feature = "oauth")]
+    login: tokio::sync::Mutex<Option<LoginClient>>,
+    /// `true` while a person is logging in (the connect timeout does not count it).
+    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    person: tokio::sync::watch::Sender<bool>,
+    waiting: tokio::sync::watch::Receiver<bool>,
+}
+
+#[cfg(feature = "oauth")]
+type CredentialsClient =
+    super::oauth::BearerClient<super::http::GuardedClient, super::oauth::CredentialsGrant>;
+#[cfg(feature = "oauth")]
+type LoginClient = super::oauth::BearerClient<super::http::GuardedClient, super::oauth::LoginState>;
+
+impl Default for HttpClients {
+    fn default() -> Self {
+        let (person, waiting) = tokio::sync::watch::channel(false);
+        HttpClients {
+            #[cfg(feature = "oauth")]
+            credentials: tokio::sync::Mutex::new(None),
+            #[cfg(feature = "oauth")]
+            login: tokio::sync::Mutex::new(None),
+            person,
+            waiting,
+        }
+    }
 }
 
 /// `future` within `timeout`, the time while `paused` holds `true` not counted; `None` when
@@ -371,13 +444,15 @@ type Started = (
 
 /// Opens the transport and starts the lifecycle: the newest protocol the server offers
 /// (`server/discover`, 2026-07-28), else `initialize` (2025-11-25). A server that answers
-/// `server/discover` with a result that is no discover result (some 2025-era servers answer
-/// every unknown method with `{}`) is opened again with `initialize` alone.
+/// `server/discover` as a 2025-era server does ([`says_legacy`]; some answer every unknown
+/// method with `{}`) is opened again with `initialize` alone.
 pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Conn>, McpError> {
-    let (running, pid, mut child) = match start(config, link, lifecycle()).await? {
+    let clients = HttpClients::default();
+    let first = start(config, link, lifecycle(&config.transport), &clients).await?;
+    let (running, pid, mut child) = match first {
         Ok(started) => started,
-        Err(ClientInitializeError::ExpectedInitResult(_)) => {
-            start(config, link, ClientLifecycleMode::Initialize)
+        Err(error) if says_legacy(&error) => {
+            start(config, link, ClientLifecycleMode::Initialize, &clients)
                 .await?
                 .map_err(|err| start_error(config, err))?
         }

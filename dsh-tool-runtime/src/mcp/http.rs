@@ -7,14 +7,22 @@
 //! too-deep subtrees by a marker before anything parses them), and a `tools/list` whose JSON body
 //! rmcp refused is fetched once more and read the same way. The schema check then refuses that
 //! one tool.
+//!
+//! It also orders the session's first request after its standalone GET stream: rmcp opens that
+//! stream in a task of its own once `notifications/initialized` is accepted and goes straight on
+//! to the next request, so a server could answer or ask (elicitation) on a stream the client had
+//! not opened yet. The stream's open is [`StandaloneGate`]'s to wait for.
 
 use std::collections::HashMap;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{ClientJsonRpcMessage, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{
+    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage,
+};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -29,10 +37,64 @@ const SESSION_HEADER: &str = "mcp-session-id";
 
 type HttpError = StreamableHttpError<reqwest::Error>;
 
-/// rmcp's reqwest client with deep messages rewritten before rmcp parses them.
+/// How long the first request after `notifications/initialized` waits for the standalone GET
+/// stream to be answered: a bound for a server that holds its answer's headers back, after which
+/// the request goes anyway (as it would without the wait).
+const STANDALONE_OPEN_BOUND: Duration = Duration::from_secs(10);
+
+/// rmcp's reqwest client with deep messages rewritten before rmcp parses them, and the session's
+/// requests held until its standalone GET stream is open.
 #[derive(Clone, Default)]
 pub(crate) struct GuardedClient {
     inner: reqwest::Client,
+    standalone: StandaloneGate,
+}
+
+/// Holds the requests of a session between its `notifications/initialized` and the answer to
+/// its standalone GET stream (Streamable HTTP, "Listening for Messages from the Server").
+///
+/// A 2025-era server may send what is not tied to a request (the answer of a request whose
+/// stream it closed, a server-to-client request such as elicitation) only on that stream; a
+/// request that arrives before the stream is open can find its answer sent elsewhere or
+/// dropped. `true` while a stream is expected and not yet answered (or refused).
+#[derive(Clone)]
+struct StandaloneGate(Arc<tokio::sync::watch::Sender<bool>>);
+
+impl Default for StandaloneGate {
+    fn default() -> Self {
+        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
+    }
+}
+
+impl StandaloneGate {
+    /// A stream is about to be opened: rmcp opens it right after the accepted
+    /// `notifications/initialized` of a session.
+    fn expect(&self) {
+        self.0.send_replace(true);
+    }
+
+    /// The stream was answered (open, refused with 405, or failed): requests may go.
+    fn opened(&self) {
+        self.0.send_replace(false);
+    }
+
+    /// Waits while a stream is expected, at most [`STANDALONE_OPEN_BOUND`].
+    async fn wait(&self) {
+        let mut expected = self.0.subscribe();
+        let _ = tokio::time::timeout(
+            STANDALONE_OPEN_BOUND,
+            expected.wait_for(|expected| !*expected),
+        )
+        .await;
+    }
+}
+
+fn is_initialized(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Notification(notification)
+            if matches!(notification.notification, ClientNotification::InitializedNotification(_))
+    )
 }
 
 /// Rewrites the data of an SSE event nested deeper than [`MAX_RELAY_DEPTH`].
@@ -141,6 +203,10 @@ impl StreamableHttpClient for GuardedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let initialized = is_initialized(&message) && session_id.is_some();
+        if !initialized {
+            self.standalone.wait().await;
+        }
         let retry = is_tools_list(&message).then(|| {
             (
                 message.clone(),
@@ -161,6 +227,9 @@ impl StreamableHttpClient for GuardedClient {
                 limits,
             )
             .await;
+        if initialized && answer.is_ok() {
+            self.standalone.expect();
+        }
         match answer {
             Ok(StreamableHttpPostResponse::Sse(stream, session)) => Ok(
                 StreamableHttpPostResponse::Sse(guard_stream(stream), session),
@@ -210,7 +279,8 @@ impl StreamableHttpClient for GuardedClient {
         let stream = self
             .inner
             .get_stream(uri, session_id, last_event_id, auth_header, custom_headers)
-            .await?;
-        Ok(guard_stream(stream))
+            .await;
+        self.standalone.opened();
+        Ok(guard_stream(stream?))
     }
 }

@@ -23,13 +23,13 @@ fn text(size: usize) -> CallToolResult {
 async fn results_past_the_byte_budget_are_dropped_saying_so() {
     let tasks = Tasks::new(McpTaskLimits::default().ttl(TTL).max_result_bytes(10_000));
     let kept = tasks
-        .spawn(CancellationToken::new(), |_| async { text(6_000) })
+        .spawn(CancellationToken::new(), None, |_| async { text(6_000) })
         .unwrap()
         .task
         .task_id;
     sleep(MS).await;
     let dropped = tasks
-        .spawn(CancellationToken::new(), |_| async { text(6_000) })
+        .spawn(CancellationToken::new(), None, |_| async { text(6_000) })
         .unwrap()
         .task
         .task_id;
@@ -54,7 +54,7 @@ async fn results_past_the_byte_budget_are_dropped_saying_so() {
     }
     // A small one still fits beside the kept one.
     let small = tasks
-        .spawn(CancellationToken::new(), |_| async { text(100) })
+        .spawn(CancellationToken::new(), None, |_| async { text(100) })
         .unwrap()
         .task
         .task_id;
@@ -67,7 +67,7 @@ async fn results_past_the_byte_budget_are_dropped_saying_so() {
     // The first is forgotten at its TTL, and its room with it.
     sleep(TTL).await;
     let later = tasks
-        .spawn(CancellationToken::new(), |_| async { text(6_000) })
+        .spawn(CancellationToken::new(), None, |_| async { text(6_000) })
         .unwrap()
         .task
         .task_id;
@@ -92,22 +92,22 @@ async fn a_session_gets_its_share_of_the_task_slots_and_no_more() {
     let other = server.session();
     for _ in 0..3 {
         greedy
-            .spawn(CancellationToken::new(), |_| async { text(1) })
+            .spawn(CancellationToken::new(), None, |_| async { text(1) })
             .unwrap();
     }
     let refused = greedy
-        .spawn(CancellationToken::new(), |_| async { text(1) })
+        .spawn(CancellationToken::new(), None, |_| async { text(1) })
         .unwrap_err();
     assert!(
         refused.starts_with("too many live tasks for this session (limit 3 of the server's 8)"),
         "{refused}"
     );
     other
-        .spawn(CancellationToken::new(), |_| async { text(1) })
+        .spawn(CancellationToken::new(), None, |_| async { text(1) })
         .unwrap();
     sleep(TTL + MS).await;
     greedy
-        .spawn(CancellationToken::new(), |_| async { text(1) })
+        .spawn(CancellationToken::new(), None, |_| async { text(1) })
         .unwrap();
 }
 
@@ -167,7 +167,7 @@ fn large_results_stay_within_the_budget_in_resident_memory() {
         let mut ids = Vec::new();
         for _ in 0..32 {
             let created = tasks
-                .spawn(CancellationToken::new(), |_| async { text(4 << 20) })
+                .spawn(CancellationToken::new(), None, |_| async { text(4 << 20) })
                 .unwrap();
             ids.push(created.task.task_id);
             // Each call settles before the next starts, as results arrive one by one.

@@ -201,6 +201,12 @@ pub struct Sources {
     /// Also open the authorization URL in the default browser.
     #[arg(long, global = true, requires = "mcp_oauth_login")]
     pub mcp_oauth_open_browser: bool,
+    /// The login's client id as a Client ID Metadata Document: URL (an `https://` URL with a
+    /// path) serves this client's metadata, and is the client id where the authorization server
+    /// says it accepts such documents (`client_id_metadata_document_supported`); elsewhere the
+    /// client registers dynamically. A pre-registered `--mcp-oauth-client-id` goes first.
+    #[arg(long, global = true, value_name = "URL", requires = "mcp_oauth_login")]
+    pub mcp_oauth_client_metadata_url: Option<String>,
     /// Keep the login's tokens in FILE (mode 0600) and reuse them on the next run; without it
     /// they live in memory for this run only. One `--mcp-http` server only.
     #[arg(long, global = true, value_name = "FILE", requires = "mcp_oauth_login")]

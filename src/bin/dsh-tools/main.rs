@@ -15,6 +15,7 @@
 
 mod args;
 mod commands;
+mod elicit;
 mod mcp_sources;
 mod restate_runs;
 mod sources;

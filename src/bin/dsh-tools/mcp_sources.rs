@@ -62,7 +62,8 @@ struct ServerEntry {
 /// `"oauth": {"clientId": …, "clientSecret" | "clientSecretEnv" | "clientSecretFile": …,
 /// "scopes": […]}`: the secret itself, the variable holding it, or the file holding it. With
 /// `"login": true` a person logs in (authorization code + PKCE), the client id and secret being
-/// optional, `"tokenFile"` keeping the tokens and `"openBrowser"` opening the URL.
+/// optional, `"tokenFile"` keeping the tokens, `"openBrowser"` opening the URL and
+/// `"clientMetadataUrl"` the client ID metadata document (`--mcp-oauth-client-metadata-url`).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields, rename_all = "camelCase")]
 struct OAuthEntry {
@@ -77,6 +78,7 @@ struct OAuthEntry {
     token_file: Option<PathBuf>,
     #[serde(default)]
     open_browser: bool,
+    client_metadata_url: Option<String>,
 }
 
 /// The variable `--mcp-http` servers' OAuth client secret is read from.
@@ -111,6 +113,8 @@ struct Login<'a> {
     scopes: &'a [String],
     token_file: Option<&'a Path>,
     open_browser: bool,
+    /// The client ID metadata document's URL, the client id where it is accepted.
+    client_metadata_url: Option<&'a str>,
 }
 
 /// `server` logging a person in with a loopback redirect; its connect waits for the login.
@@ -131,6 +135,9 @@ fn with_login(server: McpServer, login: Login<'_>) -> Result<McpServer, String> 
     }
     if let Some(path) = login.token_file {
         config = config.token_file(path);
+    }
+    if let Some(url) = login.client_metadata_url {
+        config = config.client_metadata_url(url);
     }
     Ok(server.oauth_login(config))
 }
@@ -258,6 +265,7 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
                     scopes: &sources.mcp_oauth_scope,
                     token_file: sources.mcp_oauth_token_file.as_deref(),
                     open_browser: sources.mcp_oauth_open_browser,
+                    client_metadata_url: sources.mcp_oauth_client_metadata_url.as_deref(),
                 },
             )
             .map_err(|error| format!("--mcp-oauth-login: {error}"))?;
@@ -293,7 +301,7 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
             );
         }
     }
-    Ok(servers)
+    Ok(servers.into_iter().map(crate::elicit::attach).collect())
 }
 
 fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
@@ -354,6 +362,7 @@ fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
                     scopes: &oauth.scopes,
                     token_file: oauth.token_file.as_deref(),
                     open_browser: oauth.open_browser,
+                    client_metadata_url: oauth.client_metadata_url.as_deref(),
                 },
             )
             .map_err(|error| format!("server \"{key}\": oauth: {error}"))?,
@@ -652,6 +661,7 @@ mod tests {
             mcp_oauth_scope: Vec::new(),
             mcp_oauth_login: false,
             mcp_oauth_open_browser: false,
+            mcp_oauth_client_metadata_url: None,
             mcp_oauth_token_file: None,
             config: None,
         };

@@ -14,8 +14,9 @@ mod login;
 mod loopback;
 mod store;
 
+pub(crate) use bearer::BearerClient;
 pub use credentials::McpClientCredentials;
-pub(crate) use credentials::authorize;
-pub(crate) use login::login_client;
+pub(crate) use credentials::{CredentialsGrant, authorize};
+pub(crate) use login::{LoginState, login_client};
 pub use login::{McpAuthorizeError, McpAuthorizer, McpOAuthLogin};
 pub use loopback::McpLoopbackAuthorizer;
