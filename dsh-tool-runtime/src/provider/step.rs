@@ -82,9 +82,12 @@ impl ToolLoop {
             .iter()
             .filter(|call| call.error.is_none())
             .map(|call| {
+                // Only a `null` can need normalising; most calls have none.
                 let arguments = match self.strict_schemas.get(&call.name) {
-                    Some(schema) => normalize_strict_arguments(schema, call.arguments.clone()),
-                    None => call.arguments.clone(),
+                    Some(schema) if has_null(&call.arguments) => {
+                        normalize_strict_arguments(schema, call.arguments.clone())
+                    }
+                    _ => call.arguments.clone(),
                 };
                 ToolCall::new(call.id.clone(), call.name.clone(), arguments)
             })
@@ -111,4 +114,18 @@ impl ToolLoop {
             })
             .collect()
     }
+}
+
+/// `true` when a `null` appears anywhere in `value` (iterative: arguments may be deep).
+fn has_null(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Null => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
 }
