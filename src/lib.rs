@@ -120,6 +120,9 @@ pub mod provider {
         AnthropicStream, OpenAiChatStream, ParsedCall, ParsedResponse, Provider, ProviderError,
         ProviderTools, Step, StreamError, StreamLimits, StrictReport, ToolLoop,
     };
+    #[cfg(feature = "async-openai")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
+    pub use dsh_tool_runtime::provider::{TypedStep, async_openai_types};
 }
 
 /// The SDK generator: byte-stable TypeScript and Python declarations of the tools.

@@ -20,6 +20,7 @@ fn features() -> Vec<&'static str> {
         ("event-log-zstd", cfg!(feature = "event-log-zstd")),
         ("durable", cfg!(feature = "durable")),
         ("restate", cfg!(feature = "restate")),
+        ("async-openai", cfg!(feature = "async-openai")),
     ]
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))

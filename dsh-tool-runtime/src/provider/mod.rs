@@ -16,9 +16,15 @@
 //!   order, images the provider does not take in a result as a user message after them, then the
 //!   step's additional contexts as user messages (the order the reference agent loop uses).
 //!
+//! With feature `async-openai`, the same loop takes and gives async-openai's types
+//! (`ToolLoop::chat_completion_tools`, `ToolLoop::step_chat_completion`,
+//! `ToolLoop::response_tools`, `ToolLoop::step_response`).
+//!
 //! Streams are read with [`OpenAiChatStream`] and [`AnthropicStream`], which assemble the deltas
 //! into the response a non-streamed request would have returned.
 
+#[cfg(feature = "async-openai")]
+mod async_openai;
 mod calls;
 mod content;
 mod results;
@@ -30,6 +36,13 @@ use std::collections::HashMap;
 
 use serde_json::Value;
 
+#[cfg(feature = "async-openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
+pub use self::async_openai::TypedStep;
+/// The async-openai crate whose types the typed methods take and give (types only).
+#[cfg(feature = "async-openai")]
+#[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
+pub use ::async_openai as async_openai_types;
 pub use calls::{ParsedCall, ParsedResponse};
 pub use step::Step;
 pub use stream::{AnthropicStream, OpenAiChatStream, StreamError, StreamLimits};
@@ -100,6 +113,18 @@ pub enum ProviderError {
         /// What is missing or of the wrong type.
         reason: String,
     },
+    /// A typed adapter was used with a loop speaking another provider.
+    #[error("dsh-tools: this adapter needs a {expected} loop, the loop speaks {found}")]
+    WrongProvider {
+        /// The provider the adapter speaks.
+        expected: Provider,
+        /// The loop's provider.
+        found: Provider,
+    },
+    /// A value did not convert between the JSON the layer speaks and a client library's type
+    /// (the serde error).
+    #[error("dsh-tools: a value does not convert to or from the client library's type: {0}")]
+    Types(String),
 }
 
 /// One registry, one scope, one provider: builds the tools of a request, reads the calls of a
