@@ -113,6 +113,19 @@ pub mod dialect {
     };
 }
 
+/// The model APIs' last mile: a scope's tools as OpenAI (Chat Completions, Responses),
+/// Anthropic or Gemini tool entries, the calls of their responses and streams, and the next
+/// request's messages from the results (see the README's "Calling a model").
+pub mod provider {
+    pub use dsh_tool_runtime::provider::{
+        AnthropicStream, OpenAiChatStream, ParsedCall, ParsedResponse, Provider, ProviderError,
+        ProviderTools, Step, StreamError, StreamLimits, StrictReport, ToolLoop,
+    };
+    #[cfg(feature = "async-openai")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
+    pub use dsh_tool_runtime::provider::{TypedStep, async_openai_types};
+}
+
 /// The SDK generator: byte-stable TypeScript and Python declarations of the tools.
 pub mod sdk {
     pub use dsh_tool_runtime::sdk::{

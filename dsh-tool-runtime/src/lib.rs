@@ -12,7 +12,8 @@
 //! - code mode: [`sdk`], `code_mode` and `code_runtime` (feature `code-mode`);
 //! - the MCP client bridge: `mcp` (feature `mcp`);
 //! - presentation and events: [`presentation`], [`events`];
-//! - serving over MCP: `mcp_server` (feature `mcp-server`).
+//! - serving over MCP: `mcp_server` (feature `mcp-server`);
+//! - the model APIs' requests and responses: [`provider`].
 #![warn(missing_docs)]
 // docs.rs marks each feature-gated item with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
@@ -28,6 +29,7 @@ pub mod guards;
 mod hooks;
 mod json;
 pub mod presentation;
+pub mod provider;
 mod registry;
 mod result;
 mod schedule;

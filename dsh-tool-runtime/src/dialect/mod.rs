@@ -17,6 +17,7 @@
 //! - upgrades draft-07 spellings (`definitions`, list `items`, `additionalItems`,
 //!   `dependencies`) to JSON Schema 2020-12.
 
+mod anthropic_strict;
 mod bfcl;
 mod error;
 mod gemini;
@@ -33,6 +34,7 @@ use serde_json::{Map, Value};
 
 pub use crate::json::MAX_DIALECT_SCHEMA_DEPTH as MAX_DEPTH;
 use crate::json::MAX_DIALECT_SCHEMA_DEPTH;
+pub(crate) use anthropic_strict::anthropic_strict;
 pub use bfcl::bfcl_to_json_schema;
 pub use error::{DialectError, DialectErrorKind};
 pub use normalize::normalize_strict_arguments;

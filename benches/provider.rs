@@ -1,0 +1,68 @@
+//! A provider step's overhead beyond `execute_batch`: 10 cheap calls read from a Chat
+//! Completions response, run, and turned into the next request's messages, against the same 10
+//! calls handed to `execute_batch` directly. Figures: BENCHMARKS.md.
+
+use dsh_tools::provider::{Provider, ToolLoop};
+use dsh_tools::registry::BatchOptions;
+use dsh_tools::{Registry, ToolCall, ToolDefinition};
+use serde_json::{Value, json};
+
+fn main() {
+    divan::main();
+}
+
+const CALLS: usize = 10;
+
+fn registry() -> Registry {
+    let registry = Registry::new();
+    let add = ToolDefinition::builder("add")
+        .parameters(json!({"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}))
+        .concurrency_safe()
+        .handler(|args: Value, _| async move {
+            Ok(json!(
+                args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
+            ))
+        })
+        .build()
+        .expect("valid");
+    registry.register(add).expect("registered");
+    registry
+}
+
+fn runtime() -> tokio::runtime::Runtime {
+    tokio::runtime::Builder::new_current_thread()
+        .build()
+        .expect("runtime")
+}
+
+/// The baseline: the calls built by hand and run with `execute_batch`.
+#[divan::bench]
+fn execute_batch_10(bencher: divan::Bencher) {
+    let registry = registry();
+    let runtime = runtime();
+    bencher.bench_local(|| {
+        let calls = (0..CALLS)
+            .map(|i| ToolCall::new(format!("call_{i}"), "add", json!({"a": i, "b": 1})))
+            .collect();
+        runtime.block_on(registry.execute_batch(None, calls, BatchOptions::default()))
+    });
+}
+
+/// The same calls as a model's answer: parsed (argument strings), run, and the next messages built.
+#[divan::bench]
+fn step_10(bencher: divan::Bencher) {
+    let registry = registry();
+    let runtime = runtime();
+    let mut tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat);
+    tool_loop.tools().expect("tools");
+    let tool_calls: Vec<Value> = (0..CALLS)
+        .map(|i| {
+            json!({"id": format!("call_{i}"), "type": "function", "function": {
+            "name": "add", "arguments": format!("{{\"a\": {i}, \"b\": 1}}")}})
+        })
+        .collect();
+    let response = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}]});
+    bencher.bench_local(|| runtime.block_on(tool_loop.step(&response)).expect("a step"));
+}

@@ -1,0 +1,131 @@
+//! One step: a response's calls run through the pipeline, and the next request's messages.
+
+use serde_json::Value;
+
+use super::results::next_messages;
+use super::{ParsedCall, ProviderError, ToolLoop};
+use crate::call::ToolCall;
+use crate::dialect::normalize_strict_arguments;
+use crate::result::ToolResult;
+use crate::schedule::BatchOptions;
+use tokio_util::sync::CancellationToken;
+
+/// What one [`ToolLoop::step`] did.
+#[derive(Debug, Clone)]
+pub struct Step {
+    /// The model's text beside its calls.
+    pub text: String,
+    /// The calls, in model order.
+    pub calls: Vec<ParsedCall>,
+    /// One result per call, in the same order.
+    pub results: Vec<ToolResult>,
+    /// The messages to append to the conversation (see [`ToolLoop::next_messages`]).
+    pub messages: Vec<Value>,
+    /// `true` when the loop should stop: the model made no call (its text is the answer), or a
+    /// call's body concluded the turn.
+    pub done: bool,
+}
+
+impl ToolLoop {
+    /// One step of an agent loop: reads the calls of `response`, runs the runnable ones with
+    /// [`Registry::execute_batch`](crate::Registry::execute_batch) for the loop's scope (each
+    /// ends in exactly one result; a call that cannot run ends in its [`ParsedCall::error`]
+    /// without reaching the pipeline), and builds the next request's messages.
+    ///
+    /// Arguments of tools the last [`ToolLoop::tools`] sent strict are normalised back first
+    /// (an optional property sent as `null` becomes absent).
+    ///
+    /// # Errors
+    /// [`ProviderError::Response`] when `response` is not of the provider's shape; no call has
+    /// run then.
+    pub async fn step(&self, response: &Value) -> Result<Step, ProviderError> {
+        self.step_with_signal(response, CancellationToken::new())
+            .await
+    }
+
+    /// [`ToolLoop::step`] with the step's cancellation signal: once it fires nothing new starts,
+    /// started calls drain, the rest end `ABORTED_BEFORE_DISPATCH`.
+    ///
+    /// # Errors
+    /// As [`ToolLoop::step`].
+    pub async fn step_with_signal(
+        &self,
+        response: &Value,
+        signal: CancellationToken,
+    ) -> Result<Step, ProviderError> {
+        let parsed = self.parse(response)?;
+        let results = self.execute(&parsed.calls, signal).await;
+        let messages = next_messages(self.provider, &parsed, &results);
+        let done = parsed.calls.is_empty()
+            || results.iter().any(|result| {
+                matches!(
+                    result,
+                    ToolResult::Success {
+                        concludes_turn: true,
+                        ..
+                    }
+                )
+            });
+        Ok(Step {
+            text: parsed.text,
+            calls: parsed.calls,
+            results,
+            messages,
+            done,
+        })
+    }
+
+    /// One result per call, in order: the runnable calls through one batch, the others their
+    /// parse failure.
+    async fn execute(&self, calls: &[ParsedCall], signal: CancellationToken) -> Vec<ToolResult> {
+        let runnable: Vec<ToolCall> = calls
+            .iter()
+            .filter(|call| call.error.is_none())
+            .map(|call| {
+                // Only a `null` can need normalising; most calls have none.
+                let arguments = match self.strict_schemas.get(&call.name) {
+                    Some(schema) if has_null(&call.arguments) => {
+                        normalize_strict_arguments(schema, call.arguments.clone())
+                    }
+                    _ => call.arguments.clone(),
+                };
+                ToolCall::new(call.id.clone(), call.name.clone(), arguments)
+            })
+            .collect();
+        let options = BatchOptions {
+            max_parallel: self.max_parallel,
+            signal,
+        };
+        let mut ran = self
+            .registry
+            .execute_batch(self.scope.as_ref(), runnable, options)
+            .await
+            .into_iter();
+        calls
+            .iter()
+            .map(|call| match &call.error {
+                Some(error) => ToolResult::failure(error.clone()),
+                None => ran.next().unwrap_or_else(|| {
+                    ToolResult::coded_failure(
+                        crate::ErrorCode::AbortedBeforeDispatch,
+                        "tool call aborted before dispatch",
+                    )
+                }),
+            })
+            .collect()
+    }
+}
+
+/// `true` when a `null` appears anywhere in `value` (iterative: arguments may be deep).
+fn has_null(value: &Value) -> bool {
+    let mut stack = vec![value];
+    while let Some(node) = stack.pop() {
+        match node {
+            Value::Null => return true,
+            Value::Array(items) => stack.extend(items),
+            Value::Object(map) => stack.extend(map.values()),
+            _ => {}
+        }
+    }
+    false
+}

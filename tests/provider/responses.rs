@@ -1,0 +1,429 @@
+//! Responses in each provider's documented shape parse into the right calls, every call ends in
+//! exactly one result, and the next request's messages are in the provider's form and order.
+
+use std::sync::{Arc, Mutex};
+
+use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::provider::{Provider, Step, ToolLoop};
+use dsh_tools::result::ErrorCode;
+use serde_json::{Value, json};
+
+use crate::support::{PIXEL, at, registry};
+
+pub fn fixture(provider: Provider) -> Value {
+    let path = format!(
+        "{}/tests/provider/fixtures/{provider}.json",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    serde_json::from_str(&std::fs::read_to_string(path).expect("fixture")).expect("fixture JSON")
+}
+
+const NAMES: [&str; 6] = ["add", "search", "nope", "snapshot", "note", "fail"];
+
+/// Runs `response` through a strict loop and counts the results the pipeline published per call id.
+pub async fn step(provider: Provider, response: &Value) -> (Step, Vec<String>) {
+    let registry = registry();
+    let published = Arc::new(Mutex::new(Vec::new()));
+    let seen = published.clone();
+    registry.on_result(move |call, _| seen.lock().unwrap().push(call.call_id.clone()));
+    let mut tool_loop = ToolLoop::new(&registry, None, provider);
+    tool_loop.tools().expect("tools");
+    let step = tool_loop
+        .step(response)
+        .await
+        .expect("a response of the provider's shape");
+    let published = published.lock().unwrap().clone();
+    (step, published)
+}
+
+/// The six calls of every fixture: text beside parallel calls, a strict null, an unknown tool,
+/// an image, a context, a failing body.
+fn check_fixture_results(step: &Step) {
+    assert_eq!(step.text, "I will add, search and look.");
+    let names: Vec<&str> = step.calls.iter().map(|call| call.name.as_str()).collect();
+    assert_eq!(names, NAMES);
+    assert_eq!(step.results.len(), 6, "one result per call");
+    assert_eq!(step.results[0].value(), Some(&json!(3)));
+    // `limit: null` under strict mode means "absent": normalised before validation.
+    assert_eq!(
+        step.results[1].value(),
+        Some(&json!({"query": "rust", "limit_given": false}))
+    );
+    assert_eq!(step.results[2].error_code(), Some(ErrorCode::UnknownTool));
+    assert!(!step.results[3].is_error());
+    assert_eq!(step.results[4].additional_contexts().len(), 1);
+    assert_eq!(step.results[5].text(), "Error: disk full");
+    assert!(!step.done, "calls were made: the model speaks next");
+}
+
+#[tokio::test]
+async fn openai_chat_fixture() {
+    let (step, published) = step(Provider::OpenAiChat, &fixture(Provider::OpenAiChat)).await;
+    check_fixture_results(&step);
+    assert_eq!(
+        published.len(),
+        6,
+        "each call through the pipeline once: {published:?}"
+    );
+    let m = &step.messages;
+    // assistant, 6 tool messages, the image as a user message, the context.
+    assert_eq!(m.len(), 9, "{m:#?}");
+    assert_eq!(at(&m[0], "/role"), "assistant");
+    assert_eq!(
+        at(&m[0], "/tool_calls/1/function/arguments"),
+        "{\"query\": \"rust\", \"limit\": null}"
+    );
+    for (index, id) in [
+        "call_add",
+        "call_search",
+        "call_nope",
+        "call_snap",
+        "call_note",
+        "call_fail",
+    ]
+    .iter()
+    .enumerate()
+    {
+        assert_eq!(at(&m[index + 1], "/role"), "tool");
+        assert_eq!(at(&m[index + 1], "/tool_call_id"), id);
+    }
+    assert_eq!(at(&m[1], "/content"), "3");
+    assert!(
+        at(&m[3], "/content")
+            .as_str()
+            .unwrap()
+            .starts_with("Error: unknown tool \"nope\"")
+    );
+    assert_eq!(at(&m[4], "/content"), "a screenshot");
+    assert_eq!(at(&m[6], "/content"), "Error: disk full");
+    assert_eq!(at(&m[7], "/role"), "user");
+    assert_eq!(
+        at(&m[7], "/content/1/image_url/url"),
+        &format!("data:image/png;base64,{PIXEL}")
+    );
+    assert_eq!(at(&m[8], "/content/0/text"), "remember: the note was taken");
+}
+
+#[tokio::test]
+async fn openai_responses_fixture() {
+    let (step, published) = step(
+        Provider::OpenAiResponses,
+        &fixture(Provider::OpenAiResponses),
+    )
+    .await;
+    check_fixture_results(&step);
+    assert_eq!(published.len(), 6);
+    let m = &step.messages;
+    // 7 output items echoed, 6 outputs, the context (images travel inside their output).
+    assert_eq!(m.len(), 14, "{m:#?}");
+    assert_eq!(at(&m[0], "/type"), "message");
+    for index in 0..6 {
+        assert_eq!(at(&m[7 + index], "/type"), "function_call_output");
+        assert_eq!(at(&m[7 + index], "/call_id"), at(&m[1 + index], "/call_id"));
+    }
+    assert_eq!(at(&m[10], "/output/0/text"), "a screenshot");
+    assert_eq!(at(&m[10], "/output/1/type"), "input_image");
+    assert_eq!(at(&m[12], "/output"), "Error: disk full");
+    assert_eq!(at(&m[13], "/content/0/type"), "input_text");
+}
+
+#[tokio::test]
+async fn anthropic_fixture() {
+    let (step, published) = step(Provider::Anthropic, &fixture(Provider::Anthropic)).await;
+    check_fixture_results(&step);
+    assert_eq!(published.len(), 6);
+    let m = &step.messages;
+    // assistant, one user message of 6 tool_result blocks, the context.
+    assert_eq!(m.len(), 3, "{m:#?}");
+    let blocks = at(&m[1], "/content").as_array().unwrap();
+    assert_eq!(blocks.len(), 6);
+    let ids: Vec<&str> = blocks
+        .iter()
+        .map(|b| b["tool_use_id"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        ids,
+        [
+            "toolu_add",
+            "toolu_search",
+            "toolu_nope",
+            "toolu_snap",
+            "toolu_note",
+            "toolu_fail"
+        ]
+    );
+    let errors: Vec<bool> = blocks.iter().map(|b| b.get("is_error").is_some()).collect();
+    assert_eq!(errors, [false, false, true, false, false, true]);
+    assert_eq!(at(&blocks[3], "/content/1/source/data"), PIXEL);
+    assert_eq!(at(&m[2], "/content/0/text"), "remember: the note was taken");
+}
+
+#[tokio::test]
+async fn gemini_fixture_with_and_without_ids() {
+    let (step, published) = step(Provider::Gemini, &fixture(Provider::Gemini)).await;
+    check_fixture_results(&step);
+    assert_eq!(published.len(), 6);
+    assert!(
+        step.calls
+            .iter()
+            .skip(1)
+            .all(|call| call.model_id.is_none() && call.error.is_none())
+    );
+    let m = &step.messages;
+    // model turn, one user content of 6 functionResponse parts, the image, the context.
+    assert_eq!(m.len(), 4, "{m:#?}");
+    assert_eq!(at(&m[0], "/role"), "model");
+    let parts = at(&m[1], "/parts").as_array().unwrap();
+    assert_eq!(parts.len(), 6);
+    assert_eq!(at(&parts[0], "/functionResponse/id"), "g_add");
+    assert_eq!(at(&parts[0], "/functionResponse/response/output"), "3");
+    assert!(
+        parts[1]["functionResponse"].get("id").is_none(),
+        "no id invented for the provider"
+    );
+    assert_eq!(at(&parts[1], "/functionResponse/name"), "search");
+    assert!(
+        at(&parts[2], "/functionResponse/response/error")
+            .as_str()
+            .unwrap()
+            .contains("unknown tool")
+    );
+    assert_eq!(at(&m[2], "/parts/1/inlineData/mimeType"), "image/png");
+    assert_eq!(at(&m[3], "/parts/0/text"), "remember: the note was taken");
+}
+
+/// A response whose calls cannot all run, in `provider`'s shape: a good call, malformed and
+/// truncated argument JSON, no id, no name.
+pub fn hostile(provider: Provider) -> Value {
+    let calls = [
+        (Some("c1"), Some("add"), "{\"a\": 2, \"b\": 2}"),
+        (Some("c2"), Some("add"), "{a: 1}"),
+        (Some("c3"), Some("add"), "{\"a\": 1, \"b\""),
+        (None, Some("add"), "{\"a\": 1, \"b\": 1}"),
+        (Some("c5"), None, "{}"),
+    ];
+    match provider {
+        Provider::OpenAiChat => {
+            let calls: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    let mut call = json!({"type": "function", "function": {"arguments": args}});
+                    if let Some(id) = id {
+                        call["id"] = json!(id);
+                    }
+                    if let Some(name) = name {
+                        call["function"]["name"] = json!(name);
+                    }
+                    call
+                })
+                .collect();
+            json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+                "message": {"role": "assistant", "content": null, "tool_calls": calls}}]})
+        }
+        Provider::OpenAiResponses => {
+            let items: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    let mut item = json!({"type": "function_call", "arguments": args});
+                    if let Some(id) = id {
+                        item["call_id"] = json!(id);
+                    }
+                    if let Some(name) = name {
+                        item["name"] = json!(name);
+                    }
+                    item
+                })
+                .collect();
+            json!({"output": items})
+        }
+        // A streamed Anthropic answer carries its input as JSON text until it is parsed.
+        Provider::Anthropic => {
+            let blocks: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    let mut block = json!({"type": "tool_use", "input": args});
+                    if let Some(id) = id {
+                        block["id"] = json!(id);
+                    }
+                    if let Some(name) = name {
+                        block["name"] = json!(name);
+                    }
+                    block
+                })
+                .collect();
+            json!({"role": "assistant", "content": blocks})
+        }
+        Provider::Gemini => {
+            let parts: Vec<Value> = calls
+                .iter()
+                .map(|(id, name, args)| {
+                    let mut call = json!({"args": args});
+                    if let Some(id) = id {
+                        call["id"] = json!(id);
+                    }
+                    if let Some(name) = name {
+                        call["name"] = json!(name);
+                    }
+                    json!({"functionCall": call})
+                })
+                .collect();
+            json!({"candidates": [{"content": {"role": "model", "parts": parts}}]})
+        }
+        _ => unreachable!("every provider is listed"),
+    }
+}
+
+#[tokio::test]
+async fn calls_that_cannot_run_end_in_their_own_failure() {
+    for provider in Provider::ALL {
+        let (step, published) = step(provider, &hostile(provider)).await;
+        assert_eq!(step.results.len(), 5, "{provider}");
+        assert_eq!(step.results[0].value(), Some(&json!(4)), "{provider}");
+        assert_eq!(
+            step.results[1].error_code(),
+            Some(ErrorCode::InvalidArgs),
+            "{provider}"
+        );
+        assert!(
+            step.results[1].text().contains("is malformed"),
+            "{provider}: {}",
+            step.results[1].text()
+        );
+        assert_eq!(
+            step.results[2].error_code(),
+            Some(ErrorCode::InvalidArgs),
+            "{provider}"
+        );
+        assert!(
+            step.results[2].text().contains("is truncated"),
+            "{provider}: {}",
+            step.results[2].text()
+        );
+        match provider {
+            // Gemini's ids are optional: the call runs, its result is matched by name and order.
+            Provider::Gemini => assert_eq!(step.results[3].value(), Some(&json!(2))),
+            _ => {
+                assert!(step.results[3].text().contains("has no id"), "{provider}");
+                assert_eq!(step.calls[3].id, "dsh_call_3");
+            }
+        }
+        assert_eq!(
+            step.results[4].error_code(),
+            Some(ErrorCode::UnknownTool),
+            "{provider}"
+        );
+        let ran = if provider == Provider::Gemini { 2 } else { 1 };
+        assert_eq!(
+            published.len(),
+            ran,
+            "{provider}: only runnable calls reach the pipeline"
+        );
+        // Every call id in the model's turn has exactly one result message.
+        let ids = result_ids(provider, &step.messages);
+        let call_ids: Vec<String> = step.calls.iter().map(|call| call.id.clone()).collect();
+        if provider == Provider::Gemini {
+            assert_eq!(ids.len(), 5);
+        } else {
+            assert_eq!(ids, call_ids, "{provider}");
+        }
+    }
+}
+
+/// The ids the result messages answer, in order (Gemini: names for calls without id).
+pub fn result_ids(provider: Provider, messages: &[Value]) -> Vec<String> {
+    let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
+    match provider {
+        Provider::OpenAiChat => messages
+            .iter()
+            .filter(|m| m["role"] == "tool")
+            .map(|m| text(&m["tool_call_id"]))
+            .collect(),
+        Provider::OpenAiResponses => messages
+            .iter()
+            .filter(|m| m["type"] == "function_call_output")
+            .map(|m| text(&m["call_id"]))
+            .collect(),
+        Provider::Anthropic => messages
+            .iter()
+            .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
+            .filter(|b| b["type"] == "tool_result")
+            .map(|b| text(&b["tool_use_id"]))
+            .collect(),
+        Provider::Gemini => messages
+            .iter()
+            .flat_map(|m| m["parts"].as_array().cloned().unwrap_or_default())
+            .filter_map(|p| p.get("functionResponse").cloned())
+            .map(|r| text(r.get("id").unwrap_or(&r["name"])))
+            .collect(),
+        _ => unreachable!("every provider is listed"),
+    }
+}
+
+#[tokio::test]
+async fn a_response_without_calls_is_the_answer_and_a_concluding_call_ends_the_loop() {
+    let (step, _) = step(
+        Provider::OpenAiChat,
+        &json!({"choices": [{"index": 0,
+        "message": {"role": "assistant", "content": "Done."}}]}),
+    )
+    .await;
+    assert!(step.done);
+    assert_eq!(step.text, "Done.");
+    assert_eq!(
+        step.messages,
+        vec![json!({"role": "assistant", "content": "Done."})]
+    );
+    let (step, _) = step_of(
+        Provider::Anthropic,
+        json!({"content": [
+        {"type": "tool_use", "id": "t1", "name": "stop", "input": {}}]}),
+    )
+    .await;
+    assert!(step.done, "the body concluded the turn");
+}
+
+async fn step_of(provider: Provider, response: Value) -> (Step, Vec<String>) {
+    step(provider, &response).await
+}
+
+#[tokio::test]
+async fn a_response_of_another_shape_is_a_typed_error_and_runs_nothing() {
+    let registry = registry();
+    for provider in Provider::ALL {
+        let tool_loop = ToolLoop::new(&registry, None, provider);
+        let error = tool_loop
+            .step(&json!({"unexpected": true}))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains(provider.as_str()), "{error}");
+    }
+}
+
+/// Strict mode's `null` for an optional property means "absent": hooks, guards and events see
+/// the arguments without it. A tool not sent strict keeps the model's own `null`.
+#[tokio::test]
+async fn strict_nulls_are_absent_before_any_hook_sees_the_call() {
+    for strict in [true, false] {
+        let registry = registry();
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let sink = seen.clone();
+        registry.on_pre_execute(move |view: Arc<ToolCallView>, next: PreNext| {
+            if view.name == "search" {
+                sink.lock().unwrap().push(Value::clone(&view.arguments));
+            }
+            next.run()
+        });
+        let mut tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat).strict(strict);
+        tool_loop.tools().unwrap();
+        tool_loop
+            .step(&fixture(Provider::OpenAiChat))
+            .await
+            .unwrap();
+        let expected = if strict {
+            json!({"query": "rust"})
+        } else {
+            json!({"query": "rust", "limit": null})
+        };
+        assert_eq!(*seen.lock().unwrap(), [expected], "strict: {strict}");
+    }
+}
