@@ -822,6 +822,51 @@ mod tests {
     }
 
     #[tokio::test(start_paused = true)]
+    async fn a_failed_outcome_ends_the_task_failed_with_its_error_and_no_result() {
+        let tasks = tasks(4);
+        let failure = || {
+            TaskOutcome::Failed(ErrorData::internal_error(
+                "tool \"job\" panicked: boom",
+                Some(serde_json::json!({"code": "TOOL_PANICKED"})),
+            ))
+        };
+        let id = tasks
+            .spawn(
+                CancellationToken::new(),
+                None,
+                move |_| async move { failure() },
+            )
+            .unwrap()
+            .task
+            .task_id;
+        sleep(MS).await;
+        match tasks.get(&id).unwrap().task.payload {
+            TaskPayload::Failed { error } => {
+                assert_eq!(error["code"], ErrorCode::INTERNAL_ERROR.0);
+                assert_eq!(error["data"]["code"], "TOOL_PANICKED");
+                assert_eq!(error["message"], "tool \"job\" panicked: boom");
+            }
+            other => panic!("not failed: {other:?}"),
+        }
+        assert_eq!(tasks.shared.kept_bytes.load(Ordering::Relaxed), 0);
+
+        // Once cancelled, a call that fails so ends cancelled, as an error result does.
+        let signal = CancellationToken::new();
+        let call = until_cancelled(&signal);
+        let id = tasks
+            .spawn(signal, None, move |_| async move {
+                call.await;
+                failure()
+            })
+            .unwrap()
+            .task
+            .task_id;
+        tasks.cancel(&id).unwrap();
+        sleep(MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Cancelled);
+    }
+
+    #[tokio::test(start_paused = true)]
     async fn a_call_that_completes_despite_cancel_ends_completed() {
         let tasks = tasks(4);
         let signal = CancellationToken::new();
