@@ -29,6 +29,11 @@ pub enum ErrorCode {
     UnsupportedSchema,
     /// A guard refused the call (`ToolDeniedError`); the message is the guard's reason.
     Denied,
+    /// The body panicked and the runtime contained it (`ToolPanicError`): the message is
+    /// `tool "<name>" panicked: <payload>`. Unlike a tool's own error this is a failure of the
+    /// server, so an MCP task whose call ends with it ends `failed` (SEP-2663's protocol-level
+    /// error) rather than `completed` with `isError`.
+    ToolPanicked,
     /// A code chosen by a tool author, e.g. `ENOSPC`.
     Other(String),
 }
@@ -46,6 +51,7 @@ impl ErrorCode {
             ErrorCode::CodeRunFailed => "CODE_RUN_FAILED",
             ErrorCode::UnsupportedSchema => "UNSUPPORTED_SCHEMA",
             ErrorCode::Denied => "DENIED",
+            ErrorCode::ToolPanicked => "TOOL_PANICKED",
             ErrorCode::Other(code) => code,
         }
     }
@@ -61,6 +67,7 @@ impl ErrorCode {
             ErrorCode::CodeRunFailed => "CodeRunFailedError",
             ErrorCode::UnsupportedSchema => "JsonSchemaError",
             ErrorCode::Denied => "ToolDeniedError",
+            ErrorCode::ToolPanicked => "ToolPanicError",
             ErrorCode::Other(_) => "ToolError",
         }
     }
@@ -77,6 +84,7 @@ impl ErrorCode {
             "CODE_RUN_FAILED" => ErrorCode::CodeRunFailed,
             "UNSUPPORTED_SCHEMA" => ErrorCode::UnsupportedSchema,
             "DENIED" => ErrorCode::Denied,
+            "TOOL_PANICKED" => ErrorCode::ToolPanicked,
             other => ErrorCode::Other(other.to_owned()),
         }
     }

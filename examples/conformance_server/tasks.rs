@@ -53,7 +53,8 @@ pub fn failing_job() -> Result<ToolDefinition, DefinitionError> {
         .build()
 }
 
-/// Panics: the call ends with the runtime's contained failure.
+/// Panics: the runtime contains it as `TOOL_PANICKED`, so its task ends `failed` with a
+/// protocol-level error (`-32603`) where a plain call gets an `isError` result.
 #[tool(task)]
 pub async fn protocol_error_job() -> String {
     panic!("protocol_error_job always panics")

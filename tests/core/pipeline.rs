@@ -171,8 +171,8 @@ async fn an_uncooperative_body_keeps_the_call_pending_then_reads_aborted() {
 }
 
 /// A body cancelled by its caller: whatever it returns without a code of its own (a success,
-/// the README's `Err(ToolError::new("cancelled"))`, any uncoded error, `ToolError::cancelled()`)
-/// reads `ABORTED`; a failure with its own code is more specific and stays.
+/// the README's `Err(ToolError::new("cancelled"))`, any uncoded error, `ToolError::cancelled()`,
+/// a panic) reads `ABORTED`; a failure with its own code is more specific and stays.
 #[tokio::test]
 async fn a_cancelled_call_reads_aborted_unless_its_failure_has_a_code() {
     let registry = Registry::new();
@@ -201,7 +201,20 @@ async fn a_cancelled_call_reads_aborted_unless_its_failure_has_a_code() {
             .unwrap();
         registry.register(def).unwrap();
     }
-    for name in ["uncoded", "explicit", "success"] {
+    let notify = begun.clone();
+    let panics = ToolDefinition::builder("panics")
+        .handler(move |_, exec: ToolExec| {
+            let notify = notify.clone();
+            async move {
+                notify.notify_one();
+                exec.signal().cancelled().await;
+                panic!("stopped badly")
+            }
+        })
+        .build()
+        .unwrap();
+    registry.register(panics).unwrap();
+    for name in ["uncoded", "explicit", "success", "panics"] {
         let signal = cancel_on(&begun);
         let result = registry
             .execute(call("1", name, json!({})).with_signal(signal))

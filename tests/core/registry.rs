@@ -336,6 +336,16 @@ async fn a_panicking_body_is_an_error_result_and_the_registry_survives() {
         result.error().unwrap().message,
         "tool \"echo\" panicked: echo exploded"
     );
+    // Coded, so that a panic is told apart from the tool's own errors.
+    let info = result.error().unwrap().info.clone().unwrap();
+    assert_eq!(
+        (info.code.as_str(), info.name.as_str()),
+        ("TOOL_PANICKED", "ToolPanicError")
+    );
+    assert_eq!(
+        result.error().unwrap().code(),
+        Some(ErrorCode::ToolPanicked)
+    );
     let again = registry
         .execute(call("2", "echo", json!({"text": "ok"})))
         .await;

@@ -248,6 +248,68 @@ async fn a_call_that_asks_before_its_task_gets_rounds_then_the_task() {
     );
 }
 
+/// Always panics.
+#[tool(task)]
+async fn panicking_job() -> String {
+    panic!("the job exploded")
+}
+
+/// Always fails with its own error.
+#[tool(task)]
+async fn failing_job() -> Result<String, ToolError> {
+    Err(ToolError::new("the job failed"))
+}
+
+/// Starts `name` as a task for a client declaring the extension and polls it (the bound only
+/// fails the test) until it ends; the `tasks/get` result.
+async fn task_end(url: &str, name: &str) -> Value {
+    let capabilities = meta(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}));
+    let params = json!({"name": name, "_meta": capabilities});
+    let (_, created) = post(url, "tools/call", params, None).await;
+    assert_eq!(created["result"]["resultType"], "task", "{created}");
+    let id = created["result"]["taskId"].clone();
+    let deadline = tokio::time::Instant::now() + FAILURE_BOUND;
+    loop {
+        let params = json!({"taskId": id, "_meta": capabilities});
+        let (_, got) = post(url, "tasks/get", params, None).await;
+        if got["result"]["status"] != "working" {
+            return got["result"].clone();
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_panicking_task_fails_with_a_protocol_error_and_a_tool_error_completes() {
+    let registry = Registry::new();
+    registry.register(PanickingJobTool).unwrap();
+    registry.register(FailingJobTool).unwrap();
+    let url = serve(&registry).await;
+    let failed = task_end(&url, "panicking_job").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert_eq!(failed["error"]["data"]["code"], "TOOL_PANICKED", "{failed}");
+    assert_eq!(
+        failed["error"]["message"], "tool \"panicking_job\" panicked: the job exploded",
+        "{failed}"
+    );
+    assert!(failed.get("result").is_none(), "{failed}");
+    // A tool's own error is no protocol error: its task completes with `isError`.
+    let completed = task_end(&url, "failing_job").await;
+    assert_eq!(completed["status"], "completed", "{completed}");
+    assert_eq!(completed["result"]["isError"], true, "{completed}");
+    assert!(completed.get("error").is_none(), "{completed}");
+    // Not as a task, the panic is the call's `isError` result, as before.
+    let (_, plain) = post(&url, "tools/call", json!({"name": "panicking_job"}), None).await;
+    assert_eq!(plain["result"]["isError"], true, "{plain}");
+    assert_eq!(
+        plain["result"]["content"][0]["text"],
+        "Error: tool \"panicking_job\" panicked: the job exploded",
+        "{plain}"
+    );
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn an_unknown_tool_is_invalid_params_not_a_tool_result() {
     let registry = Registry::new();

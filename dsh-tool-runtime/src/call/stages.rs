@@ -170,7 +170,14 @@ fn cancel_success(result: ToolResult, body_invoked: bool) -> ToolResult {
 /// returned; a coded failure is more specific and stays.
 fn cancel_body_outcome(result: ToolResult) -> ToolResult {
     match result.error() {
-        Some(failure) if failure.code().is_some() => result,
+        // A body that panicked once its caller had cancelled reads as cancelled too.
+        Some(failure)
+            if failure
+                .code()
+                .is_some_and(|code| code != ErrorCode::ToolPanicked) =>
+        {
+            result
+        }
         _ => aborted(true),
     }
 }
@@ -696,10 +703,10 @@ impl Registry {
                 }
             }
             Ok(Err(failure)) => ToolResult::failure(failure),
-            Err(panic) => ToolResult::failure(ToolFailure::plain(format!(
-                "tool \"{}\" panicked: {panic}",
-                view.name
-            ))),
+            Err(panic) => ToolResult::coded_failure(
+                ErrorCode::ToolPanicked,
+                format!("tool \"{}\" panicked: {panic}", view.name),
+            ),
         };
         if caller_signal.is_cancelled() {
             cancel_body_outcome(result)

@@ -24,7 +24,7 @@ use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::{Listing, declares_object_output};
 use super::rounds::{RoundCall, Rounds, Turn};
-use super::tasks::Tasks;
+use super::tasks::{Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::events::ToolEvent;
@@ -256,7 +256,7 @@ impl McpHandler {
                     "the call's task failed: {error}"
                 )))
             });
-            mcp_result(&registry, scope.as_ref(), &name, &result)
+            task_outcome(&registry, scope.as_ref(), &name, &result)
         });
         match started {
             Ok(task) => CallToolResponse::Task(task),

@@ -31,9 +31,11 @@ use tokio_util::task::AbortOnDropHandle;
 use super::client::InputAsk;
 use super::handler::{McpHandler, mcp_result, progress_of};
 use crate::call::ToolCall;
+use crate::error::ErrorCode;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 use crate::result::ToolResult;
+use crate::scope::AgentId;
 
 /// How [`Registry::serve_mcp`](crate::Registry::serve_mcp) keeps tasks: calls of `run_code` and
 /// of tools that opt in (`#[tool(task)]`,
@@ -173,9 +175,23 @@ impl TaskStatusSink {
     }
 }
 
+/// How a task's call ended: with a result (the tool's own errors included, which complete the
+/// task with `isError`), or with a failure of the server (SEP-2663's protocol-level error) that
+/// ends the task `failed` with that error and no result.
+pub(crate) enum TaskOutcome {
+    Result(CallToolResult),
+    Failed(ErrorData),
+}
+
+impl From<CallToolResult> for TaskOutcome {
+    fn from(result: CallToolResult) -> Self {
+        TaskOutcome::Result(result)
+    }
+}
+
 /// How a task's call ended, as the driver saw it.
 enum Settled {
-    Finished(CallToolResult),
+    Finished(TaskOutcome),
     Expired,
 }
 
@@ -216,7 +232,8 @@ impl Tasks {
     ) -> Result<CreateTaskResult, String>
     where
         F: FnOnce(TaskStatusSink) -> Fut,
-        Fut: Future<Output = CallToolResult> + Send + 'static,
+        Fut: Future + Send + 'static,
+        Fut::Output: Into<TaskOutcome>,
     {
         let limits = &self.shared.limits;
         let id = uuid_v4().map_err(|error| {
@@ -276,6 +293,7 @@ impl Tasks {
             id: id.clone(),
             shared: Arc::downgrade(&self.shared),
         });
+        let operation = async move { operation.await.into() };
         let driver = tokio::spawn(drive(
             Arc::downgrade(&self.shared),
             id.clone(),
@@ -410,7 +428,7 @@ async fn drive(
     ttl: Duration,
     signal: CancellationToken,
     mut asks: Option<mpsc::Receiver<InputAsk>>,
-    operation: impl Future<Output = CallToolResult>,
+    operation: impl Future<Output = TaskOutcome>,
 ) {
     let expires = Instant::now() + ttl;
     tokio::pin!(operation);
@@ -468,10 +486,18 @@ fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
     // Requests still open fail: their call is over.
     entry.open.clear();
     entry.payload = match settled {
-        Settled::Finished(result) if entry.cancel_requested && result.is_error == Some(true) => {
+        Settled::Finished(TaskOutcome::Result(result))
+            if entry.cancel_requested && result.is_error == Some(true) =>
+        {
             TaskPayload::Cancelled
         }
-        Settled::Finished(result) => {
+        Settled::Finished(TaskOutcome::Failed(_)) if entry.cancel_requested => {
+            TaskPayload::Cancelled
+        }
+        Settled::Finished(TaskOutcome::Failed(error)) => TaskPayload::Failed {
+            error: object(&error),
+        },
+        Settled::Finished(TaskOutcome::Result(result)) => {
             let bytes = json_len(&result);
             let budget = shared.limits.max_result_bytes;
             let kept = shared.kept_bytes.load(Ordering::Relaxed);
@@ -597,12 +623,33 @@ impl McpHandler {
         let started = self.tasks.spawn(signal, asks, move |status| async move {
             let name = call.name.clone();
             let result = execute_reporting(&registry, call, &status).await;
-            mcp_result(&registry, scope.as_ref(), &name, &result)
+            task_outcome(&registry, scope.as_ref(), &name, &result)
         });
         match started {
             Ok(task) => CallToolResponse::Task(task),
             Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]).into(),
         }
+    }
+}
+
+/// A task's call's result as the task ends: a body that panicked ([`ErrorCode::ToolPanicked`])
+/// is a failure of the server, so its task ends `failed` with `-32603`, the panic's message and
+/// `data.code` `"TOOL_PANICKED"` (SEP-2663 reserves `failed` for such errors); any other result,
+/// a tool's own error included, completes the task.
+pub(super) fn task_outcome(
+    registry: &Registry,
+    scope: Option<&AgentId>,
+    name: &str,
+    result: &ToolResult,
+) -> TaskOutcome {
+    match result.error() {
+        Some(failure) if failure.code() == Some(ErrorCode::ToolPanicked) => {
+            TaskOutcome::Failed(ErrorData::internal_error(
+                failure.message.clone(),
+                Some(serde_json::json!({ "code": ErrorCode::ToolPanicked.as_str() })),
+            ))
+        }
+        _ => TaskOutcome::Result(mcp_result(registry, scope, name, result)),
     }
 }
 
@@ -772,6 +819,51 @@ mod tests {
             tasks.cancel("no-such-task").unwrap_err().code,
             ErrorCode::INVALID_PARAMS
         );
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_failed_outcome_ends_the_task_failed_with_its_error_and_no_result() {
+        let tasks = tasks(4);
+        let failure = || {
+            TaskOutcome::Failed(ErrorData::internal_error(
+                "tool \"job\" panicked: boom",
+                Some(serde_json::json!({"code": "TOOL_PANICKED"})),
+            ))
+        };
+        let id = tasks
+            .spawn(
+                CancellationToken::new(),
+                None,
+                move |_| async move { failure() },
+            )
+            .unwrap()
+            .task
+            .task_id;
+        sleep(MS).await;
+        match tasks.get(&id).unwrap().task.payload {
+            TaskPayload::Failed { error } => {
+                assert_eq!(error["code"], ErrorCode::INTERNAL_ERROR.0);
+                assert_eq!(error["data"]["code"], "TOOL_PANICKED");
+                assert_eq!(error["message"], "tool \"job\" panicked: boom");
+            }
+            other => panic!("not failed: {other:?}"),
+        }
+        assert_eq!(tasks.shared.kept_bytes.load(Ordering::Relaxed), 0);
+
+        // Once cancelled, a call that fails so ends cancelled, as an error result does.
+        let signal = CancellationToken::new();
+        let call = until_cancelled(&signal);
+        let id = tasks
+            .spawn(signal, None, move |_| async move {
+                call.await;
+                failure()
+            })
+            .unwrap()
+            .task
+            .task_id;
+        tasks.cancel(&id).unwrap();
+        sleep(MS).await;
+        assert_eq!(status(&tasks, &id), TaskStatus::Cancelled);
     }
 
     #[tokio::test(start_paused = true)]
