@@ -286,6 +286,31 @@ async fn a_run_resumes_in_the_scope_it_started_in_and_nowhere_else() {
     assert_eq!(*written.lock().unwrap(), ["gate"]);
 }
 
+/// A run parked in code mode is decided by a registry in `both` mode (a command line or another
+/// host that offers native calls too): the decision is taken and the run resumes, the
+/// continuation is not spent on a refusal.
+#[tokio::test]
+async fn a_run_parked_in_code_mode_resumes_from_a_registry_in_both_mode() {
+    let dir = tempfile::tempdir().unwrap();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let registry = registry(&written);
+    let store = store(&dir);
+    let run = DurableRun::new(store.clone(), "modes");
+    registry.execute(program_call(&run, TWO_ASKS)).await;
+    assert_eq!(parked_at(&run).await, 0);
+
+    registry.set_mode(Mode::Both);
+    let continuation = registry.parked_run(&run).await.unwrap().continuation;
+    let resumed = registry
+        .approve_run(store.clone(), &continuation)
+        .await
+        .unwrap();
+    // It went on to the second ask: the first call ran, the run is parked again at #1.
+    assert!(resumed.is_error(), "{resumed:?}");
+    assert_eq!(*written.lock().unwrap(), ["first"]);
+    assert_eq!(parked_at(&run).await, 1);
+}
+
 /// `runs_command`: a host's own command line shows, approves, denies and resumes its runs.
 #[tokio::test]
 async fn a_host_decides_its_runs_from_its_own_command_line() {

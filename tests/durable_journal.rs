@@ -335,6 +335,30 @@ fn an_existing_journal_others_can_read_is_warned_about() {
     );
 }
 
+/// Whoever may write the journal may mark a parked call approved: a journal file others can
+/// write is refused, and left as it was found.
+#[test]
+fn a_journal_others_can_write_is_refused() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("j.db");
+    drop(SqliteJournal::open(&path).unwrap());
+    let before = std::fs::read(&path).unwrap();
+    for mode in [0o666, 0o620, 0o602] {
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(mode)).unwrap();
+        match SqliteJournal::open(&path) {
+            Err(JournalError::Unusable(message)) => assert!(
+                message.contains("writable by other users") && message.contains("chmod 600"),
+                "{message}"
+            ),
+            other => panic!("mode {mode:o}: expected a refusal, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(&path).unwrap(), before);
+    }
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+    SqliteJournal::open(&path).unwrap();
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_run_past_its_byte_budget_ends_as_journal_limit_and_the_file_stays_small() {
     let dir = tempfile::tempdir().unwrap();

@@ -21,8 +21,10 @@
 //!   [`Registry::deny_run`](crate::Registry::deny_run) resume it later, from any process, with a
 //!   signed continuation ([`Registry::parked_run`](crate::Registry::parked_run)) that names the
 //!   waiting call, its arguments and who it was shown to, and is used once;
-//! - a run resumes in the agent scope (and mode) it started in: its program is journaled with
-//!   them, and resuming it under another scope is refused ([`JournalError::ScopeMismatch`]);
+//! - a run resumes in the agent scope it started in: its program is journaled with its agent
+//!   and mode, a decision or resume restores the agent, and running it again under another
+//!   agent is refused ([`JournalError::ScopeMismatch`]); any mode that offers `run_code`
+//!   resumes it;
 //! - [`Registry::rollback_run`](crate::Registry::rollback_run) reverts a parked or failed run's
 //!   completed calls in reverse order with each tool's declared revert tool
 //!   ([`Registry::set_revert`](crate::Registry::set_revert)), each reversal journaled; a
@@ -331,7 +333,7 @@ pub enum JournalError {
     /// A continuation was refused ([`CONTINUATION_REFUSED`]); the run stays parked.
     #[error("journal: {0}")]
     Continuation(#[from] ContinuationError),
-    /// The run was started in another agent scope (or mode) than the one resuming it: a run
+    /// The run was started in another agent scope than the one running it again: a run
     /// resumes only where it started.
     #[error("journal: run {run_id:?} was started in scope {journaled}, not {now}; resume it there")]
     ScopeMismatch {

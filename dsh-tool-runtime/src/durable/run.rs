@@ -97,9 +97,11 @@ async fn open(
         fields.insert(SCOPE.to_owned(), scope.clone());
     }
     let record = run.store.open_run(id, &program).await?;
-    // A run journaled before scopes were recorded has none and resumes anywhere.
+    // A run journaled before scopes were recorded has none and resumes anywhere. The agent is
+    // what decides which tools the program reaches; the mode is recorded for the person who
+    // reads the run, and any mode that offers `run_code` resumes it.
     if let Some(journaled) = record.program.get(SCOPE)
-        && journaled != scope
+        && journaled["agent"] != scope["agent"]
     {
         return Err(JournalError::ScopeMismatch {
             run_id: id.to_owned(),
@@ -520,11 +522,17 @@ impl Registry {
                 runtime.language()
             ));
         }
+        // The tools are looked up in the scope the run resumes in: its journaled agent's.
+        let agent = record
+            .program
+            .get(SCOPE)
+            .and_then(|scope| scope["agent"].as_str())
+            .map(AgentId::new);
         let missing: std::collections::BTreeSet<&str> = entries
             .iter()
             .map(|entry| entry.tool.as_str())
             .filter(|tool| match tool.strip_prefix("tools.") {
-                Some(name) => self.get(name, None).is_none(),
+                Some(name) => self.get(name, agent.as_ref()).is_none(),
                 None => !tool.starts_with("sdk."),
             })
             .collect();

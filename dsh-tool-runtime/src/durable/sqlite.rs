@@ -218,8 +218,8 @@ fn create_private(path: &Path) -> std::io::Result<()> {
     }
 }
 
-/// The journal's files (`path`, its `-wal` and `-shm`) whose group or others may read them,
-/// with their permission bits.
+/// The journal's files (`path`, its `-wal` and `-shm`) whose group or others may read or
+/// write them, with their permission bits.
 fn exposed_files(path: &Path) -> Vec<(PathBuf, u32)> {
     #[cfg(unix)]
     {
@@ -234,7 +234,7 @@ fn exposed_files(path: &Path) -> Vec<(PathBuf, u32)> {
             .into_iter()
             .filter_map(|file| {
                 let bits = std::fs::metadata(&file).ok()?.permissions().mode() & 0o777;
-                (bits & 0o044 != 0).then_some((file, bits))
+                (bits & 0o066 != 0).then_some((file, bits))
             })
             .collect()
     }
@@ -306,6 +306,15 @@ impl SqliteJournal {
             })?;
         }
         let exposed = exposed_files(path);
+        // Whoever can write the journal can mark a parked call approved: a file others may
+        // write is refused, as ssh refuses such a key file (readers are only warned about).
+        if let Some((file, bits)) = exposed.iter().find(|(_, bits)| bits & 0o022 != 0) {
+            return Err(JournalError::Unusable(format!(
+                "{}: writable by other users (mode {bits:04o}), who could decide its runs; \
+                 `chmod 600` it",
+                file.display()
+            )));
+        }
         for (file, bits) in &exposed {
             tracing::warn!(
                 file = %file.display(),
