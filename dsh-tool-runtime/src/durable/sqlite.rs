@@ -940,7 +940,6 @@ mod tests {
 
     #[test]
     fn a_put_runs_on_the_caller_unless_it_would_wait_for_a_lock() {
-        use std::future::Future;
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("j.db");
         let journal = SqliteJournal::open(&path).unwrap();
@@ -974,7 +973,7 @@ mod tests {
         futures::executor::block_on(journal.put("r", &entry)).unwrap();
         assert_eq!(
             futures::executor::block_on(journal.entries("r")).unwrap(),
-            [entry]
+            std::slice::from_ref(&entry)
         );
     }
 
