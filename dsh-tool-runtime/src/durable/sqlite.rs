@@ -80,11 +80,15 @@ pub enum OpenMode {
 /// machine may open the same file. Files on a network file system are not supported (SQLite's
 /// WAL needs shared memory).
 ///
-/// Every statement runs on a thread the journal starts for itself, one at a time in the order
-/// they were asked for, never on the caller's task: a file another connection holds locked (a
-/// `sqlite3` shell, a backup) never stalls an async runtime's workers. A statement waits at most
-/// the busy timeout ([`DEFAULT_BUSY_TIMEOUT`], 2 s; [`with_busy_timeout`](Self::with_busy_timeout))
-/// from the moment it was asked for, then fails with [`JournalError::Locked`].
+/// Statements run one at a time in the order they were asked for, on a thread the journal
+/// starts for itself; none waits for a lock on the caller's task: a file another connection
+/// holds locked (a `sqlite3` shell, a backup) never stalls an async runtime's workers. A call's
+/// record (two per binding call) runs on the caller only when the connection is free, nothing
+/// is queued before it and no other connection holds the lock (it is tried without waiting,
+/// and handed to the thread when it would wait); checkpoints, the only `fsync`, are the
+/// thread's. A statement waits at most the busy timeout ([`DEFAULT_BUSY_TIMEOUT`], 2 s;
+/// [`with_busy_timeout`](Self::with_busy_timeout)) from the moment it was asked for, then fails
+/// with [`JournalError::Locked`].
 ///
 /// The journal holds every program, every call's arguments and every outcome verbatim. A file
 /// it creates gets mode `0600` whatever the umask (its `-wal` and `-shm` files copy the
