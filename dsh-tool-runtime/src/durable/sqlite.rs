@@ -957,14 +957,23 @@ mod tests {
         };
         let waker = futures::task::noop_waker();
         let mut cx = std::task::Context::from_waker(&waker);
+        // A journal whose thread has ended: only what runs on the caller is written.
+        let mut direct = SqliteJournal::open(&path).unwrap();
+        drop(direct.jobs.take());
         // The connection free and nothing queued: written by the caller, done at once.
-        let mut put = journal.put("r", &entry);
+        let mut put = direct.put("r", &entry);
         assert_eq!(put.as_mut().poll(&mut cx), std::task::Poll::Ready(Ok(())));
-        assert_eq!(journal.shared.queued.load(Ordering::Acquire), 0);
+        drop(put);
         // Another connection holds the write lock: the put is not waited for on the caller
         // (that would take the whole busy timeout) but handed to the thread, which waits.
         let holder = Connection::open(&path).unwrap();
         holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        assert_eq!(
+            futures::executor::block_on(direct.put("r", &entry)),
+            Err(JournalError::Store(
+                "the journal's thread has ended".to_owned()
+            ))
+        );
         let mut put = journal.put("r", &entry);
         assert!(put.as_mut().poll(&mut cx).is_pending());
         assert_eq!(
