@@ -1,11 +1,13 @@
 //! The embedded journal: one SQLite file in WAL mode, used from a thread of its own.
 
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
 use futures::future::BoxFuture;
+use parking_lot::Mutex;
 use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
@@ -78,11 +80,15 @@ pub enum OpenMode {
 /// machine may open the same file. Files on a network file system are not supported (SQLite's
 /// WAL needs shared memory).
 ///
-/// Every statement runs on a thread the journal starts for itself, one at a time in the order
-/// they were asked for, never on the caller's task: a file another connection holds locked (a
-/// `sqlite3` shell, a backup) never stalls an async runtime's workers. A statement waits at most
-/// the busy timeout ([`DEFAULT_BUSY_TIMEOUT`], 2 s; [`with_busy_timeout`](Self::with_busy_timeout))
-/// from the moment it was asked for, then fails with [`JournalError::Locked`].
+/// Statements run one at a time in the order they were asked for, on a thread the journal
+/// starts for itself; none waits for a lock on the caller's task: a file another connection
+/// holds locked (a `sqlite3` shell, a backup) never stalls an async runtime's workers. A call's
+/// record (two per binding call) runs on the caller only when the connection is free, nothing
+/// is queued before it and no other connection holds the lock (it is tried without waiting,
+/// and handed to the thread when it would wait); checkpoints, the only `fsync`, are the
+/// thread's. A statement waits at most the busy timeout ([`DEFAULT_BUSY_TIMEOUT`], 2 s;
+/// [`with_busy_timeout`](Self::with_busy_timeout)) from the moment it was asked for, then fails
+/// with [`JournalError::Locked`].
 ///
 /// The journal holds every program, every call's arguments and every outcome verbatim. A file
 /// it creates gets mode `0600` whatever the umask (its `-wal` and `-shm` files copy the
@@ -108,6 +114,8 @@ pub enum OpenMode {
 pub struct SqliteJournal {
     /// The journal thread's queue; `None` once dropped.
     jobs: Option<mpsc::Sender<Job>>,
+    /// The connection (the thread takes it for each job) and how many jobs are queued.
+    shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
     /// This process, as an owner row names it.
     me: Process,
@@ -121,6 +129,21 @@ pub struct SqliteJournal {
 
 /// One statement (or a few in a transaction) for the journal thread.
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// What the caller's fast path and the journal thread share.
+struct Shared {
+    connection: Mutex<Connection>,
+    /// Jobs sent to the thread and not yet run: the fast path waits its turn behind them.
+    queued: AtomicUsize,
+    /// Statements run since the last checkpoint (reads counted too: an early checkpoint
+    /// costs little).
+    writes: AtomicU64,
+}
+
+/// Commits between two checkpoints the thread makes (automatic checkpoints are off, so the
+/// `fsync` of a checkpoint never happens on a caller's task): with 2-3 pages a commit, about
+/// SQLite's own default of 1,000 pages.
+const CHECKPOINT_EVERY: u64 = 384;
 
 impl std::fmt::Debug for SqliteJournal {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -419,13 +442,31 @@ impl SqliteJournal {
         exposed: Vec<(PathBuf, u32)>,
         path: &Path,
     ) -> Result<Self, JournalError> {
+        // Checkpoints are the thread's (`Shared::writes`), never a commit's on the caller.
+        connection
+            .pragma_update(None, "wal_autocheckpoint", 0)
+            .map_err(|error| store(&error))?;
+        let shared = Arc::new(Shared {
+            connection: Mutex::new(connection),
+            queued: AtomicUsize::new(0),
+            writes: AtomicU64::new(0),
+        });
         let (jobs, queue) = mpsc::channel::<Job>();
+        let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("dsh-journal".to_owned())
             .spawn(move || {
-                let mut connection = connection;
                 for job in queue {
+                    let mut connection = theirs.connection.lock();
                     job(&mut connection);
+                    if theirs.writes.load(Ordering::Relaxed) >= CHECKPOINT_EVERY {
+                        theirs.writes.store(0, Ordering::Relaxed);
+                        // PASSIVE never waits for a lock; what it cannot copy now, a later
+                        // one does.
+                        let _ = connection.pragma_update(None, "wal_checkpoint", "PASSIVE");
+                    }
+                    drop(connection);
+                    theirs.queued.fetch_sub(1, Ordering::AcqRel);
                 }
             })
             .map_err(|error| {
@@ -433,6 +474,7 @@ impl SqliteJournal {
             })?;
         Ok(SqliteJournal {
             jobs: Some(jobs),
+            shared,
             thread: Some(thread),
             me: Process::me(),
             secret: ContinuationSecretFile::beside(path),
@@ -474,8 +516,10 @@ impl SqliteJournal {
         let (reply, answer) = futures::channel::oneshot::channel();
         let (timeout, queued, me) = (self.busy_timeout, Instant::now(), self.me);
         let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let shared = Arc::clone(&self.shared);
         let sent = self.jobs.as_ref().is_some_and(|jobs| {
-            jobs.send(Box::new(move |connection: &mut Connection| {
+            self.shared.queued.fetch_add(1, Ordering::AcqRel);
+            let sent = jobs.send(Box::new(move |connection: &mut Connection| {
                 let left = timeout.saturating_sub(queued.elapsed());
                 let result = connection
                     .busy_timeout(left)
@@ -485,9 +529,13 @@ impl SqliteJournal {
                         JournalError::Locked { .. } => JournalError::Locked { timeout_ms },
                         other => other,
                     });
+                shared.writes.fetch_add(1, Ordering::Relaxed);
                 let _ = reply.send(result);
-            }))
-            .is_ok()
+            }));
+            if sent.is_err() {
+                self.shared.queued.fetch_sub(1, Ordering::AcqRel);
+            }
+            sent.is_ok()
         });
         Box::pin(async move {
             let gone = || JournalError::Store("the journal's thread has ended".to_owned());
@@ -496,6 +544,41 @@ impl SqliteJournal {
             }
             answer.await.unwrap_or_else(|_| Err(gone()))
         })
+    }
+
+    /// Runs `job` on the caller when it cannot wait: nothing is queued for the thread (the
+    /// order statements were asked for is kept), no job holds the connection, and SQLite's busy
+    /// timeout is 0, so a lock held by another connection fails the statement at once instead
+    /// of being waited for. Then (and only then, `job` having written nothing) it goes to the
+    /// thread as [`call`](Self::call) sends it, its wait bounded by the busy timeout. No
+    /// checkpoint runs here (`wal_autocheckpoint` is off; the thread makes them): with
+    /// `synchronous = NORMAL` a commit in WAL mode appends to the log without an `fsync`.
+    ///
+    /// Each hand-off to the thread and back is two wake-ups of threads that may each wait for
+    /// a core; a live binding call makes two statements, so this is most of its journal's cost.
+    /// Only for a job that is one statement (or one transaction), so a retry on the thread
+    /// repeats nothing that was written.
+    fn call_inline_first<T: Send + 'static>(
+        &self,
+        job: impl Fn(&mut Connection, Process) -> Result<T, JournalError> + Send + 'static,
+    ) -> BoxFuture<'static, Result<T, JournalError>> {
+        if let Some(mut connection) = self.shared.connection.try_lock()
+            && self.shared.queued.load(Ordering::Acquire) == 0
+            && connection.busy_timeout(Duration::ZERO).is_ok()
+        {
+            match job(&mut connection, self.me) {
+                Err(JournalError::Locked { .. }) => {}
+                done => {
+                    self.shared.writes.fetch_add(1, Ordering::Relaxed);
+                    if self.shared.writes.load(Ordering::Relaxed) >= CHECKPOINT_EVERY {
+                        // The thread checkpoints after this (empty) job.
+                        drop(self.call(|_, _| Ok(())));
+                    }
+                    return Box::pin(std::future::ready(done));
+                }
+            }
+        }
+        self.call(job)
     }
 
     fn record(
@@ -684,8 +767,8 @@ impl JournalStore for SqliteJournal {
         // A call about to run is a new entry: refused past the file's bound. How a call (or a
         // decision, a revert) ended is recorded whatever the bound, so nothing is left unknown.
         let new = matches!(entry.state, EntryState::Started).then_some(self.max_file_bytes);
-        Box::pin(self.call(move |connection, _| {
-            let state = state?;
+        Box::pin(self.call_inline_first(move |connection, _| {
+            let state = state.as_ref().map_err(Clone::clone)?;
             let seq = i64::try_from(seq)
                 .map_err(|_| JournalError::Store(format!("sequence number {seq} too large")))?;
             if let Some(max) = new {
@@ -866,6 +949,54 @@ mod tests {
                 Err(JournalError::Store(_))
             ));
         });
+    }
+
+    #[test]
+    fn a_put_runs_on_the_caller_unless_it_would_wait_for_a_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let journal = SqliteJournal::open(&path).unwrap();
+        let program = json!({"code": "return 1", "description": "one"});
+        futures::executor::block_on(journal.open_run("r", &program)).unwrap();
+        let entry = JournalEntry {
+            seq: 0,
+            tool: "tools.a".to_owned(),
+            args: "{}".to_owned(),
+            state: EntryState::Started,
+        };
+        let waker = futures::task::noop_waker();
+        let mut cx = std::task::Context::from_waker(&waker);
+        // A journal whose thread has ended: only what runs on the caller is written.
+        let mut direct = SqliteJournal::open(&path).unwrap();
+        drop(direct.jobs.take());
+        // The connection free and nothing queued: written by the caller, done at once.
+        let mut put = direct.put("r", &entry);
+        assert_eq!(put.as_mut().poll(&mut cx), std::task::Poll::Ready(Ok(())));
+        drop(put);
+        // Another connection holds the write lock: the put is not waited for on the caller
+        // (that would take the whole busy timeout) but handed to the thread, which waits.
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        assert_eq!(
+            futures::executor::block_on(direct.put("r", &entry)),
+            Err(JournalError::Store(
+                "the journal's thread has ended".to_owned()
+            ))
+        );
+        let mut put = journal.put("r", &entry);
+        assert!(put.as_mut().poll(&mut cx).is_pending());
+        assert_eq!(
+            futures::executor::block_on(put),
+            Err(JournalError::Locked {
+                timeout_ms: u64::try_from(DEFAULT_BUSY_TIMEOUT.as_millis()).unwrap()
+            })
+        );
+        holder.execute_batch("ROLLBACK").unwrap();
+        futures::executor::block_on(journal.put("r", &entry)).unwrap();
+        assert_eq!(
+            futures::executor::block_on(journal.entries("r")).unwrap(),
+            std::slice::from_ref(&entry)
+        );
     }
 
     #[tokio::test]
