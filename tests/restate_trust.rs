@@ -55,7 +55,11 @@ impl Scratch {
     fn new() -> Scratch {
         let tools = mcp_support::tools().expect("installed with the server");
         let dir = tempfile::tempdir().unwrap();
-        std::fs::write(dir.path().join("token"), TOKEN).unwrap();
+        let token = dir.path().join("token");
+        std::fs::write(&token, TOKEN).unwrap();
+        // `serve` refuses a token file others may read.
+        std::fs::set_permissions(&token, std::os::unix::fs::PermissionsExt::from_mode(0o600))
+            .unwrap();
         Scratch {
             dir,
             python: tools.python(),
