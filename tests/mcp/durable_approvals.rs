@@ -312,6 +312,12 @@ async fn a_state_is_unforgeable_single_use_and_bound_to_who_it_was_shown_to() {
         "{message}"
     );
     assert_eq!(writes("retry one"), 0, "nothing ran");
+    // The valid state under another tool's name is not the call that was shown.
+    let mut renamed = retry(17, &state);
+    renamed["params"]["name"] = json!("write_note");
+    let message = refused_message(&post(&url, &token, &renamed).await);
+    assert!(message.contains("retry that call"), "{message}");
+    assert_eq!(writes("retry one"), 0, "nothing ran");
 
     // The answer runs call #0; the run parks at #1 with a state of its own.
     let next = post(&url, &token, &retry(14, &state)).await;

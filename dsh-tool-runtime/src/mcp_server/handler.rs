@@ -584,6 +584,18 @@ impl ServerHandler for McpHandler {
         if let Some(state) = request.request_state.as_deref() {
             if let (true, Some(journal)) = (durable::is_continuation(state), &self.options.journal)
             {
+                // A continuation answers the `run_code` call that parked; under another name the
+                // retry is not the call the person was shown.
+                if name != crate::registry::RUN_CODE {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "the requestState continues a parked `{}` run; retry that call, \
+                             not \"{name}\"",
+                            crate::registry::RUN_CODE
+                        ),
+                        None,
+                    ));
+                }
                 let responses = request.input_responses.unwrap_or_default();
                 let client = ClientChannel::new(Arc::new(McpClientPeer {
                     peer: context.peer.clone(),
