@@ -345,7 +345,10 @@ pub(crate) fn args_digest(args: &str) -> String {
 pub enum ContinuationError {
     /// Not a continuation this journal's secret signed (made up, altered, cut, or signed before
     /// the secret was rotated).
-    #[error("the continuation is not valid: it was not issued with this journal's secret")]
+    #[error(
+        "the continuation is not valid: it is malformed or altered, or was not issued with this \
+         journal's secret"
+    )]
     Forged,
     /// Past its expiry.
     #[error("the continuation for run {run_id:?} has expired; ask for a new one")]
@@ -428,6 +431,12 @@ mod tests {
         for junk in ["", "run:r", "dshc1.", "dshc1.a.b", &"x".repeat(10_000)] {
             assert_eq!(secret.open(junk), Err(ContinuationError::Forged), "{junk}");
         }
+        // Junk is not told it came from another secret.
+        assert!(
+            ContinuationError::Forged
+                .to_string()
+                .contains("malformed or altered")
+        );
     }
 
     #[test]
