@@ -225,6 +225,26 @@ fn utf16_cmp(a: &str, b: &str) -> Ordering {
     a.encode_utf16().cmp(b.encode_utf16())
 }
 
+/// The length in bytes of `value` as compact JSON written by `serde_json`, counted as it is
+/// written, without keeping the text. A value that cannot be JSON (a map with non-string keys)
+/// counts what was written before the error; every value measured here can be.
+#[cfg(any(feature = "mcp", feature = "code-mode"))]
+pub(crate) fn serialized_len(value: &impl serde::Serialize) -> u64 {
+    struct Count(u64);
+    impl std::io::Write for Count {
+        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
+            self.0 += bytes.len() as u64;
+            Ok(bytes.len())
+        }
+        fn flush(&mut self) -> std::io::Result<()> {
+            Ok(())
+        }
+    }
+    let mut count = Count(0);
+    let _ = serde_json::to_writer(&mut count, value);
+    count.0
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -333,20 +333,7 @@ fn journal_failed(error: &JournalError) -> BindingError {
 
 /// The bytes `entry` takes as stored: its tool, its canonical arguments and its state as JSON.
 pub(crate) fn stored_len(entry: &JournalEntry) -> u64 {
-    /// Counts what is written, keeping nothing.
-    struct Count(u64);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len() as u64;
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    let _ = serde_json::to_writer(&mut count, &entry.state);
-    (entry.tool.len() + entry.args.len()) as u64 + count.0
+    (entry.tool.len() + entry.args.len()) as u64 + crate::json::serialized_len(&entry.state)
 }
 
 pub(crate) fn shown(args: &str) -> String {

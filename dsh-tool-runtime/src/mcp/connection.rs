@@ -590,7 +590,7 @@ pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Va
                 ));
                 return Ok(tools);
             }
-            let size = json_len(&item);
+            let size = usize::try_from(crate::json::serialized_len(&item)).unwrap_or(usize::MAX);
             if bytes.saturating_add(size) > config.max_list_bytes {
                 cut(format!(
                     "the tools listed pass {} bytes; the first {} ({bytes} bytes) are kept",
@@ -616,24 +616,6 @@ pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Va
         config.max_list_pages, config.max_list_pages
     ));
     Ok(tools)
-}
-
-/// The length of `value` as compact JSON text, measured without building the text.
-fn json_len(value: &Value) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter cannot fail, and a `Value` always serializes.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 pub(crate) fn disconnected(server: &str, raw_name: &str) -> ToolError {

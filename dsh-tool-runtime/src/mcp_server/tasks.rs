@@ -498,7 +498,7 @@ fn settle(shared: &Weak<Shared>, id: &str, settled: Settled) {
             error: object(&error),
         },
         Settled::Finished(TaskOutcome::Result(result)) => {
-            let bytes = json_len(&result);
+            let bytes = usize::try_from(crate::json::serialized_len(&result)).unwrap_or(usize::MAX);
             let budget = shared.limits.max_result_bytes;
             let kept = shared.kept_bytes.load(Ordering::Relaxed);
             if bytes > budget.saturating_sub(kept) {
@@ -544,25 +544,6 @@ fn result_dropped(bytes: usize, budget: usize) -> ErrorData {
             "budgetBytes": budget,
         })),
     )
-}
-
-/// The length of `value` as JSON text, counted without keeping the text.
-fn json_len(value: &impl serde::Serialize) -> usize {
-    struct Count(usize);
-    impl std::io::Write for Count {
-        fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
-            self.0 += bytes.len();
-            Ok(bytes.len())
-        }
-        fn flush(&mut self) -> std::io::Result<()> {
-            Ok(())
-        }
-    }
-    let mut count = Count(0);
-    // Writing to a counter fails only for a value that cannot be JSON, which a tool result
-    // always can.
-    let _ = serde_json::to_writer(&mut count, value);
-    count.0
 }
 
 pub(super) fn object(value: &impl serde::Serialize) -> JsonObject {
