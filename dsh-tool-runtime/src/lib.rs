@@ -43,6 +43,8 @@ mod validate;
 
 mod private;
 
+#[cfg(any(feature = "mcp-server", feature = "restate"))]
+mod accept;
 #[cfg(feature = "mcp")]
 pub mod mcp;
 

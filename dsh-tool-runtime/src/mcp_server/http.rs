@@ -8,7 +8,6 @@ use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::pin;
 use std::sync::{Arc, Mutex, PoisonError};
-use std::time::Duration;
 
 use bytes::Bytes;
 use futures::Stream;
@@ -35,11 +34,6 @@ use tower_http::timeout::TimeoutBody;
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
 use super::handler::McpHandler;
-
-/// The first pause after a failed `accept`, doubled on each failure in a row up to
-/// [`ACCEPT_BACKOFF_MAX`]: running out of descriptors must slow the loop, not end the server.
-const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
-const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// A connection's read buffer: room for any sane request head, a bounded cost per connection.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -77,24 +71,9 @@ pub(crate) async fn serve(
         .max_buf_size(READ_BUFFER_BYTES);
     let connections = Arc::new(Semaphore::new(limits.max_connections));
     let refusal = connection_refusal(limits.max_connections);
-    let mut backoff = ACCEPT_BACKOFF_MIN;
+    let mut acceptor = crate::accept::Acceptor::new(listener, "MCP over HTTP");
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => {
-                backoff = ACCEPT_BACKOFF_MIN;
-                stream
-            }
-            Err(error) => {
-                tracing::warn!(
-                    %error,
-                    retry_in_ms = backoff.as_millis() as u64,
-                    "MCP over HTTP: accept failed"
-                );
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
-                continue;
-            }
-        };
+        let stream = acceptor.accept().await;
         let Ok(permit) = connections.clone().try_acquire_owned() else {
             refuse(&stream, &refusal);
             continue;

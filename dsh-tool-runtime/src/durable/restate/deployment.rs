@@ -20,12 +20,6 @@ use tokio::sync::{Semaphore, watch};
 use super::{DurableApprovals, DurableRuns};
 use crate::registry::Registry;
 
-/// The first pause after a failed `accept`, doubled on each failure in a row up to
-/// [`ACCEPT_BACKOFF_MAX`] (as the MCP face's listener does): running out of descriptors must
-/// slow the loop, not end the deployment.
-const ACCEPT_BACKOFF_MIN: Duration = Duration::from_millis(10);
-const ACCEPT_BACKOFF_MAX: Duration = Duration::from_secs(1);
-
 /// The most bytes of headers one request may carry: Restate's requests carry a few small ones
 /// (and the identity JWT).
 const MAX_HEADER_LIST_BYTES: u32 = 64 * 1024;
@@ -198,24 +192,9 @@ pub async fn serve_deployment(
         .max_header_list_size(MAX_HEADER_LIST_BYTES)
         .keep_alive_interval(Some(Duration::from_secs(40)))
         .keep_alive_timeout(Duration::from_secs(20));
-    let mut backoff = ACCEPT_BACKOFF_MIN;
+    let mut acceptor = crate::accept::Acceptor::new(listener, "Restate deployment");
     loop {
-        let stream = match listener.accept().await {
-            Ok((stream, _)) => {
-                backoff = ACCEPT_BACKOFF_MIN;
-                stream
-            }
-            Err(error) => {
-                tracing::warn!(
-                    %error,
-                    retry_in_ms = backoff.as_millis() as u64,
-                    "Restate deployment: accept failed"
-                );
-                tokio::time::sleep(backoff).await;
-                backoff = (backoff * 2).min(ACCEPT_BACKOFF_MAX);
-                continue;
-            }
-        };
+        let stream = acceptor.accept().await;
         // Past the cap the socket is closed at once: its descriptor is back before the next
         // accept.
         let Ok(permit) = connections.clone().try_acquire_owned() else {
