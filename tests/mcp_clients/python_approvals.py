@@ -126,6 +126,7 @@ async def no_elicitation(url, token, mode):
             text = text_of(result)
             check(result.is_error is True, f"{mode}: refused without elicitation: {text}")
             check("did not declare the elicitation capability): writes a note" in text, f"{mode}: reason: {text}")
+            check(text.endswith("(denied: no approver is set)"), f"{mode}: nobody was asked: {text}")
             text = await run_program(session)
             check("ToolCallError" in text and "did not declare the elicitation capability" in text, f"{mode}: program: {text}")
     print(f"{mode} without elicitation ok")

@@ -14,10 +14,11 @@ use crate::result::ToolFailure;
 pub(crate) const MAX_APPROVAL_ARGUMENT_BYTES: usize = 2048;
 
 /// How the client's person answered: allowed, denied with a reason, or cancelled together with
-/// the caller.
+/// the caller; or nobody could be asked (the client declared no elicitation).
 pub(crate) enum ClientApproval {
     Allowed,
     Denied(String),
+    Unaskable(String),
     CallerCancelled,
 }
 
@@ -34,7 +35,7 @@ pub(crate) async fn ask_client(
         let why = reason
             .map(|reason| format!(": {reason}"))
             .unwrap_or_default();
-        return ClientApproval::Denied(format!(
+        return ClientApproval::Unaskable(format!(
             "tool \"{name}\" requires approval, but the MCP client cannot be asked (it did not declare the elicitation capability){why}"
         ));
     }

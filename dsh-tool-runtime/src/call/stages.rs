@@ -412,6 +412,10 @@ impl Registry {
             {
                 ClientApproval::Allowed => Ok(None),
                 ClientApproval::Denied(reason) => Ok(Some(denied(reason, DenialSource::Person))),
+                // Nobody was asked: the denial is the missing approver's, not a person's.
+                ClientApproval::Unaskable(reason) => {
+                    Ok(Some(denied(reason, DenialSource::NoApprover)))
+                }
                 ClientApproval::CallerCancelled => Err(aborted(false)),
             };
         }
