@@ -1,6 +1,6 @@
 //! The replay page of a real main-job run, loaded in Debian's headless Chromium: no console
 //! output, one card per call with the kinds the tools present, and a screenshot under the target
-//! dir (`replay/replay.png`).
+//! dir (`replay/<pid>/replay.png`).
 //!
 //! The run is the main job's (`examples/code_mode.rs --lang ts --events …`): the example toolset
 //! over this repository in code mode, the bundled TypeScript program, then a second program that
@@ -41,7 +41,10 @@ return { definitions: hits.matches.map((m) => `${m.path}:${m.line_number}`), mis
 "#;
 
 fn out_dir() -> PathBuf {
-    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("replay");
+    // One directory per test process: runs of this suite from other checkouts share the target dir.
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("replay")
+        .join(std::process::id().to_string());
     std::fs::create_dir_all(&dir).unwrap();
     dir
 }
@@ -104,7 +107,7 @@ fn browser() -> Option<PathBuf> {
 }
 
 /// Runs headless Chromium on `page` with `extra` flags; returns (stdout, console lines).
-async fn chromium(browser: &Path, page: &Path, extra: &[String]) -> (String, Vec<String>) {
+async fn chromium(browser: &Path, page: &Path, extra: &[String]) -> (String, Vec<String>, String) {
     let profile = tempfile_dir();
     let mut command = tokio::process::Command::new(browser);
     command
@@ -139,12 +142,17 @@ async fn chromium(browser: &Path, page: &Path, extra: &[String]) -> (String, Vec
         "chromium failed: {}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let console = String::from_utf8_lossy(&out.stderr)
+    let stderr = String::from_utf8_lossy(&out.stderr).into_owned();
+    let console = stderr
         .lines()
         .filter(|line| line.contains(":CONSOLE"))
         .map(str::to_owned)
         .collect();
-    (String::from_utf8_lossy(&out.stdout).into_owned(), console)
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        console,
+        stderr,
+    )
 }
 
 /// A fresh profile directory per browser run.
@@ -225,7 +233,7 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
     let Some(browser) = browser() else {
         return;
     };
-    let (dom, console) = chromium(&browser, &page, &["--dump-dom".to_owned()]).await;
+    let (dom, console, _) = chromium(&browser, &page, &["--dump-dom".to_owned()]).await;
     assert!(
         console.is_empty(),
         "the page logs nothing to the console: {console:#?}"
@@ -279,7 +287,7 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
 
     let screenshot = dir.join("replay.png");
     let _ = std::fs::remove_file(&screenshot);
-    let (_, console) = chromium(
+    let (_, console, stderr) = chromium(
         &browser,
         &page,
         &[
@@ -290,7 +298,8 @@ async fn the_replay_page_of_a_main_job_run_loads_and_shows_every_call() {
     )
     .await;
     assert!(console.is_empty(), "{console:#?}");
-    let png = std::fs::read(&screenshot).expect("a screenshot was written");
+    let png = std::fs::read(&screenshot)
+        .unwrap_or_else(|err| panic!("no screenshot ({err}); chromium said:\n{stderr}"));
     assert_eq!(&png[..8], b"\x89PNG\r\n\x1a\n");
     println!("screenshot: {}", screenshot.display());
 }
@@ -306,7 +315,7 @@ async fn the_console_check_sees_a_script_error() {
         "<!DOCTYPE html><html><body><script>missingFunction();</script></body></html>",
     )
     .unwrap();
-    let (_, console) = chromium(&browser, &page, &["--dump-dom".to_owned()]).await;
+    let (_, console, _) = chromium(&browser, &page, &["--dump-dom".to_owned()]).await;
     assert!(
         console.iter().any(|line| line.contains("missingFunction")),
         "a thrown error reaches the console lines: {console:#?}"
@@ -371,7 +380,7 @@ async fn long_program_lines_arguments_and_messages_stay_inside_their_card() {
     let Some(browser) = browser() else {
         return;
     };
-    let (dom, console) = chromium(
+    let (dom, console, _) = chromium(
         &browser,
         &page,
         &["--dump-dom".to_owned(), "--window-size=1000,800".to_owned()],
