@@ -10,6 +10,9 @@
 //!   more, output printed past it and a thrown error whose stack is past it end as
 //!   `output-limit` with the fixed message; the host holds a few times the budget meanwhile,
 //!   never a decoded tree of the completion. At the default budget a 20 MB completion returns.
+//! - Through `run_code` on a registry, on every runtime, a completion of 5,000,000 small numbers
+//!   (10 MB of JSON) and a 20 MB string cost the host at most 4 × their JSON bytes + 32 MiB:
+//!   the tool result carries a completion as its text when its tree would cost more.
 
 mod code_runtime_support;
 
@@ -17,6 +20,7 @@ use std::sync::Arc;
 
 use code_runtime_support::*;
 use dsh_tools::code::{Budgets, CodeRuntime, FailureKind, SubprocessConfig};
+use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::json;
 
 /// Set in the child process that runs one test alone: the test's name.
@@ -368,5 +372,130 @@ async fn a_20_mb_completion_returns_at_the_default_budget() {
             "{lang:?}: the host grew by {grown} bytes"
         );
         rt.dispose().await;
+    }
+}
+
+/// What the host may grow by for a `run_code` completion of `bytes` JSON bytes: 4 × them plus
+/// 32 MiB (the runtime's read buffers, the registry, one tree of at most 16 MiB).
+fn run_code_bound(bytes: u64) -> u64 {
+    4 * bytes + (32 << 20)
+}
+
+/// Through `run_code` on a code-mode registry over `rt`: a completion of 5,000,000 ones
+/// (`[1,1,…]`, 10,000,001 bytes, some 100 × that as a decoded tree) and a 20,000,000-byte
+/// string each return, the model reading their text, with the host's growth within
+/// [`run_code_bound`] of their bytes.
+async fn run_code_holds_large_completions(rt: Arc<dyn CodeRuntime>, lang: Lang) {
+    let registry = Registry::new();
+    registry.set_code_runtime(rt.clone());
+    registry.set_mode(Mode::Code);
+    let call = |id: &str, code: &str| {
+        ToolCall::new(
+            id,
+            "run_code",
+            json!({"code": code, "description": "Return a large value"}),
+        )
+    };
+    let warm = registry
+        .execute(call("warm", lang.pick("return 'warm';", "return 'warm'")))
+        .await;
+    assert_eq!(warm.text(), "warm", "{warm:?}");
+    let ones = lang.pick(
+        "return new Array(5_000_000).fill(1);",
+        "return [1] * 5_000_000",
+    );
+    let string = lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 20_000_000");
+    for (id, code, bytes) in [
+        ("ones", ones, 10_000_001u64),
+        ("string", string, 20_000_002),
+    ] {
+        let before = start_measuring();
+        let result = registry.execute(call(id, code)).await;
+        let grown = grown_since(before);
+        let bound = run_code_bound(bytes);
+        assert!(
+            grown <= bound,
+            "{lang:?} {id}: the host grew by {grown} bytes for a {bytes}-byte completion \
+             (bound {bound})"
+        );
+        assert!(!result.is_error(), "{lang:?} {id}: {:?}", result.error());
+        let text = result.text();
+        let output = result.value().expect("a value");
+        assert_eq!(output["logs"], json!([]));
+        if id == "ones" {
+            // Its tree would take far more than its text: the result is the compact text.
+            assert_eq!(text.len() as u64, bytes);
+            assert!(text.starts_with("[1,1,") && text.ends_with(",1]"));
+            assert!(text[1..text.len() - 1].split(',').all(|one| one == "1"));
+            assert_eq!(output["result"].as_str(), Some(text.as_str()));
+        } else {
+            assert_eq!(text.len() as u64, bytes - 2);
+            assert!(text.bytes().all(|b| b == b'a'));
+            assert_eq!(output["result"].as_str().map(str::len), Some(text.len()));
+        }
+        println!("{lang:?} {id}: the host grew by {grown} bytes for {bytes} bytes of JSON");
+    }
+    rt.dispose().await;
+}
+
+/// Default budgets (64 MiB of output), with the program memory and compute to build and
+/// serialize the array on every runtime.
+fn run_code_budgets() -> Budgets {
+    Budgets {
+        max_memory_mb: 2048,
+        compute_ms: 60_000,
+        max_wall_ms: 120_000,
+        ..Budgets::default()
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_code_holds_large_completions_on_subprocess_typescript() {
+    if alone("run_code_holds_large_completions_on_subprocess_typescript") {
+        let config = SubprocessConfig {
+            budgets: run_code_budgets(),
+            ..small()
+        };
+        let rt = Lang::TypeScript.runtime(config).await;
+        run_code_holds_large_completions(Arc::new(rt), Lang::TypeScript).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_code_holds_large_completions_on_subprocess_python() {
+    if alone("run_code_holds_large_completions_on_subprocess_python") {
+        let config = SubprocessConfig {
+            budgets: run_code_budgets(),
+            ..small()
+        };
+        let rt = Lang::Python.runtime(config).await;
+        run_code_holds_large_completions(Arc::new(rt), Lang::Python).await;
+    }
+}
+
+#[cfg(feature = "embedded-python")]
+fn run_code_embedded() -> dsh_tools::code::EmbeddedConfig {
+    dsh_tools::code::EmbeddedConfig {
+        budgets: run_code_budgets(),
+        ..dsh_tools::code::EmbeddedConfig::default()
+    }
+}
+
+#[cfg(feature = "embedded-python")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_code_holds_large_completions_on_pooled_quickjs() {
+    if alone("run_code_holds_large_completions_on_pooled_quickjs") {
+        let rt =
+            dsh_tools::code::EmbeddedRuntime::javascript(run_code_embedded()).expect("a runtime");
+        run_code_holds_large_completions(Arc::new(rt), Lang::TypeScript).await;
+    }
+}
+
+#[cfg(feature = "embedded-python")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn run_code_holds_large_completions_on_monty() {
+    if alone("run_code_holds_large_completions_on_monty") {
+        let rt = dsh_tools::code::EmbeddedRuntime::python(run_code_embedded()).expect("a runtime");
+        run_code_holds_large_completions(Arc::new(rt), Lang::Python).await;
     }
 }

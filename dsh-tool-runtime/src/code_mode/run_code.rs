@@ -9,7 +9,10 @@ use super::disclosure::Catalog;
 use super::language_of;
 use super::render::render_output;
 use crate::call::ToolExec;
-use crate::code_runtime::{BindingNamespace, CodeRuntime, FailureKind, RunOutcome, RunRequest};
+use crate::code_runtime::frame::decodes_within;
+use crate::code_runtime::{
+    BindingNamespace, CodeRuntime, FailureKind, JsonText, RunOutcome, RunRequest,
+};
 use crate::definition::ToolDefinition;
 use crate::durable::run as durable;
 use crate::durable::{Durability, DurableRun, Journal, Replay};
@@ -292,8 +295,51 @@ fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
     let mut output = Map::new();
     output.insert("logs".into(), Value::from(outcome.logs));
     if let Some(value) = outcome.value {
-        // The tool result is a tree: the run's text is decoded here, once.
-        output.insert("result".into(), value.to_value());
+        output.insert("result".into(), result_of(value));
     }
     Ok(Value::Object(output))
+}
+
+/// Host memory, bytes, that the decoded tree of a completion may take beyond its JSON text's
+/// length (16 MiB): every completion up to about 100 KB, and any whose bulk is strings, decodes.
+pub(crate) const TREE_ALLOWANCE: usize = 16 << 20;
+
+/// `run_code`'s `result` for the completion `text`: its decoded tree when that takes at most
+/// the text's length plus [`TREE_ALLOWANCE`], else the compact JSON text itself, as a string.
+///
+/// A tree of dense JSON takes tens of times its text (`[1,1,…]`: some 100 ×), so a completion
+/// of many small values is handed on as its text, which costs its bytes once and is what the
+/// model then reads (a string result renders raw), while the other values render as before.
+fn result_of(text: JsonText) -> Value {
+    let bound = text.as_str().len().saturating_add(TREE_ALLOWANCE);
+    if decodes_within(text.as_str().as_bytes(), bound) {
+        text.to_value()
+    } else {
+        Value::String(text.into_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn ones(n: usize) -> JsonText {
+        JsonText::from_value(&Value::from(vec![1; n]))
+    }
+
+    #[test]
+    fn a_completion_decodes_while_its_tree_is_affordable() {
+        let small = json!({"a": [1, 2.5, "x"], "b": null});
+        assert_eq!(result_of(JsonText::from_value(&small)), small);
+        // 100 KB of dense numbers take about 8 MB as a tree: still decoded.
+        assert_eq!(result_of(ones(50_000)), Value::from(vec![1; 50_000]));
+    }
+
+    #[test]
+    fn a_completion_whose_tree_would_cost_more_is_its_text() {
+        // 400 KB of dense numbers would take about 32 MB as a tree.
+        let text = ones(200_000);
+        let expected = text.as_str().to_owned();
+        assert_eq!(result_of(text), Value::String(expected));
+    }
 }

@@ -256,6 +256,14 @@ const MOST_PER_BYTE: usize = {
 /// need not be measured before decoding (a call frame is usually far shorter).
 const ALWAYS_AFFORDABLE: usize = (ALLOWANCE_FLOOR - std::mem::size_of::<Value>()) / MOST_PER_BYTE;
 
+/// Whether decoding JSON `text` into a [`Value`] takes at most `bound` bytes of host memory (as
+/// [`decoded_size`] counts it); text too short to reach `bound` whatever it holds is not
+/// measured. `false` for text that is not JSON.
+pub(crate) fn decodes_within(text: &[u8], bound: usize) -> bool {
+    text.len() <= bound.saturating_sub(std::mem::size_of::<Value>()) / MOST_PER_BYTE
+        || decoded_size(text).is_some_and(|size| size <= bound)
+}
+
 /// Depth up to which serde_json's own recursion limit (128) parses a frame on this stack.
 const SHALLOW: usize = 64;
 

@@ -42,6 +42,11 @@ impl JsonText {
         self.0.get()
     }
 
+    /// The text as a `String`, without copying it.
+    pub(crate) fn into_string(self) -> String {
+        Box::<str>::from(self.0).into_string()
+    }
+
     /// The value decoded into a tree, on a stack grown as deep as it nests. Dense JSON takes
     /// tens of times its text as a [`Value`] (two enum slots per 2-byte array element).
     pub fn to_value(&self) -> Value {
