@@ -79,6 +79,14 @@ impl Registry {
     /// Mounts the code runtime that `run_code` uses (replacing any earlier one, which is not
     /// disposed), with the default [`RunCodeConfig`]. Scopes in [`Mode::Code`] or [`Mode::Both`]
     /// then see `run_code`.
+    ///
+    /// `run_code`'s value is `{"logs": [string…], "result"?: …}`. `result` is the program's
+    /// completion decoded into a tree while that tree takes at most the completion's compact
+    /// JSON length plus 16 MiB of host memory (every completion up to about 100 KB, and any
+    /// whose bulk is strings); a denser one (`[1, 1, …]` would take some 100 × its text) is its
+    /// compact JSON text, as a string, which is also what the model reads. A completion of
+    /// 5,000,000 small numbers (10 MB) or a 20 MB string costs the host about 3 × its bytes
+    /// through `run_code`.
     pub fn set_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) {
         self.set_code_runtime_with(runtime, RunCodeConfig::default());
     }

@@ -25,7 +25,8 @@ use crate::json::{MAX_FRAME_DEPTH, compact, parse_unbounded};
 /// because text costs the host its bytes once, while a decoded [`Value`] of dense JSON costs tens
 /// of times that. Its [`as_str`](Self::as_str) length is what the output ledger charges
 /// ([`OutputLedger`](super::OutputLedger)); [`to_value`](Self::to_value) decodes it when a
-/// caller needs the tree. It serializes as the JSON value itself, not as a string.
+/// caller needs the tree (`run_code` does only while the tree stays within the text's length
+/// plus 16 MiB). It serializes as the JSON value itself, not as a string.
 #[derive(Clone, Serialize, Deserialize)]
 #[serde(transparent)]
 pub struct JsonText(Box<RawValue>);
