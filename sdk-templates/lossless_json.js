@@ -5,10 +5,17 @@ class Unfit extends Error {}
 // Lossless JSON encoding without recursion: plain objects and dense arrays of finite numbers
 // (not -0), well-formed strings, booleans and null, at most maxDepth levels deep.
 function encode(root) {
-  const out = [];
+  // The pieces are joined into a chunk every 4096 of them: one array slot and one string per
+  // piece would take tens of times the text (`[1,1,…]` as pieces: two per two bytes).
+  const chunks = [];
+  let out = [];
   const stack = [];
   let value = root;
   for (;;) {
+    if (out.length >= 4096) {
+      chunks.push(out.join(''));
+      out = [];
+    }
     if (value === null) {
       out.push('null');
     } else {
@@ -44,7 +51,10 @@ function encode(root) {
     }
     for (;;) {
       const top = stack[stack.length - 1];
-      if (top === undefined) return out.join('');
+      if (top === undefined) {
+        chunks.push(out.join(''));
+        return chunks.join('');
+      }
       if (top.array) {
         if (top.index < top.array.length) {
           if (top.index > 0) out.push(',');

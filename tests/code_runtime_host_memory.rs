@@ -12,7 +12,8 @@
 //!   never a decoded tree of the completion. At the default budget a 20 MB completion returns.
 //! - Through `run_code` on a registry, on every runtime, a completion of 5,000,000 small numbers
 //!   (10 MB of JSON) and a 20 MB string cost the host at most 4 × their JSON bytes + 32 MiB:
-//!   the tool result carries a completion as its text when its tree would cost more.
+//!   the tool result carries a completion as its text when its tree would cost more. Node.js
+//!   and the pooled QuickJS encode that array within the default `max_memory_mb` (512).
 
 mod code_runtime_support;
 
@@ -438,11 +439,13 @@ async fn run_code_holds_large_completions(rt: Arc<dyn CodeRuntime>, lang: Lang) 
     rt.dispose().await;
 }
 
-/// Default budgets (64 MiB of output), with the program memory and compute to build and
-/// serialize the array on every runtime.
-fn run_code_budgets() -> Budgets {
+/// Default budgets (64 MiB of output, 512 MiB of program memory), with compute time for
+/// interpreters built without optimizations. Monty gets `max_memory_mb` 2048: it hands the
+/// host its completion as a tree of its own objects, which takes more than 512 MiB for the
+/// array.
+fn run_code_budgets(max_memory_mb: u64) -> Budgets {
     Budgets {
-        max_memory_mb: 2048,
+        max_memory_mb,
         compute_ms: 60_000,
         max_wall_ms: 120_000,
         ..Budgets::default()
@@ -453,7 +456,7 @@ fn run_code_budgets() -> Budgets {
 async fn run_code_holds_large_completions_on_subprocess_typescript() {
     if alone("run_code_holds_large_completions_on_subprocess_typescript") {
         let config = SubprocessConfig {
-            budgets: run_code_budgets(),
+            budgets: run_code_budgets(Budgets::default().max_memory_mb),
             ..small()
         };
         let rt = Lang::TypeScript.runtime(config).await;
@@ -465,7 +468,7 @@ async fn run_code_holds_large_completions_on_subprocess_typescript() {
 async fn run_code_holds_large_completions_on_subprocess_python() {
     if alone("run_code_holds_large_completions_on_subprocess_python") {
         let config = SubprocessConfig {
-            budgets: run_code_budgets(),
+            budgets: run_code_budgets(Budgets::default().max_memory_mb),
             ..small()
         };
         let rt = Lang::Python.runtime(config).await;
@@ -474,9 +477,9 @@ async fn run_code_holds_large_completions_on_subprocess_python() {
 }
 
 #[cfg(feature = "embedded-python")]
-fn run_code_embedded() -> dsh_tools::code::EmbeddedConfig {
+fn run_code_embedded(max_memory_mb: u64) -> dsh_tools::code::EmbeddedConfig {
     dsh_tools::code::EmbeddedConfig {
-        budgets: run_code_budgets(),
+        budgets: run_code_budgets(max_memory_mb),
         ..dsh_tools::code::EmbeddedConfig::default()
     }
 }
@@ -485,8 +488,8 @@ fn run_code_embedded() -> dsh_tools::code::EmbeddedConfig {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_code_holds_large_completions_on_pooled_quickjs() {
     if alone("run_code_holds_large_completions_on_pooled_quickjs") {
-        let rt =
-            dsh_tools::code::EmbeddedRuntime::javascript(run_code_embedded()).expect("a runtime");
+        let config = run_code_embedded(Budgets::default().max_memory_mb);
+        let rt = dsh_tools::code::EmbeddedRuntime::javascript(config).expect("a runtime");
         run_code_holds_large_completions(Arc::new(rt), Lang::TypeScript).await;
     }
 }
@@ -495,7 +498,8 @@ async fn run_code_holds_large_completions_on_pooled_quickjs() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn run_code_holds_large_completions_on_monty() {
     if alone("run_code_holds_large_completions_on_monty") {
-        let rt = dsh_tools::code::EmbeddedRuntime::python(run_code_embedded()).expect("a runtime");
+        let rt =
+            dsh_tools::code::EmbeddedRuntime::python(run_code_embedded(2048)).expect("a runtime");
         run_code_holds_large_completions(Arc::new(rt), Lang::Python).await;
     }
 }
