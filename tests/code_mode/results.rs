@@ -1,6 +1,7 @@
 //! `run_code` results against a scripted code runtime (no interpreter, no clock): failures win
 //! over cancellation, the missing-runtime text, the runtime's own output-limit text, the
-//! description texts, and error codes reaching the program through the binding bridge.
+//! description texts, error codes reaching the program through the binding bridge, and a
+//! completion too dense to decode handed on as its text (also through a durable journal).
 
 use std::sync::{Arc, Mutex};
 
@@ -21,6 +22,8 @@ enum Script {
     FailOnCancel(FailureKind, &'static str),
     /// Calls the binding `name` with `args` and returns the failure the bridge answered.
     Call(&'static str, Value),
+    /// Returns this completion, noting `run` in the calls.
+    Return(JsonText),
 }
 
 struct Scripted {
@@ -43,6 +46,15 @@ impl CodeRuntime for Scripted {
         let calls = self.calls.clone();
         Box::pin(async move {
             match script {
+                Script::Return(value) => {
+                    calls.lock().unwrap().push("run".to_owned());
+                    Ok(RunOutcome {
+                        value: Some(value),
+                        logs: vec!["log".to_owned()],
+                        error: None,
+                        sandbox: None,
+                    })
+                }
                 Script::FailOnCancel(kind, message) => {
                     request.signal.cancelled().await;
                     Ok(RunOutcome {
@@ -235,4 +247,51 @@ async fn binding_failures_carry_their_error_code() {
             assert_eq!(calls.lock().unwrap().as_slice(), [member.to_owned()]);
         }
     }
+}
+
+/// A completion whose tree would take more than its text plus 16 MiB (200,000 ones: 400 KB of
+/// JSON, some 32 MB as a tree) is handed on as its compact text: `result` is that string and
+/// the model reads it after the logs. A small completion renders as pretty JSON, as always.
+#[tokio::test]
+async fn a_completion_too_dense_to_decode_is_handed_on_as_its_text() {
+    let ones = JsonText::from_value(&Value::from(vec![1; 200_000]));
+    let text = ones.as_str().to_owned();
+    let (dense, _) = registry("typescript", Script::Return(ones));
+    let result = dense.execute(run_code(CancellationToken::new())).await;
+    let value = result.value().unwrap_or_else(|| panic!("{result:?}"));
+    assert_eq!(value["logs"], json!(["log"]));
+    assert_eq!(value["result"].as_str(), Some(text.as_str()));
+    assert_eq!(result.text(), format!("log\n{text}"));
+    let small = JsonText::from_value(&json!({"a": [1, 2]}));
+    let (sparse, _) = registry("typescript", Script::Return(small));
+    let result = sparse.execute(run_code(CancellationToken::new())).await;
+    assert_eq!(result.value().unwrap()["result"], json!({"a": [1, 2]}));
+    assert_eq!(result.text(), "log\n{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+}
+
+/// A durable run's journal keeps such a result: the finished run answers a repeated call from
+/// the journal, without running the program, with the same value and the same text.
+#[cfg(feature = "durable")]
+#[tokio::test]
+async fn a_durable_run_keeps_a_completion_handed_on_as_text() {
+    use dsh_tools::durable::{DurableRun, JournalStore, SqliteJournal};
+    let dir = tempfile::tempdir().unwrap();
+    let store: Arc<dyn JournalStore> =
+        Arc::new(SqliteJournal::open(dir.path().join("journal.db")).unwrap());
+    let ones = JsonText::from_value(&Value::from(vec![1; 200_000]));
+    let text = ones.as_str().to_owned();
+    let (registry, runs) = registry("typescript", Script::Return(ones));
+    let call =
+        || run_code(CancellationToken::new()).durable(DurableRun::new(store.clone(), "dense"));
+    let first = registry.execute(call()).await;
+    assert_eq!(
+        first.value().unwrap()["result"].as_str(),
+        Some(text.as_str())
+    );
+    assert_eq!(first.text(), format!("log\n{text}"));
+    let again = registry.execute(call()).await;
+    assert_eq!(again.value(), first.value());
+    assert_eq!(again.content(), first.content());
+    // The second answer came from the journal: the program ran once.
+    assert_eq!(runs.lock().unwrap().len(), 1);
 }
