@@ -14,6 +14,7 @@
 //!   (10 MB of JSON) and a 20 MB string cost the host at most 4 × their JSON bytes + 32 MiB:
 //!   the tool result carries a completion as its text when its tree would cost more. Node.js
 //!   and the pooled QuickJS encode that array within the default `max_memory_mb` (512).
+//! - Monty returns a 40 MB string within 152 MiB of program memory: its JSON is written once.
 
 mod code_runtime_support;
 
@@ -354,7 +355,7 @@ async fn a_20_mb_completion_returns_at_the_default_budget() {
         let before = start_measuring();
         let out = run(
             &rt,
-            lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 20_000_000"),
+            lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 40_000_000"),
         )
         .await;
         assert_eq!(out.error, None, "{lang:?}: {:?}", out.error);
@@ -405,7 +406,7 @@ async fn run_code_holds_large_completions(rt: Arc<dyn CodeRuntime>, lang: Lang) 
         "return new Array(5_000_000).fill(1);",
         "return [1] * 5_000_000",
     );
-    let string = lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 20_000_000");
+    let string = lang.pick("return 'a'.repeat(20_000_000);", "return 'a' * 40_000_000");
     for (id, code, bytes) in [
         ("ones", ones, 10_000_001u64),
         ("string", string, 20_000_002),
@@ -502,4 +503,25 @@ async fn run_code_holds_large_completions_on_monty() {
             dsh_tools::code::EmbeddedRuntime::python(run_code_embedded(2048)).expect("a runtime");
         run_code_holds_large_completions(Arc::new(rt), Lang::Python).await;
     }
+}
+
+/// Monty writes a completion's JSON straight into its `done` frame, strings escaped in place: a
+/// 40 MB string returns with 152 MiB of program memory (it took more than 168 MiB while the
+/// worker copied the string's JSON twice over).
+#[cfg(feature = "embedded-python")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn monty_returns_a_40_mb_string_within_152_mib() {
+    let rt = dsh_tools::code::EmbeddedRuntime::python(run_code_embedded(152)).expect("a runtime");
+    let out = run(&rt, "return 'a' * 40_000_000").await;
+    assert_eq!(out.error, None, "{:?}", out.error);
+    let text = out.value.expect("the completion");
+    assert_eq!(text.as_str().len(), 40_000_002);
+    assert!(
+        text.as_str()
+            .bytes()
+            .skip(1)
+            .take(40_000_000)
+            .all(|b| b == b'a')
+    );
+    rt.dispose().await;
 }

@@ -284,9 +284,14 @@ fn done_value(value: &MontyObject) -> String {
     if matches!(value, MontyObject::None) {
         return r#"{"type":"done"}"#.to_owned();
     }
-    let mut json = String::new();
-    match encode(value, &mut json, 0) {
-        Ok(()) => format!(r#"{{"type":"done","value":{json}}}"#),
+    // The value's JSON is written into the frame itself: a copy would count against the
+    // worker's heap budget.
+    let mut frame = String::from(r#"{"type":"done","value":"#);
+    match encode(value, &mut frame, 0) {
+        Ok(()) => {
+            frame.push('}');
+            frame
+        }
         Err(Unfit::Lossy) => done_error(
             "invalid-output",
             "the program's value is not lossless JSON (finite numbers, integers within ±(2^53 − 1), strings, lists, tuples and dicts with string keys)",

@@ -206,10 +206,29 @@ pub(super) fn encode(value: &MontyObject, out: &mut String, depth: usize) -> Res
     Ok(())
 }
 
-/// `s` as a JSON string.
+/// `s` as a JSON string, escaped straight into `out`: a copy of a long string would count
+/// against the worker's heap budget.
 pub(super) fn push_string(out: &mut String, s: &str) {
-    if let Ok(json) = serde_json::to_string(s) {
-        out.push_str(&json);
+    let start = out.len();
+    if serde_json::to_writer(Sink(out), s).is_err() {
+        out.truncate(start);
+        out.push_str(&serde_json::Value::from(s).to_string());
+    }
+}
+
+/// `serde_json`'s writer into a `String`. It writes a string as fragments split before and
+/// after each escape, so every fragment is UTF-8 on its own.
+struct Sink<'a>(&'a mut String);
+
+impl std::io::Write for Sink<'_> {
+    fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
+        let text = std::str::from_utf8(buf).map_err(std::io::Error::other)?;
+        self.0.push_str(text);
+        Ok(buf.len())
+    }
+
+    fn flush(&mut self) -> std::io::Result<()> {
+        Ok(())
     }
 }
 
@@ -277,6 +296,26 @@ mod tests {
                 through_a_tree(line.as_bytes()),
             );
             assert_eq!(shown(direct), shown(tree), "{line}");
+        }
+    }
+
+    #[test]
+    fn strings_escape_in_place_as_serde_json_writes_them() {
+        for s in [
+            "",
+            "plain",
+            "q\"b\\s/",
+            "\u{0}\u{1f}\n\t",
+            "é€😀\u{2028}",
+            "a\"é\u{7f}z",
+        ] {
+            let mut out = String::from("[");
+            push_string(&mut out, s);
+            assert_eq!(
+                out,
+                format!("[{}", serde_json::to_string(s).unwrap()),
+                "{s:?}"
+            );
         }
     }
 }
