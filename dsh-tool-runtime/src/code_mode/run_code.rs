@@ -302,7 +302,7 @@ fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
 
 /// Host memory, bytes, that the decoded tree of a completion may take beyond its JSON text's
 /// length (16 MiB): every completion up to about 100 KB, and any whose bulk is strings, decodes.
-pub(crate) const TREE_ALLOWANCE: usize = 16 << 20;
+const TREE_ALLOWANCE: usize = 16 << 20;
 
 /// `run_code`'s `result` for the completion `text`: its decoded tree when that takes at most
 /// the text's length plus [`TREE_ALLOWANCE`], else the compact JSON text itself, as a string.
