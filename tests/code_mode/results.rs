@@ -260,7 +260,12 @@ async fn a_completion_too_dense_to_decode_is_handed_on_as_its_text() {
     let result = dense.execute(run_code(CancellationToken::new())).await;
     let value = result.value().unwrap_or_else(|| panic!("{result:?}"));
     assert_eq!(value["logs"], json!(["log"]));
-    assert_eq!(value["result"].as_str(), Some(text.as_str()));
+    assert_eq!(
+        value.get("result"),
+        None,
+        "a dense completion is not taken for a string"
+    );
+    assert_eq!(value["resultJson"].as_str(), Some(text.as_str()));
     assert_eq!(result.text(), format!("log\n{text}"));
     let small = JsonText::from_value(&json!({"a": [1, 2]}));
     let (sparse, _) = registry("typescript", Script::Return(small));
@@ -285,7 +290,7 @@ async fn a_durable_run_keeps_a_completion_handed_on_as_text() {
         || run_code(CancellationToken::new()).durable(DurableRun::new(store.clone(), "dense"));
     let first = registry.execute(call()).await;
     assert_eq!(
-        first.value().unwrap()["result"].as_str(),
+        first.value().unwrap()["resultJson"].as_str(),
         Some(text.as_str())
     );
     assert_eq!(first.text(), format!("log\n{text}"));

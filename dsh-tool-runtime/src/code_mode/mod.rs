@@ -83,8 +83,9 @@ impl Registry {
     /// `run_code`'s value is `{"logs": [string…], "result"?: …}`. `result` is the program's
     /// completion decoded into a tree while that tree takes at most the completion's compact
     /// JSON length plus 16 MiB of host memory (every completion up to about 100 KB, and any
-    /// whose bulk is strings); a denser one (`[1, 1, …]` would take some 100 × its text) is its
-    /// compact JSON text, as a string, which is also what the model reads. A completion of
+    /// whose bulk is strings); a denser one (`[1, 1, …]` would take some 100 × its text) is
+    /// handed on as `"resultJson": string` instead, its compact JSON text, which is also what the
+    /// model reads. A completion of
     /// 5,000,000 small numbers (10 MB) or a 20 MB string costs the host about 3 × its bytes
     /// through `run_code`.
     pub fn set_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) {

@@ -89,7 +89,8 @@ fn compact(value: &Value) -> String {
 }
 
 /// The text of `run_code`'s output value `{"logs": [string…], "result": …}` (as
-/// [`render_run`]); entries of `logs` that are not strings are left out.
+/// [`render_run`]), or with `"resultJson": string` in place of `result`, whose text is shown as
+/// it is; entries of `logs` that are not strings are left out.
 pub(crate) fn render_output(value: &Value) -> String {
     let logs: Vec<String> = value["logs"]
         .as_array()
@@ -100,7 +101,10 @@ pub(crate) fn render_output(value: &Value) -> String {
                 .collect()
         })
         .unwrap_or_default();
-    render_run(&logs, value.get("result"))
+    render_run(
+        &logs,
+        value.get("result").or_else(|| value.get("resultJson")),
+    )
 }
 
 #[cfg(test)]

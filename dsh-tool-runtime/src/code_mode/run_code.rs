@@ -99,7 +99,11 @@ pub(crate) fn definition(
         .task_support()
         .output_schema(json!({
             "type": "object",
-            "properties": {"logs": {"type": "array", "items": {"type": "string"}}, "result": {}},
+            "properties": {
+                "logs": {"type": "array", "items": {"type": "string"}},
+                "result": {},
+                "resultJson": {"type": "string"}
+            },
             "required": ["logs"],
             "additionalProperties": false
         }))
@@ -295,7 +299,8 @@ fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
     let mut output = Map::new();
     output.insert("logs".into(), Value::from(outcome.logs));
     if let Some(value) = outcome.value {
-        output.insert("result".into(), result_of(value));
+        let (key, value) = result_of(value);
+        output.insert(key.into(), value);
     }
     Ok(Value::Object(output))
 }
@@ -304,18 +309,20 @@ fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
 /// length (16 MiB): every completion up to about 100 KB, and any whose bulk is strings, decodes.
 const TREE_ALLOWANCE: usize = 16 << 20;
 
-/// `run_code`'s `result` for the completion `text`: its decoded tree when that takes at most
-/// the text's length plus [`TREE_ALLOWANCE`], else the compact JSON text itself, as a string.
+/// `run_code`'s entry for the completion `text`: `("result", tree)` when the decoded tree takes
+/// at most the text's length plus [`TREE_ALLOWANCE`], else `("resultJson", text)` with the
+/// compact JSON text as a string.
 ///
 /// A tree of dense JSON takes tens of times its text (`[1,1,…]`: some 100 ×), so a completion
 /// of many small values is handed on as its text, which costs its bytes once and is what the
-/// model then reads (a string result renders raw), while the other values render as before.
-fn result_of(text: JsonText) -> Value {
+/// model then reads. It has a key of its own so that a caller reading the value never takes it
+/// for a program that returned a string.
+fn result_of(text: JsonText) -> (&'static str, Value) {
     let bound = text.as_str().len().saturating_add(TREE_ALLOWANCE);
     if decodes_within(text.as_str().as_bytes(), bound) {
-        text.to_value()
+        ("result", text.to_value())
     } else {
-        Value::String(text.into_string())
+        ("resultJson", Value::String(text.into_string()))
     }
 }
 
@@ -330,9 +337,12 @@ mod tests {
     #[test]
     fn a_completion_decodes_while_its_tree_is_affordable() {
         let small = json!({"a": [1, 2.5, "x"], "b": null});
-        assert_eq!(result_of(JsonText::from_value(&small)), small);
+        assert_eq!(result_of(JsonText::from_value(&small)), ("result", small));
         // 100 KB of dense numbers take about 8 MB as a tree: still decoded.
-        assert_eq!(result_of(ones(50_000)), Value::from(vec![1; 50_000]));
+        assert_eq!(
+            result_of(ones(50_000)),
+            ("result", Value::from(vec![1; 50_000]))
+        );
     }
 
     #[test]
@@ -340,6 +350,6 @@ mod tests {
         // 400 KB of dense numbers would take about 32 MB as a tree.
         let text = ones(200_000);
         let expected = text.as_str().to_owned();
-        assert_eq!(result_of(text), Value::String(expected));
+        assert_eq!(result_of(text), ("resultJson", Value::String(expected)));
     }
 }
