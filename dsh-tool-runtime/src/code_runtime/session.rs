@@ -23,12 +23,10 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::frame::{
-    self, ALLOWANCE_FLOOR, ALLOWANCE_PER_BYTE, ChildFrame, Completion, MAX_DEPTH, Unfit,
-};
+use super::frame::{self, ALLOWANCE_FLOOR, ALLOWANCE_PER_BYTE, ChildFrame, Completion, MAX_DEPTH};
 use super::ledger::{OutputLedger, failure_outcome};
 use super::sandbox::SandboxStatus;
-use super::value_text::JsonText;
+use super::value_text::{JsonText, Unfit};
 use super::{
     BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome, RunRequest,
 };

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::super::worker_pool::ring;
-use super::interpreter::{Halt, Link, Reply};
-use super::values::{decode_reply, parse};
+use super::interpreter::{Halt, Link};
+use super::values::{BindingReply, decode_reply, parse};
 
 /// The largest frame buffer kept between runs.
 const KEEP_BUFFER: usize = 1 << 20;
@@ -251,7 +251,7 @@ impl Link for Channel {
         write().map(Ok).map_err(|_| Halt)
     }
 
-    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
+    fn replies(&mut self, out: &mut Vec<(u64, BindingReply)>) -> Result<(), Halt> {
         self.lines(|line| {
             if let Some(reply) = decode_reply(line) {
                 out.push(reply);

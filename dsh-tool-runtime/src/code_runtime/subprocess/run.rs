@@ -15,7 +15,7 @@ use super::super::process::{self, Worker, WorkerIo};
 use super::super::session::{self, Calls, Ending, Step, reply_frame};
 use super::super::{RunOutcome, RunRequest};
 use super::Inner;
-use super::pipes::{read_frames, read_output, write_frames};
+use super::pipes::{Event, read_frames, read_output, write_frames};
 use crate::json::MAX_FRAME_DEPTH;
 
 /// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
@@ -34,16 +34,6 @@ const EXIT_GRACE: Duration = Duration::from_millis(200);
 /// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the child
 /// writes longer than the host does.
 const FRAME_SLACK: usize = 64 << 10;
-
-/// Everything the run loop reacts to besides timers and binding completions.
-pub(super) enum Event {
-    Inbound(Inbound),
-    FramesClosed,
-    /// The child's end of the host-to-child pipe is gone.
-    RepliesClosed,
-    Output(String),
-    OutputClosed,
-}
 
 /// One run in flight: the worker, its reader and writer tasks and the run's bookkeeping.
 pub(super) struct Session<'r> {
