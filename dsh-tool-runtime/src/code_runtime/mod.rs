@@ -32,6 +32,7 @@ mod session;
 mod strip;
 mod subprocess;
 mod value_text;
+mod watch;
 #[cfg(feature = "embedded-python")]
 mod worker_pool;
 
