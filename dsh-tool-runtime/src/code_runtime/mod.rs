@@ -18,8 +18,10 @@
 
 mod admission;
 mod budget;
+mod calls;
 #[cfg(feature = "embedded-js")]
 mod embedded;
+mod ending;
 mod ledger;
 #[cfg(feature = "embedded-python")]
 mod monty;
@@ -28,7 +30,6 @@ mod process;
 #[cfg(feature = "embedded-js")]
 mod quickjs;
 mod sandbox;
-mod session;
 mod strip;
 mod subprocess;
 mod value_text;

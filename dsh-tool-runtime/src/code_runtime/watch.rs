@@ -13,8 +13,8 @@ use tokio::time::{Instant, Interval, MissedTickBehavior, Sleep};
 use tokio_util::sync::{CancellationToken, WaitForCancellationFutureOwned};
 
 use super::budget::{Budgets, TreeBudget};
+use super::ending::Ending;
 use super::process;
-use super::session::Ending;
 
 /// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
 /// within one interval plus the kernel's accounting granularity (one clock tick, usually 10 ms).

@@ -344,7 +344,7 @@ pub(crate) struct Job {
 
 impl Inner {
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        super::session::early_outcome(self.config.budgets.max_output_bytes, kind, message)
+        super::ending::early_outcome(self.config.budgets.max_output_bytes, kind, message)
     }
 
     async fn run(

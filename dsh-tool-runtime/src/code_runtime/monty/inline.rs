@@ -29,7 +29,7 @@ struct Inline<'j> {
     calls: Calls,
     /// The interpreter's id of each call in flight, by the id [`Calls`] gave it.
     ids: HashMap<u64, u64>,
-    ready: Vec<(u64, driver::Reply)>,
+    ready: Vec<(u64, driver::CheckedResolution)>,
     watch: &'j Watch,
     ledger: OutputLedger,
     logs: Vec<String>,

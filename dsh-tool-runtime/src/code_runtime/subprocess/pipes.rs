@@ -5,7 +5,7 @@ use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
 use super::super::frame::{FrameDecoder, Inbound};
-use super::super::session::Lines;
+use super::super::ledger::Lines;
 
 /// Everything a run's loop reacts to besides timers and binding completions.
 pub(super) enum Event {

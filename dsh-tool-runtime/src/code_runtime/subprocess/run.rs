@@ -7,10 +7,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
 use tokio::time::Instant;
 
+use super::super::calls::{self, Calls, Step, reply_frame};
+use super::super::ending::Ending;
 use super::super::frame::{FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process::{self, Worker, WorkerIo};
-use super::super::session::{self, Calls, Ending, Step, reply_frame};
 use super::super::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
 use super::super::{RunOutcome, RunRequest};
 use super::Inner;
@@ -61,7 +62,7 @@ impl<'r> Session<'r> {
             "maxFrameBytes": inner.config.max_frame_bytes,
             "maxDepth": MAX_FRAME_DEPTH,
         });
-        let run_frame = session::run_frame(
+        let run_frame = calls::run_frame(
             program,
             request,
             cap,

@@ -8,9 +8,11 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
+use super::super::calls::{Calls, Step, reply_frame, run_frame};
+use super::super::ending::Ending;
 use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
+use super::super::ledger::Lines;
 use super::super::ledger::OutputLedger;
-use super::super::session::{Calls, Ending, Lines, Step, reply_frame, run_frame};
 use super::super::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
 use super::super::{RunOutcome, RunRequest};
 use super::ring;
