@@ -16,6 +16,9 @@
 //! contract follows the DSH code-runtime service; where it differs, the differences are documented
 //! on the item.
 
+// A runtime shows in its holder's `Debug`; what it hides (closures, processes) it says so.
+#![warn(missing_debug_implementations)]
+
 mod admission;
 mod budget;
 mod calls;

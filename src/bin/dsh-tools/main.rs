@@ -13,6 +13,8 @@
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
 //! command line, 1 for anything else).
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod commands;
 mod elicit;

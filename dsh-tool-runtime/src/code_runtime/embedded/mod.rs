@@ -126,6 +126,14 @@ pub struct EmbeddedRuntime {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for EmbeddedRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedRuntime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     engine: Engine,
     config: EmbeddedConfig,

@@ -23,6 +23,7 @@ const KEEP_BUFFER: usize = 1 << 20;
 pub(crate) fn open_channel() -> Result<Channel, i32> {
     // SAFETY: the host gives every worker exactly these three descriptors (see `process.rs`
     // and `worker_pool/ring.rs`); nothing else in this process owns them.
+    #[allow(unsafe_code)]
     let (bell_out, bell_in, region) = unsafe {
         (
             File::from_raw_fd(3),

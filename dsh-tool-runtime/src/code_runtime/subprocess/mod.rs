@@ -105,6 +105,14 @@ pub struct SubprocessRuntime {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for SubprocessRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubprocessRuntime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     language: Language,
     config: SubprocessConfig,
