@@ -20,7 +20,9 @@ mod commands;
 mod elicit;
 mod mcp_sources;
 mod restate_runs;
+mod secret_file;
 mod sources;
+mod terminal;
 mod toolset;
 
 use std::process::ExitCode;
@@ -89,7 +91,7 @@ fn main() -> ExitCode {
             let lines: Vec<String> = message
                 .lines()
                 .filter(|line| !line.is_empty())
-                .map(commands::escaped)
+                .map(terminal::escaped)
                 .collect();
             eprintln!("error: {}", lines.join(" | "));
             ExitCode::FAILURE
