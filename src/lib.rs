@@ -19,6 +19,9 @@
 //!   client and server, feature `mcp`),
 //!   [`guards`], [`events`] and [`presentation`].
 
+// The facade re-exports; it has no `unsafe` of its own.
+#![forbid(unsafe_code)]
+#![warn(missing_docs)]
 // docs.rs marks each feature-gated item with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -14,7 +14,7 @@ use crate::ctxt::Ctxt;
 use crate::symbol::{DOC, OPTION, RESULT, Symbol, TOOL, TOOL_EXEC};
 
 /// Where the fn lives.
-pub enum Context<'a> {
+pub(crate) enum Context<'a> {
     /// A free `async fn`.
     Free,
     /// A method of a `#[toolbox] impl` block.
@@ -22,7 +22,7 @@ pub enum Context<'a> {
 }
 
 /// A tool fn: a free fn under `#[tool]`, or a `#[tool]` method of a `#[toolbox]` impl.
-pub struct ToolFn<'a> {
+pub(crate) struct ToolFn<'a> {
     pub context: Context<'a>,
     pub attrs: attr::Tool,
     pub vis: &'a Visibility,
@@ -44,20 +44,20 @@ pub struct ToolFn<'a> {
 }
 
 /// Where the tool description comes from.
-pub enum Description<'a> {
+pub(crate) enum Description<'a> {
     /// `#[tool(description = "…")]`.
     Explicit(syn::LitStr),
     /// The fn's doc comments: text lines, or expressions such as `include_str!(…)`.
     Docs(Vec<DocPart<'a>>),
 }
 
-pub enum DocPart<'a> {
+pub(crate) enum DocPart<'a> {
     Text(String),
     Expr(&'a Expr),
 }
 
 /// One fn parameter other than the receiver.
-pub struct Param<'a> {
+pub(crate) struct Param<'a> {
     pub original: &'a PatType,
     /// The binding, when the pattern is a plain identifier.
     pub ident: Option<&'a Ident>,
@@ -70,7 +70,7 @@ pub struct Param<'a> {
     pub is_option: bool,
 }
 
-pub enum ParamKind<'a> {
+pub(crate) enum ParamKind<'a> {
     /// An inline argument: a field of the generated arguments struct.
     Arg,
     /// The execution context, by value or by reference; `ty` is the referent.
@@ -80,7 +80,7 @@ pub enum ParamKind<'a> {
 }
 
 /// The declared return type.
-pub enum Output<'a> {
+pub(crate) enum Output<'a> {
     /// No return type, or `()`.
     Unit,
     /// A plain `T`.
@@ -91,7 +91,7 @@ pub enum Output<'a> {
 
 impl<'a> ToolFn<'a> {
     /// Builds the model; problems that prevent a field from resolving go to `cx`.
-    pub fn from_syn(
+    pub(crate) fn from_syn(
         cx: &Ctxt,
         context: Context<'a>,
         attrs: attr::Tool,
@@ -146,28 +146,28 @@ impl<'a> ToolFn<'a> {
     }
 
     /// The `ToolExec` parameter, if any (the first one; `check.rs` rejects a second).
-    pub fn exec_param(&self) -> Option<&Param<'a>> {
+    pub(crate) fn exec_param(&self) -> Option<&Param<'a>> {
         self.params
             .iter()
             .find(|param| matches!(param.kind, ParamKind::Exec { .. }))
     }
 
     /// The `#[args]` parameter, if any.
-    pub fn args_struct_param(&self) -> Option<&Param<'a>> {
+    pub(crate) fn args_struct_param(&self) -> Option<&Param<'a>> {
         self.params
             .iter()
             .find(|param| matches!(param.kind, ParamKind::ArgsStruct))
     }
 
     /// The inline argument parameters, in declaration order.
-    pub fn arg_params(&self) -> impl Iterator<Item = &Param<'a>> {
+    pub(crate) fn arg_params(&self) -> impl Iterator<Item = &Param<'a>> {
         self.params
             .iter()
             .filter(|param| matches!(param.kind, ParamKind::Arg))
     }
 
     /// The description as a `&'static str` expression (a literal when every part is one).
-    pub fn description_tokens(&self) -> TokenStream {
+    pub(crate) fn description_tokens(&self) -> TokenStream {
         match &self.description {
             Description::Explicit(lit) => lit.to_token_stream(),
             Description::Docs(parts) => {
@@ -199,7 +199,7 @@ impl<'a> ToolFn<'a> {
     }
 
     /// `true` when there is no description at all.
-    pub fn description_missing(&self) -> bool {
+    pub(crate) fn description_missing(&self) -> bool {
         match &self.description {
             Description::Explicit(_) => false,
             Description::Docs(parts) => parts.iter().all(|part| match part {
@@ -263,13 +263,13 @@ impl<'a> Output<'a> {
 }
 
 /// A `#[toolbox] impl` block and its `#[tool]` methods.
-pub struct Toolbox<'a> {
+pub(crate) struct Toolbox<'a> {
     pub original: &'a ItemImpl,
     pub tools: Vec<ToolFn<'a>>,
 }
 
 impl<'a> Toolbox<'a> {
-    pub fn from_syn(cx: &Ctxt, original: &'a ItemImpl) -> Toolbox<'a> {
+    pub(crate) fn from_syn(cx: &Ctxt, original: &'a ItemImpl) -> Toolbox<'a> {
         let mut tools = Vec::new();
         for item in &original.items {
             let ImplItem::Fn(method) = item else { continue };
@@ -294,7 +294,7 @@ impl<'a> Toolbox<'a> {
 }
 
 /// `#[tool]` or `#[dsh_tools::tool]` (any path ending in `tool`).
-pub fn is_tool_attr(attr: &Attribute) -> bool {
+pub(crate) fn is_tool_attr(attr: &Attribute) -> bool {
     attr.path()
         .segments
         .last()
@@ -330,7 +330,7 @@ fn doc_parts(attrs: &[Attribute]) -> Vec<DocPart<'_>> {
 }
 
 /// `read_file` → `ReadFile`.
-pub fn camel_case(snake: &str) -> String {
+pub(crate) fn camel_case(snake: &str) -> String {
     snake
         .split('_')
         .map(|word| {
@@ -357,7 +357,7 @@ fn last_segment_is(ty: &Type, name: Symbol) -> bool {
 }
 
 /// `T` of a type written `Option<T>`.
-pub fn option_inner(ty: &Type) -> Option<&Type> {
+pub(crate) fn option_inner(ty: &Type) -> Option<&Type> {
     let Type::Path(path) = ty else { return None };
     let segment = path.path.segments.last()?;
     if segment.ident != OPTION {
@@ -374,7 +374,7 @@ pub fn option_inner(ty: &Type) -> Option<&Type> {
 
 /// The type argument at `index` of a return type written `Result<T, E>` (`E` is absent from an
 /// alias such as `io::Result<T>`).
-pub fn result_type_arg(ty: &Type, index: usize) -> Option<&Type> {
+pub(crate) fn result_type_arg(ty: &Type, index: usize) -> Option<&Type> {
     let Type::Path(path) = ty else { return None };
     let PathArguments::AngleBracketed(args) = &path.path.segments.last()?.arguments else {
         return None;

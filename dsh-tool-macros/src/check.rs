@@ -9,7 +9,7 @@ use crate::ast::{Context, Output, ParamKind, ToolFn, Toolbox, result_type_arg};
 use crate::ctxt::Ctxt;
 
 /// Runs every rule on one tool fn.
-pub fn check(cx: &Ctxt, tool: &ToolFn) {
+pub(crate) fn check(cx: &Ctxt, tool: &ToolFn) {
     check_async(cx, tool);
     check_unsafe(cx, tool);
     check_receiver(cx, tool);
@@ -73,7 +73,7 @@ fn check_hints(cx: &Ctxt, tool: &ToolFn) {
 }
 
 /// Runs the rules of a `#[toolbox]` block, then every rule on each of its tools.
-pub fn check_toolbox(cx: &Ctxt, toolbox: &Toolbox) {
+pub(crate) fn check_toolbox(cx: &Ctxt, toolbox: &Toolbox) {
     check_inherent_impl(cx, toolbox);
     check_has_tools(cx, toolbox);
     for tool in &toolbox.tools {
@@ -392,7 +392,7 @@ fn check_output_type(cx: &Ctxt, tool: &ToolFn) {
 /// The first type named `Duration` in `ty`, generic arguments included: serde writes
 /// `std::time::Duration` as `{secs, nanos}`, which no model writes for "five seconds". The check
 /// is by name, so an alias of it goes unseen.
-pub fn find_duration(ty: &Type) -> Option<&Type> {
+pub(crate) fn find_duration(ty: &Type) -> Option<&Type> {
     match ty {
         Type::Path(path) => {
             if path

@@ -8,18 +8,18 @@ use quote::ToTokens;
 
 /// Collects errors; must be consumed with [`Ctxt::check`].
 #[derive(Default)]
-pub struct Ctxt {
+pub(crate) struct Ctxt {
     errors: RefCell<Vec<syn::Error>>,
     checked: Cell<bool>,
 }
 
 impl Ctxt {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Ctxt::default()
     }
 
     /// Records an error spanning the tokens of `obj`.
-    pub fn error_spanned_by<A: ToTokens, T: Display>(&self, obj: A, msg: T) {
+    pub(crate) fn error_spanned_by<A: ToTokens, T: Display>(&self, obj: A, msg: T) {
         // Converting to a `TokenStream` first curbs monomorphization of `new_spanned`.
         self.errors
             .borrow_mut()
@@ -27,12 +27,12 @@ impl Ctxt {
     }
 
     /// Records one of syn's parse errors.
-    pub fn syn_error(&self, err: syn::Error) {
+    pub(crate) fn syn_error(&self, err: syn::Error) {
         self.errors.borrow_mut().push(err);
     }
 
     /// Consumes the context: `Err` with every error combined, or `Ok` when there were none.
-    pub fn check(self) -> syn::Result<()> {
+    pub(crate) fn check(self) -> syn::Result<()> {
         self.checked.set(true);
         let mut errors = self.errors.take().into_iter();
         let Some(mut combined) = errors.next() else {

@@ -19,7 +19,7 @@ use crate::symbol::{ARG, ARGS, DOC};
 const TOOLBOX_MARKER: &str = "__dsh_toolbox_method";
 
 /// `#[tool]` on a free fn: the fn itself, `<CamelName>Args` and `<CamelName>Tool`.
-pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
     if is_toolbox_marker(&args) {
         return item;
     }
@@ -56,7 +56,7 @@ pub fn tool(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// `#[toolbox]` on an `impl` block: the block, one args struct and tool struct per `#[tool]`
 /// method, and `tools()`.
-pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
     let item_impl: ItemImpl = match syn::parse2(item.clone()) {
         Ok(item_impl) => item_impl,
         Err(_) => {
@@ -88,7 +88,7 @@ pub fn toolbox(args: TokenStream, item: TokenStream) -> TokenStream {
 
 /// Removes the attributes only `#[tool]` understands (`#[arg]`, `#[args]`, parameter docs, which
 /// rustc would reject) from a signature.
-pub fn strip_param_attrs(sig: &mut Signature) {
+pub(crate) fn strip_param_attrs(sig: &mut Signature) {
     for input in &mut sig.inputs {
         if let FnArg::Typed(pat_type) = input {
             pat_type.attrs.retain(|attr| {

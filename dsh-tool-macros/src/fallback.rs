@@ -8,13 +8,13 @@ use quote::quote;
 use crate::ast::{ToolFn, Toolbox};
 
 /// The item did not parse as what the attribute expects: return it unchanged, plus the error.
-pub fn unparsed(item: TokenStream, message: &str) -> TokenStream {
+pub(crate) fn unparsed(item: TokenStream, message: &str) -> TokenStream {
     let error = syn::Error::new(Span::call_site(), message).to_compile_error();
     quote!(#item #error)
 }
 
 /// A free `#[tool]` fn with errors.
-pub fn tool(tool: &ToolFn, emitted: TokenStream, errors: syn::Error) -> TokenStream {
+pub(crate) fn tool(tool: &ToolFn, emitted: TokenStream, errors: syn::Error) -> TokenStream {
     let errors = errors.to_compile_error();
     // A method under `#[tool]` without `#[toolbox]` sits inside an `impl`, where items cannot go.
     let stubs = tool.receiver.is_none().then(|| stubs(tool));
@@ -22,7 +22,7 @@ pub fn tool(tool: &ToolFn, emitted: TokenStream, errors: syn::Error) -> TokenStr
 }
 
 /// A `#[toolbox]` block with errors.
-pub fn toolbox(toolbox: &Toolbox, emitted: TokenStream, errors: syn::Error) -> TokenStream {
+pub(crate) fn toolbox(toolbox: &Toolbox, emitted: TokenStream, errors: syn::Error) -> TokenStream {
     let errors = errors.to_compile_error();
     let stubs = toolbox.tools.iter().map(stubs);
     let item_impl = toolbox.original;

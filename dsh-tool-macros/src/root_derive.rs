@@ -10,14 +10,14 @@ use syn::{DeriveInput, GenericParam, Lifetime, LifetimeParam};
 
 /// Which root derive was invoked.
 #[derive(Clone, Copy)]
-pub enum Derive {
+pub(crate) enum Derive {
     Deserialize,
     Serialize,
     JsonSchema,
 }
 
 /// The error, and a stand-in impl of the derived trait so the type's uses report nothing more.
-pub fn expand(input: TokenStream, derive: Derive) -> TokenStream {
+pub(crate) fn expand(input: TokenStream, derive: Derive) -> TokenStream {
     let input: DeriveInput = match syn::parse2(input) {
         Ok(input) => input,
         Err(error) => return error.to_compile_error(),

@@ -5,38 +5,38 @@ use std::fmt::{self, Display};
 use syn::{Ident, Path};
 
 /// An accepted keyword.
-#[derive(Copy, Clone, PartialEq, Eq)]
-pub struct Symbol(&'static str);
+#[derive(Debug, Copy, Clone, PartialEq, Eq)]
+pub(crate) struct Symbol(&'static str);
 
 // Attributes.
-pub const TOOL: Symbol = Symbol("tool");
-pub const ARG: Symbol = Symbol("arg");
-pub const ARGS: Symbol = Symbol("args");
-pub const DOC: Symbol = Symbol("doc");
+pub(crate) const TOOL: Symbol = Symbol("tool");
+pub(crate) const ARG: Symbol = Symbol("arg");
+pub(crate) const ARGS: Symbol = Symbol("args");
+pub(crate) const DOC: Symbol = Symbol("doc");
 
 // `#[tool(...)]` keys.
-pub const NAME: Symbol = Symbol("name");
-pub const DESCRIPTION: Symbol = Symbol("description");
-pub const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
-pub const CONCURRENCY_SAFE: Symbol = Symbol("concurrency_safe");
-pub const RENDER: Symbol = Symbol("render");
-pub const PRESENT_CALL: Symbol = Symbol("present_call");
-pub const PRESENT_RESULT: Symbol = Symbol("present_result");
-pub const PRESENTATION_META: Symbol = Symbol("presentation_meta");
-pub const FINALIZE_CONTENT: Symbol = Symbol("finalize_content");
-pub const ALLOW_UNKNOWN: Symbol = Symbol("allow_unknown");
+pub(crate) const NAME: Symbol = Symbol("name");
+pub(crate) const DESCRIPTION: Symbol = Symbol("description");
+pub(crate) const TIMEOUT_MS: Symbol = Symbol("timeout_ms");
+pub(crate) const CONCURRENCY_SAFE: Symbol = Symbol("concurrency_safe");
+pub(crate) const RENDER: Symbol = Symbol("render");
+pub(crate) const PRESENT_CALL: Symbol = Symbol("present_call");
+pub(crate) const PRESENT_RESULT: Symbol = Symbol("present_result");
+pub(crate) const PRESENTATION_META: Symbol = Symbol("presentation_meta");
+pub(crate) const FINALIZE_CONTENT: Symbol = Symbol("finalize_content");
+pub(crate) const ALLOW_UNKNOWN: Symbol = Symbol("allow_unknown");
 /// Retired: unknown properties are refused by default. Recognised only to say so.
-pub const DENY_UNKNOWN: Symbol = Symbol("deny_unknown");
-pub const CRATE: Symbol = Symbol("crate");
-pub const TITLE: Symbol = Symbol("title");
-pub const READ_ONLY: Symbol = Symbol("read_only");
-pub const DESTRUCTIVE: Symbol = Symbol("destructive");
-pub const IDEMPOTENT: Symbol = Symbol("idempotent");
-pub const OPEN_WORLD: Symbol = Symbol("open_world");
-pub const TASK: Symbol = Symbol("task");
+pub(crate) const DENY_UNKNOWN: Symbol = Symbol("deny_unknown");
+pub(crate) const CRATE: Symbol = Symbol("crate");
+pub(crate) const TITLE: Symbol = Symbol("title");
+pub(crate) const READ_ONLY: Symbol = Symbol("read_only");
+pub(crate) const DESTRUCTIVE: Symbol = Symbol("destructive");
+pub(crate) const IDEMPOTENT: Symbol = Symbol("idempotent");
+pub(crate) const OPEN_WORLD: Symbol = Symbol("open_world");
+pub(crate) const TASK: Symbol = Symbol("task");
 
 /// The `#[tool(...)]` keys, in the order error messages list them.
-pub const TOOL_KEYS: &[Symbol] = &[
+pub(crate) const TOOL_KEYS: &[Symbol] = &[
     NAME,
     DESCRIPTION,
     TIMEOUT_MS,
@@ -58,25 +58,25 @@ pub const TOOL_KEYS: &[Symbol] = &[
 ];
 
 // `#[arg(...)]` keys (`description` is shared with `#[tool]`).
-pub const RENAME: Symbol = Symbol("rename");
-pub const DEFAULT: Symbol = Symbol("default");
-pub const RANGE: Symbol = Symbol("range");
-pub const LENGTH: Symbol = Symbol("length");
-pub const PATTERN: Symbol = Symbol("pattern");
-pub const MIN: Symbol = Symbol("min");
-pub const MAX: Symbol = Symbol("max");
+pub(crate) const RENAME: Symbol = Symbol("rename");
+pub(crate) const DEFAULT: Symbol = Symbol("default");
+pub(crate) const RANGE: Symbol = Symbol("range");
+pub(crate) const LENGTH: Symbol = Symbol("length");
+pub(crate) const PATTERN: Symbol = Symbol("pattern");
+pub(crate) const MIN: Symbol = Symbol("min");
+pub(crate) const MAX: Symbol = Symbol("max");
 
 /// The `#[arg(...)]` keys, in the order error messages list them.
-pub const ARG_KEYS: &[Symbol] = &[DESCRIPTION, RENAME, DEFAULT, RANGE, LENGTH, PATTERN];
+pub(crate) const ARG_KEYS: &[Symbol] = &[DESCRIPTION, RENAME, DEFAULT, RANGE, LENGTH, PATTERN];
 
 // Type names recognised syntactically (and then verified by a trait bound).
-pub const TOOL_EXEC: Symbol = Symbol("ToolExec");
-pub const OPTION: Symbol = Symbol("Option");
-pub const RESULT: Symbol = Symbol("Result");
+pub(crate) const TOOL_EXEC: Symbol = Symbol("ToolExec");
+pub(crate) const OPTION: Symbol = Symbol("Option");
+pub(crate) const RESULT: Symbol = Symbol("Result");
 
 /// The key `word` is most likely a misspelling of: the one within an edit distance of 2 (and
 /// less than half the word), if any.
-pub fn did_you_mean(word: &str, keys: &[Symbol]) -> Option<Symbol> {
+pub(crate) fn did_you_mean(word: &str, keys: &[Symbol]) -> Option<Symbol> {
     keys.iter()
         .copied()
         .map(|key| (edit_distance(word, key.0), key))
@@ -102,7 +102,7 @@ fn edit_distance(a: &str, b: &str) -> usize {
 }
 
 /// The "unknown argument" message: a "did you mean" when a key is close, else every key.
-pub fn unknown_key(what: &str, word: &str, keys: &[Symbol]) -> String {
+pub(crate) fn unknown_key(what: &str, word: &str, keys: &[Symbol]) -> String {
     match did_you_mean(word, keys) {
         Some(key) => format!("unknown `{what}` argument `{word}`; did you mean `{key}`?"),
         None => format!(
@@ -113,7 +113,7 @@ pub fn unknown_key(what: &str, word: &str, keys: &[Symbol]) -> String {
 }
 
 /// Renders a key list as `` `a`, `b` or `c` `` for "expected one of" messages.
-pub fn one_of(keys: &[Symbol]) -> String {
+pub(crate) fn one_of(keys: &[Symbol]) -> String {
     let quoted: Vec<String> = keys.iter().map(|key| format!("`{key}`")).collect();
     match quoted.split_last() {
         Some((last, rest)) if !rest.is_empty() => format!("{} or {last}", rest.join(", ")),

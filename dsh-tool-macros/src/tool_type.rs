@@ -18,7 +18,7 @@ struct Options {
 }
 
 /// Expands `#[tool_type]` / `#[tool_type(crate = path, allow_unknown)]` on a struct or enum.
-pub fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
+pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let options = match options(args) {
         Ok(options) => options,
         Err(error) => return error.to_compile_error(),

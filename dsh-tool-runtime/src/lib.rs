@@ -14,7 +14,6 @@
 //! - presentation and events: [`presentation`], [`events`];
 //! - serving over MCP: `mcp_server` (feature `mcp-server`);
 //! - the model APIs' requests and responses: [`provider`].
-#![warn(missing_docs)]
 // docs.rs marks each feature-gated item with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 

@@ -6,6 +6,8 @@
 //! A program of its own (not a re-executed host) because Monty's memory budget is enforced by
 //! the executable's global allocator, which a library cannot impose on its host.
 
+#![forbid(unsafe_code)]
+
 #[global_allocator]
 static ALLOCATOR: dsh_tools::__private::MontyWorkerAllocator =
     dsh_tools::__private::MontyWorkerAllocator;

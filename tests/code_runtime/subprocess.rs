@@ -417,8 +417,7 @@ async fn a_missing_interpreter_is_named(lang: Lang) {
     let err = lang
         .start(missing)
         .await
-        .err()
-        .expect("a missing interpreter");
+        .expect_err("a missing interpreter");
     assert!(matches!(err, CodeRuntimeError::InterpreterNotFound { .. }));
     assert!(
         err.to_string().contains(&format!("`{interpreter}`")),
@@ -446,8 +445,7 @@ async fn typescript_an_interpreter_that_is_not_node_is_too_old() {
     let err = Lang::TypeScript
         .start(python_as_node)
         .await
-        .err()
-        .expect("not node");
+        .expect_err("not node");
     assert!(
         matches!(err, CodeRuntimeError::InterpreterTooOld { .. }),
         "{err}"

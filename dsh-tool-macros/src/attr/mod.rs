@@ -11,9 +11,9 @@ mod param;
 mod timeout;
 mod tool;
 
-pub use param::Param;
-pub use timeout::Timeout;
-pub use tool::{ConcurrencySafe, Hint, Tool};
+pub(crate) use param::Param;
+pub(crate) use timeout::Timeout;
+pub(crate) use tool::{ConcurrencySafe, Hint, Tool};
 
 use proc_macro2::TokenStream;
 use quote::ToTokens;

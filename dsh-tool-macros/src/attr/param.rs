@@ -26,7 +26,7 @@ fn arg_syntax(key: Symbol) -> &'static str {
 
 /// `range(min = …, max = …)` or `length(min = …, max = …)`: the literals as written plus their
 /// values.
-pub struct Bounds {
+pub(crate) struct Bounds {
     /// The `range` / `length` key, for spans.
     pub key: Path,
     pub min: Option<(Expr, f64)>,
@@ -35,7 +35,7 @@ pub struct Bounds {
 
 /// The attributes of one fn parameter.
 #[derive(Default)]
-pub struct Param {
+pub(crate) struct Param {
     /// `///` comments, passed on to the generated field (schemars reads them).
     pub docs: Vec<Attribute>,
     pub description: Option<LitStr>,
@@ -53,7 +53,7 @@ pub struct Param {
 
 impl Param {
     /// Reads `#[doc]`, `#[arg(...)]` and `#[args]` from a parameter's attributes.
-    pub fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Param {
+    pub(crate) fn from_attrs(cx: &Ctxt, attrs: &[Attribute]) -> Param {
         let mut param = Param::default();
         let mut description = Attr::none(cx, ARG_ARGUMENT, DESCRIPTION);
         let mut rename = Attr::none(cx, ARG_ARGUMENT, RENAME);

@@ -6,7 +6,7 @@ use syn::Expr;
 use super::int_literal;
 
 /// `#[tool(timeout_ms = N)]`: the literal as written (validated in `check.rs`).
-pub struct Timeout {
+pub(crate) struct Timeout {
     /// The value; may be zero, negative or out of range here.
     pub ms: i128,
     /// The value tokens, for spans.

@@ -12,21 +12,21 @@ use super::{
 };
 
 /// `#[tool(concurrency_safe)]` or `#[tool(concurrency_safe = path)]`.
-pub enum ConcurrencySafe {
+pub(crate) enum ConcurrencySafe {
     Always,
     Classifier(ExprPath),
 }
 
 /// A behaviour hint, `#[tool(read_only)]` or `#[tool(read_only = false)]`: the key (for spans)
 /// and the value.
-pub struct Hint {
+pub(crate) struct Hint {
     pub key: Path,
     pub value: bool,
 }
 
 /// The raw `#[tool(...)]` arguments, before defaults are resolved (see `ast.rs`).
 #[derive(Default)]
-pub struct Tool {
+pub(crate) struct Tool {
     pub name: Option<LitStr>,
     pub description: Option<LitStr>,
     pub timeout_ms: Option<Timeout>,
@@ -80,7 +80,7 @@ fn tool_syntax(key: Symbol) -> &'static str {
 
 impl Tool {
     /// Parses the tokens inside `#[tool(...)]`.
-    pub fn from_tokens(cx: &Ctxt, tokens: TokenStream) -> Tool {
+    pub(crate) fn from_tokens(cx: &Ctxt, tokens: TokenStream) -> Tool {
         let mut name = Attr::none(cx, TOOL_ARGUMENT, NAME);
         let mut description = Attr::none(cx, TOOL_ARGUMENT, DESCRIPTION);
         let mut timeout_ms = Attr::none(cx, TOOL_ARGUMENT, TIMEOUT_MS);
@@ -261,7 +261,7 @@ impl Tool {
     }
 
     /// Parses a `#[tool]` / `#[tool(...)]` attribute found on a method inside `#[toolbox]`.
-    pub fn from_attribute(cx: &Ctxt, attr: &Attribute) -> Tool {
+    pub(crate) fn from_attribute(cx: &Ctxt, attr: &Attribute) -> Tool {
         match &attr.meta {
             Meta::Path(_) => Tool::default(),
             Meta::List(list) => Tool::from_tokens(cx, list.tokens.clone()),

@@ -22,10 +22,10 @@ use crate::registry::Registry;
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
 use crate::schedule::{Schedule, Sink, Unstarted};
 
-type Reply = oneshot::Sender<Result<Value, BindingError>>;
+type ReplySender = oneshot::Sender<Result<Value, BindingError>>;
 
 /// One binding call waiting for its turn.
-type Submission = (ToolCall, (Reply, String, String));
+type Submission = (ToolCall, (ReplySender, String, String));
 
 /// The lane of one `run_code` run.
 pub(crate) struct Bridge {
@@ -187,7 +187,7 @@ struct Settle {
 
 impl Sink for Settle {
     /// The program's reply channel, the sub-call's id and its tool name.
-    type Ticket = (Reply, String, String);
+    type Ticket = (ReplySender, String, String);
 
     fn starting(&mut self, call: &ToolCall) {
         self.registry.publish(|| ToolEvent::CodeDispatchStart {
@@ -204,7 +204,7 @@ impl Sink for Settle {
 
 impl Settle {
     /// Carries a committed sub-result over to the outer call and answers the program.
-    fn settle(&self, result: &ToolResult, reply: Reply, call_id: String, name: String) {
+    fn settle(&self, result: &ToolResult, reply: ReplySender, call_id: String, name: String) {
         if let ToolResult::Success {
             content,
             concludes_turn,

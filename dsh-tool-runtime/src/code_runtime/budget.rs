@@ -2,8 +2,8 @@
 //! child's process tree is checked against them (`RLIMIT_CPU`, set in `process.rs`, only backs
 //! the CPU budget up per process).
 
+use super::ending::Ending;
 use super::process::{self, Usage};
-use super::session::Ending;
 use super::{CodeRuntimeError, FailureKind};
 
 /// The budgets of one run, shared by every code runtime's configuration. How each is measured

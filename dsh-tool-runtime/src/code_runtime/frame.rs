@@ -23,7 +23,7 @@ use std::ops::ControlFlow;
 use serde_json::Value;
 
 use super::FailureKind;
-use super::value_text::{JsonText, Members, Refused, canonical, read};
+use super::value_text::{JsonText, Members, Refused, Unfit, canonical, read};
 use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth, walk};
 
 pub use crate::json::MAX_FRAME_DEPTH as MAX_DEPTH;
@@ -433,15 +433,6 @@ pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
     } else {
         stacker::maybe_grow(depth * 1024 + (256 << 10), depth * 2048 + (1 << 20), f)
     }
-}
-
-/// Why a value may not cross the protocol.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unfit {
-    /// It holds `-0`, which JSON cannot carry losslessly.
-    Lossy,
-    /// It nests deeper than [`MAX_DEPTH`].
-    TooDeep,
 }
 
 /// Checks that `value` is lossless and at most [`MAX_DEPTH`] deep; returns its depth. Iterative.

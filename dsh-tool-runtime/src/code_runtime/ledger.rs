@@ -197,6 +197,56 @@ pub(crate) fn failure_outcome(
     }
 }
 
+/// Splits a raw output stream (a process's stdout or stderr) into log entries, one per line; a
+/// line longer than `max` bytes is cut there, so a stream with no newline holds at most `max`
+/// bytes of the host's memory.
+pub(crate) struct Lines {
+    line: Vec<u8>,
+    max: usize,
+}
+
+impl Lines {
+    /// A splitter cutting lines at `max` bytes.
+    pub(crate) fn new(max: usize) -> Self {
+        Lines {
+            line: Vec::new(),
+            max,
+        }
+    }
+
+    /// Appends the entries `bytes` completes to `out`.
+    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<String>) {
+        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
+            let (body, complete) = match chunk.strip_suffix(b"\n") {
+                Some(body) => (body, true),
+                None => (chunk, false),
+            };
+            let mut body = body;
+            while self.line.len() + body.len() > self.max {
+                let room = self.max - self.line.len();
+                self.line.extend_from_slice(&body[..room]);
+                body = &body[room..];
+                out.push(self.take());
+            }
+            self.line.extend_from_slice(body);
+            if complete {
+                out.push(self.take());
+            }
+        }
+    }
+
+    /// The final unterminated line, if there is one.
+    pub(crate) fn finish(&mut self) -> Option<String> {
+        (!self.line.is_empty()).then(|| self.take())
+    }
+
+    fn take(&mut self) -> String {
+        let text = String::from_utf8_lossy(&self.line).into_owned();
+        self.line.clear();
+        text
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -259,5 +309,17 @@ mod tests {
         // 12 - 2 leaves 10 bytes: the quotes and 8 characters.
         assert_eq!(message, "outer ou");
         assert!(logs.is_empty());
+    }
+
+    #[test]
+    fn output_lines_are_cut_at_their_cap() {
+        let mut lines = Lines::new(4);
+        let mut out = Vec::new();
+        lines.feed(b"ab\ncdefghij", &mut out);
+        assert_eq!(out, ["ab", "cdef"]);
+        lines.feed(b"k\nl", &mut out);
+        assert_eq!(out, ["ab", "cdef", "ghij", "k"]);
+        assert_eq!(lines.finish().as_deref(), Some("l"));
+        assert_eq!(lines.finish(), None);
     }
 }

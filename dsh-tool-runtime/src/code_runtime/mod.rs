@@ -16,10 +16,15 @@
 //! contract follows the DSH code-runtime service; where it differs, the differences are documented
 //! on the item.
 
+// A runtime shows in its holder's `Debug`; what it hides (closures, processes) it says so.
+#![warn(missing_debug_implementations)]
+
 mod admission;
 mod budget;
+mod calls;
 #[cfg(feature = "embedded-js")]
 mod embedded;
+mod ending;
 mod ledger;
 #[cfg(feature = "embedded-python")]
 mod monty;
@@ -28,10 +33,10 @@ mod process;
 #[cfg(feature = "embedded-js")]
 mod quickjs;
 mod sandbox;
-mod session;
 mod strip;
 mod subprocess;
 mod value_text;
+mod watch;
 #[cfg(feature = "embedded-python")]
 mod worker_pool;
 

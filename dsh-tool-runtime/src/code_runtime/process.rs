@@ -124,6 +124,7 @@ impl Worker {
         // async-signal-safe calls (fcntl, dup2, setrlimit, prctl and the sandbox's syscalls) on
         // values prepared before the fork; the two raw descriptors stay open in the parent
         // until after the spawn.
+        #[allow(unsafe_code)]
         unsafe {
             command.pre_exec(move || {
                 // First, while the ruleset's descriptor cannot have been replaced by the

@@ -101,6 +101,7 @@ fn kernel_landlock_abi() -> u32 {
     // Raw syscall: the landlock crate reports the kernel's ABI only after `restrict_self`, and
     // rustix has no Landlock calls. SAFETY: the version query takes no attribute pointer and
     // creates no descriptor.
+    #[allow(unsafe_code)]
     let v = unsafe {
         libc::syscall(
             libc::SYS_landlock_create_ruleset,

@@ -15,8 +15,16 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use super::frame::Unfit;
 use crate::json::{MAX_FRAME_DEPTH, compact, parse_unbounded};
+
+/// Why a value may not cross the protocol.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Unfit {
+    /// It holds `-0`, which JSON cannot carry losslessly.
+    Lossy,
+    /// It nests deeper than [`MAX_FRAME_DEPTH`].
+    TooDeep,
+}
 
 /// A JSON value kept as its compact text, as `serde_json` writes it (no whitespace, strings
 /// escaped as `serde_json` escapes them, numbers in its shortest form).

@@ -12,8 +12,9 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::config::{McpError, McpServer};
-use super::connection::{self, Conn, Link};
+use super::connection::{self, Conn};
 use super::names::mcp_tool_name;
+use super::progress::Link;
 use super::results;
 use super::schema::{McpToolSpec, canonical_output_schema, parse_tool};
 use crate::definition::{DefinitionError, ToolDefinition, ToolDefinitionBuilder};

@@ -119,6 +119,10 @@ pub const DEFAULT_MAX_LIST_BYTES: usize = 16 << 20;
 /// Default of [`McpServer::max_list_pages`]: 100 pages.
 pub const DEFAULT_MAX_LIST_PAGES: usize = 100;
 
+/// The longest line relayed by default: 64 MiB ([`McpServer::max_message_bytes`]). A longer
+/// answer is replaced by a JSON-RPC error for its request, so the call fails at once, saying why.
+pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
+
 impl McpServer {
     fn new(name: impl Into<String>, transport: Transport) -> Self {
         McpServer {
@@ -131,7 +135,7 @@ impl McpServer {
             connect_timeout_ms: 30_000,
             list_timeout_ms: 30_000,
             reconnect: ReconnectPolicy::default(),
-            max_message_bytes: super::stdio::MAX_LINE_BYTES,
+            max_message_bytes: MAX_LINE_BYTES,
             max_tools: DEFAULT_MAX_TOOLS,
             max_list_bytes: DEFAULT_MAX_LIST_BYTES,
             max_list_pages: DEFAULT_MAX_LIST_PAGES,

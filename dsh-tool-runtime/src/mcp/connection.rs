@@ -29,11 +29,10 @@ use tokio_util::sync::CancellationToken;
 use super::config::{McpError, McpServer, Transport};
 use super::deadlines::Deadlines;
 use super::elicitation::ElicitationHandler;
-use super::progress::{ProgressRoutes, ProgressTap};
+use super::progress::{Link, ProgressTap};
 use super::results;
 use crate::call::ToolExec;
 use crate::error::{ErrorCode, ToolError};
-use crate::registry::Registry;
 
 /// The `code` of a call that failed because the server's transport closed.
 pub const MCP_DISCONNECTED: &str = "MCP_DISCONNECTED";
@@ -63,15 +62,6 @@ pub(crate) struct Conn {
 pub(crate) struct Handler {
     pub(crate) link: Weak<Link>,
     pub(crate) elicitation: Option<ElicitationHandler>,
-}
-
-/// What the notification handler needs from its bridge.
-pub(crate) struct Link {
-    pub(crate) registry: Registry,
-    /// Progress token → call id of the calls in flight.
-    pub(crate) progress: ProgressRoutes,
-    /// Woken by `notifications/tools/list_changed`.
-    pub(crate) list_changed: tokio::sync::Notify,
 }
 
 impl ClientHandler for Handler {

@@ -129,7 +129,7 @@ async fn add(
     if !registry.inner.mcp_servers.lock().insert(name.clone()) {
         return Err(McpError::DuplicateServer(name));
     }
-    let link = Arc::new(connection::Link {
+    let link = Arc::new(progress::Link {
         registry: registry.clone(),
         progress: Default::default(),
         list_changed: Notify::new(),

@@ -21,7 +21,6 @@ use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 
 use super::answers::CallAnswers;
-use super::connection::Link;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 
@@ -29,6 +28,16 @@ use crate::registry::Registry;
 /// picks a call's token while sending it, so the answer's first notifications can be read before
 /// [`ProgressRoutes::claim`] runs; both windows are bounded.
 const EARLY_NOTIFICATIONS: usize = 256;
+
+/// What a connection's notification handler and its transport's [`ProgressTap`] need from
+/// the bridge.
+pub(crate) struct Link {
+    pub(crate) registry: Registry,
+    /// Progress token → call id of the calls in flight.
+    pub(crate) progress: ProgressRoutes,
+    /// Woken by `notifications/tools/list_changed`.
+    pub(crate) list_changed: tokio::sync::Notify,
+}
 
 /// Progress token → call id of the calls in flight, plus notifications read before their call
 /// claimed its token.

@@ -23,12 +23,8 @@ use tokio::io::{AsyncRead, ReadBuf};
 use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::answers::{CallAnswers, Take};
-use super::config::McpServer;
+use super::config::{MAX_LINE_BYTES, McpServer};
 use crate::json::{MAX_RELAY_DEPTH, text_depth};
-
-/// The longest line relayed by default: 64 MiB ([`McpServer::max_message_bytes`]). A longer
-/// answer is replaced by a JSON-RPC error for its request, so the call fails at once, saying why.
-pub(crate) const MAX_LINE_BYTES: usize = 64 << 20;
 
 /// What replaces a subtree nested too deep.
 const TOO_DEEP: &str = "[nested too deep]";

@@ -61,6 +61,7 @@ mod tests {
 
     fn nonblocking(fd: &impl AsRawFd) -> bool {
         // SAFETY: F_GETFL reads the flags of a descriptor this test owns.
+        #[allow(unsafe_code)]
         let flags = unsafe { libc::fcntl(fd.as_raw_fd(), libc::F_GETFL) };
         flags & libc::O_NONBLOCK != 0
     }

@@ -21,7 +21,9 @@ use crate::args::{
     CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, RunsAction, RunsArgs, SdkArgs,
     ServeArgs, ToolsArgs, ViewArgs,
 };
+use crate::secret_file::read_private_file;
 use crate::sources::mount_runtime;
+use crate::terminal::{escaped, pretty};
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
 pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {
@@ -320,35 +322,6 @@ fn http_auth(flags: &HttpAccess, addr: SocketAddr) -> Result<(McpHttpAuth, Strin
     auth.check(addr)
         .map_err(|error| format!("{source}: {error}"))?;
     Ok((auth, notice))
-}
-
-/// The text of a file holding a secret (a bearer token, a client secret). A file that group or
-/// others may read or write is refused, as ssh refuses such a key: the secret may have been
-/// read or replaced, and the message names the fix.
-pub fn read_private_file(path: &Path) -> Result<String, String> {
-    use std::io::Read;
-    let mut file = std::fs::File::open(path).map_err(|error| error.to_string())?;
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = file
-            .metadata()
-            .map_err(|error| error.to_string())?
-            .permissions()
-            .mode();
-        if mode & 0o077 != 0 {
-            return Err(format!(
-                "group or others may read or write it (mode {:04o}): run `chmod 600 {}`, and \
-                 replace the secret if others could read it",
-                mode & 0o7777,
-                path.display()
-            ));
-        }
-    }
-    let mut text = String::new();
-    file.read_to_string(&mut text)
-        .map_err(|error| error.to_string())?;
-    Ok(text)
 }
 
 /// The library's defaults, overridden by the flags given.
@@ -973,21 +946,6 @@ fn failure_text(message: &str, code: Option<&str>) -> String {
     escaped(&text)
 }
 
-/// `text` ready for one terminal line: its control characters (general category Cc: ESC, CR,
-/// newlines, …) and format characters (Cf: bidi overrides and isolates, zero-width spaces and
-/// joiners, the byte order mark, …) escaped as `\u{1b}`, `\u{202e}`. Text from outside (a
-/// journal, an MCP server, an authorization server) thus never drives the terminal nor reorders
-/// or hides what is shown. Every line printed from outside text goes through here.
-pub fn escaped(text: &str) -> String {
-    use unicode_general_category::{GeneralCategory, get_general_category};
-    text.chars()
-        .map(|c| match get_general_category(c) {
-            GeneralCategory::Control | GeneralCategory::Format => c.escape_default().to_string(),
-            _ => c.to_string(),
-        })
-        .collect()
-}
-
 /// A success prints its content (or the whole result with `--json`); a failure is an error
 /// line, except with `--json`, where the result is printed and the exit is still non-zero.
 fn settle(result: &ToolResult, json_output: bool) -> Result<String, String> {
@@ -1067,8 +1025,4 @@ fn language_name(language: Language) -> &'static str {
 
 fn first_line(text: &str) -> &str {
     text.lines().next().unwrap_or_default()
-}
-
-pub fn pretty(value: &Value) -> String {
-    serde_json::to_string_pretty(value).unwrap_or_default()
 }

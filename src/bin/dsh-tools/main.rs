@@ -13,12 +13,16 @@
 //! Output goes to stdout; every error is one line on stderr and a non-zero exit (2 for a bad
 //! command line, 1 for anything else).
 
+#![forbid(unsafe_code)]
+
 mod args;
 mod commands;
 mod elicit;
 mod mcp_sources;
 mod restate_runs;
+mod secret_file;
 mod sources;
+mod terminal;
 mod toolset;
 
 use std::process::ExitCode;
@@ -87,7 +91,7 @@ fn main() -> ExitCode {
             let lines: Vec<String> = message
                 .lines()
                 .filter(|line| !line.is_empty())
-                .map(commands::escaped)
+                .map(terminal::escaped)
                 .collect();
             eprintln!("error: {}", lines.join(" | "));
             ExitCode::FAILURE

@@ -88,7 +88,7 @@ const CLIENT_SECRET_VAR: &str = "DSH_TOOLS_OAUTH_CLIENT_SECRET";
 /// variable.
 fn read_secret(file: Option<&Path>, var: Option<&str>) -> Result<Option<String>, String> {
     if let Some(path) = file {
-        return crate::commands::read_private_file(path)
+        return crate::secret_file::read_private_file(path)
             .map(|text| Some(text.trim().to_owned()))
             .map_err(|error| format!("{}: {error}", path.display()));
     }
@@ -600,7 +600,7 @@ impl<S: tracing::Subscriber> Layer<S> for ServerWarnings {
             line.push_str(&format!(" ({})", fields.others.join(", ")));
         }
         // One line, whatever the fields hold (an issuer's or a server's text among them).
-        eprintln!("{}", crate::commands::escaped(&line));
+        eprintln!("{}", crate::terminal::escaped(&line));
     }
 }
 

@@ -13,7 +13,7 @@ use dsh_tools::durable::{ContinuationSecret, DEFAULT_CONTINUATION_TTL, continuat
 use serde_json::{Value, json};
 
 use crate::args::RunsAction;
-use crate::commands::{escaped, pretty};
+use crate::terminal::{escaped, pretty};
 
 /// How long one request may wait: an approval to a run whose deployment is down is answered
 /// once a deployment serves it again.

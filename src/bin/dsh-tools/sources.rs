@@ -64,7 +64,7 @@ pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
     for failure in &started.failures {
         eprintln!(
             "warning: MCP server skipped: {}",
-            crate::commands::escaped(failure)
+            crate::terminal::escaped(failure)
         );
     }
     Ok(Loaded {

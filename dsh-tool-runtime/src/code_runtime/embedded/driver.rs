@@ -10,10 +10,11 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use super::super::calls::{self, Admitted};
+pub(crate) use super::super::calls::{CheckedResolution, Target};
+pub(crate) use super::super::ending::Ending;
 use super::super::frame;
 use super::super::ledger::OutputLedger;
-use super::super::session::{self, Admitted};
-pub(crate) use super::super::session::{Ending, Reply, Target};
 use super::super::{Lane, RunOutcome};
 use super::Job;
 use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth};
@@ -245,12 +246,12 @@ impl Drop for InPlaceLane {
 }
 
 /// The binding calls of one run on an interpreter thread: the run session's
-/// ([`session::Calls`]) with the ids this side gives them, the answers it gave at once and the
+/// ([`calls::Calls`]) with the ids this side gives them, the answers it gave at once and the
 /// lane this thread drives.
 pub(crate) struct Calls {
-    calls: session::Calls,
+    calls: calls::Calls,
     last_id: u64,
-    answered: Vec<(u64, Reply)>,
+    answered: Vec<(u64, CheckedResolution)>,
     lane: Option<InPlaceLane>,
 }
 
@@ -258,7 +259,7 @@ impl Calls {
     /// The calls of `job`, whose lane (if it came with one) the caller has taken out of it.
     pub(crate) fn new(job: &Job, lane: Option<InPlaceLane>) -> Self {
         Calls {
-            calls: session::Calls::new(&job.request, job.config.budgets.max_binding_calls),
+            calls: calls::Calls::new(&job.request, job.config.budgets.max_binding_calls),
             last_id: 0,
             answered: Vec::new(),
             lane,
@@ -289,7 +290,7 @@ impl Calls {
         &mut self,
         cx: &mut Context<'_>,
         watch: &Watch,
-        ready: &mut Vec<(u64, Reply)>,
+        ready: &mut Vec<(u64, CheckedResolution)>,
     ) {
         ready.append(&mut self.answered);
         self.poll_pending(cx, ready);
@@ -303,7 +304,7 @@ impl Calls {
         }
     }
 
-    fn poll_pending(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, Reply)>) {
+    fn poll_pending(&mut self, cx: &mut Context<'_>, ready: &mut Vec<(u64, CheckedResolution)>) {
         while let Poll::Ready(reply) = self.calls.poll_next(cx) {
             ready.push(reply);
         }

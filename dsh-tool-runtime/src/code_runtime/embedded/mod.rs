@@ -126,6 +126,14 @@ pub struct EmbeddedRuntime {
     inner: Arc<Inner>,
 }
 
+impl std::fmt::Debug for EmbeddedRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("EmbeddedRuntime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
+}
+
 struct Inner {
     engine: Engine,
     config: EmbeddedConfig,
@@ -344,7 +352,7 @@ pub(crate) struct Job {
 
 impl Inner {
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        super::session::early_outcome(self.config.budgets.max_output_bytes, kind, message)
+        super::ending::early_outcome(self.config.budgets.max_output_bytes, kind, message)
     }
 
     async fn run(

@@ -2,6 +2,9 @@
 //! worker decides, reported only through the exit status [`OOM_EXIT_CODE`], which no program
 //! can choose. After a run, the heap it freed goes back to the system.
 
+// A global allocator is an `unsafe` trait: every method notes its SAFETY.
+#![allow(unsafe_code)]
+
 use std::alloc::{GlobalAlloc, Layout, System};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
@@ -17,6 +20,7 @@ static PEAK: AtomicUsize = AtomicUsize::new(0);
 /// [`monty_types::LIVE_MEMORY`] and ending the process with [`OOM_EXIT_CODE`] at the first
 /// allocation past the memory budget (the host reads that status as `memory-limit`).
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct WorkerAllocator;
 
 impl WorkerAllocator {

@@ -12,8 +12,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::super::worker_pool::ring;
-use super::interpreter::{Halt, Link, Reply};
-use super::values::{decode_reply, parse};
+use super::interpreter::{Halt, Link};
+use super::values::{BindingReply, decode_reply, parse};
 
 /// The largest frame buffer kept between runs.
 const KEEP_BUFFER: usize = 1 << 20;
@@ -23,6 +23,7 @@ const KEEP_BUFFER: usize = 1 << 20;
 pub(crate) fn open_channel() -> Result<Channel, i32> {
     // SAFETY: the host gives every worker exactly these three descriptors (see `process.rs`
     // and `worker_pool/ring.rs`); nothing else in this process owns them.
+    #[allow(unsafe_code)]
     let (bell_out, bell_in, region) = unsafe {
         (
             File::from_raw_fd(3),
@@ -251,7 +252,7 @@ impl Link for Channel {
         write().map(Ok).map_err(|_| Halt)
     }
 
-    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
+    fn replies(&mut self, out: &mut Vec<(u64, BindingReply)>) -> Result<(), Halt> {
         self.lines(|line| {
             if let Some(reply) = decode_reply(line) {
                 out.push(reply);

@@ -19,8 +19,8 @@ use super::super::embedded::driver::{
 use super::super::frame::{self, ChildFrame, Completion};
 use super::super::ledger::OutputLedger;
 use super::super::{FailureKind, RunOutcome};
-use super::interpreter::{self, Finish, Halt, Link, Reply};
-use super::values;
+use super::interpreter::{self, Finish, Halt, Link};
+use super::values::{self, BindingReply};
 
 /// Longest wait between two checks of the budgets while calls are in flight.
 const CHECK_EVERY: Duration = Duration::from_millis(10);
@@ -29,7 +29,7 @@ struct Inline<'j> {
     calls: Calls,
     /// The interpreter's id of each call in flight, by the id [`Calls`] gave it.
     ids: HashMap<u64, u64>,
-    ready: Vec<(u64, driver::Reply)>,
+    ready: Vec<(u64, driver::CheckedResolution)>,
     watch: &'j Watch,
     ledger: OutputLedger,
     logs: Vec<String>,
@@ -60,7 +60,7 @@ impl Link for Inline<'_> {
         }
     }
 
-    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt> {
+    fn replies(&mut self, out: &mut Vec<(u64, BindingReply)>) -> Result<(), Halt> {
         let mut cx = Context::from_waker(&self.waker);
         loop {
             self.calls.poll_ready(&mut cx, self.watch, &mut self.ready);
@@ -70,8 +70,8 @@ impl Link for Inline<'_> {
                         continue;
                     };
                     let reply = match result {
-                        Ok((value, _depth)) => Reply::Ok(values::decode(&value)),
-                        Err(error) => Reply::Err(error.message, error.code),
+                        Ok((value, _depth)) => BindingReply::Ok(values::decode(&value)),
+                        Err(error) => BindingReply::Err(error.message, error.code),
                     };
                     out.push((id, reply));
                 }

@@ -12,24 +12,15 @@ use monty_types::{
 };
 use serde_json::Value;
 
-use super::program::wrap;
-use super::values::{Unfit, encode};
+use super::program::{CALL, wrap};
+use super::values::{BindingReply, Unfit, encode};
 use crate::json::MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
 const SCRIPT: &str = "program.py";
 
-/// The external function every binding call goes through.
-pub(super) const CALL: &str = "_dsh_call";
-
 /// The run's way out ended it early (the host is gone, or it settled the run itself).
 pub(crate) struct Halt;
-
-/// A reply from the host to one binding call.
-pub(crate) enum Reply {
-    Ok(MontyObject),
-    Err(String, Option<String>),
-}
 
 /// Where a run's binding calls and output go and its replies come from: the shared rings in
 /// a worker process, the host's dispatcher for a run inside the host.
@@ -44,7 +35,7 @@ pub(crate) trait Link {
         args: &str,
     ) -> Result<Result<(), String>, Halt>;
     /// Waits until at least one reply has come, then appends every reply there is.
-    fn replies(&mut self, out: &mut Vec<(u64, Reply)>) -> Result<(), Halt>;
+    fn replies(&mut self, out: &mut Vec<(u64, BindingReply)>) -> Result<(), Halt>;
     /// One line the program printed.
     fn log(&mut self, text: &str) -> Result<(), Halt>;
     /// Sends what is buffered.
@@ -168,7 +159,7 @@ fn interpret<L: Link>(source: String, body_lines: u32, printer: &mut Printer<'_,
     let mut in_flight: HashMap<u64, u32> = HashMap::new();
     // Calls refused here, answered at the next wait.
     let mut refused: Vec<(u32, ExtFunctionResult)> = Vec::new();
-    let mut replies: Vec<(u64, Reply)> = Vec::new();
+    let mut replies: Vec<(u64, BindingReply)> = Vec::new();
     let mut args = String::new();
     loop {
         if printer.halted {
@@ -222,12 +213,12 @@ fn interpret<L: Link>(source: String, body_lines: u32, printer: &mut Printer<'_,
                 for (id, reply) in replies.drain(..) {
                     if let Some(monty_id) = in_flight.remove(&id) {
                         let value = match reply {
-                            Reply::Ok(value) => MontyObject::Tuple(vec![
+                            BindingReply::Ok(value) => MontyObject::Tuple(vec![
                                 MontyObject::Bool(true),
                                 value,
                                 MontyObject::None,
                             ]),
-                            Reply::Err(message, code) => failure_tuple(message, code),
+                            BindingReply::Err(message, code) => failure_tuple(message, code),
                         };
                         results.push((monty_id, ExtFunctionResult::Return(value)));
                     }

@@ -5,8 +5,11 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::interpreter::CALL;
 use super::values::push_string;
+
+/// The external function every binding call goes through: the wrapper calls it, the
+/// interpreter answers it.
+pub(super) const CALL: &str = "_dsh_call";
 
 /// The source Monty runs: the program as the body of an async function (so that it may
 /// `return` and `await`), the namespaces and error classes after it, then the call. Line `n`

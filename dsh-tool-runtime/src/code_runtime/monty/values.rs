@@ -6,11 +6,17 @@ use std::fmt::Write as _;
 use monty_types::{DictPairs, MontyObject};
 use serde_json::Value;
 
-use super::interpreter::Reply;
 use crate::json::MAX_FRAME_DEPTH;
 
 /// Largest integer that crosses the protocol exactly (JavaScript's safe integers).
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
+
+/// The host's reply to one binding call, as the program receives it: its value, or the
+/// failure's message and code.
+pub(crate) enum BindingReply {
+    Ok(MontyObject),
+    Err(String, Option<String>),
+}
 
 /// A frame as a JSON tree, however deep.
 pub(super) fn parse(line: &[u8]) -> Option<Value> {
@@ -21,15 +27,15 @@ pub(super) fn parse(line: &[u8]) -> Option<Value> {
 
 /// A reply frame: `{"type":"reply","id":N,"ok":true,"value":V}` or
 /// `{"type":"reply","id":N,"ok":false,"message":M,"code":C?}`.
-pub(super) fn decode_reply(line: &[u8]) -> Option<(u64, Reply)> {
+pub(super) fn decode_reply(line: &[u8]) -> Option<(u64, BindingReply)> {
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
     let frame = <ReplyFrame as serde::Deserialize>::deserialize(&mut de).ok()?;
     let id = frame.id?.as_u64()?;
     let reply = if frame.ok?.as_bool()? {
-        Reply::Ok(frame.value.unwrap_or(MontyObject::None))
+        BindingReply::Ok(frame.value.unwrap_or(MontyObject::None))
     } else {
-        Reply::Err(
+        BindingReply::Err(
             frame.message?.as_str()?.to_owned(),
             frame
                 .code
@@ -238,13 +244,13 @@ mod tests {
 
     /// What the reply decoder read before it decoded replies directly: a parsed tree, then
     /// [`decode`].
-    fn through_a_tree(line: &[u8]) -> Option<(u64, Reply)> {
+    fn through_a_tree(line: &[u8]) -> Option<(u64, BindingReply)> {
         let frame = parse(line)?;
         let id = frame.get("id")?.as_u64()?;
         let reply = if frame.get("ok")?.as_bool()? {
-            Reply::Ok(decode(frame.get("value").unwrap_or(&Value::Null)))
+            BindingReply::Ok(decode(frame.get("value").unwrap_or(&Value::Null)))
         } else {
-            Reply::Err(
+            BindingReply::Err(
                 frame.get("message")?.as_str()?.to_owned(),
                 frame.get("code").and_then(Value::as_str).map(str::to_owned),
             )
@@ -252,11 +258,13 @@ mod tests {
         Some((id, reply))
     }
 
-    fn shown(reply: Option<(u64, Reply)>) -> String {
+    fn shown(reply: Option<(u64, BindingReply)>) -> String {
         match reply {
             None => "none".to_owned(),
-            Some((id, Reply::Ok(value))) => format!("{id} ok {value:?}"),
-            Some((id, Reply::Err(message, code))) => format!("{id} err {message:?} {code:?}"),
+            Some((id, BindingReply::Ok(value))) => format!("{id} ok {value:?}"),
+            Some((id, BindingReply::Err(message, code))) => {
+                format!("{id} err {message:?} {code:?}")
+            }
         }
     }
 
@@ -280,7 +288,7 @@ mod tests {
             format!(r#"{{"type":"reply","id":14,"ok":true,"value":{deep}}}"#),
         ];
         let value = |line: &str| match decode_reply(line.as_bytes()) {
-            Some((_, Reply::Ok(value))) => value,
+            Some((_, BindingReply::Ok(value))) => value,
             _ => panic!("not a success reply: {line}"),
         };
         assert!(matches!(value(&lines[1]), MontyObject::None));

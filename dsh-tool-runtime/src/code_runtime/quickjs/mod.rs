@@ -3,6 +3,10 @@
 //! thread is one of the host's or, in a pooled worker process, the worker's (`worker.rs`);
 //! values cross between the interpreter's heap and the host in `values.rs`.
 
+// The engine: QuickJS through rquickjs's raw API, here and in `values.rs` and `worker.rs`;
+// every block notes its SAFETY.
+#![allow(unsafe_code)]
+
 mod values;
 #[cfg(feature = "embedded-python")]
 pub(super) mod worker;

@@ -19,9 +19,9 @@ use tokio_util::task::TaskTracker;
 
 use super::admission::admit;
 use super::budget::Budgets;
+use super::ending::early_outcome;
 use super::process::{Launch, MemoryLimit, Worker, WorkerIo};
 use super::sandbox::{Plan, Sandbox, SandboxStatus};
-use super::session::early_outcome;
 use super::strip::strip_types;
 use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 use crate::sdk::Language;
@@ -103,6 +103,14 @@ impl SubprocessConfig {
 #[derive(Clone)]
 pub struct SubprocessRuntime {
     inner: Arc<Inner>,
+}
+
+impl std::fmt::Debug for SubprocessRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("SubprocessRuntime")
+            .field("config", &self.inner.config)
+            .finish_non_exhaustive()
+    }
 }
 
 struct Inner {

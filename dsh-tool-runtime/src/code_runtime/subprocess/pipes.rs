@@ -4,9 +4,18 @@
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWriteExt};
 use tokio::sync::mpsc;
 
-use super::super::frame::FrameDecoder;
-use super::super::session::Lines;
-use super::run::Event;
+use super::super::frame::{FrameDecoder, Inbound};
+use super::super::ledger::Lines;
+
+/// Everything a run's loop reacts to besides timers and binding completions.
+pub(super) enum Event {
+    Inbound(Inbound),
+    FramesClosed,
+    /// The child's end of the host-to-child pipe is gone.
+    RepliesClosed,
+    Output(String),
+    OutputClosed,
+}
 
 /// Decodes the child's frame pipe into events, the last one [`Event::FramesClosed`].
 pub(super) async fn read_frames(

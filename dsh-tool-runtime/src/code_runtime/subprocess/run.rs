@@ -1,54 +1,29 @@
 //! One subprocess run: the loop that waits for the run's ending (the child's frames and output,
 //! its binding calls, the budgets, the wall clock, cancellation), then settles it.
 
-use std::collections::HashMap;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
 use tokio::task::JoinHandle;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
-use super::super::budget::TreeBudget;
+use super::super::calls::{self, Calls, Step, reply_frame};
+use super::super::ending::Ending;
 use super::super::frame::{FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process::{self, Worker, WorkerIo};
-use super::super::session::{self, Calls, Ending, Step, reply_frame};
+use super::super::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
 use super::super::{RunOutcome, RunRequest};
 use super::Inner;
-use super::pipes::{read_frames, read_output, write_frames};
+use super::pipes::{Event, read_frames, read_output, write_frames};
 use crate::json::MAX_FRAME_DEPTH;
-
-/// How often the tree's CPU time and resident memory are sampled; a compute overrun is caught
-/// within one interval plus the kernel's accounting granularity (one clock tick, usually 10 ms).
-const USAGE_POLL: Duration = Duration::from_millis(10);
-
-/// How long output already written by a settled child may take to arrive.
-const DRAIN_GRACE: Duration = Duration::from_millis(100);
-
-/// How long a child whose protocol channel closed may take to show its exit status.
-const CLOSE_GRACE: Duration = Duration::from_millis(20);
 
 /// How long frames may still arrive after the child has exited.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
 
-/// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the child
-/// writes longer than the host does.
-const FRAME_SLACK: usize = 64 << 10;
-
-/// Everything the run loop reacts to besides timers and binding completions.
-pub(super) enum Event {
-    Inbound(Inbound),
-    FramesClosed,
-    /// The child's end of the host-to-child pipe is gone.
-    RepliesClosed,
-    Output(String),
-    OutputClosed,
-}
-
 /// One run in flight: the worker, its reader and writer tasks and the run's bookkeeping.
 pub(super) struct Session<'r> {
     inner: &'r Inner,
-    request: &'r RunRequest,
     worker: Worker,
     events: mpsc::Receiver<Event>,
     replies: mpsc::UnboundedSender<Vec<u8>>,
@@ -57,8 +32,8 @@ pub(super) struct Session<'r> {
     ledger: OutputLedger,
     calls: Calls,
     outputs_open: usize,
-    /// Descendants seen so far, killed at settle even if re-parented away.
-    seen: HashMap<i32, u64>,
+    /// Abort, disposal, the wall clock and the budgets; remembers the child's descendants.
+    watch: Watch,
 }
 
 impl<'r> Session<'r> {
@@ -73,6 +48,13 @@ impl<'r> Session<'r> {
         let max_frame = usize::try_from(cap)
             .unwrap_or(usize::MAX)
             .saturating_add(FRAME_SLACK);
+        let watch = Watch::start(
+            worker.pid,
+            &inner.config.budgets,
+            &request.signal,
+            &inner.disposed,
+        )
+        .remembering_descendants();
         let (tx, events) = mpsc::channel(256);
         let (replies, reply_rx) = mpsc::unbounded_channel();
         let tx_replies = tx.clone();
@@ -80,7 +62,7 @@ impl<'r> Session<'r> {
             "maxFrameBytes": inner.config.max_frame_bytes,
             "maxDepth": MAX_FRAME_DEPTH,
         });
-        let run_frame = session::run_frame(
+        let run_frame = calls::run_frame(
             program,
             request,
             cap,
@@ -102,7 +84,6 @@ impl<'r> Session<'r> {
         ];
         Session {
             inner,
-            request,
             worker,
             events,
             replies,
@@ -111,7 +92,7 @@ impl<'r> Session<'r> {
             ledger: OutputLedger::new(cap),
             calls: Calls::new(request, inner.config.budgets.max_binding_calls),
             outputs_open: 2,
-            seen: HashMap::new(),
+            watch,
         }
     }
 
@@ -121,14 +102,6 @@ impl<'r> Session<'r> {
     }
 
     async fn wait_for_ending(&mut self) -> Ending {
-        let config = &self.inner.config;
-        let pid = self.worker.pid;
-        let budget =
-            TreeBudget::start(pid, config.budgets.compute_ms, config.budgets.max_memory_mb);
-        let wall = tokio::time::sleep(Duration::from_millis(config.budgets.max_wall_ms));
-        tokio::pin!(wall);
-        let mut tick = tokio::time::interval(USAGE_POLL);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut exited: Option<(String, Instant)> = None;
         let mut frames_closed = false;
         let mut events_done = false;
@@ -136,17 +109,7 @@ impl<'r> Session<'r> {
             let grace = exited.as_ref().map(|(_, at)| *at);
             tokio::select! {
                 biased;
-                _ = self.request.signal.cancelled() => return Ending::aborted(),
-                _ = self.inner.disposed.cancelled() => return Ending::disposed(),
-                _ = &mut wall => return Ending::wall(config.budgets.max_wall_ms),
-                _ = tick.tick(), if exited.is_none() => {
-                    let tree = process::tree(pid);
-                    self.remember(&tree);
-                    let Some(usage) = process::usage(&tree) else { continue };
-                    if let Some(ending) = budget.overrun(&usage) {
-                        return ending;
-                    }
-                }
+                ending = self.watch.ending() => return ending,
                 event = self.events.recv(), if !events_done => match event {
                     None => events_done = true,
                     Some(Event::FramesClosed) => {
@@ -154,25 +117,12 @@ impl<'r> Session<'r> {
                         // wall-clock ceiling. A dying child closes its descriptors just before
                         // its exit status exists: wait a moment for it, to say how it ended.
                         if exited.is_none() {
-                            let status =
-                                tokio::time::timeout(CLOSE_GRACE, self.worker.child.wait()).await;
-                            let message = match status {
-                                Ok(Ok(status)) => format!(
-                                    "worker {} before completing",
-                                    process::describe_exit(status)
-                                ),
-                                _ => "worker closed its protocol channel before completing"
-                                    .to_owned(),
-                            };
-                            return Ending::worker_exit(message);
+                            let status = watch::exit_after_close(&mut self.worker.child).await;
+                            return watch::closed_before_completing(status);
                         }
                         frames_closed = true;
                     }
-                    Some(Event::RepliesClosed) => {
-                        return Ending::worker_exit(
-                            "worker closed its protocol channel before completing",
-                        );
-                    }
+                    Some(Event::RepliesClosed) => return watch::closed_before_completing(None),
                     Some(Event::OutputClosed) => self.outputs_open -= 1,
                     Some(Event::Output(text)) => {
                         if let Err(diagnostic) = self.ledger.push_log(&mut self.logs, &text) {
@@ -200,6 +150,7 @@ impl<'r> Session<'r> {
                 }
                 status = self.worker.child.wait(), if exited.is_none() => {
                     let how = status.map_or_else(|e| format!("ended ({e})"), process::describe_exit);
+                    self.watch.child_exited();
                     exited = Some((how, Instant::now() + EXIT_GRACE));
                 }
                 _ = sleep_until_opt(grace), if grace.is_some() && !frames_closed => {
@@ -229,22 +180,6 @@ impl<'r> Session<'r> {
         }
     }
 
-    /// Records the descendants of a tree sample (the root is the worker itself).
-    fn remember(&mut self, tree: &[i32]) {
-        for &pid in tree.iter().skip(1) {
-            if !self.seen.contains_key(&pid)
-                && let Some(started) = process::start_time(pid)
-            {
-                self.seen.insert(pid, started);
-            }
-        }
-        // Processes that are gone need no killing: keep the record small.
-        if self.seen.len() > 4 * 4096 {
-            self.seen
-                .retain(|&pid, &mut started| process::start_time(pid) == Some(started));
-        }
-    }
-
     fn send(&self, frame: Vec<u8>) {
         // The writer only stops when the child's end is gone; the run is then ending anyway.
         let _ = self.replies.send(frame);
@@ -253,7 +188,7 @@ impl<'r> Session<'r> {
     async fn settle(mut self, mut ending: Ending) -> RunOutcome {
         self.calls.settle();
         self.worker.kill();
-        process::kill_seen(&self.seen);
+        self.watch.kill_descendants();
         // Output the program wrote before the end is still in the pipes: take it in.
         let deadline = Instant::now() + DRAIN_GRACE;
         while self.outputs_open > 0 {

@@ -37,9 +37,9 @@ use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
 use super::admission::admit;
 use super::embedded::EmbeddedConfig;
+use super::ending::early_outcome;
 use super::process::{self, Launch, MemoryLimit, Worker};
 use super::sandbox::{Plan, Sandbox};
-use super::session::early_outcome;
 use super::strip::strip_types;
 use super::{CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
 use run::Session;

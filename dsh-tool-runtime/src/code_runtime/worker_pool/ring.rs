@@ -19,6 +19,9 @@
 //! bytes the decoder then refuses. A doorbell is a hint to look again, never data: a worker
 //! ringing without cause costs the host a look at an empty ring.
 
+// Memory shared with another process, mapped and read raw; every block notes its SAFETY.
+#![allow(unsafe_code)]
+
 use std::io;
 use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
 use std::ptr::NonNull;

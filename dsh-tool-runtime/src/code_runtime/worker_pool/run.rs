@@ -6,29 +6,17 @@
 use std::time::Duration;
 
 use tokio::io::AsyncReadExt;
-use tokio::time::{Instant, MissedTickBehavior};
+use tokio::time::Instant;
 
-use super::super::budget::TreeBudget;
+use super::super::calls::{Calls, Step, reply_frame, run_frame};
+use super::super::ending::Ending;
 use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
+use super::super::ledger::Lines;
 use super::super::ledger::OutputLedger;
-use super::super::process;
-use super::super::session::{Calls, Ending, Lines, Step, reply_frame, run_frame};
+use super::super::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
 use super::super::{RunOutcome, RunRequest};
 use super::ring;
 use super::{Channel, Pool, Pooled};
-
-/// How often the worker's CPU time and resident memory are sampled.
-const USAGE_POLL: Duration = Duration::from_millis(10);
-
-/// How long log frames a killed worker had already written may take to arrive.
-const DRAIN_GRACE: Duration = Duration::from_millis(100);
-
-/// How long a worker whose doorbell pipe closed may take to show its exit status.
-const CLOSE_GRACE: Duration = Duration::from_millis(50);
-
-/// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the worker
-/// writes longer than the host does.
-const FRAME_SLACK: usize = 64 << 10;
 
 /// Largest binding-call frame (arguments plus a few bytes), as for the subprocess runtimes.
 const MAX_CALL_FRAME: usize = 1 << 20;
@@ -156,16 +144,15 @@ impl<'r> Session<'r> {
 
     pub(super) async fn wait_for_ending(&mut self, pooled: &mut Pooled) -> Ending {
         let config = &self.pool.config;
-        let pid = pooled.worker.pid;
-        let budget =
-            TreeBudget::start(pid, config.budgets.compute_ms, config.budgets.max_memory_mb);
+        let mut watch = Watch::start(
+            pooled.worker.pid,
+            &config.budgets,
+            &self.request.signal,
+            &self.pool.disposed,
+        );
         if self.write_queued(&mut pooled.frames).is_err() {
             return self.broke();
         }
-        let wall = tokio::time::sleep(Duration::from_millis(config.budgets.max_wall_ms));
-        tokio::pin!(wall);
-        let mut tick = tokio::time::interval_at(Instant::now() + USAGE_POLL, USAGE_POLL);
-        tick.set_missed_tick_behavior(MissedTickBehavior::Delay);
         let mut buf = vec![0u8; READ_CHUNK];
         let mut out_buf = [0u8; 4096];
         let mut err_buf = [0u8; 4096];
@@ -174,11 +161,6 @@ impl<'r> Session<'r> {
             .saturating_add(FRAME_SLACK);
         let (mut out_line, mut err_line) = (Lines::new(max_line), Lines::new(max_line));
         let (mut out_open, mut err_open) = (true, true);
-        // Registered once, not on every turn of the loop.
-        let (request, pool) = (self.request, self.pool);
-        let aborted = request.signal.cancelled();
-        let disposed = pool.disposed.cancelled();
-        tokio::pin!(aborted, disposed);
         loop {
             if std::mem::take(&mut self.replied)
                 && self.calls.idle()
@@ -196,17 +178,7 @@ impl<'r> Session<'r> {
             }
             tokio::select! {
                 biased;
-                _ = &mut aborted => return Ending::aborted(),
-                _ = &mut disposed => return Ending::disposed(),
-                _ = &mut wall => return Ending::wall(config.budgets.max_wall_ms),
-                _ = tick.tick() => {
-                    let tree = process::tree(pid);
-                    if let Some(usage) = process::usage(&tree)
-                        && let Some(ending) = budget.overrun(&usage)
-                    {
-                        return ending;
-                    }
-                }
+                ending = watch.ending() => return ending,
                 ready = pooled.frames.bell_in.readable() => {
                     if ready.is_err() {
                         return self.exited(pooled).await;
@@ -394,20 +366,11 @@ impl<'r> Session<'r> {
     /// The worker's doorbell pipe closed: how it ended, once its exit status shows.
     async fn exited(&mut self, pooled: &mut Pooled) -> Ending {
         self.clean = false;
-        let status = tokio::time::timeout(CLOSE_GRACE, pooled.worker.child.wait()).await;
-        let message = match status {
-            Ok(Ok(status)) => {
-                if status.code() == Some(monty_types::OOM_EXIT_CODE) {
-                    return Ending::allocator_limit(self.pool.config.budgets.max_memory_mb);
-                }
-                format!(
-                    "worker {} before completing",
-                    process::describe_exit(status)
-                )
-            }
-            _ => "worker closed its protocol channel before completing".to_owned(),
-        };
-        Ending::worker_exit(message)
+        let status = watch::exit_after_close(&mut pooled.worker.child).await;
+        if status.and_then(|status| status.code()) == Some(monty_types::OOM_EXIT_CODE) {
+            return Ending::allocator_limit(self.pool.config.budgets.max_memory_mb);
+        }
+        watch::closed_before_completing(status)
     }
 
     /// After a kill: takes in the log frames the worker published before it died (all of

@@ -1,17 +1,15 @@
-//! The run session every code runtime shares: how a run ends ([`Ending`]) and becomes a
-//! [`RunOutcome`], the texts of the host's own failures, and the binding calls of one run
-//! ([`Calls`]: id de-duplication, the call limit, admission, dispatch, replies).
+//! The binding calls of one run, the same on every code runtime ([`Calls`]: id de-duplication,
+//! the call limit, admission, dispatch, replies), and the frames that carry a run's program and
+//! its replies to a process.
 //!
 //! Each transport — the pipes to a child process (`subprocess/`), the shared-memory ring to a
 //! pooled worker (`worker_pool/`), the interpreter thread in the host (`embedded/driver.rs`) —
-//! moves frames and watches its own process or thread, and asks this module what a call, a log
-//! or an ending means. So a program meets the same messages and failure kinds on every runtime.
+//! moves frames and watches its own process or thread (`watch.rs`), and asks this module what a
+//! call means and `ending.rs` what an ending means. So a program meets the same messages and
+//! failure kinds on every runtime.
 //!
-//! What stays a property of one transport: only a child process has output of its own outside the
-//! frames (its stdout and stderr, split into log entries by [`Lines`], each cut at the frame
-//! limit); a pooled worker's own output is the worker's, and an interpreter thread has none. A call
-//! to a binding the run does not have can come only from a program that reaches the raw call
-//! entry (Monty's `_dsh_call`, a frame forged on a child's protocol pipe): the bindings the
+//! A call to a binding the run does not have can come only from a program that reaches the raw
+//! call entry (Monty's `_dsh_call`, a frame forged on a child's protocol pipe): the bindings the
 //! bootstraps build name only the run's own.
 
 use std::collections::{HashMap, HashSet};
@@ -23,133 +21,12 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::frame::{
-    self, ALLOWANCE_FLOOR, ALLOWANCE_PER_BYTE, ChildFrame, Completion, MAX_DEPTH, Unfit,
-};
-use super::ledger::{OutputLedger, failure_outcome};
-use super::sandbox::SandboxStatus;
-use super::value_text::JsonText;
-use super::{
-    BindingCall, BindingDispatch, BindingError, CodeRunFailure, FailureKind, RunOutcome, RunRequest,
-};
+use super::ending::Ending;
+use super::frame::{self, ALLOWANCE_FLOOR, ALLOWANCE_PER_BYTE, ChildFrame, MAX_DEPTH};
+use super::value_text::Unfit;
+use super::{BindingCall, BindingDispatch, BindingError, RunRequest};
 use crate::durable::Journal;
 use crate::durable::replay::Admit;
-
-/// How a run ended, before the output ledger has had its say.
-#[derive(Debug)]
-pub(crate) enum Ending {
-    /// The program returned this value, as compact JSON text (`None`: nothing).
-    Done(Option<JsonText>),
-    /// A typed failure: the program's own (`exception`, `invalid-output`) or the host's.
-    Fail(FailureKind, String),
-    /// The output cap was exceeded; the diagnostic (already cut to fit).
-    Overflow(String),
-}
-
-impl From<Completion> for Ending {
-    fn from(completion: Completion) -> Self {
-        match completion {
-            Completion::Value(value) => Ending::Done(value),
-            Completion::Failure { kind, message } => Ending::Fail(kind, message),
-        }
-    }
-}
-
-impl Ending {
-    /// `abort` `run aborted`: the request's signal was cancelled mid-run.
-    pub(crate) fn aborted() -> Self {
-        Ending::Fail(FailureKind::Abort, "run aborted".to_owned())
-    }
-
-    /// `abort` `runtime disposed`.
-    pub(crate) fn disposed() -> Self {
-        Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned())
-    }
-
-    /// `timeout` `wall-clock ceiling reached (<ms>ms)`.
-    pub(crate) fn wall(max_wall_ms: u64) -> Self {
-        Ending::Fail(
-            FailureKind::Timeout,
-            format!("wall-clock ceiling reached ({max_wall_ms}ms)"),
-        )
-    }
-
-    /// `timeout` `compute budget exhausted (<ms>ms of CPU time)`.
-    pub(crate) fn compute(compute_ms: u64) -> Self {
-        Ending::Fail(
-            FailureKind::Timeout,
-            format!("compute budget exhausted ({compute_ms}ms of CPU time)"),
-        )
-    }
-
-    /// `memory-limit` `memory limit reached (<mb> MiB)`: the interpreter's allocator refused.
-    #[cfg_attr(not(feature = "embedded-js"), allow(dead_code))]
-    pub(crate) fn allocator_limit(max_memory_mb: u64) -> Self {
-        Ending::Fail(
-            FailureKind::MemoryLimit,
-            format!("memory limit reached ({max_memory_mb} MiB)"),
-        )
-    }
-
-    /// `binding-limit` `binding call limit reached (<n> calls)`.
-    pub(crate) fn call_limit(max_binding_calls: u64) -> Self {
-        Ending::Fail(
-            FailureKind::BindingLimit,
-            format!("binding call limit reached ({max_binding_calls} calls)"),
-        )
-    }
-
-    /// `worker-exit` with `message`.
-    pub(crate) fn worker_exit(message: impl Into<String>) -> Self {
-        Ending::Fail(FailureKind::WorkerExit, message.into())
-    }
-
-    /// The outcome: a value that does not fit after the logs ends as `output-limit`, a failure's
-    /// message goes through the ledger like any output, and `sandbox` is reported whatever the
-    /// ending.
-    pub(crate) fn into_outcome(
-        self,
-        ledger: &mut OutputLedger,
-        mut logs: Vec<String>,
-        sandbox: Option<SandboxStatus>,
-    ) -> RunOutcome {
-        let overflow = |logs, message| RunOutcome {
-            value: None,
-            logs,
-            error: Some(CodeRunFailure {
-                kind: FailureKind::OutputLimit,
-                message,
-            }),
-            sandbox: None,
-        };
-        let outcome = match self {
-            Ending::Done(Some(value)) if !ledger.fits_text(&value) => {
-                let message = ledger.overflow_message(&mut logs);
-                overflow(logs, message)
-            }
-            Ending::Done(value) => RunOutcome {
-                value,
-                logs,
-                error: None,
-                sandbox: None,
-            },
-            Ending::Fail(kind, message) => failure_outcome(ledger, logs, kind, message),
-            Ending::Overflow(message) => overflow(logs, message),
-        };
-        RunOutcome { sandbox, ..outcome }
-    }
-}
-
-/// The outcome of a run that ends before it has a process or an interpreter; its message still
-/// has to fit the output cap (`max_output_bytes`).
-pub(crate) fn early_outcome(
-    max_output_bytes: u64,
-    kind: FailureKind,
-    message: String,
-) -> RunOutcome {
-    let mut ledger = OutputLedger::new(max_output_bytes);
-    failure_outcome(&mut ledger, Vec::new(), kind, message)
-}
 
 /// The `run` frame that hands a process its program: the program, the binding namespaces as the
 /// bootstraps read them, the output cap (`maxOutputBytes`) and the transport's own keys `extra`.
@@ -191,10 +68,10 @@ pub(crate) fn costly_call() -> String {
 
 /// A finished binding call as the program may see it: the value (lossless, with its nesting
 /// depth) or the failure the call rejects with.
-pub(crate) type Reply = Result<(Value, usize), BindingError>;
+pub(crate) type CheckedResolution = Result<(Value, usize), BindingError>;
 
 /// A resolution checked for the program: lossless and at most [`MAX_DEPTH`] deep.
-fn checked(result: Result<Value, BindingError>) -> Reply {
+fn checked(result: Result<Value, BindingError>) -> CheckedResolution {
     let value = result?;
     match frame::inspect(&value) {
         Ok(depth) => Ok((value, depth)),
@@ -208,7 +85,7 @@ fn checked(result: Result<Value, BindingError>) -> Reply {
 }
 
 /// The reply frame of call `id` for a process on the frame protocol.
-pub(crate) fn reply_frame(id: u64, reply: Reply) -> Vec<u8> {
+pub(crate) fn reply_frame(id: u64, reply: CheckedResolution) -> Vec<u8> {
     match reply {
         Ok((value, depth)) => {
             let bytes = frame::reply_ok(id, &value, depth);
@@ -236,7 +113,7 @@ pub(crate) enum Admitted {
     /// One call too many: the run ends with this.
     Limit(Ending),
     /// Answered at once (refused, or its dispatch was ready when first polled).
-    Answer(Reply),
+    Answer(CheckedResolution),
     /// Under way; its reply comes from [`Calls::poll_next`].
     Pending,
 }
@@ -401,7 +278,7 @@ impl Calls {
     }
 
     /// The next finished call; `Pending` while none is (and for ever when [`idle`](Self::idle)).
-    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<(u64, Reply)> {
+    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<(u64, CheckedResolution)> {
         match self.pending.poll_next_unpin(cx) {
             Poll::Ready(Some((id, result))) => Poll::Ready((id, checked(result))),
             Poll::Ready(None) | Poll::Pending => Poll::Pending,
@@ -409,7 +286,7 @@ impl Calls {
     }
 
     /// [`poll_next`](Self::poll_next) as a future, for a `select!` branch.
-    pub(crate) fn next(&mut self) -> impl Future<Output = (u64, Reply)> + '_ {
+    pub(crate) fn next(&mut self) -> impl Future<Output = (u64, CheckedResolution)> + '_ {
         std::future::poll_fn(|cx| self.poll_next(cx))
     }
 
@@ -474,56 +351,6 @@ fn refused(message: &str) -> Admitted {
     Admitted::Answer(Err(BindingError::new(message)))
 }
 
-/// Splits a raw output stream (a process's stdout or stderr) into log entries, one per line; a
-/// line longer than `max` bytes is cut there, so a stream with no newline holds at most `max`
-/// bytes of the host's memory.
-pub(crate) struct Lines {
-    line: Vec<u8>,
-    max: usize,
-}
-
-impl Lines {
-    /// A splitter cutting lines at `max` bytes.
-    pub(crate) fn new(max: usize) -> Self {
-        Lines {
-            line: Vec::new(),
-            max,
-        }
-    }
-
-    /// Appends the entries `bytes` completes to `out`.
-    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<String>) {
-        for chunk in bytes.split_inclusive(|&b| b == b'\n') {
-            let (body, complete) = match chunk.strip_suffix(b"\n") {
-                Some(body) => (body, true),
-                None => (chunk, false),
-            };
-            let mut body = body;
-            while self.line.len() + body.len() > self.max {
-                let room = self.max - self.line.len();
-                self.line.extend_from_slice(&body[..room]);
-                body = &body[room..];
-                out.push(self.take());
-            }
-            self.line.extend_from_slice(body);
-            if complete {
-                out.push(self.take());
-            }
-        }
-    }
-
-    /// The final unterminated line, if there is one.
-    pub(crate) fn finish(&mut self) -> Option<String> {
-        (!self.line.is_empty()).then(|| self.take())
-    }
-
-    fn take(&mut self) -> String {
-        let text = String::from_utf8_lossy(&self.line).into_owned();
-        self.line.clear();
-        text
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use std::sync::Arc;
@@ -532,7 +359,7 @@ mod tests {
     use serde_json::json;
 
     use super::*;
-    use crate::code_runtime::BindingNamespace;
+    use crate::code_runtime::{BindingNamespace, FailureKind};
 
     fn request(dispatch: Option<BindingDispatch>) -> RunRequest {
         let mut request = RunRequest::new("").binding(BindingNamespace::tools(["echo"]));
@@ -593,17 +420,5 @@ mod tests {
             rejection(calls.call(2, Target::Numbered(0), None)),
             "binding arguments must be lossless JSON"
         );
-    }
-
-    #[test]
-    fn output_lines_are_cut_at_their_cap() {
-        let mut lines = Lines::new(4);
-        let mut out = Vec::new();
-        lines.feed(b"ab\ncdefghij", &mut out);
-        assert_eq!(out, ["ab", "cdef"]);
-        lines.feed(b"k\nl", &mut out);
-        assert_eq!(out, ["ab", "cdef", "ghij", "k"]);
-        assert_eq!(lines.finish().as_deref(), Some("l"));
-        assert_eq!(lines.finish(), None);
     }
 }
