@@ -706,6 +706,12 @@ fn a_durable_run_is_listed_shown_and_returned_again() {
         show.contains("#0 tools.file_stats({\"path\":\"Cargo.toml\"}) ok"),
         "{show}"
     );
+    // The agent scope and mode it ran in (and would resume in).
+    assert!(
+        show.lines()
+            .any(|line| line == "scope: the registry (mode code)"),
+        "{show}"
+    );
     let approve = error_line(
         &repo(&["runs", "--journal", journal, "approve", "cli-1"]),
         1,

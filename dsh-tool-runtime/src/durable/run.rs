@@ -148,6 +148,16 @@ fn scope_text(scope: &Value) -> String {
     }
 }
 
+/// The agent scope and mode a run's journaled `program` records, as `runs show` prints them:
+/// `agent "support" (mode code)`, `the registry (mode code)`, or that none was recorded (a run
+/// journaled before scopes were, which resumes in any).
+pub(crate) fn program_scope_text(program: &Value) -> String {
+    match program.get(SCOPE) {
+        Some(scope) => scope_text(scope),
+        None => "not recorded (it resumes in any scope)".to_owned(),
+    }
+}
+
 /// `namespace.name` of the binding calls that may run again when their outcome is unknown:
 /// tools annotated read-only or idempotent, and the `sdk` namespace (it only reads
 /// declarations).

@@ -664,6 +664,7 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                 return Ok(Some(pretty(&json!({"run": run, "calls": entries}))));
             }
             let mut out = format!("{} {}\n", escaped(&run.run_id), status_line(&run.status));
+            out.push_str(&format!("scope: {}\n", scope_line(&run.program)));
             if let RunStatus::Parked { .. } = &run.status {
                 // Issued to the journal's owner (who alone can read its secret) for exactly the
                 // waiting call: a later call of the run needs another.
@@ -703,6 +704,19 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
             Ok(Some(out.trim_end().to_owned()))
         }
         _ => Ok(None),
+    }
+}
+
+/// The agent scope and mode a run's journaled program records (`agent "support" (mode
+/// code)`, `the registry (mode both)`): where its calls resolve and where it resumes.
+fn scope_line(program: &Value) -> String {
+    let Some(scope) = program.get("scope") else {
+        return "not recorded (it resumes in any scope)".to_owned();
+    };
+    let mode = escaped(scope["mode"].as_str().unwrap_or("unknown"));
+    match scope["agent"].as_str() {
+        Some(agent) => format!("agent \"{}\" (mode {mode})", escaped(agent)),
+        None => format!("the registry (mode {mode})"),
     }
 }
 
