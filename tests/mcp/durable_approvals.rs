@@ -21,7 +21,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// the text).
 static WRITTEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-fn writes(text: &str) -> usize {
+pub(crate) fn writes(text: &str) -> usize {
     WRITTEN
         .lock()
         .unwrap()
@@ -38,7 +38,7 @@ async fn write_note(text: String) -> String {
 }
 
 /// One server of the test: `write_note` behind an `Ask`, code mode on Node.js.
-async fn replica() -> Registry {
+pub(crate) async fn replica() -> Registry {
     let registry = Registry::new();
     registry.register(WriteNoteTool).unwrap();
     registry.on_pre_execute(|view, next| async move {
@@ -112,7 +112,7 @@ async fn python_client_answers_parked_durable_runs_in_both_eras() {
 }
 
 /// A 2026-07-28 request without a session: `tools/call` with the per-request `_meta`.
-fn call_request(id: u64, params: Value) -> Value {
+pub(crate) fn call_request(id: u64, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",

@@ -56,12 +56,15 @@ impl Principal {
         Principal(format!("mcp-session:{}", id.as_ref()))
     }
 
-    /// The OAuth subject (`sub` claim) `subject` of the access token the request carried.
-    pub fn oauth_subject(subject: impl AsRef<str>) -> Self {
-        Principal(format!("oauth:{}", subject.as_ref()))
+    /// The OAuth subject of an access token: its `sub` claim as issued by `issuer` (its `iss`),
+    /// so that the same `sub` from two issuers names two principals.
+    pub fn oauth_subject(issuer: impl AsRef<str>, subject: impl AsRef<str>) -> Self {
+        // JSON text keeps the pair unambiguous whatever characters either holds.
+        let pair = serde_json::json!([issuer.as_ref(), subject.as_ref()]);
+        Principal(format!("oauth:{pair}"))
     }
 
-    /// Its text, e.g. `local`, `mcp-session:<id>`, `oauth:<sub>`.
+    /// Its text, e.g. `local`, `mcp-session:<id>`, `oauth:["<iss>","<sub>"]`.
     pub fn as_str(&self) -> &str {
         &self.0
     }

@@ -127,8 +127,14 @@ async fn answer(
     {
         return Ok(public);
     }
-    if let Some(refusal) = gate.refusal_on(request.headers(), &refusals).await {
-        return Ok(refusal);
+    let mut request = request;
+    match gate.admit_on(request.headers(), &refusals).await {
+        Err(refusal) => return Ok(refusal),
+        // rmcp hands the request's parts to the handler: decisions are bound to the subject.
+        Ok(Some(subject)) => {
+            request.extensions_mut().insert(subject);
+        }
+        Ok(None) => {}
     }
     let delete = request.method() == hyper::Method::DELETE;
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.
