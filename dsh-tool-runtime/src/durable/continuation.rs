@@ -326,10 +326,18 @@ impl Claims {
     /// Refused unless it is unexpired, shown to `presenter`'s principal and issued by one of its
     /// issuers.
     pub(crate) fn check(&self, presenter: &Presenter<'_>) -> Result<(), ContinuationError> {
-        let run = || self.run.clone();
         if crate::events::unix_ms() >= self.exp {
-            return Err(ContinuationError::Expired { run_id: run() });
+            return Err(ContinuationError::Expired {
+                run_id: self.run.clone(),
+            });
         }
+        self.check_holder(presenter)
+    }
+
+    /// Refused unless it was shown to `presenter`'s principal and issued by one of its issuers,
+    /// expired or not: who may ask for a new continuation for the same call.
+    pub(crate) fn check_holder(&self, presenter: &Presenter<'_>) -> Result<(), ContinuationError> {
+        let run = || self.run.clone();
         if self.to != presenter.principal.as_str() {
             return Err(ContinuationError::WrongPrincipal { run_id: run() });
         }

@@ -430,6 +430,38 @@ impl Registry {
         })
     }
 
+    /// A new continuation, shown to the same principal by `by`, for the call `continuation`
+    /// names, which may have expired: its tag must verify, it must have been shown to
+    /// `presenter`'s principal by one of its issuers, and the run must still wait at that call
+    /// with the arguments shown. Nothing is decided: the old continuation stays refused once
+    /// expired, and the new one decides the same call once.
+    pub(crate) async fn renew(
+        &self,
+        store: &Arc<dyn JournalStore>,
+        continuation: &str,
+        presenter: &Presenter<'_>,
+        by: &str,
+    ) -> Result<ParkedRun, JournalError> {
+        let claims = continuation_claims(store, continuation)?;
+        claims.check_holder(presenter)?;
+        let run = DurableRun::new(store.clone(), claims.run.clone());
+        let id = run.checked_id()?;
+        let still_waiting = match parked(&run, id).await?.status {
+            RunStatus::Parked { seq, args, .. } => {
+                seq == claims.seq && args_digest(&args) == claims.args
+            }
+            _ => false,
+        };
+        if !still_waiting {
+            return Err(ContinuationError::Mismatch {
+                run_id: claims.run,
+                seq: claims.seq,
+            }
+            .into());
+        }
+        self.issue(&run, presenter.principal, by).await
+    }
+
     /// Approves the call a parked run waits at and resumes the run: its program runs again (in
     /// this process, with this registry's tools and runtime, in the scope it started in),
     /// replays the journal, runs the approved call and goes on live. `continuation` is the one
