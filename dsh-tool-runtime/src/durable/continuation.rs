@@ -93,6 +93,19 @@ impl ContinuationSecret {
         ContinuationSecret { key }
     }
 
+    /// The secret derived from `shared`, a longer secret several parties hold (the file of
+    /// `dsh-tools serve --restate-secret-file`, which also tags task ids): HMAC-SHA256 (RFC
+    /// 2104) of a fixed label under `shared`, so continuations are never signed with the key
+    /// that tags task ids, and whoever holds the same bytes derives the same secret.
+    pub fn derive(shared: &[u8]) -> Self {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(shared)
+            .expect("HMAC takes keys of any length");
+        mac.update(b"dsh-tools continuation secret\0");
+        ContinuationSecret {
+            key: mac.finalize().into_bytes().into(),
+        }
+    }
+
     /// A new random secret.
     ///
     /// # Errors

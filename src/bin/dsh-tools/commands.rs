@@ -71,13 +71,11 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     }
     #[cfg(feature = "restate")]
     let deployment = {
-        let (replica, deployment) = restate;
+        let (replica, deployment, approvals) = restate;
         if let Some(replica) = replica {
             options = options.restate(replica);
         }
-        if let Some(path) = &args.restate_secret {
-            let secret = dsh_tools::durable::ContinuationSecret::load_or_create(path)
-                .map_err(|error| format!("--restate-secret {}: {error}", path.display()))?;
+        if let Some(secret) = approvals {
             registry.set_continuation_secret(secret);
         }
         serve_deployment(registry, deployment)
@@ -119,22 +117,46 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
 }
 
 /// The Restate settings of `serve`, checked before anything starts: the replica's (with
-/// `--restate`) and the deployment's address and options (with `--restate-deployment`).
+/// `--restate`), the deployment's address and options (with `--restate-deployment`) and the
+/// secret the deployment checks approvals with (from `--restate-secret-file`).
 #[cfg(feature = "restate")]
 type RestateSettings = (
     Option<dsh_tools::mcp::McpRestate>,
     Option<(SocketAddr, dsh_tools::durable::restate::DeploymentOptions)>,
+    Option<dsh_tools::durable::ContinuationSecret>,
 );
 
-/// Reads `serve`'s Restate flags. Errors: the secret file unreadable, short or readable by
-/// others; the deployment off loopback without an identity key, or a key that is not one.
+/// The refusal of the spelling `--restate-secret`, which the one secret file replaced.
+pub const RESTATE_SECRET_REPLACED: &str = "--restate-secret was replaced by --restate-secret-file \
+     FILE: one secret file (at least 32 bytes, mode 0600, e.g. `head -c 32 /dev/urandom | base64 \
+     > FILE; chmod 600 FILE`) tags task ids and signs approvals, for every replica, deployment \
+     and `runs --restate`";
+
+/// Reads `serve`'s Restate flags. Errors: the old `--restate-secret`; the secret file
+/// unreadable, short, a link, another user's or readable by others, or given with neither
+/// `--restate` nor `--restate-deployment`; the deployment off loopback without an identity
+/// key, or a key that is not one.
 #[cfg(feature = "restate")]
 fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
+    if args.restate_secret.is_some() {
+        return Err(RESTATE_SECRET_REPLACED.to_owned());
+    }
+    let secret = match &args.restate_secret_file {
+        Some(_) if args.restate.is_none() && args.restate_deployment.is_none() => {
+            return Err(
+                "--restate-secret-file needs --restate or --restate-deployment: it is the \
+                 secret of runs on Restate"
+                    .to_owned(),
+            );
+        }
+        Some(path) => Some(read_secret(path)?),
+        None => None,
+    };
     let mut replica = None;
     if let (Some(ingress), Some(admin)) = (&args.restate, &args.restate_admin) {
         let mut settings = dsh_tools::mcp::McpRestate::new(ingress, admin);
-        if let Some(path) = &args.restate_secret_file {
-            settings = settings.secret(read_secret(path)?);
+        if let Some(secret) = &secret {
+            settings = settings.secret(secret.clone());
         }
         replica = Some(settings);
     }
@@ -151,13 +173,20 @@ fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
             Some((addr, options))
         }
     };
-    Ok((replica, deployment))
+    let approvals = deployment
+        .as_ref()
+        .and(secret.as_deref())
+        .map(dsh_tools::durable::ContinuationSecret::derive);
+    Ok((replica, deployment, approvals))
 }
 
-/// The replicas' secret in `path`, its trailing line end dropped. Errors: unreadable, readable
-/// by group or others (as ssh refuses a private key), or under 32 bytes.
-#[cfg(feature = "restate")]
-fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
+/// The fewest bytes of a Restate secret (`McpRestate::MIN_SECRET_BYTES`, here without the
+/// `restate` feature for `runs --restate`).
+const MIN_RESTATE_SECRET_BYTES: usize = 32;
+
+/// The Restate secret in `path` (`--restate-secret-file`), its trailing line end dropped.
+/// Errors: as [`open_private_file`], or under 32 bytes.
+pub fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
     let failed = |why: String| format!("--restate-secret-file {}: {why}", path.display());
     let mut secret = Vec::new();
     std::io::Read::read_to_end(&mut open_private_file(path).map_err(failed)?, &mut secret)
@@ -168,11 +197,11 @@ fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
     {
         secret.pop();
     }
-    if secret.len() < dsh_tools::mcp::McpRestate::MIN_SECRET_BYTES {
+    if secret.len() < MIN_RESTATE_SECRET_BYTES {
         return Err(failed(format!(
             "{} bytes; at least {} are needed",
             secret.len(),
-            dsh_tools::mcp::McpRestate::MIN_SECRET_BYTES
+            MIN_RESTATE_SECRET_BYTES
         )));
     }
     Ok(secret)
@@ -615,12 +644,15 @@ fn warn_exposed(store: &SqliteJournal) {
 /// `runs list` and `runs show`, which need no tool source and only read the journal; `None`
 /// for the other actions.
 pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<String>, String> {
+    if args.restate_secret.is_some() {
+        return Err(RESTATE_SECRET_REPLACED.to_owned());
+    }
     let journal = match (&args.journal, &args.restate) {
         (_, Some(ingress)) => {
             return crate::restate_runs::runs(
                 ingress,
                 args.restate_admin.as_deref(),
-                args.restate_secret.as_deref(),
+                args.restate_secret_file.as_deref(),
                 &args.action,
                 json_output,
             )
