@@ -31,6 +31,8 @@ pub(crate) struct Replay {
     entries: Vec<JournalEntry>,
     /// `namespace.name` of the calls that may run again when their outcome is unknown.
     idempotent: HashSet<String>,
+    /// `namespace.name` of the calls that change nothing: journaled once, when finished.
+    read_only: HashSet<String>,
     publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
     /// The run's own signal: a park ends the run through it.
     run_signal: CancellationToken,
@@ -76,6 +78,7 @@ impl Replay {
         parent: String,
         entries: Vec<JournalEntry>,
         idempotent: HashSet<String>,
+        read_only: HashSet<String>,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
         max_bytes: u64,
@@ -92,6 +95,7 @@ impl Replay {
             parent,
             entries,
             idempotent,
+            read_only,
             publish,
             run_signal,
             state: Mutex::new(state),
@@ -192,8 +196,10 @@ impl Replay {
         Ok(())
     }
 
-    /// The live call `seq` (`call`, made with `slot`): journaled as started first (unless it
-    /// was), then as finished before the program sees its outcome. A call that parked the run
+    /// The live call `seq` (`call`, made with `slot`): journaled as started first, then as
+    /// finished before the program sees its outcome. A call of a read-only tool is journaled
+    /// only as finished: one record instead of two, and cut off before it, it runs again on
+    /// resume exactly as a started one of a read-only tool would. A call that parked the run
     /// ends it instead: the future never resolves, the run's signal is cancelled.
     pub(crate) fn live(
         self: &Arc<Self>,
@@ -213,7 +219,9 @@ impl Replay {
         Box::pin(async move {
             // Journaled as started before it runs (again, for an approved or idempotent call):
             // a crash while it runs leaves its outcome unknown.
-            if let Err(error) = replay.store.put(&replay.run_id, &entry).await {
+            if !replay.read_only.contains(&entry.tool)
+                && let Err(error) = replay.store.put(&replay.run_id, &entry).await
+            {
                 return Err(journal_failed(&error));
             }
             let result = call.await;

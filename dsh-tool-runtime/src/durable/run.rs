@@ -75,6 +75,7 @@ pub(crate) async fn begin(
         exec.call_id().to_owned(),
         entries,
         idempotent_tools(registry, exec),
+        read_only_tools(registry, exec),
         publisher(registry),
         run_signal,
         run.max_run_bytes(),
@@ -169,6 +170,23 @@ pub(crate) fn idempotent_tools(registry: &Registry, exec: &ToolExec) -> HashSet<
             def.annotations().is_some_and(|hints| {
                 hints.read_only_hint == Some(true) || hints.idempotent_hint == Some(true)
             })
+        })
+        .map(|def| format!("tools.{}", def.name()))
+        .chain(["sdk.describe".to_owned(), "sdk.search".to_owned()])
+        .collect()
+}
+
+/// `namespace.name` of the binding calls that change nothing: tools annotated read-only, and
+/// the `sdk` namespace. Such a call is journaled once, when it has finished: cut off before,
+/// it runs again on resume, as its start journaled would have it, and a rollback has nothing
+/// of it to revert.
+pub(crate) fn read_only_tools(registry: &Registry, exec: &ToolExec) -> HashSet<String> {
+    registry
+        .tools(exec.agent())
+        .iter()
+        .filter(|def| {
+            def.annotations()
+                .is_some_and(|hints| hints.read_only_hint == Some(true))
         })
         .map(|def| format!("tools.{}", def.name()))
         .chain(["sdk.describe".to_owned(), "sdk.search".to_owned()])
