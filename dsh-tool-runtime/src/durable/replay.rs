@@ -56,6 +56,14 @@ struct State {
     over: Option<String>,
 }
 
+/// The tools whose calls a run treats apart, by `namespace.name`.
+pub(crate) struct ToolKinds {
+    /// May run again when their outcome is unknown.
+    pub(crate) idempotent: HashSet<String>,
+    /// Change nothing: journaled once, when finished.
+    pub(crate) read_only: HashSet<String>,
+}
+
 /// What to do with a call the program made.
 pub(crate) enum Admit {
     /// It differs from the journaled call (`replay-diverged`), or its entry would pass the
@@ -77,8 +85,7 @@ impl Replay {
         claim: Claim,
         parent: String,
         entries: Vec<JournalEntry>,
-        idempotent: HashSet<String>,
-        read_only: HashSet<String>,
+        kinds: ToolKinds,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
         max_bytes: u64,
@@ -94,8 +101,8 @@ impl Replay {
             run_id: claim.run_id.clone(),
             parent,
             entries,
-            idempotent,
-            read_only,
+            idempotent: kinds.idempotent,
+            read_only: kinds.read_only,
             publish,
             run_signal,
             state: Mutex::new(state),

@@ -74,8 +74,10 @@ pub(crate) async fn begin(
         claim,
         exec.call_id().to_owned(),
         entries,
-        idempotent_tools(registry, exec),
-        read_only_tools(registry, exec),
+        super::replay::ToolKinds {
+            idempotent: idempotent_tools(registry, exec),
+            read_only: read_only_tools(registry, exec),
+        },
         publisher(registry),
         run_signal,
         run.max_run_bytes(),
@@ -453,6 +455,7 @@ impl Registry {
     /// `presenter`'s principal by one of its issuers, and the run must still wait at that call
     /// with the arguments shown. Nothing is decided: the old continuation stays refused once
     /// expired, and the new one decides the same call once.
+    #[cfg(feature = "mcp-server")]
     pub(crate) async fn renew(
         &self,
         store: &Arc<dyn JournalStore>,
