@@ -1,6 +1,7 @@
 //! What durability costs, side by side in one run, on QuickJS in this process (the runtime with
 //! the least noise of its own): a program making 100 sequential binding calls, plain and durable
-//! (each call journaled twice in SQLite: started, finished); and the resume of a run whose
+//! (each call journaled twice in SQLite: started, finished; a read-only tool's once, finished);
+//! and the resume of a run whose
 //! journal holds 1,000 finished calls (all answered from the journal) beside the same program
 //! run plainly and beside an empty program (the program's start). The journal is a SQLite file
 //! in WAL mode with `synchronous = NORMAL`.
@@ -14,6 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime};
+use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::{DurableRun, JournalStore, RunStatus, SqliteJournal};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
@@ -27,6 +29,8 @@ const HUNDRED: &str =
 const THOUSAND: &str =
     "let sum = 0;\nfor (let i = 0; i < 1000; i++) sum += await tools.echo({ n: i });\nreturn sum;";
 const EMPTY: &str = "return 0;";
+const HUNDRED_READ_ONLY: &str =
+    "let sum = 0;\nfor (let i = 0; i < 100; i++) sum += await tools.peek({ n: i });\nreturn sum;";
 
 struct Bench {
     rt: tokio::runtime::Runtime,
@@ -48,6 +52,17 @@ fn setup() -> Bench {
         .build()
         .expect("valid");
     registry.register(echo).expect("registered");
+    let peek = ToolDefinition::builder("peek")
+        .parameters(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
+        .annotations({
+            let mut hints = ToolAnnotations::default();
+            hints.read_only_hint = Some(true);
+            hints
+        })
+        .handler(|args: Value, _exec| async move { Ok(args["n"].clone()) })
+        .build()
+        .expect("valid");
+    registry.register(peek).expect("registered");
     let runtime: Arc<dyn CodeRuntime> = Arc::new(
         EmbeddedRuntime::javascript_in_process(EmbeddedConfig::default()).expect("a valid config"),
     );
@@ -91,6 +106,18 @@ fn hundred_calls_durable(bencher: divan::Bencher) {
     bencher.bench_local(|| {
         let id = format!("run-{}", next.fetch_add(1, Ordering::Relaxed));
         let durable = call(HUNDRED).durable(DurableRun::new(bench.store.clone(), id));
+        check(&bench.rt.block_on(bench.registry.execute(durable)));
+    });
+}
+
+/// 100 sequential calls of a read-only tool, each journaled (once, when finished).
+#[divan::bench(sample_count = 30)]
+fn hundred_calls_durable_read_only(bencher: divan::Bencher) {
+    let bench = setup();
+    let next = AtomicU64::new(0);
+    bencher.bench_local(|| {
+        let id = format!("run-{}", next.fetch_add(1, Ordering::Relaxed));
+        let durable = call(HUNDRED_READ_ONLY).durable(DurableRun::new(bench.store.clone(), id));
         check(&bench.rt.block_on(bench.registry.execute(durable)));
     });
 }

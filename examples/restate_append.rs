@@ -16,9 +16,10 @@
 //!   process is killed in the middle of that call).
 //! - `--ask FILE:LINE`: a pre-execute hook asks for approval before `append_line` appends LINE
 //!   to FILE: the run waits for `DurableApprovals/{run key}/approve` or `deny` with a
-//!   continuation signed with the secret in `DIR/approvals.secret` (made on first start), e.g.
-//!   `dsh-tools runs --restate INGRESS --restate-secret DIR/approvals.secret show KEY`, then
-//!   `... approve CONTINUATION`.
+//!   continuation signed with a key derived from the secret in `DIR/restate.secret` (64 hex
+//!   digits, mode 0600, made on first start), as `dsh-tools serve --restate-secret-file` does,
+//!   e.g. `dsh-tools runs --restate INGRESS --restate-secret-file DIR/restate.secret show KEY`,
+//!   then `... approve CONTINUATION`.
 //! - `--identity-key KEY`: only the Restate server whose request identity key is KEY
 //!   (`publickeyv1_…`) may call the deployment; needed when ADDR is not loopback.
 //!
@@ -166,6 +167,39 @@ fn register(registry: &Registry, options: &Options) -> Result<(), String> {
     Ok(())
 }
 
+/// The secret in `path`, made (64 hex digits of the OS's random bytes, mode 0600, exclusively)
+/// when there is none; its trailing line end dropped, as `dsh-tools` reads it.
+fn shared_secret(path: &Path) -> Result<Vec<u8>, String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let failed = |error: std::io::Error| format!("{}: {error}", path.display());
+    let created = std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path);
+    match created {
+        Ok(mut file) => {
+            let mut random = [0u8; 32];
+            std::fs::File::open("/dev/urandom")
+                .and_then(|mut source| source.read_exact(&mut random))
+                .map_err(failed)?;
+            let hex: String = random.iter().map(|byte| format!("{byte:02x}")).collect();
+            file.write_all(hex.as_bytes()).map_err(failed)?;
+        }
+        Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => {}
+        Err(error) => return Err(failed(error)),
+    }
+    let mut secret = std::fs::read(path).map_err(failed)?;
+    while secret
+        .last()
+        .is_some_and(|byte| matches!(byte, b'\n' | b'\r'))
+    {
+        secret.pop();
+    }
+    Ok(secret)
+}
+
 async fn run() -> Result<(), String> {
     let options = options()?;
     let registry = Registry::new();
@@ -175,11 +209,8 @@ async fn run() -> Result<(), String> {
         .map_err(|error| error.to_string())?;
     registry.set_code_runtime(Arc::new(runtime));
     registry.set_mode(Mode::Code);
-    let secret = dsh_tools::durable::ContinuationSecret::load_or_create(
-        &options.dir.join("approvals.secret"),
-    )
-    .map_err(|error| error.to_string())?;
-    registry.set_continuation_secret(secret);
+    let secret = shared_secret(&options.dir.join("restate.secret"))?;
+    registry.set_continuation_secret(dsh_tools::durable::ContinuationSecret::derive(&secret));
     println!("listening on {}", options.addr);
     serve_deployment(registry, options.addr, options.deployment)
         .await

@@ -706,6 +706,12 @@ fn a_durable_run_is_listed_shown_and_returned_again() {
         show.contains("#0 tools.file_stats({\"path\":\"Cargo.toml\"}) ok"),
         "{show}"
     );
+    // The agent scope and mode it ran in (and would resume in).
+    assert!(
+        show.lines()
+            .any(|line| line == "scope: the registry (mode code)"),
+        "{show}"
+    );
     let approve = error_line(
         &repo(&["runs", "--journal", journal, "approve", "cli-1"]),
         1,
@@ -996,4 +1002,67 @@ fn a_restate_run_key_with_a_control_character_is_refused_before_any_request() {
         "{stderr}"
     );
     assert!(!stderr.contains("cannot reach"), "{stderr}");
+}
+
+/// One Restate secret: the old `--restate-secret` is refused on `serve` and `runs`, naming
+/// `--restate-secret-file`; that file is refused (before any request) when it is a symbolic
+/// link or others may read it, whichever command reads it.
+#[cfg(feature = "restate")]
+#[test]
+fn the_restate_secret_is_one_private_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("restate.secret");
+    std::fs::write(&file, "0123456789abcdef0123456789abcdef").unwrap();
+    let mode = |mode: u32| {
+        std::fs::set_permissions(&file, std::os::unix::fs::PermissionsExt::from_mode(mode)).unwrap()
+    };
+    mode(0o600);
+    let link = dir.path().join("link.secret");
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let (file, link) = (file.to_str().unwrap(), link.to_str().unwrap());
+    let restate = ["--restate", "http://127.0.0.1:1"];
+    let serve = |secret: &[&str]| {
+        let mut args = vec!["serve", "--mode", "code"];
+        args.extend(restate);
+        args.extend(["--restate-admin", "http://127.0.0.1:1"]);
+        args.extend_from_slice(secret);
+        error_line(&repo(&args), 1)
+    };
+    let runs = |secret: &[&str]| {
+        let mut args = vec!["runs"];
+        args.extend(restate);
+        args.extend_from_slice(secret);
+        args.extend(["show", "k"]);
+        error_line(&dsh(&args), 1)
+    };
+    for line in [
+        serve(&["--restate-secret", file]),
+        runs(&["--restate-secret", file]),
+    ] {
+        assert!(
+            line.contains("--restate-secret was replaced by --restate-secret-file FILE"),
+            "{line}"
+        );
+    }
+    for line in [
+        serve(&["--restate-secret-file", link]),
+        runs(&["--restate-secret-file", link]),
+    ] {
+        assert!(
+            line.contains(&format!(
+                "--restate-secret-file {link}: it is a symbolic link"
+            )),
+            "{line}"
+        );
+    }
+    mode(0o640);
+    for line in [
+        serve(&["--restate-secret-file", file]),
+        runs(&["--restate-secret-file", file]),
+    ] {
+        assert!(
+            line.contains("group or others may read or write it (mode 0640)"),
+            "{line}"
+        );
+    }
 }

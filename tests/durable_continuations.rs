@@ -253,6 +253,15 @@ async fn a_run_resumes_in_the_scope_it_started_in_and_nowhere_else() {
     let call = program_call(&run, SCOPED).with_agent(AgentId::new("support"));
     let parked = registry.execute(call).await;
     assert!(parked.is_error(), "{parked:?}");
+    // `runs show` names the scope it will resume in.
+    let args = ["show".to_owned(), "scoped".to_owned()];
+    let shown = runs_command(&registry, store.clone(), &args).await.unwrap();
+    assert!(
+        shown
+            .lines()
+            .any(|line| line == r#"scope: agent "support" (mode code)"#),
+        "{shown}"
+    );
 
     // Approved from the registry (no agent on the approval): the run goes on in "support",
     // where `wipe` stays hidden.
@@ -358,7 +367,7 @@ async fn a_host_decides_its_runs_from_its_own_command_line() {
     assert_eq!(command(&["resume", "cli-run"]).await.unwrap(), denied);
     assert_eq!(
         command(&["show", "cli-run"]).await.unwrap(),
-        r#""cli-run" failed"#
+        "\"cli-run\" failed\nscope: the registry (mode code)"
     );
     assert!(
         command(&["approve"])

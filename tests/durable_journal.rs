@@ -11,6 +11,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime};
+use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::{
     CallOutcome, DurableRun, EntryState, JOURNAL_BUSY, JournalEntry, JournalError, JournalStore,
     OUTCOME_UNKNOWN, RunRecord, RunStatus, SqliteJournal,
@@ -23,7 +24,7 @@ use serde_json::{Value, json};
 const BOUND: Duration = Duration::from_secs(120);
 
 /// A registry in code mode on QuickJS with `echo` (returns `n`), `fail` (fails, whatever its
-/// arguments) and `big` (returns `size` bytes of text).
+/// arguments), `big` (returns `size` bytes of text) and `peek` (returns `n`; read-only).
 fn registry() -> Registry {
     let registry = Registry::new();
     let echo = ToolDefinition::builder("echo")
@@ -43,7 +44,16 @@ fn registry() -> Registry {
         })
         .build()
         .unwrap();
-    for tool in [echo, fail, big] {
+    let peek = ToolDefinition::builder("peek")
+        .annotations({
+            let mut hints = ToolAnnotations::default();
+            hints.read_only_hint = Some(true);
+            hints
+        })
+        .handler(|args: Value, _exec: ToolExec| async move { Ok(args["n"].clone()) })
+        .build()
+        .unwrap();
+    for tool in [echo, fail, big, peek] {
         registry.register(tool).unwrap();
     }
     let runtime: Arc<dyn CodeRuntime> =
@@ -460,6 +470,16 @@ async fn a_journal_file_past_its_bound_refuses_new_runs_and_calls_and_records_en
         },
     };
     store.put("a", &ended).await.unwrap();
+    // A new call's only record (a read-only call's, written once it finished) is refused too.
+    let only_record = JournalEntry {
+        seq: seq + 1,
+        ..ended.clone()
+    };
+    let refused = store.put("a", &only_record).await;
+    assert!(
+        matches!(refused, Err(JournalError::Full { .. })),
+        "{refused:?}"
+    );
     let status = RunStatus::Finished {
         outcome: CallOutcome::Ok { value: json!(1) },
     };
@@ -467,10 +487,12 @@ async fn a_journal_file_past_its_bound_refuses_new_runs_and_calls_and_records_en
     assert!(on_disk(&path) < 2 << 20, "{} bytes on disk", on_disk(&path));
 }
 
-/// A journal that says when a claim is asked for, before asking.
+/// A journal that says when a claim is asked for, before asking, and keeps the states of the
+/// entries put, in order.
 struct Watched {
     inner: SqliteJournal,
     claims: tokio::sync::mpsc::UnboundedSender<()>,
+    puts: std::sync::Mutex<Vec<(u64, EntryState)>>,
 }
 
 impl JournalStore for Watched {
@@ -508,6 +530,10 @@ impl JournalStore for Watched {
         run_id: &'a str,
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.puts
+            .lock()
+            .unwrap()
+            .push((entry.seq, entry.state.clone()));
         self.inner.put(run_id, entry)
     }
     fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
@@ -531,6 +557,7 @@ async fn a_held_write_lock_fails_journaled_calls_as_busy_and_stalls_nothing_else
     let store: Arc<dyn JournalStore> = Arc::new(Watched {
         inner: SqliteJournal::open(&path).unwrap(),
         claims,
+        puts: Default::default(),
     });
     let registry = registry();
     // Plain calls too, as a server in both modes takes them.
@@ -585,4 +612,50 @@ async fn a_held_write_lock_fails_journaled_calls_as_busy_and_stalls_nothing_else
         .execute(program("return await tools.echo({ n: 2 });").durable(run))
         .await;
     assert!(!result.is_error(), "{result:?}");
+}
+
+/// A call of a read-only tool is journaled once, when it has finished (it changes nothing, and
+/// cut off it runs again); any other call twice, started before it runs and finished after.
+/// Resumed, the finished run answers both from the journal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_call_is_journaled_once_and_any_other_twice() {
+    let dir = tempfile::tempdir().unwrap();
+    let (claims, _claimed) = tokio::sync::mpsc::unbounded_channel();
+    let watched = Arc::new(Watched {
+        inner: SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        claims,
+        puts: Default::default(),
+    });
+    let store: Arc<dyn JournalStore> = watched.clone();
+    let registry = registry();
+    let code = "return (await tools.peek({ n: 1 })) + (await tools.echo({ n: 2 }));";
+    let run = || DurableRun::new(store.clone(), "once");
+    let done = registry.execute(program(code).durable(run())).await;
+    assert_eq!(done.value().unwrap()["result"], 3, "{done:?}");
+    let kinds: Vec<(u64, &str)> = watched
+        .puts
+        .lock()
+        .unwrap()
+        .iter()
+        .map(|(seq, state)| {
+            let kind = match state {
+                EntryState::Started => "started",
+                EntryState::Finished { .. } => "finished",
+                _ => "other",
+            };
+            (*seq, kind)
+        })
+        .collect();
+    assert_eq!(
+        kinds,
+        [(0, "finished"), (1, "started"), (1, "finished")],
+        "the records put"
+    );
+    let again = registry.execute(program(code).durable(run())).await;
+    assert_eq!(again.value().unwrap()["result"], 3, "{again:?}");
+    assert_eq!(
+        watched.puts.lock().unwrap().len(),
+        3,
+        "nothing more was put"
+    );
 }

@@ -351,13 +351,18 @@ async fn cli(ingress: &str, args: &[&str]) -> (i32, String, String) {
     )
 }
 
-/// `runs --restate INGRESS --restate-secret DIR/approvals.secret show KEY`: the continuation it
-/// prints for the waiting call.
+/// `runs --restate INGRESS --restate-secret-file DIR/restate.secret show KEY`: the
+/// continuation it prints for the waiting call.
 async fn continuation(ingress: &str, dir: &Path, key: &str) -> String {
-    let secret = dir.join("approvals.secret");
+    let secret = dir.join("restate.secret");
     let (code, stdout, stderr) = cli(
         ingress,
-        &["--restate-secret", secret.to_str().unwrap(), "show", key],
+        &[
+            "--restate-secret-file",
+            secret.to_str().unwrap(),
+            "show",
+            key,
+        ],
     )
     .await;
     assert_eq!(code, 0, "{stderr}");

@@ -250,7 +250,11 @@ async fn a_replicas_secret_file_others_can_read_or_too_short_is_refused() {
     let secret = scratch.path("secret");
     let secret_flag = secret.to_str().unwrap();
     for (content, mode, expected) in [
-        ("s".repeat(40), 0o644, "readable by others (mode 644)"),
+        (
+            "s".repeat(40),
+            0o644,
+            "group or others may read or write it (mode 0644)",
+        ),
         (
             "short\n".to_owned(),
             0o600,

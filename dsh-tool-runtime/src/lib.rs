@@ -41,6 +41,8 @@ mod tool;
 mod validate;
 
 mod private;
+#[cfg(all(unix, feature = "code-mode"))]
+mod private_file;
 
 #[cfg(any(feature = "mcp-server", feature = "restate"))]
 mod accept;

@@ -21,7 +21,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// the text).
 static WRITTEN: Mutex<Vec<String>> = Mutex::new(Vec::new());
 
-fn writes(text: &str) -> usize {
+pub(crate) fn writes(text: &str) -> usize {
     WRITTEN
         .lock()
         .unwrap()
@@ -38,7 +38,7 @@ async fn write_note(text: String) -> String {
 }
 
 /// One server of the test: `write_note` behind an `Ask`, code mode on Node.js.
-async fn replica() -> Registry {
+pub(crate) async fn replica() -> Registry {
     let registry = Registry::new();
     registry.register(WriteNoteTool).unwrap();
     registry.on_pre_execute(|view, next| async move {
@@ -112,7 +112,7 @@ async fn python_client_answers_parked_durable_runs_in_both_eras() {
 }
 
 /// A 2026-07-28 request without a session: `tools/call` with the per-request `_meta`.
-fn call_request(id: u64, params: Value) -> Value {
+pub(crate) fn call_request(id: u64, params: Value) -> Value {
     let mut params = params;
     params["_meta"] = json!({
         "io.modelcontextprotocol/protocolVersion": "2026-07-28",
@@ -334,4 +334,77 @@ async fn a_state_is_unforgeable_single_use_and_bound_to_who_it_was_shown_to() {
     let done = post(&url, &token, &retry(16, &second)).await;
     assert!(done["result"]["isError"] != json!(true), "{done}");
     assert_eq!(writes("retry two"), 1);
+}
+
+/// A program whose one call asks, for the expiry test.
+const LATE_NOTE: &str = r#"
+const written = await tools.write_note({ text: "late note" });
+return { written };
+"#;
+
+/// A continuation that expired before its person answered decides nothing, but its holder
+/// sending it again without an answer is asked again: a fresh continuation for the same
+/// waiting call, which then decides it. Someone else's continuation (the journal owner's) is
+/// not renewed for this client, and the expired one stays refused after the renewal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_expired_continuation_is_renewed_for_its_holder_only() {
+    let _tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let journal = dir.path().join("runs.db");
+    let registry = replica().await;
+    registry.set_continuation_ttl(std::time::Duration::ZERO);
+    let (_a, url, token) = serve_journaled(&registry, &journal, None).await;
+    let args = json!({"name": "run_code", "arguments": {"code": LATE_NOTE, "description": "Late"}});
+    let parked = post(&url, &token, &call_request(1, args.clone())).await;
+    let expired = parked["result"]["requestState"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+    let retry = |id: u64, state: &str, answer: Option<Value>| {
+        let mut retry = args.clone();
+        retry["requestState"] = json!(state);
+        if let Some(answer) = answer {
+            retry["inputResponses"] = json!({ "approval": answer });
+        }
+        call_request(id, retry)
+    };
+    let accept = json!({"action": "accept", "content": {}});
+    let message =
+        refused_message(&post(&url, &token, &retry(2, &expired, Some(accept.clone()))).await);
+    assert!(
+        message.contains("has expired") && message.contains("no inputResponses"),
+        "{message}"
+    );
+    registry.set_continuation_ttl(dsh_tools::durable::DEFAULT_CONTINUATION_TTL);
+
+    // The journal owner's continuation is no one's to renew over MCP.
+    let store = Arc::new(SqliteJournal::open(&journal).unwrap());
+    let runs = dsh_tools::durable::JournalStore::runs(store.as_ref())
+        .await
+        .unwrap();
+    let run = dsh_tools::durable::DurableRun::new(store.clone(), runs[0].run_id.clone());
+    let local = registry.parked_run(&run).await.unwrap().continuation;
+    let message = refused_message(&post(&url, &token, &retry(3, &local, None)).await);
+    assert!(message.contains("issued to someone else"), "{message}");
+
+    // Its holder asks again: the same call, a new continuation.
+    let again = post(&url, &token, &retry(4, &expired, None)).await;
+    assert_eq!(again["result"]["resultType"], "input_required", "{again}");
+    let fresh = again["result"]["requestState"].as_str().unwrap().to_owned();
+    assert_ne!(fresh, expired);
+    let shown = again["result"]["inputRequests"]["approval"]["params"]["message"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(shown.contains("late note"), "{again}");
+    let message =
+        refused_message(&post(&url, &token, &retry(5, &expired, Some(accept.clone()))).await);
+    assert!(message.contains("has expired"), "{message}");
+    assert_eq!(writes("late note"), 0, "nothing ran");
+
+    let done = post(&url, &token, &retry(6, &fresh, Some(accept))).await;
+    assert!(done["result"]["isError"] != json!(true), "{done}");
+    assert_eq!(writes("late note"), 1);
+    // Decided: the expired one renews nothing any more.
+    let message = refused_message(&post(&url, &token, &retry(7, &expired, None)).await);
+    assert!(message.contains("CONTINUATION_REFUSED"), "{message}");
 }

@@ -175,7 +175,8 @@ fn http_serve_takes_its_token_from_a_file_or_the_environment() {
 
 /// A token under 128 bits (fewer than 22 characters) is refused at start, from a file or the
 /// environment; a token file group or others may read is refused as ssh refuses such a key,
-/// the message naming `chmod 600`, and the token is never shown.
+/// the message naming `chmod 600`, and the token is never shown; a token file that is a
+/// symbolic link is refused without being followed.
 #[test]
 fn http_serve_refuses_short_tokens_and_token_files_others_can_read() {
     let dir = tempfile::tempdir().unwrap();
@@ -214,6 +215,19 @@ fn http_serve_refuses_short_tokens_and_token_files_others_can_read() {
         );
     }
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o600)).unwrap();
+    // A link to a private token file (one someone else could have chosen) is never followed.
+    let link = dir.path().join("link");
+    let link_arg = link.to_str().unwrap();
+    std::os::unix::fs::symlink(&file, &link).unwrap();
+    let (code, stderr) = refused(&["--http", "0", "--auth-token-file", link_arg], None);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!(
+            "--auth-token-file {link_arg}: it is a symbolic link, and a secret is read only \
+             from the file itself"
+        )) && !stderr.contains(secret),
+        "{stderr}"
+    );
     let mut server = Server::spawn(Server::command(&["--auth-token-file", file_arg]));
     server.token = Some(secret.to_owned());
     assert_eq!(server.initialize().status, 200);

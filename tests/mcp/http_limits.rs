@@ -144,7 +144,8 @@ fn http_serve_refuses_connections_past_the_cap() {
 }
 
 /// Past `--max-sessions` an `initialize` is answered 503 "too many MCP sessions"; a session
-/// ended with HTTP DELETE frees its slot at once.
+/// ended with HTTP DELETE is answered 204 No Content, frees its slot at once and is unknown
+/// (404) after.
 #[test]
 fn http_serve_refuses_sessions_past_the_cap() {
     let server = Server::start(&["--max-sessions", "2"], None);
@@ -160,8 +161,14 @@ fn http_serve_refuses_sessions_past_the_cap() {
         "{refused:?}"
     );
     let deleted = server.request("DELETE", Some(&first.session_id()), "");
-    assert!(deleted.status < 300, "{deleted:?}");
+    // RFC 9110 §9.3.5: the session is closed when the answer is sent, so 204 (not 202, which
+    // the Python SDK logs as a failed termination) with no content.
+    assert_eq!(deleted.status, 204, "{deleted:?}");
+    assert_eq!(deleted.body, "", "{deleted:?}");
     assert_eq!(server.initialize().status, 200);
+    let ping = r#"{"jsonrpc":"2.0","id":2,"method":"ping"}"#;
+    let closed = server.request("POST", Some(&first.session_id()), ping);
+    assert_eq!(closed.status, 404, "{closed:?}");
 }
 
 /// A session left idle past `--session-idle-ms` ends: its slot frees and its id is unknown.

@@ -25,6 +25,8 @@ mod lifecycle;
 mod lists;
 #[cfg(feature = "cli")]
 mod oauth;
+#[cfg(feature = "cli")]
+mod oauth_principals;
 #[cfg(feature = "mcp-server")]
 mod protocol;
 mod real_servers;

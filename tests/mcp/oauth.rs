@@ -22,17 +22,17 @@ const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialize
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;
 
 /// The launcher's child, killed on drop.
-struct AuthorizationServer {
+pub(crate) struct AuthorizationServer {
     child: Child,
     stdin: ChildStdin,
     lines: mpsc::Receiver<String>,
-    issuer: String,
+    pub(crate) issuer: String,
 }
 
 impl AuthorizationServer {
     /// Starts it and waits for its `issuer` line; `None` (printing why) when the pinned server
     /// cannot be installed on this machine.
-    fn start() -> Option<AuthorizationServer> {
+    pub(crate) fn start() -> Option<AuthorizationServer> {
         let tools = mcp_support::tools()?;
         let mut child = Command::new("node")
             .arg(format!("{ROOT}/tests/oauth/authorization_server.mjs"))
@@ -80,9 +80,9 @@ impl AuthorizationServer {
         self.stdin.flush().unwrap();
     }
 
-    /// A token signed by the issuer, `claims` over its own (`iss`, `iat`, `exp`, `nbf`), typed
-    /// `at+jwt`.
-    fn token(&mut self, claims: Value, expires_in: i64) -> String {
+    /// A token signed by the issuer, `claims` over its own (`iss`, `iat`, `exp`, `nbf`, `sub`
+    /// "tester"), typed `at+jwt`.
+    pub(crate) fn token(&mut self, claims: Value, expires_in: i64) -> String {
         self.command(json!({"token": {"claims": claims, "expiresIn": expires_in}}));
         self.answer("token")
     }
@@ -244,6 +244,10 @@ fn oauth_serve_checks_access_tokens_against_the_issuer() {
         json!({"aud": resource, "scope": "tools.read", "iss": "http://127.0.0.1:1"}),
         3600,
     );
+    let no_subject = issuer.token(
+        json!({"aud": resource, "scope": "tools.read", "sub": null}),
+        3600,
+    );
     let no_expiry = issuer.token(
         json!({"aud": resource, "scope": "tools.read", "exp": null}),
         3600,
@@ -275,6 +279,7 @@ fn oauth_serve_checks_access_tokens_against_the_issuer() {
         (&expired, "the token has expired"),
         (&foreign, "the token is from another issuer"),
         (&no_expiry, "the token lacks exp, iss or aud"),
+        (&no_subject, "the token has no subject (sub)"),
         (&bad_signature, "the token's signature does not verify"),
         (&swapped_claims, "the token's signature does not verify"),
         (&hmac, "the token's algorithm is not accepted"),

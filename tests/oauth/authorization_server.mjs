@@ -7,8 +7,8 @@
 // command, answered by one line on stdout:
 //   {"token": {"claims": {...}, "expiresIn": <s>, "kid": "<kid>", "typ": "<typ>"}}
 //                                                                  ->  token <JWT>
-//       signed by the issuer, `claims` merged over its own (a null claim is removed), its
-//       header's `typ` "at+jwt" (RFC 9068) unless `typ` names another
+//       signed by the issuer, `claims` merged over its own and `sub: "tester"` (a null claim is
+//       removed), its header's `typ` "at+jwt" (RFC 9068) unless `typ` names another
 //   {"rotate": true}                                               ->  kid <new key id>
 //       a new key, published in the key set and used by later tokens
 //   {"grantsExpireIn": <s>}                                        ->  expiresIn <s>
@@ -16,7 +16,8 @@
 //   {"grants": true}                                               ->  grants <count>
 //       how many tokens the token endpoint has issued
 // The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`; its
-// tokens are typed `at+jwt` (RFC 9068 §2.1). The
+// tokens are typed `at+jwt` (RFC 9068 §2.1) and carry a `sub` (RFC 9068 §2.2: the client's id for
+// the client credentials grant, which oauth2-mock-server leaves without one). The
 // authorization endpoint approves at once (redirecting with a code); the tokens of the
 // authorization code and refresh grants carry the scope the last authorization asked for.
 import { join } from "node:path";
@@ -46,6 +47,13 @@ server.service.on("beforeTokenSigning", (token, req) => {
     token.payload.aud = req.body.resource;
   }
   const grant = req.body.grant_type;
+  if (token.payload.sub === undefined) {
+    const basic = /^Basic (.+)$/i.exec(req.headers.authorization ?? "");
+    const client = basic
+      ? decodeURIComponent(Buffer.from(basic[1], "base64").toString().split(":")[0])
+      : req.body.client_id;
+    token.payload.sub = client ?? "client";
+  }
   if ((grant === "authorization_code" || grant === "refresh_token") && req.body.scope === undefined) {
     token.payload.scope = authorizedScope;
   }
@@ -72,6 +80,7 @@ for await (const line of createInterface({ input: process.stdin })) {
       expiresIn,
       scopesOrTransform: (header, payload) => {
         header.typ = typ;
+        payload.sub = "tester";
         for (const [name, value] of Object.entries(claims)) {
           if (value === null) delete payload[name];
           else payload[name] = value;

@@ -56,12 +56,15 @@ impl Principal {
         Principal(format!("mcp-session:{}", id.as_ref()))
     }
 
-    /// The OAuth subject (`sub` claim) `subject` of the access token the request carried.
-    pub fn oauth_subject(subject: impl AsRef<str>) -> Self {
-        Principal(format!("oauth:{}", subject.as_ref()))
+    /// The OAuth subject of an access token: its `sub` claim as issued by `issuer` (its `iss`),
+    /// so that the same `sub` from two issuers names two principals.
+    pub fn oauth_subject(issuer: impl AsRef<str>, subject: impl AsRef<str>) -> Self {
+        // JSON text keeps the pair unambiguous whatever characters either holds.
+        let pair = serde_json::json!([issuer.as_ref(), subject.as_ref()]);
+        Principal(format!("oauth:{pair}"))
     }
 
-    /// Its text, e.g. `local`, `mcp-session:<id>`, `oauth:<sub>`.
+    /// Its text, e.g. `local`, `mcp-session:<id>`, `oauth:["<iss>","<sub>"]`.
     pub fn as_str(&self) -> &str {
         &self.0
     }
@@ -90,6 +93,19 @@ impl ContinuationSecret {
         ContinuationSecret { key }
     }
 
+    /// The secret derived from `shared`, a longer secret several parties hold (the file of
+    /// `dsh-tools serve --restate-secret-file`, which also tags task ids): HMAC-SHA256 (RFC
+    /// 2104) of a fixed label under `shared`, so continuations are never signed with the key
+    /// that tags task ids, and whoever holds the same bytes derives the same secret.
+    pub fn derive(shared: &[u8]) -> Self {
+        let mut mac = <Hmac<Sha256> as KeyInit>::new_from_slice(shared)
+            .expect("HMAC takes keys of any length");
+        mac.update(b"dsh-tools continuation secret\0");
+        ContinuationSecret {
+            key: mac.finalize().into_bytes().into(),
+        }
+    }
+
     /// A new random secret.
     ///
     /// # Errors
@@ -114,8 +130,10 @@ impl ContinuationSecret {
     ///
     /// # Errors
     /// [`JournalError::Store`] when the file cannot be read or created, and
-    /// [`JournalError::Unusable`] when it does not hold a secret (another length) or others can
-    /// read it (its mode allows group or world access).
+    /// [`JournalError::Unusable`] when it does not hold a secret (another length), others can
+    /// read it (its mode allows group or world access), it is a symbolic link (never followed:
+    /// a link planted there could point at a file another user wrote), another user owns it,
+    /// or it is not a regular file.
     pub fn load_or_create(path: &Path) -> Result<Self, JournalError> {
         let store = |error: std::io::Error| JournalError::Store(format!("{path:?}: {error}"));
         let created = ContinuationSecret::generate()?;
@@ -134,9 +152,18 @@ impl ContinuationSecret {
             Err(error) => return Err(store(error)),
         }
         #[cfg(unix)]
+        let file = crate::private_file::open(path).map_err(|refused| match refused {
+            crate::private_file::OpenRefused::Io(error) => store(error),
+            refused => JournalError::Unusable(format!(
+                "{path:?}: not used as the continuation secret: {refused}"
+            )),
+        })?;
+        #[cfg(not(unix))]
+        let file = std::fs::File::open(path).map_err(store)?;
+        #[cfg(unix)]
         {
             use std::os::unix::fs::PermissionsExt;
-            let mode = std::fs::metadata(path).map_err(store)?.permissions().mode();
+            let mode = file.metadata().map_err(store)?.permissions().mode();
             if mode & 0o077 != 0 {
                 return Err(JournalError::Unusable(format!(
                     "{path:?}: the continuation secret is readable by others (mode {:o}); \
@@ -145,7 +172,12 @@ impl ContinuationSecret {
                 )));
             }
         }
-        let bytes = std::fs::read(path).map_err(store)?;
+        let mut bytes = Vec::new();
+        std::io::Read::read_to_end(
+            &mut std::io::Read::take(file, SECRET_BYTES as u64 + 1),
+            &mut bytes,
+        )
+        .map_err(store)?;
         let key: [u8; SECRET_BYTES] = bytes.try_into().map_err(|bytes: Vec<u8>| {
             JournalError::Unusable(format!(
                 "{path:?}: not a continuation secret ({} bytes, expected {SECRET_BYTES}); \
@@ -307,10 +339,18 @@ impl Claims {
     /// Refused unless it is unexpired, shown to `presenter`'s principal and issued by one of its
     /// issuers.
     pub(crate) fn check(&self, presenter: &Presenter<'_>) -> Result<(), ContinuationError> {
-        let run = || self.run.clone();
         if crate::events::unix_ms() >= self.exp {
-            return Err(ContinuationError::Expired { run_id: run() });
+            return Err(ContinuationError::Expired {
+                run_id: self.run.clone(),
+            });
         }
+        self.check_holder(presenter)
+    }
+
+    /// Refused unless it was shown to `presenter`'s principal and issued by one of its issuers,
+    /// expired or not: who may ask for a new continuation for the same call.
+    pub(crate) fn check_holder(&self, presenter: &Presenter<'_>) -> Result<(), ContinuationError> {
+        let run = || self.run.clone();
         if self.to != presenter.principal.as_str() {
             return Err(ContinuationError::WrongPrincipal { run_id: run() });
         }
@@ -490,6 +530,41 @@ mod tests {
                 ContinuationSecret::load_or_create(&path),
                 Err(JournalError::Unusable(message)) if message.contains("readable by others")
             ));
+        }
+    }
+
+    /// A link where the secret belongs is never followed, whether it points at another
+    /// private secret (whoever planted it chose the key) or nowhere (the first use would
+    /// create the target).
+    #[cfg(unix)]
+    #[test]
+    fn a_secret_behind_a_symbolic_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let target = dir.path().join("planted");
+        ContinuationSecret::load_or_create(&target).unwrap();
+        let path = ContinuationSecret::path_for(&dir.path().join("runs.db"));
+        std::os::unix::fs::symlink(&target, &path).unwrap();
+        let dangling = ContinuationSecret::path_for(&dir.path().join("other.db"));
+        std::os::unix::fs::symlink(dir.path().join("nowhere"), &dangling).unwrap();
+        for link in [&path, &dangling] {
+            match ContinuationSecret::load_or_create(link) {
+                Err(JournalError::Unusable(message)) => {
+                    assert!(message.contains("is a symbolic link"), "{message}")
+                }
+                other => panic!("a link was followed: {other:?}"),
+            }
+        }
+        assert!(!dir.path().join("nowhere").exists());
+        // Another user's file (only a privileged test run can give one away).
+        let foreign = dir.path().join("foreign.secret");
+        ContinuationSecret::load_or_create(&foreign).unwrap();
+        if std::os::unix::fs::chown(&foreign, Some(65534), None).is_ok() {
+            match ContinuationSecret::load_or_create(&foreign) {
+                Err(JournalError::Unusable(message)) => {
+                    assert!(message.contains("owned by another user"), "{message}")
+                }
+                other => panic!("another user's secret was used: {other:?}"),
+            }
         }
     }
 }

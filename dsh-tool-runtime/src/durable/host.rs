@@ -10,7 +10,8 @@ use crate::result::ToolResult;
 /// What `dsh-tools runs --journal FILE ACTION` does, over `registry` (a host's own tools and code
 /// runtime) and the journal `store`; `args` is the action and its operands:
 ///
-/// - `show ID`: the run's status; for a parked run the waiting call (tool, arguments, reason) and,
+/// - `show ID`: the run's status, then on a line `scope: …` the agent scope and mode it runs
+///   in (`agent "support" (mode code)`, `the registry (mode both)`); for a parked run the waiting call (tool, arguments, reason) and,
 ///   on a line `continuation: …`, the continuation that decides exactly that call;
 /// - `approve CONTINUATION`, `deny CONTINUATION REASON`: decide the call and resume the run here
 ///   ([`Registry::approve_run`], [`Registry::deny_run`]);
@@ -76,11 +77,12 @@ async fn show(registry: &Registry, run: &DurableRun) -> Result<String, super::Jo
         .run(id)
         .await?
         .ok_or_else(|| super::JournalError::UnknownRun(id.to_owned()))?;
+    let scope = super::run::program_scope_text(&record.program);
     Ok(match record.status {
         RunStatus::Parked { .. } => {
             let parked = registry.parked_run(run).await?;
             format!(
-                "{id:?} parked at call #{} {}({}): {}\ncontinuation: {}",
+                "{id:?} parked at call #{} {}({}): {}\nscope: {scope}\ncontinuation: {}",
                 parked.seq,
                 parked.tool,
                 parked.arguments,
@@ -88,10 +90,12 @@ async fn show(registry: &Registry, run: &DurableRun) -> Result<String, super::Jo
                 parked.continuation
             )
         }
-        RunStatus::Running => format!("{id:?} running (or cut off: resume it)"),
-        RunStatus::Finished { outcome } if outcome.is_error() => format!("{id:?} failed"),
-        RunStatus::Finished { .. } => format!("{id:?} finished"),
-        RunStatus::RolledBack => format!("{id:?} rolled back"),
+        RunStatus::Running => format!("{id:?} running (or cut off: resume it)\nscope: {scope}"),
+        RunStatus::Finished { outcome } if outcome.is_error() => {
+            format!("{id:?} failed\nscope: {scope}")
+        }
+        RunStatus::Finished { .. } => format!("{id:?} finished\nscope: {scope}"),
+        RunStatus::RolledBack => format!("{id:?} rolled back\nscope: {scope}"),
     })
 }
 

@@ -13,6 +13,9 @@
 //!   journaled one at its sequence number ends the run as
 //!   [`FailureKind::ReplayDiverged`](crate::code_runtime::FailureKind::ReplayDiverged), naming
 //!   both calls; nothing after it executes;
+//! - a live call is journaled as started before it runs and as finished before the program
+//!   sees its outcome; a call of a read-only tool (or of `sdk`) only as finished, as it changes
+//!   nothing and, cut off, runs again;
 //! - a call journaled as started but never finished runs again only if its tool is read-only or
 //!   idempotent (its annotations say so); otherwise the program gets a failure with code
 //!   [`OUTCOME_UNKNOWN`] (it may have happened);

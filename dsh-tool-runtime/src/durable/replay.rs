@@ -31,6 +31,8 @@ pub(crate) struct Replay {
     entries: Vec<JournalEntry>,
     /// `namespace.name` of the calls that may run again when their outcome is unknown.
     idempotent: HashSet<String>,
+    /// `namespace.name` of the calls that change nothing: journaled once, when finished.
+    read_only: HashSet<String>,
     publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
     /// The run's own signal: a park ends the run through it.
     run_signal: CancellationToken,
@@ -54,6 +56,14 @@ struct State {
     over: Option<String>,
 }
 
+/// The tools whose calls a run treats apart, by `namespace.name`.
+pub(crate) struct ToolKinds {
+    /// May run again when their outcome is unknown.
+    pub(crate) idempotent: HashSet<String>,
+    /// Change nothing: journaled once, when finished.
+    pub(crate) read_only: HashSet<String>,
+}
+
 /// What to do with a call the program made.
 pub(crate) enum Admit {
     /// It differs from the journaled call (`replay-diverged`), or its entry would pass the
@@ -75,7 +85,7 @@ impl Replay {
         claim: Claim,
         parent: String,
         entries: Vec<JournalEntry>,
-        idempotent: HashSet<String>,
+        kinds: ToolKinds,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
         max_bytes: u64,
@@ -91,7 +101,8 @@ impl Replay {
             run_id: claim.run_id.clone(),
             parent,
             entries,
-            idempotent,
+            idempotent: kinds.idempotent,
+            read_only: kinds.read_only,
             publish,
             run_signal,
             state: Mutex::new(state),
@@ -192,8 +203,10 @@ impl Replay {
         Ok(())
     }
 
-    /// The live call `seq` (`call`, made with `slot`): journaled as started first (unless it
-    /// was), then as finished before the program sees its outcome. A call that parked the run
+    /// The live call `seq` (`call`, made with `slot`): journaled as started first, then as
+    /// finished before the program sees its outcome. A call of a read-only tool is journaled
+    /// only as finished: one record instead of two, and cut off before it, it runs again on
+    /// resume exactly as a started one of a read-only tool would. A call that parked the run
     /// ends it instead: the future never resolves, the run's signal is cancelled.
     pub(crate) fn live(
         self: &Arc<Self>,
@@ -213,7 +226,9 @@ impl Replay {
         Box::pin(async move {
             // Journaled as started before it runs (again, for an approved or idempotent call):
             // a crash while it runs leaves its outcome unknown.
-            if let Err(error) = replay.store.put(&replay.run_id, &entry).await {
+            if !replay.read_only.contains(&entry.tool)
+                && let Err(error) = replay.store.put(&replay.run_id, &entry).await
+            {
                 return Err(journal_failed(&error));
             }
             let result = call.await;

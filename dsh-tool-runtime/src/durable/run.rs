@@ -74,7 +74,10 @@ pub(crate) async fn begin(
         claim,
         exec.call_id().to_owned(),
         entries,
-        idempotent_tools(registry, exec),
+        super::replay::ToolKinds {
+            idempotent: idempotent_tools(registry, exec),
+            read_only: read_only_tools(registry, exec),
+        },
         publisher(registry),
         run_signal,
         run.max_run_bytes(),
@@ -148,6 +151,16 @@ fn scope_text(scope: &Value) -> String {
     }
 }
 
+/// The agent scope and mode a run's journaled `program` records, as `runs show` prints them:
+/// `agent "support" (mode code)`, `the registry (mode code)`, or that none was recorded (a run
+/// journaled before scopes were, which resumes in any).
+pub(crate) fn program_scope_text(program: &Value) -> String {
+    match program.get(SCOPE) {
+        Some(scope) => scope_text(scope),
+        None => "not recorded (it resumes in any scope)".to_owned(),
+    }
+}
+
 /// `namespace.name` of the binding calls that may run again when their outcome is unknown:
 /// tools annotated read-only or idempotent, and the `sdk` namespace (it only reads
 /// declarations).
@@ -159,6 +172,23 @@ pub(crate) fn idempotent_tools(registry: &Registry, exec: &ToolExec) -> HashSet<
             def.annotations().is_some_and(|hints| {
                 hints.read_only_hint == Some(true) || hints.idempotent_hint == Some(true)
             })
+        })
+        .map(|def| format!("tools.{}", def.name()))
+        .chain(["sdk.describe".to_owned(), "sdk.search".to_owned()])
+        .collect()
+}
+
+/// `namespace.name` of the binding calls that change nothing: tools annotated read-only, and
+/// the `sdk` namespace. Such a call is journaled once, when it has finished: cut off before,
+/// it runs again on resume, as its start journaled would have it, and a rollback has nothing
+/// of it to revert.
+pub(crate) fn read_only_tools(registry: &Registry, exec: &ToolExec) -> HashSet<String> {
+    registry
+        .tools(exec.agent())
+        .iter()
+        .filter(|def| {
+            def.annotations()
+                .is_some_and(|hints| hints.read_only_hint == Some(true))
         })
         .map(|def| format!("tools.{}", def.name()))
         .chain(["sdk.describe".to_owned(), "sdk.search".to_owned()])
@@ -418,6 +448,39 @@ impl Registry {
             reason,
             continuation: secret.sign(&claims),
         })
+    }
+
+    /// A new continuation, shown to the same principal by `by`, for the call `continuation`
+    /// names, which may have expired: its tag must verify, it must have been shown to
+    /// `presenter`'s principal by one of its issuers, and the run must still wait at that call
+    /// with the arguments shown. Nothing is decided: the old continuation stays refused once
+    /// expired, and the new one decides the same call once.
+    #[cfg(feature = "mcp-server")]
+    pub(crate) async fn renew(
+        &self,
+        store: &Arc<dyn JournalStore>,
+        continuation: &str,
+        presenter: &Presenter<'_>,
+        by: &str,
+    ) -> Result<ParkedRun, JournalError> {
+        let claims = continuation_claims(store, continuation)?;
+        claims.check_holder(presenter)?;
+        let run = DurableRun::new(store.clone(), claims.run.clone());
+        let id = run.checked_id()?;
+        let still_waiting = match parked(&run, id).await?.status {
+            RunStatus::Parked { seq, args, .. } => {
+                seq == claims.seq && args_digest(&args) == claims.args
+            }
+            _ => false,
+        };
+        if !still_waiting {
+            return Err(ContinuationError::Mismatch {
+                run_id: claims.run,
+                seq: claims.seq,
+            }
+            .into());
+        }
+        self.issue(&run, presenter.principal, by).await
     }
 
     /// Approves the call a parked run waits at and resumes the run: its program runs again (in

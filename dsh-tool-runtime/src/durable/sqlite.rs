@@ -764,25 +764,38 @@ impl JournalStore for SqliteJournal {
         let run_id = run_id.to_owned();
         let (state, seq) = (text(&entry.state), entry.seq);
         let (tool, args) = (entry.tool.clone(), entry.args.clone());
-        // A call about to run is a new entry: refused past the file's bound. How a call (or a
-        // decision, a revert) ended is recorded whatever the bound, so nothing is left unknown.
-        let new = matches!(entry.state, EntryState::Started).then_some(self.max_file_bytes);
+        let max = self.max_file_bytes;
         Box::pin(self.call_inline_first(move |connection, _| {
             let state = state.as_ref().map_err(Clone::clone)?;
             let seq = i64::try_from(seq)
                 .map_err(|_| JournalError::Store(format!("sequence number {seq} too large")))?;
-            if let Some(max) = new {
-                check_room(connection, tool.len() + args.len() + state.len(), max)?;
-            }
+            let extra = i64::try_from(tool.len() + args.len() + state.len()).unwrap_or(i64::MAX);
+            let max_bytes = i64::try_from(max).unwrap_or(i64::MAX);
+            // One statement, so one commit: a new call's entry (its start, or the one record of
+            // a read-only call) is refused past the file's bound; how a call journaled before
+            // ended (or was decided, reverted) is recorded whatever the bound, so nothing is
+            // left unknown.
             let mut statement = connection
                 .prepare_cached(
-                    "INSERT INTO calls (run_id, seq, tool, args, state) VALUES (?1, ?2, ?3, ?4, ?5) \
+                    "INSERT INTO calls (run_id, seq, tool, args, state) \
+                     SELECT ?1, ?2, ?3, ?4, ?5 \
+                     WHERE EXISTS (SELECT 1 FROM calls WHERE run_id = ?1 AND seq = ?2) \
+                        OR (SELECT page_count FROM pragma_page_count) * \
+                           (SELECT page_size FROM pragma_page_size) + ?6 <= ?7 \
                      ON CONFLICT (run_id, seq) DO UPDATE SET tool = ?3, args = ?4, state = ?5",
                 )
                 .map_err(|error| store(&error))?;
-            statement
-                .execute(params![run_id, seq, tool, args, state])
+            let written = statement
+                .execute(params![run_id, seq, tool, args, state, extra, max_bytes])
                 .map_err(|error| store(&error))?;
+            if written == 0 {
+                // Refused for room: the error says how full the file is.
+                check_room(connection, tool.len() + args.len() + state.len(), max)?;
+                return Err(JournalError::Full {
+                    used_bytes: max,
+                    max_bytes: max,
+                });
+            }
             Ok(())
         }))
     }

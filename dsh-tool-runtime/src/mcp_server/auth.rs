@@ -19,6 +19,7 @@ use super::McpServeError;
 use super::http::Body;
 #[cfg(feature = "oauth")]
 use super::oauth::{McpOAuthResource, Verifier};
+use crate::durable::Principal;
 
 /// Random bytes in a generated token: 256 bits, far past guessing.
 const GENERATED_TOKEN_BYTES: usize = 32;
@@ -177,25 +178,29 @@ impl Gate {
         }
     }
 
-    /// The whole answer to a request with `headers` that may not pass; `None` lets it through.
-    pub(crate) async fn refusal(&self, headers: &HeaderMap) -> Option<Response<Body>> {
+    /// Whether a request with `headers` may pass: `Ok` with the OAuth subject of its token
+    /// (`None` without OAuth: a fixed token names no one), else the whole answer to it.
+    pub(crate) async fn admit(
+        &self,
+        headers: &HeaderMap,
+    ) -> Result<Option<Principal>, Response<Body>> {
         match self {
-            Gate::Open => None,
+            Gate::Open => Ok(None),
             Gate::Token(expected) => match bearer(headers) {
                 // Unequal lengths answer at once: only the length of the token can leak.
-                Some(token) if bool::from(token.ct_eq(expected)) => None,
-                Some(_) => Some(unauthorized(
+                Some(token) if bool::from(token.ct_eq(expected)) => Ok(None),
+                Some(_) => Err(unauthorized(
                     "Bearer error=\"invalid_token\"",
                     "Unauthorized: the bearer token is not valid\n",
                 )),
                 // RFC 6750 §3.1: a request without credentials gets no error code.
-                None => Some(unauthorized(
+                None => Err(unauthorized(
                     "Bearer",
                     "Unauthorized: send the header \"Authorization: Bearer <token>\"\n",
                 )),
             },
             #[cfg(feature = "oauth")]
-            Gate::OAuth(verifier) => verifier.refusal(bearer(headers)).await,
+            Gate::OAuth(verifier) => verifier.admit(bearer(headers)).await.map(Some),
         }
     }
 }
@@ -223,22 +228,22 @@ impl Refusals {
 }
 
 impl Gate {
-    /// [`Gate::refusal`] on a connection whose `401`s so far are `refusals`: a `401` waits as
+    /// [`Gate::admit`] on a connection whose `401`s so far are `refusals`: a `401` waits as
     /// [`Refusals`] says before it is answered.
-    pub(crate) async fn refusal_on(
+    pub(crate) async fn admit_on(
         &self,
         headers: &HeaderMap,
         refusals: &Refusals,
-    ) -> Option<Response<Body>> {
-        let refusal = self.refusal(headers).await;
-        match &refusal {
-            Some(response) if response.status() == StatusCode::UNAUTHORIZED => {
+    ) -> Result<Option<Principal>, Response<Body>> {
+        let admitted = self.admit(headers).await;
+        match &admitted {
+            Err(response) if response.status() == StatusCode::UNAUTHORIZED => {
                 tokio::time::sleep(refusals.refused()).await;
             }
-            Some(_) => {}
-            None => refusals.passed(),
+            Err(_) => {}
+            Ok(_) => refusals.passed(),
         }
-        refusal
+        admitted
     }
 }
 
@@ -288,7 +293,7 @@ mod tests {
         if let Some(value) = authorization {
             headers.insert(AUTHORIZATION, HeaderValue::from_str(value).unwrap());
         }
-        let refusal = futures::executor::block_on(gate.refusal(&headers));
+        let refusal = futures::executor::block_on(gate.admit(&headers)).err();
         refusal.map(|response| {
             let challenge = response.headers()[WWW_AUTHENTICATE].to_str().unwrap();
             (response.status(), challenge.to_owned())
@@ -397,8 +402,8 @@ mod tests {
         let mut waits = Vec::new();
         for _ in 0..9 {
             let start = tokio::time::Instant::now();
-            let refusal = gate.refusal_on(&headers("Bearer guess"), &connection).await;
-            assert_eq!(refusal.unwrap().status(), StatusCode::UNAUTHORIZED);
+            let refusal = gate.admit_on(&headers("Bearer guess"), &connection).await;
+            assert_eq!(refusal.unwrap_err().status(), StatusCode::UNAUTHORIZED);
             waits.push(start.elapsed().as_millis());
         }
         assert_eq!(waits, [0, 100, 200, 400, 800, 1_600, 3_200, 5_000, 5_000]);
@@ -406,9 +411,9 @@ mod tests {
         let other = Refusals::default();
         let start = tokio::time::Instant::now();
         assert!(
-            gate.refusal_on(&headers("Bearer guess"), &other)
+            gate.admit_on(&headers("Bearer guess"), &other)
                 .await
-                .is_some()
+                .is_err()
         );
         assert_eq!(
             start.elapsed(),
@@ -417,15 +422,15 @@ mod tests {
         );
 
         assert!(
-            gate.refusal_on(&headers("Bearer s3cr3t"), &connection)
+            gate.admit_on(&headers("Bearer s3cr3t"), &connection)
                 .await
-                .is_none()
+                .is_ok()
         );
         let start = tokio::time::Instant::now();
         assert!(
-            gate.refusal_on(&headers("Bearer guess"), &connection)
+            gate.admit_on(&headers("Bearer guess"), &connection)
                 .await
-                .is_some()
+                .is_err()
         );
         assert_eq!(
             start.elapsed(),

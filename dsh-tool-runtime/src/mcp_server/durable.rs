@@ -6,7 +6,10 @@
 //!   continuation (the run, the waiting call, a digest of its arguments, the principal it was
 //!   shown to, this server's name, an expiry) and whose one request (`approval`) is an
 //!   elicitation naming the waiting call; its retry carrying the answer decides exactly that
-//!   call, once, from the journal alone, on this server or a named peer sharing the journal;
+//!   call, once, from the journal alone, on this server or a named peer sharing the journal; a
+//!   retry carrying the continuation and no answer (its person was not reached before it
+//!   expired, say) is asked again: a new continuation for the same waiting call, issued only
+//!   to the principal the old one was shown to;
 //! - a 2025-era session is sent the elicitation at once and the run resumes in the same request;
 //! - a client that cannot be asked gets the run denied with the reason, never a hang.
 
@@ -17,8 +20,11 @@ use rmcp::model::{InputRequest, InputResponses};
 use serde_json::{Value, json};
 
 use crate::call::{DenialSource, approval_message};
+use crate::durable::continuation::Presenter;
 use crate::durable::run::Decider;
-use crate::durable::{DurableRun, JournalError, JournalStore, Principal, RUN_PARKED, RunStatus};
+use crate::durable::{
+    ContinuationError, DurableRun, JournalError, JournalStore, Principal, RUN_PARKED, RunStatus,
+};
 use crate::registry::{RUN_CODE, Registry};
 use crate::result::{ToolFailure, ToolResult};
 use crate::{ClientChannel, Elicitation, ElicitationRequest, ToolCall};
@@ -109,6 +115,12 @@ pub(crate) async fn answer_modern(
         Ok(parked) => parked.continuation,
         Err(error) => return Parked::Done(failure(error.to_string())),
     };
+    input_required(message, continuation)
+}
+
+/// The `input_required` answer asking the person `message` (the waiting call), its retry to
+/// carry `continuation`.
+fn input_required(message: String, continuation: String) -> Parked {
     let request: InputRequest = match serde_json::from_value(json!({
         "method": "elicitation/create",
         "params": {
@@ -130,12 +142,16 @@ pub(crate) async fn answer_modern(
 }
 
 /// A 2026-07-28 client's retry carrying `continuation`: its answer approves or denies the call
-/// the continuation names, and the run resumes here; the new result may be parked again.
+/// the continuation names, and the run resumes here; the new result may be parked again. A
+/// retry without an answer asks again: the same waiting call with a new continuation, even
+/// when this one has expired ([`Registry::renew`]), so a person who was not reached in time
+/// can still decide the run.
 ///
 /// # Errors
-/// The message for an answer that is missing or malformed, or a continuation that is refused
+/// The message for an answer that is malformed, or a continuation that is refused
 /// (`CONTINUATION_REFUSED`: forged, used, expired, another principal's or another server's,
-/// or for a call the run no longer waits at): the request is invalid and the run stays parked.
+/// or for a call the run no longer waits at; asking again refuses all but expired): the
+/// request is invalid and the run stays parked.
 pub(crate) async fn resume_modern(
     registry: &Registry,
     store: &Arc<dyn JournalStore>,
@@ -144,9 +160,9 @@ pub(crate) async fn resume_modern(
     continuation: &str,
     mut responses: InputResponses,
 ) -> Result<Parked, String> {
-    let answer = responses
-        .remove(APPROVAL_KEY)
-        .ok_or_else(|| format!("the retry carries no \"{APPROVAL_KEY}\" answer"))?;
+    let Some(answer) = responses.remove(APPROVAL_KEY) else {
+        return ask_again(registry, store, answerer, continuation).await;
+    };
     let answer: ElicitResult = serde_json::from_value(answer).map_err(|error| {
         format!("the \"{APPROVAL_KEY}\" answer is no elicitation result: {error}")
     })?;
@@ -180,9 +196,42 @@ pub(crate) async fn resume_modern(
     Ok(answer_modern(registry, store, client, answerer, &id, result).await)
 }
 
-/// A refused decision as the client reads it: the code first for a refused continuation.
+/// The waiting call `continuation` names asked again, with a new continuation shown to the
+/// same principal (the old one may have expired; it decides nothing).
+async fn ask_again(
+    registry: &Registry,
+    store: &Arc<dyn JournalStore>,
+    answerer: &Answerer<'_>,
+    continuation: &str,
+) -> Result<Parked, String> {
+    let presenter = Presenter {
+        principal: &answerer.principal,
+        issuers: answerer.issuers,
+    };
+    let parked = registry
+        .renew(store, continuation, &presenter, answerer.name)
+        .await
+        .map_err(|error| refused(&error))?;
+    let message = waiting_call(store, &parked.run_id)
+        .await
+        .map_err(|failure| {
+            failure
+                .error()
+                .map(|e| e.message.clone())
+                .unwrap_or_default()
+        })?;
+    Ok(input_required(message, parked.continuation))
+}
+
+/// A refused decision as the client reads it: the code first for a refused continuation, and
+/// for an expired one how to be asked again.
 fn refused(error: &JournalError) -> String {
     match error {
+        JournalError::Continuation(refusal @ ContinuationError::Expired { .. }) => format!(
+            "{}: {refusal}: send the call again with this requestState and no inputResponses \
+             to be asked again",
+            refusal.code()
+        ),
         JournalError::Continuation(refusal) => format!("{}: {refusal}", refusal.code()),
         other => other.to_string(),
     }

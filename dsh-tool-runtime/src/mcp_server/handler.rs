@@ -27,6 +27,7 @@ use super::rounds::{RoundCall, Rounds, Turn};
 use super::tasks::{Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
+use crate::durable::Principal;
 use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::{self, ContentBlock, ToolResult};
@@ -125,7 +126,7 @@ impl McpHandler {
             scope: self.scope.clone(),
             options: self.options.clone(),
             calls: self.calls.clone(),
-            tasks: self.tasks.session(),
+            tasks: self.tasks.clone(),
             rounds: self.rounds.clone(),
             instructions: self.instructions.clone(),
             log_level: SessionLogLevel::default(),
@@ -136,20 +137,44 @@ impl McpHandler {
         }
     }
 
-    /// Who answers a parked run through `context`, for this server: the request's MCP session
-    /// (`Mcp-Session-Id`), or — a request without a session (stdio, a 2026-07-28 stateless
-    /// request) — the clients holding this server's credentials.
-    fn answerer(&self, context: &RequestContext<RoleServer>) -> durable::Answerer<'_> {
-        let session = context
-            .extensions
-            .get::<::http::request::Parts>()
+    /// Who sends the request through `context`, and whether that is a person of their own: the
+    /// subject of its OAuth access token (`true`: the HTTP gate put it there), else its MCP
+    /// session (`Mcp-Session-Id`), or — a request without a session (stdio, a 2026-07-28
+    /// stateless request) — the clients holding this server's credentials.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> (Principal, bool) {
+        let parts = context.extensions.get::<::http::request::Parts>();
+        if let Some(subject) = parts.and_then(|parts| parts.extensions.get::<Principal>()) {
+            return (subject.clone(), true);
+        }
+        let session = parts
             .and_then(|parts| parts.headers.get("mcp-session-id"))
             .and_then(|value| value.to_str().ok());
+        (Principal::mcp_session(session.unwrap_or("")), false)
+    }
+
+    /// Who answers a parked run through `context`, for this server: its
+    /// [`principal`](Self::principal).
+    fn answerer(&self, context: &RequestContext<RoleServer>) -> durable::Answerer<'_> {
         durable::Answerer {
-            principal: crate::durable::Principal::mcp_session(session.unwrap_or("")),
+            principal: self.principal(context).0,
             name: &self.issuers[0],
             issuers: &self.issuers,
         }
+    }
+
+    /// The server's tasks as the sender of the request through `context` sees them: its share,
+    /// and under OAuth only its own.
+    pub(super) fn tasks_of(&self, context: &RequestContext<RoleServer>) -> Tasks {
+        let (principal, owns) = self.principal(context);
+        self.tasks.of(principal, owns)
+    }
+
+    /// The owner a task started through `context` gets, when tasks have owners (an OAuth
+    /// subject): a task id on Restate is tagged for it.
+    #[cfg(feature = "restate")]
+    fn task_owner(&self, context: &RequestContext<RoleServer>) -> Option<Principal> {
+        let (principal, owns) = self.principal(context);
+        owns.then_some(principal)
     }
 
     /// The Restate that resolves the task `id`, when it is an invocation of a server on
@@ -245,12 +270,12 @@ impl McpHandler {
     /// Makes the running `call`, whose requests the client has answered, a task: the answer
     /// is the task; its later requests wait in the task (SEP-2663's rounds-then-task
     /// composition).
-    fn escalate(&self, name: &str, call: RoundCall) -> CallToolResponse {
+    fn escalate(&self, tasks: &Tasks, name: &str, call: RoundCall) -> CallToolResponse {
         let (result, asks, signal) = call.into_task();
         let registry = self.registry.clone();
         let scope = self.scope.clone();
         let name = name.to_owned();
-        let started = self.tasks.spawn(signal, Some(asks), move |_| async move {
+        let started = tasks.spawn(signal, Some(asks), move |_| async move {
             let result = result.await.unwrap_or_else(|error| {
                 ToolResult::failure(crate::result::ToolFailure::plain(format!(
                     "the call's task failed: {error}"
@@ -545,33 +570,38 @@ impl ServerHandler for McpHandler {
     async fn get_task(
         &self,
         request: GetTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<GetTaskResult, ErrorData> {
         #[cfg(feature = "restate")]
         if let Some(restate) = self.restate_task(&request.task_id) {
-            return restate.get(&request.task_id).await;
+            return restate
+                .get(&request.task_id, self.task_owner(&context).as_ref())
+                .await;
         }
-        self.tasks.get(&request.task_id)
+        self.tasks_of(&context).get(&request.task_id)
     }
 
     async fn update_task(
         &self,
         request: UpdateTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
-        self.tasks.update(&request.task_id, request.input_responses)
+        self.tasks_of(&context)
+            .update(&request.task_id, request.input_responses)
     }
 
     async fn cancel_task(
         &self,
         request: CancelTaskParams,
-        _context: RequestContext<RoleServer>,
+        context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         #[cfg(feature = "restate")]
         if let Some(restate) = self.restate_task(&request.task_id) {
-            return restate.cancel(&request.task_id).await;
+            return restate
+                .cancel(&request.task_id, self.task_owner(&context).as_ref())
+                .await;
         }
-        self.tasks.cancel(&request.task_id)
+        self.tasks_of(&context).cancel(&request.task_id)
     }
 
     async fn call_tool(
@@ -622,7 +652,7 @@ impl ServerHandler for McpHandler {
                 .resume(state, request.input_responses.unwrap_or_default())
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
             if call.ready_for_task() {
-                return Ok(self.escalate(&name, call));
+                return Ok(self.escalate(&self.tasks_of(&context), &name, call));
             }
             let missing = Arc::clone(&call.missing);
             let turn = self.rounds.drive(call, context.ct.clone()).await;
@@ -658,7 +688,10 @@ impl ServerHandler for McpHandler {
             && self.registry.get(&name, self.scope.as_ref()).is_some()
         {
             return Ok(if task {
-                match restate.start(&arguments).await {
+                match restate
+                    .start(&arguments, self.task_owner(&context).as_ref())
+                    .await
+                {
                     Ok(id) => super::restate::created(id, self.options.tasks.poll_interval).into(),
                     Err(message) => CallToolResult::error(vec![McpContent::text(format!(
                         "Error: run_code on Restate: {message}"
@@ -702,7 +735,12 @@ impl ServerHandler for McpHandler {
         let input_first = task && modern && definition.input_before_task();
         if task && !input_first {
             let signal = CancellationToken::new();
-            return Ok(self.start_task(call.with_signal(signal.clone()), signal, asks));
+            return Ok(self.start_task(
+                &self.tasks_of(&context),
+                call.with_signal(signal.clone()),
+                signal,
+                asks,
+            ));
         }
         let (call, durable_id) = match &self.options.journal {
             Some(journal) => durable::make_durable(&journal.0, call),

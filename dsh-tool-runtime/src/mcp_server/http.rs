@@ -127,18 +127,33 @@ async fn answer(
     {
         return Ok(public);
     }
-    if let Some(refusal) = gate.refusal_on(request.headers(), &refusals).await {
-        return Ok(refusal);
+    let mut request = request;
+    match gate.admit_on(request.headers(), &refusals).await {
+        Err(refusal) => return Ok(refusal),
+        // rmcp hands the request's parts to the handler: decisions are bound to the subject.
+        Ok(Some(subject)) => {
+            request.extensions_mut().insert(subject);
+        }
+        Ok(None) => {}
     }
+    let delete = request.method() == hyper::Method::DELETE;
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.
     let mut call = pin!(SESSION_REFUSED.scope(Cell::new(false), service.call(request)));
-    let response = call.as_mut().await?;
+    let mut response = call.as_mut().await?;
     if call
         .as_mut()
         .take_value()
         .is_some_and(|refused| refused.get())
     {
         return Ok(too_many_sessions(session_limit));
+    }
+    if delete && response.status() == StatusCode::ACCEPTED {
+        // rmcp answers a closed session `202 Accepted`, which says the close has not happened
+        // yet (RFC 9110 §15.3.3); it has, and the transport specification names no other code,
+        // so the answer is RFC 9110 §9.3.5's for an enacted DELETE without content, which
+        // clients (the Python SDK among them) take as a clean close.
+        *response.status_mut() = StatusCode::NO_CONTENT;
+        *response.body_mut() = Full::new(Bytes::new()).boxed();
     }
     Ok(response)
 }

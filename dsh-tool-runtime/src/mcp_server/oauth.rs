@@ -18,6 +18,7 @@ use url::Url;
 use super::McpServeError;
 use super::http::Body;
 use super::oauth_keys::{Found, IssuerKeys, NO_TLS};
+use crate::durable::Principal;
 
 /// The well-known path of protected-resource metadata (RFC 9728 §3).
 pub(crate) const METADATA_PATH: &str = "/.well-known/oauth-protected-resource";
@@ -202,6 +203,7 @@ impl McpOAuthResource {
 /// The claims read from a token beyond those `jsonwebtoken` checks.
 #[derive(Deserialize)]
 struct Claims {
+    sub: Option<String>,
     scope: Option<String>,
     scp: Option<Scopes>,
 }
@@ -231,8 +233,8 @@ impl Claims {
 /// Why a request did not pass.
 #[derive(Debug, PartialEq, Eq)]
 pub(crate) enum Verdict {
-    /// Passes.
-    Pass,
+    /// Passes, for the token's subject: its `sub` as its issuer's.
+    Pass(Principal),
     /// `401 invalid_token`, with a description safe to show (it never holds the token).
     Invalid(&'static str),
     /// `403 insufficient_scope`.
@@ -291,23 +293,23 @@ impl Verifier {
         Some(response)
     }
 
-    /// The answer to a request that carries `token` (`None`: no bearer token), or `None` to let
-    /// it through.
-    pub(crate) async fn refusal(&self, token: Option<&[u8]>) -> Option<Response<Body>> {
+    /// The token's subject when a request that carries `token` (`None`: no bearer token) may
+    /// pass, else the whole answer to it.
+    pub(crate) async fn admit(&self, token: Option<&[u8]>) -> Result<Principal, Response<Body>> {
         let Some(token) = token else {
             let mut challenge = format!("Bearer {}", self.metadata_param);
             if !self.config.scopes.is_empty() {
                 let _ = write!(challenge, ", scope=\"{}\"", self.config.scopes.join(" "));
             }
-            return Some(answer(
+            return Err(answer(
                 StatusCode::UNAUTHORIZED,
                 &challenge,
                 "Unauthorized: send an OAuth access token as \"Authorization: Bearer <token>\"\n",
             ));
         };
         match self.verify(token).await {
-            Verdict::Pass => None,
-            Verdict::Invalid(why) => Some(answer(
+            Verdict::Pass(subject) => Ok(subject),
+            Verdict::Invalid(why) => Err(answer(
                 StatusCode::UNAUTHORIZED,
                 &format!(
                     "Bearer error=\"invalid_token\", error_description=\"{why}\", {}",
@@ -317,7 +319,7 @@ impl Verifier {
             )),
             Verdict::InsufficientScope => {
                 let scope = self.config.scopes.join(" ");
-                Some(answer(
+                Err(answer(
                     StatusCode::FORBIDDEN,
                     &format!(
                         "Bearer error=\"insufficient_scope\", scope=\"{scope}\", \
@@ -327,7 +329,7 @@ impl Verifier {
                     &format!("Forbidden: the token must hold the scopes \"{scope}\"\n"),
                 ))
             }
-            Verdict::KeysUnavailable => Some(answer(
+            Verdict::KeysUnavailable => Err(answer(
                 StatusCode::SERVICE_UNAVAILABLE,
                 "",
                 "Service Unavailable: the authorization server's keys cannot be fetched; retry later\n",
@@ -382,6 +384,10 @@ impl Verifier {
                 });
             }
         };
+        // RFC 9068 §2.2: `sub` is required; decisions over MCP are bound to it.
+        let Some(subject) = claims.sub.as_deref().filter(|sub| !sub.is_empty()) else {
+            return Verdict::Invalid("the token has no subject (sub)");
+        };
         let held = claims.scopes();
         if self
             .config
@@ -389,7 +395,7 @@ impl Verifier {
             .iter()
             .all(|scope| held.contains(scope.as_str()))
         {
-            Verdict::Pass
+            Verdict::Pass(Principal::oauth_subject(&self.config.issuer, subject))
         } else {
             Verdict::InsufficientScope
         }

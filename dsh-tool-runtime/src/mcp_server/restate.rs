@@ -21,6 +21,7 @@ use sha2::Sha256;
 use tokio_util::sync::CancellationToken;
 
 use crate::code_mode::render::render_output;
+use crate::durable::Principal;
 use crate::durable::restate::{HANDLER, SERVICE};
 
 /// Where [`McpServeOptions::restate`](super::McpServeOptions::restate) runs `run_code`: a
@@ -177,18 +178,24 @@ impl Restate {
         })
     }
 
-    /// The HMAC of `invocation` under this server's secret.
-    fn mac(&self, invocation: &str) -> Hmac<Sha256> {
+    /// The HMAC of `invocation` under this server's secret, for the task's `owner` (an OAuth
+    /// subject) when it has one: the tag of one owner's task does not check for another.
+    fn mac(&self, invocation: &str, owner: Option<&Principal>) -> Hmac<Sha256> {
         let mut mac =
             <Hmac<Sha256>>::new_from_slice(&self.secret).expect("HMAC takes a key of any length");
         mac.update(b"dsh-tools restate task\0");
         mac.update(invocation.as_bytes());
+        if let Some(owner) = owner {
+            // An invocation id never holds a NUL byte, so the two parts stay apart.
+            mac.update(b"\0");
+            mac.update(owner.as_str().as_bytes());
+        }
         mac
     }
 
-    /// The task id of the invocation `invocation`, which this server started.
-    fn task_id(&self, invocation: &str) -> String {
-        let tag = self.mac(invocation).finalize().into_bytes();
+    /// The task id of the invocation `invocation`, which this server started for `owner`.
+    fn task_id(&self, invocation: &str, owner: Option<&Principal>) -> String {
+        let tag = self.mac(invocation, owner).finalize().into_bytes();
         let hex: String = tag[..TAG_BYTES]
             .iter()
             .map(|byte| format!("{byte:02x}"))
@@ -196,16 +203,16 @@ impl Restate {
         format!("{invocation}.{hex}")
     }
 
-    /// The invocation of the task `id` when its tag checks (compared in constant time), so a
-    /// server with this secret started it; `None` for any other id.
-    fn invocation<'a>(&self, id: &'a str) -> Option<&'a str> {
+    /// The invocation of the task `id` when its tag checks for `owner` (compared in constant
+    /// time), so a server with this secret started it for that owner; `None` for any other id.
+    fn invocation<'a>(&self, id: &'a str, owner: Option<&Principal>) -> Option<&'a str> {
         let (invocation, tag) = id.split_once('.').filter(|_| Restate::owns(id))?;
         let tag: Vec<u8> = (0..tag.len())
             .step_by(2)
             .map(|at| u8::from_str_radix(&tag[at..at + 2], 16))
             .collect::<Result<_, _>>()
             .ok()?;
-        self.mac(invocation)
+        self.mac(invocation, owner)
             .verify_truncated_left(&tag)
             .ok()
             .map(|()| invocation)
@@ -228,10 +235,15 @@ impl Restate {
         Ok(Answer { status, body })
     }
 
-    /// Starts a run of `arguments` (`run_code`'s) as a new invocation; the id of its task.
-    pub(crate) async fn start(&self, arguments: &Value) -> Result<String, String> {
+    /// Starts a run of `arguments` (`run_code`'s) as a new invocation; the id of its task, for
+    /// `owner` when tasks have owners.
+    pub(crate) async fn start(
+        &self,
+        arguments: &Value,
+        owner: Option<&Principal>,
+    ) -> Result<String, String> {
         let invocation = self.start_invocation(arguments).await?;
-        Ok(self.task_id(&invocation))
+        Ok(self.task_id(&invocation, owner))
     }
 
     /// Starts a run of `arguments` (`run_code`'s) as a new invocation, under a fresh random
@@ -311,14 +323,19 @@ impl Restate {
         }
     }
 
-    /// `tasks/get` of the task `id`.
+    /// `tasks/get` of the task `id`, asked by `owner` when tasks have owners.
     ///
     /// # Errors
-    /// `-32602` for an id whose tag does not check, of an invocation of another handler than
-    /// `DurableRuns/run`, or that Restate does not know; `-32603` when Restate cannot be asked.
-    pub(crate) async fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
+    /// `-32602` for an id whose tag does not check (another owner's included), of an invocation
+    /// of another handler than `DurableRuns/run`, or that Restate does not know; `-32603` when
+    /// Restate cannot be asked.
+    pub(crate) async fn get(
+        &self,
+        id: &str,
+        owner: Option<&Principal>,
+    ) -> Result<GetTaskResult, ErrorData> {
         let invocation = self
-            .invocation(id)
+            .invocation(id, owner)
             .ok_or_else(|| super::tasks::unknown(id))?;
         let (output, row) = tokio::join!(self.output(invocation, false), self.row(invocation));
         let row = row.unwrap_or_default();
@@ -366,11 +383,16 @@ impl Restate {
     /// invocation stays as it ended.
     ///
     /// # Errors
-    /// `-32602` for an id whose tag does not check, of an invocation of another handler than
-    /// `DurableRuns/run`, or that Restate does not know; `-32603` when Restate cannot be asked.
-    pub(crate) async fn cancel(&self, id: &str) -> Result<(), ErrorData> {
+    /// `-32602` for an id whose tag does not check (another owner's included), of an invocation
+    /// of another handler than `DurableRuns/run`, or that Restate does not know; `-32603` when
+    /// Restate cannot be asked.
+    pub(crate) async fn cancel(
+        &self,
+        id: &str,
+        owner: Option<&Principal>,
+    ) -> Result<(), ErrorData> {
         let invocation = self
-            .invocation(id)
+            .invocation(id, owner)
             .ok_or_else(|| super::tasks::unknown(id))?;
         if !runs_here(&self.row(invocation).await.unwrap_or_default()) {
             return Err(super::tasks::unknown(id));

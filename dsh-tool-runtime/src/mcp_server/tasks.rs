@@ -9,7 +9,7 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
@@ -31,6 +31,7 @@ use tokio_util::task::AbortOnDropHandle;
 use super::client::InputAsk;
 use super::handler::{McpHandler, mcp_result, progress_of};
 use crate::call::ToolCall;
+use crate::durable::Principal;
 use crate::error::ErrorCode;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
@@ -43,12 +44,15 @@ use crate::scope::AgentId;
 /// declares the `io.modelcontextprotocol/tasks` extension. Such a `tools/call` is answered at
 /// once with a task (`resultType: "task"`); `tasks/get` reports its status, with the call's
 /// progress as `statusMessage`, and its result once done; `tasks/cancel` cancels the call's
-/// signal (a program's process is killed). Tasks belong to the server, not to the HTTP
-/// connection or session that started them: any authenticated client that knows a task's id
-/// (a random UUID) can poll or cancel it.
+/// signal (a program's process is killed). Under OAuth ([`McpHttpAuth::OAuth`](super::McpHttpAuth))
+/// a task belongs to the token subject (`sub` of its issuer) that started it: another
+/// subject's `tasks/get`, `tasks/update` or `tasks/cancel` is answered as for an unknown task.
+/// Otherwise tasks belong to the server, not to the HTTP connection or session that started
+/// them: any authenticated client that knows a task's id (a random UUID) can poll or cancel
+/// it.
 ///
 /// Kept results are bounded in count ([`max_live`](Self::max_live)), in bytes
-/// ([`max_result_bytes`](Self::max_result_bytes)) and per session
+/// ([`max_result_bytes`](Self::max_result_bytes)) and per principal
 /// ([`max_per_session`](Self::max_per_session)), so that one client cannot hold the server's
 /// memory or every task slot for a TTL.
 #[derive(Debug, Clone)]
@@ -69,10 +73,12 @@ pub struct McpTaskLimits {
     /// task ends `failed` with an error (`-32603`, `data.code` `"TASK_RESULT_BUDGET"`) saying
     /// so and how large the result was. The call itself ran.
     pub max_result_bytes: usize,
-    /// Tasks one MCP session may have live at once (at least 1; default 16, of
+    /// Tasks one principal may have live at once (at least 1; default 16, of
     /// [`max_live`](Self::max_live)): a call past it is answered with an `isError` result
-    /// saying so, and runs not. Over streamable HTTP, a stateless (2026-07-28) client's requests
-    /// are each a session of their own, so only [`max_live`](Self::max_live) bounds them.
+    /// saying so, and runs not. The principal is the OAuth subject under OAuth (however many
+    /// sessions it opens), else the MCP session; stateless (2026-07-28) requests without OAuth
+    /// share one principal, the holders of the server's bearer token, so together they get one
+    /// share.
     pub max_per_session: usize,
 }
 
@@ -120,13 +126,15 @@ impl McpTaskLimits {
     }
 }
 
-/// The tasks of one server, shared by all its sessions, as one session sees them. Cheap to
+/// The tasks of one server, shared by all its sessions, as one principal sees them. Cheap to
 /// clone.
 #[derive(Clone)]
 pub(crate) struct Tasks {
     shared: Arc<Shared>,
-    /// The session whose share new tasks count against.
-    session: u64,
+    /// Whose share new tasks count against.
+    principal: Principal,
+    /// Whether the tasks it starts are its own: hidden from every other principal.
+    owns: bool,
 }
 
 struct Shared {
@@ -134,12 +142,13 @@ struct Shared {
     entries: Mutex<HashMap<String, Entry>>,
     /// The bytes of the results kept in `entries`; changed only under its lock.
     kept_bytes: AtomicUsize,
-    /// The last session number given out.
-    sessions: AtomicU64,
 }
 
 struct Entry {
-    session: u64,
+    /// The principal whose share it counts against.
+    principal: Principal,
+    /// Set when only that principal may see it.
+    owned: bool,
     /// The size of the kept result, counted in [`Shared::kept_bytes`].
     result_bytes: usize,
     task: Task,
@@ -202,18 +211,27 @@ impl Tasks {
                 limits,
                 entries: Mutex::new(HashMap::new()),
                 kept_bytes: AtomicUsize::new(0),
-                sessions: AtomicU64::new(0),
             }),
-            session: 0,
+            principal: Principal::mcp_session(""),
+            owns: false,
         }
     }
 
-    /// The same tasks as another session sees them: its own share of task slots.
-    pub(crate) fn session(&self) -> Tasks {
+    /// The same tasks as `principal` sees them: its own share of task slots and, when it `owns`
+    /// the tasks it starts (an OAuth subject), those of others hidden.
+    pub(crate) fn of(&self, principal: Principal, owns: bool) -> Tasks {
         Tasks {
             shared: self.shared.clone(),
-            session: self.shared.sessions.fetch_add(1, Ordering::Relaxed) + 1,
+            principal,
+            owns,
         }
+    }
+
+    /// The entry `id` when this principal may see it.
+    fn visible<'a>(&self, entries: &'a HashMap<String, Entry>, id: &str) -> Option<&'a Entry> {
+        entries
+            .get(id)
+            .filter(|entry| !entry.owned || entry.principal == self.principal)
     }
 
     /// Starts `operation` as a task whose call listens to `signal`, and answers with the task.
@@ -262,11 +280,11 @@ impl Tasks {
             }
             let own = entries
                 .values()
-                .filter(|entry| entry.session == self.session)
+                .filter(|entry| entry.principal == self.principal)
                 .count();
             if own >= limits.max_per_session {
                 return Err(format!(
-                    "too many live tasks for this session (limit {} of the server's {}): a \
+                    "too many live tasks for this client (limit {} of the server's {}): a \
                      task stays live while it works and keeps its result until its TTL of {} ms \
                      has passed; fetch results with tasks/get and retry later",
                     limits.max_per_session,
@@ -277,7 +295,8 @@ impl Tasks {
             entries.insert(
                 id.clone(),
                 Entry {
-                    session: self.session,
+                    principal: self.principal.clone(),
+                    owned: self.owns,
                     result_bytes: 0,
                     task: task.clone(),
                     payload: TaskPayload::Working,
@@ -314,7 +333,7 @@ impl Tasks {
     /// `-32602` for a task that never was or whose TTL passed.
     pub(crate) fn get(&self, id: &str) -> Result<GetTaskResult, ErrorData> {
         let entries = self.shared.entries.lock();
-        let entry = entries.get(id).ok_or_else(|| unknown(id))?;
+        let entry = self.visible(&entries, id).ok_or_else(|| unknown(id))?;
         Ok(GetTaskResult::new(DetailedTask::new(
             entry.task.clone(),
             entry.payload.clone(),
@@ -329,6 +348,7 @@ impl Tasks {
     /// `-32602` for a task that never was or whose TTL passed.
     pub(crate) fn cancel(&self, id: &str) -> Result<(), ErrorData> {
         let mut entries = self.shared.entries.lock();
+        self.visible(&entries, id).ok_or_else(|| unknown(id))?;
         let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
         if matches!(
             entry.payload,
@@ -352,6 +372,7 @@ impl Tasks {
     /// `-32602` for a task that never was or whose TTL passed.
     pub(crate) fn update(&self, id: &str, mut responses: InputResponses) -> Result<(), ErrorData> {
         let mut entries = self.shared.entries.lock();
+        self.visible(&entries, id).ok_or_else(|| unknown(id))?;
         let entry = entries.get_mut(id).ok_or_else(|| unknown(id))?;
         let mut open = Vec::new();
         for (key, request, reply) in entry.open.drain(..) {
@@ -595,13 +616,14 @@ impl McpHandler {
     /// (a 2026-07-28 client's: the task waits in `input_required` for `tasks/update`).
     pub(super) fn start_task(
         &self,
+        tasks: &Tasks,
         call: ToolCall,
         signal: CancellationToken,
         asks: Option<mpsc::Receiver<InputAsk>>,
     ) -> CallToolResponse {
         let registry = self.registry.clone();
         let scope = self.scope.clone();
-        let started = self.tasks.spawn(signal, asks, move |status| async move {
+        let started = tasks.spawn(signal, asks, move |status| async move {
             let name = call.name.clone();
             let result = execute_reporting(&registry, call, &status).await;
             task_outcome(&registry, scope.as_ref(), &name, &result)

@@ -1,5 +1,5 @@
-//! The bounds on kept task results: their bytes, all tasks together, and each session's share
-//! of the task slots. On tokio's paused clock, as the store's other tests.
+//! The bounds on kept task results: their bytes, all tasks together, and each principal's
+//! share of the task slots; tasks an OAuth subject owns. On tokio's paused clock, as the store's other tests.
 
 use std::time::Duration;
 
@@ -8,6 +8,7 @@ use tokio::time::sleep;
 use tokio_util::sync::CancellationToken;
 
 use super::{McpTaskLimits, Tasks};
+use crate::durable::Principal;
 
 const TTL: Duration = Duration::from_millis(1_000);
 const MS: Duration = Duration::from_millis(1);
@@ -88,8 +89,8 @@ async fn a_session_gets_its_share_of_the_task_slots_and_no_more() {
             .max_live(8)
             .max_per_session(3),
     );
-    let greedy = server.session();
-    let other = server.session();
+    let greedy = server.of(Principal::mcp_session("greedy"), false);
+    let other = server.of(Principal::mcp_session("other"), false);
     for _ in 0..3 {
         greedy
             .spawn(CancellationToken::new(), None, |_| async { text(1) })
@@ -99,7 +100,7 @@ async fn a_session_gets_its_share_of_the_task_slots_and_no_more() {
         .spawn(CancellationToken::new(), None, |_| async { text(1) })
         .unwrap_err();
     assert!(
-        refused.starts_with("too many live tasks for this session (limit 3 of the server's 8)"),
+        refused.starts_with("too many live tasks for this client (limit 3 of the server's 8)"),
         "{refused}"
     );
     other
@@ -185,4 +186,38 @@ fn large_results_stay_within_the_budget_in_resident_memory() {
         );
         assert!(grown < 48 << 20, "the resident size grew by {grown} bytes");
     });
+}
+
+/// A task started by an OAuth subject is its own: another subject's `tasks/get`,
+/// `tasks/update` and `tasks/cancel` find no such task, and cancel nothing; the owner sees it.
+/// A task no one owns (a bearer-token client's) is seen by every client.
+#[tokio::test(start_paused = true)]
+async fn a_subjects_task_is_hidden_from_other_subjects() {
+    let server = Tasks::new(McpTaskLimits::default().ttl(TTL));
+    let alice = server.of(Principal::oauth_subject("https://issuer", "alice"), true);
+    let mallory = server.of(Principal::oauth_subject("https://issuer", "mallory"), true);
+    let signal = CancellationToken::new();
+    let id = alice
+        .spawn(signal.clone(), None, |_| async { text(1) })
+        .unwrap()
+        .task
+        .task_id;
+    let unknown = rmcp::model::ErrorCode::INVALID_PARAMS;
+    assert_eq!(mallory.get(&id).unwrap_err().code, unknown);
+    assert_eq!(mallory.cancel(&id).unwrap_err().code, unknown);
+    assert_eq!(
+        mallory.update(&id, Default::default()).unwrap_err().code,
+        unknown
+    );
+    assert_eq!(server.get(&id).unwrap_err().code, unknown, "no subject");
+    assert!(!signal.is_cancelled(), "another subject cancelled nothing");
+    assert!(alice.get(&id).is_ok());
+
+    let shared = server
+        .of(Principal::mcp_session(""), false)
+        .spawn(CancellationToken::new(), None, |_| async { text(1) })
+        .unwrap()
+        .task
+        .task_id;
+    assert!(mallory.get(&shared).is_ok());
 }

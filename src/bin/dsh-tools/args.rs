@@ -67,10 +67,13 @@ pub struct RunsArgs {
     /// the parked runs.
     #[arg(long, value_name = "ADMIN_URL", requires = "restate")]
     pub restate_admin: Option<String>,
-    /// The continuation secret the Restate deployment holds (`serve --restate-secret FILE`):
-    /// `runs --restate ... show KEY` then prints a continuation for the waiting call, which
-    /// `approve` and `deny` take.
+    /// The secret the Restate deployment holds (`serve --restate-secret-file FILE`, the same
+    /// file): `runs --restate ... show KEY` then prints a continuation for the waiting call,
+    /// which `approve` and `deny` take.
     #[arg(long, value_name = "FILE", requires = "restate")]
+    pub restate_secret_file: Option<PathBuf>,
+    /// Replaced by --restate-secret-file: refused, naming it.
+    #[arg(long, value_name = "FILE", hide = true)]
     pub restate_secret: Option<PathBuf>,
     /// The language of the run's program, for a resume (approve, deny, resume): ts or py.
     #[arg(long, default_value = "ts", value_parser = parse_language)]
@@ -321,13 +324,17 @@ pub struct ServeArgs {
     #[cfg(feature = "restate")]
     #[arg(long, value_name = "URL", requires = "restate")]
     pub restate_admin: Option<String>,
-    /// The secret the replicas of one deployment share, read from FILE (at least 32 bytes,
-    /// e.g. `head -c 32 /dev/urandom | base64`; not readable by group or others): a task id
-    /// carries an HMAC of its invocation id under it, and `tasks/get` and `tasks/cancel` answer
-    /// only ids whose HMAC checks. Without it each server makes its own, and answers only for
-    /// the tasks it started.
+    /// The one secret of a Restate deployment, read from FILE (at least 32 bytes, e.g.
+    /// `head -c 32 /dev/urandom | base64 > FILE; chmod 600 FILE`; refused when group or others
+    /// may read it, another user owns it or it is a symbolic link). A replica (`--restate`)
+    /// tags its task ids with an HMAC of the invocation id under it, and `tasks/get` and
+    /// `tasks/cancel` answer only ids whose HMAC checks; the deployment
+    /// (`--restate-deployment`) checks approvals with a key derived from it, as `runs
+    /// --restate ... --restate-secret-file FILE` signs them. Every replica and deployment of
+    /// the service holds the same file. Without it a replica makes its own secret, answering
+    /// only the tasks it started, and no run of the deployment can be approved or denied.
     #[cfg(feature = "restate")]
-    #[arg(long, value_name = "FILE", requires = "restate")]
+    #[arg(long, value_name = "FILE")]
     pub restate_secret_file: Option<PathBuf>,
     /// Also serve the Restate deployment of these tools (the `DurableRuns` service, HTTP/2
     /// without TLS) on ADDR (`PORT`, `:PORT` or `HOST:PORT`; host default 127.0.0.1). Register
@@ -344,12 +351,9 @@ pub struct ServeArgs {
     #[cfg(feature = "restate")]
     #[arg(long, value_name = "KEY", requires = "restate_deployment")]
     pub restate_identity_key: Vec<String>,
-    /// The secret approvals of the deployment's runs are checked with: a file of 32 bytes,
-    /// created mode 0600 when missing. Every deployment of the service and `runs --restate
-    /// ... --restate-secret FILE` need the same file; without it no run of the deployment can
-    /// be approved or denied.
+    /// Replaced by --restate-secret-file: refused, naming it.
     #[cfg(feature = "restate")]
-    #[arg(long, value_name = "FILE", requires = "restate_deployment")]
+    #[arg(long, value_name = "FILE", hide = true)]
     pub restate_secret: Option<PathBuf>,
     #[command(flatten)]
     pub budgets: Budgets,

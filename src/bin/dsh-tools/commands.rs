@@ -21,7 +21,7 @@ use crate::args::{
     CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, RunsAction, RunsArgs, SdkArgs,
     ServeArgs, ToolsArgs, ViewArgs,
 };
-use crate::secret_file::read_private_file;
+use crate::secret_file::{open_private_file, read_private_file};
 use crate::sources::mount_runtime;
 use crate::terminal::{escaped, pretty};
 
@@ -73,13 +73,11 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     }
     #[cfg(feature = "restate")]
     let deployment = {
-        let (replica, deployment) = restate;
+        let (replica, deployment, approvals) = restate;
         if let Some(replica) = replica {
             options = options.restate(replica);
         }
-        if let Some(path) = &args.restate_secret {
-            let secret = dsh_tools::durable::ContinuationSecret::load_or_create(path)
-                .map_err(|error| format!("--restate-secret {}: {error}", path.display()))?;
+        if let Some(secret) = approvals {
             registry.set_continuation_secret(secret);
         }
         serve_deployment(registry, deployment)
@@ -121,22 +119,46 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
 }
 
 /// The Restate settings of `serve`, checked before anything starts: the replica's (with
-/// `--restate`) and the deployment's address and options (with `--restate-deployment`).
+/// `--restate`), the deployment's address and options (with `--restate-deployment`) and the
+/// secret the deployment checks approvals with (from `--restate-secret-file`).
 #[cfg(feature = "restate")]
 type RestateSettings = (
     Option<dsh_tools::mcp::McpRestate>,
     Option<(SocketAddr, dsh_tools::durable::restate::DeploymentOptions)>,
+    Option<dsh_tools::durable::ContinuationSecret>,
 );
 
-/// Reads `serve`'s Restate flags. Errors: the secret file unreadable, short or readable by
-/// others; the deployment off loopback without an identity key, or a key that is not one.
+/// The refusal of the spelling `--restate-secret`, which the one secret file replaced.
+pub const RESTATE_SECRET_REPLACED: &str = "--restate-secret was replaced by --restate-secret-file \
+     FILE: one secret file (at least 32 bytes, mode 0600, e.g. `head -c 32 /dev/urandom | base64 \
+     > FILE; chmod 600 FILE`) tags task ids and signs approvals, for every replica, deployment \
+     and `runs --restate`";
+
+/// Reads `serve`'s Restate flags. Errors: the old `--restate-secret`; the secret file
+/// unreadable, short, a link, another user's or readable by others, or given with neither
+/// `--restate` nor `--restate-deployment`; the deployment off loopback without an identity
+/// key, or a key that is not one.
 #[cfg(feature = "restate")]
 fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
+    if args.restate_secret.is_some() {
+        return Err(RESTATE_SECRET_REPLACED.to_owned());
+    }
+    let secret = match &args.restate_secret_file {
+        Some(_) if args.restate.is_none() && args.restate_deployment.is_none() => {
+            return Err(
+                "--restate-secret-file needs --restate or --restate-deployment: it is the \
+                 secret of runs on Restate"
+                    .to_owned(),
+            );
+        }
+        Some(path) => Some(read_secret(path)?),
+        None => None,
+    };
     let mut replica = None;
     if let (Some(ingress), Some(admin)) = (&args.restate, &args.restate_admin) {
         let mut settings = dsh_tools::mcp::McpRestate::new(ingress, admin);
-        if let Some(path) = &args.restate_secret_file {
-            settings = settings.secret(read_secret(path)?);
+        if let Some(secret) = &secret {
+            settings = settings.secret(secret.clone());
         }
         replica = Some(settings);
     }
@@ -153,40 +175,35 @@ fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
             Some((addr, options))
         }
     };
-    Ok((replica, deployment))
+    let approvals = deployment
+        .as_ref()
+        .and(secret.as_deref())
+        .map(dsh_tools::durable::ContinuationSecret::derive);
+    Ok((replica, deployment, approvals))
 }
 
-/// The replicas' secret in `path`, its trailing line end dropped. Errors: unreadable, readable
-/// by group or others (as ssh refuses a private key), or under 32 bytes.
-#[cfg(feature = "restate")]
-fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
+/// The fewest bytes of a Restate secret (`McpRestate::MIN_SECRET_BYTES`, here without the
+/// `restate` feature for `runs --restate`).
+const MIN_RESTATE_SECRET_BYTES: usize = 32;
+
+/// The Restate secret in `path` (`--restate-secret-file`), its trailing line end dropped.
+/// Errors: as [`open_private_file`], or under 32 bytes.
+pub fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
     let failed = |why: String| format!("--restate-secret-file {}: {why}", path.display());
-    #[cfg(unix)]
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = std::fs::metadata(path)
-            .map_err(|error| failed(error.to_string()))?
-            .permissions()
-            .mode();
-        if mode & 0o077 != 0 {
-            return Err(failed(format!(
-                "readable by others (mode {:o}); make it private: chmod 600",
-                mode & 0o777
-            )));
-        }
-    }
-    let mut secret = std::fs::read(path).map_err(|error| failed(error.to_string()))?;
+    let mut secret = Vec::new();
+    std::io::Read::read_to_end(&mut open_private_file(path).map_err(failed)?, &mut secret)
+        .map_err(|error| failed(error.to_string()))?;
     while secret
         .last()
         .is_some_and(|byte| matches!(byte, b'\n' | b'\r'))
     {
         secret.pop();
     }
-    if secret.len() < dsh_tools::mcp::McpRestate::MIN_SECRET_BYTES {
+    if secret.len() < MIN_RESTATE_SECRET_BYTES {
         return Err(failed(format!(
             "{} bytes; at least {} are needed",
             secret.len(),
-            dsh_tools::mcp::McpRestate::MIN_SECRET_BYTES
+            MIN_RESTATE_SECRET_BYTES
         )));
     }
     Ok(secret)
@@ -576,12 +593,15 @@ fn warn_exposed(store: &SqliteJournal) {
 /// `runs list` and `runs show`, which need no tool source and only read the journal; `None`
 /// for the other actions.
 pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<String>, String> {
+    if args.restate_secret.is_some() {
+        return Err(RESTATE_SECRET_REPLACED.to_owned());
+    }
     let journal = match (&args.journal, &args.restate) {
         (_, Some(ingress)) => {
             return crate::restate_runs::runs(
                 ingress,
                 args.restate_admin.as_deref(),
-                args.restate_secret.as_deref(),
+                args.restate_secret_file.as_deref(),
                 &args.action,
                 json_output,
             )
@@ -637,6 +657,7 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
                 return Ok(Some(pretty(&json!({"run": run, "calls": entries}))));
             }
             let mut out = format!("{} {}\n", escaped(&run.run_id), status_line(&run.status));
+            out.push_str(&format!("scope: {}\n", scope_line(&run.program)));
             if let RunStatus::Parked { .. } = &run.status {
                 // Issued to the journal's owner (who alone can read its secret) for exactly the
                 // waiting call: a later call of the run needs another.
@@ -676,6 +697,19 @@ pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<S
             Ok(Some(out.trim_end().to_owned()))
         }
         _ => Ok(None),
+    }
+}
+
+/// The agent scope and mode a run's journaled program records (`agent "support" (mode
+/// code)`, `the registry (mode both)`): where its calls resolve and where it resumes.
+fn scope_line(program: &Value) -> String {
+    let Some(scope) = program.get("scope") else {
+        return "not recorded (it resumes in any scope)".to_owned();
+    };
+    let mode = escaped(scope["mode"].as_str().unwrap_or("unknown"));
+    match scope["agent"].as_str() {
+        Some(agent) => format!("agent \"{}\" (mode {mode})", escaped(agent)),
+        None => format!("the registry (mode {mode})"),
     }
 }
 

@@ -2,7 +2,7 @@
 //! approval is the state of the virtual object `DurableApprovals` keyed by the run's key; its
 //! handlers `pending`, `approve` and `deny` are called here, and `list` reads every key's
 //! approval with Restate's admin SQL API (`POST /query`). `show` signs a continuation for the
-//! waiting call with the deployment's secret (`--restate-secret`); `approve` and `deny` send it,
+//! waiting call with the deployment's secret (`--restate-secret-file`); `approve` and `deny` send it,
 //! and the deployment checks it. The run itself goes on in Restate: nothing runs in this process.
 
 use std::path::Path;
@@ -30,6 +30,11 @@ pub async fn runs(
     action: &RunsAction,
     json_output: bool,
 ) -> Result<String, String> {
+    // Read first: a secret file that is refused fails before Restate is asked anything.
+    let secret = secret
+        .map(crate::commands::read_secret)
+        .transpose()?
+        .map(|shared| ContinuationSecret::derive(&shared));
     let http = reqwest::Client::builder()
         .timeout(ANSWER_WITHIN)
         .build()
@@ -60,8 +65,8 @@ pub async fn runs(
                     format!("{} has no approval pending", escaped(id))
                 });
             }
-            let continuation = match secret {
-                Some(path) => Some(sign(path, &pending)?),
+            let continuation = match &secret {
+                Some(secret) => Some(sign(secret, &pending)?),
                 None => None,
             };
             if json_output {
@@ -75,7 +80,7 @@ pub async fn runs(
                     format!("{}\ncontinuation: {continuation}", pending_line(&pending))
                 }
                 None => format!(
-                    "{}\n(give --restate-secret FILE, the deployment's secret, for a continuation \
+                    "{}\n(give --restate-secret-file FILE, the deployment's secret, for a continuation \
                      that approves or denies it)",
                     pending_line(&pending)
                 ),
@@ -101,15 +106,9 @@ pub async fn runs(
     }
 }
 
-/// A continuation for the local owner deciding `pending`'s call, signed with the secret in
-/// `path`.
-fn sign(path: &Path, pending: &Value) -> Result<String, String> {
-    let secret = ContinuationSecret::load_or_create(path).map_err(|error| {
-        format!(
-            "--restate-secret {}: {error}",
-            escaped(&path.display().to_string())
-        )
-    })?;
+/// A continuation for the local owner deciding `pending`'s call, signed with `secret`, the key
+/// the deployment derives from the secret file (`--restate-secret-file`).
+fn sign(secret: &ContinuationSecret, pending: &Value) -> Result<String, String> {
     let (Some(run), Some(seq), Some(digest)) = (
         pending["run"].as_str(),
         pending["seq"].as_u64(),
@@ -126,7 +125,7 @@ fn sign(path: &Path, pending: &Value) -> Result<String, String> {
 fn run_of(continuation: &str) -> Result<String, String> {
     continuation_run(continuation).ok_or_else(|| {
         format!(
-            "{} is not a continuation: `runs --restate INGRESS --restate-secret FILE show KEY` \
+            "{} is not a continuation: `runs --restate INGRESS --restate-secret-file FILE show KEY` \
              prints the one for a parked run",
             escaped(continuation)
         )

@@ -38,6 +38,20 @@ impl FileTokenStore {
     }
 
     fn read(&self) -> Result<Option<StoredCredentials>, AuthError> {
+        #[cfg(unix)]
+        let file = match crate::private_file::open(&self.path) {
+            Ok(file) => file,
+            Err(crate::private_file::OpenRefused::Io(error))
+                if error.kind() == std::io::ErrorKind::NotFound =>
+            {
+                return Ok(None);
+            }
+            Err(crate::private_file::OpenRefused::Io(error)) => {
+                return Err(self.error("cannot open", error));
+            }
+            Err(refused) => return Err(self.error("refused", refused)),
+        };
+        #[cfg(not(unix))]
         let file = match std::fs::File::open(&self.path) {
             Ok(file) => file,
             Err(error) if error.kind() == std::io::ErrorKind::NotFound => return Ok(None),
@@ -163,6 +177,24 @@ mod tests {
         assert!(store.read().unwrap().is_none());
         store.remove().unwrap();
         assert!(!format!("{store:?}").contains("access"));
+    }
+
+    /// A token file that is a link (to a private file of tokens someone else chose) is refused
+    /// with a message saying why, never followed.
+    #[test]
+    fn a_token_file_behind_a_symbolic_link_is_refused() {
+        let dir = tempfile::tempdir().unwrap();
+        let planted = dir.path().join("planted.json");
+        FileTokenStore::new(planted.clone())
+            .write(&credentials("planted"))
+            .unwrap();
+        let path = dir.path().join("tokens.json");
+        std::os::unix::fs::symlink(&planted, &path).unwrap();
+        let error = FileTokenStore::new(path).read().unwrap_err().to_string();
+        assert!(
+            error.contains("refused") && error.contains("is a symbolic link"),
+            "{error}"
+        );
     }
 
     #[test]

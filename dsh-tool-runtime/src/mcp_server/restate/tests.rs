@@ -35,24 +35,40 @@ fn a_task_id_is_answered_only_under_the_secret_that_tagged_it() {
     let shared = [7u8; 32];
     let (a, b) = (restate(Some(&shared)), restate(Some(&shared)));
     let invocation = "inv_1axOHcZ8EYYs1l7B8zvJcT7bRlfVDrD0xB";
-    let id = a.task_id(invocation);
+    let id = a.task_id(invocation, None);
     assert!(Restate::owns(&id), "{id}");
     assert_eq!(
-        b.invocation(&id),
+        b.invocation(&id, None),
         Some(invocation),
         "a replica with the secret"
     );
     // Another secret, a server's own random one, a changed tag or invocation.
-    assert_eq!(restate(Some(&[8u8; 32])).invocation(&id), None);
-    assert_eq!(restate(None).invocation(&id), None);
+    assert_eq!(restate(Some(&[8u8; 32])).invocation(&id, None), None);
+    assert_eq!(restate(None).invocation(&id, None), None);
     let mut forged = id.clone();
     let last = if forged.ends_with('0') { '1' } else { '0' };
     forged.pop();
     forged.push(last);
-    assert_eq!(a.invocation(&forged), None);
+    assert_eq!(a.invocation(&forged, None), None);
     let other = id.replacen("inv_1", "inv_2", 1);
-    assert_eq!(a.invocation(&other), None);
-    assert_eq!(a.invocation(invocation), None);
+    assert_eq!(a.invocation(&other, None), None);
+    assert_eq!(a.invocation(invocation, None), None);
+}
+
+/// A task started for an OAuth subject is resolved for that subject only: another subject, or
+/// a request with no subject, finds it unknown, and a subject's tag does not pass unowned.
+#[test]
+fn a_task_id_of_a_subject_is_answered_only_for_that_subject() {
+    let a = restate(Some(&[7u8; 32]));
+    let invocation = "inv_1axOHcZ8EYYs1l7B8zvJcT7bRlfVDrD0xB";
+    let alice = Principal::oauth_subject("https://issuer", "alice");
+    let mallory = Principal::oauth_subject("https://issuer", "mallory");
+    let id = a.task_id(invocation, Some(&alice));
+    assert_eq!(a.invocation(&id, Some(&alice)), Some(invocation));
+    assert_eq!(a.invocation(&id, Some(&mallory)), None);
+    assert_eq!(a.invocation(&id, None), None);
+    let unowned = a.task_id(invocation, None);
+    assert_eq!(a.invocation(&unowned, Some(&alice)), None);
 }
 
 #[test]
