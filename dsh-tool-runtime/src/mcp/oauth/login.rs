@@ -16,6 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use super::bearer::{BearerClient, Grant};
 use super::store::FileTokenStore;
+use super::unanswered::{RetainedStates, unanswered};
 
 /// Why the person's authorization did not come back: they refused, the wait ran out, the
 /// redirect was malformed. Its text is shown in the connect or call error.
@@ -190,6 +191,9 @@ pub(crate) struct LoginState {
     round: AtomicU64,
     /// `true` while the person is asked to authorize: the connect timeout does not run then.
     person: tokio::sync::watch::Sender<bool>,
+    /// The manager's authorization states, kept for one more exchange of a code whose first
+    /// exchange got no answer.
+    states: RetainedStates,
 }
 
 /// Sets a flag until dropped, however the wait it covers ends.
@@ -225,6 +229,8 @@ pub(crate) async fn login_client<C>(
 ) -> Result<BearerClient<C, LoginState>, String> {
     let describe = |error: AuthError| format!("OAuth: {error}");
     let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
+    let states = RetainedStates::default();
+    manager.set_state_store(states.clone());
     if let Some(path) = &login.token_file {
         manager.set_credential_store(FileTokenStore::new(path.clone()));
         manager.initialize_from_store().await.map_err(describe)?;
@@ -236,6 +242,7 @@ pub(crate) async fn login_client<C>(
             manager: tokio::sync::Mutex::new(Some(manager)),
             round: AtomicU64::new(0),
             person,
+            states,
         },
     ))
 }
@@ -319,13 +326,23 @@ impl LoginState {
             self.login.authorizer.authorize(url).await.map_err(failed)?
         };
         let callback = AuthorizationCallback::from_redirect_url(&redirect)?;
-        manager
-            .exchange_code_for_token_with_issuer(
+        let exchange = || {
+            manager.exchange_code_for_token_with_issuer(
                 &callback.code,
                 &callback.csrf_token,
                 callback.issuer.as_deref(),
             )
-            .await?;
+        };
+        // Sent once more when no answer came (a reused connection the server had closed, see
+        // `unanswered`): the person is not asked again for what the network lost.
+        let answer = match exchange().await {
+            Err(error) if unanswered(&error) && self.states.restore(&callback.csrf_token) => {
+                exchange().await
+            }
+            answer => answer,
+        };
+        self.states.settle(&callback.csrf_token);
+        answer?;
         Ok(())
     }
 
