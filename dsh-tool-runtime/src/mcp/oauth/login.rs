@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession,
+    AuthorizationSession, CredentialStore, OAuthClientConfig,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
@@ -194,6 +194,9 @@ pub(crate) struct LoginState {
     /// The manager's authorization states, kept for one more exchange of a code whose first
     /// exchange got no answer.
     states: RetainedStates,
+    /// The scopes granted to the tokens read from the token file, which rmcp does not restore:
+    /// a step-up before any new grant asks for them too.
+    restored_scopes: Vec<String>,
 }
 
 /// Sets a flag until dropped, however the wait it covers ends.
@@ -231,9 +234,26 @@ pub(crate) async fn login_client<C>(
     let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
     let states = RetainedStates::default();
     manager.set_state_store(states.clone());
+    let mut restored_scopes = Vec::new();
     if let Some(path) = &login.token_file {
-        manager.set_credential_store(FileTokenStore::new(path.clone()));
-        manager.initialize_from_store().await.map_err(describe)?;
+        let store = FileTokenStore::new(path.clone());
+        if let Some(stored) = store.load().await.map_err(describe)? {
+            restored_scopes = stored.granted_scopes;
+        }
+        manager.set_credential_store(store);
+        if manager.initialize_from_store().await.map_err(describe)? {
+            // rmcp configures a restored client with the server's URL as its redirect URI and
+            // without its secret: a later authorization (a step-up, a login after a refused
+            // refresh) must come back to this login's listener, as the client it registered.
+            let (client_id, _) = manager.get_credentials().await.map_err(describe)?;
+            let mut client = OAuthClientConfig::new(&client_id, login.authorizer.redirect_uri());
+            if login.client_id.as_deref() == Some(client_id.as_str())
+                && let Some(secret) = &login.client_secret
+            {
+                client = client.with_client_secret(secret);
+            }
+            manager.configure_client(client).map_err(describe)?;
+        }
     }
     Ok(BearerClient::new(
         inner,
@@ -243,6 +263,7 @@ pub(crate) async fn login_client<C>(
             round: AtomicU64::new(0),
             person,
             states,
+            restored_scopes,
         },
     ))
 }
@@ -356,7 +377,16 @@ impl LoginState {
         let manager = guard
             .as_ref()
             .ok_or_else(|| failed("a login failed midway"))?;
-        let url = manager.request_scope_upgrade(required).await?;
+        // The union of the scopes held and the challenged ones (SEP-2350), the held ones being
+        // those of the token file until this run gets a grant of its own.
+        let mut asked = required.to_owned();
+        if manager.get_current_scopes().await.is_empty() {
+            for scope in &self.restored_scopes {
+                asked.push(' ');
+                asked.push_str(scope);
+            }
+        }
+        let url = manager.request_scope_upgrade(&asked).await?;
         self.exchange(&url, manager).await?;
         self.round.fetch_add(1, Ordering::AcqRel);
         Ok(())
