@@ -38,7 +38,9 @@ const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "null") ?? {};
 const CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json";
 
 const dir = mkdtempSync(join(tmpdir(), "dsh-tools-conformance-"));
-const sources = ["--mcp-http", url];
+// The suite bounds each scenario (`--timeout`); on a loaded machine connecting may take longer
+// than the command's default bound.
+const sources = ["--mcp-http", url, "--mcp-connect-timeout-ms", "600000"];
 const env = { ...process.env };
 delete env.DSH_TOOLS_OAUTH_CLIENT_SECRET;
 if (scenario.startsWith("auth/")) {

@@ -848,3 +848,29 @@ fn a_token_request_that_got_no_answer_is_sent_once_more() {
         "the person was asked again: {stderr}"
     );
 }
+
+/// `--mcp-connect-timeout-ms` bounds connecting to a server that accepts and never answers.
+#[test]
+fn cli_connect_timeout_is_the_one_given() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().map_while(Result::ok) {
+            held.push(stream);
+        }
+    });
+    let output = Command::new(crate::http_server::BIN)
+        .args([
+            "--mcp-http",
+            &url,
+            "--mcp-connect-timeout-ms",
+            "700",
+            "tools",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("timed out after 700ms"), "{stderr}");
+}
