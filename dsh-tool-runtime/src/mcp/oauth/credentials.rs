@@ -3,10 +3,13 @@
 
 use std::fmt;
 
-use rmcp::transport::auth::{AuthError, AuthorizationManager, ClientCredentialsConfig};
+use rmcp::transport::auth::{
+    AuthError, AuthorizationManager, ClientCredentialsConfig, OAuthTokenResponse,
+};
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use super::bearer::{BearerClient, Grant};
+use super::unanswered::unanswered;
 
 /// OAuth client credentials for an MCP server reached over streamable HTTP (feature `oauth`),
 /// set with [`McpServer::client_credentials`](crate::mcp::McpServer::client_credentials).
@@ -94,10 +97,7 @@ pub(crate) async fn authorize<C>(
     manager
         .configure_client_credentials(&grant)
         .map_err(failed)?;
-    manager
-        .exchange_client_credentials(&grant)
-        .await
-        .map_err(failed)?;
+    exchange(&manager, &grant).await.map_err(failed)?;
     Ok(BearerClient::new(
         inner,
         CredentialsGrant { manager, grant },
@@ -121,13 +121,22 @@ impl CredentialsGrant {
     where
         E: std::error::Error + Send + Sync + 'static,
     {
-        let answer = self
-            .manager
-            .exchange_client_credentials(&self.grant)
-            .await?;
+        let answer = exchange(&self.manager, &self.grant).await?;
         Ok(oauth2::TokenResponse::access_token(&answer)
             .secret()
             .clone())
+    }
+}
+
+/// A token from the grant; the request is sent once more when it got no answer (a reused
+/// connection the server had closed, see `unanswered`).
+async fn exchange(
+    manager: &AuthorizationManager,
+    grant: &ClientCredentialsConfig,
+) -> Result<OAuthTokenResponse, AuthError> {
+    match manager.exchange_client_credentials(grant).await {
+        Err(error) if unanswered(&error) => manager.exchange_client_credentials(grant).await,
+        answer => answer,
     }
 }
 

@@ -10,12 +10,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{
     AuthError, AuthorizationCallback, AuthorizationManager, AuthorizationRequest,
-    AuthorizationSession,
+    AuthorizationSession, CredentialStore, OAuthClientConfig,
 };
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use super::bearer::{BearerClient, Grant};
 use super::store::FileTokenStore;
+use super::unanswered::{RetainedStates, unanswered};
 
 /// Why the person's authorization did not come back: they refused, the wait ran out, the
 /// redirect was malformed. Its text is shown in the connect or call error.
@@ -190,6 +191,12 @@ pub(crate) struct LoginState {
     round: AtomicU64,
     /// `true` while the person is asked to authorize: the connect timeout does not run then.
     person: tokio::sync::watch::Sender<bool>,
+    /// The manager's authorization states, kept for one more exchange of a code whose first
+    /// exchange got no answer.
+    states: RetainedStates,
+    /// The scopes granted to the tokens read from the token file, which rmcp does not restore:
+    /// a step-up before any new grant asks for them too.
+    restored_scopes: Vec<String>,
 }
 
 /// Sets a flag until dropped, however the wait it covers ends.
@@ -225,9 +232,28 @@ pub(crate) async fn login_client<C>(
 ) -> Result<BearerClient<C, LoginState>, String> {
     let describe = |error: AuthError| format!("OAuth: {error}");
     let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
+    let states = RetainedStates::default();
+    manager.set_state_store(states.clone());
+    let mut restored_scopes = Vec::new();
     if let Some(path) = &login.token_file {
-        manager.set_credential_store(FileTokenStore::new(path.clone()));
-        manager.initialize_from_store().await.map_err(describe)?;
+        let store = FileTokenStore::new(path.clone());
+        if let Some(stored) = store.load().await.map_err(describe)? {
+            restored_scopes = stored.granted_scopes;
+        }
+        manager.set_credential_store(store);
+        if manager.initialize_from_store().await.map_err(describe)? {
+            // rmcp configures a restored client with the server's URL as its redirect URI and
+            // without its secret: a later authorization (a step-up, a login after a refused
+            // refresh) must come back to this login's listener, as the client it registered.
+            let (client_id, _) = manager.get_credentials().await.map_err(describe)?;
+            let mut client = OAuthClientConfig::new(&client_id, login.authorizer.redirect_uri());
+            if login.client_id.as_deref() == Some(client_id.as_str())
+                && let Some(secret) = &login.client_secret
+            {
+                client = client.with_client_secret(secret);
+            }
+            manager.configure_client(client).map_err(describe)?;
+        }
     }
     Ok(BearerClient::new(
         inner,
@@ -236,6 +262,8 @@ pub(crate) async fn login_client<C>(
             manager: tokio::sync::Mutex::new(Some(manager)),
             round: AtomicU64::new(0),
             person,
+            states,
+            restored_scopes,
         },
     ))
 }
@@ -319,13 +347,23 @@ impl LoginState {
             self.login.authorizer.authorize(url).await.map_err(failed)?
         };
         let callback = AuthorizationCallback::from_redirect_url(&redirect)?;
-        manager
-            .exchange_code_for_token_with_issuer(
+        let exchange = || {
+            manager.exchange_code_for_token_with_issuer(
                 &callback.code,
                 &callback.csrf_token,
                 callback.issuer.as_deref(),
             )
-            .await?;
+        };
+        // Sent once more when no answer came (a reused connection the server had closed, see
+        // `unanswered`): the person is not asked again for what the network lost.
+        let answer = match exchange().await {
+            Err(error) if unanswered(&error) && self.states.restore(&callback.csrf_token) => {
+                exchange().await
+            }
+            answer => answer,
+        };
+        self.states.settle(&callback.csrf_token);
+        answer?;
         Ok(())
     }
 
@@ -339,7 +377,16 @@ impl LoginState {
         let manager = guard
             .as_ref()
             .ok_or_else(|| failed("a login failed midway"))?;
-        let url = manager.request_scope_upgrade(required).await?;
+        // The union of the scopes held and the challenged ones (SEP-2350), the held ones being
+        // those of the token file until this run gets a grant of its own.
+        let mut asked = required.to_owned();
+        if manager.get_current_scopes().await.is_empty() {
+            for scope in &self.restored_scopes {
+                asked.push(' ');
+                asked.push_str(scope);
+            }
+        }
+        let url = manager.request_scope_upgrade(&asked).await?;
         self.exchange(&url, manager).await?;
         self.round.fetch_add(1, Ordering::AcqRel);
         Ok(())

@@ -13,6 +13,7 @@ mod credentials;
 mod login;
 mod loopback;
 mod store;
+mod unanswered;
 
 pub(crate) use bearer::BearerClient;
 pub use credentials::McpClientCredentials;
