@@ -220,6 +220,9 @@ pub mod events {
     };
 }
 
+#[doc(inline)]
+pub use dsh_tool_runtime::telemetry;
+
 /// Presentation: call and result cards for a UI, and the replay page.
 pub mod presentation {
     pub use dsh_tool_runtime::presentation::replay::{ReplayLimits, render_html, render_html_with};

@@ -190,6 +190,12 @@ async fn run(
         }
         None => None,
     };
+    let span = exec.span();
+    span.record("dsh.code.language", runtime.language());
+    span.record(
+        "dsh.code.max_parallel_sub_calls",
+        config.max_parallel_sub_calls,
+    );
     let bridge = Bridge::new(
         registry,
         exec.clone(),
@@ -229,8 +235,13 @@ async fn run(
         },
         bridge.drive()
     );
+    span.record("dsh.code.binding_calls", bridge.submitted());
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
+    match &outcome.error {
+        Some(failure) => span.record("dsh.code.outcome", failure.kind.as_str()),
+        None => span.record("dsh.code.outcome", "ok"),
+    };
     match durable {
         Some(Durable::Store(run, replay)) => {
             let failure = outcome

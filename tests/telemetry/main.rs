@@ -1,0 +1,8 @@
+//! The spans of every call: attribute names and values as the GenAI conventions name them
+//! (`dsh_tools::telemetry::SEMCONV`), stage child spans, code-mode trees.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod capture;
+mod spans;
