@@ -29,6 +29,20 @@
 //! A `run_code` call's span also carries `dsh.code.language`, `dsh.code.max_parallel_sub_calls`,
 //! `dsh.code.binding_calls` and `dsh.code.outcome` (`ok` or the failure kind), and is the parent
 //! of one span per binding call of its program.
+//!
+//! Over MCP (feature `mcp`, `mcp-server`) the client's `tools/call` is a `CLIENT` span and the
+//! server's a `SERVER` span, named `tools/call {gen_ai.tool.name}` and attributed as the MCP
+//! conventions say (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.operation.name`,
+//! `jsonrpc.request.id`, `mcp.protocol.version`, `mcp.session.id`, `network.transport`,
+//! `error.type`: the JSON-RPC error code, or `tool_error` for a result with `isError`). The trace
+//! context crosses in the request's `params._meta` (`traceparent`, `tracestate`) through the
+//! [`Propagator`] the host installs with [`set_propagator`]; without one nothing is injected or
+//! extracted.
+
+#[cfg(any(feature = "mcp", feature = "mcp-server"))]
+pub(crate) mod mcp;
+
+use std::sync::OnceLock;
 
 use serde_json::Value;
 use tracing::Span;
@@ -45,6 +59,32 @@ pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
 
 /// `error.type` of a failure that carries no code, as the conventions name the fallback.
 pub(crate) const OTHER_ERROR: &str = "_OTHER";
+
+/// Carries a span's trace context across a process boundary as W3C Trace Context entries
+/// (`traceparent`, `tracestate`). The runtime has no OpenTelemetry dependency: a host that
+/// exports spans with `tracing-opentelemetry` installs one (the facade's `otel` feature has
+/// `dsh_tools::otel::W3cPropagator`).
+pub trait Propagator: Send + Sync + 'static {
+    /// The entries of `span`'s context, each given to `set` (none when it has no context).
+    fn inject(&self, span: &Span, set: &mut dyn FnMut(&str, String));
+    /// Makes `span` a child of the remote context whose entries `get` reads, before `span`
+    /// has children; entries that do not parse leave it as it is.
+    fn set_parent(&self, span: &Span, get: &dyn Fn(&str) -> Option<String>);
+}
+
+static PROPAGATOR: OnceLock<Box<dyn Propagator>> = OnceLock::new();
+
+/// Installs the process's [`Propagator`]: MCP requests carry trace context from then on.
+/// `false` (and `propagator` is dropped) when one is installed already.
+pub fn set_propagator(propagator: impl Propagator) -> bool {
+    PROPAGATOR.set(Box::new(propagator)).is_ok()
+}
+
+/// The installed propagator, if any.
+#[cfg_attr(not(any(feature = "mcp", feature = "mcp-server")), allow(dead_code))]
+pub(crate) fn propagator() -> Option<&'static dyn Propagator> {
+    PROPAGATOR.get().map(|boxed| &**boxed)
+}
 
 /// The span of one call, its parent given or (for `None`) the caller's current span.
 pub(crate) fn call_span(
