@@ -5,4 +5,6 @@
 mod common;
 
 mod capture;
+#[cfg(all(feature = "otel", feature = "mcp-server"))]
+mod mcp_trace;
 mod spans;
