@@ -7,4 +7,6 @@ mod common;
 mod capture;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
 mod mcp_trace;
+#[cfg(feature = "cli")]
+mod phoenix;
 mod spans;
