@@ -149,3 +149,60 @@ async fn a_call_over_mcp_is_one_trace() {
         assert!(matches!(span.status, Status::Error { .. }), "{span:#?}");
     }
 }
+
+/// What a client puts in `_meta` only chooses the trace its calls join: a malformed
+/// `traceparent` (or `tracestate`) is ignored and the span starts a trace of its own.
+#[test]
+fn a_malformed_traceparent_is_ignored() {
+    use dsh_tools::telemetry::Propagator;
+
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let propagator = dsh_tools::otel::W3cPropagator::default();
+    let long = "x".repeat(1 << 16);
+    for (name, traceparent, tracestate) in [
+        ("garbage", "not-a-traceparent", None),
+        (
+            "zero",
+            "00-00000000000000000000000000000000-0000000000000000-01",
+            None,
+        ),
+        ("huge", long.as_str(), Some(long.as_str())),
+    ] {
+        let span = tracing::info_span!("served", otel.name = name);
+        propagator.set_parent(&span, &|key| match key {
+            "traceparent" => Some(traceparent.to_owned()),
+            "tracestate" => tracestate.map(str::to_owned),
+            _ => None,
+        });
+        drop(span);
+    }
+    let valid = tracing::info_span!("served", otel.name = "valid");
+    propagator.set_parent(&valid, &|key| {
+        (key == "traceparent")
+            .then(|| "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned())
+    });
+    drop(valid);
+    provider.force_flush().unwrap();
+    for name in ["garbage", "zero", "huge"] {
+        let span = collected.one(name, SpanKind::Internal);
+        assert_eq!(
+            span.parent_span_id,
+            opentelemetry::trace::SpanId::INVALID,
+            "{name}"
+        );
+        assert!(span.span_context.is_valid(), "{name}");
+    }
+    let span = collected.one("valid", SpanKind::Internal);
+    assert_eq!(
+        span.span_context.trace_id().to_string(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(span.parent_span_id.to_string(), "00f067aa0ba902b7");
+    assert!(span.parent_span_is_remote);
+}

@@ -351,3 +351,25 @@ fn phoenix_reads_back_every_kind_of_call() {
         "{served:#?}"
     );
 }
+
+/// An endpoint that is not a URL is refused before anything runs, naming the flag.
+#[test]
+fn an_endpoint_that_is_not_a_url_is_refused() {
+    let output = Command::new(BIN)
+        .args([
+            "--otlp-endpoint",
+            "not a url",
+            "--builtin",
+            "repo",
+            "--root",
+            ROOT,
+        ])
+        .args(["call", "file_stats", r#"{"path": "Cargo.toml"}"#])
+        .stdin(Stdio::null())
+        .output()
+        .expect("dsh-tools runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.starts_with("error: --otlp-endpoint: "), "{stderr}");
+    assert!(output.stdout.is_empty());
+}

@@ -238,6 +238,27 @@ async fn a_program_is_one_tree_under_run_code() {
     assert_eq!(run.field("dsh.code.binding_calls"), Some("3"));
     assert_eq!(run.field("dsh.code.outcome"), Some("ok"));
     assert!(run.field("dsh.code.max_parallel_sub_calls").is_some());
+    // The runtime's budgets, as configured.
+    assert_eq!(run.field("dsh.code.budget.compute_ms"), Some("10000"));
+    assert_eq!(run.field("dsh.code.budget.max_wall_ms"), Some("20000"));
+    let defaults = Budgets::default();
+    for (field, value) in [
+        ("dsh.code.budget.max_memory_mb", defaults.max_memory_mb),
+        (
+            "dsh.code.budget.max_output_bytes",
+            defaults.max_output_bytes,
+        ),
+        (
+            "dsh.code.budget.max_binding_calls",
+            defaults.max_binding_calls,
+        ),
+    ] {
+        assert_eq!(
+            run.field(field),
+            Some(value.to_string().as_str()),
+            "{field}"
+        );
+    }
     let calls: Vec<Span> = capture
         .named("execute_tool")
         .into_iter()

@@ -196,6 +196,16 @@ async fn run(
         "dsh.code.max_parallel_sub_calls",
         config.max_parallel_sub_calls,
     );
+    if let Some(budgets) = runtime.budgets() {
+        span.record("dsh.code.budget.compute_ms", budgets.compute_ms);
+        span.record("dsh.code.budget.max_wall_ms", budgets.max_wall_ms);
+        span.record("dsh.code.budget.max_memory_mb", budgets.max_memory_mb);
+        span.record("dsh.code.budget.max_output_bytes", budgets.max_output_bytes);
+        span.record(
+            "dsh.code.budget.max_binding_calls",
+            budgets.max_binding_calls,
+        );
+    }
     let bridge = Bridge::new(
         registry,
         exec.clone(),

@@ -27,8 +27,9 @@
 //! spans: `pre_execute` (with `dsh.decision`: `allow`, `deny` or `ask`), `approval` (with
 //! `dsh.approval`: `allowed` or `denied`), `execute` (wrappers and the body) and `post_execute`.
 //! A `run_code` call's span also carries `dsh.code.language`, `dsh.code.max_parallel_sub_calls`,
-//! `dsh.code.binding_calls` and `dsh.code.outcome` (`ok` or the failure kind), and is the parent
-//! of one span per binding call of its program.
+//! `dsh.code.binding_calls`, `dsh.code.outcome` (`ok` or the failure kind) and the runtime's
+//! budgets (`dsh.code.budget.compute_ms`, `.max_wall_ms`, `.max_memory_mb`, `.max_output_bytes`,
+//! `.max_binding_calls`), and is the parent of one span per binding call of its program.
 //!
 //! Over MCP (feature `mcp`, `mcp-server`) the client's `tools/call` is a `CLIENT` span and the
 //! server's a `SERVER` span, named `tools/call {gen_ai.tool.name}` and attributed as the MCP
@@ -124,6 +125,11 @@ pub(crate) fn call_span(
                 dsh.code.max_parallel_sub_calls = Empty,
                 dsh.code.binding_calls = Empty,
                 dsh.code.outcome = Empty,
+                dsh.code.budget.compute_ms = Empty,
+                dsh.code.budget.max_wall_ms = Empty,
+                dsh.code.budget.max_memory_mb = Empty,
+                dsh.code.budget.max_output_bytes = Empty,
+                dsh.code.budget.max_binding_calls = Empty,
             )
         };
     }
