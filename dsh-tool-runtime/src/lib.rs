@@ -37,6 +37,7 @@ mod schema;
 pub mod schema_derive;
 mod scope;
 pub mod sdk;
+pub mod telemetry;
 mod tool;
 mod validate;
 

@@ -40,6 +40,9 @@ struct ExecInner {
     /// The journal of a durable `run_code` call.
     #[cfg(feature = "code-mode")]
     durable: Option<crate::durable::Durability>,
+    /// The call's span (see [`crate::telemetry`]); disabled for a context made outside a
+    /// registry.
+    span: tracing::Span,
 }
 
 impl ToolExec {
@@ -51,6 +54,7 @@ impl ToolExec {
             None,
             #[cfg(feature = "code-mode")]
             None,
+            tracing::Span::none(),
         )
     }
 
@@ -60,12 +64,14 @@ impl ToolExec {
         view: Arc<ToolCallView>,
         registry: Registry,
         #[cfg(feature = "code-mode")] durable: Option<crate::durable::Durability>,
+        span: tracing::Span,
     ) -> Self {
         ToolExec::build(
             view,
             Some(registry),
             #[cfg(feature = "code-mode")]
             durable,
+            span,
         )
     }
 
@@ -73,6 +79,7 @@ impl ToolExec {
         view: Arc<ToolCallView>,
         registry: Option<Registry>,
         #[cfg(feature = "code-mode")] durable: Option<crate::durable::Durability>,
+        span: tracing::Span,
     ) -> Self {
         let signal = view.signal.clone();
         ToolExec {
@@ -83,9 +90,16 @@ impl ToolExec {
                 registry,
                 #[cfg(feature = "code-mode")]
                 durable,
+                span,
             }),
             signal,
         }
+    }
+
+    /// The call's span: the parent of the spans of the calls it makes (binding calls).
+    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
+    pub(crate) fn span(&self) -> &tracing::Span {
+        &self.inner.span
     }
 
     /// What makes a `run_code` call durable.

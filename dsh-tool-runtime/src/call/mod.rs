@@ -51,6 +51,8 @@ pub struct ToolCall {
     pub(crate) durable: Option<crate::durable::Durability>,
     /// A durable run's binding call: where its `Ask` parks the run.
     pub(crate) park: Option<crate::hooks::ParkSlot>,
+    /// The span this call's span goes under; `None`: the caller's current span.
+    pub(crate) trace_parent: Option<tracing::Span>,
 }
 
 impl ToolCall {
@@ -68,6 +70,7 @@ impl ToolCall {
             #[cfg(feature = "code-mode")]
             durable: None,
             park: None,
+            trace_parent: None,
         }
     }
 

@@ -11,6 +11,7 @@ use parking_lot::Mutex;
 use std::time::Instant;
 
 use tokio_util::sync::CancellationToken;
+use tracing::Instrument;
 
 use crate::call::ToolCall;
 use crate::call::ToolExec;
@@ -121,6 +122,10 @@ pub(crate) struct PreparedCall {
     /// When the call entered the pipeline, for the result event's `duration_ms`.
     started: Instant,
     stage: Stage,
+    /// The call's `execute_tool` span (see [`crate::telemetry`]); it ends when the call commits.
+    span: tracing::Span,
+    /// Whether the span carries the result (`Registry::set_span_content`).
+    span_content: bool,
 }
 
 enum Stage {
@@ -214,6 +219,7 @@ impl Registry {
         #[cfg(feature = "code-mode")]
         let durable = call.durable.take();
         let park = call.park.take();
+        let trace_parent = call.trace_parent.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call
                 .root_call_id
@@ -227,11 +233,20 @@ impl Registry {
             signal: call.signal,
             client: call.client,
         });
+        let span_content = self.span_content();
+        let span = crate::telemetry::call_span(
+            &view,
+            definition.as_ref().map(ToolDefinition::description),
+            mode,
+            trace_parent.as_ref(),
+            span_content,
+        );
         let exec = ToolExec::in_registry(
             view.clone(),
             self.clone(),
             #[cfg(feature = "code-mode")]
             durable,
+            span.clone(),
         );
         let mut prepared = PreparedCall {
             finalizer: definition
@@ -245,6 +260,8 @@ impl Registry {
             result_view: Arc::default(),
             started,
             stage: Stage::Dispatch,
+            span,
+            span_content,
         };
         let view = prepared.view.clone();
         if let Some(failure) = too_deep {
@@ -310,7 +327,21 @@ impl Registry {
                 index: 0,
                 view: view.clone(),
             };
-            match contain(async move { next.run().await }).await {
+            let stage = tracing::info_span!(parent: &prepared.span, "pre_execute", dsh.decision = tracing::field::Empty);
+            let outcome = contain(async move { next.run().await })
+                .instrument(stage.clone())
+                .await;
+            if let Ok(decision) = &outcome {
+                stage.record(
+                    "dsh.decision",
+                    match decision {
+                        PreDecision::Allow => "allow",
+                        PreDecision::Deny { .. } => "deny",
+                        PreDecision::Ask { .. } => "ask",
+                    },
+                );
+            }
+            match outcome {
                 Ok(decision) => decision,
                 Err(panic) => {
                     prepared.stage = Stage::FinalResult(stage_failure("pre-execute hook", &panic));
@@ -351,7 +382,19 @@ impl Registry {
                 .filter(|slot| !slot.ask(reason))
                 .map(|_| ToolFailure::plain("the run parked for approval")),
             Asked::Ask { reason, arguments } => {
-                match self.ask(approver, &view, reason, arguments).await {
+                let stage = tracing::info_span!(parent: &prepared.span, "approval", dsh.approval = tracing::field::Empty);
+                let outcome = self
+                    .ask(approver, &view, reason, arguments)
+                    .instrument(stage.clone())
+                    .await;
+                stage.record(
+                    "dsh.approval",
+                    match &outcome {
+                        Ok(None) => "allowed",
+                        Ok(Some(_)) | Err(_) => "denied",
+                    },
+                );
+                match outcome {
                     Ok(None) => None,
                     Ok(Some(denial)) => Some(denial),
                     Err(result) => {
@@ -483,6 +526,17 @@ impl Registry {
     /// contexts. A started body is always awaited, never dropped (only a wrapper such as the
     /// timeout policy's grace may drop it).
     pub(crate) async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
+        let stage = match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
+            Stage::Dispatch => tracing::info_span!(parent: &prepared.span, "execute"),
+            other => {
+                prepared.stage = other;
+                tracing::Span::none()
+            }
+        };
+        self.run_stages(prepared).instrument(stage).await
+    }
+
+    async fn run_stages(&self, mut prepared: PreparedCall) -> DispatchedCall {
         match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
             Stage::PostResult(result) => {
                 return DispatchedCall {
@@ -732,7 +786,8 @@ impl Registry {
         let view = &prepared.view;
         if run_post {
             if !prepared.hooks.post.is_empty() {
-                result = self.post_execute(&prepared, result).await;
+                let stage = tracing::info_span!(parent: &prepared.span, "post_execute");
+                result = self.post_execute(&prepared, result).instrument(stage).await;
             }
             // A success that commits after the caller cancelled reads as cancelled, hooks or not.
             if view.signal.is_cancelled() {
@@ -768,6 +823,7 @@ impl Registry {
                 );
             }
         }
+        crate::telemetry::record_result(&prepared.span, &result, prepared.span_content);
         // A failure has no result card: the UI shows its message on the pending card.
         let result_view = prepared.result_view.lock().take();
         self.publish(|| ToolEvent::Result {

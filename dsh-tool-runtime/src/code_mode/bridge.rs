@@ -67,6 +67,11 @@ impl Bridge {
         }
     }
 
+    /// How many binding calls the program made through this lane.
+    pub(crate) fn submitted(&self) -> u64 {
+        self.submitted.load(Ordering::SeqCst)
+    }
+
     /// The callback the code runtime calls for every binding call.
     pub(crate) fn dispatcher(&self) -> BindingDispatch {
         let sender = self.sender.clone();
@@ -93,6 +98,9 @@ impl Bridge {
                 .with_signal(signal);
                 call.agent = outer.agent().cloned();
                 call.park = binding.park;
+                // The lane runs calls on a task of its own: the program's fan-out reads as a
+                // tree under `run_code`'s span only with the parent named.
+                call.trace_parent = Some(outer.span().clone());
                 let (reply, answer) = oneshot::channel();
                 let ticket = (reply, call.call_id.clone(), call.name.clone());
                 if sender.send((call, ticket)).is_err() {

@@ -197,6 +197,22 @@ async fn run(
         }
         None => None,
     };
+    let span = exec.span();
+    span.record("dsh.code.language", runtime.language());
+    span.record(
+        "dsh.code.max_parallel_sub_calls",
+        config.max_parallel_sub_calls,
+    );
+    if let Some(budgets) = runtime.budgets() {
+        span.record("dsh.code.budget.compute_ms", budgets.compute_ms);
+        span.record("dsh.code.budget.max_wall_ms", budgets.max_wall_ms);
+        span.record("dsh.code.budget.max_memory_mb", budgets.max_memory_mb);
+        span.record("dsh.code.budget.max_output_bytes", budgets.max_output_bytes);
+        span.record(
+            "dsh.code.budget.max_binding_calls",
+            budgets.max_binding_calls,
+        );
+    }
     let bridge = Bridge::new(
         registry,
         exec.clone(),
@@ -236,8 +252,13 @@ async fn run(
         },
         bridge.drive()
     );
+    span.record("dsh.code.binding_calls", bridge.submitted());
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
+    match &outcome.error {
+        Some(failure) => span.record("dsh.code.outcome", failure.kind.as_str()),
+        None => span.record("dsh.code.outcome", "ok"),
+    };
     match durable {
         Some(Durable::Store(run, replay)) => {
             let failure = outcome

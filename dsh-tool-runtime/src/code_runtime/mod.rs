@@ -99,6 +99,12 @@ pub trait CodeRuntime: Send + Sync {
         None
     }
 
+    /// The budgets every run gets, recorded on the `run_code` span (see
+    /// [`telemetry`](crate::telemetry)). `None` (the default): not known.
+    fn budgets(&self) -> Option<&Budgets> {
+        None
+    }
+
     /// Runs one program to completion.
     ///
     /// Every program outcome (value, thrown error, budget hit, crash, cancellation) resolves as

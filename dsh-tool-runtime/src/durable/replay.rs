@@ -41,6 +41,8 @@ pub(crate) struct Replay {
     claim: Mutex<Option<Claim>>,
     /// The bound of the run's journaled bytes.
     max_bytes: u64,
+    /// The `run_code` call's span: calls answered from the journal get spans under it.
+    span: tracing::Span,
 }
 
 #[derive(Default)]
@@ -83,7 +85,7 @@ impl Replay {
     /// order; the run's journal may hold `max_bytes`.
     pub(crate) fn new(
         claim: Claim,
-        parent: String,
+        exec: &crate::call::ToolExec,
         entries: Vec<JournalEntry>,
         kinds: ToolKinds,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
@@ -99,7 +101,7 @@ impl Replay {
         Replay {
             store: Arc::clone(&claim.store),
             run_id: claim.run_id.clone(),
-            parent,
+            parent: exec.call_id().to_owned(),
             entries,
             idempotent: kinds.idempotent,
             read_only: kinds.read_only,
@@ -108,6 +110,7 @@ impl Replay {
             state: Mutex::new(state),
             claim: Mutex::new(Some(claim)),
             max_bytes,
+            span: exec.span().clone(),
         }
     }
 
@@ -137,7 +140,11 @@ impl Replay {
         }
         match &entry.state {
             EntryState::Finished { outcome } | EntryState::Reverted { outcome, .. } => {
-                self.replayed(seq, tool, outcome.is_error(), false);
+                let code = match outcome {
+                    CallOutcome::Ok { .. } => Ok(()),
+                    CallOutcome::Err { code, .. } => Err(code.as_deref()),
+                };
+                self.replayed(seq, tool, code, false);
                 Admit::Answer(outcome.to_result())
             }
             EntryState::Approved => self.live_within_bound(seq, tool, canonical, true),
@@ -146,7 +153,7 @@ impl Replay {
                 self.live_within_bound(seq, tool, canonical, false)
             }
             EntryState::Started => {
-                self.replayed(seq, tool, true, true);
+                self.replayed(seq, tool, Err(Some(OUTCOME_UNKNOWN)), true);
                 let error = BindingError::new(format!(
                     "the outcome of {tool} is unknown: the run was cut off while the call ran, \
                      and the tool is not idempotent, so it is not run again"
@@ -302,7 +309,16 @@ impl Replay {
         self.run_signal.cancel();
     }
 
-    fn replayed(&self, seq: u64, tool: &str, is_error: bool, unknown: bool) {
+    /// A call answered from the journal: its event and its span (`code`: the failure's code).
+    fn replayed(&self, seq: u64, tool: &str, code: Result<(), Option<&str>>, unknown: bool) {
+        let is_error = code.is_err();
+        // `tool` is `namespace.name`: the span names the tool as the registry does.
+        crate::telemetry::replayed_call(
+            &self.span,
+            tool.split_once('.').map_or(tool, |(_, name)| name),
+            &format!("{}:journal:{seq}", self.parent),
+            code,
+        );
         (self.publish)(ToolEvent::DurableReplayed {
             parent: self.parent.clone(),
             run_id: self.run_id.clone(),

@@ -72,7 +72,7 @@ pub(crate) async fn begin(
     }
     Ok(Begun::Replay(Arc::new(Replay::new(
         claim,
-        exec.call_id().to_owned(),
+        exec,
         entries,
         super::replay::ToolKinds {
             idempotent: idempotent_tools(registry, exec),

@@ -33,6 +33,8 @@ use super::progress::{Link, ProgressTap};
 use super::results;
 use crate::call::ToolExec;
 use crate::error::{ErrorCode, ToolError};
+use crate::telemetry::mcp as telemetry;
+use tracing::Instrument;
 
 /// The `code` of a call that failed because the server's transport closed.
 pub const MCP_DISCONNECTED: &str = "MCP_DISCONNECTED";
@@ -635,6 +637,8 @@ enum Outcome {
 /// Sends `tools/call` and settles it: the answer, a closed transport (`MCP_DISCONNECTED`), the
 /// caller's cancellation (`ABORTED`, the server is told) or the per-call timeout
 /// (`TOOL_TIMEOUT`, the server is told) — whichever comes first.
+///
+/// The request is a `CLIENT` span (see [`crate::telemetry`]) whose context goes in its `_meta`.
 pub(crate) async fn call_tool(
     config: &McpServer,
     link: &Link,
@@ -643,8 +647,54 @@ pub(crate) async fn call_tool(
     arguments: Map<String, Value>,
     exec: &ToolExec,
 ) -> Result<Value, ToolError> {
-    let server = &config.name;
+    let transport = match config.transport {
+        Transport::Stdio { .. } => "pipe",
+        Transport::Http { .. } => "tcp",
+    };
+    let version = conn
+        .peer
+        .peer_info()
+        .map(|info| info.protocol_version.to_string());
+    let span = telemetry::client_span(raw_name, &config.name, version, transport);
     let mut params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
+    let mut meta = rmcp::model::MetaObject::new();
+    telemetry::inject(&span, &mut meta);
+    if !meta.0.is_empty() {
+        params.meta = Some(meta.into());
+    }
+    let mut failure = None;
+    let answer = call_tool_on_wire(config, link, conn, raw_name, params, exec, &mut failure)
+        .instrument(span.clone())
+        .await;
+    if let Err(error) = &answer {
+        let (error_type, rpc_code) = match failure {
+            Some(Failure::Rpc(code)) => (None, Some(code)),
+            Some(Failure::ToolError) => (Some(telemetry::TOOL_ERROR), None),
+            None => (error.code(), None),
+        };
+        telemetry::failed(&span, error_type, rpc_code, error.message());
+    }
+    answer
+}
+
+/// How a `tools/call` failed on the server's side, for its span.
+enum Failure {
+    /// A JSON-RPC error with this code.
+    Rpc(i32),
+    /// A result with `isError: true`.
+    ToolError,
+}
+
+async fn call_tool_on_wire(
+    config: &McpServer,
+    link: &Link,
+    conn: &Conn,
+    raw_name: &str,
+    mut params: CallToolRequestParams,
+    exec: &ToolExec,
+    failure: &mut Option<Failure>,
+) -> Result<Value, ToolError> {
+    let server = &config.name;
     let mut rounds = 0;
     let answer = loop {
         let request = ClientRequest::CallToolRequest(CallToolRequest::new(params.clone()));
@@ -659,6 +709,7 @@ pub(crate) async fn call_tool(
                 return Err(disconnected(server, raw_name));
             }
         };
+        tracing::Span::current().record("jsonrpc.request.id", handle.id.to_string());
         let token = handle.progress_token.clone();
         link.progress
             .claim(&link.registry, token.clone(), exec.call_id());
@@ -730,6 +781,7 @@ pub(crate) async fn call_tool(
             )));
         }
         Ok(Err(ServiceError::McpError(error))) => {
+            *failure = Some(Failure::Rpc(error.code.0));
             return Err(ToolError::new(format!(
                 "mcp server \"{server}\" refused tool \"{raw_name}\": {} (code {})",
                 error.message, error.code.0
@@ -742,6 +794,7 @@ pub(crate) async fn call_tool(
         Ok(Err(other)) => return Err(ToolError::new(other.to_string())),
     };
     if is_error {
+        *failure = Some(Failure::ToolError);
         return Err(ToolError::new(results::error_text(raw_name, &value)));
     }
     Ok(value)

@@ -32,6 +32,8 @@ use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::{self, ContentBlock, ToolResult};
 use crate::scope::AgentId;
+use crate::telemetry::mcp as telemetry;
+use tracing::Instrument;
 
 /// Sends one list-changed notification; `false` once the client is gone.
 type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
@@ -286,6 +288,203 @@ impl McpHandler {
         match started {
             Ok(task) => CallToolResponse::Task(task),
             Err(message) => CallToolResult::error(vec![McpContent::text(message)]).into(),
+        }
+    }
+
+    /// `tools/call`, inside its span.
+    async fn serve_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        // A 2026-07-28 client's retry of a call that waited for its answers.
+        if let Some(state) = request.request_state.as_deref() {
+            if let (true, Some(journal)) = (durable::is_continuation(state), &self.options.journal)
+            {
+                // A continuation answers the `run_code` call that parked; under another name the
+                // retry is not the call the person was shown.
+                if name != crate::registry::RUN_CODE {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "the requestState continues a parked `{}` run; retry that call, \
+                             not \"{name}\"",
+                            crate::registry::RUN_CODE
+                        ),
+                        None,
+                    ));
+                }
+                let responses = request.input_responses.unwrap_or_default();
+                let client = ClientChannel::new(Arc::new(McpClientPeer {
+                    peer: context.peer.clone(),
+                    level: LogFloor::Request(context.meta.log_level().map(log_level)),
+                    capabilities: context.client_capabilities(),
+                    rounds: None,
+                    missing: Arc::default(),
+                }));
+                let answerer = self.answerer(&context);
+                let parked = durable::resume_modern(
+                    &self.registry,
+                    &journal.0,
+                    &client,
+                    &answerer,
+                    state,
+                    responses,
+                )
+                .await
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
+                return Ok(self.answer_parked(&name, parked));
+            }
+            let call = self
+                .rounds
+                .resume(state, request.input_responses.unwrap_or_default())
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
+            if call.ready_for_task() {
+                return Ok(self.escalate(&self.tasks_of(&context), &name, call));
+            }
+            let missing = Arc::clone(&call.missing);
+            let turn = self.rounds.drive(call, context.ct.clone()).await;
+            if let Turn::Done(result) = &turn {
+                missing_capability(result, &missing)?;
+            }
+            return Ok(self.answer(&name, turn));
+        }
+        // An unknown tool is a protocol error (MCP 2025-06-18 on, "Error Handling": unknown
+        // tools are -32602), not a tool result.
+        let Some(definition) = self.registry.get(&name, self.scope.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                Some(serde_json::json!({ "name": name })),
+            ));
+        };
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
+        if definition.requires_task() && !tasks_declared {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // A task's call outlives this request: it runs with a signal of its own
+        // (`tasks/cancel`), and its requests for its client wait in the task.
+        let task = self.runs_as_task(&name, &context);
+        #[cfg(feature = "restate")]
+        if let Some(restate) = &self.restate
+            && name == crate::registry::RUN_CODE
+            && self.registry.get(&name, self.scope.as_ref()).is_some()
+        {
+            return Ok(if task {
+                match restate
+                    .start(&arguments, self.task_owner(&context).as_ref())
+                    .await
+                {
+                    Ok(id) => super::restate::created(id, self.options.tasks.poll_interval).into(),
+                    Err(message) => CallToolResult::error(vec![McpContent::text(format!(
+                        "Error: run_code on Restate: {message}"
+                    ))])
+                    .into(),
+                }
+            } else {
+                restate.call(&arguments, &context.ct).await.into()
+            });
+        }
+        // 2026-07-28 forbids requests to the client during a call: they become rounds, or in
+        // a task the task's `input_required` state.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let (rounds, asks) = if modern {
+            let (sender, receiver) = mpsc::channel(16);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        let missing = Arc::default();
+        let level = if modern {
+            LogFloor::Request(context.meta.log_level().map(log_level))
+        } else {
+            LogFloor::Session(self.log_level.clone())
+        };
+        let client = ClientChannel::new(Arc::new(McpClientPeer {
+            peer: context.peer.clone(),
+            level,
+            capabilities: context.client_capabilities(),
+            rounds,
+            missing: Arc::clone(&missing),
+        }));
+        let mut call =
+            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
+        // Under this request's span, also when the call runs on a task of its own.
+        call.trace_parent = Some(tracing::Span::current());
+        if let Some(agent) = &self.scope {
+            call = call.with_agent(agent.clone());
+        }
+        // A call that asks for its input before its task exists runs in rounds first.
+        let input_first = task && modern && definition.input_before_task();
+        if task && !input_first {
+            let signal = CancellationToken::new();
+            return Ok(self.start_task(
+                &self.tasks_of(&context),
+                call.with_signal(signal.clone()),
+                signal,
+                asks,
+            ));
+        }
+        let (call, durable_id) = match &self.options.journal {
+            Some(journal) => durable::make_durable(&journal.0, call),
+            None => (call, None),
+        };
+        let journaled = self.options.journal.clone().zip(durable_id);
+        let registry = self.registry.clone();
+        let token = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let run = move |call: ToolCall| async move {
+            match token {
+                Some(token) => execute_with_progress(registry, call, token, peer).await,
+                None => registry.execute(call).await,
+            }
+        };
+        let Some(asks) = asks else {
+            // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
+            // this request; the pipeline then settles the call as cancelled.
+            let mut result = run(call.with_signal(context.ct.clone())).await;
+            if let Some((journal, id)) = &journaled {
+                result =
+                    durable::settle_legacy(&self.registry, &journal.0, &client, id, result).await;
+            }
+            return Ok(self.mcp_result(&name, &result).into());
+        };
+        // The call outlives this request when it waits for its client, so it has a signal
+        // and a task of its own.
+        let signal = CancellationToken::new();
+        let call = RoundCall::spawn(
+            run(call.with_signal(signal.clone())),
+            asks,
+            signal,
+            Arc::clone(&missing),
+        )
+        .escalating(input_first);
+        let turn = self.rounds.drive(call, context.ct.clone()).await;
+        if let Turn::Done(result) = &turn {
+            missing_capability(result, &missing)?;
+        }
+        match (turn, journaled) {
+            (Turn::Done(result), Some((journal, id))) => {
+                let answerer = self.answerer(&context);
+                let parked = durable::answer_modern(
+                    &self.registry,
+                    &journal.0,
+                    &client,
+                    &answerer,
+                    &id,
+                    result,
+                )
+                .await;
+                Ok(self.answer_parked(&name, parked))
+            }
+            (turn, _) => Ok(self.answer(&name, turn)),
         }
     }
 }
@@ -609,192 +808,33 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        let name = request.name.to_string();
-        // A 2026-07-28 client's retry of a call that waited for its answers.
-        if let Some(state) = request.request_state.as_deref() {
-            if let (true, Some(journal)) = (durable::is_continuation(state), &self.options.journal)
-            {
-                // A continuation answers the `run_code` call that parked; under another name the
-                // retry is not the call the person was shown.
-                if name != crate::registry::RUN_CODE {
-                    return Err(ErrorData::invalid_params(
-                        format!(
-                            "the requestState continues a parked `{}` run; retry that call, \
-                             not \"{name}\"",
-                            crate::registry::RUN_CODE
-                        ),
-                        None,
-                    ));
-                }
-                let responses = request.input_responses.unwrap_or_default();
-                let client = ClientChannel::new(Arc::new(McpClientPeer {
-                    peer: context.peer.clone(),
-                    level: LogFloor::Request(context.meta.log_level().map(log_level)),
-                    capabilities: context.client_capabilities(),
-                    rounds: None,
-                    missing: Arc::default(),
-                }));
-                let answerer = self.answerer(&context);
-                let parked = durable::resume_modern(
-                    &self.registry,
-                    &journal.0,
-                    &client,
-                    &answerer,
-                    state,
-                    responses,
-                )
-                .await
-                .map_err(|message| ErrorData::invalid_params(message, None))?;
-                return Ok(self.answer_parked(&name, parked));
+        // The call's span, under the client's (its `_meta`'s trace context): the pipeline's
+        // spans go under it.
+        let session = context
+            .extensions
+            .get::<::http::request::Parts>()
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok());
+        let span = telemetry::server_span(
+            &request.name,
+            &context.id.to_string(),
+            context
+                .protocol_version()
+                .map(|version| version.to_string()),
+            session,
+        );
+        telemetry::extract(&span, &context.meta);
+        let answer = self
+            .serve_call(request, context)
+            .instrument(span.clone())
+            .await;
+        match &answer {
+            Err(error) => telemetry::failed(&span, None, Some(error.code.0), &error.message),
+            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
+                telemetry::failed(&span, Some(telemetry::TOOL_ERROR), None, "isError")
             }
-            let call = self
-                .rounds
-                .resume(state, request.input_responses.unwrap_or_default())
-                .map_err(|message| ErrorData::invalid_params(message, None))?;
-            if call.ready_for_task() {
-                return Ok(self.escalate(&self.tasks_of(&context), &name, call));
-            }
-            let missing = Arc::clone(&call.missing);
-            let turn = self.rounds.drive(call, context.ct.clone()).await;
-            if let Turn::Done(result) = &turn {
-                missing_capability(result, &missing)?;
-            }
-            return Ok(self.answer(&name, turn));
+            Ok(_) => {}
         }
-        // An unknown tool is a protocol error (MCP 2025-06-18 on, "Error Handling": unknown
-        // tools are -32602), not a tool result.
-        let Some(definition) = self.registry.get(&name, self.scope.as_ref()) else {
-            return Err(ErrorData::invalid_params(
-                format!("Unknown tool: {name}"),
-                Some(serde_json::json!({ "name": name })),
-            ));
-        };
-        let tasks_declared = context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.supports_tasks());
-        if definition.requires_task() && !tasks_declared {
-            return Err(ErrorData::missing_required_client_capability(
-                ClientCapabilities::builder().enable_tasks().build(),
-            ));
-        }
-        let n = self.calls.fetch_add(1, Ordering::Relaxed);
-        let arguments = Value::Object(request.arguments.unwrap_or_default());
-        // A task's call outlives this request: it runs with a signal of its own
-        // (`tasks/cancel`), and its requests for its client wait in the task.
-        let task = self.runs_as_task(&name, &context);
-        #[cfg(feature = "restate")]
-        if let Some(restate) = &self.restate
-            && name == crate::registry::RUN_CODE
-            && self.registry.get(&name, self.scope.as_ref()).is_some()
-        {
-            return Ok(if task {
-                match restate
-                    .start(&arguments, self.task_owner(&context).as_ref())
-                    .await
-                {
-                    Ok(id) => super::restate::created(id, self.options.tasks.poll_interval).into(),
-                    Err(message) => CallToolResult::error(vec![McpContent::text(format!(
-                        "Error: run_code on Restate: {message}"
-                    ))])
-                    .into(),
-                }
-            } else {
-                restate.call(&arguments, &context.ct).await.into()
-            });
-        }
-        // 2026-07-28 forbids requests to the client during a call: they become rounds, or in
-        // a task the task's `input_required` state.
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        let (rounds, asks) = if modern {
-            let (sender, receiver) = mpsc::channel(16);
-            (Some(sender), Some(receiver))
-        } else {
-            (None, None)
-        };
-        let missing = Arc::default();
-        let level = if modern {
-            LogFloor::Request(context.meta.log_level().map(log_level))
-        } else {
-            LogFloor::Session(self.log_level.clone())
-        };
-        let client = ClientChannel::new(Arc::new(McpClientPeer {
-            peer: context.peer.clone(),
-            level,
-            capabilities: context.client_capabilities(),
-            rounds,
-            missing: Arc::clone(&missing),
-        }));
-        let mut call =
-            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
-        if let Some(agent) = &self.scope {
-            call = call.with_agent(agent.clone());
-        }
-        // A call that asks for its input before its task exists runs in rounds first.
-        let input_first = task && modern && definition.input_before_task();
-        if task && !input_first {
-            let signal = CancellationToken::new();
-            return Ok(self.start_task(
-                &self.tasks_of(&context),
-                call.with_signal(signal.clone()),
-                signal,
-                asks,
-            ));
-        }
-        let (call, durable_id) = match &self.options.journal {
-            Some(journal) => durable::make_durable(&journal.0, call),
-            None => (call, None),
-        };
-        let journaled = self.options.journal.clone().zip(durable_id);
-        let registry = self.registry.clone();
-        let token = context.meta.get_progress_token();
-        let peer = context.peer.clone();
-        let run = move |call: ToolCall| async move {
-            match token {
-                Some(token) => execute_with_progress(registry, call, token, peer).await,
-                None => registry.execute(call).await,
-            }
-        };
-        let Some(asks) = asks else {
-            // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
-            // this request; the pipeline then settles the call as cancelled.
-            let mut result = run(call.with_signal(context.ct.clone())).await;
-            if let Some((journal, id)) = &journaled {
-                result =
-                    durable::settle_legacy(&self.registry, &journal.0, &client, id, result).await;
-            }
-            return Ok(self.mcp_result(&name, &result).into());
-        };
-        // The call outlives this request when it waits for its client, so it has a signal
-        // and a task of its own.
-        let signal = CancellationToken::new();
-        let call = RoundCall::spawn(
-            run(call.with_signal(signal.clone())),
-            asks,
-            signal,
-            Arc::clone(&missing),
-        )
-        .escalating(input_first);
-        let turn = self.rounds.drive(call, context.ct.clone()).await;
-        if let Turn::Done(result) = &turn {
-            missing_capability(result, &missing)?;
-        }
-        match (turn, journaled) {
-            (Turn::Done(result), Some((journal, id))) => {
-                let answerer = self.answerer(&context);
-                let parked = durable::answer_modern(
-                    &self.registry,
-                    &journal.0,
-                    &client,
-                    &answerer,
-                    &id,
-                    result,
-                )
-                .await;
-                Ok(self.answer_parked(&name, parked))
-            }
-            (turn, _) => Ok(self.answer(&name, turn)),
-        }
+        answer
     }
 }

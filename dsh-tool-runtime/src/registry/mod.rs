@@ -38,6 +38,8 @@ pub(crate) struct Inner {
     pub(crate) state: RwLock<State>,
     next_id: AtomicU64,
     pub(crate) events: broadcast::Sender<ToolEvent>,
+    /// Whether call spans carry arguments and results (`set_span_content`).
+    pub(crate) span_content: std::sync::atomic::AtomicBool,
     /// Names of the live MCP servers bridged into this registry (unique per registry).
     #[cfg(feature = "mcp")]
     pub(crate) mcp_servers: parking_lot::Mutex<std::collections::HashSet<String>>,
@@ -82,6 +84,7 @@ impl Registry {
                 state: RwLock::new(State::default()),
                 next_id: AtomicU64::new(1),
                 events,
+                span_content: std::sync::atomic::AtomicBool::new(false),
                 #[cfg(feature = "mcp")]
                 mcp_servers: Default::default(),
                 #[cfg(feature = "code-mode")]
@@ -325,6 +328,18 @@ impl Registry {
         Fut: Future<Output = ApprovalOutcome> + Send + 'static,
     {
         write(&self.inner.state).approver = Some(into_approver(approver));
+    }
+
+    /// Whether each call's span carries its arguments (`gen_ai.tool.call.arguments`) and its
+    /// result (`gen_ai.tool.call.result`) as JSON text; off by default, as the GenAI conventions
+    /// make them opt-in: they can hold secrets, and whoever reads the traces reads them too.
+    /// See [`telemetry`](crate::telemetry).
+    pub fn set_span_content(&self, record: bool) {
+        self.inner.span_content.store(record, Ordering::Relaxed);
+    }
+
+    pub(crate) fn span_content(&self) -> bool {
+        self.inner.span_content.load(Ordering::Relaxed)
     }
 
     /// Sets the default presentation mode for scopes that declare none.

@@ -60,9 +60,12 @@ impl Registry {
             Unstarted::Dispatch,
             Results((0..total).map(|_| None).collect()),
         );
+        // The schedule runs on a task of its own: the calls' spans go under the caller's.
+        let current = tracing::Span::current();
         for mut call in calls {
             call.agent = scope.cloned();
             call.signal = options.signal.clone();
+            call.trace_parent.get_or_insert_with(|| current.clone());
             schedule.push(call, ());
         }
         let results = schedule

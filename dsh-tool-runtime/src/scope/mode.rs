@@ -16,12 +16,19 @@ pub enum Mode {
     Both,
 }
 
-impl std::fmt::Display for Mode {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(match self {
+impl Mode {
+    /// The mode's name: `native`, `code` or `both`.
+    pub fn as_str(self) -> &'static str {
+        match self {
             Mode::Native => "native",
             Mode::Code => "code",
             Mode::Both => "both",
-        })
+        }
+    }
+}
+
+impl std::fmt::Display for Mode {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
     }
 }

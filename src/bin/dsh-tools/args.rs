@@ -20,6 +20,15 @@ pub struct Cli {
     /// Print machine-readable JSON instead of text.
     #[arg(long, global = true)]
     pub json: bool,
+    /// Export every call's span over OTLP/HTTP to this base URL (e.g. http://127.0.0.1:6006
+    /// for Phoenix; `/v1/traces` is appended). Without it, spans are exported when
+    /// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
+    #[arg(long, global = true, value_name = "URL")]
+    pub otlp_endpoint: Option<String>,
+    /// Put each call's arguments and result on its span (they can hold secrets: whoever reads
+    /// the traces reads them too).
+    #[arg(long, global = true)]
+    pub trace_content: bool,
     /// What to do.
     #[command(subcommand)]
     pub command: Command,

@@ -100,7 +100,16 @@ fn main() -> ExitCode {
 }
 
 async fn run(cli: Cli) -> Result<(), String> {
-    mcp_sources::install_tracing();
+    // Dropped when the command ends: the spans still queued are flushed then.
+    let otlp = if cli.otlp_endpoint.is_some() || dsh_tools::otel::Otlp::configured_by_env() {
+        Some(
+            dsh_tools::otel::Otlp::new(cli.otlp_endpoint.as_deref(), "dsh-tools")
+                .map_err(|error| format!("--otlp-endpoint: {error}"))?,
+        )
+    } else {
+        None
+    };
+    mcp_sources::install_tracing(otlp.as_ref());
     if let Command::Replay(args) = &cli.command {
         // A log is read back without the tools' code: no tool source is loaded.
         return print_stdout(&commands::replay(args, cli.json)?);
@@ -111,6 +120,7 @@ async fn run(cli: Cli) -> Result<(), String> {
         return print_stdout(&output);
     }
     let loaded = sources::registry(&cli.sources).await?;
+    loaded.registry.set_span_content(cli.trace_content);
     let outcome = dispatch(&loaded.registry, &cli).await;
     loaded.close().await;
     match outcome? {

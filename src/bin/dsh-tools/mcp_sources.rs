@@ -479,10 +479,15 @@ static TAILS: OnceLock<StderrTails> = OnceLock::new();
 /// Sets the process's `tracing` subscriber: stdio servers' stderr tails for their errors, and
 /// the MCP server's warnings (an OAuth issuer's keys that cannot be fetched, failing `accept`)
 /// printed on stderr, as nothing else would show them.
-pub fn install_tracing() {
+/// With `otlp`, every span is also exported, and MCP requests carry trace context.
+pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
+    if otlp.is_some() {
+        dsh_tools::otel::install_propagator();
+    }
     let subscriber = tracing_subscriber::registry()
         .with(StderrTails::installed())
-        .with(ServerWarnings);
+        .with(ServerWarnings)
+        .with(otlp.map(dsh_tools::otel::Otlp::layer));
     // Another subscriber already set (none is, in this binary) would only cost these.
     let _ = tracing::subscriber::set_global_default(subscriber);
 }

@@ -289,6 +289,10 @@ impl CodeRuntime for EmbeddedRuntime {
         self.inner.engine.language()
     }
 
+    fn budgets(&self) -> Option<&super::Budgets> {
+        Some(&self.inner.config.budgets)
+    }
+
     fn isolation(&self) -> Isolation {
         #[cfg(feature = "embedded-python")]
         if let Some(pooled) = &self.inner.pooled {

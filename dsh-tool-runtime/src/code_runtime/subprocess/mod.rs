@@ -234,6 +234,10 @@ impl CodeRuntime for SubprocessRuntime {
         self.inner.language.id()
     }
 
+    fn budgets(&self) -> Option<&Budgets> {
+        Some(&self.inner.config.budgets)
+    }
+
     fn isolation(&self) -> Isolation {
         if self.sandbox().is_active() {
             Isolation::SandboxedProcess

@@ -1,0 +1,209 @@
+//! Spans for every call, named and attributed as the OpenTelemetry GenAI semantic conventions
+//! say for tool execution ([`SEMCONV`]).
+//!
+//! The runtime emits [`tracing`] spans only; a host turns them into OpenTelemetry spans with
+//! `tracing-opentelemetry` (the `otel` feature of the facade does it for the command line).
+//! With no subscriber installed a span costs one disabled-callsite check.
+//!
+//! Every call is one span named `execute_tool` (exported as `execute_tool {gen_ai.tool.name}`
+//! through the `otel.name` field, kind `INTERNAL`) with:
+//!
+//! | attribute | value |
+//! | --- | --- |
+//! | `gen_ai.operation.name` | `execute_tool` |
+//! | `gen_ai.tool.name` | the tool name as called |
+//! | `gen_ai.tool.call.id` | the call id |
+//! | `gen_ai.tool.type` | `function` (`extension` for a tool bridged from an MCP server) |
+//! | `gen_ai.tool.description` | the tool's description, when the tool exists |
+//! | `error.type` | the failure's error code (`INVALID_ARGS`, …), `_OTHER` for an uncoded one |
+//! | `gen_ai.tool.call.arguments` | the arguments as JSON text, only with [`Registry::set_span_content`](crate::Registry::set_span_content) |
+//! | `gen_ai.tool.call.result` | the value (or the failure's message) as JSON text, likewise |
+//! | `dsh.agent.id` | the agent scope, when there is one |
+//! | `dsh.mode` | the scope's mode (`native`, `code`, `both`) |
+//! | `dsh.parent_call.id` | the enclosing `run_code` call of a binding call |
+//! | `dsh.replayed` | `true` for a binding call answered from a durable run's journal |
+//!
+//! A failed call also sets the span's status to error (`otel.status_code`). The stages are child
+//! spans: `pre_execute` (with `dsh.decision`: `allow`, `deny` or `ask`), `approval` (with
+//! `dsh.approval`: `allowed` or `denied`), `execute` (wrappers and the body) and `post_execute`.
+//! A `run_code` call's span also carries `dsh.code.language`, `dsh.code.max_parallel_sub_calls`,
+//! `dsh.code.binding_calls`, `dsh.code.outcome` (`ok` or the failure kind) and the runtime's
+//! budgets (`dsh.code.budget.compute_ms`, `.max_wall_ms`, `.max_memory_mb`, `.max_output_bytes`,
+//! `.max_binding_calls`), and is the parent of one span per binding call of its program.
+//!
+//! Over MCP (feature `mcp`, `mcp-server`) the client's `tools/call` is a `CLIENT` span and the
+//! server's a `SERVER` span, named `tools/call {gen_ai.tool.name}` and attributed as the MCP
+//! conventions say (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.operation.name`,
+//! `jsonrpc.request.id`, `mcp.protocol.version`, `mcp.session.id`, `network.transport`,
+//! `error.type`: the JSON-RPC error code, or `tool_error` for a result with `isError`). The trace
+//! context crosses in the request's `params._meta` (`traceparent`, `tracestate`) through the
+//! [`Propagator`] the host installs with [`set_propagator`]; without one nothing is injected or
+//! extracted.
+
+#[cfg(any(feature = "mcp", feature = "mcp-server"))]
+pub(crate) mod mcp;
+
+use std::sync::OnceLock;
+
+use serde_json::Value;
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::hooks::ToolCallView;
+use crate::result::ToolResult;
+use crate::scope::Mode;
+
+/// The version of the OpenTelemetry GenAI semantic conventions the spans follow: the
+/// `semantic-conventions-genai` repository, release `v0.1.0` (status Development), for the
+/// `execute_tool` span and the MCP spans.
+pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
+
+/// `error.type` of a failure that carries no code, as the conventions name the fallback.
+pub(crate) const OTHER_ERROR: &str = "_OTHER";
+
+/// Carries a span's trace context across a process boundary as W3C Trace Context entries
+/// (`traceparent`, `tracestate`). The runtime has no OpenTelemetry dependency: a host that
+/// exports spans with `tracing-opentelemetry` installs one (the facade's `otel` feature has
+/// `dsh_tools::otel::W3cPropagator`).
+pub trait Propagator: Send + Sync + 'static {
+    /// The entries of `span`'s context, each given to `set` (none when it has no context).
+    fn inject(&self, span: &Span, set: &mut dyn FnMut(&str, String));
+    /// Makes `span` a child of the remote context whose entries `get` reads, before `span`
+    /// has children; entries that do not parse leave it as it is.
+    fn set_parent(&self, span: &Span, get: &dyn Fn(&str) -> Option<String>);
+}
+
+static PROPAGATOR: OnceLock<Box<dyn Propagator>> = OnceLock::new();
+
+/// Installs the process's [`Propagator`]: MCP requests carry trace context from then on.
+/// `false` (and `propagator` is dropped) when one is installed already.
+pub fn set_propagator(propagator: impl Propagator) -> bool {
+    PROPAGATOR.set(Box::new(propagator)).is_ok()
+}
+
+/// The installed propagator, if any.
+#[cfg_attr(not(any(feature = "mcp", feature = "mcp-server")), allow(dead_code))]
+pub(crate) fn propagator() -> Option<&'static dyn Propagator> {
+    PROPAGATOR.get().map(|boxed| &**boxed)
+}
+
+/// The span of one call, its parent given or (for `None`) the caller's current span.
+pub(crate) fn call_span(
+    view: &ToolCallView,
+    description: Option<&str>,
+    mode: Mode,
+    parent: Option<&Span>,
+    content: bool,
+) -> Span {
+    let tool_type = if view.name.starts_with("mcp__") {
+        "extension"
+    } else {
+        "function"
+    };
+    macro_rules! call_span {
+        ($($parent:tt)*) => {
+            tracing::info_span!(
+                $($parent)*
+                "execute_tool",
+                otel.name = format!("execute_tool {}", view.name),
+                otel.kind = "internal",
+                otel.status_code = Empty,
+                otel.status_message = Empty,
+                gen_ai.operation.name = "execute_tool",
+                gen_ai.tool.name = view.name.as_str(),
+                gen_ai.tool.call.id = view.call_id.as_str(),
+                gen_ai.tool.type = tool_type,
+                gen_ai.tool.description = description,
+                gen_ai.tool.call.arguments = Empty,
+                gen_ai.tool.call.result = Empty,
+                error.type = Empty,
+                dsh.agent.id = view.agent.as_ref().map(|agent| agent.as_str()),
+                dsh.mode = mode.as_str(),
+                dsh.parent_call.id = view.parent.as_deref(),
+                dsh.replayed = Empty,
+                dsh.code.language = Empty,
+                dsh.code.max_parallel_sub_calls = Empty,
+                dsh.code.binding_calls = Empty,
+                dsh.code.outcome = Empty,
+                dsh.code.budget.compute_ms = Empty,
+                dsh.code.budget.max_wall_ms = Empty,
+                dsh.code.budget.max_memory_mb = Empty,
+                dsh.code.budget.max_output_bytes = Empty,
+                dsh.code.budget.max_binding_calls = Empty,
+            )
+        };
+    }
+    let span = match parent {
+        Some(parent) => call_span!(parent: parent,),
+        None => call_span!(),
+    };
+    if content && !span.is_disabled() {
+        span.record(
+            "gen_ai.tool.call.arguments",
+            json_text(&view.arguments).as_str(),
+        );
+    }
+    span
+}
+
+/// Records how the call ended on its span.
+pub(crate) fn record_result(span: &Span, result: &ToolResult, content: bool) {
+    if span.is_disabled() {
+        return;
+    }
+    match result {
+        ToolResult::Success { value, .. } => {
+            if content {
+                span.record("gen_ai.tool.call.result", json_text(value).as_str());
+            }
+        }
+        ToolResult::Failure { error, .. } => {
+            let code = error
+                .info
+                .as_ref()
+                .map_or(OTHER_ERROR, |info| info.code.as_str());
+            span.record("error.type", code);
+            span.record("otel.status_code", "error");
+            span.record("otel.status_message", error.message.as_str());
+            if content {
+                span.record(
+                    "gen_ai.tool.call.result",
+                    json_text(&Value::from(error.message.as_str())).as_str(),
+                );
+            }
+        }
+    }
+}
+
+/// A binding call of a durable run answered from its journal: a span of its own, marked
+/// replayed, under the run's span.
+#[cfg(feature = "code-mode")]
+pub(crate) fn replayed_call(
+    parent: &Span,
+    name: &str,
+    call_id: &str,
+    outcome: Result<(), Option<&str>>,
+) {
+    let span = tracing::info_span!(
+        parent: parent,
+        "execute_tool",
+        otel.name = format!("execute_tool {name}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = call_id,
+        gen_ai.tool.type = "function",
+        error.type = Empty,
+        dsh.replayed = true,
+    );
+    if let Err(code) = outcome {
+        span.record("error.type", code.unwrap_or(OTHER_ERROR));
+        span.record("otel.status_code", "error");
+    }
+}
+
+/// A value as compact JSON text.
+fn json_text(value: &Value) -> String {
+    serde_json::to_string(value).unwrap_or_default()
+}

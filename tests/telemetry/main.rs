@@ -1,0 +1,12 @@
+//! The spans of every call: attribute names and values as the GenAI conventions name them
+//! (`dsh_tools::telemetry::SEMCONV`), stage child spans, code-mode trees.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod capture;
+#[cfg(all(feature = "otel", feature = "mcp-server"))]
+mod mcp_trace;
+#[cfg(feature = "cli")]
+mod phoenix;
+mod spans;

@@ -1,0 +1,208 @@
+//! A call that crosses MCP is one trace: the client's `tools/call` span carries its context in
+//! `params._meta`, the server's span is its child. OpenTelemetry spans collected in memory.
+
+use std::sync::{Arc, Mutex};
+
+use dsh_tools::mcp::{McpServer, McpTransport};
+use dsh_tools::{Registry, ToolDefinition, ToolError};
+use opentelemetry::trace::{SpanKind, Status, TracerProvider as _};
+use opentelemetry::{KeyValue, Value};
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::trace::{SdkTracerProvider, SpanData, SpanExporter};
+use serde_json::json;
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::common::{call, mirror};
+
+/// Keeps every exported span.
+#[derive(Clone, Debug, Default)]
+struct Collected(Arc<Mutex<Vec<SpanData>>>);
+
+impl SpanExporter for Collected {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        self.0.lock().unwrap().extend(batch);
+        Ok(())
+    }
+}
+
+impl Collected {
+    fn one(&self, name: &str, kind: SpanKind) -> SpanData {
+        let spans = self.0.lock().unwrap();
+        let found: Vec<&SpanData> = spans
+            .iter()
+            .filter(|span| span.name == name && span.span_kind == kind)
+            .collect();
+        assert_eq!(found.len(), 1, "one {kind:?} span {name}: {spans:#?}");
+        found[0].clone()
+    }
+}
+
+fn attribute(span: &SpanData, key: &str) -> Option<String> {
+    span.attributes
+        .iter()
+        .find(|KeyValue { key: name, .. }| name.as_str() == key)
+        .map(|KeyValue { value, .. }| match value {
+            Value::String(text) => text.to_string(),
+            other => other.to_string(),
+        })
+}
+
+fn failing() -> ToolDefinition {
+    ToolDefinition::builder("fails")
+        .description("Always fails.")
+        .parameters(json!({"type": "object"}))
+        .handler(|_args, _exec| async { Err(ToolError::new("boom")) })
+        .build()
+        .expect("valid definition")
+}
+
+#[tokio::test]
+async fn a_call_over_mcp_is_one_trace() {
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    dsh_tools::otel::install_propagator();
+
+    let upstream = Registry::new();
+    upstream.register(mirror("echo")).unwrap();
+    upstream.register(failing()).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let server = tokio::spawn({
+        let upstream = upstream.clone();
+        async move { upstream.serve_mcp(None, transport).await }
+    });
+
+    let client = Registry::new();
+    let _bridge = client
+        .add_mcp_server(
+            McpServer::http("up", url).header("authorization", format!("Bearer {token}")),
+        )
+        .await
+        .unwrap();
+    let result = client
+        .execute(call("c1", "mcp__up__echo", json!({"n": 7})))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    let failed = client
+        .execute(call("c2", "mcp__up__fails", json!({})))
+        .await;
+    assert!(failed.is_error());
+    server.abort();
+    provider.force_flush().unwrap();
+
+    let root = collected.one("execute_tool mcp__up__echo", SpanKind::Internal);
+    let sent = collected.one("tools/call echo", SpanKind::Client);
+    let served = collected.one("tools/call echo", SpanKind::Server);
+    let body = collected.one("execute_tool echo", SpanKind::Internal);
+    let trace = root.span_context.trace_id();
+    for span in [&sent, &served, &body] {
+        assert_eq!(span.span_context.trace_id(), trace, "{span:#?}");
+    }
+    // The server's span is the client's request span's child, across the wire.
+    assert_eq!(served.parent_span_id, sent.span_context.span_id());
+    assert!(served.parent_span_is_remote);
+    assert_eq!(body.parent_span_id, served.span_context.span_id());
+
+    for (span, kind) in [(&sent, "client"), (&served, "server")] {
+        assert_eq!(
+            attribute(span, "mcp.method.name").as_deref(),
+            Some("tools/call"),
+            "{kind}"
+        );
+        assert_eq!(
+            attribute(span, "gen_ai.tool.name").as_deref(),
+            Some("echo"),
+            "{kind}"
+        );
+        assert_eq!(
+            attribute(span, "gen_ai.operation.name").as_deref(),
+            Some("execute_tool"),
+            "{kind}"
+        );
+        assert!(attribute(span, "jsonrpc.request.id").is_some(), "{kind}");
+        assert_eq!(attribute(span, "error.type"), None, "{kind}");
+    }
+    assert_eq!(
+        attribute(&sent, "mcp.protocol.version"),
+        attribute(&served, "mcp.protocol.version")
+    );
+    assert!(attribute(&sent, "mcp.protocol.version").is_some());
+    assert_eq!(
+        attribute(&sent, "network.transport").as_deref(),
+        Some("tcp")
+    );
+    assert_eq!(attribute(&sent, "dsh.mcp.server").as_deref(), Some("up"));
+
+    // A tool error: `tool_error` on both sides, error status.
+    let sent = collected.one("tools/call fails", SpanKind::Client);
+    let served = collected.one("tools/call fails", SpanKind::Server);
+    for span in [&sent, &served] {
+        assert_eq!(attribute(span, "error.type").as_deref(), Some("tool_error"));
+        assert!(matches!(span.status, Status::Error { .. }), "{span:#?}");
+    }
+}
+
+/// What a client puts in `_meta` only chooses the trace its calls join: a malformed
+/// `traceparent` (or `tracestate`) is ignored and the span starts a trace of its own.
+#[test]
+fn a_malformed_traceparent_is_ignored() {
+    use dsh_tools::telemetry::Propagator;
+
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let propagator = dsh_tools::otel::W3cPropagator::default();
+    let long = "x".repeat(1 << 16);
+    for (name, traceparent, tracestate) in [
+        ("garbage", "not-a-traceparent", None),
+        (
+            "zero",
+            "00-00000000000000000000000000000000-0000000000000000-01",
+            None,
+        ),
+        ("huge", long.as_str(), Some(long.as_str())),
+    ] {
+        let span = tracing::info_span!("served", otel.name = name);
+        propagator.set_parent(&span, &|key| match key {
+            "traceparent" => Some(traceparent.to_owned()),
+            "tracestate" => tracestate.map(str::to_owned),
+            _ => None,
+        });
+        drop(span);
+    }
+    let valid = tracing::info_span!("served", otel.name = "valid");
+    propagator.set_parent(&valid, &|key| {
+        (key == "traceparent")
+            .then(|| "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01".to_owned())
+    });
+    drop(valid);
+    provider.force_flush().unwrap();
+    for name in ["garbage", "zero", "huge"] {
+        let span = collected.one(name, SpanKind::Internal);
+        assert_eq!(
+            span.parent_span_id,
+            opentelemetry::trace::SpanId::INVALID,
+            "{name}"
+        );
+        assert!(span.span_context.is_valid(), "{name}");
+    }
+    let span = collected.one("valid", SpanKind::Internal);
+    assert_eq!(
+        span.span_context.trace_id().to_string(),
+        "4bf92f3577b34da6a3ce929d0e0e4736"
+    );
+    assert_eq!(span.parent_span_id.to_string(), "00f067aa0ba902b7");
+    assert!(span.parent_span_is_remote);
+}
