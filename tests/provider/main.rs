@@ -6,6 +6,7 @@ mod async_openai;
 #[path = "../corpus/mod.rs"]
 mod corpus;
 mod example;
+mod names;
 mod responses;
 mod sdk_types;
 mod streams;

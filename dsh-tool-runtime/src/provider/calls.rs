@@ -15,8 +15,11 @@ pub struct ParsedCall {
     /// The id as the model sent it (`None`: absent or empty; normal for Gemini, which then
     /// matches results to calls by name and order).
     pub model_id: Option<String>,
-    /// The tool name (empty when the model gave none).
+    /// The registry's tool name: the name the model called, mapped back when the last
+    /// [`ToolLoop::tools`] sent the tool renamed (empty when the model gave none).
     pub name: String,
+    /// The tool name as the model sent it: the name results are sent back under.
+    pub model_name: String,
     /// The parsed arguments (`{}` for an empty argument string, and when they could not be
     /// parsed).
     pub arguments: Value,
@@ -50,7 +53,15 @@ impl ToolLoop {
     /// [`ProviderError::Response`] when `response` is not of the provider's shape. Problems of
     /// one call are never errors: they are that call's [`ParsedCall::error`].
     pub fn parse(&self, response: &Value) -> Result<ParsedResponse, ProviderError> {
-        parse(self.provider, response)
+        let mut parsed = parse(self.provider, response)?;
+        if !self.renamed.is_empty() {
+            for call in &mut parsed.calls {
+                if let Some(real) = self.renamed.get(&call.model_name) {
+                    call.name.clone_from(real);
+                }
+            }
+        }
+        Ok(parsed)
     }
 }
 
@@ -166,6 +177,7 @@ fn call(
     ParsedCall {
         id,
         model_id,
+        model_name: name.clone(),
         name,
         arguments,
         error: id_failure.or(name_failure).or(args_failure),

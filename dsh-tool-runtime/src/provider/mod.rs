@@ -27,6 +27,7 @@
 mod async_openai;
 mod calls;
 mod content;
+mod names;
 mod results;
 mod step;
 mod stream;
@@ -130,6 +131,9 @@ pub enum ProviderError {
 /// One registry, one scope, one provider: builds the tools of a request, reads the calls of a
 /// response and runs a step. Cheap to clone.
 ///
+/// Tool names the provider refuses (see [`ProviderTools::renamed`]) are sent renamed by
+/// [`ToolLoop::tools`] and mapped back to the registry's tool when the model calls them.
+///
 /// Strict arguments are normalised back (`null` for an optional property becomes absent, see
 /// [`normalize_strict_arguments`](crate::dialect::normalize_strict_arguments)) for the tools the
 /// last [`ToolLoop::tools`] sent strict.
@@ -142,6 +146,8 @@ pub struct ToolLoop {
     max_parallel: usize,
     /// Tools sent strict by the last `tools()`, with the schema their strict form came from.
     strict_schemas: HashMap<String, Value>,
+    /// Names the last `tools()` sent renamed (the provider refuses the real one): sent -> real.
+    renamed: HashMap<String, String>,
 }
 
 impl std::fmt::Debug for ToolLoop {
@@ -166,6 +172,7 @@ impl ToolLoop {
             strict: true,
             max_parallel: 10,
             strict_schemas: HashMap::new(),
+            renamed: HashMap::new(),
         }
     }
 

@@ -45,7 +45,12 @@ pub(crate) fn next_messages(
             Provider::OpenAiChat => {
                 out.push(json!({"role": "tool", "tool_call_id": call.id, "content": text}));
                 if !images.is_empty() {
-                    image_messages.push(images_message(provider, &call.name, &call.id, &images));
+                    image_messages.push(images_message(
+                        provider,
+                        &call.model_name,
+                        &call.id,
+                        &images,
+                    ));
                 }
             }
             Provider::OpenAiResponses => {
@@ -76,14 +81,19 @@ pub(crate) fn next_messages(
             Provider::Gemini => {
                 let key = if is_error { "error" } else { "output" };
                 let mut response = Map::new();
-                response.insert("name".into(), json!(call.name));
+                response.insert("name".into(), json!(call.model_name));
                 response.insert("response".into(), json!({ key: text }));
                 if let Some(id) = &call.model_id {
                     response.insert("id".into(), json!(id));
                 }
                 grouped.push(json!({ "functionResponse": response }));
                 if !images.is_empty() {
-                    image_messages.push(images_message(provider, &call.name, &call.id, &images));
+                    image_messages.push(images_message(
+                        provider,
+                        &call.model_name,
+                        &call.id,
+                        &images,
+                    ));
                 }
             }
         }
