@@ -190,9 +190,10 @@ fn openai_chat(message: &Value) -> ParsedResponse {
         Some(Value::Array(parts)) => joined(parts.iter().filter_map(|part| part.get("text"))),
         _ => String::new(),
     };
-    let mut calls = Vec::new();
-    let mut echoed = Vec::new();
     let tool_calls = message.get("tool_calls").and_then(Value::as_array);
+    let count = tool_calls.map_or(0, Vec::len);
+    let mut calls = Vec::with_capacity(count);
+    let mut echoed = Vec::with_capacity(count);
     for (position, raw) in tool_calls.into_iter().flatten().enumerate() {
         let function = raw.get("function");
         let raw_arguments = function.and_then(|f| f.get("arguments"));
@@ -206,9 +207,15 @@ fn openai_chat(message: &Value) -> ParsedResponse {
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        echoed.push(json!({"id": parsed.id, "type": "function", "function": {
-            "name": parsed.name, "arguments": arguments_text,
-        }}));
+        // Built field by field: `json!` would copy each string once more.
+        let mut function = Map::new();
+        function.insert("name".into(), Value::String(parsed.name.clone()));
+        function.insert("arguments".into(), Value::String(arguments_text));
+        let mut echo = Map::new();
+        echo.insert("id".into(), Value::String(parsed.id.clone()));
+        echo.insert("type".into(), Value::String("function".into()));
+        echo.insert("function".into(), Value::Object(function));
+        echoed.push(Value::Object(echo));
         calls.push(parsed);
     }
     let mut turn = Map::new();
