@@ -8,6 +8,8 @@ mod corpus;
 mod example;
 mod names;
 mod responses;
+#[cfg(feature = "rig")]
+mod rig;
 mod sdk_types;
 mod streams;
 mod support;

@@ -20,6 +20,9 @@
 //! (`ToolLoop::chat_completion_tools`, `ToolLoop::step_chat_completion`,
 //! `ToolLoop::response_tools`, `ToolLoop::step_response`).
 //!
+//! With feature `rig`, [`ToolLoop::rig_tools`] gives the scope's tools as rig tools whose every
+//! call runs through the registry's pipeline.
+//!
 //! Streams are read with [`OpenAiChatStream`] and [`AnthropicStream`], which assemble the deltas
 //! into the response a non-streamed request would have returned.
 
@@ -29,6 +32,8 @@ mod calls;
 mod content;
 mod names;
 mod results;
+#[cfg(feature = "rig")]
+mod rig;
 mod step;
 mod stream;
 mod tools;
@@ -40,10 +45,21 @@ use serde_json::Value;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use self::async_openai::TypedStep;
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use self::rig::RigTools;
 /// The async-openai crate whose types the typed methods take and give (types only).
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use ::async_openai as async_openai_types;
+/// rig's agent runtime (`AgentBuilder::dynamic_tools` takes [`RigTools::tools`]).
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use ::rig_agent;
+/// rig's tool and model contracts, the version [`RigTools::tools`] are built with.
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use ::rig_core;
 pub use calls::{ParsedCall, ParsedResponse};
 pub use step::Step;
 pub use stream::{AnthropicStream, OpenAiChatStream, StreamError, StreamLimits};

@@ -123,7 +123,7 @@ impl ToolLoop {
     }
 
     /// The scope's tools in its mode (Portable schemas) and code mode's system text.
-    fn model_tools(&self) -> Result<(Vec<ToolSchema>, Option<String>), ProviderError> {
+    pub(super) fn model_tools(&self) -> Result<(Vec<ToolSchema>, Option<String>), ProviderError> {
         #[cfg(feature = "code-mode")]
         {
             let view = self
