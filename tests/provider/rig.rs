@@ -14,7 +14,7 @@ use dsh_tools::provider::rig_core::providers::openai::wire::Chat;
 use dsh_tools::provider::rig_core::tool::ToolErrorKind;
 use dsh_tools::provider::rig_core::wire::{Body, Encoded, WireFrame};
 use dsh_tools::provider::{Provider, ToolLoop};
-use dsh_tools::{Registry, ToolDefinition};
+use dsh_tools::{Registry, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 
 /// A completion model answering each request with the next canned Chat Completions body, and
@@ -55,8 +55,8 @@ fn call(id: &str, name: &str, arguments: Value) -> Value {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
 }
 
-/// `add`; `wipe`, which needs approval (the approver says no); `slow`, which never finishes
-/// before its 50 ms timeout; `server.tool`, a name OpenAI refuses. Every result is recorded.
+/// `add`; `wipe`, which needs approval (the approver says no); `slow`, which runs until its
+/// 50 ms timeout cancels it; `server.tool`, a name OpenAI refuses. Every result is recorded.
 fn registry() -> (
     Registry,
     Arc<Mutex<Vec<ApprovalRequest>>>,
@@ -80,12 +80,13 @@ fn registry() -> (
             .parameters(json!({"type": "object", "properties": {}}))
             .handler(|_, _| async { Ok(json!("wiped")) }),
         ToolDefinition::builder("slow")
-            .description("Never finishes.")
+            .description("Runs until cancelled.")
             .parameters(json!({"type": "object", "properties": {}}))
             .timeout_ms(50)
-            .handler(|_, _| async {
-                std::future::pending::<()>().await;
-                Ok(json!("never"))
+            .handler(|_, exec: ToolExec| async move {
+                // Stops only when the timeout policy cancels it.
+                exec.signal().cancelled().await;
+                Ok(json!("stopped"))
             }),
         ToolDefinition::builder("server.tool")
             .description("An upstream tool.")
@@ -191,7 +192,12 @@ async fn a_rig_agent_runs_our_tools_through_the_pipeline_and_sees_failures_as_to
     let requests = scripted.requests.lock().unwrap();
     assert_eq!(requests.len(), 2);
     let sent = requests[1].to_string();
-    for expected in ["the user rejected tool", "INVALID_ARGS", "upstream ran"] {
+    for expected in [
+        "the user rejected tool",
+        "timed out",
+        "invalid arguments",
+        "upstream ran",
+    ] {
         assert!(sent.contains(expected), "{expected} missing from {sent}");
     }
     // The tools were offered under names OpenAI accepts.
