@@ -55,13 +55,14 @@ fn call(id: &str, name: &str, arguments: Value) -> Value {
     json!({"id": id, "type": "function", "function": {"name": name, "arguments": arguments.to_string()}})
 }
 
+/// The approval requests the approver saw.
+type Asked = Arc<Mutex<Vec<ApprovalRequest>>>;
+/// Each result the pipeline published: the tool and its error code.
+type Results = Arc<Mutex<Vec<(String, Option<String>)>>>;
+
 /// `add`; `wipe`, which needs approval (the approver says no); `slow`, which runs until its
 /// 50 ms timeout cancels it; `server.tool`, a name OpenAI refuses. Every result is recorded.
-fn registry() -> (
-    Registry,
-    Arc<Mutex<Vec<ApprovalRequest>>>,
-    Arc<Mutex<Vec<(String, Option<String>)>>>,
-) {
+fn registry() -> (Registry, Asked, Results) {
     let registry = Registry::new();
     TimeoutPolicy::new().install(&registry);
     let tools = [
