@@ -49,20 +49,52 @@ fn execute_batch_10(bencher: divan::Bencher) {
     });
 }
 
-/// The same calls as a model's answer: parsed (argument strings), run, and the next messages built.
-#[divan::bench]
-fn step_10(bencher: divan::Bencher) {
-    let registry = registry();
-    let runtime = runtime();
-    let mut tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat);
-    tool_loop.tools().expect("tools");
+/// A Chat Completions answer making the 10 calls.
+fn response() -> Value {
     let tool_calls: Vec<Value> = (0..CALLS)
         .map(|i| {
             json!({"id": format!("call_{i}"), "type": "function", "function": {
             "name": "add", "arguments": format!("{{\"a\": {i}, \"b\": 1}}")}})
         })
         .collect();
-    let response = json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
-        "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}]});
+    json!({"choices": [{"index": 0, "finish_reason": "tool_calls",
+        "message": {"role": "assistant", "content": null, "tool_calls": tool_calls}}]})
+}
+
+/// A loop over [`registry`] whose `tools()` has run (so `add` is strict, as in a real loop).
+fn tool_loop(registry: &Registry) -> ToolLoop {
+    let mut tool_loop = ToolLoop::new(registry, None, Provider::OpenAiChat);
+    tool_loop.tools().expect("tools");
+    tool_loop
+}
+
+/// The same calls as a model's answer: parsed (argument strings), run, and the next messages built.
+#[divan::bench]
+fn step_10(bencher: divan::Bencher) {
+    let registry = registry();
+    let runtime = runtime();
+    let tool_loop = tool_loop(&registry);
+    let response = response();
     bencher.bench_local(|| runtime.block_on(tool_loop.step(&response)).expect("a step"));
+}
+
+/// The step's first part alone: the calls read from the answer (and the model's turn kept).
+#[divan::bench]
+fn step_part_parse_10(bencher: divan::Bencher) {
+    let registry = registry();
+    let tool_loop = tool_loop(&registry);
+    let response = response();
+    bencher.bench_local(|| tool_loop.parse(&response).expect("parsed"));
+}
+
+/// The step's last part alone: the next request's messages from the calls and their results.
+#[divan::bench]
+fn step_part_messages_10(bencher: divan::Bencher) {
+    let registry = registry();
+    let runtime = runtime();
+    let tool_loop = tool_loop(&registry);
+    let response = response();
+    let step = runtime.block_on(tool_loop.step(&response)).expect("a step");
+    let parsed = tool_loop.parse(&response).expect("parsed");
+    bencher.bench_local(|| tool_loop.next_messages(&parsed, &step.results));
 }

@@ -124,6 +124,9 @@ pub mod provider {
         AnthropicStream, OpenAiChatStream, ParsedCall, ParsedResponse, Provider, ProviderError,
         ProviderTools, Step, StreamError, StreamLimits, StrictReport, ToolLoop,
     };
+    #[cfg(feature = "rig")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+    pub use dsh_tool_runtime::provider::{RigTools, rig_agent, rig_core};
     #[cfg(feature = "async-openai")]
     #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
     pub use dsh_tool_runtime::provider::{TypedStep, async_openai_types};

@@ -6,7 +6,10 @@ mod async_openai;
 #[path = "../corpus/mod.rs"]
 mod corpus;
 mod example;
+mod names;
 mod responses;
+#[cfg(feature = "rig")]
+mod rig;
 mod sdk_types;
 mod streams;
 mod support;

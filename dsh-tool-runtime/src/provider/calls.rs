@@ -15,8 +15,11 @@ pub struct ParsedCall {
     /// The id as the model sent it (`None`: absent or empty; normal for Gemini, which then
     /// matches results to calls by name and order).
     pub model_id: Option<String>,
-    /// The tool name (empty when the model gave none).
+    /// The registry's tool name: the name the model called, mapped back when the last
+    /// [`ToolLoop::tools`] sent the tool renamed (empty when the model gave none).
     pub name: String,
+    /// The tool name as the model sent it: the name results are sent back under.
+    pub model_name: String,
     /// The parsed arguments (`{}` for an empty argument string, and when they could not be
     /// parsed).
     pub arguments: Value,
@@ -50,7 +53,15 @@ impl ToolLoop {
     /// [`ProviderError::Response`] when `response` is not of the provider's shape. Problems of
     /// one call are never errors: they are that call's [`ParsedCall::error`].
     pub fn parse(&self, response: &Value) -> Result<ParsedResponse, ProviderError> {
-        parse(self.provider, response)
+        let mut parsed = parse(self.provider, response)?;
+        if !self.renamed.is_empty() {
+            for call in &mut parsed.calls {
+                if let Some(real) = self.renamed.get(&call.model_name) {
+                    call.name.clone_from(real);
+                }
+            }
+        }
+        Ok(parsed)
     }
 }
 
@@ -166,6 +177,7 @@ fn call(
     ParsedCall {
         id,
         model_id,
+        model_name: name.clone(),
         name,
         arguments,
         error: id_failure.or(name_failure).or(args_failure),
@@ -178,9 +190,10 @@ fn openai_chat(message: &Value) -> ParsedResponse {
         Some(Value::Array(parts)) => joined(parts.iter().filter_map(|part| part.get("text"))),
         _ => String::new(),
     };
-    let mut calls = Vec::new();
-    let mut echoed = Vec::new();
     let tool_calls = message.get("tool_calls").and_then(Value::as_array);
+    let count = tool_calls.map_or(0, Vec::len);
+    let mut calls = Vec::with_capacity(count);
+    let mut echoed = Vec::with_capacity(count);
     for (position, raw) in tool_calls.into_iter().flatten().enumerate() {
         let function = raw.get("function");
         let raw_arguments = function.and_then(|f| f.get("arguments"));
@@ -194,9 +207,15 @@ fn openai_chat(message: &Value) -> ParsedResponse {
             Some(Value::Null) | None => String::new(),
             Some(other) => other.to_string(),
         };
-        echoed.push(json!({"id": parsed.id, "type": "function", "function": {
-            "name": parsed.name, "arguments": arguments_text,
-        }}));
+        // Built field by field: `json!` would copy each string once more.
+        let mut function = Map::new();
+        function.insert("name".into(), Value::String(parsed.name.clone()));
+        function.insert("arguments".into(), Value::String(arguments_text));
+        let mut echo = Map::new();
+        echo.insert("id".into(), Value::String(parsed.id.clone()));
+        echo.insert("type".into(), Value::String("function".into()));
+        echo.insert("function".into(), Value::Object(function));
+        echoed.push(Value::Object(echo));
         calls.push(parsed);
     }
     let mut turn = Map::new();

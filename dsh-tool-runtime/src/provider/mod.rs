@@ -20,6 +20,9 @@
 //! (`ToolLoop::chat_completion_tools`, `ToolLoop::step_chat_completion`,
 //! `ToolLoop::response_tools`, `ToolLoop::step_response`).
 //!
+//! With feature `rig`, [`ToolLoop::rig_tools`] gives the scope's tools as rig tools whose every
+//! call runs through the registry's pipeline.
+//!
 //! Streams are read with [`OpenAiChatStream`] and [`AnthropicStream`], which assemble the deltas
 //! into the response a non-streamed request would have returned.
 
@@ -27,7 +30,10 @@
 mod async_openai;
 mod calls;
 mod content;
+mod names;
 mod results;
+#[cfg(feature = "rig")]
+mod rig;
 mod step;
 mod stream;
 mod tools;
@@ -39,10 +45,21 @@ use serde_json::Value;
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use self::async_openai::TypedStep;
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use self::rig::RigTools;
 /// The async-openai crate whose types the typed methods take and give (types only).
 #[cfg(feature = "async-openai")]
 #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
 pub use ::async_openai as async_openai_types;
+/// rig's agent runtime (`AgentBuilder::dynamic_tools` takes [`RigTools::tools`]).
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use ::rig_agent;
+/// rig's tool and model contracts, the version [`RigTools::tools`] are built with.
+#[cfg(feature = "rig")]
+#[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
+pub use ::rig_core;
 pub use calls::{ParsedCall, ParsedResponse};
 pub use step::Step;
 pub use stream::{AnthropicStream, OpenAiChatStream, StreamError, StreamLimits};
@@ -130,6 +147,9 @@ pub enum ProviderError {
 /// One registry, one scope, one provider: builds the tools of a request, reads the calls of a
 /// response and runs a step. Cheap to clone.
 ///
+/// Tool names the provider refuses (see [`ProviderTools::renamed`]) are sent renamed by
+/// [`ToolLoop::tools`] and mapped back to the registry's tool when the model calls them.
+///
 /// Strict arguments are normalised back (`null` for an optional property becomes absent, see
 /// [`normalize_strict_arguments`](crate::dialect::normalize_strict_arguments)) for the tools the
 /// last [`ToolLoop::tools`] sent strict.
@@ -142,6 +162,8 @@ pub struct ToolLoop {
     max_parallel: usize,
     /// Tools sent strict by the last `tools()`, with the schema their strict form came from.
     strict_schemas: HashMap<String, Value>,
+    /// Names the last `tools()` sent renamed (the provider refuses the real one): sent -> real.
+    renamed: HashMap<String, String>,
 }
 
 impl std::fmt::Debug for ToolLoop {
@@ -166,6 +188,7 @@ impl ToolLoop {
             strict: true,
             max_parallel: 10,
             strict_schemas: HashMap::new(),
+            renamed: HashMap::new(),
         }
     }
 

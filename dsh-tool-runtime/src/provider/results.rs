@@ -3,7 +3,7 @@
 use serde_json::{Map, Value, json};
 
 use super::content::{image_part, parts, split, text_part, user_message};
-use super::{ParsedResponse, Provider, ToolLoop};
+use super::{ParsedCall, ParsedResponse, Provider, ToolLoop};
 use crate::result::ToolResult;
 
 impl ToolLoop {
@@ -24,28 +24,45 @@ impl ToolLoop {
     /// A result list shorter than the calls is completed with nothing: callers pass one result
     /// per call ([`ToolLoop::step`] does).
     pub fn next_messages(&self, response: &ParsedResponse, results: &[ToolResult]) -> Vec<Value> {
-        next_messages(self.provider, response, results)
+        next_messages(
+            self.provider,
+            response.assistant.clone(),
+            &response.calls,
+            results,
+        )
     }
 }
 
-/// [`ToolLoop::next_messages`] for `provider`.
+/// [`ToolLoop::next_messages`] for `provider`, after the model's turn `assistant` (taken, so a
+/// step does not copy it).
 pub(crate) fn next_messages(
     provider: Provider,
-    response: &ParsedResponse,
+    assistant: Vec<Value>,
+    calls: &[ParsedCall],
     results: &[ToolResult],
 ) -> Vec<Value> {
-    let mut out = response.assistant.clone();
-    let pairs: Vec<_> = response.calls.iter().zip(results).collect();
+    let mut out = assistant;
+    out.reserve(calls.len() + 1);
+    let pairs = || calls.iter().zip(results);
     let mut image_messages = Vec::new();
     let mut grouped = Vec::new();
-    for (call, result) in &pairs {
+    for (call, result) in pairs() {
         let is_error = result.is_error();
         let (text, images) = split(result.content());
         match provider {
             Provider::OpenAiChat => {
-                out.push(json!({"role": "tool", "tool_call_id": call.id, "content": text}));
+                let mut message = Map::new();
+                message.insert("role".into(), Value::String("tool".into()));
+                message.insert("tool_call_id".into(), Value::String(call.id.clone()));
+                message.insert("content".into(), Value::String(text));
+                out.push(Value::Object(message));
                 if !images.is_empty() {
-                    image_messages.push(images_message(provider, &call.name, &call.id, &images));
+                    image_messages.push(images_message(
+                        provider,
+                        &call.model_name,
+                        &call.id,
+                        &images,
+                    ));
                 }
             }
             Provider::OpenAiResponses => {
@@ -76,14 +93,19 @@ pub(crate) fn next_messages(
             Provider::Gemini => {
                 let key = if is_error { "error" } else { "output" };
                 let mut response = Map::new();
-                response.insert("name".into(), json!(call.name));
+                response.insert("name".into(), json!(call.model_name));
                 response.insert("response".into(), json!({ key: text }));
                 if let Some(id) = &call.model_id {
                     response.insert("id".into(), json!(id));
                 }
                 grouped.push(json!({ "functionResponse": response }));
                 if !images.is_empty() {
-                    image_messages.push(images_message(provider, &call.name, &call.id, &images));
+                    image_messages.push(images_message(
+                        provider,
+                        &call.model_name,
+                        &call.id,
+                        &images,
+                    ));
                 }
             }
         }
@@ -95,7 +117,7 @@ pub(crate) fn next_messages(
         });
     }
     out.extend(image_messages);
-    for (_, result) in &pairs {
+    for (_, result) in pairs() {
         for context in result.additional_contexts() {
             let content = parts(provider, &context.content);
             if !content.is_empty() {

@@ -55,7 +55,7 @@ impl ToolLoop {
     ) -> Result<Step, ProviderError> {
         let parsed = self.parse(response)?;
         let results = self.execute(&parsed.calls, signal).await;
-        let messages = next_messages(self.provider, &parsed, &results);
+        let messages = next_messages(self.provider, parsed.assistant, &parsed.calls, &results);
         let done = parsed.calls.is_empty()
             || results.iter().any(|result| {
                 matches!(
@@ -117,7 +117,7 @@ impl ToolLoop {
 }
 
 /// `true` when a `null` appears anywhere in `value` (iterative: arguments may be deep).
-fn has_null(value: &Value) -> bool {
+pub(crate) fn has_null(value: &Value) -> bool {
     let mut stack = vec![value];
     while let Some(node) = stack.pop() {
         match node {

@@ -3,6 +3,7 @@
 use serde::Serialize;
 use serde_json::{Map, Value, json};
 
+use super::names::wire_names;
 use super::{Provider, ProviderError, ToolLoop};
 use crate::dialect::{Dialect, anthropic_strict};
 use crate::registry::ToolSchema;
@@ -26,6 +27,14 @@ pub struct ProviderTools {
     pub strict: Vec<String>,
     /// Every tool sent without the strict form, with why.
     pub reports: Vec<StrictReport>,
+    /// Tools sent under another name because the provider refuses theirs, as `(registry name,
+    /// name sent)` in request order. OpenAI and Anthropic take `^[a-zA-Z0-9_-]{1,64}$`; Gemini
+    /// a letter or `_` first, then letters, digits, `_`, `.` and `-`, at most 63 characters.
+    /// A refused name is sent with every other character as `_`; when that is too long or
+    /// already a tool's name, it is cut and suffixed with `_` and 8 hex digits of a hash of the
+    /// real name. Names the provider accepts are never changed, and the outcome does not depend
+    /// on the order tools were registered in. Calls of a name sent are mapped back to its tool.
+    pub renamed: Vec<(String, String)>,
 }
 
 /// Why one tool was not sent strict: the schema is outside the provider's strict rules, or the
@@ -52,7 +61,11 @@ impl ToolLoop {
     /// - Gemini: `parameters` in [`Dialect::Gemini`] (OpenAPI 3.0 subset) where it applies, else
     ///   the whole JSON Schema as `parametersJsonSchema`.
     ///
-    /// Remembers which tools went strict, so [`ToolLoop::step`] normalises their arguments.
+    /// A tool whose name the provider refuses (`server.tool` for OpenAI and Anthropic, a name
+    /// over 64 characters) is sent under a name it accepts ([`ProviderTools::renamed`]).
+    ///
+    /// Remembers which tools went strict, so [`ToolLoop::step`] normalises their arguments, and
+    /// which were renamed, so [`ToolLoop::parse`] maps their calls back.
     ///
     /// # Errors
     /// [`ProviderError::ModelView`] when the mode is code or both and no code runtime is mounted.
@@ -62,14 +75,22 @@ impl ToolLoop {
         let mut strict = Vec::new();
         let mut reports = Vec::new();
         self.strict_schemas.clear();
-        for schema in &schemas {
+        self.renamed.clear();
+        let real: Vec<&str> = schemas.iter().map(|schema| schema.name.as_str()).collect();
+        let sent = wire_names(self.provider, &real);
+        let mut renamed = Vec::new();
+        for (schema, sent) in schemas.iter().zip(&sent) {
+            if *sent != schema.name {
+                renamed.push((schema.name.clone(), sent.clone()));
+                self.renamed.insert(sent.clone(), schema.name.clone());
+            }
             // Strict forms come from the schema as declared: the Portable form gives every
             // object node `properties`, which would let a free-form map pass as a closed object.
             let declared = self
                 .registry
                 .get(&schema.name, self.scope.as_ref())
                 .map_or_else(|| schema.parameters.clone(), |d| d.parameters().clone());
-            let (entry, outcome) = self.entry(schema, &declared, strict.len());
+            let (entry, outcome) = self.entry(schema, sent, &declared, strict.len());
             entries.push(entry);
             match outcome {
                 Ok(()) => {
@@ -97,11 +118,12 @@ impl ToolLoop {
             system,
             strict,
             reports,
+            renamed,
         })
     }
 
     /// The scope's tools in its mode (Portable schemas) and code mode's system text.
-    fn model_tools(&self) -> Result<(Vec<ToolSchema>, Option<String>), ProviderError> {
+    pub(super) fn model_tools(&self) -> Result<(Vec<ToolSchema>, Option<String>), ProviderError> {
         #[cfg(feature = "code-mode")]
         {
             let view = self
@@ -134,10 +156,11 @@ impl ToolLoop {
     fn entry(
         &self,
         tool: &ToolSchema,
+        name: &str,
         declared: &Value,
         strict_so_far: usize,
     ) -> (Value, Result<(), Option<String>>) {
-        let (name, description, portable) = (&tool.name, &tool.description, &tool.parameters);
+        let (description, portable) = (&tool.description, &tool.parameters);
         let want = |outcome: Result<Value, String>| match outcome {
             Ok(schema) if self.strict => Ok(schema),
             Ok(_) => Err(None),
