@@ -136,7 +136,7 @@ impl OutputLedger {
 
 /// The longest code-point-aligned prefix of `text` whose JSON string form takes at most
 /// `budget` bytes (empty when even `""` does not fit).
-fn longest_prefix(text: &str, budget: u64) -> &str {
+pub(crate) fn longest_prefix(text: &str, budget: u64) -> &str {
     let mut used = 2;
     for (i, c) in text.char_indices() {
         used += char_cost(c);

@@ -97,11 +97,54 @@ async fn run_code_shows_the_whole_message(backend: Backend) {
     );
 }
 
+async fn a_huge_line_keeps_the_prefix_that_fits(backend: Backend) {
+    let b = Budgets {
+        max_output_bytes: 1 << 20,
+        compute_ms: 30_000,
+        max_memory_mb: 512,
+        ..budgets()
+    };
+    let out = backend
+        .run_once(
+            b,
+            "console.log('x'.repeat(3_000_000));",
+            "print('x' * 3_000_000)",
+        )
+        .await;
+    assert_whole_limit(&out, 1 << 20);
+    // `[]`, the entry's quotes and the message `outer output exceeded 1048576 bytes` quoted
+    // (37) leave the rest of the budget to the prefix.
+    assert_eq!(out.logs.len(), 1, "{:?}", out.error);
+    assert_eq!(out.logs[0].len(), (1 << 20) - 2 - 2 - 37);
+    assert!(out.logs[0].bytes().all(|b| b == b'x'));
+}
+
+/// An uncaught exception whose message is far past the budget ends as `output-limit`: rendering
+/// it does not cost the run its memory budget.
+async fn a_thrown_message_past_the_budget_is_an_output_limit(backend: Backend) {
+    let b = Budgets {
+        compute_ms: 60_000,
+        max_wall_ms: 120_000,
+        ..Budgets::default()
+    };
+    let out = backend
+        .run_once(
+            b,
+            "throw new Error('x'.repeat(100_000_000));",
+            "raise ValueError('x' * 100_000_000)",
+        )
+        .await;
+    assert_whole_limit(&out, 64 << 20);
+    assert!(out.logs.is_empty(), "{:?}", out.logs.len());
+}
+
 on_every_backend!(
     many_small_lines_past_the_budget_keep_the_whole_message,
     a_line_then_a_throw_keeps_the_whole_message,
     the_smallest_budget_holds_the_whole_message,
     run_code_shows_the_whole_message,
+    a_huge_line_keeps_the_prefix_that_fits,
+    a_thrown_message_past_the_budget_is_an_output_limit,
 );
 
 /// A budget too small for the whole message is refused when the runtime is built.
