@@ -25,7 +25,9 @@ pub struct Budgets {
     /// anything past it — printed, returned or thrown — ends the run as `output-limit` with the
     /// whole message `outer output exceeded <max_output_bytes> bytes`, never cut: the logs give
     /// way to it (the last entries first, the last one kept cut to a prefix), so logs plus
-    /// message still fit the cap.
+    /// message still fit the cap. Logs cost the host at most the cap plus 24 bytes per line
+    /// (each a `String` in [`RunOutcome::logs`](super::RunOutcome::logs)): up to 9 × the cap
+    /// for empty lines, 3 bytes of it each.
     pub max_output_bytes: u64,
     /// Memory of the run in MiB (default 512): the process tree's resident memory for a child
     /// process, the interpreter's heap for an embedded interpreter. Overrun: `memory-limit`.
