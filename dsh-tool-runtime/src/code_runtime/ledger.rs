@@ -17,13 +17,14 @@ pub(crate) const MIN_OUTPUT_BYTES: u64 = 34;
 /// `\b \f \n \r \t` take 2 bytes, other control characters 6 (`\u00XX`), everything else its
 /// UTF-8 length. Numbers take the length of their `serde_json` rendering.
 ///
-/// Boundary examples: with a cap of 7, returning `"€"` fits (2 + 5 bytes) and a cap of 6 does not;
-/// with a cap of 11, one log `"abc"` plus the value `"xy"` fits (7 + 4).
+/// Boundary examples (the arithmetic; a run's cap is at least 34, below): with a cap of 7,
+/// returning `"€"` fits (2 + 5 bytes) and a cap of 6 does not; with a cap of 11, one log `"abc"`
+/// plus the value `"xy"` fits (7 + 4).
 ///
 /// An overflow ends the run with the fixed diagnostic `outer output exceeded <cap> bytes`, never
 /// cut: the logs give way to it (the last entries first, the last one kept cut to a prefix), so
-/// logs plus diagnostic still fit the cap. The smallest cap a run may have,
-/// [`MIN_OUTPUT_BYTES`] (34), is the smallest that holds `[]` plus the whole diagnostic.
+/// logs plus diagnostic still fit the cap. The smallest cap a run may have, 34 bytes, is the
+/// smallest that holds `[]` plus the whole diagnostic.
 #[derive(Debug, Clone)]
 pub struct OutputLedger {
     cap: u64,
