@@ -15,6 +15,8 @@
 //!   the tool result carries a completion as its text when its tree would cost more. Node.js
 //!   and the pooled QuickJS encode that array within the default `max_memory_mb` (512).
 //! - Monty returns a 40 MB string within 152 MiB of program memory: its JSON is written once.
+//! - Empty log lines, the worst case per output byte, cost the host at most the budget plus 24
+//!   bytes per line.
 
 mod code_runtime_support;
 
@@ -525,4 +527,39 @@ async fn monty_returns_a_40_mb_string_within_152_mib() {
             .all(|b| b == b'a')
     );
     rt.dispose().await;
+}
+
+/// Empty log lines cost the host the most per output byte: each is 3 bytes of the budget (`""`
+/// and its comma) and a 24-byte `String` in `RunOutcome::logs`. Host memory for logs is at most
+/// the budget plus 24 bytes per line (here 4 MiB of empty lines: about 1.4 million of them).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn empty_log_lines_cost_the_host_24_bytes_each() {
+    if !alone("empty_log_lines_cost_the_host_24_bytes_each") {
+        return;
+    }
+    const CAP: u64 = 4 << 20;
+    let config = SubprocessConfig {
+        budgets: Budgets {
+            max_output_bytes: CAP,
+            max_wall_ms: 120_000,
+            ..budgets()
+        },
+        ..small()
+    };
+    let rt = Lang::TypeScript.runtime(config).await;
+    assert_value(&run(&rt, "return 'warm'").await, json!("warm"));
+    let before = start_measuring();
+    let started = std::time::Instant::now();
+    let out = run(&rt, "for (;;) console.log('')").await;
+    let grown = grown_since(before);
+    let diagnostic = format!("outer output exceeded {CAP} bytes");
+    assert_eq!(out.error.as_ref().map(|e| &e.message), Some(&diagnostic));
+    let lines = out.logs.len() as u64;
+    assert_eq!(lines, (CAP - 2 - diagnostic.len() as u64 - 2 + 1) / 3);
+    let bound = CAP + 24 * lines;
+    eprintln!(
+        "{lines} empty lines: host grew {grown} bytes (bound {bound}) in {:?}",
+        started.elapsed()
+    );
+    assert!(grown <= bound, "{grown} > {bound}");
 }

@@ -12,6 +12,7 @@ use monty_types::{
 };
 use serde_json::Value;
 
+use super::super::ledger::{json_str_len, longest_prefix};
 use super::program::{CALL, wrap};
 use super::values::{BindingReply, Unfit, encode};
 use crate::json::MAX_FRAME_DEPTH;
@@ -42,20 +43,43 @@ pub(crate) trait Link {
     fn flush(&mut self) -> Result<(), Halt>;
 }
 
-/// The program's `print` output, cut into lines for a [`Link`]. A line longer than the
-/// output cap is cut there: it cannot fit anyway, and the worker does not hold it.
+/// The program's `print` output, cut into lines for a [`Link`]. A line whose JSON string form
+/// grows past the output cap plus [`LINE_SLACK`] is cut there and sent at once, the rest of it
+/// dropped: it cannot fit anyway, and the worker does not hold it. What is sent still costs more
+/// than the cap, so the host's ledger ends the run with its `output-limit` and keeps the prefix
+/// of it that fits, as for every runtime; and its frame stays within the host's frame bound.
 struct Printer<'l, L: Link> {
     link: &'l mut L,
     line: String,
-    cap: usize,
+    /// The JSON string length of `line`, quotes included.
+    cost: u64,
+    cap: u64,
     halted: bool,
 }
+
+/// Bytes a line's JSON string form may take past the output cap before it is cut. A cut line
+/// then costs at least the cap plus this less one character (at most 6 bytes): more than the
+/// cap, so never taken for a line that fits.
+const LINE_SLACK: u64 = 8;
 
 impl<L: Link> Printer<'_, L> {
     fn end_line(&mut self) -> Result<(), MontyException> {
         let sent = self.link.log(&self.line);
         self.line.clear();
+        self.cost = 2;
         sent.map_err(|Halt| self.halt())
+    }
+
+    /// Adds `text` to the line; a line that grows past its bound is cut and sent.
+    fn append(&mut self, text: &str) -> Result<(), MontyException> {
+        let room = (self.cap + LINE_SLACK + 2).saturating_sub(self.cost);
+        let kept = longest_prefix(text, room);
+        self.line.push_str(kept);
+        self.cost += json_str_len(kept) - 2;
+        if kept.len() < text.len() {
+            self.end_line()?;
+        }
+        Ok(())
     }
 
     fn halt(&mut self) -> MontyException {
@@ -68,14 +92,11 @@ impl<L: Link> PrintWriterCallback for Printer<'_, L> {
     fn stdout_write(&mut self, output: std::borrow::Cow<'_, str>) -> Result<(), MontyException> {
         let mut parts = output.split('\n');
         if let Some(head) = parts.next() {
-            self.line.push_str(head);
+            self.append(head)?;
         }
         for part in parts {
             self.end_line()?;
-            self.line.push_str(part);
-        }
-        if self.line.len() > self.cap {
-            self.end_line()?;
+            self.append(part)?;
         }
         Ok(())
     }
@@ -84,8 +105,7 @@ impl<L: Link> PrintWriterCallback for Printer<'_, L> {
         if end == '\n' {
             self.end_line()
         } else {
-            self.line.push(end);
-            Ok(())
+            self.append(end.encode_utf8(&mut [0; 4]))
         }
     }
 
@@ -106,14 +126,12 @@ pub(crate) enum Finish {
 pub(crate) fn execute<L: Link>(run: &Value, link: &mut L) -> Finish {
     let program = run["program"].as_str().unwrap_or_default();
     let namespaces = run["namespaces"].as_array().map_or(&[][..], Vec::as_slice);
-    let cap = run["maxOutputBytes"]
-        .as_u64()
-        .and_then(|n| usize::try_from(n).ok())
-        .unwrap_or(64 << 20);
+    let cap = run["maxOutputBytes"].as_u64().unwrap_or(64 << 20);
     let (source, body_lines) = wrap(program, namespaces);
     let mut printer = Printer {
         link,
         line: String::new(),
+        cost: 2,
         cap,
         halted: false,
     };
@@ -131,7 +149,9 @@ pub(crate) fn execute<L: Link>(run: &Value, link: &mut L) -> Finish {
 }
 
 fn interpret<L: Link>(source: String, body_lines: u32, printer: &mut Printer<'_, L>) -> Finish {
-    let fail = |e: &MontyException| Finish::Done(done_error("exception", &describe(e, body_lines)));
+    let cap = printer.cap;
+    let fail =
+        |e: &MontyException| Finish::Done(done_error("exception", &describe(e, body_lines, cap)));
     let runner = match MontyRun::new(
         source,
         SCRIPT,
@@ -295,12 +315,22 @@ fn done_value(value: &MontyObject) -> String {
 }
 
 fn done_error(kind: &str, message: &str) -> String {
-    serde_json::json!({"type": "done", "error": {"kind": kind, "message": message}}).to_string()
+    // Written into the frame directly: a copy of a long message would count against the
+    // worker's heap budget.
+    let mut frame = Vec::from(r#"{"type":"done","error":{"kind":"#);
+    // Writing a string into a `Vec` cannot fail, and JSON text is UTF-8.
+    let _ = serde_json::to_writer(&mut frame, kind);
+    frame.extend_from_slice(br#","message":"#);
+    let _ = serde_json::to_writer(&mut frame, message);
+    frame.extend_from_slice(b"}}");
+    String::from_utf8(frame).unwrap_or_default()
 }
 
 /// The exception as CPython prints it, with the program's own line numbers and without the
-/// frames of the wrapper.
-fn describe(e: &MontyException, body_lines: u32) -> String {
+/// frames of the wrapper. A description longer than the output cap (`cap` bytes) is cut just
+/// past it: it ends the run as `output-limit` either way, and the rest would only cost the
+/// worker's heap.
+fn describe(e: &MontyException, body_lines: u32, cap: u64) -> String {
     let mut out = String::new();
     let frames: Vec<_> = e
         .traceback()
@@ -336,13 +366,14 @@ fn describe(e: &MontyException, body_lines: u32) -> String {
             i += run;
         }
     }
-    match e.message() {
-        Some(message) => {
-            let _ = write!(out, "{}: {message}", e.exc_type());
-        }
-        None => {
-            let _ = write!(out, "{}", e.exc_type());
-        }
+    let _ = write!(out, "{}", e.exc_type());
+    if let Some(message) = e.message() {
+        out.push_str(": ");
+        let room = usize::try_from(cap)
+            .unwrap_or(usize::MAX)
+            .saturating_add(1)
+            .saturating_sub(out.len());
+        out.push_str(&message[..message.floor_char_boundary(room)]);
     }
     out
 }
