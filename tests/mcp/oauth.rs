@@ -118,6 +118,18 @@ impl AuthorizationServer {
         self.answer("dropping").parse().unwrap()
     }
 
+    /// The next `count` metadata requests are answered by a TCP reset.
+    fn reset_metadata(&mut self, count: u64) {
+        self.command(json!({"resetMetadata": count}));
+        assert_eq!(self.answer("resetting"), count.to_string());
+    }
+
+    /// How many metadata requests are still to be reset.
+    fn resetting(&mut self) -> u64 {
+        self.command(json!({"resetting": true}));
+        self.answer("resetting").parse().unwrap()
+    }
+
     /// A new signing key, used by the tokens after it.
     fn rotate(&mut self) -> String {
         self.command(json!({"rotate": true}));
@@ -878,4 +890,49 @@ fn cli_connect_timeout_is_the_one_given() {
         .unwrap();
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(stderr.contains("timed out after 700ms"), "{stderr}");
+}
+
+/// A metadata request answered by a connection reset (as when the server resets a keep-alive
+/// connection it is closing as the request arrives) is sent once more: the client credentials
+/// connect, and a person's login discovers its authorization server.
+#[test]
+fn a_metadata_request_reset_by_the_server_is_sent_once_more() {
+    let mut issuer = require_authorization_server!();
+    let (_server, resource) = protected_server(&issuer.issuer);
+
+    issuer.reset_metadata(1);
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()
+        .unwrap();
+    runtime.block_on(async {
+        let client = Registry::new();
+        let credentials = McpClientCredentials::new("service", "s3cret").scope("tools.read");
+        let handle = client
+            .add_mcp_server(McpServer::http("secured", &resource).client_credentials(credentials))
+            .await
+            .expect("connects once the metadata request is sent again");
+        handle.disconnect().await;
+    });
+    assert_eq!(issuer.resetting(), 0, "no metadata request was reset");
+
+    issuer.reset_metadata(1);
+    let args = [
+        "--mcp-http",
+        &resource,
+        "--mcp-oauth-login",
+        "--mcp-oauth-client-id",
+        "person",
+        "--mcp-oauth-scope",
+        "tools.read",
+    ];
+    let (listed, stderr, asked) = login_run(&args, true);
+    assert_eq!(
+        issuer.resetting(),
+        0,
+        "no metadata request was reset: {stderr}"
+    );
+    assert!(asked, "no authorization URL: {stderr}");
+    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
 }

@@ -20,6 +20,11 @@
 //       handled, as by a server closing an idle keep-alive connection the request was written to
 //   {"dropping": true}                                             ->  dropping <left>
 //       how many of those are left
+//   {"resetMetadata": <n>}                                         ->  resetting <n>
+//       the next <n> metadata requests (`GET /.well-known/…`) are answered by a TCP reset, as
+//       by a server resetting a connection it is closing when the request arrives
+//   {"resetting": true}                                            ->  resetting <left>
+//       how many of those are left
 // The token endpoint honours RFC 8707: a `resource` parameter becomes the token's `aud`; its
 // tokens are typed `at+jwt` (RFC 9068 §2.1) and carry a `sub` (RFC 9068 §2.2: the client's id for
 // the client credentials grant, which oauth2-mock-server leaves without one). The
@@ -49,12 +54,18 @@ server.service.on("beforeAuthorizeRedirect", (_redirect, req) => {
 // Ahead of every route: a dropped token request is closed before the server handles it, so
 // its code stays unused, as when the close of an idle connection crosses the request.
 let dropTokenAnswers = 0;
+let resetMetadata = 0;
 const app = server.service.requestHandler;
 const handle = app.handle;
 app.handle = function (req, res, next) {
   if (dropTokenAnswers > 0 && req.method === "POST" && req.url.startsWith("/token")) {
     dropTokenAnswers -= 1;
     req.socket.destroy();
+    return;
+  }
+  if (resetMetadata > 0 && req.method === "GET" && req.url.startsWith("/.well-known/")) {
+    resetMetadata -= 1;
+    req.socket.resetAndDestroy();
     return;
   }
   return handle.call(this, req, res, next);
@@ -94,6 +105,11 @@ for await (const line of createInterface({ input: process.stdin })) {
     console.log(`dropping ${dropTokenAnswers}`);
   } else if (command.dropping) {
     console.log(`dropping ${dropTokenAnswers}`);
+  } else if (command.resetMetadata !== undefined) {
+    resetMetadata = command.resetMetadata;
+    console.log(`resetting ${resetMetadata}`);
+  } else if (command.resetting) {
+    console.log(`resetting ${resetMetadata}`);
   } else if (command.grants) {
     console.log(`grants ${grants}`);
   } else if (command.token) {

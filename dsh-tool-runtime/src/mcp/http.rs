@@ -6,7 +6,7 @@
 //! [`MAX_RELAY_DEPTH`] is rewritten like a stdio line ([`cut_deep`]: a byte scan replaces the
 //! too-deep subtrees by a marker before anything parses them), and a `tools/list` whose JSON body
 //! rmcp refused is fetched once more and read the same way. The schema check then refuses that
-//! one tool.
+//! one tool. A `tools/list` that got no answer (its connection reset) is sent once more too.
 //!
 //! It also orders the session's first request after its standalone GET stream: rmcp opens that
 //! stream in a task of its own once `notifications/initialized` is accepted and goes straight on
@@ -143,7 +143,77 @@ fn is_tools_list(message: &ClientJsonRpcMessage) -> bool {
     )
 }
 
+/// `true` when the request got no answer at all: the connection reset, closed before the
+/// answer, or could not be opened. Not a timeout (a second one would double the bound), not an
+/// answer the server sent.
+fn unanswered(error: &reqwest::Error) -> bool {
+    error.is_request() && !error.is_timeout()
+}
+
 impl GuardedClient {
+    /// One POST of `message`, its SSE answer read through the depth guard.
+    async fn post_once(
+        &self,
+        uri: Arc<str>,
+        message: ClientJsonRpcMessage,
+        session_id: Option<Arc<str>>,
+        auth_header: Option<String>,
+        custom_headers: HashMap<HeaderName, HeaderValue>,
+        limits: StreamableHttpResponseLimits,
+    ) -> Result<StreamableHttpPostResponse, HttpError> {
+        let initialized = is_initialized(&message) && session_id.is_some();
+        if !initialized {
+            self.standalone.wait().await;
+        }
+        let retry = is_tools_list(&message).then(|| {
+            (
+                message.clone(),
+                session_id.clone(),
+                auth_header.clone(),
+                custom_headers.clone(),
+                limits,
+            )
+        });
+        let answer = self
+            .inner
+            .post_message_with_response_limits(
+                uri.clone(),
+                message,
+                session_id,
+                auth_header,
+                custom_headers,
+                limits,
+            )
+            .await;
+        if initialized && answer.is_ok() {
+            self.standalone.expect();
+        }
+        match answer {
+            Ok(StreamableHttpPostResponse::Sse(stream, session)) => Ok(
+                StreamableHttpPostResponse::Sse(guard_stream(stream), session),
+            ),
+            Err(StreamableHttpError::UnexpectedServerResponse(reason)) => {
+                if let Some((message, session, auth, headers, limits)) = retry {
+                    let guarded = self
+                        .post_guarded_json(
+                            &uri,
+                            &message,
+                            session.as_deref(),
+                            auth,
+                            &headers,
+                            &limits,
+                        )
+                        .await;
+                    if let Some(guarded) = guarded {
+                        return Ok(guarded);
+                    }
+                }
+                Err(StreamableHttpError::UnexpectedServerResponse(reason))
+            }
+            other => other,
+        }
+    }
+
     /// Sends `message` again and reads a JSON answer through the depth guard: the path for a
     /// `tools/list` body rmcp could not parse (idempotent, so asking twice is safe).
     async fn post_guarded_json(
@@ -215,6 +285,10 @@ impl StreamableHttpClient for GuardedClient {
         .await
     }
 
+    /// A `tools/list` that got no answer (the connection reset or closed before it) is sent
+    /// once more on a new connection: listing has no effect, so asking twice is safe. A server
+    /// whose event loop wakes after a stall can close a kept-alive connection with a request
+    /// already waiting on it, however briefly the client left it idle.
     async fn post_message_with_response_limits(
         &self,
         uri: Arc<str>,
@@ -224,22 +298,16 @@ impl StreamableHttpClient for GuardedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let initialized = is_initialized(&message) && session_id.is_some();
-        if !initialized {
-            self.standalone.wait().await;
-        }
-        let retry = is_tools_list(&message).then(|| {
+        let resend = is_tools_list(&message).then(|| {
             (
                 message.clone(),
                 session_id.clone(),
                 auth_header.clone(),
                 custom_headers.clone(),
-                limits,
             )
         });
         let answer = self
-            .inner
-            .post_message_with_response_limits(
+            .post_once(
                 uri.clone(),
                 message,
                 session_id,
@@ -248,32 +316,22 @@ impl StreamableHttpClient for GuardedClient {
                 limits,
             )
             .await;
-        if initialized && answer.is_ok() {
-            self.standalone.expect();
-        }
-        match answer {
-            Ok(StreamableHttpPostResponse::Sse(stream, session)) => Ok(
-                StreamableHttpPostResponse::Sse(guard_stream(stream), session),
-            ),
-            Err(StreamableHttpError::UnexpectedServerResponse(reason)) => {
-                if let Some((message, session, auth, headers, limits)) = retry {
-                    let guarded = self
-                        .post_guarded_json(
-                            &uri,
-                            &message,
-                            session.as_deref(),
-                            auth,
-                            &headers,
-                            &limits,
-                        )
-                        .await;
-                    if let Some(guarded) = guarded {
-                        return Ok(guarded);
-                    }
-                }
-                Err(StreamableHttpError::UnexpectedServerResponse(reason))
+        match (answer, resend) {
+            (
+                Err(StreamableHttpError::Client(error)),
+                Some((message, session_id, auth_header, custom_headers)),
+            ) if unanswered(&error) => {
+                self.post_once(
+                    uri,
+                    message,
+                    session_id,
+                    auth_header,
+                    custom_headers,
+                    limits,
+                )
+                .await
             }
-            other => other,
+            (answer, _) => answer,
         }
     }
 
@@ -365,6 +423,64 @@ mod tests {
             .bytes()
             .await
             .unwrap();
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    /// A `tools/list` whose connection the server resets once it has read the request is sent
+    /// once more, on a new connection, and its answer comes back.
+    #[tokio::test]
+    async fn a_tools_list_reset_by_the_server_is_sent_once_more() {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let first = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 4096];
+                    // The whole request: its headers and the JSON body after them.
+                    while !request.ends_with(b"}") {
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(read) => request.extend_from_slice(&buffer[..read]),
+                        }
+                    }
+                    if first {
+                        // Closed with the request unread by the application: a reset.
+                        stream.set_zero_linger().unwrap();
+                        return;
+                    }
+                    let body = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+                    let answer = format!(
+                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                         content-length: {}\r\n\r\n{body}",
+                        body.len()
+                    );
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        let list = ClientJsonRpcMessage::request(
+            ClientRequest::ListToolsRequest(Default::default()),
+            rmcp::model::RequestId::Number(1),
+        );
+        let answer = GuardedClient::default()
+            .post_message_with_response_limits(
+                url.into(),
+                list,
+                None,
+                None,
+                HashMap::new(),
+                StreamableHttpResponseLimits::default(),
+            )
+            .await;
+        assert!(
+            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
+            "{answer:?}"
+        );
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
 }

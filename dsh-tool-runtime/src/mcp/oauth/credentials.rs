@@ -9,7 +9,7 @@ use rmcp::transport::auth::{
 use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use super::bearer::{BearerClient, Grant};
-use super::unanswered::unanswered;
+use super::unanswered::{discovered, unanswered};
 
 /// OAuth client credentials for an MCP server reached over streamable HTTP (feature `oauth`),
 /// set with [`McpServer::client_credentials`](crate::mcp::McpServer::client_credentials).
@@ -80,7 +80,9 @@ pub(crate) async fn authorize<C>(
 ) -> Result<BearerClient<C, CredentialsGrant>, String> {
     let failed = |error: AuthError| format!("OAuth: {error}");
     let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
-    let resolution = manager.resolve_metadata().await.map_err(failed)?;
+    let resolution = discovered(|| manager.resolve_metadata())
+        .await
+        .map_err(failed)?;
     if !resolution.source.is_discovered() {
         return Err(format!(
             "OAuth: no authorization server found for {url} (neither its protected-resource \

@@ -16,7 +16,7 @@ use rmcp::transport::streamable_http_client::StreamableHttpError;
 
 use super::bearer::{BearerClient, Grant};
 use super::store::FileTokenStore;
-use super::unanswered::{RetainedStates, unanswered};
+use super::unanswered::{RetainedStates, discovered, unanswered};
 
 /// Why the person's authorization did not come back: they refused, the wait ran out, the
 /// redirect was malformed. Its text is shown in the connect or call error.
@@ -322,10 +322,7 @@ impl LoginState {
         mut manager: AuthorizationManager,
         challenge: &str,
     ) -> (AuthorizationManager, Result<(), AuthError>) {
-        match manager
-            .resolve_metadata_from_challenge(Some(challenge))
-            .await
-        {
+        match discovered(|| manager.resolve_metadata_from_challenge(Some(challenge))).await {
             Ok(resolution) => manager.set_metadata(resolution.metadata),
             Err(error) => return (manager, Err(error)),
         }

@@ -1,4 +1,4 @@
-//! A token request that got no answer is sent once more.
+//! A token request or metadata discovery that got no answer is sent once more.
 //!
 //! rmcp's OAuth client keeps its HTTP connections open for reuse (reqwest's pool keeps an idle
 //! connection 90 s) and offers no way to change that without also dropping its address filter
@@ -13,6 +13,10 @@
 //! grants: a client-credentials request has no effect beyond the token it answers, and an
 //! authorization code the server did receive is refused the second time (RFC 6749 §4.1.2, the
 //! tokens of a reused code revoked), so a retry never yields two grants.
+//!
+//! Metadata discovery meets the same closing connections (the connection answered as reset
+//! by peer, or closed before its answer). Its requests are GETs, idempotent (RFC 9110
+//! §9.2.2), so the whole discovery is run once more after one of them got no answer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -32,6 +36,33 @@ pub(crate) fn unanswered(error: &AuthError) -> bool {
             why.strip_prefix("Token exchange failed: ") == Some(NO_ANSWER)
         }
         _ => false,
+    }
+}
+
+/// `true` when `error` is a metadata discovery request that got no answer: its connection
+/// failed, was reset or closed before the whole answer came. An answer the server sent (a
+/// status, a body that did not parse) or a timeout (a second one would double the bound) is
+/// not.
+pub(crate) fn discovery_unanswered(error: &AuthError) -> bool {
+    match error {
+        AuthError::DiscoveryRequestFailed { source, .. } => source
+            .downcast_ref::<reqwest::Error>()
+            .is_some_and(|error| {
+                (error.is_connect() || error.is_request() || error.is_body()) && !error.is_timeout()
+            }),
+        _ => false,
+    }
+}
+
+/// `discover` once more when its first run got no answer (see [`discovery_unanswered`]).
+pub(crate) async fn discovered<T, F, Fut>(mut discover: F) -> Result<T, AuthError>
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Result<T, AuthError>>,
+{
+    match discover().await {
+        Err(error) if discovery_unanswered(&error) => discover().await,
+        answer => answer,
     }
 }
 
