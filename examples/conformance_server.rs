@@ -18,7 +18,7 @@ use std::time::Duration;
 
 use dsh_tools::client::{ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest};
 use dsh_tools::definition::DefinitionError;
-use dsh_tools::mcp::{McpHttpAuth, McpServeOptions, McpTransport};
+use dsh_tools::mcp::{McpHttpAuth, McpServeOptions, McpTaskLimits, McpTransport};
 use dsh_tools::registry::{Handle, RegisterError};
 use dsh_tools::result::{ContentBlock, ResourceContents};
 use dsh_tools::serde_json::{Value, json};
@@ -426,7 +426,12 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let addr = transport
         .local_addr()
         .ok_or("the HTTP transport has no address")?;
-    let options = McpServeOptions::default().server_name("dsh-tools-conformance");
+    // Every stateless request without OAuth is one principal, with one share of task slots
+    // (16 by default). The suite's scenarios all run statelessly against this one server, and a
+    // finished task keeps its slot until its TTL: the suite gets the server's whole pool.
+    let options = McpServeOptions::default()
+        .server_name("dsh-tools-conformance")
+        .task_limits(McpTaskLimits::default().max_per_session(64));
     println!("listening on http://{addr}/mcp");
     registry.serve_mcp_with(None, transport, options).await?;
     Ok(())

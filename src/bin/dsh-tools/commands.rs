@@ -21,7 +21,7 @@ use crate::args::{
     CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, RunsAction, RunsArgs, SdkArgs,
     ServeArgs, ToolsArgs, ViewArgs,
 };
-use crate::secret_file::{open_private_file, read_private_file};
+use crate::secret_file::{read_private_file, read_restate_secret};
 use crate::sources::mount_runtime;
 use crate::terminal::{escaped, pretty};
 
@@ -151,7 +151,7 @@ fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
                     .to_owned(),
             );
         }
-        Some(path) => Some(read_secret(path)?),
+        Some(path) => Some(read_restate_secret(path)?),
         None => None,
     };
     let mut replica = None;
@@ -180,33 +180,6 @@ fn restate_settings(args: &ServeArgs) -> Result<RestateSettings, String> {
         .and(secret.as_deref())
         .map(dsh_tools::durable::ContinuationSecret::derive);
     Ok((replica, deployment, approvals))
-}
-
-/// The fewest bytes of a Restate secret (`McpRestate::MIN_SECRET_BYTES`, here without the
-/// `restate` feature for `runs --restate`).
-const MIN_RESTATE_SECRET_BYTES: usize = 32;
-
-/// The Restate secret in `path` (`--restate-secret-file`), its trailing line end dropped.
-/// Errors: as [`open_private_file`], or under 32 bytes.
-pub fn read_secret(path: &Path) -> Result<Vec<u8>, String> {
-    let failed = |why: String| format!("--restate-secret-file {}: {why}", path.display());
-    let mut secret = Vec::new();
-    std::io::Read::read_to_end(&mut open_private_file(path).map_err(failed)?, &mut secret)
-        .map_err(|error| failed(error.to_string()))?;
-    while secret
-        .last()
-        .is_some_and(|byte| matches!(byte, b'\n' | b'\r'))
-    {
-        secret.pop();
-    }
-    if secret.len() < MIN_RESTATE_SECRET_BYTES {
-        return Err(failed(format!(
-            "{} bytes; at least {} are needed",
-            secret.len(),
-            MIN_RESTATE_SECRET_BYTES
-        )));
-    }
-    Ok(secret)
 }
 
 /// Serves the Restate deployment of `registry` when `--restate-deployment` names an address;

@@ -32,7 +32,7 @@ pub async fn runs(
 ) -> Result<String, String> {
     // Read first: a secret file that is refused fails before Restate is asked anything.
     let secret = secret
-        .map(crate::commands::read_secret)
+        .map(crate::secret_file::read_restate_secret)
         .transpose()?
         .map(|shared| ContinuationSecret::derive(&shared));
     let http = reqwest::Client::builder()

@@ -55,3 +55,30 @@ pub(crate) fn open_private_file(path: &Path) -> Result<std::fs::File, String> {
     }
     Ok(std::fs::File::from(fd))
 }
+
+/// The fewest bytes of a Restate secret (`McpRestate::MIN_SECRET_BYTES`, here without the
+/// `restate` feature for `runs --restate`).
+const MIN_RESTATE_SECRET_BYTES: usize = 32;
+
+/// The Restate secret in `path` (`--restate-secret-file`), its trailing line end dropped.
+/// Errors: as [`open_private_file`], or under 32 bytes.
+pub(crate) fn read_restate_secret(path: &Path) -> Result<Vec<u8>, String> {
+    let failed = |why: String| format!("--restate-secret-file {}: {why}", path.display());
+    let mut secret = Vec::new();
+    std::io::Read::read_to_end(&mut open_private_file(path).map_err(failed)?, &mut secret)
+        .map_err(|error| failed(error.to_string()))?;
+    while secret
+        .last()
+        .is_some_and(|byte| matches!(byte, b'\n' | b'\r'))
+    {
+        secret.pop();
+    }
+    if secret.len() < MIN_RESTATE_SECRET_BYTES {
+        return Err(failed(format!(
+            "{} bytes; at least {} are needed",
+            secret.len(),
+            MIN_RESTATE_SECRET_BYTES
+        )));
+    }
+    Ok(secret)
+}
