@@ -19,15 +19,16 @@ pub struct Budgets {
     /// `timeout` `wall-clock ceiling reached (<max_wall_ms>ms)`.
     pub max_wall_ms: u64,
     /// Cap on the JSON bytes of logs plus value or failure message (default 64 MiB; at least
-    /// 34, the smallest that holds `[]` and the whole overflow message), counted by
-    /// [`OutputLedger`](super::OutputLedger). Everything within it is handed back, a completion
-    /// as compact JSON text ([`JsonText`](super::JsonText), about its bytes of host memory);
-    /// anything past it — printed, returned or thrown — ends the run as `output-limit` with the
-    /// whole message `outer output exceeded <max_output_bytes> bytes`, never cut: the logs give
-    /// way to it (the last entries first, the last one kept cut to a prefix), so logs plus
-    /// message still fit the cap. Logs cost the host at most the cap plus 24 bytes per line
-    /// (each a `String` in [`RunOutcome::logs`](super::RunOutcome::logs)): up to 9 × the cap
-    /// for empty lines, 3 bytes of it each.
+    /// 4), counted by [`OutputLedger`](super::OutputLedger). Everything within it is handed
+    /// back, a completion as compact JSON text ([`JsonText`](super::JsonText), about its bytes
+    /// of host memory); anything past it — printed, returned or thrown — ends the run as
+    /// `output-limit` `outer output exceeded <max_output_bytes> bytes`. The logs printed before
+    /// are kept, with the longest prefix of the entry that overflowed that fits beside the
+    /// message; when the logs leave less room than the message needs, the message itself is cut
+    /// to the bytes left (REFERENCE §4.7's exact accounting: logs plus message never pass the
+    /// cap). Logs cost the host at most the cap plus 24 bytes per line (each a `String` in
+    /// [`RunOutcome::logs`](super::RunOutcome::logs)): up to 9 × the cap for empty lines, 3
+    /// bytes of it each.
     pub max_output_bytes: u64,
     /// Memory of the run in MiB (default 512): the process tree's resident memory for a child
     /// process, the interpreter's heap for an embedded interpreter. Overrun: `memory-limit`.
@@ -68,11 +69,10 @@ impl Budgets {
         if !ms.contains(&self.max_wall_ms) {
             return fail("config.budgets.max_wall_ms must be between 1 and 2147483647".to_owned());
         }
-        if !(super::ledger::MIN_OUTPUT_BYTES..=(1 << 53) - 1).contains(&self.max_output_bytes) {
-            return fail(format!(
-                "config.budgets.max_output_bytes must be a safe integer of at least {}",
-                super::ledger::MIN_OUTPUT_BYTES
-            ));
+        if !(4..=(1 << 53) - 1).contains(&self.max_output_bytes) {
+            return fail(
+                "config.budgets.max_output_bytes must be a safe integer of at least 4".to_owned(),
+            );
         }
         if !(min_memory_mb..=1 << 20).contains(&self.max_memory_mb) {
             return fail(format!(

@@ -4,10 +4,6 @@ use serde_json::Value;
 
 use super::{CodeRunFailure, FailureKind, JsonText, RunOutcome};
 
-/// The smallest output cap, bytes: `[]` plus the whole diagnostic
-/// `"outer output exceeded 34 bytes"` (2 + 32). Every larger cap holds its own diagnostic too.
-pub(crate) const MIN_OUTPUT_BYTES: u64 = 34;
-
 /// Counts the bytes of a run's output as the JSON the caller will serialize: the logs array
 /// (`[]` is 2 bytes, each entry its quoted and escaped UTF-8 string, plus 1 per separating
 /// comma) plus the completion value or the failure message string. The total may not exceed
@@ -17,14 +13,8 @@ pub(crate) const MIN_OUTPUT_BYTES: u64 = 34;
 /// `\b \f \n \r \t` take 2 bytes, other control characters 6 (`\u00XX`), everything else its
 /// UTF-8 length. Numbers take the length of their `serde_json` rendering.
 ///
-/// Boundary examples (the arithmetic; a run's cap is at least 34, below): with a cap of 7,
-/// returning `"€"` fits (2 + 5 bytes) and a cap of 6 does not; with a cap of 11, one log `"abc"`
-/// plus the value `"xy"` fits (7 + 4).
-///
-/// An overflow ends the run with the fixed diagnostic `outer output exceeded <cap> bytes`, never
-/// cut: the logs give way to it (the last entries first, the last one kept cut to a prefix), so
-/// logs plus diagnostic still fit the cap. The smallest cap a run may have, 34 bytes, is the
-/// smallest that holds `[]` plus the whole diagnostic.
+/// Boundary examples: with a cap of 7, returning `"€"` fits (2 + 5 bytes) and a cap of 6 does not;
+/// with a cap of 11, one log `"abc"` plus the value `"xy"` fits (7 + 4).
 #[derive(Debug, Clone)]
 pub struct OutputLedger {
     cap: u64,
@@ -56,10 +46,9 @@ impl OutputLedger {
     ///
     /// # Errors
     ///
-    /// When it does not fit, the run is over: the returned message is the whole diagnostic, and
-    /// `logs` keeps what fits beside it — every earlier entry plus the longest code-point-aligned
-    /// prefix of `text` (if non-empty), or, when the earlier entries already leave no room for
-    /// the diagnostic, the earlier entries less the last ones (the last kept cut to a prefix).
+    /// When it does not fit, the run is over: `logs` keeps every earlier entry plus the longest
+    /// code-point-aligned prefix of `text` (if non-empty) that fits together with the diagnostic,
+    /// and the returned message is the diagnostic, itself cut to what is left.
     pub fn push_log(&mut self, logs: &mut Vec<String>, text: &str) -> Result<(), String> {
         let cost = self.separator() + json_str_len(text);
         if self.used + cost <= self.cap {
@@ -86,8 +75,7 @@ impl OutputLedger {
     ///
     /// # Errors
     ///
-    /// When it does not fit, the whole overflow diagnostic to report as `output-limit`, the logs
-    /// trimmed so that they and the diagnostic fit the cap.
+    /// When it does not fit, the overflow diagnostic (cut to fit) to report as `output-limit`.
     pub fn check_message(&mut self, logs: &mut Vec<String>, message: &str) -> Result<(), String> {
         if self.used + json_str_len(message) <= self.cap {
             Ok(())
@@ -96,8 +84,7 @@ impl OutputLedger {
         }
     }
 
-    /// Ends the ledger with an overflow that no single entry caused (e.g. an oversized value):
-    /// the whole diagnostic, the logs trimmed so that they and it fit the cap.
+    /// Ends the ledger with an overflow that no single entry caused (e.g. an oversized value).
     pub fn overflow_message(&mut self, logs: &mut Vec<String>) -> String {
         self.overflow(logs, None)
     }
@@ -109,17 +96,7 @@ impl OutputLedger {
     fn overflow(&mut self, logs: &mut Vec<String>, partial: Option<&str>) -> String {
         let diagnostic = self.diagnostic();
         let diagnostic_cost = json_str_len(&diagnostic);
-        // The diagnostic is never cut: the logs give way to it, the last entries first, and the
-        // last entry kept may itself be cut to the longest prefix that still fits.
-        let mut popped = None;
-        while self.used + diagnostic_cost > self.cap {
-            let Some(last) = logs.pop() else { break };
-            self.entries -= 1;
-            self.used -= self.separator() + json_str_len(&last);
-            popped = Some(last);
-        }
-        // A popped entry comes before `partial`, so only it may keep a prefix.
-        if let Some(text) = popped.as_deref().or(partial) {
+        if let Some(text) = partial {
             let fixed = self.used + self.separator() + diagnostic_cost;
             if let Some(budget) = self.cap.checked_sub(fixed) {
                 let prefix = longest_prefix(text, budget);
@@ -130,8 +107,10 @@ impl OutputLedger {
                 }
             }
         }
-        self.used += diagnostic_cost;
-        diagnostic
+        let left = self.cap.saturating_sub(self.used);
+        let message = longest_prefix(&diagnostic, left).to_owned();
+        self.used += json_str_len(&message);
+        message
     }
 }
 
@@ -323,62 +302,13 @@ mod tests {
     }
 
     #[test]
-    fn the_logs_give_way_to_the_whole_diagnostic() {
-        // Ten 12-byte entries ("0123456789" quoted) plus commas take 2 + 120 + 9 = 131 bytes.
+    fn overflow_cuts_the_diagnostic_when_nothing_else_fits() {
         let mut logs = Vec::new();
-        let mut l = OutputLedger::new(100);
-        let mut message = None;
-        for _ in 0..10 {
-            if let Err(m) = l.push_log(&mut logs, "0123456789") {
-                message = Some(m);
-                break;
-            }
-        }
-        assert_eq!(message.as_deref(), Some("outer output exceeded 100 bytes"));
-        // 100 - 33 (diagnostic) - 2 leaves 65: five entries (64), and no room for a cut sixth.
-        assert_eq!(logs, vec!["0123456789"; 5]);
-        assert_eq!(l.used(), 99);
-        let serialized = serde_json::to_string(&logs).unwrap().len() + 33;
-        assert!(serialized <= 100, "{serialized}");
-    }
-
-    #[test]
-    fn a_message_past_the_budget_cuts_the_last_log_not_the_diagnostic() {
-        let mut logs = Vec::new();
-        let mut l = OutputLedger::new(100);
-        l.push_log(&mut logs, &"y".repeat(90)).unwrap();
-        let message = l.check_message(&mut logs, "Error: boom").unwrap_err();
-        assert_eq!(message, "outer output exceeded 100 bytes");
-        // 100 - 2 - 33 leaves 65 bytes for the entry: its quotes and 63 characters.
-        assert_eq!(logs, vec!["y".repeat(63)]);
-        assert_eq!(l.used(), 100);
-    }
-
-    #[test]
-    fn empty_entries_give_way_too() {
-        let mut logs = Vec::new();
-        let mut l = OutputLedger::new(64);
-        let message = loop {
-            if let Err(m) = l.push_log(&mut logs, "") {
-                break m;
-            }
-        };
-        assert_eq!(message, "outer output exceeded 64 bytes");
-        let serialized =
-            serde_json::to_string(&logs).unwrap().len() + json_str_len(&message) as usize;
-        assert!(serialized <= 64, "{serialized}");
-        assert_eq!(serialized as u64, l.used());
-    }
-
-    #[test]
-    fn at_the_smallest_budget_only_the_diagnostic_fits() {
-        let mut logs = Vec::new();
-        let mut l = OutputLedger::new(MIN_OUTPUT_BYTES);
-        l.push_log(&mut logs, "a").unwrap();
-        let message = l.overflow_message(&mut logs);
-        assert_eq!(message, "outer output exceeded 34 bytes");
+        let mut l = OutputLedger::new(12);
+        let message = l.check_message(&mut logs, &"x".repeat(100)).unwrap_err();
+        // 12 - 2 leaves 10 bytes: the quotes and 8 characters.
+        assert_eq!(message, "outer ou");
         assert!(logs.is_empty());
-        assert_eq!(l.used(), 34);
     }
 
     #[test]
