@@ -128,6 +128,8 @@ macro_rules! on_every_backend {
     )*};
 }
 
+mod output_limit;
+
 on_every_backend!(
     reports_language_and_isolation,
     returns_every_json_shape,
