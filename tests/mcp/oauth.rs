@@ -821,48 +821,10 @@ fn cli_client_errors_name_what_failed() {
 /// again.
 #[test]
 fn a_token_request_that_got_no_answer_is_sent_once_more() {
-    let mut issuer = require_authorization_server!();
-    let (_server, resource) = protected_server(&issuer.issuer);
-
-    issuer.drop_token_answers(1);
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap();
-    runtime.block_on(async {
-        let client = Registry::new();
-        let credentials = McpClientCredentials::new("service", "s3cret").scope("tools.read");
-        let handle = client
-            .add_mcp_server(McpServer::http("secured", &resource).client_credentials(credentials))
-            .await
-            .expect("connects once the token request is sent again");
-        handle.disconnect().await;
-    });
-    assert_eq!(issuer.dropping(), 0, "the token request was never sent");
-
-    issuer.drop_token_answers(1);
-    let args = [
-        "--mcp-http",
-        &resource,
-        "--mcp-oauth-login",
-        "--mcp-oauth-client-id",
-        "person",
-        "--mcp-oauth-scope",
-        "tools.read",
-    ];
-    let (listed, stderr, asked) = login_run(&args, true);
-    assert!(asked, "no authorization URL: {stderr}");
-    assert_eq!(
-        issuer.dropping(),
-        0,
-        "the code was never exchanged: {stderr}"
-    );
-    assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
-    assert_eq!(
-        stderr.matches("To authorize").count(),
-        1,
-        "the person was asked again: {stderr}"
+    survives_one_fault(
+        AuthorizationServer::drop_token_answers,
+        AuthorizationServer::dropping,
+        "token request",
     );
 }
 
@@ -897,10 +859,25 @@ fn cli_connect_timeout_is_the_one_given() {
 /// connect, and a person's login discovers its authorization server.
 #[test]
 fn a_metadata_request_reset_by_the_server_is_sent_once_more() {
+    survives_one_fault(
+        AuthorizationServer::reset_metadata,
+        AuthorizationServer::resetting,
+        "metadata request",
+    );
+}
+
+/// Client credentials, then a person's login, each connect although the issuer spoils one
+/// request of theirs (`inject`), which they met (`left` reads 0 after) and sent again; the
+/// person is asked once.
+fn survives_one_fault(
+    inject: fn(&mut AuthorizationServer, u64),
+    left: fn(&mut AuthorizationServer) -> u64,
+    what: &str,
+) {
     let mut issuer = require_authorization_server!();
     let (_server, resource) = protected_server(&issuer.issuer);
 
-    issuer.reset_metadata(1);
+    inject(&mut issuer, 1);
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -912,12 +889,12 @@ fn a_metadata_request_reset_by_the_server_is_sent_once_more() {
         let handle = client
             .add_mcp_server(McpServer::http("secured", &resource).client_credentials(credentials))
             .await
-            .expect("connects once the metadata request is sent again");
+            .unwrap_or_else(|error| panic!("no connection once the {what} is sent again: {error}"));
         handle.disconnect().await;
     });
-    assert_eq!(issuer.resetting(), 0, "no metadata request was reset");
+    assert_eq!(left(&mut issuer), 0, "no {what} was spoiled");
 
-    issuer.reset_metadata(1);
+    inject(&mut issuer, 1);
     let args = [
         "--mcp-http",
         &resource,
@@ -928,11 +905,12 @@ fn a_metadata_request_reset_by_the_server_is_sent_once_more() {
         "tools.read",
     ];
     let (listed, stderr, asked) = login_run(&args, true);
-    assert_eq!(
-        issuer.resetting(),
-        0,
-        "no metadata request was reset: {stderr}"
-    );
     assert!(asked, "no authorization URL: {stderr}");
+    assert_eq!(left(&mut issuer), 0, "no {what} was spoiled: {stderr}");
     assert!(listed.contains("file_stats"), "{listed}\n{stderr}");
+    assert_eq!(
+        stderr.matches("To authorize").count(),
+        1,
+        "the person was asked again: {stderr}"
+    );
 }
