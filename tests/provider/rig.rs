@@ -66,16 +66,7 @@ fn registry() -> (Registry, Asked, Results) {
     let registry = Registry::new();
     TimeoutPolicy::new().install(&registry);
     let tools = [
-        ToolDefinition::builder("add")
-            .description("Adds two integers.")
-            .parameters(json!({"type": "object", "properties": {
-                "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}))
-            .concurrency_safe()
-            .handler(|args: Value, _| async move {
-                Ok(json!(
-                    args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
-                ))
-            }),
+        super::support::add(),
         ToolDefinition::builder("wipe")
             .description("Wipes the disk.")
             .parameters(json!({"type": "object", "properties": {}}))

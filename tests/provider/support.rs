@@ -21,16 +21,7 @@ pub fn registry() -> Registry {
     let registry = Registry::new();
     TimeoutPolicy::new().install(&registry);
     let tools = [
-        ToolDefinition::builder("add")
-            .description("Adds two integers.")
-            .parameters(json!({"type": "object", "properties": {
-                "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}))
-            .concurrency_safe()
-            .handler(|args: Value, _| async move {
-                Ok(json!(
-                    args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
-                ))
-            }),
+        add(),
         ToolDefinition::builder("search")
             .description("Searches the notes.")
             .parameters(json!({"type": "object", "properties": {
@@ -129,4 +120,18 @@ pub fn at<'a>(value: &'a Value, pointer: &str) -> &'a Value {
     value
         .pointer(pointer)
         .unwrap_or_else(|| panic!("no {pointer} in {value:#}"))
+}
+
+/// `add`: parallel-safe arithmetic on two integers.
+pub fn add() -> dsh_tools::definition::ToolDefinitionBuilder {
+    ToolDefinition::builder("add")
+        .description("Adds two integers.")
+        .parameters(json!({"type": "object", "properties": {
+            "a": {"type": "integer"}, "b": {"type": "integer"}}, "required": ["a", "b"]}))
+        .concurrency_safe()
+        .handler(|args: Value, _| async move {
+            Ok(json!(
+                args["a"].as_i64().unwrap_or(0) + args["b"].as_i64().unwrap_or(0)
+            ))
+        })
 }
