@@ -107,16 +107,7 @@ pub async fn test_input_required_result_list_roots(exec: &ToolExec) -> Result<St
 pub async fn test_input_required_result_request_state(
     exec: &ToolExec,
 ) -> Result<String, ToolError> {
-    let request = ElicitationRequest::new(
-        "Please confirm",
-        json!({
-            "type": "object",
-            "properties": {"ok": {"type": "boolean"}},
-            "required": ["ok"],
-        }),
-    )
-    .input_key("confirm");
-    let ok = ask(exec, request, "ok").await?;
+    let ok = confirm(exec).await?;
     Ok(format!("state-ok: confirmed={ok}"))
 }
 
@@ -163,16 +154,7 @@ pub async fn test_input_required_result_multi_round(exec: &ToolExec) -> Result<S
 pub async fn test_input_required_result_tampered_state(
     exec: &ToolExec,
 ) -> Result<String, ToolError> {
-    let request = ElicitationRequest::new(
-        "Please confirm",
-        json!({
-            "type": "object",
-            "properties": {"ok": {"type": "boolean"}},
-            "required": ["ok"],
-        }),
-    )
-    .input_key("confirm");
-    let ok = ask(exec, request, "ok").await?;
+    let ok = confirm(exec).await?;
     Ok(format!("confirmed={ok}"))
 }
 
@@ -252,4 +234,18 @@ pub fn test_headers() -> Result<ToolDefinition, DefinitionError> {
             Ok(json!(format!("region: {region}")))
         })
         .build()
+}
+
+/// Asks the client to confirm (input key `confirm`): the `ok` it answers.
+async fn confirm(exec: &ToolExec) -> Result<String, ToolError> {
+    let request = ElicitationRequest::new(
+        "Please confirm",
+        json!({
+            "type": "object",
+            "properties": {"ok": {"type": "boolean"}},
+            "required": ["ok"],
+        }),
+    )
+    .input_key("confirm");
+    ask(exec, request, "ok").await
 }
