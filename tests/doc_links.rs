@@ -82,7 +82,10 @@ fn strip_code_spans(line: &str, keep: bool) -> String {
         let mut search = at + run;
         let mut closed = None;
         while let Some(found) = line[search..].find(fence).map(|n| search + n) {
-            let after = bytes[found + run..].iter().take_while(|b| **b == b'`').count();
+            let after = bytes[found + run..]
+                .iter()
+                .take_while(|b| **b == b'`')
+                .count();
             if after == 0 {
                 closed = Some(found);
                 break;
@@ -182,7 +185,10 @@ fn scan(text: &str) -> Scanned {
         let hashes = trimmed.chars().take_while(|c| *c == '#').count();
         if indent <= 3
             && (1..=6).contains(&hashes)
-            && trimmed[hashes..].chars().next().is_none_or(char::is_whitespace)
+            && trimmed[hashes..]
+                .chars()
+                .next()
+                .is_none_or(char::is_whitespace)
         {
             let heading = trimmed[hashes..].trim().trim_end_matches('#').trim();
             add_heading(&mut scanned, heading);
@@ -290,7 +296,10 @@ fn check(root: &Path, files: &[PathBuf]) -> Vec<Broken> {
             let resolved = if path.is_empty() {
                 Some(file.clone())
             } else {
-                normalize(root, &file.parent().expect("a file has a folder").join(path))
+                normalize(
+                    root,
+                    &file.parent().expect("a file has a folder").join(path),
+                )
             };
             let Some(resolved) = resolved else {
                 broken.push(fail("leads outside the repository"));
@@ -300,10 +309,9 @@ fn check(root: &Path, files: &[PathBuf]) -> Vec<Broken> {
                 broken.push(fail("no such file or directory"));
                 continue;
             }
-            let (Some(anchor), true) = (
-                anchor,
-                resolved.extension().is_some_and(|ext| ext == "md"),
-            ) else {
+            let (Some(anchor), true) =
+                (anchor, resolved.extension().is_some_and(|ext| ext == "md"))
+            else {
                 continue;
             };
             match read(&resolved) {
@@ -346,7 +354,15 @@ fn every_relative_link_and_anchor_of_the_docs_resolves() {
     let broken = check(&root, &files);
     let report: Vec<String> = broken
         .iter()
-        .map(|b| format!("{}:{}: ({}) {}", b.file.display(), b.line, b.target, b.reason))
+        .map(|b| {
+            format!(
+                "{}:{}: ({}) {}",
+                b.file.display(),
+                b.line,
+                b.target,
+                b.reason
+            )
+        })
         .collect();
     assert!(report.is_empty(), "broken links:\n{}", report.join("\n"));
 }
@@ -354,15 +370,27 @@ fn every_relative_link_and_anchor_of_the_docs_resolves() {
 #[test]
 fn headings_slug_as_github_slugs_them() {
     for (heading, expected) in [
-        ("Embedded runtime: when to pick which", "embedded-runtime-when-to-pick-which"),
+        (
+            "Embedded runtime: when to pick which",
+            "embedded-runtime-when-to-pick-which",
+        ),
         ("`dsh-tools serve --http`", "dsh-tools-serve---http"),
         ("OAuth 2.1", "oauth-21"),
-        ("Python on Monty's worker pool", "python-on-montys-worker-pool"),
+        (
+            "Python on Monty's worker pool",
+            "python-on-montys-worker-pool",
+        ),
         ("`#[tool]`", "tool"),
         ("The `dsh-tools` command", "the-dsh-tools-command"),
         ("Event logs and `replay`", "event-logs-and-replay"),
-        ("A [linked](x.md) **bold** name_with_underscore", "a-linked-bold-name_with_underscore"),
-        ("Dispatch (`benches/dispatch.rs`)", "dispatch-benchesdispatchrs"),
+        (
+            "A [linked](x.md) **bold** name_with_underscore",
+            "a-linked-bold-name_with_underscore",
+        ),
+        (
+            "Dispatch (`benches/dispatch.rs`)",
+            "dispatch-benchesdispatchrs",
+        ),
     ] {
         assert_eq!(slug(heading), expected, "{heading}");
     }
