@@ -7,6 +7,8 @@ mod common;
 mod capture;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
 mod mcp_trace;
+#[cfg(feature = "otel")]
+mod metrics;
 #[cfg(feature = "cli")]
 mod phoenix;
 mod spans;

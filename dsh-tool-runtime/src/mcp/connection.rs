@@ -212,11 +212,13 @@ async fn serve_http<C: StreamableHttpClient>(
     config: StreamableHttpClientTransportConfig,
     link: &Arc<Link>,
     lifecycle: ClientLifecycleMode,
+    peer: &telemetry::ClientPeer,
 ) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError> {
     let transport = ProgressTap {
         inner: StreamableHttpClientTransport::with_client(client, config),
         link: Arc::downgrade(link),
         answers: None,
+        spans: telemetry::ClientSpans::new(peer.clone()),
     };
     handler.serve_with_lifecycle(transport, lifecycle).await
 }
@@ -256,6 +258,7 @@ async fn start(
                 inner: transport,
                 link: Arc::downgrade(link),
                 answers: Some(answers),
+                spans: telemetry::ClientSpans::new(span_peer(config)),
             };
             let running =
                 tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
@@ -282,6 +285,7 @@ async fn start(
                 http.custom_headers.insert(name, value);
             }
             let client = super::http::GuardedClient::default();
+            let peer = span_peer(config);
             // Getting a token is part of connecting, within the same timeout; the time a person
             // takes to authorize a login is not (their authorizer bounds it).
             let waiting = clients.waiting.clone();
@@ -297,7 +301,7 @@ async fn start(
                     };
                     *kept = Some(client.clone());
                     drop(kept);
-                    return Ok(serve_http(handler, client, http, link, lifecycle).await);
+                    return Ok(serve_http(handler, client, http, link, lifecycle, &peer).await);
                 }
                 #[cfg(feature = "oauth")]
                 if let Some(login) = &config.login {
@@ -313,9 +317,9 @@ async fn start(
                     };
                     *kept = Some(client.clone());
                     drop(kept);
-                    return Ok(serve_http(handler, client, http, link, lifecycle).await);
+                    return Ok(serve_http(handler, client, http, link, lifecycle, &peer).await);
                 }
-                Ok(serve_http(handler, client, http, link, lifecycle).await)
+                Ok(serve_http(handler, client, http, link, lifecycle, &peer).await)
             };
             let running = within_unpaused(timeout, waiting, connect)
                 .await
@@ -647,15 +651,16 @@ pub(crate) async fn call_tool(
     arguments: Map<String, Value>,
     exec: &ToolExec,
 ) -> Result<Value, ToolError> {
-    let transport = match config.transport {
-        Transport::Stdio { .. } => "pipe",
-        Transport::Http { .. } => "tcp",
-    };
     let version = conn
         .peer
         .peer_info()
         .map(|info| info.protocol_version.to_string());
-    let span = telemetry::client_span(raw_name, &config.name, version, transport);
+    let span = telemetry::client_span(
+        &span_peer(config),
+        telemetry::TOOLS_CALL,
+        Some(raw_name),
+        version.as_deref(),
+    );
     let mut params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
     let mut meta = rmcp::model::MetaObject::new();
     telemetry::inject(&span, &mut meta);
@@ -675,6 +680,14 @@ pub(crate) async fn call_tool(
         telemetry::failed(&span, error_type, rpc_code, error.message());
     }
     answer
+}
+
+/// The server `config` names, as its spans name it.
+fn span_peer(config: &McpServer) -> telemetry::ClientPeer {
+    match &config.transport {
+        Transport::Stdio { .. } => telemetry::ClientPeer::stdio(&config.name),
+        Transport::Http { url } => telemetry::ClientPeer::http(&config.name, url),
+    }
 }
 
 /// How a `tools/call` failed on the server's side, for its span.

@@ -42,6 +42,8 @@
 
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]
 pub(crate) mod mcp;
+#[cfg(feature = "mcp-server")]
+pub(crate) mod traced;
 
 use std::sync::OnceLock;
 

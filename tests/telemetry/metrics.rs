@@ -1,0 +1,173 @@
+//! The tool duration histogram (`gen_ai.execute_tool.duration`) exported over OTLP/HTTP to a
+//! receiver on loopback, decoded from the protobuf it is sent as.
+//!
+//! Arize Phoenix, the receiver of the trace tests, takes traces only (it serves no
+//! `/v1/metrics`), so the metrics go to an OTLP endpoint of the test's own.
+
+use std::convert::Infallible;
+
+use dsh_tools::otel::{Otlp, TOOL_DURATION, TOOL_DURATION_BOUNDARIES};
+use dsh_tools::{Registry, ToolDefinition, ToolError};
+use http_body_util::{BodyExt, Full};
+use hyper::body::{Bytes, Incoming};
+use hyper::{Request, Response};
+use hyper_util::rt::TokioIo;
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
+use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
+use opentelemetry_proto::tonic::metrics::v1::metric::Data;
+use opentelemetry_proto::tonic::metrics::v1::{HistogramDataPoint, Metric};
+use prost::Message;
+use serde_json::json;
+use tokio::sync::mpsc;
+use tracing_subscriber::layer::SubscriberExt;
+
+use crate::common::{call, mirror};
+
+/// An OTLP/HTTP receiver on loopback: every request's path and body, as they arrive.
+async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Bytes)>) {
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let address = format!("http://{}", listener.local_addr().unwrap());
+    let (sender, received) = mpsc::unbounded_channel();
+    tokio::spawn(async move {
+        loop {
+            let Ok((stream, _)) = listener.accept().await else {
+                return;
+            };
+            let sender = sender.clone();
+            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
+                let sender = sender.clone();
+                async move {
+                    let path = request.uri().path().to_owned();
+                    let body = request.into_body().collect().await.unwrap().to_bytes();
+                    let _ = sender.send((path, body));
+                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
+                }
+            });
+            tokio::spawn(
+                hyper::server::conn::http1::Builder::new()
+                    .serve_connection(TokioIo::new(stream), service),
+            );
+        }
+    });
+    (address, received)
+}
+
+fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
+    attributes
+        .iter()
+        .find(|attribute| attribute.key == key)
+        .and_then(|attribute| attribute.value.as_ref()?.value.as_ref())
+        .map(|value| match value {
+            any_value::Value::StringValue(text) => text.clone(),
+            other => format!("{other:?}"),
+        })
+}
+
+/// The data point whose `gen_ai.tool.name` is `tool`.
+fn point<'a>(points: &'a [HistogramDataPoint], tool: &str) -> &'a HistogramDataPoint {
+    let found: Vec<&HistogramDataPoint> = points
+        .iter()
+        .filter(|point| text(&point.attributes, "gen_ai.tool.name").as_deref() == Some(tool))
+        .collect();
+    assert_eq!(found.len(), 1, "one data point for {tool}: {points:#?}");
+    found[0]
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn every_calls_duration_is_exported_as_the_conventions_histogram() {
+    let (address, mut received) = receiver().await;
+    let otlp = Otlp::new(Some(&address), "metrics-test").unwrap();
+    let layer = otlp
+        .duration_layer()
+        .expect("metrics are on without OTEL_METRICS_EXPORTER=none");
+    let subscriber = tracing_subscriber::registry().with(layer);
+    let guard = tracing::subscriber::set_default(subscriber);
+
+    let registry = Registry::new();
+    registry.register(mirror("echo")).unwrap();
+    registry
+        .register(
+            ToolDefinition::builder("fails")
+                .description("Always fails.")
+                .parameters(json!({"type": "object"}))
+                .handler(|_args, _exec| async { Err(ToolError::new("boom").with_code("BOOM")) })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let planner = registry.agent("planner");
+    for id in ["c1", "c2"] {
+        assert!(
+            !registry
+                .execute(call(id, "echo", json!({})))
+                .await
+                .is_error()
+        );
+    }
+    assert!(
+        registry
+            .execute(call("c3", "fails", json!({})).with_agent(planner.id().clone()))
+            .await
+            .is_error()
+    );
+    drop(guard);
+    // Dropping the exporter sends what is left; its periodic thread does the blocking send.
+    tokio::task::spawn_blocking(move || drop(otlp))
+        .await
+        .unwrap();
+
+    let mut metrics: Vec<Metric> = Vec::new();
+    while let Ok((path, body)) = received.try_recv() {
+        if path != "/v1/metrics" {
+            continue;
+        }
+        let request = ExportMetricsServiceRequest::decode(body).expect("an OTLP metrics request");
+        for resource in request.resource_metrics {
+            for scope in resource.scope_metrics {
+                metrics.extend(scope.metrics);
+            }
+        }
+    }
+    let durations: Vec<&Metric> = metrics
+        .iter()
+        .filter(|metric| metric.name == TOOL_DURATION)
+        .collect();
+    assert_eq!(durations.len(), 1, "{metrics:#?}");
+    let metric = durations[0];
+    assert_eq!(metric.name, "gen_ai.execute_tool.duration");
+    assert_eq!(metric.unit, "s");
+    let Some(Data::Histogram(histogram)) = &metric.data else {
+        panic!("a histogram: {metric:#?}");
+    };
+    let points = &histogram.data_points;
+    assert_eq!(points.len(), 2, "{points:#?}");
+
+    let echo = point(points, "echo");
+    assert_eq!(echo.count, 2);
+    assert_eq!(echo.explicit_bounds, TOOL_DURATION_BOUNDARIES);
+    assert_eq!(echo.explicit_bounds[0], 0.01);
+    assert_eq!(echo.explicit_bounds[13], 81.92);
+    assert_eq!(
+        text(&echo.attributes, "gen_ai.tool.type").as_deref(),
+        Some("function")
+    );
+    assert_eq!(text(&echo.attributes, "error.type"), None);
+    assert_eq!(text(&echo.attributes, "gen_ai.agent.name"), None);
+    // Seconds: a call that returns its arguments takes far less than one.
+    assert!(
+        echo.sum.is_some_and(|sum| sum > 0.0 && sum < 2.0),
+        "{echo:#?}"
+    );
+
+    let fails = point(points, "fails");
+    assert_eq!(fails.count, 1);
+    assert_eq!(
+        text(&fails.attributes, "error.type").as_deref(),
+        Some("BOOM")
+    );
+    assert_eq!(
+        text(&fails.attributes, "gen_ai.agent.name").as_deref(),
+        Some("planner")
+    );
+    assert_eq!(fails.attributes.len(), 4, "{:#?}", fails.attributes);
+}
