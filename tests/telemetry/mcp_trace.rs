@@ -73,7 +73,8 @@ async fn a_call_over_mcp_is_one_trace() {
     let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
         .await
         .unwrap();
-    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let address = transport.local_addr().unwrap();
+    let url = format!("http://{address}/mcp");
     let token = transport.bearer_token().unwrap().to_owned();
     let server = tokio::spawn({
         let upstream = upstream.clone();
@@ -140,6 +141,76 @@ async fn a_call_over_mcp_is_one_trace() {
         Some("tcp")
     );
     assert_eq!(attribute(&sent, "dsh.mcp.server").as_deref(), Some("up"));
+
+    // The connection's other requests: a span on each side named by the method, the server's
+    // the child of the client's (the client's trace context went in the request's `_meta`).
+    for method in ["server/discover", "tools/list"] {
+        let sent = collected.one(method, SpanKind::Client);
+        let served = collected.one(method, SpanKind::Server);
+        assert_eq!(
+            served.parent_span_id,
+            sent.span_context.span_id(),
+            "{method}"
+        );
+        assert_eq!(served.span_context.trace_id(), sent.span_context.trace_id());
+        for span in [&sent, &served] {
+            assert_eq!(attribute(span, "mcp.method.name").as_deref(), Some(method));
+            // Not a tool call: neither a tool nor a GenAI operation.
+            assert_eq!(attribute(span, "gen_ai.operation.name"), None, "{method}");
+            assert_eq!(attribute(span, "gen_ai.tool.name"), None, "{method}");
+            assert_eq!(attribute(span, "error.type"), None, "{method}");
+        }
+        assert!(attribute(&sent, "jsonrpc.request.id").is_some(), "{method}");
+        assert_eq!(
+            attribute(&sent, "jsonrpc.request.id"),
+            attribute(&served, "jsonrpc.request.id")
+        );
+    }
+    let listed = collected.one("tools/list", SpanKind::Client);
+    assert_eq!(
+        attribute(&listed, "mcp.protocol.version"),
+        attribute(
+            &collected.one("tools/list", SpanKind::Server),
+            "mcp.protocol.version"
+        )
+    );
+    assert!(attribute(&listed, "mcp.protocol.version").is_some());
+    // Where the client's spans say the server is (`server.port` an int), and how it was reached.
+    for sent in [listed, collected.one("tools/call echo", SpanKind::Client)] {
+        assert_eq!(
+            attribute(&sent, "server.address").as_deref(),
+            Some("127.0.0.1")
+        );
+        let port = sent
+            .attributes
+            .iter()
+            .find(|attribute| attribute.key.as_str() == "server.port")
+            .map(|attribute| attribute.value.clone());
+        assert_eq!(port, Some(Value::I64(i64::from(address.port()))));
+        assert_eq!(
+            attribute(&sent, "network.transport").as_deref(),
+            Some("tcp")
+        );
+        assert_eq!(
+            attribute(&sent, "network.protocol.name").as_deref(),
+            Some("http")
+        );
+    }
+    for method in ["tools/list", "tools/call echo"] {
+        let served = collected.one(method, SpanKind::Server);
+        assert_eq!(
+            attribute(&served, "network.transport").as_deref(),
+            Some("tcp")
+        );
+        assert_eq!(
+            attribute(&served, "network.protocol.name").as_deref(),
+            Some("http")
+        );
+        assert_eq!(
+            attribute(&served, "network.protocol.version").as_deref(),
+            Some("1.1")
+        );
+    }
 
     // A tool error: `tool_error` on both sides, error status.
     let sent = collected.one("tools/call fails", SpanKind::Client);

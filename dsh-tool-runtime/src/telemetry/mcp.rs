@@ -121,7 +121,8 @@ pub(crate) fn client_span(
         network.transport = peer.transport,
         network.protocol.name = (peer.transport == TCP).then_some(HTTP),
         server.address = peer.address.as_deref(),
-        server.port = peer.port,
+        // An int attribute: `tracing-opentelemetry` exports an `i64` as one.
+        server.port = peer.port.map(i64::from),
         error.type = Empty,
         rpc.response.status_code = Empty,
         dsh.mcp.server = peer.server.as_str(),
@@ -222,6 +223,22 @@ pub(crate) fn failed(span: &Span, error_type: Option<&str>, rpc_code: Option<i32
     span.record("otel.status_message", message);
 }
 
+/// The `Mcp-Session-Id` of a streamable HTTP connection, as its HTTP client last saw it
+/// (`mcp.session.id` of the client's spans).
+#[cfg(feature = "mcp")]
+pub(crate) type SessionCell = std::sync::Arc<parking_lot::Mutex<Option<std::sync::Arc<str>>>>;
+
+/// Records `session`'s id as `mcp.session.id` on a client span, once there is one.
+#[cfg(feature = "mcp")]
+pub(crate) fn record_session(span: &Span, session: &SessionCell) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(id) = session.lock().clone() {
+        span.record("mcp.session.id", &*id);
+    }
+}
+
 /// Most requests a client keeps spans open for: a server that never answers cannot grow the
 /// map past it (the requests after go untraced until answers come).
 #[cfg(feature = "mcp")]
@@ -235,6 +252,8 @@ const OPEN_SPANS: usize = 1024;
 #[cfg(feature = "mcp")]
 pub(crate) struct ClientSpans {
     peer: ClientPeer,
+    /// The session of an HTTP connection.
+    session: Option<SessionCell>,
     /// `mcp.protocol.version`, from the answer to `initialize`.
     protocol_version: Option<String>,
     open: std::collections::HashMap<rmcp::model::RequestId, Span>,
@@ -242,9 +261,10 @@ pub(crate) struct ClientSpans {
 
 #[cfg(feature = "mcp")]
 impl ClientSpans {
-    pub(crate) fn new(peer: ClientPeer) -> Self {
+    pub(crate) fn new(peer: ClientPeer, session: Option<SessionCell>) -> Self {
         ClientSpans {
             peer,
+            session,
             protocol_version: None,
             open: std::collections::HashMap::new(),
         }
@@ -260,28 +280,43 @@ impl ClientSpans {
                 {
                     return;
                 }
+                // A 2026-07-28 request names its version in its own `_meta`.
+                let version = request
+                    .request
+                    .get_meta()
+                    .protocol_version()
+                    .map(|version| version.to_string());
                 let span = client_span(
                     &self.peer,
                     request.request.method(),
                     None,
-                    self.protocol_version.as_deref(),
+                    version.as_deref().or(self.protocol_version.as_deref()),
                 );
                 if span.is_disabled() {
                     return;
                 }
                 span.record("jsonrpc.request.id", request.id.to_string().as_str());
+                self.record_session(&span);
                 inject(&span, &mut request.request.get_meta_mut().0);
                 self.open.insert(request.id.clone(), span);
             }
             ClientJsonRpcMessage::Notification(notification) => {
-                client_span(
+                let span = client_span(
                     &self.peer,
                     notification_method(&notification.notification),
                     None,
                     self.protocol_version.as_deref(),
                 );
+                self.record_session(&span);
             }
             _ => {}
+        }
+    }
+
+    /// Records the connection's session on `span`, once there is one.
+    fn record_session(&self, span: &Span) {
+        if let Some(session) = &self.session {
+            record_session(span, session);
         }
     }
 
@@ -291,6 +326,10 @@ impl ClientSpans {
         match message {
             ServerJsonRpcMessage::Response(response) => {
                 let span = self.open.remove(&response.id);
+                if let Some(span) = &span {
+                    // The session of `initialize` comes with its answer.
+                    self.record_session(span);
+                }
                 if let ServerResult::InitializeResult(result) = &response.result {
                     let version = result.protocol_version.to_string();
                     if let Some(span) = &span {
