@@ -9,6 +9,9 @@ mod capture;
 mod mcp_trace;
 #[cfg(feature = "otel")]
 mod metrics;
+#[cfg(feature = "otel")]
+#[path = "../otlp_support/mod.rs"]
+mod otlp_support;
 #[cfg(feature = "cli")]
 mod phoenix;
 mod spans;

@@ -4,53 +4,18 @@
 //! Arize Phoenix, the receiver of the trace tests, takes traces only (it serves no
 //! `/v1/metrics`), so the metrics go to an OTLP endpoint of the test's own.
 
-use std::convert::Infallible;
-
 use dsh_tools::otel::{Otlp, TOOL_DURATION, TOOL_DURATION_BOUNDARIES};
 use dsh_tools::{Registry, ToolDefinition, ToolError};
-use http_body_util::{BodyExt, Full};
-use hyper::body::{Bytes, Incoming};
-use hyper::{Request, Response};
-use hyper_util::rt::TokioIo;
 use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{KeyValue, any_value};
 use opentelemetry_proto::tonic::metrics::v1::metric::Data;
 use opentelemetry_proto::tonic::metrics::v1::{HistogramDataPoint, Metric};
 use prost::Message;
 use serde_json::json;
-use tokio::sync::mpsc;
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::common::{call, mirror};
-
-/// An OTLP/HTTP receiver on loopback: every request's path and body, as they arrive.
-async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Bytes)>) {
-    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let address = format!("http://{}", listener.local_addr().unwrap());
-    let (sender, received) = mpsc::unbounded_channel();
-    tokio::spawn(async move {
-        loop {
-            let Ok((stream, _)) = listener.accept().await else {
-                return;
-            };
-            let sender = sender.clone();
-            let service = hyper::service::service_fn(move |request: Request<Incoming>| {
-                let sender = sender.clone();
-                async move {
-                    let path = request.uri().path().to_owned();
-                    let body = request.into_body().collect().await.unwrap().to_bytes();
-                    let _ = sender.send((path, body));
-                    Ok::<_, Infallible>(Response::new(Full::new(Bytes::new())))
-                }
-            });
-            tokio::spawn(
-                hyper::server::conn::http1::Builder::new()
-                    .serve_connection(TokioIo::new(stream), service),
-            );
-        }
-    });
-    (address, received)
-}
+use crate::otlp_support::receiver;
 
 fn text(attributes: &[KeyValue], key: &str) -> Option<String> {
     attributes

@@ -21,7 +21,7 @@
 //! | `dsh.agent.id` | the agent scope, when there is one |
 //! | `dsh.mode` | the scope's mode (`native`, `code`, `both`) |
 //! | `dsh.parent_call.id` | the enclosing `run_code` call of a binding call |
-//! | `dsh.replayed` | `true` for a binding call answered from a durable run's journal |
+//! | `dsh.replayed` | `true` for a binding call answered from a durable run's journal (a `JournalStore`'s, or Restate's on a retried invocation); such a call has no stage spans and is not counted in `gen_ai.execute_tool.duration` |
 //!
 //! A failed call also sets the span's status to error (`otel.status_code`). The stages are child
 //! spans: `pre_execute` (with `dsh.decision`: `allow`, `deny` or `ask`), `approval` (with
