@@ -6,6 +6,10 @@ mod common;
 
 mod capture;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
+#[path = "../mcp_support/mod.rs"]
+#[allow(dead_code)]
+mod mcp_support;
+#[cfg(all(feature = "otel", feature = "mcp-server"))]
 mod mcp_trace;
 #[cfg(feature = "otel")]
 mod metrics;

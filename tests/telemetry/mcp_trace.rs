@@ -277,3 +277,96 @@ fn a_malformed_traceparent_is_ignored() {
     assert_eq!(span.parent_span_id.to_string(), "00f067aa0ba902b7");
     assert!(span.parent_span_is_remote);
 }
+
+/// Over a streamable HTTP session (a 2025-era server, which answers `initialize` with an
+/// `Mcp-Session-Id`), every client span of the connection names the session.
+#[tokio::test]
+async fn a_sessions_client_spans_name_the_session() {
+    let Some(tools) = crate::mcp_support::tools() else {
+        return;
+    };
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let port = crate::mcp_support::free_port();
+    let server = std::process::Command::new(tools.bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server-everything starts");
+    let _server = Killed(server);
+    // Waits for the server's port to accept connections (bounded: a server that never listens
+    // fails the test).
+    let listening = async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), listening)
+        .await
+        .expect("server-everything listens");
+
+    let client = Registry::new();
+    let _bridge = client
+        .add_mcp_server(McpServer::http(
+            "everything",
+            format!("http://127.0.0.1:{port}/mcp"),
+        ))
+        .await
+        .unwrap();
+    let result = client
+        .execute(call(
+            "c1",
+            "mcp__everything__echo",
+            json!({"message": "hi"}),
+        ))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    provider.force_flush().unwrap();
+
+    let initialize = collected.one("initialize", SpanKind::Client);
+    let session = attribute(&initialize, "mcp.session.id").expect("the session of initialize");
+    assert!(!session.is_empty());
+    assert!(attribute(&initialize, "mcp.protocol.version").is_some());
+    for name in ["notifications/initialized", "tools/list", "tools/call echo"] {
+        let span = collected.one(name, SpanKind::Client);
+        assert_eq!(
+            attribute(&span, "mcp.session.id").as_deref(),
+            Some(session.as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            attribute(&span, "dsh.mcp.server").as_deref(),
+            Some("everything")
+        );
+    }
+    // A notification has no request id.
+    assert_eq!(
+        attribute(
+            &collected.one("notifications/initialized", SpanKind::Client),
+            "jsonrpc.request.id"
+        ),
+        None
+    );
+}
+
+/// Kills the child process when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
