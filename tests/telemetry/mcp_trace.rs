@@ -338,7 +338,14 @@ async fn a_sessions_client_spans_name_the_session() {
     let initialize = collected.one("initialize", SpanKind::Client);
     let session = attribute(&initialize, "mcp.session.id").expect("the session of initialize");
     assert!(!session.is_empty());
-    assert!(attribute(&initialize, "mcp.protocol.version").is_some());
+    let version = attribute(&initialize, "mcp.protocol.version").expect("the version agreed");
+    assert_eq!(
+        attribute(
+            &collected.one("tools/list", SpanKind::Client),
+            "mcp.protocol.version"
+        ),
+        Some(version)
+    );
     for name in ["notifications/initialized", "tools/list", "tools/call echo"] {
         let span = collected.one(name, SpanKind::Client);
         assert_eq!(
@@ -355,6 +362,77 @@ async fn a_sessions_client_spans_name_the_session() {
     assert_eq!(
         attribute(
             &collected.one("notifications/initialized", SpanKind::Client),
+            "jsonrpc.request.id"
+        ),
+        None
+    );
+}
+
+/// A 2025-era client opens a streamable HTTP session with `initialize`: the server's spans of
+/// its later requests and notifications name the session, and `initialize`'s the version agreed.
+#[tokio::test]
+async fn a_served_sessions_spans_name_the_session() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let upstream = Registry::new();
+    upstream.register(mirror("echo")).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let server = tokio::spawn({
+        let upstream = upstream.clone();
+        async move { upstream.serve_mcp(None, transport).await }
+    });
+
+    let client = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let running = ().serve_with_lifecycle(client, ClientLifecycleMode::Initialize).await.unwrap();
+    running.peer().list_tools(None).await.unwrap();
+    let called = running
+        .peer()
+        .call_tool(CallToolRequestParams::new("echo"))
+        .await
+        .unwrap();
+    assert_ne!(called.is_error, Some(true), "{called:?}");
+    let _ = running.cancel().await;
+    server.abort();
+    provider.force_flush().unwrap();
+
+    let initialize = collected.one("initialize", SpanKind::Server);
+    let version = attribute(&initialize, "mcp.protocol.version").expect("the version agreed");
+    let listed = collected.one("tools/list", SpanKind::Server);
+    let session = attribute(&listed, "mcp.session.id").expect("the session");
+    assert!(!session.is_empty());
+    for name in ["notifications/initialized", "tools/call echo"] {
+        let span = collected.one(name, SpanKind::Server);
+        assert_eq!(
+            attribute(&span, "mcp.session.id").as_deref(),
+            Some(session.as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            attribute(&span, "mcp.protocol.version").as_deref(),
+            Some(version.as_str()),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        attribute(
+            &collected.one("notifications/initialized", SpanKind::Server),
             "jsonrpc.request.id"
         ),
         None

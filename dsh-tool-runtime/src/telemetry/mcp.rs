@@ -280,12 +280,15 @@ impl ClientSpans {
                 {
                     return;
                 }
-                // A 2026-07-28 request names its version in its own `_meta`.
-                let version = request
-                    .request
-                    .get_meta()
-                    .protocol_version()
-                    .map(|version| version.to_string());
+                // A 2026-07-28 request names its version in its own `_meta`; `initialize`'s is
+                // the one its answer agrees on.
+                let version = match &request.request {
+                    ClientRequest::InitializeRequest(_) => None,
+                    other => other
+                        .get_meta()
+                        .protocol_version()
+                        .map(|version| version.to_string()),
+                };
                 let span = client_span(
                     &self.peer,
                     request.request.method(),

@@ -185,7 +185,15 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         request: InitializeRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<InitializeResult, ErrorData> {
-        let span = self.request(InitializeResultMethod::VALUE, None, &context);
+        // The version is the one agreed on, in the answer (not one the request's `_meta` names).
+        let span = self.span(
+            InitializeResultMethod::VALUE,
+            None,
+            &context.extensions,
+            Some(context.id.to_string()),
+            None,
+        );
+        extract(&span, &context.meta.0);
         let answer = answered(span.clone(), self.inner.initialize(request, context)).await;
         if let Ok(result) = &answer {
             span.record(
