@@ -7,7 +7,6 @@ mod common;
 mod capture;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
 #[path = "../mcp_support/mod.rs"]
-#[allow(dead_code)]
 mod mcp_support;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
 mod mcp_trace;

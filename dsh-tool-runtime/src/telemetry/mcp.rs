@@ -4,7 +4,9 @@
 //! Names and attributes follow the MCP conventions of [`SEMCONV`](super::SEMCONV): a span is
 //! named `{mcp.method.name}`, or `{mcp.method.name} {gen_ai.tool.name}` for `tools/call`.
 
-use rmcp::model::{ClientNotification, ConstString, MetaObject};
+use rmcp::model::MetaObject;
+#[cfg(feature = "mcp")]
+use rmcp::model::{ClientNotification, ConstString};
 use serde_json::Value;
 use tracing::Span;
 use tracing::field::Empty;
@@ -12,6 +14,7 @@ use tracing::field::Empty;
 use super::{OTHER_ERROR, propagator};
 
 /// `mcp.method.name` of a tool call.
+#[cfg(feature = "mcp")]
 pub(crate) const TOOLS_CALL: &str = "tools/call";
 
 /// `error.type` of a `tools/call` answered with `isError: true`, as the MCP conventions say.
