@@ -91,18 +91,7 @@ async fn every_calls_duration_is_exported_as_the_conventions_histogram() {
         .await
         .unwrap();
 
-    let mut metrics: Vec<Metric> = Vec::new();
-    while let Ok((path, body)) = received.try_recv() {
-        if path != "/v1/metrics" {
-            continue;
-        }
-        let request = ExportMetricsServiceRequest::decode(body).expect("an OTLP metrics request");
-        for resource in request.resource_metrics {
-            for scope in resource.scope_metrics {
-                metrics.extend(scope.metrics);
-            }
-        }
-    }
+    let metrics = exported(&mut received);
     let durations: Vec<&Metric> = metrics
         .iter()
         .filter(|metric| metric.name == TOOL_DURATION)
@@ -146,4 +135,74 @@ async fn every_calls_duration_is_exported_as_the_conventions_histogram() {
         Some("planner")
     );
     assert_eq!(fails.attributes.len(), 4, "{:#?}", fails.attributes);
+}
+
+/// The metrics of every request `received` holds, by name.
+fn exported(
+    received: &mut tokio::sync::mpsc::UnboundedReceiver<(String, hyper::body::Bytes)>,
+) -> Vec<Metric> {
+    let mut metrics = Vec::new();
+    while let Ok((path, body)) = received.try_recv() {
+        if path == "/v1/metrics" {
+            let request = ExportMetricsServiceRequest::decode(body).expect("OTLP metrics");
+            metrics.extend(
+                request
+                    .resource_metrics
+                    .into_iter()
+                    .flat_map(|resource| resource.scope_metrics)
+                    .flat_map(|scope| scope.metrics),
+            );
+        }
+    }
+    metrics
+}
+
+/// Runs the command line's `call` of the built-in `file_stats`, exporting to `endpoint`, with
+/// the environment `env`.
+#[cfg(feature = "cli")]
+async fn call_through_the_command_line(endpoint: &str, env: &[(&str, &str)]) {
+    let mut command = tokio::process::Command::new(env!("CARGO_BIN_EXE_dsh-tools"));
+    command
+        .args(["--otlp-endpoint", endpoint])
+        .args(["--builtin", "repo", "--root", env!("CARGO_MANIFEST_DIR")])
+        .args(["call", "file_stats", r#"{"path": "Cargo.toml"}"#])
+        .envs(env.iter().copied())
+        .stdin(std::process::Stdio::null());
+    let output = command.output().await.expect("dsh-tools runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+}
+
+/// `--otlp-endpoint` exports the histogram too: sent as the command line exits.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_lines_export_has_the_duration_histogram() {
+    let (endpoint, mut received) = receiver().await;
+    call_through_the_command_line(&endpoint, &[]).await;
+    let metrics = exported(&mut received);
+    let metric = metrics
+        .iter()
+        .find(|metric| metric.name == TOOL_DURATION)
+        .unwrap_or_else(|| panic!("{metrics:#?}"));
+    let Some(Data::Histogram(histogram)) = &metric.data else {
+        panic!("a histogram: {metric:#?}");
+    };
+    assert_eq!(point(&histogram.data_points, "file_stats").count, 1);
+}
+
+/// `OTEL_METRICS_EXPORTER=none` sends the traces only.
+#[cfg(feature = "cli")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn metrics_none_exports_no_metrics() {
+    let (endpoint, mut received) = receiver().await;
+    call_through_the_command_line(&endpoint, &[("OTEL_METRICS_EXPORTER", "none")]).await;
+    let mut paths = Vec::new();
+    while let Ok((path, _)) = received.try_recv() {
+        paths.push(path);
+    }
+    assert!(paths.iter().any(|path| path == "/v1/traces"), "{paths:?}");
+    assert!(!paths.iter().any(|path| path == "/v1/metrics"), "{paths:?}");
 }
