@@ -353,3 +353,70 @@ impl ClientSpans {
         }
     }
 }
+
+/// The names and values the MCP conventions of [`SEMCONV`](super::SEMCONV) give.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_is_named_by_its_method_and_the_tool_it_calls() {
+        assert_eq!(span_name("tools/call", Some("echo")), "tools/call echo");
+        assert_eq!(span_name("tools/list", None), "tools/list");
+        assert_eq!(
+            span_name("notifications/initialized", None),
+            "notifications/initialized"
+        );
+    }
+
+    #[test]
+    fn only_a_tool_call_is_a_genai_operation() {
+        assert_eq!(operation(Some("echo")), Some("execute_tool"));
+        assert_eq!(operation(None), None);
+    }
+
+    #[test]
+    fn the_values_the_conventions_name() {
+        assert_eq!(TOOL_ERROR, "tool_error");
+        assert_eq!(PIPE, "pipe");
+        assert_eq!(TCP, "tcp");
+        assert_eq!(HTTP, "http");
+        assert_eq!(OTHER_ERROR, "_OTHER");
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn a_tool_call_is_tools_call_and_notifications_are_named_as_sent() {
+        assert_eq!(TOOLS_CALL, "tools/call");
+        let initialized = ClientNotification::InitializedNotification(Default::default());
+        assert_eq!(
+            notification_method(&initialized),
+            "notifications/initialized"
+        );
+    }
+
+    #[cfg(feature = "mcp")]
+    #[test]
+    fn an_http_server_is_its_host_and_port() {
+        let peer = ClientPeer::http("up", "http://127.0.0.1:8931/mcp");
+        assert_eq!(peer.transport, "tcp");
+        assert_eq!(peer.address.as_deref(), Some("127.0.0.1"));
+        assert_eq!(peer.port, Some(8931));
+        // The default port of plain HTTP; an IPv6 host without its brackets.
+        let peer = ClientPeer::http("up", "http://[::1]/mcp");
+        assert_eq!(peer.address.as_deref(), Some("::1"));
+        assert_eq!(peer.port, Some(80));
+        let peer = ClientPeer::stdio("local");
+        assert_eq!(peer.transport, "pipe");
+        assert_eq!((peer.address, peer.port), (None, None));
+    }
+
+    #[cfg(feature = "mcp-server")]
+    #[test]
+    fn http_versions_are_written_as_the_conventions_do() {
+        assert_eq!(http_version(http::Version::HTTP_10), Some("1.0"));
+        assert_eq!(http_version(http::Version::HTTP_11), Some("1.1"));
+        assert_eq!(http_version(http::Version::HTTP_2), Some("2"));
+        assert_eq!(http_version(http::Version::HTTP_3), Some("3"));
+    }
+}
