@@ -80,7 +80,8 @@ use crate::scope::Mode;
 
 /// The version of the OpenTelemetry GenAI semantic conventions the spans follow: the
 /// `semantic-conventions-genai` repository, release `v0.1.0` (status Development), for the
-/// `execute_tool` span and the MCP spans.
+/// `execute_tool` span, the MCP spans and the `gen_ai.execute_tool.duration` histogram (recorded
+/// from the `execute_tool` spans by the facade's `otel` feature).
 pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
 
 /// `error.type` of a failure that carries no code, as the conventions name the fallback.
