@@ -193,6 +193,7 @@ async fn run(
                 durable::idempotent_tools(&registry, &exec),
                 durable::publisher(&registry),
                 run_signal.clone(),
+                exec.span().clone(),
             ))))
         }
         None => None,

@@ -31,6 +31,7 @@ use sse_stream::Sse;
 
 use super::stdio::cut_deep;
 use crate::json::{MAX_RELAY_DEPTH, text_depth};
+use crate::telemetry::mcp::SessionCell;
 
 /// The MCP session header (streamable HTTP, 2025-03-26 and later).
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -54,6 +55,8 @@ const POOL_IDLE: Duration = Duration::from_secs(2);
 pub(crate) struct GuardedClient {
     inner: reqwest::Client,
     standalone: StandaloneGate,
+    /// The session id last sent or received, for the connection's spans.
+    session: SessionCell,
 }
 
 impl Default for GuardedClient {
@@ -67,6 +70,7 @@ impl Default for GuardedClient {
         GuardedClient {
             inner,
             standalone: StandaloneGate::default(),
+            session: SessionCell::default(),
         }
     }
 }
@@ -151,6 +155,22 @@ fn unanswered(error: &reqwest::Error) -> bool {
 }
 
 impl GuardedClient {
+    /// A client that notes the session ids it sends and is given in `session`.
+    pub(crate) fn with_session(session: SessionCell) -> Self {
+        GuardedClient {
+            session,
+            ..GuardedClient::default()
+        }
+    }
+
+    /// Notes the session id a request carries or an answer assigns.
+    fn note_session(&self, session: &str) {
+        let mut kept = self.session.lock();
+        if kept.as_deref() != Some(session) {
+            *kept = Some(Arc::from(session));
+        }
+    }
+
     /// One POST of `message`, its SSE answer read through the depth guard.
     async fn post_once(
         &self,
@@ -162,6 +182,9 @@ impl GuardedClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let initialized = is_initialized(&message) && session_id.is_some();
+        if let Some(session) = &session_id {
+            self.note_session(session);
+        }
         if !initialized {
             self.standalone.wait().await;
         }
@@ -187,6 +210,13 @@ impl GuardedClient {
             .await;
         if initialized && answer.is_ok() {
             self.standalone.expect();
+        }
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, Some(session))
+            | StreamableHttpPostResponse::Sse(_, Some(session)),
+        ) = &answer
+        {
+            self.note_session(session);
         }
         match answer {
             Ok(StreamableHttpPostResponse::Sse(stream, session)) => Ok(

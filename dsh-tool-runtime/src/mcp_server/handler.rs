@@ -33,7 +33,6 @@ use crate::registry::{Registry, read};
 use crate::result::{self, ContentBlock, ToolResult};
 use crate::scope::AgentId;
 use crate::telemetry::mcp as telemetry;
-use tracing::Instrument;
 
 /// Sends one list-changed notification; `false` once the client is gone.
 type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
@@ -189,7 +188,7 @@ impl McpHandler {
     }
 
     pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
-        let running = self
+        let running = crate::telemetry::traced::Traced::new(self, telemetry::PIPE)
             .serve(super::stdio::transport())
             .await
             .map_err(|error| McpServeError::Handshake(error.to_string()))?;
@@ -808,33 +807,7 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The call's span, under the client's (its `_meta`'s trace context): the pipeline's
-        // spans go under it.
-        let session = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|value| value.to_str().ok());
-        let span = telemetry::server_span(
-            &request.name,
-            &context.id.to_string(),
-            context
-                .protocol_version()
-                .map(|version| version.to_string()),
-            session,
-        );
-        telemetry::extract(&span, &context.meta);
-        let answer = self
-            .serve_call(request, context)
-            .instrument(span.clone())
-            .await;
-        match &answer {
-            Err(error) => telemetry::failed(&span, None, Some(error.code.0), &error.message),
-            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
-                telemetry::failed(&span, Some(telemetry::TOOL_ERROR), None, "isError")
-            }
-            Ok(_) => {}
-        }
-        answer
+        // The request's span is `telemetry::Traced`'s, around every request the handler serves.
+        self.serve_call(request, context).await
     }
 }

@@ -34,6 +34,8 @@ use tower_http::timeout::TimeoutBody;
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
 use super::handler::McpHandler;
+use crate::telemetry::mcp as telemetry;
+use crate::telemetry::traced::Traced;
 
 /// A connection's read buffer: room for any sane request head, a bounded cost per connection.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -56,7 +58,7 @@ pub(crate) async fn serve(
         .enforce_origin_validation()
         .with_allowed_hosts(hosts.unwrap_or_default());
     let service = TowerToHyperService::new(StreamableHttpService::new(
-        move || Ok(handler.session()),
+        move || Ok(Traced::new(handler.session(), telemetry::TCP)),
         sessions.clone(),
         config,
     ));
@@ -116,7 +118,7 @@ tokio::task_local! {
 /// One request through rmcp once the gate admits it (a `401` slowed by the connection's
 /// `refusals`), its `initialize` answered 503 when every session slot is taken.
 async fn answer(
-    service: TowerToHyperService<StreamableHttpService<McpHandler, CappedSessions>>,
+    service: TowerToHyperService<StreamableHttpService<Traced<McpHandler>, CappedSessions>>,
     gate: Gate,
     refusals: Arc<Refusals>,
     session_limit: usize,
