@@ -10,10 +10,12 @@ use dsh_tools::serde_json::json;
 use dsh_tools::{Mode, Registry, ToolCall};
 
 async fn node(max_output_bytes: u64) -> SubprocessRuntime {
-    let mut config = SubprocessConfig::default();
-    config.budgets = Budgets {
-        max_output_bytes,
-        ..Budgets::default()
+    let config = SubprocessConfig {
+        budgets: Budgets {
+            max_output_bytes,
+            ..Budgets::default()
+        },
+        ..SubprocessConfig::default()
     };
     SubprocessRuntime::typescript(config).await.expect("node")
 }
