@@ -272,16 +272,22 @@ impl Plan {
         .collect();
         read.sort();
         read.dedup();
+        // Only the Landlock rules need the loader: an unconfined child is not read for it.
+        let loader = if status.landlock_abi >= 1 {
+            elf_loader(interpreter).map_err(|reason| {
+                CodeRuntimeError::InvalidConfig(format!(
+                    "the interpreter `{}` {reason}",
+                    interpreter.display()
+                ))
+            })?
+        } else {
+            None
+        };
         Ok(Plan {
             status,
             read,
             executables: std::iter::once(interpreter.to_path_buf())
-                .chain(elf_loader(interpreter).map_err(|reason| {
-                    CodeRuntimeError::InvalidConfig(format!(
-                        "the interpreter `{}` {reason}",
-                        interpreter.display()
-                    ))
-                })?)
+                .chain(loader)
                 .collect(),
             filter,
         })
