@@ -34,6 +34,8 @@ mod protocol;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
+#[cfg(all(feature = "mcp-server", feature = "durable"))]
+mod session_principals;
 mod standalone_stream;
 #[cfg(feature = "mcp-server")]
 mod tasks;

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::continuation::{Claims, Presenter, args_digest};
+use super::continuation::{Claims, ContinuationSecret, Presenter, args_digest};
 use super::{
     CallOutcome, Claim, ContinuationError, DurableRun, EntryState, JournalEntry, JournalError,
     JournalStore, Principal, RUN_PARKED, Replay, RunRecord, RunStatus,
@@ -330,13 +330,14 @@ pub(crate) struct Decider<'a> {
     pub(crate) source: crate::call::DenialSource,
 }
 
-/// The run a continuation names, its tag checked against `store`'s secret (nothing else).
+/// The claims of a continuation, its tag checked against `store`'s secret (nothing else), and
+/// that secret (the claims' principal is checked with it).
 fn continuation_claims(
     store: &Arc<dyn JournalStore>,
     continuation: &str,
-) -> Result<Claims, JournalError> {
+) -> Result<(Claims, ContinuationSecret), JournalError> {
     let secret = store.continuation_secret()?;
-    Ok(secret.open(continuation)?)
+    Ok((secret.open(continuation)?, secret))
 }
 
 /// One call a rollback reverted.
@@ -439,7 +440,15 @@ impl Registry {
             return Err(wrong(id, "is not parked"));
         };
         let secret = run.store.continuation_secret()?;
-        let claims = Claims::new(id, seq, &args, principal, by, self.continuation_ttl());
+        let claims = Claims::new(
+            &secret,
+            id,
+            seq,
+            &args,
+            principal,
+            by,
+            self.continuation_ttl(),
+        );
         Ok(ParkedRun {
             run_id: id.to_owned(),
             seq,
@@ -463,8 +472,8 @@ impl Registry {
         presenter: &Presenter<'_>,
         by: &str,
     ) -> Result<ParkedRun, JournalError> {
-        let claims = continuation_claims(store, continuation)?;
-        claims.check_holder(presenter)?;
+        let (claims, secret) = continuation_claims(store, continuation)?;
+        claims.check_holder(presenter, &secret)?;
         let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
         let still_waiting = match parked(&run, id).await?.status {
@@ -616,11 +625,14 @@ impl Registry {
         decider: &Decider<'_>,
         denial: Option<String>,
     ) -> Result<DurableRun, JournalError> {
-        let claims = continuation_claims(store, continuation)?;
-        claims.check(&Presenter {
-            principal: decider.principal,
-            issuers: decider.issuers,
-        })?;
+        let (claims, secret) = continuation_claims(store, continuation)?;
+        claims.check(
+            &Presenter {
+                principal: decider.principal,
+                issuers: decider.issuers,
+            },
+            &secret,
+        )?;
         let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
         let denial = denial.map(|reason| crate::call::denial_text(reason, decider.source));

@@ -141,8 +141,9 @@ impl McpHandler {
 
     /// Who sends the request through `context`, and whether that is a person of their own: the
     /// subject of its OAuth access token (`true`: the HTTP gate put it there), else its MCP
-    /// session (`Mcp-Session-Id`), or — a request without a session (stdio, a 2026-07-28
-    /// stateless request) — the clients holding this server's credentials.
+    /// session (`Mcp-Session-Id`: one this server issued and still has, since the HTTP face
+    /// answers 404 to a request naming any other), or — a request without a session (stdio, a
+    /// 2026-07-28 stateless request) — the clients holding this server's credentials.
     fn principal(&self, context: &RequestContext<RoleServer>) -> (Principal, bool) {
         let parts = context.extensions.get::<::http::request::Parts>();
         if let Some(subject) = parts.and_then(|parts| parts.extensions.get::<Principal>()) {
