@@ -1,8 +1,9 @@
-//! Who a durable run's continuation is bound to over MCP without OAuth: the `Mcp-Session-Id`
-//! this server issued, never a header value a client makes up (answered 404), and never
-//! readable from the continuation's claims. A second client holding the same bearer token
-//! cannot answer the first client's `requestState`, neither by sending no session nor by
-//! copying a header.
+//! Who may answer a `requestState` over MCP without OAuth: the principal the call was asked
+//! by — the `Mcp-Session-Id` this server issued, never a header value a client makes up
+//! (answered 404), and never readable from a durable run's continuation. A second client
+//! holding the same bearer token cannot answer the first client's `requestState`, neither by
+//! sending no session nor by copying a header; a non-durable call's handle is bound the same
+//! way, and to the arguments the person was asked about.
 
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -16,6 +17,16 @@ use serde_json::{Value, json};
 
 static RAN: AtomicUsize = AtomicUsize::new(0);
 
+/// The lines `write_line` wrote (the non-durable test's tool).
+static WRITTEN: std::sync::Mutex<Vec<String>> = std::sync::Mutex::new(Vec::new());
+
+/// Writes a line (asks first).
+#[tool]
+async fn write_line(line: String) -> Result<String, ToolError> {
+    WRITTEN.lock().unwrap().push(line.clone());
+    Ok(format!("wrote {line}"))
+}
+
 /// Appends a line (asks first).
 #[tool]
 async fn append_line(line: String) -> Result<String, ToolError> {
@@ -23,11 +34,23 @@ async fn append_line(line: String) -> Result<String, ToolError> {
     Ok(format!("appended {line}"))
 }
 
-/// One 2026-07-28 `tools/call`, with `session` (if any) as its `Mcp-Session-Id` header: the
-/// HTTP status and the JSON-RPC answer (none for a refused request).
+/// One 2026-07-28 `tools/call` of `run_code`, with `session` (if any) as its `Mcp-Session-Id`
+/// header: the HTTP status and the JSON-RPC answer (none for a refused request).
 async fn call(
     url: &str,
     token: &str,
+    session: Option<&str>,
+    id: u64,
+    params: Value,
+) -> (u16, Option<Value>) {
+    call_tool(url, token, "run_code", session, id, params).await
+}
+
+/// One 2026-07-28 `tools/call` of `tool` ([`call`]).
+async fn call_tool(
+    url: &str,
+    token: &str,
+    tool: &str,
     session: Option<&str>,
     id: u64,
     mut params: Value,
@@ -45,7 +68,7 @@ async fn call(
         .header("content-type", "application/json")
         .header("mcp-protocol-version", "2026-07-28")
         .header("mcp-method", "tools/call")
-        .header("mcp-name", "run_code");
+        .header("mcp-name", tool);
     if let Some(session) = session {
         request = request.header("mcp-session-id", session);
     }
@@ -180,4 +203,66 @@ async fn only_an_issued_session_binds_a_continuation_and_its_claims_hide_it() {
     let answer = answer.unwrap();
     assert_eq!(RAN.load(Ordering::SeqCst), 1, "{answer}");
     assert!(answer.to_string().contains("appended alice"), "{answer}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_non_durable_request_state_answers_only_its_asker_and_its_arguments() {
+    let registry = Registry::new();
+    registry.register(WriteLineTool).unwrap();
+    registry.on_pre_execute(|call, next| async move {
+        if call.name == "write_line" {
+            PreDecision::Ask {
+                reason: Some("writes".into()),
+            }
+        } else {
+            next.run().await
+        }
+    });
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let served = registry.clone();
+    let server = tokio::spawn(async move { served.serve_mcp(None, transport).await });
+    let written = || WRITTEN.lock().unwrap().clone();
+
+    let session = open_session(&url, &token).await;
+    let args = json!({"name": "write_line", "arguments": {"line": "shown"}});
+    let (_, asked) = call_tool(&url, &token, "write_line", Some(&session), 1, args.clone()).await;
+    let asked = asked.unwrap();
+    let result = &asked["result"];
+    let state = result["requestState"]
+        .as_str()
+        .unwrap_or_else(|| panic!("asked: {asked}"))
+        .to_owned();
+    let key = result["inputRequests"]
+        .as_object()
+        .and_then(|requests| requests.keys().next().cloned())
+        .unwrap_or_else(|| panic!("asked: {asked}"));
+    let mut retry = args;
+    retry["requestState"] = json!(state);
+    retry["inputResponses"] = json!({ key: {"action": "accept", "content": {}} });
+
+    // Another holder of the bearer token, without Alice's session, is refused.
+    let (_, answer) = call_tool(&url, &token, "write_line", None, 2, retry.clone()).await;
+    let answer = answer.unwrap().to_string();
+    assert!(answer.contains("CONTINUATION_REFUSED"), "{answer}");
+    // Alice's retry with other arguments than she was asked about is refused too.
+    let mut changed = retry.clone();
+    changed["arguments"] = json!({"line": "never shown"});
+    let (_, answer) = call_tool(&url, &token, "write_line", Some(&session), 3, changed).await;
+    let answer = answer.unwrap().to_string();
+    assert!(
+        answer.contains("CONTINUATION_REFUSED") && answer.contains("other arguments"),
+        "{answer}"
+    );
+    assert!(written().is_empty(), "{:?}", written());
+
+    // The call kept waiting: her own retry, as asked, runs it with the arguments shown.
+    let (_, answer) = call_tool(&url, &token, "write_line", Some(&session), 4, retry).await;
+    server.abort();
+    let answer = answer.unwrap();
+    assert_eq!(written(), ["shown"], "{answer}");
+    assert!(answer.to_string().contains("wrote shown"), "{answer}");
 }
