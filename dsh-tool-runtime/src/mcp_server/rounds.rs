@@ -46,8 +46,9 @@ pub(crate) struct RoundCall {
     pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
     /// The call becomes a task once a retry has answered its requests.
     escalates: bool,
-    /// The request that made the call: only its retry answers the call's requests.
-    asked: Asked,
+    /// The request that made the call: only its retry answers the call's requests (boxed: a
+    /// call handed back from `park` stays small).
+    asked: Box<Asked>,
 }
 
 /// Who asked for a call, and what: the principal of the request, the tool and a SHA-256 digest
@@ -114,7 +115,7 @@ impl RoundCall {
             signal,
             missing,
             escalates: false,
-            asked,
+            asked: Box::new(asked),
         }
     }
 
