@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::{Listing, declares_object_output};
-use super::rounds::{RoundCall, Rounds, Turn};
+use super::rounds::{Asked, RoundCall, Rounds, Turn};
 use super::tasks::{Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
@@ -140,8 +140,9 @@ impl McpHandler {
 
     /// Who sends the request through `context`, and whether that is a person of their own: the
     /// subject of its OAuth access token (`true`: the HTTP gate put it there), else its MCP
-    /// session (`Mcp-Session-Id`), or — a request without a session (stdio, a 2026-07-28
-    /// stateless request) — the clients holding this server's credentials.
+    /// session (`Mcp-Session-Id`: one this server issued and still has, since the HTTP face
+    /// answers 404 to a request naming any other), or — a request without a session (stdio, a
+    /// 2026-07-28 stateless request) — the clients holding this server's credentials.
     fn principal(&self, context: &RequestContext<RoleServer>) -> (Principal, bool) {
         let parts = context.extensions.get::<::http::request::Parts>();
         if let Some(subject) = parts.and_then(|parts| parts.extensions.get::<Principal>()) {
@@ -334,9 +335,11 @@ impl McpHandler {
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
                 return Ok(self.answer_parked(&name, parked));
             }
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            let retry = Asked::new(self.principal(&context).0, &name, &arguments);
             let call = self
                 .rounds
-                .resume(state, request.input_responses.unwrap_or_default())
+                .resume(state, &retry, request.input_responses.unwrap_or_default())
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
             if call.ready_for_task() {
                 return Ok(self.escalate(&self.tasks_of(&context), &name, call));
@@ -400,6 +403,8 @@ impl McpHandler {
         } else {
             (None, None)
         };
+        // What a round's retry must match: made only for calls that can have rounds.
+        let asked = modern.then(|| Asked::new(self.principal(&context).0, &name, &arguments));
         let missing = Arc::default();
         let level = if modern {
             LogFloor::Request(context.meta.log_level().map(log_level))
@@ -445,7 +450,7 @@ impl McpHandler {
                 None => registry.execute(call).await,
             }
         };
-        let Some(asks) = asks else {
+        let (Some(asks), Some(asked)) = (asks, asked) else {
             // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
             // this request; the pipeline then settles the call as cancelled.
             let mut result = run(call.with_signal(context.ct.clone())).await;
@@ -460,6 +465,7 @@ impl McpHandler {
         let signal = CancellationToken::new();
         let call = RoundCall::spawn(
             run(call.with_signal(signal.clone())),
+            asked,
             asks,
             signal,
             Arc::clone(&missing),

@@ -1,11 +1,8 @@
-//! Reproducer: over MCP, a 2025-era session's "accept" for a parked durable run is applied to
-//! whatever call the run waits at when the answer arrives, not to the call the person was shown.
-//! The journal's owner decides call #0 (`runs approve`, here `approve_run`) while the person
-//! looks at it; the person's accept then approves call #1, which nobody showed them.
-//! README (Security model): "The decision moves that call out of its parked state under the
-//! run's claim, so a continuation decides once … never decides the run's next call"; issue
-//! text: "An approval is bound to what was shown."
-#![cfg(all(feature = "durable", feature = "mcp-server"))]
+//! A 2025-era session's answer for a parked durable run decides the call the person was shown
+//! and no other: when the journal's owner decides that call while the person looks at it
+//! (`runs approve`, here `approve_run`), the person's accept is refused and the call the run
+//! went on to wait at stays parked. The client is the official Python SDK
+//! (`tests/mcp_clients/legacy_accept_after_move.py`).
 
 use std::process::Stdio;
 use std::sync::Arc;
@@ -30,12 +27,11 @@ async fn append_line(line: String) -> Result<String, ToolError> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "reproduces: a 2025 session's accept approves a call it was never shown"]
 async fn a_legacy_accept_approves_only_the_call_it_was_shown() {
     let python = concat!(env!("CARGO_MANIFEST_DIR"), "/.tools/venv/bin/python");
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/tests/repro_clients/legacy_accept_after_move.py"
+        "/tests/mcp_clients/legacy_accept_after_move.py"
     );
     let dir = tempfile::tempdir().unwrap();
     let registry = Registry::new();
@@ -104,4 +100,19 @@ async fn a_legacy_accept_approves_only_the_call_it_was_shown() {
         0,
         "call #1 ran on an accept given for call #0 (the only call shown): {output:#?}"
     );
+    // The client reads why its answer did nothing, naming the call it was about.
+    let result = output
+        .iter()
+        .find(|l| l.starts_with("RESULT"))
+        .unwrap_or_else(|| panic!("{output:#?}"));
+    assert!(
+        result.starts_with("RESULT True")
+            && result.contains("CONTINUATION_REFUSED")
+            && result.contains("call #0"),
+        "{result}"
+    );
+    // The call the run went on to wait at is still undecided, for whoever is shown it.
+    let runs = store.runs().await.unwrap();
+    let run = DurableRun::new(store.clone(), runs[0].run_id.clone());
+    assert_eq!(registry.parked_run(&run).await.unwrap().seq, 1);
 }

@@ -1,11 +1,8 @@
-//! Reproducer: a call cut off while it ran (journaled as started, never finished) is skipped by
-//! `rollback_run` once the run has been resumed — the resume records it as a failure
-//! (`OUTCOME_UNKNOWN`), and rollback then reverts the other calls and marks the run rolled back
-//! without a word about it. `rollback_run` on the cut-off run itself is refused with "is running
-//! (or was cut off: resume it)", so resuming first is the path a user is told to take.
-//! README (Durable runs): "A call cut off while it ran … whose tool is not read-only may have
-//! happened: it is not reverted but reported by call number (`RevertReport::outcome_unknown`,
-//! code `OUTCOME_UNKNOWN`), the run is not marked rolled back".
+//! Rollback of a run that was cut off while a call ran and then resumed: the resume answers
+//! that call with `OUTCOME_UNKNOWN` (its effect may have happened), and a rollback afterwards
+//! must still report it by call number and leave the run not rolled back, as it does before
+//! the resume. (`rollback_run` on the cut-off run itself is refused: "resume it" first.)
+//! The host that dies mid-call is this test binary, run again as a child.
 #![cfg(feature = "durable")]
 
 use std::sync::Arc;
@@ -24,10 +21,17 @@ async fn append_line(line: String) -> Result<String, ToolError> {
     Ok(format!("appended {line}"))
 }
 
-/// Removes a line (the revert of `append_line`).
+/// Removes a line (the revert of `append_line`); without a result when the call's outcome is
+/// unknown.
 #[tool]
-async fn remove_line(arguments: Value, result: Option<Value>) -> Result<String, ToolError> {
-    Ok(format!("removed {arguments} {result:?}"))
+async fn remove_line(
+    arguments: Value,
+    result: Option<Value>,
+    outcome_unknown: Option<bool>,
+) -> Result<String, ToolError> {
+    Ok(format!(
+        "removed {arguments} {result:?} {outcome_unknown:?}"
+    ))
 }
 
 async fn host(journal: &str) -> (Registry, Arc<dyn JournalStore>) {
@@ -48,9 +52,9 @@ const PROGRAM: &str =
 
 /// The host that dies in the middle of call #1 (run as a child by the test below).
 #[tokio::test]
-#[ignore = "helper of rollback_reports_a_cut_off_call_after_a_resume"]
+#[ignore = "the child host of rollback_reports_a_cut_off_call_after_a_resume"]
 async fn crashing_host() {
-    let Ok(journal) = std::env::var("REPRO_ROLLBACK_JOURNAL") else {
+    let Ok(journal) = std::env::var("DSH_ROLLBACK_JOURNAL") else {
         return;
     };
     let (registry, store) = host(&journal).await;
@@ -64,13 +68,12 @@ async fn crashing_host() {
 }
 
 #[tokio::test]
-#[ignore = "reproduces: rollback after resume marks a run rolled back while a cut-off call may have happened"]
 async fn rollback_reports_a_cut_off_call_after_a_resume() {
     let dir = tempfile::tempdir().unwrap();
     let journal = dir.path().join("runs.db").to_str().unwrap().to_owned();
     let status = std::process::Command::new(std::env::current_exe().unwrap())
         .args(["--ignored", "--exact", "crashing_host", "--nocapture"])
-        .env("REPRO_ROLLBACK_JOURNAL", &journal)
+        .env("DSH_ROLLBACK_JOURNAL", &journal)
         .status()
         .unwrap();
     assert!(!status.success(), "the host died mid-call");
@@ -79,14 +82,36 @@ async fn rollback_reports_a_cut_off_call_after_a_resume() {
     let run = DurableRun::new(store.clone(), "cut-off");
     let resumed = registry.resume_run(run.clone()).await.unwrap();
     assert!(resumed.text().contains("OUTCOME_UNKNOWN") || resumed.text().contains("unknown"));
-    let reports = registry.rollback_run(run).await;
+    let reports = registry.rollback_run(run.clone()).await.unwrap();
     let status = store.runs().await.unwrap()[0].status.clone();
-    let reported = reports
-        .as_ref()
-        .map(|reports| reports.iter().any(|r| r.seq == 1 && r.outcome_unknown))
-        .unwrap_or(true);
     assert!(
-        reported && !matches!(status, RunStatus::RolledBack),
-        "call #1 may have happened, yet: {reports:?}, status {status:?}"
+        reports
+            .iter()
+            .any(|r| r.seq == 1 && r.outcome_unknown && r.outcome.is_error()),
+        "call #1 may have happened and is not reported: {reports:?}"
     );
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.seq == 0 && !r.outcome_unknown && !r.outcome.is_error()),
+        "call #0 is reverted: {reports:?}"
+    );
+    assert!(
+        !matches!(status, RunStatus::RolledBack),
+        "call #1 may have happened, yet the run is {status:?}"
+    );
+
+    // Whoever rolls back may decide its revert is safe either way: then the run is rolled back.
+    let reports = registry
+        .rollback_run_reverting_unknown(run, &[1])
+        .await
+        .unwrap();
+    assert!(
+        reports
+            .iter()
+            .any(|r| r.seq == 1 && r.outcome_unknown && !r.outcome.is_error()),
+        "{reports:?}"
+    );
+    let status = store.runs().await.unwrap()[0].status.clone();
+    assert!(matches!(status, RunStatus::RolledBack), "{status:?}");
 }
