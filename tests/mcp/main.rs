@@ -33,5 +33,7 @@ mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
 mod standalone_stream;
+#[cfg(all(feature = "cli", feature = "embedded-js"))]
+mod task_shares;
 #[cfg(feature = "mcp-server")]
 mod tasks;
