@@ -37,5 +37,7 @@ mod serve;
 #[cfg(all(feature = "mcp-server", feature = "durable"))]
 mod session_principals;
 mod standalone_stream;
+#[cfg(all(feature = "cli", feature = "embedded-js"))]
+mod task_shares;
 #[cfg(feature = "mcp-server")]
 mod tasks;
