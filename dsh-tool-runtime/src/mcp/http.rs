@@ -8,6 +8,11 @@
 //! rmcp refused is fetched once more and read the same way. The schema check then refuses that
 //! one tool. A `tools/list` that got no answer (its connection reset) is sent once more too.
 //!
+//! A `tools/call` is never sent twice (its tool may have run), so it is never written to a
+//! kept-alive connection: a server may close one it holds idle at the moment a request arrives
+//! on it, unread, and the client cannot tell that from a call the server received. Each call
+//! opens a connection of its own, which no server closes before reading its first request.
+//!
 //! It also orders the session's first request after its standalone GET stream: rmcp opens that
 //! stream in a task of its own once `notifications/initialized` is accepted and goes straight on
 //! to the next request, so a server could answer or ask (elicitation) on a stream the client had
@@ -53,19 +58,26 @@ const POOL_IDLE: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub(crate) struct GuardedClient {
     inner: reqwest::Client,
+    /// Keeps no connection: every `tools/call` goes on a new one.
+    calls: reqwest::Client,
     standalone: StandaloneGate,
 }
 
 impl Default for GuardedClient {
     fn default() -> Self {
+        // Only a TLS backend that fails to start makes the builder fail; the default client
+        // then still reaches plain-HTTP servers, and names its error on a TLS one.
         let inner = reqwest::Client::builder()
             .pool_idle_timeout(POOL_IDLE)
             .build()
-            // Only a TLS backend that fails to start makes the builder fail; the default
-            // client then still reaches plain-HTTP servers, and names its error on a TLS one.
+            .unwrap_or_default();
+        let calls = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
             .unwrap_or_default();
         GuardedClient {
             inner,
+            calls,
             standalone: StandaloneGate::default(),
         }
     }
@@ -136,6 +148,13 @@ fn guard_stream(
     stream.map(guard_event).boxed()
 }
 
+fn is_tools_call(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::CallToolRequest(_))
+    )
+}
+
 fn is_tools_list(message: &ClientJsonRpcMessage) -> bool {
     matches!(
         message,
@@ -174,8 +193,13 @@ impl GuardedClient {
                 limits,
             )
         });
-        let answer = self
-            .inner
+        // A call never goes on a kept-alive connection (the module's docs say why).
+        let client = if is_tools_call(&message) {
+            &self.calls
+        } else {
+            &self.inner
+        };
+        let answer = client
             .post_message_with_response_limits(
                 uri.clone(),
                 message,
@@ -482,6 +506,82 @@ mod tests {
         assert!(
             matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
             "{answer:?}"
+        );
+        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+    }
+
+    /// A server that answers the first request of each connection and keeps it alive, then
+    /// resets the connection when the next request arrives on it (as a server does that closes
+    /// a kept-alive connection with a request waiting on it). Counts the connections.
+    async fn closing_kept_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 4096];
+                    for answered in 0.. {
+                        let mut request = Vec::new();
+                        // The whole request: its headers and the JSON body after them.
+                        while !request.ends_with(b"}") {
+                            match stream.read(&mut buffer).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(read) => request.extend_from_slice(&buffer[..read]),
+                            }
+                        }
+                        if answered > 0 {
+                            stream.set_zero_linger().unwrap();
+                            return;
+                        }
+                        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                             content-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if stream.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    /// A `tools/call` right after a `tools/list` is not written to the `tools/list`'s kept-alive
+    /// connection, which the server closes as the call arrives: it opens one of its own and its
+    /// answer comes back. (It could not be sent again: the tool may have run.)
+    #[tokio::test]
+    async fn a_tools_call_goes_on_a_connection_of_its_own() {
+        let (url, accepted) = closing_kept_alive_server().await;
+        let client = GuardedClient::default();
+        let post = |request: ClientRequest| {
+            client.post_message_with_response_limits(
+                url.as_str().into(),
+                ClientJsonRpcMessage::request(request, rmcp::model::RequestId::Number(1)),
+                None,
+                None,
+                HashMap::new(),
+                StreamableHttpResponseLimits::default(),
+            )
+        };
+        let list = post(ClientRequest::ListToolsRequest(Default::default())).await;
+        assert!(
+            matches!(list, Ok(StreamableHttpPostResponse::Json(..))),
+            "{list:?}"
+        );
+        let call = post(ClientRequest::CallToolRequest(
+            rmcp::model::CallToolRequest::new(rmcp::model::CallToolRequestParams::new("echo")),
+        ))
+        .await;
+        assert!(
+            matches!(call, Ok(StreamableHttpPostResponse::Json(..))),
+            "{call:?}"
         );
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
     }
