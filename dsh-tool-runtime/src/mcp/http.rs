@@ -6,7 +6,8 @@
 //! [`MAX_RELAY_DEPTH`] is rewritten like a stdio line ([`cut_deep`]: a byte scan replaces the
 //! too-deep subtrees by a marker before anything parses them), and a `tools/list` whose JSON body
 //! rmcp refused is fetched once more and read the same way. The schema check then refuses that
-//! one tool. A `tools/list` that got no answer (its connection reset) is sent once more too.
+//! one tool. A request that only reads (`server/discover`, `ping`, the listings, `prompts/get`,
+//! `resources/read`, `tasks/get`) and got no answer (its connection reset) is sent once more.
 //!
 //! A `tools/call` is never sent twice (its tool may have run), so it is never written to a
 //! kept-alive connection: a server may close one it holds idle at the moment a request arrives
@@ -152,6 +153,25 @@ fn is_tools_call(message: &ClientJsonRpcMessage) -> bool {
     matches!(
         message,
         JsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::CallToolRequest(_))
+    )
+}
+
+/// A request that only reads: asking twice has no more effect than asking once.
+fn only_reads(message: &ClientJsonRpcMessage) -> bool {
+    let JsonRpcMessage::Request(request) = message else {
+        return false;
+    };
+    matches!(
+        request.request,
+        ClientRequest::DiscoverRequest(_)
+            | ClientRequest::PingRequest(_)
+            | ClientRequest::ListToolsRequest(_)
+            | ClientRequest::ListPromptsRequest(_)
+            | ClientRequest::GetPromptRequest(_)
+            | ClientRequest::ListResourcesRequest(_)
+            | ClientRequest::ListResourceTemplatesRequest(_)
+            | ClientRequest::ReadResourceRequest(_)
+            | ClientRequest::GetTaskRequest(_)
     )
 }
 
@@ -309,8 +329,8 @@ impl StreamableHttpClient for GuardedClient {
         .await
     }
 
-    /// A `tools/list` that got no answer (the connection reset or closed before it) is sent
-    /// once more on a new connection: listing has no effect, so asking twice is safe. A server
+    /// A request that only reads ([`only_reads`]) and got no answer (the connection reset or
+    /// closed before it) is sent once more on a new connection: asking twice is safe. A server
     /// whose event loop wakes after a stall can close a kept-alive connection with a request
     /// already waiting on it, however briefly the client left it idle.
     async fn post_message_with_response_limits(
@@ -322,7 +342,7 @@ impl StreamableHttpClient for GuardedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let resend = is_tools_list(&message).then(|| {
+        let resend = only_reads(&message).then(|| {
             (
                 message.clone(),
                 session_id.clone(),
@@ -456,6 +476,43 @@ mod tests {
     /// once more, on a new connection, and its answer comes back.
     #[tokio::test]
     async fn a_tools_list_reset_by_the_server_is_sent_once_more() {
+        let (answer, connections) =
+            reset_once(ClientRequest::ListToolsRequest(Default::default())).await;
+        assert!(
+            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
+            "{answer:?}"
+        );
+        assert_eq!(connections, 2);
+    }
+
+    /// So is a `server/discover` (a 2026-07-28 client's first request, and its retry at a
+    /// version the server supports).
+    #[tokio::test]
+    async fn a_discover_reset_by_the_server_is_sent_once_more() {
+        let (answer, connections) =
+            reset_once(ClientRequest::DiscoverRequest(Default::default())).await;
+        assert!(
+            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
+            "{answer:?}"
+        );
+        assert_eq!(connections, 2);
+    }
+
+    /// A `tools/call` is not: its tool may have run.
+    #[tokio::test]
+    async fn a_tools_call_reset_by_the_server_is_not_sent_again() {
+        let call =
+            rmcp::model::CallToolRequest::new(rmcp::model::CallToolRequestParams::new("echo"));
+        let (answer, connections) = reset_once(ClientRequest::CallToolRequest(call)).await;
+        assert!(answer.is_err(), "{answer:?}");
+        assert_eq!(connections, 1);
+    }
+
+    /// Posts `request` to a server that resets the first connection once it has read the
+    /// request and answers on any later one; the answer and how many connections were opened.
+    async fn reset_once(
+        request: ClientRequest,
+    ) -> (Result<StreamableHttpPostResponse, HttpError>, usize) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
@@ -489,25 +546,18 @@ mod tests {
                 });
             }
         });
-        let list = ClientJsonRpcMessage::request(
-            ClientRequest::ListToolsRequest(Default::default()),
-            rmcp::model::RequestId::Number(1),
-        );
+        let message = ClientJsonRpcMessage::request(request, rmcp::model::RequestId::Number(1));
         let answer = GuardedClient::default()
             .post_message_with_response_limits(
                 url.into(),
-                list,
+                message,
                 None,
                 None,
                 HashMap::new(),
                 StreamableHttpResponseLimits::default(),
             )
             .await;
-        assert!(
-            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
-            "{answer:?}"
-        );
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+        (answer, accepted.load(std::sync::atomic::Ordering::SeqCst))
     }
 
     /// A server that answers the first request of each connection and keeps it alive, then
