@@ -45,6 +45,7 @@ pub mod frame;
 use std::fmt;
 use std::sync::Arc;
 
+use dsh_sdk_templates::{BINDING_ERROR, FAILURE_TEXT, LOSSLESS_JSON};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -61,14 +62,6 @@ pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
 pub use value_text::JsonText;
-
-/// The lossless JSON encoder both JavaScript bootstraps share.
-const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
-/// The binding error class both JavaScript bootstraps share.
-const BINDING_ERROR: &str = include_str!("../../../sdk-templates/binding_error.js");
-/// The first-line column correction of stack positions and the cause chain of a failure, which
-/// both JavaScript bootstraps share.
-const FAILURE_TEXT: &str = include_str!("../../../sdk-templates/failure_text.js");
 
 /// A JavaScript bootstrap with the shared pieces put where it says
 /// `/* @include lossless_json.js */`, `/* @include binding_error.js */` and
