@@ -23,8 +23,8 @@ use crate::events::{ToolEvent, unix_ms};
 use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
-    PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, ResultObserver,
-    ToolCallView,
+    ParkSlot, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
+    ResultObserver, ToolCallView,
 };
 use crate::json::dismantle;
 use crate::presentation::ResultView;
@@ -216,9 +216,7 @@ impl Registry {
                 state.approver.clone(),
             )
         };
-        #[cfg(feature = "code-mode")]
-        let durable = call.durable.take();
-        let park = call.park.take();
+        let park = call.extensions.remove::<ParkSlot>();
         let trace_parent = call.trace_parent.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call
@@ -243,9 +241,8 @@ impl Registry {
         );
         let exec = ToolExec::in_registry(
             view.clone(),
-            self.clone(),
-            #[cfg(feature = "code-mode")]
-            durable,
+            self.inner.events.clone(),
+            call.extensions,
             span.clone(),
         );
         let mut prepared = PreparedCall {

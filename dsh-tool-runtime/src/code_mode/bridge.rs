@@ -97,7 +97,9 @@ impl Bridge {
                 .with_client(outer.client().clone())
                 .with_signal(signal);
                 call.agent = outer.agent().cloned();
-                call.park = binding.park;
+                if let Some(slot) = binding.park {
+                    call.extensions.insert(slot);
+                }
                 // The lane runs calls on a task of its own: the program's fan-out reads as a
                 // tree under `run_code`'s span only with the parent named.
                 call.trace_parent = Some(outer.span().clone());

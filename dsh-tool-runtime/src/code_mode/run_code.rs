@@ -169,7 +169,7 @@ async fn run(
             .then(|| Catalog::new(language, specs))
     });
     // A durable run starts from its journal, or ends here with its stored result.
-    let durable = match exec.durable() {
+    let durable = match exec.extension::<Durability>() {
         Some(Durability::Journal(run)) => {
             match durable::begin(
                 &registry,

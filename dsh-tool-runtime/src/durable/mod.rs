@@ -163,6 +163,18 @@ pub(crate) enum Durability {
     Steps(steps::StepSender),
 }
 
+impl crate::ToolCall {
+    /// Makes a `run_code` call durable: its binding calls are journaled in `run.store` under
+    /// `run.run_id`, and calling it again with the same run id resumes the run from its journal
+    /// (or returns its stored result once it has ended). Ignored by every other tool.
+    #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+    #[must_use]
+    pub fn durable(mut self, run: DurableRun) -> Self {
+        self.extensions.insert(Durability::Journal(run));
+        self
+    }
+}
+
 /// The journal a durable run's session admits its calls through.
 #[derive(Clone)]
 pub(crate) enum Journal {

@@ -156,7 +156,7 @@ mod service {
             let key = run_key(&ctx, &mut program)?;
             let (sender, mut requests) = mpsc::unbounded_channel();
             let mut call = ToolCall::new(ctx.invocation_id(), RUN_CODE, program);
-            call.durable = Some(Durability::Steps(sender));
+            call.extensions.insert(Durability::Steps(sender));
             let mut run = self.registry.execute(call).boxed();
             // One step at a time, in the order the program made its calls: Restate journals a
             // step when it is first polled, so this order is the journal's on every attempt.

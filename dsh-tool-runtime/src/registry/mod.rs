@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
 use crate::definition::ToolDefinition;
-use crate::events::ToolEvent;
+use crate::events::{EventSender, ToolEvent};
 use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
@@ -37,7 +37,7 @@ pub const RUN_CODE: &str = "run_code";
 pub(crate) struct Inner {
     pub(crate) state: RwLock<State>,
     next_id: AtomicU64,
-    pub(crate) events: broadcast::Sender<ToolEvent>,
+    pub(crate) events: EventSender,
     /// Whether call spans carry arguments and results (`set_span_content`).
     pub(crate) span_content: std::sync::atomic::AtomicBool,
     /// Names of the live MCP servers bridged into this registry (unique per registry).
@@ -78,7 +78,7 @@ impl std::fmt::Debug for Registry {
 impl Registry {
     /// An empty registry in [`Mode::Native`].
     pub fn new() -> Self {
-        let (events, _) = broadcast::channel(1024);
+        let events = EventSender::new(1024);
         Registry {
             inner: Arc::new(Inner {
                 state: RwLock::new(State::default()),
@@ -388,10 +388,7 @@ impl Registry {
     /// Sends the event `event` builds to the event subscribers, building it only when there is
     /// one.
     pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
-        if self.inner.events.receiver_count() > 0 {
-            // A send error only means every receiver went away meanwhile.
-            let _ = self.inner.events.send(event());
-        }
+        self.inner.events.publish(event);
     }
 }
 
