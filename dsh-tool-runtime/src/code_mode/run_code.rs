@@ -15,7 +15,7 @@ use crate::code_runtime::{
 };
 use crate::definition::ToolDefinition;
 use crate::durable::run as durable;
-use crate::durable::{Durability, DurableRun, Journal, Replay};
+use crate::durable::{Durability, DurableRun, Replay};
 use crate::error::{ErrorCode, ToolError};
 use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
@@ -236,9 +236,9 @@ async fn run(
     .signal(run_signal.clone())
     .lane(bridge.lane());
     let request = match &durable {
-        Some(Durable::Store(_, replay)) => request.journal(Journal::Store(replay.clone())),
+        Some(Durable::Store(_, replay)) => request.journal(replay.clone()),
         #[cfg(feature = "restate")]
-        Some(Durable::Steps(steps)) => request.journal(Journal::Steps(steps.clone())),
+        Some(Durable::Steps(steps)) => request.journal(steps.clone()),
         None => request,
     };
     let _abandon_on_drop = bridge.abandon_on_drop();

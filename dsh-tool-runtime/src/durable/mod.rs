@@ -175,16 +175,6 @@ impl crate::ToolCall {
     }
 }
 
-/// The journal a durable run's session admits its calls through.
-#[derive(Clone)]
-pub(crate) enum Journal {
-    /// A [`JournalStore`]'s entries, replayed.
-    Store(Arc<Replay>),
-    /// Restate's journal, one step per call.
-    #[cfg(feature = "restate")]
-    Steps(Arc<steps::Steps>),
-}
-
 /// How one call ended, as journaled: its value, or its failure's message and code.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
