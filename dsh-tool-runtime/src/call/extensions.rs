@@ -10,6 +10,7 @@ use std::fmt;
 trait Extension: Any + Send + Sync {
     fn clone_box(&self) -> Box<dyn Extension>;
     fn as_any(&self) -> &dyn Any;
+    fn as_any_mut(&mut self) -> &mut dyn Any;
     fn into_any(self: Box<Self>) -> Box<dyn Any>;
 }
 
@@ -19,6 +20,10 @@ impl<T: Clone + Send + Sync + 'static> Extension for T {
     }
 
     fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn as_any_mut(&mut self) -> &mut dyn Any {
         self
     }
 
@@ -48,6 +53,19 @@ impl Extensions {
             .as_ref()?
             .get(&TypeId::of::<T>())
             .and_then(|value| (**value).as_any().downcast_ref())
+    }
+
+    /// The value of type `T`, stored as `T::default()` first when there is none.
+    pub(crate) fn get_or_default<T: Default + Clone + Send + Sync + 'static>(&mut self) -> &mut T {
+        let value = self
+            .map
+            .get_or_insert_with(HashMap::new)
+            .entry(TypeId::of::<T>())
+            .or_insert_with(|| Box::new(T::default()));
+        (**value)
+            .as_any_mut()
+            .downcast_mut()
+            .expect("a value is stored under its own type's id")
     }
 
     /// Takes the value of type `T` out, if one is stored.
@@ -100,6 +118,14 @@ mod tests {
         assert_eq!(extensions.get::<Slot>(), Some(&Slot(1)));
         assert_eq!(extensions.remove::<Slot>(), Some(Slot(1)));
         assert_eq!(extensions.get::<Slot>(), None);
+    }
+
+    #[test]
+    fn a_missing_value_is_made_by_default_once() {
+        let mut extensions = Extensions::default();
+        extensions.get_or_default::<Vec<u32>>().push(1);
+        extensions.get_or_default::<Vec<u32>>().push(2);
+        assert_eq!(extensions.get::<Vec<u32>>(), Some(&vec![1, 2]));
     }
 
     #[test]

@@ -29,7 +29,7 @@ use crate::hooks::{
 use crate::json::dismantle;
 use crate::presentation::ResultView;
 use crate::registry::State;
-use crate::registry::{RUN_CODE, Registry, read};
+use crate::registry::{McpServers, RUN_CODE, Registry, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
 use crate::scope::{Layer, Mode};
 use crate::validate::{depth_violation, invalid_args};
@@ -499,24 +499,16 @@ impl Registry {
 
     /// The bridged MCP server a tool name `mcp__<server>__<tool>` comes from, if any.
     fn mcp_server_of(&self, name: &str) -> Option<String> {
-        #[cfg(feature = "mcp")]
-        {
-            let rest = name.strip_prefix("mcp__")?;
-            self.inner
-                .mcp_servers
-                .lock()
-                .iter()
-                .find(|server| {
-                    rest.strip_prefix(server.as_str())
-                        .is_some_and(|tail| tail.starts_with("__"))
-                })
-                .cloned()
-        }
-        #[cfg(not(feature = "mcp"))]
-        {
-            let _ = name;
-            None
-        }
+        let rest = name.strip_prefix("mcp__")?;
+        self.slot::<McpServers>()
+            .0
+            .lock()
+            .iter()
+            .find(|server| {
+                rest.strip_prefix(server.as_str())
+                    .is_some_and(|tail| tail.starts_with("__"))
+            })
+            .cloned()
     }
 
     /// The middle stages of a call: execute wrappers around the body, normalization, deferred

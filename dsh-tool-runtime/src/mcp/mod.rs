@@ -50,7 +50,7 @@ pub use oauth::{
 /// [`McpHandle::peer`].
 pub use rmcp;
 
-use crate::registry::Registry;
+use crate::registry::{McpServers, Registry};
 use crate::scope::AgentId;
 use crate::scope::AgentScope;
 
@@ -110,8 +110,8 @@ impl McpHandle {
         self.bridge.disconnect().await;
         let registry = &self.bridge.link.registry;
         registry
-            .inner
-            .mcp_servers
+            .slot::<McpServers>()
+            .0
             .lock()
             .remove(self.bridge.server());
     }
@@ -126,7 +126,7 @@ async fn add(
     if !is_valid_server_name(&name) {
         return Err(McpError::InvalidName(name));
     }
-    if !registry.inner.mcp_servers.lock().insert(name.clone()) {
+    if !registry.slot::<McpServers>().0.lock().insert(name.clone()) {
         return Err(McpError::DuplicateServer(name));
     }
     let link = Arc::new(progress::Link {
@@ -139,7 +139,7 @@ async fn add(
         Ok(()) => Ok(McpHandle { bridge }),
         Err(err) => {
             bridge.shutdown.cancel();
-            registry.inner.mcp_servers.lock().remove(&name);
+            registry.slot::<McpServers>().0.lock().remove(&name);
             Err(err)
         }
     }
