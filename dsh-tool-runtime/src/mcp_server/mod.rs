@@ -25,6 +25,7 @@ mod listing;
 mod oauth;
 #[cfg(feature = "oauth")]
 mod oauth_keys;
+mod response;
 #[cfg(feature = "restate")]
 mod restate;
 mod rounds;
