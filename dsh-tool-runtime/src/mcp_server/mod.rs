@@ -28,6 +28,7 @@ mod oauth_keys;
 mod response;
 #[cfg(feature = "restate")]
 mod restate;
+mod results;
 mod rounds;
 mod stdio;
 mod tasks;
