@@ -23,7 +23,7 @@ use crate::events::{ToolEvent, unix_ms};
 use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
-    ParkSlot, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
+    Park, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
     ResultObserver, ToolCallView,
 };
 use crate::json::dismantle;
@@ -216,7 +216,7 @@ impl Registry {
                 state.approver.clone(),
             )
         };
-        let park = call.extensions.remove::<ParkSlot>();
+        let park = call.extensions.remove::<Arc<dyn Park>>();
         let trace_parent = call.trace_parent.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call

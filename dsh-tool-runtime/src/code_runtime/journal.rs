@@ -10,7 +10,7 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 
 use super::{BindingError, FailureKind};
-use crate::hooks::ParkSlot;
+use crate::hooks::Park;
 
 /// One binding call's outcome, as the program reads it.
 pub(crate) type CallFuture = BoxFuture<'static, Result<Value, BindingError>>;
@@ -35,4 +35,36 @@ pub(crate) trait RunJournal: Send + Sync {
     /// The call number `seq` (from 0, in the order the program made its calls) to `tool`
     /// (`namespace.name`) with `args`, made by `call` if it runs.
     fn admit(self: Arc<Self>, seq: u64, tool: String, args: &Value, call: MakeCall) -> Admission;
+}
+
+/// Where a binding call of a durable run meets a pre-execute `Ask`: approved ahead (the run
+/// resumes after an approval), or parked (the run ends and waits for one).
+#[derive(Debug, Clone)]
+pub(crate) struct ParkSlot {
+    approved: bool,
+    parked: Arc<parking_lot::Mutex<Option<Option<String>>>>,
+}
+
+impl ParkSlot {
+    /// A slot for one call; `approved` when its `Ask` was answered already.
+    pub(crate) fn new(approved: bool) -> Self {
+        ParkSlot {
+            approved,
+            parked: Arc::default(),
+        }
+    }
+
+    /// The park's reason, when the call parked.
+    pub(crate) fn parked(&self) -> Option<Option<String>> {
+        self.parked.lock().clone()
+    }
+}
+
+impl Park for ParkSlot {
+    fn ask(&self, reason: Option<String>) -> bool {
+        if !self.approved {
+            *self.parked.lock() = Some(reason);
+        }
+        self.approved
+    }
 }

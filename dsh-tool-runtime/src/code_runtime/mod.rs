@@ -54,7 +54,7 @@ use tokio_util::sync::CancellationToken;
 pub use budget::Budgets;
 #[cfg(feature = "embedded-js")]
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
-pub(crate) use journal::{Admission, CallFuture, MakeCall, RunJournal};
+pub(crate) use journal::{Admission, CallFuture, MakeCall, ParkSlot, RunJournal};
 pub use ledger::OutputLedger;
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]
@@ -221,7 +221,7 @@ pub struct BindingCall {
     /// Cancelled when the run settles; a dispatcher should stop work it started for the call.
     pub signal: CancellationToken,
     /// In a durable run: where the call's pre-execute `Ask` parks the run.
-    pub(crate) park: Option<crate::hooks::ParkSlot>,
+    pub(crate) park: Option<ParkSlot>,
 }
 
 impl BindingCall {

@@ -13,9 +13,10 @@ use super::{
     CallOutcome, Claim, EntryState, JOURNAL_FAILED, JournalEntry, JournalError, JournalStore,
     OUTCOME_UNKNOWN, RunStatus,
 };
-use crate::code_runtime::{Admission, BindingError, CallFuture, FailureKind, MakeCall, RunJournal};
+use crate::code_runtime::{
+    Admission, BindingError, CallFuture, FailureKind, MakeCall, ParkSlot, RunJournal,
+};
 use crate::events::ToolEvent;
-use crate::hooks::ParkSlot;
 
 /// At most this many characters of each call's arguments go into a divergence message.
 const SHOWN_ARGS: usize = 300;

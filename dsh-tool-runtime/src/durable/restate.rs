@@ -65,9 +65,9 @@ use super::steps::{MakeCall, StepReply, StepRequest};
 use super::{CallOutcome, Durability, OUTCOME_UNKNOWN};
 use crate::call::ToolCall;
 use crate::code_runtime::BindingError;
+use crate::code_runtime::ParkSlot;
 use crate::error::ErrorCode;
 use crate::events::ToolEvent;
-use crate::hooks::ParkSlot;
 use crate::registry::{RUN_CODE, Registry};
 pub use deployment::{DeploymentError, DeploymentOptions, serve_deployment};
 
