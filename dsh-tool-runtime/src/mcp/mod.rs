@@ -34,7 +34,6 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-pub use crate::json::MAX_SERVER_SCHEMA_DEPTH as MAX_SCHEMA_DEPTH;
 pub use config::{
     DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, McpError, McpServer,
     ReconnectPolicy,
@@ -49,6 +48,7 @@ pub use oauth::{
 /// The MCP implementation the bridge runs on (pinned `=3.11.0`), for the types of
 /// [`McpHandle::peer`].
 pub use rmcp;
+pub use schema::MAX_SCHEMA_DEPTH;
 
 use crate::registry::{McpServers, Registry};
 use crate::scope::AgentId;
