@@ -1,8 +1,8 @@
 //! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
 //! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
 
-mod approval;
-mod client_channel;
+pub(crate) mod approval;
+pub(crate) mod client_channel;
 mod contain;
 mod context;
 mod extensions;
@@ -13,12 +13,6 @@ use tokio_util::sync::CancellationToken;
 
 use crate::scope::AgentId;
 
-#[cfg(feature = "mcp-server")]
-pub(crate) use approval::approval_message;
-#[cfg(feature = "code-mode")]
-pub(crate) use approval::{DenialSource, denial_text};
-#[cfg(feature = "mcp-server")]
-pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
     RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,

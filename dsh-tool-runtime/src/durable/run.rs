@@ -327,7 +327,7 @@ pub(crate) struct Decider<'a> {
     pub(crate) principal: &'a Principal,
     pub(crate) issuers: &'a [String],
     /// Names the refusal's source in a denial.
-    pub(crate) source: crate::call::DenialSource,
+    pub(crate) source: crate::call::approval::DenialSource,
 }
 
 /// The claims of a continuation, its tag checked against `store`'s secret (nothing else), and
@@ -521,7 +521,7 @@ impl Registry {
         let decider = Decider {
             principal: &Principal::local(),
             issuers: &[String::new()],
-            source: crate::call::DenialSource::Owner,
+            source: crate::call::approval::DenialSource::Owner,
         };
         let run = self.decide(&store, continuation, &decider, None).await?;
         self.resume_run(run).await
@@ -540,7 +540,7 @@ impl Registry {
         let decider = Decider {
             principal: &Principal::local(),
             issuers: &[String::new()],
-            source: crate::call::DenialSource::Owner,
+            source: crate::call::approval::DenialSource::Owner,
         };
         let run = self
             .decide(&store, continuation, &decider, Some(reason.into()))
@@ -641,7 +641,8 @@ impl Registry {
         )?;
         let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
-        let denial = denial.map(|reason| crate::call::denial_text(reason, decider.source));
+        let denial =
+            denial.map(|reason| crate::call::approval::denial_text(reason, decider.source));
         // Held while the decision is recorded: two processes deciding at once record one, and
         // the continuation is used once.
         let tool = Claim::hold(
