@@ -25,6 +25,7 @@ mod calls;
 #[cfg(feature = "embedded-js")]
 mod embedded;
 mod ending;
+mod journal;
 mod ledger;
 #[cfg(feature = "embedded-python")]
 mod monty;
@@ -54,6 +55,7 @@ use tokio_util::sync::CancellationToken;
 pub use budget::Budgets;
 #[cfg(feature = "embedded-js")]
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
+pub(crate) use journal::{Admission, CallFuture, MakeCall, ParkSlot, RunJournal};
 pub use ledger::OutputLedger;
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]
@@ -212,7 +214,7 @@ pub struct BindingCall {
     /// Cancelled when the run settles; a dispatcher should stop work it started for the call.
     pub signal: CancellationToken,
     /// In a durable run: where the call's pre-execute `Ask` parks the run.
-    pub(crate) park: Option<crate::hooks::ParkSlot>,
+    pub(crate) park: Option<ParkSlot>,
 }
 
 impl BindingCall {
@@ -294,7 +296,7 @@ pub struct RunRequest {
     pub(crate) lane: Option<Lane>,
     /// The journal of a durable run (set by `run_code`): the session answers and records the
     /// run's binding calls through it.
-    pub(crate) journal: Option<crate::durable::Journal>,
+    pub(crate) journal: Option<Arc<dyn RunJournal>>,
 }
 
 /// The scheduler of one run's binding calls (the code-mode bridge's lane), offered to a runtime
@@ -351,7 +353,7 @@ impl RunRequest {
     }
 
     /// Journals the run's binding calls in `journal`.
-    pub(crate) fn journal(mut self, journal: crate::durable::Journal) -> Self {
+    pub(crate) fn journal(mut self, journal: Arc<dyn RunJournal>) -> Self {
         self.journal = Some(journal);
         self
     }

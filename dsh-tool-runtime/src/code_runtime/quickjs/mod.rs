@@ -32,9 +32,9 @@ use super::embedded::driver::{
 };
 use super::frame;
 use super::ledger::OutputLedger;
+use super::value_text::MAX_FRAME_DEPTH;
 use super::value_text::canonical;
 use super::{FailureKind, RunOutcome};
-use crate::json::MAX_FRAME_DEPTH;
 use values::{Read, Reader};
 
 static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
