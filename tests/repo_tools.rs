@@ -281,10 +281,7 @@ fn a_huge_one_line_file_is_read_in_bounded_memory() {
     assert_eq!(value["total_lines"], 1, "{value}");
     let line = value["lines"][0].as_str().unwrap();
     assert!(
-        line.ends_with(&format!(
-            " … [{} more bytes]",
-            HUGE_FILE_BYTES - 16 * 1024
-        )),
+        line.ends_with(&format!(" … [{} more bytes]", HUGE_FILE_BYTES - 16 * 1024)),
         "{:.100}",
         &line[line.len() - 60..]
     );

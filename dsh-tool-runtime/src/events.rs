@@ -8,6 +8,7 @@
 //! JSON-lines file and [`read_log`] reads one back.
 
 use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use serde::{Deserialize, Serialize};
@@ -183,26 +184,127 @@ pub enum ToolEvent {
 }
 
 /// Where a registry's events are published: what a call's context needs to report on it,
-/// without holding the registry itself.
+/// without holding the registry itself. Subscribers get a broadcast channel (a slow one misses
+/// the oldest); an event log gets a [`Tap`], a queue filled by the publisher itself, so it loses
+/// nothing however rarely its reader is scheduled, unless [`TAP_CAPACITY`] events wait at once.
 #[derive(Debug, Clone)]
-pub(crate) struct EventSender(tokio::sync::broadcast::Sender<ToolEvent>);
+pub(crate) struct EventSender {
+    broadcast: tokio::sync::broadcast::Sender<ToolEvent>,
+    taps: Arc<Taps>,
+}
+
+/// Events one [`Tap`] holds before the publisher counts the next ones as missed.
+pub(crate) const TAP_CAPACITY: usize = 16_384;
+
+/// The open taps; `open` is read on every publish without the lock.
+#[derive(Debug, Default)]
+struct Taps {
+    open: AtomicUsize,
+    next_id: AtomicU64,
+    list: parking_lot::Mutex<Vec<TapSlot>>,
+}
+
+#[derive(Debug)]
+struct TapSlot {
+    id: u64,
+    queue: std::sync::mpsc::SyncSender<ToolEvent>,
+    missed: Arc<AtomicU64>,
+}
+
+/// A queue of every event published after [`EventSender::tap`], for a reader on a thread of
+/// its own. Events that found the queue full are counted in `missed`. The queue ends (its
+/// receiver's iteration stops after the events already queued) once [`TapHandle::close`] runs.
+pub(crate) struct Tap {
+    /// The events, in publishing order.
+    pub(crate) events: std::sync::mpsc::Receiver<ToolEvent>,
+    /// Events dropped because the queue was full since the reader last took this count.
+    pub(crate) missed: Arc<AtomicU64>,
+    /// Closes the tap.
+    pub(crate) handle: TapHandle,
+}
+
+/// Closes its [`Tap`]: no event is queued after [`close`](Self::close) (or drop).
+#[derive(Debug)]
+pub(crate) struct TapHandle {
+    id: u64,
+    taps: Arc<Taps>,
+}
+
+impl TapHandle {
+    /// Stops queueing events for this tap.
+    pub(crate) fn close(&self) {
+        let mut list = self.taps.list.lock();
+        let before = list.len();
+        list.retain(|slot| slot.id != self.id);
+        if list.len() < before {
+            self.taps.open.fetch_sub(1, Ordering::Release);
+        }
+    }
+}
+
+impl Drop for TapHandle {
+    fn drop(&mut self) {
+        self.close();
+    }
+}
 
 impl EventSender {
     /// A channel keeping the last `capacity` events for each subscriber.
     pub(crate) fn new(capacity: usize) -> Self {
-        EventSender(tokio::sync::broadcast::channel(capacity).0)
+        EventSender {
+            broadcast: tokio::sync::broadcast::channel(capacity).0,
+            taps: Arc::default(),
+        }
     }
 
     /// A new subscriber, receiving the events published from now on.
     pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ToolEvent> {
-        self.0.subscribe()
+        self.broadcast.subscribe()
+    }
+
+    /// A queue of every event published from now on, holding up to [`TAP_CAPACITY`].
+    pub(crate) fn tap(&self) -> Tap {
+        let (queue, events) = std::sync::mpsc::sync_channel(TAP_CAPACITY);
+        let missed = Arc::new(AtomicU64::new(0));
+        let id = self.taps.next_id.fetch_add(1, Ordering::Relaxed);
+        let mut list = self.taps.list.lock();
+        list.push(TapSlot {
+            id,
+            queue,
+            missed: missed.clone(),
+        });
+        self.taps.open.fetch_add(1, Ordering::Release);
+        drop(list);
+        Tap {
+            events,
+            missed,
+            handle: TapHandle {
+                id,
+                taps: self.taps.clone(),
+            },
+        }
     }
 
     /// Publishes the event `event` makes, made only when someone listens.
     pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
-        if self.0.receiver_count() > 0 {
+        let tapped = self.taps.open.load(Ordering::Acquire) > 0;
+        if !tapped && self.broadcast.receiver_count() == 0 {
+            return;
+        }
+        let event = event();
+        if tapped {
+            let list = self.taps.list.lock();
+            for slot in list.iter() {
+                if let Err(std::sync::mpsc::TrySendError::Full(_)) =
+                    slot.queue.try_send(event.clone())
+                {
+                    slot.missed.fetch_add(1, Ordering::Relaxed);
+                }
+            }
+        }
+        if self.broadcast.receiver_count() > 0 {
             // A send error only means every receiver went away meanwhile.
-            let _ = self.0.send(event());
+            let _ = self.broadcast.send(event);
         }
     }
 }
@@ -214,4 +316,63 @@ pub(crate) fn unix_ms() -> u64 {
         .map_or(0, |since| {
             u64::try_from(since.as_millis()).unwrap_or(u64::MAX)
         })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{EventSender, TAP_CAPACITY, ToolEvent};
+
+    fn progress(n: usize) -> ToolEvent {
+        ToolEvent::Progress {
+            call_id: format!("c{n}"),
+            progress: n as f64,
+            total: None,
+            message: None,
+        }
+    }
+
+    #[test]
+    fn a_tap_holds_every_event_published_while_nobody_reads_it() {
+        let sender = EventSender::new(4);
+        let tap = sender.tap();
+        // Far past the broadcast's capacity: a subscriber would have lagged.
+        let _subscriber = sender.subscribe();
+        for n in 0..TAP_CAPACITY {
+            sender.publish(|| progress(n));
+        }
+        for extra in 0..5 {
+            sender.publish(|| progress(TAP_CAPACITY + extra));
+        }
+        tap.handle.close();
+        sender.publish(|| progress(0));
+        let ids: Vec<String> = tap
+            .events
+            .iter()
+            .map(|event| match event {
+                ToolEvent::Progress { call_id, .. } => call_id,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        assert_eq!(ids.len(), TAP_CAPACITY, "every event up to the capacity");
+        assert_eq!(ids[0], "c0");
+        assert_eq!(ids[TAP_CAPACITY - 1], format!("c{}", TAP_CAPACITY - 1));
+        assert_eq!(
+            tap.missed.load(std::sync::atomic::Ordering::Relaxed),
+            5,
+            "the events past the capacity are counted, and nothing after close"
+        );
+    }
+
+    #[test]
+    fn a_closed_tap_costs_the_publisher_nothing() {
+        let sender = EventSender::new(4);
+        let tap = sender.tap();
+        drop(tap);
+        let made = std::cell::Cell::new(false);
+        sender.publish(|| {
+            made.set(true);
+            progress(0)
+        });
+        assert!(!made.get(), "no listener: the event is never made");
+    }
 }

@@ -290,3 +290,31 @@ async fn a_log_past_its_limits_is_a_clear_error() {
         .with_max_log_bytes(1025);
     assert_eq!(read_log_with(&plain, &limits).unwrap(), []);
 }
+
+/// The log's reader never gets the runtime's only thread while 2,000 calls run on it: a log
+/// fed by a broadcast subscriber lost all but the last 1,024 of their events.
+#[tokio::test(flavor = "current_thread")]
+async fn a_log_loses_no_event_while_the_runtime_is_busy() {
+    let dir = std::env::temp_dir().join(format!("dsh-event-log-busy-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).unwrap();
+    let path = dir.join("events.jsonl");
+    let registry = Registry::new();
+    registry.register(mirror("m")).unwrap();
+    let log = EventLog::start(&registry, &path).unwrap();
+    // Blocks this thread, the runtime's only one, until every call has ended.
+    futures::executor::block_on(async {
+        for n in 0..2_000 {
+            registry
+                .execute(call(&format!("c{n}"), "m", json!({ "n": n })))
+                .await;
+        }
+    });
+    assert_eq!(log.finish().await.unwrap(), 4_000);
+    let events = read_log(&path).unwrap();
+    assert_eq!(events.len(), 4_000, "no lagged marker, no event lost");
+    assert!(matches!(
+        &events[3_999],
+        LoggedEvent::Tool(ToolEvent::Result { call_id, .. }) if call_id == "c1999"
+    ));
+    std::fs::remove_dir_all(&dir).unwrap();
+}

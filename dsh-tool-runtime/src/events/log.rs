@@ -4,23 +4,26 @@ use std::fs::File;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use tokio::sync::broadcast::error::{RecvError, TryRecvError};
-use tokio::task::JoinHandle;
-use tokio_util::sync::CancellationToken;
+use std::sync::atomic::Ordering;
 
+use tokio::task::JoinHandle;
+
+use super::TapHandle;
 use crate::registry::Registry;
 
 /// Writes every [`ToolEvent`](super::ToolEvent) of a registry to a file, one JSON object per
 /// line (`{"event":"call",…}`), each line flushed as it is written, zstd-compressed when the path
 /// ends in `.zst` (feature `event-log-zstd`). [`read_log`](super::read_log) reads it back.
 ///
-/// Lines are serialized on the async side and written by a blocking thread, so a slow disk never
-/// holds up a runtime worker. A writer that falls more than 1,024 events behind the pipeline
-/// loses the oldest and writes `{"event":"lagged","missed":N}` in their place, so a gap is
-/// visible in the log.
+/// The pipeline hands each event to the log's own queue as it publishes it, and a blocking
+/// thread serializes and writes them, so a slow disk never holds up a runtime worker and a busy
+/// runtime never makes the log lose events. Only when 16,384 events wait unwritten at once are
+/// the next ones dropped, and `{"event":"lagged","missed":N}` is written where they would have
+/// been, so a gap is visible in the log. Dropping the log without [`finish`](Self::finish) stops
+/// it the same way, without waiting for the file.
 #[derive(Debug)]
 pub struct EventLog {
-    stop: CancellationToken,
+    tap: TapHandle,
     task: JoinHandle<io::Result<u64>>,
 }
 
@@ -78,26 +81,11 @@ pub(super) fn zstd_unsupported() -> io::Error {
     )
 }
 
-/// One serialized line for the writer thread; `event` is `false` for a `lagged` marker.
-struct Line {
-    text: Vec<u8>,
-    event: bool,
-}
-
-impl Line {
-    fn of(value: &impl serde::Serialize, event: bool) -> io::Result<Line> {
-        Ok(Line {
-            text: serde_json::to_vec(value)?,
-            event,
-        })
-    }
-
-    fn lagged(missed: u64) -> io::Result<Line> {
-        Line::of(
-            &serde_json::json!({"event": "lagged", "missed": missed}),
-            false,
-        )
-    }
+/// The line of a `lagged` marker: `missed` events were dropped here.
+fn lagged_line(missed: u64) -> io::Result<Vec<u8>> {
+    Ok(serde_json::to_vec(
+        &serde_json::json!({"event": "lagged", "missed": missed}),
+    )?)
 }
 
 impl EventLog {
@@ -109,54 +97,29 @@ impl EventLog {
     /// without the `event-log-zstd` feature.
     pub fn start(registry: &Registry, path: impl AsRef<Path>) -> io::Result<EventLog> {
         let mut sink = Sink::open(path.as_ref())?;
-        let (lines, queued) = std::sync::mpsc::channel::<Line>();
-        // The writer ends when every line is written (the sender is gone) or at the first
-        // failed write.
-        let writer = tokio::task::spawn_blocking(move || {
+        let tap = registry.tap_events();
+        let (events, missed) = (tap.events, tap.missed);
+        // The writer ends once the tap is closed and every queued event is written, or at the
+        // first failed write.
+        let task = tokio::task::spawn_blocking(move || {
             let mut written = 0u64;
-            for line in queued {
-                sink.write_line(&line.text)?;
-                written += u64::from(line.event);
+            let gap = |sink: &mut Sink| match missed.swap(0, Ordering::Relaxed) {
+                0 => Ok(()),
+                missed => sink.write_line(&lagged_line(missed)?),
+            };
+            for event in events {
+                gap(&mut sink)?;
+                sink.write_line(&serde_json::to_vec(&event)?)?;
+                written += 1;
             }
+            gap(&mut sink)?;
             sink.close()?;
             Ok::<u64, io::Error>(written)
         });
-        let mut events = registry.subscribe();
-        let stop = CancellationToken::new();
-        let stopped = stop.clone();
-        let task = tokio::spawn(async move {
-            let send = |line: io::Result<Line>| line.map(|line| lines.send(line).is_ok());
-            loop {
-                let next = tokio::select! {
-                    biased;
-                    next = events.recv() => next,
-                    _ = stopped.cancelled() => break,
-                };
-                let open = match next {
-                    Ok(event) => send(Line::of(&event, true))?,
-                    Err(RecvError::Lagged(missed)) => send(Line::lagged(missed))?,
-                    Err(RecvError::Closed) => break,
-                };
-                if !open {
-                    // The writer stopped at a failed write; its result says why.
-                    break;
-                }
-            }
-            // Events published before `finish` was called are still in the channel.
-            loop {
-                let open = match events.try_recv() {
-                    Ok(event) => send(Line::of(&event, true))?,
-                    Err(TryRecvError::Lagged(missed)) => send(Line::lagged(missed))?,
-                    Err(TryRecvError::Empty | TryRecvError::Closed) => break,
-                };
-                if !open {
-                    break;
-                }
-            }
-            drop(lines);
-            writer.await.map_err(io::Error::other)?
-        });
-        Ok(EventLog { stop, task })
+        Ok(EventLog {
+            tap: tap.handle,
+            task,
+        })
     }
 
     /// Writes the events published so far, closes the file and returns how many events it holds.
@@ -164,7 +127,7 @@ impl EventLog {
     /// # Errors
     /// A write failed (the log stops at the first failure), or the writer task was cancelled.
     pub async fn finish(self) -> io::Result<u64> {
-        self.stop.cancel();
+        self.tap.close();
         self.task.await.map_err(io::Error::other)?
     }
 }

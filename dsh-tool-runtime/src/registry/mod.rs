@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
 use crate::definition::ToolDefinition;
-use crate::events::{EventSender, ToolEvent};
+use crate::events::{EventSender, Tap, ToolEvent};
 use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
@@ -355,6 +355,12 @@ impl Registry {
     /// misses the oldest (tokio broadcast semantics).
     pub fn subscribe(&self) -> broadcast::Receiver<ToolEvent> {
         self.inner.events.subscribe()
+    }
+
+    /// A queue of every event from now on, lossless up to 16,384 waiting events:
+    /// what an [`EventLog`](crate::events::EventLog) writes.
+    pub(crate) fn tap_events(&self) -> Tap {
+        self.inner.events.tap()
     }
 
     /// A scope for `agent` (created on first use, no parent).
