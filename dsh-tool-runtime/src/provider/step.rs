@@ -81,20 +81,20 @@ impl ToolLoop {
     /// One result per call, in order: the runnable calls through one batch, the others their
     /// parse failure.
     async fn execute(&self, calls: &[ParsedCall], signal: CancellationToken) -> Vec<ToolResult> {
-        let runnable: Vec<ToolCall> = calls
-            .iter()
-            .filter(|call| call.error.is_none())
-            .map(|call| {
-                // Only a `null` can need normalising; most calls have none.
-                let arguments = match self.strict_schemas.get(&call.name) {
-                    Some(schema) if has_null(&call.arguments) => {
-                        normalize_strict_arguments(schema, call.arguments.clone())
-                    }
-                    _ => call.arguments.clone(),
-                };
-                ToolCall::new(call.id.clone(), call.name.clone(), arguments)
-            })
-            .collect();
+        // Sized once: a call is large, and growing the list would copy every call made so far.
+        let mut runnable = Vec::with_capacity(calls.len());
+        for call in calls.iter().filter(|call| call.error.is_none()) {
+            // Only a `null` can need normalising, and most calls have none: the strict schema
+            // is looked up only then.
+            let strict = has_null(&call.arguments)
+                .then(|| self.strict_schemas.get(&call.name))
+                .flatten();
+            let arguments = match strict {
+                Some(schema) => normalize_strict_arguments(schema, call.arguments.clone()),
+                None => call.arguments.clone(),
+            };
+            runnable.push(ToolCall::new(call.id.clone(), call.name.clone(), arguments));
+        }
         let options = BatchOptions {
             max_parallel: self.max_parallel,
             signal,
