@@ -1,11 +1,17 @@
 //! A provider step's overhead beyond `execute_batch`: 10 cheap calls read from a Chat
 //! Completions response, run, and turned into the next request's messages, against the same 10
 //! calls handed to `execute_batch` directly. Figures: BENCHMARKS.md.
+//!
+//! Allocations are counted beside the times (divan's `AllocProfiler`), as they are what a step
+//! adds to the batch.
 
 use dsh_tools::provider::{Provider, ToolLoop};
 use dsh_tools::registry::BatchOptions;
 use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
+
+#[global_allocator]
+static ALLOC: divan::AllocProfiler = divan::AllocProfiler::system();
 
 fn main() {
     divan::main();
@@ -68,14 +74,17 @@ fn tool_loop(registry: &Registry) -> ToolLoop {
     tool_loop
 }
 
-/// The same calls as a model's answer: parsed (argument strings), run, and the next messages built.
+/// The same calls as a model's answer: parsed (argument strings), run, and the next messages
+/// built. The answer is handed over as a client gives it (deserialized before the step, not
+/// timed), since the step takes it by value.
 #[divan::bench]
 fn step_10(bencher: divan::Bencher) {
     let registry = registry();
     let runtime = runtime();
     let tool_loop = tool_loop(&registry);
-    let response = response();
-    bencher.bench_local(|| runtime.block_on(tool_loop.step(&response)).expect("a step"));
+    bencher
+        .with_inputs(response)
+        .bench_local_values(|response| runtime.block_on(tool_loop.step(response)).expect("a step"));
 }
 
 /// The step's first part alone: the calls read from the answer (and the model's turn kept).
@@ -83,8 +92,9 @@ fn step_10(bencher: divan::Bencher) {
 fn step_part_parse_10(bencher: divan::Bencher) {
     let registry = registry();
     let tool_loop = tool_loop(&registry);
-    let response = response();
-    bencher.bench_local(|| tool_loop.parse(&response).expect("parsed"));
+    bencher
+        .with_inputs(response)
+        .bench_local_values(|response| tool_loop.parse(response).expect("parsed"));
 }
 
 /// The step's last part alone: the next request's messages from the calls and their results.
@@ -93,8 +103,9 @@ fn step_part_messages_10(bencher: divan::Bencher) {
     let registry = registry();
     let runtime = runtime();
     let tool_loop = tool_loop(&registry);
-    let response = response();
-    let step = runtime.block_on(tool_loop.step(&response)).expect("a step");
-    let parsed = tool_loop.parse(&response).expect("parsed");
+    let step = runtime
+        .block_on(tool_loop.step(response()))
+        .expect("a step");
+    let parsed = tool_loop.parse(response()).expect("parsed");
     bencher.bench_local(|| tool_loop.next_messages(&parsed, &step.results));
 }

@@ -208,7 +208,7 @@ async fn main() -> anyhow::Result<()> {
     for _ in 0..MAX_TURNS {
         let request = json!({"messages": messages, "tools": tools.tools});
         let response = model.complete(request).await?;
-        let step = tool_loop.step(&response).await?;
+        let step = tool_loop.step(response).await?;
         if !step.text.is_empty() {
             println!("assistant: {}", step.text);
         }

@@ -10,6 +10,8 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 /// The features this test was built with, so the example builds against the same artifacts.
 fn features() -> Vec<&'static str> {
     [
+        ("default", cfg!(feature = "default")),
+        ("full", cfg!(feature = "full")),
         ("code-mode", cfg!(feature = "code-mode")),
         ("mcp", cfg!(feature = "mcp")),
         ("mcp-server", cfg!(feature = "mcp-server")),
@@ -21,6 +23,8 @@ fn features() -> Vec<&'static str> {
         ("durable", cfg!(feature = "durable")),
         ("restate", cfg!(feature = "restate")),
         ("async-openai", cfg!(feature = "async-openai")),
+        ("otel", cfg!(feature = "otel")),
+        ("rig", cfg!(feature = "rig")),
     ]
     .into_iter()
     .filter_map(|(name, on)| on.then_some(name))

@@ -29,7 +29,7 @@ pub async fn step(provider: Provider, response: &Value) -> (Step, Vec<String>) {
     let mut tool_loop = ToolLoop::new(&registry, None, provider);
     tool_loop.tools().expect("tools");
     let step = tool_loop
-        .step(response)
+        .step(response.clone())
         .await
         .expect("a response of the provider's shape");
     let published = published.lock().unwrap().clone();
@@ -392,7 +392,7 @@ async fn a_response_of_another_shape_is_a_typed_error_and_runs_nothing() {
     for provider in Provider::ALL {
         let tool_loop = ToolLoop::new(&registry, None, provider);
         let error = tool_loop
-            .step(&json!({"unexpected": true}))
+            .step(json!({"unexpected": true}))
             .await
             .unwrap_err();
         assert!(error.to_string().contains(provider.as_str()), "{error}");
@@ -415,10 +415,7 @@ async fn strict_nulls_are_absent_before_any_hook_sees_the_call() {
         });
         let mut tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat).strict(strict);
         tool_loop.tools().unwrap();
-        tool_loop
-            .step(&fixture(Provider::OpenAiChat))
-            .await
-            .unwrap();
+        tool_loop.step(fixture(Provider::OpenAiChat)).await.unwrap();
         let expected = if strict {
             json!({"query": "rust"})
         } else {

@@ -97,7 +97,7 @@ impl ToolLoop {
         response: &R,
     ) -> Result<TypedStep<M>, ProviderError> {
         let response = serde_json::to_value(response).map_err(types_error)?;
-        let step = self.step(&response).await?;
+        let step = self.step(response).await?;
         let messages = typed(&step.messages)?;
         Ok(TypedStep { step, messages })
     }

@@ -49,10 +49,15 @@ impl ToolLoop {
     /// assembled). Also accepted: a Chat Completions `message` object, a Responses `output`
     /// array, an Anthropic `content` array, a Gemini `content` object.
     ///
+    /// `response` is taken, not borrowed: the model's turn sent back
+    /// ([`ParsedResponse::assistant`]) is the response's own message moved out of it, with only
+    /// what the next request needs changed (a missing call id filled in, fields the request
+    /// does not take dropped), so reading an answer does not copy it.
+    ///
     /// # Errors
     /// [`ProviderError::Response`] when `response` is not of the provider's shape. Problems of
     /// one call are never errors: they are that call's [`ParsedCall::error`].
-    pub fn parse(&self, response: &Value) -> Result<ParsedResponse, ProviderError> {
+    pub fn parse(&self, response: Value) -> Result<ParsedResponse, ProviderError> {
         let mut parsed = parse(self.provider, response)?;
         if !self.renamed.is_empty() {
             for call in &mut parsed.calls {
@@ -66,61 +71,105 @@ impl ToolLoop {
 }
 
 /// [`ToolLoop::parse`] for `provider`.
-pub(crate) fn parse(provider: Provider, response: &Value) -> Result<ParsedResponse, ProviderError> {
+pub(crate) fn parse(
+    provider: Provider,
+    mut response: Value,
+) -> Result<ParsedResponse, ProviderError> {
     let shape = |reason: &str| ProviderError::Response {
         provider,
         reason: reason.to_owned(),
     };
     match provider {
         Provider::OpenAiChat => {
-            let message = match response.get("choices") {
-                Some(choices) => choices
-                    .get(0)
-                    .and_then(|choice| choice.get("message"))
-                    .ok_or_else(|| shape("`choices[0].message` is missing"))?,
-                None if response.get("role").is_some() => response,
-                None => return Err(shape("`choices` is missing")),
+            let message = if let Some(choices) = response.get_mut("choices") {
+                choices
+                    .get_mut(0)
+                    .and_then(|choice| choice.get_mut("message"))
+                    .map(Value::take)
+                    .ok_or_else(|| shape("`choices[0].message` is missing"))?
+            } else if response.get("role").is_some() {
+                response
+            } else {
+                return Err(shape("`choices` is missing"));
             };
             Ok(openai_chat(message))
         }
         Provider::OpenAiResponses => {
-            let output = response.get("output").unwrap_or(response);
-            let items = output
-                .as_array()
-                .ok_or_else(|| shape("`output` is not an array"))?;
-            Ok(openai_responses(items))
+            let output = match response.get_mut("output") {
+                Some(output) => output.take(),
+                None => response,
+            };
+            match output {
+                Value::Array(items) => Ok(openai_responses(items)),
+                _ => Err(shape("`output` is not an array")),
+            }
         }
         Provider::Anthropic => {
-            let content = response.get("content").unwrap_or(response);
-            let blocks = content
-                .as_array()
-                .ok_or_else(|| shape("`content` is not an array"))?;
-            Ok(anthropic(blocks))
+            let content = match response.get_mut("content") {
+                Some(content) => content.take(),
+                None => response,
+            };
+            match content {
+                Value::Array(blocks) => Ok(anthropic(blocks)),
+                _ => Err(shape("`content` is not an array")),
+            }
         }
         Provider::Gemini => {
-            let content = match response.get("candidates") {
-                Some(candidates) => candidates
-                    .get(0)
+            let content = if let Some(candidates) = response.get_mut("candidates") {
+                candidates
+                    .get_mut(0)
                     .ok_or_else(|| shape("`candidates` is empty"))?
-                    .get("content")
-                    .cloned()
+                    .get_mut("content")
+                    .map(Value::take)
                     // A candidate stopped by a filter has no content: nothing was said.
-                    .unwrap_or_else(|| json!({"role": "model", "parts": []})),
-                None if response.get("parts").is_some() => response.clone(),
-                None => return Err(shape("`candidates` is missing")),
+                    .unwrap_or_else(|| json!({"role": "model", "parts": []}))
+            } else if response.get("parts").is_some() {
+                response
+            } else {
+                return Err(shape("`candidates` is missing"));
             };
             gemini(content).ok_or_else(|| shape("`content.parts` is not an array"))
         }
     }
 }
 
-/// The id to use for the call at `position`, and the failure when a required id is missing.
+/// `value` as an object: anything else is replaced by an empty one (a malformed call entry is
+/// sent back in the form the request needs, its failure reported by the call).
+fn object(value: &mut Value) -> &mut Map<String, Value> {
+    if !value.is_object() {
+        *value = Value::Object(Map::new());
+    }
+    match value {
+        Value::Object(map) => map,
+        _ => unreachable!("replaced by an object above"),
+    }
+}
+
+/// `map[key]` as an object, made one when it is missing or of another type.
+fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
+    if !map.get(key).is_some_and(Value::is_object) {
+        map.insert(key.to_owned(), Value::Object(Map::new()));
+    }
+    match map.get_mut(key) {
+        Some(Value::Object(inner)) => inner,
+        _ => unreachable!("made an object above"),
+    }
+}
+
+/// The id of the call at `position`, read from `map[key]` and written there when it is
+/// missing (the turn sent back must carry the id its result answers); the failure when a
+/// required id is missing.
 fn call_id(
-    given: Option<&Value>,
+    map: &mut Map<String, Value>,
+    key: &str,
     position: usize,
     required: bool,
 ) -> (String, Option<String>, Option<ToolFailure>) {
-    match given.and_then(Value::as_str).filter(|id| !id.is_empty()) {
+    match map
+        .get(key)
+        .and_then(Value::as_str)
+        .filter(|id| !id.is_empty())
+    {
         Some(id) => (id.to_owned(), Some(id.to_owned()), None),
         None => {
             let failure = required.then(|| {
@@ -128,46 +177,98 @@ fn call_id(
                     "the tool call has no id, so it was not run; call the tool again",
                 )
             });
-            (format!("dsh_call_{position}"), None, failure)
+            let id = format!("dsh_call_{position}");
+            map.insert(key.to_owned(), Value::String(id.clone()));
+            (id, None, failure)
         }
     }
 }
 
-/// Parses a call's arguments: a JSON string (empty means `{}`) or an already parsed value.
-fn arguments(raw: Option<&Value>) -> (Value, Option<ToolFailure>) {
-    match raw {
-        None | Some(Value::Null) => (json!({}), None),
-        Some(Value::String(text)) if text.trim().is_empty() => (json!({}), None),
-        Some(Value::String(text)) => match serde_json::from_str::<Value>(text) {
-            Ok(value) => (value, None),
-            Err(error) => {
-                let what = if error.is_eof() {
-                    "truncated"
-                } else {
-                    "malformed"
-                };
-                let failure = ToolFailure::coded(
-                    ErrorCode::InvalidArgs,
-                    format!(
-                        "invalid arguments: the argument JSON is {what} ({error}); send the arguments as one JSON object"
-                    ),
-                );
-                (json!({}), Some(failure))
-            }
-        },
-        Some(other) => (other.clone(), None),
+/// The tool name in `map[key]`; an empty one is written there when it is missing.
+fn call_name(map: &mut Map<String, Value>, key: &str) -> String {
+    match map.get(key) {
+        Some(Value::String(name)) => name.clone(),
+        _ => {
+            map.insert(key.to_owned(), Value::String(String::new()));
+            String::new()
+        }
     }
+}
+
+/// Parses a call's argument JSON text (empty means `{}`).
+fn arguments_text(text: &str) -> (Value, Option<ToolFailure>) {
+    if text.trim().is_empty() {
+        return (json!({}), None);
+    }
+    match serde_json::from_str::<Value>(text) {
+        Ok(value) => (value, None),
+        Err(error) => {
+            let what = if error.is_eof() {
+                "truncated"
+            } else {
+                "malformed"
+            };
+            let failure = ToolFailure::coded(
+                ErrorCode::InvalidArgs,
+                format!(
+                    "invalid arguments: the argument JSON is {what} ({error}); send the arguments as one JSON object"
+                ),
+            );
+            (json!({}), Some(failure))
+        }
+    }
+}
+
+/// A call's arguments sent as a JSON string (OpenAI): parsed, and the field left a string
+/// (`""` when missing, the JSON text when a server sent a value).
+fn string_arguments(map: &mut Map<String, Value>, key: &str) -> (Value, Option<ToolFailure>) {
+    match map.get_mut(key) {
+        Some(Value::String(text)) => arguments_text(text),
+        Some(Value::Null) | None => {
+            map.insert(key.to_owned(), Value::String(String::new()));
+            (json!({}), None)
+        }
+        Some(other) => {
+            let value = other.take();
+            *other = Value::String(value.to_string());
+            (value, None)
+        }
+    }
+}
+
+/// A call's arguments sent as a JSON value (Anthropic, Gemini): a copy for the call (a string
+/// is parsed), and the field left an object, whatever arrived (`{}` when missing and
+/// `required`).
+fn value_arguments(
+    map: &mut Map<String, Value>,
+    key: &str,
+    required: bool,
+) -> (Value, Option<ToolFailure>) {
+    let parsed = match map.get(key) {
+        None | Some(Value::Null) => (json!({}), None),
+        Some(Value::String(text)) => arguments_text(text),
+        Some(other) => (other.clone(), None),
+    };
+    let is_object = map.get(key).is_some_and(Value::is_object);
+    if !is_object && (required || map.contains_key(key)) {
+        let sent = if parsed.0.is_object() {
+            parsed.0.clone()
+        } else {
+            json!({})
+        };
+        map.insert(key.to_owned(), sent);
+    }
+    parsed
 }
 
 /// A call from its parts; a missing name is the call's failure.
 fn call(
     id: (String, Option<String>, Option<ToolFailure>),
-    name: Option<&Value>,
-    raw: Option<&Value>,
+    name: String,
+    arguments: (Value, Option<ToolFailure>),
 ) -> ParsedCall {
     let (id, model_id, id_failure) = id;
-    let name = name.and_then(Value::as_str).unwrap_or_default().to_owned();
-    let (arguments, args_failure) = arguments(raw);
+    let (arguments, args_failure) = arguments;
     let name_failure = name.is_empty().then(|| {
         ToolFailure::coded(
             ErrorCode::UnknownTool,
@@ -184,84 +285,84 @@ fn call(
     }
 }
 
-fn openai_chat(message: &Value) -> ParsedResponse {
-    let text = match message.get("content") {
+/// A Chat Completions message: its text and calls, and the message itself as the turn sent
+/// back (`role`, `content` and `tool_calls` only; each call `id`, `type` and `function` with
+/// `name` and `arguments`, as the request takes them).
+fn openai_chat(message: Value) -> ParsedResponse {
+    let Value::Object(mut turn) = message else {
+        return ParsedResponse {
+            text: String::new(),
+            calls: Vec::new(),
+            assistant: Vec::new(),
+        };
+    };
+    let text = match turn.get("content") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => joined(parts.iter().filter_map(|part| part.get("text"))),
         _ => String::new(),
     };
-    let tool_calls = message.get("tool_calls").and_then(Value::as_array);
-    let count = tool_calls.map_or(0, Vec::len);
-    let mut calls = Vec::with_capacity(count);
-    let mut echoed = Vec::with_capacity(count);
-    for (position, raw) in tool_calls.into_iter().flatten().enumerate() {
-        let function = raw.get("function");
-        let raw_arguments = function.and_then(|f| f.get("arguments"));
-        let parsed = call(
-            call_id(raw.get("id"), position, true),
-            function.and_then(|f| f.get("name")),
-            raw_arguments,
-        );
-        let arguments_text = match raw_arguments {
-            Some(Value::String(text)) => text.clone(),
-            Some(Value::Null) | None => String::new(),
-            Some(other) => other.to_string(),
-        };
-        // Built field by field: `json!` would copy each string once more.
-        let mut function = Map::new();
-        function.insert("name".into(), Value::String(parsed.name.clone()));
-        function.insert("arguments".into(), Value::String(arguments_text));
-        let mut echo = Map::new();
-        echo.insert("id".into(), Value::String(parsed.id.clone()));
-        echo.insert("type".into(), Value::String("function".into()));
-        echo.insert("function".into(), Value::Object(function));
-        echoed.push(Value::Object(echo));
-        calls.push(parsed);
+    turn.retain(|key, _| matches!(key.as_str(), "role" | "content" | "tool_calls"));
+    let mut calls = Vec::new();
+    if let Some(Value::Array(tool_calls)) = turn.get_mut("tool_calls") {
+        calls.reserve(tool_calls.len());
+        for (position, raw) in tool_calls.iter_mut().enumerate() {
+            let map = object(raw);
+            map.retain(|key, _| matches!(key.as_str(), "id" | "type" | "function"));
+            let id = call_id(map, "id", position, true);
+            if map.get("type").and_then(Value::as_str) != Some("function") {
+                map.insert("type".into(), Value::String("function".into()));
+            }
+            let function = object_at(map, "function");
+            function.retain(|key, _| matches!(key.as_str(), "name" | "arguments"));
+            let name = call_name(function, "name");
+            let arguments = string_arguments(function, "arguments");
+            calls.push(call(id, name, arguments));
+        }
     }
-    let mut turn = Map::new();
-    turn.insert("role".into(), json!("assistant"));
-    turn.insert(
-        "content".into(),
-        if text.is_empty() && !echoed.is_empty() {
+    if calls.is_empty() {
+        turn.shift_remove("tool_calls");
+        if text.is_empty() {
+            return ParsedResponse {
+                text,
+                calls,
+                assistant: Vec::new(),
+            };
+        }
+    }
+    if turn.get("role").and_then(Value::as_str) != Some("assistant") {
+        turn.insert("role".into(), Value::String("assistant".into()));
+    }
+    // Text parts are sent back as one string; no text beside calls is `null`.
+    let content_kept = match turn.get("content") {
+        Some(Value::String(_)) => !text.is_empty() || calls.is_empty(),
+        _ => false,
+    };
+    if !content_kept {
+        let content = if text.is_empty() && !calls.is_empty() {
             Value::Null
         } else {
-            json!(text)
-        },
-    );
-    if !echoed.is_empty() {
-        turn.insert("tool_calls".into(), Value::Array(echoed));
+            Value::String(text.clone())
+        };
+        turn.insert("content".into(), content);
     }
-    let assistant = if text.is_empty() && calls.is_empty() {
-        Vec::new()
-    } else {
-        vec![Value::Object(turn)]
-    };
     ParsedResponse {
         text,
         calls,
-        assistant,
+        assistant: vec![Value::Object(turn)],
     }
 }
 
-fn openai_responses(items: &[Value]) -> ParsedResponse {
+fn openai_responses(mut items: Vec<Value>) -> ParsedResponse {
     let mut texts = Vec::new();
     let mut calls = Vec::new();
-    let mut assistant = Vec::with_capacity(items.len());
-    for item in items {
-        let mut item = item.clone();
+    for item in &mut items {
         match item.get("type").and_then(Value::as_str) {
             Some("function_call") => {
-                let parsed = call(
-                    call_id(item.get("call_id"), calls.len(), true),
-                    item.get("name"),
-                    item.get("arguments"),
-                );
-                if let Some(map) = item.as_object_mut() {
-                    map.insert("call_id".into(), json!(parsed.id));
-                    map.entry("name").or_insert_with(|| json!(""));
-                    map.entry("arguments").or_insert_with(|| json!(""));
-                }
-                calls.push(parsed);
+                let map = object(item);
+                let id = call_id(map, "call_id", calls.len(), true);
+                let name = call_name(map, "name");
+                let arguments = string_arguments(map, "arguments");
+                calls.push(call(id, name, arguments));
             }
             Some("message") => {
                 let parts = item.get("content").and_then(Value::as_array);
@@ -279,40 +380,25 @@ fn openai_responses(items: &[Value]) -> ParsedResponse {
             }
             _ => {}
         }
-        assistant.push(item);
     }
     ParsedResponse {
         text: texts.join("\n"),
         calls,
-        assistant,
+        assistant: items,
     }
 }
 
-fn anthropic(blocks: &[Value]) -> ParsedResponse {
+fn anthropic(mut blocks: Vec<Value>) -> ParsedResponse {
     let mut texts = Vec::new();
     let mut calls = Vec::new();
-    let mut content = Vec::with_capacity(blocks.len());
-    for block in blocks {
-        let mut block = block.clone();
+    for block in &mut blocks {
         match block.get("type").and_then(Value::as_str) {
             Some("tool_use") => {
-                let parsed = call(
-                    call_id(block.get("id"), calls.len(), true),
-                    block.get("name"),
-                    block.get("input"),
-                );
-                if let Some(map) = block.as_object_mut() {
-                    map.insert("id".into(), json!(parsed.id));
-                    map.insert("name".into(), json!(parsed.name));
-                    // The turn sent back must carry an object, whatever arrived.
-                    let input = if parsed.arguments.is_object() {
-                        parsed.arguments.clone()
-                    } else {
-                        json!({})
-                    };
-                    map.insert("input".into(), input);
-                }
-                calls.push(parsed);
+                let map = object(block);
+                let id = call_id(map, "id", calls.len(), true);
+                let name = call_name(map, "name");
+                let arguments = value_arguments(map, "input", true);
+                calls.push(call(id, name, arguments));
             }
             Some("text") => {
                 if let Some(text) = block.get("text").and_then(Value::as_str) {
@@ -321,12 +407,11 @@ fn anthropic(blocks: &[Value]) -> ParsedResponse {
             }
             _ => {}
         }
-        content.push(block);
     }
-    let assistant = if content.is_empty() {
+    let assistant = if blocks.is_empty() {
         Vec::new()
     } else {
-        vec![json!({"role": "assistant", "content": content})]
+        vec![json!({"role": "assistant", "content": blocks})]
     };
     ParsedResponse {
         text: texts.join("\n"),
@@ -346,23 +431,24 @@ fn gemini(mut content: Value) -> Option<ParsedResponse> {
     let mut calls = Vec::new();
     for part in parts.iter_mut() {
         if let Some(function_call) = part.get_mut("functionCall") {
-            let parsed = call(
-                call_id(function_call.get("id"), calls.len(), false),
-                function_call.get("name"),
-                function_call.get("args"),
-            );
-            // The turn sent back must carry an object, whatever arrived.
-            if let Some(map) = function_call.as_object_mut()
-                && map.contains_key("args")
+            let map = object(function_call);
+            let id = match map
+                .get("id")
+                .and_then(Value::as_str)
+                .filter(|id| !id.is_empty())
             {
-                let args = if parsed.arguments.is_object() {
-                    parsed.arguments.clone()
-                } else {
-                    json!({})
-                };
-                map.insert("args".into(), args);
-            }
-            calls.push(parsed);
+                Some(id) => (id.to_owned(), Some(id.to_owned()), None),
+                // No id is normal for Gemini: results are matched by name and order, so none
+                // is written into the turn sent back.
+                None => (format!("dsh_call_{}", calls.len()), None, None),
+            };
+            let name = map
+                .get("name")
+                .and_then(Value::as_str)
+                .unwrap_or_default()
+                .to_owned();
+            let arguments = value_arguments(map, "args", false);
+            calls.push(call(id, name, arguments));
         } else if let Some(text) = part.get("text").and_then(Value::as_str)
             && part.get("thought").and_then(Value::as_bool) != Some(true)
         {

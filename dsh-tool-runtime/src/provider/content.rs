@@ -1,5 +1,7 @@
 //! Content blocks in a provider's wire form: text, and images where the provider takes them.
 
+use std::borrow::Cow;
+
 use serde_json::{Value, json};
 
 use super::Provider;
@@ -10,16 +12,18 @@ const IMAGE_TYPES: [&str; 4] = ["image/jpeg", "image/png", "image/gif", "image/w
 
 /// A block as text: text itself, an embedded text resource's text, and a bracketed note for what
 /// has no text form (`[audio content]`, an image of a type the providers do not take).
-pub(crate) fn block_text(block: &ContentBlock) -> String {
+pub(crate) fn block_text(block: &ContentBlock) -> Cow<'_, str> {
     match block {
-        ContentBlock::Text { text } => text.clone(),
+        ContentBlock::Text { text } => Cow::Borrowed(text.as_str()),
         ContentBlock::Resource {
             uri,
             contents: ResourceContents::Text(text),
             ..
-        } => format!("[resource {uri}]\n{text}"),
-        ContentBlock::Resource { uri, .. } => format!("[resource {uri}: binary content]"),
-        other => format!("[{} content]", other.kind()),
+        } => Cow::Owned(format!("[resource {uri}]\n{text}")),
+        ContentBlock::Resource { uri, .. } => {
+            Cow::Owned(format!("[resource {uri}: binary content]"))
+        }
+        other => Cow::Owned(format!("[{} content]", other.kind())),
     }
 }
 
@@ -35,15 +39,22 @@ pub(crate) fn image(block: &ContentBlock) -> Option<(&str, &str)> {
 
 /// The text of blocks that are not images (joined by `\n`), and the images.
 pub(crate) fn split(blocks: &[ContentBlock]) -> (String, Vec<(&str, &str)>) {
-    let mut texts = Vec::new();
+    let mut text = String::new();
+    let mut texts = 0usize;
     let mut images = Vec::new();
     for block in blocks {
         match image(block) {
             Some(found) => images.push(found),
-            None => texts.push(block_text(block)),
+            None => {
+                if texts > 0 {
+                    text.push('\n');
+                }
+                texts += 1;
+                text.push_str(&block_text(block));
+            }
         }
     }
-    (texts.join("\n"), images)
+    (text, images)
 }
 
 /// One image as a part of a user message, in `provider`'s form.

@@ -25,6 +25,19 @@
 //!
 //! Streams are read with [`OpenAiChatStream`] and [`AnthropicStream`], which assemble the deltas
 //! into the response a non-streamed request would have returned.
+//!
+//! # genai
+//!
+//! There is no adapter for the `genai` crate (0.7): its `reqwest` client is not optional (no
+//! feature turns it off, and it brings tokio's multi-threaded runtime), so taking its types would
+//! put an HTTP stack in every build that asks for them, which this layer is written not to need.
+//! Its shapes do not fit a step either: its OpenAI adapter parses each call's argument JSON and
+//! requires an id while reading the answer, so one malformed, truncated or id-less call fails the
+//! whole response (where a step ends it in that call's error result), and its `ToolResponse` is
+//! one string, with no failure flag (Anthropic's `is_error`) and no image. What genai does give
+//! is the provider's own answer: with `ChatOptions::with_capture_raw_body(true)`, it is
+//! `ChatResponse::captured_raw_body` (and the error's `response_body` when genai could not read
+//! the answer), which [`ToolLoop::step`] takes.
 
 #[cfg(feature = "async-openai")]
 mod async_openai;

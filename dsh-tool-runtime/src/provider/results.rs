@@ -51,7 +51,7 @@ pub(crate) fn next_messages(
         let (text, images) = split(result.content());
         match provider {
             Provider::OpenAiChat => {
-                let mut message = Map::new();
+                let mut message = Map::with_capacity(3);
                 message.insert("role".into(), Value::String("tool".into()));
                 message.insert("tool_call_id".into(), Value::String(call.id.clone()));
                 message.insert("content".into(), Value::String(text));

@@ -35,10 +35,13 @@ impl ToolLoop {
     /// Arguments of tools the last [`ToolLoop::tools`] sent strict are normalised back first
     /// (an optional property sent as `null` becomes absent).
     ///
+    /// `response` is taken as [`ToolLoop::parse`] takes it: the model's turn in
+    /// [`Step::messages`] is moved out of it, not copied.
+    ///
     /// # Errors
     /// [`ProviderError::Response`] when `response` is not of the provider's shape; no call has
     /// run then.
-    pub async fn step(&self, response: &Value) -> Result<Step, ProviderError> {
+    pub async fn step(&self, response: Value) -> Result<Step, ProviderError> {
         self.step_with_signal(response, CancellationToken::new())
             .await
     }
@@ -50,7 +53,7 @@ impl ToolLoop {
     /// As [`ToolLoop::step`].
     pub async fn step_with_signal(
         &self,
-        response: &Value,
+        response: Value,
         signal: CancellationToken,
     ) -> Result<Step, ProviderError> {
         let parsed = self.parse(response)?;
@@ -78,20 +81,20 @@ impl ToolLoop {
     /// One result per call, in order: the runnable calls through one batch, the others their
     /// parse failure.
     async fn execute(&self, calls: &[ParsedCall], signal: CancellationToken) -> Vec<ToolResult> {
-        let runnable: Vec<ToolCall> = calls
-            .iter()
-            .filter(|call| call.error.is_none())
-            .map(|call| {
-                // Only a `null` can need normalising; most calls have none.
-                let arguments = match self.strict_schemas.get(&call.name) {
-                    Some(schema) if has_null(&call.arguments) => {
-                        normalize_strict_arguments(schema, call.arguments.clone())
-                    }
-                    _ => call.arguments.clone(),
-                };
-                ToolCall::new(call.id.clone(), call.name.clone(), arguments)
-            })
-            .collect();
+        // Sized once: a call is large, and growing the list would copy every call made so far.
+        let mut runnable = Vec::with_capacity(calls.len());
+        for call in calls.iter().filter(|call| call.error.is_none()) {
+            // Only a `null` can need normalising, and most calls have none: the strict schema
+            // is looked up only then.
+            let strict = has_null(&call.arguments)
+                .then(|| self.strict_schemas.get(&call.name))
+                .flatten();
+            let arguments = match strict {
+                Some(schema) => normalize_strict_arguments(schema, call.arguments.clone()),
+                None => call.arguments.clone(),
+            };
+            runnable.push(ToolCall::new(call.id.clone(), call.name.clone(), arguments));
+        }
         let options = BatchOptions {
             max_parallel: self.max_parallel,
             signal,
@@ -116,14 +119,32 @@ impl ToolLoop {
     }
 }
 
-/// `true` when a `null` appears anywhere in `value` (iterative: arguments may be deep).
+/// `true` when a `null` appears anywhere in `value` (iterative, as arguments may be deep; only
+/// nested containers are stacked, so flat arguments are checked without allocating).
 pub(crate) fn has_null(value: &Value) -> bool {
-    let mut stack = vec![value];
-    while let Some(node) = stack.pop() {
-        match node {
+    let mut stack = Vec::new();
+    let mut node = Some(value);
+    while let Some(current) = node {
+        let found = match current {
+            Value::Null => true,
+            Value::Array(items) => scan(items.iter(), &mut stack),
+            Value::Object(map) => scan(map.values(), &mut stack),
+            _ => false,
+        };
+        if found {
+            return true;
+        }
+        node = stack.pop();
+    }
+    false
+}
+
+/// `true` when one of `children` is `null`; the containers among them are pushed on `stack`.
+fn scan<'a>(children: impl Iterator<Item = &'a Value>, stack: &mut Vec<&'a Value>) -> bool {
+    for child in children {
+        match child {
             Value::Null => return true,
-            Value::Array(items) => stack.extend(items),
-            Value::Object(map) => stack.extend(map.values()),
+            Value::Array(_) | Value::Object(_) => stack.push(child),
             _ => {}
         }
     }
