@@ -6,6 +6,15 @@
 //! listed one that passes (the suite's own baseline rule). The server's are run at every
 //! protocol version they apply to, scored or not, and read from the suite's summary, so a
 //! pending or extension scenario counts like any other ([`SERVER_LEGS`]).
+//!
+//! `DSH_CONFORMANCE_REPEAT=N` runs each of those tests N times at once while two threads spin to
+//! keep both cores busy, and prints per scenario in how many of the N it did as the baseline
+//! says ([`at_once`]): every one must, every time.
+//!
+//! ```sh
+//! DSH_CONFORMANCE_REPEAT=20 cargo test --all-features --test conformance -- \
+//!     --nocapture --test-threads 1 scenarios_pass
+//! ```
 
 #[macro_use]
 #[path = "mcp_support/mod.rs"]
@@ -21,6 +30,92 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// How long the server may take to say it listens: a failure bound, not a pace.
 const STARTUP_BOUND: Duration = Duration::from_secs(120);
+
+/// Each scenario's bound in the suite (`--timeout`, ms): a failure bound, not a pace. The
+/// suite's default of 30 s is shorter than a client scenario takes with twenty runs at once.
+const SCENARIO_BOUND_MS: &str = "600000";
+
+/// How many copies of each suite run go at once: `DSH_CONFORMANCE_REPEAT`, 1 when unset.
+fn copies() -> usize {
+    match std::env::var("DSH_CONFORMANCE_REPEAT") {
+        Ok(value) => value
+            .parse()
+            .ok()
+            .filter(|copies| *copies > 0)
+            .unwrap_or_else(|| panic!("DSH_CONFORMANCE_REPEAT={value}: not a count")),
+        Err(_) => 1,
+    }
+}
+
+/// Runs `run` [`copies`] times at once and returns each copy's result. With more than one, two
+/// threads spin until every copy has ended, so the copies meet a machine whose two cores are
+/// already busy, as under another build.
+fn at_once<T: Send>(run: impl Fn() -> T + Sync) -> Vec<T> {
+    let copies = copies();
+    if copies == 1 {
+        return vec![run()];
+    }
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    std::thread::scope(|scope| {
+        for _ in 0..2 {
+            scope.spawn(|| {
+                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
+                    std::hint::spin_loop();
+                }
+            });
+        }
+        let handles: Vec<_> = (0..copies).map(|_| scope.spawn(&run)).collect();
+        let results = handles
+            .into_iter()
+            .map(|handle| handle.join())
+            .collect::<Vec<_>>();
+        stop.store(true, std::sync::atomic::Ordering::Relaxed);
+        results
+            .into_iter()
+            .map(|result| result.unwrap_or_else(|panic| std::panic::resume_unwind(panic)))
+            .collect()
+    })
+}
+
+/// The scenarios of a suite run's summary (`✓ NAME: 3 passed, 0 failed` or `✗ …`, after the
+/// server's `=== SUMMARY ===` or the client's `=== SUITE SUMMARY ===`), each with whether it
+/// passed.
+fn summary(text: &str) -> Vec<(String, bool)> {
+    text.lines()
+        .skip_while(|line| !line.contains("SUMMARY ==="))
+        .filter_map(|line| {
+            let (passed, rest) = match line.strip_prefix("✓ ") {
+                Some(rest) => (true, rest),
+                None => (false, line.strip_prefix("✗ ")?),
+            };
+            let (name, _) = rest.split_once(": ")?;
+            Some((name.to_owned(), passed))
+        })
+        .collect()
+}
+
+/// Prints, when [`copies`] ran at once, per run and scenario in how many copies the scenario
+/// did as the baseline says (passed, or failed when listed): `runs` holds each copy's
+/// `(run, scenario, as expected)` rows.
+fn print_tally(what: &str, runs: &[Vec<(String, String, bool)>]) {
+    if runs.len() == 1 {
+        return;
+    }
+    let mut tally = std::collections::BTreeMap::<(&str, &str), usize>::new();
+    for copy in runs {
+        for (run, scenario, expected) in copy {
+            *tally.entry((run, scenario)).or_default() += usize::from(*expected);
+        }
+    }
+    eprintln!(
+        "{what}, {} copies at once, as expected per scenario:",
+        runs.len()
+    );
+    for ((run, scenario), count) in &tally {
+        let mark = if *count == runs.len() { ' ' } else { '!' };
+        eprintln!("{mark} {run} {scenario}: {count}/{}", runs.len());
+    }
+}
 
 /// The features this test was built with, so the examples build against the same artifacts.
 fn features() -> Vec<&'static str> {
@@ -121,35 +216,6 @@ fn start_server(binary: &Path) -> (Server, String) {
         .unwrap_or_else(|| panic!("unexpected first line: {line}"))
         .to_owned();
     (server, url)
-}
-
-#[cfg(feature = "oauth")]
-/// Runs the suite and returns its output, failing the test with it when the suite fails or did
-/// not check the baseline.
-fn run_suite(mut command: Command, what: &str) -> String {
-    let output = command.output().expect("the conformance suite runs");
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&output.stdout),
-        String::from_utf8_lossy(&output.stderr)
-    );
-    assert!(
-        output.status.success(),
-        "{what}: the conformance suite failed:\n{text}"
-    );
-    assert!(
-        text.contains("Baseline check passed"),
-        "{what}: the suite did not check the baseline:\n{text}"
-    );
-    text
-}
-
-/// A scenario line of the summary, e.g. `✓ tools-call-image: 1 passed, 0 failed`.
-#[cfg(feature = "oauth")]
-fn passed(summary: &str, scenario: &str) -> bool {
-    summary
-        .lines()
-        .any(|line| line.starts_with(&format!("✓ {scenario}:")))
 }
 
 /// The scopes a server entry of the baseline may name, as the first word of its reason: a tool
@@ -254,30 +320,20 @@ impl Outcome {
     }
 }
 
-/// Runs one leg of the server scenarios against `url`. The suite's summary (`✓ NAME: 3
-/// passed, 0 failed` or `✗ …` per scenario) is what is read: every scenario it ran, scored or
-/// not.
+/// Runs one leg of the server scenarios against `url`. The suite's summary is what is read:
+/// every scenario it ran, scored or not.
 fn run_server_leg(tools: &mcp_support::Tools, url: &str, leg: &Leg) -> Outcome {
     let mut command = suite(tools);
-    command.args(["server", "--url", url]).args(leg.args);
+    command
+        .args(["server", "--url", url, "--timeout", SCENARIO_BOUND_MS])
+        .args(leg.args);
     let output = command.output().expect("the conformance suite runs");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let scenarios: Vec<(String, bool)> = text
-        .lines()
-        .skip_while(|line| !line.contains("=== SUMMARY ==="))
-        .filter_map(|line| {
-            let (passed, rest) = match line.strip_prefix("✓ ") {
-                Some(rest) => (true, rest),
-                None => (false, line.strip_prefix("✗ ")?),
-            };
-            let (name, _) = rest.split_once(": ")?;
-            Some((name.to_owned(), passed))
-        })
-        .collect();
+    let scenarios = summary(&text);
     assert!(
         !scenarios.is_empty(),
         "{}: the suite ran no scenario ({}):\n{text}",
@@ -305,16 +361,17 @@ fn listed_server_scenarios(tools: &mcp_support::Tools) -> Vec<(String, Vec<Strin
         .collect()
 }
 
-/// The required server scenarios of a revision's frozen requirement set.
-fn required_server_scenarios(tools: &mcp_support::Tools, revision: &str) -> Vec<String> {
+/// The required scenarios of a revision's frozen requirement set on one side (`Server` or
+/// `Client`).
+fn required_scenarios(tools: &mcp_support::Tools, side: &str, revision: &str) -> Vec<String> {
     let output = suite(tools)
-        .args(["list", "--server", "--requirements", revision])
+        .args(["list", "--requirements", revision])
         .output()
         .expect("the conformance suite lists a requirement set");
     assert!(output.status.success(), "{output:?}");
     String::from_utf8_lossy(&output.stdout)
         .lines()
-        .skip_while(|line| !line.starts_with("Server scenarios"))
+        .skip_while(|line| !line.starts_with(&format!("{side} scenarios")))
         .skip(1)
         .map_while(|line| line.trim().strip_prefix("- "))
         .map(str::to_owned)
@@ -362,89 +419,116 @@ fn baseline_violations(outcomes: &[Outcome]) -> Vec<String> {
     violations
 }
 
-/// Every server scenario, at every version it applies to, passes against the example server,
-/// except the baseline's resources, prompts and completion scenarios; nothing is skipped (the
-/// pending and extension scenarios run too) and nothing is run again.
-#[test]
-fn server_scenarios_pass_against_the_example_server() {
-    let tools = require_tools!();
-    let outcomes = run_server_legs(tools, &example("conformance_server"));
-    // Every listed scenario ran at each version it applies to.
-    for (scenario, versions) in listed_server_scenarios(tools) {
-        for version in versions {
-            let ran = SERVER_LEGS
-                .iter()
-                .zip(&outcomes)
-                .filter(|(leg, _)| leg.version == version)
-                .any(|(_, outcome)| outcome.scenarios.iter().any(|(name, _)| *name == scenario));
-            assert!(ran, "{scenario} did not run at {version}");
-        }
-    }
-    let violations = baseline_violations(&outcomes);
-    let log: String = outcomes
+/// The baseline's verdict on each scenario of each leg: `(leg, scenario, as expected)`, as
+/// expected being passed, or failed for a scenario the baseline lists.
+fn server_rows(outcomes: &[Outcome]) -> Vec<(String, String, bool)> {
+    let expected = baseline("server");
+    let listed = |scenario: &str| expected.iter().any(|(name, _)| name == scenario);
+    SERVER_LEGS
         .iter()
-        .map(|outcome| outcome.text.as_str())
-        .collect();
-    assert!(violations.is_empty(), "{violations:#?}\n{log}");
-    for revision in ["2025-11-25", "2026-07-28"] {
-        let (leg, outcome) = SERVER_LEGS
-            .iter()
-            .zip(&outcomes)
-            .find(|(leg, _)| leg.version == revision)
-            .expect("a leg per revision");
-        let required = required_server_scenarios(tools, revision);
-        let passed = required.iter().filter(|name| outcome.passed(name)).count();
-        eprintln!(
-            "{}: required {passed}/{} passed; every scenario run: {}/{}",
-            leg.version,
-            required.len(),
-            outcome
-                .scenarios
-                .iter()
-                .filter(|(_, passed)| *passed)
-                .count(),
-            outcome.scenarios.len(),
-        );
+        .zip(outcomes)
+        .flat_map(|(leg, outcome)| {
+            outcome.scenarios.iter().map(|(scenario, passed)| {
+                (
+                    leg.version.to_owned(),
+                    scenario.clone(),
+                    *passed != listed(scenario),
+                )
+            })
+        })
+        .collect()
+}
+
+/// Prints each distinct line `lines` gives over the copies, with in how many copies it came
+/// when more than one ran.
+fn print_counted(copies: &[Vec<String>]) {
+    let mut counted = std::collections::BTreeMap::<&str, usize>::new();
+    for line in copies.iter().flatten() {
+        *counted.entry(line).or_default() += 1;
+    }
+    for (line, count) in counted {
+        if copies.len() == 1 {
+            eprintln!("{line}");
+        } else {
+            eprintln!("{line} (in {count} of {} copies)", copies.len());
+        }
     }
 }
 
-/// The server scenarios, all legs, twenty times at once, each against its own server, while two
-/// threads spin to keep both cores busy: every run must conform. Minutes long, so run on
-/// request: `cargo test --features mcp-server --test conformance -- --ignored twenty`.
+/// Every server scenario, at every version it applies to, passes against the example server,
+/// except the baseline's resources, prompts and completion scenarios; nothing is skipped (the
+/// pending and extension scenarios run too) and nothing is run again. Each copy
+/// ([`at_once`]) has a server of its own.
 #[test]
-#[ignore = "minutes long: run with --ignored"]
-fn server_scenarios_pass_twenty_times_in_parallel_under_load() {
+fn server_scenarios_pass_against_the_example_server() {
     let tools = require_tools!();
     let binary = example("conformance_server");
-    let stop = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let spinners: Vec<_> = (0..2)
-        .map(|_| {
-            let stop = stop.clone();
-            std::thread::spawn(move || {
-                while !stop.load(std::sync::atomic::Ordering::Relaxed) {
-                    std::hint::spin_loop();
-                }
-            })
-        })
+    let listed = listed_server_scenarios(tools);
+    let required: Vec<(&str, Vec<String>)> = ["2025-11-25", "2026-07-28"]
+        .into_iter()
+        .map(|revision| (revision, required_scenarios(tools, "Server", revision)))
         .collect();
-    let runs: Vec<Vec<String>> = std::thread::scope(|scope| {
-        let handles: Vec<_> = (0..20)
-            .map(|_| scope.spawn(|| baseline_violations(&run_server_legs(tools, &binary))))
-            .collect();
-        handles
-            .into_iter()
-            .map(|handle| handle.join().expect("a run does not panic"))
-            .collect()
-    });
-    stop.store(true, std::sync::atomic::Ordering::Relaxed);
-    for spinner in spinners {
-        spinner.join().expect("a spinner stops");
+    let copies = at_once(|| run_server_legs(tools, &binary));
+    let mut failed = Vec::new();
+    let mut numbers = Vec::new();
+    for outcomes in &copies {
+        let mut violations = baseline_violations(outcomes);
+        // Every listed scenario ran at each version it applies to.
+        for (scenario, versions) in &listed {
+            for version in versions {
+                let ran = SERVER_LEGS
+                    .iter()
+                    .zip(outcomes)
+                    .filter(|(leg, _)| leg.version == version)
+                    .any(|(_, outcome)| outcome.scenarios.iter().any(|(name, _)| name == scenario));
+                if !ran {
+                    violations.push(format!("{scenario} did not run at {version}"));
+                }
+            }
+        }
+        if !violations.is_empty() {
+            let log: String = outcomes
+                .iter()
+                .map(|outcome| outcome.text.as_str())
+                .collect();
+            failed.push(format!("{violations:#?}\n{log}"));
+        }
+        numbers.push(
+            required
+                .iter()
+                .map(|(revision, required)| {
+                    let outcome = SERVER_LEGS
+                        .iter()
+                        .zip(outcomes)
+                        .find_map(|(leg, outcome)| (leg.version == *revision).then_some(outcome))
+                        .expect("a leg per revision");
+                    let passed = required.iter().filter(|name| outcome.passed(name)).count();
+                    let ran = outcome.scenarios.iter().filter(|(_, passed)| *passed);
+                    format!(
+                        "server {revision}: required {passed}/{} passed; every scenario run: \
+                         {}/{}",
+                        required.len(),
+                        ran.count(),
+                        outcome.scenarios.len(),
+                    )
+                })
+                .collect(),
+        );
     }
-    let failed: Vec<_> = runs.iter().filter(|run| !run.is_empty()).collect();
+    print_tally(
+        "server",
+        &copies
+            .iter()
+            .map(|outcomes| server_rows(outcomes))
+            .collect::<Vec<_>>(),
+    );
+    print_counted(&numbers);
     assert!(
         failed.is_empty(),
-        "{} of 20 runs did not conform: {failed:#?}",
-        failed.len()
+        "{} of {} copies did not conform:\n{}",
+        failed.len(),
+        copies.len(),
+        failed.join("\n")
     );
 }
 
@@ -520,27 +604,115 @@ fn client_scenarios(run: &[&str]) -> Vec<&'static str> {
     }
 }
 
-/// Runs every client scenario at each revision against `client` (a command line: the suite
-/// appends the server's URL): every run passes with only the baseline's failures, and the
-/// scenarios [`client_scenarios`] names pass. Nothing is skipped, nothing run again.
+/// What one run of [`CLIENT_RUNS`] did.
+#[cfg(feature = "oauth")]
+struct ClientRun {
+    /// The run's arguments.
+    run: &'static [&'static str],
+    outcome: Outcome,
+    /// Whether the suite exited with success.
+    success: bool,
+}
+
+/// Runs [`CLIENT_RUNS`] one after another against `client` (a command line: the suite appends
+/// the server's URL).
+#[cfg(feature = "oauth")]
+fn run_client_runs(tools: &mcp_support::Tools, client: &str) -> Vec<ClientRun> {
+    CLIENT_RUNS
+        .into_iter()
+        .map(|run| {
+            let output = suite(tools)
+                .arg("client")
+                .args(run)
+                .args(["--command", client, "--timeout", SCENARIO_BOUND_MS])
+                .args(["--expected-failures", "conformance-baseline.yml"])
+                .output()
+                .expect("the conformance suite runs");
+            let text = format!(
+                "{}{}",
+                String::from_utf8_lossy(&output.stdout),
+                String::from_utf8_lossy(&output.stderr)
+            );
+            ClientRun {
+                run,
+                outcome: Outcome {
+                    scenarios: summary(&text),
+                    text,
+                },
+                success: output.status.success(),
+            }
+        })
+        .collect()
+}
+
+/// Runs every client scenario at each revision against `client` ([`at_once`]): every run
+/// passes with only the baseline's failures (the suite's baseline check, and every scenario
+/// it ran, scored or not, passes unless the baseline lists it, and fails if it does), and the
+/// scenarios [`client_scenarios`] names pass. Nothing is skipped, nothing run again. Prints
+/// the required scenarios passed per revision.
 #[cfg(feature = "oauth")]
 fn run_client_scenarios(tools: &mcp_support::Tools, client: &str, what: &str) {
-    for run in CLIENT_RUNS {
-        let mut command = suite(tools);
-        command
-            .arg("client")
-            .args(run)
-            .args(["--command", client])
-            .args(["--expected-failures", "conformance-baseline.yml"]);
-        let what = format!("{what} client scenarios ({})", run.join(" "));
-        let summary = run_suite(command, &what);
-        for scenario in client_scenarios(run) {
-            assert!(
-                passed(&summary, scenario),
-                "{what}: {scenario} did not pass:\n{summary}"
-            );
+    let expected = baseline("client");
+    let listed = |scenario: &str| expected.iter().any(|(name, _)| name == scenario);
+    let copies = at_once(|| run_client_runs(tools, client));
+    let mut failed = Vec::new();
+    let mut numbers = Vec::new();
+    let mut rows = Vec::new();
+    for runs in &copies {
+        let mut violations = Vec::new();
+        let mut copy_rows = Vec::new();
+        let mut copy_numbers = Vec::new();
+        for ClientRun {
+            run,
+            outcome,
+            success,
+        } in runs
+        {
+            let name = run.join(" ");
+            if !success || !outcome.text.contains("Baseline check passed") {
+                violations.push(format!("{name}: the suite's baseline check did not pass"));
+            }
+            for scenario in client_scenarios(run) {
+                if !outcome.passed(scenario) {
+                    violations.push(format!("{name}: {scenario} did not pass"));
+                }
+            }
+            for (scenario, ok) in &outcome.scenarios {
+                let as_expected = *ok != listed(scenario);
+                if !as_expected {
+                    violations.push(format!(
+                        "{name}: {scenario} did not do as the baseline says"
+                    ));
+                }
+                copy_rows.push((name.clone(), scenario.clone(), as_expected));
+            }
+            if let ["--requirements", revision] = run {
+                let required = required_scenarios(tools, "Client", revision);
+                copy_numbers.push(format!(
+                    "{what} {revision}: required {}/{} passed; every scenario run: {}/{}",
+                    required.iter().filter(|name| outcome.passed(name)).count(),
+                    required.len(),
+                    outcome.scenarios.iter().filter(|(_, ok)| *ok).count(),
+                    outcome.scenarios.len(),
+                ));
+            }
         }
+        if !violations.is_empty() {
+            let log: String = runs.iter().map(|run| run.outcome.text.as_str()).collect();
+            failed.push(format!("{violations:#?}\n{log}"));
+        }
+        rows.push(copy_rows);
+        numbers.push(copy_numbers);
     }
+    print_tally(what, &rows);
+    print_counted(&numbers);
+    assert!(
+        failed.is_empty(),
+        "{what}: {} of {} copies did not conform:\n{}",
+        failed.len(),
+        copies.len(),
+        failed.join("\n")
+    );
 }
 
 /// The client scenarios, OAuth's among them (the example client needs feature `oauth`).
