@@ -157,7 +157,8 @@ EOF
         echo '#[derive(Clone, Default)]'
         echo 'pub struct Server;'
         echo
-        echo '#[tool_router]'
+        # A router with no tools must say so.
+        if ((n == 0)); then echo '#[tool_router(allow_empty)]'; else echo '#[tool_router]'; fi
         echo 'impl Server {'
         for ((i = 0; i < n; i++)); do
             printf -v id '%03d' "$i"
