@@ -103,7 +103,9 @@ pub mod __private {
         IntoPresented, PresentCallFn, PresentResultFn, PresentationMetaFn,
     };
     pub use crate::private::*;
-    pub use crate::private_args::{ArgsStruct, deserialize_args, required, vacant};
+    pub use crate::private_args::{
+        ArgProperty, ArgsStruct, Optional, args_schema, deserialize_args, required, vacant,
+    };
     pub use crate::{
         CallView, ContentBlock, FinalizeContentHook, PresentResultHook, PresentationMetaHook,
         RenderHook, ResultView, Tool, ToolDefinition, ToolError, ToolExec, ToolResult,

@@ -24,7 +24,7 @@ pub trait ToolArg: Sized {
     /// # Errors
     /// The value's own error.
     fn next_arg<'de, A: serde::de::MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error>;
-    /// The parameter's schema (called from the generated struct's `schema_with` function).
+    /// The parameter's schema (the generated struct's schema calls it for the property).
     fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
 }
 // The generated struct reaches serde and schemars only through these two functions, so a type

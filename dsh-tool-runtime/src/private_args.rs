@@ -1,12 +1,18 @@
-//! How a `#[tool]`'s generated arguments struct is read: the map walk, the key lookup and the
-//! errors live here, written once, and each tool supplies only its field table and one `match`
-//! over its fields ([`ArgsStruct`]). serde's derive would emit all of that per tool (a key
-//! enum with its visitor, a struct visitor for maps and sequences, and a wrapper type per field
-//! for `deserialize_with`). Re-exported through [`crate::__private`]; not a public API.
+//! How a `#[tool]`'s generated arguments struct is read and described: the map walk, the key
+//! lookup, the errors and the schema's assembly live here, written once, and each tool supplies
+//! only its field table, one `match` over its fields ([`ArgsStruct`]) and one
+//! [`ArgProperty`] per field. serde's and schemars' derives would emit all of that per tool (a
+//! key enum with its visitor, a struct visitor for maps and sequences, a wrapper type per field
+//! for `deserialize_with` and another for `schema_with`), which was most of what a tool cost to
+//! compile. Re-exported through [`crate::__private`]; not a public API.
 
 use std::fmt;
 use std::marker::PhantomData;
 
+use schemars::_private::{
+    get_title_and_description, insert_metadata_property_if_nonempty, insert_object_property,
+};
+use schemars::{Schema, SchemaGenerator};
 use serde::Deserializer;
 use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Unexpected, Visitor};
 
@@ -153,6 +159,76 @@ impl Visitor<'_> for FieldSeed {
     }
 }
 
+/// When a property is left out of `required`, as schemars' derive decides it for the field.
+#[derive(Clone, Copy)]
+pub enum Optional {
+    /// A field without a default: always required.
+    Never,
+    /// An `Option` (serde `default` with `skip_serializing_if`): never required.
+    Always,
+    /// A field with a default: optional in the deserialize view only.
+    WhenDeserializing,
+}
+
+/// One property of a generated arguments struct's schema.
+pub struct ArgProperty {
+    /// The wire name.
+    pub name: &'static str,
+    /// Whether it is left out of `required`.
+    pub optional: Optional,
+    /// The field's doc comment, its lines joined with `\n` (the title and description come from
+    /// it as schemars splits it).
+    pub doc: Option<&'static str>,
+    /// `#[arg(description = …)]`, which replaces the doc comment's description.
+    pub description: Option<&'static str>,
+    /// The type's schema (through `ToolArg`).
+    pub schema: fn(&mut SchemaGenerator) -> Schema,
+    /// The `#[arg]` constraints and the default value, applied after the metadata.
+    pub mutate: Option<fn(&mut Schema)>,
+}
+
+/// The schema of a generated arguments struct, as schemars' derive writes it for the struct
+/// `#[tool]` used to derive it on: an object (closed when `deny_unknown`), one property per
+/// field with its doc comment as title and description, `required` for the fields without a
+/// default, and the title from the struct's doc comment `doc`.
+pub fn args_schema(
+    generator: &mut SchemaGenerator,
+    doc: &str,
+    deny_unknown: bool,
+    properties: &[ArgProperty],
+) -> Schema {
+    let mut object = serde_json::Map::new();
+    object.insert("type".into(), "object".into());
+    if deny_unknown {
+        object.insert("additionalProperties".into(), false.into());
+    }
+    let mut schema = Schema::from(object);
+    for property in properties {
+        let mut sub = (property.schema)(generator);
+        let (title, description) = match property.doc {
+            Some(doc) => get_title_and_description(doc),
+            None => ("", ""),
+        };
+        insert_metadata_property_if_nonempty(&mut sub, "title", title);
+        insert_metadata_property_if_nonempty(
+            &mut sub,
+            "description",
+            property.description.unwrap_or(description),
+        );
+        if let Some(mutate) = property.mutate {
+            mutate(&mut sub);
+        }
+        let optional = match property.optional {
+            Optional::Never => false,
+            Optional::Always => true,
+            Optional::WhenDeserializing => generator.contract().is_deserialize(),
+        };
+        insert_object_property(&mut schema, property.name, optional, sub);
+    }
+    insert_metadata_property_if_nonempty(&mut schema, "title", get_title_and_description(doc).0);
+    schema
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -273,6 +349,104 @@ mod tests {
         let err = serde_json::from_str::<Args>(r#"{"name": "a", "name": "b"}"#).unwrap_err();
         let derived = serde_json::from_str::<Derived>(r#"{"name": "a", "name": "b"}"#).unwrap_err();
         assert_eq!(err.to_string(), derived.to_string());
+    }
+
+    // What `#[tool]` used to derive for documented arguments `(#[arg(length(min = 1, max = 8),
+    // pattern = "^a")] name: String, #[arg(default = 7, range(min = 1, max = 9))] count: u64,
+    // #[arg(rename = "theFlag", description = "Replaced.")] flag: Option<bool>)`: the reference
+    // for `args_schema`.
+    /// What `#[tool]` used to derive.
+    #[derive(schemars::JsonSchema)]
+    #[expect(dead_code, reason = "only the derived schema is read")]
+    #[serde(deny_unknown_fields)]
+    #[schemars(description = "")]
+    struct DerivedSchema {
+        /// The name.
+        ///
+        /// What it names.
+        #[schemars(length(min = 1, max = 8), regex(pattern = "^a"))]
+        name: String,
+        /// A count.
+        #[schemars(range(min = 1, max = 9))]
+        #[serde(default = "seven")]
+        count: u64,
+        /// A flag.
+        #[schemars(description = "Replaced.")]
+        #[serde(
+            rename = "theFlag",
+            default,
+            skip_serializing_if = "::core::option::Option::is_none"
+        )]
+        flag: Option<bool>,
+    }
+
+    /// `DerivedSchema` through `args_schema`, as `#[tool]` writes it now.
+    fn tool_schema(generator: &mut SchemaGenerator, deny_unknown: bool) -> Schema {
+        args_schema(
+            generator,
+            "What `#[tool]` used to derive.",
+            deny_unknown,
+            &[
+                ArgProperty {
+                    name: "name",
+                    optional: Optional::Never,
+                    doc: Some("The name.\n\nWhat it names."),
+                    description: None,
+                    schema: |generator| generator.subschema_for::<String>(),
+                    mutate: Some(|schema| {
+                        use schemars::_private::insert_validation_property as insert;
+                        insert(schema, "string", "minLength", 1);
+                        insert(schema, "string", "maxLength", 8);
+                        insert(schema, "array", "minItems", 1);
+                        insert(schema, "array", "maxItems", 8);
+                        insert(schema, "string", "pattern", "^a".to_string());
+                    }),
+                },
+                ArgProperty {
+                    name: "count",
+                    optional: Optional::WhenDeserializing,
+                    doc: Some("A count."),
+                    description: None,
+                    schema: |generator| generator.subschema_for::<u64>(),
+                    mutate: Some(|schema| {
+                        use schemars::_private::insert_validation_property as insert;
+                        insert(schema, "number", "minimum", 1);
+                        insert(schema, "number", "maximum", 9);
+                        schema.insert("default".into(), seven().into());
+                    }),
+                },
+                ArgProperty {
+                    name: "theFlag",
+                    optional: Optional::Always,
+                    doc: Some("A flag."),
+                    description: Some("Replaced."),
+                    schema: |generator| generator.subschema_for::<Option<bool>>(),
+                    mutate: None,
+                },
+            ],
+        )
+    }
+
+    #[test]
+    fn the_schema_is_the_one_the_derive_wrote() {
+        for settings in [
+            schemars::generate::SchemaSettings::draft2020_12().for_deserialize(),
+            schemars::generate::SchemaSettings::draft2020_12().for_serialize(),
+        ] {
+            let mut ours = SchemaGenerator::new(settings.clone());
+            let mut derived = SchemaGenerator::new(settings);
+            let (ours, derived) = (
+                tool_schema(&mut ours, true),
+                <DerivedSchema as schemars::JsonSchema>::json_schema(&mut derived),
+            );
+            // Key order included: the schema reaches the model as text.
+            assert_eq!(
+                serde_json::to_string(&ours).unwrap(),
+                serde_json::to_string(&derived).unwrap()
+            );
+        }
+        let open = tool_schema(&mut SchemaGenerator::default(), false);
+        assert_eq!(open.get("additionalProperties"), None);
     }
 
     #[test]
