@@ -24,6 +24,9 @@
 //!   (`publickeyv1_…`) may call the deployment; needed when ADDR is not loopback.
 //!
 //! Prints `listening on ADDR` once it serves; a failure is one line on stderr and exit code 1.
+//! Built with the `otel` feature and run with `OTEL_EXPORTER_OTLP_ENDPOINT` set, it exports the
+//! runs' spans: the calls a retried invocation answers from Restate's journal are spans marked
+//! `dsh.replayed`.
 
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -200,8 +203,23 @@ fn shared_secret(path: &Path) -> Result<Vec<u8>, String> {
     Ok(secret)
 }
 
+/// Exports the spans over OTLP when the standard variables name an endpoint.
+#[cfg(feature = "otel")]
+fn export_spans() -> Result<Option<dsh_tools::otel::Otlp>, String> {
+    use tracing_subscriber::layer::SubscriberExt;
+    if !dsh_tools::otel::Otlp::configured_by_env() {
+        return Ok(None);
+    }
+    let otlp = dsh_tools::otel::Otlp::new(None, "restate_append").map_err(|e| e.to_string())?;
+    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otlp.layer()))
+        .map_err(|error| error.to_string())?;
+    Ok(Some(otlp))
+}
+
 async fn run() -> Result<(), String> {
     let options = options()?;
+    #[cfg(feature = "otel")]
+    let _otlp = export_spans()?;
     let registry = Registry::new();
     register(&registry, &options)?;
     let runtime = SubprocessRuntime::typescript(Default::default())

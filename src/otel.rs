@@ -3,8 +3,9 @@
 //! The library emits `tracing` spans only ([`crate::telemetry`] lists their names and
 //! attributes). This module turns them into OpenTelemetry spans with `tracing-opentelemetry`,
 //! exports them over OTLP/HTTP (protobuf) on a batch thread, and installs the W3C Trace Context
-//! propagation that MCP requests carry in `params._meta`. The command line's `--otlp-endpoint`
-//! uses it; a Rust host wires the same:
+//! propagation that MCP requests carry in `params._meta`. From the same spans it records the
+//! histogram `gen_ai.execute_tool.duration` ([`ToolDurationLayer`]), exported as OTLP metrics
+//! next to the traces. The command line's `--otlp-endpoint` uses it; a Rust host wires the same:
 //!
 //! ```no_run
 //! use tracing_subscriber::layer::SubscriberExt;
@@ -12,34 +13,59 @@
 //! // Exported to OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) when `None`.
 //! let otlp = dsh_tools::otel::Otlp::new(Some("http://127.0.0.1:6006"), "my-agent")?;
 //! dsh_tools::otel::install_propagator();
-//! let subscriber = tracing_subscriber::registry().with(otlp.layer());
+//! let subscriber = tracing_subscriber::registry()
+//!     .with(otlp.layer())
+//!     .with(otlp.duration_layer());
 //! tracing::subscriber::set_global_default(subscriber)?;
 //! // ... run calls; dropping `otlp` flushes the spans still queued.
 //! # Ok::<(), Box<dyn std::error::Error>>(())
 //! ```
 //!
 //! The standard variables apply: `OTEL_EXPORTER_OTLP_ENDPOINT`,
-//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_HEADERS`,
-//! `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_SERVICE_NAME`, `OTEL_RESOURCE_ATTRIBUTES` and the batch
-//! processor's `OTEL_BSP_*`. The exporter speaks plain HTTP (no TLS): point it at a collector on
-//! the host or the local network.
+//! `OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`, `OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`,
+//! `OTEL_EXPORTER_OTLP_HEADERS`, `OTEL_EXPORTER_OTLP_TIMEOUT`, `OTEL_SERVICE_NAME`,
+//! `OTEL_RESOURCE_ATTRIBUTES`, the batch processor's `OTEL_BSP_*`, the metric reader's
+//! `OTEL_METRIC_EXPORT_INTERVAL` (milliseconds, 60000 by default; what is left is sent when the
+//! exporter drops) and `OTEL_METRICS_EXPORTER=none`, which exports no metrics (a receiver that
+//! takes traces only, such as Arize Phoenix, answers the metrics with 404). The exporter speaks
+//! plain HTTP (no TLS): point it at a collector on the host or the local network.
 
 use std::collections::HashMap;
+use std::time::Instant;
 
+use opentelemetry::KeyValue;
+use opentelemetry::metrics::{Histogram, Meter, MeterProvider as _};
 use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::SdkMeterProvider;
 use opentelemetry_sdk::propagation::TraceContextPropagator;
 use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
 use tracing::Span;
+use tracing::field::{Field, Visit};
+use tracing::span::{Attributes, Id, Record};
 use tracing_opentelemetry::OpenTelemetrySpanExt;
+use tracing_subscriber::layer::Context;
+use tracing_subscriber::registry::LookupSpan;
 
 use dsh_tool_runtime::telemetry::Propagator;
 
 /// The OTLP/HTTP path of traces, appended to a base endpoint as `OTEL_EXPORTER_OTLP_ENDPOINT`'s
 /// is (OTLP exporter specification, "Endpoint URLs for OTLP/HTTP").
 const TRACES_PATH: &str = "/v1/traces";
+
+/// The OTLP/HTTP path of metrics, likewise.
+const METRICS_PATH: &str = "/v1/metrics";
+
+/// The histogram of tool call durations, in seconds, as the GenAI conventions name it
+/// ([`SEMCONV`](crate::telemetry::SEMCONV), "Generative AI tool metrics").
+pub const TOOL_DURATION: &str = "gen_ai.execute_tool.duration";
+
+/// The explicit bucket boundaries (seconds) the conventions advise for [`TOOL_DURATION`].
+pub const TOOL_DURATION_BOUNDARIES: [f64; 14] = [
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
 
 /// Why the exporter could not be built (an endpoint that is not a URL, most often).
 #[derive(Debug)]
@@ -53,10 +79,12 @@ impl std::fmt::Display for OtlpError {
 
 impl std::error::Error for OtlpError {}
 
-/// An OTLP/HTTP exporter of spans on a batch thread. Dropping it flushes the spans still
-/// queued and stops the thread.
+/// An OTLP/HTTP exporter of spans on a batch thread, and of the [`TOOL_DURATION`] histogram
+/// on a periodic one. Dropping it flushes the spans still queued and the metrics not sent yet,
+/// and stops both threads.
 pub struct Otlp {
     provider: SdkTracerProvider,
+    meters: Option<SdkMeterProvider>,
 }
 
 impl Otlp {
@@ -70,7 +98,7 @@ impl Otlp {
     pub fn new(endpoint: Option<&str>, service_name: &str) -> Result<Self, OtlpError> {
         let mut builder = SpanExporter::builder().with_http();
         if let Some(endpoint) = endpoint {
-            builder = builder.with_endpoint(traces_url(endpoint));
+            builder = builder.with_endpoint(signal_url(endpoint, TRACES_PATH));
         }
         let exporter = builder
             .build()
@@ -84,9 +112,26 @@ impl Otlp {
         };
         let provider = SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
-            .with_resource(resource)
+            .with_resource(resource.clone())
             .build();
-        Ok(Otlp { provider })
+        let meters = if metrics_disabled() {
+            None
+        } else {
+            let mut builder = MetricExporter::builder().with_http();
+            if let Some(endpoint) = endpoint {
+                builder = builder.with_endpoint(signal_url(endpoint, METRICS_PATH));
+            }
+            let exporter = builder
+                .build()
+                .map_err(|error| OtlpError(error.to_string()))?;
+            Some(
+                SdkMeterProvider::builder()
+                    .with_periodic_exporter(exporter)
+                    .with_resource(resource)
+                    .build(),
+            )
+        };
+        Ok(Otlp { provider, meters })
     }
 
     /// Whether the standard variables name an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT` or
@@ -107,22 +152,155 @@ impl Otlp {
     {
         tracing_opentelemetry::layer().with_tracer(self.provider.tracer("dsh-tools"))
     }
+
+    /// The `tracing` layer that records [`TOOL_DURATION`] into this exporter's metrics; `None`
+    /// when `OTEL_METRICS_EXPORTER` is `none`.
+    pub fn duration_layer(&self) -> Option<ToolDurationLayer> {
+        self.meters
+            .as_ref()
+            .map(|meters| ToolDurationLayer::new(&meters.meter("dsh-tools")))
+    }
 }
 
 impl Drop for Otlp {
     fn drop(&mut self) {
         // Nothing is left to report a failed flush to: the process is ending.
         let _ = self.provider.shutdown();
+        if let Some(meters) = &self.meters {
+            let _ = meters.shutdown();
+        }
     }
 }
 
-/// A base endpoint with the traces path; an endpoint that already ends with it is kept.
-fn traces_url(endpoint: &str) -> String {
+/// Whether `OTEL_METRICS_EXPORTER` turns metrics off (`none`, as the SDK configuration
+/// specification names it).
+fn metrics_disabled() -> bool {
+    std::env::var("OTEL_METRICS_EXPORTER").is_ok_and(|value| value.trim() == "none")
+}
+
+/// A base endpoint with a signal's path; an endpoint that already ends with it is kept.
+fn signal_url(endpoint: &str, path: &str) -> String {
     let base = endpoint.trim_end_matches('/');
-    if base.ends_with(TRACES_PATH) {
+    if base.ends_with(path) {
         base.to_owned()
     } else {
-        format!("{base}{TRACES_PATH}")
+        format!("{base}{path}")
+    }
+}
+
+/// Records [`TOOL_DURATION`] for every call: the time from its `execute_tool` span's creation to
+/// its close, the span's own duration, as the conventions ask of a metric reported next to the
+/// span. The runtime emits nothing for it but the span; a host with its own
+/// [`MeterProvider`](opentelemetry::metrics::MeterProvider) makes one with
+/// [`ToolDurationLayer::new`].
+///
+/// Attributes: `gen_ai.tool.name`, `gen_ai.tool.type`, `error.type` (the failure's code) when
+/// the call failed, and `gen_ai.agent.name` (the agent scope) when it ran under one. A call
+/// answered from a durable run's journal (`dsh.replayed`) ran earlier and is not recorded again.
+pub struct ToolDurationLayer {
+    histogram: Histogram<f64>,
+}
+
+impl ToolDurationLayer {
+    /// The histogram [`TOOL_DURATION`] (unit `s`, boundaries [`TOOL_DURATION_BOUNDARIES`]) of
+    /// `meter`.
+    pub fn new(meter: &Meter) -> Self {
+        let histogram = meter
+            .f64_histogram(TOOL_DURATION)
+            .with_unit("s")
+            .with_description("The duration of a single tool execution.")
+            .with_boundaries(TOOL_DURATION_BOUNDARIES.to_vec())
+            .build();
+        ToolDurationLayer { histogram }
+    }
+}
+
+/// What the layer keeps of one `execute_tool` span until it closes.
+struct ToolTiming {
+    started: Instant,
+    tool: Option<String>,
+    tool_type: Option<String>,
+    error: Option<String>,
+    agent: Option<String>,
+    replayed: bool,
+}
+
+impl Visit for ToolTiming {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        let slot = match field.name() {
+            "gen_ai.tool.name" => &mut self.tool,
+            "gen_ai.tool.type" => &mut self.tool_type,
+            "error.type" => &mut self.error,
+            "dsh.agent.id" => &mut self.agent,
+            _ => return,
+        };
+        *slot = Some(value.to_owned());
+    }
+
+    fn record_bool(&mut self, field: &Field, value: bool) {
+        if field.name() == "dsh.replayed" {
+            self.replayed = value;
+        }
+    }
+
+    fn record_debug(&mut self, _field: &Field, _value: &dyn std::fmt::Debug) {}
+}
+
+/// Whether a span is a call's `execute_tool` span (the runtime's, not a namesake elsewhere).
+fn is_call_span(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.name() == "execute_tool" && metadata.target().starts_with("dsh_tool_runtime")
+}
+
+impl<S> tracing_subscriber::Layer<S> for ToolDurationLayer
+where
+    S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        if !is_call_span(attrs.metadata()) {
+            return;
+        }
+        let Some(span) = ctx.span(id) else { return };
+        let mut timing = ToolTiming {
+            started: Instant::now(),
+            tool: None,
+            tool_type: None,
+            error: None,
+            agent: None,
+            replayed: false,
+        };
+        attrs.record(&mut timing);
+        span.extensions_mut().insert(timing);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        if let Some(timing) = span.extensions_mut().get_mut::<ToolTiming>() {
+            values.record(timing);
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(timing) = span.extensions_mut().remove::<ToolTiming>() else {
+            return;
+        };
+        if timing.replayed {
+            return;
+        }
+        let Some(tool) = timing.tool else { return };
+        let mut attributes = vec![KeyValue::new("gen_ai.tool.name", tool)];
+        let optional = [
+            ("gen_ai.tool.type", timing.tool_type),
+            ("error.type", timing.error),
+            ("gen_ai.agent.name", timing.agent),
+        ];
+        for (key, value) in optional {
+            if let Some(value) = value {
+                attributes.push(KeyValue::new(key, value));
+            }
+        }
+        self.histogram
+            .record(timing.started.elapsed().as_secs_f64(), &attributes);
     }
 }
 
@@ -160,21 +338,25 @@ pub fn install_propagator() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::traces_url;
+    use super::{METRICS_PATH, TRACES_PATH, signal_url};
 
     #[test]
-    fn a_base_endpoint_gets_the_traces_path() {
+    fn a_base_endpoint_gets_the_signal_path() {
         assert_eq!(
-            traces_url("http://127.0.0.1:6006"),
+            signal_url("http://127.0.0.1:6006", TRACES_PATH),
             "http://127.0.0.1:6006/v1/traces"
         );
         assert_eq!(
-            traces_url("http://127.0.0.1:6006/"),
+            signal_url("http://127.0.0.1:6006/", TRACES_PATH),
             "http://127.0.0.1:6006/v1/traces"
         );
         assert_eq!(
-            traces_url("http://collector:4318/v1/traces"),
+            signal_url("http://collector:4318/v1/traces", TRACES_PATH),
             "http://collector:4318/v1/traces"
+        );
+        assert_eq!(
+            signal_url("http://127.0.0.1:4318", METRICS_PATH),
+            "http://127.0.0.1:4318/v1/metrics"
         );
     }
 }

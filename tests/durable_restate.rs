@@ -16,6 +16,8 @@
 //! installed (a failure under CI).
 
 mod mcp_support;
+#[cfg(feature = "otel")]
+mod otlp_support;
 mod restate_support;
 
 use std::path::{Path, PathBuf};
@@ -57,6 +59,25 @@ async fn serve(port: u16, dir: &Path, flags: &[&str]) -> Process {
         .arg(format!("127.0.0.1:{port}"))
         .arg(dir)
         .args(flags)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    let process = Process(command.spawn().expect("the deployment starts"));
+    wait_for_port("the deployment accepts connections", port).await;
+    process
+}
+
+/// [`serve`] with the deployment's spans exported over OTLP to `endpoint`, each batch sent
+/// within 50 ms.
+#[cfg(feature = "otel")]
+async fn serve_traced(port: u16, dir: &Path, flags: &[&str], endpoint: &str) -> Process {
+    let mut command = Command::new(deployment());
+    command
+        .arg(format!("127.0.0.1:{port}"))
+        .arg(dir)
+        .args(flags)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env("OTEL_BSP_SCHEDULE_DELAY", "50")
+        .env("OTEL_METRICS_EXPORTER", "none")
         .stdin(Stdio::null())
         .stdout(Stdio::null());
     let process = Process(command.spawn().expect("the deployment starts"));
@@ -609,4 +630,107 @@ async fn runs_restate_errors_are_one_line() {
         Some(2),
         "--journal and --restate conflict"
     );
+}
+
+/// The `execute_tool` spans in OTLP trace requests: (`gen_ai.tool.call.id`, whether
+/// `dsh.replayed` is `true`) of each span of tool `tool`.
+#[cfg(feature = "otel")]
+fn tool_spans(requests: &[hyper::body::Bytes], tool: &str) -> Vec<(String, bool)> {
+    use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
+    use opentelemetry_proto::tonic::common::v1::any_value::Value as Any;
+    use prost::Message;
+
+    let mut found = Vec::new();
+    for body in requests {
+        let request = ExportTraceServiceRequest::decode(body.clone()).expect("OTLP traces");
+        for span in request
+            .resource_spans
+            .into_iter()
+            .flat_map(|resource| resource.scope_spans)
+            .flat_map(|scope| scope.spans)
+        {
+            let value = |key: &str| {
+                span.attributes
+                    .iter()
+                    .find(|attribute| attribute.key == key)
+                    .and_then(|attribute| attribute.value.clone()?.value)
+            };
+            if span.name != format!("execute_tool {tool}") {
+                continue;
+            }
+            let Some(Any::StringValue(id)) = value("gen_ai.tool.call.id") else {
+                panic!("a call id: {span:?}");
+            };
+            found.push((
+                id,
+                matches!(value("dsh.replayed"), Some(Any::BoolValue(true))),
+            ));
+        }
+    }
+    found
+}
+
+/// A retried invocation answers the calls its first attempt made from Restate's journal: each
+/// is still a span, marked `dsh.replayed`, and the calls made live are not marked.
+#[cfg(feature = "otel")]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_calls_a_retried_invocation_replays_are_spans_marked_replayed() {
+    let Some((
+        Deployed {
+            http,
+            server,
+            dir,
+            port,
+        },
+        first,
+    )) = deployed(&["--idempotent", "--pause-in", "out.txt:line-4"]).await
+    else {
+        return;
+    };
+    let out = dir.path().join("out.txt");
+    let run = tokio::spawn(invoke(
+        http.clone(),
+        server.ingress.clone(),
+        "traced",
+        hundred_appends("out.txt"),
+    ));
+    wait_for_lines(&out, 5).await;
+    drop(first);
+    let (endpoint, mut received) = otlp_support::receiver().await;
+    let _second = serve_traced(port, dir.path(), &["--idempotent"], &endpoint).await;
+    run.await.expect("the invocation task");
+    assert_eq!(lines(&out), expected_lines(100));
+
+    // The first four calls were journaled before the kill; the fifth (cut off in its body) and
+    // the rest ran in the second process.
+    let mut requests = Vec::new();
+    let spans = loop {
+        let (path, body) =
+            tokio::time::timeout(std::time::Duration::from_secs(60), received.recv())
+                .await
+                .expect("the deployment exports its spans")
+                .expect("the receiver runs");
+        if path == "/v1/traces" {
+            requests.push(body);
+        }
+        let spans = tool_spans(&requests, "append_line");
+        if spans.len() >= 100 {
+            break spans;
+        }
+    };
+    let mut replayed: Vec<&str> = spans
+        .iter()
+        .filter(|(_, replayed)| *replayed)
+        .map(|(id, _)| id.rsplit_once(':').map_or(id.as_str(), |(_, seq)| seq))
+        .collect();
+    replayed.sort_unstable();
+    assert_eq!(replayed, ["0", "1", "2", "3"], "{spans:?}");
+    assert!(
+        spans
+            .iter()
+            .filter(|(_, replayed)| *replayed)
+            .all(|(id, _)| id.contains(":journal:")),
+        "{spans:?}"
+    );
+    assert_eq!(spans.iter().filter(|(_, replayed)| !replayed).count(), 96);
 }

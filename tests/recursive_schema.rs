@@ -4,7 +4,7 @@
 //! validation, every dialect and both SDKs handle that `$ref` on a default 2 MiB thread stack.
 //!
 //! schemars 1.2 recurses without end on such a variant, which aborts the whole process; the types
-//! here derive through `dsh_tools::schemars` (as the README tells tool authors to), whose derive
+//! here derive through `dsh_tools::schemars` (as the guide tells tool authors to), whose derive
 //! helper refers to the pending type instead. Each check runs in a child process: an abort there is
 //! a failed test, not a dead harness.
 

@@ -15,7 +15,7 @@ use crate::result::{ContentBlock, ToolResult};
 
 /// What [`Tool::Args`] must be: read from the model's JSON (`Deserialize`) and described by the
 /// parameters schema (`JsonSchema`, deserialize view). Implemented for every such type; derive
-/// the two traits (`#[tool_type]`, see the README) rather than implementing this.
+/// the two traits (`#[tool_type]`, see the guide's tools chapter, `docs/guide/01-tools.md`) rather than implementing this.
 #[diagnostic::on_unimplemented(
     message = "`{Self}` cannot be the arguments of a `#[tool]`: it must implement `Deserialize` and `JsonSchema`",
     label = "not usable as tool arguments",

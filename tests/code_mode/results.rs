@@ -1,7 +1,8 @@
 //! `run_code` results against a scripted code runtime (no interpreter, no clock): failures win
 //! over cancellation, the missing-runtime text, the runtime's own output-limit text, the
 //! description texts, error codes reaching the program through the binding bridge, and a
-//! completion too dense to decode handed on as its text (also through a durable journal).
+//! completion too dense to decode or too deep for a tool value handed on as its text (also
+//! through a durable journal).
 
 use std::sync::{Arc, Mutex};
 
@@ -272,6 +273,35 @@ async fn a_completion_too_dense_to_decode_is_handed_on_as_its_text() {
     let result = sparse.execute(run_code(CancellationToken::new())).await;
     assert_eq!(result.value().unwrap()["result"], json!({"a": [1, 2]}));
     assert_eq!(result.text(), "log\n{\n  \"a\": [\n    1,\n    2\n  ]\n}");
+}
+
+/// A completion nested deeper than the pipeline lets a tool's value nest (255 levels under
+/// `run_code`'s wrapper) is handed on as its compact text too, never refused as
+/// `INVALID_TOOL_OUTPUT`; one within it stays a tree.
+#[tokio::test]
+async fn a_completion_nested_deeper_than_tool_values_is_handed_on_as_its_text() {
+    let nested = |depth: usize| {
+        let text = format!("{}1{}", "[".repeat(depth), "]".repeat(depth));
+        // serde_json's default recursion limit (128) would refuse the deeper texts.
+        let mut de = serde_json::Deserializer::from_str(&text);
+        de.disable_recursion_limit();
+        let completion = <JsonText as serde::Deserialize>::deserialize(&mut de).expect("JSON");
+        (completion, text)
+    };
+    for depth in [256, 4_096] {
+        let (completion, text) = nested(depth);
+        let (registry, _) = registry("python", Script::Return(completion));
+        let result = registry.execute(run_code(CancellationToken::new())).await;
+        assert_eq!(result.error_code(), None, "{depth}: {}", result.text());
+        let value = result.value().expect("a value");
+        assert_eq!(value["resultJson"].as_str(), Some(text.as_str()), "{depth}");
+        assert_eq!(result.text(), format!("log\n{text}"));
+    }
+    let (completion, _) = nested(255);
+    let (registry, _) = registry("python", Script::Return(completion));
+    let result = registry.execute(run_code(CancellationToken::new())).await;
+    assert_eq!(result.error_code(), None, "{}", result.text());
+    assert!(result.value().expect("a value")["result"].is_array());
 }
 
 /// A durable run's journal keeps such a result: the finished run answers a repeated call from

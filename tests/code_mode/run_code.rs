@@ -387,7 +387,7 @@ async fn a_failed_sub_call_rejects_with_tool_call_error_and_the_run_continues() 
         );
         assert_eq!(out["result"], json!({"n": 1}), "{lang:?}");
     }
-    // Monty's exceptions carry a message and no attributes (README): the message still says
+    // Monty's exceptions carry a message and no attributes (the code-mode chapter): the message still says
     // which tool failed and why.
     #[cfg(feature = "embedded-python")]
     {

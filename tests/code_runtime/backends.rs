@@ -151,6 +151,7 @@ on_every_backend!(
     a_pre_aborted_run_calls_nothing,
     bindings_resolve_reject_and_overlap,
     deep_values_round_trip,
+    run_code_returns_completions_nested_to_the_runtime_depth,
     the_binding_call_budget_is_enforced,
     dispose_aborts_live_runs_and_refuses_new_ones,
     a_reserved_binding_global_is_refused,
@@ -899,6 +900,47 @@ async fn deep_values_round_trip(backend: Backend) {
         .join()
         .unwrap();
     rt.dispose().await;
+}
+
+/// Through `run_code` on a code-mode registry, a completion nested as deep as the runtimes
+/// return (4,096 levels) is a result, handed on as its compact JSON text (`resultJson`: deeper
+/// than the pipeline's tool values may nest), and one level more is `invalid-output`. Neither
+/// takes the host's stack.
+async fn run_code_returns_completions_nested_to_the_runtime_depth(backend: Backend) {
+    use dsh_tools::result::ErrorCode;
+    use dsh_tools::{Mode, Registry, ToolCall};
+
+    let registry = Registry::new();
+    registry.set_code_runtime(backend.runtime(budgets()).await);
+    registry.set_mode(Mode::Code);
+    let nested = |depth: usize| {
+        backend.pick(
+            format!("let v: any = 1;\nfor (let i = 0; i < {depth}; i++) v = [v];\nreturn v;"),
+            format!("v = 1\nfor _ in range({depth}):\n    v = [v]\nreturn v"),
+        )
+    };
+    let call = |depth: usize| {
+        ToolCall::new(
+            format!("deep-{depth}"),
+            "run_code",
+            json!({"code": nested(depth), "description": "deep"}),
+        )
+    };
+    let result = registry.execute(call(4_096)).await;
+    assert_eq!(result.error_code(), None, "{}", result.text());
+    let value = result.value().expect("a value");
+    let text = value["resultJson"].as_str().expect("the completion's text");
+    assert_eq!(text, format!("{}1{}", "[".repeat(4_096), "]".repeat(4_096)));
+    assert_eq!(value.get("result"), None);
+    let result = registry.execute(call(4_097)).await;
+    assert_eq!(result.error_code(), Some(ErrorCode::CodeRunFailed));
+    let text = result.text();
+    assert!(
+        text.contains("code run failed (invalid-output): ")
+            && text.contains("nests deeper than 4096 levels"),
+        "{text}"
+    );
+    registry.code_runtime().expect("a runtime").dispose().await;
 }
 
 async fn the_binding_call_budget_is_enforced(backend: Backend) {

@@ -171,7 +171,7 @@ async fn an_uncooperative_body_keeps_the_call_pending_then_reads_aborted() {
 }
 
 /// A body cancelled by its caller: whatever it returns without a code of its own (a success,
-/// the README's `Err(ToolError::new("cancelled"))`, any uncoded error, `ToolError::cancelled()`,
+/// a hand-written `Err(ToolError::new("cancelled"))`, any uncoded error, `ToolError::cancelled()`,
 /// a panic) reads `ABORTED`; a failure with its own code is more specific and stays.
 #[tokio::test]
 async fn a_cancelled_call_reads_aborted_unless_its_failure_has_a_code() {

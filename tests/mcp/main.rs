@@ -21,6 +21,8 @@ mod http_access;
 mod http_limits;
 #[cfg(feature = "cli")]
 mod http_server;
+#[cfg(all(feature = "mcp-server", feature = "durable"))]
+mod legacy_durable_approvals;
 mod lifecycle;
 mod lists;
 #[cfg(feature = "cli")]
@@ -32,6 +34,10 @@ mod protocol;
 mod real_servers;
 #[cfg(feature = "cli")]
 mod serve;
+#[cfg(all(feature = "mcp-server", feature = "durable"))]
+mod session_principals;
 mod standalone_stream;
+#[cfg(all(feature = "cli", feature = "embedded-js"))]
+mod task_shares;
 #[cfg(feature = "mcp-server")]
 mod tasks;

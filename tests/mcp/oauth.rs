@@ -193,7 +193,7 @@ fn protected_server(issuer: &str) -> (Server, String) {
 }
 
 /// [`protected_server`] with more flags.
-fn protected_server_with(issuer: &str, flags: &[&str]) -> (Server, String) {
+pub(crate) fn protected_server_with(issuer: &str, flags: &[&str]) -> (Server, String) {
     let addr = format!("127.0.0.1:{}", free_port());
     let resource = format!("http://{addr}/mcp");
     let mut command = Command::new(crate::http_server::BIN);

@@ -338,23 +338,24 @@ fn the_program_and_described_declarations_type_check() {
     );
 }
 
-/// The README's SDK excerpt is a verbatim piece of the committed `sdk/tools.ts`.
+/// The guide's SDK excerpt (chapter "Tools and schemas") is a verbatim piece of the committed
+/// `sdk/tools.ts`.
 #[test]
-fn the_readme_excerpt_matches_the_committed_sdk() {
+fn the_guide_excerpt_matches_the_committed_sdk() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let readme = std::fs::read_to_string(root.join("README.md")).expect("README");
-    let start = readme
+    let guide = std::fs::read_to_string(root.join("docs/guide/01-tools.md")).expect("guide");
+    let start = guide
         .find("<!-- sdk-excerpt:start -->\n```ts\n")
         .expect("excerpt start")
         + "<!-- sdk-excerpt:start -->\n```ts\n".len();
-    let end = readme[start..]
+    let end = guide[start..]
         .find("```\n<!-- sdk-excerpt:end -->")
         .expect("excerpt end");
-    let excerpt = &readme[start..start + end];
+    let excerpt = &guide[start..start + end];
     let sdk_text = std::fs::read_to_string(root.join("sdk/tools.ts")).expect("committed SDK");
     assert!(
         excerpt.lines().count() > 2 && sdk_text.contains(excerpt),
-        "README excerpt is stale:\n{excerpt}"
+        "the guide's excerpt is stale:\n{excerpt}"
     );
 }
 

@@ -6,7 +6,15 @@ mod common;
 
 mod capture;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
+#[path = "../mcp_support/mod.rs"]
+mod mcp_support;
+#[cfg(all(feature = "otel", feature = "mcp-server"))]
 mod mcp_trace;
+#[cfg(feature = "otel")]
+mod metrics;
+#[cfg(feature = "otel")]
+#[path = "../otlp_support/mod.rs"]
+mod otlp_support;
 #[cfg(feature = "cli")]
 mod phoenix;
 mod spans;

@@ -73,7 +73,8 @@ async fn a_call_over_mcp_is_one_trace() {
     let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
         .await
         .unwrap();
-    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let address = transport.local_addr().unwrap();
+    let url = format!("http://{address}/mcp");
     let token = transport.bearer_token().unwrap().to_owned();
     let server = tokio::spawn({
         let upstream = upstream.clone();
@@ -141,6 +142,76 @@ async fn a_call_over_mcp_is_one_trace() {
     );
     assert_eq!(attribute(&sent, "dsh.mcp.server").as_deref(), Some("up"));
 
+    // The connection's other requests: a span on each side named by the method, the server's
+    // the child of the client's (the client's trace context went in the request's `_meta`).
+    for method in ["server/discover", "tools/list"] {
+        let sent = collected.one(method, SpanKind::Client);
+        let served = collected.one(method, SpanKind::Server);
+        assert_eq!(
+            served.parent_span_id,
+            sent.span_context.span_id(),
+            "{method}"
+        );
+        assert_eq!(served.span_context.trace_id(), sent.span_context.trace_id());
+        for span in [&sent, &served] {
+            assert_eq!(attribute(span, "mcp.method.name").as_deref(), Some(method));
+            // Not a tool call: neither a tool nor a GenAI operation.
+            assert_eq!(attribute(span, "gen_ai.operation.name"), None, "{method}");
+            assert_eq!(attribute(span, "gen_ai.tool.name"), None, "{method}");
+            assert_eq!(attribute(span, "error.type"), None, "{method}");
+        }
+        assert!(attribute(&sent, "jsonrpc.request.id").is_some(), "{method}");
+        assert_eq!(
+            attribute(&sent, "jsonrpc.request.id"),
+            attribute(&served, "jsonrpc.request.id")
+        );
+    }
+    let listed = collected.one("tools/list", SpanKind::Client);
+    assert_eq!(
+        attribute(&listed, "mcp.protocol.version"),
+        attribute(
+            &collected.one("tools/list", SpanKind::Server),
+            "mcp.protocol.version"
+        )
+    );
+    assert!(attribute(&listed, "mcp.protocol.version").is_some());
+    // Where the client's spans say the server is (`server.port` an int), and how it was reached.
+    for sent in [listed, collected.one("tools/call echo", SpanKind::Client)] {
+        assert_eq!(
+            attribute(&sent, "server.address").as_deref(),
+            Some("127.0.0.1")
+        );
+        let port = sent
+            .attributes
+            .iter()
+            .find(|attribute| attribute.key.as_str() == "server.port")
+            .map(|attribute| attribute.value.clone());
+        assert_eq!(port, Some(Value::I64(i64::from(address.port()))));
+        assert_eq!(
+            attribute(&sent, "network.transport").as_deref(),
+            Some("tcp")
+        );
+        assert_eq!(
+            attribute(&sent, "network.protocol.name").as_deref(),
+            Some("http")
+        );
+    }
+    for method in ["tools/list", "tools/call echo"] {
+        let served = collected.one(method, SpanKind::Server);
+        assert_eq!(
+            attribute(&served, "network.transport").as_deref(),
+            Some("tcp")
+        );
+        assert_eq!(
+            attribute(&served, "network.protocol.name").as_deref(),
+            Some("http")
+        );
+        assert_eq!(
+            attribute(&served, "network.protocol.version").as_deref(),
+            Some("1.1")
+        );
+    }
+
     // A tool error: `tool_error` on both sides, error status.
     let sent = collected.one("tools/call fails", SpanKind::Client);
     let served = collected.one("tools/call fails", SpanKind::Server);
@@ -205,4 +276,175 @@ fn a_malformed_traceparent_is_ignored() {
     );
     assert_eq!(span.parent_span_id.to_string(), "00f067aa0ba902b7");
     assert!(span.parent_span_is_remote);
+}
+
+/// Over a streamable HTTP session (a 2025-era server, which answers `initialize` with an
+/// `Mcp-Session-Id`), every client span of the connection names the session.
+#[tokio::test]
+async fn a_sessions_client_spans_name_the_session() {
+    let Some(tools) = crate::mcp_support::tools() else {
+        return;
+    };
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let port = crate::mcp_support::free_port();
+    let server = std::process::Command::new(tools.bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server-everything starts");
+    let _server = Killed(server);
+    // Waits for the server's port to accept connections (bounded: a server that never listens
+    // fails the test).
+    let listening = async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), listening)
+        .await
+        .expect("server-everything listens");
+
+    let client = Registry::new();
+    let _bridge = client
+        .add_mcp_server(McpServer::http(
+            "everything",
+            format!("http://127.0.0.1:{port}/mcp"),
+        ))
+        .await
+        .unwrap();
+    let result = client
+        .execute(call(
+            "c1",
+            "mcp__everything__echo",
+            json!({"message": "hi"}),
+        ))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    provider.force_flush().unwrap();
+
+    let initialize = collected.one("initialize", SpanKind::Client);
+    let session = attribute(&initialize, "mcp.session.id").expect("the session of initialize");
+    assert!(!session.is_empty());
+    let version = attribute(&initialize, "mcp.protocol.version").expect("the version agreed");
+    assert_eq!(
+        attribute(
+            &collected.one("tools/list", SpanKind::Client),
+            "mcp.protocol.version"
+        ),
+        Some(version)
+    );
+    for name in ["notifications/initialized", "tools/list", "tools/call echo"] {
+        let span = collected.one(name, SpanKind::Client);
+        assert_eq!(
+            attribute(&span, "mcp.session.id").as_deref(),
+            Some(session.as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            attribute(&span, "dsh.mcp.server").as_deref(),
+            Some("everything")
+        );
+    }
+    // A notification has no request id.
+    assert_eq!(
+        attribute(
+            &collected.one("notifications/initialized", SpanKind::Client),
+            "jsonrpc.request.id"
+        ),
+        None
+    );
+}
+
+/// A 2025-era client opens a streamable HTTP session with `initialize`: the server's spans of
+/// its later requests and notifications name the session, and `initialize`'s the version agreed.
+#[tokio::test]
+async fn a_served_sessions_spans_name_the_session() {
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let upstream = Registry::new();
+    upstream.register(mirror("echo")).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let server = tokio::spawn({
+        let upstream = upstream.clone();
+        async move { upstream.serve_mcp(None, transport).await }
+    });
+
+    let client = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let running = ().serve_with_lifecycle(client, ClientLifecycleMode::Initialize).await.unwrap();
+    running.peer().list_tools(None).await.unwrap();
+    let called = running
+        .peer()
+        .call_tool(CallToolRequestParams::new("echo"))
+        .await
+        .unwrap();
+    assert_ne!(called.is_error, Some(true), "{called:?}");
+    let _ = running.cancel().await;
+    server.abort();
+    provider.force_flush().unwrap();
+
+    let initialize = collected.one("initialize", SpanKind::Server);
+    let version = attribute(&initialize, "mcp.protocol.version").expect("the version agreed");
+    let listed = collected.one("tools/list", SpanKind::Server);
+    let session = attribute(&listed, "mcp.session.id").expect("the session");
+    assert!(!session.is_empty());
+    for name in ["notifications/initialized", "tools/call echo"] {
+        let span = collected.one(name, SpanKind::Server);
+        assert_eq!(
+            attribute(&span, "mcp.session.id").as_deref(),
+            Some(session.as_str()),
+            "{name}"
+        );
+        assert_eq!(
+            attribute(&span, "mcp.protocol.version").as_deref(),
+            Some(version.as_str()),
+            "{name}"
+        );
+    }
+    assert_eq!(
+        attribute(
+            &collected.one("notifications/initialized", SpanKind::Server),
+            "jsonrpc.request.id"
+        ),
+        None
+    );
+}
+
+/// Kills the child process when dropped.
+struct Killed(std::process::Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
 }

@@ -85,7 +85,9 @@ impl Registry {
     /// JSON length plus 16 MiB of host memory (every completion up to about 100 KB, and any
     /// whose bulk is strings); a denser one (`[1, 1, …]` would take some 100 × its text) is
     /// handed on as `"resultJson": string` instead, its compact JSON text, which is also what the
-    /// model reads. A completion of
+    /// model reads. So is a completion nested 256 levels or deeper: a tool's value may nest at
+    /// most 256 levels and `result` sits one level in, while the runtimes return completions
+    /// nested up to 4,096 levels (deeper ones end as `invalid-output`). A completion of
     /// 5,000,000 small numbers (10 MB) or a 20 MB string costs the host about 3 × its bytes
     /// through `run_code`.
     pub fn set_code_runtime(&self, runtime: Arc<dyn CodeRuntime>) {

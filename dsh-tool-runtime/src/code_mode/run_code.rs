@@ -17,6 +17,7 @@ use crate::definition::ToolDefinition;
 use crate::durable::run as durable;
 use crate::durable::{Durability, DurableRun, Journal, Replay};
 use crate::error::{ErrorCode, ToolError};
+use crate::json::{MAX_VALUE_DEPTH, text_depth};
 use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
 use crate::result::ContentBlock;
@@ -193,6 +194,7 @@ async fn run(
                 durable::idempotent_tools(&registry, &exec),
                 durable::publisher(&registry),
                 run_signal.clone(),
+                exec.span().clone(),
             ))))
         }
         None => None,
@@ -330,17 +332,26 @@ fn settle(outcome: RunOutcome, exec: &ToolExec) -> Result<Value, ToolError> {
 /// length (16 MiB): every completion up to about 100 KB, and any whose bulk is strings, decodes.
 const TREE_ALLOWANCE: usize = 16 << 20;
 
+/// Deepest completion `run_code` hands on as a tree: under the `{"logs", "result"}` wrapper
+/// it sits one level below the root, and the pipeline refuses a tool's value nested deeper than
+/// [`MAX_VALUE_DEPTH`] (256) levels before its recursive checks touch it.
+const MAX_TREE_DEPTH: usize = MAX_VALUE_DEPTH - 1;
+
 /// `run_code`'s entry for the completion `text`: `("result", tree)` when the decoded tree takes
-/// at most the text's length plus [`TREE_ALLOWANCE`], else `("resultJson", text)` with the
-/// compact JSON text as a string.
+/// at most the text's length plus [`TREE_ALLOWANCE`] and nests at most [`MAX_TREE_DEPTH`]
+/// levels, else `("resultJson", text)` with the compact JSON text as a string.
 ///
 /// A tree of dense JSON takes tens of times its text (`[1,1,…]`: some 100 ×), so a completion
 /// of many small values is handed on as its text, which costs its bytes once and is what the
-/// model then reads. It has a key of its own so that a caller reading the value never takes it
-/// for a program that returned a string.
+/// model then reads. A completion nested deeper than the pipeline's values may be (the runtimes
+/// return up to 4,096 levels) is its text too, so every completion a runtime returns is a
+/// result, never an `INVALID_TOOL_OUTPUT`. It has a key of its own so that a caller reading the
+/// value never takes it for a program that returned a string.
 fn result_of(text: JsonText) -> (&'static str, Value) {
     let bound = text.as_str().len().saturating_add(TREE_ALLOWANCE);
-    if decodes_within(text.as_str().as_bytes(), bound) {
+    if text_depth(text.as_str().as_bytes()) <= MAX_TREE_DEPTH
+        && decodes_within(text.as_str().as_bytes(), bound)
+    {
         ("result", text.to_value())
     } else {
         ("resultJson", Value::String(text.into_string()))
@@ -364,6 +375,26 @@ mod tests {
             result_of(ones(50_000)),
             ("result", Value::from(vec![1; 50_000]))
         );
+    }
+
+    /// `depth` arrays nested in each other around `1`.
+    fn nested(depth: usize) -> JsonText {
+        let mut value = json!(1);
+        for _ in 0..depth {
+            value = json!([value]);
+        }
+        JsonText::from_value(&value)
+    }
+
+    #[test]
+    fn a_completion_deeper_than_the_pipeline_takes_is_its_text() {
+        let (key, value) = result_of(nested(MAX_TREE_DEPTH));
+        assert_eq!(key, "result");
+        let output = json!({"logs": [], "result": value});
+        assert_eq!(crate::validate::depth_violation(&output, "value"), None);
+        let deeper = nested(MAX_TREE_DEPTH + 1);
+        let expected = deeper.as_str().to_owned();
+        assert_eq!(result_of(deeper), ("resultJson", Value::String(expected)));
     }
 
     #[test]

@@ -26,7 +26,9 @@ pub struct Budgets {
     /// are kept, with the longest prefix of the entry that overflowed that fits beside the
     /// message; when the logs leave less room than the message needs, the message itself is cut
     /// to the bytes left (REFERENCE §4.7's exact accounting: logs plus message never pass the
-    /// cap). Logs cost the host at most the cap plus 24 bytes per line (each a `String` in
+    /// cap), and when they leave less than the 2 bytes of an empty message (`""`), the last kept
+    /// line is dropped to make room. The empty logs array `[]` costs 2 bytes, so the largest
+    /// completion a run without output can return is `max_output_bytes − 2` bytes of JSON. Logs cost the host at most the cap plus 24 bytes per line (each a `String` in
     /// [`RunOutcome::logs`](super::RunOutcome::logs)): up to 9 × the cap for empty lines, 3
     /// bytes of it each.
     pub max_output_bytes: u64,

@@ -48,7 +48,8 @@ impl OutputLedger {
     ///
     /// When it does not fit, the run is over: `logs` keeps every earlier entry plus the longest
     /// code-point-aligned prefix of `text` (if non-empty) that fits together with the diagnostic,
-    /// and the returned message is the diagnostic, itself cut to what is left.
+    /// and the returned message is the diagnostic, itself cut to what is left (see
+    /// [`overflow_message`](Self::overflow_message) for the one case where a kept entry gives way).
     pub fn push_log(&mut self, logs: &mut Vec<String>, text: &str) -> Result<(), String> {
         let cost = self.separator() + json_str_len(text);
         if self.used + cost <= self.cap {
@@ -75,7 +76,8 @@ impl OutputLedger {
     ///
     /// # Errors
     ///
-    /// When it does not fit, the overflow diagnostic (cut to fit) to report as `output-limit`.
+    /// When it does not fit, the overflow diagnostic (cut to fit, as in
+    /// [`overflow_message`](Self::overflow_message)) to report as `output-limit`.
     pub fn check_message(&mut self, logs: &mut Vec<String>, message: &str) -> Result<(), String> {
         if self.used + json_str_len(message) <= self.cap {
             Ok(())
@@ -85,6 +87,13 @@ impl OutputLedger {
     }
 
     /// Ends the ledger with an overflow that no single entry caused (e.g. an oversized value).
+    ///
+    /// The returned diagnostic is cut to the bytes the kept logs leave, so logs plus message
+    /// never pass the cap. The message is a JSON string and costs at least 2 bytes (`""`):
+    /// when the logs leave 0 or 1 bytes, the last kept entry is dropped from `logs` to make
+    /// room, the only case in which an overflow takes back an entry that fitted (with a cap of
+    /// 7 and three empty lines, the run keeps `[""]`, 4 bytes, and the message `"o"`, 3). A cap
+    /// below 4 ([`Budgets`](super::Budgets) refuses one) leaves no room for any message.
     pub fn overflow_message(&mut self, logs: &mut Vec<String>) -> String {
         self.overflow(logs, None)
     }
@@ -106,6 +115,15 @@ impl OutputLedger {
                     logs.push(prefix.to_owned());
                 }
             }
+        }
+        // Even an empty message costs its 2 quotes. When the kept logs leave less than that, the
+        // last of them gives way: it takes at least 2 bytes, so the message then fits.
+        if self.cap.saturating_sub(self.used) < 2
+            && self.entries > 0
+            && let Some(last) = logs.pop()
+        {
+            self.entries -= 1;
+            self.used -= self.separator() + json_str_len(&last);
         }
         let left = self.cap.saturating_sub(self.used);
         let message = longest_prefix(&diagnostic, left).to_owned();
@@ -309,6 +327,58 @@ mod tests {
         // 12 - 2 leaves 10 bytes: the quotes and 8 characters.
         assert_eq!(message, "outer ou");
         assert!(logs.is_empty());
+    }
+
+    /// Logs plus message as the caller serializes them.
+    fn charged(logs: &[String], message: &str) -> usize {
+        serde_json::to_string(logs).unwrap().len() + serde_json::to_string(message).unwrap().len()
+    }
+
+    #[test]
+    fn the_last_log_gives_way_when_even_an_empty_message_cannot_fit() {
+        // Cap 7: `["",""]` takes all 7 bytes; the message needs 2 more, so one entry goes and
+        // the 3 bytes it frees take `"o"`.
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(7);
+        l.push_log(&mut logs, "").unwrap();
+        l.push_log(&mut logs, "").unwrap();
+        let message = l.push_log(&mut logs, "").unwrap_err();
+        assert_eq!(
+            (logs.as_slice(), message.as_str()),
+            (&[String::new()][..], "o")
+        );
+        assert_eq!(charged(&logs, &message) as u64, l.used());
+        assert_eq!(l.used(), 7);
+        // Cap 8: 1 byte left after `["",""]`; the entry and its comma free 3, for `"ou"`.
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(8);
+        l.push_log(&mut logs, "").unwrap();
+        l.push_log(&mut logs, "").unwrap();
+        let message = l.overflow_message(&mut logs);
+        assert_eq!((logs.len(), message.as_str()), (1, "ou"));
+        assert_eq!(charged(&logs, &message), 8);
+        // With 2 bytes left nothing gives way: the message is `""`.
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(9);
+        l.push_log(&mut logs, "").unwrap();
+        l.push_log(&mut logs, "").unwrap();
+        let message = l.check_message(&mut logs, "boom").unwrap_err();
+        assert_eq!((logs.len(), message.as_str()), (2, ""));
+        assert_eq!(charged(&logs, &message), 9);
+    }
+
+    #[test]
+    fn empty_logs_filling_eight_mib_leave_room_for_the_message() {
+        let cap = 8 << 20;
+        let mut logs = Vec::new();
+        let mut l = OutputLedger::new(cap);
+        let message = loop {
+            if let Err(message) = l.push_log(&mut logs, "") {
+                break message;
+            }
+        };
+        assert_eq!(charged(&logs, &message) as u64, l.used());
+        assert!(l.used() <= cap, "{} bytes for a cap of {cap}", l.used());
     }
 
     #[test]

@@ -258,10 +258,13 @@ pub(crate) mod object {
         };
         let claims = secret.open(continuation).map_err(|e| refused(&e))?;
         claims
-            .check(&Presenter {
-                principal: &Principal::local(),
-                issuers: &[String::new()],
-            })
+            .check(
+                &Presenter {
+                    principal: &Principal::local(),
+                    issuers: &[String::new()],
+                },
+                &secret,
+            )
             .map_err(|e| refused(&e))?;
         let key = ctx.key().to_owned();
         let pending = ctx

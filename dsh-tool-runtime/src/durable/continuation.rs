@@ -3,7 +3,9 @@
 //!
 //! A continuation is `dshc1.<claims>.<tag>`: the claims (JSON, base64url) name the run, the call
 //! it waits at (its sequence number), a SHA-256 digest of the call's canonical arguments as they
-//! were shown, the principal they were shown to, who issued it and when it expires; the tag is
+//! were shown, the principal they were shown to — by a keyed digest only
+//! ([`ContinuationSecret`]'s HMAC of the principal, so whoever reads a continuation learns no
+//! session id or subject it could present) — who issued it and when it expires; the tag is
 //! HMAC-SHA256 (RFC 2104) of the claims under the journal's secret ([`ContinuationSecret`]). A
 //! decision is taken only for a continuation whose tag verifies, that has not expired, that is
 //! presented by the principal it names, that an accepted issuer made, and whose run still waits at
@@ -188,12 +190,23 @@ impl ContinuationSecret {
         Ok(ContinuationSecret { key })
     }
 
+    /// The keyed digest a continuation names its principal by: HMAC-SHA256 (RFC 2104) of a
+    /// fixed label and the principal's text under this secret, base64url. Readable claims
+    /// disclose nothing a client could present as the principal (a session id, an OAuth
+    /// subject), and without the secret no digest can be made for another principal.
+    pub(crate) fn principal_tag(&self, principal: &Principal) -> String {
+        let mut mac = self.mac();
+        mac.update(b"dsh-tools continuation principal\0");
+        mac.update(principal.as_str().as_bytes());
+        URL_SAFE_NO_PAD.encode(mac.finalize().into_bytes())
+    }
+
     /// A continuation for the local owner ([`Principal::local`]) deciding the call `seq` of run
     /// `run`, whose canonical arguments have the SHA-256 digest `args_digest` (hex, as a run on
     /// Restate shows it in its pending approval), valid for `ttl`. For a journal's run,
     /// [`Registry::parked_run`](crate::Registry::parked_run) issues it.
     pub fn sign_for_owner(&self, run: &str, seq: u64, args_digest: &str, ttl: Duration) -> String {
-        self.sign(&Claims::local_for_digest(run, seq, args_digest, ttl))
+        self.sign(&Claims::local_for_digest(self, run, seq, args_digest, ttl))
     }
 
     fn mac(&self) -> Hmac<Sha256> {
@@ -276,7 +289,7 @@ pub(crate) struct Claims {
     pub(crate) seq: u64,
     /// SHA-256 (hex) of the call's canonical arguments.
     pub(crate) args: String,
-    /// Who it was shown to ([`Principal::as_str`]).
+    /// Who it was shown to: [`ContinuationSecret::principal_tag`] of the principal.
     pub(crate) to: String,
     /// Who issued it: empty for the local owner, else the name of the serving face.
     pub(crate) by: String,
@@ -294,9 +307,10 @@ pub(crate) struct Presenter<'a> {
 }
 
 impl Claims {
-    /// Claims for the call `seq` (canonical arguments `args`) of run `run`, shown to `to` by
-    /// `by`, valid for `ttl` from now.
+    /// Claims for the call `seq` (canonical arguments `args`) of run `run`, shown to `to` (named
+    /// by its digest under `secret`) by `by`, valid for `ttl` from now.
     pub(crate) fn new(
+        secret: &ContinuationSecret,
         run: &str,
         seq: u64,
         args: &str,
@@ -309,21 +323,28 @@ impl Claims {
             run: run.to_owned(),
             seq,
             args: args_digest(args),
-            to: to.as_str().to_owned(),
+            to: secret.principal_tag(to),
             by: by.to_owned(),
             exp: crate::events::unix_ms().saturating_add(ttl),
         }
     }
 
     /// Claims for the call `seq` of run `run` whose canonical arguments have the SHA-256 digest
-    /// `digest` (hex), shown to the local owner, valid for `ttl` from now.
-    pub(crate) fn local_for_digest(run: &str, seq: u64, digest: &str, ttl: Duration) -> Self {
+    /// `digest` (hex), shown to the local owner (named by its digest under `secret`), valid for
+    /// `ttl` from now.
+    pub(crate) fn local_for_digest(
+        secret: &ContinuationSecret,
+        run: &str,
+        seq: u64,
+        digest: &str,
+        ttl: Duration,
+    ) -> Self {
         let ttl = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
         Claims {
             run: run.to_owned(),
             seq,
             args: digest.to_owned(),
-            to: Principal::local().as_str().to_owned(),
+            to: secret.principal_tag(&Principal::local()),
             by: String::new(),
             exp: crate::events::unix_ms().saturating_add(ttl),
         }
@@ -336,22 +357,30 @@ impl Claims {
         serde_json::from_slice(&URL_SAFE_NO_PAD.decode(body).ok()?).ok()
     }
 
-    /// Refused unless it is unexpired, shown to `presenter`'s principal and issued by one of its
-    /// issuers.
-    pub(crate) fn check(&self, presenter: &Presenter<'_>) -> Result<(), ContinuationError> {
+    /// Refused unless it is unexpired, shown to `presenter`'s principal (its digest under
+    /// `secret`, the secret the claims were opened with) and issued by one of its issuers.
+    pub(crate) fn check(
+        &self,
+        presenter: &Presenter<'_>,
+        secret: &ContinuationSecret,
+    ) -> Result<(), ContinuationError> {
         if crate::events::unix_ms() >= self.exp {
             return Err(ContinuationError::Expired {
                 run_id: self.run.clone(),
             });
         }
-        self.check_holder(presenter)
+        self.check_holder(presenter, secret)
     }
 
     /// Refused unless it was shown to `presenter`'s principal and issued by one of its issuers,
     /// expired or not: who may ask for a new continuation for the same call.
-    pub(crate) fn check_holder(&self, presenter: &Presenter<'_>) -> Result<(), ContinuationError> {
+    pub(crate) fn check_holder(
+        &self,
+        presenter: &Presenter<'_>,
+        secret: &ContinuationSecret,
+    ) -> Result<(), ContinuationError> {
         let run = || self.run.clone();
-        if self.to != presenter.principal.as_str() {
+        if self.to != secret.principal_tag(presenter.principal) {
             return Err(ContinuationError::WrongPrincipal { run_id: run() });
         }
         if !presenter.issuers.contains(&self.by) {
@@ -445,14 +474,14 @@ impl ContinuationError {
 mod tests {
     use super::*;
 
-    fn claims(ttl: Duration) -> Claims {
-        Claims::new("r", 2, r#"{"a":1}"#, &Principal::local(), "", ttl)
+    fn claims(secret: &ContinuationSecret, ttl: Duration) -> Claims {
+        Claims::new(secret, "r", 2, r#"{"a":1}"#, &Principal::local(), "", ttl)
     }
 
     #[test]
     fn a_signed_continuation_opens_and_an_altered_one_is_forged() {
         let secret = ContinuationSecret::generate().unwrap();
-        let original = claims(DEFAULT_CONTINUATION_TTL);
+        let original = claims(&secret, DEFAULT_CONTINUATION_TTL);
         let signed = secret.sign(&original);
         assert_eq!(secret.open(&signed).unwrap(), original);
         let other = ContinuationSecret::generate().unwrap();
@@ -481,15 +510,19 @@ mod tests {
 
     #[test]
     fn expiry_principal_and_issuer_are_checked() {
+        let secret = ContinuationSecret::generate().unwrap();
+        let claims = |ttl| claims(&secret, ttl);
         let local = Principal::local();
         let issuers = [String::new()];
         let presenter = Presenter {
             principal: &local,
             issuers: &issuers,
         };
-        claims(DEFAULT_CONTINUATION_TTL).check(&presenter).unwrap();
+        claims(DEFAULT_CONTINUATION_TTL)
+            .check(&presenter, &secret)
+            .unwrap();
         assert!(matches!(
-            claims(Duration::ZERO).check(&presenter),
+            claims(Duration::ZERO).check(&presenter, &secret),
             Err(ContinuationError::Expired { .. })
         ));
         let session = Principal::mcp_session("s1");
@@ -498,7 +531,7 @@ mod tests {
             ..presenter.clone()
         };
         assert!(matches!(
-            claims(DEFAULT_CONTINUATION_TTL).check(&as_session),
+            claims(DEFAULT_CONTINUATION_TTL).check(&as_session, &secret),
             Err(ContinuationError::WrongPrincipal { .. })
         ));
         let elsewhere = [String::from("other")];
@@ -507,9 +540,38 @@ mod tests {
             ..presenter
         };
         assert!(matches!(
-            claims(DEFAULT_CONTINUATION_TTL).check(&foreign),
+            claims(DEFAULT_CONTINUATION_TTL).check(&foreign, &secret),
             Err(ContinuationError::ForeignIssuer { .. })
         ));
+    }
+
+    #[test]
+    fn the_claims_name_their_principal_by_a_keyed_digest_only() {
+        let secret = ContinuationSecret::generate().unwrap();
+        let session = Principal::mcp_session("alice-session");
+        let signed = secret.sign(&Claims::new(
+            &secret,
+            "r",
+            0,
+            "{}",
+            &session,
+            "",
+            DEFAULT_CONTINUATION_TTL,
+        ));
+        let unverified = Claims::unverified(&signed).unwrap();
+        let text = serde_json::to_string(&unverified).unwrap();
+        assert!(
+            !text.contains("alice") && !text.contains("mcp-session"),
+            "{text}"
+        );
+        // The digest is the secret's: another secret names the same principal otherwise.
+        let other = ContinuationSecret::generate().unwrap();
+        assert_eq!(unverified.to, secret.principal_tag(&session));
+        assert_ne!(unverified.to, other.principal_tag(&session));
+        assert_ne!(
+            unverified.to,
+            secret.principal_tag(&Principal::mcp_session("bob"))
+        );
     }
 
     #[test]

@@ -423,6 +423,24 @@ pub trait JournalStore: Send + Sync {
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), JournalError>>;
 
+    /// Records `entry` as [`put`](Self::put) does, except that the future may resolve before
+    /// the write is durable: the store then makes it durable before (or in the same commit
+    /// as) anything this store writes after it — the run's next call, its status — and soon
+    /// without them. A write that fails then fails the store's next operation instead; an
+    /// entry that cannot be stored is lost, and a resumed run reads what was stored before it.
+    ///
+    /// A live call's outcome is recorded so: until the run's next record, nothing outside the
+    /// run has acted on it, and a run cut off before it is stored resumes with the call's
+    /// outcome unknown, exactly as when cut off while the call ran. By default the same as
+    /// `put`.
+    fn put_deferred<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.put(run_id, entry)
+    }
+
     /// Makes this process the owner of run `run_id` until [`release`](Self::release): one
     /// owner at a time replays a run and makes its live calls. Returns the claim's number (its
     /// handle for `release`). A claim whose owner is gone (the process ended) is taken over;

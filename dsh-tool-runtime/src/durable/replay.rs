@@ -1,6 +1,7 @@
 //! The journal of one run as its session sees it: each call the program makes is checked
-//! against the journaled one at its sequence number and answered from it, or run live and
-//! journaled before the program sees its outcome.
+//! against the journaled one at its sequence number and answered from it, or run live:
+//! journaled as started before it runs, and its outcome journaled before the run's next record
+//! ([`JournalStore::put_deferred`](super::JournalStore::put_deferred)).
 
 use std::collections::HashSet;
 use std::sync::Arc;
@@ -211,7 +212,7 @@ impl Replay {
     }
 
     /// The live call `seq` (`call`, made with `slot`): journaled as started first, then as
-    /// finished before the program sees its outcome. A call of a read-only tool is journaled
+    /// finished (deferred: durable before the run's next record). A call of a read-only tool is journaled
     /// only as finished: one record instead of two, and cut off before it, it runs again on
     /// resume exactly as a started one of a read-only tool would. A call that parked the run
     /// ends it instead: the future never resolves, the run's signal is cancelled.
@@ -247,8 +248,8 @@ impl Replay {
         })
     }
 
-    /// Journals `entry` as finished with `result`; the program sees `result`, or the journal's
-    /// failure when it could not be recorded.
+    /// Journals `entry` as finished with `result` (deferred); the program sees `result`, or
+    /// the journal's failure when the store refused it at once.
     async fn finish(
         &self,
         mut entry: JournalEntry,
@@ -275,7 +276,10 @@ impl Replay {
             self.run_signal.cancel();
             return std::future::pending().await;
         }
-        match self.store.put(&self.run_id, &entry).await {
+        // Deferred: the program may see its outcome before it is durable, since nothing
+        // outside the run acts on it before the run's next record, which the store writes
+        // after it.
+        match self.store.put_deferred(&self.run_id, &entry).await {
             Ok(()) => result.clone(),
             Err(error) => Err(journal_failed(&error)),
         }

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
-use super::continuation::{Claims, Presenter, args_digest};
+use super::continuation::{Claims, ContinuationSecret, Presenter, args_digest};
 use super::{
     CallOutcome, Claim, ContinuationError, DurableRun, EntryState, JournalEntry, JournalError,
     JournalStore, Principal, RUN_PARKED, Replay, RunRecord, RunStatus,
@@ -330,13 +330,14 @@ pub(crate) struct Decider<'a> {
     pub(crate) source: crate::call::DenialSource,
 }
 
-/// The run a continuation names, its tag checked against `store`'s secret (nothing else).
+/// The claims of a continuation, its tag checked against `store`'s secret (nothing else), and
+/// that secret (the claims' principal is checked with it).
 fn continuation_claims(
     store: &Arc<dyn JournalStore>,
     continuation: &str,
-) -> Result<Claims, JournalError> {
+) -> Result<(Claims, ContinuationSecret), JournalError> {
     let secret = store.continuation_secret()?;
-    Ok(secret.open(continuation)?)
+    Ok((secret.open(continuation)?, secret))
 }
 
 /// One call a rollback reverted.
@@ -439,7 +440,15 @@ impl Registry {
             return Err(wrong(id, "is not parked"));
         };
         let secret = run.store.continuation_secret()?;
-        let claims = Claims::new(id, seq, &args, principal, by, self.continuation_ttl());
+        let claims = Claims::new(
+            &secret,
+            id,
+            seq,
+            &args,
+            principal,
+            by,
+            self.continuation_ttl(),
+        );
         Ok(ParkedRun {
             run_id: id.to_owned(),
             seq,
@@ -463,8 +472,8 @@ impl Registry {
         presenter: &Presenter<'_>,
         by: &str,
     ) -> Result<ParkedRun, JournalError> {
-        let claims = continuation_claims(store, continuation)?;
-        claims.check_holder(presenter)?;
+        let (claims, secret) = continuation_claims(store, continuation)?;
+        claims.check_holder(presenter, &secret)?;
         let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
         let still_waiting = match parked(&run, id).await?.status {
@@ -616,11 +625,14 @@ impl Registry {
         decider: &Decider<'_>,
         denial: Option<String>,
     ) -> Result<DurableRun, JournalError> {
-        let claims = continuation_claims(store, continuation)?;
-        claims.check(&Presenter {
-            principal: decider.principal,
-            issuers: decider.issuers,
-        })?;
+        let (claims, secret) = continuation_claims(store, continuation)?;
+        claims.check(
+            &Presenter {
+                principal: decider.principal,
+                issuers: decider.issuers,
+            },
+            &secret,
+        )?;
         let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
         let denial = denial.map(|reason| crate::call::denial_text(reason, decider.source));
@@ -708,7 +720,9 @@ impl Registry {
     /// retries just the calls still in place.
     ///
     /// A call whose outcome is unknown (journaled as started, never finished: the run was cut
-    /// off while it ran, so it may have happened) and whose tool is not read-only is not
+    /// off while it ran, so it may have happened; or answered with
+    /// [`OUTCOME_UNKNOWN`](super::OUTCOME_UNKNOWN), as resuming such a run answers it) and whose
+    /// tool is not read-only is not
     /// reverted: it is reported with [`RevertReport::outcome_unknown`] set and an error outcome
     /// with code [`OUTCOME_UNKNOWN`](super::OUTCOME_UNKNOWN), and the run is not marked rolled
     /// back. [`rollback_run_reverting_unknown`](Self::rollback_run_reverting_unknown) runs the
@@ -775,10 +789,11 @@ impl Registry {
         let reverts = self.inner.reverts.lock().clone();
         let mut entries = run.store.entries(id).await?;
         entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
-        // A call cut off while it ran may have changed state: unless its tool only reads.
-        let cut_off = |entry: &JournalEntry| {
-            matches!(entry.state, EntryState::Started) && !self.read_only(&entry.tool)
-        };
+        // A call cut off while it ran may have changed state, unless its tool only reads:
+        // still journaled as started, or — once a resume replayed it — as failed with
+        // `OUTCOME_UNKNOWN`, which says just that and nothing of whether it happened.
+        let cut_off =
+            |entry: &JournalEntry| outcome_unknown(&entry.state) && !self.read_only(&entry.tool);
         if let Some(seq) = unknown.iter().find(|seq| {
             !entries
                 .iter()
@@ -819,12 +834,12 @@ impl Registry {
         }
         let (mut reports, mut failed) = (Vec::new(), false);
         for mut entry in entries {
-            let was_unknown = matches!(entry.state, EntryState::Started);
+            let was_unknown = outcome_unknown(&entry.state);
             let (outcome, result) = match &entry.state {
                 EntryState::Finished {
                     outcome: outcome @ CallOutcome::Ok { value },
                 } => (outcome.clone(), Some(value.clone())),
-                EntryState::Started if cut_off(&entry) => {
+                _ if cut_off(&entry) => {
                     let outcome = CallOutcome::Err {
                         message: format!(
                             "the outcome of call #{} is unknown: the run was cut off while it ran",
@@ -904,6 +919,18 @@ impl Registry {
             run.store.set_status(id, &RunStatus::RolledBack).await?;
         }
         Ok(reports)
+    }
+}
+
+/// Whether a call in `state` may or may not have happened: journaled as started and never
+/// finished, or answered with `OUTCOME_UNKNOWN` (how a resume records such a call).
+fn outcome_unknown(state: &EntryState) -> bool {
+    match state {
+        EntryState::Started => true,
+        EntryState::Finished {
+            outcome: CallOutcome::Err { code, .. },
+        } => code.as_deref() == Some(super::OUTCOME_UNKNOWN),
+        _ => false,
     }
 }
 

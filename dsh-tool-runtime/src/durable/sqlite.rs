@@ -2,7 +2,7 @@
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
 
@@ -75,17 +75,23 @@ pub enum OpenMode {
 /// A [`JournalStore`] in one SQLite file (bundled SQLite, no server).
 ///
 /// The file is in WAL mode with `synchronous = NORMAL`: a write is durable against a crash of
-/// the process (what the journal is for) as soon as its statement returns; a power loss may
-/// lose the last writes before a checkpoint, never corrupt the file. Several processes on one
-/// machine may open the same file. Files on a network file system are not supported (SQLite's
+/// the process (what the journal is for) once committed, which every method's future waits
+/// for except [`put_deferred`](JournalStore::put_deferred)'s (a live call's outcome): that
+/// record is committed with the next statement of this journal (the run's next call, its
+/// status), in the same transaction when that is a call's record, or by the journal's thread
+/// about 1 ms after it when no statement comes. A power loss may lose the last commits before
+/// a checkpoint (the only `fsync`), never corrupt the file. Several processes on one machine
+/// may open the same file. Files on a network file system are not supported (SQLite's
 /// WAL needs shared memory).
 ///
 /// Statements run one at a time in the order they were asked for, on a thread the journal
 /// starts for itself; none waits for a lock on the caller's task: a file another connection
 /// holds locked (a `sqlite3` shell, a backup) never stalls an async runtime's workers. A call's
-/// record (two per binding call) runs on the caller only when the connection is free, nothing
-/// is queued before it and no other connection holds the lock (it is tried without waiting,
-/// and handed to the thread when it would wait); checkpoints, the only `fsync`, are the
+/// record runs on the caller only when the connection is free, nothing is queued before it and
+/// no other connection holds the lock (it is tried without waiting, and handed to the thread
+/// when it would wait), in one transaction with the outcomes deferred before it: a binding
+/// call of a program that makes its calls one after another costs one commit, its start
+/// together with the previous call's outcome. Checkpoints, the only `fsync`, are the
 /// thread's. A statement waits at most the busy timeout ([`DEFAULT_BUSY_TIMEOUT`], 2 s;
 /// [`with_busy_timeout`](Self::with_busy_timeout)) from the moment it was asked for, then fails
 /// with [`JournalError::Locked`].
@@ -113,7 +119,7 @@ pub enum OpenMode {
 /// ([`ContinuationSecret::path_for`]: `<path>.secret`, mode 0600), made on first use.
 pub struct SqliteJournal {
     /// The journal thread's queue; `None` once dropped.
-    jobs: Option<mpsc::Sender<Job>>,
+    jobs: Option<mpsc::Sender<Message>>,
     /// The connection (the thread takes it for each job) and how many jobs are queued.
     shared: Arc<Shared>,
     thread: Option<std::thread::JoinHandle<()>>,
@@ -122,13 +128,53 @@ pub struct SqliteJournal {
     /// The continuation secret beside the file, read (or made) on first use.
     secret: ContinuationSecretFile,
     busy_timeout: Duration,
-    max_file_bytes: u64,
     /// The journal's files others could read when it was opened, with their permission bits.
     exposed: Vec<(PathBuf, u32)>,
 }
 
 /// One statement (or a few in a transaction) for the journal thread.
 type Job = Box<dyn FnOnce(&mut Connection) + Send>;
+
+/// What the journal thread is sent.
+enum Message {
+    /// Run this job (its deferred records first).
+    Job(Job),
+    /// Deferred records wait: write them within [`FLUSH_AFTER`] unless a statement on the
+    /// caller has written them by then.
+    Flush,
+}
+
+/// How long the thread leaves deferred records for a caller's statement to write with its own
+/// (one commit for both): a run's next record comes microseconds after a call's outcome.
+const FLUSH_AFTER: Duration = Duration::from_millis(1);
+
+/// One call's record, as a statement writes it.
+#[derive(Clone)]
+struct Record {
+    run_id: String,
+    seq: i64,
+    tool: String,
+    args: String,
+    state: String,
+}
+
+impl Record {
+    fn of(run_id: &str, entry: &JournalEntry) -> Result<Record, JournalError> {
+        Ok(Record {
+            run_id: run_id.to_owned(),
+            seq: i64::try_from(entry.seq).map_err(|_| {
+                JournalError::Store(format!("sequence number {} too large", entry.seq))
+            })?,
+            tool: entry.tool.clone(),
+            args: entry.args.clone(),
+            state: text(&entry.state)?,
+        })
+    }
+
+    fn len(&self) -> usize {
+        self.tool.len() + self.args.len() + self.state.len()
+    }
+}
 
 /// What the caller's fast path and the journal thread share.
 struct Shared {
@@ -138,6 +184,103 @@ struct Shared {
     /// Statements run since the last checkpoint (reads counted too: an early checkpoint
     /// costs little).
     writes: AtomicU64,
+    /// Records of [`JournalStore::put_deferred`] not yet written, oldest first: whoever holds
+    /// `connection` next writes them before anything else, in the same transaction as a
+    /// call's record. Taken only by the holder of `connection`.
+    deferred: Mutex<Vec<Record>>,
+    /// Set while the thread has been told of deferred records ([`Message::Flush`]).
+    flush_due: AtomicBool,
+    /// The busy timeout in ms, for the thread's own writes of deferred records.
+    busy_ms: AtomicU64,
+    /// The bound of the file's contents, in bytes.
+    max_file_bytes: AtomicU64,
+}
+
+impl Shared {
+    /// Writes the deferred records, then `own`, in one transaction. A deferred record refused
+    /// for room is dropped (its call's outcome stays unknown) and `own` is not written: the
+    /// error is [`JournalError::Full`]. On any other error nothing is written and the deferred
+    /// records stay for the next statement.
+    fn flush(&self, connection: &mut Connection, own: Option<&Record>) -> Result<(), JournalError> {
+        let deferred = std::mem::take(&mut *self.deferred.lock());
+        if deferred.is_empty() && own.is_none() {
+            return Ok(());
+        }
+        let max = self.max_file_bytes.load(Ordering::Relaxed);
+        let written = write_records(connection, &deferred, own, max);
+        if written
+            .as_ref()
+            .is_err_and(|error| !matches!(error, JournalError::Full { .. }))
+        {
+            let mut kept = self.deferred.lock();
+            let later = std::mem::replace(&mut *kept, deferred);
+            kept.extend(later);
+        }
+        written
+    }
+}
+
+/// Writes `deferred`, then `own`, in one `BEGIN IMMEDIATE` transaction (the bound read under
+/// the write lock, so it holds against other connections): a new call's record (its start, or
+/// the one record of a read-only call) is refused past the file's bound `max`; how a call
+/// journaled before ended (or was decided, reverted) is recorded whatever the bound, so
+/// nothing is left unknown.
+fn write_records(
+    connection: &mut Connection,
+    deferred: &[Record],
+    own: Option<&Record>,
+    max: u64,
+) -> Result<(), JournalError> {
+    let tx = connection
+        .transaction_with_behavior(TransactionBehavior::Immediate)
+        .map_err(|error| store(&error))?;
+    // Cached `PRAGMA` statements: the `pragma_page_count` table-valued function compiles
+    // a `PRAGMA` statement each time it runs.
+    let page_size: i64 = tx
+        .prepare_cached("PRAGMA page_size")
+        .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+        .map_err(|error| store(&error))?;
+    let max_bytes = i64::try_from(max).unwrap_or(i64::MAX);
+    let mut full = None;
+    let records = deferred.iter().chain(own);
+    for (index, record) in records.enumerate() {
+        if full.is_some() && index >= deferred.len() {
+            break;
+        }
+        let pages: i64 = tx
+            .prepare_cached("PRAGMA page_count")
+            .and_then(|mut statement| statement.query_row([], |row| row.get(0)))
+            .map_err(|error| store(&error))?;
+        let used = pages.saturating_mul(page_size);
+        let after = used.saturating_add(i64::try_from(record.len()).unwrap_or(i64::MAX));
+        let written = tx
+            .prepare_cached(
+                "INSERT INTO calls (run_id, seq, tool, args, state) \
+                 SELECT ?1, ?2, ?3, ?4, ?5 \
+                 WHERE EXISTS (SELECT 1 FROM calls WHERE run_id = ?1 AND seq = ?2) OR ?6 <= ?7 \
+                 ON CONFLICT (run_id, seq) DO UPDATE SET tool = ?3, args = ?4, state = ?5",
+            )
+            .and_then(|mut statement| {
+                statement.execute(params![
+                    record.run_id,
+                    record.seq,
+                    record.tool,
+                    record.args,
+                    record.state,
+                    after,
+                    max_bytes
+                ])
+            })
+            .map_err(|error| store(&error))?;
+        if written == 0 {
+            full.get_or_insert(JournalError::Full {
+                used_bytes: u64::try_from(used).unwrap_or_default(),
+                max_bytes: max,
+            });
+        }
+    }
+    tx.commit().map_err(|error| store(&error))?;
+    full.map_or(Ok(()), Err)
 }
 
 /// Commits between two checkpoints the thread makes (automatic checkpoints are off, so the
@@ -287,6 +430,85 @@ fn check_room(connection: &Connection, extra: usize, max: u64) -> Result<(), Jou
         });
     }
     Ok(())
+}
+
+/// `duration` in whole milliseconds, saturating.
+fn millis(duration: Duration) -> u64 {
+    u64::try_from(duration.as_millis()).unwrap_or(u64::MAX)
+}
+
+/// The journal thread: runs the jobs in the order they were sent, writes deferred records
+/// [`FLUSH_AFTER`] after it is told of them (again after that while another connection holds
+/// the lock), checkpoints, and once the queue closes writes what is still deferred.
+fn journal_thread(shared: &Shared, queue: &mpsc::Receiver<Message>) {
+    let mut due: Option<Instant> = None;
+    loop {
+        let message = match due {
+            None => queue
+                .recv()
+                .map_err(|_| mpsc::RecvTimeoutError::Disconnected),
+            Some(at) => queue.recv_timeout(at.saturating_duration_since(Instant::now())),
+        };
+        match message {
+            Ok(Message::Job(job)) => {
+                let mut connection = shared.connection.lock();
+                job(&mut connection);
+                checkpoint(shared, &connection);
+                drop(connection);
+                shared.queued.fetch_sub(1, Ordering::AcqRel);
+            }
+            Ok(Message::Flush) => {
+                due.get_or_insert_with(|| Instant::now() + FLUSH_AFTER);
+            }
+            Err(mpsc::RecvTimeoutError::Timeout) => {
+                // Cleared before the records are taken: one deferred after this is told again.
+                shared.flush_due.store(false, Ordering::SeqCst);
+                due = None;
+                if let Err(JournalError::Locked { .. }) = write_deferred(shared) {
+                    shared.flush_due.store(true, Ordering::SeqCst);
+                    due = Some(Instant::now() + FLUSH_AFTER);
+                }
+            }
+            Err(mpsc::RecvTimeoutError::Disconnected) => {
+                if let Err(error) = write_deferred(shared) {
+                    tracing::warn!(
+                        %error,
+                        "durable journal: call outcomes not written before the journal closed"
+                    );
+                }
+                return;
+            }
+        }
+    }
+}
+
+/// Writes the deferred records on the thread, waiting at most the busy timeout for a lock.
+/// On an error other than [`JournalError::Full`] they stay for the next statement.
+fn write_deferred(shared: &Shared) -> Result<(), JournalError> {
+    let mut connection = shared.connection.lock();
+    let timeout = Duration::from_millis(shared.busy_ms.load(Ordering::Relaxed));
+    let written = connection
+        .busy_timeout(timeout)
+        .map_err(|error| store(&error))
+        .and_then(|()| shared.flush(&mut connection, None))
+        .map_err(|error| match error {
+            JournalError::Locked { .. } => JournalError::Locked {
+                timeout_ms: millis(timeout),
+            },
+            other => other,
+        });
+    shared.writes.fetch_add(1, Ordering::Relaxed);
+    checkpoint(shared, &connection);
+    written
+}
+
+/// A checkpoint once [`CHECKPOINT_EVERY`] statements ran since the last.
+fn checkpoint(shared: &Shared, connection: &Connection) {
+    if shared.writes.load(Ordering::Relaxed) >= CHECKPOINT_EVERY {
+        shared.writes.store(0, Ordering::Relaxed);
+        // PASSIVE never waits for a lock; what it cannot copy now, a later one does.
+        let _ = connection.pragma_update(None, "wal_checkpoint", "PASSIVE");
+    }
 }
 
 /// A claim number unique in this process (the owner row's pid tells processes apart).
@@ -450,25 +672,16 @@ impl SqliteJournal {
             connection: Mutex::new(connection),
             queued: AtomicUsize::new(0),
             writes: AtomicU64::new(0),
+            deferred: Mutex::new(Vec::new()),
+            flush_due: AtomicBool::new(false),
+            busy_ms: AtomicU64::new(millis(DEFAULT_BUSY_TIMEOUT)),
+            max_file_bytes: AtomicU64::new(DEFAULT_MAX_FILE_BYTES),
         });
-        let (jobs, queue) = mpsc::channel::<Job>();
+        let (jobs, queue) = mpsc::channel::<Message>();
         let theirs = Arc::clone(&shared);
         let thread = std::thread::Builder::new()
             .name("dsh-journal".to_owned())
-            .spawn(move || {
-                for job in queue {
-                    let mut connection = theirs.connection.lock();
-                    job(&mut connection);
-                    if theirs.writes.load(Ordering::Relaxed) >= CHECKPOINT_EVERY {
-                        theirs.writes.store(0, Ordering::Relaxed);
-                        // PASSIVE never waits for a lock; what it cannot copy now, a later
-                        // one does.
-                        let _ = connection.pragma_update(None, "wal_checkpoint", "PASSIVE");
-                    }
-                    drop(connection);
-                    theirs.queued.fetch_sub(1, Ordering::AcqRel);
-                }
-            })
+            .spawn(move || journal_thread(&theirs, &queue))
             .map_err(|error| {
                 JournalError::Store(format!("cannot start the journal's thread: {error}"))
             })?;
@@ -479,7 +692,6 @@ impl SqliteJournal {
             me: Process::me(),
             secret: ContinuationSecretFile::beside(path),
             busy_timeout: DEFAULT_BUSY_TIMEOUT,
-            max_file_bytes: DEFAULT_MAX_FILE_BYTES,
             exposed,
         })
     }
@@ -489,14 +701,17 @@ impl SqliteJournal {
     #[must_use]
     pub fn with_busy_timeout(mut self, timeout: Duration) -> Self {
         self.busy_timeout = timeout;
+        self.shared
+            .busy_ms
+            .store(millis(timeout), Ordering::Relaxed);
         self
     }
 
     /// The bound of the file's contents, in bytes (SQLite's pages in use, the write-ahead log's
     /// included): past it a new run or a new call is refused with [`JournalError::Full`].
     #[must_use]
-    pub fn with_max_file_bytes(mut self, bytes: u64) -> Self {
-        self.max_file_bytes = bytes;
+    pub fn with_max_file_bytes(self, bytes: u64) -> Self {
+        self.shared.max_file_bytes.store(bytes, Ordering::Relaxed);
         self
     }
 
@@ -515,23 +730,26 @@ impl SqliteJournal {
     ) -> BoxFuture<'static, Result<T, JournalError>> {
         let (reply, answer) = futures::channel::oneshot::channel();
         let (timeout, queued, me) = (self.busy_timeout, Instant::now(), self.me);
-        let timeout_ms = u64::try_from(timeout.as_millis()).unwrap_or(u64::MAX);
+        let timeout_ms = millis(timeout);
         let shared = Arc::clone(&self.shared);
         let sent = self.jobs.as_ref().is_some_and(|jobs| {
             self.shared.queued.fetch_add(1, Ordering::AcqRel);
-            let sent = jobs.send(Box::new(move |connection: &mut Connection| {
-                let left = timeout.saturating_sub(queued.elapsed());
-                let result = connection
-                    .busy_timeout(left)
-                    .map_err(|error| store(&error))
-                    .and_then(|()| job(connection, me))
-                    .map_err(|error| match error {
-                        JournalError::Locked { .. } => JournalError::Locked { timeout_ms },
-                        other => other,
-                    });
-                shared.writes.fetch_add(1, Ordering::Relaxed);
-                let _ = reply.send(result);
-            }));
+            let sent = jobs.send(Message::Job(Box::new(
+                move |connection: &mut Connection| {
+                    let left = timeout.saturating_sub(queued.elapsed());
+                    let result = connection
+                        .busy_timeout(left)
+                        .map_err(|error| store(&error))
+                        .and_then(|()| shared.flush(connection, None))
+                        .and_then(|()| job(connection, me))
+                        .map_err(|error| match error {
+                            JournalError::Locked { .. } => JournalError::Locked { timeout_ms },
+                            other => other,
+                        });
+                    shared.writes.fetch_add(1, Ordering::Relaxed);
+                    let _ = reply.send(result);
+                },
+            )));
             if sent.is_err() {
                 self.shared.queued.fetch_sub(1, Ordering::AcqRel);
             }
@@ -555,7 +773,8 @@ impl SqliteJournal {
     /// `synchronous = NORMAL` a commit in WAL mode appends to the log without an `fsync`.
     ///
     /// Each hand-off to the thread and back is two wake-ups of threads that may each wait for
-    /// a core; a live binding call makes two statements, so this is most of its journal's cost.
+    /// a core; a live binding call's start is awaited here (its outcome is deferred and
+    /// written with the next start), so this path is most of its journal's cost.
     /// Only for a job that is one statement (or one transaction), so a retry on the thread
     /// repeats nothing that was written.
     fn call_inline_first<T: Send + 'static>(
@@ -632,7 +851,7 @@ impl JournalStore for SqliteJournal {
         program: &'a Value,
     ) -> BoxFuture<'a, Result<RunRecord, JournalError>> {
         let (run_id, program) = (run_id.to_owned(), program.clone());
-        let max = self.max_file_bytes;
+        let max = self.shared.max_file_bytes.load(Ordering::Relaxed);
         Box::pin(self.call(move |connection, _| {
             let program_text = crate::json::compact(&program, true);
             let status = text(&RunStatus::Running)?;
@@ -761,43 +980,36 @@ impl JournalStore for SqliteJournal {
         run_id: &'a str,
         entry: &'a JournalEntry,
     ) -> BoxFuture<'a, Result<(), JournalError>> {
-        let run_id = run_id.to_owned();
-        let (state, seq) = (text(&entry.state), entry.seq);
-        let (tool, args) = (entry.tool.clone(), entry.args.clone());
-        let max = self.max_file_bytes;
-        Box::pin(self.call_inline_first(move |connection, _| {
-            let state = state.as_ref().map_err(Clone::clone)?;
-            let seq = i64::try_from(seq)
-                .map_err(|_| JournalError::Store(format!("sequence number {seq} too large")))?;
-            let extra = i64::try_from(tool.len() + args.len() + state.len()).unwrap_or(i64::MAX);
-            let max_bytes = i64::try_from(max).unwrap_or(i64::MAX);
-            // One statement, so one commit: a new call's entry (its start, or the one record of
-            // a read-only call) is refused past the file's bound; how a call journaled before
-            // ended (or was decided, reverted) is recorded whatever the bound, so nothing is
-            // left unknown.
-            let mut statement = connection
-                .prepare_cached(
-                    "INSERT INTO calls (run_id, seq, tool, args, state) \
-                     SELECT ?1, ?2, ?3, ?4, ?5 \
-                     WHERE EXISTS (SELECT 1 FROM calls WHERE run_id = ?1 AND seq = ?2) \
-                        OR (SELECT page_count FROM pragma_page_count) * \
-                           (SELECT page_size FROM pragma_page_size) + ?6 <= ?7 \
-                     ON CONFLICT (run_id, seq) DO UPDATE SET tool = ?3, args = ?4, state = ?5",
-                )
-                .map_err(|error| store(&error))?;
-            let written = statement
-                .execute(params![run_id, seq, tool, args, state, extra, max_bytes])
-                .map_err(|error| store(&error))?;
-            if written == 0 {
-                // Refused for room: the error says how full the file is.
-                check_room(connection, tool.len() + args.len() + state.len(), max)?;
-                return Err(JournalError::Full {
-                    used_bytes: max,
-                    max_bytes: max,
-                });
-            }
-            Ok(())
-        }))
+        let record = match Record::of(run_id, entry) {
+            Ok(record) => record,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        let shared = Arc::clone(&self.shared);
+        // One transaction, so one commit, for the records deferred before it and this one.
+        Box::pin(
+            self.call_inline_first(move |connection, _| shared.flush(connection, Some(&record))),
+        )
+    }
+
+    /// Keeps the record for the next statement to write in its transaction, and tells the
+    /// thread to write it within [`FLUSH_AFTER`] if none comes: a call's outcome and the next
+    /// call's start are one commit.
+    fn put_deferred<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let record = match Record::of(run_id, entry) {
+            Ok(record) => record,
+            Err(error) => return Box::pin(std::future::ready(Err(error))),
+        };
+        self.shared.deferred.lock().push(record);
+        if !self.shared.flush_due.swap(true, Ordering::SeqCst)
+            && let Some(jobs) = &self.jobs
+        {
+            let _ = jobs.send(Message::Flush);
+        }
+        Box::pin(std::future::ready(Ok(())))
     }
 
     fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
@@ -1086,5 +1298,112 @@ mod tests {
             first.entries("r").await,
             Err(JournalError::Corrupt(_))
         ));
+    }
+    /// The `-wal` file's length: it grows by a frame for each page a commit changes.
+    fn wal_len(path: &Path) -> u64 {
+        std::fs::metadata(path.with_extension("db-wal")).map_or(0, |meta| meta.len())
+    }
+
+    fn started(seq: u64) -> JournalEntry {
+        JournalEntry {
+            seq,
+            tool: "tools.a".to_owned(),
+            args: "{}".to_owned(),
+            state: EntryState::Started,
+        }
+    }
+
+    fn finished(seq: u64) -> JournalEntry {
+        JournalEntry {
+            state: EntryState::Finished {
+                outcome: super::super::CallOutcome::Ok { value: json!(seq) },
+            },
+            ..started(seq)
+        }
+    }
+
+    /// A journal at `path` holding run `r`.
+    fn journal_with_run(path: &Path) -> SqliteJournal {
+        let journal = SqliteJournal::open(path).unwrap();
+        let program = json!({"code": "return 1", "description": "one"});
+        futures::executor::block_on(journal.open_run("r", &program)).unwrap();
+        journal
+    }
+
+    /// A deferred outcome is written by the next call's record in the same commit: the log
+    /// grows by the pages of one commit (the calls table's leaf and its key's), as for a
+    /// start alone, not by those of two.
+    #[test]
+    fn a_deferred_outcome_and_the_next_start_are_one_commit() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let journal = journal_with_run(&path);
+        // Its thread ended: nothing is written but by the caller's statements.
+        let mut direct = SqliteJournal::open(&path).unwrap();
+        drop(direct.jobs.take());
+        let put = |entry: &JournalEntry| futures::executor::block_on(direct.put("r", entry));
+        put(&started(0)).unwrap();
+        let before = wal_len(&path);
+        put(&started(1)).unwrap();
+        let one_commit = wal_len(&path) - before;
+        assert!(one_commit > 0);
+        let before = wal_len(&path);
+        futures::executor::block_on(direct.put_deferred("r", &finished(0))).unwrap();
+        assert_eq!(wal_len(&path), before, "not written yet");
+        put(&started(2)).unwrap();
+        assert_eq!(wal_len(&path) - before, one_commit);
+        let entries = futures::executor::block_on(journal.entries("r")).unwrap();
+        assert_eq!(entries, [finished(0), started(1), started(2)]);
+    }
+
+    /// With no statement after it, a deferred outcome is written by the journal's thread; one
+    /// still deferred when the journal is dropped is written before the file is closed.
+    #[test]
+    fn a_deferred_outcome_is_written_without_a_next_statement() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let journal = journal_with_run(&path);
+        futures::executor::block_on(journal.put("r", &started(0))).unwrap();
+        futures::executor::block_on(journal.put_deferred("r", &finished(0))).unwrap();
+        let reader = Connection::open(&path).unwrap();
+        let state = || -> String {
+            reader
+                .query_row("SELECT state FROM calls WHERE seq = 0", [], |row| {
+                    row.get(0)
+                })
+                .unwrap()
+        };
+        let deadline = Instant::now() + Duration::from_secs(60);
+        while state() == text(&EntryState::Started).unwrap() {
+            assert!(Instant::now() < deadline, "the outcome was never written");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        futures::executor::block_on(journal.put("r", &started(1))).unwrap();
+        futures::executor::block_on(journal.put_deferred("r", &finished(1))).unwrap();
+        drop(journal);
+        let journal = SqliteJournal::open(&path).unwrap();
+        let entries = futures::executor::block_on(journal.entries("r")).unwrap();
+        assert_eq!(entries, [finished(0), finished(1)]);
+    }
+
+    /// While another connection holds the write lock, the statement after a deferred outcome
+    /// fails as locked and writes neither; the outcome stays deferred and is written once the
+    /// lock is released.
+    #[test]
+    fn a_deferred_outcome_outlives_a_held_lock() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("j.db");
+        let journal = journal_with_run(&path).with_busy_timeout(Duration::from_millis(50));
+        futures::executor::block_on(journal.put("r", &started(0))).unwrap();
+        let holder = Connection::open(&path).unwrap();
+        holder.execute_batch("BEGIN IMMEDIATE").unwrap();
+        futures::executor::block_on(journal.put_deferred("r", &finished(0))).unwrap();
+        assert_eq!(
+            futures::executor::block_on(journal.put("r", &started(1))),
+            Err(JournalError::Locked { timeout_ms: 50 })
+        );
+        holder.execute_batch("ROLLBACK").unwrap();
+        let entries = futures::executor::block_on(journal.entries("r")).unwrap();
+        assert_eq!(entries, [finished(0)]);
     }
 }

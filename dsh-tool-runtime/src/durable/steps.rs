@@ -62,6 +62,8 @@ pub(crate) struct Steps {
     /// The run's own signal: a divergence ends the run through it.
     run_signal: CancellationToken,
     diverged: Mutex<Option<String>>,
+    /// The `run_code` call's span: calls answered from Restate's journal get spans under it.
+    span: tracing::Span,
 }
 
 impl Steps {
@@ -71,6 +73,7 @@ impl Steps {
         idempotent: HashSet<String>,
         publish: Arc<dyn Fn(ToolEvent) + Send + Sync>,
         run_signal: CancellationToken,
+        span: tracing::Span,
     ) -> Self {
         Steps {
             sender,
@@ -79,6 +82,7 @@ impl Steps {
             publish,
             run_signal,
             diverged: Mutex::new(None),
+            span,
         }
     }
 
@@ -114,6 +118,17 @@ impl Steps {
                     unknown,
                 }) => {
                     if replayed || unknown {
+                        // `tool` is `namespace.name`: the span names the tool as the registry
+                        // does, the call id as a journal replay's.
+                        crate::telemetry::replayed_call(
+                            &steps.span,
+                            tool.split_once('.').map_or(tool.as_str(), |(_, name)| name),
+                            &format!("{}:journal:{seq}", steps.run_id),
+                            result
+                                .as_ref()
+                                .map(|_| ())
+                                .map_err(|error| error.code.as_deref()),
+                        );
                         (steps.publish)(ToolEvent::DurableReplayed {
                             parent: steps.run_id.clone(),
                             run_id: steps.run_id.clone(),

@@ -57,6 +57,8 @@ pub(crate) struct Conn {
     pub(crate) pid: Option<u32>,
     /// The timeouts of the calls in flight.
     deadlines: Deadlines,
+    /// The HTTP session, for the spans of its calls.
+    session: telemetry::SessionCell,
 }
 
 /// The client side of a connection: list changes (progress is read by [`ProgressTap`]) and the
@@ -212,11 +214,14 @@ async fn serve_http<C: StreamableHttpClient>(
     config: StreamableHttpClientTransportConfig,
     link: &Arc<Link>,
     lifecycle: ClientLifecycleMode,
+    peer: &telemetry::ClientPeer,
+    session: &telemetry::SessionCell,
 ) -> Result<RunningService<RoleClient, Handler>, ClientInitializeError> {
     let transport = ProgressTap {
         inner: StreamableHttpClientTransport::with_client(client, config),
         link: Arc::downgrade(link),
         answers: None,
+        spans: telemetry::ClientSpans::new(peer.clone(), Some(session.clone())),
     };
     handler.serve_with_lifecycle(transport, lifecycle).await
 }
@@ -256,6 +261,7 @@ async fn start(
                 inner: transport,
                 link: Arc::downgrade(link),
                 answers: Some(answers),
+                spans: telemetry::ClientSpans::new(span_peer(config), None),
             };
             let running =
                 tokio::time::timeout(timeout, handler.serve_with_lifecycle(transport, lifecycle))
@@ -281,7 +287,9 @@ async fn start(
                     .map_err(|err| connect_error(server, format!("header {name}: {err}")))?;
                 http.custom_headers.insert(name, value);
             }
-            let client = super::http::GuardedClient::default();
+            let client = super::http::GuardedClient::with_session(clients.session.clone());
+            let peer = span_peer(config);
+            let session = &clients.session;
             // Getting a token is part of connecting, within the same timeout; the time a person
             // takes to authorize a login is not (their authorizer bounds it).
             let waiting = clients.waiting.clone();
@@ -297,7 +305,9 @@ async fn start(
                     };
                     *kept = Some(client.clone());
                     drop(kept);
-                    return Ok(serve_http(handler, client, http, link, lifecycle).await);
+                    return Ok(
+                        serve_http(handler, client, http, link, lifecycle, &peer, session).await,
+                    );
                 }
                 #[cfg(feature = "oauth")]
                 if let Some(login) = &config.login {
@@ -313,9 +323,11 @@ async fn start(
                     };
                     *kept = Some(client.clone());
                     drop(kept);
-                    return Ok(serve_http(handler, client, http, link, lifecycle).await);
+                    return Ok(
+                        serve_http(handler, client, http, link, lifecycle, &peer, session).await,
+                    );
                 }
-                Ok(serve_http(handler, client, http, link, lifecycle).await)
+                Ok(serve_http(handler, client, http, link, lifecycle, &peer, session).await)
             };
             let running = within_unpaused(timeout, waiting, connect)
                 .await
@@ -341,6 +353,8 @@ struct HttpClients {
     #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     person: tokio::sync::watch::Sender<bool>,
     waiting: tokio::sync::watch::Receiver<bool>,
+    /// The `Mcp-Session-Id` the clients last sent or were given, for the connection's spans.
+    session: telemetry::SessionCell,
 }
 
 #[cfg(feature = "oauth")]
@@ -359,6 +373,7 @@ impl Default for HttpClients {
             login: tokio::sync::Mutex::new(None),
             person,
             waiting,
+            session: telemetry::SessionCell::default(),
         }
     }
 }
@@ -474,6 +489,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
         closed,
         stopped: CancellationToken::new(),
         pid,
+        session: clients.session.clone(),
     });
     let service = running.cancellation_token();
     let closing = conn.closed.clone();
@@ -647,15 +663,17 @@ pub(crate) async fn call_tool(
     arguments: Map<String, Value>,
     exec: &ToolExec,
 ) -> Result<Value, ToolError> {
-    let transport = match config.transport {
-        Transport::Stdio { .. } => "pipe",
-        Transport::Http { .. } => "tcp",
-    };
     let version = conn
         .peer
         .peer_info()
         .map(|info| info.protocol_version.to_string());
-    let span = telemetry::client_span(raw_name, &config.name, version, transport);
+    let span = telemetry::client_span(
+        &span_peer(config),
+        telemetry::TOOLS_CALL,
+        Some(raw_name),
+        version.as_deref(),
+    );
+    telemetry::record_session(&span, &conn.session);
     let mut params = CallToolRequestParams::new(raw_name.to_owned()).with_arguments(arguments);
     let mut meta = rmcp::model::MetaObject::new();
     telemetry::inject(&span, &mut meta);
@@ -675,6 +693,14 @@ pub(crate) async fn call_tool(
         telemetry::failed(&span, error_type, rpc_code, error.message());
     }
     answer
+}
+
+/// The server `config` names, as its spans name it.
+fn span_peer(config: &McpServer) -> telemetry::ClientPeer {
+    match &config.transport {
+        Transport::Stdio { .. } => telemetry::ClientPeer::stdio(&config.name),
+        Transport::Http { url } => telemetry::ClientPeer::http(&config.name, url),
+    }
 }
 
 /// How a `tools/call` failed on the server's side, for its span.

@@ -6,7 +6,13 @@
 //! [`MAX_RELAY_DEPTH`] is rewritten like a stdio line ([`cut_deep`]: a byte scan replaces the
 //! too-deep subtrees by a marker before anything parses them), and a `tools/list` whose JSON body
 //! rmcp refused is fetched once more and read the same way. The schema check then refuses that
-//! one tool. A `tools/list` that got no answer (its connection reset) is sent once more too.
+//! one tool. A request that only reads (`server/discover`, `ping`, the listings, `prompts/get`,
+//! `resources/read`, `tasks/get`) and got no answer (its connection reset) is sent once more.
+//!
+//! A `tools/call` is never sent twice (its tool may have run), so it is never written to a
+//! kept-alive connection: a server may close one it holds idle at the moment a request arrives
+//! on it, unread, and the client cannot tell that from a call the server received. Each call
+//! opens a connection of its own, which no server closes before reading its first request.
 //!
 //! It also orders the session's first request after its standalone GET stream: rmcp opens that
 //! stream in a task of its own once `notifications/initialized` is accepted and goes straight on
@@ -31,6 +37,7 @@ use sse_stream::Sse;
 
 use super::stdio::cut_deep;
 use crate::json::{MAX_RELAY_DEPTH, text_depth};
+use crate::telemetry::mcp::SessionCell;
 
 /// The MCP session header (streamable HTTP, 2025-03-26 and later).
 const SESSION_HEADER: &str = "mcp-session-id";
@@ -53,20 +60,30 @@ const POOL_IDLE: Duration = Duration::from_secs(2);
 #[derive(Clone)]
 pub(crate) struct GuardedClient {
     inner: reqwest::Client,
+    /// Keeps no connection: every `tools/call` goes on a new one.
+    calls: reqwest::Client,
     standalone: StandaloneGate,
+    /// The session id last sent or received, for the connection's spans.
+    session: SessionCell,
 }
 
 impl Default for GuardedClient {
     fn default() -> Self {
+        // Only a TLS backend that fails to start makes the builder fail; the default client
+        // then still reaches plain-HTTP servers, and names its error on a TLS one.
         let inner = reqwest::Client::builder()
             .pool_idle_timeout(POOL_IDLE)
             .build()
-            // Only a TLS backend that fails to start makes the builder fail; the default
-            // client then still reaches plain-HTTP servers, and names its error on a TLS one.
+            .unwrap_or_default();
+        let calls = reqwest::Client::builder()
+            .pool_max_idle_per_host(0)
+            .build()
             .unwrap_or_default();
         GuardedClient {
             inner,
+            calls,
             standalone: StandaloneGate::default(),
+            session: SessionCell::default(),
         }
     }
 }
@@ -136,6 +153,32 @@ fn guard_stream(
     stream.map(guard_event).boxed()
 }
 
+fn is_tools_call(message: &ClientJsonRpcMessage) -> bool {
+    matches!(
+        message,
+        JsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::CallToolRequest(_))
+    )
+}
+
+/// A request that only reads: asking twice has no more effect than asking once.
+fn only_reads(message: &ClientJsonRpcMessage) -> bool {
+    let JsonRpcMessage::Request(request) = message else {
+        return false;
+    };
+    matches!(
+        request.request,
+        ClientRequest::DiscoverRequest(_)
+            | ClientRequest::PingRequest(_)
+            | ClientRequest::ListToolsRequest(_)
+            | ClientRequest::ListPromptsRequest(_)
+            | ClientRequest::GetPromptRequest(_)
+            | ClientRequest::ListResourcesRequest(_)
+            | ClientRequest::ListResourceTemplatesRequest(_)
+            | ClientRequest::ReadResourceRequest(_)
+            | ClientRequest::GetTaskRequest(_)
+    )
+}
+
 fn is_tools_list(message: &ClientJsonRpcMessage) -> bool {
     matches!(
         message,
@@ -151,6 +194,22 @@ fn unanswered(error: &reqwest::Error) -> bool {
 }
 
 impl GuardedClient {
+    /// A client that notes the session ids it sends and is given in `session`.
+    pub(crate) fn with_session(session: SessionCell) -> Self {
+        GuardedClient {
+            session,
+            ..GuardedClient::default()
+        }
+    }
+
+    /// Notes the session id a request carries or an answer assigns.
+    fn note_session(&self, session: &str) {
+        let mut kept = self.session.lock();
+        if kept.as_deref() != Some(session) {
+            *kept = Some(Arc::from(session));
+        }
+    }
+
     /// One POST of `message`, its SSE answer read through the depth guard.
     async fn post_once(
         &self,
@@ -162,6 +221,9 @@ impl GuardedClient {
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
         let initialized = is_initialized(&message) && session_id.is_some();
+        if let Some(session) = &session_id {
+            self.note_session(session);
+        }
         if !initialized {
             self.standalone.wait().await;
         }
@@ -174,8 +236,13 @@ impl GuardedClient {
                 limits,
             )
         });
-        let answer = self
-            .inner
+        // A call never goes on a kept-alive connection (the module's docs say why).
+        let client = if is_tools_call(&message) {
+            &self.calls
+        } else {
+            &self.inner
+        };
+        let answer = client
             .post_message_with_response_limits(
                 uri.clone(),
                 message,
@@ -187,6 +254,13 @@ impl GuardedClient {
             .await;
         if initialized && answer.is_ok() {
             self.standalone.expect();
+        }
+        if let Ok(
+            StreamableHttpPostResponse::Json(_, Some(session))
+            | StreamableHttpPostResponse::Sse(_, Some(session)),
+        ) = &answer
+        {
+            self.note_session(session);
         }
         match answer {
             Ok(StreamableHttpPostResponse::Sse(stream, session)) => Ok(
@@ -285,8 +359,8 @@ impl StreamableHttpClient for GuardedClient {
         .await
     }
 
-    /// A `tools/list` that got no answer (the connection reset or closed before it) is sent
-    /// once more on a new connection: listing has no effect, so asking twice is safe. A server
+    /// A request that only reads ([`only_reads`]) and got no answer (the connection reset or
+    /// closed before it) is sent once more on a new connection: asking twice is safe. A server
     /// whose event loop wakes after a stall can close a kept-alive connection with a request
     /// already waiting on it, however briefly the client left it idle.
     async fn post_message_with_response_limits(
@@ -298,7 +372,7 @@ impl StreamableHttpClient for GuardedClient {
         custom_headers: HashMap<HeaderName, HeaderValue>,
         limits: StreamableHttpResponseLimits,
     ) -> Result<StreamableHttpPostResponse, HttpError> {
-        let resend = is_tools_list(&message).then(|| {
+        let resend = only_reads(&message).then(|| {
             (
                 message.clone(),
                 session_id.clone(),
@@ -432,6 +506,43 @@ mod tests {
     /// once more, on a new connection, and its answer comes back.
     #[tokio::test]
     async fn a_tools_list_reset_by_the_server_is_sent_once_more() {
+        let (answer, connections) =
+            reset_once(ClientRequest::ListToolsRequest(Default::default())).await;
+        assert!(
+            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
+            "{answer:?}"
+        );
+        assert_eq!(connections, 2);
+    }
+
+    /// So is a `server/discover` (a 2026-07-28 client's first request, and its retry at a
+    /// version the server supports).
+    #[tokio::test]
+    async fn a_discover_reset_by_the_server_is_sent_once_more() {
+        let (answer, connections) =
+            reset_once(ClientRequest::DiscoverRequest(Default::default())).await;
+        assert!(
+            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
+            "{answer:?}"
+        );
+        assert_eq!(connections, 2);
+    }
+
+    /// A `tools/call` is not: its tool may have run.
+    #[tokio::test]
+    async fn a_tools_call_reset_by_the_server_is_not_sent_again() {
+        let call =
+            rmcp::model::CallToolRequest::new(rmcp::model::CallToolRequestParams::new("echo"));
+        let (answer, connections) = reset_once(ClientRequest::CallToolRequest(call)).await;
+        assert!(answer.is_err(), "{answer:?}");
+        assert_eq!(connections, 1);
+    }
+
+    /// Posts `request` to a server that resets the first connection once it has read the
+    /// request and answers on any later one; the answer and how many connections were opened.
+    async fn reset_once(
+        request: ClientRequest,
+    ) -> (Result<StreamableHttpPostResponse, HttpError>, usize) {
         use tokio::io::{AsyncReadExt, AsyncWriteExt};
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
@@ -465,23 +576,92 @@ mod tests {
                 });
             }
         });
-        let list = ClientJsonRpcMessage::request(
-            ClientRequest::ListToolsRequest(Default::default()),
-            rmcp::model::RequestId::Number(1),
-        );
+        let message = ClientJsonRpcMessage::request(request, rmcp::model::RequestId::Number(1));
         let answer = GuardedClient::default()
             .post_message_with_response_limits(
                 url.into(),
-                list,
+                message,
                 None,
                 None,
                 HashMap::new(),
                 StreamableHttpResponseLimits::default(),
             )
             .await;
+        (answer, accepted.load(std::sync::atomic::Ordering::SeqCst))
+    }
+
+    /// A server that answers the first request of each connection and keeps it alive, then
+    /// resets the connection when the next request arrives on it (as a server does that closes
+    /// a kept-alive connection with a request waiting on it). Counts the connections.
+    async fn closing_kept_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/", listener.local_addr().unwrap());
+        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut buffer = [0u8; 4096];
+                    for answered in 0.. {
+                        let mut request = Vec::new();
+                        // The whole request: its headers and the JSON body after them.
+                        while !request.ends_with(b"}") {
+                            match stream.read(&mut buffer).await {
+                                Ok(0) | Err(_) => return,
+                                Ok(read) => request.extend_from_slice(&buffer[..read]),
+                            }
+                        }
+                        if answered > 0 {
+                            stream.set_zero_linger().unwrap();
+                            return;
+                        }
+                        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+                        let answer = format!(
+                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                             content-length: {}\r\n\r\n{body}",
+                            body.len()
+                        );
+                        if stream.write_all(answer.as_bytes()).await.is_err() {
+                            return;
+                        }
+                    }
+                });
+            }
+        });
+        (url, accepted)
+    }
+
+    /// A `tools/call` right after a `tools/list` is not written to the `tools/list`'s kept-alive
+    /// connection, which the server closes as the call arrives: it opens one of its own and its
+    /// answer comes back. (It could not be sent again: the tool may have run.)
+    #[tokio::test]
+    async fn a_tools_call_goes_on_a_connection_of_its_own() {
+        let (url, accepted) = closing_kept_alive_server().await;
+        let client = GuardedClient::default();
+        let post = |request: ClientRequest| {
+            client.post_message_with_response_limits(
+                url.as_str().into(),
+                ClientJsonRpcMessage::request(request, rmcp::model::RequestId::Number(1)),
+                None,
+                None,
+                HashMap::new(),
+                StreamableHttpResponseLimits::default(),
+            )
+        };
+        let list = post(ClientRequest::ListToolsRequest(Default::default())).await;
         assert!(
-            matches!(answer, Ok(StreamableHttpPostResponse::Json(..))),
-            "{answer:?}"
+            matches!(list, Ok(StreamableHttpPostResponse::Json(..))),
+            "{list:?}"
+        );
+        let call = post(ClientRequest::CallToolRequest(
+            rmcp::model::CallToolRequest::new(rmcp::model::CallToolRequestParams::new("echo")),
+        ))
+        .await;
+        assert!(
+            matches!(call, Ok(StreamableHttpPostResponse::Json(..))),
+            "{call:?}"
         );
         assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
     }

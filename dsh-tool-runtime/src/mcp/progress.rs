@@ -23,6 +23,7 @@ use rmcp::transport::Transport;
 use super::answers::CallAnswers;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
+use crate::telemetry::mcp::ClientSpans;
 
 /// Notifications kept for tokens sent but not claimed yet (and tokens sent, not claimed). rmcp
 /// picks a call's token while sending it, so the answer's first notifications can be read before
@@ -137,12 +138,15 @@ impl ProgressRoutes {
 }
 
 /// A client transport that publishes progress notifications as it reads them and passes every
-/// message on unchanged. Over stdio it also hands rmcp the `tools/call` answers the reader
-/// parsed itself ([`CallAnswers`]), in the order the server wrote them.
+/// message on (a request's `_meta` with its span's trace context added). Over stdio it also
+/// hands rmcp the `tools/call` answers the reader parsed itself ([`CallAnswers`]), in the order
+/// the server wrote them.
 pub(crate) struct ProgressTap<T> {
     pub(crate) inner: T,
     pub(crate) link: Weak<Link>,
     pub(crate) answers: Option<Arc<CallAnswers>>,
+    /// The spans of the requests in flight.
+    pub(crate) spans: ClientSpans,
 }
 
 impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
@@ -150,8 +154,9 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleClient>,
+        mut item: TxJsonRpcMessage<RoleClient>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        self.spans.sent(&mut item);
         if let ClientJsonRpcMessage::Request(request) = &item {
             if let Some(answers) = &self.answers {
                 match request.request {
@@ -202,6 +207,7 @@ impl<T: Transport<RoleClient>> Transport<RoleClient> for ProgressTap<T> {
                 message
             }
         };
+        self.spans.received(&message);
         if let ServerJsonRpcMessage::Notification(notification) = &message
             && let ServerNotification::ProgressNotification(progress) = &notification.notification
             && let Some(link) = self.link.upgrade()

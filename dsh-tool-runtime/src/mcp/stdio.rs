@@ -548,6 +548,10 @@ mod tests {
             ),
             link: std::sync::Weak::new(),
             answers: Some(answers.clone()),
+            spans: crate::telemetry::mcp::ClientSpans::new(
+                crate::telemetry::mcp::ClientPeer::stdio("test"),
+                None,
+            ),
         };
         (tap, sink)
     }

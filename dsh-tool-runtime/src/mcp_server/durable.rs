@@ -23,11 +23,12 @@ use crate::call::{DenialSource, approval_message};
 use crate::durable::continuation::Presenter;
 use crate::durable::run::Decider;
 use crate::durable::{
-    ContinuationError, DurableRun, JournalError, JournalStore, Principal, RUN_PARKED, RunStatus,
+    ContinuationError, DurableRun, JournalError, JournalStore, ParkedRun, Principal, RUN_PARKED,
+    RunStatus,
 };
 use crate::registry::{RUN_CODE, Registry};
 use crate::result::{ToolFailure, ToolResult};
-use crate::{ClientChannel, Elicitation, ElicitationRequest, ToolCall};
+use crate::{ClientChannel, Elicitation, ElicitationRequest, ErrorCode, ToolCall};
 
 /// The journal of a server's `run_code` calls.
 #[derive(Clone)]
@@ -270,6 +271,13 @@ async fn waiting_tool_of(store: &Arc<dyn JournalStore>, continuation: &str) -> O
 /// For a 2025-era session: while the run `id` is parked, the person is asked through `client`
 /// and the run resumes with the answer; a client that cannot be asked (in either era) has the
 /// run denied.
+///
+/// The answer decides only the call it was asked about: the continuation is issued (to the
+/// local owner, the decision never leaving the server) from the same journal record the
+/// person's message is made from, before they are asked, so it names that call's number and
+/// the digest of the arguments shown. When that call is decided elsewhere while the person
+/// looks at it (`runs approve`, say), the answer is refused (`CONTINUATION_REFUSED`) and applied
+/// to nothing: the run keeps waiting wherever it went on to wait.
 pub(crate) async fn settle_legacy(
     registry: &Registry,
     store: &Arc<dyn JournalStore>,
@@ -278,62 +286,83 @@ pub(crate) async fn settle_legacy(
     mut result: ToolResult,
 ) -> ToolResult {
     while is_parked(&result) {
-        let message = match waiting_call(store, id).await {
-            Ok(message) => message,
-            Err(failure) => return failure,
+        let run = DurableRun::new(store.clone(), id);
+        let parked = match registry.parked_run(&run).await {
+            Ok(parked) => parked,
+            Err(error) => return failure(error.to_string()),
         };
         let denial = if client.can_elicit() {
+            let message = approval_message(
+                &parked.tool,
+                None,
+                parked.reason.as_deref(),
+                &parked.arguments,
+            );
             let request =
                 ElicitationRequest::new(message, json!({ "type": "object", "properties": {} }));
             match client.elicit(request).await {
                 Ok(Elicitation::Accept(_)) => None,
-                Ok(Elicitation::Decline) => Some(rejected(store, id).await),
-                Ok(Elicitation::Cancel) | Err(_) => Some(cancelled(store, id).await),
+                Ok(Elicitation::Decline) => Some(Refusal::Rejected.about(&parked.tool)),
+                Ok(Elicitation::Cancel) | Err(_) => Some(Refusal::Cancelled.about(&parked.tool)),
             }
         } else {
             Some(format!(
-                "{}, but the MCP client cannot be asked (it did not declare the elicitation capability)",
-                waiting_tool(store, id)
-                    .await
-                    .map(|tool| format!("tool \"{tool}\" requires approval"))
-                    .unwrap_or_else(|| "the call requires approval".to_owned())
+                "tool \"{}\" requires approval, but the MCP client cannot be asked (it did not \
+                 declare the elicitation capability)",
+                parked.tool
             ))
         };
-        result = match decide(registry, store, id, denial).await {
+        result = match decide(registry, store, &parked, denial).await {
             Ok(result) => result,
-            Err(message) => return failure(message),
+            Err(result) => return result,
         };
     }
     result
 }
 
-/// Decides the run `id` a 2025-era session's person answered in this very request (the
-/// decision never leaves the server, so it is issued and used at once, by the local owner).
+/// Decides the call `parked` names, as the 2025-era session's person answered it in this very
+/// request, and resumes the run.
+///
+/// # Errors
+/// The result to answer instead: `CONTINUATION_REFUSED` when that call was decided meanwhile
+/// (or the run no longer waits at it with the arguments shown), naming the call the answer
+/// was about; the run is left as it is.
 async fn decide(
     registry: &Registry,
     store: &Arc<dyn JournalStore>,
-    id: &str,
+    parked: &ParkedRun,
     denial: Option<String>,
-) -> Result<ToolResult, String> {
-    let run = DurableRun::new(store.clone(), id);
-    let continuation = registry
-        .parked_run(&run)
-        .await
-        .map_err(|error| error.to_string())?
-        .continuation;
+) -> Result<ToolResult, ToolResult> {
     let decider = Decider {
         principal: &Principal::local(),
         issuers: &[String::new()],
         source: DenialSource::Person,
     };
-    let run = registry
-        .decide(store, &continuation, &decider, denial)
+    let run = match registry
+        .decide(store, &parked.continuation, &decider, denial)
         .await
-        .map_err(|error| error.to_string())?;
+    {
+        Ok(run) => run,
+        Err(JournalError::Continuation(refusal)) => {
+            return Err(ToolResult::coded_failure(
+                ErrorCode::Other(refusal.code().to_owned()),
+                format!(
+                    "{}: {refusal}: the answer about call #{} ({}) of durable run \"{}\" was \
+                     not applied, since that call was decided elsewhere while the person was \
+                     asked; the run was not changed by it",
+                    refusal.code(),
+                    parked.seq,
+                    parked.tool,
+                    parked.run_id
+                ),
+            ));
+        }
+        Err(error) => return Err(failure(error.to_string())),
+    };
     registry
         .resume_run(run)
         .await
-        .map_err(|error| error.to_string())
+        .map_err(|error| failure(error.to_string()))
 }
 
 /// The text the person reads for the call the run `id` waits at.
@@ -357,20 +386,6 @@ async fn waiting_tool(store: &Arc<dyn JournalStore>, id: &str) -> Option<String>
     match store.run(id).await.ok()??.status {
         RunStatus::Parked { tool, .. } => Some(tool),
         _ => None,
-    }
-}
-
-async fn rejected(store: &Arc<dyn JournalStore>, id: &str) -> String {
-    match waiting_tool(store, id).await {
-        Some(tool) => format!("the user rejected tool \"{tool}\""),
-        None => "the user rejected the call".to_owned(),
-    }
-}
-
-async fn cancelled(store: &Arc<dyn JournalStore>, id: &str) -> String {
-    match waiting_tool(store, id).await {
-        Some(tool) => format!("approval for tool \"{tool}\" was cancelled"),
-        None => "the approval was cancelled".to_owned(),
     }
 }
 

@@ -23,17 +23,17 @@ use tokio_util::sync::CancellationToken;
 use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::{Listing, declares_object_output};
-use super::rounds::{RoundCall, Rounds, Turn};
+use super::rounds::{Asked, RoundCall, Rounds, Turn};
 use super::tasks::{Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
+use crate::code_mode::CodeModeError;
 use crate::durable::Principal;
 use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::{self, ContentBlock, ToolResult};
 use crate::scope::AgentId;
 use crate::telemetry::mcp as telemetry;
-use tracing::Instrument;
 
 /// Sends one list-changed notification; `false` once the client is gone.
 type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
@@ -52,9 +52,11 @@ pub(crate) struct McpHandler {
     /// Calls waiting for a 2026-07-28 client's answers, shared by every session of one server
     /// (a stateless client's retry may arrive on any).
     rounds: Arc<Rounds>,
-    /// The server `instructions` and the registry generation they were made at: rmcp asks for
-    /// them (`get_info`) on every request, and they come from the scope's model view.
-    instructions: Arc<parking_lot::Mutex<Option<CachedInstructions>>>,
+    /// The scope's listing and the registry generation it was made at, shared by every
+    /// session: rmcp asks for the `instructions` (`get_info`) and, at 2026-07-28, the called
+    /// tool's schema (`get_tool`, for the `Mcp-Param-*` headers) on every request, and making
+    /// the listing converts every tool's schema.
+    listing: Arc<parking_lot::Mutex<Option<CachedListing>>>,
     /// Where `run_code` runs and its tasks are resolved, when on Restate.
     #[cfg(feature = "restate")]
     restate: Option<super::restate::Restate>,
@@ -63,8 +65,33 @@ pub(crate) struct McpHandler {
     stop: CancellationToken,
 }
 
-/// The server `instructions` at one registry generation.
-type CachedInstructions = (u64, Option<String>);
+/// The scope's listing at one registry generation.
+type CachedListing = (u64, Arc<Listing>);
+
+/// A scope's listing, made again only after the registry changed: every request and every
+/// `list_changed` watcher of a server reads the one copy.
+struct Listings {
+    registry: Registry,
+    scope: Option<AgentId>,
+    cached: Arc<parking_lot::Mutex<Option<CachedListing>>>,
+}
+
+impl Listings {
+    /// The listing at the registry's current generation. It is made outside the lock, so a
+    /// request never waits for another's; the generation is read first, so a listing made
+    /// across a change is made again on the next read.
+    fn get(&self) -> Result<Arc<Listing>, CodeModeError> {
+        let generation = read(&self.registry.inner.state).changes.generation();
+        if let Some((at, listing)) = &*self.cached.lock()
+            && *at == generation
+        {
+            return Ok(Arc::clone(listing));
+        }
+        let listing = Arc::new(Listing::of(&self.registry, self.scope.as_ref())?);
+        *self.cached.lock() = Some((generation, Arc::clone(&listing)));
+        Ok(listing)
+    }
+}
 
 impl Drop for McpHandler {
     fn drop(&mut self) {
@@ -113,7 +140,7 @@ impl McpHandler {
             options: Arc::new(options),
             calls: Arc::new(AtomicU64::new(1)),
             rounds: Arc::default(),
-            instructions: Arc::default(),
+            listing: Arc::default(),
             log_level: SessionLogLevel::default(),
             #[cfg(feature = "restate")]
             restate,
@@ -130,7 +157,7 @@ impl McpHandler {
             calls: self.calls.clone(),
             tasks: self.tasks.clone(),
             rounds: self.rounds.clone(),
-            instructions: self.instructions.clone(),
+            listing: self.listing.clone(),
             log_level: SessionLogLevel::default(),
             #[cfg(feature = "restate")]
             restate: self.restate.clone(),
@@ -141,8 +168,9 @@ impl McpHandler {
 
     /// Who sends the request through `context`, and whether that is a person of their own: the
     /// subject of its OAuth access token (`true`: the HTTP gate put it there), else its MCP
-    /// session (`Mcp-Session-Id`), or — a request without a session (stdio, a 2026-07-28
-    /// stateless request) — the clients holding this server's credentials.
+    /// session (`Mcp-Session-Id`: one this server issued and still has, since the HTTP face
+    /// answers 404 to a request naming any other), or — a request without a session (stdio, a
+    /// 2026-07-28 stateless request) — the clients holding this server's credentials.
     fn principal(&self, context: &RequestContext<RoleServer>) -> (Principal, bool) {
         let parts = context.extensions.get::<::http::request::Parts>();
         if let Some(subject) = parts.and_then(|parts| parts.extensions.get::<Principal>()) {
@@ -189,7 +217,7 @@ impl McpHandler {
     }
 
     pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
-        let running = self
+        let running = crate::telemetry::traced::Traced::new(self, telemetry::PIPE)
             .serve(super::stdio::transport())
             .await
             .map_err(|error| McpServeError::Handshake(error.to_string()))?;
@@ -200,21 +228,9 @@ impl McpHandler {
         Ok(())
     }
 
-    /// The server `instructions` (the code-only rule in code mode), made again only after the
-    /// registry changed.
+    /// The server `instructions` (the code-only rule in code mode).
     fn instructions(&self) -> Option<String> {
-        let generation = read(&self.registry.inner.state).changes.generation();
-        let mut cached = self.instructions.lock();
-        if let Some((at, instructions)) = &*cached
-            && *at == generation
-        {
-            return instructions.clone();
-        }
-        let instructions = Listing::of(&self.registry, self.scope.as_ref())
-            .ok()
-            .and_then(|listing| listing.instructions);
-        *cached = Some((generation, instructions.clone()));
-        instructions
+        self.listing().ok()?.instructions.clone()
     }
 
     /// Watches the registry until `stop` fires or `notify` fails, calling `notify` whenever the
@@ -223,18 +239,17 @@ impl McpHandler {
         &self,
         stop: CancellationToken,
     ) -> impl FnOnce(Notify) -> BoxFuture<'static, ()> {
-        let registry = self.registry.clone();
-        let scope = self.scope.clone();
+        let listings = self.listings();
         move |notify| {
-            let mut changes = read(&registry.inner.state).changes.subscribe();
-            let mut last = Listing::of(&registry, scope.as_ref()).ok();
+            let mut changes = read(&listings.registry.inner.state).changes.subscribe();
+            let mut last = listings.get().ok();
             Box::pin(async move {
                 loop {
                     tokio::select! {
                         _ = stop.cancelled() => return,
                         changed = changes.changed() => if changed.is_err() { return },
                     }
-                    let now = Listing::of(&registry, scope.as_ref()).ok();
+                    let now = listings.get().ok();
                     if now != last {
                         last = now;
                         if !notify().await {
@@ -246,9 +261,20 @@ impl McpHandler {
         }
     }
 
-    fn listing(&self) -> Result<Listing, ErrorData> {
-        Listing::of(&self.registry, self.scope.as_ref())
+    /// The scope's listing, made again only after the registry changed.
+    fn listing(&self) -> Result<Arc<Listing>, ErrorData> {
+        self.listings()
+            .get()
             .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    /// The server's cache of the scope's listing, for a task that outlives this session.
+    fn listings(&self) -> Listings {
+        Listings {
+            registry: self.registry.clone(),
+            scope: self.scope.clone(),
+            cached: Arc::clone(&self.listing),
+        }
     }
 
     fn answer(&self, name: &str, turn: Turn) -> CallToolResponse {
@@ -335,9 +361,11 @@ impl McpHandler {
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
                 return Ok(self.answer_parked(&name, parked));
             }
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            let retry = Asked::new(self.principal(&context).0, &name, &arguments);
             let call = self
                 .rounds
-                .resume(state, request.input_responses.unwrap_or_default())
+                .resume(state, &retry, request.input_responses.unwrap_or_default())
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
             if call.ready_for_task() {
                 return Ok(self.escalate(&self.tasks_of(&context), &name, call));
@@ -401,6 +429,8 @@ impl McpHandler {
         } else {
             (None, None)
         };
+        // What a round's retry must match: made only for calls that can have rounds.
+        let asked = modern.then(|| Asked::new(self.principal(&context).0, &name, &arguments));
         let missing = Arc::default();
         let level = if modern {
             LogFloor::Request(context.meta.log_level().map(log_level))
@@ -446,7 +476,7 @@ impl McpHandler {
                 None => registry.execute(call).await,
             }
         };
-        let Some(asks) = asks else {
+        let (Some(asks), Some(asked)) = (asks, asked) else {
             // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
             // this request; the pipeline then settles the call as cancelled.
             let mut result = run(call.with_signal(context.ct.clone())).await;
@@ -461,6 +491,7 @@ impl McpHandler {
         let signal = CancellationToken::new();
         let call = RoundCall::spawn(
             run(call.with_signal(signal.clone())),
+            asked,
             asks,
             signal,
             Arc::clone(&missing),
@@ -726,8 +757,9 @@ impl ServerHandler for McpHandler {
         self.listing()
             .ok()?
             .tools
-            .into_iter()
+            .iter()
             .find(|tool| tool.name == name)
+            .cloned()
     }
 
     async fn list_tools(
@@ -735,7 +767,8 @@ impl ServerHandler for McpHandler {
         request: Option<PaginatedRequestParams>,
         _context: RequestContext<RoleServer>,
     ) -> Result<ListToolsResult, ErrorData> {
-        let tools = self.listing()?.tools;
+        let listing = self.listing()?;
+        let tools = &listing.tools;
         let start = match request.and_then(|request| request.cursor) {
             None => 0,
             Some(cursor) => cursor
@@ -808,33 +841,43 @@ impl ServerHandler for McpHandler {
         request: CallToolRequestParams,
         context: RequestContext<RoleServer>,
     ) -> Result<CallToolResponse, ErrorData> {
-        // The call's span, under the client's (its `_meta`'s trace context): the pipeline's
-        // spans go under it.
-        let session = context
-            .extensions
-            .get::<::http::request::Parts>()
-            .and_then(|parts| parts.headers.get("mcp-session-id"))
-            .and_then(|value| value.to_str().ok());
-        let span = telemetry::server_span(
-            &request.name,
-            &context.id.to_string(),
-            context
-                .protocol_version()
-                .map(|version| version.to_string()),
-            session,
-        );
-        telemetry::extract(&span, &context.meta);
-        let answer = self
-            .serve_call(request, context)
-            .instrument(span.clone())
-            .await;
-        match &answer {
-            Err(error) => telemetry::failed(&span, None, Some(error.code.0), &error.message),
-            Ok(CallToolResponse::Complete(result)) if result.is_error == Some(true) => {
-                telemetry::failed(&span, Some(telemetry::TOOL_ERROR), None, "isError")
-            }
-            Ok(_) => {}
-        }
-        answer
+        // The request's span is `telemetry::Traced`'s, around every request the handler serves.
+        self.serve_call(request, context).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolExec;
+    use crate::definition::ToolDefinition;
+
+    fn tool(name: &str) -> ToolDefinition {
+        ToolDefinition::builder(name)
+            .description("Answers.")
+            .handler(|_arguments: Value, _exec: ToolExec| async { Ok(Value::Null) })
+            .build()
+            .unwrap()
+    }
+
+    /// rmcp asks for the listing on every request (`get_info`, and at 2026-07-28 `get_tool` for
+    /// the `Mcp-Param-*` headers): a session reads the one its server made, until the registry
+    /// changes.
+    #[test]
+    fn the_listing_is_made_once_per_registry_change() {
+        let registry = Registry::new();
+        registry.register(tool("first")).unwrap();
+        let server = McpHandler::new(registry.clone(), None, McpServeOptions::default()).unwrap();
+        let session = server.session();
+        let listing = server.listing().unwrap();
+        assert!(Arc::ptr_eq(&listing, &session.listing().unwrap()));
+        assert!(session.get_tool("second").is_none());
+
+        let second = registry.register(tool("second")).unwrap();
+        assert!(session.get_tool("second").is_some());
+        assert!(!Arc::ptr_eq(&listing, &server.listing().unwrap()));
+        second.unregister();
+        assert!(server.get_tool("second").is_none());
+        assert!(session.get_tool("first").is_some());
     }
 }

@@ -34,6 +34,8 @@ use tower_http::timeout::TimeoutBody;
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
 use super::handler::McpHandler;
+use crate::telemetry::mcp as telemetry;
+use crate::telemetry::traced::Traced;
 
 /// A connection's read buffer: room for any sane request head, a bounded cost per connection.
 const READ_BUFFER_BYTES: usize = 64 * 1024;
@@ -56,7 +58,7 @@ pub(crate) async fn serve(
         .enforce_origin_validation()
         .with_allowed_hosts(hosts.unwrap_or_default());
     let service = TowerToHyperService::new(StreamableHttpService::new(
-        move || Ok(handler.session()),
+        move || Ok(Traced::new(handler.session(), telemetry::TCP)),
         sessions.clone(),
         config,
     ));
@@ -79,6 +81,7 @@ pub(crate) async fn serve(
             continue;
         };
         let service = service.clone();
+        let sessions = sessions.clone();
         let gate = gate.clone();
         let body_timeout = limits.body_read_timeout;
         let session_limit = limits.max_sessions;
@@ -88,6 +91,7 @@ pub(crate) async fn serve(
             hyper::service::service_fn(move |request: Request<Incoming>| {
                 answer(
                     service.clone(),
+                    sessions.clone(),
                     gate.clone(),
                     refusals.clone(),
                     session_limit,
@@ -115,8 +119,15 @@ tokio::task_local! {
 
 /// One request through rmcp once the gate admits it (a `401` slowed by the connection's
 /// `refusals`), its `initialize` answered 503 when every session slot is taken.
+///
+/// A request naming an `Mcp-Session-Id` this server did not issue (or that has ended) is
+/// answered 404, as the MCP transport specification (2025-06-18 on) has a server answer an
+/// unknown session — the 2026-07-28 requests rmcp serves statelessly included: the session is
+/// who a request's decisions are bound to ([`McpHandler`]'s principal), so a header value of
+/// the client's choosing must never pass for one.
 async fn answer(
-    service: TowerToHyperService<StreamableHttpService<McpHandler, CappedSessions>>,
+    service: TowerToHyperService<StreamableHttpService<Traced<McpHandler>, CappedSessions>>,
+    sessions: Arc<CappedSessions>,
     gate: Gate,
     refusals: Arc<Refusals>,
     session_limit: usize,
@@ -135,6 +146,15 @@ async fn answer(
             request.extensions_mut().insert(subject);
         }
         Ok(None) => {}
+    }
+    if let Some(session) = request.headers().get("mcp-session-id") {
+        let issued = match session.to_str() {
+            Ok(id) => sessions.held().contains_key(&SessionId::from(id)),
+            Err(_) => false,
+        };
+        if !issued {
+            return Ok(unknown_session());
+        }
     }
     let delete = request.method() == hyper::Method::DELETE;
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.
@@ -156,6 +176,14 @@ async fn answer(
         *response.body_mut() = Full::new(Bytes::new()).boxed();
     }
     Ok(response)
+}
+
+/// 404 for a request naming a session this server does not have.
+fn unknown_session() -> Response<Body> {
+    let text = "Not Found: Session not found (this server did not issue it, or it has ended)\n";
+    let mut response = Response::new(Full::new(Bytes::from(text)).boxed());
+    *response.status_mut() = StatusCode::NOT_FOUND;
+    response
 }
 
 fn too_many_sessions(limit: usize) -> Response<Body> {

@@ -3,7 +3,11 @@
 //! the client's retry carries the answers.
 //!
 //! The call itself keeps running on the server as a task of its own, waiting for the answers;
-//! `requestState` is only an opaque, random handle to it (never data the server trusts). A call
+//! `requestState` is only an opaque, random handle to it (never data the server trusts). The
+//! handle answers only the request it was sent to: a retry is taken from the principal the
+//! call was asked by (its OAuth subject, its MCP session, or — without either — the clients
+//! holding the server's credentials) for the same tool with the same arguments; any other is
+//! refused (`CONTINUATION_REFUSED`) and the call keeps waiting for its own retry. A call
 //! whose client does not retry within [`INPUT_WAIT`] is cancelled; past [`MAX_WAITING`] waiting
 //! calls, a new request for a client fails at once (the call sees the failure) instead of
 //! waiting.
@@ -20,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::client::InputAsk;
+use crate::durable::{CONTINUATION_REFUSED, Principal};
 use crate::result::ToolResult;
 
 /// How long a call waits for its client's retry before it is cancelled.
@@ -41,13 +46,63 @@ pub(crate) struct RoundCall {
     pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
     /// The call becomes a task once a retry has answered its requests.
     escalates: bool,
+    /// The request that made the call: only its retry answers the call's requests (boxed: a
+    /// call handed back from `park` stays small).
+    asked: Box<Asked>,
+}
+
+/// Who asked for a call, and what: the principal of the request, the tool and a SHA-256 digest
+/// of the arguments as canonical JSON (the call's requests were made for these; a retry with
+/// others would have the person's answer apply to a call they were not shown).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct Asked {
+    principal: Principal,
+    tool: String,
+    args: [u8; 32],
+}
+
+impl Asked {
+    /// The call of `tool` with `arguments`, requested by `principal`.
+    pub(crate) fn new(principal: Principal, tool: &str, arguments: &Value) -> Self {
+        use sha2::Digest;
+        let canonical = crate::json::compact(arguments, true);
+        Asked {
+            principal,
+            tool: tool.to_owned(),
+            args: sha2::Sha256::digest(canonical.as_bytes()).into(),
+        }
+    }
+
+    /// Why a retry asking `retry` may not answer this call, if it may not.
+    fn refusal(&self, retry: &Asked) -> Option<String> {
+        if self.principal != retry.principal {
+            Some(format!(
+                "{CONTINUATION_REFUSED}: the requestState was issued to someone else"
+            ))
+        } else if self.tool != retry.tool {
+            Some(format!(
+                "{CONTINUATION_REFUSED}: the requestState continues a call of \"{}\"; retry that \
+                 call, not \"{}\"",
+                self.tool, retry.tool
+            ))
+        } else if self.args != retry.args {
+            Some(format!(
+                "{CONTINUATION_REFUSED}: the requestState continues a call of \"{}\" with other \
+                 arguments; retry it with the arguments it was asked with",
+                self.tool
+            ))
+        } else {
+            None
+        }
+    }
 }
 
 impl RoundCall {
-    /// Runs `call` as a task; `asks` receives the requests it makes for its client, `missing`
-    /// the capability it needed that its client lacks.
+    /// Runs `call` (the one `asked` names) as a task; `asks` receives the requests it makes
+    /// for its client, `missing` the capability it needed that its client lacks.
     pub(crate) fn spawn(
         call: impl Future<Output = ToolResult> + Send + 'static,
+        asked: Asked,
         asks: mpsc::Receiver<InputAsk>,
         signal: CancellationToken,
         missing: Arc<Mutex<Option<&'static str>>>,
@@ -60,6 +115,7 @@ impl RoundCall {
             signal,
             missing,
             escalates: false,
+            asked: Box::new(asked),
         }
     }
 
@@ -215,20 +271,31 @@ impl Rounds {
         )))
     }
 
-    /// The call waiting under `state`, given the client's `responses`: each request answered
-    /// gets its answer; those left unanswered stay open, to be asked again.
+    /// The call waiting under `state`, given the `responses` of the retry `retry`: each
+    /// request answered gets its answer; those left unanswered stay open, to be asked again.
     ///
     /// # Errors
-    /// The message for a `requestState` no call waits under (unknown, answered or expired).
+    /// The message for a `requestState` no call waits under (unknown, answered or expired),
+    /// and — `CONTINUATION_REFUSED`, the call still waiting for its own retry — for a retry by
+    /// another principal or of another tool or other arguments than the call was asked for.
     pub(crate) fn resume(
         &self,
         state: &str,
+        retry: &Asked,
         mut responses: InputResponses,
     ) -> Result<RoundCall, String> {
-        let Waiting { mut call, expiry } = self.waiting.lock().remove(state).ok_or_else(|| {
-            "no call waits under this requestState (unknown, already answered, or expired)"
-                .to_owned()
-        })?;
+        let Waiting { mut call, expiry } = {
+            let mut waiting = self.waiting.lock();
+            let unknown = || {
+                "no call waits under this requestState (unknown, already answered, or expired)"
+                    .to_owned()
+            };
+            let asked = &waiting.get(state).ok_or_else(unknown)?.call.asked;
+            if let Some(refusal) = asked.refusal(retry) {
+                return Err(refusal);
+            }
+            waiting.remove(state).ok_or_else(unknown)?
+        };
         expiry.abort();
         let mut unanswered = Vec::new();
         for (key, request, reply) in call.open.drain(..) {

@@ -21,7 +21,7 @@
 //! | `dsh.agent.id` | the agent scope, when there is one |
 //! | `dsh.mode` | the scope's mode (`native`, `code`, `both`) |
 //! | `dsh.parent_call.id` | the enclosing `run_code` call of a binding call |
-//! | `dsh.replayed` | `true` for a binding call answered from a durable run's journal |
+//! | `dsh.replayed` | `true` for a binding call answered from a durable run's journal (a `JournalStore`'s, or Restate's on a retried invocation); such a call has no stage spans and is not counted in `gen_ai.execute_tool.duration` |
 //!
 //! A failed call also sets the span's status to error (`otel.status_code`). The stages are child
 //! spans: `pre_execute` (with `dsh.decision`: `allow`, `deny` or `ask`), `approval` (with
@@ -31,17 +31,42 @@
 //! budgets (`dsh.code.budget.compute_ms`, `.max_wall_ms`, `.max_memory_mb`, `.max_output_bytes`,
 //! `.max_binding_calls`), and is the parent of one span per binding call of its program.
 //!
-//! Over MCP (feature `mcp`, `mcp-server`) the client's `tools/call` is a `CLIENT` span and the
-//! server's a `SERVER` span, named `tools/call {gen_ai.tool.name}` and attributed as the MCP
-//! conventions say (`mcp.method.name`, `gen_ai.tool.name`, `gen_ai.operation.name`,
-//! `jsonrpc.request.id`, `mcp.protocol.version`, `mcp.session.id`, `network.transport`,
-//! `error.type`: the JSON-RPC error code, or `tool_error` for a result with `isError`). The trace
-//! context crosses in the request's `params._meta` (`traceparent`, `tracestate`) through the
-//! [`Propagator`] the host installs with [`set_propagator`]; without one nothing is injected or
-//! extracted.
+//! Over MCP (feature `mcp`, `mcp-server`) every request and notification the client sends is a
+//! `CLIENT` span, and every one the server handles a `SERVER` span: `initialize`,
+//! `server/discover`, `ping`, `tools/list`, `tools/call`, `tasks/get`, `tasks/update`,
+//! `tasks/cancel`, `subscriptions/listen`, `logging/setLevel`, the prompt, resource and skill
+//! methods, `notifications/initialized`, `notifications/cancelled`, … A span is named
+//! `{mcp.method.name}`, or `tools/call {gen_ai.tool.name}` for a tool call, and carries, as the
+//! MCP conventions say:
+//!
+//! | attribute | value |
+//! | --- | --- |
+//! | `mcp.method.name` | the JSON-RPC method |
+//! | `gen_ai.tool.name`, `gen_ai.operation.name` | the tool and `execute_tool`, for `tools/call` only |
+//! | `jsonrpc.request.id` | the request's id (not on a notification) |
+//! | `mcp.protocol.version` | the version agreed on (`initialize`) or named in the request's `_meta` |
+//! | `mcp.session.id` | the streamable HTTP session (`Mcp-Session-Id`), when there is one |
+//! | `network.transport` | `pipe` (stdio) or `tcp` (HTTP) |
+//! | `network.protocol.name` | `http`, over HTTP |
+//! | `network.protocol.version` | the HTTP version (`1.1`, `2`), on the server |
+//! | `server.address`, `server.port` | the server's host and port (an int), on the client over HTTP |
+//! | `error.type` | the JSON-RPC error code, or `tool_error` for a `tools/call` result with `isError` |
+//! | `rpc.response.status_code` | the JSON-RPC error code |
+//! | `dsh.mcp.server` | the name the server was added under, on the client |
+//!
+//! A failed request also sets the error status, its message the JSON-RPC error's. The
+//! trace context crosses in every request's `params._meta` (`traceparent`, `tracestate`)
+//! through the [`Propagator`] the host installs with [`set_propagator`], so the server's span is
+//! the client's span's child; without one nothing is injected or extracted. The server's
+//! handler runs in the request's span: a `tools/call`'s `execute_tool` span is its child. The
+//! client's `tools/call` span is made by the call, under its `execute_tool` span; the client's
+//! other requests are spans of the connection, under whatever span is current when rmcp writes
+//! them.
 
 #[cfg(any(feature = "mcp", feature = "mcp-server"))]
 pub(crate) mod mcp;
+#[cfg(feature = "mcp-server")]
+pub(crate) mod traced;
 
 use std::sync::OnceLock;
 
@@ -55,7 +80,8 @@ use crate::scope::Mode;
 
 /// The version of the OpenTelemetry GenAI semantic conventions the spans follow: the
 /// `semantic-conventions-genai` repository, release `v0.1.0` (status Development), for the
-/// `execute_tool` span and the MCP spans.
+/// `execute_tool` span, the MCP spans and the `gen_ai.execute_tool.duration` histogram (recorded
+/// from the `execute_tool` spans by the facade's `otel` feature).
 pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
 
 /// `error.type` of a failure that carries no code, as the conventions name the fallback.

@@ -368,6 +368,13 @@ pub struct ServeArgs {
     #[cfg(feature = "restate")]
     #[arg(long, value_name = "FILE", hide = true)]
     pub restate_secret: Option<PathBuf>,
+    /// Tasks one client may have live at once, working or keeping a result (default 16; at
+    /// least 1; the server keeps 64 in all). A client is an OAuth subject under
+    /// `--oauth-issuer`, else an MCP session; requests without a session (stateless
+    /// 2026-07-28 requests, stdio) share one share. A call past it is answered with an
+    /// `isError` result saying so, and does not run.
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub max_tasks_per_client: Option<u64>,
     #[command(flatten)]
     pub budgets: Budgets,
     #[command(flatten)]

@@ -11,7 +11,9 @@ use dsh_tools::durable::{
     CallOutcome, DurableRun, EntryState, JournalStore, OpenMode, RunStatus, SqliteJournal,
 };
 use dsh_tools::events::{EventLog, ToolEvent};
-use dsh_tools::mcp::{McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTransport};
+use dsh_tools::mcp::{
+    McpHttpAuth, McpHttpLimits, McpOAuthResource, McpServeOptions, McpTaskLimits, McpTransport,
+};
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
@@ -62,6 +64,11 @@ pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> 
     let mut options = McpServeOptions::default()
         .page_size(args.page_size)
         .http_limits(limits.clone());
+    if let Some(tasks) = args.max_tasks_per_client {
+        options = options.task_limits(
+            McpTaskLimits::default().max_per_session(usize::try_from(tasks).unwrap_or(usize::MAX)),
+        );
+    }
     if let Some(journal) = &args.journal {
         let store = SqliteJournal::open(journal)
             .map_err(|error| format!("--journal {}: {error}", journal.display()))?;

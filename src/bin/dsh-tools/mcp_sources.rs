@@ -479,7 +479,8 @@ static TAILS: OnceLock<StderrTails> = OnceLock::new();
 /// Sets the process's `tracing` subscriber: stdio servers' stderr tails for their errors, and
 /// the MCP server's warnings (an OAuth issuer's keys that cannot be fetched, failing `accept`)
 /// printed on stderr, as nothing else would show them.
-/// With `otlp`, every span is also exported, and MCP requests carry trace context.
+/// With `otlp`, every span is also exported, every call's duration recorded in the
+/// `gen_ai.execute_tool.duration` histogram, and MCP requests carry trace context.
 pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     if otlp.is_some() {
         dsh_tools::otel::install_propagator();
@@ -487,7 +488,8 @@ pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     let subscriber = tracing_subscriber::registry()
         .with(StderrTails::installed())
         .with(ServerWarnings)
-        .with(otlp.map(dsh_tools::otel::Otlp::layer));
+        .with(otlp.map(dsh_tools::otel::Otlp::layer))
+        .with(otlp.and_then(dsh_tools::otel::Otlp::duration_layer));
     // Another subscriber already set (none is, in this binary) would only cost these.
     let _ = tracing::subscriber::set_global_default(subscriber);
 }

@@ -1,6 +1,7 @@
 //! The `output-limit` failure on every backend for one line or one thrown message far past the
 //! budget: the run ends with the fixed text `outer output exceeded <max_output_bytes> bytes`
-//! whole (nothing printed before it takes its room), logs plus message within the budget.
+//! whole (nothing printed before it takes its room), logs plus message within the budget, also
+//! when the logs leave less room than an empty message takes.
 
 use dsh_tools::code::{Budgets, FailureKind, RunOutcome};
 
@@ -61,7 +62,36 @@ async fn a_thrown_message_past_the_budget_is_an_output_limit(backend: Backend) {
     assert!(out.logs.is_empty(), "{:?}", out.logs.len());
 }
 
+/// Empty lines that fill the budget to its last byte or one short leave no room for even an
+/// empty message (`""`, 2 bytes): the last kept line gives way to it, so logs plus message still
+/// fit the budget exactly.
+async fn logs_plus_message_never_pass_the_budget(backend: Backend) {
+    for (cap, message) in [(7u64, "o"), (8, "ou")] {
+        let b = Budgets {
+            max_output_bytes: cap,
+            ..budgets()
+        };
+        let out = backend
+            .run_once(
+                b,
+                "for (let i = 0; i < 3; i++) console.log(''); return 1",
+                "for _ in range(3):\n    print('')\nreturn 1",
+            )
+            .await;
+        let error = out.error.as_ref().unwrap_or_else(|| panic!("{out:?}"));
+        assert_eq!(error.kind, FailureKind::OutputLimit, "{out:?}");
+        assert_eq!(
+            (out.logs.as_slice(), error.message.as_str()),
+            (&[String::new()][..], message)
+        );
+        let bytes = serde_json::to_string(&out.logs).unwrap().len()
+            + serde_json::to_string(&error.message).unwrap().len();
+        assert_eq!(bytes as u64, cap, "{out:?}");
+    }
+}
+
 on_every_backend!(
     a_huge_line_keeps_the_prefix_that_fits,
     a_thrown_message_past_the_budget_is_an_output_limit,
+    logs_plus_message_never_pass_the_budget,
 );
