@@ -182,6 +182,31 @@ pub enum ToolEvent {
     },
 }
 
+/// Where a registry's events are published: what a call's context needs to report on it,
+/// without holding the registry itself.
+#[derive(Debug, Clone)]
+pub(crate) struct EventSender(tokio::sync::broadcast::Sender<ToolEvent>);
+
+impl EventSender {
+    /// A channel keeping the last `capacity` events for each subscriber.
+    pub(crate) fn new(capacity: usize) -> Self {
+        EventSender(tokio::sync::broadcast::channel(capacity).0)
+    }
+
+    /// A new subscriber, receiving the events published from now on.
+    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ToolEvent> {
+        self.0.subscribe()
+    }
+
+    /// Publishes the event `event` makes, made only when someone listens.
+    pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
+        if self.0.receiver_count() > 0 {
+            // A send error only means every receiver went away meanwhile.
+            let _ = self.0.send(event());
+        }
+    }
+}
+
 /// Now, in ms since the Unix epoch (0 if the clock is before it).
 pub(crate) fn unix_ms() -> u64 {
     SystemTime::now()

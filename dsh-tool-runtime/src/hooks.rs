@@ -321,34 +321,11 @@ where
     Arc::new(move |request| Box::pin(approver(request)))
 }
 
-/// Where a binding call of a durable run meets a pre-execute `Ask`: approved ahead (the run
-/// resumes after an approval), or parked (the run ends and waits for one).
-#[derive(Debug, Clone)]
-pub(crate) struct ParkSlot {
-    approved: bool,
-    parked: Arc<parking_lot::Mutex<Option<Option<String>>>>,
-}
-
-#[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
-impl ParkSlot {
-    /// A slot for one call; `approved` when its `Ask` was answered already.
-    pub(crate) fn new(approved: bool) -> Self {
-        ParkSlot {
-            approved,
-            parked: Arc::default(),
-        }
-    }
-
-    /// `true` when the call was approved ahead; otherwise records the park and its reason.
-    pub(crate) fn ask(&self, reason: Option<String>) -> bool {
-        if !self.approved {
-            *self.parked.lock() = Some(reason);
-        }
-        self.approved
-    }
-
-    /// The park's reason, when the call parked.
-    pub(crate) fn parked(&self) -> Option<Option<String>> {
-        self.parked.lock().clone()
-    }
+/// Where a nested call's pre-execute `Ask` goes instead of the approver when its transport
+/// can park the run it belongs to (a durable run's binding call), carried in the call's
+/// extensions as `Arc<dyn Park>`.
+pub(crate) trait Park: Send + Sync {
+    /// `true` when the call was approved ahead (it runs); otherwise the park and its reason
+    /// are recorded and the call does not run.
+    fn ask(&self, reason: Option<String>) -> bool;
 }

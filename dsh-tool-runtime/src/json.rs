@@ -22,29 +22,10 @@ pub const MAX_VALUE_DEPTH: usize = 256;
 /// from the stack limit.
 pub const MAX_DIALECT_SCHEMA_DEPTH: usize = 128;
 
-/// Deepest schema an MCP server may send for a tool (public as `mcp::MAX_SCHEMA_DEPTH`); a
-/// deeper one is refused for its tool. Real servers stay far below (the deepest in the corpus is
-/// under 20); `jsonschema` compiles recursively, so the bound keeps it stack-safe.
-#[cfg(feature = "mcp")]
-pub const MAX_SERVER_SCHEMA_DEPTH: usize = 64;
-
-/// Deepest JSON-RPC message handed to rmcp; deeper subtrees are cut first. Below serde_json's
-/// parse limit of 128, which rmcp parses with, and above [`MAX_SERVER_SCHEMA_DEPTH`] plus the
-/// JSON-RPC envelope, so the schema check still sees (and refuses) a too-deep schema.
-#[cfg(feature = "mcp")]
-pub(crate) const MAX_RELAY_DEPTH: usize = 100;
-
 /// Deepest schema nesting the SDK generator lowers into types; deeper nodes become unknown. 48
 /// keeps Python's bracket nesting well under CPython's parser limit of 200 and the lowering
 /// stack small.
 pub(crate) const MAX_SDK_SCHEMA_DEPTH: usize = 48;
-
-/// Deepest JSON value that crosses the code-runtime protocol, either way (public as
-/// `code_runtime::frame::MAX_DEPTH`): programs build deep values. Deeper values are rejected
-/// where they are made: in the child before sending, in the host before replying, and dropped
-/// as junk when they arrive anyway.
-#[cfg(feature = "code-mode")]
-pub const MAX_FRAME_DEPTH: usize = 4_096;
 
 /// Visits `root` and every value inside it, parents before children, each with its level (the
 /// root is level 1, its children level 2), until `visit` breaks. The stack holds one iterator
@@ -156,19 +137,6 @@ pub(crate) fn text_depth(text: &[u8]) -> usize {
         }
     }
     deepest
-}
-
-/// Parses one JSON text without serde_json's recursion limit, growing the stack as it goes
-/// (`serde_stacker`); `None` unless it is exactly one JSON value. The caller bounds the depth
-/// ([`text_depth`]) and drops the value without recursion or on a big enough stack.
-#[cfg(feature = "code-mode")]
-pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
-    use serde::Deserialize;
-    let mut de = serde_json::Deserializer::from_slice(text);
-    de.disable_recursion_limit();
-    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
-    de.end().ok()?;
-    Some(value)
 }
 
 /// Compact JSON text of `value`, built without recursion. With `sort_keys`, object keys are
@@ -315,12 +283,5 @@ mod tests {
         assert_eq!(text_depth(br#"{"a": [1, {"b": "[[[{{"}]}"#), 3);
         assert_eq!(text_depth(br#"{"a": "\"[["}"#), 1);
         assert_eq!(text_depth(b"7"), 0);
-    }
-
-    #[cfg(feature = "code-mode")]
-    #[test]
-    fn parse_unbounded_takes_exactly_one_value() {
-        assert!(parse_unbounded(b"[1] 2").is_none());
-        assert_eq!(parse_unbounded(b" [1] "), Some(serde_json::json!([1])));
     }
 }

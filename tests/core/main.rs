@@ -7,6 +7,7 @@ mod common;
 
 mod correctness_validation;
 mod event_log;
+mod extensions;
 mod guards;
 mod macro_dispatch;
 mod pipeline;

@@ -9,12 +9,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::{
-    ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Root, RootsRequest,
-    SamplingReply, SamplingRequest,
+    ClientChannel, ClientError, Elicitation, ElicitationRequest, Extensions, LogLevel, Root,
+    RootsRequest, SamplingReply, SamplingRequest,
 };
-use crate::events::ToolEvent;
+use crate::events::{EventSender, ToolEvent};
 use crate::hooks::ToolCallView;
-use crate::registry::Registry;
 use crate::result::AdditionalContext;
 use crate::scope::AgentId;
 
@@ -36,10 +35,9 @@ struct ExecInner {
     deferred: Mutex<Vec<AdditionalContext>>,
     concluded: AtomicBool,
     /// Where progress reports are published; none for a context made outside a registry.
-    registry: Option<Registry>,
-    /// The journal of a durable `run_code` call.
-    #[cfg(feature = "code-mode")]
-    durable: Option<crate::durable::Durability>,
+    events: Option<EventSender>,
+    /// What features attached to the call ([`ToolCall`](super::ToolCall)'s extensions).
+    extensions: Extensions,
     /// The call's span (see [`crate::telemetry`]); disabled for a context made outside a
     /// registry.
     span: tracing::Span,
@@ -49,36 +47,24 @@ impl ToolExec {
     /// A context for one call, from its view (progress reports go nowhere: see
     /// [`ToolExec::report_progress`]).
     pub fn new(view: Arc<ToolCallView>) -> Self {
-        ToolExec::build(
-            view,
-            None,
-            #[cfg(feature = "code-mode")]
-            None,
-            tracing::Span::none(),
-        )
+        ToolExec::build(view, None, Extensions::default(), tracing::Span::none())
     }
 
-    /// The context of a call the registry runs: progress is published on its events; a durable
-    /// `run_code` call carries its journal.
+    /// The context of a call the registry runs: progress is published on its events; the
+    /// call's extensions (a durable `run_code` call's journal) come along.
     pub(crate) fn in_registry(
         view: Arc<ToolCallView>,
-        registry: Registry,
-        #[cfg(feature = "code-mode")] durable: Option<crate::durable::Durability>,
+        events: EventSender,
+        extensions: Extensions,
         span: tracing::Span,
     ) -> Self {
-        ToolExec::build(
-            view,
-            Some(registry),
-            #[cfg(feature = "code-mode")]
-            durable,
-            span,
-        )
+        ToolExec::build(view, Some(events), extensions, span)
     }
 
     fn build(
         view: Arc<ToolCallView>,
-        registry: Option<Registry>,
-        #[cfg(feature = "code-mode")] durable: Option<crate::durable::Durability>,
+        events: Option<EventSender>,
+        extensions: Extensions,
         span: tracing::Span,
     ) -> Self {
         let signal = view.signal.clone();
@@ -87,9 +73,8 @@ impl ToolExec {
                 view,
                 deferred: Mutex::new(Vec::new()),
                 concluded: AtomicBool::new(false),
-                registry,
-                #[cfg(feature = "code-mode")]
-                durable,
+                events,
+                extensions,
                 span,
             }),
             signal,
@@ -102,10 +87,11 @@ impl ToolExec {
         &self.inner.span
     }
 
-    /// What makes a `run_code` call durable.
-    #[cfg(feature = "code-mode")]
-    pub(crate) fn durable(&self) -> Option<&crate::durable::Durability> {
-        self.inner.durable.as_ref()
+    /// The value of type `T` attached to the call
+    /// ([`ToolCall::with_extension`](super::ToolCall::with_extension)); `None` when there is
+    /// none, and always for a context made outside a registry.
+    pub fn extension<T: Send + Sync + 'static>(&self) -> Option<&T> {
+        self.inner.extensions.get()
     }
 
     /// A context for calling a tool fn directly in tests: call id `test`, no agent, a fresh signal.
@@ -164,8 +150,8 @@ impl ToolExec {
     /// client sent a progress token gets it as `notifications/progress`. Nothing happens for a
     /// context made outside a registry ([`ToolExec::new`], [`ToolExec::detached`]).
     pub fn report_progress(&self, progress: f64, total: Option<f64>, message: Option<String>) {
-        if let Some(registry) = &self.inner.registry {
-            registry.publish(|| ToolEvent::Progress {
+        if let Some(events) = &self.inner.events {
+            events.publish(|| ToolEvent::Progress {
                 call_id: self.call_id().to_owned(),
                 progress,
                 total,

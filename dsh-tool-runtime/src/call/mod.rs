@@ -1,10 +1,11 @@
 //! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
 //! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
 
-mod approval;
-mod client_channel;
+pub(crate) mod approval;
+pub(crate) mod client_channel;
 mod contain;
 mod context;
+mod extensions;
 mod stages;
 
 use serde_json::Value;
@@ -12,18 +13,13 @@ use tokio_util::sync::CancellationToken;
 
 use crate::scope::AgentId;
 
-#[cfg(feature = "mcp-server")]
-pub(crate) use approval::approval_message;
-#[cfg(feature = "code-mode")]
-pub(crate) use approval::{DenialSource, denial_text};
-#[cfg(feature = "mcp-server")]
-pub(crate) use client_channel::ClientPeer;
 pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
     RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,
 };
 pub(crate) use contain::{contain, panic_message};
 pub use context::ToolExec;
+pub(crate) use extensions::Extensions;
 pub(crate) use stages::DispatchedCall;
 
 /// One tool call as the model made it.
@@ -46,11 +42,9 @@ pub struct ToolCall {
     /// The way back to the client that made the call (none by default; a call served over MCP
     /// has one).
     pub client: ClientChannel,
-    /// The journal of a durable `run_code` run ([`ToolCall::durable`]).
-    #[cfg(feature = "code-mode")]
-    pub(crate) durable: Option<crate::durable::Durability>,
-    /// A durable run's binding call: where its `Ask` parks the run.
-    pub(crate) park: Option<crate::hooks::ParkSlot>,
+    /// What features attach to the call (a durable run's journal, a binding call's park
+    /// slot), handed on to its [`ToolExec`].
+    pub(crate) extensions: Extensions,
     /// The span this call's span goes under; `None`: the caller's current span.
     pub(crate) trace_parent: Option<tracing::Span>,
 }
@@ -67,9 +61,7 @@ impl ToolCall {
             parent: None,
             signal: CancellationToken::new(),
             client: ClientChannel::default(),
-            #[cfg(feature = "code-mode")]
-            durable: None,
-            park: None,
+            extensions: Extensions::default(),
             trace_parent: None,
         }
     }
@@ -80,14 +72,28 @@ impl ToolCall {
         self
     }
 
-    /// Makes a `run_code` call durable: its binding calls are journaled in `run.store` under
-    /// `run.run_id`, and calling it again with the same run id resumes the run from its journal
-    /// (or returns its stored result once it has ended). Ignored by every other tool.
-    #[cfg(feature = "code-mode")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+    /// Attaches `value` to the call, one value per type (a later value of the same type
+    /// replaces it), in the manner of `http::Extensions`: the tool body reads it with
+    /// [`ToolExec::extension`]. Only the host that builds the call sets them: the model's
+    /// arguments cannot, and the binding calls of a `run_code` program do not inherit them.
+    ///
+    /// ```
+    /// use dsh_tool_runtime::{ToolCall, ToolExec};
+    ///
+    /// #[derive(Clone)]
+    /// struct Tenant(&'static str);
+    ///
+    /// let call = ToolCall::new("c1", "search", serde_json::json!({})).with_extension(Tenant("acme"));
+    /// # let _ = call;
+    /// // In the body: `exec.extension::<Tenant>()` is `Some(&Tenant("acme"))`.
+    /// fn tenant(exec: &ToolExec) -> Option<&'static str> {
+    ///     exec.extension::<Tenant>().map(|tenant| tenant.0)
+    /// }
+    /// # let _ = tenant;
+    /// ```
     #[must_use]
-    pub fn durable(mut self, run: crate::durable::DurableRun) -> Self {
-        self.durable = Some(crate::durable::Durability::Journal(run));
+    pub fn with_extension<T: Clone + Send + Sync + 'static>(mut self, value: T) -> Self {
+        self.extensions.insert(value);
         self
     }
 

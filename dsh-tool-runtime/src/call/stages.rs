@@ -23,13 +23,13 @@ use crate::events::{ToolEvent, unix_ms};
 use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
-    PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext, ResultObserver,
-    ToolCallView,
+    Park, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
+    ResultObserver, ToolCallView,
 };
 use crate::json::dismantle;
 use crate::presentation::ResultView;
 use crate::registry::State;
-use crate::registry::{RUN_CODE, Registry, read};
+use crate::registry::{McpServers, RUN_CODE, Registry, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
 use crate::scope::{Layer, Mode};
 use crate::validate::{depth_violation, invalid_args};
@@ -216,9 +216,7 @@ impl Registry {
                 state.approver.clone(),
             )
         };
-        #[cfg(feature = "code-mode")]
-        let durable = call.durable.take();
-        let park = call.park.take();
+        let park = call.extensions.remove::<Arc<dyn Park>>();
         let trace_parent = call.trace_parent.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call
@@ -243,9 +241,8 @@ impl Registry {
         );
         let exec = ToolExec::in_registry(
             view.clone(),
-            self.clone(),
-            #[cfg(feature = "code-mode")]
-            durable,
+            self.inner.events.clone(),
+            call.extensions,
             span.clone(),
         );
         let mut prepared = PreparedCall {
@@ -502,24 +499,16 @@ impl Registry {
 
     /// The bridged MCP server a tool name `mcp__<server>__<tool>` comes from, if any.
     fn mcp_server_of(&self, name: &str) -> Option<String> {
-        #[cfg(feature = "mcp")]
-        {
-            let rest = name.strip_prefix("mcp__")?;
-            self.inner
-                .mcp_servers
-                .lock()
-                .iter()
-                .find(|server| {
-                    rest.strip_prefix(server.as_str())
-                        .is_some_and(|tail| tail.starts_with("__"))
-                })
-                .cloned()
-        }
-        #[cfg(not(feature = "mcp"))]
-        {
-            let _ = name;
-            None
-        }
+        let rest = name.strip_prefix("mcp__")?;
+        self.slot::<McpServers>()
+            .0
+            .lock()
+            .iter()
+            .find(|server| {
+                rest.strip_prefix(server.as_str())
+                    .is_some_and(|tail| tail.starts_with("__"))
+            })
+            .cloned()
     }
 
     /// The middle stages of a call: execute wrappers around the body, normalization, deferred

@@ -18,6 +18,7 @@ use crate::call::ToolCall;
 use crate::call::ToolExec;
 use crate::code_runtime::{BindingCall, BindingDispatch, BindingError, Lane};
 use crate::events::ToolEvent;
+use crate::hooks::Park;
 use crate::registry::Registry;
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
 use crate::schedule::{Schedule, Sink, Unstarted};
@@ -97,7 +98,9 @@ impl Bridge {
                 .with_client(outer.client().clone())
                 .with_signal(signal);
                 call.agent = outer.agent().cloned();
-                call.park = binding.park;
+                if let Some(slot) = binding.park {
+                    call.extensions.insert::<Arc<dyn Park>>(Arc::new(slot));
+                }
                 // The lane runs calls on a task of its own: the program's fan-out reads as a
                 // tree under `run_code`'s span only with the parent named.
                 call.trace_parent = Some(outer.span().clone());

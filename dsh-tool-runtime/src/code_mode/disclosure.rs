@@ -20,8 +20,8 @@ use crate::sdk::{self, Disclosure, Language, ToolSpec};
 pub const SDK_GLOBAL: &str = "sdk";
 
 /// Registry-wide and per-scope [`Disclosure`] settings.
-#[derive(Debug, Default)]
-pub(crate) struct Settings {
+#[derive(Debug, Default, Clone)]
+struct Settings {
     default: Disclosure,
     scopes: HashMap<AgentId, Disclosure>,
 }
@@ -30,22 +30,28 @@ impl Registry {
     /// Sets how the SDK section presents tools to scopes that declare nothing themselves.
     /// Default: [`Disclosure::default`] (an index above 30 tools or 24,000 bytes).
     pub fn set_disclosure(&self, disclosure: Disclosure) {
-        write(&self.inner.state).disclosure.default = disclosure;
+        write(&self.inner.state)
+            .extensions
+            .get_or_default::<Settings>()
+            .default = disclosure;
     }
 
     /// The [`Disclosure`] setting in force for `scope` (nearest declaration on its chain, else
     /// the registry's), before `Auto` is resolved against a tool set.
     pub fn disclosure(&self, scope: Option<&AgentId>) -> Disclosure {
         let state = read(&self.inner.state);
+        let Some(settings) = state.extensions.get::<Settings>() else {
+            return Disclosure::default();
+        };
         scope
             .and_then(|agent| {
                 state
                     .chain(agent)
                     .iter()
                     .rev()
-                    .find_map(|id| state.disclosure.scopes.get(id).copied())
+                    .find_map(|id| settings.scopes.get(id).copied())
             })
-            .unwrap_or(state.disclosure.default)
+            .unwrap_or(settings.default)
     }
 
     /// The disclosure `scope` gets for its visible tools in `language`: `Full` or `Index`.
@@ -64,7 +70,8 @@ impl AgentScope {
     /// nothing, replacing an earlier declaration of this scope.
     pub fn disclose(&self, disclosure: Disclosure) {
         write(&self.registry().inner.state)
-            .disclosure
+            .extensions
+            .get_or_default::<Settings>()
             .scopes
             .insert(self.id().clone(), disclosure);
     }

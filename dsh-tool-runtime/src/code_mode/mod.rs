@@ -14,7 +14,7 @@ mod run_code;
 use std::sync::Arc;
 
 use crate::code_runtime::CodeRuntime;
-use crate::registry::{Registry, ToolSchema, read, write};
+use crate::registry::{Registry, State, ToolSchema, read, write};
 use crate::scope::AgentId;
 use crate::scope::Mode;
 use crate::sdk::{self, Language, ToolSpec};
@@ -70,6 +70,18 @@ pub fn language_of(runtime: &dyn CodeRuntime) -> Result<Language, CodeModeError>
     }
 }
 
+/// The code runtime `run_code` is bound to, kept in the registry state's extensions.
+#[derive(Clone)]
+struct Mounted(Arc<dyn CodeRuntime>);
+
+/// The code runtime mounted in `state`.
+fn mounted(state: &State) -> Option<Arc<dyn CodeRuntime>> {
+    state
+        .extensions
+        .get::<Mounted>()
+        .map(|mounted| Arc::clone(&mounted.0))
+}
+
 /// The code-only rule, in our words.
 const CODE_ONLY_RULE: &str = "Tools are reached through programs in this session. The only tool you can call \
 directly is `run_code`; a direct call to any other tool fails. Write a program that calls the tools \
@@ -98,13 +110,13 @@ impl Registry {
     pub fn set_code_runtime_with(&self, runtime: Arc<dyn CodeRuntime>, config: RunCodeConfig) {
         let definition = run_code::definition(self, &runtime, config);
         let mut state = write(&self.inner.state);
-        state.code_runtime = Some(runtime);
-        state.run_code = Some(definition);
+        state.extensions.insert(Mounted(runtime));
+        state.transport = Some(definition);
     }
 
     /// The mounted code runtime.
     pub fn code_runtime(&self) -> Option<Arc<dyn CodeRuntime>> {
-        read(&self.inner.state).code_runtime.clone()
+        mounted(&read(&self.inner.state))
     }
 
     /// The SDK text (a whole file, with its `@generated` header) for the tools `scope` sees,
@@ -157,7 +169,7 @@ impl Registry {
         }
         let (runtime, run_code) = {
             let state = read(&self.inner.state);
-            (state.code_runtime.clone(), state.run_code.clone())
+            (mounted(&state), state.transport.clone())
         };
         let (Some(runtime), Some(run_code)) = (runtime, run_code) else {
             return Err(CodeModeError::NoRuntime(mode));

@@ -15,7 +15,7 @@ use crate::code_runtime::{
 };
 use crate::definition::ToolDefinition;
 use crate::durable::run as durable;
-use crate::durable::{Durability, DurableRun, Journal, Replay};
+use crate::durable::{Durability, DurableRun, Replay};
 use crate::error::{ErrorCode, ToolError};
 use crate::json::{MAX_VALUE_DEPTH, text_depth};
 use crate::presentation::{CallView, ToolCallKind};
@@ -170,7 +170,7 @@ async fn run(
             .then(|| Catalog::new(language, specs))
     });
     // A durable run starts from its journal, or ends here with its stored result.
-    let durable = match exec.durable() {
+    let durable = match exec.extension::<Durability>() {
         Some(Durability::Journal(run)) => {
             match durable::begin(
                 &registry,
@@ -238,9 +238,9 @@ async fn run(
     .signal(run_signal.clone())
     .lane(bridge.lane());
     let request = match &durable {
-        Some(Durable::Store(_, replay)) => request.journal(Journal::Store(replay.clone())),
+        Some(Durable::Store(_, replay)) => request.journal(replay.clone()),
         #[cfg(feature = "restate")]
-        Some(Durable::Steps(steps)) => request.journal(Journal::Steps(steps.clone())),
+        Some(Durable::Steps(steps)) => request.journal(steps.clone()),
         None => request,
     };
     let _abandon_on_drop = bridge.abandon_on_drop();

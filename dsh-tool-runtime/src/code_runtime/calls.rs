@@ -23,10 +23,9 @@ use tokio_util::sync::CancellationToken;
 
 use super::ending::Ending;
 use super::frame::{self, ALLOWANCE_FLOOR, ALLOWANCE_PER_BYTE, ChildFrame, MAX_DEPTH};
+use super::journal::{Admission, MakeCall, RunJournal};
 use super::value_text::Unfit;
 use super::{BindingCall, BindingDispatch, BindingError, RunRequest};
-use crate::durable::Journal;
-use crate::durable::replay::Admit;
 
 /// The `run` frame that hands a process its program: the program, the binding namespaces as the
 /// bootstraps read them, the output cap (`maxOutputBytes`) and the transport's own keys `extra`.
@@ -132,7 +131,7 @@ pub(crate) struct Calls {
     pending: FuturesUnordered<PendingCall>,
     signal: CancellationToken,
     /// A durable run's journal, and the sequence number of its next dispatched call.
-    journal: Option<Journal>,
+    journal: Option<std::sync::Arc<dyn RunJournal>>,
     seq: u64,
 }
 
@@ -209,42 +208,16 @@ impl Calls {
                 args,
                 self.signal.child_token(),
             )),
-            // A durable run: every dispatched call has its place in the journal, checked
-            // against it and answered from it while it lasts.
-            Some(Journal::Store(journal)) => {
-                let seq = self.seq;
-                self.seq += 1;
-                let tool = format!("{global}.{name}");
-                match journal.admit(seq, &tool, &args) {
-                    Admit::End(kind, message) => {
-                        return Admitted::Limit(Ending::Fail(kind, message));
-                    }
-                    Admit::Answer(result) => return Admitted::Answer(checked(result)),
-                    Admit::Unknown(answer) => answer,
-                    Admit::Live(slot) => {
-                        let mut binding = BindingCall::new(
-                            global.clone(),
-                            name.clone(),
-                            args.clone(),
-                            self.signal.child_token(),
-                        );
-                        binding.park = Some(slot.clone());
-                        journal.live(seq, tool, &args, slot, dispatch(binding))
-                    }
-                }
-            }
-            // Restate's journal: the call is one journaled step of the invocation, run or
-            // answered from the journal there.
-            #[cfg(feature = "restate")]
-            Some(Journal::Steps(steps)) => {
+            // A durable run: every dispatched call has its place in the journal, which runs
+            // it, answers it from what it holds, or ends the run.
+            Some(journal) => {
                 let seq = self.seq;
                 self.seq += 1;
                 let (dispatch, signal) = (std::sync::Arc::clone(dispatch), self.signal.clone());
-                let (tool, callee, call_args) = (global.clone(), name.clone(), args.clone());
-                // Made again, approved, when the person approves the call whose `Ask` parked it.
-                let make: crate::durable::steps::MakeCall = std::sync::Arc::new(move |slot| {
+                let (namespace, callee, call_args) = (global.clone(), name.clone(), args.clone());
+                let make: MakeCall = std::sync::Arc::new(move |slot| {
                     let mut binding = BindingCall::new(
-                        tool.clone(),
+                        namespace.clone(),
                         callee.clone(),
                         call_args.clone(),
                         signal.child_token(),
@@ -252,7 +225,14 @@ impl Calls {
                     binding.park = Some(slot);
                     dispatch(binding)
                 });
-                steps.call(seq, format!("{global}.{name}"), &args, make)
+                let tool = format!("{global}.{name}");
+                match std::sync::Arc::clone(journal).admit(seq, tool, &args, make) {
+                    Admission::End(kind, message) => {
+                        return Admitted::Limit(Ending::Fail(kind, message));
+                    }
+                    Admission::Answer(result) => return Admitted::Answer(checked(result)),
+                    Admission::Run(call) => call,
+                }
             }
         };
         // Polled once here with no waker: `FuturesUnordered` polls what is pushed to it anew.

@@ -23,10 +23,12 @@ use std::ops::ControlFlow;
 use serde_json::Value;
 
 use super::FailureKind;
-use super::value_text::{JsonText, Members, Refused, Unfit, canonical, read};
-use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth, walk};
+use super::value_text::{
+    JsonText, MAX_FRAME_DEPTH, Members, Refused, Unfit, canonical, parse_unbounded, read,
+};
+use crate::json::{text_depth, walk};
 
-pub use crate::json::MAX_FRAME_DEPTH as MAX_DEPTH;
+pub use super::value_text::MAX_FRAME_DEPTH as MAX_DEPTH;
 
 /// Largest integer a call id may be: ids are JavaScript numbers, exact up to 2^53 − 1.
 const MAX_CALL_ID: u64 = (1 << 53) - 1;

@@ -25,6 +25,7 @@ mod calls;
 #[cfg(feature = "embedded-js")]
 mod embedded;
 mod ending;
+mod journal;
 mod ledger;
 #[cfg(feature = "embedded-python")]
 mod monty;
@@ -45,6 +46,7 @@ pub mod frame;
 use std::fmt;
 use std::sync::Arc;
 
+use dsh_sdk_templates::{BINDING_ERROR, FAILURE_TEXT, LOSSLESS_JSON};
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
@@ -53,6 +55,7 @@ use tokio_util::sync::CancellationToken;
 pub use budget::Budgets;
 #[cfg(feature = "embedded-js")]
 pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
+pub(crate) use journal::{Admission, CallFuture, MakeCall, ParkSlot, RunJournal};
 pub use ledger::OutputLedger;
 #[cfg(feature = "embedded-python")]
 #[doc(hidden)]
@@ -61,14 +64,6 @@ pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
 pub use value_text::JsonText;
-
-/// The lossless JSON encoder both JavaScript bootstraps share.
-const LOSSLESS_JSON: &str = include_str!("../../../sdk-templates/lossless_json.js");
-/// The binding error class both JavaScript bootstraps share.
-const BINDING_ERROR: &str = include_str!("../../../sdk-templates/binding_error.js");
-/// The first-line column correction of stack positions and the cause chain of a failure, which
-/// both JavaScript bootstraps share.
-const FAILURE_TEXT: &str = include_str!("../../../sdk-templates/failure_text.js");
 
 /// A JavaScript bootstrap with the shared pieces put where it says
 /// `/* @include lossless_json.js */`, `/* @include binding_error.js */` and
@@ -219,7 +214,7 @@ pub struct BindingCall {
     /// Cancelled when the run settles; a dispatcher should stop work it started for the call.
     pub signal: CancellationToken,
     /// In a durable run: where the call's pre-execute `Ask` parks the run.
-    pub(crate) park: Option<crate::hooks::ParkSlot>,
+    pub(crate) park: Option<ParkSlot>,
 }
 
 impl BindingCall {
@@ -301,7 +296,7 @@ pub struct RunRequest {
     pub(crate) lane: Option<Lane>,
     /// The journal of a durable run (set by `run_code`): the session answers and records the
     /// run's binding calls through it.
-    pub(crate) journal: Option<crate::durable::Journal>,
+    pub(crate) journal: Option<Arc<dyn RunJournal>>,
 }
 
 /// The scheduler of one run's binding calls (the code-mode bridge's lane), offered to a runtime
@@ -358,7 +353,7 @@ impl RunRequest {
     }
 
     /// Journals the run's binding calls in `journal`.
-    pub(crate) fn journal(mut self, journal: crate::durable::Journal) -> Self {
+    pub(crate) fn journal(mut self, journal: Arc<dyn RunJournal>) -> Self {
         self.journal = Some(journal);
         self
     }

@@ -15,7 +15,25 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use serde_json::value::RawValue;
 
-use crate::json::{MAX_FRAME_DEPTH, compact, parse_unbounded};
+use crate::json::compact;
+
+/// Deepest JSON value that crosses the code-runtime protocol, either way (public as
+/// `code_runtime::frame::MAX_DEPTH`): programs build deep values. Deeper values are rejected
+/// where they are made: in the child before sending, in the host before replying, and dropped
+/// as junk when they arrive anyway.
+pub const MAX_FRAME_DEPTH: usize = 4_096;
+
+/// Parses one JSON text without serde_json's recursion limit, growing the stack as it goes
+/// (`serde_stacker`); `None` unless it is exactly one JSON value. The caller bounds the depth
+/// ([`text_depth`](crate::json::text_depth)) and drops the value without recursion or on a big enough stack.
+pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
+    use serde::Deserialize;
+    let mut de = serde_json::Deserializer::from_slice(text);
+    de.disable_recursion_limit();
+    let value = Value::deserialize(serde_stacker::Deserializer::new(&mut de)).ok()?;
+    de.end().ok()?;
+    Some(value)
+}
 
 /// Why a value may not cross the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -321,6 +339,12 @@ impl<'de> Visitor<'de> for Key {
 mod tests {
     use super::*;
     use serde_json::json;
+
+    #[test]
+    fn parse_unbounded_takes_exactly_one_value() {
+        assert!(parse_unbounded(b"[1] 2").is_none());
+        assert_eq!(parse_unbounded(b" [1] "), Some(json!([1])));
+    }
 
     #[test]
     fn rewrites_as_serde_json_writes() {

@@ -221,7 +221,10 @@ pub(crate) mod object {
                 )
                 .into());
             }
-            let reason = crate::call::denial_text(reason, crate::call::DenialSource::Owner);
+            let reason = crate::call::approval::denial_text(
+                reason,
+                crate::call::approval::DenialSource::Owner,
+            );
             decide(
                 &ctx,
                 &self.registry,

@@ -163,14 +163,41 @@ pub(crate) enum Durability {
     Steps(steps::StepSender),
 }
 
-/// The journal a durable run's session admits its calls through.
-#[derive(Clone)]
-pub(crate) enum Journal {
-    /// A [`JournalStore`]'s entries, replayed.
-    Store(Arc<Replay>),
-    /// Restate's journal, one step per call.
+/// A registry's settings of durable runs, kept in its [`slot`](crate::Registry::slot).
+#[derive(Debug)]
+pub(crate) struct DurableSettings {
+    /// Each tool's revert tool, for rollbacks (`set_revert`).
+    pub(crate) reverts: parking_lot::Mutex<std::collections::HashMap<String, String>>,
+    /// How long the continuations of parked runs stay valid, ms (`set_continuation_ttl`).
+    pub(crate) continuation_ttl_ms: std::sync::atomic::AtomicU64,
+    /// The secret of the continuations of runs on Restate (`set_continuation_secret`).
     #[cfg(feature = "restate")]
-    Steps(Arc<steps::Steps>),
+    pub(crate) continuation_secret: parking_lot::Mutex<Option<ContinuationSecret>>,
+}
+
+impl Default for DurableSettings {
+    fn default() -> Self {
+        DurableSettings {
+            reverts: parking_lot::Mutex::default(),
+            continuation_ttl_ms: std::sync::atomic::AtomicU64::new(
+                u64::try_from(DEFAULT_CONTINUATION_TTL.as_millis()).unwrap_or(u64::MAX),
+            ),
+            #[cfg(feature = "restate")]
+            continuation_secret: parking_lot::Mutex::new(None),
+        }
+    }
+}
+
+impl crate::ToolCall {
+    /// Makes a `run_code` call durable: its binding calls are journaled in `run.store` under
+    /// `run.run_id`, and calling it again with the same run id resumes the run from its journal
+    /// (or returns its stored result once it has ended). Ignored by every other tool.
+    #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+    #[must_use]
+    pub fn durable(mut self, run: DurableRun) -> Self {
+        self.extensions.insert(Durability::Journal(run));
+        self
+    }
 }
 
 /// How one call ended, as journaled: its value, or its failure's message and code.

@@ -6,7 +6,6 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -15,9 +14,10 @@ use super::{
     CallOutcome, Claim, EntryState, JOURNAL_FAILED, JournalEntry, JournalError, JournalStore,
     OUTCOME_UNKNOWN, RunStatus,
 };
-use crate::code_runtime::{BindingError, FailureKind};
+use crate::code_runtime::{
+    Admission, BindingError, CallFuture, FailureKind, MakeCall, ParkSlot, RunJournal,
+};
 use crate::events::ToolEvent;
-use crate::hooks::ParkSlot;
 
 /// At most this many characters of each call's arguments go into a divergence message.
 const SHOWN_ARGS: usize = 300;
@@ -67,8 +67,22 @@ pub(crate) struct ToolKinds {
     pub(crate) read_only: HashSet<String>,
 }
 
+impl RunJournal for Replay {
+    fn admit(self: Arc<Self>, seq: u64, tool: String, args: &Value, call: MakeCall) -> Admission {
+        match self.check(seq, &tool, args) {
+            Admit::End(kind, message) => Admission::End(kind, message),
+            Admit::Answer(result) => Admission::Answer(result),
+            Admit::Unknown(answer) => Admission::Run(answer),
+            Admit::Live(slot) => {
+                let made = call(slot.clone());
+                Admission::Run(self.live(seq, tool, args, slot, made))
+            }
+        }
+    }
+}
+
 /// What to do with a call the program made.
-pub(crate) enum Admit {
+enum Admit {
     /// It differs from the journaled call (`replay-diverged`), or its entry would pass the
     /// run's bound of journaled bytes (`journal-limit`): the run ends with this.
     End(FailureKind, String),
@@ -76,7 +90,7 @@ pub(crate) enum Admit {
     Answer(Result<Value, BindingError>),
     /// Started before and its tool is not idempotent: answered `OUTCOME_UNKNOWN` (journaled by
     /// the future).
-    Unknown(BoxFuture<'static, Result<Value, BindingError>>),
+    Unknown(CallFuture),
     /// Run live: the call gets this slot, and its future goes through [`Replay::live`].
     Live(ParkSlot),
 }
@@ -116,7 +130,7 @@ impl Replay {
     }
 
     /// The call number `seq` to `tool` (`namespace.name`) with `args`.
-    pub(crate) fn admit(self: &Arc<Self>, seq: u64, tool: &str, args: &Value) -> Admit {
+    fn check(self: &Arc<Self>, seq: u64, tool: &str, args: &Value) -> Admit {
         self.state.lock().admitted = seq + 1;
         let canonical = crate::json::compact(args, true);
         let Some(entry) = usize::try_from(seq).ok().and_then(|i| self.entries.get(i)) else {
@@ -216,14 +230,14 @@ impl Replay {
     /// only as finished: one record instead of two, and cut off before it, it runs again on
     /// resume exactly as a started one of a read-only tool would. A call that parked the run
     /// ends it instead: the future never resolves, the run's signal is cancelled.
-    pub(crate) fn live(
+    fn live(
         self: &Arc<Self>,
         seq: u64,
         tool: String,
         args: &Value,
         slot: ParkSlot,
-        call: BoxFuture<'static, Result<Value, BindingError>>,
-    ) -> BoxFuture<'static, Result<Value, BindingError>> {
+        call: CallFuture,
+    ) -> CallFuture {
         let replay = Arc::clone(self);
         let entry = JournalEntry {
             seq,

@@ -65,9 +65,9 @@ use super::steps::{MakeCall, StepReply, StepRequest};
 use super::{CallOutcome, Durability, OUTCOME_UNKNOWN};
 use crate::call::ToolCall;
 use crate::code_runtime::BindingError;
+use crate::code_runtime::ParkSlot;
 use crate::error::ErrorCode;
 use crate::events::ToolEvent;
-use crate::hooks::ParkSlot;
 use crate::registry::{RUN_CODE, Registry};
 pub use deployment::{DeploymentError, DeploymentOptions, serve_deployment};
 
@@ -156,7 +156,7 @@ mod service {
             let key = run_key(&ctx, &mut program)?;
             let (sender, mut requests) = mpsc::unbounded_channel();
             let mut call = ToolCall::new(ctx.invocation_id(), RUN_CODE, program);
-            call.durable = Some(Durability::Steps(sender));
+            call.extensions.insert(Durability::Steps(sender));
             let mut run = self.registry.execute(call).boxed();
             // One step at a time, in the order the program made its calls: Restate journals a
             // step when it is first polled, so this order is the journal's on every attempt.

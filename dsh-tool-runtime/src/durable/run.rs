@@ -327,7 +327,7 @@ pub(crate) struct Decider<'a> {
     pub(crate) principal: &'a Principal,
     pub(crate) issuers: &'a [String],
     /// Names the refusal's source in a denial.
-    pub(crate) source: crate::call::DenialSource,
+    pub(crate) source: crate::call::approval::DenialSource,
 }
 
 /// The claims of a continuation, its tag checked against `store`'s secret (nothing else), and
@@ -366,7 +366,7 @@ impl Registry {
     /// "result": <its value>}`. Replaces an earlier declaration for `tool`. A tool without one
     /// is not reverted (read-only tools need none).
     pub fn set_revert(&self, tool: impl Into<String>, revert_tool: impl Into<String>) {
-        self.inner
+        self.slot::<super::DurableSettings>()
             .reverts
             .lock()
             .insert(tool.into(), revert_tool.into());
@@ -378,7 +378,7 @@ impl Registry {
     /// ([`ContinuationError::Expired`]) and the run stays parked: ask for a new one.
     pub fn set_continuation_ttl(&self, ttl: std::time::Duration) {
         let ms = u64::try_from(ttl.as_millis()).unwrap_or(u64::MAX);
-        self.inner
+        self.slot::<super::DurableSettings>()
             .continuation_ttl_ms
             .store(ms, std::sync::atomic::Ordering::Relaxed);
     }
@@ -392,19 +392,25 @@ impl Registry {
     #[cfg(feature = "restate")]
     #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
     pub fn set_continuation_secret(&self, secret: super::ContinuationSecret) {
-        *self.inner.continuation_secret.lock() = Some(secret);
+        *self
+            .slot::<super::DurableSettings>()
+            .continuation_secret
+            .lock() = Some(secret);
     }
 
     /// The secret of [`set_continuation_secret`](Self::set_continuation_secret), if set.
     #[cfg(feature = "restate")]
     pub(crate) fn continuation_secret(&self) -> Option<super::ContinuationSecret> {
-        self.inner.continuation_secret.lock().clone()
+        self.slot::<super::DurableSettings>()
+            .continuation_secret
+            .lock()
+            .clone()
     }
 
     /// The continuation TTL ([`set_continuation_ttl`](Self::set_continuation_ttl)).
     pub(crate) fn continuation_ttl(&self) -> std::time::Duration {
         std::time::Duration::from_millis(
-            self.inner
+            self.slot::<super::DurableSettings>()
                 .continuation_ttl_ms
                 .load(std::sync::atomic::Ordering::Relaxed),
         )
@@ -515,7 +521,7 @@ impl Registry {
         let decider = Decider {
             principal: &Principal::local(),
             issuers: &[String::new()],
-            source: crate::call::DenialSource::Owner,
+            source: crate::call::approval::DenialSource::Owner,
         };
         let run = self.decide(&store, continuation, &decider, None).await?;
         self.resume_run(run).await
@@ -534,7 +540,7 @@ impl Registry {
         let decider = Decider {
             principal: &Principal::local(),
             issuers: &[String::new()],
-            source: crate::call::DenialSource::Owner,
+            source: crate::call::approval::DenialSource::Owner,
         };
         let run = self
             .decide(&store, continuation, &decider, Some(reason.into()))
@@ -635,7 +641,8 @@ impl Registry {
         )?;
         let run = DurableRun::new(store.clone(), claims.run.clone());
         let id = run.checked_id()?;
-        let denial = denial.map(|reason| crate::call::denial_text(reason, decider.source));
+        let denial =
+            denial.map(|reason| crate::call::approval::denial_text(reason, decider.source));
         // Held while the decision is recorded: two processes deciding at once record one, and
         // the continuation is used once.
         let tool = Claim::hold(
@@ -786,7 +793,7 @@ impl Registry {
         id: &str,
         unknown: &[u64],
     ) -> Result<Vec<RevertReport>, JournalError> {
-        let reverts = self.inner.reverts.lock().clone();
+        let reverts = self.slot::<super::DurableSettings>().reverts.lock().clone();
         let mut entries = run.store.entries(id).await?;
         entries.sort_by_key(|entry| std::cmp::Reverse(entry.seq));
         // A call cut off while it ran may have changed state, unless its tool only reads:

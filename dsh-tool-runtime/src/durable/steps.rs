@@ -5,23 +5,17 @@
 use std::collections::HashSet;
 use std::sync::Arc;
 
-use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use serde_json::Value;
 use tokio::sync::{mpsc, oneshot};
 use tokio_util::sync::CancellationToken;
 
-use crate::code_runtime::BindingError;
+pub(crate) use crate::code_runtime::MakeCall;
+use crate::code_runtime::{Admission, BindingError, CallFuture, RunJournal};
 use crate::events::ToolEvent;
-use crate::hooks::ParkSlot;
 
 /// Where a run's binding calls go: the handler invocation running it.
 pub(crate) type StepSender = mpsc::UnboundedSender<StepRequest>;
-
-/// Makes one binding call, its pre-execute `Ask` meeting `ParkSlot`: made a second time, with
-/// an approved slot, when the person approves the call that asked.
-pub(crate) type MakeCall =
-    Arc<dyn Fn(ParkSlot) -> BoxFuture<'static, Result<Value, BindingError>> + Send + Sync>;
 
 /// One binding call, for the handler to make a journaled step of.
 pub(crate) struct StepRequest {
@@ -94,7 +88,7 @@ impl Steps {
         tool: String,
         args: &Value,
         call: MakeCall,
-    ) -> BoxFuture<'static, Result<Value, BindingError>> {
+    ) -> CallFuture {
         let (reply, answer) = oneshot::channel();
         let request = StepRequest {
             seq,
@@ -159,5 +153,11 @@ impl Steps {
     /// The divergence that ended the run, if one did.
     pub(crate) fn diverged(&self) -> Option<String> {
         self.diverged.lock().clone()
+    }
+}
+
+impl RunJournal for Steps {
+    fn admit(self: Arc<Self>, seq: u64, tool: String, args: &Value, call: MakeCall) -> Admission {
+        Admission::Run(self.call(seq, tool, args, call))
     }
 }

@@ -35,8 +35,8 @@ use rmcp::transport::streamable_http_client::{
 };
 use sse_stream::Sse;
 
-use super::stdio::cut_deep;
-use crate::json::{MAX_RELAY_DEPTH, text_depth};
+use super::stdio::{MAX_RELAY_DEPTH, cut_deep};
+use crate::json::text_depth;
 use crate::telemetry::mcp::SessionCell;
 
 /// The MCP session header (streamable HTTP, 2025-03-26 and later).

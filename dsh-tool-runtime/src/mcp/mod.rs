@@ -34,7 +34,6 @@ use std::sync::Arc;
 
 use tokio::sync::Notify;
 
-pub use crate::json::MAX_SERVER_SCHEMA_DEPTH as MAX_SCHEMA_DEPTH;
 pub use config::{
     DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, McpError, McpServer,
     ReconnectPolicy,
@@ -49,8 +48,9 @@ pub use oauth::{
 /// The MCP implementation the bridge runs on (pinned `=3.11.0`), for the types of
 /// [`McpHandle::peer`].
 pub use rmcp;
+pub use schema::MAX_SCHEMA_DEPTH;
 
-use crate::registry::Registry;
+use crate::registry::{McpServers, Registry};
 use crate::scope::AgentId;
 use crate::scope::AgentScope;
 
@@ -110,8 +110,8 @@ impl McpHandle {
         self.bridge.disconnect().await;
         let registry = &self.bridge.link.registry;
         registry
-            .inner
-            .mcp_servers
+            .slot::<McpServers>()
+            .0
             .lock()
             .remove(self.bridge.server());
     }
@@ -126,7 +126,7 @@ async fn add(
     if !is_valid_server_name(&name) {
         return Err(McpError::InvalidName(name));
     }
-    if !registry.inner.mcp_servers.lock().insert(name.clone()) {
+    if !registry.slot::<McpServers>().0.lock().insert(name.clone()) {
         return Err(McpError::DuplicateServer(name));
     }
     let link = Arc::new(progress::Link {
@@ -139,7 +139,7 @@ async fn add(
         Ok(()) => Ok(McpHandle { bridge }),
         Err(err) => {
             bridge.shutdown.cancel();
-            registry.inner.mcp_servers.lock().remove(&name);
+            registry.slot::<McpServers>().0.lock().remove(&name);
             Err(err)
         }
     }

@@ -8,8 +8,13 @@ use serde_json::{Map, Value, json};
 use std::ops::ControlFlow;
 
 use crate::annotations::ToolAnnotations;
-use crate::json::{MAX_SERVER_SCHEMA_DEPTH, walk};
+use crate::json::walk;
 use crate::validate::SchemaValidator;
+
+/// Deepest schema an MCP server may send for a tool; a deeper one is refused for its tool. Real
+/// servers stay far below (the deepest in the corpus is under 20); `jsonschema` compiles
+/// recursively, so the bound keeps it stack-safe.
+pub const MAX_SCHEMA_DEPTH: usize = 64;
 
 /// Dialects whose meta-schemas `jsonschema` carries; any other `$schema` is dropped before
 /// compiling (never fetched) and the schema is read as 2020-12.
@@ -36,12 +41,12 @@ pub(crate) struct McpToolSpec {
 }
 
 /// Level of the deepest value in `value`, scalars included (the root is level 1); stops at the
-/// first level past [`MAX_SERVER_SCHEMA_DEPTH`].
+/// first level past [`MAX_SCHEMA_DEPTH`].
 fn depth(value: &Value) -> usize {
     let mut deepest = 0;
     let _ = walk(value, |_, level| {
         deepest = deepest.max(level);
-        if level > MAX_SERVER_SCHEMA_DEPTH {
+        if level > MAX_SCHEMA_DEPTH {
             ControlFlow::Break(())
         } else {
             ControlFlow::Continue(())
@@ -71,9 +76,9 @@ fn usable_schema(schema: &Value, which: &str) -> Result<Map<String, Value>, Stri
     let Value::Object(map) = schema else {
         return Err(format!("{which} is not an object"));
     };
-    if depth(schema) > MAX_SERVER_SCHEMA_DEPTH {
+    if depth(schema) > MAX_SCHEMA_DEPTH {
         return Err(format!(
-            "{which} is nested deeper than {MAX_SERVER_SCHEMA_DEPTH} levels"
+            "{which} is nested deeper than {MAX_SCHEMA_DEPTH} levels"
         ));
     }
     let mut map = map.clone();

@@ -7,7 +7,7 @@
 //! subtree is replaced, unparsed, by a marker string ([`cut_deep`]: one pass over the bytes, no
 //! recursion, nothing built), so a million levels cost no more than their bytes. The schema
 //! check then refuses that one tool (it is still deeper than
-//! [`MAX_SERVER_SCHEMA_DEPTH`](crate::json::MAX_SERVER_SCHEMA_DEPTH)); a too-deep answer to a
+//! [`MAX_SERVER_SCHEMA_DEPTH`](super::MAX_SCHEMA_DEPTH)); a too-deep answer to a
 //! `tools/call` fails that call instead.
 
 use std::pin::Pin;
@@ -24,7 +24,12 @@ use tokio::process::{Child, ChildStdin, ChildStdout};
 
 use super::answers::{CallAnswers, Take};
 use super::config::{MAX_LINE_BYTES, McpServer};
-use crate::json::{MAX_RELAY_DEPTH, text_depth};
+use crate::json::text_depth;
+
+/// Deepest JSON-RPC message handed to rmcp; deeper subtrees are cut first. Below serde_json's
+/// parse limit of 128, which rmcp parses with, and above [`MAX_SCHEMA_DEPTH`](super::MAX_SCHEMA_DEPTH)
+/// plus the JSON-RPC envelope, so the schema check still sees (and refuses) a too-deep schema.
+pub(super) const MAX_RELAY_DEPTH: usize = 100;
 
 /// What replaces a subtree nested too deep.
 const TOO_DEEP: &str = "[nested too deep]";

@@ -9,16 +9,14 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
-use bytes::Bytes;
-use http_body_util::{BodyExt, Full};
-use hyper::header::{AUTHORIZATION, CONTENT_TYPE, HeaderMap, HeaderValue, WWW_AUTHENTICATE};
+use hyper::header::{AUTHORIZATION, HeaderMap, HeaderValue};
 use hyper::{Response, StatusCode};
 use subtle::ConstantTimeEq;
 
 use super::McpServeError;
-use super::http::Body;
 #[cfg(feature = "oauth")]
 use super::oauth::{McpOAuthResource, Verifier};
+use super::response::{Body, refusal_response};
 use crate::durable::Principal;
 
 /// Random bytes in a generated token: 256 bits, far past guessing.
@@ -266,26 +264,10 @@ fn unauthorized(challenge: &'static str, text: &'static str) -> Response<Body> {
     refusal_response(StatusCode::UNAUTHORIZED, challenge, text)
 }
 
-/// A plain-text refusal with its `WWW-Authenticate` challenge (none when `challenge` is empty
-/// or not a valid header value).
-pub(crate) fn refusal_response(status: StatusCode, challenge: &str, text: &str) -> Response<Body> {
-    let mut response = Response::new(Full::new(Bytes::from(text.to_owned())).boxed());
-    *response.status_mut() = status;
-    let headers = response.headers_mut();
-    if let Ok(value) = HeaderValue::from_str(challenge)
-        && !challenge.is_empty()
-    {
-        headers.insert(WWW_AUTHENTICATE, value);
-    }
-    headers.insert(
-        CONTENT_TYPE,
-        HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    response
-}
-
 #[cfg(test)]
 mod tests {
+    use hyper::header::WWW_AUTHENTICATE;
+
     use super::*;
 
     fn answer(gate: &Gate, authorization: Option<&str>) -> Option<(StatusCode, String)> {

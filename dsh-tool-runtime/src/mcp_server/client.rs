@@ -18,8 +18,9 @@ use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
 
+use crate::call::client_channel::ClientPeer;
 use crate::call::{
-    ClientError, ClientPeer, Elicitation, ElicitationRequest, LogLevel, Role, Root, RootsRequest,
+    ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root, RootsRequest,
     SamplingReply, SamplingRequest,
 };
 use crate::result::ContentBlock;

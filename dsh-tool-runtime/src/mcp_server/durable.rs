@@ -19,7 +19,7 @@ use rmcp::model::{ElicitResult, ElicitationAction, InputRequests, InputRequiredR
 use rmcp::model::{InputRequest, InputResponses};
 use serde_json::{Value, json};
 
-use crate::call::{DenialSource, approval_message};
+use crate::call::approval::{DenialSource, approval_message};
 use crate::durable::continuation::Presenter;
 use crate::durable::run::Decider;
 use crate::durable::{

@@ -10,8 +10,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ResourceContents, ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter,
-    Tool, UpdateTaskParams,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -22,16 +22,17 @@ use tokio_util::sync::CancellationToken;
 
 use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
-use super::listing::{Listing, declares_object_output};
+use super::listing::Listing;
+use super::results::{mcp_result, progress_of};
 use super::rounds::{Asked, RoundCall, Rounds, Turn};
-use super::tasks::{Tasks, task_outcome};
+use super::tasks::{self, Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::code_mode::CodeModeError;
 use crate::durable::Principal;
 use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
-use crate::result::{self, ContentBlock, ToolResult};
+use crate::result::ToolResult;
 use crate::scope::AgentId;
 use crate::telemetry::mcp as telemetry;
 
@@ -397,7 +398,7 @@ impl McpHandler {
         let arguments = Value::Object(request.arguments.unwrap_or_default());
         // A task's call outlives this request: it runs with a signal of its own
         // (`tasks/cancel`), and its requests for its client wait in the task.
-        let task = self.runs_as_task(&name, &context);
+        let task = tasks::runs_as_task(&self.registry, self.scope.as_ref(), &name, &context);
         #[cfg(feature = "restate")]
         if let Some(restate) = &self.restate
             && name == crate::registry::RUN_CODE
@@ -455,8 +456,10 @@ impl McpHandler {
         let input_first = task && modern && definition.input_before_task();
         if task && !input_first {
             let signal = CancellationToken::new();
-            return Ok(self.start_task(
+            return Ok(tasks::start_task(
                 &self.tasks_of(&context),
+                &self.registry,
+                self.scope.clone(),
                 call.with_signal(signal.clone()),
                 signal,
                 asks,
@@ -516,37 +519,6 @@ impl McpHandler {
                 Ok(self.answer_parked(&name, parked))
             }
             (turn, _) => Ok(self.answer(&name, turn)),
-        }
-    }
-}
-
-/// A call's result in MCP's form: content, `isError`, and `structuredContent` when the tool
-/// declares an object output.
-pub(super) fn mcp_result(
-    registry: &Registry,
-    scope: Option<&AgentId>,
-    name: &str,
-    result: &ToolResult,
-) -> CallToolResult {
-    let mut content: Vec<McpContent> = result.content().iter().map(mcp_content).collect();
-    content.extend(
-        result
-            .additional_contexts()
-            .iter()
-            .flat_map(|context| context.content.iter().map(mcp_content)),
-    );
-    match result {
-        ToolResult::Failure { .. } => CallToolResult::error(content),
-        ToolResult::Success { value, .. } => {
-            let mut answer = CallToolResult::success(content);
-            let declared = registry
-                .get(name, scope)
-                .as_ref()
-                .is_some_and(declares_object_output);
-            if declared && value.is_object() {
-                answer.structured_content = Some(value.clone());
-            }
-            answer
         }
     }
 }
@@ -626,74 +598,6 @@ async fn forward(
     }
     // A client that went away cannot be told; the call still settles and answers.
     let _ = peer.notify_progress(params).await;
-}
-
-/// The progress `event` reports for the call `call_id` (progress, total, message), if it is
-/// one of its: a code-mode sub-call starting or settling, or progress a tool (an MCP server
-/// behind us) reported.
-pub(super) fn progress_of(
-    event: &ToolEvent,
-    call_id: &str,
-) -> Option<(Option<f64>, Option<f64>, Option<String>)> {
-    let sub_call = |id: &str| {
-        id.strip_prefix(call_id)
-            .is_some_and(|rest| rest.starts_with(":code:"))
-    };
-    let (progress, total, message) = match event {
-        ToolEvent::CodeDispatchStart { parent, name, .. } if parent == call_id => {
-            (None, None, Some(format!("{name} started")))
-        }
-        ToolEvent::CodeDispatch {
-            parent,
-            name,
-            is_error,
-            ..
-        } if parent == call_id => {
-            let outcome = if *is_error { "error" } else { "ok" };
-            (None, None, Some(format!("{name} {outcome}")))
-        }
-        // The called tool itself reports (an MCP server behind us): its own figures pass through.
-        ToolEvent::Progress {
-            call_id: id,
-            progress,
-            total,
-            message,
-        } if id == call_id => (Some(*progress), *total, message.clone()),
-        // A program's sub-call reports: our own count keeps the sequence increasing.
-        ToolEvent::Progress {
-            call_id: id,
-            message,
-            ..
-        } if sub_call(id) => (None, None, message.clone()),
-        _ => return None,
-    };
-    Some((progress, total, message))
-}
-
-fn mcp_content(block: &ContentBlock) -> McpContent {
-    match block {
-        ContentBlock::Text { text } => McpContent::text(text.clone()),
-        ContentBlock::Image { media_type, data } => {
-            McpContent::image(data.clone(), media_type.clone())
-        }
-        ContentBlock::Audio { media_type, data } => {
-            McpContent::audio(data.clone(), media_type.clone())
-        }
-        ContentBlock::Resource {
-            uri,
-            media_type,
-            contents,
-        } => {
-            let resource = match contents {
-                result::ResourceContents::Text(text) => ResourceContents::text(text, uri),
-                result::ResourceContents::Blob(blob) => ResourceContents::blob(blob, uri),
-            };
-            McpContent::resource(match media_type {
-                Some(media_type) => resource.with_mime_type(media_type),
-                None => resource,
-            })
-        }
-    }
 }
 
 impl ServerHandler for McpHandler {

@@ -11,7 +11,6 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use bytes::Bytes;
 use futures::Stream;
-use http_body_util::combinators::BoxBody;
 use http_body_util::{BodyExt, Full};
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
@@ -34,6 +33,7 @@ use tower_http::timeout::TimeoutBody;
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
 use super::handler::McpHandler;
+use super::response::Body;
 use crate::telemetry::mcp as telemetry;
 use crate::telemetry::traced::Traced;
 
@@ -108,8 +108,6 @@ pub(crate) async fn serve(
         });
     }
 }
-
-pub(crate) type Body = BoxBody<Bytes, Infallible>;
 
 tokio::task_local! {
     /// Set by [`CappedSessions::create_session`] when it refuses a session, so the request's

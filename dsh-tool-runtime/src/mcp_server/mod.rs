@@ -25,8 +25,10 @@ mod listing;
 mod oauth;
 #[cfg(feature = "oauth")]
 mod oauth_keys;
+mod response;
 #[cfg(feature = "restate")]
 mod restate;
+mod results;
 mod rounds;
 mod stdio;
 mod tasks;

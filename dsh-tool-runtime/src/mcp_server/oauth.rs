@@ -16,8 +16,8 @@ use serde::Deserialize;
 use url::Url;
 
 use super::McpServeError;
-use super::http::Body;
 use super::oauth_keys::{Found, IssuerKeys, NO_TLS};
+use super::response::Body;
 use crate::durable::Principal;
 
 /// The well-known path of protected-resource metadata (RFC 9728 §3).
@@ -423,7 +423,7 @@ fn asymmetric(alg: Algorithm) -> bool {
 }
 
 fn answer(status: StatusCode, challenge: &str, text: &str) -> Response<Body> {
-    super::auth::refusal_response(status, challenge, text)
+    super::response::refusal_response(status, challenge, text)
 }
 
 #[cfg(test)]

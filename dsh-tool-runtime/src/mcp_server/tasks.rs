@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::client::InputAsk;
-use super::handler::{McpHandler, mcp_result, progress_of};
+use super::results::{mcp_result, progress_of};
 use crate::call::ToolCall;
 use crate::durable::Principal;
 use crate::error::ErrorCode;
@@ -598,40 +598,42 @@ pub(super) fn uuid_v4() -> Result<String, getrandom::Error> {
     ))
 }
 
-impl McpHandler {
-    /// Whether `tools/call` of `name` becomes a task: the tool supports it and the request's
-    /// client declared the extension (per request, or at `initialize`).
-    pub(super) fn runs_as_task(&self, name: &str, context: &RequestContext<RoleServer>) -> bool {
-        context
-            .client_capabilities()
-            .is_some_and(|capabilities| capabilities.supports_tasks())
-            && self
-                .registry
-                .get(name, self.scope.as_ref())
-                .is_some_and(|definition| definition.supports_tasks())
-    }
+/// Whether `tools/call` of `name` in `scope` becomes a task: the tool supports it and the
+/// request's client declared the extension (per request, or at `initialize`).
+pub(super) fn runs_as_task(
+    registry: &Registry,
+    scope: Option<&AgentId>,
+    name: &str,
+    context: &RequestContext<RoleServer>,
+) -> bool {
+    context
+        .client_capabilities()
+        .is_some_and(|capabilities| capabilities.supports_tasks())
+        && registry
+            .get(name, scope)
+            .is_some_and(|definition| definition.supports_tasks())
+}
 
-    /// Starts `call` (listening to `signal`) as a task: the task at once, or an `isError`
-    /// result when no task can be made. The call's requests for its client arrive on `asks`
-    /// (a 2026-07-28 client's: the task waits in `input_required` for `tasks/update`).
-    pub(super) fn start_task(
-        &self,
-        tasks: &Tasks,
-        call: ToolCall,
-        signal: CancellationToken,
-        asks: Option<mpsc::Receiver<InputAsk>>,
-    ) -> CallToolResponse {
-        let registry = self.registry.clone();
-        let scope = self.scope.clone();
-        let started = tasks.spawn(signal, asks, move |status| async move {
-            let name = call.name.clone();
-            let result = execute_reporting(&registry, call, &status).await;
-            task_outcome(&registry, scope.as_ref(), &name, &result)
-        });
-        match started {
-            Ok(task) => CallToolResponse::Task(task),
-            Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]).into(),
-        }
+/// Starts `call` (listening to `signal`) on `registry` in `scope` as a task: the task at once,
+/// or an `isError` result when no task can be made. The call's requests for its client arrive
+/// on `asks` (a 2026-07-28 client's: the task waits in `input_required` for `tasks/update`).
+pub(super) fn start_task(
+    tasks: &Tasks,
+    registry: &Registry,
+    scope: Option<AgentId>,
+    call: ToolCall,
+    signal: CancellationToken,
+    asks: Option<mpsc::Receiver<InputAsk>>,
+) -> CallToolResponse {
+    let registry = registry.clone();
+    let started = tasks.spawn(signal, asks, move |status| async move {
+        let name = call.name.clone();
+        let result = execute_reporting(&registry, call, &status).await;
+        task_outcome(&registry, scope.as_ref(), &name, &result)
+    });
+    match started {
+        Ok(task) => CallToolResponse::Task(task),
+        Err(message) => CallToolResult::error(vec![ContentBlock::text(message)]).into(),
     }
 }
 

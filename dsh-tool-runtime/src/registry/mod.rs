@@ -16,7 +16,7 @@ use parking_lot::RwLock;
 use tokio::sync::broadcast;
 
 use crate::definition::ToolDefinition;
-use crate::events::ToolEvent;
+use crate::events::{EventSender, ToolEvent};
 use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
@@ -37,23 +37,15 @@ pub const RUN_CODE: &str = "run_code";
 pub(crate) struct Inner {
     pub(crate) state: RwLock<State>,
     next_id: AtomicU64,
-    pub(crate) events: broadcast::Sender<ToolEvent>,
+    pub(crate) events: EventSender,
     /// Whether call spans carry arguments and results (`set_span_content`).
     pub(crate) span_content: std::sync::atomic::AtomicBool,
-    /// Names of the live MCP servers bridged into this registry (unique per registry).
-    #[cfg(feature = "mcp")]
-    pub(crate) mcp_servers: parking_lot::Mutex<std::collections::HashSet<String>>,
-    /// Each tool's revert tool, for rollbacks of durable runs (`set_revert`).
-    #[cfg(feature = "code-mode")]
-    pub(crate) reverts: parking_lot::Mutex<std::collections::HashMap<String, String>>,
-    /// How long the continuations of parked durable runs stay valid, ms
-    /// (`set_continuation_ttl`).
-    #[cfg(feature = "code-mode")]
-    pub(crate) continuation_ttl_ms: AtomicU64,
-    /// The secret of the continuations of runs on Restate (`set_continuation_secret`).
-    #[cfg(feature = "restate")]
-    pub(crate) continuation_secret: parking_lot::Mutex<Option<crate::durable::ContinuationSecret>>,
 }
+
+/// The names of the live MCP servers bridged into a registry (unique per registry), kept in
+/// its [`slot`](Registry::slot): a pre-execute `Ask` names the server a tool comes from.
+#[derive(Debug, Default)]
+pub(crate) struct McpServers(pub(crate) parking_lot::Mutex<std::collections::HashSet<String>>);
 
 /// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.
 ///
@@ -78,26 +70,33 @@ impl std::fmt::Debug for Registry {
 impl Registry {
     /// An empty registry in [`Mode::Native`].
     pub fn new() -> Self {
-        let (events, _) = broadcast::channel(1024);
+        let events = EventSender::new(1024);
         Registry {
             inner: Arc::new(Inner {
                 state: RwLock::new(State::default()),
                 next_id: AtomicU64::new(1),
                 events,
                 span_content: std::sync::atomic::AtomicBool::new(false),
-                #[cfg(feature = "mcp")]
-                mcp_servers: Default::default(),
-                #[cfg(feature = "code-mode")]
-                reverts: Default::default(),
-                #[cfg(feature = "restate")]
-                continuation_secret: parking_lot::Mutex::new(None),
-                #[cfg(feature = "code-mode")]
-                continuation_ttl_ms: AtomicU64::new(
-                    u64::try_from(crate::durable::DEFAULT_CONTINUATION_TTL.as_millis())
-                        .unwrap_or(u64::MAX),
-                ),
             }),
         }
+    }
+
+    /// The registry's value of type `T`, made with `T::default()` on first use: where a
+    /// feature (MCP servers, durable runs' settings) keeps its state, so the registry has no
+    /// field of its own for it.
+    pub(crate) fn slot<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+        if let Some(slot) = read(&self.inner.state).extensions.get::<Arc<T>>() {
+            return Arc::clone(slot);
+        }
+        // Made without bumping the change generation: a slot's first use changes nothing the
+        // registry serves.
+        Arc::clone(
+            self.inner
+                .state
+                .write()
+                .extensions
+                .get_or_default::<Arc<T>>(),
+        )
     }
 
     pub(crate) fn next_id(&self) -> u64 {
@@ -388,10 +387,7 @@ impl Registry {
     /// Sends the event `event` builds to the event subscribers, building it only when there is
     /// one.
     pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
-        if self.inner.events.receiver_count() > 0 {
-            // A send error only means every receiver went away meanwhile.
-            let _ = self.inner.events.send(event());
-        }
+        self.inner.events.publish(event);
     }
 }
 

@@ -7,6 +7,7 @@ use std::collections::{BTreeMap, HashMap};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::RUN_CODE;
+use crate::call::Extensions;
 use crate::definition::ToolDefinition;
 use crate::hooks::Approver;
 use crate::scope::{AgentId, Layer, Mode};
@@ -18,16 +19,15 @@ pub(crate) struct State {
     pub(crate) parents: HashMap<AgentId, AgentId>,
     pub(crate) default_mode: Mode,
     pub(crate) approver: Option<Approver>,
-    /// The mounted code runtime and the `run_code` definition bound to it.
-    #[cfg(feature = "code-mode")]
-    pub(crate) code_runtime: Option<std::sync::Arc<dyn crate::code_runtime::CodeRuntime>>,
-    #[cfg(feature = "code-mode")]
-    pub(crate) run_code: Option<ToolDefinition>,
+    /// The transport tool (`run_code`): served in non-native modes while one is mounted.
+    pub(crate) transport: Option<ToolDefinition>,
     /// Bumped on every write, so watchers (the MCP server's `list_changed`) learn of changes.
     pub(crate) changes: Changes,
-    /// SDK presentation settings (progressive disclosure).
-    #[cfg(feature = "code-mode")]
-    pub(crate) disclosure: crate::code_mode::disclosure::Settings,
+    /// What features keep per registry, one value per type: under the lock, written through
+    /// [`write`] (the mounted code runtime, SDK disclosure settings), or shared handles made
+    /// on first use by [`Registry::slot`](super::Registry::slot) (MCP servers, durable runs'
+    /// settings).
+    pub(crate) extensions: Extensions,
 }
 
 impl State {
@@ -95,14 +95,14 @@ impl State {
     }
 
     /// The definition `name` resolves to for `agent`, if visible. `run_code` lives outside the
-    /// layers: it resolves in non-native scopes once a code runtime is mounted.
+    /// layers: it resolves in non-native scopes once a transport tool is mounted.
     pub(crate) fn resolve(&self, name: &str, agent: Option<&AgentId>) -> Option<ToolDefinition> {
         if name == RUN_CODE {
-            #[cfg(feature = "code-mode")]
-            if self.mode(agent) != Mode::Native {
-                return self.run_code.clone();
-            }
-            return None;
+            return if self.mode(agent) == Mode::Native {
+                None
+            } else {
+                self.transport.clone()
+            };
         }
         let Some(agent) = agent else {
             return self.global.tools.get(name).map(|(_, def)| def.clone());

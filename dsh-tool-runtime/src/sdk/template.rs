@@ -1,4 +1,5 @@
-//! The file templates of `sdk-templates/`, embedded at compile time and rendered with minijinja.
+//! The file templates of `sdk-templates/` (the `dsh-sdk-templates` crate), embedded at compile
+//! time and rendered with minijinja.
 //!
 //! Contexts hold only strings and sorted sequences built by the renderers; templates read no
 //! clock, environment or path, so rendering is a pure function of the context.
@@ -15,30 +16,12 @@ use super::index::Entry;
 use super::{python as py, typescript as ts};
 
 const TEMPLATES: &[(&str, &str)] = &[
-    (
-        "sdk_tools.ts",
-        include_str!("../../../sdk-templates/sdk_tools.ts.j2"),
-    ),
-    (
-        "sdk_tools.py",
-        include_str!("../../../sdk-templates/sdk_tools.py.j2"),
-    ),
-    (
-        "sdk_index.ts",
-        include_str!("../../../sdk-templates/sdk_index.ts.j2"),
-    ),
-    (
-        "sdk_index.py",
-        include_str!("../../../sdk-templates/sdk_index.py.j2"),
-    ),
-    (
-        "sdk_guide.ts",
-        include_str!("../../../sdk-templates/sdk_guide.ts.md"),
-    ),
-    (
-        "sdk_guide.py",
-        include_str!("../../../sdk-templates/sdk_guide.py.md"),
-    ),
+    ("sdk_tools.ts", dsh_sdk_templates::SDK_TOOLS_TS),
+    ("sdk_tools.py", dsh_sdk_templates::SDK_TOOLS_PY),
+    ("sdk_index.ts", dsh_sdk_templates::SDK_INDEX_TS),
+    ("sdk_index.py", dsh_sdk_templates::SDK_INDEX_PY),
+    ("sdk_guide.ts", dsh_sdk_templates::SDK_GUIDE_TS),
+    ("sdk_guide.py", dsh_sdk_templates::SDK_GUIDE_PY),
 ];
 
 /// Which text a declarations template renders.

@@ -15,9 +15,10 @@ pub(crate) use super::super::calls::{CheckedResolution, Target};
 pub(crate) use super::super::ending::Ending;
 use super::super::frame;
 use super::super::ledger::OutputLedger;
+use super::super::value_text::{MAX_FRAME_DEPTH, parse_unbounded};
 use super::super::{Lane, RunOutcome};
 use super::Job;
-use crate::json::{MAX_FRAME_DEPTH, parse_unbounded, text_depth};
+use crate::json::text_depth;
 
 /// Stack of an interpreter thread. Only touched pages are committed; the interpreter's own
 /// limit ([`INTERPRETER_STACK_BYTES`]) sits well inside it, leaving room for the host code a

@@ -13,9 +13,9 @@ use monty_types::{
 use serde_json::Value;
 
 use super::super::ledger::{json_str_len, longest_prefix};
+use super::super::value_text::MAX_FRAME_DEPTH;
 use super::program::{CALL, wrap};
 use super::values::{BindingReply, Unfit, encode};
-use crate::json::MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
 const SCRIPT: &str = "program.py";

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use monty_types::{DictPairs, MontyObject};
 use serde_json::Value;
 
-use crate::json::MAX_FRAME_DEPTH;
+use super::super::value_text::MAX_FRAME_DEPTH;
 
 /// Largest integer that crosses the protocol exactly (JavaScript's safe integers).
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;

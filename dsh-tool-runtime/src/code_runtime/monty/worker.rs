@@ -9,7 +9,7 @@ use super::channel::{Channel, open_channel};
 use super::interpreter::{Finish, execute};
 
 /// Stack of the interpreter thread: Monty's recursion limit (1,000 frames) and the conversion
-/// of values up to [`MAX_FRAME_DEPTH`](crate::json::MAX_FRAME_DEPTH) levels fit well inside it.
+/// of values up to [`MAX_FRAME_DEPTH`](crate::code_runtime::frame::MAX_DEPTH) levels fit well inside it.
 const STACK_BYTES: usize = 64 << 20;
 
 /// The worker's entry point: `<worker> <max-memory-bytes> [quickjs] <bootstrap>`. Serves run

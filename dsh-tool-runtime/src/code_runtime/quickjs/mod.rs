@@ -32,15 +32,13 @@ use super::embedded::driver::{
 };
 use super::frame;
 use super::ledger::OutputLedger;
+use super::value_text::MAX_FRAME_DEPTH;
 use super::value_text::canonical;
 use super::{FailureKind, RunOutcome};
-use crate::json::MAX_FRAME_DEPTH;
 use values::{Read, Reader};
 
 static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    crate::code_runtime::javascript_bootstrap(include_str!(
-        "../../../../sdk-templates/embedded_quickjs.js"
-    ))
+    crate::code_runtime::javascript_bootstrap(dsh_sdk_templates::EMBEDDED_QUICKJS_JS)
 });
 
 /// The bootstrap compiled once per process into QuickJS bytecode, as a module whose default

@@ -28,10 +28,11 @@ use super::super::frame;
 use super::super::monty::alloc::release_memory;
 use super::super::monty::channel::Channel;
 use super::super::monty::interpreter::{Halt, Link};
+use super::super::value_text::parse_unbounded;
 use super::super::{
     BindingCall, BindingError, BindingNamespace, ErrorClass, FailureKind, RunRequest,
 };
-use crate::json::{parse_unbounded, text_depth};
+use crate::json::text_depth;
 
 /// The worker argument that selects QuickJS.
 pub(crate) const ENGINE_ARG: &str = "quickjs";

@@ -28,10 +28,9 @@ use crate::sdk::Language;
 use interpreter::{check_version, locate, resolve_binary};
 use run::Session;
 
-static NODE_BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    super::javascript_bootstrap(include_str!("../../../../sdk-templates/worker.mjs"))
-});
-const PYTHON_BOOTSTRAP: &str = include_str!("../../../../sdk-templates/worker.py");
+static NODE_BOOTSTRAP: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| super::javascript_bootstrap(dsh_sdk_templates::WORKER_MJS));
+const PYTHON_BOOTSTRAP: &str = dsh_sdk_templates::WORKER_PY;
 
 /// Budgets and options of a [`SubprocessRuntime`].
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -12,11 +12,11 @@ use super::super::ending::Ending;
 use super::super::frame::{FrameDecoder, Inbound};
 use super::super::ledger::OutputLedger;
 use super::super::process::{self, Worker, WorkerIo};
+use super::super::value_text::MAX_FRAME_DEPTH;
 use super::super::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
 use super::super::{RunOutcome, RunRequest};
 use super::Inner;
 use super::pipes::{Event, read_frames, read_output, write_frames};
-use crate::json::MAX_FRAME_DEPTH;
 
 /// How long frames may still arrive after the child has exited.
 const EXIT_GRACE: Duration = Duration::from_millis(200);
