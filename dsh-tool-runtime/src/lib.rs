@@ -42,6 +42,7 @@ mod tool;
 mod validate;
 
 mod private;
+mod private_args;
 #[cfg(all(unix, feature = "code-mode"))]
 mod private_file;
 
@@ -102,6 +103,9 @@ pub mod __private {
         IntoPresented, PresentCallFn, PresentResultFn, PresentationMetaFn,
     };
     pub use crate::private::*;
+    pub use crate::private_args::{
+        ArgProperty, ArgsStruct, Optional, args_schema, deserialize_args, required, vacant,
+    };
     pub use crate::{
         CallView, ContentBlock, FinalizeContentHook, PresentResultHook, PresentationMetaHook,
         RenderHook, ResultView, Tool, ToolDefinition, ToolError, ToolExec, ToolResult,

@@ -19,21 +19,21 @@ use crate::validate::{check_length, check_pattern, check_range};
     note = "put `#[dsh_tools::tool_type]` on your type; to derive by hand: `dsh_tools::serde::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::schemars::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, take a `String` or a type of yours and convert in the body"
 )]
 pub trait ToolArg: Sized {
-    /// Reads the parameter (the generated struct's `deserialize_with`).
-    fn deserialize_arg<'de, D: serde::Deserializer<'de>>(deserializer: D)
-    -> Result<Self, D::Error>;
-    /// The parameter's schema (called from the generated struct's `schema_with` function).
+    /// Reads the parameter: the value of its key in the arguments map.
+    ///
+    /// # Errors
+    /// The value's own error.
+    fn next_arg<'de, A: serde::de::MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error>;
+    /// The parameter's schema (the generated struct's schema calls it for the property).
     fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
 }
-// The generated struct reaches serde and schemars only through these three functions, so a type
+// The generated struct reaches serde and schemars only through these two functions, so a type
 // without the derives fails as `T: ToolArg` alone (one error with the derive hint) rather than
 // once per missing trait and per place the derives use it.
 #[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned + JsonSchema> ToolArg for T {
-    fn deserialize_arg<'de, D: serde::Deserializer<'de>>(
-        deserializer: D,
-    ) -> Result<Self, D::Error> {
-        T::deserialize(deserializer)
+    fn next_arg<'de, A: serde::de::MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
+        map.next_value()
     }
     fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<T>()

@@ -11,7 +11,7 @@ mod param;
 mod timeout;
 mod tool;
 
-pub(crate) use param::Param;
+pub(crate) use param::{Bounds, Param};
 pub(crate) use timeout::Timeout;
 pub(crate) use tool::{ConcurrencySafe, Hint, Tool};
 
