@@ -382,7 +382,13 @@ fn expand_args_reader(tool: &ToolFn) -> TokenStream {
         .map(|(param, _)| param.wire_name.as_str())
         .collect();
     let tys: Vec<&syn::Type> = params.iter().map(|(param, _)| param.ty).collect();
-    let nones = params.iter().map(|_| quote!(::core::option::Option::None));
+    // No parameters: an empty body, as `()` alone would be an unneeded unit to clippy.
+    let slots = if params.is_empty() {
+        TokenStream::new()
+    } else {
+        let nones = params.iter().map(|_| quote!(::core::option::Option::None));
+        quote!((#(#nones,)*))
+    };
     let reads = params.iter().enumerate().map(|(i, (param, _))| {
         let slot = syn::Index::from(i);
         let (ty, wire) = (param.ty, &param.wire_name);
@@ -423,7 +429,7 @@ fn expand_args_reader(tool: &ToolFn) -> TokenStream {
             type Slots = (#(::core::option::Option<#tys>,)*);
 
             fn slots() -> Self::Slots {
-                (#(#nones,)*)
+                #slots
             }
 
             fn read<'de, __A: #private::serde::de::MapAccess<'de>>(
