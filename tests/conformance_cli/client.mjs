@@ -38,9 +38,18 @@ const context = JSON.parse(process.env.MCP_CONFORMANCE_CONTEXT ?? "null") ?? {};
 const CLIENT_METADATA_URL = "https://conformance-test.local/client-metadata.json";
 
 const dir = mkdtempSync(join(tmpdir(), "dsh-tools-conformance-"));
-// The suite bounds each scenario (`--timeout`); on a loaded machine connecting may take longer
-// than the command's default bound.
-const sources = ["--mcp-http", url, "--mcp-connect-timeout-ms", "600000"];
+// The suite bounds each scenario (`--timeout`); on a loaded machine connecting, listing or a
+// call may take longer than the command's default bounds.
+const sources = [
+  "--mcp-http",
+  url,
+  "--mcp-connect-timeout-ms",
+  "600000",
+  "--mcp-list-timeout-ms",
+  "600000",
+  "--mcp-call-timeout-ms",
+  "600000",
+];
 const env = { ...process.env };
 delete env.DSH_TOOLS_OAUTH_CLIENT_SECRET;
 if (scenario.startsWith("auth/")) {

@@ -854,6 +854,41 @@ fn cli_connect_timeout_is_the_one_given() {
     assert!(stderr.contains("timed out after 700ms"), "{stderr}");
 }
 
+/// `--mcp-list-timeout-ms` bounds a `tools/list` that is never answered, and
+/// `--mcp-call-timeout-ms` a call that is never answered: each fails after the time given,
+/// not the defaults' 30 and 60 s.
+#[test]
+fn cli_list_and_call_timeouts_are_the_ones_given() {
+    let script = format!(
+        "{}/tests/mcp_servers/hostile_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let output = Command::new(crate::http_server::BIN)
+        .args(["--mcp", &format!("mute=python3 {script} mute_list")])
+        .args(["--mcp-list-timeout-ms", "700", "tools"])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(stderr.contains("timed out after 700ms"), "{stderr}");
+
+    let output = Command::new(crate::http_server::BIN)
+        .args(["--mcp", &format!("mute=python3 {script} mute_call")])
+        .args([
+            "--mcp-call-timeout-ms",
+            "700",
+            "--json",
+            "call",
+            "mcp__mute__mute",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("TOOL_TIMEOUT"), "{stdout}");
+    assert!(stdout.contains("700"), "{stdout}");
+}
+
 /// A metadata request answered by a connection reset (as when the server resets a keep-alive
 /// connection it is closing as the request arrives) is sent once more: the client credentials
 /// connect, and a person's login discovers its authorization server.

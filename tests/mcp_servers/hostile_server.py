@@ -12,6 +12,8 @@ Usage: hostile_server.py MODE [SERVER], where MODE is
   endless     pages without end: every page one tool and a fresh cursor
   lookalike   `admin.reset` next to a tool named what the client's hash makes of `admin.reset`
               on server SERVER, a second `twice`, and `good`
+  mute_list   answers `initialize` and never `tools/list`
+  mute_call   lists `mute` and never answers a call
 Every other call answers `ok`.
 """
 
@@ -71,7 +73,8 @@ def tools_list(request):
         names = ["admin.reset", hashed_lookalike("admin.reset"), "twice", "twice", "good"]
         result(request, {"tools": [tool(name) for name in names]})
     else:
-        result(request, {"tools": [tool(MODE if MODE != "stderr" else "log")]})
+        name = {"stderr": "log", "mute_call": "mute"}.get(MODE, MODE)
+        result(request, {"tools": [tool(name)]})
 
 
 def tools_call(request):
@@ -107,9 +110,11 @@ for line in sys.stdin:
             "serverInfo": {"name": "hostile-server", "version": "1.0.0"},
         })
     elif method == "tools/list":
-        tools_list(request)
+        if MODE != "mute_list":
+            tools_list(request)
     elif method == "tools/call":
-        tools_call(request)
+        if MODE != "mute_call":
+            tools_call(request)
     else:
         send_text(json.dumps({"jsonrpc": "2.0", "id": request["id"],
                               "error": {"code": -32601, "message": "method not found"}}))

@@ -230,6 +230,13 @@ pub struct Sources {
     /// 30000); a person's pending OAuth authorization does not count.
     #[arg(long, global = true, value_name = "MS")]
     pub mcp_connect_timeout_ms: Option<u64>,
+    /// How long each MCP server may take to answer one `tools/list` page, in ms (default 30000).
+    #[arg(long, global = true, value_name = "MS")]
+    pub mcp_list_timeout_ms: Option<u64>,
+    /// How long one call of an MCP server's tool may run, in ms (default 60000); past it the
+    /// call fails with `TOOL_TIMEOUT` and the server is sent `notifications/cancelled`.
+    #[arg(long, global = true, value_name = "MS")]
+    pub mcp_call_timeout_ms: Option<u64>,
 }
 
 /// The built-in toolsets.

@@ -307,6 +307,14 @@ fn servers(sources: &Sources) -> Result<Vec<McpServer>, String> {
             Some(ms) => server.connect_timeout_ms(ms),
             None => server,
         })
+        .map(|server| match sources.mcp_list_timeout_ms {
+            Some(ms) => server.list_timeout_ms(ms),
+            None => server,
+        })
+        .map(|server| match sources.mcp_call_timeout_ms {
+            Some(ms) => server.call_timeout_ms(ms),
+            None => server,
+        })
         .map(crate::elicit::attach)
         .collect())
 }
@@ -678,6 +686,8 @@ mod tests {
             mcp_oauth_client_metadata_url: None,
             mcp_oauth_token_file: None,
             mcp_connect_timeout_ms: None,
+            mcp_list_timeout_ms: None,
+            mcp_call_timeout_ms: None,
             config: None,
         };
         let named = servers(&sources(&[
