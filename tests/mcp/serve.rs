@@ -707,3 +707,47 @@ fn serve_passes_the_runtimes_prompt_note_to_run_code() {
     );
     assert!(!described("subprocess").contains("Python here is Monty"));
 }
+
+/// A 2026-07-28 client's open `subscriptions/listen` stream ends when stdin does: the server
+/// answers it and exits, instead of holding the stream (and the process) until rmcp's drain
+/// gives up 5 s later and drops the answer.
+#[test]
+fn serve_over_stdio_ends_a_listen_stream_when_input_ends() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root"])
+        .arg(dir.path())
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(std::fs::File::create(&out).unwrap())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": meta}});
+    send_line(&mut stdin, &discover.to_string());
+    wait_for_lines(&out, 1, &mut child);
+    let listen = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": {"toolsListChanged": true}}});
+    send_line(&mut stdin, &listen.to_string());
+    // The stream's acknowledgement: the server holds the stream open from here.
+    wait_for_lines(&out, 2, &mut child);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let answered = text
+        .lines()
+        .map(|line| serde_json::from_str::<Value>(line).unwrap())
+        .any(|message| message["id"] == 2 && message.get("result").is_some());
+    assert!(
+        answered,
+        "the listen request is answered at end of input: {text}"
+    );
+}

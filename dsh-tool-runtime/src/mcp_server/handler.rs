@@ -218,8 +218,10 @@ impl McpHandler {
     }
 
     pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
+        // The client is gone once stdin ends: the open `subscriptions/listen` streams stop then.
+        let ended = self.stop.clone();
         let running = crate::telemetry::traced::Traced::new(self, telemetry::PIPE)
-            .serve(super::stdio::transport())
+            .serve(super::stdio::transport(ended))
             .await
             .map_err(|error| McpServeError::Handshake(error.to_string()))?;
         running

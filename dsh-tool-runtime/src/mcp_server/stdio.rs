@@ -14,11 +14,14 @@
 //! stdio for both directions, and nothing shared is changed.
 
 use std::path::Path;
+use std::pin::Pin;
+use std::task::{Context, Poll};
 
 use rmcp::RoleServer;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::unix::pipe;
+use tokio_util::sync::CancellationToken;
 
 /// The read half of the transport.
 pub(crate) type Input = Box<dyn AsyncRead + Send + Unpin>;
@@ -30,8 +33,10 @@ pub(crate) type Output = Box<dyn AsyncWrite + Send + Unpin>;
 pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 
 /// stdin and stdout as the server's transport: both polled when both are pipes, else both
-/// through tokio's blocking stdio.
-pub(crate) fn transport() -> AsyncRwTransport<RoleServer, Input, Output> {
+/// through tokio's blocking stdio. `ended` is cancelled when stdin ends (or fails): rmcp then
+/// waits up to 5 s for the requests still being handled, and a `subscriptions/listen` stream
+/// ends only when told to, so the handler's streams stop on it instead of holding the process.
+pub(crate) fn transport(ended: CancellationToken) -> AsyncRwTransport<RoleServer, Input, Output> {
     let (input, output): (Input, Output) =
         match polled(Path::new("/proc/self/fd/0"), Path::new("/proc/self/fd/1")) {
             Ok((input, output)) => (Box::new(input), Box::new(output)),
@@ -40,7 +45,37 @@ pub(crate) fn transport() -> AsyncRwTransport<RoleServer, Input, Output> {
                 (Box::new(input), Box::new(output))
             }
         };
+    let input: Input = Box::new(EndSignal {
+        input,
+        ended: ended.clone(),
+    });
     AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_REQUEST_BYTES)
+}
+
+/// A reader that cancels `ended` once its input reads end of file or fails.
+struct EndSignal {
+    input: Input,
+    ended: CancellationToken,
+}
+
+impl AsyncRead for EndSignal {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let before = buf.filled().len();
+        let poll = Pin::new(&mut self.input).poll_read(cx, buf);
+        let ended = match &poll {
+            Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
+            Poll::Ready(Err(_)) => true,
+            Poll::Pending => false,
+        };
+        if ended {
+            self.ended.cancel();
+        }
+        poll
+    }
 }
 
 /// Opens the pipes behind `input` and `output` (paths of `/proc/self/fd`) as new non-blocking

@@ -23,7 +23,9 @@ use crate::args::{
     CallArgs, HttpAccess, HttpLimits, ReplayArgs, RunArgs, RunsAction, RunsArgs, SdkArgs,
     ServeArgs, ToolsArgs, ViewArgs,
 };
-use crate::secret_file::{read_private_file, read_restate_secret};
+use crate::secret_file::read_private_file;
+#[cfg(feature = "restate")]
+use crate::secret_file::read_restate_secret;
 use crate::sources::mount_runtime;
 use crate::terminal::{escaped, pretty};
 
