@@ -5,15 +5,14 @@
 //! (`tests/mcp_clients/legacy_accept_after_move.py`).
 
 use std::process::Stdio;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
-use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
-use dsh_tools::durable::{DurableRun, JournalStore, SqliteJournal};
-use dsh_tools::hooks::PreDecision;
-use dsh_tools::mcp::{McpServeOptions, McpTransport};
-use dsh_tools::{Mode, Registry, ToolError, tool};
+use dsh_tools::durable::DurableRun;
+use dsh_tools::mcp::McpServeOptions;
+use dsh_tools::{ToolError, tool};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
+
+use crate::session_principals::{asking_registry, journaled_code_mode, serve_http};
 
 static UNSEEN: AtomicUsize = AtomicUsize::new(0);
 
@@ -34,32 +33,10 @@ async fn a_legacy_accept_approves_only_the_call_it_was_shown() {
         "/tests/mcp_clients/legacy_accept_after_move.py"
     );
     let dir = tempfile::tempdir().unwrap();
-    let registry = Registry::new();
-    registry.register(AppendLineTool).unwrap();
-    registry.on_pre_execute(|call, next| async move {
-        if call.name == "append_line" {
-            PreDecision::Ask {
-                reason: Some("appends".into()),
-            }
-        } else {
-            next.run().await
-        }
-    });
-    let runtime = SubprocessRuntime::typescript(SubprocessConfig::default())
-        .await
-        .unwrap();
-    registry.set_code_runtime(Arc::new(runtime));
-    registry.set_mode(Mode::Code);
-    let store: Arc<dyn JournalStore> =
-        Arc::new(SqliteJournal::open(dir.path().join("runs.db")).unwrap());
-    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
-        .await
-        .unwrap();
-    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
-    let token = transport.bearer_token().unwrap().to_owned();
-    let served = registry.clone();
-    let options = McpServeOptions::default().journal(store.clone());
-    let server = tokio::spawn(async move { served.serve_mcp_with(None, transport, options).await });
+    let registry = asking_registry(AppendLineTool, "append_line");
+    let store = journaled_code_mode(&registry, dir.path()).await;
+    let (url, token, server) =
+        serve_http(&registry, McpServeOptions::default().journal(store.clone())).await;
 
     let mut child = tokio::process::Command::new(python)
         .args([script, &url, &token])

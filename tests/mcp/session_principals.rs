@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::durable::{JournalStore, SqliteJournal};
 use dsh_tools::hooks::PreDecision;
-use dsh_tools::mcp::{McpServeOptions, McpTransport};
-use dsh_tools::{Mode, Registry, ToolError, tool};
+use dsh_tools::mcp::{McpServeError, McpServeOptions, McpTransport};
+use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, tool};
 use serde_json::{Value, json};
 
 static RAN: AtomicUsize = AtomicUsize::new(0);
@@ -32,6 +32,56 @@ async fn write_line(line: String) -> Result<String, ToolError> {
 async fn append_line(line: String) -> Result<String, ToolError> {
     RAN.fetch_add(1, Ordering::SeqCst);
     Ok(format!("appended {line}"))
+}
+
+/// A registry over `tool` whose pre-execute hook asks before every call of `asked`.
+pub(crate) fn asking_registry(tool: impl Into<ToolDefinition>, asked: &'static str) -> Registry {
+    let registry = Registry::new();
+    registry.register(tool).unwrap();
+    registry.on_pre_execute(move |call, next| async move {
+        if call.name == asked {
+            PreDecision::Ask {
+                reason: Some(format!("{asked} asks first")),
+            }
+        } else {
+            next.run().await
+        }
+    });
+    registry
+}
+
+/// `registry` served over streamable HTTP on loopback with `options`: its URL, bearer token
+/// and the serving task.
+pub(crate) async fn serve_http(
+    registry: &Registry,
+    options: McpServeOptions,
+) -> (
+    String,
+    String,
+    tokio::task::JoinHandle<Result<(), McpServeError>>,
+) {
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let served = registry.clone();
+    let server = tokio::spawn(async move { served.serve_mcp_with(None, transport, options).await });
+    (url, token, server)
+}
+
+/// `registry` in code mode with a TypeScript subprocess runtime, its runs journaled in a SQLite
+/// journal in `dir`: the journal.
+pub(crate) async fn journaled_code_mode(
+    registry: &Registry,
+    dir: &std::path::Path,
+) -> Arc<dyn JournalStore> {
+    let runtime = SubprocessRuntime::typescript(SubprocessConfig::default())
+        .await
+        .unwrap();
+    registry.set_code_runtime(Arc::new(runtime));
+    registry.set_mode(Mode::Code);
+    Arc::new(SqliteJournal::open(dir.join("runs.db")).unwrap())
 }
 
 /// One 2026-07-28 `tools/call` of `run_code`, with `session` (if any) as its `Mcp-Session-Id`
@@ -131,32 +181,10 @@ fn claims_of(state: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn only_an_issued_session_binds_a_continuation_and_its_claims_hide_it() {
     let dir = tempfile::tempdir().unwrap();
-    let registry = Registry::new();
-    registry.register(AppendLineTool).unwrap();
-    registry.on_pre_execute(|call, next| async move {
-        if call.name == "append_line" {
-            PreDecision::Ask {
-                reason: Some("appends".into()),
-            }
-        } else {
-            next.run().await
-        }
-    });
-    let runtime = SubprocessRuntime::typescript(SubprocessConfig::default())
-        .await
-        .unwrap();
-    registry.set_code_runtime(Arc::new(runtime));
-    registry.set_mode(Mode::Code);
-    let store: Arc<dyn JournalStore> =
-        Arc::new(SqliteJournal::open(dir.path().join("runs.db")).unwrap());
-    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
-        .await
-        .unwrap();
-    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
-    let token = transport.bearer_token().unwrap().to_owned();
-    let served = registry.clone();
-    let options = McpServeOptions::default().journal(store);
-    let server = tokio::spawn(async move { served.serve_mcp_with(None, transport, options).await });
+    let registry = asking_registry(AppendLineTool, "append_line");
+    let store = journaled_code_mode(&registry, dir.path()).await;
+    let (url, token, server) =
+        serve_http(&registry, McpServeOptions::default().journal(store)).await;
 
     let program = "return await tools.append_line({line: 'alice'})";
     let args = json!({"name": "run_code", "arguments": {"code": program, "description": "d"}});
@@ -207,24 +235,8 @@ async fn only_an_issued_session_binds_a_continuation_and_its_claims_hide_it() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_non_durable_request_state_answers_only_its_asker_and_its_arguments() {
-    let registry = Registry::new();
-    registry.register(WriteLineTool).unwrap();
-    registry.on_pre_execute(|call, next| async move {
-        if call.name == "write_line" {
-            PreDecision::Ask {
-                reason: Some("writes".into()),
-            }
-        } else {
-            next.run().await
-        }
-    });
-    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
-        .await
-        .unwrap();
-    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
-    let token = transport.bearer_token().unwrap().to_owned();
-    let served = registry.clone();
-    let server = tokio::spawn(async move { served.serve_mcp(None, transport).await });
+    let registry = asking_registry(WriteLineTool, "write_line");
+    let (url, token, server) = serve_http(&registry, McpServeOptions::default()).await;
     let written = || WRITTEN.lock().unwrap().clone();
 
     let session = open_session(&url, &token).await;
