@@ -442,32 +442,71 @@ impl StreamableHttpClient for GuardedClient {
 mod tests {
     use super::*;
 
-    /// An HTTP/1.1 server that answers every request `200` on a kept-alive connection; counts
-    /// the connections it accepted.
-    async fn keep_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    /// A loopback HTTP server handing each connection it accepts to `connection` with its
+    /// number (0 first), on a task of its own: its base URL and how many connections it accepted.
+    async fn counting_server<F>(
+        connection: fn(tokio::net::TcpStream, usize) -> F,
+    ) -> (String, Arc<std::sync::atomic::AtomicUsize>)
+    where
+        F: std::future::Future<Output = ()> + Send + 'static,
+    {
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let url = format!("http://{}/", listener.local_addr().unwrap());
         let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
         let counter = accepted.clone();
         tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let mut buffer = [0u8; 4096];
-                    while let Ok(read) = stream.read(&mut buffer).await {
-                        if read == 0 {
-                            return;
-                        }
-                        let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                        if stream.write_all(answer.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
+            while let Ok((stream, _)) = listener.accept().await {
+                let number = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                tokio::spawn(connection(stream, number));
             }
         });
         (url, accepted)
+    }
+
+    /// Reads one whole request from `stream`: its headers and the JSON body after them. `false`
+    /// when the connection ended first.
+    async fn read_request(stream: &mut tokio::net::TcpStream) -> bool {
+        use tokio::io::AsyncReadExt;
+        let mut request = Vec::new();
+        let mut buffer = [0u8; 4096];
+        while !request.ends_with(b"}") {
+            match stream.read(&mut buffer).await {
+                Ok(0) | Err(_) => return false,
+                Ok(read) => request.extend_from_slice(&buffer[..read]),
+            }
+        }
+        true
+    }
+
+    /// Answers a request on `stream` with an empty tool list, keeping the connection alive.
+    async fn answer_tools_list(stream: &mut tokio::net::TcpStream) -> std::io::Result<()> {
+        use tokio::io::AsyncWriteExt;
+        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
+        let answer = format!(
+            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+             content-length: {}\r\n\r\n{body}",
+            body.len()
+        );
+        stream.write_all(answer.as_bytes()).await
+    }
+
+    /// An HTTP/1.1 server that answers every request `200` on a kept-alive connection; counts
+    /// the connections it accepted.
+    async fn keep_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        counting_server(|mut stream, _| async move {
+            let mut buffer = [0u8; 4096];
+            while let Ok(read) = stream.read(&mut buffer).await {
+                if read == 0 {
+                    return;
+                }
+                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
+                if stream.write_all(answer.as_bytes()).await.is_err() {
+                    return;
+                }
+            }
+        })
+        .await
     }
 
     /// A connection idle for longer than [`POOL_IDLE`] is not reused: the next request opens a
@@ -543,39 +582,18 @@ mod tests {
     async fn reset_once(
         request: ClientRequest,
     ) -> (Result<StreamableHttpPostResponse, HttpError>, usize) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counter = accepted.clone();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                let first = counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst) == 0;
-                tokio::spawn(async move {
-                    let mut request = Vec::new();
-                    let mut buffer = [0u8; 4096];
-                    // The whole request: its headers and the JSON body after them.
-                    while !request.ends_with(b"}") {
-                        match stream.read(&mut buffer).await {
-                            Ok(0) | Err(_) => return,
-                            Ok(read) => request.extend_from_slice(&buffer[..read]),
-                        }
-                    }
-                    if first {
-                        // Closed with the request unread by the application: a reset.
-                        stream.set_zero_linger().unwrap();
-                        return;
-                    }
-                    let body = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
-                    let answer = format!(
-                        "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
-                         content-length: {}\r\n\r\n{body}",
-                        body.len()
-                    );
-                    let _ = stream.write_all(answer.as_bytes()).await;
-                });
+        let (url, accepted) = counting_server(|mut stream, number| async move {
+            if !read_request(&mut stream).await {
+                return;
             }
-        });
+            if number == 0 {
+                // Closed with the request unread by the application: a reset.
+                stream.set_zero_linger().unwrap();
+                return;
+            }
+            let _ = answer_tools_list(&mut stream).await;
+        })
+        .await;
         let message = ClientJsonRpcMessage::request(request, rmcp::model::RequestId::Number(1));
         let answer = GuardedClient::default()
             .post_message_with_response_limits(
@@ -594,43 +612,16 @@ mod tests {
     /// resets the connection when the next request arrives on it (as a server does that closes
     /// a kept-alive connection with a request waiting on it). Counts the connections.
     async fn closing_kept_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let url = format!("http://{}/", listener.local_addr().unwrap());
-        let accepted = Arc::new(std::sync::atomic::AtomicUsize::new(0));
-        let counter = accepted.clone();
-        tokio::spawn(async move {
-            while let Ok((mut stream, _)) = listener.accept().await {
-                counter.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                tokio::spawn(async move {
-                    let mut buffer = [0u8; 4096];
-                    for answered in 0.. {
-                        let mut request = Vec::new();
-                        // The whole request: its headers and the JSON body after them.
-                        while !request.ends_with(b"}") {
-                            match stream.read(&mut buffer).await {
-                                Ok(0) | Err(_) => return,
-                                Ok(read) => request.extend_from_slice(&buffer[..read]),
-                            }
-                        }
-                        if answered > 0 {
-                            stream.set_zero_linger().unwrap();
-                            return;
-                        }
-                        let body = r#"{"jsonrpc":"2.0","id":1,"result":{"tools":[]}}"#;
-                        let answer = format!(
-                            "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
-                             content-length: {}\r\n\r\n{body}",
-                            body.len()
-                        );
-                        if stream.write_all(answer.as_bytes()).await.is_err() {
-                            return;
-                        }
-                    }
-                });
+        counting_server(|mut stream, _| async move {
+            // The first request is answered; the next one meets a reset.
+            if !read_request(&mut stream).await || answer_tools_list(&mut stream).await.is_err() {
+                return;
             }
-        });
-        (url, accepted)
+            if read_request(&mut stream).await {
+                stream.set_zero_linger().unwrap();
+            }
+        })
+        .await
     }
 
     /// A `tools/call` right after a `tools/list` is not written to the `tools/list`'s kept-alive
