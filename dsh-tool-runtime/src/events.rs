@@ -288,7 +288,9 @@ impl EventSender {
     /// Publishes the event `event` makes, made only when someone listens.
     pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
         let tapped = self.taps.open.load(Ordering::Acquire) > 0;
-        if !tapped && self.broadcast.receiver_count() == 0 {
+        // Counting receivers takes the channel's lock: once per event.
+        let subscribed = self.broadcast.receiver_count() > 0;
+        if !tapped && !subscribed {
             return;
         }
         let event = event();
@@ -302,7 +304,7 @@ impl EventSender {
                 }
             }
         }
-        if self.broadcast.receiver_count() > 0 {
+        if subscribed {
             // A send error only means every receiver went away meanwhile.
             let _ = self.broadcast.send(event);
         }
