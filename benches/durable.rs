@@ -19,6 +19,7 @@ use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::{DurableRun, JournalStore, RunStatus, SqliteJournal};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 fn main() {
     divan::main();

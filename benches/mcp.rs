@@ -29,6 +29,7 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
+use dsh_tools::prelude::*;
 
 const CONCURRENT: usize = 100;
 

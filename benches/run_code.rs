@@ -11,6 +11,7 @@ use dsh_tools::code::{
 };
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 fn main() {
     divan::main();

@@ -26,6 +26,7 @@ use dsh_tools::hooks::{ApprovalOutcome, ApprovalRequest, PreDecision, PreNext, T
 use dsh_tools::provider::{Provider, ToolLoop};
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 /// Most model turns before the loop gives up.
 const MAX_TURNS: usize = 8;

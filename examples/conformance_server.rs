@@ -23,6 +23,7 @@ use dsh_tools::registry::{Handle, RegisterError};
 use dsh_tools::result::{ContentBlock, ResourceContents};
 use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec, tool};
+use dsh_tools::prelude::*;
 
 #[path = "conformance_server/input.rs"]
 mod input;

@@ -13,6 +13,7 @@ use std::path::Path;
 
 use dsh_tools::Registry;
 use dsh_tools::sdk::{Language, write_if_changed};
+use dsh_tools::prelude::*;
 
 fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -120,16 +120,16 @@ pub mod dialect {
 /// Anthropic or Gemini tool entries, the calls of their responses and streams, and the next
 /// request's messages from the results (see the guide's "Providers and the agent loop").
 pub mod provider {
-    pub use dsh_tool_runtime::provider::{
+    pub use dsh_tool_provider::provider::{
         AnthropicStream, OpenAiChatStream, ParsedCall, ParsedResponse, Provider, ProviderError,
         ProviderTools, Step, StreamError, StreamLimits, StrictReport, ToolLoop,
     };
     #[cfg(feature = "rig")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
-    pub use dsh_tool_runtime::provider::{RigTools, rig_agent, rig_core};
+    pub use dsh_tool_provider::provider::{RigTools, rig_agent, rig_core};
     #[cfg(feature = "async-openai")]
     #[cfg_attr(docsrs, doc(cfg(feature = "async-openai")))]
-    pub use dsh_tool_runtime::provider::{TypedStep, async_openai_types};
+    pub use dsh_tool_provider::provider::{TypedStep, async_openai_types};
 }
 
 /// The SDK generator: byte-stable TypeScript and Python declarations of the tools.
@@ -145,10 +145,10 @@ pub mod sdk {
 #[cfg(feature = "code-mode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
 pub mod code {
-    pub use dsh_tool_runtime::code_mode::{
+    pub use dsh_tool_code_mode::code_mode::{
         CodeModeError, ModelView, PromptSection, RunCodeConfig, language_of,
     };
-    pub use dsh_tool_runtime::code_runtime::{
+    pub use dsh_tool_code_mode::code_runtime::{
         BindingCall, BindingDispatch, BindingError, BindingNamespace, Budgets, CodeRunFailure,
         CodeRuntime, CodeRuntimeError, ErrorClass, FailureKind, Isolation, JsonText, RunOutcome,
         RunRequest, Sandbox, SandboxStatus, SubprocessConfig, SubprocessRuntime,
@@ -156,19 +156,19 @@ pub mod code {
     };
     #[cfg(feature = "embedded-js")]
     #[cfg_attr(docsrs, doc(cfg(feature = "embedded-js")))]
-    pub use dsh_tool_runtime::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
+    pub use dsh_tool_code_mode::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
 }
 
 /// Durable `run_code` runs: a journal of every binding call, so a run cut off by a crash or
-/// parked at an approval resumes where it was ([`ToolCall::durable`]). The SQLite journal needs
+/// parked at an approval resumes where it was ([`prelude::DurableCallExt::durable`]). The SQLite journal needs
 /// feature `durable`; runs on Restate (`durable::restate`) need feature `restate`.
 #[cfg(feature = "code-mode")]
 #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
 pub mod durable {
     #[cfg(feature = "restate")]
     #[cfg_attr(docsrs, doc(cfg(feature = "restate")))]
-    pub use dsh_tool_runtime::durable::restate;
-    pub use dsh_tool_runtime::durable::{
+    pub use dsh_tool_code_mode::durable::restate;
+    pub use dsh_tool_code_mode::durable::{
         CONTINUATION_REFUSED, CallOutcome, ContinuationError, ContinuationSecret,
         DEFAULT_CONTINUATION_TTL, DEFAULT_MAX_RUN_BYTES, DurableRun, EntryState, JOURNAL_BUSY,
         JOURNAL_FAILED, JOURNAL_FULL, JournalEntry, JournalError, JournalStore, OUTCOME_UNKNOWN,
@@ -177,7 +177,7 @@ pub mod durable {
     };
     #[cfg(feature = "durable")]
     #[cfg_attr(docsrs, doc(cfg(feature = "durable")))]
-    pub use dsh_tool_runtime::durable::{
+    pub use dsh_tool_code_mode::durable::{
         DEFAULT_BUSY_TIMEOUT, DEFAULT_MAX_FILE_BYTES, OpenMode, SqliteJournal,
     };
 }
@@ -187,22 +187,22 @@ pub mod durable {
 #[cfg(feature = "mcp")]
 #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
 pub mod mcp {
-    pub use dsh_tool_runtime::mcp::{
+    pub use dsh_tool_mcp::mcp::{
         DEFAULT_MAX_LIST_BYTES, DEFAULT_MAX_LIST_PAGES, DEFAULT_MAX_TOOLS, MAX_SCHEMA_DEPTH,
         MAX_TOOL_NAME_LEN, MCP_DISCONNECTED, McpError, McpHandle, McpServer, ReconnectPolicy,
         is_valid_server_name, mcp_tool_name,
     };
     #[cfg(all(feature = "mcp-server", feature = "restate"))]
     #[cfg_attr(docsrs, doc(cfg(all(feature = "mcp-server", feature = "restate"))))]
-    pub use dsh_tool_runtime::mcp_server::McpRestate;
+    pub use dsh_tool_mcp::mcp_server::McpRestate;
     #[cfg(feature = "mcp-server")]
     #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
-    pub use dsh_tool_runtime::mcp_server::{
+    pub use dsh_tool_mcp::mcp_server::{
         McpHttpAuth, McpHttpLimits, McpServeError, McpServeOptions, McpTaskLimits, McpTransport,
     };
     #[cfg(feature = "oauth")]
     #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
-    pub use dsh_tool_runtime::{
+    pub use dsh_tool_mcp::{
         mcp::{
             McpAuthorizeError, McpAuthorizer, McpClientCredentials, McpLoopbackAuthorizer,
             McpOAuthLogin,
@@ -286,4 +286,23 @@ mod guide {
 #[doc(hidden)]
 pub mod __private {
     pub use dsh_tool_runtime::__private::*;
+    #[cfg(feature = "code-mode")]
+    pub use dsh_tool_code_mode::__private::*;
+}
+
+/// The extension traits through which code mode, durable runs and MCP add their methods to
+/// [`Registry`] and [`AgentScope`]: `use dsh_tools::prelude::*;` brings each one the enabled
+/// features provide into scope.
+pub mod prelude {
+    #[cfg(feature = "code-mode")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "code-mode")))]
+    pub use dsh_tool_code_mode::{
+        CodeModeExt, DisclosureExt, DurableCallExt, DurableExt, ScopeDisclosureExt,
+    };
+    #[cfg(feature = "mcp")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+    pub use dsh_tool_mcp::{McpExt, ScopeMcpExt};
+    #[cfg(feature = "mcp-server")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
+    pub use dsh_tool_mcp::ServeExt;
 }

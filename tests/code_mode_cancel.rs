@@ -9,6 +9,7 @@ use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
+use dsh_tools::prelude::*;
 
 /// Processes whose parent is this test process.
 fn children() -> Vec<u32> {

@@ -21,6 +21,7 @@ use dsh_tools::code::{
 use serde_json::json;
 use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
+use dsh_tools::prelude::*;
 
 /// Held shared by every test, exclusively by those that look at worker processes.
 static WORKERS: RwLock<()> = RwLock::const_new(());

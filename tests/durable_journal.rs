@@ -19,6 +19,7 @@ use dsh_tools::durable::{
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError, ToolExec, ToolResult};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 /// A failure bound only: every wait ends on an event long before it.
 const BOUND: Duration = Duration::from_secs(120);

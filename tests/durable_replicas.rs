@@ -160,11 +160,14 @@ async fn replicas_behind_haproxy_share_runs_through_a_replica_kill() {
         server: &server,
     };
     let port = mcp_support::free_port;
-    let ports: Vec<(u16, u16)> = (0..3).map(|_| (port(), port())).collect();
     let mut replicas: Vec<Replica> = Vec::new();
-    for (mcp, deployment) in &ports {
-        replicas.push(setup.start(*mcp, *deployment).await);
+    for _ in 0..3 {
+        replicas.push(setup.start_free().await);
     }
+    let ports: Vec<(u16, u16)> = replicas
+        .iter()
+        .map(|replica| (replica.mcp_port, replica.deployment_port))
+        .collect();
     let (front, front_deployment) = (port(), port());
     let config = dir.path().join("haproxy.cfg");
     std::fs::write(&config, haproxy_config(front, front_deployment, &ports)).unwrap();

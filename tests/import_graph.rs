@@ -30,6 +30,15 @@ const CIRCLES: usize = 2;
 /// The crates: a name for the report and the root file of each.
 const CRATES: &[(&str, &str)] = &[
     ("dsh-tool-runtime", "dsh-tool-runtime/src/lib.rs"),
+    (
+        "dsh-tool-code-mode",
+        "dsh-tool-runtime/crates/code-mode/src/lib.rs",
+    ),
+    ("dsh-tool-mcp", "dsh-tool-runtime/crates/mcp/src/lib.rs"),
+    (
+        "dsh-tool-provider",
+        "dsh-tool-runtime/crates/provider/src/lib.rs",
+    ),
     ("dsh-tool-macros", "dsh-tool-macros/src/lib.rs"),
     ("dsh-tools", "src/lib.rs"),
     ("dsh-tools (bin)", "src/bin/dsh-tools/main.rs"),

@@ -304,11 +304,7 @@ async fn a_replica_answers_tasks_only_for_runs_a_replica_started() {
         token_file: &scratch.path("token"),
         server: &server,
     };
-    let port = mcp_support::free_port;
-    let (a, b) = (
-        setup.start(port(), port()).await,
-        setup.start(port(), port()).await,
-    );
+    let (a, b) = (setup.start_free().await, setup.start_free().await);
     server
         .register(&http, &format!("http://127.0.0.1:{}", a.deployment_port))
         .await;

@@ -99,9 +99,8 @@ async fn run_code_runs_on_restate_and_any_replica_answers_for_its_tasks() {
         token_file: &token_file,
         server: &server,
     };
-    let port = mcp_support::free_port;
-    let a = setup.start(port(), port()).await;
-    let b = setup.start(port(), port()).await;
+    let a = setup.start_free().await;
+    let b = setup.start_free().await;
     server
         .register(&http, &format!("http://127.0.0.1:{}", a.deployment_port))
         .await;

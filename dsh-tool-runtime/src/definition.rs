@@ -511,7 +511,7 @@ impl ToolDefinition {
     ///
     /// # Errors
     /// `INVALID_ARGS` naming every violation, as a dispatch would report it.
-    pub(crate) fn validate_args(&self, args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
+    pub fn validate_args(&self, args: Arc<Value>) -> Result<Arc<Value>, ToolFailure> {
         (self.inner.check)(args)
     }
 
@@ -576,7 +576,7 @@ impl ToolDefinition {
 
     /// `true` when the body never cancels its own signal, so it may be handed the call's
     /// signal itself instead of a child token.
-    pub(crate) fn leaves_signal_alone(&self) -> bool {
+    pub fn leaves_signal_alone(&self) -> bool {
         self.inner.leaves_signal_alone
     }
 
@@ -688,8 +688,7 @@ impl ToolDefinitionBuilder {
     /// The handler only ever returns values the output schema accepts (the MCP bridge builds
     /// `{content, structuredContent?}` itself for a tool that declares no `outputSchema`), so a
     /// call skips validating them.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn output_checked_by_handler(mut self) -> Self {
+    pub fn output_checked_by_handler(mut self) -> Self {
         self.output_checked_by_handler = true;
         self
     }
@@ -697,8 +696,7 @@ impl ToolDefinitionBuilder {
     /// The handler only observes `exec.signal()` and never cancels it (the MCP bridge's), so a
     /// call skips making the child token that keeps a body's own cancel from reaching its
     /// caller.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn body_leaves_signal_alone(mut self) -> Self {
+    pub fn body_leaves_signal_alone(mut self) -> Self {
         self.leaves_signal_alone = true;
         self
     }
@@ -910,7 +908,7 @@ impl From<ToolDefinition> for Vec<ToolDefinition> {
 /// The error every dispatch of a definition removed mid-call reports.
 /// `unknown tool "reed_file"`, with the nearest of `visible` when one is close:
 /// `; did you mean "read_file"?`.
-pub(crate) fn unknown_tool(name: &str, visible: &[ToolDefinition]) -> ToolFailure {
+pub fn unknown_tool(name: &str, visible: &[ToolDefinition]) -> ToolFailure {
     // The name comes from the model: bounded, its control characters escaped.
     let mut message = String::from("unknown tool \"");
     crate::validate::push_bounded(&mut message, name, 256);

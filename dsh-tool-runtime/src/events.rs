@@ -188,13 +188,15 @@ pub enum ToolEvent {
 /// the oldest); an event log gets a [`Tap`], a queue filled by the publisher itself, so it loses
 /// nothing however rarely its reader is scheduled, unless [`TAP_CAPACITY`] events wait at once.
 #[derive(Debug, Clone)]
-pub(crate) struct EventSender {
+#[doc(hidden)]
+pub struct EventSender {
     broadcast: tokio::sync::broadcast::Sender<ToolEvent>,
     taps: Arc<Taps>,
 }
 
 /// Events one [`Tap`] holds before the publisher counts the next ones as missed.
-pub(crate) const TAP_CAPACITY: usize = 16_384;
+#[doc(hidden)]
+pub const TAP_CAPACITY: usize = 16_384;
 
 /// The open taps; `open` is read on every publish without the lock.
 #[derive(Debug, Default)]
@@ -214,25 +216,27 @@ struct TapSlot {
 /// A queue of every event published after [`EventSender::tap`], for a reader on a thread of
 /// its own. Events that found the queue full are counted in `missed`. The queue ends (its
 /// receiver's iteration stops after the events already queued) once [`TapHandle::close`] runs.
-pub(crate) struct Tap {
+#[doc(hidden)]
+pub struct Tap {
     /// The events, in publishing order.
-    pub(crate) events: std::sync::mpsc::Receiver<ToolEvent>,
+    pub events: std::sync::mpsc::Receiver<ToolEvent>,
     /// Events dropped because the queue was full since the reader last took this count.
-    pub(crate) missed: Arc<AtomicU64>,
+    pub missed: Arc<AtomicU64>,
     /// Closes the tap.
-    pub(crate) handle: TapHandle,
+    pub handle: TapHandle,
 }
 
 /// Closes its [`Tap`]: no event is queued after [`close`](Self::close) (or drop).
 #[derive(Debug)]
-pub(crate) struct TapHandle {
+#[doc(hidden)]
+pub struct TapHandle {
     id: u64,
     taps: Arc<Taps>,
 }
 
 impl TapHandle {
     /// Stops queueing events for this tap.
-    pub(crate) fn close(&self) {
+    pub fn close(&self) {
         let mut list = self.taps.list.lock();
         let before = list.len();
         list.retain(|slot| slot.id != self.id);
@@ -250,7 +254,7 @@ impl Drop for TapHandle {
 
 impl EventSender {
     /// A channel keeping the last `capacity` events for each subscriber.
-    pub(crate) fn new(capacity: usize) -> Self {
+    pub fn new(capacity: usize) -> Self {
         EventSender {
             broadcast: tokio::sync::broadcast::channel(capacity).0,
             taps: Arc::default(),
@@ -258,12 +262,13 @@ impl EventSender {
     }
 
     /// A new subscriber, receiving the events published from now on.
-    pub(crate) fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ToolEvent> {
+    pub fn subscribe(&self) -> tokio::sync::broadcast::Receiver<ToolEvent> {
         self.broadcast.subscribe()
     }
 
     /// A queue of every event published from now on, holding up to [`TAP_CAPACITY`].
-    pub(crate) fn tap(&self) -> Tap {
+    #[doc(hidden)]
+    pub fn tap(&self) -> Tap {
         let (queue, events) = std::sync::mpsc::sync_channel(TAP_CAPACITY);
         let missed = Arc::new(AtomicU64::new(0));
         let id = self.taps.next_id.fetch_add(1, Ordering::Relaxed);
@@ -286,7 +291,7 @@ impl EventSender {
     }
 
     /// Publishes the event `event` makes, made only when someone listens.
-    pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
+    pub fn publish(&self, event: impl FnOnce() -> ToolEvent) {
         let tapped = self.taps.open.load(Ordering::Acquire) > 0;
         // Counting receivers takes the channel's lock: once per event.
         let subscribed = self.broadcast.receiver_count() > 0;
@@ -312,7 +317,8 @@ impl EventSender {
 }
 
 /// Now, in ms since the Unix epoch (0 if the clock is before it).
-pub(crate) fn unix_ms() -> u64 {
+#[doc(hidden)]
+pub fn unix_ms() -> u64 {
     SystemTime::now()
         .duration_since(UNIX_EPOCH)
         .map_or(0, |since| {

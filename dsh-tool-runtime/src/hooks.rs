@@ -60,11 +60,11 @@ pub enum PreDecision {
 
 /// A pre-execute hook as stored: sees the call, may call `next` to learn the downstream decision,
 /// returns its own. Registered first = outermost.
-pub(crate) type PreExecuteHook =
+pub type PreExecuteHook =
     Arc<dyn Fn(Arc<ToolCallView>, PreNext) -> BoxFuture<'static, PreDecision> + Send + Sync>;
 
 /// Erases a pre-execute hook closure.
-pub(crate) fn into_pre_execute<F, Fut>(hook: F) -> PreExecuteHook
+pub fn into_pre_execute<F, Fut>(hook: F) -> PreExecuteHook
 where
     F: Fn(Arc<ToolCallView>, PreNext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = PreDecision> + Send + 'static,
@@ -74,9 +74,9 @@ where
 
 /// The rest of the pre-execute waterfall; its base decision is [`PreDecision::Allow`].
 pub struct PreNext {
-    pub(crate) hooks: Arc<[PreExecuteHook]>,
-    pub(crate) index: usize,
-    pub(crate) view: Arc<ToolCallView>,
+    pub hooks: Arc<[PreExecuteHook]>,
+    pub index: usize,
+    pub view: Arc<ToolCallView>,
 }
 
 impl PreNext {
@@ -112,11 +112,11 @@ pub struct DispatchContext {
 /// An execute wrapper around the body as stored: calls `next.run()` to dispatch, or returns its
 /// own result to short-circuit. A wrapper-authored success is re-validated against the output
 /// schema and re-rendered; a wrapper-authored failure is kept as authored.
-pub(crate) type ExecuteWrapper =
+pub type ExecuteWrapper =
     Arc<dyn Fn(DispatchContext, ExecNext) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
 /// Erases an execute wrapper closure.
-pub(crate) fn into_execute_wrapper<F, Fut>(wrapper: F) -> ExecuteWrapper
+pub fn into_execute_wrapper<F, Fut>(wrapper: F) -> ExecuteWrapper
 where
     F: Fn(DispatchContext, ExecNext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ToolResult> + Send + 'static,
@@ -125,17 +125,17 @@ where
 }
 
 /// The body dispatch at the base of the wrapper chain: `(signal, replaced by a wrapper)`.
-pub(crate) type BaseDispatch =
+pub type BaseDispatch =
     Arc<dyn Fn(CancellationToken, bool) -> BoxFuture<'static, ToolResult> + Send + Sync>;
 
 /// The rest of the wrapper chain; its base runs the body.
 pub struct ExecNext {
-    pub(crate) wrappers: Arc<[ExecuteWrapper]>,
-    pub(crate) index: usize,
-    pub(crate) context: DispatchContext,
-    pub(crate) signal: CancellationToken,
-    pub(crate) replaced: bool,
-    pub(crate) base: BaseDispatch,
+    pub wrappers: Arc<[ExecuteWrapper]>,
+    pub index: usize,
+    pub context: DispatchContext,
+    pub signal: CancellationToken,
+    pub replaced: bool,
+    pub base: BaseDispatch,
 }
 
 impl ExecNext {
@@ -221,14 +221,14 @@ impl PostDecision {
 }
 
 /// A post-execute hook as stored: sees the call and its result so far, may call `next`.
-pub(crate) type PostExecuteHook = Arc<
+pub type PostExecuteHook = Arc<
     dyn Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> BoxFuture<'static, PostDecision>
         + Send
         + Sync,
 >;
 
 /// Erases a post-execute hook closure.
-pub(crate) fn into_post_execute<F, Fut>(hook: F) -> PostExecuteHook
+pub fn into_post_execute<F, Fut>(hook: F) -> PostExecuteHook
 where
     F: Fn(Arc<ToolCallView>, Arc<ToolResult>, PostNext) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = PostDecision> + Send + 'static,
@@ -238,10 +238,10 @@ where
 
 /// The rest of the post-execute waterfall; its base decision is [`PostDecision::accept`].
 pub struct PostNext {
-    pub(crate) hooks: Arc<[PostExecuteHook]>,
-    pub(crate) index: usize,
-    pub(crate) view: Arc<ToolCallView>,
-    pub(crate) result: Arc<ToolResult>,
+    pub hooks: Arc<[PostExecuteHook]>,
+    pub index: usize,
+    pub view: Arc<ToolCallView>,
+    pub result: Arc<ToolResult>,
 }
 
 impl PostNext {
@@ -266,7 +266,7 @@ impl PostNext {
 }
 
 /// A result observer as stored: sees every final result. A panic is contained and logged.
-pub(crate) type ResultObserver = Arc<dyn Fn(&ToolCallView, &ToolResult) + Send + Sync>;
+pub type ResultObserver = Arc<dyn Fn(&ToolCallView, &ToolResult) + Send + Sync>;
 
 /// An approval request for a call whose pre-execute decision was `Ask`: what the person
 /// deciding should be shown. It reaches the registry's approver
@@ -309,11 +309,11 @@ pub enum ApprovalOutcome {
 }
 
 /// The approver as stored: answers `Ask` decisions, e.g. by prompting the user.
-pub(crate) type Approver =
+pub type Approver =
     Arc<dyn Fn(ApprovalRequest) -> BoxFuture<'static, ApprovalOutcome> + Send + Sync>;
 
 /// Erases an approver closure.
-pub(crate) fn into_approver<F, Fut>(approver: F) -> Approver
+pub fn into_approver<F, Fut>(approver: F) -> Approver
 where
     F: Fn(ApprovalRequest) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = ApprovalOutcome> + Send + 'static,
@@ -324,7 +324,7 @@ where
 /// Where a nested call's pre-execute `Ask` goes instead of the approver when its transport
 /// can park the run it belongs to (a durable run's binding call), carried in the call's
 /// extensions as `Arc<dyn Park>`.
-pub(crate) trait Park: Send + Sync {
+pub trait Park: Send + Sync {
     /// `true` when the call was approved ahead (it runs); otherwise the park and its reason
     /// are recorded and the call does not run.
     fn ask(&self, reason: Option<String>) -> bool;

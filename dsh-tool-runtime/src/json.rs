@@ -25,12 +25,12 @@ pub const MAX_DIALECT_SCHEMA_DEPTH: usize = 128;
 /// Deepest schema nesting the SDK generator lowers into types; deeper nodes become unknown. 48
 /// keeps Python's bracket nesting well under CPython's parser limit of 200 and the lowering
 /// stack small.
-pub(crate) const MAX_SDK_SCHEMA_DEPTH: usize = 48;
+pub const MAX_SDK_SCHEMA_DEPTH: usize = 48;
 
 /// Visits `root` and every value inside it, parents before children, each with its level (the
 /// root is level 1, its children level 2), until `visit` breaks. The stack holds one iterator
 /// per open level: a flat value allocates nothing.
-pub(crate) fn walk<'a, B>(
+pub fn walk<'a, B>(
     root: &'a Value,
     mut visit: impl FnMut(&'a Value, usize) -> ControlFlow<B>,
 ) -> ControlFlow<B> {
@@ -56,7 +56,7 @@ pub(crate) fn walk<'a, B>(
 }
 
 /// Whether an array or object sits deeper than `limit` levels in `value`.
-pub(crate) fn deeper_than(value: &Value, limit: usize) -> bool {
+pub fn deeper_than(value: &Value, limit: usize) -> bool {
     walk(value, |node, level| {
         if level > limit && is_container(node) {
             ControlFlow::Break(())
@@ -100,7 +100,7 @@ impl<'a> Iterator for Children<'a> {
 
 /// Drops a value without recursion. serde_json's own `Drop` recurses once per nesting level,
 /// which a hostile, deeply nested value turns into a stack overflow.
-pub(crate) fn dismantle(value: Value) {
+pub fn dismantle(value: Value) {
     let mut stack = vec![value];
     while let Some(node) = stack.pop() {
         match node {
@@ -113,7 +113,7 @@ pub(crate) fn dismantle(value: Value) {
 
 /// The deepest bracket nesting of JSON text, ignoring brackets inside strings: one pass, no
 /// allocation, so it can measure text before anything parses it.
-pub(crate) fn text_depth(text: &[u8]) -> usize {
+pub fn text_depth(text: &[u8]) -> usize {
     let (mut depth, mut deepest) = (0usize, 0usize);
     let (mut in_string, mut escaped) = (false, false);
     for &byte in text {
@@ -196,8 +196,7 @@ fn utf16_cmp(a: &str, b: &str) -> Ordering {
 /// The length in bytes of `value` as compact JSON written by `serde_json`, counted as it is
 /// written, without keeping the text. A value that cannot be JSON (a map with non-string keys)
 /// counts what was written before the error; every value measured here can be.
-#[cfg(any(feature = "mcp", feature = "code-mode"))]
-pub(crate) fn serialized_len(value: &impl serde::Serialize) -> u64 {
+pub fn serialized_len(value: &impl serde::Serialize) -> u64 {
     struct Count(u64);
     impl std::io::Write for Count {
         fn write(&mut self, bytes: &[u8]) -> std::io::Result<usize> {
@@ -277,8 +276,7 @@ mod tests {
         dismantle(value);
     }
 
-    #[cfg(any(feature = "mcp", feature = "code-mode"))]
-    #[test]
+        #[test]
     fn text_depth_ignores_brackets_in_strings() {
         assert_eq!(text_depth(br#"{"a": [1, {"b": "[[[{{"}]}"#), 3);
         assert_eq!(text_depth(br#"{"a": "\"[["}"#), 1);

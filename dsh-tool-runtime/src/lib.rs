@@ -1,5 +1,11 @@
-//! The runtime of dsh-tools: everything between a model's tool call and the result it reads.
+//! The core of dsh-tools: everything between a model's tool call and the result it reads.
 //! Depend on the `dsh-tools` facade instead: it re-exports the curated API of this crate.
+//!
+//! Every other crate of the workspace depends on this one: `dsh-tool-code-mode` (code mode,
+//! code runtimes, durable runs), `dsh-tool-mcp` (MCP client and server), `dsh-tool-provider`
+//! (the model APIs' last mile), and the facade. It depends on none of them and has no feature
+//! but `event-log-zstd`. The modules they build on are public but hidden from these docs: the
+//! workspace's seams, not an API.
 //!
 //! Modules by concern (`ARCHITECTURE.md` maps the whole tree):
 //! - tools, definitions, the registry and results: `tool`, `definition`, `registry`, `call` (the
@@ -9,57 +15,51 @@
 //! - agent scopes: `scope`;
 //! - guards: [`guards`];
 //! - the batch scheduler: `schedule`;
-//! - code mode: [`sdk`], `code_mode` and `code_runtime` (feature `code-mode`);
-//! - the MCP client bridge: `mcp` (feature `mcp`);
+//! - the SDK generator of code mode: [`sdk`];
 //! - presentation and events: [`presentation`], [`events`];
-//! - serving over MCP: `mcp_server` (feature `mcp-server`);
-//! - the model APIs' requests and responses: [`provider`].
 // docs.rs marks each feature-gated item with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
+// The core has no `unsafe`: the process, sandbox and engine calls live in the feature crates.
+#![forbid(unsafe_code)]
 
-mod annotations;
-mod call;
-mod definition;
+#[doc(hidden)]
+pub mod annotations;
+#[doc(hidden)]
+pub mod call;
+#[doc(hidden)]
+pub mod definition;
 pub mod dialect;
-mod error;
+#[doc(hidden)]
+pub mod error;
 pub mod events;
 
 pub mod guards;
-mod hooks;
-mod json;
+#[doc(hidden)]
+pub mod hooks;
+#[doc(hidden)]
+pub mod json;
 pub mod presentation;
-pub mod provider;
-mod registry;
-mod result;
-mod schedule;
-mod schema;
+#[doc(hidden)]
+pub mod registry;
+#[doc(hidden)]
+pub mod result;
+#[doc(hidden)]
+pub mod schedule;
+#[doc(hidden)]
+pub mod schema;
 #[doc(hidden)]
 pub mod schema_derive;
-mod scope;
+#[doc(hidden)]
+pub mod scope;
 pub mod sdk;
 pub mod telemetry;
-mod tool;
-mod validate;
+#[doc(hidden)]
+pub mod tool;
+#[doc(hidden)]
+pub mod validate;
 
 mod private;
 mod private_args;
-#[cfg(all(unix, feature = "code-mode"))]
-mod private_file;
-
-#[cfg(any(feature = "mcp-server", feature = "restate"))]
-mod accept;
-#[cfg(feature = "mcp")]
-pub mod mcp;
-
-#[cfg(feature = "code-mode")]
-pub mod code_mode;
-#[cfg(feature = "code-mode")]
-pub mod code_runtime;
-#[cfg(feature = "code-mode")]
-pub mod durable;
-#[cfg(feature = "mcp-server")]
-pub mod mcp_server;
-
 pub use annotations::ToolAnnotations;
 pub use call::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
@@ -111,12 +111,6 @@ pub mod __private {
         RenderHook, ResultView, Tool, ToolDefinition, ToolError, ToolExec, ToolResult,
     };
 
-    // Internals the crate's own integration tests drive directly.
-    #[cfg(feature = "code-mode")]
-    pub use crate::code_runtime::frame;
-    // The `dsh-monty-worker` program's entry point and allocator.
-    #[cfg(feature = "embedded-python")]
-    pub use crate::code_runtime::{MontyWorkerAllocator, monty_worker_main};
     pub use crate::dialect::bfcl_to_json_schema;
     pub use crate::result::blocks_text;
     pub use crate::schema::{output_schema, parameters_schema};

@@ -93,7 +93,7 @@ fn drop_null_default(map: &mut Map<String, Value>) {
 }
 
 /// The names listed in an object schema's `required`, ignoring malformed entries.
-pub(crate) fn required_names(map: &Map<String, Value>) -> HashSet<String> {
+pub fn required_names(map: &Map<String, Value>) -> HashSet<String> {
     map.get("required")
         .and_then(Value::as_array)
         .map(|names| {

@@ -122,7 +122,7 @@ impl SchemaValidator {
 
     /// [`is_valid`](Self::is_valid) for a value whose depth the caller has already bounded
     /// with [`depth_violation`]: the recursive validator is then safe to run directly.
-    pub(crate) fn is_valid_within_depth(&self, value: &Value) -> bool {
+    pub fn is_valid_within_depth(&self, value: &Value) -> bool {
         self.validator.is_valid(value)
     }
 }
@@ -197,7 +197,7 @@ const MAX_SUGGESTED_BYTES: usize = 256;
 /// The candidate a misspelt name most likely meant: the closest by edit distance, when that
 /// distance is at most a third of the name's length (at least 1), as `asignee` → `assignee`.
 /// Names shorter than 3 characters get no guess: any other short name is as near.
-pub(crate) fn nearest<'a>(
+pub fn nearest<'a>(
     name: &str,
     candidates: impl Iterator<Item = &'a str>,
 ) -> Option<&'a str> {
@@ -242,7 +242,7 @@ fn resolve_local<'s>(root: &'s Value, pointer: &str) -> Option<&'s Value> {
 
 /// The values of a `oneOf`/`anyOf` whose every branch is a `const` (schemars writes documented
 /// enum variants so): the enum it stands for.
-pub(crate) fn const_branches(branches: &Value) -> Option<Vec<Value>> {
+pub fn const_branches(branches: &Value) -> Option<Vec<Value>> {
     const ANNOTATIONS: &[&str] = &[
         "const",
         "type",
@@ -310,7 +310,7 @@ fn listed(violations: &[String]) -> String {
 }
 
 /// Appends `text` to `out`, cut with `…` after `max` bytes, control characters escaped.
-pub(crate) fn push_bounded(out: &mut String, text: &str, max: usize) {
+pub fn push_bounded(out: &mut String, text: &str, max: usize) {
     let mut used = 0;
     for c in text.chars() {
         if used >= max {

@@ -15,6 +15,7 @@ use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use dsh_tools::prelude::*;
 
 /// What the scripted runtime does with a run.
 #[derive(Clone)]

@@ -15,6 +15,7 @@ use dsh_tools::hooks::{PreNext, ToolCallView};
 use dsh_tools::result::ErrorCode;
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 #[derive(Clone, Copy, Debug)]
 enum Lang {

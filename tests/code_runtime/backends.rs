@@ -16,6 +16,7 @@ use dsh_tools::code::{
 };
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
+use dsh_tools::prelude::*;
 
 /// One implementation of [`CodeRuntime`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -13,6 +13,7 @@ use dsh_tools::code::{
 };
 use futures::FutureExt;
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 /// A language of the subprocess code runtime, so that one test body covers both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -21,6 +21,7 @@ use dsh_tools::{
     AgentId, AgentScope, CancellationToken, Mode, Registry, ToolCall, ToolDefinition, ToolError,
     ToolExec, ToolResult,
 };
+use dsh_tools::prelude::*;
 
 fn send_sync_static<T: Send + Sync + 'static>() {}
 

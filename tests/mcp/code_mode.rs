@@ -9,6 +9,7 @@ use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig, SubprocessRuntime}
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 async fn registry_with_servers(
     tools: &mcp_support::Tools,

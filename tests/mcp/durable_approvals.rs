@@ -14,6 +14,7 @@ use dsh_tools::hooks::PreDecision;
 use dsh_tools::mcp::{McpServeOptions, McpTransport};
 use dsh_tools::{Mode, Registry};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

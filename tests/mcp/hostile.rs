@@ -15,6 +15,7 @@ use tokio::sync::mpsc::UnboundedReceiver;
 
 use crate::lifecycle::Capture;
 use crate::mcp_support::WAIT;
+use dsh_tools::prelude::*;
 
 const CHILD: &str = "DSH_MCP_HOSTILE_CHILD";
 

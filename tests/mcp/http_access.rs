@@ -11,6 +11,7 @@ use dsh_tools::mcp::{McpHttpAuth, McpServeError, McpServer, McpTransport};
 
 use crate::http_server::{Answer, BIN, INITIALIZE, ROOT, Server};
 use crate::toolset;
+use dsh_tools::prelude::*;
 
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;

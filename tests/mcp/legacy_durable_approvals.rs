@@ -13,6 +13,7 @@ use dsh_tools::{ToolError, tool};
 use tokio::io::{AsyncBufReadExt, AsyncWriteExt, BufReader};
 
 use crate::session_principals::{asking_registry, journaled_code_mode, serve_http};
+use dsh_tools::prelude::*;
 
 static UNSEEN: AtomicUsize = AtomicUsize::new(0);
 

@@ -13,6 +13,7 @@ use dsh_tools::{CancellationToken, Registry, ToolCall, ToolResult};
 use mcp_support::{kill, quick_reconnect, wait_for, wait_for_generation};
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
+use dsh_tools::prelude::*;
 
 fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
     ToolCall::new(id, name, arguments)

@@ -17,6 +17,7 @@ use serde_json::{Value, json};
 use crate::http_server::{Answer, FAILURE_BOUND, INITIALIZE, ROOT, Server};
 use crate::mcp_support::{self, free_port};
 use crate::toolset;
+use dsh_tools::prelude::*;
 
 const INITIALIZED: &str = r#"{"jsonrpc":"2.0","method":"notifications/initialized"}"#;
 const TOOLS_LIST: &str = r#"{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}"#;

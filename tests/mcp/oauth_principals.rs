@@ -14,6 +14,7 @@ use crate::durable_approvals::{call_request, replica, writes};
 use crate::http_server::FAILURE_BOUND;
 use crate::mcp_support;
 use crate::oauth::AuthorizationServer;
+use dsh_tools::prelude::*;
 
 /// A program whose one call asks.
 const PROGRAM: &str = r#"

@@ -9,6 +9,7 @@ use dsh_tools::registry::ExecutionMode;
 use dsh_tools::result::{ContentBlock, ErrorCode};
 use dsh_tools::{Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
     ToolCall::new(id, name, arguments)

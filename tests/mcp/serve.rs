@@ -18,6 +18,7 @@ use dsh_tools::mcp::McpServer;
 use dsh_tools::mcp::McpTransport;
 use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");

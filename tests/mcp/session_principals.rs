@@ -14,6 +14,7 @@ use dsh_tools::hooks::PreDecision;
 use dsh_tools::mcp::{McpServeError, McpServeOptions, McpTransport};
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, tool};
 use serde_json::{Value, json};
+use dsh_tools::prelude::*;
 
 static RAN: AtomicUsize = AtomicUsize::new(0);
 

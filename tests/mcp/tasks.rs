@@ -25,6 +25,7 @@ use serde_json::{Value, json};
 use tokio::sync::{Notify, watch};
 
 use crate::mcp_support::WAIT;
+use dsh_tools::prelude::*;
 
 /// The program: reports its interpreter's pid through `hold`, then waits there.
 const PROGRAM: &str = "return await tools.hold({ pid: process.pid });";

@@ -21,6 +21,7 @@ use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::presentation::render_html;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::json;
+use dsh_tools::prelude::*;
 
 const BUNDLED_TS: &str = include_str!("../../examples/programs/crate_summary.ts");
 

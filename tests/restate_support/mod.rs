@@ -237,8 +237,32 @@ pub struct ReplicaSetup<'a> {
 impl ReplicaSetup<'_> {
     /// Starts a replica on `mcp_port` (MCP) and `deployment_port` (its Restate deployment),
     /// running programs on the embedded QuickJS when the binary has it, else on Node.js; waits
-    /// until both ports accept connections.
+    /// until both ports accept connections. Panics with the replica's stderr when it exits
+    /// first.
     pub async fn start(&self, mcp_port: u16, deployment_port: u16) -> Replica {
+        self.try_start(mcp_port, deployment_port)
+            .await
+            .unwrap_or_else(|stderr| panic!("the replica exited before serving: {stderr}"))
+    }
+
+    /// [`start`](Self::start) on two free ports. A port is free when picked, and another
+    /// process may take it before the replica binds it: a replica that exits because its
+    /// address is in use is started again on two other ports (at most five times).
+    pub async fn start_free(&self) -> Replica {
+        let mut stderr = String::new();
+        for _ in 0..5 {
+            let ports = (crate::mcp_support::free_port(), crate::mcp_support::free_port());
+            match self.try_start(ports.0, ports.1).await {
+                Ok(replica) => return replica,
+                Err(text) if text.contains("in use") => stderr = text,
+                Err(text) => panic!("the replica exited before serving: {text}"),
+            }
+        }
+        panic!("five replicas in a row found their port taken: {stderr}")
+    }
+
+    /// A started replica, or its stderr when it exits before both ports accept connections.
+    async fn try_start(&self, mcp_port: u16, deployment_port: u16) -> Result<Replica, String> {
         let append = format!(
             "append={} {ROOT}/tests/mcp_servers/append_server.py {}",
             self.python,
@@ -254,6 +278,9 @@ impl ReplicaSetup<'_> {
         std::fs::write(&secret, "replicas-of-one-deployment-share-this-secret").unwrap();
         std::fs::set_permissions(&secret, std::os::unix::fs::PermissionsExt::from_mode(0o600))
             .unwrap();
+        let stderr_path = self
+            .token_file
+            .with_file_name(format!("replica-{mcp_port}.stderr"));
         let child = Command::new(self.binary)
             .args([
                 "--mcp",
@@ -276,18 +303,33 @@ impl ReplicaSetup<'_> {
             .arg(format!("127.0.0.1:{deployment_port}"))
             .stdin(Stdio::null())
             .stdout(Stdio::null())
-            .stderr(Stdio::null())
+            .stderr(std::fs::File::create(&stderr_path).unwrap())
             .spawn()
             .expect("dsh-tools serve starts");
-        let process = Process(child);
-        wait_for_port("the replica serves MCP", mcp_port).await;
-        wait_for_port("the replica serves its deployment", deployment_port).await;
-        Replica {
+        let mut process = Process(child);
+        for port in [mcp_port, deployment_port] {
+            let deadline = Instant::now() + BOUND;
+            while tokio::net::TcpStream::connect(("127.0.0.1", port))
+                .await
+                .is_err()
+            {
+                if let Some(status) = process.0.try_wait().unwrap() {
+                    let stderr = std::fs::read_to_string(&stderr_path).unwrap_or_default();
+                    return Err(format!("{status}: {stderr}"));
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "the replica serves port {port} within {BOUND:?}"
+                );
+                tokio::time::sleep(Duration::from_millis(20)).await;
+            }
+        }
+        Ok(Replica {
             process,
             url: format!("http://127.0.0.1:{mcp_port}/mcp"),
             mcp_port,
             deployment_port,
-        }
+        })
     }
 }
 

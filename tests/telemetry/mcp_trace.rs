@@ -13,6 +13,7 @@ use serde_json::json;
 use tracing_subscriber::layer::SubscriberExt;
 
 use crate::common::{call, mirror};
+use dsh_tools::prelude::*;
 
 /// Keeps every exported span.
 #[derive(Clone, Debug, Default)]

@@ -12,6 +12,7 @@ use tracing::Instrument;
 
 use crate::capture::{Capture, Span};
 use crate::common::{call, mirror};
+use dsh_tools::prelude::*;
 
 fn fields(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
     pairs

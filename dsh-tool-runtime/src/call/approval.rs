@@ -11,11 +11,11 @@ use crate::result::ToolFailure;
 
 /// The most bytes of the call's arguments (compact JSON) an approval request shows; longer
 /// arguments are cut there, and the message says how many bytes there were.
-pub(crate) const MAX_APPROVAL_ARGUMENT_BYTES: usize = 2048;
+pub const MAX_APPROVAL_ARGUMENT_BYTES: usize = 2048;
 
 /// How the client's person answered: allowed, denied with a reason, or cancelled together with
 /// the caller; or nobody could be asked (the client declared no elicitation).
-pub(crate) enum ClientApproval {
+pub enum ClientApproval {
     Allowed,
     Denied(String),
     Unaskable(String),
@@ -24,7 +24,7 @@ pub(crate) enum ClientApproval {
 
 /// Asks the person behind `view`'s client whether the call may run, until the caller's signal
 /// fires. `server` names the MCP server a proxied tool comes from.
-pub(crate) async fn ask_client(
+pub async fn ask_client(
     view: &ToolCallView,
     server: Option<&str>,
     reason: Option<&str>,
@@ -67,15 +67,14 @@ pub(crate) async fn ask_client(
 /// Who refused an approval: every refusal reads `DENIED` and names its source, so a program,
 /// the model and a log tell a person's "no" from a missing approver.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum DenialSource {
+pub enum DenialSource {
     /// The registry's approver ([`Registry::set_approver`](crate::Registry::set_approver)).
     Approver,
     /// No approver is set and no MCP client can be asked.
     NoApprover,
     /// The person at the MCP client (an elicitation, or its absence).
     Person,
-    /// A durable run's decision ([`Registry::deny_run`](crate::Registry::deny_run)) by its owner.
-    #[cfg(feature = "code-mode")]
+    /// A durable run's decision (`DurableExt::deny_run` of `dsh-tool-code-mode`) by its owner.
     Owner,
 }
 
@@ -86,25 +85,24 @@ impl DenialSource {
             DenialSource::Approver => "denied by the approver",
             DenialSource::NoApprover => "denied: no approver is set",
             DenialSource::Person => "denied by the person at the MCP client",
-            #[cfg(feature = "code-mode")]
             DenialSource::Owner => "denied by the run's owner",
         }
     }
 }
 
 /// `reason` as a `DENIED` failure naming `source`: `<reason> (<source>)`.
-pub(crate) fn denied(reason: String, source: DenialSource) -> ToolFailure {
+pub fn denied(reason: String, source: DenialSource) -> ToolFailure {
     ToolFailure::coded(ErrorCode::Denied, denial_text(reason, source))
 }
 
 /// `reason` followed by its source: `<reason> (<source>)`.
-pub(crate) fn denial_text(reason: String, source: DenialSource) -> String {
+pub fn denial_text(reason: String, source: DenialSource) -> String {
     format!("{reason} ({})", source.text())
 }
 
 /// The text the person reads: the tool, its MCP server, the hook's reason and the arguments
 /// (cut at [`MAX_APPROVAL_ARGUMENT_BYTES`]).
-pub(crate) fn approval_message(
+pub fn approval_message(
     name: &str,
     server: Option<&str>,
     reason: Option<&str>,

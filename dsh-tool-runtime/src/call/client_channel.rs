@@ -141,6 +141,23 @@ pub struct SamplingReply {
     pub stop_reason: Option<String>,
 }
 
+impl SamplingReply {
+    /// The answer `content` written by `role` with `model`, stopped for `stop_reason`.
+    pub fn new(
+        role: Role,
+        content: ContentBlock,
+        model: impl Into<String>,
+        stop_reason: Option<String>,
+    ) -> Self {
+        SamplingReply {
+            role,
+            content,
+            model: model.into(),
+            stop_reason,
+        }
+    }
+}
+
 /// A request for input from the person behind the client (MCP `elicitation/create`, form
 /// mode, protocol 2025-06-18 on).
 #[derive(Debug, Clone, PartialEq)]
@@ -212,6 +229,16 @@ pub struct Root {
     pub name: Option<String>,
 }
 
+impl Root {
+    /// A root at `uri` (a `file://` URI), named `name` when the client gives one.
+    pub fn new(uri: impl Into<String>, name: Option<String>) -> Self {
+        Root {
+            uri: uri.into(),
+            name,
+        }
+    }
+}
+
 /// What the person did with an [`ElicitationRequest`].
 #[derive(Debug, Clone, PartialEq)]
 #[non_exhaustive]
@@ -225,7 +252,7 @@ pub enum Elicitation {
 }
 
 /// What a transport that serves calls provides to reach its client.
-pub(crate) trait ClientPeer: Send + Sync {
+pub trait ClientPeer: Send + Sync {
     /// `true` when the client declared the `sampling` capability.
     fn can_sample(&self) -> bool;
     /// `true` when the client declared the `elicitation` capability.
@@ -270,8 +297,7 @@ impl fmt::Debug for ClientChannel {
 
 impl ClientChannel {
     /// A channel to the client `peer` reaches (a transport that serves calls makes one).
-    #[cfg(feature = "mcp-server")]
-    pub(crate) fn new(peer: Arc<dyn ClientPeer>) -> Self {
+    pub fn new(peer: Arc<dyn ClientPeer>) -> Self {
         ClientChannel { peer: Some(peer) }
     }
 

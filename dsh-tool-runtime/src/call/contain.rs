@@ -3,7 +3,7 @@
 use futures::FutureExt;
 
 /// Turns a caught panic payload into text.
-pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
     if let Some(text) = payload.downcast_ref::<&str>() {
         (*text).to_owned()
     } else if let Some(text) = payload.downcast_ref::<String>() {
@@ -14,7 +14,7 @@ pub(crate) fn panic_message(payload: &(dyn std::any::Any + Send)) -> String {
 }
 
 /// Awaits a future, turning a panic into `Err(message)`.
-pub(crate) async fn contain<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
+pub async fn contain<T>(future: impl std::future::Future<Output = T>) -> Result<T, String> {
     std::panic::AssertUnwindSafe(future)
         .catch_unwind()
         .await

@@ -52,7 +52,7 @@ impl ToolExec {
 
     /// The context of a call the registry runs: progress is published on its events; the
     /// call's extensions (a durable `run_code` call's journal) come along.
-    pub(crate) fn in_registry(
+    pub fn in_registry(
         view: Arc<ToolCallView>,
         events: EventSender,
         extensions: Extensions,
@@ -82,8 +82,7 @@ impl ToolExec {
     }
 
     /// The call's span: the parent of the spans of the calls it makes (binding calls).
-    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
-    pub(crate) fn span(&self) -> &tracing::Span {
+    pub fn span(&self) -> &tracing::Span {
         &self.inner.span
     }
 
@@ -222,16 +221,16 @@ impl ToolExec {
         self.inner.concluded.store(true, Ordering::SeqCst);
     }
 
-    pub(crate) fn take_deferred(&self) -> Vec<AdditionalContext> {
+    pub fn take_deferred(&self) -> Vec<AdditionalContext> {
         std::mem::take(&mut *self.inner.deferred.lock())
     }
 
-    pub(crate) fn concluded(&self) -> bool {
+    pub fn concluded(&self) -> bool {
         self.inner.concluded.load(Ordering::SeqCst)
     }
 
     /// The same call with another signal; deferred contexts and `conclude_turn` stay shared.
-    pub(crate) fn with_signal(&self, signal: CancellationToken) -> ToolExec {
+    pub fn with_signal(&self, signal: CancellationToken) -> ToolExec {
         ToolExec {
             inner: self.inner.clone(),
             signal,

@@ -34,13 +34,13 @@ impl<T: Clone + Send + Sync + 'static> Extension for T {
 
 /// One value per type; empty (and unallocated) by default.
 #[derive(Default)]
-pub(crate) struct Extensions {
+pub struct Extensions {
     map: Option<HashMap<TypeId, Box<dyn Extension>>>,
 }
 
 impl Extensions {
     /// Stores `value`, returning the value of its type stored before.
-    pub(crate) fn insert<T: Clone + Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
+    pub fn insert<T: Clone + Send + Sync + 'static>(&mut self, value: T) -> Option<T> {
         self.map
             .get_or_insert_with(HashMap::new)
             .insert(TypeId::of::<T>(), Box::new(value))
@@ -48,7 +48,7 @@ impl Extensions {
     }
 
     /// The value of type `T`, if one is stored.
-    pub(crate) fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
+    pub fn get<T: Send + Sync + 'static>(&self) -> Option<&T> {
         self.map
             .as_ref()?
             .get(&TypeId::of::<T>())
@@ -56,7 +56,7 @@ impl Extensions {
     }
 
     /// The value of type `T`, stored as `T::default()` first when there is none.
-    pub(crate) fn get_or_default<T: Default + Clone + Send + Sync + 'static>(&mut self) -> &mut T {
+    pub fn get_or_default<T: Default + Clone + Send + Sync + 'static>(&mut self) -> &mut T {
         let value = self
             .map
             .get_or_insert_with(HashMap::new)
@@ -69,7 +69,7 @@ impl Extensions {
     }
 
     /// Takes the value of type `T` out, if one is stored.
-    pub(crate) fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
+    pub fn remove<T: Send + Sync + 'static>(&mut self) -> Option<T> {
         self.map
             .as_mut()?
             .remove(&TypeId::of::<T>())

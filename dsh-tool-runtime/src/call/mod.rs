@@ -1,8 +1,8 @@
 //! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
 //! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
 
-pub(crate) mod approval;
-pub(crate) mod client_channel;
+pub mod approval;
+pub mod client_channel;
 mod contain;
 mod context;
 mod extensions;
@@ -17,10 +17,10 @@ pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
     RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,
 };
-pub(crate) use contain::{contain, panic_message};
+pub use contain::{contain, panic_message};
 pub use context::ToolExec;
-pub(crate) use extensions::Extensions;
-pub(crate) use stages::DispatchedCall;
+pub use extensions::Extensions;
+pub use stages::DispatchedCall;
 
 /// One tool call as the model made it.
 #[derive(Debug, Clone)]
@@ -44,9 +44,9 @@ pub struct ToolCall {
     pub client: ClientChannel,
     /// What features attach to the call (a durable run's journal, a binding call's park
     /// slot), handed on to its [`ToolExec`].
-    pub(crate) extensions: Extensions,
+    pub extensions: Extensions,
     /// The span this call's span goes under; `None`: the caller's current span.
-    pub(crate) trace_parent: Option<tracing::Span>,
+    pub trace_parent: Option<tracing::Span>,
 }
 
 impl ToolCall {

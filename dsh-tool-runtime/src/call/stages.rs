@@ -109,7 +109,7 @@ enum Asked {
 }
 
 /// A call between stages.
-pub(crate) struct PreparedCall {
+pub struct PreparedCall {
     view: Arc<ToolCallView>,
     definition: Option<ToolDefinition>,
     /// `finalize_content` is captured when the call starts.
@@ -138,7 +138,7 @@ enum Stage {
 }
 
 /// A call whose body (if any) has settled, waiting to be committed.
-pub(crate) struct DispatchedCall {
+pub struct DispatchedCall {
     prepared: PreparedCall,
     result: ToolResult,
     run_post: bool,
@@ -198,7 +198,7 @@ impl Registry {
 
     /// The first stages of a call: resolve, code-mode collapse, pre-cancel check, pre-execute
     /// hooks, approval and guards.
-    pub(crate) async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
+    pub async fn prepare(&self, mut call: ToolCall) -> PreparedCall {
         let started = Instant::now();
         // Arguments too deep to clone or drop recursively are refused before anything sees them;
         // hooks and observers then read `null` (an argument failure is a final result and wins over
@@ -514,7 +514,7 @@ impl Registry {
     /// The middle stages of a call: execute wrappers around the body, normalization, deferred
     /// contexts. A started body is always awaited, never dropped (only a wrapper such as the
     /// timeout policy's grace may drop it).
-    pub(crate) async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
+    pub async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
         let stage = match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
             Stage::Dispatch => tracing::info_span!(parent: &prepared.span, "execute"),
             other => {
@@ -766,7 +766,7 @@ impl Registry {
 
     /// The last stages of a call: post-execute hooks, `finalize_content`, observers and the result
     /// event.
-    pub(crate) async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
+    pub async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
         let DispatchedCall {
             prepared,
             mut result,

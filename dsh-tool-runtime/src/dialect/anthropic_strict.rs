@@ -45,7 +45,7 @@ const UNSUPPORTED: [&str; 13] = [
 
 /// The schema in Anthropic's strict form, or why it cannot be strict (the caller sends the tool
 /// non-strict and reports the reason).
-pub(crate) fn anthropic_strict(schema: &Value) -> Result<Value, String> {
+pub fn anthropic_strict(schema: &Value) -> Result<Value, String> {
     let mut out = Dialect::OpenAiStrict
         .transform(schema)
         .map_err(|error| error.to_string())?;

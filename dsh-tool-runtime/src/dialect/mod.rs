@@ -34,7 +34,8 @@ use serde_json::{Map, Value};
 
 pub use crate::json::MAX_DIALECT_SCHEMA_DEPTH as MAX_DEPTH;
 use crate::json::MAX_DIALECT_SCHEMA_DEPTH;
-pub(crate) use anthropic_strict::anthropic_strict;
+#[doc(hidden)]
+pub use anthropic_strict::anthropic_strict;
 pub use bfcl::bfcl_to_json_schema;
 pub use error::{DialectError, DialectErrorKind};
 pub use normalize::normalize_strict_arguments;

@@ -29,30 +29,55 @@ use crate::scope::{AgentId, AgentScope, Layer, Mode};
 pub use error::RegisterError;
 pub use handle::Handle;
 pub use schemas::{DialectSchema, ToolSchema};
-pub(crate) use state::{State, read, write};
+pub use state::{State, read, write};
 
 /// The name of the code-mode transport tool, reserved in every scope.
 pub const RUN_CODE: &str = "run_code";
 
-pub(crate) struct Inner {
-    pub(crate) state: RwLock<State>,
+pub struct Inner {
+    pub state: RwLock<State>,
     next_id: AtomicU64,
-    pub(crate) events: EventSender,
+    pub events: EventSender,
     /// Whether call spans carry arguments and results (`set_span_content`).
-    pub(crate) span_content: std::sync::atomic::AtomicBool,
+    pub span_content: std::sync::atomic::AtomicBool,
+}
+
+/// What a scope in a non-native mode shows a model (its tools and the system text's sections,
+/// in order), as code mode computes it; `Err` carries code mode's refusal. Code mode sets it in
+/// the registry's [`slot`](Registry::slot) when a code runtime is set; the provider layer reads
+/// it.
+pub type ModelViewFn =
+    dyn Fn(&Registry, Option<&AgentId>) -> Result<(Vec<ToolSchema>, Vec<String>), String>
+        + Send
+        + Sync;
+
+/// The registry's [`ModelViewFn`], if code mode set one.
+#[derive(Default)]
+pub struct ModelViews(RwLock<Option<Arc<ModelViewFn>>>);
+
+impl ModelViews {
+    /// The view code mode set, if any.
+    pub fn get(&self) -> Option<Arc<ModelViewFn>> {
+        self.0.read().clone()
+    }
+
+    /// Sets the view (once per registry is enough; a later one replaces it).
+    pub fn set(&self, view: Arc<ModelViewFn>) {
+        *self.0.write() = Some(view);
+    }
 }
 
 /// The names of the live MCP servers bridged into a registry (unique per registry), kept in
 /// its [`slot`](Registry::slot): a pre-execute `Ask` names the server a tool comes from.
 #[derive(Debug, Default)]
-pub(crate) struct McpServers(pub(crate) parking_lot::Mutex<std::collections::HashSet<String>>);
+pub struct McpServers(pub parking_lot::Mutex<std::collections::HashSet<String>>);
 
 /// The tool registry: layers of tools, hooks and guards, and the pipeline that runs calls.
 ///
 /// Cheap to clone (one `Arc`); every clone is the same registry.
 #[derive(Clone)]
 pub struct Registry {
-    pub(crate) inner: Arc<Inner>,
+    pub inner: Arc<Inner>,
 }
 
 impl Default for Registry {
@@ -84,7 +109,7 @@ impl Registry {
     /// The registry's value of type `T`, made with `T::default()` on first use: where a
     /// feature (MCP servers, durable runs' settings) keeps its state, so the registry has no
     /// field of its own for it.
-    pub(crate) fn slot<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
+    pub fn slot<T: Default + Send + Sync + 'static>(&self) -> Arc<T> {
         if let Some(slot) = read(&self.inner.state).extensions.get::<Arc<T>>() {
             return Arc::clone(slot);
         }
@@ -99,11 +124,11 @@ impl Registry {
         )
     }
 
-    pub(crate) fn next_id(&self) -> u64 {
+    pub fn next_id(&self) -> u64 {
         self.inner.next_id.fetch_add(1, Ordering::Relaxed)
     }
 
-    pub(crate) fn handle(&self, agent: Option<AgentId>, id: u64) -> Handle {
+    pub fn handle(&self, agent: Option<AgentId>, id: u64) -> Handle {
         Handle {
             registry: Arc::downgrade(&self.inner),
             agent,
@@ -133,7 +158,7 @@ impl Registry {
         self.register_batch(None, definitions.into_iter().collect())
     }
 
-    pub(crate) fn register_in(
+    pub fn register_in(
         &self,
         agent: Option<&AgentId>,
         definition: ToolDefinition,
@@ -186,8 +211,7 @@ impl Registry {
     /// sees the old set or the new one, never part of each (an MCP server's re-sync). A
     /// definition that cannot be registered is skipped and comes back with its error; the
     /// others register.
-    #[cfg(feature = "mcp")]
-    pub(crate) fn replace_tools(
+    pub fn replace_tools(
         &self,
         agent: Option<&AgentId>,
         old: &[Handle],
@@ -234,7 +258,7 @@ impl Registry {
         }
     }
 
-    pub(crate) fn add<T>(
+    pub fn add<T>(
         &self,
         agent: Option<&AgentId>,
         pick: impl FnOnce(&mut Layer) -> &mut Vec<(u64, T)>,
@@ -337,7 +361,7 @@ impl Registry {
         self.inner.span_content.store(record, Ordering::Relaxed);
     }
 
-    pub(crate) fn span_content(&self) -> bool {
+    pub fn span_content(&self) -> bool {
         self.inner.span_content.load(Ordering::Relaxed)
     }
 
@@ -359,7 +383,7 @@ impl Registry {
 
     /// A queue of every event from now on, lossless up to 16,384 waiting events:
     /// what an [`EventLog`](crate::events::EventLog) writes.
-    pub(crate) fn tap_events(&self) -> Tap {
+    pub fn tap_events(&self) -> Tap {
         self.inner.events.tap()
     }
 
@@ -382,7 +406,7 @@ impl Registry {
     }
 
     /// The names `agent` may restrict: inherited ones (global and ancestors'), sorted.
-    pub(crate) fn restrictable(&self, agent: &AgentId) -> BTreeSet<String> {
+    pub fn restrictable(&self, agent: &AgentId) -> BTreeSet<String> {
         read(&self.inner.state)
             .inherited(agent)
             .keys()
@@ -392,17 +416,16 @@ impl Registry {
 
     /// Sends the event `event` builds to the event subscribers, building it only when there is
     /// one.
-    pub(crate) fn publish(&self, event: impl FnOnce() -> ToolEvent) {
+    pub fn publish(&self, event: impl FnOnce() -> ToolEvent) {
         self.inner.events.publish(event);
     }
 }
 
 /// What [`Registry::replace_tools`] did: the tools registered (name, handle) and the ones
 /// refused (name, why).
-#[cfg(feature = "mcp")]
-pub(crate) struct Replaced {
-    pub(crate) registered: Vec<(String, Handle)>,
-    pub(crate) refused: Vec<(String, RegisterError)>,
+pub struct Replaced {
+    pub registered: Vec<(String, Handle)>,
+    pub refused: Vec<(String, RegisterError)>,
 }
 
 /// Why `definition` cannot be registered anywhere: a 0 ms timeout or the reserved name.
@@ -440,7 +463,6 @@ mod tests {
 
     /// Every registry write bumps the change generation once, so one bump means no reader could
     /// have seen a state between the old tools and the new ones.
-    #[cfg(feature = "mcp")]
     #[test]
     fn replacing_tools_is_one_write_and_skips_only_what_cannot_register() {
         let registry = Registry::new();

@@ -13,26 +13,26 @@ use crate::hooks::Approver;
 use crate::scope::{AgentId, Layer, Mode};
 
 #[derive(Default)]
-pub(crate) struct State {
-    pub(crate) global: Layer,
-    pub(crate) agents: HashMap<AgentId, Layer>,
-    pub(crate) parents: HashMap<AgentId, AgentId>,
-    pub(crate) default_mode: Mode,
-    pub(crate) approver: Option<Approver>,
+pub struct State {
+    pub global: Layer,
+    pub agents: HashMap<AgentId, Layer>,
+    pub parents: HashMap<AgentId, AgentId>,
+    pub default_mode: Mode,
+    pub approver: Option<Approver>,
     /// The transport tool (`run_code`): served in non-native modes while one is mounted.
-    pub(crate) transport: Option<ToolDefinition>,
+    pub transport: Option<ToolDefinition>,
     /// Bumped on every write, so watchers (the MCP server's `list_changed`) learn of changes.
-    pub(crate) changes: Changes,
+    pub changes: Changes,
     /// What features keep per registry, one value per type: under the lock, written through
     /// [`write`] (the mounted code runtime, SDK disclosure settings), or shared handles made
     /// on first use by [`Registry::slot`](super::Registry::slot) (MCP servers, durable runs'
     /// settings).
-    pub(crate) extensions: Extensions,
+    pub extensions: Extensions,
 }
 
 impl State {
     /// The agent's chain, farthest ancestor first, the agent itself last.
-    pub(crate) fn chain(&self, agent: &AgentId) -> Vec<AgentId> {
+    pub fn chain(&self, agent: &AgentId) -> Vec<AgentId> {
         let mut chain = vec![agent.clone()];
         let mut current = agent;
         while let Some(parent) = self.parents.get(current) {
@@ -48,7 +48,7 @@ impl State {
     }
 
     /// The layers that apply to a call for `agent`: global first, then the chain.
-    pub(crate) fn layers<'a>(&'a self, agent: Option<&AgentId>) -> Vec<&'a Layer> {
+    pub fn layers<'a>(&'a self, agent: Option<&AgentId>) -> Vec<&'a Layer> {
         let mut layers = vec![&self.global];
         if let Some(agent) = agent {
             layers.extend(
@@ -61,7 +61,7 @@ impl State {
     }
 
     /// Inherited tools of `agent` (global, then ancestors; nearer shadows farther), before masks.
-    pub(crate) fn inherited(&self, agent: &AgentId) -> BTreeMap<&str, &ToolDefinition> {
+    pub fn inherited(&self, agent: &AgentId) -> BTreeMap<&str, &ToolDefinition> {
         let mut inherited: BTreeMap<&str, &ToolDefinition> = self
             .global
             .tools
@@ -96,7 +96,7 @@ impl State {
 
     /// The definition `name` resolves to for `agent`, if visible. `run_code` lives outside the
     /// layers: it resolves in non-native scopes once a transport tool is mounted.
-    pub(crate) fn resolve(&self, name: &str, agent: Option<&AgentId>) -> Option<ToolDefinition> {
+    pub fn resolve(&self, name: &str, agent: Option<&AgentId>) -> Option<ToolDefinition> {
         if name == RUN_CODE {
             return if self.mode(agent) == Mode::Native {
                 None
@@ -125,7 +125,7 @@ impl State {
     }
 
     /// Every tool visible to `agent`, sorted by name.
-    pub(crate) fn visible(&self, agent: Option<&AgentId>) -> Vec<ToolDefinition> {
+    pub fn visible(&self, agent: Option<&AgentId>) -> Vec<ToolDefinition> {
         let Some(agent) = agent else {
             return self
                 .global
@@ -151,7 +151,7 @@ impl State {
     }
 
     /// The mode in force for `agent`: nearest declaration on the chain, else the default.
-    pub(crate) fn mode(&self, agent: Option<&AgentId>) -> Mode {
+    pub fn mode(&self, agent: Option<&AgentId>) -> Mode {
         agent
             .and_then(|agent| {
                 self.chain(agent).iter().rev().find_map(|id| {
@@ -165,7 +165,7 @@ impl State {
 }
 
 /// A generation counter that wakes its receivers on every registry write.
-pub(crate) struct Changes(pub(super) tokio::sync::watch::Sender<u64>);
+pub struct Changes(pub(super) tokio::sync::watch::Sender<u64>);
 
 impl Default for Changes {
     fn default() -> Self {
@@ -175,24 +175,22 @@ impl Default for Changes {
 
 impl Changes {
     /// A receiver woken after each later write.
-    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
-    pub(crate) fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
+    pub fn subscribe(&self) -> tokio::sync::watch::Receiver<u64> {
         self.0.subscribe()
     }
 
     /// The current generation: it differs after any write.
-    #[cfg_attr(not(feature = "mcp-server"), allow(dead_code))]
-    pub(crate) fn generation(&self) -> u64 {
+    pub fn generation(&self) -> u64 {
         *self.0.borrow()
     }
 }
 
-pub(crate) fn read(lock: &RwLock<State>) -> RwLockReadGuard<'_, State> {
+pub fn read(lock: &RwLock<State>) -> RwLockReadGuard<'_, State> {
     lock.read()
 }
 
 /// Takes the write lock and bumps the change generation.
-pub(crate) fn write(lock: &RwLock<State>) -> RwLockWriteGuard<'_, State> {
+pub fn write(lock: &RwLock<State>) -> RwLockWriteGuard<'_, State> {
     let state = lock.write();
     // Receivers read the state through the lock, so they see this write once it is released.
     state

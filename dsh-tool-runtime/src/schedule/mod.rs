@@ -84,7 +84,7 @@ impl Registry {
 }
 
 /// Where a schedule's committed results go, in submission order.
-pub(crate) trait Sink: Send + 'static {
+pub trait Sink: Send + 'static {
     /// What the caller attaches to each call (e.g. the channel that answers a program).
     type Ticket: Send + 'static;
 
@@ -97,7 +97,7 @@ pub(crate) trait Sink: Send + 'static {
 
 /// What a stopped schedule does with the calls it has not started.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unstarted {
+pub enum Unstarted {
     /// Each still enters the pipeline with a cancelled signal, so it ends as
     /// `ABORTED_BEFORE_DISPATCH` without running any hook, guard, wrapper or body, and its result
     /// still reaches `finalize_content`, observers, subscribers and the sink (a batch: every call
@@ -111,7 +111,7 @@ pub(crate) enum Unstarted {
 type Submission<T> = (ToolCall, T);
 
 /// One schedule: its calls, their source, and where their results go.
-pub(crate) struct Schedule<S: Sink> {
+pub struct Schedule<S: Sink> {
     registry: Registry,
     max_parallel: usize,
     signal: CancellationToken,
@@ -123,7 +123,7 @@ pub(crate) struct Schedule<S: Sink> {
 
 impl<S: Sink> Schedule<S> {
     /// A schedule of `max_parallel` (0 is treated as 1) that stops when `signal` fires.
-    pub(crate) fn new(
+    pub fn new(
         registry: Registry,
         max_parallel: usize,
         signal: CancellationToken,
@@ -142,13 +142,12 @@ impl<S: Sink> Schedule<S> {
     }
 
     /// Queues a call known up front.
-    pub(crate) fn push(&mut self, call: ToolCall, ticket: S::Ticket) {
+    pub fn push(&mut self, call: ToolCall, ticket: S::Ticket) {
         self.queue.push_back((call, ticket));
     }
 
     /// Also takes calls from `submissions` until the schedule stops or every sender is gone.
-    #[cfg_attr(not(feature = "code-mode"), allow(dead_code))]
-    pub(crate) fn submissions(
+    pub fn submissions(
         mut self,
         submissions: mpsc::UnboundedReceiver<Submission<S::Ticket>>,
     ) -> Self {
@@ -160,7 +159,7 @@ impl<S: Sink> Schedule<S> {
     /// committed. Dropping the returned future abandons the schedule (see the module docs).
     ///
     /// `None` only when that task could not finish (the runtime is shutting down).
-    pub(crate) async fn run(self) -> Option<S> {
+    pub async fn run(self) -> Option<S> {
         let abandoned = CancellationToken::new();
         let _abandon_on_drop = abandoned.clone().drop_guard();
         let task = tokio::spawn(self.drive(abandoned, Running::Spawned(JoinSet::new())));
@@ -177,11 +176,7 @@ impl<S: Sink> Schedule<S> {
     /// docs); it stops like [`run`](Self::run) when `abandoned` is cancelled. It must be polled
     /// in a tokio runtime's context (tools use its timers), and to its end or on a task: its
     /// pending calls are tasks it owns.
-    #[cfg_attr(
-        not(any(feature = "embedded-js", feature = "embedded-python")),
-        allow(dead_code)
-    )]
-    pub(crate) async fn run_in_place(self, abandoned: CancellationToken) -> S {
+    pub async fn run_in_place(self, abandoned: CancellationToken) -> S {
         let running = Running::InPlace {
             finished: VecDeque::new(),
             pending: JoinSet::new(),

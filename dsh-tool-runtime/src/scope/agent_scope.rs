@@ -21,7 +21,7 @@ pub struct AgentScope {
 }
 
 impl AgentScope {
-    pub(crate) fn new(registry: Registry, id: AgentId) -> Self {
+    pub fn new(registry: Registry, id: AgentId) -> Self {
         AgentScope { registry, id }
     }
 

@@ -23,13 +23,13 @@ impl Filter {
         Filter::Deny(names.into_iter().map(Into::into).collect())
     }
 
-    pub(crate) fn names(&self) -> &BTreeSet<String> {
+    pub fn names(&self) -> &BTreeSet<String> {
         match self {
             Filter::Allow(names) | Filter::Deny(names) => names,
         }
     }
 
-    pub(crate) fn admits(&self, name: &str) -> bool {
+    pub fn admits(&self, name: &str) -> bool {
         match self {
             Filter::Allow(names) => names.contains(name),
             Filter::Deny(names) => !names.contains(name),

@@ -8,19 +8,19 @@ use crate::guards::Guard;
 use crate::hooks::{ExecuteWrapper, PostExecuteHook, PreExecuteHook, ResultObserver};
 
 #[derive(Default)]
-pub(crate) struct Layer {
-    pub(crate) tools: BTreeMap<String, (u64, ToolDefinition)>,
-    pub(crate) restrictions: Vec<(u64, Filter)>,
-    pub(crate) guards: Vec<(u64, Guard)>,
-    pub(crate) pre: Vec<(u64, PreExecuteHook)>,
-    pub(crate) wrappers: Vec<(u64, ExecuteWrapper)>,
-    pub(crate) post: Vec<(u64, PostExecuteHook)>,
-    pub(crate) observers: Vec<(u64, ResultObserver)>,
-    pub(crate) mode: Option<(u64, Mode)>,
+pub struct Layer {
+    pub tools: BTreeMap<String, (u64, ToolDefinition)>,
+    pub restrictions: Vec<(u64, Filter)>,
+    pub guards: Vec<(u64, Guard)>,
+    pub pre: Vec<(u64, PreExecuteHook)>,
+    pub wrappers: Vec<(u64, ExecuteWrapper)>,
+    pub post: Vec<(u64, PostExecuteHook)>,
+    pub observers: Vec<(u64, ResultObserver)>,
+    pub mode: Option<(u64, Mode)>,
 }
 
 impl Layer {
-    pub(crate) fn remove(&mut self, id: u64) -> bool {
+    pub fn remove(&mut self, id: u64) -> bool {
         let before = self.len();
         self.tools.retain(|_, (entry, _)| *entry != id);
         self.restrictions.retain(|(entry, _)| *entry != id);

@@ -13,5 +13,5 @@ mod mode;
 pub use agent_id::AgentId;
 pub use agent_scope::AgentScope;
 pub use filter::Filter;
-pub(crate) use layers::Layer;
+pub use layers::Layer;
 pub use mode::Mode;

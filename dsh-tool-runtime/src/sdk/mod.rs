@@ -55,8 +55,8 @@ mod text;
 mod typescript;
 
 /// Python's hard keywords, shared with the code runtime's identifier rules.
-#[cfg(feature = "code-mode")]
-pub(crate) use python::KEYWORDS as PYTHON_KEYWORDS;
+#[doc(hidden)]
+pub use python::KEYWORDS as PYTHON_KEYWORDS;
 
 use std::path::Path;
 
@@ -99,7 +99,6 @@ impl ToolSpec {
 
 /// Target language of a generated SDK.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Hash)]
-#[non_exhaustive]
 pub enum Language {
     /// TypeScript, checked with `tsc --strict` (TypeScript 5).
     TypeScript,

@@ -22,7 +22,7 @@ use super::text::{NameAllocator, is_ascii_identifier, pascal_case, quoted};
 /// Python's hard keywords (Python 3.10 reference §2.3.1, `keyword.kwlist`) and `__debug__`,
 /// which cannot be assigned either. Soft keywords (`match`, `case`, `_`, `type`) are ordinary
 /// names where we use them.
-pub(crate) const KEYWORDS: &[&str] = &[
+pub const KEYWORDS: &[&str] = &[
     "False",
     "None",
     "True",

@@ -63,10 +63,6 @@
 //! other requests are spans of the connection, under whatever span is current when rmcp writes
 //! them.
 
-#[cfg(any(feature = "mcp", feature = "mcp-server"))]
-pub(crate) mod mcp;
-#[cfg(feature = "mcp-server")]
-pub(crate) mod traced;
 
 use std::sync::OnceLock;
 
@@ -85,7 +81,8 @@ use crate::scope::Mode;
 pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
 
 /// `error.type` of a failure that carries no code, as the conventions name the fallback.
-pub(crate) const OTHER_ERROR: &str = "_OTHER";
+#[doc(hidden)]
+pub const OTHER_ERROR: &str = "_OTHER";
 
 /// Carries a span's trace context across a process boundary as W3C Trace Context entries
 /// (`traceparent`, `tracestate`). The runtime has no OpenTelemetry dependency: a host that
@@ -108,13 +105,13 @@ pub fn set_propagator(propagator: impl Propagator) -> bool {
 }
 
 /// The installed propagator, if any.
-#[cfg_attr(not(any(feature = "mcp", feature = "mcp-server")), allow(dead_code))]
-pub(crate) fn propagator() -> Option<&'static dyn Propagator> {
+pub fn propagator() -> Option<&'static dyn Propagator> {
     PROPAGATOR.get().map(|boxed| &**boxed)
 }
 
 /// The span of one call, its parent given or (for `None`) the caller's current span.
-pub(crate) fn call_span(
+#[doc(hidden)]
+pub fn call_span(
     view: &ToolCallView,
     description: Option<&str>,
     mode: Mode,
@@ -173,7 +170,8 @@ pub(crate) fn call_span(
 }
 
 /// Records how the call ended on its span.
-pub(crate) fn record_result(span: &Span, result: &ToolResult, content: bool) {
+#[doc(hidden)]
+pub fn record_result(span: &Span, result: &ToolResult, content: bool) {
     if span.is_disabled() {
         return;
     }
@@ -203,8 +201,8 @@ pub(crate) fn record_result(span: &Span, result: &ToolResult, content: bool) {
 
 /// A binding call of a durable run answered from its journal: a span of its own, marked
 /// replayed, under the run's span.
-#[cfg(feature = "code-mode")]
-pub(crate) fn replayed_call(
+#[doc(hidden)]
+pub fn replayed_call(
     parent: &Span,
     name: &str,
     call_id: &str,

@@ -28,6 +28,7 @@ use crate::secret_file::read_private_file;
 use crate::secret_file::read_restate_secret;
 use crate::sources::mount_runtime;
 use crate::terminal::{escaped, pretty};
+use dsh_tools::prelude::*;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
 pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {

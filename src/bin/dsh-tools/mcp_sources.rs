@@ -27,6 +27,7 @@ use tracing::field::{Field, Visit};
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 use crate::args::Sources;
+use dsh_tools::prelude::*;
 
 /// Lines of a failing server's stderr quoted in its error.
 const STDERR_TAIL: usize = 5;
@@ -555,7 +556,7 @@ impl Visit for StderrLine {
 
 impl<S: tracing::Subscriber> Layer<S> for StderrTails {
     fn on_event(&self, event: &tracing::Event<'_>, _context: Context<'_, S>) {
-        if event.metadata().target() != "dsh_tool_runtime::mcp" {
+        if event.metadata().target() != "dsh_tool_mcp::mcp" {
             return;
         }
         let mut line = StderrLine::default();
@@ -578,7 +579,7 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
     }
 }
 
-/// Prints each warning or error of the MCP server (`dsh_tool_runtime::mcp_server`) as one
+/// Prints each warning or error of the MCP server (`dsh_tool_mcp::mcp_server`) as one
 /// line on stderr: `dsh-tools: warning: MESSAGE (FIELD=VALUE, …)`.
 struct ServerWarnings;
 
@@ -611,7 +612,7 @@ impl<S: tracing::Subscriber> Layer<S> for ServerWarnings {
         if *metadata.level() > tracing::Level::WARN
             || !metadata
                 .target()
-                .starts_with("dsh_tool_runtime::mcp_server")
+                .starts_with("dsh_tool_mcp::mcp_server")
         {
             return;
         }

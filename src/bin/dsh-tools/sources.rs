@@ -10,6 +10,7 @@ use dsh_tools::sdk::Language;
 
 use crate::args::{Budgets, Builtin, RuntimeKind, Sources};
 use crate::toolset;
+use dsh_tools::prelude::*;
 
 /// The registry of one command and the MCP servers bridged into it.
 pub struct Loaded {

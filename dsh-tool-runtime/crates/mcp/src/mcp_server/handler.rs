@@ -1,0 +1,789 @@
+//! The rmcp `ServerHandler` over a registry scope.
+
+#![allow(deprecated)] // rmcp marks logging deprecated for the 2026 protocol; 2025-era clients use it
+
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use futures::future::BoxFuture;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
+    ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
+    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
+    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
+};
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use serde_json::Value;
+use tokio::sync::broadcast::error::RecvError;
+use tokio::sync::mpsc;
+use tokio_util::sync::CancellationToken;
+
+use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
+use super::durable;
+use super::listing::Listing;
+use super::results::{mcp_result, progress_of};
+use super::rounds::{Asked, RoundCall, Rounds, Turn};
+use super::tasks::{self, Tasks, task_outcome};
+use super::{McpServeError, McpServeOptions};
+use crate::call::{ClientChannel, ToolCall};
+use crate::code_mode::CodeModeError;
+use crate::durable::Principal;
+use crate::events::ToolEvent;
+use crate::registry::{Registry, read};
+use crate::result::ToolResult;
+use crate::scope::AgentId;
+use crate::telemetry as telemetry;
+
+/// Sends one list-changed notification; `false` once the client is gone.
+type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
+
+/// One MCP session over a registry scope. Dropping it stops its `list_changed` watcher.
+pub(crate) struct McpHandler {
+    pub(super) registry: Registry,
+    pub(super) scope: Option<AgentId>,
+    options: Arc<McpServeOptions>,
+    /// The server's tasks, shared by every session: a task outlives the session that started it.
+    pub(super) tasks: Tasks,
+    /// Shared by every session of one server, so call ids never repeat across sessions.
+    calls: Arc<AtomicU64>,
+    /// The level this session's client set with `logging/setLevel`.
+    log_level: SessionLogLevel,
+    /// Calls waiting for a 2026-07-28 client's answers, shared by every session of one server
+    /// (a stateless client's retry may arrive on any).
+    rounds: Arc<Rounds>,
+    /// The scope's listing and the registry generation it was made at, shared by every
+    /// session: rmcp asks for the `instructions` (`get_info`) and, at 2026-07-28, the called
+    /// tool's schema (`get_tool`, for the `Mcp-Param-*` headers) on every request, and making
+    /// the listing converts every tool's schema.
+    listing: Arc<parking_lot::Mutex<Option<CachedListing>>>,
+    /// Where `run_code` runs and its tasks are resolved, when on Restate.
+    #[cfg(feature = "restate")]
+    restate: Option<super::restate::Restate>,
+    /// The issuers of continuations this server takes: its own name first, then its peers.
+    issuers: Arc<Vec<String>>,
+    stop: CancellationToken,
+}
+
+/// The scope's listing at one registry generation.
+type CachedListing = (u64, Arc<Listing>);
+
+/// A scope's listing, made again only after the registry changed: every request and every
+/// `list_changed` watcher of a server reads the one copy.
+struct Listings {
+    registry: Registry,
+    scope: Option<AgentId>,
+    cached: Arc<parking_lot::Mutex<Option<CachedListing>>>,
+}
+
+impl Listings {
+    /// The listing at the registry's current generation. It is made outside the lock, so a
+    /// request never waits for another's; the generation is read first, so a listing made
+    /// across a change is made again on the next read.
+    fn get(&self) -> Result<Arc<Listing>, CodeModeError> {
+        let generation = read(&self.registry.inner.state).changes.generation();
+        if let Some((at, listing)) = &*self.cached.lock()
+            && *at == generation
+        {
+            return Ok(Arc::clone(listing));
+        }
+        let listing = Arc::new(Listing::of(&self.registry, self.scope.as_ref())?);
+        *self.cached.lock() = Some((generation, Arc::clone(&listing)));
+        Ok(listing)
+    }
+}
+
+impl Drop for McpHandler {
+    fn drop(&mut self) {
+        self.stop.cancel();
+    }
+}
+
+impl McpHandler {
+    /// The first session of a server.
+    ///
+    /// # Errors
+    /// [`McpServeError::InvalidRestate`] when the Restate settings cannot be used.
+    pub(crate) fn new(
+        registry: Registry,
+        scope: Option<AgentId>,
+        options: McpServeOptions,
+    ) -> Result<Self, McpServeError> {
+        #[cfg(feature = "restate")]
+        let restate = match &options.restate {
+            Some(_) if options.journal.is_some() => {
+                return Err(McpServeError::InvalidRestate(
+                    "a journal and Restate both make run_code durable: choose one".to_owned(),
+                ));
+            }
+            Some(urls) => Some(
+                super::restate::Restate::new(urls.clone(), options.tasks.poll_interval)
+                    .map_err(McpServeError::InvalidRestate)?,
+            ),
+            None => None,
+        };
+        let name = options
+            .journal_name
+            .clone()
+            .or_else(super::rounds::random_handle)
+            .ok_or_else(|| {
+                McpServeError::Transport("no random bytes for the server's name".to_owned())
+            })?;
+        let issuers = std::iter::once(name)
+            .chain(options.journal_peers.iter().cloned())
+            .collect();
+        Ok(McpHandler {
+            registry,
+            scope,
+            issuers: Arc::new(issuers),
+            tasks: Tasks::new(options.tasks.clone()),
+            options: Arc::new(options),
+            calls: Arc::new(AtomicU64::new(1)),
+            rounds: Arc::default(),
+            listing: Arc::default(),
+            log_level: SessionLogLevel::default(),
+            #[cfg(feature = "restate")]
+            restate,
+            stop: CancellationToken::new(),
+        })
+    }
+
+    /// Another session of the same server (streamable HTTP makes one per client).
+    pub(crate) fn session(&self) -> Self {
+        McpHandler {
+            registry: self.registry.clone(),
+            scope: self.scope.clone(),
+            options: self.options.clone(),
+            calls: self.calls.clone(),
+            tasks: self.tasks.clone(),
+            rounds: self.rounds.clone(),
+            listing: self.listing.clone(),
+            log_level: SessionLogLevel::default(),
+            #[cfg(feature = "restate")]
+            restate: self.restate.clone(),
+            issuers: self.issuers.clone(),
+            stop: CancellationToken::new(),
+        }
+    }
+
+    /// Who sends the request through `context`, and whether that is a person of their own: the
+    /// subject of its OAuth access token (`true`: the HTTP gate put it there), else its MCP
+    /// session (`Mcp-Session-Id`: one this server issued and still has, since the HTTP face
+    /// answers 404 to a request naming any other), or — a request without a session (stdio, a
+    /// 2026-07-28 stateless request) — the clients holding this server's credentials.
+    fn principal(&self, context: &RequestContext<RoleServer>) -> (Principal, bool) {
+        let parts = context.extensions.get::<::http::request::Parts>();
+        if let Some(subject) = parts.and_then(|parts| parts.extensions.get::<Principal>()) {
+            return (subject.clone(), true);
+        }
+        let session = parts
+            .and_then(|parts| parts.headers.get("mcp-session-id"))
+            .and_then(|value| value.to_str().ok());
+        (Principal::mcp_session(session.unwrap_or("")), false)
+    }
+
+    /// Who answers a parked run through `context`, for this server: its
+    /// [`principal`](Self::principal).
+    fn answerer(&self, context: &RequestContext<RoleServer>) -> durable::Answerer<'_> {
+        durable::Answerer {
+            principal: self.principal(context).0,
+            name: &self.issuers[0],
+            issuers: &self.issuers,
+        }
+    }
+
+    /// The server's tasks as the sender of the request through `context` sees them: its share,
+    /// and under OAuth only its own.
+    pub(super) fn tasks_of(&self, context: &RequestContext<RoleServer>) -> Tasks {
+        let (principal, owns) = self.principal(context);
+        self.tasks.of(principal, owns)
+    }
+
+    /// The owner a task started through `context` gets, when tasks have owners (an OAuth
+    /// subject): a task id on Restate is tagged for it.
+    #[cfg(feature = "restate")]
+    fn task_owner(&self, context: &RequestContext<RoleServer>) -> Option<Principal> {
+        let (principal, owns) = self.principal(context);
+        owns.then_some(principal)
+    }
+
+    /// The Restate that resolves the task `id`, when it is an invocation of a server on
+    /// Restate.
+    #[cfg(feature = "restate")]
+    fn restate_task(&self, id: &str) -> Option<&super::restate::Restate> {
+        self.restate
+            .as_ref()
+            .filter(|_| super::restate::Restate::owns(id))
+    }
+
+    pub(crate) async fn serve_stdio(self) -> Result<(), McpServeError> {
+        // The client is gone once stdin ends: the open `subscriptions/listen` streams stop then.
+        let ended = self.stop.clone();
+        let running = crate::traced::Traced::new(self, telemetry::PIPE)
+            .serve(super::stdio::transport(ended))
+            .await
+            .map_err(|error| McpServeError::Handshake(error.to_string()))?;
+        running
+            .waiting()
+            .await
+            .map_err(|error| McpServeError::Transport(error.to_string()))?;
+        Ok(())
+    }
+
+    /// The server `instructions` (the code-only rule in code mode).
+    fn instructions(&self) -> Option<String> {
+        self.listing().ok()?.instructions.clone()
+    }
+
+    /// Watches the registry until `stop` fires or `notify` fails, calling `notify` whenever the
+    /// scope's listing changes.
+    fn list_changes(
+        &self,
+        stop: CancellationToken,
+    ) -> impl FnOnce(Notify) -> BoxFuture<'static, ()> {
+        let listings = self.listings();
+        move |notify| {
+            let mut changes = read(&listings.registry.inner.state).changes.subscribe();
+            let mut last = listings.get().ok();
+            Box::pin(async move {
+                loop {
+                    tokio::select! {
+                        _ = stop.cancelled() => return,
+                        changed = changes.changed() => if changed.is_err() { return },
+                    }
+                    let now = listings.get().ok();
+                    if now != last {
+                        last = now;
+                        if !notify().await {
+                            return;
+                        }
+                    }
+                }
+            })
+        }
+    }
+
+    /// The scope's listing, made again only after the registry changed.
+    fn listing(&self) -> Result<Arc<Listing>, ErrorData> {
+        self.listings()
+            .get()
+            .map_err(|error| ErrorData::internal_error(error.to_string(), None))
+    }
+
+    /// The server's cache of the scope's listing, for a task that outlives this session.
+    fn listings(&self) -> Listings {
+        Listings {
+            registry: self.registry.clone(),
+            scope: self.scope.clone(),
+            cached: Arc::clone(&self.listing),
+        }
+    }
+
+    fn answer(&self, name: &str, turn: Turn) -> CallToolResponse {
+        match turn {
+            Turn::Done(result) => self.mcp_result(name, &result).into(),
+            Turn::Input(input) => input.into(),
+        }
+    }
+
+    fn answer_parked(&self, name: &str, parked: durable::Parked) -> CallToolResponse {
+        match parked {
+            durable::Parked::Done(result) => self.mcp_result(name, &result).into(),
+            durable::Parked::Input(input) => input.into(),
+        }
+    }
+
+    fn mcp_result(&self, name: &str, result: &ToolResult) -> CallToolResult {
+        mcp_result(&self.registry, self.scope.as_ref(), name, result)
+    }
+
+    /// Makes the running `call`, whose requests the client has answered, a task: the answer
+    /// is the task; its later requests wait in the task (SEP-2663's rounds-then-task
+    /// composition).
+    fn escalate(&self, tasks: &Tasks, name: &str, call: RoundCall) -> CallToolResponse {
+        let (result, asks, signal) = call.into_task();
+        let registry = self.registry.clone();
+        let scope = self.scope.clone();
+        let name = name.to_owned();
+        let started = tasks.spawn(signal, Some(asks), move |_| async move {
+            let result = result.await.unwrap_or_else(|error| {
+                ToolResult::failure(crate::result::ToolFailure::plain(format!(
+                    "the call's task failed: {error}"
+                )))
+            });
+            task_outcome(&registry, scope.as_ref(), &name, &result)
+        });
+        match started {
+            Ok(task) => CallToolResponse::Task(task),
+            Err(message) => CallToolResult::error(vec![McpContent::text(message)]).into(),
+        }
+    }
+
+    /// `tools/call`, inside its span.
+    async fn serve_call(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let name = request.name.to_string();
+        // A 2026-07-28 client's retry of a call that waited for its answers.
+        if let Some(state) = request.request_state.as_deref() {
+            if let (true, Some(journal)) = (durable::is_continuation(state), &self.options.journal)
+            {
+                // A continuation answers the `run_code` call that parked; under another name the
+                // retry is not the call the person was shown.
+                if name != crate::registry::RUN_CODE {
+                    return Err(ErrorData::invalid_params(
+                        format!(
+                            "the requestState continues a parked `{}` run; retry that call, \
+                             not \"{name}\"",
+                            crate::registry::RUN_CODE
+                        ),
+                        None,
+                    ));
+                }
+                let responses = request.input_responses.unwrap_or_default();
+                let client = ClientChannel::new(Arc::new(McpClientPeer {
+                    peer: context.peer.clone(),
+                    level: LogFloor::Request(context.meta.log_level().map(log_level)),
+                    capabilities: context.client_capabilities(),
+                    rounds: None,
+                    missing: Arc::default(),
+                }));
+                let answerer = self.answerer(&context);
+                let parked = durable::resume_modern(
+                    &self.registry,
+                    &journal.0,
+                    &client,
+                    &answerer,
+                    state,
+                    responses,
+                )
+                .await
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
+                return Ok(self.answer_parked(&name, parked));
+            }
+            let arguments = Value::Object(request.arguments.unwrap_or_default());
+            let retry = Asked::new(self.principal(&context).0, &name, &arguments);
+            let call = self
+                .rounds
+                .resume(state, &retry, request.input_responses.unwrap_or_default())
+                .map_err(|message| ErrorData::invalid_params(message, None))?;
+            if call.ready_for_task() {
+                return Ok(self.escalate(&self.tasks_of(&context), &name, call));
+            }
+            let missing = Arc::clone(&call.missing);
+            let turn = self.rounds.drive(call, context.ct.clone()).await;
+            if let Turn::Done(result) = &turn {
+                missing_capability(result, &missing)?;
+            }
+            return Ok(self.answer(&name, turn));
+        }
+        // An unknown tool is a protocol error (MCP 2025-06-18 on, "Error Handling": unknown
+        // tools are -32602), not a tool result.
+        let Some(definition) = self.registry.get(&name, self.scope.as_ref()) else {
+            return Err(ErrorData::invalid_params(
+                format!("Unknown tool: {name}"),
+                Some(serde_json::json!({ "name": name })),
+            ));
+        };
+        let tasks_declared = context
+            .client_capabilities()
+            .is_some_and(|capabilities| capabilities.supports_tasks());
+        if definition.requires_task() && !tasks_declared {
+            return Err(ErrorData::missing_required_client_capability(
+                ClientCapabilities::builder().enable_tasks().build(),
+            ));
+        }
+        let n = self.calls.fetch_add(1, Ordering::Relaxed);
+        let arguments = Value::Object(request.arguments.unwrap_or_default());
+        // A task's call outlives this request: it runs with a signal of its own
+        // (`tasks/cancel`), and its requests for its client wait in the task.
+        let task = tasks::runs_as_task(&self.registry, self.scope.as_ref(), &name, &context);
+        #[cfg(feature = "restate")]
+        if let Some(restate) = &self.restate
+            && name == crate::registry::RUN_CODE
+            && self.registry.get(&name, self.scope.as_ref()).is_some()
+        {
+            return Ok(if task {
+                match restate
+                    .start(&arguments, self.task_owner(&context).as_ref())
+                    .await
+                {
+                    Ok(id) => super::restate::created(id, self.options.tasks.poll_interval).into(),
+                    Err(message) => CallToolResult::error(vec![McpContent::text(format!(
+                        "Error: run_code on Restate: {message}"
+                    ))])
+                    .into(),
+                }
+            } else {
+                restate.call(&arguments, &context.ct).await.into()
+            });
+        }
+        // 2026-07-28 forbids requests to the client during a call: they become rounds, or in
+        // a task the task's `input_required` state.
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        let (rounds, asks) = if modern {
+            let (sender, receiver) = mpsc::channel(16);
+            (Some(sender), Some(receiver))
+        } else {
+            (None, None)
+        };
+        // What a round's retry must match: made only for calls that can have rounds.
+        let asked = modern.then(|| Asked::new(self.principal(&context).0, &name, &arguments));
+        let missing = Arc::default();
+        let level = if modern {
+            LogFloor::Request(context.meta.log_level().map(log_level))
+        } else {
+            LogFloor::Session(self.log_level.clone())
+        };
+        let client = ClientChannel::new(Arc::new(McpClientPeer {
+            peer: context.peer.clone(),
+            level,
+            capabilities: context.client_capabilities(),
+            rounds,
+            missing: Arc::clone(&missing),
+        }));
+        let mut call =
+            ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
+        // Under this request's span, also when the call runs on a task of its own.
+        call.trace_parent = Some(tracing::Span::current());
+        if let Some(agent) = &self.scope {
+            call = call.with_agent(agent.clone());
+        }
+        // A call that asks for its input before its task exists runs in rounds first.
+        let input_first = task && modern && definition.input_before_task();
+        if task && !input_first {
+            let signal = CancellationToken::new();
+            return Ok(tasks::start_task(
+                &self.tasks_of(&context),
+                &self.registry,
+                self.scope.clone(),
+                call.with_signal(signal.clone()),
+                signal,
+                asks,
+            ));
+        }
+        let (call, durable_id) = match &self.options.journal {
+            Some(journal) => durable::make_durable(&journal.0, call),
+            None => (call, None),
+        };
+        let journaled = self.options.journal.clone().zip(durable_id);
+        let registry = self.registry.clone();
+        let token = context.meta.get_progress_token();
+        let peer = context.peer.clone();
+        let run = move |call: ToolCall| async move {
+            match token {
+                Some(token) => execute_with_progress(registry, call, token, peer).await,
+                None => registry.execute(call).await,
+            }
+        };
+        let (Some(asks), Some(asked)) = (asks, asked) else {
+            // rmcp cancels `context.ct` when the client sends `notifications/cancelled` for
+            // this request; the pipeline then settles the call as cancelled.
+            let mut result = run(call.with_signal(context.ct.clone())).await;
+            if let Some((journal, id)) = &journaled {
+                result =
+                    durable::settle_legacy(&self.registry, &journal.0, &client, id, result).await;
+            }
+            return Ok(self.mcp_result(&name, &result).into());
+        };
+        // The call outlives this request when it waits for its client, so it has a signal
+        // and a task of its own.
+        let signal = CancellationToken::new();
+        let call = RoundCall::spawn(
+            run(call.with_signal(signal.clone())),
+            asked,
+            asks,
+            signal,
+            Arc::clone(&missing),
+        )
+        .escalating(input_first);
+        let turn = self.rounds.drive(call, context.ct.clone()).await;
+        if let Turn::Done(result) = &turn {
+            missing_capability(result, &missing)?;
+        }
+        match (turn, journaled) {
+            (Turn::Done(result), Some((journal, id))) => {
+                let answerer = self.answerer(&context);
+                let parked = durable::answer_modern(
+                    &self.registry,
+                    &journal.0,
+                    &client,
+                    &answerer,
+                    &id,
+                    result,
+                )
+                .await;
+                Ok(self.answer_parked(&name, parked))
+            }
+            (turn, _) => Ok(self.answer(&name, turn)),
+        }
+    }
+}
+
+/// A 2026-07-28 call that failed after needing a capability its client did not declare is
+/// answered with the protocol's `MissingRequiredClientCapabilityError` (-32021, HTTP 400), whose
+/// `requiredCapabilities` name it (SEP-2575 "Missing Required Capabilities").
+fn missing_capability(
+    result: &ToolResult,
+    missing: &parking_lot::Mutex<Option<&'static str>>,
+) -> Result<(), ErrorData> {
+    let Some(capability) = *missing.lock() else {
+        return Ok(());
+    };
+    if !result.is_error() {
+        return Ok(());
+    }
+    let builder = ClientCapabilities::builder();
+    let required = match capability {
+        "sampling" => builder.enable_sampling().build(),
+        "elicitation" => builder.enable_elicitation().build(),
+        "roots" => builder.enable_roots().build(),
+        _ => return Ok(()),
+    };
+    Err(ErrorData::missing_required_client_capability(required))
+}
+
+/// Runs one call, forwarding its progress to `token` until it settles. Events published
+/// before the result are all sent before it, so the client sees them in order.
+async fn execute_with_progress(
+    registry: Registry,
+    call: ToolCall,
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+) -> ToolResult {
+    let call_id = call.call_id.clone();
+    let mut events = registry.subscribe();
+    let execution = registry.execute(call);
+    tokio::pin!(execution);
+    let mut sent = 0u64;
+    let result = loop {
+        tokio::select! {
+            biased;
+            result = &mut execution => break result,
+            event = events.recv() => match event {
+                Ok(event) => forward(&event, &call_id, &token, &peer, &mut sent).await,
+                Err(RecvError::Lagged(_)) => {}
+                Err(RecvError::Closed) => break execution.await,
+            },
+        }
+    };
+    while let Ok(event) = events.try_recv() {
+        forward(&event, &call_id, &token, &peer, &mut sent).await;
+    }
+    result
+}
+
+/// Sends one progress notification for `event` when it belongs to the call `call_id`.
+async fn forward(
+    event: &ToolEvent,
+    call_id: &str,
+    token: &ProgressToken,
+    peer: &Peer<RoleServer>,
+    sent: &mut u64,
+) {
+    let Some((progress, total, message)) = progress_of(event, call_id) else {
+        return;
+    };
+    *sent += 1;
+    let mut params =
+        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
+    if let Some(total) = total {
+        params = params.with_total(total);
+    }
+    if let Some(message) = message {
+        params = params.with_message(message);
+    }
+    // A client that went away cannot be told; the call still settles and answers.
+    let _ = peer.notify_progress(params).await;
+}
+
+impl ServerHandler for McpHandler {
+    fn get_info(&self) -> ServerConfig {
+        let capabilities = ServerCapabilities::builder()
+            .enable_tools()
+            .enable_tool_list_changed()
+            .enable_logging()
+            .enable_tasks()
+            .build();
+        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
+            self.options.server_name.clone(),
+            env!("CARGO_PKG_VERSION"),
+        ));
+        match self.instructions() {
+            Some(instructions) => info.with_instructions(instructions),
+            None => info,
+        }
+    }
+
+    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let peer = context.peer;
+        let changes = self.list_changes(self.stop.clone());
+        tokio::spawn(changes(Box::new(move || {
+            let peer = peer.clone();
+            Box::pin(async move { peer.notify_tool_list_changed().await.is_ok() })
+        })));
+    }
+
+    /// 2026-07-28 clients hear of list changes only on a `subscriptions/listen` stream.
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        let mut accepted = SubscriptionFilter::new();
+        accepted.tools_list_changed = requested.tools_list_changed;
+        Some(accepted)
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        if context.accepted().tools_list_changed != Some(true) {
+            context.cancelled().await;
+            return Ok(());
+        }
+        let stop = self.stop.child_token();
+        let changes = self.list_changes(stop.clone());
+        let sink = context.sink().clone();
+        tokio::select! {
+            () = changes(Box::new(move || {
+                let sink = sink.clone();
+                Box::pin(async move { sink.notify_tool_list_changed().await.is_ok() })
+            })) => {}
+            () = context.cancelled() => stop.cancel(),
+        }
+        Ok(())
+    }
+
+    /// The tool `name` as listed: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
+    /// against its `x-mcp-header` properties (SEP-2243).
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.listing()
+            .ok()?
+            .tools
+            .iter()
+            .find(|tool| tool.name == name)
+            .cloned()
+    }
+
+    async fn list_tools(
+        &self,
+        request: Option<PaginatedRequestParams>,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<ListToolsResult, ErrorData> {
+        let listing = self.listing()?;
+        let tools = &listing.tools;
+        let start = match request.and_then(|request| request.cursor) {
+            None => 0,
+            Some(cursor) => cursor
+                .parse::<usize>()
+                .ok()
+                .filter(|start| *start < tools.len())
+                .ok_or_else(|| {
+                    ErrorData::invalid_params(
+                        format!("unknown tools/list cursor \"{cursor}\""),
+                        None,
+                    )
+                })?,
+        };
+        let end = (start + self.options.page_size).min(tools.len());
+        let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
+        if end < tools.len() {
+            page.next_cursor = Some(end.to_string());
+        }
+        Ok(page)
+    }
+
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        _context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        *self.log_level.lock() = Some(log_level(request.level));
+        Ok(())
+    }
+
+    async fn get_task(
+        &self,
+        request: GetTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetTaskResult, ErrorData> {
+        #[cfg(feature = "restate")]
+        if let Some(restate) = self.restate_task(&request.task_id) {
+            return restate
+                .get(&request.task_id, self.task_owner(&context).as_ref())
+                .await;
+        }
+        self.tasks_of(&context).get(&request.task_id)
+    }
+
+    async fn update_task(
+        &self,
+        request: UpdateTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        self.tasks_of(&context)
+            .update(&request.task_id, request.input_responses)
+    }
+
+    async fn cancel_task(
+        &self,
+        request: CancelTaskParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        #[cfg(feature = "restate")]
+        if let Some(restate) = self.restate_task(&request.task_id) {
+            return restate
+                .cancel(&request.task_id, self.task_owner(&context).as_ref())
+                .await;
+        }
+        self.tasks_of(&context).cancel(&request.task_id)
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        // The request's span is `telemetry::Traced`'s, around every request the handler serves.
+        self.serve_call(request, context).await
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::ToolExec;
+    use crate::definition::ToolDefinition;
+
+    fn tool(name: &str) -> ToolDefinition {
+        ToolDefinition::builder(name)
+            .description("Answers.")
+            .handler(|_arguments: Value, _exec: ToolExec| async { Ok(Value::Null) })
+            .build()
+            .unwrap()
+    }
+
+    /// rmcp asks for the listing on every request (`get_info`, and at 2026-07-28 `get_tool` for
+    /// the `Mcp-Param-*` headers): a session reads the one its server made, until the registry
+    /// changes.
+    #[test]
+    fn the_listing_is_made_once_per_registry_change() {
+        let registry = Registry::new();
+        registry.register(tool("first")).unwrap();
+        let server = McpHandler::new(registry.clone(), None, McpServeOptions::default()).unwrap();
+        let session = server.session();
+        let listing = server.listing().unwrap();
+        assert!(Arc::ptr_eq(&listing, &session.listing().unwrap()));
+        assert!(session.get_tool("second").is_none());
+
+        let second = registry.register(tool("second")).unwrap();
+        assert!(session.get_tool("second").is_some());
+        assert!(!Arc::ptr_eq(&listing, &server.listing().unwrap()));
+        second.unregister();
+        assert!(server.get_tool("second").is_none());
+        assert!(session.get_tool("first").is_some());
+    }
+}

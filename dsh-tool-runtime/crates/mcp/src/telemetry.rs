@@ -1,0 +1,408 @@
+//! The MCP spans of every request and notification, as the client sends them and as the
+//! server serves them, and the trace context carried in a request's `params._meta`.
+//!
+//! Names and attributes follow the MCP conventions of [`SEMCONV`](dsh_tool_runtime::telemetry::SEMCONV): a span is
+//! named `{mcp.method.name}`, or `{mcp.method.name} {gen_ai.tool.name}` for `tools/call`.
+
+use rmcp::model::MetaObject;
+use rmcp::model::{ClientNotification, ConstString};
+use serde_json::Value;
+use tracing::Span;
+use tracing::field::Empty;
+
+use dsh_tool_runtime::telemetry::{OTHER_ERROR, propagator};
+
+/// `mcp.method.name` of a tool call.
+pub(crate) const TOOLS_CALL: &str = "tools/call";
+
+/// `error.type` of a `tools/call` answered with `isError: true`, as the MCP conventions say.
+pub(crate) const TOOL_ERROR: &str = "tool_error";
+
+/// `network.transport` of a stdio connection.
+pub(crate) const PIPE: &str = "pipe";
+
+/// `network.transport` of a streamable HTTP connection.
+pub(crate) const TCP: &str = "tcp";
+
+/// `network.protocol.name` of a streamable HTTP connection.
+const HTTP: &str = "http";
+
+/// A span's name: the method, and the tool it calls when there is one.
+fn span_name(method: &str, tool: Option<&str>) -> String {
+    match tool {
+        Some(tool) => format!("{method} {tool}"),
+        None => method.to_owned(),
+    }
+}
+
+/// `gen_ai.operation.name`: `execute_tool` for a tool call, unset otherwise (the conventions
+/// say it SHOULD NOT be set for other methods).
+fn operation(tool: Option<&str>) -> Option<&'static str> {
+    tool.map(|_| "execute_tool")
+}
+
+/// The method of a notification the client sends.
+pub(crate) fn notification_method(notification: &ClientNotification) -> &str {
+    match notification {
+        ClientNotification::CancelledNotification(n) => n.method.as_str(),
+        ClientNotification::ProgressNotification(n) => n.method.as_str(),
+        ClientNotification::InitializedNotification(n) => n.method.as_str(),
+        ClientNotification::RootsListChangedNotification(n) => n.method.as_str(),
+        ClientNotification::CustomNotification(n) => n.method.as_str(),
+        // A kind rmcp adds later: the conventions' fallback value.
+        _ => OTHER_ERROR,
+    }
+}
+
+/// The server a client's spans name: `network.transport`, and over HTTP `server.address`,
+/// `server.port` and `network.protocol.name`.
+#[derive(Clone, Debug)]
+pub(crate) struct ClientPeer {
+    /// The name the server was added under (`dsh.mcp.server`).
+    pub(crate) server: String,
+    /// `pipe` for stdio, `tcp` for HTTP.
+    pub(crate) transport: &'static str,
+    pub(crate) address: Option<String>,
+    pub(crate) port: Option<u16>,
+}
+
+impl ClientPeer {
+    /// The peer of a stdio server.
+    pub(crate) fn stdio(server: &str) -> Self {
+        ClientPeer {
+            server: server.to_owned(),
+            transport: PIPE,
+            address: None,
+            port: None,
+        }
+    }
+
+    /// The peer of a streamable HTTP server at `url` (the port defaults to 80: the client
+    /// speaks plain HTTP only).
+    pub(crate) fn http(server: &str, url: &str) -> Self {
+        let uri = url.parse::<http::Uri>().ok();
+        ClientPeer {
+            server: server.to_owned(),
+            transport: TCP,
+            address: uri.as_ref().and_then(|uri| uri.host()).map(|host| {
+                host.trim_start_matches('[')
+                    .trim_end_matches(']')
+                    .to_owned()
+            }),
+            port: uri.map(|uri| uri.port_u16().unwrap_or(80)),
+        }
+    }
+}
+
+/// The `CLIENT` span of a request or notification `method` sent to `peer`; `tool` is the tool
+/// of a `tools/call`, `protocol_version` the version agreed on (unset before `initialize` is
+/// answered).
+pub(crate) fn client_span(
+    peer: &ClientPeer,
+    method: &str,
+    tool: Option<&str>,
+    protocol_version: Option<&str>,
+) -> Span {
+    tracing::info_span!(
+        "mcp_client",
+        otel.name = span_name(method, tool),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        otel.status_message = Empty,
+        mcp.method.name = method,
+        gen_ai.operation.name = operation(tool),
+        gen_ai.tool.name = tool,
+        jsonrpc.request.id = Empty,
+        mcp.protocol.version = protocol_version,
+        mcp.session.id = Empty,
+        network.transport = peer.transport,
+        network.protocol.name = (peer.transport == TCP).then_some(HTTP),
+        server.address = peer.address.as_deref(),
+        // An int attribute: `tracing-opentelemetry` exports an `i64` as one.
+        server.port = peer.port.map(i64::from),
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+        dsh.mcp.server = peer.server.as_str(),
+    )
+}
+
+/// How a request reached the server, for its span.
+#[cfg(feature = "server")]
+pub(crate) struct Served<'a> {
+    /// `jsonrpc.request.id`; `None` for a notification.
+    pub(crate) request_id: Option<String>,
+    pub(crate) protocol_version: Option<String>,
+    /// `mcp.session.id`: the `Mcp-Session-Id` of a streamable HTTP session.
+    pub(crate) session: Option<&'a str>,
+    /// `pipe` for stdio, `tcp` for HTTP.
+    pub(crate) transport: &'static str,
+    /// `network.protocol.version` of an HTTP request (`1.1`, `2`).
+    pub(crate) http_version: Option<&'static str>,
+}
+
+/// The `SERVER` span of a request or notification `method` served here.
+#[cfg(feature = "server")]
+pub(crate) fn server_span(method: &str, tool: Option<&str>, served: &Served<'_>) -> Span {
+    tracing::info_span!(
+        "mcp_server",
+        otel.name = span_name(method, tool),
+        otel.kind = "server",
+        otel.status_code = Empty,
+        otel.status_message = Empty,
+        mcp.method.name = method,
+        gen_ai.operation.name = operation(tool),
+        gen_ai.tool.name = tool,
+        jsonrpc.request.id = served.request_id.as_deref(),
+        mcp.protocol.version = served.protocol_version.as_deref(),
+        mcp.session.id = served.session,
+        network.transport = served.transport,
+        network.protocol.name = served.http_version.map(|_| HTTP),
+        network.protocol.version = served.http_version,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+    )
+}
+
+/// `network.protocol.version` of an HTTP version, as the conventions write it.
+#[cfg(feature = "server")]
+pub(crate) fn http_version(version: http::Version) -> Option<&'static str> {
+    Some(match version {
+        http::Version::HTTP_09 => "0.9",
+        http::Version::HTTP_10 => "1.0",
+        http::Version::HTTP_11 => "1.1",
+        http::Version::HTTP_2 => "2",
+        http::Version::HTTP_3 => "3",
+        _ => return None,
+    })
+}
+
+/// Writes `span`'s trace context into a request's `_meta` (nothing without a propagator).
+pub(crate) fn inject(span: &Span, meta: &mut MetaObject) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(propagator) = propagator() {
+        propagator.inject(span, &mut |key, value| {
+            meta.0.insert(key.to_owned(), Value::String(value));
+        });
+    }
+}
+
+/// Makes `span` a child of the trace context in a request's `_meta`, when it has one.
+#[cfg(feature = "server")]
+pub(crate) fn extract(span: &Span, meta: &MetaObject) {
+    if span.is_disabled() || meta.get_traceparent().is_none() {
+        return;
+    }
+    if let Some(propagator) = propagator() {
+        propagator.set_parent(span, &|key| {
+            meta.0.get(key).and_then(Value::as_str).map(str::to_owned)
+        });
+    }
+}
+
+/// Records a failed request: `error.type` (a JSON-RPC error code also as
+/// `rpc.response.status_code`) and the error status.
+pub(crate) fn failed(span: &Span, error_type: Option<&str>, rpc_code: Option<i32>, message: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    let rpc_code = rpc_code.map(|code| code.to_string());
+    if let Some(code) = &rpc_code {
+        span.record("rpc.response.status_code", code.as_str());
+    }
+    span.record(
+        "error.type",
+        error_type.or(rpc_code.as_deref()).unwrap_or(OTHER_ERROR),
+    );
+    span.record("otel.status_code", "error");
+    span.record("otel.status_message", message);
+}
+
+/// The `Mcp-Session-Id` of a streamable HTTP connection, as its HTTP client last saw it
+/// (`mcp.session.id` of the client's spans).
+pub(crate) type SessionCell = std::sync::Arc<parking_lot::Mutex<Option<std::sync::Arc<str>>>>;
+
+/// Records `session`'s id as `mcp.session.id` on a client span, once there is one.
+pub(crate) fn record_session(span: &Span, session: &SessionCell) {
+    if span.is_disabled() {
+        return;
+    }
+    if let Some(id) = session.lock().clone() {
+        span.record("mcp.session.id", &*id);
+    }
+}
+
+/// Most requests a client keeps spans open for: a server that never answers cannot grow the
+/// map past it (the requests after go untraced until answers come).
+const OPEN_SPANS: usize = 1024;
+
+/// The `CLIENT` spans of what a connection sends, but for `tools/call`, whose span the call
+/// makes itself ([`client_span`] in the call's task, so the pipeline's span is its parent):
+/// opened as a request is written, with its trace context put in its `_meta`, and closed by its
+/// answer. A notification's span ends as it is sent (nothing answers it). Kept by the
+/// connection's transport, which sees every message in both directions.
+pub(crate) struct ClientSpans {
+    peer: ClientPeer,
+    /// The session of an HTTP connection.
+    session: Option<SessionCell>,
+    /// `mcp.protocol.version`, from the answer to `initialize`.
+    protocol_version: Option<String>,
+    open: std::collections::HashMap<rmcp::model::RequestId, Span>,
+}
+
+impl ClientSpans {
+    pub(crate) fn new(peer: ClientPeer, session: Option<SessionCell>) -> Self {
+        ClientSpans {
+            peer,
+            session,
+            protocol_version: None,
+            open: std::collections::HashMap::new(),
+        }
+    }
+
+    /// A message being written to the server.
+    pub(crate) fn sent(&mut self, message: &mut rmcp::model::ClientJsonRpcMessage) {
+        use rmcp::model::{ClientJsonRpcMessage, ClientRequest, GetMeta};
+        match message {
+            ClientJsonRpcMessage::Request(request) => {
+                if matches!(request.request, ClientRequest::CallToolRequest(_))
+                    || self.open.len() >= OPEN_SPANS
+                {
+                    return;
+                }
+                // A 2026-07-28 request names its version in its own `_meta`; `initialize`'s is
+                // the one its answer agrees on.
+                let version = match &request.request {
+                    ClientRequest::InitializeRequest(_) => None,
+                    other => other
+                        .get_meta()
+                        .protocol_version()
+                        .map(|version| version.to_string()),
+                };
+                let span = client_span(
+                    &self.peer,
+                    request.request.method(),
+                    None,
+                    version.as_deref().or(self.protocol_version.as_deref()),
+                );
+                if span.is_disabled() {
+                    return;
+                }
+                span.record("jsonrpc.request.id", request.id.to_string().as_str());
+                self.record_session(&span);
+                inject(&span, &mut request.request.get_meta_mut().0);
+                self.open.insert(request.id.clone(), span);
+            }
+            ClientJsonRpcMessage::Notification(notification) => {
+                let span = client_span(
+                    &self.peer,
+                    notification_method(&notification.notification),
+                    None,
+                    self.protocol_version.as_deref(),
+                );
+                self.record_session(&span);
+            }
+            _ => {}
+        }
+    }
+
+    /// Records the connection's session on `span`, once there is one.
+    fn record_session(&self, span: &Span) {
+        if let Some(session) = &self.session {
+            record_session(span, session);
+        }
+    }
+
+    /// A message read from the server: the answer closes its request's span.
+    pub(crate) fn received(&mut self, message: &rmcp::model::ServerJsonRpcMessage) {
+        use rmcp::model::{ServerJsonRpcMessage, ServerResult};
+        match message {
+            ServerJsonRpcMessage::Response(response) => {
+                let span = self.open.remove(&response.id);
+                if let Some(span) = &span {
+                    // The session of `initialize` comes with its answer.
+                    self.record_session(span);
+                }
+                if let ServerResult::InitializeResult(result) = &response.result {
+                    let version = result.protocol_version.to_string();
+                    if let Some(span) = &span {
+                        span.record("mcp.protocol.version", version.as_str());
+                    }
+                    self.protocol_version = Some(version);
+                }
+            }
+            ServerJsonRpcMessage::Error(error) => {
+                if let Some(span) = error.id.as_ref().and_then(|id| self.open.remove(id)) {
+                    failed(&span, None, Some(error.error.code.0), &error.error.message);
+                }
+            }
+            _ => {}
+        }
+    }
+}
+
+/// The names and values the MCP conventions of [`SEMCONV`](dsh_tool_runtime::telemetry::SEMCONV) give.
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_span_is_named_by_its_method_and_the_tool_it_calls() {
+        assert_eq!(span_name("tools/call", Some("echo")), "tools/call echo");
+        assert_eq!(span_name("tools/list", None), "tools/list");
+        assert_eq!(
+            span_name("notifications/initialized", None),
+            "notifications/initialized"
+        );
+    }
+
+    #[test]
+    fn only_a_tool_call_is_a_genai_operation() {
+        assert_eq!(operation(Some("echo")), Some("execute_tool"));
+        assert_eq!(operation(None), None);
+    }
+
+    #[test]
+    fn the_values_the_conventions_name() {
+        assert_eq!(TOOL_ERROR, "tool_error");
+        assert_eq!(PIPE, "pipe");
+        assert_eq!(TCP, "tcp");
+        assert_eq!(HTTP, "http");
+        assert_eq!(OTHER_ERROR, "_OTHER");
+    }
+
+    #[test]
+    fn a_tool_call_is_tools_call_and_notifications_are_named_as_sent() {
+        assert_eq!(TOOLS_CALL, "tools/call");
+        let initialized = ClientNotification::InitializedNotification(Default::default());
+        assert_eq!(
+            notification_method(&initialized),
+            "notifications/initialized"
+        );
+    }
+
+    #[test]
+    fn an_http_server_is_its_host_and_port() {
+        let peer = ClientPeer::http("up", "http://127.0.0.1:8931/mcp");
+        assert_eq!(peer.transport, "tcp");
+        assert_eq!(peer.address.as_deref(), Some("127.0.0.1"));
+        assert_eq!(peer.port, Some(8931));
+        // The default port of plain HTTP; an IPv6 host without its brackets.
+        let peer = ClientPeer::http("up", "http://[::1]/mcp");
+        assert_eq!(peer.address.as_deref(), Some("::1"));
+        assert_eq!(peer.port, Some(80));
+        let peer = ClientPeer::stdio("local");
+        assert_eq!(peer.transport, "pipe");
+        assert_eq!((peer.address, peer.port), (None, None));
+    }
+
+    #[cfg(feature = "server")]
+    #[test]
+    fn http_versions_are_written_as_the_conventions_do() {
+        assert_eq!(http_version(http::Version::HTTP_10), Some("1.0"));
+        assert_eq!(http_version(http::Version::HTTP_11), Some("1.1"));
+        assert_eq!(http_version(http::Version::HTTP_2), Some("2"));
+        assert_eq!(http_version(http::Version::HTTP_3), Some("3"));
+    }
+}

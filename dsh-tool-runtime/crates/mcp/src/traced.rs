@@ -1,0 +1,320 @@
+//! An MCP server handler with a `SERVER` span around every request and notification it
+//! handles (see [`crate::telemetry`] for the names and attributes).
+//!
+//! [`Traced`] implements every method of [`ServerHandler`] by calling its inner handler's in
+//! the method's span, so the handler's own work (the pipeline's spans among it) is the span's
+//! child, and the span the child of the trace context in the request's `_meta`. rmcp's
+//! streamable HTTP service takes a [`ServerHandler`], not any service, hence a handler here.
+
+use std::borrow::Cow;
+use std::future::Future;
+
+use rmcp::model::{
+    CallToolRequestMethod, CallToolRequestParams, CallToolResponse, CancelTaskMethod,
+    CancelTaskParams, CancelledNotificationMethod, CancelledNotificationParam,
+    CompleteRequestMethod, CompleteRequestParams, CompleteResult, ConstString, CustomNotification,
+    CustomRequest, CustomResult, DiscoverRequestMethod, DiscoverResult, Extensions,
+    GetPromptRequestMethod, GetPromptRequestParams, GetPromptResponse, GetSkillRequestMethod,
+    GetSkillRequestParams, GetSkillResult, GetTaskMethod, GetTaskParams, GetTaskResult,
+    InitializeRequestParams, InitializeResult, InitializeResultMethod,
+    InitializedNotificationMethod, ListPromptsRequestMethod, ListPromptsResult,
+    ListResourceTemplatesRequestMethod, ListResourceTemplatesResult, ListResourcesRequestMethod,
+    ListResourcesResult, ListSkillsRequestMethod, ListSkillsResult, ListToolsRequestMethod,
+    ListToolsResult, PaginatedRequestParams, PingRequestMethod, ProgressNotificationMethod,
+    ProgressNotificationParam, ProtocolVersion, ReadResourceDirectoryRequestMethod,
+    ReadResourceDirectoryRequestParams, ReadResourceDirectoryResult, ReadResourceRequestMethod,
+    ReadResourceRequestParams, ReadResourceResponse, RootsListChangedNotificationMethod,
+    ServerConfig, SetLevelRequestMethod, SubscribeRequestMethod, SubscribeRequestParams,
+    SubscriptionFilter, SubscriptionsListenRequestMethod, Tool, UnsubscribeRequestMethod,
+    UnsubscribeRequestParams, UpdateTaskMethod, UpdateTaskParams,
+};
+// `logging/setLevel` is deprecated (SEP-2577) and still served while clients send it.
+#[allow(deprecated)]
+use rmcp::model::SetLevelRequestParams;
+use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
+use rmcp::{ErrorData, RoleServer, ServerHandler};
+use tracing::{Instrument, Span};
+
+use crate::telemetry::{Served, TOOL_ERROR, extract, failed, http_version, server_span};
+
+/// A server handler whose every request and notification is a `SERVER` span.
+pub(crate) struct Traced<H> {
+    inner: H,
+    /// `network.transport`: [`crate::telemetry::PIPE`] or [`crate::telemetry::TCP`].
+    transport: &'static str,
+}
+
+impl<H: ServerHandler> Traced<H> {
+    pub(crate) fn new(inner: H, transport: &'static str) -> Self {
+        Traced { inner, transport }
+    }
+
+    /// The span of `method` (`tool`: the tool a `tools/call` calls) for a message with
+    /// `extensions` (an HTTP request's `Parts` among them).
+    fn span(
+        &self,
+        method: &str,
+        tool: Option<&str>,
+        extensions: &Extensions,
+        request_id: Option<String>,
+        protocol_version: Option<String>,
+    ) -> Span {
+        let parts = extensions.get::<http::request::Parts>();
+        server_span(
+            method,
+            tool,
+            &Served {
+                request_id,
+                protocol_version,
+                session: parts
+                    .and_then(|parts| parts.headers.get("mcp-session-id"))
+                    .and_then(|value| value.to_str().ok()),
+                transport: self.transport,
+                http_version: parts.and_then(|parts| http_version(parts.version)),
+            },
+        )
+    }
+
+    /// The span of a request, under the trace context of its `_meta`.
+    fn request(
+        &self,
+        method: &str,
+        tool: Option<&str>,
+        context: &RequestContext<RoleServer>,
+    ) -> Span {
+        let span = self.span(
+            method,
+            tool,
+            &context.extensions,
+            Some(context.id.to_string()),
+            context
+                .protocol_version()
+                .map(|version| version.to_string()),
+        );
+        extract(&span, &context.meta.0);
+        span
+    }
+
+    /// The span of a notification, under the trace context of its `_meta`.
+    fn notification(&self, method: &str, context: &NotificationContext<RoleServer>) -> Span {
+        let version = context
+            .peer
+            .peer_info()
+            .map(|info| info.protocol_version.to_string());
+        let span = self.span(method, None, &context.extensions, None, version);
+        extract(&span, &context.meta.0);
+        span
+    }
+}
+
+/// Runs `answer` in `span` and records a JSON-RPC error on it.
+async fn answered<T>(
+    span: Span,
+    answer: impl Future<Output = Result<T, ErrorData>>,
+) -> Result<T, ErrorData> {
+    let answer = answer.instrument(span.clone()).await;
+    if let Err(error) = &answer {
+        failed(&span, None, Some(error.code.0), &error.message);
+    }
+    answer
+}
+
+/// Requests whose handler method takes `(params, context)`: the method, its params and result
+/// types, and the `mcp.method.name` constant.
+macro_rules! traced_requests {
+    ($($name:ident($params:ty) -> $result:ty = $method:ty;)*) => {$(
+        async fn $name(
+            &self,
+            request: $params,
+            context: RequestContext<RoleServer>,
+        ) -> Result<$result, ErrorData> {
+            let span = self.request(<$method>::VALUE, None, &context);
+            answered(span, self.inner.$name(request, context)).await
+        }
+    )*};
+}
+
+/// Notifications whose handler method takes `(params, context)`, likewise.
+macro_rules! traced_notifications {
+    ($($name:ident($($params:ty)?) = $method:ty;)*) => {$(
+        async fn $name(
+            &self,
+            $(notification: $params,)?
+            context: NotificationContext<RoleServer>,
+        ) {
+            let span = self.notification(<$method>::VALUE, &context);
+            self.inner
+                .$name($(traced_notifications!(@arg notification $params),)? context)
+                .instrument(span)
+                .await
+        }
+    )*};
+    (@arg $arg:ident $params:ty) => { $arg };
+}
+
+impl<H: ServerHandler> ServerHandler for Traced<H> {
+    traced_requests! {
+        complete(CompleteRequestParams) -> CompleteResult = CompleteRequestMethod;
+        get_prompt(GetPromptRequestParams) -> GetPromptResponse = GetPromptRequestMethod;
+        list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult = ListPromptsRequestMethod;
+        list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult
+            = ListResourcesRequestMethod;
+        list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult
+            = ListResourceTemplatesRequestMethod;
+        read_resource(ReadResourceRequestParams) -> ReadResourceResponse
+            = ReadResourceRequestMethod;
+        list_tools(Option<PaginatedRequestParams>) -> ListToolsResult = ListToolsRequestMethod;
+        get_task(GetTaskParams) -> GetTaskResult = GetTaskMethod;
+        update_task(UpdateTaskParams) -> () = UpdateTaskMethod;
+        cancel_task(CancelTaskParams) -> () = CancelTaskMethod;
+        list_skills(Option<PaginatedRequestParams>) -> ListSkillsResult = ListSkillsRequestMethod;
+        get_skill(GetSkillRequestParams) -> GetSkillResult = GetSkillRequestMethod;
+        read_resource_directory(ReadResourceDirectoryRequestParams) -> ReadResourceDirectoryResult
+            = ReadResourceDirectoryRequestMethod;
+    }
+
+    traced_notifications! {
+        on_cancelled(CancelledNotificationParam) = CancelledNotificationMethod;
+        on_progress(ProgressNotificationParam) = ProgressNotificationMethod;
+        on_initialized() = InitializedNotificationMethod;
+        on_roots_list_changed() = RootsListChangedNotificationMethod;
+    }
+
+    async fn initialize(
+        &self,
+        request: InitializeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<InitializeResult, ErrorData> {
+        // The version is the one agreed on, in the answer (not one the request's `_meta` names).
+        let span = self.span(
+            InitializeResultMethod::VALUE,
+            None,
+            &context.extensions,
+            Some(context.id.to_string()),
+            None,
+        );
+        extract(&span, &context.meta.0);
+        let answer = answered(span.clone(), self.inner.initialize(request, context)).await;
+        if let Ok(result) = &answer {
+            span.record(
+                "mcp.protocol.version",
+                result.protocol_version.to_string().as_str(),
+            );
+        }
+        answer
+    }
+
+    async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
+        let span = self.request(PingRequestMethod::VALUE, None, &context);
+        answered(span, self.inner.ping(context)).await
+    }
+
+    async fn discover(
+        &self,
+        context: RequestContext<RoleServer>,
+    ) -> Result<DiscoverResult, ErrorData> {
+        let span = self.request(DiscoverRequestMethod::VALUE, None, &context);
+        answered(span, self.inner.discover(context)).await
+    }
+
+    async fn call_tool(
+        &self,
+        request: CallToolRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CallToolResponse, ErrorData> {
+        let span = self.request(CallToolRequestMethod::VALUE, Some(&request.name), &context);
+        let answer = answered(span.clone(), self.inner.call_tool(request, context)).await;
+        if let Ok(CallToolResponse::Complete(result)) = &answer
+            && result.is_error == Some(true)
+        {
+            failed(&span, Some(TOOL_ERROR), None, "isError");
+        }
+        answer
+    }
+
+    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
+        let span = self.request(
+            SubscriptionsListenRequestMethod::VALUE,
+            None,
+            context.request_context(),
+        );
+        answered(span, self.inner.listen(context)).await
+    }
+
+    #[allow(deprecated)]
+    async fn set_level(
+        &self,
+        request: SetLevelRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let span = self.request(SetLevelRequestMethod::VALUE, None, &context);
+        answered(span, self.inner.set_level(request, context)).await
+    }
+
+    #[allow(deprecated)]
+    async fn subscribe(
+        &self,
+        request: SubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let span = self.request(SubscribeRequestMethod::VALUE, None, &context);
+        answered(span, self.inner.subscribe(request, context)).await
+    }
+
+    #[allow(deprecated)]
+    async fn unsubscribe(
+        &self,
+        request: UnsubscribeRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<(), ErrorData> {
+        let span = self.request(UnsubscribeRequestMethod::VALUE, None, &context);
+        answered(span, self.inner.unsubscribe(request, context)).await
+    }
+
+    async fn on_custom_request(
+        &self,
+        request: CustomRequest,
+        context: RequestContext<RoleServer>,
+    ) -> Result<CustomResult, ErrorData> {
+        let span = self.request(&request.method, None, &context);
+        answered(span, self.inner.on_custom_request(request, context)).await
+    }
+
+    async fn on_custom_notification(
+        &self,
+        notification: CustomNotification,
+        context: NotificationContext<RoleServer>,
+    ) {
+        let span = self.notification(&notification.method, &context);
+        self.inner
+            .on_custom_notification(notification, context)
+            .instrument(span)
+            .await
+    }
+
+    fn negotiate_initialize(
+        &self,
+        request: &InitializeRequestParams,
+    ) -> Result<InitializeResult, ErrorData> {
+        self.inner.negotiate_initialize(request)
+    }
+
+    fn supported_protocol_versions(&self) -> Cow<'static, [ProtocolVersion]> {
+        self.inner.supported_protocol_versions()
+    }
+
+    fn accepted_subscription_filter(
+        &self,
+        requested: &SubscriptionFilter,
+    ) -> Option<SubscriptionFilter> {
+        self.inner.accepted_subscription_filter(requested)
+    }
+
+    fn get_tool(&self, name: &str) -> Option<Tool> {
+        self.inner.get_tool(name)
+    }
+
+    fn get_info(&self) -> ServerConfig {
+        self.inner.get_info()
+    }
+}
