@@ -17,9 +17,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use dsh_tools::code::{CodeRuntime, EmbeddedConfig, EmbeddedRuntime};
 use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::{DurableRun, JournalStore, RunStatus, SqliteJournal};
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 fn main() {
     divan::main();

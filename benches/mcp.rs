@@ -22,6 +22,7 @@
 use std::sync::OnceLock;
 
 use dsh_tools::mcp::{McpHandle, McpServer};
+use dsh_tools::prelude::*;
 use dsh_tools::{Registry, ToolCall};
 use futures::future::join_all;
 use rmcp::model::CallToolRequestParams;
@@ -29,7 +30,6 @@ use rmcp::service::RunningService;
 use rmcp::transport::TokioChildProcess;
 use rmcp::{RoleClient, ServiceExt};
 use serde_json::json;
-use dsh_tools::prelude::*;
 
 const CONCURRENT: usize = 100;
 
@@ -342,6 +342,7 @@ mod serve_http {
     use std::time::{Duration, Instant};
 
     use dsh_tools::mcp::McpTransport;
+    use dsh_tools::prelude::ServeExt;
     use dsh_tools::{Registry, ToolDefinition};
     use futures::future::join_all;
     use hyper_util::rt::TokioIo;

@@ -9,9 +9,9 @@ use std::sync::Arc;
 use dsh_tools::code::{
     CodeRuntime, EmbeddedConfig, EmbeddedRuntime, SubprocessConfig, SubprocessRuntime,
 };
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 fn main() {
     divan::main();

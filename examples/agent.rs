@@ -23,10 +23,10 @@ use std::sync::Arc;
 use anyhow::{Context, bail};
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::hooks::{ApprovalOutcome, ApprovalRequest, PreDecision, PreNext, ToolCallView};
+use dsh_tools::prelude::*;
 use dsh_tools::provider::{Provider, ToolLoop};
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// Most model turns before the loop gives up.
 const MAX_TURNS: usize = 8;

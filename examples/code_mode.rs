@@ -31,9 +31,9 @@ use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::EventLog;
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::mcp::{McpServer, is_valid_server_name};
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall, ToolResult};
 use serde_json::json;
-use dsh_tools::prelude::*;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
 enum Lang {

@@ -22,9 +22,9 @@
 
 use dsh_tools::client::Elicitation;
 use dsh_tools::mcp::{McpClientCredentials, McpLoopbackAuthorizer, McpOAuthLogin, McpServer};
+use dsh_tools::prelude::*;
 use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{Registry, ToolCall};
-use dsh_tools::prelude::*;
 
 #[tokio::main]
 async fn main() -> Result<(), Box<dyn std::error::Error>> {

@@ -19,11 +19,11 @@ use std::time::Duration;
 use dsh_tools::client::{ClientError, Elicitation, ElicitationRequest, LogLevel, SamplingRequest};
 use dsh_tools::definition::DefinitionError;
 use dsh_tools::mcp::{McpHttpAuth, McpServeOptions, McpTaskLimits, McpTransport};
+use dsh_tools::prelude::*;
 use dsh_tools::registry::{Handle, RegisterError};
 use dsh_tools::result::{ContentBlock, ResourceContents};
 use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec, tool};
-use dsh_tools::prelude::*;
 
 #[path = "conformance_server/input.rs"]
 mod input;

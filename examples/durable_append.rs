@@ -29,9 +29,9 @@ use dsh_tools::code::SubprocessRuntime;
 use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::{DurableRun, SqliteJournal};
 use dsh_tools::hooks::PreDecision;
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 struct Options {
     journal: PathBuf,

@@ -12,8 +12,8 @@ mod toolset;
 use std::path::Path;
 
 use dsh_tools::Registry;
-use dsh_tools::sdk::{Language, write_if_changed};
 use dsh_tools::prelude::*;
+use dsh_tools::sdk::{Language, write_if_changed};
 
 fn main() -> anyhow::Result<()> {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

@@ -36,9 +36,9 @@ use dsh_tools::code::SubprocessRuntime;
 use dsh_tools::definition::ToolAnnotations;
 use dsh_tools::durable::restate::{DeploymentOptions, serve_deployment};
 use dsh_tools::hooks::PreDecision;
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)

@@ -285,9 +285,9 @@ mod guide {
 /// API: it changes without notice.
 #[doc(hidden)]
 pub mod __private {
-    pub use dsh_tool_runtime::__private::*;
     #[cfg(feature = "code-mode")]
     pub use dsh_tool_code_mode::__private::*;
+    pub use dsh_tool_runtime::__private::*;
 }
 
 /// The extension traits through which code mode, durable runs and MCP add their methods to
@@ -299,10 +299,10 @@ pub mod prelude {
     pub use dsh_tool_code_mode::{
         CodeModeExt, DisclosureExt, DurableCallExt, DurableExt, ScopeDisclosureExt,
     };
-    #[cfg(feature = "mcp")]
-    #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
-    pub use dsh_tool_mcp::{McpExt, ScopeMcpExt};
     #[cfg(feature = "mcp-server")]
     #[cfg_attr(docsrs, doc(cfg(feature = "mcp-server")))]
     pub use dsh_tool_mcp::ServeExt;
+    #[cfg(feature = "mcp")]
+    #[cfg_attr(docsrs, doc(cfg(feature = "mcp")))]
+    pub use dsh_tool_mcp::{McpExt, ScopeMcpExt};
 }

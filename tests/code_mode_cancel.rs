@@ -4,12 +4,12 @@
 use std::sync::Arc;
 
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
+use dsh_tools::prelude::*;
 use dsh_tools::result::ErrorCode;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 use tokio::sync::Notify;
 use tokio_util::sync::CancellationToken;
-use dsh_tools::prelude::*;
 
 /// Processes whose parent is this test process.
 fn children() -> Vec<u32> {

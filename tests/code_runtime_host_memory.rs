@@ -26,9 +26,9 @@ use std::sync::Arc;
 
 use code_runtime_support::*;
 use dsh_tools::code::{Budgets, CodeRuntime, FailureKind, SubprocessConfig};
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::json;
-use dsh_tools::prelude::*;
 
 /// Set in the child process that runs one test alone: the test's name.
 const ALONE: &str = "DSH_HOST_MEMORY_TEST";

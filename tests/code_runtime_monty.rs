@@ -18,10 +18,10 @@ use code_runtime_support::*;
 use dsh_tools::code::{
     Budgets, CodeRuntime, EmbeddedConfig, EmbeddedRuntime, FailureKind, RunOutcome,
 };
+use dsh_tools::prelude::*;
 use serde_json::json;
 use tokio::sync::RwLock;
 use tokio_util::sync::CancellationToken;
-use dsh_tools::prelude::*;
 
 /// Held shared by every test, exclusively by those that look at worker processes.
 static WORKERS: RwLock<()> = RwLock::const_new(());

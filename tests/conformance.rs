@@ -20,12 +20,12 @@
 #[path = "mcp_support/mod.rs"]
 mod mcp_support;
 
+use dsh_tools::prelude::*;
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc;
 use std::time::Duration;
-use dsh_tools::prelude::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -19,9 +19,9 @@ use dsh_tools::durable::{
 };
 use dsh_tools::events::ToolEvent;
 use dsh_tools::hooks::PreDecision;
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// A failure bound only: every wait ends on an event long before it.
 const BOUND: Duration = Duration::from_secs(120);

@@ -14,10 +14,10 @@ use dsh_tools::durable::{
     SqliteJournal, runs_command,
 };
 use dsh_tools::hooks::PreDecision;
+use dsh_tools::prelude::*;
 use dsh_tools::registry::Filter;
 use dsh_tools::{AgentId, Mode, Registry, ToolCall, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// A registry whose `note` tool records its line and asks before every line but `free`, with
 /// a `wipe` tool beside it, in code mode on QuickJS.

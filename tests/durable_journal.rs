@@ -16,10 +16,10 @@ use dsh_tools::durable::{
     CallOutcome, DurableRun, EntryState, JOURNAL_BUSY, JournalEntry, JournalError, JournalStore,
     OUTCOME_UNKNOWN, RunRecord, RunStatus, SqliteJournal,
 };
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError, ToolExec, ToolResult};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// A failure bound only: every wait ends on an event long before it.
 const BOUND: Duration = Duration::from_secs(120);

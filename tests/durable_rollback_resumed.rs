@@ -9,9 +9,9 @@ use std::sync::Arc;
 
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::durable::{DurableRun, JournalStore, RunStatus, SqliteJournal};
+use dsh_tools::prelude::*;
 use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{Mode, Registry, ToolCall, ToolError, tool};
-use dsh_tools::prelude::*;
 
 /// Appends a line; the line "crash" kills the process while the call runs.
 #[tool]

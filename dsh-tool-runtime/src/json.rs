@@ -276,7 +276,7 @@ mod tests {
         dismantle(value);
     }
 
-        #[test]
+    #[test]
     fn text_depth_ignores_brackets_in_strings() {
         assert_eq!(text_depth(br#"{"a": [1, {"b": "[[[{{"}]}"#), 3);
         assert_eq!(text_depth(br#"{"a": "\"[["}"#), 1);

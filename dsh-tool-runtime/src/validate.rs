@@ -197,10 +197,7 @@ const MAX_SUGGESTED_BYTES: usize = 256;
 /// The candidate a misspelt name most likely meant: the closest by edit distance, when that
 /// distance is at most a third of the name's length (at least 1), as `asignee` → `assignee`.
 /// Names shorter than 3 characters get no guess: any other short name is as near.
-pub fn nearest<'a>(
-    name: &str,
-    candidates: impl Iterator<Item = &'a str>,
-) -> Option<&'a str> {
+pub fn nearest<'a>(name: &str, candidates: impl Iterator<Item = &'a str>) -> Option<&'a str> {
     // The distance costs the product of the two lengths: a name no identifier is as long as gets
     // no suggestion, and a candidate whose length alone rules it out is not measured.
     if name.len() > MAX_SUGGESTED_BYTES {

@@ -10,12 +10,12 @@ use dsh_tools::code::{
     BindingCall, CodeRunFailure, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, JsonText,
     RunOutcome, RunRequest,
 };
+use dsh_tools::prelude::*;
 use dsh_tools::result::ErrorCode;
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolError};
 use futures::future::BoxFuture;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use dsh_tools::prelude::*;
 
 /// What the scripted runtime does with a run.
 #[derive(Clone)]

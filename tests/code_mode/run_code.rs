@@ -12,10 +12,10 @@ use dsh_tools::code::CodeModeError;
 use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::ToolEvent;
 use dsh_tools::hooks::{PreNext, ToolCallView};
+use dsh_tools::prelude::*;
 use dsh_tools::result::ErrorCode;
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, ToolExec, ToolResult};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 #[derive(Clone, Copy, Debug)]
 enum Lang {

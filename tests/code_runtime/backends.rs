@@ -14,9 +14,9 @@ use dsh_tools::code::{
     BindingNamespace, Budgets, CodeRuntime, CodeRuntimeError, EmbeddedConfig, EmbeddedRuntime,
     FailureKind, Isolation, RunOutcome, RunRequest, SubprocessConfig,
 };
+use dsh_tools::prelude::*;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
-use dsh_tools::prelude::*;
 
 /// One implementation of [`CodeRuntime`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -11,9 +11,9 @@ use dsh_tools::code::{
     BindingCall, BindingDispatch, BindingError, BindingNamespace, Budgets, CodeRuntime,
     CodeRuntimeError, FailureKind, RunOutcome, RunRequest, SubprocessConfig, SubprocessRuntime,
 };
+use dsh_tools::prelude::*;
 use futures::FutureExt;
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// A language of the subprocess code runtime, so that one test body covers both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -12,6 +12,7 @@ use dsh_tools::hooks::{
     ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
     PreDecision, PreNext, ToolCallView,
 };
+use dsh_tools::prelude::*;
 use dsh_tools::presentation::{CallView, ResultView};
 use dsh_tools::registry::{BatchOptions, ExecutionMode, Filter, Handle, RegisterError};
 use dsh_tools::result::{
@@ -21,7 +22,6 @@ use dsh_tools::{
     AgentId, AgentScope, CancellationToken, Mode, Registry, ToolCall, ToolDefinition, ToolError,
     ToolExec, ToolResult,
 };
-use dsh_tools::prelude::*;
 
 fn send_sync_static<T: Send + Sync + 'static>() {}
 

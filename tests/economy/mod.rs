@@ -4,9 +4,9 @@
 #![allow(dead_code)]
 
 use dsh_tools::dialect::Dialect;
+use dsh_tools::prelude::*;
 use dsh_tools::sdk::ToolSpec;
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// Tokens of `text` under `o200k_base` (the GPT-4o / o-series encoding), special tokens read as
 /// ordinary text.

@@ -11,9 +11,9 @@ use dsh_tools::client::{Elicitation, ElicitationRequest};
 use dsh_tools::code::{Budgets, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::hooks::{ApprovalOutcome, PreDecision};
 use dsh_tools::mcp::{McpServer, McpTransport};
+use dsh_tools::prelude::*;
 use dsh_tools::{AgentId, Mode, Registry, ToolCall};
 use serde_json::json;
-use dsh_tools::prelude::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

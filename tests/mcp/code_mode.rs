@@ -6,10 +6,10 @@ use crate::mcp_support;
 use std::sync::Arc;
 
 use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig, SubprocessRuntime};
+use dsh_tools::prelude::*;
 use dsh_tools::sdk::Language;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 async fn registry_with_servers(
     tools: &mcp_support::Tools,

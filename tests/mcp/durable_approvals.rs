@@ -12,9 +12,9 @@ use crate::mcp_support;
 use dsh_tools::durable::SqliteJournal;
 use dsh_tools::hooks::PreDecision;
 use dsh_tools::mcp::{McpServeOptions, McpTransport};
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 

@@ -8,12 +8,12 @@ use std::process::Stdio;
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::{MCP_DISCONNECTED, McpServer};
+use dsh_tools::prelude::*;
 use dsh_tools::result::ErrorCode;
 use dsh_tools::{CancellationToken, Registry, ToolCall, ToolResult};
 use mcp_support::{kill, quick_reconnect, wait_for, wait_for_generation};
 use serde_json::json;
 use tokio::io::AsyncBufReadExt;
-use dsh_tools::prelude::*;
 
 fn call(id: &str, name: &str, arguments: serde_json::Value) -> ToolCall {
     ToolCall::new(id, name, arguments)

@@ -7,10 +7,10 @@
 use crate::mcp_support;
 
 use dsh_tools::mcp::{McpServer, ReconnectPolicy, mcp_tool_name};
+use dsh_tools::prelude::*;
 use dsh_tools::result::{ContentBlock, ErrorCode};
 use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
     ToolCall::new(id, name, arguments)

@@ -10,9 +10,9 @@ use std::time::Duration;
 
 use dsh_tools::client::{Elicitation, ElicitationRequest, RootsRequest, SamplingRequest};
 use dsh_tools::mcp::{McpHttpAuth, McpServeOptions, McpServer, McpTransport};
+use dsh_tools::prelude::*;
 use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec, tool, tool_type};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// A failure bound for the server to come up, never a pace.
 const FAILURE_BOUND: Duration = Duration::from_secs(60);

@@ -5,11 +5,11 @@ use crate::mcp_support;
 
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::McpError;
+use dsh_tools::prelude::*;
 use dsh_tools::registry::ExecutionMode;
 use dsh_tools::result::{ContentBlock, ErrorCode};
 use dsh_tools::{Registry, ToolCall, ToolResult};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 fn call(id: &str, name: &str, arguments: Value) -> ToolCall {
     ToolCall::new(id, name, arguments)

@@ -16,9 +16,9 @@ use std::time::Duration;
 use dsh_tools::events::ToolEvent;
 use dsh_tools::mcp::McpServer;
 use dsh_tools::mcp::McpTransport;
+use dsh_tools::prelude::*;
 use dsh_tools::{Registry, ToolCall, ToolDefinition};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");

@@ -12,9 +12,9 @@ use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::durable::{JournalStore, SqliteJournal};
 use dsh_tools::hooks::PreDecision;
 use dsh_tools::mcp::{McpServeError, McpServeOptions, McpTransport};
+use dsh_tools::prelude::*;
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolError, tool};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 static RAN: AtomicUsize = AtomicUsize::new(0);
 

@@ -12,11 +12,11 @@ use std::time::Duration;
 
 use dsh_tools::Registry;
 use dsh_tools::mcp::McpServer;
+use dsh_tools::prelude::*;
 use serde_json::{Value, json};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::Notify;
-use dsh_tools::prelude::*;
 
 /// How long the server holds the GET's answer back, giving a client that does not wait the
 /// chance to send its next request first. A client that waits passes however long this is.

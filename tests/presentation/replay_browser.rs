@@ -18,10 +18,10 @@ use std::time::Duration;
 use dsh_tools::code::{CodeRuntime, SubprocessConfig, SubprocessRuntime};
 use dsh_tools::events::{EventLog, LoggedEvent, ToolEvent, read_log};
 use dsh_tools::guards::TimeoutPolicy;
+use dsh_tools::prelude::*;
 use dsh_tools::presentation::render_html;
 use dsh_tools::{Mode, Registry, ToolCall};
 use serde_json::json;
-use dsh_tools::prelude::*;
 
 const BUNDLED_TS: &str = include_str!("../../examples/programs/crate_summary.ts");
 

@@ -7,10 +7,10 @@ use dsh_tools::code::{
 };
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::hooks::BoxFuture;
+use dsh_tools::prelude::*;
 use dsh_tools::result::{AdditionalContext, ContentBlock};
 use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 /// One pixel of PNG, base64.
 pub const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";

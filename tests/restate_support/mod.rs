@@ -251,7 +251,10 @@ impl ReplicaSetup<'_> {
     pub async fn start_free(&self) -> Replica {
         let mut stderr = String::new();
         for _ in 0..5 {
-            let ports = (crate::mcp_support::free_port(), crate::mcp_support::free_port());
+            let ports = (
+                crate::mcp_support::free_port(),
+                crate::mcp_support::free_port(),
+            );
             match self.try_start(ports.0, ports.1).await {
                 Ok(replica) => return replica,
                 Err(text) if text.contains("in use") => stderr = text,

@@ -7,9 +7,9 @@ use std::path::Path;
 
 use dsh_tools::Registry;
 use dsh_tools::dialect::Dialect;
+use dsh_tools::prelude::*;
 use dsh_tools::sdk::Language;
 use serde_json::json;
-use dsh_tools::prelude::*;
 
 fn registry() -> Registry {
     let registry = Registry::new();

@@ -12,10 +12,10 @@ use std::sync::Arc;
 
 use code_runtime_support::Lang;
 use dsh_tools::code::{Budgets, CodeRuntime, SubprocessConfig};
+use dsh_tools::prelude::*;
 use dsh_tools::sdk::{self, Disclosure, Language, ToolSpec};
 use dsh_tools::{Mode, Registry, ToolCall, ToolDefinition, ToolResult};
 use serde_json::{Value, json};
-use dsh_tools::prelude::*;
 
 async fn runtime(lang: Lang) -> Arc<dyn CodeRuntime> {
     let config = SubprocessConfig {

@@ -46,10 +46,9 @@ pub struct Inner {
 /// in order), as code mode computes it; `Err` carries code mode's refusal. Code mode sets it in
 /// the registry's [`slot`](Registry::slot) when a code runtime is set; the provider layer reads
 /// it.
-pub type ModelViewFn =
-    dyn Fn(&Registry, Option<&AgentId>) -> Result<(Vec<ToolSchema>, Vec<String>), String>
-        + Send
-        + Sync;
+pub type ModelViewFn = dyn Fn(&Registry, Option<&AgentId>) -> Result<(Vec<ToolSchema>, Vec<String>), String>
+    + Send
+    + Sync;
 
 /// The registry's [`ModelViewFn`], if code mode set one.
 #[derive(Default)]

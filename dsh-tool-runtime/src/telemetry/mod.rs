@@ -63,7 +63,6 @@
 //! other requests are spans of the connection, under whatever span is current when rmcp writes
 //! them.
 
-
 use std::sync::OnceLock;
 
 use serde_json::Value;
@@ -202,12 +201,7 @@ pub fn record_result(span: &Span, result: &ToolResult, content: bool) {
 /// A binding call of a durable run answered from its journal: a span of its own, marked
 /// replayed, under the run's span.
 #[doc(hidden)]
-pub fn replayed_call(
-    parent: &Span,
-    name: &str,
-    call_id: &str,
-    outcome: Result<(), Option<&str>>,
-) {
+pub fn replayed_call(parent: &Span, name: &str, call_id: &str, outcome: Result<(), Option<&str>>) {
     let span = tracing::info_span!(
         parent: parent,
         "execute_tool",

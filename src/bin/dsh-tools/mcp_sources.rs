@@ -610,9 +610,7 @@ impl<S: tracing::Subscriber> Layer<S> for ServerWarnings {
     fn on_event(&self, event: &tracing::Event<'_>, _context: Context<'_, S>) {
         let metadata = event.metadata();
         if *metadata.level() > tracing::Level::WARN
-            || !metadata
-                .target()
-                .starts_with("dsh_tool_mcp::mcp_server")
+            || !metadata.target().starts_with("dsh_tool_mcp::mcp_server")
         {
             return;
         }

@@ -13,11 +13,11 @@
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
 // The core's modules under the paths this crate's code names them by.
-use dsh_tool_runtime::*;
-#[cfg(feature = "server")]
-use dsh_tool_code_mode::{accept, code_mode, durable};
 #[cfg(all(unix, feature = "oauth"))]
 use dsh_tool_code_mode::private_file;
+#[cfg(feature = "server")]
+use dsh_tool_code_mode::{accept, code_mode, durable};
+use dsh_tool_runtime::*;
 
 pub mod mcp;
 #[cfg(feature = "server")]

@@ -139,15 +139,16 @@ impl CodeModeExt for Registry {
     fn set_code_runtime_with(&self, runtime: Arc<dyn CodeRuntime>, config: RunCodeConfig) {
         let definition = run_code::definition(self, &runtime, config);
         // What the provider layer shows a model of a scope in a non-native mode.
-        self.slot::<ModelViews>().set(Arc::new(|registry: &Registry, scope| {
-            registry
-                .model_view(scope)
-                .map(|view| {
-                    let sections = view.sections.into_iter().map(|section| section.text);
-                    (view.tools, sections.collect())
-                })
-                .map_err(|error| error.to_string())
-        }));
+        self.slot::<ModelViews>()
+            .set(Arc::new(|registry: &Registry, scope| {
+                registry
+                    .model_view(scope)
+                    .map(|view| {
+                        let sections = view.sections.into_iter().map(|section| section.text);
+                        (view.tools, sections.collect())
+                    })
+                    .map_err(|error| error.to_string())
+            }));
         let mut state = write(&self.inner.state);
         state.extensions.insert(Mounted(runtime));
         state.transport = Some(definition);

@@ -9,6 +9,8 @@ use super::disclosure::Catalog;
 use super::language_of;
 use super::render::render_output;
 use crate::call::ToolExec;
+use crate::code_mode::CodeModeExt;
+use crate::code_mode::disclosure::DisclosureExt;
 use crate::code_runtime::frame::decodes_within;
 use crate::code_runtime::{
     BindingNamespace, CodeRuntime, FailureKind, JsonText, RunOutcome, RunRequest,
@@ -22,8 +24,6 @@ use crate::presentation::{CallView, ToolCallKind};
 use crate::registry::{Inner, RUN_CODE, Registry};
 use crate::result::ContentBlock;
 use crate::sdk::Disclosure;
-use crate::code_mode::CodeModeExt;
-use crate::code_mode::disclosure::DisclosureExt;
 
 /// Settings of the transport.
 #[derive(Debug, Clone, Copy)]

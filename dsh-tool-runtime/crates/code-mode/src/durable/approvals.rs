@@ -15,8 +15,8 @@ use serde::{Deserialize, Serialize};
 
 use super::continuation::{Presenter, args_digest};
 use super::{ContinuationError, Principal};
-use crate::registry::Registry;
 use crate::durable::run::DurableExt;
+use crate::registry::Registry;
 
 /// The Restate virtual object of approvals: `POST /DurableApprovals/{run key}/pending`,
 /// `.../approve` and `.../deny` (body `{"reason": "..."}`) on the ingress.

@@ -4,9 +4,9 @@
 use std::sync::Arc;
 
 use super::{DurableRun, JournalStore, RunStatus};
+use crate::durable::run::DurableExt;
 use crate::registry::Registry;
 use crate::result::ToolResult;
-use crate::durable::run::DurableExt;
 
 /// What `dsh-tools runs --journal FILE ACTION` does, over `registry` (a host's own tools and code
 /// runtime) and the journal `store`; `args` is the action and its operands:

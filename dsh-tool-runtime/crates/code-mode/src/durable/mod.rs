@@ -66,7 +66,6 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 #[doc(hidden)]
-
 pub use replay::Replay;
 
 pub use continuation::{
@@ -526,10 +525,7 @@ pub struct Claim {
 impl Claim {
     /// Claims `run_id` in `store`.
     #[doc(hidden)]
-    pub async fn take(
-        store: &Arc<dyn JournalStore>,
-        run_id: &str,
-    ) -> Result<Self, JournalError> {
+    pub async fn take(store: &Arc<dyn JournalStore>, run_id: &str) -> Result<Self, JournalError> {
         let claim = store.claim(run_id).await?;
         Ok(Claim {
             store: Arc::clone(store),

@@ -7,20 +7,20 @@ use std::sync::Arc;
 use serde_json::{Value, json};
 use tokio_util::sync::CancellationToken;
 
+use super::DurableCallExt;
 use super::continuation::{Claims, ContinuationSecret, Presenter, args_digest};
 use super::{
     CallOutcome, Claim, ContinuationError, DurableRun, EntryState, JournalEntry, JournalError,
     JournalStore, Principal, RUN_PARKED, Replay, RunRecord, RunStatus,
 };
 use crate::call::{ToolCall, ToolExec};
+use crate::code_mode::CodeModeExt;
 use crate::code_runtime::FailureKind;
 use crate::error::{ErrorCode, ToolError};
 use crate::events::ToolEvent;
 use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::ToolResult;
 use crate::scope::AgentId;
-use crate::code_mode::CodeModeExt;
-use super::DurableCallExt;
 
 /// How a durable `run_code` call starts.
 pub enum Begun {
@@ -404,7 +404,10 @@ pub trait DurableExt: crate::sealed::Sealed {
     /// # Errors
     /// [`JournalError::UnknownRun`], [`JournalError::WrongState`] when it is not parked, and the
     /// store's own (its secret included).
-    fn parked_run(&self, run: &DurableRun) -> impl std::future::Future<Output = Result<ParkedRun, JournalError>> + Send;
+    fn parked_run(
+        &self,
+        run: &DurableRun,
+    ) -> impl std::future::Future<Output = Result<ParkedRun, JournalError>> + Send;
 
     /// The parked run `run` with a continuation shown to `principal` by issuer `by`.
     #[doc(hidden)]
@@ -466,7 +469,10 @@ pub trait DurableExt: crate::sealed::Sealed {
     /// this registry lacks a tool the journal names or a code runtime of the program's
     /// language, and the store's own. A run another process holds ends with a failed result
     /// naming that process.
-    fn resume_run(&self, run: DurableRun) -> impl std::future::Future<Output = Result<ToolResult, JournalError>> + Send;
+    fn resume_run(
+        &self,
+        run: DurableRun,
+    ) -> impl std::future::Future<Output = Result<ToolResult, JournalError>> + Send;
 
     /// Why this registry cannot resume the run `record` with `entries`, if it cannot.
     #[doc(hidden)]
@@ -516,7 +522,10 @@ pub trait DurableExt: crate::sealed::Sealed {
     /// read-only and has no revert tool this registry has, [`JournalError::UnknownRun`],
     /// [`JournalError::WrongState`] for a run that succeeded, was rolled back already or is
     /// running, [`JournalError::Busy`] while another process holds it, and the store's own.
-    fn rollback_run(&self, run: DurableRun) -> impl std::future::Future<Output = Result<Vec<RevertReport>, JournalError>> + Send;
+    fn rollback_run(
+        &self,
+        run: DurableRun,
+    ) -> impl std::future::Future<Output = Result<Vec<RevertReport>, JournalError>> + Send;
 
     /// [`rollback_run`](Self::rollback_run), also running the revert tool for the calls numbered
     /// `unknown` whose outcome is unknown: whoever rolls back decides the call may have happened

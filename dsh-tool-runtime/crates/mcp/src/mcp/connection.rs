@@ -33,7 +33,7 @@ use super::progress::{Link, ProgressTap};
 use super::results;
 use crate::call::ToolExec;
 use crate::error::{ErrorCode, ToolError};
-use crate::telemetry as telemetry;
+use crate::telemetry;
 use tracing::Instrument;
 
 /// The `code` of a call that failed because the server's transport closed.

@@ -159,7 +159,10 @@ pub trait McpExt: crate::sealed::Sealed {
     /// [`McpError`]: an invalid or duplicate server name, a failed connect or `initialize`, a
     /// timeout, or a failed `tools/list`. On error nothing stays registered and the server is
     /// stopped.
-    fn add_mcp_server(&self, server: McpServer) -> impl std::future::Future<Output = Result<McpHandle, McpError>> + Send;
+    fn add_mcp_server(
+        &self,
+        server: McpServer,
+    ) -> impl std::future::Future<Output = Result<McpHandle, McpError>> + Send;
 }
 
 impl McpExt for Registry {
@@ -176,7 +179,10 @@ pub trait ScopeMcpExt: crate::sealed::Sealed {
     ///
     /// # Errors
     /// As [`crate::McpExt::add_mcp_server`].
-    fn add_mcp_server(&self, server: McpServer) -> impl std::future::Future<Output = Result<McpHandle, McpError>> + Send;
+    fn add_mcp_server(
+        &self,
+        server: McpServer,
+    ) -> impl std::future::Future<Output = Result<McpHandle, McpError>> + Send;
 }
 
 impl ScopeMcpExt for AgentScope {

@@ -20,8 +20,10 @@ use rmcp::model::{InputRequest, InputResponses};
 use serde_json::{Value, json};
 
 use crate::call::approval::{DenialSource, approval_message};
+use crate::durable::DurableCallExt;
 use crate::durable::continuation::Presenter;
 use crate::durable::run::Decider;
+use crate::durable::run::DurableExt;
 use crate::durable::{
     ContinuationError, DurableRun, JournalError, JournalStore, ParkedRun, Principal, RUN_PARKED,
     RunStatus,
@@ -29,8 +31,6 @@ use crate::durable::{
 use crate::registry::{RUN_CODE, Registry};
 use crate::result::{ToolFailure, ToolResult};
 use crate::{ClientChannel, Elicitation, ElicitationRequest, ErrorCode, ToolCall};
-use crate::durable::DurableCallExt;
-use crate::durable::run::DurableExt;
 
 /// The journal of a server's `run_code` calls.
 #[derive(Clone)]

@@ -34,7 +34,7 @@ use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::ToolResult;
 use crate::scope::AgentId;
-use crate::telemetry as telemetry;
+use crate::telemetry;
 
 /// Sends one list-changed notification; `false` once the client is gone.
 type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;

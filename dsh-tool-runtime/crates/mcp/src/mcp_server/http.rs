@@ -34,7 +34,7 @@ use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
 use super::handler::McpHandler;
 use super::response::Body;
-use crate::telemetry as telemetry;
+use crate::telemetry;
 use crate::traced::Traced;
 
 /// A connection's read buffer: room for any sane request head, a bounded cost per connection.

@@ -5,12 +5,12 @@ use std::sync::Arc;
 use rmcp::model::{JsonObject, Tool, ToolAnnotations};
 use serde_json::{Map, Value};
 
+use crate::code_mode::CodeModeExt;
 use crate::code_mode::{CodeModeError, ModelView};
 use crate::definition::ToolDefinition;
 use crate::dialect::Dialect;
 use crate::registry::{RUN_CODE, Registry, ToolSchema};
 use crate::scope::AgentId;
-use crate::code_mode::CodeModeExt;
 
 /// What one scope shows an MCP client.
 #[derive(Debug, Clone, PartialEq)]
