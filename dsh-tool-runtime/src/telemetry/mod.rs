@@ -13,7 +13,7 @@
 //! | `gen_ai.operation.name` | `execute_tool` |
 //! | `gen_ai.tool.name` | the tool name as called |
 //! | `gen_ai.tool.call.id` | the call id |
-//! | `gen_ai.tool.type` | `function` (`extension` for a tool bridged from an MCP server) |
+//! | `gen_ai.tool.type` | `function` (`extension` for a tool bridged from an MCP server), when the tool exists |
 //! | `gen_ai.tool.description` | the tool's description, when the tool exists |
 //! | `error.type` | the failure's error code (`INVALID_ARGS`, …), `_OTHER` for an uncoded one |
 //! | `gen_ai.tool.call.arguments` | the arguments as JSON text, only with [`Registry::set_span_content`](crate::Registry::set_span_content) |
@@ -121,11 +121,15 @@ pub(crate) fn call_span(
     parent: Option<&Span>,
     content: bool,
 ) -> Span {
-    let tool_type = if view.name.starts_with("mcp__") {
-        "extension"
-    } else {
-        "function"
-    };
+    // Only a tool that exists has a type: the conventions' values name what the tool is, and
+    // a name nothing is registered under is none of them.
+    let tool_type = description.map(|_| {
+        if view.name.starts_with("mcp__") {
+            "extension"
+        } else {
+            "function"
+        }
+    });
     macro_rules! call_span {
         ($($parent:tt)*) => {
             tracing::info_span!(
