@@ -4,6 +4,8 @@
 
 use std::process::Stdio;
 
+use dsh_tools::otel::{MCP_SERVER_DURATION, TOOL_DURATION};
+use opentelemetry_proto::tonic::collector::metrics::v1::ExportMetricsServiceRequest;
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::trace::v1::Span;
 use prost::Message;
@@ -107,7 +109,8 @@ const NOISE: [&str; 8] = [
 ];
 
 /// A session of `serve` over stdio exports the runtime's spans only, none of rmcp's own, and
-/// no span or span event carries the exporter's extras.
+/// no span or span event carries the exporter's extras; its requests are timed in the MCP
+/// server histogram beside the tool's.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_command_lines_spans_are_the_runtimes_without_extras() {
     let (endpoint, mut received) = receiver().await;
@@ -118,7 +121,6 @@ async fn the_command_lines_spans_are_the_runtimes_without_extras() {
     let mut child = command
         .args(["--otlp-endpoint", &endpoint])
         .args(["--builtin", "repo", "--root", ROOT, "serve"])
-        .env("OTEL_METRICS_EXPORTER", "none")
         .stdin(Stdio::piped())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
@@ -157,8 +159,19 @@ async fn the_command_lines_spans_are_the_runtimes_without_extras() {
         String::from_utf8_lossy(&output.stderr)
     );
     let mut spans: Vec<Span> = Vec::new();
+    let mut metrics: Vec<String> = Vec::new();
     while let Ok((path, body)) = received.try_recv() {
-        if path == "/v1/traces" {
+        if path == "/v1/metrics" {
+            let request = ExportMetricsServiceRequest::decode(body).expect("OTLP metrics");
+            metrics.extend(
+                request
+                    .resource_metrics
+                    .into_iter()
+                    .flat_map(|resource| resource.scope_metrics)
+                    .flat_map(|scope| scope.metrics)
+                    .map(|metric| metric.name),
+            );
+        } else if path == "/v1/traces" {
             let request = ExportTraceServiceRequest::decode(body).expect("OTLP traces");
             spans.extend(
                 request
@@ -169,6 +182,14 @@ async fn the_command_lines_spans_are_the_runtimes_without_extras() {
             );
         }
     }
+    assert!(
+        metrics.iter().any(|name| name == TOOL_DURATION),
+        "{metrics:?}"
+    );
+    assert!(
+        metrics.iter().any(|name| name == MCP_SERVER_DURATION),
+        "{metrics:?}"
+    );
     let names: Vec<&str> = spans.iter().map(|span| span.name.as_str()).collect();
     assert!(names.contains(&"tools/call file_stats"), "{names:?}");
     assert!(names.contains(&"execute_tool file_stats"), "{names:?}");

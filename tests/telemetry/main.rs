@@ -8,6 +8,8 @@ mod capture;
 #[cfg(feature = "cli")]
 mod cli_export;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
+mod mcp_metrics;
+#[cfg(all(feature = "otel", feature = "mcp-server"))]
 #[path = "../mcp_support/mod.rs"]
 mod mcp_support;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]

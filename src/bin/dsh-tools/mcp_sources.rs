@@ -489,7 +489,8 @@ static TAILS: OnceLock<StderrTails> = OnceLock::new();
 /// the MCP server's warnings (an OAuth issuer's keys that cannot be fetched, failing `accept`)
 /// printed on stderr, as nothing else would show them.
 /// With `otlp`, this crate's spans (and the events in them) are also exported, every call's
-/// duration recorded in the `gen_ai.execute_tool.duration` histogram, and MCP requests carry
+/// duration recorded in the `gen_ai.execute_tool.duration` histogram (and every MCP request's
+/// in `mcp.client.operation.duration` or `mcp.server.operation.duration`), MCP requests carry
 /// trace context; a failed export is printed once as a warning.
 pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     if otlp.is_some() {
@@ -499,7 +500,8 @@ pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
         .with(StderrTails::installed())
         .with(ServerWarnings)
         .with(otlp.map(|otlp| otlp.layer().with_filter(filter_fn(exported))))
-        .with(otlp.and_then(dsh_tools::otel::Otlp::duration_layer));
+        .with(otlp.and_then(dsh_tools::otel::Otlp::duration_layer))
+        .with(otlp.and_then(dsh_tools::otel::Otlp::mcp_duration_layer));
     // Another subscriber already set (none is, in this binary) would only cost these.
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
