@@ -54,6 +54,13 @@
 //! | `rpc.response.status_code` | the JSON-RPC error code |
 //! | `dsh.mcp.server` | the name the server was added under, on the client |
 //!
+//! The requests that go the other way are spans too, kind given by who sends: a served call's
+//! requests to a 2025-era client (`sampling/createMessage`, `elicitation/create`,
+//! `roots/list`) are `CLIENT` spans under the call, with the session's `mcp.session.id`,
+//! `mcp.protocol.version` and network attributes, and their trace context in the request's
+//! `_meta`; a request a server sends the client is a `SERVER` span of the connection, the child
+//! of the context in its `_meta`, closed by the client's answer.
+//!
 //! A failed request also sets the error status, its message the JSON-RPC error's. The
 //! trace context crosses in every request's `params._meta` (`traceparent`, `tracestate`)
 //! through the [`Propagator`] the host installs with [`set_propagator`], so the server's span is
