@@ -643,11 +643,7 @@ impl ServerHandler for McpHandler {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         if context.accepted().tools_list_changed != Some(true) {
-            // Nothing to send: the stream ends when the client cancels it or is gone.
-            tokio::select! {
-                () = context.cancelled() => {}
-                () = self.stop.cancelled() => {}
-            }
+            context.cancelled().await;
             return Ok(());
         }
         let stop = self.stop.child_token();
