@@ -4,8 +4,10 @@
 //! attributes). This module turns them into OpenTelemetry spans with `tracing-opentelemetry`,
 //! exports them over OTLP/HTTP (protobuf) on a batch thread, and installs the W3C Trace Context
 //! propagation that MCP requests carry in `params._meta`. From the same spans it records the
-//! histogram `gen_ai.execute_tool.duration` ([`ToolDurationLayer`]), exported as OTLP metrics
-//! next to the traces. The command line's `--otlp-endpoint` uses it; a Rust host wires the same:
+//! histograms `gen_ai.execute_tool.duration` ([`ToolDurationLayer`]) and, for MCP,
+//! `mcp.client.operation.duration` and `mcp.server.operation.duration` ([`McpDurationLayer`]),
+//! exported as OTLP metrics next to the traces. The command line's `--otlp-endpoint` uses it;
+//! a Rust host wires the same:
 //!
 //! ```no_run
 //! use tracing_subscriber::layer::SubscriberExt;
@@ -15,7 +17,8 @@
 //! dsh_tools::otel::install_propagator();
 //! let subscriber = tracing_subscriber::registry()
 //!     .with(otlp.layer())
-//!     .with(otlp.duration_layer());
+//!     .with(otlp.duration_layer())
+//!     .with(otlp.mcp_duration_layer());
 //! tracing::subscriber::set_global_default(subscriber)?;
 //! // ... run calls; dropping `otlp` flushes the spans still queued.
 //! # Ok::<(), Box<dyn std::error::Error>>(())
@@ -29,9 +32,21 @@
 //! exporter drops) and `OTEL_METRICS_EXPORTER=none`, which exports no metrics (a receiver that
 //! takes traces only, such as Arize Phoenix, answers the metrics with 404). The exporter speaks
 //! plain HTTP (no TLS): point it at a collector on the host or the local network.
+//!
+//! The first export that fails (no receiver listening, an answer other than success) is
+//! reported once per process as a `WARN` event of target `dsh_tools::otel` with the URL sent to
+//! and the cause; later failures are not (a receiver that is down fails every batch). The
+//! command line prints it on stderr.
+//!
+//! [`Otlp::layer`] leaves out what `tracing-opentelemetry` adds by default and the conventions
+//! do not ask of these spans: source locations (`code.file.path`, `code.line.number`,
+//! `code.module.name`), threads (`thread.id`, `thread.name`), busy and idle times (`busy_ns`,
+//! `idle_ns`) and the `target` attribute.
 
 use std::collections::HashMap;
-use std::time::Instant;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
 
 use opentelemetry::KeyValue;
 use opentelemetry::metrics::{Histogram, Meter, MeterProvider as _};
@@ -39,9 +54,12 @@ use opentelemetry::propagation::TextMapPropagator;
 use opentelemetry::trace::TracerProvider as _;
 use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
-use opentelemetry_sdk::metrics::SdkMeterProvider;
+use opentelemetry_sdk::error::OTelSdkResult;
+use opentelemetry_sdk::metrics::data::ResourceMetrics;
+use opentelemetry_sdk::metrics::exporter::PushMetricExporter;
+use opentelemetry_sdk::metrics::{SdkMeterProvider, Temporality};
 use opentelemetry_sdk::propagation::TraceContextPropagator;
-use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider};
+use opentelemetry_sdk::trace::{SdkTracer, SdkTracerProvider, SpanData};
 use tracing::Span;
 use tracing::field::{Field, Visit};
 use tracing::span::{Attributes, Id, Record};
@@ -58,6 +76,9 @@ const TRACES_PATH: &str = "/v1/traces";
 /// The OTLP/HTTP path of metrics, likewise.
 const METRICS_PATH: &str = "/v1/metrics";
 
+/// The base endpoint the exporter sends to when neither an endpoint nor a variable names one.
+const DEFAULT_ENDPOINT: &str = "http://localhost:4318";
+
 /// The histogram of tool call durations, in seconds, as the GenAI conventions name it
 /// ([`SEMCONV`](crate::telemetry::SEMCONV), "Generative AI tool metrics").
 pub const TOOL_DURATION: &str = "gen_ai.execute_tool.duration";
@@ -67,7 +88,45 @@ pub const TOOL_DURATION_BOUNDARIES: [f64; 14] = [
     0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
 ];
 
-/// Why the exporter could not be built (an endpoint that is not a URL, most often).
+/// The histogram of MCP requests and notifications as the client sends them, in seconds: from
+/// sent to answered (to written, for a notification), as the MCP conventions of
+/// [`SEMCONV`](crate::telemetry::SEMCONV) name it.
+pub const MCP_CLIENT_DURATION: &str = "mcp.client.operation.duration";
+
+/// The histogram of MCP requests and notifications as the server handles them, in seconds:
+/// from received to answered, likewise.
+pub const MCP_SERVER_DURATION: &str = "mcp.server.operation.duration";
+
+/// The bucket boundaries (seconds) of [`MCP_CLIENT_DURATION`] and [`MCP_SERVER_DURATION`],
+/// 10 ms to 5 min: the conventions advise none, and the SDK's default ones are shaped for
+/// milliseconds.
+pub const MCP_DURATION_BOUNDARIES: [f64; 14] = [
+    0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1.0, 2.0, 5.0, 10.0, 30.0, 60.0, 120.0, 300.0,
+];
+
+/// The attributes of the MCP histograms, taken from the request's span when it has them: the
+/// conventions' operation attributes (`gen_ai.prompt.name` is never set here: prompts are not
+/// traced by name), the status and, on the client, the server's address. The session and the
+/// request id are left out, as the conventions do: one series per session or request would
+/// grow without bound.
+pub const MCP_DURATION_ATTRIBUTES: [&str; 12] = [
+    "mcp.method.name",
+    "gen_ai.operation.name",
+    "gen_ai.tool.name",
+    "gen_ai.prompt.name",
+    "error.type",
+    "rpc.response.status_code",
+    "mcp.protocol.version",
+    "network.transport",
+    "network.protocol.name",
+    "network.protocol.version",
+    "server.address",
+    "server.port",
+];
+
+/// Why the exporter could not be built: an endpoint that is not a URL, most often, named as the
+/// exporter names it (`endpoint` for the one passed to [`Otlp::new`], else the variable it read,
+/// such as `OTEL_EXPORTER_OTLP_ENDPOINT`), or an empty endpoint passed to [`Otlp::new`].
 #[derive(Debug)]
 pub struct OtlpError(String);
 
@@ -94,15 +153,24 @@ impl Otlp {
     /// the process unless `OTEL_SERVICE_NAME` does.
     ///
     /// # Errors
-    /// [`OtlpError`] when the endpoint does not parse or the HTTP client cannot be built.
+    /// [`OtlpError`] when `endpoint` is empty, when the endpoint (given or from a variable)
+    /// does not parse, or when the HTTP client cannot be built.
     pub fn new(endpoint: Option<&str>, service_name: &str) -> Result<Self, OtlpError> {
+        if endpoint.is_some_and(|endpoint| endpoint.trim().is_empty()) {
+            return Err(OtlpError("the endpoint is empty".to_owned()));
+        }
+        let failed = Arc::new(AtomicBool::new(false));
         let mut builder = SpanExporter::builder().with_http();
         if let Some(endpoint) = endpoint {
             builder = builder.with_endpoint(signal_url(endpoint, TRACES_PATH));
         }
-        let exporter = builder
-            .build()
-            .map_err(|error| OtlpError(error.to_string()))?;
+        let exporter = Reported {
+            inner: builder
+                .build()
+                .map_err(|error| OtlpError(error.to_string()))?,
+            url: export_url(endpoint, "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", TRACES_PATH),
+            failed: failed.clone(),
+        };
         let resource = if std::env::var_os("OTEL_SERVICE_NAME").is_some() {
             Resource::builder().build()
         } else {
@@ -121,9 +189,17 @@ impl Otlp {
             if let Some(endpoint) = endpoint {
                 builder = builder.with_endpoint(signal_url(endpoint, METRICS_PATH));
             }
-            let exporter = builder
-                .build()
-                .map_err(|error| OtlpError(error.to_string()))?;
+            let exporter = Reported {
+                inner: builder
+                    .build()
+                    .map_err(|error| OtlpError(error.to_string()))?,
+                url: export_url(
+                    endpoint,
+                    "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+                    METRICS_PATH,
+                ),
+                failed,
+            };
             Some(
                 SdkMeterProvider::builder()
                     .with_periodic_exporter(exporter)
@@ -145,12 +221,20 @@ impl Otlp {
         .any(|name| std::env::var_os(name).is_some_and(|value| !value.is_empty()))
     }
 
-    /// The `tracing` layer that records spans into this exporter.
+    /// The `tracing` layer that records spans into this exporter, without the source location,
+    /// thread, busy/idle time and target attributes `tracing-opentelemetry` adds by default.
+    /// It records every span it is given: filter it (`Layer::with_filter`) to leave out other
+    /// crates' spans, as the command line does.
     pub fn layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
     {
-        tracing_opentelemetry::layer().with_tracer(self.provider.tracer("dsh-tools"))
+        tracing_opentelemetry::layer()
+            .with_location(false)
+            .with_threads(false)
+            .with_tracked_inactivity(false)
+            .with_target(false)
+            .with_tracer(self.provider.tracer("dsh-tools"))
     }
 
     /// The `tracing` layer that records [`TOOL_DURATION`] into this exporter's metrics; `None`
@@ -159,6 +243,14 @@ impl Otlp {
         self.meters
             .as_ref()
             .map(|meters| ToolDurationLayer::new(&meters.meter("dsh-tools")))
+    }
+
+    /// The `tracing` layer that records [`MCP_CLIENT_DURATION`] and [`MCP_SERVER_DURATION`]
+    /// into this exporter's metrics; `None` when `OTEL_METRICS_EXPORTER` is `none`.
+    pub fn mcp_duration_layer(&self) -> Option<McpDurationLayer> {
+        self.meters
+            .as_ref()
+            .map(|meters| McpDurationLayer::new(&meters.meter("dsh-tools")))
     }
 }
 
@@ -176,6 +268,102 @@ impl Drop for Otlp {
 /// specification names it).
 fn metrics_disabled() -> bool {
     std::env::var("OTEL_METRICS_EXPORTER").is_ok_and(|value| value.trim() == "none")
+}
+
+/// The URL a signal's exporter sends to (see [`resolved_url`]), `signal_variable` the signal's
+/// own endpoint variable.
+fn export_url(endpoint: Option<&str>, signal_variable: &str, path: &str) -> String {
+    let set = |name: &str| std::env::var(name).ok().filter(|value| !value.is_empty());
+    resolved_url(
+        endpoint,
+        set(signal_variable),
+        set("OTEL_EXPORTER_OTLP_ENDPOINT"),
+        path,
+    )
+}
+
+/// `endpoint` with the signal's `path`, else the signal's own variable (`signal`) as it is,
+/// else `OTEL_EXPORTER_OTLP_ENDPOINT` (`general`) with `path`, else the default with `path`:
+/// what the OTLP exporter specification resolves.
+fn resolved_url(
+    endpoint: Option<&str>,
+    signal: Option<String>,
+    general: Option<String>,
+    path: &str,
+) -> String {
+    if let Some(endpoint) = endpoint {
+        return signal_url(endpoint, path);
+    }
+    if let Some(url) = signal {
+        return url;
+    }
+    let base = general.unwrap_or_else(|| DEFAULT_ENDPOINT.to_owned());
+    format!("{}{path}", base.strip_suffix('/').unwrap_or(&base))
+}
+
+/// An exporter that reports its first failed export, unless another of the process's
+/// exporters sharing `failed` reported one already.
+#[derive(Debug)]
+struct Reported<E> {
+    inner: E,
+    /// Where `inner` sends, for the report.
+    url: String,
+    failed: Arc<AtomicBool>,
+}
+
+impl<E> Reported<E> {
+    fn report(&self, result: &OTelSdkResult) {
+        if let Err(error) = result
+            && !self.failed.swap(true, Ordering::Relaxed)
+        {
+            tracing::warn!(
+                target: "dsh_tools::otel",
+                endpoint = %self.url,
+                error = %error,
+                "OTLP export failed (later failures are not reported)"
+            );
+        }
+    }
+}
+
+impl opentelemetry_sdk::trace::SpanExporter for Reported<SpanExporter> {
+    async fn export(&self, batch: Vec<SpanData>) -> OTelSdkResult {
+        let result = self.inner.export(batch).await;
+        self.report(&result);
+        result
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn set_resource(&mut self, resource: &Resource) {
+        self.inner.set_resource(resource);
+    }
+}
+
+impl PushMetricExporter for Reported<MetricExporter> {
+    async fn export(&self, metrics: &ResourceMetrics) -> OTelSdkResult {
+        let result = self.inner.export(metrics).await;
+        self.report(&result);
+        result
+    }
+
+    fn force_flush(&self) -> OTelSdkResult {
+        self.inner.force_flush()
+    }
+
+    fn shutdown_with_timeout(&self, timeout: Duration) -> OTelSdkResult {
+        self.inner.shutdown_with_timeout(timeout)
+    }
+
+    fn temporality(&self) -> Temporality {
+        self.inner.temporality()
+    }
 }
 
 /// A base endpoint with a signal's path; an endpoint that already ends with it is kept.
@@ -304,6 +492,129 @@ where
     }
 }
 
+/// Records [`MCP_CLIENT_DURATION`] and [`MCP_SERVER_DURATION`] for every MCP request and
+/// notification: the time from its `CLIENT` or `SERVER` span's creation to its close, with the
+/// span's [`MCP_DURATION_ATTRIBUTES`]. The runtime emits nothing for it but the spans; a host
+/// with its own [`MeterProvider`](opentelemetry::metrics::MeterProvider) makes one with
+/// [`McpDurationLayer::new`].
+pub struct McpDurationLayer {
+    client: Histogram<f64>,
+    server: Histogram<f64>,
+}
+
+impl McpDurationLayer {
+    /// The two histograms (unit `s`, boundaries [`MCP_DURATION_BOUNDARIES`]) of `meter`.
+    pub fn new(meter: &Meter) -> Self {
+        let histogram = |name: &'static str, description: &'static str| {
+            meter
+                .f64_histogram(name)
+                .with_unit("s")
+                .with_description(description)
+                .with_boundaries(MCP_DURATION_BOUNDARIES.to_vec())
+                .build()
+        };
+        McpDurationLayer {
+            client: histogram(
+                MCP_CLIENT_DURATION,
+                "The duration of the MCP request or notification as observed on the sender.",
+            ),
+            server: histogram(
+                MCP_SERVER_DURATION,
+                "The duration of the MCP request or notification as observed on the receiver.",
+            ),
+        }
+    }
+}
+
+/// What the layer keeps of one MCP span until it closes.
+struct McpTiming {
+    started: Instant,
+    client: bool,
+    attributes: Vec<KeyValue>,
+}
+
+impl McpTiming {
+    fn set(&mut self, field: &Field, value: opentelemetry::Value) {
+        let Some(key) = MCP_DURATION_ATTRIBUTES
+            .iter()
+            .find(|key| **key == field.name())
+        else {
+            return;
+        };
+        match self
+            .attributes
+            .iter_mut()
+            .find(|kv| kv.key.as_str() == *key)
+        {
+            Some(slot) => slot.value = value,
+            None => self.attributes.push(KeyValue::new(*key, value)),
+        }
+    }
+}
+
+impl Visit for McpTiming {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.set(field, value.to_owned().into());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field, value.into());
+    }
+
+    fn record_debug(&mut self, _field: &Field, _value: &dyn std::fmt::Debug) {}
+}
+
+/// Whether a span is the runtime's span of an MCP request or notification, and on which side.
+fn mcp_side(metadata: &tracing::Metadata<'_>) -> Option<bool> {
+    if !metadata.target().starts_with("dsh_tool_mcp") {
+        return None;
+    }
+    match metadata.name() {
+        "mcp_client" => Some(true),
+        "mcp_server" => Some(false),
+        _ => None,
+    }
+}
+
+impl<S> tracing_subscriber::Layer<S> for McpDurationLayer
+where
+    S: tracing::Subscriber + for<'span> LookupSpan<'span>,
+{
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, ctx: Context<'_, S>) {
+        let Some(client) = mcp_side(attrs.metadata()) else {
+            return;
+        };
+        let Some(span) = ctx.span(id) else { return };
+        let mut timing = McpTiming {
+            started: Instant::now(),
+            client,
+            attributes: Vec::new(),
+        };
+        attrs.record(&mut timing);
+        span.extensions_mut().insert(timing);
+    }
+
+    fn on_record(&self, id: &Id, values: &Record<'_>, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(id) else { return };
+        if let Some(timing) = span.extensions_mut().get_mut::<McpTiming>() {
+            values.record(timing);
+        }
+    }
+
+    fn on_close(&self, id: Id, ctx: Context<'_, S>) {
+        let Some(span) = ctx.span(&id) else { return };
+        let Some(timing) = span.extensions_mut().remove::<McpTiming>() else {
+            return;
+        };
+        let histogram = if timing.client {
+            &self.client
+        } else {
+            &self.server
+        };
+        histogram.record(timing.started.elapsed().as_secs_f64(), &timing.attributes);
+    }
+}
+
 /// W3C Trace Context (`traceparent`, `tracestate`) through `tracing-opentelemetry`: what MCP
 /// requests carry in `params._meta`.
 #[derive(Default)]
@@ -338,7 +649,64 @@ pub fn install_propagator() -> bool {
 
 #[cfg(test)]
 mod tests {
-    use super::{METRICS_PATH, TRACES_PATH, signal_url};
+    use super::{
+        MCP_CLIENT_DURATION, MCP_DURATION_ATTRIBUTES, MCP_SERVER_DURATION, METRICS_PATH, Otlp,
+        TOOL_DURATION, TRACES_PATH, resolved_url, signal_url,
+    };
+
+    /// The metric names of the conventions' version named in `SEMCONV`.
+    #[test]
+    fn the_histograms_are_named_as_the_conventions_do() {
+        assert_eq!(TOOL_DURATION, "gen_ai.execute_tool.duration");
+        assert_eq!(MCP_CLIENT_DURATION, "mcp.client.operation.duration");
+        assert_eq!(MCP_SERVER_DURATION, "mcp.server.operation.duration");
+        assert_eq!(
+            MCP_DURATION_ATTRIBUTES,
+            [
+                "mcp.method.name",
+                "gen_ai.operation.name",
+                "gen_ai.tool.name",
+                "gen_ai.prompt.name",
+                "error.type",
+                "rpc.response.status_code",
+                "mcp.protocol.version",
+                "network.transport",
+                "network.protocol.name",
+                "network.protocol.version",
+                "server.address",
+                "server.port",
+            ]
+        );
+    }
+
+    #[test]
+    fn an_empty_endpoint_is_refused() {
+        for empty in ["", " "] {
+            let error = Otlp::new(Some(empty), "test").err().expect("refused");
+            assert_eq!(error.to_string(), "OTLP exporter: the endpoint is empty");
+        }
+    }
+
+    #[test]
+    fn the_reported_url_is_the_one_the_exporter_resolves() {
+        let some = |text: &str| Some(text.to_owned());
+        assert_eq!(
+            resolved_url(Some("http://a:1"), some("http://b:2/t"), None, TRACES_PATH),
+            "http://a:1/v1/traces"
+        );
+        assert_eq!(
+            resolved_url(None, some("http://b:2/t"), some("http://c:3"), TRACES_PATH),
+            "http://b:2/t"
+        );
+        assert_eq!(
+            resolved_url(None, None, some("http://c:3/"), METRICS_PATH),
+            "http://c:3/v1/metrics"
+        );
+        assert_eq!(
+            resolved_url(None, None, None, TRACES_PATH),
+            "http://localhost:4318/v1/traces"
+        );
+    }
 
     #[test]
     fn a_base_endpoint_gets_the_signal_path() {

@@ -708,3 +708,79 @@ fn serve_passes_the_runtimes_prompt_note_to_run_code() {
     );
     assert!(!described("subprocess").contains("Python here is Monty"));
 }
+
+/// Kills `child` if the test has not sent on the returned channel within a minute: a bound on
+/// a failure (a server that never exits), never a measure of a passing run.
+fn kill_if_stuck(child: &Child) -> std::sync::mpsc::Sender<()> {
+    let (done, finished) = std::sync::mpsc::channel::<()>();
+    let pid = child.id().to_string();
+    std::thread::spawn(move || {
+        if let Err(std::sync::mpsc::RecvTimeoutError::Timeout) =
+            finished.recv_timeout(Duration::from_secs(60))
+        {
+            let _ = Command::new("kill").args(["-KILL", &pid]).status();
+        }
+    });
+    done
+}
+
+/// A 2026-07-28 client's open `subscriptions/listen` stream ends when stdin does: the server
+/// answers it with the stream's final result and exits, instead of holding the stream (and the
+/// process) until rmcp's drain gives up and drops the answer.
+#[test]
+fn serve_over_stdio_ends_a_listen_stream_when_input_ends() {
+    listen_until_input_ends(json!({"toolsListChanged": true}));
+}
+
+/// Opens a listen stream for `notifications` and closes stdin. Each step waits for the line
+/// that shows the server got there; stdin closes right after the stream's acknowledgement,
+/// whatever the server is doing then.
+fn listen_until_input_ends(notifications: Value) {
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = Command::new(BIN)
+        .args(["--builtin", "repo", "--root"])
+        .arg(dir.path())
+        .arg("serve")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let done = kill_if_stuck(&child);
+    let mut stdin = child.stdin.take().unwrap();
+    let mut lines = BufReader::new(child.stdout.take().unwrap()).lines();
+    let mut next = || -> Option<Value> {
+        let line = lines.next()?.unwrap();
+        Some(serde_json::from_str(&line).unwrap())
+    };
+    let meta = json!({
+        "io.modelcontextprotocol/protocolVersion": "2026-07-28",
+        "io.modelcontextprotocol/clientInfo": {"name": "test", "version": "1"},
+        "io.modelcontextprotocol/clientCapabilities": {},
+    });
+    let discover = json!({"jsonrpc": "2.0", "id": 1, "method": "server/discover",
+        "params": {"_meta": meta}});
+    send_line(&mut stdin, &discover.to_string());
+    let discovered = next().expect("the discover answer");
+    assert_eq!(discovered["id"], 1, "{discovered}");
+    let listen = json!({"jsonrpc": "2.0", "id": 2, "method": "subscriptions/listen",
+        "params": {"_meta": meta, "notifications": notifications}});
+    send_line(&mut stdin, &listen.to_string());
+    let acknowledged = next().expect("the stream's acknowledgement");
+    assert_eq!(
+        acknowledged["method"], "notifications/subscriptions/acknowledged",
+        "{acknowledged}"
+    );
+    drop(stdin);
+    let rest: Vec<Value> = std::iter::from_fn(next).collect();
+    let status = child.wait().unwrap();
+    let _ = done.send(());
+    assert!(status.success(), "{status}: {rest:?}");
+    assert_eq!(rest.len(), 1, "only the stream's answer: {rest:?}");
+    assert_eq!(rest[0]["id"], 2, "{rest:?}");
+    assert_eq!(rest[0]["result"]["resultType"], "complete", "{rest:?}");
+    assert_eq!(
+        rest[0]["result"]["_meta"]["io.modelcontextprotocol/subscriptionId"], 2,
+        "{rest:?}"
+    );
+}

@@ -5,6 +5,10 @@
 mod common;
 
 mod capture;
+#[cfg(feature = "cli")]
+mod cli_export;
+#[cfg(all(feature = "otel", feature = "mcp-server"))]
+mod mcp_metrics;
 #[cfg(all(feature = "otel", feature = "mcp-server"))]
 #[path = "../mcp_support/mod.rs"]
 mod mcp_support;

@@ -449,3 +449,223 @@ impl Drop for Killed {
         let _ = self.0.wait();
     }
 }
+
+/// A 2025-era client that lists one root and keeps the `_meta` of the request that asked.
+#[derive(Clone, Default)]
+struct RootsClient(Arc<Mutex<Option<rmcp::model::RequestMetaObject>>>);
+
+#[allow(deprecated)] // roots are how 2025-era clients are asked for theirs
+impl rmcp::ClientHandler for RootsClient {
+    async fn list_roots(
+        &self,
+        context: rmcp::service::RequestContext<rmcp::RoleClient>,
+    ) -> Result<rmcp::model::ListRootsResult, rmcp::ErrorData> {
+        *self.0.lock().unwrap() = Some(context.meta.clone());
+        Ok(rmcp::model::ListRootsResult::new(vec![
+            rmcp::model::Root::new("file:///work"),
+        ]))
+    }
+
+    fn get_info(&self) -> rmcp::model::ClientConfig {
+        let capabilities = rmcp::model::ClientCapabilities::builder()
+            .enable_roots()
+            .build();
+        rmcp::model::ClientConfig::new(
+            capabilities,
+            rmcp::model::Implementation::new("roots-test", "1"),
+        )
+    }
+}
+
+/// A served call that asks its 2025-era client for its roots: the request is a `CLIENT` span
+/// under the call (the conventions have the side that sends a request report it as a client),
+/// named and attributed as they say, and its trace context reaches the client in the
+/// request's `_meta`.
+#[tokio::test]
+async fn a_servers_request_to_its_client_is_a_client_span() {
+    use dsh_tools::client::RootsRequest;
+    use rmcp::model::CallToolRequestParams;
+    use rmcp::service::{ClientLifecycleMode, ClientServiceExt};
+    use rmcp::transport::StreamableHttpClientTransport;
+    use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
+
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+    dsh_tools::otel::install_propagator();
+
+    let upstream = Registry::new();
+    upstream
+        .register(
+            ToolDefinition::builder("roots")
+                .description("Counts the client's roots.")
+                .parameters(json!({"type": "object"}))
+                .handler(|_args, exec| async move {
+                    let roots = exec
+                        .list_roots(RootsRequest::new())
+                        .await
+                        .map_err(|error| ToolError::new(error.to_string()))?;
+                    Ok(json!(roots.len()))
+                })
+                .build()
+                .unwrap(),
+        )
+        .unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let server = tokio::spawn({
+        let upstream = upstream.clone();
+        async move { upstream.serve_mcp(None, transport).await }
+    });
+
+    let asked = RootsClient::default();
+    let client = StreamableHttpClientTransport::from_config(
+        StreamableHttpClientTransportConfig::with_uri(url).auth_header(token),
+    );
+    let running = asked
+        .clone()
+        .serve_with_lifecycle(client, ClientLifecycleMode::Initialize)
+        .await
+        .unwrap();
+    let called = running
+        .peer()
+        .call_tool(CallToolRequestParams::new("roots"))
+        .await
+        .unwrap();
+    assert_ne!(called.is_error, Some(true), "{called:?}");
+    let _ = running.cancel().await;
+    server.abort();
+    provider.force_flush().unwrap();
+
+    let served = collected.one("tools/call roots", SpanKind::Server);
+    let request = collected.one("roots/list", SpanKind::Client);
+    assert_eq!(
+        request.span_context.trace_id(),
+        served.span_context.trace_id()
+    );
+    // Under the call: its chain of parents reaches the call's span.
+    let spans = collected.0.lock().unwrap().clone();
+    let mut chain = Vec::new();
+    let mut parent = request.parent_span_id;
+    while let Some(span) = spans
+        .iter()
+        .find(|span| span.span_context.span_id() == parent)
+    {
+        chain.push(span.name.to_string());
+        parent = span.parent_span_id;
+    }
+    let at = |name: &str| chain.iter().position(|link| link == name);
+    assert!(
+        at("execute_tool roots") < at("tools/call roots") && at("execute_tool roots").is_some(),
+        "{chain:?}"
+    );
+    for (key, value) in [
+        ("mcp.method.name", "roots/list"),
+        ("network.transport", "tcp"),
+        ("network.protocol.name", "http"),
+        ("network.protocol.version", "1.1"),
+    ] {
+        assert_eq!(attribute(&request, key).as_deref(), Some(value), "{key}");
+    }
+    for key in ["mcp.session.id", "mcp.protocol.version"] {
+        assert_eq!(attribute(&request, key), attribute(&served, key), "{key}");
+        assert!(attribute(&request, key).is_some(), "{key}");
+    }
+    assert!(attribute(&request, "jsonrpc.request.id").is_some());
+    // The client got the request's context: its `traceparent` names the request's span.
+    let meta = asked
+        .0
+        .lock()
+        .unwrap()
+        .clone()
+        .expect("the client was asked");
+    let traceparent = meta.get_traceparent().expect("a traceparent");
+    assert!(
+        traceparent.contains(&request.span_context.span_id().to_string()),
+        "{traceparent}"
+    );
+}
+
+/// Our client answering a server's request (here an elicitation of server-everything, over a
+/// 2025-era session) reports it as a `SERVER` span, as the conventions have the side that
+/// receives a request do, named and attributed like its own requests' spans.
+#[tokio::test]
+async fn a_request_our_client_answers_is_a_server_span() {
+    use dsh_tools::client::{Elicitation, ElicitationRequest};
+
+    let Some(tools) = crate::mcp_support::tools() else {
+        return;
+    };
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let _guard = tracing::subscriber::set_default(subscriber);
+
+    let port = crate::mcp_support::free_port();
+    let server = std::process::Command::new(tools.bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server-everything starts");
+    let _server = Killed(server);
+    // Waits for the server's port to accept connections (bounded: a server that never listens
+    // fails the test).
+    let listening = async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), listening)
+        .await
+        .expect("server-everything listens");
+
+    let client = Registry::new();
+    let _bridge = client
+        .add_mcp_server(
+            McpServer::http("everything", format!("http://127.0.0.1:{port}/mcp"))
+                .on_elicitation(|_: ElicitationRequest| async { Elicitation::Decline }),
+        )
+        .await
+        .unwrap();
+    let result = client
+        .execute(call(
+            "c1",
+            "mcp__everything__trigger-elicitation-request",
+            json!({}),
+        ))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    provider.force_flush().unwrap();
+
+    let answered = collected.one("elicitation/create", SpanKind::Server);
+    let sent = collected.one("tools/call trigger-elicitation-request", SpanKind::Client);
+    for (key, value) in [
+        ("mcp.method.name", "elicitation/create"),
+        ("network.transport", "tcp"),
+        ("network.protocol.name", "http"),
+        ("dsh.mcp.server", "everything"),
+    ] {
+        assert_eq!(attribute(&answered, key).as_deref(), Some(value), "{key}");
+    }
+    for key in ["mcp.session.id", "mcp.protocol.version"] {
+        assert!(attribute(&answered, key).is_some(), "{key}");
+        assert_eq!(attribute(&answered, key), attribute(&sent, key), "{key}");
+    }
+    assert!(attribute(&answered, "jsonrpc.request.id").is_some());
+}

@@ -68,6 +68,30 @@ async fn a_native_call_is_one_execute_tool_span() {
     assert_eq!(children, ["execute"]);
 }
 
+/// A tool that does not exist has no type: `gen_ai.tool.type` names what a tool is
+/// (`function`, `extension`, `datastore`), and such a call reached none.
+#[tokio::test]
+async fn an_unknown_tools_span_claims_no_type() {
+    let (capture, _guard) = Capture::install();
+    let registry = Registry::new();
+    registry.execute(call("c1", "missing", json!({}))).await;
+    let span = capture.call("c1");
+    assert_eq!(
+        span.fields,
+        fields(&[
+            ("otel.name", "execute_tool missing"),
+            ("otel.kind", "internal"),
+            ("otel.status_code", "error"),
+            ("otel.status_message", "unknown tool \"missing\""),
+            ("gen_ai.operation.name", "execute_tool"),
+            ("gen_ai.tool.name", "missing"),
+            ("gen_ai.tool.call.id", "c1"),
+            ("error.type", "UNKNOWN_TOOL"),
+            ("dsh.mode", "native"),
+        ])
+    );
+}
+
 #[tokio::test]
 async fn an_agents_call_names_its_scope_and_mode() {
     let (capture, _guard) = Capture::install();

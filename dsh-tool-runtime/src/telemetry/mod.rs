@@ -13,7 +13,7 @@
 //! | `gen_ai.operation.name` | `execute_tool` |
 //! | `gen_ai.tool.name` | the tool name as called |
 //! | `gen_ai.tool.call.id` | the call id |
-//! | `gen_ai.tool.type` | `function` (`extension` for a tool bridged from an MCP server) |
+//! | `gen_ai.tool.type` | `function` (`extension` for a tool bridged from an MCP server), when the tool exists |
 //! | `gen_ai.tool.description` | the tool's description, when the tool exists |
 //! | `error.type` | the failure's error code (`INVALID_ARGS`, …), `_OTHER` for an uncoded one |
 //! | `gen_ai.tool.call.arguments` | the arguments as JSON text, only with [`Registry::set_span_content`](crate::Registry::set_span_content) |
@@ -53,6 +53,13 @@
 //! | `error.type` | the JSON-RPC error code, or `tool_error` for a `tools/call` result with `isError` |
 //! | `rpc.response.status_code` | the JSON-RPC error code |
 //! | `dsh.mcp.server` | the name the server was added under, on the client |
+//!
+//! The requests that go the other way are spans too, kind given by who sends: a served call's
+//! requests to a 2025-era client (`sampling/createMessage`, `elicitation/create`,
+//! `roots/list`) are `CLIENT` spans under the call, with the session's `mcp.session.id`,
+//! `mcp.protocol.version` and network attributes, and their trace context in the request's
+//! `_meta`; a request a server sends the client is a `SERVER` span of the connection, the child
+//! of the context in its `_meta`, closed by the client's answer.
 //!
 //! A failed request also sets the error status, its message the JSON-RPC error's. The
 //! trace context crosses in every request's `params._meta` (`traceparent`, `tracestate`)
@@ -117,11 +124,15 @@ pub fn call_span(
     parent: Option<&Span>,
     content: bool,
 ) -> Span {
-    let tool_type = if view.name.starts_with("mcp__") {
-        "extension"
-    } else {
-        "function"
-    };
+    // Only a tool that exists has a type: the conventions' values name what the tool is, and
+    // a name nothing is registered under is none of them.
+    let tool_type = description.map(|_| {
+        if view.name.starts_with("mcp__") {
+            "extension"
+        } else {
+            "function"
+        }
+    });
     macro_rules! call_span {
         ($($parent:tt)*) => {
             tracing::info_span!(

@@ -23,7 +23,8 @@ pub struct Cli {
     /// Export every call's span over OTLP/HTTP to this base URL (e.g. http://127.0.0.1:6006
     /// for Phoenix; `/v1/traces` is appended). Without it, spans are exported when
     /// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is set.
-    #[arg(long, global = true, value_name = "URL")]
+    #[arg(long, global = true, value_name = "URL",
+          value_parser = clap::builder::NonEmptyStringValueParser::new())]
     pub otlp_endpoint: Option<String>,
     /// Put each call's arguments and result on its span (they can hold secrets: whoever reads
     /// the traces reads them too).

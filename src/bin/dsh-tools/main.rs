@@ -103,8 +103,13 @@ async fn run(cli: Cli) -> Result<(), String> {
     // Dropped when the command ends: the spans still queued are flushed then.
     let otlp = if cli.otlp_endpoint.is_some() || dsh_tools::otel::Otlp::configured_by_env() {
         Some(
-            dsh_tools::otel::Otlp::new(cli.otlp_endpoint.as_deref(), "dsh-tools")
-                .map_err(|error| format!("--otlp-endpoint: {error}"))?,
+            dsh_tools::otel::Otlp::new(cli.otlp_endpoint.as_deref(), "dsh-tools").map_err(
+                // Without the flag the endpoint came from a variable, which the error names.
+                |error| match cli.otlp_endpoint {
+                    Some(_) => format!("--otlp-endpoint: {error}"),
+                    None => error.to_string(),
+                },
+            )?,
         )
     } else {
         None

@@ -24,6 +24,7 @@ use dsh_tools::mcp::{
 };
 use serde::Deserialize;
 use tracing::field::{Field, Visit};
+use tracing_subscriber::filter::filter_fn;
 use tracing_subscriber::layer::{Context, Layer, SubscriberExt};
 
 use crate::args::Sources;
@@ -488,8 +489,10 @@ static TAILS: OnceLock<StderrTails> = OnceLock::new();
 /// Sets the process's `tracing` subscriber: stdio servers' stderr tails for their errors, and
 /// the MCP server's warnings (an OAuth issuer's keys that cannot be fetched, failing `accept`)
 /// printed on stderr, as nothing else would show them.
-/// With `otlp`, every span is also exported, every call's duration recorded in the
-/// `gen_ai.execute_tool.duration` histogram, and MCP requests carry trace context.
+/// With `otlp`, this crate's spans (and the events in them) are also exported, every call's
+/// duration recorded in the `gen_ai.execute_tool.duration` histogram (and every MCP request's
+/// in `mcp.client.operation.duration` or `mcp.server.operation.duration`), MCP requests carry
+/// trace context; a failed export is printed once as a warning.
 pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     if otlp.is_some() {
         dsh_tools::otel::install_propagator();
@@ -497,8 +500,9 @@ pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     let subscriber = tracing_subscriber::registry()
         .with(StderrTails::installed())
         .with(ServerWarnings)
-        .with(otlp.map(dsh_tools::otel::Otlp::layer))
-        .with(otlp.and_then(dsh_tools::otel::Otlp::duration_layer));
+        .with(otlp.map(|otlp| otlp.layer().with_filter(filter_fn(exported))))
+        .with(otlp.and_then(dsh_tools::otel::Otlp::duration_layer))
+        .with(otlp.and_then(dsh_tools::otel::Otlp::mcp_duration_layer));
     // Another subscriber already set (none is, in this binary) would only cost these.
     let _ = tracing::subscriber::set_global_default(subscriber);
 }
@@ -579,8 +583,16 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
     }
 }
 
-/// Prints each warning or error of the MCP server (`dsh_tool_mcp::mcp_server`) as one
-/// line on stderr: `dsh-tools: warning: MESSAGE (FIELD=VALUE, …)`.
+/// Whether a span or event is exported: the runtime's and this crate's (`dsh_*` targets), not
+/// those of the libraries below them (rmcp's `serve_inner` around every session, its debug
+/// events with whole requests and answers in them, HTTP clients').
+fn exported(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.target().starts_with("dsh_")
+}
+
+/// Prints each warning or error of the MCP server (`dsh_tool_mcp::mcp_server`) and of the
+/// OTLP export (`dsh_tools::otel`) as one line on stderr:
+/// `dsh-tools: warning: MESSAGE (FIELD=VALUE, …)`.
 struct ServerWarnings;
 
 /// An event's message and its other fields.
@@ -610,7 +622,9 @@ impl<S: tracing::Subscriber> Layer<S> for ServerWarnings {
     fn on_event(&self, event: &tracing::Event<'_>, _context: Context<'_, S>) {
         let metadata = event.metadata();
         if *metadata.level() > tracing::Level::WARN
-            || !metadata.target().starts_with("dsh_tool_mcp::mcp_server")
+            || !["dsh_tool_mcp::mcp_server", "dsh_tools::otel"]
+                .iter()
+                .any(|target| metadata.target().starts_with(target))
         {
             return;
         }

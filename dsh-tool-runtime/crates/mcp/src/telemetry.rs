@@ -54,6 +54,21 @@ pub(crate) fn notification_method(notification: &ClientNotification) -> &str {
     }
 }
 
+/// The method of a request the server sends its client.
+fn request_method(request: &rmcp::model::ServerRequest) -> &str {
+    use rmcp::model::ServerRequest;
+    match request {
+        ServerRequest::PingRequest(r) => r.method.as_str(),
+        ServerRequest::CreateMessageRequest(r) => r.method.as_str(),
+        ServerRequest::ListRootsRequest(r) => r.method.as_str(),
+        ServerRequest::ElicitRequest(r) => r.method.as_str(),
+        ServerRequest::CustomRequest(r) => r.method.as_str(),
+        // A kind rmcp adds later: the conventions' fallback value.
+        #[allow(unreachable_patterns)]
+        _ => OTHER_ERROR,
+    }
+}
+
 /// The server a client's spans name: `network.transport`, and over HTTP `server.address`,
 /// `server.port` and `network.protocol.name`.
 #[derive(Clone, Debug)]
@@ -163,6 +178,69 @@ pub(crate) fn server_span(method: &str, tool: Option<&str>, served: &Served<'_>)
     )
 }
 
+/// The session a served call's requests to its client (sampling, elicitation, roots) go over,
+/// for their `CLIENT` spans: the conventions have the side that sends a request report it as
+/// a client, whichever role it has.
+#[cfg(feature = "server")]
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Outbound {
+    pub(crate) protocol_version: Option<String>,
+    /// `mcp.session.id`: the `Mcp-Session-Id` of a streamable HTTP session.
+    pub(crate) session: Option<String>,
+    /// `pipe` for stdio, `tcp` for HTTP.
+    pub(crate) transport: &'static str,
+    /// `network.protocol.version` over HTTP.
+    pub(crate) http_version: Option<&'static str>,
+}
+
+#[cfg(feature = "server")]
+impl Outbound {
+    /// The session of the request `context` (an HTTP request's `Parts` are in its extensions;
+    /// a request without them came over stdio).
+    pub(crate) fn of(context: &rmcp::service::RequestContext<rmcp::RoleServer>) -> Self {
+        let parts = context.extensions.get::<http::request::Parts>();
+        Outbound {
+            protocol_version: context
+                .protocol_version()
+                .map(|version| version.to_string())
+                .or_else(|| {
+                    context
+                        .peer
+                        .peer_info()
+                        .map(|info| info.protocol_version.to_string())
+                }),
+            session: parts
+                .and_then(|parts| parts.headers.get("mcp-session-id"))
+                .and_then(|value| value.to_str().ok())
+                .map(str::to_owned),
+            transport: if parts.is_some() { TCP } else { PIPE },
+            http_version: parts.and_then(|parts| http_version(parts.version)),
+        }
+    }
+}
+
+/// The `CLIENT` span of a request `method` the server sends its client during a call (under
+/// the call's span); its trace context goes in the request's `_meta`.
+#[cfg(feature = "server")]
+pub(crate) fn outbound_span(method: &str, outbound: &Outbound) -> Span {
+    tracing::info_span!(
+        "mcp_client",
+        otel.name = method,
+        otel.kind = "client",
+        otel.status_code = Empty,
+        otel.status_message = Empty,
+        mcp.method.name = method,
+        jsonrpc.request.id = Empty,
+        mcp.protocol.version = outbound.protocol_version.as_deref(),
+        mcp.session.id = outbound.session.as_deref(),
+        network.transport = outbound.transport,
+        network.protocol.name = outbound.http_version.map(|_| HTTP),
+        network.protocol.version = outbound.http_version,
+        error.type = Empty,
+        rpc.response.status_code = Empty,
+    )
+}
+
 /// `network.protocol.version` of an HTTP version, as the conventions write it.
 #[cfg(feature = "server")]
 pub(crate) fn http_version(version: http::Version) -> Option<&'static str> {
@@ -189,7 +267,6 @@ pub(crate) fn inject(span: &Span, meta: &mut MetaObject) {
 }
 
 /// Makes `span` a child of the trace context in a request's `_meta`, when it has one.
-#[cfg(feature = "server")]
 pub(crate) fn extract(span: &Span, meta: &MetaObject) {
     if span.is_disabled() || meta.get_traceparent().is_none() {
         return;
@@ -249,6 +326,9 @@ pub(crate) struct ClientSpans {
     /// `mcp.protocol.version`, from the answer to `initialize`.
     protocol_version: Option<String>,
     open: std::collections::HashMap<rmcp::model::RequestId, Span>,
+    /// The `SERVER` spans of the server's requests to this client (sampling, elicitation,
+    /// roots), closed by the client's answer.
+    serving: std::collections::HashMap<rmcp::model::RequestId, Span>,
 }
 
 impl ClientSpans {
@@ -258,6 +338,7 @@ impl ClientSpans {
             session,
             protocol_version: None,
             open: std::collections::HashMap::new(),
+            serving: std::collections::HashMap::new(),
         }
     }
 
@@ -303,7 +384,15 @@ impl ClientSpans {
                 );
                 self.record_session(&span);
             }
-            _ => {}
+            // The answer to a request of the server closes its span.
+            ClientJsonRpcMessage::Response(response) => {
+                self.serving.remove(&response.id);
+            }
+            ClientJsonRpcMessage::Error(error) => {
+                if let Some(span) = error.id.as_ref().and_then(|id| self.serving.remove(id)) {
+                    failed(&span, None, Some(error.error.code.0), &error.error.message);
+                }
+            }
         }
     }
 
@@ -316,8 +405,35 @@ impl ClientSpans {
 
     /// A message read from the server: the answer closes its request's span.
     pub(crate) fn received(&mut self, message: &rmcp::model::ServerJsonRpcMessage) {
-        use rmcp::model::{ServerJsonRpcMessage, ServerResult};
+        use rmcp::model::{GetMeta, ServerJsonRpcMessage, ServerResult};
         match message {
+            ServerJsonRpcMessage::Request(request) => {
+                if self.serving.len() >= OPEN_SPANS {
+                    return;
+                }
+                let span = tracing::info_span!(
+                    "mcp_server",
+                    otel.name = request_method(&request.request),
+                    otel.kind = "server",
+                    otel.status_code = Empty,
+                    otel.status_message = Empty,
+                    mcp.method.name = request_method(&request.request),
+                    jsonrpc.request.id = request.id.to_string().as_str(),
+                    mcp.protocol.version = self.protocol_version.as_deref(),
+                    mcp.session.id = Empty,
+                    network.transport = self.peer.transport,
+                    network.protocol.name = (self.peer.transport == TCP).then_some(HTTP),
+                    error.type = Empty,
+                    rpc.response.status_code = Empty,
+                    dsh.mcp.server = self.peer.server.as_str(),
+                );
+                if span.is_disabled() {
+                    return;
+                }
+                self.record_session(&span);
+                extract(&span, &request.request.get_meta().0);
+                self.serving.insert(request.id.clone(), span);
+            }
             ServerJsonRpcMessage::Response(response) => {
                 let span = self.open.remove(&response.id);
                 if let Some(span) = &span {

@@ -10,13 +10,16 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 use rmcp::model::{
-    ClientCapabilities, CreateMessageRequestParams, CreateMessageResult, ElicitRequestParams,
-    ElicitResult, ElicitationAction, InputRequest, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam,
+    ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
+    CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
+    GetMeta, InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel,
+    LoggingMessageNotificationParam, ServerRequest,
 };
+use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
 use tokio::sync::{mpsc, oneshot};
+use tracing::Instrument;
 
 use crate::call::client_channel::ClientPeer;
 use crate::call::{
@@ -24,6 +27,7 @@ use crate::call::{
     SamplingReply, SamplingRequest,
 };
 use crate::result::ContentBlock;
+use crate::telemetry::{Outbound, failed, inject, outbound_span};
 
 /// The lowest level a session's client wants to hear (`logging/setLevel`); `None` until it
 /// sets one, when every message is sent.
@@ -51,6 +55,8 @@ pub(crate) struct McpClientPeer {
     pub(crate) rounds: Option<mpsc::Sender<InputAsk>>,
     /// The first capability the call needed and the client had not declared, if any.
     pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
+    /// The session the requests to the client go over, for their spans.
+    pub(crate) outbound: Outbound,
 }
 
 /// One request for the client, to be carried by an `input_required` result; the client's
@@ -63,6 +69,36 @@ pub(crate) struct InputAsk {
 }
 
 impl McpClientPeer {
+    /// Sends `request` (`method`) to the client in a `CLIENT` span, its trace context in the
+    /// request's `_meta`, and waits for the answer.
+    async fn ask(
+        &self,
+        method: &str,
+        mut request: ServerRequest,
+    ) -> Result<ClientResult, ClientError> {
+        let span = outbound_span(method, &self.outbound);
+        inject(&span, &mut request.get_meta_mut().0);
+        let answer = async {
+            let handle = self
+                .peer
+                .send_cancellable_request(request, PeerRequestOptions::no_options())
+                .await?;
+            tracing::Span::current().record("jsonrpc.request.id", handle.id.to_string().as_str());
+            handle.await_response().await
+        }
+        .instrument(span.clone())
+        .await;
+        answer.map_err(|error| {
+            match &error {
+                ServiceError::McpError(data) => {
+                    failed(&span, None, Some(data.code.0), &data.message);
+                }
+                other => failed(&span, None, None, &other.to_string()),
+            }
+            ClientError::Failed(error.to_string())
+        })
+    }
+
     fn declared(&self, pick: impl Fn(&ClientCapabilities) -> bool) -> bool {
         self.capabilities.as_ref().is_some_and(pick)
     }
@@ -141,11 +177,25 @@ impl ClientPeer for McpClientPeer {
                         ClientError::Failed(format!("the client's sampling answer: {error}"))
                     })?
                 }
-                None => self
-                    .peer
-                    .create_message(params)
-                    .await
-                    .map_err(|error| ClientError::Failed(error.to_string()))?,
+                None => {
+                    // What rmcp's `create_message` checks before sending.
+                    if (params.tools.is_some() || params.tool_choice.is_some())
+                        && !self.peer.supports_sampling_tools()
+                    {
+                        return Err(ClientError::Invalid(
+                            "tools or toolChoice provided but the client does not support \
+                             sampling tools"
+                                .into(),
+                        ));
+                    }
+                    params.validate().map_err(ClientError::Invalid)?;
+                    let request =
+                        ServerRequest::CreateMessageRequest(CreateMessageRequest::new(params));
+                    match self.ask("sampling/createMessage", request).await? {
+                        ClientResult::CreateMessageResult(result) => *result,
+                        _ => return Err(unexpected()),
+                    }
+                }
             };
             sampling_reply(answer)
         })
@@ -171,11 +221,13 @@ impl ClientPeer for McpClientPeer {
                         ClientError::Failed(format!("the client's elicitation answer: {error}"))
                     })?
                 }
-                None => self
-                    .peer
-                    .create_elicitation(params)
-                    .await
-                    .map_err(|error| ClientError::Failed(error.to_string()))?,
+                None => {
+                    let request = ServerRequest::ElicitRequest(ElicitRequest::new(params));
+                    match self.ask("elicitation/create", request).await? {
+                        ClientResult::ElicitResult(result) => result,
+                        _ => return Err(unexpected()),
+                    }
+                }
             };
             Ok(match answer.action {
                 ElicitationAction::Accept => Elicitation::Accept(match answer.content {
@@ -205,11 +257,13 @@ impl ClientPeer for McpClientPeer {
                         ClientError::Failed(format!("the client's roots answer: {error}"))
                     })?
                 }
-                None => self
-                    .peer
-                    .list_roots()
-                    .await
-                    .map_err(|error| ClientError::Failed(error.to_string()))?,
+                None => {
+                    let request = ServerRequest::ListRootsRequest(ListRootsRequest::default());
+                    match self.ask("roots/list", request).await? {
+                        ClientResult::ListRootsResult(result) => result,
+                        _ => return Err(unexpected()),
+                    }
+                }
             };
             Ok(answer
                 .roots
@@ -218,6 +272,11 @@ impl ClientPeer for McpClientPeer {
                 .collect())
         })
     }
+}
+
+/// An answer of another kind than the request's.
+fn unexpected() -> ClientError {
+    ClientError::Failed(ServiceError::UnexpectedResponse.to_string())
 }
 
 /// rmcp's level of ours (the same eight syslog severities).

@@ -350,6 +350,7 @@ impl McpHandler {
                     capabilities: context.client_capabilities(),
                     rounds: None,
                     missing: Arc::default(),
+                    outbound: telemetry::Outbound::of(&context),
                 }));
                 let answerer = self.answerer(&context);
                 let parked = durable::resume_modern(
@@ -446,6 +447,7 @@ impl McpHandler {
             capabilities: context.client_capabilities(),
             rounds,
             missing: Arc::clone(&missing),
+            outbound: telemetry::Outbound::of(&context),
         }));
         let mut call =
             ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());

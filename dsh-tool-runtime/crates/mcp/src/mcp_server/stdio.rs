@@ -13,14 +13,18 @@
 //! the same pipe. Anything else (a terminal, a file, a socket, no `/proc`) keeps tokio's blocking
 //! stdio for both directions, and nothing shared is changed.
 
+use std::collections::HashSet;
 use std::path::Path;
-use std::pin::Pin;
-use std::task::{Context, Poll};
+use std::time::Duration;
 
 use rmcp::RoleServer;
+use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
+use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
+use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::net::unix::pipe;
+use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
 /// The read half of the transport.
@@ -32,11 +36,14 @@ pub(crate) type Output = Box<dyn AsyncWrite + Send + Unpin>;
 /// 16 MiB). A longer line is dropped by rmcp with an error in the log.
 pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 
+/// How long end of input is held back at most for the `subscriptions/listen` streams still
+/// open to be answered. They end as soon as `ended` is cancelled, so this only bounds a stream
+/// that does not (rmcp's own drain then waits up to 5 s more).
+const END_HOLD: Duration = Duration::from_secs(5);
+
 /// stdin and stdout as the server's transport: both polled when both are pipes, else both
-/// through tokio's blocking stdio. `ended` is cancelled when stdin ends (or fails): rmcp then
-/// waits up to 5 s for the requests still being handled, and a `subscriptions/listen` stream
-/// ends only when told to, so the handler's streams stop on it instead of holding the process.
-pub(crate) fn transport(ended: CancellationToken) -> AsyncRwTransport<RoleServer, Input, Output> {
+/// through tokio's blocking stdio. See [`Stdio`] for what happens at end of input.
+pub(crate) fn transport(ended: CancellationToken) -> Stdio {
     let (input, output): (Input, Output) =
         match polled(Path::new("/proc/self/fd/0"), Path::new("/proc/self/fd/1")) {
             Ok((input, output)) => (Box::new(input), Box::new(output)),
@@ -45,36 +52,104 @@ pub(crate) fn transport(ended: CancellationToken) -> AsyncRwTransport<RoleServer
                 (Box::new(input), Box::new(output))
             }
         };
-    let input: Input = Box::new(EndSignal {
-        input,
-        ended: ended.clone(),
-    });
-    AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_REQUEST_BYTES)
+    Stdio {
+        inner: AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_REQUEST_BYTES),
+        ended,
+        listening: watch::Sender::new(HashSet::new()),
+        held_until: None,
+    }
 }
 
-/// A reader that cancels `ended` once its input reads end of file or fails.
-struct EndSignal {
-    input: Input,
+/// The stdio transport, which ends the open `subscriptions/listen` streams when stdin ends.
+///
+/// A listen stream ends only when told to, and rmcp stops its loop at end of input: a stream
+/// still being acknowledged then waits for a loop that no longer runs, and rmcp drops its
+/// answer after waiting 5 s. So at end of input this transport cancels `ended` (the handler's
+/// streams stop on it) and reports the end to rmcp only once every listen request for list
+/// changes it read has been answered (or cancelled by the client), at most [`END_HOLD`] later.
+/// A stream for nothing this server sends is left to rmcp's drain.
+pub(crate) struct Stdio {
+    inner: AsyncRwTransport<RoleServer, Input, Output>,
     ended: CancellationToken,
+    /// The ids of the `subscriptions/listen` requests for list changes read and not answered
+    /// yet.
+    listening: watch::Sender<HashSet<RequestId>>,
+    /// Set once end of input was read: until when it is held back.
+    held_until: Option<tokio::time::Instant>,
 }
 
-impl AsyncRead for EndSignal {
-    fn poll_read(
-        mut self: Pin<&mut Self>,
-        cx: &mut Context<'_>,
-        buf: &mut ReadBuf<'_>,
-    ) -> Poll<std::io::Result<()>> {
-        let before = buf.filled().len();
-        let poll = Pin::new(&mut self.input).poll_read(cx, buf);
-        let ended = match &poll {
-            Poll::Ready(Ok(())) => buf.filled().len() == before && buf.remaining() > 0,
-            Poll::Ready(Err(_)) => true,
-            Poll::Pending => false,
-        };
-        if ended {
-            self.ended.cancel();
+impl Stdio {
+    /// Keeps track of the listen requests among the messages read.
+    fn note(&self, message: &RxJsonRpcMessage<RoleServer>) {
+        match message {
+            // The streams the handler ends on `ended`: those for list changes.
+            JsonRpcMessage::Request(request)
+                if matches!(&request.request,
+                    ClientRequest::SubscriptionsListenRequest(listen)
+                        if listen.params.notifications.tools_list_changed == Some(true)) =>
+            {
+                let id = request.id.clone();
+                self.listening.send_modify(|open| {
+                    open.insert(id);
+                });
+            }
+            // rmcp drops the answer of a request the client cancelled.
+            JsonRpcMessage::Notification(notification) => {
+                if let ClientNotification::CancelledNotification(cancelled) =
+                    &notification.notification
+                    && let Some(id) = &cancelled.params.request_id
+                {
+                    self.listening.send_if_modified(|open| open.remove(id));
+                }
+            }
+            _ => {}
         }
-        poll
+    }
+}
+
+impl Transport<RoleServer> for Stdio {
+    type Error = std::io::Error;
+
+    fn send(
+        &mut self,
+        item: TxJsonRpcMessage<RoleServer>,
+    ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
+        let answered = match &item {
+            JsonRpcMessage::Response(response) => Some(&response.id),
+            JsonRpcMessage::Error(error) => error.id.as_ref(),
+            _ => None,
+        };
+        if let Some(id) = answered {
+            self.listening.send_if_modified(|open| open.remove(id));
+        }
+        self.inner.send(item)
+    }
+
+    /// Cancel-safe, as rmcp needs: the end of input, once read, is kept in `held_until`.
+    async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
+        let held_until = match self.held_until {
+            Some(held_until) => held_until,
+            None => match self.inner.receive().await {
+                Some(message) => {
+                    self.note(&message);
+                    return Some(message);
+                }
+                None => {
+                    self.ended.cancel();
+                    *self
+                        .held_until
+                        .insert(tokio::time::Instant::now() + END_HOLD)
+                }
+            },
+        };
+        let mut listening = self.listening.subscribe();
+        // Past the bound, the end is reported with streams still open: rmcp's drain follows.
+        let _ = tokio::time::timeout_at(held_until, listening.wait_for(HashSet::is_empty)).await;
+        None
+    }
+
+    async fn close(&mut self) -> Result<(), Self::Error> {
+        self.inner.close().await
     }
 }
 
