@@ -705,11 +705,10 @@ async fn the_calls_a_retried_invocation_replays_are_spans_marked_replayed() {
     // the rest ran in the second process.
     let mut requests = Vec::new();
     let spans = loop {
-        let (path, body) =
-            tokio::time::timeout(std::time::Duration::from_secs(60), received.recv())
-                .await
-                .expect("the deployment exports its spans")
-                .expect("the receiver runs");
+        let (path, body) = tokio::time::timeout(restate_support::BOUND, received.recv())
+            .await
+            .expect("the deployment exports its spans")
+            .expect("the receiver runs");
         if path == "/v1/traces" {
             requests.push(body);
         }

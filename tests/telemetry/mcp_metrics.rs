@@ -16,6 +16,7 @@ use tracing_subscriber::layer::SubscriberExt;
 
 use crate::common::{call, mirror};
 use crate::otlp_support::receiver;
+use dsh_tools::prelude::*;
 
 /// A data point's attributes as text.
 fn attributes(point: &HistogramDataPoint) -> BTreeMap<String, String> {
