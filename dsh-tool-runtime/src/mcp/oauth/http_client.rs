@@ -476,6 +476,50 @@ mod tests {
         );
     }
 
+    /// A metadata answer that breaks off midway (the connection reset after the headers) got
+    /// no answer either: discovery runs once more.
+    #[tokio::test]
+    async fn a_metadata_answer_reset_midway_is_fetched_once_more() {
+        use std::sync::atomic::{AtomicUsize, Ordering};
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let url = format!("http://{}/mcp", listener.local_addr().unwrap());
+        let accepted = Arc::new(AtomicUsize::new(0));
+        let counter = accepted.clone();
+        tokio::spawn(async move {
+            while let Ok((mut stream, _)) = listener.accept().await {
+                let number = counter.fetch_add(1, Ordering::SeqCst);
+                tokio::spawn(async move {
+                    let mut request = Vec::new();
+                    let mut buffer = [0u8; 4096];
+                    while !request.ends_with(b"\r\n\r\n") {
+                        match stream.read(&mut buffer).await {
+                            Ok(0) | Err(_) => return,
+                            Ok(read) => request.extend_from_slice(&buffer[..read]),
+                        }
+                    }
+                    if number == 0 {
+                        // Headers and part of the body, then a reset.
+                        let partial = "HTTP/1.1 200 OK\r\ncontent-type: application/json\r\n\
+                                       content-length: 100\r\n\r\n{\"resource\"";
+                        let _ = stream.write_all(partial.as_bytes()).await;
+                        let _ = stream.flush().await;
+                        stream.set_zero_linger().unwrap();
+                        return;
+                    }
+                    let answer = "HTTP/1.1 404 Not Found\r\ncontent-length: 0\r\n\
+                                  connection: close\r\n\r\n";
+                    let _ = stream.write_all(answer.as_bytes()).await;
+                });
+            }
+        });
+        let manager = manager(&url, Duration::from_secs(60)).await.unwrap();
+        let resolved =
+            crate::mcp::oauth::unanswered::discovered(|| manager.resolve_metadata()).await;
+        assert!(resolved.is_ok(), "{:?}", resolved.err());
+        assert!(accepted.load(Ordering::SeqCst) > 1);
+    }
+
     /// A loopback server that answers every request `404` after `delay` (on the test's clock):
     /// its URL.
     async fn slow_server(delay: Duration) -> String {

@@ -37,15 +37,23 @@ pub(crate) fn unanswered(error: &AuthError) -> bool {
 }
 
 /// `true` when `error` is a metadata discovery request that got no answer: its connection
-/// failed, was reset or closed before the whole answer came. An answer the server sent (a
+/// failed, was reset or closed before the whole answer came (reqwest reports a body that broke
+/// off while read as a decoding error around the body error). An answer the server sent (a
 /// status, a body that did not parse) or a timeout (a second one would double the bound) is
 /// not.
 pub(crate) fn discovery_unanswered(error: &AuthError) -> bool {
+    let broke_off = |error: &reqwest::Error| {
+        error.is_decode()
+            && std::error::Error::source(error)
+                .and_then(|source| source.downcast_ref::<reqwest::Error>())
+                .is_some_and(reqwest::Error::is_body)
+    };
     match error {
         AuthError::DiscoveryRequestFailed { source, .. } => source
             .downcast_ref::<reqwest::Error>()
             .is_some_and(|error| {
-                (error.is_connect() || error.is_request() || error.is_body()) && !error.is_timeout()
+                (error.is_connect() || error.is_request() || error.is_body() || broke_off(error))
+                    && !error.is_timeout()
             }),
         _ => false,
     }
