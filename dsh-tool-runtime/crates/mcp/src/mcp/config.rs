@@ -196,7 +196,9 @@ impl McpServer {
     /// Authenticates to an HTTP server with the OAuth client-credentials grant (feature
     /// `oauth`): an access token from the server's authorization server is sent with every
     /// request, asked for again when it expires or is refused. Failing to get one fails the
-    /// connect with [`McpError::Connect`] (`OAuth: …`). Ignored for stdio servers.
+    /// connect with [`McpError::Connect`] (`OAuth: …`). Each OAuth request (discovery, token)
+    /// is bounded by the longest of the connect, list and call timeouts. Ignored for stdio
+    /// servers.
     #[cfg(feature = "oauth")]
     #[cfg_attr(docsrs, doc(cfg(feature = "oauth")))]
     pub fn client_credentials(mut self, credentials: super::McpClientCredentials) -> Self {
@@ -210,8 +212,9 @@ impl McpServer {
     /// waits for the person (`McpAuthorizer::authorize`) does not count against
     /// [`connect_timeout_ms`](Self::connect_timeout_ms): the authorizer's own wait bounds it,
     /// and a server that never answers still fails within the connect timeout. During later
-    /// requests the person's step counts against that request's timeout. A failed login fails the
-    /// connect with [`McpError::Connect`] (`OAuth …`). Client credentials, when also set, take
+    /// requests the person's step counts against that request's timeout. Each OAuth request
+    /// (discovery, registration, token) is bounded by the longest of the connect, list and call
+    /// timeouts. A failed login fails the connect with [`McpError::Connect`] (`OAuth …`). Client credentials, when also set, take
     /// precedence. Ignored for stdio servers.
     ///
     /// [`McpOAuthLogin`]: super::McpOAuthLogin

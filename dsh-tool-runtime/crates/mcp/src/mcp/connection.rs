@@ -293,13 +293,23 @@ async fn start(
             // Getting a token is part of connecting, within the same timeout; the time a person
             // takes to authorize a login is not (their authorizer bounds it).
             let waiting = clients.waiting.clone();
+            // An OAuth request may be part of the connect, a `tools/list` or a call (a token
+            // refreshed, a login after a 401): the longest of their bounds bounds it, and the
+            // operation's own timeout still ends it sooner.
+            #[cfg(feature = "oauth")]
+            let oauth_bound = Duration::from_millis(
+                config
+                    .connect_timeout_ms
+                    .max(config.list_timeout_ms)
+                    .max(config.call_timeout_ms),
+            );
             let connect = async {
                 #[cfg(feature = "oauth")]
                 if let Some(credentials) = &config.credentials {
                     let mut kept = clients.credentials.lock().await;
                     let client = match kept.as_ref() {
                         Some(client) => client.clone(),
-                        None => super::oauth::authorize(client, url, credentials)
+                        None => super::oauth::authorize(client, url, credentials, oauth_bound)
                             .await
                             .map_err(|message| connect_error(server, message))?,
                     };
@@ -316,7 +326,7 @@ async fn start(
                         Some(client) => client.clone(),
                         None => {
                             let person = clients.person.clone();
-                            super::oauth::login_client(client, url, login, person)
+                            super::oauth::login_client(client, url, login, person, oauth_bound)
                                 .await
                                 .map_err(|message| connect_error(server, message))?
                         }

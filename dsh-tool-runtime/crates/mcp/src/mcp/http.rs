@@ -9,10 +9,15 @@
 //! one tool. A request that only reads (`server/discover`, `ping`, the listings, `prompts/get`,
 //! `resources/read`, `tasks/get`) and got no answer (its connection reset) is sent once more.
 //!
-//! A `tools/call` is never sent twice (its tool may have run), so it is never written to a
-//! kept-alive connection: a server may close one it holds idle at the moment a request arrives
-//! on it, unread, and the client cannot tell that from a call the server received. Each call
-//! opens a connection of its own, which no server closes before reading its first request.
+//! No message is written to a kept-alive connection: a server may close one it holds idle at the
+//! moment a message arrives on it, unread, and the client cannot tell that from a message the
+//! server received. Node's HTTP server closes an idle connection after 5 s, and one whose event
+//! loop wakes from a stall runs that timer before it reads what is waiting, so under load it
+//! closes a connection the client wrote to at once. Only a request that only reads could be
+//! sent again; `initialize`, `notifications/initialized`, a `tools/call` (its tool may have
+//! run), the answer to a server's elicitation could not, and the connection failed with them.
+//! Each message opens a connection of its own, which no server closes before reading its first
+//! request.
 //!
 //! It also orders the session's first request after its standalone GET stream: rmcp opens that
 //! stream in a task of its own once `notifications/initialized` is accepted and goes straight on
@@ -49,19 +54,12 @@ type HttpError = StreamableHttpError<reqwest::Error>;
 /// the request goes anyway (as it would without the wait).
 const STANDALONE_OPEN_BOUND: Duration = Duration::from_secs(10);
 
-/// How long a connection to the server may sit idle and still be reused: under the 5 s after
-/// which Node's and uvicorn's HTTP servers close an idle keep-alive connection. reqwest keeps
-/// one 90 s; a request written to a connection the server is closing gets no answer, and hyper
-/// does not send it again (it was sent), so the call would fail for nothing.
-const POOL_IDLE: Duration = Duration::from_secs(2);
-
 /// rmcp's reqwest client with deep messages rewritten before rmcp parses them, and the session's
 /// requests held until its standalone GET stream is open.
 #[derive(Clone)]
 pub(crate) struct GuardedClient {
+    /// Keeps no connection: every message goes on a new one (the module's docs say why).
     inner: reqwest::Client,
-    /// Keeps no connection: every `tools/call` goes on a new one.
-    calls: reqwest::Client,
     standalone: StandaloneGate,
     /// The session id last sent or received, for the connection's spans.
     session: SessionCell,
@@ -72,16 +70,11 @@ impl Default for GuardedClient {
         // Only a TLS backend that fails to start makes the builder fail; the default client
         // then still reaches plain-HTTP servers, and names its error on a TLS one.
         let inner = reqwest::Client::builder()
-            .pool_idle_timeout(POOL_IDLE)
-            .build()
-            .unwrap_or_default();
-        let calls = reqwest::Client::builder()
             .pool_max_idle_per_host(0)
             .build()
             .unwrap_or_default();
         GuardedClient {
             inner,
-            calls,
             standalone: StandaloneGate::default(),
             session: SessionCell::default(),
         }
@@ -151,13 +144,6 @@ fn guard_stream(
     stream: BoxStream<'static, Result<Sse, SseError>>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     stream.map(guard_event).boxed()
-}
-
-fn is_tools_call(message: &ClientJsonRpcMessage) -> bool {
-    matches!(
-        message,
-        JsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::CallToolRequest(_))
-    )
 }
 
 /// A request that only reads: asking twice has no more effect than asking once.
@@ -236,13 +222,8 @@ impl GuardedClient {
                 limits,
             )
         });
-        // A call never goes on a kept-alive connection (the module's docs say why).
-        let client = if is_tools_call(&message) {
-            &self.calls
-        } else {
-            &self.inner
-        };
-        let answer = client
+        let answer = self
+            .inner
             .post_message_with_response_limits(
                 uri.clone(),
                 message,
@@ -490,57 +471,6 @@ mod tests {
         stream.write_all(answer.as_bytes()).await
     }
 
-    /// An HTTP/1.1 server that answers every request `200` on a kept-alive connection; counts
-    /// the connections it accepted.
-    async fn keep_alive_server() -> (String, Arc<std::sync::atomic::AtomicUsize>) {
-        use tokio::io::{AsyncReadExt, AsyncWriteExt};
-        counting_server(|mut stream, _| async move {
-            let mut buffer = [0u8; 4096];
-            while let Ok(read) = stream.read(&mut buffer).await {
-                if read == 0 {
-                    return;
-                }
-                let answer = "HTTP/1.1 200 OK\r\ncontent-length: 0\r\n\r\n";
-                if stream.write_all(answer.as_bytes()).await.is_err() {
-                    return;
-                }
-            }
-        })
-        .await
-    }
-
-    /// A connection idle for longer than [`POOL_IDLE`] is not reused: the next request opens a
-    /// new one rather than risk one the server is closing. One used again at once is reused.
-    #[tokio::test]
-    async fn an_idle_connection_is_not_reused_past_the_pool_idle_time() {
-        use std::sync::atomic::Ordering::SeqCst;
-        let (url, accepted) = keep_alive_server().await;
-        let client = GuardedClient::default().inner;
-        let fetch = || async {
-            client
-                .get(&url)
-                .send()
-                .await
-                .unwrap()
-                .bytes()
-                .await
-                .unwrap()
-        };
-        fetch().await;
-        let first = std::time::Instant::now();
-        fetch().await;
-        // On a loaded machine the second request may itself start past the idle time; the
-        // reuse is only claimed when it did not.
-        if first.elapsed() < POOL_IDLE {
-            assert_eq!(accepted.load(SeqCst), 1);
-        }
-        let before = accepted.load(SeqCst);
-        // Waits out the idle time, a bound the assertion needs, not a race.
-        tokio::time::sleep(POOL_IDLE + Duration::from_millis(500)).await;
-        fetch().await;
-        assert_eq!(accepted.load(SeqCst), before + 1);
-    }
-
     /// A `tools/list` whose connection the server resets once it has read the request is sent
     /// once more, on a new connection, and its answer comes back.
     #[tokio::test]
@@ -624,36 +554,53 @@ mod tests {
         .await
     }
 
-    /// A `tools/call` right after a `tools/list` is not written to the `tools/list`'s kept-alive
-    /// connection, which the server closes as the call arrives: it opens one of its own and its
-    /// answer comes back. (It could not be sent again: the tool may have run.)
+    /// No message right after a `tools/list` is written to the `tools/list`'s kept-alive
+    /// connection, which the server closes as the message arrives: each opens one of its own and
+    /// gets through. None of these could be sent again: a `tools/call` (the tool may have run),
+    /// `initialize` (a session may have started), `notifications/initialized` (rmcp ends the
+    /// session when it fails), the answer to a server's request (an elicitation, a ping).
     #[tokio::test]
-    async fn a_tools_call_goes_on_a_connection_of_its_own() {
-        let (url, accepted) = closing_kept_alive_server().await;
-        let client = GuardedClient::default();
-        let post = |request: ClientRequest| {
-            client.post_message_with_response_limits(
-                url.as_str().into(),
-                ClientJsonRpcMessage::request(request, rmcp::model::RequestId::Number(1)),
-                None,
-                None,
-                HashMap::new(),
-                StreamableHttpResponseLimits::default(),
-            )
-        };
-        let list = post(ClientRequest::ListToolsRequest(Default::default())).await;
-        assert!(
-            matches!(list, Ok(StreamableHttpPostResponse::Json(..))),
-            "{list:?}"
+    async fn no_message_goes_on_a_kept_alive_connection() {
+        use rmcp::model::{ClientResult, RequestId};
+        let call = ClientJsonRpcMessage::request(
+            ClientRequest::CallToolRequest(rmcp::model::CallToolRequest::new(
+                rmcp::model::CallToolRequestParams::new("echo"),
+            )),
+            RequestId::Number(2),
         );
-        let call = post(ClientRequest::CallToolRequest(
-            rmcp::model::CallToolRequest::new(rmcp::model::CallToolRequestParams::new("echo")),
-        ))
-        .await;
-        assert!(
-            matches!(call, Ok(StreamableHttpPostResponse::Json(..))),
-            "{call:?}"
+        let initialize = ClientJsonRpcMessage::request(
+            ClientRequest::InitializeRequest(Default::default()),
+            RequestId::Number(2),
         );
-        assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+        let initialized = ClientJsonRpcMessage::notification(
+            ClientNotification::InitializedNotification(Default::default()),
+        );
+        let answer = ClientJsonRpcMessage::response(ClientResult::empty(()), RequestId::Number(7));
+        for message in [call, initialize, initialized, answer] {
+            let (url, accepted) = closing_kept_alive_server().await;
+            let client = GuardedClient::default();
+            let post = |message: ClientJsonRpcMessage| {
+                client.post_message_with_response_limits(
+                    url.as_str().into(),
+                    message,
+                    Some("session".into()),
+                    None,
+                    HashMap::new(),
+                    StreamableHttpResponseLimits::default(),
+                )
+            };
+            let list = post(ClientJsonRpcMessage::request(
+                ClientRequest::ListToolsRequest(Default::default()),
+                RequestId::Number(1),
+            ))
+            .await;
+            assert!(
+                matches!(list, Ok(StreamableHttpPostResponse::Json(..))),
+                "{list:?}"
+            );
+            let sent = post(message.clone()).await;
+            assert!(sent.is_ok(), "{message:?}: {sent:?}");
+            assert_eq!(accepted.load(std::sync::atomic::Ordering::SeqCst), 2);
+        }
     }
 }

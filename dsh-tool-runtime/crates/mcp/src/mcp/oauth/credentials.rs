@@ -2,6 +2,7 @@
 //! again when it expires or the server refuses it.
 
 use std::fmt;
+use std::time::Duration;
 
 use rmcp::transport::auth::{
     AuthError, AuthorizationManager, ClientCredentialsConfig, OAuthTokenResponse,
@@ -69,7 +70,8 @@ pub(crate) struct CredentialsGrant {
     grant: ClientCredentialsConfig,
 }
 
-/// Discovers the authorization server of the MCP server at `url` and gets a first token.
+/// Discovers the authorization server of the MCP server at `url` and gets a first token, each
+/// OAuth request bounded by `bound` (see [`super::http_client`]).
 ///
 /// # Errors
 /// Discovery or the token request failed, in rmcp's words (never holding the secret).
@@ -77,9 +79,12 @@ pub(crate) async fn authorize<C>(
     inner: C,
     url: &str,
     credentials: &McpClientCredentials,
+    bound: Duration,
 ) -> Result<BearerClient<C, CredentialsGrant>, String> {
     let failed = |error: AuthError| format!("OAuth: {error}");
-    let mut manager = AuthorizationManager::new(url).await.map_err(failed)?;
+    let mut manager = super::http_client::manager(url, bound)
+        .await
+        .map_err(failed)?;
     let resolution = discovered(|| manager.resolve_metadata())
         .await
         .map_err(failed)?;

@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::PathBuf;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use rmcp::transport::auth::{
@@ -220,7 +221,8 @@ fn failed(error: impl fmt::Display) -> AuthError {
 }
 
 /// `inner` with the person's login for the server at `url`; tokens from the token file are used
-/// at once. `person` holds `true` while the authorizer waits for the person.
+/// at once. `person` holds `true` while the authorizer waits for the person. Each OAuth request
+/// is bounded by `bound` (see [`super::http_client`]).
 ///
 /// # Errors
 /// The URL is not usable, or the token file cannot be read.
@@ -229,9 +231,12 @@ pub(crate) async fn login_client<C>(
     url: &str,
     login: &McpOAuthLogin,
     person: tokio::sync::watch::Sender<bool>,
+    bound: Duration,
 ) -> Result<BearerClient<C, LoginState>, String> {
     let describe = |error: AuthError| format!("OAuth: {error}");
-    let mut manager = AuthorizationManager::new(url).await.map_err(describe)?;
+    let mut manager = super::http_client::manager(url, bound)
+        .await
+        .map_err(describe)?;
     let states = RetainedStates::default();
     manager.set_state_store(states.clone());
     let mut restored_scopes = Vec::new();

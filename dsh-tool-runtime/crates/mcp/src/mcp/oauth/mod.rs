@@ -10,6 +10,7 @@
 
 mod bearer;
 mod credentials;
+mod http_client;
 mod login;
 mod loopback;
 mod store;

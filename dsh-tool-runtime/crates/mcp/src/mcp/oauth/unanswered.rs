@@ -1,22 +1,19 @@
 //! A token request or metadata discovery that got no answer is sent once more.
 //!
-//! rmcp's OAuth client keeps its HTTP connections open for reuse (reqwest's pool keeps an idle
-//! connection 90 s) and offers no way to change that without also dropping its address filter
-//! for metadata hosts. Servers close idle connections much sooner (Node's HTTP server after
-//! 5 s, uvicorn after 5 s): when that close crosses a token request written to the reused
-//! connection, the request fails with no answer (hyper's "connection closed before message
-//! completed"), which hyper does not retry because the request was already sent. Between a
-//! registration and its code's exchange lies the person's authorization, so on a loaded
-//! machine the exchange is exactly the request that meets a closing connection.
+//! Every OAuth request goes on a new connection (`http_client`), so a server closing a
+//! kept-alive connection as a request arrives no longer fails one; a connection can still be
+//! reset or closed before its answer (a proxy dropping it, a server restarting). hyper does not
+//! send such a request again because it was sent. Between a registration and its code's
+//! exchange lies the person's authorization, so the exchange is the request most exposed.
 //!
-//! The retry opens a new connection (the closed one has left the pool). It is safe for both
-//! grants: a client-credentials request has no effect beyond the token it answers, and an
-//! authorization code the server did receive is refused the second time (RFC 6749 §4.1.2, the
-//! tokens of a reused code revoked), so a retry never yields two grants.
+//! The retry opens a new connection. It is safe for both grants: a client-credentials request
+//! has no effect beyond the token it answers, and an authorization code the server did receive
+//! is refused the second time (RFC 6749 §4.1.2, the tokens of a reused code revoked), so a
+//! retry never yields two grants.
 //!
-//! Metadata discovery meets the same closing connections (the connection answered as reset
-//! by peer, or closed before its answer). Its requests are GETs, idempotent (RFC 9110
-//! §9.2.2), so the whole discovery is run once more after one of them got no answer.
+//! Metadata discovery meets the same failures (the connection reset by peer, or closed before
+//! its answer). Its requests are GETs, idempotent (RFC 9110 §9.2.2), so the whole discovery is
+//! run once more after one of them got no answer.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -40,15 +37,23 @@ pub(crate) fn unanswered(error: &AuthError) -> bool {
 }
 
 /// `true` when `error` is a metadata discovery request that got no answer: its connection
-/// failed, was reset or closed before the whole answer came. An answer the server sent (a
+/// failed, was reset or closed before the whole answer came (reqwest reports a body that broke
+/// off while read as a decoding error around the body error). An answer the server sent (a
 /// status, a body that did not parse) or a timeout (a second one would double the bound) is
 /// not.
 pub(crate) fn discovery_unanswered(error: &AuthError) -> bool {
+    let broke_off = |error: &reqwest::Error| {
+        error.is_decode()
+            && std::error::Error::source(error)
+                .and_then(|source| source.downcast_ref::<reqwest::Error>())
+                .is_some_and(reqwest::Error::is_body)
+    };
     match error {
         AuthError::DiscoveryRequestFailed { source, .. } => source
             .downcast_ref::<reqwest::Error>()
             .is_some_and(|error| {
-                (error.is_connect() || error.is_request() || error.is_body()) && !error.is_timeout()
+                (error.is_connect() || error.is_request() || error.is_body() || broke_off(error))
+                    && !error.is_timeout()
             }),
         _ => false,
     }
