@@ -1,33 +1,70 @@
 //! Calls in: the tool calls of a provider's response, and the model's turn to send back.
 
+use std::borrow::Cow;
+
 use serde_json::{Map, Value, json};
 
 use super::{Provider, ProviderError, ToolLoop};
 use crate::error::ErrorCode;
 use crate::result::ToolFailure;
 
-/// One tool call read from a response.
-#[derive(Debug, Clone, PartialEq)]
-pub struct ParsedCall {
+/// One tool call read from a response, borrowed from the model's turn it was read from
+/// ([`ParsedResponse::calls`], [`Step::calls`](super::Step::calls)): reading an answer copies no
+/// id, name or argument of it.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct ParsedCall<'a> {
     /// The id its result is sent under: the model's, or `dsh_call_<position>` when it gave none
-    /// (the same id is written into the model's turn sent back, so the request stays well formed).
-    pub id: String,
+    /// (the same id is written into the model's turn sent back, so the request stays well formed;
+    /// Gemini, which matches results by name and order, gets none written).
+    pub id: &'a str,
     /// The id as the model sent it (`None`: absent or empty; normal for Gemini, which then
     /// matches results to calls by name and order).
-    pub model_id: Option<String>,
+    pub model_id: Option<&'a str>,
     /// The registry's tool name: the name the model called, mapped back when the last
     /// [`ToolLoop::tools`] sent the tool renamed (empty when the model gave none).
-    pub name: String,
+    pub name: &'a str,
     /// The tool name as the model sent it: the name results are sent back under.
-    pub model_name: String,
-    /// The parsed arguments (`{}` for an empty argument string, and when they could not be
-    /// parsed).
-    pub arguments: Value,
+    pub model_name: &'a str,
+    /// The arguments as the model's turn carries them: the JSON text for OpenAI (a string,
+    /// which may be malformed), the `input` or `args` object for Anthropic and Gemini; `None`
+    /// when the call has none. [`ParsedCall::arguments`] gives them as a value.
+    pub raw_arguments: Option<&'a Value>,
     /// Why the call cannot run, when it cannot: it then ends in a failure result with this error
     /// and no hook, guard or body runs. Malformed or truncated argument JSON is `INVALID_ARGS`,
     /// a call without a name `UNKNOWN_TOOL`, an OpenAI or Anthropic call without an id a plain
     /// failure.
-    pub error: Option<ToolFailure>,
+    pub error: Option<&'a ToolFailure>,
+}
+
+impl<'a> ParsedCall<'a> {
+    /// The arguments as a value: argument text parsed (`{}` when it is empty, or when it does
+    /// not parse, which [`ParsedCall::error`] then says), an object as it is (borrowed), `{}`
+    /// when there are none. These are the arguments before strict nulls are normalised back.
+    pub fn arguments(&self) -> Cow<'a, Value> {
+        match self.raw_arguments {
+            Some(Value::String(text)) => Cow::Owned(arguments_text(text).0),
+            None | Some(Value::Null) => Cow::Owned(Value::Object(Map::new())),
+            Some(value) => Cow::Borrowed(value),
+        }
+    }
+}
+
+/// Where a call is in the model's turn, and what the turn does not say about it.
+#[derive(Debug, Clone, PartialEq)]
+pub(crate) struct CallRecord {
+    /// The index of the turn's message (Responses: item) holding the call.
+    message: usize,
+    /// The call's index in that message's list (`tool_calls`, `content`, `parts`); unused for
+    /// Responses, whose item is the call.
+    entry: usize,
+    /// The id made up for a call the model gave none (`dsh_call_<position>`).
+    generated_id: Option<String>,
+    /// The registry's name, when the tool was sent renamed.
+    real_name: Option<String>,
+    /// Why the call cannot run.
+    pub(crate) error: Option<ToolFailure>,
+    /// The parsed arguments of a runnable call, until a step hands them to the pipeline.
+    pub(crate) arguments: Option<Value>,
 }
 
 /// What a response holds: the model's text, its tool calls in model order, and its turn in the
@@ -36,11 +73,106 @@ pub struct ParsedCall {
 pub struct ParsedResponse {
     /// The model's text beside the calls (text parts joined by `\n`; empty when there is none).
     pub text: String,
-    /// The calls, in model order.
-    pub calls: Vec<ParsedCall>,
     /// The model's turn as messages (Responses: input items) of the next request, with every
     /// call id filled in; empty when the model said nothing.
-    pub assistant: Vec<Value>,
+    assistant: Vec<Value>,
+    provider: Provider,
+    records: Vec<CallRecord>,
+}
+
+impl ParsedResponse {
+    /// The calls, in model order, borrowed from [`ParsedResponse::assistant`].
+    pub fn calls(&self) -> Vec<ParsedCall<'_>> {
+        calls(self.provider, &self.assistant, &self.records)
+    }
+
+    /// The model's turn as messages (Responses: input items) of the next request, with every
+    /// call id filled in; empty when the model said nothing.
+    pub fn assistant(&self) -> &[Value] {
+        &self.assistant
+    }
+
+    /// The parts a step uses: the text, the turn, the call records.
+    pub(crate) fn into_parts(self) -> (String, Vec<Value>, Vec<CallRecord>) {
+        (self.text, self.assistant, self.records)
+    }
+}
+
+/// The calls of `records`, read from the model's turn `turn`.
+pub(crate) fn calls<'a>(
+    provider: Provider,
+    turn: &'a [Value],
+    records: &'a [CallRecord],
+) -> Vec<ParsedCall<'a>> {
+    records
+        .iter()
+        .map(|record| view(provider, turn, record))
+        .collect()
+}
+
+/// The call of `record`, read from the model's turn `turn` (a part the turn no longer holds
+/// reads as empty).
+pub(crate) fn view<'a>(
+    provider: Provider,
+    turn: &'a [Value],
+    record: &'a CallRecord,
+) -> ParsedCall<'a> {
+    let message = turn.get(record.message);
+    let (entry, arguments_at) = match provider {
+        Provider::OpenAiChat => (
+            message
+                .and_then(|m| m.get("tool_calls"))
+                .and_then(|calls| calls.get(record.entry)),
+            None,
+        ),
+        Provider::OpenAiResponses => (message, Some("arguments")),
+        Provider::Anthropic => (
+            message
+                .and_then(|m| m.get("content"))
+                .and_then(|blocks| blocks.get(record.entry)),
+            Some("input"),
+        ),
+        Provider::Gemini => (
+            message
+                .and_then(|m| m.get("parts"))
+                .and_then(|parts| parts.get(record.entry))
+                .and_then(|part| part.get("functionCall")),
+            Some("args"),
+        ),
+    };
+    let id_key = if provider == Provider::OpenAiResponses {
+        "call_id"
+    } else {
+        "id"
+    };
+    // Chat Completions nests the name and arguments under `function`.
+    let function = match arguments_at {
+        Some(_) => entry,
+        None => entry.and_then(|entry| entry.get("function")),
+    };
+    let str_at = |value: Option<&'a Value>, key: &str| -> &'a str {
+        value
+            .and_then(|value| value.get(key))
+            .and_then(Value::as_str)
+            .unwrap_or_default()
+    };
+    let model_id = match &record.generated_id {
+        Some(_) => None,
+        None => Some(str_at(entry, id_key)),
+    };
+    let model_name = str_at(function, "name");
+    ParsedCall {
+        id: record
+            .generated_id
+            .as_deref()
+            .or(model_id)
+            .unwrap_or_default(),
+        model_id,
+        name: record.real_name.as_deref().unwrap_or(model_name),
+        model_name,
+        raw_arguments: function.and_then(|f| f.get(arguments_at.unwrap_or("arguments"))),
+        error: record.error.as_ref(),
+    }
 }
 
 impl ToolLoop {
@@ -52,7 +184,8 @@ impl ToolLoop {
     /// `response` is taken, not borrowed: the model's turn sent back
     /// ([`ParsedResponse::assistant`]) is the response's own message moved out of it, with only
     /// what the next request needs changed (a missing call id filled in, fields the request
-    /// does not take dropped), so reading an answer does not copy it.
+    /// does not take dropped), and the calls ([`ParsedResponse::calls`]) are read from it, so
+    /// reading an answer copies nothing of it but each runnable call's arguments, parsed.
     ///
     /// # Errors
     /// [`ProviderError::Response`] when `response` is not of the provider's shape. Problems of
@@ -60,9 +193,11 @@ impl ToolLoop {
     pub fn parse(&self, response: Value) -> Result<ParsedResponse, ProviderError> {
         let mut parsed = parse(self.provider, response)?;
         if !self.renamed.is_empty() {
-            for call in &mut parsed.calls {
-                if let Some(real) = self.renamed.get(&call.model_name) {
-                    call.name.clone_from(real);
+            for index in 0..parsed.records.len() {
+                let model_name =
+                    view(self.provider, &parsed.assistant, &parsed.records[index]).model_name;
+                if let Some(real) = self.renamed.get(model_name) {
+                    parsed.records[index].real_name = Some(real.clone());
                 }
             }
         }
@@ -156,41 +291,37 @@ fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<Stri
     }
 }
 
-/// The id of the call at `position`, read from `map[key]` and written there when it is
-/// missing (the turn sent back must carry the id its result answers); the failure when a
+/// The id made up for the call at `position` when `map[key]` holds none (it is then written
+/// there: the turn sent back must carry the id its result answers), and the failure when a
 /// required id is missing.
 fn call_id(
     map: &mut Map<String, Value>,
     key: &str,
     position: usize,
     required: bool,
-) -> (String, Option<String>, Option<ToolFailure>) {
-    match map
+) -> (Option<String>, Option<ToolFailure>) {
+    let given = map
         .get(key)
         .and_then(Value::as_str)
-        .filter(|id| !id.is_empty())
-    {
-        Some(id) => (id.to_owned(), Some(id.to_owned()), None),
-        None => {
-            let failure = required.then(|| {
-                ToolFailure::plain(
-                    "the tool call has no id, so it was not run; call the tool again",
-                )
-            });
-            let id = format!("dsh_call_{position}");
-            map.insert(key.to_owned(), Value::String(id.clone()));
-            (id, None, failure)
-        }
+        .is_some_and(|id| !id.is_empty());
+    if given {
+        return (None, None);
     }
+    let failure = required.then(|| {
+        ToolFailure::plain("the tool call has no id, so it was not run; call the tool again")
+    });
+    let id = format!("dsh_call_{position}");
+    map.insert(key.to_owned(), Value::String(id.clone()));
+    (Some(id), failure)
 }
 
-/// The tool name in `map[key]`; an empty one is written there when it is missing.
-fn call_name(map: &mut Map<String, Value>, key: &str) -> String {
+/// `true` when `map[key]` names a tool; an empty name is written there when it is missing.
+fn call_name(map: &mut Map<String, Value>, key: &str) -> bool {
     match map.get(key) {
-        Some(Value::String(name)) => name.clone(),
+        Some(Value::String(name)) => !name.is_empty(),
         _ => {
             map.insert(key.to_owned(), Value::String(String::new()));
-            String::new()
+            false
         }
     }
 }
@@ -236,8 +367,8 @@ fn string_arguments(map: &mut Map<String, Value>, key: &str) -> (Value, Option<T
     }
 }
 
-/// A call's arguments sent as a JSON value (Anthropic, Gemini): a copy for the call (a string
-/// is parsed), and the field left an object, whatever arrived (`{}` when missing and
+/// A call's arguments sent as a JSON value (Anthropic, Gemini): a copy for the pipeline (a
+/// string is parsed), and the field left an object, whatever arrived (`{}` when missing and
 /// `required`).
 fn value_arguments(
     map: &mut Map<String, Value>,
@@ -261,27 +392,30 @@ fn value_arguments(
     parsed
 }
 
-/// A call from its parts; a missing name is the call's failure.
-fn call(
-    id: (String, Option<String>, Option<ToolFailure>),
-    name: String,
+/// The record of the call at `entry` of the turn's message `message`; a missing name is the
+/// call's failure.
+fn record(
+    (message, entry): (usize, usize),
+    id: (Option<String>, Option<ToolFailure>),
+    named: bool,
     arguments: (Value, Option<ToolFailure>),
-) -> ParsedCall {
-    let (id, model_id, id_failure) = id;
+) -> CallRecord {
+    let (generated_id, id_failure) = id;
     let (arguments, args_failure) = arguments;
-    let name_failure = name.is_empty().then(|| {
+    let name_failure = (!named).then(|| {
         ToolFailure::coded(
             ErrorCode::UnknownTool,
             "unknown tool \"\": the tool call names no tool",
         )
     });
-    ParsedCall {
-        id,
-        model_id,
-        model_name: name.clone(),
-        name,
-        arguments,
-        error: id_failure.or(name_failure).or(args_failure),
+    let error = id_failure.or(name_failure).or(args_failure);
+    CallRecord {
+        message,
+        entry,
+        generated_id,
+        real_name: None,
+        arguments: error.is_none().then_some(arguments),
+        error,
     }
 }
 
@@ -289,11 +423,13 @@ fn call(
 /// back (`role`, `content` and `tool_calls` only; each call `id`, `type` and `function` with
 /// `name` and `arguments`, as the request takes them).
 fn openai_chat(message: Value) -> ParsedResponse {
+    let provider = Provider::OpenAiChat;
     let Value::Object(mut turn) = message else {
         return ParsedResponse {
             text: String::new(),
-            calls: Vec::new(),
             assistant: Vec::new(),
+            provider,
+            records: Vec::new(),
         };
     };
     let text = match turn.get("content") {
@@ -302,9 +438,9 @@ fn openai_chat(message: Value) -> ParsedResponse {
         _ => String::new(),
     };
     turn.retain(|key, _| matches!(key.as_str(), "role" | "content" | "tool_calls"));
-    let mut calls = Vec::new();
+    let mut records = Vec::new();
     if let Some(Value::Array(tool_calls)) = turn.get_mut("tool_calls") {
-        calls.reserve(tool_calls.len());
+        records.reserve(tool_calls.len());
         for (position, raw) in tool_calls.iter_mut().enumerate() {
             let map = object(raw);
             map.retain(|key, _| matches!(key.as_str(), "id" | "type" | "function"));
@@ -314,18 +450,19 @@ fn openai_chat(message: Value) -> ParsedResponse {
             }
             let function = object_at(map, "function");
             function.retain(|key, _| matches!(key.as_str(), "name" | "arguments"));
-            let name = call_name(function, "name");
+            let named = call_name(function, "name");
             let arguments = string_arguments(function, "arguments");
-            calls.push(call(id, name, arguments));
+            records.push(record((0, position), id, named, arguments));
         }
     }
-    if calls.is_empty() {
+    if records.is_empty() {
         turn.shift_remove("tool_calls");
         if text.is_empty() {
             return ParsedResponse {
                 text,
-                calls,
                 assistant: Vec::new(),
+                provider,
+                records,
             };
         }
     }
@@ -334,11 +471,11 @@ fn openai_chat(message: Value) -> ParsedResponse {
     }
     // Text parts are sent back as one string; no text beside calls is `null`.
     let content_kept = match turn.get("content") {
-        Some(Value::String(_)) => !text.is_empty() || calls.is_empty(),
+        Some(Value::String(_)) => !text.is_empty() || records.is_empty(),
         _ => false,
     };
     if !content_kept {
-        let content = if text.is_empty() && !calls.is_empty() {
+        let content = if text.is_empty() && !records.is_empty() {
             Value::Null
         } else {
             Value::String(text.clone())
@@ -347,22 +484,23 @@ fn openai_chat(message: Value) -> ParsedResponse {
     }
     ParsedResponse {
         text,
-        calls,
         assistant: vec![Value::Object(turn)],
+        provider,
+        records,
     }
 }
 
 fn openai_responses(mut items: Vec<Value>) -> ParsedResponse {
     let mut texts = Vec::new();
-    let mut calls = Vec::new();
-    for item in &mut items {
+    let mut records = Vec::new();
+    for (index, item) in items.iter_mut().enumerate() {
         match item.get("type").and_then(Value::as_str) {
             Some("function_call") => {
                 let map = object(item);
-                let id = call_id(map, "call_id", calls.len(), true);
-                let name = call_name(map, "name");
+                let id = call_id(map, "call_id", records.len(), true);
+                let named = call_name(map, "name");
                 let arguments = string_arguments(map, "arguments");
-                calls.push(call(id, name, arguments));
+                records.push(record((index, 0), id, named, arguments));
             }
             Some("message") => {
                 let parts = item.get("content").and_then(Value::as_array);
@@ -383,22 +521,23 @@ fn openai_responses(mut items: Vec<Value>) -> ParsedResponse {
     }
     ParsedResponse {
         text: texts.join("\n"),
-        calls,
         assistant: items,
+        provider: Provider::OpenAiResponses,
+        records,
     }
 }
 
 fn anthropic(mut blocks: Vec<Value>) -> ParsedResponse {
     let mut texts = Vec::new();
-    let mut calls = Vec::new();
-    for block in &mut blocks {
+    let mut records = Vec::new();
+    for (index, block) in blocks.iter_mut().enumerate() {
         match block.get("type").and_then(Value::as_str) {
             Some("tool_use") => {
                 let map = object(block);
-                let id = call_id(map, "id", calls.len(), true);
-                let name = call_name(map, "name");
+                let id = call_id(map, "id", records.len(), true);
+                let named = call_name(map, "name");
                 let arguments = value_arguments(map, "input", true);
-                calls.push(call(id, name, arguments));
+                records.push(record((0, index), id, named, arguments));
             }
             Some("text") => {
                 if let Some(text) = block.get("text").and_then(Value::as_str) {
@@ -415,8 +554,9 @@ fn anthropic(mut blocks: Vec<Value>) -> ParsedResponse {
     };
     ParsedResponse {
         text: texts.join("\n"),
-        calls,
         assistant,
+        provider: Provider::Anthropic,
+        records,
     }
 }
 
@@ -428,27 +568,23 @@ fn gemini(mut content: Value) -> Option<ParsedResponse> {
         .or_insert_with(|| json!([]))
         .as_array_mut()?;
     let mut texts = Vec::new();
-    let mut calls = Vec::new();
-    for part in parts.iter_mut() {
+    let mut records = Vec::new();
+    for (index, part) in parts.iter_mut().enumerate() {
         if let Some(function_call) = part.get_mut("functionCall") {
             let map = object(function_call);
-            let id = match map
+            let given = map
                 .get("id")
                 .and_then(Value::as_str)
-                .filter(|id| !id.is_empty())
-            {
-                Some(id) => (id.to_owned(), Some(id.to_owned()), None),
-                // No id is normal for Gemini: results are matched by name and order, so none
-                // is written into the turn sent back.
-                None => (format!("dsh_call_{}", calls.len()), None, None),
-            };
-            let name = map
+                .is_some_and(|id| !id.is_empty());
+            // No id is normal for Gemini: results are matched by name and order, so none is
+            // written into the turn sent back.
+            let id = (!given).then(|| format!("dsh_call_{}", records.len()));
+            let named = map
                 .get("name")
                 .and_then(Value::as_str)
-                .unwrap_or_default()
-                .to_owned();
+                .is_some_and(|name| !name.is_empty());
             let arguments = value_arguments(map, "args", false);
-            calls.push(call(id, name, arguments));
+            records.push(record((0, index), (id, None), named, arguments));
         } else if let Some(text) = part.get("text").and_then(Value::as_str)
             && part.get("thought").and_then(Value::as_bool) != Some(true)
         {
@@ -458,8 +594,9 @@ fn gemini(mut content: Value) -> Option<ParsedResponse> {
     let said = !parts.is_empty();
     Some(ParsedResponse {
         text: texts.join("\n"),
-        calls,
         assistant: if said { vec![content] } else { Vec::new() },
+        provider: Provider::Gemini,
+        records,
     })
 }
 
