@@ -8,6 +8,39 @@ use super::{Provider, ProviderError, ToolLoop};
 use crate::error::ErrorCode;
 use crate::result::ToolFailure;
 
+/// Most keys an object may hold to be searched by comparing them: the objects a call is read
+/// from hold a few, and comparing a few short keys is cheaper than hashing the one sought (the
+/// map's hasher is SipHash).
+const SCANNED: usize = 8;
+
+/// `map[key]`.
+fn map_field<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
+    if map.len() > SCANNED {
+        return map.get(key);
+    }
+    map.iter()
+        .find_map(|(name, value)| (name == key).then_some(value))
+}
+
+/// `map[key]`, mutable.
+fn map_field_mut<'a>(map: &'a mut Map<String, Value>, key: &str) -> Option<&'a mut Value> {
+    if map.len() > SCANNED {
+        return map.get_mut(key);
+    }
+    map.iter_mut()
+        .find_map(|(name, value)| (name == key).then_some(value))
+}
+
+/// `value[key]` when `value` is an object.
+fn field<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
+    map_field(value.as_object()?, key)
+}
+
+/// `value[key]`, mutable, when `value` is an object.
+fn field_mut<'a>(value: &'a mut Value, key: &str) -> Option<&'a mut Value> {
+    map_field_mut(value.as_object_mut()?, key)
+}
+
 /// One tool call read from a response, borrowed from the model's turn it was read from
 /// ([`ParsedResponse::calls`], [`Step::calls`](super::Step::calls)): reading an answer copies no
 /// id, name or argument of it.
@@ -57,14 +90,37 @@ pub(crate) struct CallRecord {
     /// The call's index in that message's list (`tool_calls`, `content`, `parts`); unused for
     /// Responses, whose item is the call.
     entry: usize,
+    /// What only some calls have, boxed so that a record stays small (a step's records are
+    /// one small allocation).
+    unusual: Option<Box<Unusual>>,
+    /// The parsed arguments of a runnable call, until a step hands them to the pipeline.
+    pub(crate) arguments: Option<Value>,
+}
+
+/// What the turn does not say about a call, when there is something.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct Unusual {
     /// The id made up for a call the model gave none (`dsh_call_<position>`).
     generated_id: Option<String>,
     /// The registry's name, when the tool was sent renamed.
     real_name: Option<String>,
     /// Why the call cannot run.
-    pub(crate) error: Option<ToolFailure>,
-    /// The parsed arguments of a runnable call, until a step hands them to the pipeline.
-    pub(crate) arguments: Option<Value>,
+    error: Option<ToolFailure>,
+}
+
+impl CallRecord {
+    /// Why the call cannot run, when it cannot.
+    pub(crate) fn error(&self) -> Option<&ToolFailure> {
+        self.unusual.as_ref()?.error.as_ref()
+    }
+
+    fn generated_id(&self) -> Option<&str> {
+        self.unusual.as_ref()?.generated_id.as_deref()
+    }
+
+    fn real_name(&self) -> Option<&str> {
+        self.unusual.as_ref()?.real_name.as_deref()
+    }
 }
 
 /// What a response holds: the model's text, its tool calls in model order, and its turn in the
@@ -121,22 +177,22 @@ pub(crate) fn view<'a>(
     let (entry, arguments_at) = match provider {
         Provider::OpenAiChat => (
             message
-                .and_then(|m| m.get("tool_calls"))
+                .and_then(|m| field(m, "tool_calls"))
                 .and_then(|calls| calls.get(record.entry)),
             None,
         ),
         Provider::OpenAiResponses => (message, Some("arguments")),
         Provider::Anthropic => (
             message
-                .and_then(|m| m.get("content"))
+                .and_then(|m| field(m, "content"))
                 .and_then(|blocks| blocks.get(record.entry)),
             Some("input"),
         ),
         Provider::Gemini => (
             message
-                .and_then(|m| m.get("parts"))
+                .and_then(|m| field(m, "parts"))
                 .and_then(|parts| parts.get(record.entry))
-                .and_then(|part| part.get("functionCall")),
+                .and_then(|part| field(part, "functionCall")),
             Some("args"),
         ),
     };
@@ -148,30 +204,27 @@ pub(crate) fn view<'a>(
     // Chat Completions nests the name and arguments under `function`.
     let function = match arguments_at {
         Some(_) => entry,
-        None => entry.and_then(|entry| entry.get("function")),
+        None => entry.and_then(|entry| field(entry, "function")),
     };
     let str_at = |value: Option<&'a Value>, key: &str| -> &'a str {
         value
-            .and_then(|value| value.get(key))
+            .and_then(|value| field(value, key))
             .and_then(Value::as_str)
             .unwrap_or_default()
     };
-    let model_id = match &record.generated_id {
+    let generated_id = record.generated_id();
+    let model_id = match generated_id {
         Some(_) => None,
         None => Some(str_at(entry, id_key)),
     };
     let model_name = str_at(function, "name");
     ParsedCall {
-        id: record
-            .generated_id
-            .as_deref()
-            .or(model_id)
-            .unwrap_or_default(),
+        id: generated_id.or(model_id).unwrap_or_default(),
         model_id,
-        name: record.real_name.as_deref().unwrap_or(model_name),
+        name: record.real_name().unwrap_or(model_name),
         model_name,
-        raw_arguments: function.and_then(|f| f.get(arguments_at.unwrap_or("arguments"))),
-        error: record.error.as_ref(),
+        raw_arguments: function.and_then(|f| field(f, arguments_at.unwrap_or("arguments"))),
+        error: record.error(),
     }
 }
 
@@ -197,7 +250,8 @@ impl ToolLoop {
                 let model_name =
                     view(self.provider, &parsed.assistant, &parsed.records[index]).model_name;
                 if let Some(real) = self.renamed.get(model_name) {
-                    parsed.records[index].real_name = Some(real.clone());
+                    let record = &mut parsed.records[index];
+                    record.unusual.get_or_insert_default().real_name = Some(real.clone());
                 }
             }
         }
@@ -216,10 +270,10 @@ pub(crate) fn parse(
     };
     match provider {
         Provider::OpenAiChat => {
-            let message = if let Some(choices) = response.get_mut("choices") {
+            let message = if let Some(choices) = field_mut(&mut response, "choices") {
                 choices
                     .get_mut(0)
-                    .and_then(|choice| choice.get_mut("message"))
+                    .and_then(|choice| field_mut(choice, "message"))
                     .map(Value::take)
                     .ok_or_else(|| shape("`choices[0].message` is missing"))?
             } else if response.get("role").is_some() {
@@ -282,10 +336,10 @@ fn object(value: &mut Value) -> &mut Map<String, Value> {
 
 /// `map[key]` as an object, made one when it is missing or of another type.
 fn object_at<'a>(map: &'a mut Map<String, Value>, key: &str) -> &'a mut Map<String, Value> {
-    if !map.get(key).is_some_and(Value::is_object) {
+    if !map_field(map, key).is_some_and(Value::is_object) {
         map.insert(key.to_owned(), Value::Object(Map::new()));
     }
-    match map.get_mut(key) {
+    match map_field_mut(map, key) {
         Some(Value::Object(inner)) => inner,
         _ => unreachable!("made an object above"),
     }
@@ -300,8 +354,7 @@ fn call_id(
     position: usize,
     required: bool,
 ) -> (Option<String>, Option<ToolFailure>) {
-    let given = map
-        .get(key)
+    let given = map_field(map, key)
         .and_then(Value::as_str)
         .is_some_and(|id| !id.is_empty());
     if given {
@@ -317,7 +370,7 @@ fn call_id(
 
 /// `true` when `map[key]` names a tool; an empty name is written there when it is missing.
 fn call_name(map: &mut Map<String, Value>, key: &str) -> bool {
-    match map.get(key) {
+    match map_field(map, key) {
         Some(Value::String(name)) => !name.is_empty(),
         _ => {
             map.insert(key.to_owned(), Value::String(String::new()));
@@ -353,7 +406,7 @@ fn arguments_text(text: &str) -> (Value, Option<ToolFailure>) {
 /// A call's arguments sent as a JSON string (OpenAI): parsed, and the field left a string
 /// (`""` when missing, the JSON text when a server sent a value).
 fn string_arguments(map: &mut Map<String, Value>, key: &str) -> (Value, Option<ToolFailure>) {
-    match map.get_mut(key) {
+    match map_field_mut(map, key) {
         Some(Value::String(text)) => arguments_text(text),
         Some(Value::Null) | None => {
             map.insert(key.to_owned(), Value::String(String::new()));
@@ -375,12 +428,12 @@ fn value_arguments(
     key: &str,
     required: bool,
 ) -> (Value, Option<ToolFailure>) {
-    let parsed = match map.get(key) {
+    let parsed = match map_field(map, key) {
         None | Some(Value::Null) => (json!({}), None),
         Some(Value::String(text)) => arguments_text(text),
         Some(other) => (other.clone(), None),
     };
-    let is_object = map.get(key).is_some_and(Value::is_object);
+    let is_object = map_field(map, key).is_some_and(Value::is_object);
     if !is_object && (required || map.contains_key(key)) {
         let sent = if parsed.0.is_object() {
             parsed.0.clone()
@@ -409,13 +462,19 @@ fn record(
         )
     });
     let error = id_failure.or(name_failure).or(args_failure);
+    let runnable = error.is_none();
+    let unusual = (generated_id.is_some() || error.is_some()).then(|| {
+        Box::new(Unusual {
+            generated_id,
+            real_name: None,
+            error,
+        })
+    });
     CallRecord {
         message,
         entry,
-        generated_id,
-        real_name: None,
-        arguments: error.is_none().then_some(arguments),
-        error,
+        unusual,
+        arguments: runnable.then_some(arguments),
     }
 }
 
@@ -432,20 +491,20 @@ fn openai_chat(message: Value) -> ParsedResponse {
             records: Vec::new(),
         };
     };
-    let text = match turn.get("content") {
+    let text = match map_field(&turn, "content") {
         Some(Value::String(text)) => text.clone(),
         Some(Value::Array(parts)) => joined(parts.iter().filter_map(|part| part.get("text"))),
         _ => String::new(),
     };
     turn.retain(|key, _| matches!(key.as_str(), "role" | "content" | "tool_calls"));
     let mut records = Vec::new();
-    if let Some(Value::Array(tool_calls)) = turn.get_mut("tool_calls") {
+    if let Some(Value::Array(tool_calls)) = map_field_mut(&mut turn, "tool_calls") {
         records.reserve(tool_calls.len());
         for (position, raw) in tool_calls.iter_mut().enumerate() {
             let map = object(raw);
             map.retain(|key, _| matches!(key.as_str(), "id" | "type" | "function"));
             let id = call_id(map, "id", position, true);
-            if map.get("type").and_then(Value::as_str) != Some("function") {
+            if map_field(map, "type").and_then(Value::as_str) != Some("function") {
                 map.insert("type".into(), Value::String("function".into()));
             }
             let function = object_at(map, "function");
@@ -466,11 +525,11 @@ fn openai_chat(message: Value) -> ParsedResponse {
             };
         }
     }
-    if turn.get("role").and_then(Value::as_str) != Some("assistant") {
+    if map_field(&turn, "role").and_then(Value::as_str) != Some("assistant") {
         turn.insert("role".into(), Value::String("assistant".into()));
     }
     // Text parts are sent back as one string; no text beside calls is `null`.
-    let content_kept = match turn.get("content") {
+    let content_kept = match map_field(&turn, "content") {
         Some(Value::String(_)) => !text.is_empty() || records.is_empty(),
         _ => false,
     };
@@ -494,7 +553,7 @@ fn openai_responses(mut items: Vec<Value>) -> ParsedResponse {
     let mut texts = Vec::new();
     let mut records = Vec::new();
     for (index, item) in items.iter_mut().enumerate() {
-        match item.get("type").and_then(Value::as_str) {
+        match field(item, "type").and_then(Value::as_str) {
             Some("function_call") => {
                 let map = object(item);
                 let id = call_id(map, "call_id", records.len(), true);
@@ -531,7 +590,7 @@ fn anthropic(mut blocks: Vec<Value>) -> ParsedResponse {
     let mut texts = Vec::new();
     let mut records = Vec::new();
     for (index, block) in blocks.iter_mut().enumerate() {
-        match block.get("type").and_then(Value::as_str) {
+        match field(block, "type").and_then(Value::as_str) {
             Some("tool_use") => {
                 let map = object(block);
                 let id = call_id(map, "id", records.len(), true);
@@ -570,17 +629,15 @@ fn gemini(mut content: Value) -> Option<ParsedResponse> {
     let mut texts = Vec::new();
     let mut records = Vec::new();
     for (index, part) in parts.iter_mut().enumerate() {
-        if let Some(function_call) = part.get_mut("functionCall") {
+        if let Some(function_call) = field_mut(part, "functionCall") {
             let map = object(function_call);
-            let given = map
-                .get("id")
+            let given = map_field(map, "id")
                 .and_then(Value::as_str)
                 .is_some_and(|id| !id.is_empty());
             // No id is normal for Gemini: results are matched by name and order, so none is
             // written into the turn sent back.
             let id = (!given).then(|| format!("dsh_call_{}", records.len()));
-            let named = map
-                .get("name")
+            let named = map_field(map, "name")
                 .and_then(Value::as_str)
                 .is_some_and(|name| !name.is_empty());
             let arguments = value_arguments(map, "args", false);

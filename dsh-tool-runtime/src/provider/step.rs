@@ -101,11 +101,11 @@ impl ToolLoop {
     ) -> Vec<ToolResult> {
         // Sized once: a call is large, and growing the list would copy every call made so far.
         let mut runnable = Vec::with_capacity(records.len());
-        for index in 0..records.len() {
-            let Some(arguments) = records[index].arguments.take() else {
+        for record in records.iter_mut() {
+            let Some(arguments) = record.arguments.take() else {
                 continue;
             };
-            let call = view(self.provider, turn, &records[index]);
+            let call = view(self.provider, turn, record);
             // Only a `null` can need normalising, and most calls have none: the strict schema
             // is looked up only then.
             let strict = has_null(&arguments)
@@ -132,7 +132,7 @@ impl ToolLoop {
         let mut ran = ran.into_iter();
         records
             .iter()
-            .map(|record| match &record.error {
+            .map(|record| match record.error() {
                 Some(error) => ToolResult::failure(error.clone()),
                 None => ran.next().unwrap_or_else(|| {
                     ToolResult::coded_failure(
