@@ -148,6 +148,11 @@ impl ParsedResponse {
         &self.assistant
     }
 
+    /// The call records, in model order.
+    pub(crate) fn records(&self) -> &[CallRecord] {
+        &self.records
+    }
+
     /// The parts a step uses: the text, the turn, the call records.
     pub(crate) fn into_parts(self) -> (String, Vec<Value>, Vec<CallRecord>) {
         (self.text, self.assistant, self.records)

@@ -27,8 +27,12 @@ impl ToolLoop {
     /// A result list shorter than the calls is completed with nothing: callers pass one result
     /// per call ([`ToolLoop::step`] does).
     pub fn next_messages(&self, response: &ParsedResponse, results: &[ToolResult]) -> Vec<Value> {
-        let (_, assistant, records) = response.clone().into_parts();
-        next_messages(self.provider, assistant, &records, results)
+        next_messages(
+            self.provider,
+            response.assistant().to_vec(),
+            response.records(),
+            results,
+        )
     }
 }
 
