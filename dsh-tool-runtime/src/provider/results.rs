@@ -1,7 +1,5 @@
 //! Results out: the messages of the next request, from a step's calls and results.
 
-use std::sync::LazyLock;
-
 use serde_json::{Map, Value, json};
 
 use super::calls::{CallRecord, view};
@@ -61,16 +59,11 @@ pub(crate) fn next_messages(
         }
         let message = match provider {
             Provider::OpenAiChat => {
-                static TOOL: LazyLock<Map<String, Value>> =
-                    LazyLock::new(|| template(["role", "tool_call_id", "content"]));
-                Some(filled(
-                    &TOOL,
-                    [
-                        Value::String("tool".into()),
-                        Value::String(call.id.to_owned()),
-                        Value::String(text),
-                    ],
-                ))
+                let mut message = Map::with_capacity(3);
+                message.insert("role".into(), Value::String("tool".into()));
+                message.insert("tool_call_id".into(), Value::String(call.id.to_owned()));
+                message.insert("content".into(), Value::String(text));
+                Some(Value::Object(message))
             }
             Provider::OpenAiResponses => {
                 let output = if images.is_empty() {
@@ -80,16 +73,11 @@ pub(crate) fn next_messages(
                     items.extend(images.iter().map(|(m, d)| image_part(provider, m, d)));
                     Value::Array(items)
                 };
-                static OUTPUT: LazyLock<Map<String, Value>> =
-                    LazyLock::new(|| template(["type", "call_id", "output"]));
-                Some(filled(
-                    &OUTPUT,
-                    [
-                        Value::String("function_call_output".into()),
-                        Value::String(call.id.to_owned()),
-                        output,
-                    ],
-                ))
+                let mut item = Map::with_capacity(3);
+                item.insert("type".into(), Value::String("function_call_output".into()));
+                item.insert("call_id".into(), Value::String(call.id.to_owned()));
+                item.insert("output".into(), output);
+                Some(Value::Object(item))
             }
             Provider::Anthropic => {
                 let mut block = Map::new();
@@ -145,22 +133,4 @@ fn images_message(provider: Provider, name: &str, id: &str, images: &[(&str, &st
     )];
     content.extend(images.iter().map(|(m, d)| image_part(provider, m, d)));
     user_message(provider, content)
-}
-
-/// An object of `keys`, in order, every value `null`: the form [`filled`] copies.
-fn template<const N: usize>(keys: [&str; N]) -> Map<String, Value> {
-    keys.into_iter()
-        .map(|key| (key.to_owned(), Value::Null))
-        .collect()
-}
-
-/// A copy of `template` holding `values`, in its key order. Copying the template copies its
-/// hash table as it is, where inserting each key would hash it again (the map's hasher is
-/// SipHash), which was a large part of building a step's result messages.
-fn filled<const N: usize>(template: &Map<String, Value>, values: [Value; N]) -> Value {
-    let mut map = template.clone();
-    for ((_, slot), value) in map.iter_mut().zip(values) {
-        *slot = value;
-    }
-    Value::Object(map)
 }
