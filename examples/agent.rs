@@ -213,12 +213,12 @@ async fn main() -> anyhow::Result<()> {
         if !step.text.is_empty() {
             println!("assistant: {}", step.text);
         }
-        for (call, result) in step.calls.iter().zip(&step.results) {
+        for (call, result) in step.calls().iter().zip(&step.results) {
             let outcome = if result.is_error() { "failed" } else { "ok" };
             println!(
                 "  {} {} -> {outcome}: {}",
                 call.name,
-                call.arguments,
+                call.arguments(),
                 result.text()
             );
         }

@@ -196,8 +196,8 @@ async fn a_call_of_the_name_sent_runs_the_real_tool_and_answers_under_the_name_s
                 .map_or(sent, |(real, _)| real);
             let position = names.iter().position(|name| name == real).unwrap();
             let step = tool_loop.step(calling(provider, sent)).await.unwrap();
-            assert_eq!(step.calls[0].name, *real, "{provider}");
-            assert_eq!(step.calls[0].model_name, *sent, "{provider}");
+            assert_eq!(step.calls()[0].name, *real, "{provider}");
+            assert_eq!(step.calls()[0].model_name, *sent, "{provider}");
             assert_eq!(
                 step.results[0].value(),
                 Some(&json!(position)),

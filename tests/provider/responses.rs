@@ -40,7 +40,7 @@ pub async fn step(provider: Provider, response: &Value) -> (Step, Vec<String>) {
 /// an image, a context, a failing body.
 fn check_fixture_results(step: &Step) {
     assert_eq!(step.text, "I will add, search and look.");
-    let names: Vec<&str> = step.calls.iter().map(|call| call.name.as_str()).collect();
+    let names: Vec<&str> = step.calls().iter().map(|call| call.name).collect();
     assert_eq!(names, NAMES);
     assert_eq!(step.results.len(), 6, "one result per call");
     assert_eq!(step.results[0].value(), Some(&json!(3)));
@@ -164,7 +164,7 @@ async fn gemini_fixture_with_and_without_ids() {
     check_fixture_results(&step);
     assert_eq!(published.len(), 6);
     assert!(
-        step.calls
+        step.calls()
             .iter()
             .skip(1)
             .all(|call| call.model_id.is_none() && call.error.is_none())
@@ -304,7 +304,7 @@ async fn calls_that_cannot_run_end_in_their_own_failure() {
             Provider::Gemini => assert_eq!(step.results[3].value(), Some(&json!(2))),
             _ => {
                 assert!(step.results[3].text().contains("has no id"), "{provider}");
-                assert_eq!(step.calls[3].id, "dsh_call_3");
+                assert_eq!(step.calls()[3].id, "dsh_call_3");
             }
         }
         assert_eq!(
@@ -320,12 +320,45 @@ async fn calls_that_cannot_run_end_in_their_own_failure() {
         );
         // Every call id in the model's turn has exactly one result message.
         let ids = result_ids(provider, &step.messages);
-        let call_ids: Vec<String> = step.calls.iter().map(|call| call.id.clone()).collect();
+        let call_ids: Vec<String> = step.calls().iter().map(|call| call.id.to_owned()).collect();
         if provider == Provider::Gemini {
             assert_eq!(ids.len(), 5);
         } else {
             assert_eq!(ids, call_ids, "{provider}");
         }
+    }
+}
+
+/// The calls are read from the model's turn sent back: the model's ids and names, the arguments
+/// as the turn carries them, and the same calls from a parse alone.
+#[tokio::test]
+async fn calls_are_read_from_the_turn_sent_back() {
+    for provider in Provider::ALL {
+        let (step, _) = step(provider, &hostile(provider)).await;
+        let calls = step.calls();
+        assert_eq!(calls.len(), 5, "{provider}");
+        assert_eq!(calls[0].model_id, Some("c1"), "{provider}");
+        assert_eq!(calls[0].id, "c1", "{provider}");
+        assert_eq!(calls[0].name, "add", "{provider}");
+        assert_eq!(calls[0].model_name, "add", "{provider}");
+        assert!(calls[0].error.is_none(), "{provider}");
+        assert_eq!(*calls[0].arguments(), json!({"a": 2, "b": 2}), "{provider}");
+        // Malformed arguments read as `{}`, their failure in the call's error.
+        assert_eq!(*calls[1].arguments(), json!({}), "{provider}");
+        assert!(calls[1].error.is_some(), "{provider}");
+        if matches!(provider, Provider::OpenAiChat | Provider::OpenAiResponses) {
+            assert_eq!(calls[1].raw_arguments, Some(&json!("{a: 1}")), "{provider}");
+        }
+        assert_eq!(calls[3].model_id, None, "{provider}");
+        assert_eq!(calls[3].id, "dsh_call_3", "{provider}");
+        assert_eq!(calls[4].name, "", "{provider}");
+        let tool_loop = ToolLoop::new(&registry(), None, provider);
+        let parsed = tool_loop.parse(hostile(provider)).expect("parsed");
+        assert_eq!(parsed.calls(), calls, "{provider}");
+        assert_eq!(
+            parsed.assistant(),
+            &step.messages[..parsed.assistant().len()]
+        );
     }
 }
 

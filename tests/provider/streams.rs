@@ -68,7 +68,7 @@ async fn openai_tool_call_deltas_assemble_into_calls() {
         let response = stream.finish();
         let (step, _) = step(Provider::OpenAiChat, &response).await;
         assert_eq!(step.text, "Adding twice.");
-        assert_eq!(step.calls[0].id, "call_1");
+        assert_eq!(step.calls()[0].id, "call_1");
         assert_eq!(step.results[0].value(), Some(&json!(3)));
         if cut_short {
             assert_eq!(step.results[1].error_code(), Some(ErrorCode::InvalidArgs));
@@ -123,7 +123,7 @@ async fn anthropic_input_json_deltas_assemble_into_calls() {
         let (step, _) = step(Provider::Anthropic, &response).await;
         assert_eq!(step.text, "Adding now.");
         if cut_short {
-            assert_eq!(step.calls.len(), 1);
+            assert_eq!(step.calls().len(), 1);
             assert!(
                 step.results[0].text().contains("truncated"),
                 "{}",

@@ -2,8 +2,9 @@
 
 use serde_json::{Map, Value, json};
 
+use super::calls::{CallRecord, view};
 use super::content::{image_part, parts, split, text_part, user_message};
-use super::{ParsedCall, ParsedResponse, Provider, ToolLoop};
+use super::{ParsedResponse, Provider, ToolLoop};
 use crate::result::ToolResult;
 
 impl ToolLoop {
@@ -26,56 +27,57 @@ impl ToolLoop {
     pub fn next_messages(&self, response: &ParsedResponse, results: &[ToolResult]) -> Vec<Value> {
         next_messages(
             self.provider,
-            response.assistant.clone(),
-            &response.calls,
+            response.assistant().to_vec(),
+            response.records(),
             results,
         )
     }
 }
 
 /// [`ToolLoop::next_messages`] for `provider`, after the model's turn `assistant` (taken, so a
-/// step does not copy it).
+/// step does not copy it), which the calls of `records` are read from.
 pub(crate) fn next_messages(
     provider: Provider,
     assistant: Vec<Value>,
-    calls: &[ParsedCall],
+    records: &[CallRecord],
     results: &[ToolResult],
 ) -> Vec<Value> {
     let mut out = assistant;
-    out.reserve(calls.len() + 1);
-    let pairs = || calls.iter().zip(results);
+    let turn = out.len();
+    out.reserve(records.len() + 1);
     let mut image_messages = Vec::new();
     let mut grouped = Vec::new();
-    for (call, result) in pairs() {
+    for (record, result) in records.iter().zip(results) {
         let is_error = result.is_error();
         let (text, images) = split(result.content());
-        match provider {
+        // The call is read from the turn at the start of `out`; each message is built before it
+        // is pushed, so that borrow ends first.
+        let call = view(provider, &out[..turn], record);
+        // Chat Completions and Gemini results carry no image: a user message after them does.
+        if matches!(provider, Provider::OpenAiChat | Provider::Gemini) && !images.is_empty() {
+            image_messages.push(images_message(provider, call.model_name, call.id, &images));
+        }
+        let message = match provider {
             Provider::OpenAiChat => {
                 let mut message = Map::with_capacity(3);
                 message.insert("role".into(), Value::String("tool".into()));
-                message.insert("tool_call_id".into(), Value::String(call.id.clone()));
+                message.insert("tool_call_id".into(), Value::String(call.id.to_owned()));
                 message.insert("content".into(), Value::String(text));
-                out.push(Value::Object(message));
-                if !images.is_empty() {
-                    image_messages.push(images_message(
-                        provider,
-                        &call.model_name,
-                        &call.id,
-                        &images,
-                    ));
-                }
+                Some(Value::Object(message))
             }
             Provider::OpenAiResponses => {
                 let output = if images.is_empty() {
-                    json!(text)
+                    Value::String(text)
                 } else {
                     let mut items = vec![text_part(provider, &text)];
                     items.extend(images.iter().map(|(m, d)| image_part(provider, m, d)));
                     Value::Array(items)
                 };
-                out.push(
-                    json!({"type": "function_call_output", "call_id": call.id, "output": output}),
-                );
+                let mut item = Map::with_capacity(3);
+                item.insert("type".into(), Value::String("function_call_output".into()));
+                item.insert("call_id".into(), Value::String(call.id.to_owned()));
+                item.insert("output".into(), output);
+                Some(Value::Object(item))
             }
             Provider::Anthropic => {
                 let mut block = Map::new();
@@ -89,26 +91,21 @@ pub(crate) fn next_messages(
                     block.insert("is_error".into(), Value::Bool(true));
                 }
                 grouped.push(Value::Object(block));
+                None
             }
             Provider::Gemini => {
                 let key = if is_error { "error" } else { "output" };
                 let mut response = Map::new();
                 response.insert("name".into(), json!(call.model_name));
                 response.insert("response".into(), json!({ key: text }));
-                if let Some(id) = &call.model_id {
+                if let Some(id) = call.model_id {
                     response.insert("id".into(), json!(id));
                 }
                 grouped.push(json!({ "functionResponse": response }));
-                if !images.is_empty() {
-                    image_messages.push(images_message(
-                        provider,
-                        &call.model_name,
-                        &call.id,
-                        &images,
-                    ));
-                }
+                None
             }
-        }
+        };
+        out.extend(message);
     }
     if !grouped.is_empty() {
         out.push(match provider {
@@ -117,7 +114,7 @@ pub(crate) fn next_messages(
         });
     }
     out.extend(image_messages);
-    for (_, result) in pairs() {
+    for result in results.iter().take(records.len()) {
         for context in result.additional_contexts() {
             let content = parts(provider, &context.content);
             if !content.is_empty() {

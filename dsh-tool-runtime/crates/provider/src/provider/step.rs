@@ -2,8 +2,9 @@
 
 use serde_json::Value;
 
+use super::calls::{CallRecord, calls, view};
 use super::results::next_messages;
-use super::{ParsedCall, ProviderError, ToolLoop};
+use super::{ParsedCall, Provider, ProviderError, ToolLoop};
 use crate::call::ToolCall;
 use crate::dialect::normalize_strict_arguments;
 use crate::result::ToolResult;
@@ -15,15 +16,25 @@ use tokio_util::sync::CancellationToken;
 pub struct Step {
     /// The model's text beside its calls.
     pub text: String,
-    /// The calls, in model order.
-    pub calls: Vec<ParsedCall>,
-    /// One result per call, in the same order.
+    /// One result per call, in model order.
     pub results: Vec<ToolResult>,
-    /// The messages to append to the conversation (see [`ToolLoop::next_messages`]).
+    /// The messages to append to the conversation (see [`ToolLoop::next_messages`]): the
+    /// model's turn first, which [`Step::calls`] reads the calls from.
     pub messages: Vec<Value>,
     /// `true` when the loop should stop: the model made no call (its text is the answer), or a
     /// call's body concluded the turn.
     pub done: bool,
+    provider: Provider,
+    /// Where each call is in the model's turn (the first messages of `messages`).
+    records: Vec<CallRecord>,
+}
+
+impl Step {
+    /// The calls, in model order (one per result), borrowed from the model's turn at the start
+    /// of [`Step::messages`]: a part of it changed or removed since reads as what is there now.
+    pub fn calls(&self) -> Vec<ParsedCall<'_>> {
+        calls(self.provider, &self.messages, &self.records)
+    }
 }
 
 impl ToolLoop {
@@ -36,7 +47,8 @@ impl ToolLoop {
     /// (an optional property sent as `null` becomes absent).
     ///
     /// `response` is taken as [`ToolLoop::parse`] takes it: the model's turn in
-    /// [`Step::messages`] is moved out of it, not copied.
+    /// [`Step::messages`] is moved out of it, not copied, and each call's parsed arguments are
+    /// moved into the pipeline.
     ///
     /// # Errors
     /// [`ProviderError::Response`] when `response` is not of the provider's shape; no call has
@@ -56,10 +68,10 @@ impl ToolLoop {
         response: Value,
         signal: CancellationToken,
     ) -> Result<Step, ProviderError> {
-        let parsed = self.parse(response)?;
-        let results = self.execute(&parsed.calls, signal).await;
-        let messages = next_messages(self.provider, parsed.assistant, &parsed.calls, &results);
-        let done = parsed.calls.is_empty()
+        let (text, assistant, mut records) = self.parse(response)?.into_parts();
+        let results = self.execute(&assistant, &mut records, signal).await;
+        let messages = next_messages(self.provider, assistant, &records, &results);
+        let done = records.is_empty()
             || results.iter().any(|result| {
                 matches!(
                     result,
@@ -70,43 +82,57 @@ impl ToolLoop {
                 )
             });
         Ok(Step {
-            text: parsed.text,
-            calls: parsed.calls,
+            text,
             results,
             messages,
             done,
+            provider: self.provider,
+            records,
         })
     }
 
-    /// One result per call, in order: the runnable calls through one batch, the others their
-    /// parse failure.
-    async fn execute(&self, calls: &[ParsedCall], signal: CancellationToken) -> Vec<ToolResult> {
+    /// One result per call, in order: the runnable calls through one batch (their parsed
+    /// arguments moved out of `records`), the others their parse failure.
+    async fn execute(
+        &self,
+        turn: &[Value],
+        records: &mut [CallRecord],
+        signal: CancellationToken,
+    ) -> Vec<ToolResult> {
         // Sized once: a call is large, and growing the list would copy every call made so far.
-        let mut runnable = Vec::with_capacity(calls.len());
-        for call in calls.iter().filter(|call| call.error.is_none()) {
+        let mut runnable = Vec::with_capacity(records.len());
+        for record in records.iter_mut() {
+            let Some(arguments) = record.arguments.take() else {
+                continue;
+            };
+            let call = view(self.provider, turn, record);
             // Only a `null` can need normalising, and most calls have none: the strict schema
             // is looked up only then.
-            let strict = has_null(&call.arguments)
-                .then(|| self.strict_schemas.get(&call.name))
+            let strict = has_null(&arguments)
+                .then(|| self.strict_schemas.get(call.name))
                 .flatten();
             let arguments = match strict {
-                Some(schema) => normalize_strict_arguments(schema, call.arguments.clone()),
-                None => call.arguments.clone(),
+                Some(schema) => normalize_strict_arguments(schema, arguments),
+                None => arguments,
             };
-            runnable.push(ToolCall::new(call.id.clone(), call.name.clone(), arguments));
+            runnable.push(ToolCall::new(call.id, call.name, arguments));
         }
         let options = BatchOptions {
             max_parallel: self.max_parallel,
             signal,
         };
-        let mut ran = self
+        let ran = self
             .registry
             .execute_batch(self.scope.as_ref(), runnable, options)
-            .await
-            .into_iter();
-        calls
+            .await;
+        // Every call ran (the common case): the batch's results are the step's.
+        if ran.len() == records.len() {
+            return ran;
+        }
+        let mut ran = ran.into_iter();
+        records
             .iter()
-            .map(|call| match &call.error {
+            .map(|record| match record.error() {
                 Some(error) => ToolResult::failure(error.clone()),
                 None => ran.next().unwrap_or_else(|| {
                     ToolResult::coded_failure(
