@@ -351,3 +351,25 @@ fn colliding_names_skip_only_that_tool() {
         }
     });
 }
+
+/// A stdio server that answers `server/discover` only after rmcp's fallback has sent
+/// `initialize` (a loaded 2025-era server): the late answer breaks that `initialize`, and the
+/// server is started again with `initialize` alone, so its tools register. The wait is rmcp's
+/// own fallback; the server answers on the event, not a clock.
+#[test]
+fn a_late_answer_to_the_discover_probe_starts_the_server_again() {
+    in_child(
+        "hostile::a_late_answer_to_the_discover_probe_starts_the_server_again",
+        || async {
+            let registry = Registry::new();
+            registry
+                .add_mcp_server(hostile("late", "late_discover"))
+                .await
+                .expect("started again with initialize alone");
+            let result = registry
+                .execute(call("1", &mcp_tool_name("late", "late_discover")))
+                .await;
+            assert!(!result.is_error(), "{result:?}");
+        },
+    );
+}

@@ -14,6 +14,8 @@ Usage: hostile_server.py MODE [SERVER], where MODE is
               on server SERVER, a second `twice`, and `good`
   mute_list   answers `initialize` and never `tools/list`
   mute_call   lists `mute` and never answers a call
+  late_discover holds its answer to `server/discover` until `initialize` comes, then answers
+              both, the probe's first (as a loaded 2025-era server answers a probe late)
 Every other call answers `ok`.
 """
 
@@ -93,6 +95,7 @@ def tools_call(request):
         result(request, {"content": [{"type": "text", "text": "ok"}]})
 
 
+held = None
 for line in sys.stdin:
     if not line.strip():
         continue
@@ -100,7 +103,14 @@ for line in sys.stdin:
     method = request.get("method")
     if "id" not in request:
         continue
+    if method == "server/discover" and MODE == "late_discover":
+        held = request
+        continue
     if method == "initialize":
+        if held is not None:
+            send_text(json.dumps({"jsonrpc": "2.0", "id": held["id"],
+                                  "error": {"code": -32601, "message": "method not found"}}))
+            held = None
         if MODE == "stderr":
             sys.stderr.buffer.write(b"bad \xff byte\n" + b"z" * (64 << 20) + b"\n")
             sys.stderr.buffer.flush()

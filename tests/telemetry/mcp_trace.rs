@@ -294,29 +294,7 @@ async fn a_sessions_client_spans_name_the_session() {
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let port = crate::mcp_support::free_port();
-    let server = std::process::Command::new(tools.bin("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server-everything starts");
-    let _server = Killed(server);
-    // Waits for the server's port to accept connections (bounded: a server that never listens
-    // fails the test).
-    let listening = async {
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(60), listening)
-        .await
-        .expect("server-everything listens");
+    let (port, _server) = everything_over_http(tools).await;
 
     let client = Registry::new();
     let _bridge = client
@@ -448,6 +426,35 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// server-everything over streamable HTTP on a free port, once that port accepts connections
+/// (bounded: a server that never listens fails the test); killed when the guard drops.
+async fn everything_over_http(tools: &crate::mcp_support::Tools) -> (u16, Killed) {
+    let port = crate::mcp_support::free_port();
+    let server = std::process::Command::new(tools.bin("mcp-server-everything"))
+        .arg("streamableHttp")
+        .env("PORT", port.to_string())
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("server-everything starts");
+    let server = Killed(server);
+    // Waits for the server's port to accept connections (bounded: a server that never listens
+    // fails the test).
+    let listening = async {
+        while tokio::net::TcpStream::connect(("127.0.0.1", port))
+            .await
+            .is_err()
+        {
+            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        }
+    };
+    tokio::time::timeout(std::time::Duration::from_secs(60), listening)
+        .await
+        .expect("server-everything listens");
+    (port, server)
 }
 
 /// A 2025-era client that lists one root and keeps the `_meta` of the request that asked.
@@ -611,29 +618,7 @@ async fn a_request_our_client_answers_is_a_server_span() {
         .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
     let _guard = tracing::subscriber::set_default(subscriber);
 
-    let port = crate::mcp_support::free_port();
-    let server = std::process::Command::new(tools.bin("mcp-server-everything"))
-        .arg("streamableHttp")
-        .env("PORT", port.to_string())
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .expect("server-everything starts");
-    let _server = Killed(server);
-    // Waits for the server's port to accept connections (bounded: a server that never listens
-    // fails the test).
-    let listening = async {
-        while tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_err()
-        {
-            tokio::time::sleep(std::time::Duration::from_millis(20)).await;
-        }
-    };
-    tokio::time::timeout(std::time::Duration::from_secs(60), listening)
-        .await
-        .expect("server-everything listens");
+    let (port, _server) = everything_over_http(tools).await;
 
     let client = Registry::new();
     let _bridge = client

@@ -15,8 +15,8 @@ mod run_code;
 
 use std::sync::Arc;
 
-use crate::code_runtime::CodeRuntime;
-use crate::registry::{ModelViews, Registry, State, ToolSchema, read, write};
+use crate::code_runtime::{CodeRuntime, Mounted, mounted};
+use crate::registry::{ModelViews, Registry, ToolSchema, read, write};
 use crate::scope::AgentId;
 use crate::scope::Mode;
 use crate::sdk::{self, Language, ToolSpec};
@@ -71,18 +71,6 @@ pub fn language_of(runtime: &dyn CodeRuntime) -> Result<Language, CodeModeError>
         "python" => Ok(Language::Python),
         other => Err(CodeModeError::UnknownLanguage(other.to_owned())),
     }
-}
-
-/// The code runtime `run_code` is bound to, kept in the registry state's extensions.
-#[derive(Clone)]
-struct Mounted(Arc<dyn CodeRuntime>);
-
-/// The code runtime mounted in `state`.
-fn mounted(state: &State) -> Option<Arc<dyn CodeRuntime>> {
-    state
-        .extensions
-        .get::<Mounted>()
-        .map(|mounted| Arc::clone(&mounted.0))
 }
 
 /// The code-only rule, in our words.

@@ -546,3 +546,16 @@ pub enum CodeRuntimeError {
         reason: String,
     },
 }
+
+/// The code runtime `run_code` is bound to, kept in the registry state's extensions (here, below
+/// code mode and durable runs, which both read it).
+#[derive(Clone)]
+pub(crate) struct Mounted(pub(crate) Arc<dyn CodeRuntime>);
+
+/// The code runtime mounted in `state`.
+pub(crate) fn mounted(state: &crate::registry::State) -> Option<Arc<dyn CodeRuntime>> {
+    state
+        .extensions
+        .get::<Mounted>()
+        .map(|mounted| Arc::clone(&mounted.0))
+}

@@ -14,7 +14,6 @@ use super::{
     JournalStore, Principal, RUN_PARKED, Replay, RunRecord, RunStatus,
 };
 use crate::call::{ToolCall, ToolExec};
-use crate::code_mode::CodeModeExt;
 use crate::code_runtime::FailureKind;
 use crate::error::{ErrorCode, ToolError};
 use crate::events::ToolEvent;
@@ -732,7 +731,7 @@ impl DurableExt for Registry {
     }
 
     fn unresumable(&self, record: &RunRecord, entries: &[JournalEntry]) -> Option<String> {
-        let Some(runtime) = self.code_runtime() else {
+        let Some(runtime) = crate::code_runtime::mounted(&read(&self.inner.state)) else {
             return Some("no code runtime is mounted".to_owned());
         };
         if let Some(language) = record.program.get(LANGUAGE).and_then(Value::as_str)

@@ -80,6 +80,7 @@ pub(crate) enum Transport {
 /// ```no_run
 /// # async fn demo() -> Result<(), dsh_tool_mcp::mcp::McpError> {
 /// use dsh_tool_runtime::Registry;
+/// use dsh_tool_mcp::McpExt;
 /// use dsh_tool_mcp::mcp::McpServer;
 ///
 /// let registry = Registry::new();

@@ -110,7 +110,8 @@ impl ClientHandler for Handler {
 /// again with `initialize` ([`open`]): rmcp's fallback on the same transport also falls back when
 /// the answer takes over 10 seconds, and the late answer then breaks the `initialize` that
 /// follows ("uncorrelated error response"), which a loaded machine makes happen. A stdio server
-/// keeps rmcp's fallback, a second start costing a second process.
+/// keeps rmcp's fallback, a second start costing a second process; only when a late answer
+/// broke it ([`late_probe_answer`]) is the server started again, with `initialize` alone.
 fn lifecycle(transport: &Transport) -> ClientLifecycleMode {
     let preferred_versions = vec![ProtocolVersion::V_2026_07_28];
     match transport {
@@ -120,6 +121,18 @@ fn lifecycle(transport: &Transport) -> ClientLifecycleMode {
             legacy_version: Some(ProtocolVersion::LATEST_WITH_INITIALIZE),
         },
     }
+}
+
+/// `true` when the answer to a stdio server's `server/discover` came after rmcp had given up on
+/// it and sent `initialize` on the same transport: the late answer reached the `initialize`
+/// ("conflict initialized response id", "uncorrelated error response"). The server is then
+/// started again with `initialize` alone.
+fn late_probe_answer(error: &ClientInitializeError) -> bool {
+    matches!(
+        error,
+        ClientInitializeError::ConflictInitResponseId(..)
+            | ClientInitializeError::UncorrelatedErrorResponse { .. }
+    )
 }
 
 /// `true` for a `server/discover` failure that says the server is a 2025-era one: a result that
@@ -468,7 +481,7 @@ pub(crate) async fn open(config: &McpServer, link: &Arc<Link>) -> Result<Arc<Con
     let first = start(config, link, lifecycle(&config.transport), &clients).await?;
     let (running, pid, mut child) = match first {
         Ok(started) => started,
-        Err(error) if says_legacy(&error) => {
+        Err(error) if says_legacy(&error) || late_probe_answer(&error) => {
             start(config, link, ClientLifecycleMode::Initialize, &clients)
                 .await?
                 .map_err(|err| start_error(config, err))?

@@ -130,7 +130,8 @@ impl ToolLoop {
         }
         let Some(view) = self.registry.slot::<ModelViews>().get() else {
             return Err(ProviderError::ModelView(format!(
-                "mode \"{mode}\" needs code mode: no code runtime is set (feature `code-mode`)"
+                "mode \"{mode}\" requires a code runtime: mount one with `set_code_runtime` \
+                 (feature `code-mode`) or set the mode to native"
             )));
         };
         let (tools, sections) =
