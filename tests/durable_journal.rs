@@ -660,3 +660,137 @@ async fn a_read_only_call_is_journaled_once_and_any_other_twice() {
         "nothing more was put"
     );
 }
+
+/// A store that keeps deferred records until a statement of its own or `settle` writes them:
+/// SQLite's journal thread running late, as on a loaded machine.
+struct Holding {
+    inner: SqliteJournal,
+    held: std::sync::Mutex<Vec<(String, JournalEntry)>>,
+}
+
+impl Holding {
+    fn write_held(&self) -> BoxFuture<'_, Result<(), JournalError>> {
+        let held = std::mem::take(&mut *self.held.lock().unwrap());
+        Box::pin(async move {
+            for (run_id, entry) in &held {
+                self.inner.put(run_id, entry).await?;
+            }
+            Ok(())
+        })
+    }
+}
+
+impl JournalStore for Holding {
+    fn open_run<'a>(
+        &'a self,
+        run_id: &'a str,
+        program: &'a Value,
+    ) -> BoxFuture<'a, Result<RunRecord, JournalError>> {
+        self.inner.open_run(run_id, program)
+    }
+    fn run<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Option<RunRecord>, JournalError>> {
+        self.inner.run(run_id)
+    }
+    fn runs(&self) -> BoxFuture<'_, Result<Vec<RunRecord>, JournalError>> {
+        self.inner.runs()
+    }
+    fn set_status<'a>(
+        &'a self,
+        run_id: &'a str,
+        status: &'a RunStatus,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(async move {
+            self.write_held().await?;
+            self.inner.set_status(run_id, status).await
+        })
+    }
+    fn entries<'a>(
+        &'a self,
+        run_id: &'a str,
+    ) -> BoxFuture<'a, Result<Vec<JournalEntry>, JournalError>> {
+        self.inner.entries(run_id)
+    }
+    fn put<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        Box::pin(async move {
+            self.write_held().await?;
+            self.inner.put(run_id, entry).await
+        })
+    }
+    fn put_deferred<'a>(
+        &'a self,
+        run_id: &'a str,
+        entry: &'a JournalEntry,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        let held = (run_id.to_owned(), entry.clone());
+        self.held.lock().unwrap().push(held);
+        Box::pin(std::future::ready(Ok(())))
+    }
+    fn settle<'a>(&'a self, _run_id: &'a str) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.write_held()
+    }
+    fn claim<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<u64, JournalError>> {
+        self.inner.claim(run_id)
+    }
+    fn release<'a>(
+        &'a self,
+        run_id: &'a str,
+        claim: u64,
+    ) -> BoxFuture<'a, Result<(), JournalError>> {
+        self.inner.release(run_id, claim)
+    }
+}
+
+/// A read-only call writes no record before it runs, so nothing carries the outcome kept
+/// before it: it waits until that outcome is durable (a host cut off while it runs must find
+/// the call before it finished, not its outcome unknown).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_read_only_call_runs_once_the_outcome_before_it_is_durable() {
+    let dir = tempfile::tempdir().unwrap();
+    let holding = Arc::new(Holding {
+        inner: SqliteJournal::open(dir.path().join("j.db")).unwrap(),
+        held: Default::default(),
+    });
+    let registry = registry();
+    let seen = Arc::new(std::sync::Mutex::new(None));
+    let look = {
+        let (holding, seen) = (holding.clone(), seen.clone());
+        ToolDefinition::builder("look")
+            .annotations({
+                let mut hints = ToolAnnotations::default();
+                hints.read_only_hint = Some(true);
+                hints
+            })
+            .handler(move |_args: Value, _exec: ToolExec| {
+                let (holding, seen) = (holding.clone(), seen.clone());
+                async move {
+                    let entries = holding.inner.entries("settled").await.unwrap();
+                    *seen.lock().unwrap() = Some(entries);
+                    Ok(Value::from(true))
+                }
+            })
+            .build()
+            .unwrap()
+    };
+    registry.register(look).unwrap();
+    let store: Arc<dyn JournalStore> = holding.clone();
+    let code = "await tools.echo({ n: 1 }); return await tools.look({});";
+    let done = registry
+        .execute(program(code).durable(DurableRun::new(store, "settled")))
+        .await;
+    assert_eq!(done.value().unwrap()["result"], true, "{done:?}");
+    let entries = seen.lock().unwrap().take().expect("look ran");
+    assert!(
+        matches!(
+            entries.first().map(|entry| &entry.state),
+            Some(EntryState::Finished { .. })
+        ),
+        "the echo before look was durable as finished when look ran: {entries:?}"
+    );
+}

@@ -485,6 +485,18 @@ pub trait JournalStore: Send + Sync {
         self.put(run_id, entry)
     }
 
+    /// Resolves once every record [`put_deferred`](Self::put_deferred) kept for run `run_id`
+    /// is durable. A call of a read-only tool waits for it before it runs: it writes no record
+    /// of its own to carry the outcome before it, and a host cut off while it runs must still
+    /// find that outcome. The default has nothing to wait for (the default `put_deferred`
+    /// writes at once).
+    ///
+    /// Errors: the store's own, when it cannot write what it kept.
+    fn settle<'a>(&'a self, run_id: &'a str) -> BoxFuture<'a, Result<(), JournalError>> {
+        let _ = run_id;
+        Box::pin(std::future::ready(Ok(())))
+    }
+
     /// Makes this process the owner of run `run_id` until [`release`](Self::release): one
     /// owner at a time replays a run and makes its live calls. Returns the claim's number (its
     /// handle for `release`). A claim whose owner is gone (the process ended) is taken over;

@@ -247,10 +247,15 @@ impl Replay {
         };
         Box::pin(async move {
             // Journaled as started before it runs (again, for an approved or idempotent call):
-            // a crash while it runs leaves its outcome unknown.
-            if !replay.read_only.contains(&entry.tool)
-                && let Err(error) = replay.store.put(&replay.run_id, &entry).await
-            {
+            // a crash while it runs leaves its outcome unknown. A read-only call writes no
+            // record first, so it waits for the outcomes kept before it to be durable: a host
+            // cut off while it runs still finds them.
+            let first = if replay.read_only.contains(&entry.tool) {
+                replay.store.settle(&replay.run_id).await
+            } else {
+                replay.store.put(&replay.run_id, &entry).await
+            };
+            if let Err(error) = first {
                 return Err(journal_failed(&error));
             }
             let result = call.await;
