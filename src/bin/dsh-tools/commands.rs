@@ -398,11 +398,17 @@ pub async fn tools(
     }
     let mut out = String::new();
     for schema in &schemas {
-        out.push_str(&schema.name);
+        // A server's names and descriptions never drive the terminal.
+        out.push_str(&escaped(&schema.name));
         out.push('\n');
-        out.push_str(&format!("  {}\n", first_line(&schema.description)));
+        out.push_str(&format!("  {}\n", escaped(first_line(&schema.description))));
         match &schema.parameters {
-            Ok(parameters) => out.push_str(&format!("  parameters: {parameters}\n")),
+            Ok(parameters) => {
+                out.push_str(&format!(
+                    "  parameters: {}\n",
+                    escaped(&parameters.to_string())
+                ));
+            }
             Err(error) => out.push_str(&format!(
                 "  not expressible in {}: {error}\n",
                 args.dialect.as_str()

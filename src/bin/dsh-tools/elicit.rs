@@ -5,6 +5,7 @@
 
 use std::io::{BufRead, IsTerminal, Write};
 
+use crate::terminal::escaped;
 use dsh_tools::client::{Elicitation, ElicitationRequest};
 use dsh_tools::mcp::McpServer;
 use serde_json::{Map, Value};
@@ -27,8 +28,9 @@ fn terminal_attached() -> bool {
 async fn answer(server: String, request: ElicitationRequest, attached: bool) -> Elicitation {
     if !attached {
         eprintln!(
-            "dsh-tools: {server} asks \"{}\": declined (no terminal to ask on)",
-            request.message
+            "dsh-tools: {} asks \"{}\": declined (no terminal to ask on)",
+            escaped(&server),
+            escaped(&request.message)
         );
         return Elicitation::Decline;
     }
@@ -64,7 +66,13 @@ fn ask(
     input: &mut impl BufRead,
     output: &mut impl Write,
 ) -> Elicitation {
-    let _ = writeln!(output, "{server} asks: {}", request.message);
+    // The server's words never drive the terminal (`terminal::escaped`).
+    let _ = writeln!(
+        output,
+        "{} asks: {}",
+        escaped(server),
+        escaped(&request.message)
+    );
     loop {
         let _ = write!(output, "Answer? [y]es, [n]o (decline), [c]ancel: ");
         let _ = output.flush();
@@ -91,14 +99,15 @@ fn ask(
     for (name, property) in &properties {
         let must = required.contains(&name.as_str()) && property.get("default").is_none();
         loop {
-            let _ = write!(output, "  {name} ({}): ", describe(property, must));
+            let (shown, described) = (escaped(name), escaped(&describe(property, must)));
+            let _ = write!(output, "  {shown} ({described}): ");
             let _ = output.flush();
             let Some(text) = line(input) else {
                 return Elicitation::Cancel;
             };
             if text.is_empty() {
                 if must {
-                    let _ = writeln!(output, "  {name} is required");
+                    let _ = writeln!(output, "  {} is required", escaped(name));
                     continue;
                 }
                 break;
@@ -109,7 +118,7 @@ fn ask(
                     break;
                 }
                 Err(why) => {
-                    let _ = writeln!(output, "  {why}; try again");
+                    let _ = writeln!(output, "  {}; try again", escaped(&why));
                 }
             }
         }
@@ -280,6 +289,28 @@ mod tests {
         assert_eq!(asked("cancel\n").0, Elicitation::Cancel);
         assert_eq!(asked("").0, Elicitation::Cancel);
         assert_eq!(asked("y\n\n").0, Elicitation::Cancel);
+    }
+
+    /// A server's message, property names and descriptions are shown escaped: they never
+    /// drive the terminal (clear it, set its title) nor forge a line of their own.
+    #[test]
+    fn the_servers_words_are_escaped() {
+        let request = ElicitationRequest::new(
+            "hi\u{1b}[2J\u{1b}]0;pwned\u{7}\nFAKE LINE",
+            json!({"type": "object", "properties": {
+                "x\u{1b}[31m": {"type": "string", "description": "d\r\u{202e}"},
+            }}),
+        );
+        let mut output = Vec::new();
+        ask("s\u{1b}v", &request, &mut "y\nv\n".as_bytes(), &mut output);
+        let shown = String::from_utf8(output).unwrap();
+        assert!(!shown.contains('\u{1b}'), "{shown:?}");
+        assert!(
+            !shown.contains('\u{202e}') && !shown.contains('\r'),
+            "{shown:?}"
+        );
+        assert!(!shown.contains("\nFAKE LINE"), "{shown:?}");
+        assert!(shown.contains("\\u{1b}[2J"), "{shown:?}");
     }
 
     /// With no terminal no one is asked: the server's request is declined, whatever it asks.
