@@ -234,10 +234,8 @@ async fn a_deployment_off_loopback_without_an_identity_key_does_not_start() {
                 && stderr.contains("request identity key"),
             "{stderr}"
         );
-        assert!(
-            TcpStream::connect(("127.0.0.1", port)).await.is_err(),
-            "nothing was served"
-        );
+        // It exited with the refusal above, before binding: a connect to the port now would
+        // reach whichever process took the free port next, not this one.
     }
 }
 
