@@ -59,13 +59,7 @@ fn failing() -> ToolDefinition {
 
 #[tokio::test]
 async fn a_call_over_mcp_is_one_trace() {
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (collected, provider, _guard) = collecting();
     dsh_tools::otel::install_propagator();
 
     let upstream = Registry::new();
@@ -228,13 +222,7 @@ async fn a_call_over_mcp_is_one_trace() {
 fn a_malformed_traceparent_is_ignored() {
     use dsh_tools::telemetry::Propagator;
 
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (collected, provider, _guard) = collecting();
     let propagator = dsh_tools::otel::W3cPropagator::default();
     let long = "x".repeat(1 << 16);
     for (name, traceparent, tracestate) in [
@@ -286,13 +274,7 @@ async fn a_sessions_client_spans_name_the_session() {
     let Some(tools) = crate::mcp_support::tools() else {
         return;
     };
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (collected, provider, _guard) = collecting();
 
     let (port, _server) = everything_over_http(tools).await;
 
@@ -356,13 +338,7 @@ async fn a_served_sessions_spans_name_the_session() {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (collected, provider, _guard) = collecting();
 
     let upstream = Registry::new();
     upstream.register(mirror("echo")).unwrap();
@@ -426,6 +402,23 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
+}
+
+/// Spans exported to memory through the OpenTelemetry layer, for this thread until the guard
+/// drops.
+fn collecting() -> (
+    Collected,
+    SdkTracerProvider,
+    tracing::subscriber::DefaultGuard,
+) {
+    let collected = Collected::default();
+    let provider = SdkTracerProvider::builder()
+        .with_simple_exporter(collected.clone())
+        .build();
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
+    let guard = tracing::subscriber::set_default(subscriber);
+    (collected, provider, guard)
 }
 
 /// server-everything over streamable HTTP on a free port, once that port accepts connections
@@ -496,13 +489,7 @@ async fn a_servers_request_to_its_client_is_a_client_span() {
     use rmcp::transport::StreamableHttpClientTransport;
     use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (collected, provider, _guard) = collecting();
     dsh_tools::otel::install_propagator();
 
     let upstream = Registry::new();
@@ -610,13 +597,7 @@ async fn a_request_our_client_answers_is_a_server_span() {
     let Some(tools) = crate::mcp_support::tools() else {
         return;
     };
-    let collected = Collected::default();
-    let provider = SdkTracerProvider::builder()
-        .with_simple_exporter(collected.clone())
-        .build();
-    let subscriber = tracing_subscriber::registry()
-        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("test")));
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (collected, provider, _guard) = collecting();
 
     let (port, _server) = everything_over_http(tools).await;
 
