@@ -204,16 +204,24 @@ fn shared_secret(path: &Path) -> Result<Vec<u8>, String> {
     Ok(secret)
 }
 
-/// Exports the spans over OTLP when the standard variables name an endpoint.
+/// Exports this project's spans over OTLP when the standard variables name an endpoint.
+///
+/// Only `dsh_*` targets are exported: the HTTP/2 stack under the Restate SDK opens a span per
+/// frame, and with those the exporter's bounded queue fills and drops the tool calls' spans.
 #[cfg(feature = "otel")]
 fn export_spans() -> Result<Option<dsh_tools::otel::Otlp>, String> {
+    use tracing_subscriber::Layer;
+    use tracing_subscriber::filter::filter_fn;
     use tracing_subscriber::layer::SubscriberExt;
     if !dsh_tools::otel::Otlp::configured_by_env() {
         return Ok(None);
     }
     let otlp = dsh_tools::otel::Otlp::new(None, "restate_append").map_err(|e| e.to_string())?;
-    tracing::subscriber::set_global_default(tracing_subscriber::registry().with(otlp.layer()))
-        .map_err(|error| error.to_string())?;
+    let ours = filter_fn(dsh_tools::otel::is_library_target);
+    tracing::subscriber::set_global_default(
+        tracing_subscriber::registry().with(otlp.layer().with_filter(ours)),
+    )
+    .map_err(|error| error.to_string())?;
     Ok(Some(otlp))
 }
 

@@ -10,13 +10,15 @@
 //! a Rust host wires the same:
 //!
 //! ```no_run
+//! use tracing_subscriber::Layer;
+//! use tracing_subscriber::filter::filter_fn;
 //! use tracing_subscriber::layer::SubscriberExt;
 //!
 //! // Exported to OTEL_EXPORTER_OTLP_ENDPOINT (or _TRACES_ENDPOINT) when `None`.
 //! let otlp = dsh_tools::otel::Otlp::new(Some("http://127.0.0.1:6006"), "my-agent")?;
 //! dsh_tools::otel::install_propagator();
 //! let subscriber = tracing_subscriber::registry()
-//!     .with(otlp.layer())
+//!     .with(otlp.layer().with_filter(filter_fn(dsh_tools::otel::is_library_target)))
 //!     .with(otlp.duration_layer())
 //!     .with(otlp.mcp_duration_layer());
 //! tracing::subscriber::set_global_default(subscriber)?;
@@ -37,6 +39,11 @@
 //! reported once per process as a `WARN` event of target `dsh_tools::otel` with the URL sent to
 //! and the cause; later failures are not (a receiver that is down fails every batch). The
 //! command line prints it on stderr.
+//!
+//! Filter the layer to the spans you want exported ([`is_library_target`] keeps this
+//! library's): the batch exporter's queue is bounded (`OTEL_BSP_MAX_QUEUE_SIZE`, 2048 spans)
+//! and drops what does not fit, and some crates open a span for every step of their work (the
+//! HTTP/2 stack one per frame), enough to crowd the calls' spans out of it.
 //!
 //! [`Otlp::layer`] leaves out what `tracing-opentelemetry` adds by default and the conventions
 //! do not ask of these spans: source locations (`code.file.path`, `code.line.number`,
@@ -223,8 +230,8 @@ impl Otlp {
 
     /// The `tracing` layer that records spans into this exporter, without the source location,
     /// thread, busy/idle time and target attributes `tracing-opentelemetry` adds by default.
-    /// It records every span it is given: filter it (`Layer::with_filter`) to leave out other
-    /// crates' spans, as the command line does.
+    /// It records every span it is given: filter it (`Layer::with_filter`, with
+    /// [`is_library_target`] as the command line does) to leave out other crates' spans.
     pub fn layer<S>(&self) -> tracing_opentelemetry::OpenTelemetryLayer<S, SdkTracer>
     where
         S: tracing::Subscriber + for<'span> tracing_subscriber::registry::LookupSpan<'span>,
@@ -262,6 +269,14 @@ impl Drop for Otlp {
             let _ = meters.shutdown();
         }
     }
+}
+
+/// Whether a span or event comes from this library (a `dsh_*` target): the filter for
+/// [`Otlp::layer`] that exports the calls' spans and nothing of the crates below them (rmcp's
+/// span around every session and its debug events holding whole requests and answers, the
+/// HTTP/2 stack's span per frame).
+pub fn is_library_target(metadata: &tracing::Metadata<'_>) -> bool {
+    metadata.target().starts_with("dsh_")
 }
 
 /// Whether `OTEL_METRICS_EXPORTER` turns metrics off (`none`, as the SDK configuration

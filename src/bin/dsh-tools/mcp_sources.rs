@@ -500,7 +500,10 @@ pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     let subscriber = tracing_subscriber::registry()
         .with(StderrTails::installed())
         .with(ServerWarnings)
-        .with(otlp.map(|otlp| otlp.layer().with_filter(filter_fn(exported))))
+        .with(otlp.map(|otlp| {
+            otlp.layer()
+                .with_filter(filter_fn(dsh_tools::otel::is_library_target))
+        }))
         .with(otlp.and_then(dsh_tools::otel::Otlp::duration_layer))
         .with(otlp.and_then(dsh_tools::otel::Otlp::mcp_duration_layer));
     // Another subscriber already set (none is, in this binary) would only cost these.
@@ -581,13 +584,6 @@ impl<S: tracing::Subscriber> Layer<S> for StderrTails {
         }
         tail.push_back(text.to_owned());
     }
-}
-
-/// Whether a span or event is exported: the runtime's and this crate's (`dsh_*` targets), not
-/// those of the libraries below them (rmcp's `serve_inner` around every session, its debug
-/// events with whole requests and answers in them, HTTP clients').
-fn exported(metadata: &tracing::Metadata<'_>) -> bool {
-    metadata.target().starts_with("dsh_")
 }
 
 /// Prints each warning or error of the MCP server (`dsh_tool_mcp::mcp_server`) and of the
