@@ -10,11 +10,11 @@ use serde_json::Value;
 
 pub use crate::annotations::ToolAnnotations;
 use crate::call::ToolExec;
+use crate::cards::{CallView, ResultView};
 use crate::dialect::normalize_strict_arguments;
 use crate::error::{ErrorCode, ToolError};
 use crate::json::{MAX_VALUE_DEPTH, dismantle};
 use crate::presentation::presenter::guarded;
-use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolFailure, ToolResult};
 use crate::tool::{Tool, ToolArgs, ToolOutput, default_render};
 use crate::validate::{
@@ -196,7 +196,7 @@ fn serde_violation<A: ToolArgs>(args: &Value, fallback: &serde_json::Error) -> S
 /// (`INVALID_TOOL_OUTPUT`, `output.render failed: <message>`), not a crash of the call.
 fn presenter<R>(tool: &str, which: &str, run: impl FnOnce() -> R) -> Result<R, ToolFailure> {
     std::panic::catch_unwind(std::panic::AssertUnwindSafe(run)).map_err(|payload| {
-        let message = crate::call::panic_message(payload.as_ref());
+        let message = crate::contain::panic_message(payload.as_ref());
         invalid_output(tool, &[format!("output.{which} failed: {message}")])
     })
 }

@@ -15,10 +15,10 @@ use std::fmt::Write as _;
 
 use serde_json::Value;
 
-use super::{CallView, FileDiff, FileLocation, ResultView, SearchShape, ToolCallKind};
+use crate::agent_id::AgentId;
+use crate::cards::{CallView, FileDiff, FileLocation, ResultView, SearchShape, ToolCallKind};
 use crate::events::{LoggedEvent, ToolEvent};
 use crate::result::{ContentBlock, ToolResult};
-use crate::scope::AgentId;
 
 /// How much of a log one replay page draws.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

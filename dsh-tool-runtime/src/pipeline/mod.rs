@@ -16,22 +16,21 @@ use tracing::Instrument;
 use crate::call::ToolCall;
 use crate::call::ToolExec;
 use crate::call::approval::ClientApproval;
-use crate::call::contain;
+use crate::cards::ResultView;
+use crate::contain::contain;
 use crate::definition::{ToolDefinition, unknown_tool};
 use crate::error::ErrorCode;
 use crate::events::{ToolEvent, unix_ms};
-use crate::guards::Guard;
 use crate::hooks::{
     ApprovalOutcome, ApprovalRequest, BaseDispatch, DispatchContext, ExecNext, ExecuteWrapper,
-    Park, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
+    Guard, Park, PostDecision, PostExecuteHook, PostNext, PreDecision, PreExecuteHook, PreNext,
     ResultObserver, ToolCallView,
 };
 use crate::json::dismantle;
-use crate::presentation::ResultView;
 use crate::registry::State;
+use crate::registry::{Layer, Mode};
 use crate::registry::{McpServers, RUN_CODE, Registry, read};
 use crate::result::{ToolFailure, ToolResult, blocks_text};
-use crate::scope::{Layer, Mode};
 use crate::validate::{depth_violation, invalid_args};
 
 /// Hooks that apply to one call, in registration order, snapshotted when the call starts.
@@ -413,7 +412,7 @@ impl Registry {
                             break;
                         }
                         Err(payload) => {
-                            let message = crate::call::panic_message(payload.as_ref());
+                            let message = crate::contain::panic_message(payload.as_ref());
                             prepared.stage = Stage::FinalResult(stage_failure("guard", &message));
                             return prepared;
                         }
@@ -441,14 +440,18 @@ impl Registry {
         reason: Option<String>,
         arguments: Arc<serde_json::Value>,
     ) -> Result<Option<ToolFailure>, ToolResult> {
-        use super::approval::{DenialSource, denied};
+        use crate::call::approval::{DenialSource, denied};
         let name = &view.name;
         // The host's own approver comes first; without one, a call served over MCP asks the
         // person at the client.
         if approver.is_none() && view.client.is_connected() {
             let server = self.mcp_server_of(name);
-            return match super::approval::ask_client(view, server.as_deref(), reason.as_deref())
-                .await
+            return match crate::call::approval::ask_client(
+                view,
+                server.as_deref(),
+                reason.as_deref(),
+            )
+            .await
             {
                 ClientApproval::Allowed => Ok(None),
                 ClientApproval::Denied(reason) => Ok(Some(denied(reason, DenialSource::Person))),
@@ -793,7 +796,7 @@ impl Registry {
                 Ok(Some(content)) => *result.content_mut() = content,
                 Ok(None) => {}
                 Err(payload) => {
-                    let message = crate::call::panic_message(payload.as_ref());
+                    let message = crate::contain::panic_message(payload.as_ref());
                     result = ToolResult::failure(ToolFailure::plain(format!(
                         "finalize_content failed: {message}"
                     )));
@@ -808,7 +811,7 @@ impl Registry {
                     "tool \"{}\" ({}): result observer failed: {}",
                     view.name,
                     view.call_id,
-                    crate::call::panic_message(payload.as_ref())
+                    crate::contain::panic_message(payload.as_ref())
                 );
             }
         }
