@@ -1,19 +1,17 @@
 //! Deciding a parked run: the continuation issued (and renewed) for the call it waits at,
 //! approve, deny and resume, and the decision journaled.
 
-use super::lifecycle::{LANGUAGE, SCOPE};
-use super::{Decider, DurableExt, continuation_claims, parked, wrong};
-use crate::durable::ParkedRun;
 use std::sync::Arc;
 
 use serde_json::Value;
 
+use super::lifecycle::{LANGUAGE, SCOPE};
+use super::{Decider, DurableExt, continuation_claims, parked, wrong};
 use crate::call::ToolCall;
-use crate::durable::DurableCallExt;
 use crate::durable::continuation::{Claims, Presenter, args_digest};
 use crate::durable::{
-    CallOutcome, Claim, ContinuationError, DurableRun, EntryState, JournalEntry, JournalError,
-    JournalStore, Principal, RunRecord, RunStatus,
+    CallOutcome, Claim, ContinuationError, DurableCallExt, DurableRun, EntryState, JournalEntry,
+    JournalError, JournalStore, ParkedRun, Principal, RunRecord, RunStatus,
 };
 use crate::error::ErrorCode;
 use crate::events::ToolEvent;

@@ -1,13 +1,13 @@
 //! Rolling a run back: its completed calls reverted in reverse order with each tool's revert
 //! tool, each reversal journaled, calls of unknown outcome reported unless asked for.
 
-use super::{DurableExt, wrong};
-use crate::durable::RevertReport;
-
 use serde_json::{Value, json};
 
+use super::{DurableExt, wrong};
 use crate::call::ToolCall;
-use crate::durable::{CallOutcome, DurableRun, EntryState, JournalEntry, JournalError, RunStatus};
+use crate::durable::{
+    CallOutcome, DurableRun, EntryState, JournalEntry, JournalError, RevertReport, RunStatus,
+};
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 use crate::result::ToolResult;

@@ -1,9 +1,5 @@
 //! [`JournalStore`] on the SQLite journal: runs, entries, claims and the continuation secret.
 
-use super::file::{Process, check_room};
-use super::writer::{Message, Record};
-use super::{corrupt, next_claim, now_ms, store, text};
-use crate::durable::SqliteJournal;
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
 
@@ -11,8 +7,12 @@ use futures::future::BoxFuture;
 use rusqlite::{OptionalExtension, TransactionBehavior, params};
 use serde_json::Value;
 
+use super::file::{Process, check_room};
+use super::writer::{Message, Record};
+use super::{corrupt, next_claim, now_ms, store, text};
 use crate::durable::{
     ContinuationSecret, EntryState, JournalEntry, JournalError, JournalStore, RunRecord, RunStatus,
+    SqliteJournal,
 };
 
 impl JournalStore for SqliteJournal {

@@ -1,13 +1,12 @@
 //! Each provider's response shape: its text, its calls, and the turn sent back.
 
+use serde_json::{Value, json};
+
 use super::ParsedResponse;
 use super::fields::{
     call_id, call_name, field, field_mut, map_field, map_field_mut, object, object_at, record,
     string_arguments, value_arguments,
 };
-
-use serde_json::{Value, json};
-
 use crate::provider::Provider;
 
 /// A Chat Completions message: its text and calls, and the message itself as the turn sent
