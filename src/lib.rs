@@ -221,8 +221,8 @@ pub mod guards {
 /// Events published for every call, and the JSON-lines event log.
 pub mod events {
     pub use dsh_tool_runtime::events::{
-        EventLog, LogError, LoggedEvent, MAX_LOG_DEPTH, ReadLimits, ToolEvent, read_log,
-        read_log_with,
+        EventLog, EventSource, LogError, LoggedEvent, MAX_LOG_DEPTH, ReadLimits, ToolEvent,
+        read_log, read_log_with,
     };
 }
 

@@ -25,7 +25,7 @@ use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
 /// The circles today, summed over the crates below. Never raise it.
-const CIRCLES: usize = 2;
+const CIRCLES: usize = 1;
 
 /// The crates: a name for the report and the root file of each.
 const CRATES: &[(&str, &str)] = &[

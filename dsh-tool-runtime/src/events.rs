@@ -14,9 +14,9 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::presentation::{CallView, ResultView};
+use crate::agent_id::AgentId;
+use crate::cards::{CallView, ResultView};
 use crate::result::ToolResult;
-use crate::scope::AgentId;
 
 mod log;
 mod read;
@@ -224,6 +224,14 @@ pub struct Tap {
     pub missed: Arc<AtomicU64>,
     /// Closes the tap.
     pub handle: TapHandle,
+}
+
+/// Where an [`EventLog`] takes its events from: the [`Registry`](crate::Registry) implements it.
+/// The log names this trait rather than the registry so that the events sit below the registry
+/// that publishes them.
+pub trait EventSource {
+    /// A queue of every event published from now on (see [`Registry::tap_events`](crate::Registry::tap_events)).
+    fn tap_events(&self) -> Tap;
 }
 
 /// Closes its [`Tap`]: no event is queued after [`close`](Self::close) (or drop).

@@ -2,7 +2,7 @@
 //!
 //! A call runs: resolve → pre-execute hooks (waterfall) → approval on `Ask` → guards → execute
 //! wrappers around the body → normalization → post-execute hooks (waterfall) → `finalize_content`
-//! → result observers. The stages themselves live in `call/stages.rs`; this module holds the
+//! → result observers. The stages themselves live in `pipeline/`; this module holds the
 //! hook shapes and the `next` continuations of the two waterfalls and the wrapper chain.
 //!
 //! Every registration takes a plain closure (`Registry::on_pre_execute` and the rest); the
@@ -14,31 +14,14 @@ use std::sync::Arc;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
+use crate::agent_id::AgentId;
 use crate::result::{AdditionalContext, ContentBlock, ToolResult};
-use crate::scope::AgentId;
 use futures::future::BoxFuture;
 
-/// What hooks, guards and observers see of a call: read-only.
-#[derive(Debug, Clone)]
-pub struct ToolCallView {
-    /// The call id.
-    pub call_id: String,
-    /// The id of the top-level call (equal to `call_id` for roots).
-    pub root_call_id: String,
-    /// The tool name as the model wrote it.
-    pub name: String,
-    /// The arguments as received (shared, never copied per stage).
-    pub arguments: Arc<Value>,
-    /// The agent the call runs for.
-    pub agent: Option<AgentId>,
-    /// The id of the enclosing transport call (`run_code`) for sub-calls.
-    pub parent: Option<String>,
-    /// The caller's cancellation signal.
-    pub signal: CancellationToken,
-    /// The way back to the client that made the call (log, sample, elicit); without a client
-    /// for calls not served over MCP.
-    pub client: crate::call::ClientChannel,
-}
+pub use crate::call::ToolCallView;
+
+/// A guard as stored: `Some(reason)` denies the call (see `Registry::guard`).
+pub(crate) type Guard = Arc<dyn Fn(&ToolCallView) -> Option<String> + Send + Sync>;
 
 /// A pre-execute decision.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -9,9 +9,9 @@
 //!
 //! Modules by concern (`ARCHITECTURE.md` maps the whole tree):
 //! - tools, definitions, the registry and results: `tool`, `definition`, `registry`, `call` (the
-//!   call, its context and its stages), `result`, `error`, `schema`, `validate`;
+//!   call and its context), `result`, `error`, `schema`, `validate`;
 //! - schema dialects: [`dialect`];
-//! - the execution pipeline: `hooks` and `call`;
+//! - the execution pipeline: `hooks` and `pipeline` (the stages of one call);
 //! - agent scopes: `scope`;
 //! - guards: [`guards`];
 //! - the batch scheduler: `schedule`;
@@ -22,10 +22,13 @@
 // The core has no `unsafe`: the process, sandbox and engine calls live in the feature crates.
 #![forbid(unsafe_code)]
 
+mod agent_id;
 #[doc(hidden)]
 pub mod annotations;
 #[doc(hidden)]
 pub mod call;
+mod cards;
+mod contain;
 #[doc(hidden)]
 pub mod definition;
 pub mod dialect;
@@ -38,6 +41,8 @@ pub mod guards;
 pub mod hooks;
 #[doc(hidden)]
 pub mod json;
+#[doc(hidden)]
+pub mod pipeline;
 pub mod presentation;
 #[doc(hidden)]
 pub mod registry;

@@ -9,8 +9,8 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use crate::call::ToolExec;
+use crate::cards::{CallView, ResultView};
 use crate::error::ToolError;
-use crate::presentation::{CallView, ResultView};
 use crate::result::{ContentBlock, ToolResult};
 
 /// What [`Tool::Args`] must be: read from the model's JSON (`Deserialize`) and described by the

@@ -5,8 +5,8 @@
 use serde_json::{Value, json};
 
 use super::{ClientError, Elicitation, ElicitationRequest};
+use crate::call::ToolCallView;
 use crate::error::ErrorCode;
-use crate::hooks::ToolCallView;
 use crate::result::ToolFailure;
 
 /// The most bytes of the call's arguments (compact JSON) an approval request shows; longer

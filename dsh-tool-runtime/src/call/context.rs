@@ -12,10 +12,10 @@ use super::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, Extensions, LogLevel, Root,
     RootsRequest, SamplingReply, SamplingRequest,
 };
+use crate::agent_id::AgentId;
+use crate::call::ToolCallView;
 use crate::events::{EventSender, ToolEvent};
-use crate::hooks::ToolCallView;
 use crate::result::AdditionalContext;
-use crate::scope::AgentId;
 
 /// The call context handed to a tool body: cancellation signal, ids, the agent, deferred contexts,
 /// progress reports, and the way back to the client that made the call (log messages, sampling,

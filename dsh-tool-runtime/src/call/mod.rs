@@ -1,26 +1,26 @@
-//! One tool call: what the model asked for ([`ToolCall`]), the context its body receives
-//! ([`ToolExec`], `context.rs`) and the stages it runs through (`stages.rs`).
+//! One tool call: what the model asked for ([`ToolCall`]), what hooks see of it
+//! ([`ToolCallView`]) and the context its body receives ([`ToolExec`], `context.rs`). The stages
+//! it runs through are the [`pipeline`](crate::pipeline)'s.
 
 pub mod approval;
 pub mod client_channel;
-mod contain;
 mod context;
 mod extensions;
-mod stages;
+
+use std::sync::Arc;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use crate::scope::AgentId;
+use crate::agent_id::AgentId;
 
+pub use crate::contain::{contain, panic_message};
 pub use client_channel::{
     ClientChannel, ClientError, Elicitation, ElicitationRequest, LogLevel, Role, Root,
     RootsRequest, SamplingMessage, SamplingReply, SamplingRequest,
 };
-pub use contain::{contain, panic_message};
 pub use context::ToolExec;
 pub use extensions::Extensions;
-pub use stages::DispatchedCall;
 
 /// One tool call as the model made it.
 #[derive(Debug, Clone)]
@@ -47,6 +47,28 @@ pub struct ToolCall {
     pub extensions: Extensions,
     /// The span this call's span goes under; `None`: the caller's current span.
     pub trace_parent: Option<tracing::Span>,
+}
+
+/// What hooks, guards and observers see of a call: read-only.
+#[derive(Debug, Clone)]
+pub struct ToolCallView {
+    /// The call id.
+    pub call_id: String,
+    /// The id of the top-level call (equal to `call_id` for roots).
+    pub root_call_id: String,
+    /// The tool name as the model wrote it.
+    pub name: String,
+    /// The arguments as received (shared, never copied per stage).
+    pub arguments: Arc<Value>,
+    /// The agent the call runs for.
+    pub agent: Option<AgentId>,
+    /// The id of the enclosing transport call (`run_code`) for sub-calls.
+    pub parent: Option<String>,
+    /// The caller's cancellation signal.
+    pub signal: CancellationToken,
+    /// The way back to the client that made the call (log, sample, elicit); without a client
+    /// for calls not served over MCP.
+    pub client: ClientChannel,
 }
 
 impl ToolCall {

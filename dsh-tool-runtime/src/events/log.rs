@@ -8,8 +8,7 @@ use std::sync::atomic::Ordering;
 
 use tokio::task::JoinHandle;
 
-use super::TapHandle;
-use crate::registry::Registry;
+use super::{EventSource, TapHandle};
 
 /// Writes every [`ToolEvent`](super::ToolEvent) of a registry to a file, one JSON object per
 /// line (`{"event":"call",…}`), each line flushed as it is written, zstd-compressed when the path
@@ -89,13 +88,14 @@ fn lagged_line(missed: u64) -> io::Result<Vec<u8>> {
 }
 
 impl EventLog {
-    /// Creates (or truncates) `path` and starts logging `registry`'s events. Must be called
-    /// inside a tokio runtime.
+    /// Creates (or truncates) `path` and starts logging `registry`'s events (`registry`: a
+    /// [`Registry`](crate::Registry), or any other [`EventSource`]). Must be called inside a
+    /// tokio runtime.
     ///
     /// # Errors
     /// The file cannot be created, the zstd encoder cannot start, or the path ends in `.zst`
     /// without the `event-log-zstd` feature.
-    pub fn start(registry: &Registry, path: impl AsRef<Path>) -> io::Result<EventLog> {
+    pub fn start(registry: &impl EventSource, path: impl AsRef<Path>) -> io::Result<EventLog> {
         let mut sink = Sink::open(path.as_ref())?;
         let tap = registry.tap_events();
         let (events, missed) = (tap.events, tap.missed);

@@ -6,10 +6,10 @@ use std::sync::Arc;
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
 
+use crate::agent_id::AgentId;
 use crate::hooks::{PostDecision, PostNext, ToolCallView};
 use crate::registry::{Handle, Registry};
 use crate::result::{AdditionalContext, ContentBlock, ContextSource, ToolResult};
-use crate::scope::AgentId;
 
 /// Configuration of [`RepeatCallReminder`].
 #[derive(Debug, Clone, PartialEq, Eq)]

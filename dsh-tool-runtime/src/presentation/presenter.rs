@@ -8,8 +8,8 @@ use std::panic::{AssertUnwindSafe, catch_unwind};
 
 use serde_json::Value;
 
-use super::{CallView, ResultView};
-use crate::call::panic_message;
+use crate::cards::{CallView, ResultView};
+use crate::contain::panic_message;
 
 /// Runs one presenter; a panic is logged through `tracing` and reads as "no card".
 pub(crate) fn guarded<R>(tool: &str, hook: &str, present: impl FnOnce() -> Option<R>) -> Option<R> {

@@ -1,6 +1,6 @@
 //! Why a registration, restriction or presentation change was refused.
 
-use crate::scope::Mode;
+use crate::registry::Mode;
 
 /// Why a registration, restriction or presentation change was refused. Messages follow
 /// DSH's wording where the rule is the same.

@@ -3,7 +3,7 @@
 use std::sync::Weak;
 
 use super::{Inner, write};
-use crate::scope::AgentId;
+use crate::agent_id::AgentId;
 
 /// A registration (tool, hook, guard, restriction or mode): [`Handle::unregister`] removes it.
 /// Dropping the handle keeps the registration.

@@ -1,8 +1,15 @@
 //! The registry: registration of tools, hooks and guards, and the entry point of every call. Where
-//! a registration lands and what a scope sees is [`crate::scope`].
+//! a registration lands and what a scope sees: one global [`Layer`] plus one per agent scope
+//! ([`AgentScope`]). A scope sees global tools, then its ancestors' tools (nearer shadowing
+//! farther), filtered by every restriction ([`Filter`]) on its chain, then its own tools, which
+//! shadow inherited names and are exempt from restrictions.
 
+mod agent_scope;
 mod error;
+mod filter;
 mod handle;
+mod layers;
+mod mode;
 mod schemas;
 mod state;
 
@@ -15,19 +22,22 @@ use parking_lot::RwLock;
 
 use tokio::sync::broadcast;
 
+use crate::agent_id::AgentId;
 use crate::definition::ToolDefinition;
-use crate::events::{EventSender, Tap, ToolEvent};
-use crate::guards::Guard;
+use crate::events::{EventSender, EventSource, Tap, ToolEvent};
 use crate::hooks::{
-    ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, PostDecision, PostNext,
+    ApprovalOutcome, ApprovalRequest, DispatchContext, ExecNext, Guard, PostDecision, PostNext,
     PreDecision, PreNext, ResultObserver, ToolCallView, into_approver, into_execute_wrapper,
     into_post_execute, into_pre_execute,
 };
 use crate::result::ToolResult;
-use crate::scope::{AgentId, AgentScope, Layer, Mode};
 
+pub use agent_scope::AgentScope;
 pub use error::RegisterError;
+pub use filter::Filter;
 pub use handle::Handle;
+pub use layers::Layer;
+pub use mode::Mode;
 pub use schemas::{DialectSchema, ToolSchema};
 pub use state::{State, read, write};
 
@@ -436,6 +446,12 @@ fn definition_error(definition: &ToolDefinition) -> Result<(), RegisterError> {
         return Err(RegisterError::Reserved);
     }
     Ok(())
+}
+
+impl EventSource for Registry {
+    fn tap_events(&self) -> Tap {
+        Registry::tap_events(self)
+    }
 }
 
 #[cfg(test)]

@@ -4,8 +4,8 @@ use serde::Serialize;
 use serde_json::Value;
 
 use super::Registry;
+use crate::agent_id::AgentId;
 use crate::dialect::{Dialect, DialectError};
-use crate::scope::AgentId;
 
 /// What `schemas()` returns for one tool: only name, description and parameters ever reach the
 /// model.

@@ -7,10 +7,11 @@ use std::collections::{BTreeMap, HashMap};
 use parking_lot::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use super::RUN_CODE;
+use crate::agent_id::AgentId;
 use crate::call::Extensions;
 use crate::definition::ToolDefinition;
 use crate::hooks::Approver;
-use crate::scope::{AgentId, Layer, Mode};
+use crate::registry::{Layer, Mode};
 
 #[derive(Default)]
 pub struct State {

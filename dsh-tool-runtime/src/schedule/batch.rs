@@ -3,10 +3,10 @@
 use tokio_util::sync::CancellationToken;
 
 use super::{Schedule, Sink, Unstarted};
+use crate::agent_id::AgentId;
 use crate::call::ToolCall;
 use crate::registry::Registry;
 use crate::result::ToolResult;
-use crate::scope::AgentId;
 
 /// Options of [`Registry::execute_batch`].
 #[derive(Debug, Clone)]

@@ -35,11 +35,11 @@ use tokio::sync::mpsc;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use crate::call::DispatchedCall;
 use crate::call::ToolCall;
+use crate::pipeline::DispatchedCall;
+use crate::registry::Mode;
 use crate::registry::{RUN_CODE, Registry, read};
 use crate::result::ToolResult;
-use crate::scope::Mode;
 
 pub use batch::BatchOptions;
 

@@ -3,15 +3,9 @@
 //! One global layer plus one layer per agent scope. A scope sees global tools, then its ancestors'
 //! tools (nearer shadowing farther), filtered by every restriction on its chain, then its own tools,
 //! which shadow inherited names and are exempt from restrictions.
+//!
+//! The scope handle, its layers, filters and modes are the registry's (`registry/`); an agent's
+//! id is below everything that carries it (`agent_id.rs`). This module names them together.
 
-mod agent_id;
-mod agent_scope;
-mod filter;
-mod layers;
-mod mode;
-
-pub use agent_id::AgentId;
-pub use agent_scope::AgentScope;
-pub use filter::Filter;
-pub use layers::Layer;
-pub use mode::Mode;
+pub use crate::agent_id::AgentId;
+pub use crate::registry::{AgentScope, Filter, Layer, Mode};

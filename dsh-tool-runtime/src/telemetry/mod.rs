@@ -77,8 +77,8 @@ use tracing::Span;
 use tracing::field::Empty;
 
 use crate::hooks::ToolCallView;
+use crate::registry::Mode;
 use crate::result::ToolResult;
-use crate::scope::Mode;
 
 /// The version of the OpenTelemetry GenAI semantic conventions the spans follow: the
 /// `semantic-conventions-genai` repository, release `v0.1.0` (status Development), for the

@@ -4,8 +4,7 @@ use std::collections::BTreeMap;
 
 use super::{Filter, Mode};
 use crate::definition::ToolDefinition;
-use crate::guards::Guard;
-use crate::hooks::{ExecuteWrapper, PostExecuteHook, PreExecuteHook, ResultObserver};
+use crate::hooks::{ExecuteWrapper, Guard, PostExecuteHook, PreExecuteHook, ResultObserver};
 
 #[derive(Default)]
 pub struct Layer {

@@ -1,209 +1,30 @@
-//! The language-neutral model both renderers read: JSON Schema (2020-12, with the draft-07 and
-//! OpenAPI spellings real MCP servers still send) lowered to a small type algebra.
-//!
-//! Lowering never fails: a piece it cannot express becomes [`Kind::Unknown`] for that node only.
-//! Recursion is bounded by [`MAX_SDK_SCHEMA_DEPTH`]; `$ref` targets are lowered from a work list, not by
-//! recursion, so neither deep nor self-referencing schemas can exhaust the stack.
+//! Lowering: JSON Schema documents walked into the model's nodes, `$ref` targets from a work
+//! list, shapes, literals, arrays and objects.
 
 use std::collections::{BTreeMap, BTreeSet};
 
 use serde_json::{Map, Value};
 
-use super::ToolSpec;
-use super::text::{NameAllocator, comment_line, pascal_case};
+use super::docs::{doc_of, lift_member_docs};
+use super::{Def, DefId, Extra, Kind, Node, NodeId, Object, Property};
 use crate::json::MAX_SDK_SCHEMA_DEPTH;
-
-/// Longest rendered `default` value in a doc note, in bytes.
-const MAX_DEFAULT_NOTE: usize = 200;
-
-/// Index of a node in [`Model::nodes`].
-pub(crate) type NodeId = usize;
-/// Index of a named type in [`Model::defs`].
-pub(crate) type DefId = usize;
-
-/// One lowered schema node.
-#[derive(Debug)]
-pub(crate) struct Node {
-    pub(crate) kind: Kind,
-    /// Description and constraint notes, one line, already comment-safe except for the
-    /// language's own comment terminators.
-    pub(crate) doc: Option<String>,
-    /// The schema's `default` when it is a scalar (string, number, boolean, null); the doc notes
-    /// it too.
-    pub(crate) default: Option<Value>,
-}
-
-/// What values a node admits.
-#[derive(Debug)]
-pub(crate) enum Kind {
-    /// Could not be expressed (unsupported keyword value, dangling `$ref`, depth bound).
-    Unknown,
-    /// Any JSON value (`true`, `{}`, no type keyword).
-    Any,
-    /// No value (`false`).
-    Never,
-    Null,
-    Boolean,
-    Integer,
-    Number,
-    String,
-    /// `const` / `enum`: the listed scalar values (arrays and objects were lowered to their type).
-    Literals(Vec<Value>),
-    Array(NodeId),
-    /// `prefixItems` (or draft-07 array `items`): fixed positions, `min` of them required, then
-    /// `rest` for the remainder (`None` when closed).
-    Tuple {
-        items: Vec<NodeId>,
-        min: usize,
-        rest: Option<NodeId>,
-    },
-    Object(Object),
-    Union(Vec<NodeId>),
-    Intersection(Vec<NodeId>),
-    Ref(DefId),
-}
-
-/// A lowered object schema.
-#[derive(Debug)]
-pub(crate) struct Object {
-    /// Declared properties in declaration order (serde_json keeps key order).
-    pub(crate) properties: Vec<Property>,
-    pub(crate) extra: Extra,
-}
-
-/// What keys beyond the declared properties may hold.
-#[derive(Debug, Clone, Copy)]
-pub(crate) enum Extra {
-    /// `additionalProperties` absent or `true`: any key, any JSON value.
-    Open,
-    /// `additionalProperties: false` (or `unevaluatedProperties: false`).
-    Closed,
-    /// `additionalProperties: <schema>`.
-    Typed(NodeId),
-}
-
-/// A declared property.
-#[derive(Debug)]
-pub(crate) struct Property {
-    pub(crate) name: String,
-    pub(crate) node: NodeId,
-    pub(crate) required: bool,
-}
-
-/// A named type: the target of a `$ref`.
-#[derive(Debug)]
-pub(crate) struct Def {
-    /// Allocated name, unique in the file.
-    pub(crate) name: String,
-    pub(crate) node: NodeId,
-    /// True when the definition reaches itself through unions, intersections and references
-    /// only (`A = A | null`): both languages reject such an alias, so it renders as unknown.
-    pub(crate) degenerate: bool,
-}
-
-/// One tool, lowered.
-#[derive(Debug)]
-pub(crate) struct ToolModel {
-    pub(crate) name: String,
-    pub(crate) doc: Option<String>,
-    pub(crate) args: NodeId,
-    pub(crate) output: NodeId,
-}
-
-/// Every tool of a file, sorted by name, with the nodes and named types they share.
-#[derive(Debug)]
-pub(crate) struct Model {
-    pub(crate) tools: Vec<ToolModel>,
-    pub(crate) nodes: Vec<Node>,
-    pub(crate) defs: Vec<Def>,
-}
-
-impl Model {
-    /// Lowers `specs` (already sorted and deduplicated by name), taking named-type names from
-    /// `names`, which holds the target language's reserved set.
-    pub(crate) fn build(specs: &[&ToolSpec], names: &mut NameAllocator) -> Model {
-        let mut lowering = Lowering {
-            nodes: Vec::new(),
-            defs: Vec::new(),
-            def_index: BTreeMap::new(),
-            def_by_content: BTreeMap::new(),
-            definitions: BTreeMap::new(),
-            pending: Vec::new(),
-            documents: 0,
-        };
-        let mut tools = Vec::with_capacity(specs.len());
-        let mut seen_docs = BTreeSet::new();
-        for spec in specs {
-            let tool_base = pascal_case(&spec.name);
-            let args = lowering.lower_document(&spec.parameters, &tool_base, names);
-            let output = lowering.lower_document(&spec.output, &tool_base, names);
-            lowering.drop_repeated_docs(args, output, &mut seen_docs);
-            tools.push(ToolModel {
-                name: spec.name.clone(),
-                doc: comment_line(&spec.description),
-                args,
-                output,
-            });
-        }
-        let mut model = Model {
-            tools,
-            nodes: lowering.nodes,
-            defs: lowering.defs,
-        };
-        model.mark_degenerate_defs();
-        model
-    }
-
-    pub(crate) fn node(&self, id: NodeId) -> &Node {
-        &self.nodes[id]
-    }
-
-    /// Marks every named type that reaches itself through unguarded positions (union and
-    /// intersection members, references). Objects, arrays and tuples guard: both TypeScript and
-    /// mypy accept recursion through them. Iterative depth-first search from each def.
-    fn mark_degenerate_defs(&mut self) {
-        for start in 0..self.defs.len() {
-            let mut stack = vec![self.defs[start].node];
-            let mut seen_defs = vec![false; self.defs.len()];
-            let mut cyclic = false;
-            while let Some(id) = stack.pop() {
-                match &self.nodes[id].kind {
-                    Kind::Union(members) | Kind::Intersection(members) => {
-                        stack.extend(members.iter().copied());
-                    }
-                    Kind::Ref(def) => {
-                        if *def == start {
-                            cyclic = true;
-                            break;
-                        }
-                        if !seen_defs[*def] {
-                            seen_defs[*def] = true;
-                            stack.push(self.defs[*def].node);
-                        }
-                    }
-                    _ => {}
-                }
-            }
-            self.defs[start].degenerate = cyclic;
-        }
-    }
-}
+use crate::sdk::text::{NameAllocator, pascal_case};
 
 /// Lowering state for a whole file.
-struct Lowering<'a> {
-    nodes: Vec<Node>,
-    defs: Vec<Def>,
+pub(super) struct Lowering<'a> {
+    pub(super) nodes: Vec<Node>,
+    pub(super) defs: Vec<Def>,
     /// (document index, JSON pointer) → def, so each target is lowered once.
-    def_index: BTreeMap<(usize, String), DefId>,
+    pub(super) def_index: BTreeMap<(usize, String), DefId>,
     /// Content key (target text, and its document's definitions when it refers into them) →
     /// def, so equal definitions of different documents merge.
-    def_by_content: BTreeMap<String, DefId>,
+    pub(super) def_by_content: BTreeMap<String, DefId>,
     /// Definitions text of the documents seen → its id ([`Lowering::definitions_id`]).
-    definitions: BTreeMap<String, usize>,
+    pub(super) definitions: BTreeMap<String, usize>,
     /// Defs allocated but not yet lowered, with their target schema.
-    pending: Vec<(DefId, &'a Value)>,
+    pub(super) pending: Vec<(DefId, &'a Value)>,
     /// Documents lowered so far; the next one's index.
-    documents: usize,
+    pub(super) documents: usize,
 }
 
 /// Keywords only an object schema has.
@@ -268,7 +89,7 @@ impl<'a> Lowering<'a> {
     /// output doc that says something else (`offset`: "first line returned" after the input's
     /// "first line to return") stays. The type stays; only the repeated comment goes. `seen` carries the
     /// `(name, text)` pairs rendered so far, in file order.
-    fn drop_repeated_docs(
+    pub(super) fn drop_repeated_docs(
         &mut self,
         args: NodeId,
         output: NodeId,
@@ -301,7 +122,7 @@ impl<'a> Lowering<'a> {
     }
 
     /// Lowers one document (a parameters or output schema) and every `$ref` target reached from it.
-    fn lower_document(
+    pub(super) fn lower_document(
         &mut self,
         root: &'a Value,
         tool_base: &str,
@@ -739,108 +560,4 @@ fn percent_decode(fragment: &str) -> String {
         i += 1;
     }
     String::from_utf8(out).unwrap_or_else(|_| fragment.to_owned())
-}
-
-/// `doc` (notes only, or none) preceded by the docs of `members`, which are taken off them so the
-/// text is said once.
-fn lift_member_docs(doc: Option<String>, members: &[NodeId], nodes: &mut [Node]) -> Option<String> {
-    let mut lines: Vec<String> = Vec::new();
-    for &member in members {
-        if let Some(line) = nodes[member].doc.take()
-            && !lines.contains(&line)
-        {
-            lines.push(line);
-        }
-    }
-    if lines.is_empty() {
-        return doc;
-    }
-    lines.extend(doc);
-    Some(lines.join(" "))
-}
-
-/// The doc line of a schema: its description, then its format, range, length, pattern and
-/// default as `keyword value` notes (JSON Schema 2020-12 validation and format vocabularies).
-fn doc_of(map: &Map<String, Value>) -> Option<String> {
-    const NOTED: &[&str] = &[
-        "format",
-        "minimum",
-        "exclusiveMinimum",
-        "maximum",
-        "exclusiveMaximum",
-        "multipleOf",
-        "minLength",
-        "maxLength",
-        "pattern",
-        "minItems",
-        "maxItems",
-        "uniqueItems",
-        "minProperties",
-        "maxProperties",
-        "default",
-        "deprecated",
-    ];
-    let mut text = map
-        .get("description")
-        .and_then(Value::as_str)
-        .unwrap_or_default()
-        .to_owned();
-    let mut notes = Vec::new();
-    for key in NOTED {
-        let Some(value) = map.get(*key) else { continue };
-        if restates_type(map, key, value) {
-            continue;
-        }
-        let rendered = match value {
-            Value::String(s) => s.clone(),
-            Value::Number(_) | Value::Bool(_) | Value::Null => value.to_string(),
-            // Defaults may be arrays or objects: shown as JSON when small.
-            _ => shallow_json(value),
-        };
-        // `keyword value`: the colon would cost a token and say nothing.
-        notes.push(format!("{key} {rendered}"));
-    }
-    if !notes.is_empty() {
-        if !text.trim().is_empty() {
-            text.push(' ');
-        }
-        text.push('(');
-        text.push_str(&notes.join("; "));
-        text.push(')');
-    }
-    comment_line(&text)
-}
-
-/// `format` values that only name a machine number type (schemars writes them for every Rust
-/// integer and float): the rendered `number` / `int` / `float` says all a program needs.
-const NUMERIC_FORMATS: &[&str] = &[
-    "int", "int8", "int16", "int32", "int64", "int128", "uint", "uint8", "uint16", "uint32",
-    "uint64", "uint128", "float", "double", "integer", "number",
-];
-
-/// True when the note `key: value` of `map` adds nothing to its rendered type: a numeric
-/// `format`, and the `minimum: 0` that comes with every unsigned (`uint*`) format.
-fn restates_type(map: &Map<String, Value>, key: &str, value: &Value) -> bool {
-    let format = map.get("format").and_then(Value::as_str);
-    match key {
-        "format" => format.is_some_and(|f| NUMERIC_FORMATS.contains(&f)),
-        "minimum" => format.is_some_and(|f| f.starts_with("uint")) && value.as_f64() == Some(0.0),
-        _ => false,
-    }
-}
-
-/// JSON text of a small array or object value, or `…` when it nests or runs long. Never recurses
-/// into nested containers, so a hostile `default` cannot cost stack or time.
-fn shallow_json(value: &Value) -> String {
-    let scalars = |v: &Value| !v.is_array() && !v.is_object();
-    let text = match value {
-        Value::Array(items) if items.iter().all(scalars) => value.to_string(),
-        Value::Object(map) if map.values().all(scalars) => value.to_string(),
-        _ => return "…".to_owned(),
-    };
-    if text.len() > MAX_DEFAULT_NOTE {
-        "…".to_owned()
-    } else {
-        text
-    }
 }

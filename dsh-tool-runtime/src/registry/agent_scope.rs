@@ -5,9 +5,8 @@ use std::sync::Arc;
 
 use super::{AgentId, Filter, Mode};
 use crate::definition::ToolDefinition;
-use crate::guards::Guard;
 use crate::hooks::{
-    DispatchContext, ExecNext, PostDecision, PostNext, PreDecision, PreNext, ResultObserver,
+    DispatchContext, ExecNext, Guard, PostDecision, PostNext, PreDecision, PreNext, ResultObserver,
     ToolCallView, into_execute_wrapper, into_post_execute, into_pre_execute,
 };
 use crate::registry::{Handle, RUN_CODE, RegisterError, Registry, ToolSchema, write};
