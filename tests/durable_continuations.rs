@@ -391,7 +391,10 @@ async fn the_hosts_approver_decides_a_durable_runs_ask_before_anything_parks() {
     let asked = Arc::new(Mutex::new(Vec::new()));
     let seen = asked.clone();
     registry.set_approver(move |request| {
-        let line = request.arguments["line"].as_str().unwrap_or_default().to_owned();
+        let line = request.arguments["line"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
         seen.lock().unwrap().push(line.clone());
         async move {
             match line.as_str() {
@@ -432,7 +435,10 @@ return [a, b];
     // and the resumed run asks the approver again before it uses the owner's approval.
     let later = DurableRun::new(store.clone(), "later");
     let parked = registry
-        .execute(program_call(&later, r#"return await tools.note({ line: "third" });"#))
+        .execute(program_call(
+            &later,
+            r#"return await tools.note({ line: "third" });"#,
+        ))
         .await;
     assert_eq!(
         parked.error_code().map(|code| code.as_str().to_owned()),
@@ -445,5 +451,8 @@ return [a, b];
         .unwrap();
     assert!(resumed.error().is_none(), "{resumed:?}");
     assert_eq!(*written.lock().unwrap(), ["first", "third"]);
-    assert_eq!(*asked.lock().unwrap(), ["first", "second", "third", "third"]);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["first", "second", "third", "third"]
+    );
 }
