@@ -377,3 +377,82 @@ async fn a_host_decides_its_runs_from_its_own_command_line() {
             .contains("expected show ID")
     );
 }
+
+/// The host's approver decides a durable run's `Ask` as it decides any other: its yes runs the
+/// call and its no denies it, neither parks the run; only "unavailable" parks it, for the
+/// run's owner to decide.
+#[tokio::test]
+async fn the_hosts_approver_decides_a_durable_runs_ask_before_anything_parks() {
+    use dsh_tools::hooks::ApprovalOutcome;
+
+    let dir = tempfile::tempdir().unwrap();
+    let written = Arc::new(Mutex::new(Vec::new()));
+    let registry = registry(&written);
+    let asked = Arc::new(Mutex::new(Vec::new()));
+    let seen = asked.clone();
+    registry.set_approver(move |request| {
+        let line = request.arguments["line"]
+            .as_str()
+            .unwrap_or_default()
+            .to_owned();
+        seen.lock().unwrap().push(line.clone());
+        async move {
+            match line.as_str() {
+                "first" => ApprovalOutcome::AllowedOnce,
+                "second" => ApprovalOutcome::Rejected,
+                _ => ApprovalOutcome::Unavailable,
+            }
+        }
+    });
+    let store = store(&dir);
+
+    let run = DurableRun::new(store.clone(), "decided");
+    let program = r#"
+const a = await tools.note({ line: "first" });
+let b;
+try { b = await tools.note({ line: "second" }); } catch (e) { b = e.code + ": " + e.message; }
+return [a, b];
+"#;
+    let result = registry.execute(program_call(&run, program)).await;
+    assert!(result.error().is_none(), "{result:?}");
+    let value = result.value().expect("the run ends")["result"].clone();
+    assert_eq!(value[0], "first", "{value}");
+    let denial = value[1].as_str().unwrap_or_default();
+    assert!(
+        denial.starts_with("DENIED") && denial.contains("(denied by the approver)"),
+        "{denial}"
+    );
+    assert_eq!(*written.lock().unwrap(), ["first"]);
+    assert!(
+        matches!(
+            store.run("decided").await.unwrap().unwrap().status,
+            RunStatus::Finished { .. }
+        ),
+        "nothing parked"
+    );
+
+    // An approver that cannot decide now parks the run; the owner's continuation decides it,
+    // and the resumed run asks the approver again before it uses the owner's approval.
+    let later = DurableRun::new(store.clone(), "later");
+    let parked = registry
+        .execute(program_call(
+            &later,
+            r#"return await tools.note({ line: "third" });"#,
+        ))
+        .await;
+    assert_eq!(
+        parked.error_code().map(|code| code.as_str().to_owned()),
+        Some("RUN_PARKED".to_owned())
+    );
+    let waiting = registry.parked_run(&later).await.unwrap();
+    let resumed = registry
+        .approve_run(store.clone(), &waiting.continuation)
+        .await
+        .unwrap();
+    assert!(resumed.error().is_none(), "{resumed:?}");
+    assert_eq!(*written.lock().unwrap(), ["first", "third"]);
+    assert_eq!(
+        *asked.lock().unwrap(),
+        ["first", "second", "third", "third"]
+    );
+}

@@ -794,3 +794,62 @@ async fn a_read_only_call_runs_once_the_outcome_before_it_is_durable() {
         "the echo before look was durable as finished when look ran: {entries:?}"
     );
 }
+
+/// Whoever owns a journal file can write it, whatever its mode: a journal, `-wal` or `-shm`
+/// that another user owns, or a symbolic link in the journal's place, is refused for writing
+/// and left as it was found.
+#[test]
+fn a_journal_another_user_owns_or_a_link_to_one_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let real = dir.path().join("real.db");
+    drop(SqliteJournal::open(&real).unwrap());
+    let link = dir.path().join("link.db");
+    std::os::unix::fs::symlink(&real, &link).unwrap();
+    for (path, why) in [
+        (&link, "a symbolic link"),
+        (&dir.path().join("fresh-link.db"), "a symbolic link"),
+    ] {
+        if !path.exists() {
+            std::os::unix::fs::symlink(dir.path().join("nowhere.db"), path).unwrap();
+        }
+        match SqliteJournal::open(path) {
+            Err(JournalError::Unusable(message)) => assert!(message.contains(why), "{message}"),
+            other => panic!("{}: expected a refusal, got {other:?}", path.display()),
+        }
+    }
+    assert!(
+        !dir.path().join("nowhere.db").exists(),
+        "a dangling link is not followed to create its target"
+    );
+    // Read-only too, SQLite is not let follow the link.
+    assert!(matches!(
+        SqliteJournal::open_with(&link, dsh_tools::durable::OpenMode::ReadOnly),
+        Err(JournalError::Store(_))
+    ));
+
+    if !rustix::process::geteuid().is_root() {
+        println!("SKIPPED: giving a journal file to another user needs root");
+        return;
+    }
+    let nobody = Some(rustix::fs::Uid::from_raw(65534));
+    for suffix in ["", "-wal", "-shm"] {
+        let base = dir.path().join(format!("given{suffix}.db"));
+        drop(SqliteJournal::open(&base).unwrap());
+        let mut given = base.as_os_str().to_owned();
+        given.push(suffix);
+        let given = std::path::PathBuf::from(given);
+        if !given.exists() {
+            std::fs::write(&given, b"").unwrap();
+        }
+        rustix::fs::chown(&given, nobody, None).unwrap();
+        let before = std::fs::read(&base).unwrap();
+        match SqliteJournal::open(&base) {
+            Err(JournalError::Unusable(message)) => assert!(
+                message.contains("owned by another user (uid 65534)"),
+                "{message}"
+            ),
+            other => panic!("{suffix}: expected a refusal, got {other:?}"),
+        }
+        assert_eq!(std::fs::read(&base).unwrap(), before);
+    }
+}

@@ -304,9 +304,10 @@ where
     Arc::new(move |request| Box::pin(approver(request)))
 }
 
-/// Where a nested call's pre-execute `Ask` goes instead of the approver when its transport
-/// can park the run it belongs to (a durable run's binding call), carried in the call's
-/// extensions as `Arc<dyn Park>`.
+/// Where a nested call's pre-execute `Ask` goes when its transport can park the run it belongs
+/// to (a durable run's binding call), carried in the call's extensions as `Arc<dyn Park>`: when
+/// the registry has no approver, or its approver answers [`ApprovalOutcome::Unavailable`]. An
+/// approver's other answers decide the call as they do outside a durable run.
 pub trait Park: Send + Sync {
     /// `true` when the call was approved ahead (it runs); otherwise the park and its reason
     /// are recorded and the call does not run.

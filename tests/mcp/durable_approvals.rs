@@ -247,6 +247,28 @@ async fn a_parked_run_resumes_on_another_server_sharing_the_journal() {
     assert!(unknown.get("error").is_some(), "{unknown}");
 }
 
+/// A host with an approver of its own decides its durable runs' `Ask`s itself: the person at
+/// the MCP client, who would accept, is never asked, and the approver's no stands.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_hosts_approver_decides_served_durable_runs_not_the_client() {
+    let _tools = require_tools!();
+    let dir = tempfile::tempdir().unwrap();
+    let registry = replica().await;
+    registry.set_approver(|_| async { dsh_tools::hooks::ApprovalOutcome::Rejected });
+    let (_server, url, token) = serve_journaled(&registry, &dir.path().join("runs.db"), None).await;
+    let program = PROGRAM.replace("across replicas", "host says no");
+    let args = json!({"name": "run_code", "arguments": {"code": program, "description": "Write"}});
+    let answer = post(&url, &token, &call_request(1, args)).await;
+    let result = &answer["result"];
+    assert_ne!(result["resultType"], "input_required", "{answer}");
+    let text = result["content"][0]["text"].as_str().unwrap_or("");
+    assert!(
+        text.contains("refused") && text.contains("denied by the approver"),
+        "{answer}"
+    );
+    assert_eq!(writes("host says no"), 0);
+}
+
 /// A program whose two calls each ask.
 const TWO_NOTES: &str = r#"
 const one = await tools.write_note({ text: "retry one" });

@@ -200,16 +200,16 @@ impl Registry {
         let denial = match decision {
             Asked::Allow => None,
             Asked::Deny { reason } => Some(ToolFailure::plain(reason)),
-            // A durable run's call parks the run instead of asking now (unless it was approved
-            // before the run resumed); the program never sees this denial.
-            Asked::Ask { reason, .. } if park.is_some() => park
-                .as_ref()
-                .filter(|slot| !slot.ask(reason))
-                .map(|_| ToolFailure::plain("the run parked for approval")),
+            // Without an approver of the host's, a durable run's call parks the run instead of
+            // asking now (unless it was approved before the run resumed); the program never
+            // sees this denial.
+            Asked::Ask { reason, .. } if approver.is_none() && park.is_some() => {
+                park.as_deref().and_then(|slot| parked(slot, reason))
+            }
             Asked::Ask { reason, arguments } => {
                 let stage = tracing::info_span!(parent: &prepared.span, "approval", dsh.approval = tracing::field::Empty);
                 let outcome = self
-                    .ask(approver, &view, reason, arguments)
+                    .ask(approver, park.as_deref(), &view, reason, arguments)
                     .instrument(stage.clone())
                     .await;
                 stage.record(
@@ -261,10 +261,12 @@ impl Registry {
 
     /// Approval of an `Ask`: `Ok(None)` allows, `Ok(Some(denial))` denies (code `DENIED`, the
     /// message naming who refused), `Err(result)` is the cancellation result when approval was
-    /// cancelled together with the caller.
+    /// cancelled together with the caller. In a durable run (`park`), an approver that answers
+    /// `Unavailable` parks the run instead of denying the call.
     async fn ask(
         &self,
         approver: Option<crate::hooks::Approver>,
+        park: Option<&dyn Park>,
         view: &ToolCallView,
         reason: Option<String>,
         arguments: Arc<serde_json::Value>,
@@ -297,6 +299,7 @@ impl Registry {
             });
             return Ok(Some(denied(reason, DenialSource::NoApprover)));
         };
+        let park = park.map(|slot| (slot, reason.clone()));
         let request = ApprovalRequest {
             agent: view.agent.clone(),
             tool_name: name.clone(),
@@ -322,9 +325,12 @@ impl Registry {
             ApprovalOutcome::Rejected => format!("the user rejected tool \"{name}\""),
             ApprovalOutcome::Cancelled if view.signal.is_cancelled() => return Err(aborted(false)),
             ApprovalOutcome::Cancelled => format!("approval for tool \"{name}\" was cancelled"),
-            ApprovalOutcome::Unavailable => {
-                format!("tool \"{name}\" requires approval, but no approval channel is available")
-            }
+            ApprovalOutcome::Unavailable => match park {
+                Some((slot, reason)) => return Ok(parked(slot, reason)),
+                None => format!(
+                    "tool \"{name}\" requires approval, but no approval channel is available"
+                ),
+            },
         };
         Ok(Some(denied(reason, DenialSource::Approver)))
     }
@@ -342,4 +348,10 @@ impl Registry {
             })
             .cloned()
     }
+}
+
+/// A durable run's `Ask` handed to its park slot: `None` when the call was approved before the
+/// run resumed (it runs), else the denial the run's own transport turns into a parked run.
+fn parked(slot: &dyn Park, reason: Option<String>) -> Option<ToolFailure> {
+    (!slot.ask(reason)).then(|| ToolFailure::plain("the run parked for approval"))
 }

@@ -73,19 +73,58 @@ pub(super) fn create_private(path: &Path) -> std::io::Result<()> {
     }
 }
 
+/// Why one of the journal's files (`path`, its `-wal` and `-shm`, those that exist) is not
+/// this process's to trust: a symbolic link (SQLite would follow it to a file someone else may
+/// control) or a file another user owns (who could mark a parked call approved, even in a
+/// directory only this user may write to, if they created it first). `None` when all are this
+/// process's effective user's own files.
+pub(super) fn untrusted_file(path: &Path) -> Option<String> {
+    #[cfg(unix)]
+    {
+        use std::os::unix::fs::MetadataExt;
+        let me = rustix::process::geteuid().as_raw();
+        journal_files(path).into_iter().find_map(|file| {
+            let meta = std::fs::symlink_metadata(&file).ok()?;
+            if meta.is_symlink() {
+                return Some(format!(
+                    "{}: a symbolic link; name the journal file itself, not a link to it",
+                    file.display()
+                ));
+            }
+            (meta.uid() != me).then(|| {
+                format!(
+                    "{}: owned by another user (uid {}), who could decide its runs; use a \
+                     journal of your own",
+                    file.display(),
+                    meta.uid()
+                )
+            })
+        })
+    }
+    #[cfg(not(unix))]
+    {
+        let _ = path;
+        None
+    }
+}
+
+/// The journal's files: `path`, its `-wal` and its `-shm`.
+fn journal_files(path: &Path) -> [PathBuf; 3] {
+    let with = |suffix: &str| {
+        let mut name = path.as_os_str().to_owned();
+        name.push(suffix);
+        PathBuf::from(name)
+    };
+    [path.to_owned(), with("-wal"), with("-shm")]
+}
+
 /// The journal's files (`path`, its `-wal` and `-shm`) whose group or others may read or
 /// write them, with their permission bits.
 pub(super) fn exposed_files(path: &Path) -> Vec<(PathBuf, u32)> {
     #[cfg(unix)]
     {
         use std::os::unix::fs::PermissionsExt;
-        let mut files = vec![path.to_owned()];
-        for suffix in ["-wal", "-shm"] {
-            let mut name = path.as_os_str().to_owned();
-            name.push(suffix);
-            files.push(PathBuf::from(name));
-        }
-        files
+        journal_files(path)
             .into_iter()
             .filter_map(|file| {
                 let bits = std::fs::metadata(&file).ok()?.permissions().mode() & 0o777;

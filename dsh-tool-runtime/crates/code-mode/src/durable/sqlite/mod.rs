@@ -21,7 +21,7 @@ use rusqlite::{Connection, OpenFlags, OptionalExtension, TransactionBehavior, pa
 
 use super::continuation::ContinuationSecretFile;
 use super::{JournalError, RunRecord};
-use file::{Process, create_private, exposed_files};
+use file::{Process, create_private, exposed_files, untrusted_file};
 use writer::{CHECKPOINT_EVERY, Message, Shared, journal_thread};
 
 /// `application_id` of a journal file: "DSHJ".
@@ -215,6 +215,12 @@ impl SqliteJournal {
                 JournalError::Store(format!("cannot create {}: {error}", path.display()))
             })?;
         }
+        // Whoever owns the file, or a link's target, can write it: as for the mode below.
+        if mode != OpenMode::ReadOnly
+            && let Some(why) = untrusted_file(path)
+        {
+            return Err(JournalError::Unusable(why));
+        }
         let exposed = exposed_files(path);
         // Whoever can write the journal can mark a parked call approved: a file others may
         // write is refused, as ssh refuses such a key file (readers are only warned about).
@@ -238,7 +244,8 @@ impl SqliteJournal {
             OpenMode::Existing => OpenFlags::SQLITE_OPEN_READ_WRITE,
             OpenMode::ReadOnly => OpenFlags::SQLITE_OPEN_READ_ONLY,
         } | OpenFlags::SQLITE_OPEN_URI
-            | OpenFlags::SQLITE_OPEN_NO_MUTEX;
+            | OpenFlags::SQLITE_OPEN_NO_MUTEX
+            | OpenFlags::SQLITE_OPEN_NOFOLLOW;
         let mut connection =
             Connection::open_with_flags(path, flags).map_err(|error| store(&error))?;
         connection
