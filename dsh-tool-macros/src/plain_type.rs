@@ -80,9 +80,12 @@ pub(crate) fn expand(krate: &Path, serde: &LitStr, deny: bool, item: &ItemStruct
         .iter()
         .zip(&wires)
         .enumerate()
-        .map(|(i, ((_, field), wire))| {
+        .map(|(i, ((field, ident), wire))| {
             let slot = syn::Index::from(i);
-            quote!(#field: #private::present(__dsh_slots.#slot, #wire)?)
+            // Spanned on the type, as the read is.
+            let value =
+                quote_spanned!(field.ty.span()=> #private::present(__dsh_slots.#slot, #wire)?);
+            quote!(#ident: #value)
         });
     let properties = fields.iter().zip(&wires).map(|((field, _), wire)| {
         let ty = &field.ty;
