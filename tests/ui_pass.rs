@@ -33,6 +33,9 @@ mod task;
 #[path = "../ui-tests/pass/tool-type.rs"]
 mod tool_type;
 
+#[path = "../ui-tests/pass/tool-type-plain.rs"]
+mod tool_type_plain;
+
 #[path = "../ui-tests/pass/toolbox-generic-where.rs"]
 mod toolbox_generic_where;
 
@@ -45,6 +48,11 @@ mod unit_output;
 #[test]
 fn tool_type() {
     tool_type::main();
+}
+
+#[test]
+fn tool_type_plain() {
+    tool_type_plain::main();
 }
 
 #[test]

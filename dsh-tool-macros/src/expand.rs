@@ -244,9 +244,7 @@ fn expand_args_schema(tool: &ToolFn, doc: &str) -> TokenStream {
                 optional: #private::Optional::#optional,
                 doc: #doc,
                 description: #description,
-                schema: |__dsh_generator: &mut #schemars::SchemaGenerator| {
-                    <#ty as #private::ToolArg>::arg_schema(__dsh_generator)
-                },
+                schema: <#ty as #private::ToolArg>::arg_schema,
                 mutate: #mutate,
             }
         })
@@ -272,7 +270,7 @@ fn expand_args_schema(tool: &ToolFn, doc: &str) -> TokenStream {
 
 /// A doc comment's lines as schemars joins them (`\n` between lines, one leading space off
 /// each): one literal when every line is one, else a `concat!`.
-fn doc_string(docs: &[syn::Attribute]) -> Option<TokenStream> {
+pub(crate) fn doc_string(docs: &[syn::Attribute]) -> Option<TokenStream> {
     let lines: Vec<&syn::Expr> = docs
         .iter()
         .filter_map(|attr| attr.meta.require_name_value().ok())
@@ -393,12 +391,7 @@ fn expand_args_reader(tool: &ToolFn) -> TokenStream {
         let slot = syn::Index::from(i);
         let (ty, wire) = (param.ty, &param.wire_name);
         quote! {
-            #i => {
-                #private::vacant(&__dsh_slots.#slot, #wire)?;
-                __dsh_slots.#slot = ::core::option::Option::Some(
-                    <#ty as #private::ToolArg>::next_arg(__dsh_map)?,
-                );
-            }
+            #i => <#ty as #private::ToolArg>::read_arg(__dsh_source, &mut __dsh_slots.#slot, #wire),
         }
     });
     let values = params.iter().enumerate().map(|(i, (param, ident))| {
@@ -432,16 +425,15 @@ fn expand_args_reader(tool: &ToolFn) -> TokenStream {
                 #slots
             }
 
-            fn read<'de, __A: #private::serde::de::MapAccess<'de>>(
+            fn read<'de, __S: #private::FieldSource<'de>>(
                 __dsh_slots: &mut Self::Slots,
                 __dsh_index: usize,
-                __dsh_map: &mut __A,
-            ) -> ::core::result::Result<(), __A::Error> {
+                __dsh_source: &mut __S,
+            ) -> ::core::result::Result<(), __S::Error> {
                 match __dsh_index {
                     #(#reads)*
-                    _ => {}
+                    _ => ::core::result::Result::Ok(()),
                 }
-                ::core::result::Result::Ok(())
             }
 
             fn finish<__E: #private::serde::de::Error>(

@@ -10,6 +10,7 @@ mod check;
 mod ctxt;
 mod expand;
 mod fallback;
+mod plain_type;
 mod root_derive;
 mod symbol;
 mod tool_type;

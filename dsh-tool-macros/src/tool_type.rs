@@ -49,6 +49,11 @@ pub(crate) fn expand(args: TokenStream, item: TokenStream) -> TokenStream {
     let text = krate.to_token_stream().to_string().replace(' ', "");
     let serde = LitStr::new(&format!("{text}::serde"), proc_macro2::Span::call_site());
     let schemars = LitStr::new(&format!("{text}::schemars"), proc_macro2::Span::call_site());
+    if error.is_none()
+        && let Some(plain) = crate::plain_type::plain(&item)
+    {
+        return crate::plain_type::expand(krate, &serde, deny.is_some(), plain);
+    }
     quote! {
         #[derive(#krate::serde::Deserialize, #krate::serde::Serialize, #krate::schemars::JsonSchema)]
         #[serde(crate = #serde)]

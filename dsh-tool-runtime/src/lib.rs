@@ -109,7 +109,8 @@ pub mod __private {
     };
     pub use crate::private::*;
     pub use crate::private_args::{
-        ArgProperty, ArgsStruct, Optional, args_schema, deserialize_args, required, vacant,
+        ArgProperty, ArgsStruct, FieldSource, Optional, args_schema, deserialize_args, present,
+        required, type_schema,
     };
     pub use crate::{
         CallView, ContentBlock, FinalizeContentHook, PresentResultHook, PresentationMetaHook,

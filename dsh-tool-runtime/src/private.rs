@@ -10,6 +10,7 @@ use serde::de::DeserializeOwned;
 
 use crate::call::ToolExec;
 use crate::error::ToolError;
+use crate::private_args::FieldSource;
 use crate::validate::{check_length, check_pattern, check_range};
 
 /// A type a `#[tool]` parameter may have: decoded from the model's JSON and described by a schema.
@@ -19,11 +20,15 @@ use crate::validate::{check_length, check_pattern, check_range};
     note = "put `#[dsh_tools::tool_type]` on your type; to derive by hand: `dsh_tools::serde::Deserialize` (with `#[serde(crate = \"dsh_tools::serde\")]`) and `dsh_tools::schemars::JsonSchema` (with `#[schemars(crate = \"dsh_tools::schemars\")]`); for a type of another crate, take a `String` or a type of yours and convert in the body"
 )]
 pub trait ToolArg: Sized {
-    /// Reads the parameter: the value of its key in the arguments map.
+    /// Reads the parameter into its slot: the value of its key `name` in the arguments map.
     ///
     /// # Errors
-    /// The value's own error.
-    fn next_arg<'de, A: serde::de::MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error>;
+    /// `duplicate field`, or the value's own error.
+    fn read_arg<'de, S: FieldSource<'de>>(
+        source: &mut S,
+        slot: &mut Option<Self>,
+        name: &'static str,
+    ) -> Result<(), S::Error>;
     /// The parameter's schema (the generated struct's schema calls it for the property).
     fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema;
 }
@@ -32,8 +37,12 @@ pub trait ToolArg: Sized {
 // once per missing trait and per place the derives use it.
 #[diagnostic::do_not_recommend]
 impl<T: DeserializeOwned + JsonSchema> ToolArg for T {
-    fn next_arg<'de, A: serde::de::MapAccess<'de>>(map: &mut A) -> Result<Self, A::Error> {
-        map.next_value()
+    fn read_arg<'de, S: FieldSource<'de>>(
+        source: &mut S,
+        slot: &mut Option<Self>,
+        name: &'static str,
+    ) -> Result<(), S::Error> {
+        source.field(slot, name)
     }
     fn arg_schema(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
         generator.subschema_for::<T>()

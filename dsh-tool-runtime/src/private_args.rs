@@ -1,10 +1,10 @@
-//! How a `#[tool]`'s generated arguments struct is read and described: the map walk, the key
-//! lookup, the errors and the schema's assembly live here, written once, and each tool supplies
-//! only its field table, one `match` over its fields ([`ArgsStruct`]) and one
-//! [`ArgProperty`] per field. serde's and schemars' derives would emit all of that per tool (a
-//! key enum with its visitor, a struct visitor for maps and sequences, a wrapper type per field
-//! for `deserialize_with` and another for `schema_with`), which was most of what a tool cost to
-//! compile. Re-exported through [`crate::__private`]; not a public API.
+//! How a `#[tool]`'s generated arguments struct, and a plain `#[tool_type]` struct, are read and
+//! described: the map walk, the key lookup, the errors and the schema's assembly live here,
+//! written once, and each struct supplies only its field table, one `match` over its fields
+//! ([`ArgsStruct`]) and one [`ArgProperty`] per field. serde's and schemars' derives would emit
+//! all of that per struct (a key enum with its visitor, a struct visitor for maps and sequences,
+//! a wrapper type per field for `deserialize_with` and another for `schema_with`), which was most
+//! of what a tool cost to compile. Re-exported through [`crate::__private`]; not a public API.
 
 use std::fmt;
 use std::marker::PhantomData;
@@ -14,7 +14,9 @@ use schemars::_private::{
 };
 use schemars::{Schema, SchemaGenerator};
 use serde::Deserializer;
-use serde::de::{self, DeserializeSeed, IgnoredAny, MapAccess, Unexpected, Visitor};
+use serde::de::{
+    self, DeserializeOwned, DeserializeSeed, IgnoredAny, MapAccess, SeqAccess, Unexpected, Visitor,
+};
 
 /// A generated arguments struct, as [`deserialize_args`] reads it: the values are collected in
 /// `Slots` (one `Option` per field), then [`finish`](Self::finish) builds the struct.
@@ -26,21 +28,25 @@ pub trait ArgsStruct: Sized {
     /// Whether a key outside [`FIELDS`](Self::FIELDS) is an error (`deny_unknown_fields`)
     /// rather than skipped.
     const DENY_UNKNOWN: bool;
+    /// Whether a sequence of the field values in declaration order is read too, as serde's
+    /// derive reads a struct (a `#[tool_type]` struct); an arguments struct takes a map only.
+    const SEQUENCE: bool = false;
     /// One `Option` per field, `None` until the field's key is read.
     type Slots;
 
     /// All slots empty.
     fn slots() -> Self::Slots;
 
-    /// Reads the value of field `index` (of [`FIELDS`](Self::FIELDS)) from `map` into its slot.
+    /// Reads the value of field `index` (of [`FIELDS`](Self::FIELDS)) from `source` into its
+    /// slot, through [`FieldSource::field`].
     ///
     /// # Errors
-    /// `duplicate field` when the slot is already filled, or the value's own error.
-    fn read<'de, A: MapAccess<'de>>(
+    /// The source's: `duplicate field`, a sequence too short, or the value's own error.
+    fn read<'de, S: FieldSource<'de>>(
         slots: &mut Self::Slots,
         index: usize,
-        map: &mut A,
-    ) -> Result<(), A::Error>;
+        source: &mut S,
+    ) -> Result<(), S::Error>;
 
     /// The struct, with each absent field's default.
     ///
@@ -49,9 +55,74 @@ pub trait ArgsStruct: Sized {
     fn finish<E: de::Error>(slots: Self::Slots) -> Result<Self, E>;
 }
 
-/// Reads `T` from a map, as serde's derive would with the same attributes, with the same error
-/// messages: `unknown field`, `duplicate field`, `missing field` and `invalid type: …, expected
-/// struct T`. A sequence is not accepted (the registry always passes an object).
+/// Where [`ArgsStruct::read`] takes a field's value from: the map being walked, or the sequence.
+pub trait FieldSource<'de> {
+    /// The deserializer's error.
+    type Error: de::Error;
+
+    /// Reads the next value into `slot`, the slot of the field `name`.
+    ///
+    /// # Errors
+    /// `duplicate field` (map) when the slot is already filled, `invalid length` (sequence)
+    /// when the sequence has ended, or the value's own error.
+    fn field<T: de::Deserialize<'de>>(
+        &mut self,
+        slot: &mut Option<T>,
+        name: &'static str,
+    ) -> Result<(), Self::Error>;
+}
+
+/// The value after the key just read.
+struct MapSource<'a, A>(&'a mut A);
+
+impl<'de, A: MapAccess<'de>> FieldSource<'de> for MapSource<'_, A> {
+    type Error = A::Error;
+
+    fn field<T: de::Deserialize<'de>>(
+        &mut self,
+        slot: &mut Option<T>,
+        name: &'static str,
+    ) -> Result<(), A::Error> {
+        vacant(slot, name)?;
+        *slot = Some(self.0.next_value()?);
+        Ok(())
+    }
+}
+
+/// The next element, the value of field `index` of struct `T`.
+struct SeqSource<'a, A, T> {
+    seq: &'a mut A,
+    index: usize,
+    of: PhantomData<fn() -> T>,
+}
+
+impl<'de, A: SeqAccess<'de>, T: ArgsStruct> FieldSource<'de> for SeqSource<'_, A, T> {
+    type Error = A::Error;
+
+    fn field<V: de::Deserialize<'de>>(
+        &mut self,
+        slot: &mut Option<V>,
+        _name: &'static str,
+    ) -> Result<(), A::Error> {
+        match self.seq.next_element()? {
+            Some(value) => {
+                *slot = Some(value);
+                Ok(())
+            }
+            None => {
+                // serde's derive: "struct T with 1 element" / "with N elements".
+                let count = T::FIELDS.len();
+                let plural = if count == 1 { "" } else { "s" };
+                let expected = format!("struct {} with {count} element{plural}", T::STRUCT);
+                Err(de::Error::invalid_length(self.index, &expected.as_str()))
+            }
+        }
+    }
+}
+
+/// Reads `T` from a map (and from a sequence when [`ArgsStruct::SEQUENCE`]), as serde's derive
+/// would with the same attributes, with the same error messages: `unknown field`, `duplicate
+/// field`, `missing field`, `invalid length` and `invalid type: …, expected struct T`.
 ///
 /// # Errors
 /// The deserializer's error.
@@ -62,10 +133,7 @@ pub fn deserialize_args<'de, T: ArgsStruct, D: Deserializer<'de>>(
 }
 
 /// Fails with `duplicate field` when `slot` is already filled.
-///
-/// # Errors
-/// As said.
-pub fn vacant<T, E: de::Error>(slot: &Option<T>, field: &'static str) -> Result<(), E> {
+fn vacant<T, E: de::Error>(slot: &Option<T>, field: &'static str) -> Result<(), E> {
     match slot {
         Some(_) => Err(E::duplicate_field(field)),
         None => Ok(()),
@@ -78,6 +146,42 @@ pub fn vacant<T, E: de::Error>(slot: &Option<T>, field: &'static str) -> Result<
 /// `missing field` when it was absent.
 pub fn required<T, E: de::Error>(slot: Option<T>, field: &'static str) -> Result<T, E> {
     slot.ok_or_else(|| E::missing_field(field))
+}
+
+/// The value of a field of a `#[tool_type]` struct, as serde's derive reads an absent one: the
+/// type deserializes from nothing (an `Option` is `None`), else `missing field`.
+///
+/// # Errors
+/// `missing field` when it was absent and the type needs a value.
+pub fn present<T: DeserializeOwned, E: de::Error>(
+    slot: Option<T>,
+    field: &'static str,
+) -> Result<T, E> {
+    match slot {
+        Some(value) => Ok(value),
+        None => T::deserialize(Missing(field, PhantomData)),
+    }
+}
+
+/// serde's stand-in for an absent field: `None` to an `Option`, `missing field` to anything else.
+struct Missing<E>(&'static str, PhantomData<E>);
+
+impl<'de, E: de::Error> Deserializer<'de> for Missing<E> {
+    type Error = E;
+
+    fn deserialize_any<V: Visitor<'de>>(self, _visitor: V) -> Result<V::Value, E> {
+        Err(E::missing_field(self.0))
+    }
+
+    fn deserialize_option<V: Visitor<'de>>(self, visitor: V) -> Result<V::Value, E> {
+        visitor.visit_none()
+    }
+
+    serde::forward_to_deserialize_any! {
+        bool i8 i16 i32 i64 i128 u8 u16 u32 u64 u128 f32 f64 char str string
+        bytes byte_buf unit unit_struct newtype_struct seq tuple
+        tuple_struct map struct enum identifier ignored_any
+    }
 }
 
 struct ArgsVisitor<T>(PhantomData<fn() -> T>);
@@ -97,11 +201,27 @@ impl<'de, T: ArgsStruct> Visitor<'de> for ArgsVisitor<T> {
         };
         while let Some(key) = map.next_key_seed(seed)? {
             match key {
-                Some(index) => T::read(&mut slots, index, &mut map)?,
+                Some(index) => T::read(&mut slots, index, &mut MapSource(&mut map))?,
                 None => {
                     map.next_value::<IgnoredAny>()?;
                 }
             }
+        }
+        T::finish(slots)
+    }
+
+    fn visit_seq<A: SeqAccess<'de>>(self, mut seq: A) -> Result<T, A::Error> {
+        if !T::SEQUENCE {
+            return Err(de::Error::invalid_type(Unexpected::Seq, &self));
+        }
+        let mut slots = T::slots();
+        for index in 0..T::FIELDS.len() {
+            let mut source = SeqSource::<A, T> {
+                seq: &mut seq,
+                index,
+                of: PhantomData,
+            };
+            T::read(&mut slots, index, &mut source)?;
         }
         T::finish(slots)
     }
@@ -168,6 +288,9 @@ pub enum Optional {
     Always,
     /// A field with a default: optional in the deserialize view only.
     WhenDeserializing,
+    /// A field of a `#[tool_type]` struct: optional in the deserialize view when its type reads
+    /// an absent value (the type's `JsonSchema::_schemars_private_is_option`).
+    WhenOptionDeserializing(fn() -> bool),
 }
 
 /// One property of a generated arguments struct's schema.
@@ -181,7 +304,7 @@ pub struct ArgProperty {
     pub doc: Option<&'static str>,
     /// `#[arg(description = …)]`, which replaces the doc comment's description.
     pub description: Option<&'static str>,
-    /// The type's schema (through `ToolArg`).
+    /// The type's schema (through `ToolArg`, or `subschema_for`).
     pub schema: fn(&mut SchemaGenerator) -> Schema,
     /// The `#[arg]` constraints and the default value, applied after the metadata.
     pub mutate: Option<fn(&mut Schema)>,
@@ -194,6 +317,33 @@ pub struct ArgProperty {
 pub fn args_schema(
     generator: &mut SchemaGenerator,
     doc: &str,
+    deny_unknown: bool,
+    properties: &[ArgProperty],
+) -> Schema {
+    let mut schema = object_schema(generator, deny_unknown, properties);
+    insert_metadata_property_if_nonempty(&mut schema, "title", get_title_and_description(doc).0);
+    schema
+}
+
+/// The schema of a plain `#[tool_type]` struct, as schemars' derive writes it: the object of
+/// [`args_schema`], then the title and the description from the struct's doc comment `doc`.
+pub fn type_schema(
+    generator: &mut SchemaGenerator,
+    doc: &str,
+    deny_unknown: bool,
+    properties: &[ArgProperty],
+) -> Schema {
+    let mut schema = object_schema(generator, deny_unknown, properties);
+    let (title, description) = get_title_and_description(doc);
+    insert_metadata_property_if_nonempty(&mut schema, "title", title);
+    insert_metadata_property_if_nonempty(&mut schema, "description", description);
+    schema
+}
+
+/// An object (closed when `deny_unknown`) of one property per field, each with its doc comment
+/// as title and description, `required` for the fields that are not optional.
+fn object_schema(
+    generator: &mut SchemaGenerator,
     deny_unknown: bool,
     properties: &[ArgProperty],
 ) -> Schema {
@@ -222,254 +372,14 @@ pub fn args_schema(
             Optional::Never => false,
             Optional::Always => true,
             Optional::WhenDeserializing => generator.contract().is_deserialize(),
+            Optional::WhenOptionDeserializing(is_option) => {
+                generator.contract().is_deserialize() && is_option()
+            }
         };
         insert_object_property(&mut schema, property.name, optional, sub);
     }
-    insert_metadata_property_if_nonempty(&mut schema, "title", get_title_and_description(doc).0);
     schema
 }
 
 #[cfg(test)]
-mod tests {
-    use serde_json::json;
-
-    use super::*;
-
-    /// What `#[tool]` generates for `(name: String, #[arg(default = 7)] count: u64,
-    /// flag: Option<bool>)`, written by hand.
-    #[derive(Debug, PartialEq)]
-    struct Args {
-        name: String,
-        count: u64,
-        flag: Option<bool>,
-    }
-
-    impl<'de> serde::Deserialize<'de> for Args {
-        fn deserialize<D: Deserializer<'de>>(deserializer: D) -> Result<Self, D::Error> {
-            deserialize_args(deserializer)
-        }
-    }
-
-    impl ArgsStruct for Args {
-        // Named as the derived twin below, so that their messages compare equal.
-        const STRUCT: &'static str = "Derived";
-        const FIELDS: &'static [&'static str] = &["name", "count", "flag"];
-        const DENY_UNKNOWN: bool = true;
-        type Slots = (Option<String>, Option<u64>, Option<Option<bool>>);
-
-        fn slots() -> Self::Slots {
-            (None, None, None)
-        }
-
-        fn read<'de, A: MapAccess<'de>>(
-            slots: &mut Self::Slots,
-            index: usize,
-            map: &mut A,
-        ) -> Result<(), A::Error> {
-            match index {
-                0 => {
-                    vacant(&slots.0, "name")?;
-                    slots.0 = Some(map.next_value()?);
-                }
-                1 => {
-                    vacant(&slots.1, "count")?;
-                    slots.1 = Some(map.next_value()?);
-                }
-                _ => {
-                    vacant(&slots.2, "flag")?;
-                    slots.2 = Some(map.next_value()?);
-                }
-            }
-            Ok(())
-        }
-
-        fn finish<E: de::Error>(slots: Self::Slots) -> Result<Self, E> {
-            Ok(Self {
-                name: required(slots.0, "name")?,
-                count: slots.1.unwrap_or(7),
-                flag: slots.2.unwrap_or_default(),
-            })
-        }
-    }
-
-    /// The same struct through serde's derive: the reference for every message.
-    #[derive(Debug, PartialEq, serde::Deserialize)]
-    #[serde(deny_unknown_fields)]
-    struct Derived {
-        name: String,
-        #[serde(default = "seven")]
-        count: u64,
-        #[serde(default)]
-        flag: Option<bool>,
-    }
-
-    fn seven() -> u64 {
-        7
-    }
-
-    fn both(value: serde_json::Value) -> (Result<Args, String>, Result<Derived, String>) {
-        (
-            serde_json::from_value::<Args>(value.clone()).map_err(|err| err.to_string()),
-            serde_json::from_value::<Derived>(value).map_err(|err| err.to_string()),
-        )
-    }
-
-    #[test]
-    fn reads_what_the_derive_reads() {
-        let (ours, derived) = both(json!({"flag": true, "name": "a"}));
-        let derived = derived.unwrap();
-        assert_eq!(
-            ours.unwrap(),
-            Args {
-                name: derived.name,
-                count: derived.count,
-                flag: derived.flag
-            }
-        );
-        assert_eq!(derived.count, 7);
-    }
-
-    #[test]
-    fn errors_read_as_the_derive_writes_them() {
-        for value in [
-            json!({"name": "a", "nmae": 1}),
-            json!({"count": 1}),
-            json!({"name": 3}),
-            json!("text"),
-            json!({"name": "a", "count": -1}),
-        ] {
-            let (ours, derived) = both(value.clone());
-            let (ours, derived) = (ours.unwrap_err(), derived.unwrap_err());
-            assert_eq!(ours, derived, "for {value}");
-        }
-    }
-
-    #[test]
-    fn a_duplicate_key_is_refused() {
-        let err = serde_json::from_str::<Args>(r#"{"name": "a", "name": "b"}"#).unwrap_err();
-        let derived = serde_json::from_str::<Derived>(r#"{"name": "a", "name": "b"}"#).unwrap_err();
-        assert_eq!(err.to_string(), derived.to_string());
-    }
-
-    // What `#[tool]` used to derive for documented arguments `(#[arg(length(min = 1, max = 8),
-    // pattern = "^a")] name: String, #[arg(default = 7, range(min = 1, max = 9))] count: u64,
-    // #[arg(rename = "theFlag", description = "Replaced.")] flag: Option<bool>)`: the reference
-    // for `args_schema`.
-    /// What `#[tool]` used to derive.
-    #[derive(schemars::JsonSchema)]
-    #[expect(dead_code, reason = "only the derived schema is read")]
-    #[serde(deny_unknown_fields)]
-    #[schemars(description = "")]
-    struct DerivedSchema {
-        /// The name.
-        ///
-        /// What it names.
-        #[schemars(length(min = 1, max = 8), regex(pattern = "^a"))]
-        name: String,
-        /// A count.
-        #[schemars(range(min = 1, max = 9))]
-        #[serde(default = "seven")]
-        count: u64,
-        /// A flag.
-        #[schemars(description = "Replaced.")]
-        #[serde(
-            rename = "theFlag",
-            default,
-            skip_serializing_if = "::core::option::Option::is_none"
-        )]
-        flag: Option<bool>,
-    }
-
-    /// `DerivedSchema` through `args_schema`, as `#[tool]` writes it now.
-    fn tool_schema(generator: &mut SchemaGenerator, deny_unknown: bool) -> Schema {
-        args_schema(
-            generator,
-            "What `#[tool]` used to derive.",
-            deny_unknown,
-            &[
-                ArgProperty {
-                    name: "name",
-                    optional: Optional::Never,
-                    doc: Some("The name.\n\nWhat it names."),
-                    description: None,
-                    schema: |generator| generator.subschema_for::<String>(),
-                    mutate: Some(|schema| {
-                        use schemars::_private::insert_validation_property as insert;
-                        insert(schema, "string", "minLength", 1);
-                        insert(schema, "string", "maxLength", 8);
-                        insert(schema, "array", "minItems", 1);
-                        insert(schema, "array", "maxItems", 8);
-                        insert(schema, "string", "pattern", "^a".to_string());
-                    }),
-                },
-                ArgProperty {
-                    name: "count",
-                    optional: Optional::WhenDeserializing,
-                    doc: Some("A count."),
-                    description: None,
-                    schema: |generator| generator.subschema_for::<u64>(),
-                    mutate: Some(|schema| {
-                        use schemars::_private::insert_validation_property as insert;
-                        insert(schema, "number", "minimum", 1);
-                        insert(schema, "number", "maximum", 9);
-                        schema.insert("default".into(), seven().into());
-                    }),
-                },
-                ArgProperty {
-                    name: "theFlag",
-                    optional: Optional::Always,
-                    doc: Some("A flag."),
-                    description: Some("Replaced."),
-                    schema: |generator| generator.subschema_for::<Option<bool>>(),
-                    mutate: None,
-                },
-            ],
-        )
-    }
-
-    #[test]
-    fn the_schema_is_the_one_the_derive_wrote() {
-        for settings in [
-            schemars::generate::SchemaSettings::draft2020_12().for_deserialize(),
-            schemars::generate::SchemaSettings::draft2020_12().for_serialize(),
-        ] {
-            let mut ours = SchemaGenerator::new(settings.clone());
-            let mut derived = SchemaGenerator::new(settings);
-            let (ours, derived) = (
-                tool_schema(&mut ours, true),
-                <DerivedSchema as schemars::JsonSchema>::json_schema(&mut derived),
-            );
-            // Key order included: the schema reaches the model as text.
-            assert_eq!(
-                serde_json::to_string(&ours).unwrap(),
-                serde_json::to_string(&derived).unwrap()
-            );
-        }
-        let open = tool_schema(&mut SchemaGenerator::default(), false);
-        assert_eq!(open.get("additionalProperties"), None);
-    }
-
-    #[test]
-    fn unknown_keys_are_skipped_when_allowed() {
-        struct Open;
-        impl ArgsStruct for Open {
-            const STRUCT: &'static str = "Open";
-            const FIELDS: &'static [&'static str] = &[];
-            const DENY_UNKNOWN: bool = false;
-            type Slots = ();
-            fn slots() {}
-            fn read<'de, A: MapAccess<'de>>(
-                (): &mut (),
-                _: usize,
-                _: &mut A,
-            ) -> Result<(), A::Error> {
-                Ok(())
-            }
-            fn finish<E: de::Error>((): ()) -> Result<Self, E> {
-                Ok(Self)
-            }
-        }
-        assert!(deserialize_args::<Open, _>(json!({"any": [1, {"x": 2}]})).is_ok());
-        assert!(deserialize_args::<Args, _>(json!({"name": "a", "any": 1})).is_err());
-    }
-}
+mod tests;
