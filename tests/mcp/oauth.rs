@@ -890,6 +890,48 @@ fn cli_list_and_call_timeouts_are_the_ones_given() {
     assert!(stdout.contains("700"), "{stdout}");
 }
 
+/// A call the command gives up at its timeout is cancelled at the server before the command
+/// exits: the server reads `notifications/cancelled` for it (it may read it after the command
+/// has gone, from the pipe; the wait for it is bounded).
+#[test]
+fn a_timed_out_call_is_cancelled_at_the_server_before_the_command_exits() {
+    let script = format!(
+        "{}/tests/mcp_servers/hostile_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let notices = tempfile::NamedTempFile::new().unwrap();
+    let output = Command::new(crate::http_server::BIN)
+        .args(["--mcp", &format!("mute=python3 {script} mute_call")])
+        .args([
+            "--mcp-call-timeout-ms",
+            "700",
+            "--json",
+            "call",
+            "mcp__mute__mute",
+        ])
+        .env("HOSTILE_CANCELLED_TO", notices.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("TOOL_TIMEOUT"), "{stdout}");
+    let bound = std::time::Instant::now() + mcp_support::WAIT;
+    let notice = loop {
+        let text = std::fs::read_to_string(notices.path()).unwrap();
+        if let Some(line) = text.lines().next() {
+            break serde_json::from_str::<Value>(line).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < bound,
+            "the server never read a cancellation; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(notice["reason"], "timed out", "{notice}");
+    assert!(notice["requestId"].is_number(), "{notice}");
+}
+
 /// A metadata request answered by a connection reset (as when the server resets a keep-alive
 /// connection it is closing as the request arrives) is sent once more: the client credentials
 /// connect, and a person's login discovers its authorization server.
