@@ -567,7 +567,8 @@ async fn client_credentials_reach_a_protected_server() {
 
 /// The command line as a client: `--mcp-http` with `--mcp-oauth-client-id` (secret from
 /// `DSH_TOOLS_OAUTH_CLIENT_SECRET`) and a `--config` entry with `"oauth"` (secret from a file)
-/// reach a protected `serve --http`; without credentials the server is reported unreachable.
+/// reach a protected `serve --http`; without credentials the server is reported unreachable,
+/// with the hint to log in, or, given a static token it refuses, to check that token.
 #[test]
 fn cli_clients_authenticate_with_client_credentials() {
     let issuer = require_authorization_server!();
@@ -619,6 +620,23 @@ fn cli_clients_authenticate_with_client_credentials() {
         listed.contains("mcp__secured__file_stats"),
         "{listed}\n{stderr}"
     );
+
+    // A server given a static token that it refuses: the token is what to look at.
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fixed": {
+            "url": resource, "headers": {"Authorization": "Bearer stale"}
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let (listed, stderr) = tools(&["--config", config.to_str().unwrap()], None);
+    assert!(!listed.contains("file_stats"), "{listed}");
+    assert!(
+        stderr.contains("it refused the Authorization header its --config entry gives"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--mcp-oauth-login"), "{stderr}");
 
     let (listed, stderr) = tools(&["--mcp-http", &resource], None);
     assert!(!listed.contains("file_stats"), "{listed}");
