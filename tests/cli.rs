@@ -544,6 +544,18 @@ fn help_and_version_exit_zero() {
     assert!(stdout(&dsh(&["--version"])).starts_with("dsh-tools "));
 }
 
+/// How long a person has to log in (`--mcp-oauth-login`) is in the help, not only in the
+/// error when it has passed.
+#[test]
+fn the_help_says_how_long_a_login_may_take() {
+    let help = stdout(&dsh(&["tools", "--help"]));
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("The person has 300 seconds to log in"),
+        "{help}"
+    );
+}
+
 /// A missing required argument names it on the one error line (clap prints it on a line of its
 /// own, which a first-line cut used to drop).
 #[test]
