@@ -360,8 +360,8 @@ struct Warning {
 type SavedCheck = (String, String, String);
 
 /// The checks of every scenario a suite run saved under `dir` (`--output-dir`): each scenario's
-/// directory is `<side>-<scenario>-<timestamp>` (a scenario name may hold `/`), each check
-/// `(id, status, message)`.
+/// directory is `server-<scenario>-<timestamp>` on the server side, `<scenario>-<timestamp>` on
+/// the client's (a scenario name may hold `/`), each check `(id, status, message)`.
 fn saved_checks(dir: &Path, side: &str) -> Vec<(String, Vec<SavedCheck>)> {
     fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
         for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
@@ -384,9 +384,13 @@ fn saved_checks(dir: &Path, side: &str) -> Vec<(String, Vec<SavedCheck>)> {
                 .expect("under the output directory")
                 .to_string_lossy()
                 .into_owned();
-            // The timestamp (`2026-12-07T01-10-25-977Z`) and the dash before it.
-            let scenario = folder
-                .strip_prefix(&format!("{side}-"))
+            // The server's results are prefixed `server-`, the client's are not; then the
+            // timestamp (`2026-12-07T01-10-25-977Z`) and the dash before it.
+            let rest = match side {
+                "server" => folder.strip_prefix("server-"),
+                _ => Some(folder.as_str()),
+            };
+            let scenario = rest
                 .and_then(|rest| rest.get(..rest.len().checked_sub(25)?))
                 .unwrap_or_else(|| panic!("unexpected result directory {folder}"))
                 .to_owned();
