@@ -42,6 +42,15 @@ async fn test_simple_text() -> String {
     "This is a simple text response for testing.".to_owned()
 }
 
+/// The tool of the suite's `server-sse-polling` scenario (SEP-1699), which a server may answer
+/// after closing the call's stream for the client to resume with `Last-Event-ID`. A tool here
+/// has no way to close the stream of the request it answers, so it answers on that stream;
+/// the scenario's priming-event and `retry` checks are scored, its resume check is not run.
+#[tool]
+async fn test_reconnection() -> String {
+    "Reconnection test completed successfully".to_owned()
+}
+
 /// Returns a 1x1 red PNG image.
 #[tool(render = image_block)]
 async fn test_image_content() -> String {
@@ -384,6 +393,7 @@ async fn main() -> Result<(), Box<dyn std::error::Error>> {
     };
     let registry = Registry::new();
     registry.register(TestSimpleTextTool)?;
+    registry.register(TestReconnectionTool)?;
     registry.register(TestImageContentTool)?;
     registry.register(TestAudioContentTool)?;
     registry.register(TestEmbeddedResourceTool)?;

@@ -544,6 +544,47 @@ fn help_and_version_exit_zero() {
     assert!(stdout(&dsh(&["--version"])).starts_with("dsh-tools "));
 }
 
+/// How long a person has to log in (`--mcp-oauth-login`) is in the help, not only in the
+/// error when it has passed.
+#[test]
+fn the_help_says_how_long_a_login_may_take() {
+    let help = stdout(&dsh(&["tools", "--help"]));
+    let help = help.split_whitespace().collect::<Vec<_>>().join(" ");
+    assert!(
+        help.contains("The person has 300 seconds to log in"),
+        "{help}"
+    );
+}
+
+/// A client metadata URL that cannot be one is reported as that URL before anything is asked
+/// of the server, not as a failed client registration.
+#[test]
+fn a_bad_client_metadata_url_is_reported_as_the_url() {
+    for (url, problem) in [
+        (
+            "http://client.example/metadata.json",
+            "is not an https:// URL",
+        ),
+        ("https://client.example/", "has no path"),
+        ("client metadata", "is not a URL"),
+    ] {
+        let output = dsh(&[
+            "--mcp-http",
+            "http://127.0.0.1:9/mcp",
+            "--mcp-oauth-login",
+            "--mcp-oauth-client-metadata-url",
+            url,
+            "tools",
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(
+            stderr.contains(&format!("the client metadata URL {url:?} {problem}")),
+            "{stderr}"
+        );
+        assert!(!stderr.contains("egistration"), "{stderr}");
+    }
+}
+
 /// A missing required argument names it on the one error line (clap prints it on a line of its
 /// own, which a first-line cut used to drop).
 #[test]

@@ -3,7 +3,10 @@
 //! `examples/conformance_server.rs`, its client scenarios against `examples/conformance_client.rs`
 //! and the `dsh-tools` command line (`tests/conformance_cli/client.mjs`).
 //! A failing scenario not listed in `conformance-baseline.yml` fails the test, and so does a
-//! listed one that passes (the suite's own baseline rule). The server's are run at every
+//! listed one that passes (the suite's own baseline rule). A check the suite scores `WARNING`
+//! (a SHOULD not met) fails its scenario like a failed check unless the baseline lists it
+//! (`scenario:check-id`, with a reason); every warning is printed, listed or not, and counted
+//! in the numbers per revision. The server's are run at every
 //! protocol version they apply to, scored or not, and read from the suite's summary, so a
 //! pending or extension scenario counts like any other ([`SERVER_LEGS`]).
 //!
@@ -266,6 +269,40 @@ fn baseline_lists_only_out_of_scope_server_scenarios_each_with_a_reason() {
     }
 }
 
+/// The server's summary line counts only passed and failed checks: a scenario whose check
+/// warned still reads `✓`, so the saved checks decide, and a warning fails its scenario unless
+/// the baseline lists that check.
+#[test]
+fn a_warning_fails_its_scenario_unless_the_baseline_lists_the_check() {
+    let dir = results_dir();
+    for (scenario, status) in [("quiet", "SUCCESS"), ("warns", "WARNING")] {
+        let folder = dir
+            .path()
+            .join(format!("server-{scenario}-2026-12-07T01-10-25-977Z"));
+        std::fs::create_dir_all(&folder).unwrap();
+        let checks = dsh_tools::serde_json::json!([
+            {"id": "first", "status": "SUCCESS"},
+            {"id": "second", "status": status, "errorMessage": "a SHOULD not met"},
+        ]);
+        std::fs::write(folder.join("checks.json"), checks.to_string()).unwrap();
+    }
+    let text = "=== SUMMARY ===\n✓ quiet: 2 passed, 0 failed\n✓ warns: 1 passed, 0 failed\n";
+    let outcome = Outcome::read(text.to_owned(), dir.path(), "server", &[]);
+    assert!(outcome.passed("quiet"));
+    assert!(!outcome.passed("warns"), "a warning is not a pass");
+    assert_eq!(
+        outcome.warning_lines("server x"),
+        ["warning: server x: warns [second]: a SHOULD not met"]
+    );
+    let listed = [("warns:second".to_owned(), "a reason".to_owned())];
+    let outcome = Outcome::read(text.to_owned(), dir.path(), "server", &listed);
+    assert!(outcome.passed("warns"), "a listed warning is excused");
+    assert_eq!(
+        outcome.warning_lines("server x"),
+        ["warning (listed in the baseline): server x: warns [second]: a SHOULD not met"]
+    );
+}
+
 /// One way the server scenarios are run: the suite's arguments after `server --url URL`.
 struct Leg {
     /// What the leg covers, for messages: a protocol revision or `extension`.
@@ -300,13 +337,151 @@ const SERVER_LEGS: [Leg; 5] = [
     },
 ];
 
-/// What one run of the suite did: the scenarios its summary lists, each with whether it passed.
+/// What one run of the suite did: the scenarios its summary lists, each with whether it passed
+/// (a warning the baseline does not excuse counts as a failure, [`Outcome::read`]), and every
+/// warning the run's checks gave.
 struct Outcome {
     scenarios: Vec<(String, bool)>,
+    warnings: Vec<Warning>,
     text: String,
 }
 
+/// One check of a scenario the suite scored `WARNING` (a SHOULD not met): the suite's summary
+/// lines count only passed and failed checks, so these are read from its `checks.json` files.
+struct Warning {
+    scenario: String,
+    check: String,
+    message: String,
+    /// Whether the baseline lists `scenario:check` (with its reason).
+    excused: bool,
+}
+
+/// One saved check: `(id, status, message)`.
+type SavedCheck = (String, String, String);
+
+/// The checks of every scenario a suite run saved under `dir` (`--output-dir`): each scenario's
+/// directory is `server-<scenario>-<timestamp>` on the server side, `<scenario>-<timestamp>` on
+/// the client's (a scenario name may hold `/`), each check `(id, status, message)`.
+fn saved_checks(dir: &Path, side: &str) -> Vec<(String, Vec<SavedCheck>)> {
+    fn walk(dir: &Path, found: &mut Vec<PathBuf>) {
+        for entry in std::fs::read_dir(dir).into_iter().flatten().flatten() {
+            let path = entry.path();
+            if path.is_dir() {
+                walk(&path, found);
+            } else if path.file_name().is_some_and(|name| name == "checks.json") {
+                found.push(path);
+            }
+        }
+    }
+    let mut files = Vec::new();
+    walk(dir, &mut files);
+    files
+        .into_iter()
+        .map(|file| {
+            let folder = file
+                .parent()
+                .and_then(|folder| folder.strip_prefix(dir).ok())
+                .expect("under the output directory")
+                .to_string_lossy()
+                .into_owned();
+            // The server's results are prefixed `server-`, the client's are not; then the
+            // timestamp (`2026-12-07T01-10-25-977Z`) and the dash before it.
+            let rest = match side {
+                "server" => folder.strip_prefix("server-"),
+                _ => Some(folder.as_str()),
+            };
+            let scenario = rest
+                .and_then(|rest| rest.get(..rest.len().checked_sub(25)?))
+                .unwrap_or_else(|| panic!("unexpected result directory {folder}"))
+                .to_owned();
+            let text = std::fs::read_to_string(&file).expect("checks.json");
+            let checks: dsh_tools::serde_json::Value =
+                dsh_tools::serde_json::from_str(&text).expect("checks.json is JSON");
+            let checks = checks
+                .as_array()
+                .expect("checks.json is a list")
+                .iter()
+                .map(|check| {
+                    let field = |name: &str| check[name].as_str().unwrap_or_default().to_owned();
+                    (field("id"), field("status"), field("errorMessage"))
+                })
+                .collect();
+            (scenario, checks)
+        })
+        .collect()
+}
+
 impl Outcome {
+    /// A run's outcome from its output `text` and the checks it saved under `dir` on `side`
+    /// (`server` or `client`), `expected` being that side's baseline. A scenario passes when none of its checks
+    /// failed or warned, except checks the baseline lists (`scenario:check-id`, the suite's own
+    /// per-check form, with a reason); one that saved no checks (it did not run to its end)
+    /// passes when its summary line says so.
+    fn read(text: String, dir: &Path, side: &str, expected: &[(String, String)]) -> Self {
+        let excused = |scenario: &str, check: &str| {
+            expected
+                .iter()
+                .any(|(name, _)| *name == format!("{scenario}:{check}"))
+        };
+        let saved = saved_checks(dir, side);
+        let mut warnings = Vec::new();
+        let scenarios = summary(&text)
+            .into_iter()
+            .map(|(scenario, passed)| {
+                let checks = saved
+                    .iter()
+                    .filter(|(name, _)| *name == scenario)
+                    .flat_map(|(_, checks)| checks);
+                let mut unexcused = false;
+                let mut any = false;
+                for (check, status, message) in checks {
+                    any = true;
+                    let listed = excused(&scenario, check);
+                    match status.as_str() {
+                        "WARNING" => {
+                            unexcused |= !listed;
+                            warnings.push(Warning {
+                                scenario: scenario.clone(),
+                                check: check.clone(),
+                                message: message.clone(),
+                                excused: listed,
+                            });
+                        }
+                        "FAILURE" => unexcused |= !listed,
+                        _ => {}
+                    }
+                }
+                // Without saved checks (the scenario did not run to its end) the summary says.
+                let passed = if any { !unexcused } else { passed };
+                (scenario, passed)
+            })
+            .collect();
+        Outcome {
+            scenarios,
+            warnings,
+            text,
+        }
+    }
+
+    /// A line per warning of the run `what`, to be printed so that none goes unseen however
+    /// the run is scored.
+    fn warning_lines(&self, what: &str) -> Vec<String> {
+        self.warnings
+            .iter()
+            .map(|warning| {
+                let listed = if warning.excused {
+                    " (listed in the baseline)"
+                } else {
+                    ""
+                };
+                format!(
+                    "warning{listed}: {what}: {} [{}]: {}",
+                    warning.scenario, warning.check, warning.message
+                )
+            })
+            .collect()
+    }
+
     fn failed(&self) -> impl Iterator<Item = &str> {
         self.scenarios
             .iter()
@@ -321,27 +496,40 @@ impl Outcome {
     }
 }
 
-/// Runs one leg of the server scenarios against `url`. The suite's summary is what is read:
-/// every scenario it ran, scored or not.
+/// A directory of its own for one suite run's saved checks (`--output-dir`), removed when
+/// dropped.
+fn results_dir() -> tempfile::TempDir {
+    tempfile::Builder::new()
+        .prefix("conformance-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .expect("a results directory")
+}
+
+/// Runs one leg of the server scenarios against `url`. The suite's summary is what is read,
+/// every scenario it ran, scored or not, with the warnings of its saved checks.
 fn run_server_leg(tools: &mcp_support::Tools, url: &str, leg: &Leg) -> Outcome {
+    let results = results_dir();
     let mut command = suite(tools);
     command
         .args(["server", "--url", url, "--timeout", SCENARIO_BOUND_MS])
-        .args(leg.args);
+        .args(leg.args)
+        .arg("--output-dir")
+        .arg(results.path());
     let output = command.output().expect("the conformance suite runs");
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&output.stdout),
         String::from_utf8_lossy(&output.stderr)
     );
-    let scenarios = summary(&text);
+    let outcome = Outcome::read(text, results.path(), "server", &baseline("server"));
     assert!(
-        !scenarios.is_empty(),
-        "{}: the suite ran no scenario ({}):\n{text}",
+        !outcome.scenarios.is_empty(),
+        "{}: the suite ran no scenario ({}):\n{}",
         leg.version,
-        output.status
+        output.status,
+        outcome.text
     );
-    Outcome { scenarios, text }
+    outcome
 }
 
 /// Every server scenario the suite lists with the versions it applies to (`extension` for an
@@ -507,12 +695,16 @@ fn server_scenarios_pass_against_the_example_server() {
                     let ran = outcome.scenarios.iter().filter(|(_, passed)| *passed);
                     format!(
                         "server {revision}: required {passed}/{} passed; every scenario run: \
-                         {}/{}",
+                         {}/{}; warnings: {}",
                         required.len(),
                         ran.count(),
                         outcome.scenarios.len(),
+                        outcome.warnings.len(),
                     )
                 })
+                .chain(SERVER_LEGS.iter().zip(outcomes).flat_map(|(leg, outcome)| {
+                    outcome.warning_lines(&format!("server {}", leg.version))
+                }))
                 .collect(),
         );
     }
@@ -622,11 +814,14 @@ fn run_client_runs(tools: &mcp_support::Tools, client: &str) -> Vec<ClientRun> {
     CLIENT_RUNS
         .into_iter()
         .map(|run| {
+            let results = results_dir();
             let output = suite(tools)
                 .arg("client")
                 .args(run)
                 .args(["--command", client, "--timeout", SCENARIO_BOUND_MS])
                 .args(["--expected-failures", "conformance-baseline.yml"])
+                .arg("--output-dir")
+                .arg(results.path())
                 .output()
                 .expect("the conformance suite runs");
             let text = format!(
@@ -636,10 +831,7 @@ fn run_client_runs(tools: &mcp_support::Tools, client: &str) -> Vec<ClientRun> {
             );
             ClientRun {
                 run,
-                outcome: Outcome {
-                    scenarios: summary(&text),
-                    text,
-                },
+                outcome: Outcome::read(text, results.path(), "client", &baseline("client")),
                 success: output.status.success(),
             }
         })
@@ -690,13 +882,16 @@ fn run_client_scenarios(tools: &mcp_support::Tools, client: &str, what: &str) {
             if let ["--requirements", revision] = run {
                 let required = required_scenarios(tools, "Client", revision);
                 copy_numbers.push(format!(
-                    "{what} {revision}: required {}/{} passed; every scenario run: {}/{}",
+                    "{what} {revision}: required {}/{} passed; every scenario run: {}/{}; \
+                     warnings: {}",
                     required.iter().filter(|name| outcome.passed(name)).count(),
                     required.len(),
                     outcome.scenarios.iter().filter(|(_, ok)| *ok).count(),
                     outcome.scenarios.len(),
+                    outcome.warnings.len(),
                 ));
             }
+            copy_numbers.extend(outcome.warning_lines(&format!("{what} {name}")));
         }
         if !violations.is_empty() {
             let log: String = runs.iter().map(|run| run.outcome.text.as_str()).collect();

@@ -567,7 +567,8 @@ async fn client_credentials_reach_a_protected_server() {
 
 /// The command line as a client: `--mcp-http` with `--mcp-oauth-client-id` (secret from
 /// `DSH_TOOLS_OAUTH_CLIENT_SECRET`) and a `--config` entry with `"oauth"` (secret from a file)
-/// reach a protected `serve --http`; without credentials the server is reported unreachable.
+/// reach a protected `serve --http`; without credentials the server is reported unreachable,
+/// with the hint to log in, or, given a static token it refuses, to check that token.
 #[test]
 fn cli_clients_authenticate_with_client_credentials() {
     let issuer = require_authorization_server!();
@@ -619,6 +620,23 @@ fn cli_clients_authenticate_with_client_credentials() {
         listed.contains("mcp__secured__file_stats"),
         "{listed}\n{stderr}"
     );
+
+    // A server given a static token that it refuses: the token is what to look at.
+    std::fs::write(
+        &config,
+        json!({"mcpServers": {"fixed": {
+            "url": resource, "headers": {"Authorization": "Bearer stale"}
+        }}})
+        .to_string(),
+    )
+    .unwrap();
+    let (listed, stderr) = tools(&["--config", config.to_str().unwrap()], None);
+    assert!(!listed.contains("file_stats"), "{listed}");
+    assert!(
+        stderr.contains("it refused the Authorization header its --config entry gives"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--mcp-oauth-login"), "{stderr}");
 
     let (listed, stderr) = tools(&["--mcp-http", &resource], None);
     assert!(!listed.contains("file_stats"), "{listed}");
@@ -888,6 +906,48 @@ fn cli_list_and_call_timeouts_are_the_ones_given() {
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(stdout.contains("TOOL_TIMEOUT"), "{stdout}");
     assert!(stdout.contains("700"), "{stdout}");
+}
+
+/// A call the command gives up at its timeout is cancelled at the server before the command
+/// exits: the server reads `notifications/cancelled` for it (it may read it after the command
+/// has gone, from the pipe; the wait for it is bounded).
+#[test]
+fn a_timed_out_call_is_cancelled_at_the_server_before_the_command_exits() {
+    let script = format!(
+        "{}/tests/mcp_servers/hostile_server.py",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let notices = tempfile::NamedTempFile::new().unwrap();
+    let output = Command::new(crate::http_server::BIN)
+        .args(["--mcp", &format!("mute=python3 {script} mute_call")])
+        .args([
+            "--mcp-call-timeout-ms",
+            "700",
+            "--json",
+            "call",
+            "mcp__mute__mute",
+        ])
+        .env("HOSTILE_CANCELLED_TO", notices.path())
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("TOOL_TIMEOUT"), "{stdout}");
+    let bound = std::time::Instant::now() + mcp_support::WAIT;
+    let notice = loop {
+        let text = std::fs::read_to_string(notices.path()).unwrap();
+        if let Some(line) = text.lines().next() {
+            break serde_json::from_str::<Value>(line).unwrap();
+        }
+        assert!(
+            std::time::Instant::now() < bound,
+            "the server never read a cancellation; stderr: {}",
+            String::from_utf8_lossy(&output.stderr)
+        );
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    };
+    assert_eq!(notice["reason"], "timed out", "{notice}");
+    assert!(notice["requestId"].is_number(), "{notice}");
 }
 
 /// A metadata request answered by a connection reset (as when the server resets a keep-alive

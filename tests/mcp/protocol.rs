@@ -1,8 +1,10 @@
 //! What `Registry::serve_mcp` answers at the protocol level, driven by 2026-07-28 requests
 //! written by hand: a capability the client did not declare is the protocol's
 //! `MissingRequiredClientCapabilityError` (-32021, HTTP 400); an unknown tool is `-32602`, not a
-//! tool result; requests for the client travel under the keys the tool chose, and one the
-//! client's retry leaves unanswered is asked again; schemas are served as written; a server
+//! tool result; a resource read is "Resource not found" (-32602 with the URI); requests for the
+//! client travel under the keys the tool chose, and one the client's retry leaves unanswered is
+//! asked again; answers a first call brings answer the requests under their keys, extra keys
+//! ignored; schemas are served as written; a server
 //! without authentication on loopback serves its own loopback origins and refuses others.
 
 use std::net::{Ipv4Addr, SocketAddr};
@@ -59,6 +61,7 @@ async fn post(url: &str, method: &str, mut params: Value, origin: Option<&str>) 
     if let Some(name) = body["params"]["name"]
         .as_str()
         .or(body["params"]["taskId"].as_str())
+        .or(body["params"]["uri"].as_str())
     {
         request = request.header("mcp-name", name);
     }
@@ -369,6 +372,65 @@ async fn requests_for_the_client_use_the_tools_keys_and_unanswered_ones_are_aske
     assert_eq!(
         done["result"]["content"][0]["text"], "Ada in file:///work",
         "{done}"
+    );
+}
+
+/// A tool server serves no resources: reading one is the 2026-07-28 "Resource not found"
+/// (SEP-2164: -32602 with the URI in the data), never a method the server lacks or an empty
+/// `contents`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_resource_read_is_resource_not_found_with_its_uri() {
+    let registry = Registry::new();
+    registry.register(NeedsSamplingTool).unwrap();
+    let url = serve(&registry).await;
+    let uri = "test://nonexistent-resource";
+    let (_, answer) = post(&url, "resources/read", json!({"uri": uri}), None).await;
+    assert_eq!(answer["error"]["code"], -32602, "{answer}");
+    assert_eq!(answer["error"]["message"], "Resource not found", "{answer}");
+    assert_eq!(answer["error"]["data"]["uri"], uri, "{answer}");
+    assert!(answer.get("result").is_none(), "{answer}");
+}
+
+/// A first call may bring the answers it already has (SEP-2322): those under the keys the tool
+/// asks with answer its requests at once, keys nobody asked under are ignored, and an answer
+/// that is not a result of its request's kind answers nothing, so that request is asked.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn answers_a_first_call_brings_answer_the_tools_requests_and_extra_keys_are_ignored() {
+    let registry = Registry::new();
+    registry.register(NamedInputsTool).unwrap();
+    let url = serve(&registry).await;
+    let capabilities = meta(json!({"elicitation": {}, "roots": {}}));
+    let params = json!({
+        "name": "named_inputs",
+        "_meta": capabilities,
+        "inputResponses": {
+            "user_name": {"action": "accept", "content": {"name": "Ada"}},
+            "client_roots": {"roots": [{"uri": "file:///work"}]},
+            "unknown_extra_key": {"action": "accept", "content": {"foo": "bar"}},
+        },
+    });
+    let (_, done) = post(&url, "tools/call", params, None).await;
+    assert_eq!(
+        done["result"]["content"][0]["text"], "Ada in file:///work",
+        "{done}"
+    );
+
+    let params = json!({
+        "name": "named_inputs",
+        "_meta": capabilities,
+        "inputResponses": {
+            "user_name": 12345,
+            "client_roots": {"roots": [{"uri": "file:///work"}]},
+        },
+    });
+    let (_, asked) = post(&url, "tools/call", params, None).await;
+    let requests = asked["result"]["inputRequests"]
+        .as_object()
+        .unwrap_or_else(|| panic!("asked: {asked}"));
+    assert_eq!(
+        requests.keys().collect::<Vec<_>>(),
+        ["user_name"],
+        "{asked}"
     );
 }
 

@@ -16,11 +16,13 @@ Usage: hostile_server.py MODE [SERVER], where MODE is
   mute_call   lists `mute` and never answers a call
   late_discover holds its answer to `server/discover` until `initialize` comes, then answers
               both, the probe's first (as a loaded 2025-era server answers a probe late)
-Every other call answers `ok`.
+Every other call answers `ok`. With HOSTILE_CANCELLED_TO set, the params of every
+`notifications/cancelled` it reads are appended to that file, a JSON object a line.
 """
 
 import hashlib
 import json
+import os
 import sys
 
 MODE = sys.argv[1]
@@ -102,6 +104,10 @@ for line in sys.stdin:
     request = json.loads(line)
     method = request.get("method")
     if "id" not in request:
+        record = os.environ.get("HOSTILE_CANCELLED_TO")
+        if method == "notifications/cancelled" and record:
+            with open(record, "a") as notices:
+                notices.write(json.dumps(request.get("params")) + "\n")
         continue
     if method == "server/discover" and MODE == "late_discover":
         held = request

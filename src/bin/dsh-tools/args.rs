@@ -208,7 +208,8 @@ pub struct Sources {
     /// Log a person in to the `--mcp-http` servers when they ask for a token: the OAuth
     /// authorization code grant with PKCE. The authorization URL is printed on stderr and the
     /// redirect received on 127.0.0.1 (a port the OS picks); the client is registered
-    /// dynamically unless `--mcp-oauth-client-id` names one.
+    /// dynamically unless `--mcp-oauth-client-id` names one. The person has 300 seconds to
+    /// log in; after that the login, and the server's connection, fail.
     #[arg(long, global = true)]
     pub mcp_oauth_login: bool,
     /// Also open the authorization URL in the default browser.

@@ -175,12 +175,19 @@ pub async fn add(registry: &Registry, sources: &Sources) -> Result<Started, Stri
     let tails = StderrTails::installed();
     for server in servers {
         let name = server.name().to_owned();
+        let static_token = server.sends_header("authorization");
         match registry.add_mcp_server(server).await {
             Ok(handle) => started.handles.push(handle),
             Err(error) => {
                 let tail = tails.wait_for(&name).await;
                 let mut failure = error.to_string();
-                if failure.contains("requires OAuth authorization (HTTP 401)") {
+                // A server given its token refused that token: logging in is not the remedy.
+                if failure.contains("requires OAuth authorization (HTTP 401)") && static_token {
+                    failure.push_str(
+                        "; it refused the Authorization header its --config entry gives: \
+                         check or renew that token",
+                    );
+                } else if failure.contains("requires OAuth authorization (HTTP 401)") {
                     failure.push_str(
                         "; log in with --mcp-oauth-login, or give client credentials with \
                          --mcp-oauth-client-id (a --config entry: \"oauth\")",

@@ -176,6 +176,14 @@ impl McpServer {
         &self.name
     }
 
+    /// Whether every HTTP request carries a header named `name` (case-insensitive) set with
+    /// [`header`](Self::header): `"authorization"` tells a server given a static token.
+    pub fn sends_header(&self, name: &str) -> bool {
+        self.headers
+            .iter()
+            .any(|(header, _)| header.eq_ignore_ascii_case(name))
+    }
+
     /// Adds an environment variable for a stdio server (the parent's environment is inherited).
     pub fn env(mut self, key: impl Into<String>, value: impl Into<String>) -> Self {
         self.env.push((key.into(), value.into()));

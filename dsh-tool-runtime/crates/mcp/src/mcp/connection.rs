@@ -12,6 +12,7 @@ use rmcp::model::{
     InputRequests, InputResponses, ListToolsRequest, PaginatedRequestParams, ProtocolVersion,
     ServerNotification, ServerResult, SubscriptionFilter,
 };
+use rmcp::service::RequestHandle;
 use rmcp::service::{
     ClientInitializeError, ClientLifecycleMode, ClientServiceExt, NotificationContext,
     PeerRequestOptions, RequestContext, RunningService,
@@ -45,6 +46,12 @@ const CHILD_EXIT_GRACE: Duration = Duration::from_secs(2);
 /// Attempts of the HTTP transport to re-open a broken response stream: rmcp retries forever by
 /// default, which would leave a call hanging on a dead server.
 const HTTP_STREAM_RETRIES: usize = 2;
+
+/// How long a call given up (cancelled or timed out) waits for its `notifications/cancelled`
+/// to be sent before it returns: the notice is sent before the caller goes on (a command line
+/// that exits next would otherwise end before a task sending it ran), and a transport that
+/// does not take it within this bound is not waited for longer.
+const CANCEL_NOTICE_BOUND: Duration = Duration::from_secs(5);
 const HTTP_STREAM_RETRY_BASE: Duration = Duration::from_millis(100);
 
 /// One open transport.
@@ -191,6 +198,30 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
                     "the MCP server at {url} requires OAuth authorization (HTTP 401): {cause}"
                 ),
             }
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A request's failure in words: rmcp's transport error names the transport by its Rust type
+/// (`Transport [rmcp::transport::worker::WorkerTransport<…>] error: …`), so a failed send is
+/// told by its innermost cause instead.
+fn service_error(err: &ServiceError) -> String {
+    match err {
+        ServiceError::TransportSend(error) => {
+            let mut cause: &(dyn std::error::Error + 'static) = error.error.as_ref();
+            loop {
+                // rmcp's client error does not name its cause as `source`.
+                let next = match cause.downcast_ref::<StreamableHttpError<reqwest::Error>>() {
+                    Some(StreamableHttpError::Client(inner)) => Some(inner as _),
+                    _ => cause.source(),
+                };
+                match next {
+                    Some(next) => cause = next,
+                    None => break,
+                }
+            }
+            format!("the request could not be sent to the server: {cause}")
         }
         other => other.to_string(),
     }
@@ -570,7 +601,7 @@ pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Va
             .peer
             .send_request_with_option(request, options)
             .await
-            .map_err(|err| list_error(err.to_string()))?
+            .map_err(|err| list_error(service_error(&err)))?
             .await_response()
             .await
             .map_err(|err| match err {
@@ -579,7 +610,7 @@ pub(crate) async fn list_tools(config: &McpServer, conn: &Conn) -> Result<Vec<Va
                     stage: "tools/list",
                     timeout_ms: config.list_timeout_ms,
                 },
-                err => list_error(err.to_string()),
+                err => list_error(service_error(&err)),
             })?;
         // A list rmcp's typed model refuses (one malformed tool) arrives as a custom result; both
         // are read per tool from the JSON so one bad entry cannot hide its siblings. A typed list
@@ -726,6 +757,19 @@ fn span_peer(config: &McpServer) -> telemetry::ClientPeer {
     }
 }
 
+/// Tells the server the call `handle` is given up (`notifications/cancelled` with `reason`),
+/// waiting until the transport took the notice, at most [`CANCEL_NOTICE_BOUND`]. A transport
+/// already closed has nobody to tell.
+async fn send_cancel(handle: RequestHandle<RoleClient>, reason: &str) {
+    let notice = handle.cancel(Some(reason.to_owned()));
+    if tokio::time::timeout(CANCEL_NOTICE_BOUND, notice)
+        .await
+        .is_err()
+    {
+        tracing::debug!(target: "dsh_tool_mcp::mcp", "the server did not take the call's cancellation within {CANCEL_NOTICE_BOUND:?}");
+    }
+}
+
 /// How a `tools/call` failed on the server's side, for its span.
 enum Failure {
     /// A JSON-RPC error with this code.
@@ -776,14 +820,14 @@ async fn call_tool_on_wire(
             Outcome::Answer(answer) => *answer,
             Outcome::Closed => return Err(disconnected(server, raw_name)),
             Outcome::Cancelled => {
-                tokio::spawn(handle.cancel(Some("cancelled by the caller".to_owned())));
+                send_cancel(handle, "cancelled by the caller").await;
                 return Err(ToolError::coded(
                     ErrorCode::Aborted,
                     "tool call was cancelled",
                 ));
             }
             Outcome::TimedOut => {
-                tokio::spawn(handle.cancel(Some("timed out".to_owned())));
+                send_cancel(handle, "timed out").await;
                 return Err(ToolError::coded(
                     ErrorCode::ToolTimeout,
                     format!("tool call timed out after {}ms", config.call_timeout_ms),
@@ -840,7 +884,7 @@ async fn call_tool_on_wire(
             conn.closed.cancel();
             return Err(disconnected(server, raw_name));
         }
-        Ok(Err(other)) => return Err(ToolError::new(other.to_string())),
+        Ok(Err(other)) => return Err(ToolError::new(service_error(&other))),
     };
     if is_error {
         *failure = Some(Failure::ToolError);
@@ -887,6 +931,26 @@ pub(crate) fn pid(conn: &Mutex<Option<Arc<Conn>>>) -> Option<u32> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_failed_send_is_told_in_words_not_rust_type_names() {
+        let cause = std::io::Error::new(std::io::ErrorKind::BrokenPipe, "the pipe is broken");
+        let error =
+            ServiceError::TransportSend(rmcp::transport::DynamicTransportError::from_parts(
+                "rmcp::transport::worker::WorkerTransport<rmcp::transport::Example>",
+                std::any::TypeId::of::<()>(),
+                Box::new(cause),
+            ));
+        assert!(
+            error.to_string().contains("rmcp::"),
+            "rmcp's own text names the type"
+        );
+        let text = service_error(&error);
+        assert_eq!(
+            text,
+            "the request could not be sent to the server: the pipe is broken"
+        );
+    }
 
     /// On tokio's paused clock: time while paused is not counted, time before and after it is.
     #[tokio::test(start_paused = true)]

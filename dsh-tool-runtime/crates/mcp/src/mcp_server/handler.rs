@@ -10,8 +10,8 @@ use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
     PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ServerCapabilities, ServerConfig, SetLevelRequestParams, SubscriptionFilter, Tool,
-    UpdateTaskParams,
+    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
+    SetLevelRequestParams, SubscriptionFilter, Tool, UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -503,7 +503,8 @@ impl McpHandler {
             signal,
             Arc::clone(&missing),
         )
-        .escalating(input_first);
+        .escalating(input_first)
+        .offered(request.input_responses.unwrap_or_default());
         let turn = self.rounds.drive(call, context.ct.clone()).await;
         if let Turn::Done(result) = &turn {
             missing_capability(result, &missing)?;
@@ -696,6 +697,25 @@ impl ServerHandler for McpHandler {
             page.next_cursor = Some(end.to_string());
         }
         Ok(page)
+    }
+
+    /// A tool server serves no resources, so no URI names one: `resources/read` is the
+    /// revision's "Resource not found" error with the URI in its data — `-32602` from
+    /// 2026-07-28 (SEP-2164), `-32002` before — never an empty `contents`.
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let data = Some(serde_json::json!({ "uri": request.uri }));
+        let modern = context
+            .protocol_version()
+            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
+        Err(if modern {
+            ErrorData::invalid_params("Resource not found", data)
+        } else {
+            ErrorData::resource_not_found("Resource not found", data)
+        })
     }
 
     async fn set_level(

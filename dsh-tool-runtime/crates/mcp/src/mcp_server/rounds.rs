@@ -11,6 +11,11 @@
 //! whose client does not retry within [`INPUT_WAIT`] is cancelled; past [`MAX_WAITING`] waiting
 //! calls, a new request for a client fails at once (the call sees the failure) instead of
 //! waiting.
+//!
+//! A call may come with its answers before any round (SEP-2322 lets a client send
+//! `inputResponses` it already has): an answer under the key a tool chose for its request
+//! answers that request without a round. Answers under other keys are ignored, and an answer
+//! that is not a result of its request's kind answers nothing: the request is asked.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -49,6 +54,8 @@ pub(crate) struct RoundCall {
     /// The request that made the call: only its retry answers the call's requests (boxed: a
     /// call handed back from `park` stays small).
     asked: Box<Asked>,
+    /// The answers the request came with before any round, by key, until a request takes one.
+    offered: InputResponses,
 }
 
 /// Who asked for a call, and what: the principal of the request, the tool and a SHA-256 digest
@@ -116,7 +123,40 @@ impl RoundCall {
             missing,
             escalates: false,
             asked: Box::new(asked),
+            offered: InputResponses::new(),
         }
+    }
+
+    /// Gives the call the answers its request came with (`inputResponses` without a
+    /// `requestState`): each answers the request made under its key, when it is a result of
+    /// that request's kind.
+    pub(crate) fn offered(mut self, responses: InputResponses) -> Self {
+        self.offered = responses;
+        self
+    }
+
+    /// Answers each of `asks` an offered answer is for, and returns those left to ask.
+    fn answer_offered(&mut self, asks: Vec<InputAsk>) -> Vec<InputAsk> {
+        if self.offered.is_empty() {
+            return asks;
+        }
+        asks.into_iter()
+            .filter_map(|ask| {
+                let answer = ask
+                    .key
+                    .as_ref()
+                    .and_then(|key| self.offered.remove(key))
+                    .filter(|answer| answers(&ask.request, answer));
+                match answer {
+                    // The call may have ended meanwhile; then nobody needs the answer.
+                    Some(answer) => {
+                        let _ = ask.reply.send(answer);
+                        None
+                    }
+                    None => Some(ask),
+                }
+            })
+            .collect()
     }
 
     /// Marks the call to become a task once a retry has answered its requests.
@@ -207,6 +247,10 @@ impl Rounds {
                     continue;
                 }
             };
+            let asks = call.answer_offered(asks);
+            if asks.is_empty() {
+                continue;
+            }
             match self.park(call, asks, Vec::new()) {
                 Ok(turn) => return turn,
                 Err(back) => call = back,
@@ -272,7 +316,8 @@ impl Rounds {
     }
 
     /// The call waiting under `state`, given the `responses` of the retry `retry`: each
-    /// request answered gets its answer; those left unanswered stay open, to be asked again.
+    /// request answered (with a result of its kind) gets its answer; those left unanswered
+    /// stay open, to be asked again.
     ///
     /// # Errors
     /// The message for a `requestState` no call waits under (unknown, answered or expired),
@@ -299,7 +344,10 @@ impl Rounds {
         expiry.abort();
         let mut unanswered = Vec::new();
         for (key, request, reply) in call.open.drain(..) {
-            match responses.remove(&key) {
+            match responses
+                .remove(&key)
+                .filter(|answer| answers(&request, answer))
+            {
                 // The call may have ended meanwhile; then nobody needs the answer.
                 Some(answer) => {
                     let _ = reply.send(answer);
@@ -309,6 +357,23 @@ impl Rounds {
         }
         call.open = unanswered;
         Ok(call)
+    }
+}
+
+/// Whether `answer` is a result of the kind `request` asks for (an elicitation's, a sampling
+/// request's, a roots listing's): anything else answers nothing. A request of a later kind
+/// takes any answer, as before this check.
+#[allow(deprecated)] // rmcp marks sampling and roots deprecated for later revisions; 2026-07-28 has them
+fn answers(request: &InputRequest, answer: &Value) -> bool {
+    use rmcp::model::{CreateMessageResult, ElicitResult, ListRootsResult};
+    let answer = answer.clone();
+    match request {
+        InputRequest::CreateMessage(_) => {
+            serde_json::from_value::<CreateMessageResult>(answer).is_ok()
+        }
+        InputRequest::Elicitation(_) => serde_json::from_value::<ElicitResult>(answer).is_ok(),
+        InputRequest::ListRoots(_) => serde_json::from_value::<ListRootsResult>(answer).is_ok(),
+        _ => true,
     }
 }
 

@@ -82,12 +82,12 @@ pub(crate) async fn authorize<C>(
     bound: Duration,
 ) -> Result<BearerClient<C, CredentialsGrant>, String> {
     let failed = |error: AuthError| format!("OAuth: {error}");
-    let mut manager = super::http_client::manager(url, bound)
+    let (mut manager, refusals) = super::http_client::manager(url, bound)
         .await
         .map_err(failed)?;
     let resolution = discovered(|| manager.resolve_metadata())
         .await
-        .map_err(failed)?;
+        .map_err(|error| failed(refusals.explain(error)))?;
     if !resolution.source.is_discovered() {
         return Err(format!(
             "OAuth: no authorization server found for {url} (neither its protected-resource \

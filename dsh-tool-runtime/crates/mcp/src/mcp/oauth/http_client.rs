@@ -60,10 +60,42 @@ const PROXY_VARS: [&str; 6] = [
 ///
 /// # Errors
 /// `url` is not a URL, or the HTTP client could not be built.
-pub(crate) async fn manager(url: &str, bound: Duration) -> Result<AuthorizationManager, AuthError> {
+pub(crate) async fn manager(
+    url: &str,
+    bound: Duration,
+) -> Result<(AuthorizationManager, Refusals), AuthError> {
     let base = Url::parse(url).map_err(|error| AuthError::InternalError(error.to_string()))?;
     let client = OAuthClient::new(&base, bound)?;
-    AuthorizationManager::new_with_oauth_http_client(base, Arc::new(client)).await
+    let refusals = client.filter.refusals.clone();
+    let manager = AuthorizationManager::new_with_oauth_http_client(base, Arc::new(client)).await?;
+    Ok((manager, refusals))
+}
+
+/// The OAuth requests the address filter refused, each with why: rmcp's discovery treats a
+/// refused request like an answer without metadata ("none published usable metadata"), so
+/// the refusals are kept to be told with the error.
+#[derive(Clone, Default)]
+pub(crate) struct Refusals(Arc<parking_lot::Mutex<Vec<String>>>);
+
+impl Refusals {
+    fn record(&self, refusal: String) {
+        let mut refusals = self.0.lock();
+        if !refusals.contains(&refusal) {
+            refusals.push(refusal);
+        }
+    }
+
+    /// `error`, with the requests the filter refused when there were any.
+    pub(crate) fn explain(&self, error: AuthError) -> AuthError {
+        let refusals = self.0.lock();
+        if refusals.is_empty() {
+            return error;
+        }
+        AuthError::MetadataError(format!(
+            "{error}; OAuth requests refused by the address filter: {}",
+            refusals.join("; ")
+        ))
+    }
 }
 
 /// Where an address lies, for the filter.
@@ -164,6 +196,8 @@ struct AddressFilter {
     reachable: Arc<[AddressClass]>,
     /// Proxy hosts, resolved without the filter.
     proxies: Arc<[String]>,
+    /// What it refused.
+    refusals: Refusals,
 }
 
 impl AddressFilter {
@@ -196,7 +230,27 @@ impl AddressFilter {
             base: literal(base),
             reachable: reachable.into(),
             proxies,
+            refusals: Refusals::default(),
         }
+    }
+
+    /// Why `address` may not be reached, in words.
+    fn why(address: IpAddr) -> String {
+        let rule = match AddressClass::of(address) {
+            AddressClass::Loopback => {
+                "a loopback address, reached only when the MCP server's own URL is a loopback \
+                 IP or localhost"
+            }
+            AddressClass::Private => {
+                "a private address, reached only when the MCP server's own URL is a private IP \
+                 (a host name's DNS answer never widens what may be reached)"
+            }
+            AddressClass::Blocked | AddressClass::Public => {
+                "link-local (cloud instance metadata among them), unspecified, broadcast, \
+                 multicast or reserved, never reached"
+            }
+        };
+        format!("{address} is {rule}")
     }
 
     fn allows(&self, address: IpAddr) -> bool {
@@ -210,9 +264,15 @@ impl AddressFilter {
     }
 
     /// Whether `url` may be requested: an IP literal must be allowed (the server's own always
-    /// is); a name is checked when it resolves.
+    /// is); a name is checked when it resolves. A refusal is recorded with why.
     fn allows_url(&self, url: &Url) -> bool {
-        literal(url).is_none_or(|address| self.base == Some(address) || self.allows(address))
+        let allowed =
+            literal(url).is_none_or(|address| self.base == Some(address) || self.allows(address));
+        if let (false, Some(address)) = (allowed, literal(url)) {
+            self.refusals
+                .record(format!("`{url}`: {}", AddressFilter::why(address)));
+        }
+        allowed
     }
 }
 
@@ -230,15 +290,18 @@ impl Resolve for AddressFilter {
             if filter.proxies.contains(&host) {
                 return Ok(Box::new(resolved.into_iter()) as Addrs);
             }
-            let allowed: Vec<SocketAddr> = resolved
+            let (allowed, refused): (Vec<SocketAddr>, Vec<SocketAddr>) = resolved
                 .into_iter()
-                .filter(|address| filter.allows(address.ip()))
-                .collect();
+                .partition(|address| filter.allows(address.ip()));
             if allowed.is_empty() {
-                return Err(format!(
-                    "no address of `{host}` may be reached for OAuth requests of this server"
-                )
-                .into());
+                let why = refused
+                    .iter()
+                    .map(|address| AddressFilter::why(address.ip()))
+                    .collect::<Vec<_>>()
+                    .join(", ");
+                let refusal = format!("`{host}` resolves to no address that may be reached: {why}");
+                filter.refusals.record(refusal.clone());
+                return Err(refusal.into());
             }
             Ok(Box::new(allowed.into_iter()) as Addrs)
         })
@@ -439,6 +502,36 @@ mod tests {
         }
     }
 
+    /// A refused request is told with the error discovery ends with, and why it was refused,
+    /// instead of reading as metadata nobody published.
+    #[tokio::test]
+    async fn a_refused_metadata_request_is_told_with_why() {
+        let base = Url::parse("http://203.0.113.7/mcp").unwrap();
+        let client = OAuthClient::new(&base, Duration::from_secs(5)).unwrap();
+        let refusals = client.filter.refusals.clone();
+        let unchanged = refusals.explain(AuthError::NoAuthorizationSupport);
+        assert_eq!(unchanged.to_string(), "No authorization support detected");
+        let request = http::Request::get("http://10.0.0.6/.well-known/oauth-authorization-server")
+            .body(Vec::new())
+            .unwrap();
+        client.send(request, false).await.expect_err("sent");
+        let refused = client.filter.resolve("localhost".parse().unwrap()).await;
+        assert!(refused.is_err());
+        let error = refusals
+            .explain(AuthError::NoAuthorizationSupport)
+            .to_string();
+        assert!(error.contains("refused by the address filter"), "{error}");
+        assert!(
+            error.contains("`http://10.0.0.6/.well-known/oauth-authorization-server`: 10.0.0.6 is a private address"),
+            "{error}"
+        );
+        assert!(
+            error.contains("`localhost` resolves to no address that may be reached"),
+            "{error}"
+        );
+        assert!(error.contains("is a loopback address"), "{error}");
+    }
+
     /// Each OAuth request goes on a connection of its own, even one right after another: a
     /// kept-alive one may be closed by the server as the request arrives.
     #[tokio::test]
@@ -513,7 +606,7 @@ mod tests {
                 });
             }
         });
-        let manager = manager(&url, Duration::from_secs(60)).await.unwrap();
+        let (manager, _) = manager(&url, Duration::from_secs(60)).await.unwrap();
         let resolved =
             crate::mcp::oauth::unanswered::discovered(|| manager.resolve_metadata()).await;
         assert!(resolved.is_ok(), "{:?}", resolved.err());
@@ -553,10 +646,10 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn an_oauth_request_is_bounded_by_the_servers_bound_not_30_s() {
         let url = slow_server(Duration::from_secs(40)).await;
-        let patient = manager(&url, Duration::from_secs(120)).await.unwrap();
+        let (patient, _) = manager(&url, Duration::from_secs(120)).await.unwrap();
         let resolved = patient.resolve_metadata().await;
         assert!(resolved.is_ok(), "{:?}", resolved.err());
-        let hasty = manager(&url, Duration::from_secs(10)).await.unwrap();
+        let (hasty, _) = manager(&url, Duration::from_secs(10)).await.unwrap();
         let error = hasty
             .resolve_metadata()
             .await

@@ -198,6 +198,8 @@ pub(crate) struct LoginState {
     /// The scopes granted to the tokens read from the token file, which rmcp does not restore:
     /// a step-up before any new grant asks for them too.
     restored_scopes: Vec<String>,
+    /// The OAuth requests the address filter refused, told with a discovery's failure.
+    refusals: super::http_client::Refusals,
 }
 
 /// Sets a flag until dropped, however the wait it covers ends.
@@ -220,6 +222,23 @@ fn failed(error: impl fmt::Display) -> AuthError {
     AuthError::AuthorizationFailed(error.to_string())
 }
 
+/// What is wrong with `url` as a client ID metadata document's URL, if anything: it must be
+/// an `https://` URL with a host and a path other than `/` (rmcp's rule, checked up front).
+fn client_metadata_url_problem(url: &str) -> Option<&'static str> {
+    let Ok(parsed) = url::Url::parse(url) else {
+        return Some("is not a URL");
+    };
+    if parsed.scheme() != "https" {
+        Some("is not an https:// URL")
+    } else if parsed.host_str().is_none_or(str::is_empty) {
+        Some("names no host")
+    } else if parsed.path() == "/" {
+        Some("has no path")
+    } else {
+        None
+    }
+}
+
 /// `inner` with the person's login for the server at `url`; tokens from the token file are used
 /// at once. `person` holds `true` while the authorizer waits for the person. Each OAuth request
 /// is bounded by `bound` (see [`super::http_client`]).
@@ -233,8 +252,17 @@ pub(crate) async fn login_client<C>(
     person: tokio::sync::watch::Sender<bool>,
     bound: Duration,
 ) -> Result<BearerClient<C, LoginState>, String> {
+    // rmcp finds a bad one only when it registers, and says the registration failed.
+    if let Some(metadata) = &login.client_metadata_url
+        && let Some(problem) = client_metadata_url_problem(metadata)
+    {
+        return Err(format!(
+            "OAuth: the client metadata URL {metadata:?} {problem}: a Client ID Metadata \
+             Document is served at an https:// URL with a path"
+        ));
+    }
     let describe = |error: AuthError| format!("OAuth: {error}");
-    let mut manager = super::http_client::manager(url, bound)
+    let (mut manager, refusals) = super::http_client::manager(url, bound)
         .await
         .map_err(describe)?;
     let states = RetainedStates::default();
@@ -269,6 +297,7 @@ pub(crate) async fn login_client<C>(
             person,
             states,
             restored_scopes,
+            refusals,
         },
     ))
 }
@@ -329,7 +358,7 @@ impl LoginState {
     ) -> (AuthorizationManager, Result<(), AuthError>) {
         match discovered(|| manager.resolve_metadata_from_challenge(Some(challenge))).await {
             Ok(resolution) => manager.set_metadata(resolution.metadata),
-            Err(error) => return (manager, Err(error)),
+            Err(error) => return (manager, Err(self.refusals.explain(error))),
         }
         match AuthorizationSession::new(manager, self.login.request()).await {
             Ok(session) => {

@@ -83,13 +83,19 @@ impl FileTokenStore {
             &mut text,
         )
         .map_err(|error| self.error("cannot read", error))?;
+        // A file that is not ours to read back says how to recover: its tokens are lost
+        // either way, and without the file the next login starts afresh and writes it anew.
+        let recover = "delete it and log in again; the login writes a new one";
         if text.len() as u64 > MAX_TOKEN_FILE_BYTES {
-            return Err(self.error("too large", format!("over {MAX_TOKEN_FILE_BYTES} bytes")));
+            return Err(self.error(
+                "too large",
+                format!("over {MAX_TOKEN_FILE_BYTES} bytes; {recover}"),
+            ));
         }
         // serde_json's message names a line and column, never the token it was reading.
         serde_json::from_slice(&text)
             .map(Some)
-            .map_err(|error| self.error("not a token file", error))
+            .map_err(|error| self.error("not a token file", format!("{error}; {recover}")))
     }
 
     fn write(&self, credentials: &StoredCredentials) -> Result<(), AuthError> {
@@ -149,6 +155,21 @@ mod tests {
         }))
         .unwrap();
         StoredCredentials::new("client".into(), Some(response), vec!["a".into()], Some(1))
+    }
+
+    #[test]
+    fn a_corrupt_token_file_is_named_with_how_to_recover() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("tokens.json");
+        std::fs::write(&path, "{\"client_id\": ").unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600)).unwrap();
+        let error = FileTokenStore::new(path.clone())
+            .read()
+            .unwrap_err()
+            .to_string();
+        assert!(error.contains(&path.display().to_string()), "{error}");
+        assert!(error.contains("not a token file"), "{error}");
+        assert!(error.contains("delete it and log in again"), "{error}");
     }
 
     #[test]
