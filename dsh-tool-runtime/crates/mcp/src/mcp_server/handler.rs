@@ -671,7 +671,18 @@ impl ServerHandler for McpHandler {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         if context.accepted().tools_list_changed != Some(true) {
-            context.cancelled().await;
+            // Nothing to send: the stream lasts until the client cancels it or, over stdio
+            // (no HTTP request behind it), until input ends and `stop` is cancelled. An HTTP
+            // client's stream is not tied to the session's handler.
+            let over_stdio = context
+                .request_context()
+                .extensions
+                .get::<http::request::Parts>()
+                .is_none();
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.stop.cancelled(), if over_stdio => {}
+            }
             return Ok(());
         }
         let stop = self.stop.child_token();
