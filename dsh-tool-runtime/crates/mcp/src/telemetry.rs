@@ -41,6 +41,26 @@ fn operation(tool: Option<&str>) -> Option<&'static str> {
     tool.map(|_| "execute_tool")
 }
 
+/// Records the prompt a `prompts/get` is about: `gen_ai.prompt.name`, and the span's name
+/// `prompts/get {gen_ai.prompt.name}` as the conventions name it.
+pub(crate) fn record_prompt(span: &Span, method: &str, prompt: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("gen_ai.prompt.name", prompt);
+    span.record("otel.name", span_name(method, Some(prompt)).as_str());
+}
+
+/// Records the resource a request is about (`resources/read`, `resources/subscribe`,
+/// `resources/unsubscribe`) as `mcp.resource.uri`; the span's name leaves it out, as the
+/// conventions advise by default (a URI is no low-cardinality name).
+pub(crate) fn record_resource(span: &Span, uri: &str) {
+    if span.is_disabled() {
+        return;
+    }
+    span.record("mcp.resource.uri", uri);
+}
+
 /// The method of a notification the client sends.
 pub(crate) fn notification_method(notification: &ClientNotification) -> &str {
     match notification {
@@ -155,7 +175,9 @@ pub(crate) fn client_span(
         mcp.method.name = method,
         gen_ai.operation.name = operation(tool),
         gen_ai.tool.name = tool,
+        gen_ai.prompt.name = Empty,
         jsonrpc.request.id = Empty,
+        mcp.resource.uri = Empty,
         mcp.protocol.version = protocol_version,
         mcp.session.id = Empty,
         network.transport = peer.transport,
@@ -195,7 +217,9 @@ pub(crate) fn server_span(method: &str, tool: Option<&str>, served: &Served<'_>)
         mcp.method.name = method,
         gen_ai.operation.name = operation(tool),
         gen_ai.tool.name = tool,
+        gen_ai.prompt.name = Empty,
         jsonrpc.request.id = served.request_id.as_deref(),
+        mcp.resource.uri = Empty,
         mcp.protocol.version = served.protocol_version.as_deref(),
         mcp.session.id = served.session,
         network.transport = served.transport,
@@ -479,6 +503,21 @@ impl ClientSpans {
                     return;
                 }
                 span.record("jsonrpc.request.id", request.id.to_string().as_str());
+                match &request.request {
+                    ClientRequest::GetPromptRequest(get) => {
+                        record_prompt(&span, get.method.as_str(), &get.params.name);
+                    }
+                    ClientRequest::ReadResourceRequest(read) => {
+                        record_resource(&span, &read.params.uri);
+                    }
+                    ClientRequest::SubscribeRequest(subscribe) => {
+                        record_resource(&span, &subscribe.params.uri);
+                    }
+                    ClientRequest::UnsubscribeRequest(unsubscribe) => {
+                        record_resource(&span, &unsubscribe.params.uri);
+                    }
+                    _ => {}
+                }
                 self.record_session(&span);
                 inject(&span, &mut request.request.get_meta_mut().0);
                 self.open.insert(request.id.clone(), span);
@@ -692,11 +731,12 @@ mod tests {
     }
 }
 
-/// The notification spans of both sides, read back from a subscriber: their attributes as the
-/// MCP conventions of [`SEMCONV`](dsh_tool_runtime::telemetry::SEMCONV) name them, and the trace
-/// context carried in the notification's `_meta` both ways.
+/// Spans read back from a subscriber: the notifications' of both sides and the attributes of
+/// requests about a prompt or a resource, as the MCP conventions of
+/// [`SEMCONV`](dsh_tool_runtime::telemetry::SEMCONV) name them, and the trace context carried in
+/// a notification's `_meta` both ways.
 #[cfg(test)]
-mod notification_spans {
+mod read_back {
     use std::cell::RefCell;
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex, Once};
@@ -949,6 +989,49 @@ mod notification_spans {
         ));
         let span = spans.one("notifications/tools/list_changed");
         assert_eq!(span.field("mcp.protocol.version"), Some("2026-07-28"));
+    }
+
+    fn from_client(json: serde_json::Value) -> ClientJsonRpcMessage {
+        serde_json::from_value(json).unwrap()
+    }
+
+    #[test]
+    fn a_prompt_request_is_named_by_its_prompt_and_a_resource_request_names_its_uri() {
+        let (spans, _guard) = Spans::install();
+        let mut connection = http_connection();
+        connection.sent(&mut from_client(json!({"jsonrpc": "2.0", "id": 3,
+            "method": "prompts/get", "params": {"name": "greet"}})));
+        let prompt = spans.one("prompts/get greet");
+        let expected = [
+            ("otel.kind", "client"),
+            ("mcp.method.name", "prompts/get"),
+            ("gen_ai.prompt.name", "greet"),
+            ("jsonrpc.request.id", "3"),
+        ];
+        for (key, value) in expected {
+            assert_eq!(prompt.field(key), Some(value), "{key}: {prompt:?}");
+        }
+        // A prompt is no tool call.
+        for key in [
+            "gen_ai.operation.name",
+            "gen_ai.tool.name",
+            "mcp.resource.uri",
+        ] {
+            assert_eq!(prompt.field(key), None, "{key}: {prompt:?}");
+        }
+        for (id, method) in [
+            (4, "resources/read"),
+            (5, "resources/subscribe"),
+            (6, "resources/unsubscribe"),
+        ] {
+            connection.sent(&mut from_client(json!({"jsonrpc": "2.0", "id": id,
+                "method": method, "params": {"uri": "file:///r.txt"}})));
+            // The URI stays out of the name: it is no low-cardinality target.
+            let span = spans.one(method);
+            assert_eq!(span.field("mcp.method.name"), Some(method));
+            assert_eq!(span.field("mcp.resource.uri"), Some("file:///r.txt"));
+            assert_eq!(span.field("gen_ai.prompt.name"), None);
+        }
     }
 
     #[cfg(feature = "server")]
