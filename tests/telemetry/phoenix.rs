@@ -184,7 +184,10 @@ impl Span {
 }
 
 /// Runs the command line, exporting to `phoenix` (flag for this process, the standard variable
-/// for the servers it starts), and returns its stdout.
+/// for the servers it starts), and returns its stdout. Every export must reach Phoenix: a
+/// failed one is reported on stderr, and fails the test at once. A loaded Phoenix may take
+/// seconds to read a batch: one export may take as long as the test waits for spans (a bound,
+/// the exit waits only until the batch is taken). Phoenix takes no metrics.
 fn dsh_tools(phoenix: &Phoenix, args: &[&str]) -> String {
     let output = Command::new(BIN)
         .arg("--otlp-endpoint")
@@ -192,9 +195,19 @@ fn dsh_tools(phoenix: &Phoenix, args: &[&str]) -> String {
         .args(args)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix.url)
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .env(
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+            SPANS_BOUND.as_millis().to_string(),
+        )
+        .env("OTEL_METRICS_EXPORTER", "none")
         .stdin(Stdio::null())
         .output()
         .expect("dsh-tools runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("OTLP export failed"),
+        "dsh-tools {args:?}: {stderr}"
+    );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
