@@ -325,9 +325,16 @@ fn phoenix_reads_back_every_kind_of_call() {
             .filter(|span| span.trace == root.trace)
             .cloned()
             .collect();
-        // The upstream's own span of the tool closes the chain.
-        named(&trace, "execute_tool grep").first()?;
-        Some(trace)
+        // Each process exports on its own: the chain is complete once the upstream's own span
+        // of the tool reaches the client's root through parents that have all arrived (the
+        // proxy's may come after the upstream's).
+        let by_id: HashMap<&str, &Span> =
+            trace.iter().map(|span| (span.id.as_str(), span)).collect();
+        let mut at = *named(&trace, "execute_tool grep").first()?;
+        while let Some(parent) = at.parent.as_deref() {
+            at = by_id.get(parent)?;
+        }
+        (at.id == root.id).then_some(trace)
     });
     let by_id: HashMap<&str, &Span> = chain.iter().map(|span| (span.id.as_str(), span)).collect();
     let mut ancestry = Vec::new();
