@@ -280,23 +280,10 @@ const TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
 /// else 10 s). Shutting down returns as soon as the batches are sent: this only bounds a
 /// receiver that does not answer.
 fn export_bound(signal_timeout: &str) -> Duration {
-    bound_of(
+    dsh_tool_runtime::telemetry::otlp_flush_bound(
         std::env::var(signal_timeout).ok(),
         std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT").ok(),
     )
-}
-
-/// [`export_bound`] of the signal's own timeout variable (`signal`) and the general one
-/// (`general`), as set.
-fn bound_of(signal: Option<String>, general: Option<String>) -> Duration {
-    let one = [signal, general]
-        .into_iter()
-        .find_map(|millis| millis?.parse::<u64>().ok())
-        .map_or(
-            opentelemetry_otlp::OTEL_EXPORTER_OTLP_TIMEOUT_DEFAULT,
-            Duration::from_millis,
-        );
-    one.saturating_mul(2)
 }
 
 /// Whether `OTEL_METRICS_EXPORTER` turns metrics off (`none`, as the SDK configuration
@@ -686,8 +673,9 @@ pub fn install_propagator() -> bool {
 mod tests {
     use super::{
         MCP_CLIENT_DURATION, MCP_DURATION_ATTRIBUTES, MCP_SERVER_DURATION, METRICS_PATH, Otlp,
-        TOOL_DURATION, TRACES_PATH, bound_of, resolved_url, signal_url,
+        TOOL_DURATION, TRACES_PATH, resolved_url, signal_url,
     };
+    use dsh_tool_runtime::telemetry::otlp_flush_bound as bound_of;
     use std::time::Duration;
 
     /// Exit waits for the last spans as long as the exporter may take to send them: longer
@@ -709,7 +697,11 @@ mod tests {
             bound_of(some("soon"), some("7000")),
             Duration::from_secs(14)
         );
-        assert!(bound_of(None, None) > opentelemetry_otlp::OTEL_EXPORTER_OTLP_TIMEOUT_DEFAULT);
+        // The exporter's own default, doubled.
+        assert_eq!(
+            bound_of(None, None),
+            opentelemetry_otlp::OTEL_EXPORTER_OTLP_TIMEOUT_DEFAULT * 2
+        );
     }
 
     /// The metric names of the conventions' version named in `SEMCONV`.
