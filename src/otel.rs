@@ -112,10 +112,9 @@ pub const MCP_DURATION_BOUNDARIES: [f64; 14] = [
 ];
 
 /// The attributes of the MCP histograms, taken from the request's span when it has them: the
-/// conventions' operation attributes (`gen_ai.prompt.name` is never set here: prompts are not
-/// traced by name), the status and, on the client, the server's address. The session and the
-/// request id are left out, as the conventions do: one series per session or request would
-/// grow without bound.
+/// conventions' operation attributes (`gen_ai.prompt.name` on `prompts/get`), the status and,
+/// on the client, the server's address. The session and the request id are left out, as the
+/// conventions do: one series per session or request would grow without bound.
 pub const MCP_DURATION_ATTRIBUTES: [&str; 12] = [
     "mcp.method.name",
     "gen_ai.operation.name",
@@ -151,6 +150,8 @@ impl std::error::Error for OtlpError {}
 pub struct Otlp {
     provider: SdkTracerProvider,
     meters: Option<SdkMeterProvider>,
+    /// How long dropping waits for the spans still queued: [`export_bound`].
+    flush_bound: Duration,
 }
 
 impl Otlp {
@@ -214,7 +215,11 @@ impl Otlp {
                     .build(),
             )
         };
-        Ok(Otlp { provider, meters })
+        Ok(Otlp {
+            provider,
+            meters,
+            flush_bound: export_bound(TRACES_TIMEOUT),
+        })
     }
 
     /// Whether the standard variables name an endpoint (`OTEL_EXPORTER_OTLP_ENDPOINT` or
@@ -263,8 +268,10 @@ impl Otlp {
 
 impl Drop for Otlp {
     fn drop(&mut self) {
-        // Nothing is left to report a failed flush to: the process is ending.
-        let _ = self.provider.shutdown();
+        // Nothing is left to report a failed flush to: the process is ending. The SDK's own
+        // bound (5 s) is shorter than one export may take (10 s by default): a receiver slow
+        // to take the last batch lost it.
+        let _ = self.provider.shutdown_with_timeout(self.flush_bound);
         if let Some(meters) = &self.meters {
             let _ = meters.shutdown();
         }
@@ -277,6 +284,21 @@ impl Drop for Otlp {
 /// HTTP/2 stack's span per frame).
 pub fn is_library_target(metadata: &tracing::Metadata<'_>) -> bool {
     metadata.target().starts_with("dsh_")
+}
+
+/// The variable that bounds one export of spans, before `OTEL_EXPORTER_OTLP_TIMEOUT`.
+const TRACES_TIMEOUT: &str = "OTEL_EXPORTER_OTLP_TRACES_TIMEOUT";
+
+/// How long the last spans may take to leave when the exporter shuts down: twice the time one
+/// export may take (an export in flight, then the last batch), that time read as the OTLP
+/// exporter reads it (milliseconds in `signal_timeout`, else in `OTEL_EXPORTER_OTLP_TIMEOUT`,
+/// else 10 s). Shutting down returns as soon as the batches are sent: this only bounds a
+/// receiver that does not answer.
+fn export_bound(signal_timeout: &str) -> Duration {
+    dsh_tool_runtime::telemetry::otlp_flush_bound(
+        std::env::var(signal_timeout).ok(),
+        std::env::var("OTEL_EXPORTER_OTLP_TIMEOUT").ok(),
+    )
 }
 
 /// Whether `OTEL_METRICS_EXPORTER` turns metrics off (`none`, as the SDK configuration
@@ -668,6 +690,34 @@ mod tests {
         MCP_CLIENT_DURATION, MCP_DURATION_ATTRIBUTES, MCP_SERVER_DURATION, METRICS_PATH, Otlp,
         TOOL_DURATION, TRACES_PATH, resolved_url, signal_url,
     };
+    use dsh_tool_runtime::telemetry::otlp_flush_bound as bound_of;
+    use std::time::Duration;
+
+    /// Exit waits for the last spans as long as the exporter may take to send them: longer
+    /// than one export's timeout, which the SDK's own 5 s bound was not (a receiver slow to
+    /// take the last batch lost it).
+    #[test]
+    fn exit_waits_as_long_as_the_exporter_may_take() {
+        let some = |text: &str| Some(text.to_owned());
+        // The exporter's default timeout is 10 s.
+        assert_eq!(bound_of(None, None), Duration::from_secs(20));
+        assert_eq!(bound_of(None, some("120000")), Duration::from_secs(240));
+        // The signal's own variable first, as the exporter reads them; one that does not
+        // parse is skipped.
+        assert_eq!(
+            bound_of(some("3000"), some("120000")),
+            Duration::from_secs(6)
+        );
+        assert_eq!(
+            bound_of(some("soon"), some("7000")),
+            Duration::from_secs(14)
+        );
+        // The exporter's own default, doubled.
+        assert_eq!(
+            bound_of(None, None),
+            opentelemetry_otlp::OTEL_EXPORTER_OTLP_TIMEOUT_DEFAULT * 2
+        );
+    }
 
     /// The metric names of the conventions' version named in `SEMCONV`.
     #[test]

@@ -732,6 +732,13 @@ fn serve_over_stdio_ends_a_listen_stream_when_input_ends() {
     listen_until_input_ends(json!({"toolsListChanged": true}));
 }
 
+/// The same for a stream that asked for nothing this server sends: it too is answered at end
+/// of input (left to rmcp's drain, it waited out the drain and its answer was dropped).
+#[test]
+fn serve_over_stdio_ends_an_empty_listen_stream_when_input_ends() {
+    listen_until_input_ends(json!({}));
+}
+
 /// Opens a listen stream for `notifications` and closes stdin. Each step waits for the line
 /// that shows the server got there; stdin closes right after the stream's acknowledgement,
 /// whatever the server is doing then.

@@ -216,6 +216,92 @@ async fn a_call_over_mcp_is_one_trace() {
     }
 }
 
+/// A tool that reports its progress once before it answers.
+fn progressing() -> ToolDefinition {
+    ToolDefinition::builder("progressing")
+        .description("Reports progress, then answers.")
+        .parameters(json!({"type": "object"}))
+        .handler(|_args, exec| async move {
+            exec.report_progress(1.0, Some(2.0), Some("half".to_owned()));
+            Ok(json!("done"))
+        })
+        .build()
+        .expect("valid definition")
+}
+
+/// A notification is a span on both sides too: the server's `notifications/progress` is a
+/// `CLIENT` span under its `tools/call` span, its context in the notification's `_meta`, and
+/// the client's a `SERVER` span, that span's child: one trace from the client's call.
+#[tokio::test]
+async fn a_progress_notification_is_a_span_on_each_side_of_one_trace() {
+    let (collected, provider, _guard) = collecting();
+    dsh_tools::otel::install_propagator();
+
+    let upstream = Registry::new();
+    upstream.register(progressing()).unwrap();
+    let transport = McpTransport::http(McpTransport::DEFAULT_HTTP_ADDR)
+        .await
+        .unwrap();
+    let url = format!("http://{}/mcp", transport.local_addr().unwrap());
+    let token = transport.bearer_token().unwrap().to_owned();
+    let server = tokio::spawn({
+        let upstream = upstream.clone();
+        async move { upstream.serve_mcp(None, transport).await }
+    });
+    let client = Registry::new();
+    let _bridge = client
+        .add_mcp_server(
+            McpServer::http("up", url).header("authorization", format!("Bearer {token}")),
+        )
+        .await
+        .unwrap();
+    // The notification comes on the call's stream before its answer.
+    let result = client
+        .execute(call("c1", "mcp__up__progressing", json!({})))
+        .await;
+    assert!(!result.is_error(), "{result:?}");
+    server.abort();
+    provider.force_flush().unwrap();
+
+    let root = collected.one("execute_tool mcp__up__progressing", SpanKind::Internal);
+    let served = collected.one("tools/call progressing", SpanKind::Server);
+    let sent = collected.one("notifications/progress", SpanKind::Client);
+    let read = collected.one("notifications/progress", SpanKind::Server);
+    assert_eq!(sent.parent_span_id, served.span_context.span_id());
+    assert_eq!(read.parent_span_id, sent.span_context.span_id());
+    assert!(read.parent_span_is_remote);
+    for span in [&served, &sent, &read] {
+        assert_eq!(
+            span.span_context.trace_id(),
+            root.span_context.trace_id(),
+            "{span:#?}"
+        );
+    }
+    for (span, side) in [(&sent, "server"), (&read, "client")] {
+        assert_eq!(
+            attribute(span, "mcp.method.name").as_deref(),
+            Some("notifications/progress"),
+            "{side}"
+        );
+        assert_eq!(
+            attribute(span, "network.transport").as_deref(),
+            Some("tcp"),
+            "{side}"
+        );
+        assert_eq!(
+            attribute(span, "mcp.protocol.version"),
+            attribute(&served, "mcp.protocol.version"),
+            "{side}"
+        );
+        // A notification has no id, and is no tool call.
+        assert_eq!(attribute(span, "jsonrpc.request.id"), None, "{side}");
+        assert_eq!(attribute(span, "gen_ai.operation.name"), None, "{side}");
+        assert_eq!(attribute(span, "error.type"), None, "{side}");
+    }
+    assert!(attribute(&sent, "mcp.protocol.version").is_some());
+    assert_eq!(attribute(&read, "dsh.mcp.server").as_deref(), Some("up"));
+}
+
 /// What a client puts in `_meta` only chooses the trace its calls join: a malformed
 /// `traceparent` (or `tracestate`) is ignored and the span starts a trace of its own.
 #[test]

@@ -184,7 +184,10 @@ impl Span {
 }
 
 /// Runs the command line, exporting to `phoenix` (flag for this process, the standard variable
-/// for the servers it starts), and returns its stdout.
+/// for the servers it starts), and returns its stdout. Every export must reach Phoenix: a
+/// failed one is reported on stderr, and fails the test at once. A loaded Phoenix may take
+/// seconds to read a batch: one export may take as long as the test waits for spans (a bound,
+/// the exit waits only until the batch is taken). Phoenix takes no metrics.
 fn dsh_tools(phoenix: &Phoenix, args: &[&str]) -> String {
     let output = Command::new(BIN)
         .arg("--otlp-endpoint")
@@ -192,9 +195,19 @@ fn dsh_tools(phoenix: &Phoenix, args: &[&str]) -> String {
         .args(args)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", &phoenix.url)
         .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .env(
+            "OTEL_EXPORTER_OTLP_TIMEOUT",
+            SPANS_BOUND.as_millis().to_string(),
+        )
+        .env("OTEL_METRICS_EXPORTER", "none")
         .stdin(Stdio::null())
         .output()
         .expect("dsh-tools runs");
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(
+        !stderr.contains("OTLP export failed"),
+        "dsh-tools {args:?}: {stderr}"
+    );
     String::from_utf8_lossy(&output.stdout).into_owned()
 }
 
@@ -312,9 +325,16 @@ fn phoenix_reads_back_every_kind_of_call() {
             .filter(|span| span.trace == root.trace)
             .cloned()
             .collect();
-        // The upstream's own span of the tool closes the chain.
-        named(&trace, "execute_tool grep").first()?;
-        Some(trace)
+        // Each process exports on its own: the chain is complete once the upstream's own span
+        // of the tool reaches the client's root through parents that have all arrived (the
+        // proxy's may come after the upstream's).
+        let by_id: HashMap<&str, &Span> =
+            trace.iter().map(|span| (span.id.as_str(), span)).collect();
+        let mut at = *named(&trace, "execute_tool grep").first()?;
+        while let Some(parent) = at.parent.as_deref() {
+            at = by_id.get(parent)?;
+        }
+        (at.id == root.id).then_some(trace)
     });
     let by_id: HashMap<&str, &Span> = chain.iter().map(|span| (span.id.as_str(), span)).collect();
     let mut ancestry = Vec::new();

@@ -86,6 +86,24 @@ use crate::result::ToolResult;
 /// from the `execute_tool` spans by the facade's `otel` feature).
 pub const SEMCONV: &str = "semantic-conventions-genai v0.1.0";
 
+/// How long a process exporting spans over OTLP may take to send its last ones as it exits:
+/// twice one export's timeout (an export in flight, then the last batch), that timeout read as
+/// the OTLP exporter reads it: milliseconds in the signal's own variable (`signal`, e.g.
+/// `OTEL_EXPORTER_OTLP_TRACES_TIMEOUT`), else in `OTEL_EXPORTER_OTLP_TIMEOUT` (`general`), else
+/// 10 s. A value that does not parse is skipped. Used as a bound only: the exit waits until the
+/// spans are sent.
+#[doc(hidden)]
+pub fn otlp_flush_bound(signal: Option<String>, general: Option<String>) -> std::time::Duration {
+    let one = [signal, general]
+        .into_iter()
+        .find_map(|millis| millis?.parse::<u64>().ok())
+        .map_or(
+            std::time::Duration::from_secs(10),
+            std::time::Duration::from_millis,
+        );
+    one.saturating_mul(2)
+}
+
 /// `error.type` of a failure that carries no code, as the conventions name the fallback.
 #[doc(hidden)]
 pub const OTHER_ERROR: &str = "_OTHER";

@@ -35,7 +35,9 @@ use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tracing::{Instrument, Span};
 
-use crate::telemetry::{Served, TOOL_ERROR, extract, failed, http_version, server_span};
+use crate::telemetry::{
+    Served, TOOL_ERROR, extract, failed, http_version, record_prompt, record_resource, server_span,
+};
 
 /// A server handler whose every request and notification is a `SERVER` span.
 pub(crate) struct Traced<H> {
@@ -155,14 +157,11 @@ macro_rules! traced_notifications {
 impl<H: ServerHandler> ServerHandler for Traced<H> {
     traced_requests! {
         complete(CompleteRequestParams) -> CompleteResult = CompleteRequestMethod;
-        get_prompt(GetPromptRequestParams) -> GetPromptResponse = GetPromptRequestMethod;
         list_prompts(Option<PaginatedRequestParams>) -> ListPromptsResult = ListPromptsRequestMethod;
         list_resources(Option<PaginatedRequestParams>) -> ListResourcesResult
             = ListResourcesRequestMethod;
         list_resource_templates(Option<PaginatedRequestParams>) -> ListResourceTemplatesResult
             = ListResourceTemplatesRequestMethod;
-        read_resource(ReadResourceRequestParams) -> ReadResourceResponse
-            = ReadResourceRequestMethod;
         list_tools(Option<PaginatedRequestParams>) -> ListToolsResult = ListToolsRequestMethod;
         get_task(GetTaskParams) -> GetTaskResult = GetTaskMethod;
         update_task(UpdateTaskParams) -> () = UpdateTaskMethod;
@@ -202,6 +201,26 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
             );
         }
         answer
+    }
+
+    async fn get_prompt(
+        &self,
+        request: GetPromptRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<GetPromptResponse, ErrorData> {
+        let span = self.request(GetPromptRequestMethod::VALUE, None, &context);
+        record_prompt(&span, GetPromptRequestMethod::VALUE, &request.name);
+        answered(span, self.inner.get_prompt(request, context)).await
+    }
+
+    async fn read_resource(
+        &self,
+        request: ReadResourceRequestParams,
+        context: RequestContext<RoleServer>,
+    ) -> Result<ReadResourceResponse, ErrorData> {
+        let span = self.request(ReadResourceRequestMethod::VALUE, None, &context);
+        record_resource(&span, &request.uri);
+        answered(span, self.inner.read_resource(request, context)).await
     }
 
     async fn ping(&self, context: RequestContext<RoleServer>) -> Result<(), ErrorData> {
@@ -258,6 +277,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = self.request(SubscribeRequestMethod::VALUE, None, &context);
+        record_resource(&span, &request.uri);
         answered(span, self.inner.subscribe(request, context)).await
     }
 
@@ -268,6 +288,7 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<(), ErrorData> {
         let span = self.request(UnsubscribeRequestMethod::VALUE, None, &context);
+        record_resource(&span, &request.uri);
         answered(span, self.inner.unsubscribe(request, context)).await
     }
 

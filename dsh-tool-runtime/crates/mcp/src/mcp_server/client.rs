@@ -13,7 +13,7 @@ use rmcp::model::{
     ClientCapabilities, ClientResult, CreateMessageRequest, CreateMessageRequestParams,
     CreateMessageResult, ElicitRequest, ElicitRequestParams, ElicitResult, ElicitationAction,
     GetMeta, InputRequest, ListRootsRequest, ListRootsResult, LoggingLevel,
-    LoggingMessageNotificationParam, ServerRequest,
+    LoggingMessageNotificationParam, Notification, ServerNotification, ServerRequest,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
 use rmcp::{Peer, RoleServer};
@@ -27,7 +27,7 @@ use crate::call::{
     SamplingReply, SamplingRequest,
 };
 use crate::result::ContentBlock;
-use crate::telemetry::{Outbound, failed, inject, outbound_span};
+use crate::telemetry::{Outbound, failed, inject, notify, outbound_span};
 
 /// The lowest level a session's client wants to hear (`logging/setLevel`); `None` until it
 /// sets one, when every message is sent.
@@ -153,8 +153,9 @@ impl ClientPeer for McpClientPeer {
                 return Ok(());
             }
             let params = LoggingMessageNotificationParam::new(logging_level(level), data);
-            self.peer
-                .notify_logging_message(params)
+            let notification =
+                ServerNotification::LoggingMessageNotification(Notification::new(params));
+            notify(&self.peer, &self.outbound, notification)
                 .await
                 .map_err(|error| ClientError::Failed(error.to_string()))
         })

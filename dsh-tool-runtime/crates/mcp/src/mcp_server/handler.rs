@@ -9,9 +9,10 @@ use futures::future::BoxFuture;
 use rmcp::model::{
     CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
     ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    PaginatedRequestParams, ProgressNotificationParam, ProgressToken, ProtocolVersion,
-    ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities, ServerConfig,
-    SetLevelRequestParams, SubscriptionFilter, Tool, UpdateTaskParams,
+    Notification, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
+    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
+    ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter, Tool,
+    UpdateTaskParams,
 };
 use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
 use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
@@ -19,6 +20,7 @@ use serde_json::Value;
 use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
 
 use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
@@ -477,9 +479,10 @@ impl McpHandler {
         let registry = self.registry.clone();
         let token = context.meta.get_progress_token();
         let peer = context.peer.clone();
+        let outbound = telemetry::Outbound::of(&context);
         let run = move |call: ToolCall| async move {
             match token {
-                Some(token) => execute_with_progress(registry, call, token, peer).await,
+                Some(token) => execute_with_progress(registry, call, token, peer, outbound).await,
                 None => registry.execute(call).await,
             }
         };
@@ -558,8 +561,17 @@ async fn execute_with_progress(
     call: ToolCall,
     token: ProgressToken,
     peer: Peer<RoleServer>,
+    outbound: telemetry::Outbound,
 ) -> ToolResult {
     let call_id = call.call_id.clone();
+    // The notifications' spans are under the request's, also when the call runs on a task.
+    let parent = call.trace_parent.clone().unwrap_or_else(Span::current);
+    let to = Progress {
+        token,
+        peer,
+        outbound,
+        parent,
+    };
     let mut events = registry.subscribe();
     let execution = registry.execute(call);
     tokio::pin!(execution);
@@ -569,40 +581,51 @@ async fn execute_with_progress(
             biased;
             result = &mut execution => break result,
             event = events.recv() => match event {
-                Ok(event) => forward(&event, &call_id, &token, &peer, &mut sent).await,
+                Ok(event) => forward(&event, &call_id, &to, &mut sent).await,
                 Err(RecvError::Lagged(_)) => {}
                 Err(RecvError::Closed) => break execution.await,
             },
         }
     };
     while let Ok(event) = events.try_recv() {
-        forward(&event, &call_id, &token, &peer, &mut sent).await;
+        forward(&event, &call_id, &to, &mut sent).await;
     }
     result
 }
 
+/// Where a call's progress goes: the client's token, and the session and span the
+/// notifications' spans name.
+struct Progress {
+    token: ProgressToken,
+    peer: Peer<RoleServer>,
+    outbound: telemetry::Outbound,
+    parent: Span,
+}
+
 /// Sends one progress notification for `event` when it belongs to the call `call_id`.
-async fn forward(
-    event: &ToolEvent,
-    call_id: &str,
-    token: &ProgressToken,
-    peer: &Peer<RoleServer>,
-    sent: &mut u64,
-) {
+async fn forward(event: &ToolEvent, call_id: &str, to: &Progress, sent: &mut u64) {
     let Some((progress, total, message)) = progress_of(event, call_id) else {
         return;
     };
     *sent += 1;
     let mut params =
-        ProgressNotificationParam::new(token.clone(), progress.unwrap_or(*sent as f64));
+        ProgressNotificationParam::new(to.token.clone(), progress.unwrap_or(*sent as f64));
     if let Some(total) = total {
         params = params.with_total(total);
     }
     if let Some(message) = message {
         params = params.with_message(message);
     }
+    let notification = ServerNotification::ProgressNotification(Notification::new(params));
     // A client that went away cannot be told; the call still settles and answers.
-    let _ = peer.notify_progress(params).await;
+    let _ = telemetry::notify(&to.peer, &to.outbound, notification)
+        .instrument(to.parent.clone())
+        .await;
+}
+
+/// `notifications/tools/list_changed`.
+fn list_changed() -> ServerNotification {
+    ServerNotification::ToolListChangedNotification(Default::default())
 }
 
 impl ServerHandler for McpHandler {
@@ -624,11 +647,17 @@ impl ServerHandler for McpHandler {
     }
 
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
+        let outbound = telemetry::Outbound::of_notification(&context);
         let peer = context.peer;
         let changes = self.list_changes(self.stop.clone());
+        // A list change is no request's doing: each notification's span is a root.
         tokio::spawn(changes(Box::new(move || {
-            let peer = peer.clone();
-            Box::pin(async move { peer.notify_tool_list_changed().await.is_ok() })
+            let (peer, outbound) = (peer.clone(), outbound.clone());
+            Box::pin(async move {
+                telemetry::notify(&peer, &outbound, list_changed())
+                    .await
+                    .is_ok()
+            })
         })));
     }
 
@@ -644,16 +673,33 @@ impl ServerHandler for McpHandler {
 
     async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
         if context.accepted().tools_list_changed != Some(true) {
-            context.cancelled().await;
+            // Nothing to send: the stream lasts until the client cancels it or, over stdio
+            // (no HTTP request behind it), until input ends and `stop` is cancelled. An HTTP
+            // client's stream is not tied to the session's handler.
+            let over_stdio = context
+                .request_context()
+                .extensions
+                .get::<http::request::Parts>()
+                .is_none();
+            tokio::select! {
+                () = context.cancelled() => {}
+                () = self.stop.cancelled(), if over_stdio => {}
+            }
             return Ok(());
         }
         let stop = self.stop.child_token();
         let changes = self.list_changes(stop.clone());
         let sink = context.sink().clone();
+        let outbound = telemetry::Outbound::of(context.request_context());
+        // Under the stream's span, the notifications' spans.
         tokio::select! {
             () = changes(Box::new(move || {
-                let sink = sink.clone();
-                Box::pin(async move { sink.notify_tool_list_changed().await.is_ok() })
+                let (sink, outbound) = (sink.clone(), outbound.clone());
+                Box::pin(async move {
+                    telemetry::notify_listener(&sink, &outbound, list_changed())
+                        .await
+                        .is_ok()
+                })
             })) => {}
             () = context.cancelled() => stop.cancel(),
         }

@@ -65,14 +65,13 @@ pub(crate) fn transport(ended: CancellationToken) -> Stdio {
 /// A listen stream ends only when told to, and rmcp stops its loop at end of input: a stream
 /// still being acknowledged then waits for a loop that no longer runs, and rmcp drops its
 /// answer after waiting 5 s. So at end of input this transport cancels `ended` (the handler's
-/// streams stop on it) and reports the end to rmcp only once every listen request for list
-/// changes it read has been answered (or cancelled by the client), at most [`END_HOLD`] later.
-/// A stream for nothing this server sends is left to rmcp's drain.
+/// streams, those for list changes and those for nothing, stop on it) and reports the end to
+/// rmcp only once every listen request it read has been answered (or cancelled by the client),
+/// at most [`END_HOLD`] later.
 pub(crate) struct Stdio {
     inner: AsyncRwTransport<RoleServer, Input, Output>,
     ended: CancellationToken,
-    /// The ids of the `subscriptions/listen` requests for list changes read and not answered
-    /// yet.
+    /// The ids of the `subscriptions/listen` requests read and not answered yet.
     listening: watch::Sender<HashSet<RequestId>>,
     /// Set once end of input was read: until when it is held back.
     held_until: Option<tokio::time::Instant>,
@@ -82,11 +81,12 @@ impl Stdio {
     /// Keeps track of the listen requests among the messages read.
     fn note(&self, message: &RxJsonRpcMessage<RoleServer>) {
         match message {
-            // The streams the handler ends on `ended`: those for list changes.
+            // Every stream the handler opens ends on `ended`.
             JsonRpcMessage::Request(request)
-                if matches!(&request.request,
-                    ClientRequest::SubscriptionsListenRequest(listen)
-                        if listen.params.notifications.tools_list_changed == Some(true)) =>
+                if matches!(
+                    request.request,
+                    ClientRequest::SubscriptionsListenRequest(_)
+                ) =>
             {
                 let id = request.id.clone();
                 self.listening.send_modify(|open| {
