@@ -17,9 +17,6 @@
 //! contract follows the DSH code-runtime service; where it differs, the differences are documented
 //! on the item.
 
-// A runtime shows in its holder's `Debug`; what it hides (closures, processes) it says so.
-#![warn(missing_debug_implementations)]
-
 mod admission;
 mod budget;
 mod calls;
@@ -48,7 +45,10 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use budget::Budgets;
-pub(crate) use journal::{Admission, CallFuture, MakeCall, ParkSlot, RunJournal};
+pub(crate) use journal::{Admission, CallFuture, RunJournal};
+// In the hidden `durable::steps` API of runs on Restate.
+#[doc(hidden)]
+pub use journal::{MakeCall, ParkSlot};
 pub use ledger::OutputLedger;
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};

@@ -22,6 +22,7 @@ use crate::result::ToolResult;
 use crate::scope::AgentId;
 
 /// How a durable `run_code` call starts.
+#[derive(Debug)]
 pub enum Begun {
     /// The run ended before (or waits at an approval): this is its result, nothing runs.
     Done(Result<Value, ToolError>),
@@ -324,6 +325,7 @@ pub struct ParkedRun {
 
 /// Who decides, and what they were shown: the principal and the issuers whose continuations
 /// are taken.
+#[derive(Debug)]
 pub struct Decider<'a> {
     pub principal: &'a Principal,
     pub issuers: &'a [String],
