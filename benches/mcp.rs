@@ -494,7 +494,7 @@ mod serve_http {
         (clients.len() * CALLS_PER_CLIENT) as f64 / start.elapsed().as_secs_f64()
     }
 
-    pub fn run() {
+    pub(crate) fn run() {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
             .enable_all()

@@ -156,7 +156,7 @@ pub mod code {
     };
     #[cfg(feature = "embedded-js")]
     #[cfg_attr(docsrs, doc(cfg(feature = "embedded-js")))]
-    pub use dsh_tool_code_mode::code_runtime::{EmbeddedConfig, EmbeddedRuntime};
+    pub use dsh_tool_engines::{EmbeddedConfig, EmbeddedRuntime};
 }
 
 /// Durable `run_code` runs: a journal of every binding call, so a run cut off by a crash or
@@ -287,6 +287,8 @@ mod guide {
 pub mod __private {
     #[cfg(feature = "code-mode")]
     pub use dsh_tool_code_mode::__private::*;
+    #[cfg(feature = "embedded-python")]
+    pub use dsh_tool_engines::__private::*;
     pub use dsh_tool_runtime::__private::*;
 }
 

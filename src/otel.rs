@@ -154,6 +154,14 @@ pub struct Otlp {
     flush_bound: Duration,
 }
 
+impl std::fmt::Debug for Otlp {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Otlp")
+            .field("metrics", &self.meters.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Otlp {
     /// An exporter to `endpoint`, a base URL such as `http://127.0.0.1:4318` (the traces path
     /// `/v1/traces` is appended, as for `OTEL_EXPORTER_OTLP_ENDPOINT`); with `None`, the
@@ -426,6 +434,12 @@ pub struct ToolDurationLayer {
     histogram: Histogram<f64>,
 }
 
+impl std::fmt::Debug for ToolDurationLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ToolDurationLayer").finish_non_exhaustive()
+    }
+}
+
 impl ToolDurationLayer {
     /// The histogram [`TOOL_DURATION`] (unit `s`, boundaries [`TOOL_DURATION_BOUNDARIES`]) of
     /// `meter`.
@@ -537,6 +551,12 @@ where
 pub struct McpDurationLayer {
     client: Histogram<f64>,
     server: Histogram<f64>,
+}
+
+impl std::fmt::Debug for McpDurationLayer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("McpDurationLayer").finish_non_exhaustive()
+    }
 }
 
 impl McpDurationLayer {
@@ -654,7 +674,7 @@ where
 
 /// W3C Trace Context (`traceparent`, `tracestate`) through `tracing-opentelemetry`: what MCP
 /// requests carry in `params._meta`.
-#[derive(Default)]
+#[derive(Debug, Default)]
 pub struct W3cPropagator(TraceContextPropagator);
 
 impl Propagator for W3cPropagator {
@@ -747,7 +767,7 @@ mod tests {
     #[test]
     fn an_empty_endpoint_is_refused() {
         for empty in ["", " "] {
-            let error = Otlp::new(Some(empty), "test").err().expect("refused");
+            let error = Otlp::new(Some(empty), "test").expect_err("refused");
             assert_eq!(error.to_string(), "OTLP exporter: the endpoint is empty");
         }
     }

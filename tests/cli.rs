@@ -1,6 +1,9 @@
 //! The `dsh-tools` binary, run as a user would: every subcommand over the built-in toolset and
 //! a real MCP server, and every kind of bad input ending in one error line and a non-zero exit.
 
+// The test calls libc directly (`wait4` for a child's resource usage), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 #[path = "mcp_support/mod.rs"]
 mod mcp_support;
 

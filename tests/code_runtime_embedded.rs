@@ -6,6 +6,9 @@
 //! The tests of this file measure the whole process (CPU time, resident size), so they take
 //! one lock and run one at a time.
 
+// The test calls libc directly (`sysconf` for the page size), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 mod code_runtime_support;
 #[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;

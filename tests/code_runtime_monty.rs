@@ -8,6 +8,9 @@
 //! Tests that count or kill this process's worker processes take [`WORKERS`] exclusively; the
 //! others share it, so that no test sees (or kills) another's workers.
 
+// The test calls libc directly (`kill` of a worker process), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 mod code_runtime_support;
 #[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;

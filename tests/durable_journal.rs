@@ -5,6 +5,9 @@
 //! Programs run on QuickJS in this process. Every wait is on an event (a claim entered, a call
 //! answered), bounded only as a failure bound.
 
+// The test calls libc directly (`umask` around a file's creation), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 use std::sync::Arc;

@@ -7,7 +7,7 @@
 //! module it names (the item's module, not where a re-export leads).
 //!
 //! The granularity: the children of each module are the nodes of one graph, a child with
-//! children of its own counting as one node for its whole subtree (`code_runtime/quickjs/`
+//! children of its own counting as one node for its whole subtree (`code_runtime/subprocess/`
 //! is one node among `code_runtime`'s children). The parent's own file (`mod.rs`, `lib.rs`) is
 //! no node: it is the module's front, re-exporting its children and holding what they share. An
 //! arrow from child A to child B is any reference from a file under A into B's subtree. A
@@ -25,7 +25,7 @@ use proc_macro2::{TokenStream, TokenTree};
 use syn::visit::Visit;
 
 /// The circles today, summed over the crates below. Never raise it.
-const CIRCLES: usize = 1;
+const CIRCLES: usize = 0;
 
 /// The crates: a name for the report and the root file of each.
 const CRATES: &[(&str, &str)] = &[
@@ -33,6 +33,10 @@ const CRATES: &[(&str, &str)] = &[
     (
         "dsh-tool-code-mode",
         "dsh-tool-runtime/crates/code-mode/src/lib.rs",
+    ),
+    (
+        "dsh-tool-engines",
+        "dsh-tool-runtime/crates/engines/src/lib.rs",
     ),
     ("dsh-tool-mcp", "dsh-tool-runtime/crates/mcp/src/lib.rs"),
     (

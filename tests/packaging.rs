@@ -376,3 +376,138 @@ fn the_scanner_catches_what_leaves_a_package() {
         assert!(problem.contains(expected), "{problem:?} lacks {expected:?}");
     }
 }
+
+/// The workspace's packages in the order they are published: each after every package it
+/// depends on (normal and build dependencies; dev-dependencies are dropped from a published
+/// manifest's requirements).
+const PUBLISH_ORDER: &[&str] = &[
+    "dsh-sdk-templates",
+    "dsh-tool-macros",
+    "dsh-tool-runtime",
+    "dsh-tool-code-mode",
+    "dsh-tool-engines",
+    "dsh-tool-mcp",
+    "dsh-tool-provider",
+    "dsh-tools",
+];
+
+#[test]
+fn the_packages_publish_in_dependency_order() {
+    let packages = packages();
+    let mut names: Vec<&str> = packages.iter().map(name).collect();
+    names.sort_unstable();
+    let mut listed = PUBLISH_ORDER.to_vec();
+    listed.sort_unstable();
+    assert_eq!(
+        names, listed,
+        "PUBLISH_ORDER lists every package of the workspace"
+    );
+    let mut problems = Vec::new();
+    for package in &packages {
+        let place = |n: &str| PUBLISH_ORDER.iter().position(|p| *p == n);
+        let own = place(name(package)).expect("listed");
+        for dep in package["dependencies"].as_array().expect("dependencies") {
+            let dep_name = dep["name"].as_str().expect("a dependency has a name");
+            if dep["kind"] == "dev" {
+                continue;
+            }
+            if let Some(theirs) = place(dep_name)
+                && theirs >= own
+            {
+                problems.push(format!(
+                    "{} depends on {dep_name}, which is published after it",
+                    name(package)
+                ));
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// Where `unsafe_code` may be allowed: the engines crate, and code mode's process and sandbox
+/// calls. Test modules (`#[cfg(test)] mod …`) are not part of the fence.
+fn may_allow_unsafe(package: &str, file: &str) -> bool {
+    package == "dsh-tool-engines"
+        || (package == "dsh-tool-code-mode"
+            && ["src/code_runtime/process.rs", "src/code_runtime/sandbox.rs"].contains(&file))
+}
+
+/// The `allow(unsafe_code)` attributes in `tokens`, outside `#[cfg(test)]` modules.
+fn unsafe_allows(tokens: TokenStream) -> usize {
+    let tokens: Vec<TokenTree> = tokens.into_iter().collect();
+    let mut found = 0;
+    let mut skip_next_module = false;
+    for (i, token) in tokens.iter().enumerate() {
+        let TokenTree::Group(group) = token else {
+            continue;
+        };
+        let text = group.stream().to_string();
+        if group.delimiter() == Delimiter::Bracket {
+            let compact: String = text.chars().filter(|c| !c.is_whitespace()).collect();
+            if compact == "cfg(test)" {
+                skip_next_module = true;
+            }
+            if compact.starts_with("allow(") && compact.contains("unsafe_code") {
+                found += 1;
+            }
+            continue;
+        }
+        let is_module = matches!(&tokens[i.saturating_sub(2)..i],
+            [TokenTree::Ident(kw), TokenTree::Ident(_)] if kw == "mod");
+        if group.delimiter() == Delimiter::Brace {
+            // `#[cfg(test)]` applies to the next item only.
+            let skip = is_module && skip_next_module;
+            skip_next_module = false;
+            if skip {
+                continue;
+            }
+        }
+        found += unsafe_allows(group.stream());
+    }
+    found
+}
+
+#[test]
+fn unsafe_is_allowed_only_where_the_fence_names() {
+    let mut problems = Vec::new();
+    let mut allowed = 0;
+    for package in packages() {
+        let name = name(&package);
+        let root = root_of(&package);
+        let manifest = std::fs::read_to_string(root.join("Cargo.toml")).expect("a manifest");
+        if !manifest.contains("[lints]\nworkspace = true") {
+            problems.push(format!("{name}: does not inherit the workspace's lints"));
+        }
+        for file in packaged(&package)
+            .iter()
+            .filter(|f| f.starts_with("src/") && f.ends_with(".rs"))
+        {
+            let text = std::fs::read_to_string(root.join(file)).expect("a source file");
+            let tokens: TokenStream = text.parse().expect("a source file tokenizes");
+            let allows = unsafe_allows(tokens);
+            if allows > 0 && !may_allow_unsafe(name, file) {
+                problems.push(format!("{name}: {file} allows unsafe_code"));
+            }
+            allowed += allows;
+        }
+    }
+    assert!(allowed > 0, "the engines allow unsafe_code somewhere");
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The scanner of the fence sees attributes at any depth and leaves test modules out.
+#[test]
+fn the_fence_scanner_counts_allows_outside_test_modules() {
+    let text = r#"
+        #![allow(unsafe_code)]
+        fn f() { #[allow(unsafe_code)] let x = unsafe { 1 }; }
+        // allow(unsafe_code) in a comment is no attribute.
+        #[cfg(test)]
+        mod tests { #[allow(unsafe_code)] fn g() {} }
+        mod inner { #[allow(dead_code, unsafe_code)] fn h() {} }
+        #[cfg(test)]
+        fn only_in_tests() {}
+        mod after { #[allow(unsafe_code)] fn i() {} }
+    "#;
+    assert_eq!(unsafe_allows(text.parse().unwrap()), 4);
+}

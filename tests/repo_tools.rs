@@ -4,6 +4,9 @@
 //! search that would read for minutes. Memory is measured on the `dsh-tools` child's peak
 //! resident size.
 
+// The test calls libc directly (`wait4` for a child's resource usage), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 #[path = "../src/bin/dsh-tools/toolset.rs"]
 mod toolset;
 
@@ -245,6 +248,7 @@ fn call_in_child(root: &Path, tool: &str, arguments: Value) -> (Value, u64) {
         text
     });
     let mut status = 0;
+    // SAFETY: `rusage` is plain data, for which all zeroes is a valid value.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
     // SAFETY: the child is ours and not yet reaped; `status` and `usage` are valid for writes.
     let pid = unsafe { libc::wait4(child.id() as i32, &mut status, 0, &mut usage) };

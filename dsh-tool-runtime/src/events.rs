@@ -217,6 +217,7 @@ struct TapSlot {
 /// its own. Events that found the queue full are counted in `missed`. The queue ends (its
 /// receiver's iteration stops after the events already queued) once [`TapHandle::close`] runs.
 #[doc(hidden)]
+#[derive(Debug)]
 pub struct Tap {
     /// The events, in publishing order.
     pub events: std::sync::mpsc::Receiver<ToolEvent>,

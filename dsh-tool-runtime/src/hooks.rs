@@ -62,6 +62,17 @@ pub struct PreNext {
     pub view: Arc<ToolCallView>,
 }
 
+impl std::fmt::Debug for PreNext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The hooks are closures.
+        f.debug_struct("PreNext")
+            .field("hooks", &self.hooks.len())
+            .field("index", &self.index)
+            .field("view", &self.view)
+            .finish()
+    }
+}
+
 impl PreNext {
     /// Runs the downstream hooks. A panic in one of them propagates to the pipeline, which turns
     /// it into an error result.
@@ -119,6 +130,19 @@ pub struct ExecNext {
     pub signal: CancellationToken,
     pub replaced: bool,
     pub base: BaseDispatch,
+}
+
+impl std::fmt::Debug for ExecNext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The wrappers and the base are closures.
+        f.debug_struct("ExecNext")
+            .field("wrappers", &self.wrappers.len())
+            .field("index", &self.index)
+            .field("context", &self.context)
+            .field("signal", &self.signal)
+            .field("replaced", &self.replaced)
+            .finish_non_exhaustive()
+    }
 }
 
 impl ExecNext {
@@ -225,6 +249,18 @@ pub struct PostNext {
     pub index: usize,
     pub view: Arc<ToolCallView>,
     pub result: Arc<ToolResult>,
+}
+
+impl std::fmt::Debug for PostNext {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The hooks are closures.
+        f.debug_struct("PostNext")
+            .field("hooks", &self.hooks.len())
+            .field("index", &self.index)
+            .field("view", &self.view)
+            .field("result", &self.result)
+            .finish()
+    }
 }
 
 impl PostNext {

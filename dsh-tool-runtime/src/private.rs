@@ -94,6 +94,7 @@ impl<T, E> IntoToolResult for Result<T, E> {
 /// [`ErrorViaInto`] when `E: Into<ToolError>` (a `ToolError` itself, or a type with
 /// `From<E> for ToolError`, whose code and name survive), else [`ErrorViaDisplay`] one auto-deref
 /// further (the message alone).
+#[derive(Debug)]
 pub struct ErrorProbe<E>(std::marker::PhantomData<fn(E)>);
 
 impl<E> ErrorProbe<E> {
@@ -290,6 +291,7 @@ pub fn arg_pattern<V: PatternValue + ?Sized>(
 /// Reads a tool's output type back from JSON where it can (`Tool::output_from_value`): method
 /// resolution picks [`OutputViaDeserialize`] on `&&OutputProbe<T>` when `T: DeserializeOwned`,
 /// else [`OutputViaNothing`] one auto-deref further.
+#[derive(Debug)]
 pub struct OutputProbe<T>(std::marker::PhantomData<fn() -> T>);
 
 impl<T> OutputProbe<T> {

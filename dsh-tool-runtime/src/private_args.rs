@@ -280,7 +280,7 @@ impl Visitor<'_> for FieldSeed {
 }
 
 /// When a property is left out of `required`, as schemars' derive decides it for the field.
-#[derive(Clone, Copy)]
+#[derive(Debug, Clone, Copy)]
 pub enum Optional {
     /// A field without a default: always required.
     Never,
@@ -294,6 +294,7 @@ pub enum Optional {
 }
 
 /// One property of a generated arguments struct's schema.
+#[derive(Debug)]
 pub struct ArgProperty {
     /// The wire name.
     pub name: &'static str,

@@ -72,7 +72,9 @@ async fn roots(exec: &ToolExec, key: &str) -> Result<String, ToolError> {
 
 /// Asks the person's name and greets them.
 #[tool]
-pub async fn test_input_required_result_elicitation(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_input_required_result_elicitation(
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
     let name = ask(
         exec,
         one_string("What is your name?", "name", "user_name"),
@@ -84,7 +86,9 @@ pub async fn test_input_required_result_elicitation(exec: &ToolExec) -> Result<S
 
 /// Asks the client's model for the capital of France.
 #[tool]
-pub async fn test_input_required_result_sampling(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_input_required_result_sampling(
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
     let answer = sample(
         exec,
         "What is the capital of France?",
@@ -97,14 +101,16 @@ pub async fn test_input_required_result_sampling(exec: &ToolExec) -> Result<Stri
 
 /// Lists the client's roots.
 #[tool]
-pub async fn test_input_required_result_list_roots(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_input_required_result_list_roots(
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
     Ok(format!("Roots: {}", roots(exec, "client_roots").await?))
 }
 
 /// Asks for a confirmation; the server keeps the call, so the `requestState` the client echoes
 /// is only a handle to it.
 #[tool]
-pub async fn test_input_required_result_request_state(
+pub(crate) async fn test_input_required_result_request_state(
     exec: &ToolExec,
 ) -> Result<String, ToolError> {
     let ok = confirm(exec).await?;
@@ -113,7 +119,7 @@ pub async fn test_input_required_result_request_state(
 
 /// Asks for a name, a greeting from the model and the roots at once: one round, three keys.
 #[tool]
-pub async fn test_input_required_result_multiple_inputs(
+pub(crate) async fn test_input_required_result_multiple_inputs(
     exec: &ToolExec,
 ) -> Result<String, ToolError> {
     let (name, greeting, roots) = tokio::join!(
@@ -133,7 +139,9 @@ pub async fn test_input_required_result_multiple_inputs(
 
 /// Asks two questions, one round each.
 #[tool]
-pub async fn test_input_required_result_multi_round(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_input_required_result_multi_round(
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
     let name = ask(
         exec,
         one_string("Step 1: What is your name?", "name", "step1"),
@@ -151,7 +159,7 @@ pub async fn test_input_required_result_multi_round(exec: &ToolExec) -> Result<S
 
 /// Asks for a confirmation; a `requestState` the server did not hand out is refused.
 #[tool]
-pub async fn test_input_required_result_tampered_state(
+pub(crate) async fn test_input_required_result_tampered_state(
     exec: &ToolExec,
 ) -> Result<String, ToolError> {
     let ok = confirm(exec).await?;
@@ -160,7 +168,9 @@ pub async fn test_input_required_result_tampered_state(
 
 /// Asks only what the client declared it can answer: a form, the model, or both.
 #[tool]
-pub async fn test_input_required_result_capabilities(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_input_required_result_capabilities(
+    exec: &ToolExec,
+) -> Result<String, ToolError> {
     let client = exec.client();
     let mut answers = Vec::new();
     if client.can_elicit() {
@@ -186,14 +196,14 @@ pub async fn test_input_required_result_capabilities(exec: &ToolExec) -> Result<
 /// Needs the client's model: a client that did not declare `sampling` gets the protocol's
 /// missing-capability error (-32021) instead of a result.
 #[tool]
-pub async fn test_missing_capability(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_missing_capability(exec: &ToolExec) -> Result<String, ToolError> {
     sample(exec, "Say hello", 10, "hello").await
 }
 
 /// Asks a form question: at 2026-07-28 the request travels in the `input_required` result, never
 /// as a request on the response stream.
 #[tool]
-pub async fn test_streaming_elicitation(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_streaming_elicitation(exec: &ToolExec) -> Result<String, ToolError> {
     let name = ask(
         exec,
         one_string("What is your name?", "name", "user_name"),
@@ -205,7 +215,7 @@ pub async fn test_streaming_elicitation(exec: &ToolExec) -> Result<String, ToolE
 
 /// Logs one message: a client that did not ask for logs hears none.
 #[tool]
-pub async fn test_logging_tool(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn test_logging_tool(exec: &ToolExec) -> Result<String, ToolError> {
     exec.log(dsh_tools::client::LogLevel::Info, "logging tool ran")
         .await
         .map_err(client_error)?;
@@ -215,7 +225,7 @@ pub async fn test_logging_tool(exec: &ToolExec) -> Result<String, ToolError> {
 /// A tool whose `region` argument a client also sends as the header `Mcp-Param-Region`
 /// (SEP-2243 `x-mcp-header`), so that intermediaries can route on it; rmcp checks that both
 /// agree. Its schema is written by hand, and served as written.
-pub fn test_headers() -> Result<ToolDefinition, DefinitionError> {
+pub(crate) fn test_headers() -> Result<ToolDefinition, DefinitionError> {
     ToolDefinition::builder("test_headers")
         .description("Echoes the region it was routed to (sent as the Mcp-Param-Region header).")
         .parameters(json!({

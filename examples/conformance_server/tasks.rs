@@ -13,7 +13,7 @@ use super::client_error;
 
 /// Greets `name` at once (never a task).
 #[tool]
-pub async fn greet(
+pub(crate) async fn greet(
     /// Who to greet.
     name: String,
 ) -> String {
@@ -22,7 +22,7 @@ pub async fn greet(
 
 /// Works for `seconds` seconds, then answers; `tasks/cancel` ends it cancelled.
 #[tool(task)]
-pub async fn slow_compute(
+pub(crate) async fn slow_compute(
     /// How long to work, in seconds (0 answers at once).
     seconds: Option<f64>,
     exec: &ToolExec,
@@ -39,7 +39,7 @@ pub async fn slow_compute(
 /// Fails after a second's work, as a tool error (the task completes with `isError`). It runs
 /// only as a task: a client that does not declare the tasks extension gets the protocol's
 /// missing-capability error (-32021) and the job does not run.
-pub fn failing_job() -> Result<ToolDefinition, DefinitionError> {
+pub(crate) fn failing_job() -> Result<ToolDefinition, DefinitionError> {
     ToolDefinition::builder("failing_job")
         .description("Fails after a second's work.")
         .task_required()
@@ -56,7 +56,7 @@ pub fn failing_job() -> Result<ToolDefinition, DefinitionError> {
 /// Panics: the runtime contains it as `TOOL_PANICKED`, so its task ends `failed` with a
 /// protocol-level error (`-32603`) where a plain call gets an `isError` result.
 #[tool(task)]
-pub async fn protocol_error_job() -> String {
+pub(crate) async fn protocol_error_job() -> String {
     panic!("protocol_error_job always panics")
 }
 
@@ -81,7 +81,7 @@ fn answer(elicitation: Elicitation) -> String {
 
 /// Asks the person to confirm a deletion, then reports what they said.
 #[tool(task)]
-pub async fn confirm_delete(
+pub(crate) async fn confirm_delete(
     /// The file to delete.
     filename: Option<String>,
     exec: &ToolExec,
@@ -96,7 +96,7 @@ pub async fn confirm_delete(
 
 /// Asks two questions at once, so that two requests are open together.
 #[tool(task)]
-pub async fn multi_input(exec: &ToolExec) -> Result<String, ToolError> {
+pub(crate) async fn multi_input(exec: &ToolExec) -> Result<String, ToolError> {
     let (first, second) = tokio::join!(
         exec.elicit(confirmation("First question?", "first")),
         exec.elicit(confirmation("Second question?", "second")),
@@ -110,7 +110,7 @@ pub async fn multi_input(exec: &ToolExec) -> Result<String, ToolError> {
 
 /// Asks the person's name in `input_required` rounds of its `tools/call`, then works on as a
 /// task (the retry that answers gets the task); the result names them. It runs only as a task.
-pub fn test_tool_with_task() -> Result<ToolDefinition, DefinitionError> {
+pub(crate) fn test_tool_with_task() -> Result<ToolDefinition, DefinitionError> {
     ToolDefinition::builder("test_tool_with_task")
         .description("Asks your name, then works on it as a task.")
         .task_required()

@@ -20,7 +20,7 @@ use tokio_util::sync::CancellationToken;
 
 /// One implementation of [`CodeRuntime`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Backend {
+pub(crate) enum Backend {
     SubprocessTypeScript,
     SubprocessPython,
     EmbeddedJavaScript,

@@ -1,5 +1,8 @@
 //! Helpers shared by the code runtime tests of both languages.
 //! Each test binary uses a part of them.
+
+// The test calls libc directly (`clock_gettime` of the process's CPU time), with a SAFETY note at each block.
+#![allow(unsafe_code)]
 #![allow(dead_code)]
 
 use std::future::Future;
@@ -17,7 +20,7 @@ use serde_json::{Value, json};
 
 /// A language of the subprocess code runtime, so that one test body covers both.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Lang {
+pub(crate) enum Lang {
     TypeScript,
     Python,
 }
@@ -25,7 +28,7 @@ pub enum Lang {
 impl Lang {
     /// Starts this language's runtime, with the errors `SubprocessRuntime::typescript` and
     /// `SubprocessRuntime::python` return.
-    pub async fn start(
+    pub(crate) async fn start(
         self,
         config: SubprocessConfig,
     ) -> Result<SubprocessRuntime, CodeRuntimeError> {
@@ -36,7 +39,7 @@ impl Lang {
     }
 
     /// Starts this language's runtime against the interpreter on PATH.
-    pub async fn runtime(self, config: SubprocessConfig) -> SubprocessRuntime {
+    pub(crate) async fn runtime(self, config: SubprocessConfig) -> SubprocessRuntime {
         self.start(config)
             .await
             .unwrap_or_else(|err| panic!("the {} runtime did not start: {err}", self.name()))
@@ -44,7 +47,7 @@ impl Lang {
 
     /// Runs this language's program of the two on a fresh runtime with `config`, then disposes
     /// of the runtime.
-    pub async fn run_once(
+    pub(crate) async fn run_once(
         self,
         config: SubprocessConfig,
         typescript: &str,
@@ -57,12 +60,12 @@ impl Lang {
     }
 
     /// The language name the runtime reports.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         self.pick("typescript", "python")
     }
 
     /// Whichever of the two is this language's: a program, an expected value or a message.
-    pub fn pick<T>(self, typescript: T, python: T) -> T {
+    pub(crate) fn pick<T>(self, typescript: T, python: T) -> T {
         match self {
             Lang::TypeScript => typescript,
             Lang::Python => python,
@@ -71,7 +74,7 @@ impl Lang {
 }
 
 /// A small configuration so budget tests finish fast.
-pub fn small() -> SubprocessConfig {
+pub(crate) fn small() -> SubprocessConfig {
     SubprocessConfig {
         budgets: Budgets {
             compute_ms: 1_000,
@@ -83,7 +86,7 @@ pub fn small() -> SubprocessConfig {
     }
 }
 
-pub fn dispatch<F, Fut>(f: F) -> BindingDispatch
+pub(crate) fn dispatch<F, Fut>(f: F) -> BindingDispatch
 where
     F: Fn(BindingCall) -> Fut + Send + Sync + 'static,
     Fut: Future<Output = Result<Value, BindingError>> + Send + 'static,
@@ -91,7 +94,7 @@ where
     Arc::new(move |call| f(call).boxed())
 }
 
-pub async fn run(rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
+pub(crate) async fn run(rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
     rt.run(RunRequest::new(program))
         .await
         .expect("a valid request")
@@ -99,14 +102,14 @@ pub async fn run(rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
 
 /// A run that must end long before its ten-minute wall-clock ceiling: `run` with a failure
 /// bound of one minute.
-pub async fn well_before_the_ceiling(run: impl Future<Output = RunOutcome>) -> RunOutcome {
+pub(crate) async fn well_before_the_ceiling(run: impl Future<Output = RunOutcome>) -> RunOutcome {
     tokio::time::timeout(Duration::from_secs(60), run)
         .await
         .expect("the run ends long before the wall-clock ceiling")
 }
 
 #[track_caller]
-pub fn assert_failure(out: &RunOutcome, kind: FailureKind, needle: &str) {
+pub(crate) fn assert_failure(out: &RunOutcome, kind: FailureKind, needle: &str) {
     let error = out
         .error
         .as_ref()
@@ -121,13 +124,13 @@ pub fn assert_failure(out: &RunOutcome, kind: FailureKind, needle: &str) {
 }
 
 #[track_caller]
-pub fn assert_value(out: &RunOutcome, value: Value) {
+pub(crate) fn assert_value(out: &RunOutcome, value: Value) {
     assert_eq!(out.error, None, "{out:?}");
     assert_eq!(out.value.as_ref().map(|v| v.to_value()), Some(value));
 }
 
 /// Whether process `pid` is gone (or only a zombie waiting to be reaped by init).
-pub fn process_gone(pid: u64) -> bool {
+pub(crate) fn process_gone(pid: u64) -> bool {
     match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
         Err(_) => true,
         Ok(stat) => stat
@@ -137,7 +140,7 @@ pub fn process_gone(pid: u64) -> bool {
     }
 }
 
-pub async fn eventually_gone(pid: u64) -> bool {
+pub(crate) async fn eventually_gone(pid: u64) -> bool {
     for _ in 0..50 {
         if process_gone(pid) {
             return true;
@@ -148,7 +151,7 @@ pub async fn eventually_gone(pid: u64) -> bool {
 }
 
 /// The depth of a value, computed without recursion.
-pub fn depth(value: &Value) -> usize {
+pub(crate) fn depth(value: &Value) -> usize {
     let mut max = 0;
     let mut stack = vec![(value, 0)];
     while let Some((v, d)) = stack.pop() {
@@ -169,7 +172,7 @@ pub fn depth(value: &Value) -> usize {
 
 /// Binding namespace `tools` with `echo` (returns its arguments), `fail` (rejects), `slow`
 /// (sleeps 300 ms, tracking how many calls overlap) and `report` (records a number).
-pub struct Tools {
+pub(crate) struct Tools {
     pub in_flight: Arc<AtomicUsize>,
     pub max_in_flight: Arc<AtomicUsize>,
     pub calls: Arc<AtomicUsize>,
@@ -177,7 +180,7 @@ pub struct Tools {
 }
 
 impl Tools {
-    pub fn new() -> Self {
+    pub(crate) fn new() -> Self {
         Tools {
             in_flight: Arc::default(),
             max_in_flight: Arc::default(),
@@ -187,13 +190,13 @@ impl Tools {
     }
 
     /// Runs `program` on `rt` with these bindings.
-    pub async fn run(&self, rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
+    pub(crate) async fn run(&self, rt: &dyn CodeRuntime, program: &str) -> RunOutcome {
         rt.run(self.request(program))
             .await
             .expect("a valid request")
     }
 
-    pub fn request(&self, program: &str) -> RunRequest {
+    pub(crate) fn request(&self, program: &str) -> RunRequest {
         let (in_flight, max_in_flight, calls, reported) = (
             self.in_flight.clone(),
             self.max_in_flight.clone(),
@@ -243,7 +246,7 @@ impl Tools {
 
 /// Runs the main job's `program` on `embedded` and on `subprocess`, each with `tools()`, and
 /// checks that both answer the same non-empty result.
-pub async fn assert_main_job_alike(
+pub(crate) async fn assert_main_job_alike(
     embedded: Arc<dyn CodeRuntime>,
     subprocess: Arc<dyn CodeRuntime>,
     tools: impl Fn() -> Vec<dsh_tools::ToolDefinition>,
@@ -261,7 +264,7 @@ pub async fn assert_main_job_alike(
 /// Runs `program` through `run_code` on a registry holding `tools` (the main job's: the
 /// example toolset over this repository), mounted on `runtime`, then disposes the runtime; the
 /// value of the successful result.
-pub async fn run_main_job(
+pub(crate) async fn run_main_job(
     runtime: Arc<dyn CodeRuntime>,
     tools: Vec<dsh_tools::ToolDefinition>,
     program: &str,
@@ -284,7 +287,7 @@ pub async fn run_main_job(
 }
 
 /// CPU time this process has used so far, in ms.
-pub fn process_cpu_ms() -> f64 {
+pub(crate) fn process_cpu_ms() -> f64 {
     let mut ts = libc::timespec {
         tv_sec: 0,
         tv_nsec: 0,

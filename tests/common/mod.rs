@@ -11,7 +11,7 @@ use serde_json::{Value, json};
 
 /// Arguments of [`Echo`].
 #[derive(Debug, Deserialize, Serialize, JsonSchema)]
-pub struct EchoArgs {
+pub(crate) struct EchoArgs {
     /// Text to echo.
     pub text: String,
     /// Times to repeat it.
@@ -22,7 +22,7 @@ pub struct EchoArgs {
 }
 
 /// A typed tool: echoes `text` `times` times.
-pub struct Echo;
+pub(crate) struct Echo;
 
 impl dsh_tools::Tool for Echo {
     type Args = EchoArgs;
@@ -46,7 +46,7 @@ impl dsh_tools::Tool for Echo {
 }
 
 /// A dynamic tool named `name` whose handler returns its arguments; parallel-safe.
-pub fn mirror(name: &str) -> ToolDefinition {
+pub(crate) fn mirror(name: &str) -> ToolDefinition {
     ToolDefinition::builder(name)
         .description("Return the arguments.")
         .parameters(json!({"type": "object", "properties": {"n": {"type": "integer"}}}))
@@ -57,7 +57,7 @@ pub fn mirror(name: &str) -> ToolDefinition {
 }
 
 /// A dynamic tool that sleeps `ms` (argument) cooperatively, then returns `"slept"`.
-pub fn sleeper(name: &str, parallel: bool) -> ToolDefinition {
+pub(crate) fn sleeper(name: &str, parallel: bool) -> ToolDefinition {
     let builder = ToolDefinition::builder(name)
         .description("Sleep.")
         .parameters(json!({"type": "object", "properties": {"ms": {"type": "integer"}}, "required": ["ms"]}))
@@ -77,18 +77,18 @@ pub fn sleeper(name: &str, parallel: bool) -> ToolDefinition {
 }
 
 /// A call with a fresh signal.
-pub fn call(id: &str, name: &str, arguments: Value) -> dsh_tools::ToolCall {
+pub(crate) fn call(id: &str, name: &str, arguments: Value) -> dsh_tools::ToolCall {
     dsh_tools::ToolCall::new(id, name, arguments)
 }
 
 /// The text of a result's content.
-pub fn text(result: &dsh_tools::ToolResult) -> String {
+pub(crate) fn text(result: &dsh_tools::ToolResult) -> String {
     result.text()
 }
 
 /// A signal cancelled once `started` is notified (by a body or hook that has begun): a call is
 /// cancelled at a known point, never after a guessed delay.
-pub fn cancel_on(
+pub(crate) fn cancel_on(
     started: &std::sync::Arc<tokio::sync::Notify>,
 ) -> tokio_util::sync::CancellationToken {
     let signal = tokio_util::sync::CancellationToken::new();

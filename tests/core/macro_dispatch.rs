@@ -487,7 +487,7 @@ impl Notes {
 
     /// The prefix length.
     #[tool(name = "prefix-len")]
-    pub async fn prefix_len(&self) -> usize {
+    pub(crate) async fn prefix_len(&self) -> usize {
         self.prefix.len()
     }
 }

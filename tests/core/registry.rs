@@ -468,18 +468,18 @@ mod lossy {
     use serde::{Deserialize, Serialize};
 
     #[derive(Deserialize, Serialize, JsonSchema)]
-    pub struct Pick {
+    pub(super) struct Pick {
         pub which: String,
     }
 
     #[derive(Serialize, JsonSchema)]
-    pub struct Reading {
+    pub(super) struct Reading {
         pub value: f64,
         pub note: Option<String>,
     }
 
     /// A typed tool whose output may be NaN (which serde_json writes as `null`).
-    pub struct Sensor;
+    pub(super) struct Sensor;
 
     impl dsh_tools::Tool for Sensor {
         type Args = Pick;
@@ -531,11 +531,11 @@ mod hand_written_hooks {
     use serde::{Deserialize, Serialize};
 
     #[derive(Deserialize, Serialize, JsonSchema)]
-    pub struct Words {
+    pub(super) struct Words {
         pub text: String,
     }
 
-    pub struct Shout;
+    pub(super) struct Shout;
 
     // The hook's signature is fixed by `Tool::Output = String`.
     #[allow(clippy::ptr_arg)]

@@ -11,7 +11,7 @@ use serde_json::Value;
 
 /// One tool definition of the corpus.
 #[derive(Debug, Clone)]
-pub struct CorpusTool {
+pub(crate) struct CorpusTool {
     /// Where it came from: the MCP capture's file stem, or `bfcl`.
     pub source: String,
     /// Tool name.
@@ -26,7 +26,7 @@ pub struct CorpusTool {
 
 impl CorpusTool {
     /// The SDK generator's view of the tool.
-    pub fn spec(&self) -> ToolSpec {
+    pub(crate) fn spec(&self) -> ToolSpec {
         ToolSpec::new(
             &self.name,
             &self.description,
@@ -37,7 +37,7 @@ impl CorpusTool {
 }
 
 /// The corpus directory, whether or not it exists.
-pub fn dir() -> PathBuf {
+pub(crate) fn dir() -> PathBuf {
     std::env::var_os("DSH_CORPUS")
         .map(PathBuf::from)
         .unwrap_or_else(|| Path::new(env!("CARGO_MANIFEST_DIR")).join("../shared/corpus"))
@@ -45,7 +45,7 @@ pub fn dir() -> PathBuf {
 
 /// Every tool of the corpus: MCP captures sorted by file name, then the BFCL sample in file
 /// order. `None`, after saying so on stderr, when the corpus is absent.
-pub fn tools() -> Option<Vec<CorpusTool>> {
+pub(crate) fn tools() -> Option<Vec<CorpusTool>> {
     let dir = dir();
     let mcp = dir.join("mcp-tools");
     if !mcp.is_dir() {

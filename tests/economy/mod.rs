@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 /// Tokens of `text` under `o200k_base` (the GPT-4o / o-series encoding), special tokens read as
 /// ordinary text.
-pub fn tokens(text: &str) -> usize {
+pub(crate) fn tokens(text: &str) -> usize {
     tiktoken_rs::o200k_base_singleton()
         .encode_ordinary(text)
         .len()
@@ -25,7 +25,7 @@ fn wire_schema(dialect: Dialect, schema: &Value) -> Value {
 /// The native tool list as Anthropic's Messages API takes it: compact JSON
 /// `[{"name", "description", "input_schema"}]`, schemas in the Anthropic dialect (refs inlined
 /// unless recursive, `$schema` dropped).
-pub fn native_anthropic(tools: &[ToolSpec]) -> String {
+pub(crate) fn native_anthropic(tools: &[ToolSpec]) -> String {
     let list: Vec<Value> = tools
         .iter()
         .map(|tool| {
@@ -42,7 +42,7 @@ pub fn native_anthropic(tools: &[ToolSpec]) -> String {
 /// The native tool list as OpenAI's Chat Completions API takes it (non-strict): compact JSON
 /// `[{"type": "function", "function": {"name", "description", "parameters"}}]`, schemas in the
 /// Portable dialect.
-pub fn native_openai(tools: &[ToolSpec]) -> String {
+pub(crate) fn native_openai(tools: &[ToolSpec]) -> String {
     let list: Vec<Value> = tools
         .iter()
         .map(|tool| {
@@ -61,7 +61,7 @@ pub fn native_openai(tools: &[ToolSpec]) -> String {
 
 /// Token counts of one tool set: native wire forms and the code-mode prompt sections.
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Figures {
+pub(crate) struct Figures {
     /// Tools in the set.
     pub tools: usize,
     /// Native tool list, Anthropic wire form.
@@ -80,7 +80,7 @@ pub struct Figures {
 
 impl Figures {
     /// Measures `tools`.
-    pub fn of(tools: &[ToolSpec]) -> Figures {
+    pub(crate) fn of(tools: &[ToolSpec]) -> Figures {
         use dsh_tools::sdk::{self, Language};
         Figures {
             tools: tools.len(),
@@ -94,7 +94,7 @@ impl Figures {
     }
 
     /// Field-wise sum.
-    pub fn add(self, other: Figures) -> Figures {
+    pub(crate) fn add(self, other: Figures) -> Figures {
         Figures {
             tools: self.tools + other.tools,
             native_anthropic: self.native_anthropic + other.native_anthropic,
@@ -107,17 +107,17 @@ impl Figures {
     }
 
     /// The smaller native wire form: the baseline every ratio is stated against.
-    pub fn native(&self) -> usize {
+    pub(crate) fn native(&self) -> usize {
         self.native_anthropic.min(self.native_openai)
     }
 
     /// `part / native`.
-    pub fn ratio(&self, part: usize) -> f64 {
+    pub(crate) fn ratio(&self, part: usize) -> f64 {
         part as f64 / self.native() as f64
     }
 
     /// One Markdown table row named `name`.
-    pub fn row(&self, name: &str) -> String {
+    pub(crate) fn row(&self, name: &str) -> String {
         let cell = |n: usize| format!("{n} ({:.3}×)", self.ratio(n));
         format!(
             "| {name} | {} | {} | {} | {} | {} | {} | {} |",
@@ -133,10 +133,10 @@ impl Figures {
 }
 
 /// The header of the table [`Figures::row`] writes.
-pub const TABLE_HEADER: &str = "| tool set | tools | native Anthropic | native OpenAI | SDK TypeScript | SDK Python | index TypeScript | index Python |\n|---|---|---|---|---|---|---|---|";
+pub(crate) const TABLE_HEADER: &str = "| tool set | tools | native Anthropic | native OpenAI | SDK TypeScript | SDK Python | index TypeScript | index Python |\n|---|---|---|---|---|---|---|---|";
 
 /// The corpus's MCP servers (BFCL excluded), by server, each server's tools as specs.
-pub fn servers(tools: &[super::corpus::CorpusTool]) -> Vec<(String, Vec<ToolSpec>)> {
+pub(crate) fn servers(tools: &[super::corpus::CorpusTool]) -> Vec<(String, Vec<ToolSpec>)> {
     let mut servers: std::collections::BTreeMap<String, Vec<ToolSpec>> = Default::default();
     for tool in tools.iter().filter(|tool| tool.source != "bfcl") {
         servers
@@ -149,7 +149,7 @@ pub fn servers(tools: &[super::corpus::CorpusTool]) -> Vec<(String, Vec<ToolSpec
 
 /// The corpus table: one row per MCP server, their sum, and all servers in one registry.
 /// Returns the text and the (sum, all-in-one) figures.
-pub fn corpus_table(tools: &[super::corpus::CorpusTool]) -> (String, Figures, Figures) {
+pub(crate) fn corpus_table(tools: &[super::corpus::CorpusTool]) -> (String, Figures, Figures) {
     let servers = servers(tools);
     let mut text = String::from(TABLE_HEADER);
     let mut sum = Figures::default();
@@ -171,7 +171,7 @@ pub fn corpus_table(tools: &[super::corpus::CorpusTool]) -> (String, Figures, Fi
 /// What the model reads doing the main job (`examples/code_mode.rs`: the per-folder summary of
 /// this repository's Rust sources) natively and in code mode, in tokens.
 #[derive(Debug, Clone, Copy)]
-pub struct Task {
+pub(crate) struct Task {
     /// Native: the tool list (Anthropic wire form).
     pub native_tools: usize,
     /// Native: every call the model writes (name and arguments as JSON) and every call's
@@ -189,24 +189,24 @@ pub struct Task {
 
 impl Task {
     /// Native total.
-    pub fn native(&self) -> usize {
+    pub(crate) fn native(&self) -> usize {
         self.native_tools + self.native_calls
     }
 
     /// Code-mode total.
-    pub fn code(&self) -> usize {
+    pub(crate) fn code(&self) -> usize {
         self.code_prompt + self.code_program + self.code_result
     }
 
     /// `code / native`.
-    pub fn ratio(&self) -> f64 {
+    pub(crate) fn ratio(&self) -> f64 {
         self.code() as f64 / self.native() as f64
     }
 }
 
 /// Measures the main job over `root` with `runtime` running `program` (the bundled
 /// `examples/programs/crate_summary.*`), the native side doing the same calls one by one.
-pub async fn task(
+pub(crate) async fn task(
     root: &std::path::Path,
     runtime: std::sync::Arc<dyn dsh_tools::code::CodeRuntime>,
     program: &str,

@@ -2,22 +2,25 @@
 //! test can send any header, or stop anywhere inside a request. Every wait is for an event (a
 //! line on stderr, a closed connection, an answer), bounded by [`FAILURE_BOUND`] only to fail.
 
+// The test calls libc directly (`setrlimit` in the child it starts), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{SocketAddr, TcpStream};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, ChildStderr, Command, Stdio};
 use std::time::{Duration, Instant};
 
-pub const ROOT: &str = env!("CARGO_MANIFEST_DIR");
-pub const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");
+pub(crate) const ROOT: &str = env!("CARGO_MANIFEST_DIR");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");
 
 /// How long any awaited event may take before the test fails; never a measured duration.
-pub const FAILURE_BOUND: Duration = Duration::from_secs(60);
+pub(crate) const FAILURE_BOUND: Duration = Duration::from_secs(60);
 
-pub const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+pub(crate) const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 /// A `dsh-tools serve --http` child over the built-in toolset, killed on drop.
-pub struct Server {
+pub(crate) struct Server {
     child: Child,
     pub addr: SocketAddr,
     /// The token [`Server::request`] sends: the one printed at start when it was generated;
@@ -33,12 +36,12 @@ pub struct Server {
 
 impl Server {
     /// `dsh-tools --builtin repo --root ROOT serve --http 0 SERVE…`, stderr piped.
-    pub fn command(serve: &[&str]) -> Command {
+    pub(crate) fn command(serve: &[&str]) -> Command {
         Server::command_on("0", serve)
     }
 
     /// [`Server::command`] bound to `addr` (`--http ADDR`).
-    pub fn command_on(addr: &str, serve: &[&str]) -> Command {
+    pub(crate) fn command_on(addr: &str, serve: &[&str]) -> Command {
         let mut command = Command::new(BIN);
         command
             .args(["--builtin", "repo", "--root", ROOT, "serve", "--http", addr])
@@ -52,7 +55,7 @@ impl Server {
     }
 
     /// Starts the server with `serve` arguments, its descriptors capped at `nofile` if given.
-    pub fn start(serve: &[&str], nofile: Option<u64>) -> Server {
+    pub(crate) fn start(serve: &[&str], nofile: Option<u64>) -> Server {
         let mut command = Server::command(serve);
         if let Some(nofile) = nofile {
             let limit = libc::rlimit {
@@ -76,7 +79,7 @@ impl Server {
     /// Spawns `command` and waits for its two lines on stderr: the URL and the bind, then the
     /// notice of what clients must send (with the token in it when it was generated). A server
     /// bound to every interface is reached on loopback.
-    pub fn spawn(mut command: Command) -> Server {
+    pub(crate) fn spawn(mut command: Command) -> Server {
         let mut child = command.spawn().unwrap();
         let mut stderr = BufReader::new(child.stderr.take().unwrap());
         let first = read_line(&mut stderr);
@@ -113,7 +116,7 @@ impl Server {
 
     /// The next line on stderr (after the two read at start) that contains `text`; the server
     /// exiting first, or [`FAILURE_BOUND`] passing, fails.
-    pub fn line_containing(&self, text: &str) -> String {
+    pub(crate) fn line_containing(&self, text: &str) -> String {
         let later = self.later.lock().unwrap();
         let deadline = Instant::now() + FAILURE_BOUND;
         loop {
@@ -126,23 +129,23 @@ impl Server {
         }
     }
 
-    pub fn pid(&self) -> u32 {
+    pub(crate) fn pid(&self) -> u32 {
         self.child.id()
     }
 
-    pub fn assert_running(&mut self) {
+    pub(crate) fn assert_running(&mut self) {
         assert_eq!(self.child.try_wait().unwrap(), None, "the server exited");
     }
 
     /// A connected socket whose reads fail past [`FAILURE_BOUND`].
-    pub fn connect(&self) -> TcpStream {
+    pub(crate) fn connect(&self) -> TcpStream {
         let stream = TcpStream::connect(self.addr).unwrap();
         stream.set_read_timeout(Some(FAILURE_BOUND)).unwrap();
         stream
     }
 
     /// The `authorization` header line of [`Server::token`]; empty without one.
-    pub fn auth_line(&self) -> String {
+    pub(crate) fn auth_line(&self) -> String {
         self.token
             .as_ref()
             .map(|token| format!("authorization: Bearer {token}\r\n"))
@@ -150,7 +153,7 @@ impl Server {
     }
 
     /// One authenticated request on its own connection, answered in full.
-    pub fn request(&self, method: &str, session: Option<&str>, body: &str) -> Answer {
+    pub(crate) fn request(&self, method: &str, session: Option<&str>, body: &str) -> Answer {
         let session = session
             .map(|id| format!("mcp-session-id: {id}\r\n"))
             .unwrap_or_default();
@@ -159,12 +162,12 @@ impl Server {
 
     /// One request with `headers` (whole lines, each ending in CRLF) besides the usual ones, on
     /// its own connection (`Connection: close`), answered in full.
-    pub fn send(&self, method: &str, headers: &str, body: &str) -> Answer {
+    pub(crate) fn send(&self, method: &str, headers: &str, body: &str) -> Answer {
         self.send_to(&self.addr.to_string(), method, headers, body)
     }
 
     /// [`Server::send`] naming `host` in its `Host` header.
-    pub fn send_to(&self, host: &str, method: &str, headers: &str, body: &str) -> Answer {
+    pub(crate) fn send_to(&self, host: &str, method: &str, headers: &str, body: &str) -> Answer {
         let mut stream = self.connect();
         let head = format!(
             "{method} /mcp HTTP/1.1\r\nhost: {host}\r\naccept: application/json, text/event-stream\r\n\
@@ -181,12 +184,12 @@ impl Server {
         Answer::parse(&raw)
     }
 
-    pub fn initialize(&self) -> Answer {
+    pub(crate) fn initialize(&self) -> Answer {
         self.request("POST", None, INITIALIZE)
     }
 
     /// A `/proc/<pid>/status` field in KiB (`VmRSS`, `VmHWM`).
-    pub fn memory_kib(&self, field: &str) -> u64 {
+    pub(crate) fn memory_kib(&self, field: &str) -> u64 {
         let status = std::fs::read_to_string(format!("/proc/{}/status", self.pid())).unwrap();
         status
             .lines()
@@ -204,7 +207,7 @@ impl Drop for Server {
 }
 
 /// The token in the notice `serve --http` prints when it generated one.
-pub fn printed_token(notice: &str) -> Option<String> {
+pub(crate) fn printed_token(notice: &str) -> Option<String> {
     notice
         .split_once("\"Authorization: Bearer ")
         .and_then(|(_, rest)| rest.split_once('"'))
@@ -222,14 +225,14 @@ fn read_line(stderr: &mut BufReader<ChildStderr>) -> String {
 
 /// An HTTP answer: status, lower-cased head, body.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     pub status: u16,
     pub head: String,
     pub body: String,
 }
 
 impl Answer {
-    pub fn parse(raw: &[u8]) -> Answer {
+    pub(crate) fn parse(raw: &[u8]) -> Answer {
         let text = String::from_utf8_lossy(raw);
         let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
         let status = head
@@ -245,14 +248,14 @@ impl Answer {
     }
 
     /// The value of header `name` (lower case), if the answer has it.
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.head.lines().find_map(|line| {
             let (key, value) = line.split_once(':')?;
             (key == name).then_some(value.trim())
         })
     }
 
-    pub fn session_id(&self) -> String {
+    pub(crate) fn session_id(&self) -> String {
         self.header("mcp-session-id")
             .unwrap_or_else(|| panic!("no session id: {self:?}"))
             .to_owned()
@@ -260,7 +263,7 @@ impl Answer {
 }
 
 /// Waits until the server closes `stream` (end of file or reset), failing past the bound.
-pub fn wait_for_close(stream: &mut TcpStream) {
+pub(crate) fn wait_for_close(stream: &mut TcpStream) {
     let mut buffer = [0u8; 1024];
     loop {
         match stream.read(&mut buffer) {
@@ -273,7 +276,7 @@ pub fn wait_for_close(stream: &mut TcpStream) {
 }
 
 /// Polls `done` until it holds; the bound only fails the test.
-pub fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
+pub(crate) fn wait_until(what: &str, mut done: impl FnMut() -> bool) {
     let deadline = Instant::now() + FAILURE_BOUND;
     while !done() {
         assert!(Instant::now() < deadline, "never happened: {what}");

@@ -5,6 +5,9 @@
 //! with the check that failed. `list_changed` is checked in-process with this crate's rmcp-based
 //! MCP client against `Registry::serve_mcp` over HTTP.
 
+// The test calls libc directly (`fcntl` of a pipe's flags), with a SAFETY note at each block.
+#![allow(unsafe_code)]
+
 use crate::http_server::printed_token;
 use crate::mcp_support;
 use crate::toolset;

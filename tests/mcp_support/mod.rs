@@ -11,7 +11,7 @@ use dsh_tools::mcp::{McpServer, ReconnectPolicy};
 use tokio::sync::broadcast;
 
 /// Where the pinned servers live.
-pub struct Tools {
+pub(crate) struct Tools {
     pub node_bin: PathBuf,
     pub venv: PathBuf,
     /// The MCP conformance suite's install root (`node_modules` with its Node 22).
@@ -24,7 +24,7 @@ const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// Installs the pinned tools once per test binary; `None` (with a printed reason) when this
 /// machine cannot (no node/npm/python3), and a panic under CI (`CI` set), where it must.
-pub fn tools() -> Option<&'static Tools> {
+pub(crate) fn tools() -> Option<&'static Tools> {
     static TOOLS: OnceLock<Option<Tools>> = OnceLock::new();
     TOOLS
         .get_or_init(|| {
@@ -69,7 +69,7 @@ macro_rules! require_tools {
 }
 
 /// Fast reconnects for tests (the failure bounds stay generous).
-pub fn quick_reconnect() -> ReconnectPolicy {
+pub(crate) fn quick_reconnect() -> ReconnectPolicy {
     ReconnectPolicy::default()
         .initial_delay_ms(50)
         .max_delay_ms(500)
@@ -77,28 +77,28 @@ pub fn quick_reconnect() -> ReconnectPolicy {
 }
 
 impl Tools {
-    pub fn bin(&self, name: &str) -> String {
+    pub(crate) fn bin(&self, name: &str) -> String {
         self.node_bin.join(name).display().to_string()
     }
 
-    pub fn python(&self) -> String {
+    pub(crate) fn python(&self) -> String {
         self.venv.join("bin/python").display().to_string()
     }
 
     /// server-everything over stdio.
-    pub fn everything(&self, name: &str) -> McpServer {
+    pub(crate) fn everything(&self, name: &str) -> McpServer {
         McpServer::stdio(name, self.bin("mcp-server-everything"), ["stdio"])
             .reconnect(quick_reconnect())
     }
 
     /// server-filesystem over stdio, serving `dir`.
-    pub fn filesystem(&self, name: &str, dir: &str) -> McpServer {
+    pub(crate) fn filesystem(&self, name: &str, dir: &str) -> McpServer {
         McpServer::stdio(name, self.bin("mcp-server-filesystem"), [dir])
             .reconnect(quick_reconnect())
     }
 
     /// mcp-server-time over stdio, answering in UTC.
-    pub fn time(&self, name: &str) -> McpServer {
+    pub(crate) fn time(&self, name: &str) -> McpServer {
         McpServer::stdio(
             name,
             self.venv.join("bin/mcp-server-time").display().to_string(),
@@ -108,7 +108,7 @@ impl Tools {
     }
 
     /// Our own test server on `mcp==2.3.0` (tests/mcp_servers/dsh_test_server.py).
-    pub fn ours(&self, name: &str, args: &[&str]) -> McpServer {
+    pub(crate) fn ours(&self, name: &str, args: &[&str]) -> McpServer {
         let mut all = vec![format!("{ROOT}/tests/mcp_servers/dsh_test_server.py")];
         all.extend(args.iter().map(|arg| (*arg).to_owned()));
         McpServer::stdio(name, self.python(), all).reconnect(quick_reconnect())
@@ -116,7 +116,7 @@ impl Tools {
 
     /// A raw JSON-RPC server for lists the SDK would refuse to send
     /// (tests/mcp_servers/raw_list_server.py).
-    pub fn raw_lists(&self, name: &str, mode: &str) -> McpServer {
+    pub(crate) fn raw_lists(&self, name: &str, mode: &str) -> McpServer {
         McpServer::stdio(
             name,
             self.python(),
@@ -130,7 +130,7 @@ impl Tools {
 }
 
 /// A free TCP port on the loopback interface.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")
         .and_then(|listener| listener.local_addr())
         .map(|addr| addr.port())
@@ -138,10 +138,10 @@ pub fn free_port() -> u16 {
 }
 
 /// The failure bound for waits: generous, because the machine is shared.
-pub const WAIT: Duration = Duration::from_secs(60);
+pub(crate) const WAIT: Duration = Duration::from_secs(60);
 
 /// Waits for the first event `pick` accepts; panics after [`WAIT`].
-pub async fn wait_for<T>(
+pub(crate) async fn wait_for<T>(
     events: &mut broadcast::Receiver<ToolEvent>,
     mut pick: impl FnMut(&ToolEvent) -> Option<T>,
 ) -> T {
@@ -161,7 +161,7 @@ pub async fn wait_for<T>(
 }
 
 /// Waits for `ToolsChanged` of `server` with a generation above `after`; returns its tools.
-pub async fn wait_for_generation(
+pub(crate) async fn wait_for_generation(
     events: &mut broadcast::Receiver<ToolEvent>,
     server: &str,
     after: u64,
@@ -178,7 +178,7 @@ pub async fn wait_for_generation(
 }
 
 /// Kills a process with SIGKILL.
-pub fn kill(pid: u32) {
+pub(crate) fn kill(pid: u32) {
     let status = std::process::Command::new("kill")
         .args(["-9", &pid.to_string()])
         .status()

@@ -11,7 +11,7 @@ use tokio::sync::mpsc;
 
 /// A receiver listening on a free loopback port: its base endpoint (`http://127.0.0.1:PORT`)
 /// and the requests it gets (path, body), in order.
-pub async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Bytes)>) {
+pub(crate) async fn receiver() -> (String, mpsc::UnboundedReceiver<(String, Bytes)>) {
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let address = format!("http://{}", listener.local_addr().unwrap());
     let (sender, received) = mpsc::unbounded_channel();

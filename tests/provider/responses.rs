@@ -10,7 +10,7 @@ use serde_json::{Value, json};
 
 use crate::support::{PIXEL, at, registry};
 
-pub fn fixture(provider: Provider) -> Value {
+pub(crate) fn fixture(provider: Provider) -> Value {
     let path = format!(
         "{}/tests/provider/fixtures/{provider}.json",
         env!("CARGO_MANIFEST_DIR")
@@ -21,7 +21,7 @@ pub fn fixture(provider: Provider) -> Value {
 const NAMES: [&str; 6] = ["add", "search", "nope", "snapshot", "note", "fail"];
 
 /// Runs `response` through a strict loop and counts the results the pipeline published per call id.
-pub async fn step(provider: Provider, response: &Value) -> (Step, Vec<String>) {
+pub(crate) async fn step(provider: Provider, response: &Value) -> (Step, Vec<String>) {
     let registry = registry();
     let published = Arc::new(Mutex::new(Vec::new()));
     let seen = published.clone();
@@ -194,7 +194,7 @@ async fn gemini_fixture_with_and_without_ids() {
 
 /// A response whose calls cannot all run, in `provider`'s shape: a good call, malformed and
 /// truncated argument JSON, no id, no name.
-pub fn hostile(provider: Provider) -> Value {
+pub(crate) fn hostile(provider: Provider) -> Value {
     let calls = [
         (Some("c1"), Some("add"), "{\"a\": 2, \"b\": 2}"),
         (Some("c2"), Some("add"), "{a: 1}"),
@@ -363,7 +363,7 @@ async fn calls_are_read_from_the_turn_sent_back() {
 }
 
 /// The ids the result messages answer, in order (Gemini: names for calls without id).
-pub fn result_ids(provider: Provider, messages: &[Value]) -> Vec<String> {
+pub(crate) fn result_ids(provider: Provider, messages: &[Value]) -> Vec<String> {
     let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();
     match provider {
         Provider::OpenAiChat => messages

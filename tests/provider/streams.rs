@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use crate::responses::step;
 
 /// Chat Completions chunks: text, then two calls whose arguments arrive in pieces, interleaved.
-pub fn openai_chunks(cut_short: bool) -> Vec<Value> {
+pub(crate) fn openai_chunks(cut_short: bool) -> Vec<Value> {
     let chunk = |delta: Value, finish: Value| {
         json!({"id": "chatcmpl-1", "object": "chat.completion.chunk",
         "created": 1765000000, "model": "gpt-4.1", "choices": [{"index": 0, "delta": delta, "finish_reason": finish}]})
@@ -87,7 +87,7 @@ async fn openai_tool_call_deltas_assemble_into_calls() {
 }
 
 /// Anthropic events: text, then a tool_use whose input arrives as partial JSON.
-pub fn anthropic_events(cut_short: bool) -> Vec<Value> {
+pub(crate) fn anthropic_events(cut_short: bool) -> Vec<Value> {
     let mut events = vec![
         json!({"type": "message_start", "message": {"id": "msg_1", "type": "message", "role": "assistant",
             "model": "claude-sonnet-4-5", "content": [], "stop_reason": null, "stop_sequence": null,

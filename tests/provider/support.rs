@@ -13,12 +13,12 @@ use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
 
 /// One pixel of PNG, base64.
-pub const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
+pub(crate) const PIXEL: &str = "iVBORw0KGgoAAAANSUhEUgAAAAEAAAABCAYAAAAfFcSJAAAADUlEQVR42mNk+M9QDwADhgGAWjR9awAAAABJRU5ErkJggg==";
 
 /// Tools covering every result shape: `add` (parallel-safe arithmetic), `search` (an optional
 /// parameter, so strict nulls matter), `snapshot` (an image), `note` (an additional context),
 /// `labels` (a free-form map: no strict form), `fail` (the body fails), `stop` (concludes the turn).
-pub fn registry() -> Registry {
+pub(crate) fn registry() -> Registry {
     let registry = Registry::new();
     TimeoutPolicy::new().install(&registry);
     let tools = [
@@ -81,7 +81,7 @@ pub fn registry() -> Registry {
 }
 
 /// A code runtime that is only presented, never run (the tools-out tests need its language).
-pub struct Presented;
+pub(crate) struct Presented;
 
 impl CodeRuntime for Presented {
     fn language(&self) -> &'static str {
@@ -112,19 +112,19 @@ impl CodeRuntime for Presented {
 }
 
 /// Mounts [`Presented`].
-pub fn with_code_runtime(registry: &Registry) {
+pub(crate) fn with_code_runtime(registry: &Registry) {
     registry.set_code_runtime(Arc::new(Presented));
 }
 
 /// The value at `pointer`, or a panic naming it and the document.
-pub fn at<'a>(value: &'a Value, pointer: &str) -> &'a Value {
+pub(crate) fn at<'a>(value: &'a Value, pointer: &str) -> &'a Value {
     value
         .pointer(pointer)
         .unwrap_or_else(|| panic!("no {pointer} in {value:#}"))
 }
 
 /// `add`: parallel-safe arithmetic on two integers.
-pub fn add() -> dsh_tools::definition::ToolDefinitionBuilder {
+pub(crate) fn add() -> dsh_tools::definition::ToolDefinitionBuilder {
     ToolDefinition::builder("add")
         .description("Adds two integers.")
         .parameters(json!({"type": "object", "properties": {

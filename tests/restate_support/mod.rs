@@ -11,13 +11,13 @@ use std::time::{Duration, Instant};
 use serde_json::json;
 
 /// A failure bound only: every wait ends on an event long before it.
-pub const BOUND: Duration = Duration::from_secs(120);
+pub(crate) const BOUND: Duration = Duration::from_secs(120);
 
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
 
 /// The pinned server binary of this platform; `None` (with a printed reason) when it cannot be
 /// installed, and a panic under CI.
-pub fn server_binary() -> Option<PathBuf> {
+pub(crate) fn server_binary() -> Option<PathBuf> {
     crate::mcp_support::tools()?;
     let scope = Path::new(ROOT).join(".tools/restate/node_modules/@restatedev");
     let found = std::fs::read_dir(&scope).ok().and_then(|entries| {
@@ -38,7 +38,7 @@ pub fn server_binary() -> Option<PathBuf> {
 }
 
 /// Polls `ready` until it holds; panics with `what` after [`BOUND`].
-pub async fn wait_until<F: std::future::Future<Output = bool>>(
+pub(crate) async fn wait_until<F: std::future::Future<Output = bool>>(
     what: &str,
     mut ready: impl FnMut() -> F,
 ) {
@@ -50,7 +50,7 @@ pub async fn wait_until<F: std::future::Future<Output = bool>>(
 }
 
 /// Waits until something accepts connections on `port` of 127.0.0.1.
-pub async fn wait_for_port(what: &str, port: u16) {
+pub(crate) async fn wait_for_port(what: &str, port: u16) {
     wait_until(what, || async move {
         tokio::net::TcpStream::connect(("127.0.0.1", port))
             .await
@@ -60,7 +60,7 @@ pub async fn wait_for_port(what: &str, port: u16) {
 }
 
 /// A child process killed (SIGKILL) and reaped when dropped.
-pub struct Process(pub Child);
+pub(crate) struct Process(pub Child);
 
 impl Drop for Process {
     fn drop(&mut self) {
@@ -70,7 +70,7 @@ impl Drop for Process {
 }
 
 /// `restate-server` on free loopback ports, its data in a temporary directory.
-pub struct Server {
+pub(crate) struct Server {
     _process: Process,
     _base: tempfile::TempDir,
     pub admin: String,
@@ -78,13 +78,13 @@ pub struct Server {
 }
 
 impl Server {
-    pub async fn start(binary: &Path, http: &reqwest::Client) -> Server {
+    pub(crate) async fn start(binary: &Path, http: &reqwest::Client) -> Server {
         Server::start_signing(binary, http, None).await
     }
 
     /// A server that signs its requests to deployments with the Ed25519 private key in the PEM
     /// file `identity` (`request-identity-private-key-pem-file`), when given.
-    pub async fn start_signing(
+    pub(crate) async fn start_signing(
         binary: &Path,
         http: &reqwest::Client,
         identity: Option<&Path>,
@@ -136,7 +136,7 @@ impl Server {
     }
 
     /// Asks the server to register the deployment at `uri` once: its HTTP status and answer.
-    pub async fn try_register(&self, http: &reqwest::Client, uri: &str) -> (u16, String) {
+    pub(crate) async fn try_register(&self, http: &reqwest::Client, uri: &str) -> (u16, String) {
         let answer = http
             .post(format!("{}/deployments", self.admin))
             .json(&json!({"uri": uri}))
@@ -148,7 +148,7 @@ impl Server {
     }
 
     /// Registers the deployment at `uri` (`POST /deployments`), once the server takes it.
-    pub async fn register(&self, http: &reqwest::Client, uri: &str) {
+    pub(crate) async fn register(&self, http: &reqwest::Client, uri: &str) {
         let url = format!("{}/deployments", self.admin);
         wait_until("the deployment is registered", || {
             let request = http.post(&url).json(&json!({"uri": uri})).send();
@@ -159,12 +159,12 @@ impl Server {
 }
 
 /// A client whose requests may wait as long as Restate retries an invocation.
-pub fn client() -> reqwest::Client {
+pub(crate) fn client() -> reqwest::Client {
     reqwest::Client::builder().timeout(BOUND).build().unwrap()
 }
 
 /// The `_meta` of a stateless (2026-07-28) request; `tasks` declares the tasks extension.
-pub fn meta(tasks: bool) -> serde_json::Value {
+pub(crate) fn meta(tasks: bool) -> serde_json::Value {
     let capabilities = if tasks {
         json!({"extensions": {"io.modelcontextprotocol/tasks": {}}})
     } else {
@@ -180,7 +180,7 @@ pub fn meta(tasks: bool) -> serde_json::Value {
 /// One stateless JSON-RPC request to the MCP endpoint `url`: `Ok` with the JSON-RPC answer
 /// (`result` or `error`), `Err` with what the HTTP layer said (a load balancer's 502 or 503
 /// while a replica is down, a connection reset).
-pub async fn rpc(
+pub(crate) async fn rpc(
     http: &reqwest::Client,
     url: &str,
     token: &str,
@@ -217,7 +217,7 @@ pub async fn rpc(
 
 /// A `dsh-tools serve --http` process on Restate (`--restate`), with the MCP server
 /// `append` (`tests/mcp_servers/append_server.py` over `lines`) as its tool source.
-pub struct Replica {
+pub(crate) struct Replica {
     pub process: Process,
     /// `http://127.0.0.1:PORT/mcp`.
     pub url: String,
@@ -226,7 +226,7 @@ pub struct Replica {
 }
 
 /// What every replica of one test shares.
-pub struct ReplicaSetup<'a> {
+pub(crate) struct ReplicaSetup<'a> {
     pub binary: &'a Path,
     pub python: String,
     pub lines: &'a Path,
@@ -239,7 +239,7 @@ impl ReplicaSetup<'_> {
     /// running programs on the embedded QuickJS when the binary has it, else on Node.js; waits
     /// until both ports accept connections. Panics with the replica's stderr when it exits
     /// first.
-    pub async fn start(&self, mcp_port: u16, deployment_port: u16) -> Replica {
+    pub(crate) async fn start(&self, mcp_port: u16, deployment_port: u16) -> Replica {
         self.try_start(mcp_port, deployment_port)
             .await
             .unwrap_or_else(|stderr| panic!("the replica exited before serving: {stderr}"))
@@ -248,7 +248,7 @@ impl ReplicaSetup<'_> {
     /// [`start`](Self::start) on two free ports. A port is free when picked, and another
     /// process may take it before the replica binds it: a replica that exits because its
     /// address is in use is started again on two other ports (at most five times).
-    pub async fn start_free(&self) -> Replica {
+    pub(crate) async fn start_free(&self) -> Replica {
         let mut stderr = String::new();
         for _ in 0..5 {
             let ports = (
@@ -337,7 +337,7 @@ impl ReplicaSetup<'_> {
 }
 
 /// The lines of `path` (none when it does not exist yet).
-pub fn lines(path: &Path) -> Vec<String> {
+pub(crate) fn lines(path: &Path) -> Vec<String> {
     std::fs::read_to_string(path)
         .unwrap_or_default()
         .lines()

@@ -14,7 +14,7 @@ use tracing_subscriber::registry::LookupSpan;
 
 /// One captured span.
 #[derive(Clone, Debug)]
-pub struct Span {
+pub(crate) struct Span {
     /// Unique in one capture (tracing's ids are reused after a span closes).
     pub seq: u64,
     pub name: &'static str,
@@ -24,14 +24,14 @@ pub struct Span {
 
 impl Span {
     /// The field's value, as text.
-    pub fn field(&self, name: &str) -> Option<&str> {
+    pub(crate) fn field(&self, name: &str) -> Option<&str> {
         self.fields.get(name).map(String::as_str)
     }
 }
 
 /// The spans seen so far.
 #[derive(Clone)]
-pub struct Capture {
+pub(crate) struct Capture {
     spans: Arc<Mutex<Vec<Span>>>,
     next: Arc<AtomicU64>,
 }
@@ -40,7 +40,7 @@ struct Seq(u64);
 
 impl Capture {
     /// A capture installed as this thread's default subscriber until the guard drops.
-    pub fn install() -> (Capture, tracing::subscriber::DefaultGuard) {
+    pub(crate) fn install() -> (Capture, tracing::subscriber::DefaultGuard) {
         let capture = Capture {
             spans: Arc::new(Mutex::new(Vec::new())),
             next: Arc::new(AtomicU64::new(1)),
@@ -50,12 +50,12 @@ impl Capture {
     }
 
     /// Every span so far, in creation order.
-    pub fn spans(&self) -> Vec<Span> {
+    pub(crate) fn spans(&self) -> Vec<Span> {
         self.spans.lock().unwrap().clone()
     }
 
     /// The spans named `name`.
-    pub fn named(&self, name: &str) -> Vec<Span> {
+    pub(crate) fn named(&self, name: &str) -> Vec<Span> {
         self.spans()
             .into_iter()
             .filter(|span| span.name == name)
@@ -63,7 +63,7 @@ impl Capture {
     }
 
     /// The spans whose parent is `parent`.
-    pub fn children(&self, parent: &Span) -> Vec<Span> {
+    pub(crate) fn children(&self, parent: &Span) -> Vec<Span> {
         self.spans()
             .into_iter()
             .filter(|span| span.parent == Some(parent.seq))
@@ -71,7 +71,7 @@ impl Capture {
     }
 
     /// The one `execute_tool` span of call `call_id`.
-    pub fn call(&self, call_id: &str) -> Span {
+    pub(crate) fn call(&self, call_id: &str) -> Span {
         let mut found: Vec<Span> = self
             .named("execute_tool")
             .into_iter()

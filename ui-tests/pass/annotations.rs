@@ -13,7 +13,7 @@ async fn overwrite(path: String) -> String {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let peek = ToolDefinition::from_tool(PeekTool);
     let hints = peek.annotations().unwrap();
     assert_eq!(hints.title.as_deref(), Some("Peek at a file"));

@@ -18,6 +18,6 @@ async fn search(#[args] query: Query, exec: ToolExec) -> Vec<String> {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _definition = ToolDefinition::from_tool(SearchTool);
 }

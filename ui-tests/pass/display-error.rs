@@ -62,7 +62,7 @@ async fn fail_boxed() -> Result<u8, Box<dyn std::error::Error + Send + Sync>> {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _ = ToolDefinition::from_tool(WriteTool);
     let _ = ToolDefinition::from_tool(ReadTool);
     let _ = ToolDefinition::from_tool(ParseTool);

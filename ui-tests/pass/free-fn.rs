@@ -2,7 +2,7 @@ use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool};
 
 /// Read a UTF-8 text file and return a window of its lines.
 #[tool(concurrency_safe, timeout_ms = 5_000)]
-pub async fn read_file(
+pub(crate) async fn read_file(
     /// Absolute path of the file.
     path: String,
     /// First line to return, 1-based.
@@ -17,7 +17,7 @@ pub async fn read_file(
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _direct = read_file(String::new(), 1, None, ToolExec::detached("read_file"));
     let _args = ReadFileArgs {
         path: String::new(),

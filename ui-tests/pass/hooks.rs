@@ -53,6 +53,6 @@ fn finalize_ls(_: &ToolExec, _: &ToolResult) -> Option<Vec<ContentBlock>> {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _ = ToolDefinition::from_tool(ListDirTool);
 }

@@ -6,7 +6,7 @@ use dsh_tools::{Tool, tool};
 async fn documented() {}
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     assert_eq!(
         <DocumentedTool as Tool>::DESCRIPTION,
         "Text from a file.\n\nMore text."

@@ -7,7 +7,7 @@ async fn now() -> u64 {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _args = NowArgs {};
     let _definition = ToolDefinition::from_tool(NowTool);
 }

@@ -20,6 +20,6 @@ async fn stats(text: String) -> Stats {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _ = ToolDefinition::from_tool(StatsTool);
 }

@@ -13,7 +13,7 @@ async fn count_down(from: u32) -> u32 {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     assert!(ToolDefinition::from_tool(CountUpTool).supports_tasks());
     assert!(!ToolDefinition::from_tool(CountDownTool).supports_tasks());
 }

@@ -5,7 +5,7 @@ use dsh_tools::{schemars, serde, serde_json, tool_type};
 /// Its second paragraph is the description.
 #[tool_type]
 #[derive(Debug, PartialEq)]
-pub struct Plain {
+struct Plain {
     /// The name, prefixed.
     pub id: String,
     pub count: u64,
@@ -21,7 +21,7 @@ pub struct Plain {
 #[derive(serde::Serialize, serde::Deserialize, schemars::JsonSchema)]
 #[serde(crate = "dsh_tools::serde", deny_unknown_fields)]
 #[schemars(crate = "dsh_tools::schemars")]
-pub struct Derived {
+struct Derived {
     /// The name, prefixed.
     pub id: String,
     pub count: u64,
@@ -33,7 +33,7 @@ pub struct Derived {
 
 /// Open to unknown properties.
 #[tool_type(allow_unknown)]
-pub struct Open {
+struct Open {
     pub id: String,
 }
 
@@ -54,7 +54,7 @@ fn read<T: serde::de::DeserializeOwned>(value: &serde_json::Value) -> Result<(),
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     for deserialize in [true, false] {
         assert_eq!(
             text::<Plain>(deserialize),

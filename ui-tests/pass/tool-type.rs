@@ -52,7 +52,7 @@ async fn search(filter: Filter) -> Vec<Hit> {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let definition = ToolDefinition::from_tool(SearchTool);
     let schema = definition.parameters().to_string();
     assert!(schema.contains("source_tree"), "{schema}");

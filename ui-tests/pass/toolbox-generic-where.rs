@@ -25,7 +25,7 @@ where
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let store = Arc::new(Store::<String, 4> {
         keys: vec!["a".into()],
     });

@@ -16,7 +16,7 @@ impl Notes {
 
     /// Count notes.
     #[dsh_tools::tool(name = "count-notes")]
-    pub async fn count(&self) -> u32 {
+    pub(crate) async fn count(&self) -> u32 {
         self.prefix.len() as u32
     }
 
@@ -26,7 +26,7 @@ impl Notes {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let notes = Arc::new(Notes {
         prefix: "- ".into(),
     });

@@ -17,7 +17,7 @@ async fn try_forget() -> Result<(), ToolError> {
 }
 
 /// Runs the case.
-pub fn main() {
+pub(crate) fn main() {
     let _ = ToolDefinition::from_tool(ForgetTool);
     let _ = ToolDefinition::from_tool(ForgetKeyTool);
     let _ = ToolDefinition::from_tool(TryForgetTool);

@@ -15,6 +15,7 @@ pub const MAX_APPROVAL_ARGUMENT_BYTES: usize = 2048;
 
 /// How the client's person answered: allowed, denied with a reason, or cancelled together with
 /// the caller; or nobody could be asked (the client declared no elicitation).
+#[derive(Debug)]
 pub enum ClientApproval {
     Allowed,
     Denied(String),

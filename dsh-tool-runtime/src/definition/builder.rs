@@ -74,6 +74,20 @@ pub struct ToolDefinitionBuilder {
     present_result: Option<Box<PresentResultFn>>,
 }
 
+impl std::fmt::Debug for ToolDefinitionBuilder {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The handler, classifier and presenters are closures.
+        f.debug_struct("ToolDefinitionBuilder")
+            .field("name", &self.name)
+            .field("description", &self.description)
+            .field("parameters", &self.parameters)
+            .field("output_schema", &self.output_schema)
+            .field("timeout_ms", &self.timeout_ms)
+            .field("has_handler", &self.handler.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl ToolDefinitionBuilder {
     /// Behaviour hints kept on the definition (MCP `annotations`); they change nothing by
     /// themselves (pair `read_only_hint` with [`concurrency_safe`](Self::concurrency_safe)).

@@ -124,6 +124,17 @@ pub struct PreparedCall {
     span_content: bool,
 }
 
+impl std::fmt::Debug for PreparedCall {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The hooks and the definitions' handlers are closures.
+        f.debug_struct("PreparedCall")
+            .field("view", &self.view)
+            .field("exec", &self.exec)
+            .field("started", &self.started)
+            .finish_non_exhaustive()
+    }
+}
+
 enum Stage {
     /// Run wrappers and the body next.
     Dispatch,
@@ -134,6 +145,7 @@ enum Stage {
 }
 
 /// A call whose body (if any) has settled, waiting to be committed.
+#[derive(Debug)]
 pub struct DispatchedCall {
     prepared: PreparedCall,
     result: ToolResult,

@@ -18,6 +18,25 @@ pub struct Layer {
     pub mode: Option<(u64, Mode)>,
 }
 
+impl std::fmt::Debug for Layer {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The guards and hooks are closures: their ids only.
+        fn ids<T>(entries: &[(u64, T)]) -> Vec<u64> {
+            entries.iter().map(|(id, _)| *id).collect()
+        }
+        f.debug_struct("Layer")
+            .field("tools", &self.tools.keys().collect::<Vec<_>>())
+            .field("restrictions", &ids(&self.restrictions))
+            .field("guards", &ids(&self.guards))
+            .field("pre", &ids(&self.pre))
+            .field("wrappers", &ids(&self.wrappers))
+            .field("post", &ids(&self.post))
+            .field("observers", &ids(&self.observers))
+            .field("mode", &self.mode)
+            .finish()
+    }
+}
+
 impl Layer {
     pub fn remove(&mut self, id: u64) -> bool {
         let before = self.len();

@@ -44,6 +44,7 @@ pub use state::{State, read, write};
 /// The name of the code-mode transport tool, reserved in every scope.
 pub const RUN_CODE: &str = "run_code";
 
+#[derive(Debug)]
 pub struct Inner {
     pub state: RwLock<State>,
     next_id: AtomicU64,
@@ -63,6 +64,15 @@ pub type ModelViewFn = dyn Fn(&Registry, Option<&AgentId>) -> Result<(Vec<ToolSc
 /// The registry's [`ModelViewFn`], if code mode set one.
 #[derive(Default)]
 pub struct ModelViews(RwLock<Option<Arc<ModelViewFn>>>);
+
+impl std::fmt::Debug for ModelViews {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The view is a closure.
+        f.debug_tuple("ModelViews")
+            .field(&self.0.read().is_some())
+            .finish()
+    }
+}
 
 impl ModelViews {
     /// The view code mode set, if any.
@@ -432,6 +442,7 @@ impl Registry {
 
 /// What [`Registry::replace_tools`] did: the tools registered (name, handle) and the ones
 /// refused (name, why).
+#[derive(Debug)]
 pub struct Replaced {
     pub registered: Vec<(String, Handle)>,
     pub refused: Vec<(String, RegisterError)>,

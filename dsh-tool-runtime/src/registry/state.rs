@@ -31,6 +31,19 @@ pub struct State {
     pub extensions: Extensions,
 }
 
+impl std::fmt::Debug for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The approver and the extensions hold closures and features' values.
+        f.debug_struct("State")
+            .field("global", &self.global)
+            .field("agents", &self.agents)
+            .field("parents", &self.parents)
+            .field("default_mode", &self.default_mode)
+            .field("transport", &self.transport)
+            .finish_non_exhaustive()
+    }
+}
+
 impl State {
     /// The agent's chain, farthest ancestor first, the agent itself last.
     pub fn chain(&self, agent: &AgentId) -> Vec<AgentId> {
@@ -166,6 +179,7 @@ impl State {
 }
 
 /// A generation counter that wakes its receivers on every registry write.
+#[derive(Debug)]
 pub struct Changes(pub(super) tokio::sync::watch::Sender<u64>);
 
 impl Default for Changes {

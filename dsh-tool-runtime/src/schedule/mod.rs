@@ -111,6 +111,7 @@ pub enum Unstarted {
 type Submission<T> = (ToolCall, T);
 
 /// One schedule: its calls, their source, and where their results go.
+#[derive(Debug)]
 pub struct Schedule<S: Sink> {
     registry: Registry,
     max_parallel: usize,

@@ -13,7 +13,7 @@ use dsh_tools::sdk::Language;
 /// serve it to any MCP host.
 #[derive(Debug, Parser)]
 #[command(name = "dsh-tools", version)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// Where the tools come from.
     #[command(flatten)]
     pub sources: Sources,
@@ -37,7 +37,7 @@ pub struct Cli {
 
 /// One subcommand; each has its own arguments and handler.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Serve the tools as an MCP server (stdio by default).
     Serve(Box<ServeArgs>),
     /// Print the tool schemas in a provider dialect.
@@ -59,7 +59,7 @@ pub enum Command {
 
 /// Arguments of `runs`.
 #[derive(Debug, Args)]
-pub struct RunsArgs {
+pub(crate) struct RunsArgs {
     /// The journal file (SQLite).
     #[arg(
         long,
@@ -97,7 +97,7 @@ pub struct RunsArgs {
 
 /// What `runs` does.
 #[derive(Debug, Subcommand)]
-pub enum RunsAction {
+pub(crate) enum RunsAction {
     /// Every run: id, status. Needs no tool source.
     List,
     /// One run: its status and journaled calls. Needs no tool source.
@@ -156,7 +156,7 @@ fn parse_revert(value: &str) -> Result<(String, String), String> {
 
 /// Arguments of `replay`.
 #[derive(Debug, Args)]
-pub struct ReplayArgs {
+pub(crate) struct ReplayArgs {
     /// The event log: JSON lines, zstd when it ends in `.zst` (a torn last line is skipped).
     pub log: PathBuf,
     /// Where to write the page (default: the log's path with the extension `.html`).
@@ -172,7 +172,7 @@ pub struct ReplayArgs {
 
 /// Tool sources, usable with every subcommand. At least one is needed by those that use tools.
 #[derive(Debug, Args)]
-pub struct Sources {
+pub(crate) struct Sources {
     /// A built-in toolset: `repo` (read-only file tools over `--root`).
     #[arg(long, global = true, value_enum)]
     pub builtin: Option<Builtin>,
@@ -243,14 +243,14 @@ pub struct Sources {
 
 /// The built-in toolsets.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum Builtin {
+pub(crate) enum Builtin {
     /// `list_files`, `read_file`, `grep`, `file_stats` confined to `--root`.
     Repo,
 }
 
 /// Code runtime budgets.
 #[derive(Debug, Args, Clone, Copy, Default)]
-pub struct Budgets {
+pub(crate) struct Budgets {
     /// CPU time a program may use, in ms (default 60000).
     #[arg(long, value_name = "MS")]
     pub cpu_ms: Option<u64>,
@@ -264,7 +264,7 @@ pub struct Budgets {
 
 impl Budgets {
     /// Sets the budgets given on the command line, leaving the others as they are.
-    pub fn apply(self, to: &mut dsh_tools::code::Budgets) {
+    pub(crate) fn apply(self, to: &mut dsh_tools::code::Budgets) {
         if let Some(cpu_ms) = self.cpu_ms {
             to.compute_ms = cpu_ms;
         }
@@ -279,7 +279,7 @@ impl Budgets {
 
 /// Which kind of code runtime runs the programs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum RuntimeKind {
+pub(crate) enum RuntimeKind {
     /// A Node.js or CPython child process per run, sandboxed.
     #[default]
     Subprocess,
@@ -290,7 +290,7 @@ pub enum RuntimeKind {
 
 /// `serve`.
 #[derive(Debug, Args)]
-pub struct ServeArgs {
+pub(crate) struct ServeArgs {
     /// How the tools are presented: native, code (only `run_code`) or both.
     #[arg(long, default_value = "native", value_parser = parse_mode)]
     pub mode: Mode,
@@ -394,7 +394,7 @@ pub struct ServeArgs {
 
 /// Who `serve --http` lets in; each needs `--http`.
 #[derive(Debug, Args, Default)]
-pub struct HttpAccess {
+pub(crate) struct HttpAccess {
     /// Serve browser requests from ORIGIN (`SCHEME://HOST:PORT`, `SCHEME://HOST:*` for any
     /// port, or `null`; repeatable). A request whose `Origin` header names another is answered
     /// 403; requests without one are not affected (default: no origin allowed).
@@ -452,7 +452,7 @@ pub struct HttpAccess {
 
 /// What `serve --http` allows its clients; each needs `--http`.
 #[derive(Debug, Args, Clone, Copy, Default)]
-pub struct HttpLimits {
+pub(crate) struct HttpLimits {
     /// Connections open at once; one more is answered 503 and closed (default 512).
     #[arg(long, value_name = "N", requires = "http")]
     pub max_connections: Option<usize>,
@@ -473,7 +473,7 @@ pub struct HttpLimits {
 
 /// `tools`.
 #[derive(Debug, Args)]
-pub struct ToolsArgs {
+pub(crate) struct ToolsArgs {
     /// portable, openai-strict, gemini, anthropic or mcp.
     #[arg(long, default_value = "portable", value_parser = parse_dialect)]
     pub dialect: Dialect,
@@ -481,7 +481,7 @@ pub struct ToolsArgs {
 
 /// `sdk`.
 #[derive(Debug, Args)]
-pub struct SdkArgs {
+pub(crate) struct SdkArgs {
     /// ts or py.
     #[arg(long, value_parser = parse_language)]
     pub lang: Language,
@@ -489,7 +489,7 @@ pub struct SdkArgs {
 
 /// `view`.
 #[derive(Debug, Args)]
-pub struct ViewArgs {
+pub(crate) struct ViewArgs {
     /// native, code or both.
     #[arg(long, default_value = "native", value_parser = parse_mode)]
     pub mode: Mode,
@@ -504,7 +504,7 @@ pub struct ViewArgs {
 
 /// `call`.
 #[derive(Debug, Args)]
-pub struct CallArgs {
+pub(crate) struct CallArgs {
     /// The tool name.
     pub name: String,
     /// The arguments, a JSON object (default `{}`).
@@ -516,7 +516,7 @@ pub struct CallArgs {
 
 /// `run`.
 #[derive(Debug, Args)]
-pub struct RunArgs {
+pub(crate) struct RunArgs {
     /// The program file.
     pub file: PathBuf,
     /// ts or py (default: from the file extension, else ts).
@@ -561,7 +561,7 @@ fn parse_runtime(value: &str) -> Result<RuntimeKind, String> {
 }
 
 /// `ts`/`typescript` or `py`/`python`.
-pub fn parse_language(value: &str) -> Result<Language, String> {
+pub(crate) fn parse_language(value: &str) -> Result<Language, String> {
     match value {
         "ts" | "typescript" => Ok(Language::TypeScript),
         "py" | "python" => Ok(Language::Python),

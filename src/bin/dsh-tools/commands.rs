@@ -31,7 +31,7 @@ use crate::terminal::{escaped, pretty};
 use dsh_tools::prelude::*;
 
 /// `serve`: until the client disconnects (stdio) or the process is told to stop (HTTP).
-pub async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {
+pub(crate) async fn serve(registry: &Registry, args: &ServeArgs) -> Result<(), String> {
     // Refused before anything starts: a token that cannot be used, or no authentication on an
     // address others can reach.
     let http = match args.http {
@@ -139,7 +139,7 @@ type RestateSettings = (
 );
 
 /// The refusal of the spelling `--restate-secret`, which the one secret file replaced.
-pub const RESTATE_SECRET_REPLACED: &str = "--restate-secret was replaced by --restate-secret-file \
+pub(crate) const RESTATE_SECRET_REPLACED: &str = "--restate-secret was replaced by --restate-secret-file \
      FILE: one secret file (at least 32 bytes, mode 0600, e.g. `head -c 32 /dev/urandom | base64 \
      > FILE; chmod 600 FILE`) tags task ids and signs approvals, for every replica, deployment \
      and `runs --restate`";
@@ -380,7 +380,7 @@ fn stop_signal() -> impl std::future::Future<Output = ()> {
 }
 
 /// `tools`.
-pub async fn tools(
+pub(crate) async fn tools(
     registry: &Registry,
     args: &ToolsArgs,
     json_output: bool,
@@ -424,7 +424,11 @@ pub async fn tools(
 }
 
 /// `sdk`.
-pub async fn sdk(registry: &Registry, args: &SdkArgs, json_output: bool) -> Result<String, String> {
+pub(crate) async fn sdk(
+    registry: &Registry,
+    args: &SdkArgs,
+    json_output: bool,
+) -> Result<String, String> {
     let text = registry.sdk(None, args.lang);
     if json_output {
         return Ok(pretty(
@@ -435,7 +439,7 @@ pub async fn sdk(registry: &Registry, args: &SdkArgs, json_output: bool) -> Resu
 }
 
 /// `view`.
-pub async fn view(
+pub(crate) async fn view(
     registry: &Registry,
     args: &ViewArgs,
     json_output: bool,
@@ -477,7 +481,7 @@ pub async fn view(
 }
 
 /// `call`.
-pub async fn call(
+pub(crate) async fn call(
     registry: &Registry,
     args: &CallArgs,
     json_output: bool,
@@ -499,7 +503,11 @@ pub async fn call(
 }
 
 /// `run`: progress lines (tool, ms, ok/error) on stderr as the program's calls settle.
-pub async fn run(registry: &Registry, args: &RunArgs, json_output: bool) -> Result<String, String> {
+pub(crate) async fn run(
+    registry: &Registry,
+    args: &RunArgs,
+    json_output: bool,
+) -> Result<String, String> {
     let program = std::fs::read_to_string(&args.file)
         .map_err(|error| format!("cannot read {}: {error}", args.file.display()))?;
     let language = args.lang.unwrap_or_else(|| language_of_file(&args.file));
@@ -581,7 +589,10 @@ fn warn_exposed(store: &SqliteJournal) {
 
 /// `runs list` and `runs show`, which need no tool source and only read the journal; `None`
 /// for the other actions.
-pub async fn runs_offline(args: &RunsArgs, json_output: bool) -> Result<Option<String>, String> {
+pub(crate) async fn runs_offline(
+    args: &RunsArgs,
+    json_output: bool,
+) -> Result<Option<String>, String> {
     if args.restate_secret.is_some() {
         return Err(RESTATE_SECRET_REPLACED.to_owned());
     }
@@ -731,7 +742,7 @@ fn decision_error(error: &dsh_tools::durable::JournalError) -> String {
 }
 
 /// `runs approve|deny|rollback`: over the loaded tools; a resumed run prints as `run` does.
-pub async fn runs(
+pub(crate) async fn runs(
     registry: &Registry,
     args: &RunsArgs,
     json_output: bool,
@@ -838,7 +849,7 @@ pub async fn runs(
 }
 
 /// `replay`: reads an event log and writes its replay page; says how many events it drew and where.
-pub fn replay(args: &ReplayArgs, json_output: bool) -> Result<String, String> {
+pub(crate) fn replay(args: &ReplayArgs, json_output: bool) -> Result<String, String> {
     let limits = dsh_tools::events::ReadLimits::default().with_max_log_bytes(args.max_log_bytes);
     let events =
         dsh_tools::events::read_log_with(&args.log, &limits).map_err(|error| error.to_string())?;

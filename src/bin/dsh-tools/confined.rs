@@ -22,7 +22,7 @@ const CHUNK_BYTES: usize = 64 * 1024;
 
 /// Why a confined open or read failed.
 #[derive(Debug)]
-pub enum ConfinedError {
+pub(super) enum ConfinedError {
     /// The path leaves the root (through `..`, an absolute path or a symbolic link).
     Escapes,
     /// The path names something that is not what the operation reads (a FIFO, a device, a socket,
@@ -63,13 +63,13 @@ impl From<io::Error> for ConfinedError {
 }
 
 /// What a path names, by `fstat` of its handle.
-pub enum Kind {
+pub(super) enum Kind {
     File { bytes: u64 },
     Dir,
 }
 
 /// A handle of the root directory; every path below is resolved against it.
-pub struct Root {
+pub(super) struct Root {
     dir: OwnedFd,
 }
 
@@ -94,7 +94,7 @@ impl Root {
     ///
     /// # Errors
     /// The system's error when `path` is not a directory that can be opened.
-    pub fn open(path: &Path) -> io::Result<Root> {
+    pub(super) fn open(path: &Path) -> io::Result<Root> {
         let dir = rustix::fs::open(
             path,
             OFlags::PATH | OFlags::DIRECTORY | OFlags::CLOEXEC,
@@ -134,7 +134,7 @@ impl Root {
     /// # Errors
     /// [`ConfinedError::Escapes`] outside the root, [`ConfinedError::NotRegular`] for anything
     /// else than a file or a directory, [`ConfinedError::Io`] otherwise.
-    pub fn kind(&self, relative: &str) -> Result<Kind, ConfinedError> {
+    pub(super) fn kind(&self, relative: &str) -> Result<Kind, ConfinedError> {
         // O_PATH: no open of a device's driver, no wait on a FIFO.
         let fd = Self::open_below(&self.dir, OsStr::new(relative), OFlags::PATH)?;
         let stat = rustix::fs::fstat(&fd)?;
@@ -151,7 +151,7 @@ impl Root {
     ///
     /// # Errors
     /// As [`Root::kind`]; a directory is [`ConfinedError::NotRegular`] too.
-    pub fn open_file(&self, relative: &str) -> Result<File, ConfinedError> {
+    pub(super) fn open_file(&self, relative: &str) -> Result<File, ConfinedError> {
         // Non-blocking so that a FIFO's open returns at once; the fstat below refuses it.
         let fd = Self::open_below(
             &self.dir,
@@ -173,7 +173,7 @@ impl Root {
     ///
     /// # Errors
     /// As [`Root::kind`] for `relative`; [`ConfinedError::Cancelled`] when `cancel` fires.
-    pub fn walk(
+    pub(super) fn walk(
         &self,
         relative: &str,
         skipped: &[&str],
@@ -250,7 +250,7 @@ impl Root {
 
 /// What [`Root::walk`] found.
 #[derive(Default)]
-pub struct Walk {
+pub(super) struct Walk {
     /// `(path, bytes)` of each regular file, sorted by path.
     pub files: Vec<(String, u64)>,
     /// Entries left out because their names are not UTF-8.
@@ -263,7 +263,7 @@ pub struct Walk {
 ///
 /// # Errors
 /// [`ConfinedError::Cancelled`] when `cancel` fires, [`ConfinedError::Io`] for a failed read.
-pub fn for_each_line(
+pub(super) fn for_each_line(
     mut file: impl Read,
     max_line: usize,
     cancel: &CancellationToken,
@@ -319,7 +319,7 @@ fn strip_cr(line: &[u8]) -> &[u8] {
 ///
 /// # Errors
 /// As [`for_each_line`].
-pub fn count_newlines(
+pub(super) fn count_newlines(
     mut file: impl Read,
     cancel: &CancellationToken,
 ) -> Result<u64, ConfinedError> {

@@ -14,7 +14,7 @@ use serde_json::{Map, Value};
 static ASKING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 
 /// `server` with the command's elicitation handler: it declares the `elicitation` capability.
-pub fn attach(server: McpServer) -> McpServer {
+pub(crate) fn attach(server: McpServer) -> McpServer {
     let name = server.name().to_owned();
     server.on_elicitation(move |request| answer(name.clone(), request, terminal_attached()))
 }

@@ -153,7 +153,7 @@ fn credentials(id: &str, secret: String, scopes: &[String]) -> McpClientCredenti
 
 /// The MCP servers that started and, for each one that did not, one line saying why (its
 /// error and the tail of its stderr).
-pub struct Started {
+pub(crate) struct Started {
     /// The servers connected, their tools registered.
     pub handles: Vec<McpHandle>,
     /// One line per server that failed, in the order the sources name them.
@@ -163,7 +163,7 @@ pub struct Started {
 /// Connects every MCP server the sources name and registers its tools. A server that fails is
 /// left out (its tools are missing) and reported in [`Started::failures`]; the others start.
 /// An error only for sources that name no server correctly (a bad `--mcp` line or config file).
-pub async fn add(registry: &Registry, sources: &Sources) -> Result<Started, String> {
+pub(crate) async fn add(registry: &Registry, sources: &Sources) -> Result<Started, String> {
     let servers = servers(sources)?;
     let mut started = Started {
         handles: Vec::new(),
@@ -500,7 +500,7 @@ static TAILS: OnceLock<StderrTails> = OnceLock::new();
 /// duration recorded in the `gen_ai.execute_tool.duration` histogram (and every MCP request's
 /// in `mcp.client.operation.duration` or `mcp.server.operation.duration`), MCP requests carry
 /// trace context; a failed export is printed once as a warning.
-pub fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
+pub(crate) fn install_tracing(otlp: Option<&dsh_tools::otel::Otlp>) {
     if otlp.is_some() {
         dsh_tools::otel::install_propagator();
     }

@@ -23,7 +23,7 @@ const ANSWER_WITHIN: Duration = Duration::from_secs(60);
 const APPROVALS: &str = "DurableApprovals";
 
 /// `runs --restate INGRESS [--restate-admin ADMIN] ACTION`: what to print, or one error line.
-pub async fn runs(
+pub(crate) async fn runs(
     ingress: &str,
     admin: Option<&str>,
     secret: Option<&Path>,

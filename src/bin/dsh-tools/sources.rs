@@ -13,7 +13,7 @@ use crate::toolset;
 use dsh_tools::prelude::*;
 
 /// The registry of one command and the MCP servers bridged into it.
-pub struct Loaded {
+pub(crate) struct Loaded {
     /// Every tool the sources name, with the timeout policy installed.
     pub registry: Registry,
     servers: Vec<McpHandle>,
@@ -21,7 +21,7 @@ pub struct Loaded {
 
 impl Loaded {
     /// Stops the bridged MCP servers.
-    pub async fn close(self) {
+    pub(crate) async fn close(self) {
         for server in self.servers {
             server.disconnect().await;
         }
@@ -31,7 +31,7 @@ impl Loaded {
 /// Loads every tool the sources name. An MCP server that fails to start is skipped with a
 /// `warning: MCP server skipped: …` line on stderr; start-up fails only when no tool source is
 /// left (no `--builtin` and no MCP server started).
-pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
+pub(crate) async fn registry(sources: &Sources) -> Result<Loaded, String> {
     if sources.builtin.is_none()
         && sources.mcp.is_empty()
         && sources.mcp_http.is_empty()
@@ -76,7 +76,7 @@ pub async fn registry(sources: &Sources) -> Result<Loaded, String> {
 
 /// Mounts a code runtime of `kind` for `language` under `budgets`. `standby` keeps a subprocess
 /// child ready for the next program (worth it for a server, not for one run).
-pub async fn mount_runtime(
+pub(crate) async fn mount_runtime(
     registry: &Registry,
     language: Language,
     kind: RuntimeKind,

@@ -50,13 +50,13 @@ const MAX_PATTERN_BYTES: usize = 1024 * 1024;
 /// no symbolic link, `..` or magic link leads out of it, only regular files are read, and reads
 /// stream in bounded chunks on tokio's blocking pool, stopping when the call is cancelled or
 /// times out.
-pub struct RepoTools {
+pub(crate) struct RepoTools {
     root: Result<Arc<Root>, String>,
 }
 
 /// One entry of `list_files`.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct FileEntry {
+pub(crate) struct FileEntry {
     /// Path relative to the root, `/`-separated.
     pub path: String,
     /// Size in bytes.
@@ -65,7 +65,7 @@ pub struct FileEntry {
 
 /// What `read_file` returns.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct ReadWindow {
+pub(crate) struct ReadWindow {
     /// Path relative to the root.
     pub path: String,
     /// 1-based number of the first line returned.
@@ -78,7 +78,7 @@ pub struct ReadWindow {
 
 /// One `grep` hit.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct GrepMatch {
+pub(crate) struct GrepMatch {
     /// Path relative to the root.
     pub path: String,
     /// 1-based line number.
@@ -89,7 +89,7 @@ pub struct GrepMatch {
 
 /// What `grep` returns.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct GrepResult {
+pub(crate) struct GrepResult {
     /// The hits, in path then line order.
     pub matches: Vec<GrepMatch>,
     /// `true` when `max_matches` cut the list.
@@ -98,7 +98,7 @@ pub struct GrepResult {
 
 /// What `file_stats` returns.
 #[derive(Debug, Serialize, JsonSchema)]
-pub struct FileStats {
+pub(crate) struct FileStats {
     /// Path relative to the root.
     pub path: String,
     /// Size in bytes.
@@ -115,7 +115,7 @@ const SKIPPED_DIRS: [&str; 4] = ["target", "node_modules", ".git", ".tools"];
 impl RepoTools {
     /// Tools confined to `root`. A root that cannot be opened makes every call fail with the
     /// reason.
-    pub fn new(root: impl Into<PathBuf>) -> Arc<Self> {
+    pub(crate) fn new(root: impl Into<PathBuf>) -> Arc<Self> {
         let root = root.into();
         let root = Root::open(&root)
             .map(Arc::new)
@@ -401,7 +401,7 @@ impl RepoTools {
 }
 
 /// The toolset's definitions for `root`.
-pub fn definitions(root: impl Into<PathBuf>) -> Vec<ToolDefinition> {
+pub(crate) fn definitions(root: impl Into<PathBuf>) -> Vec<ToolDefinition> {
     RepoTools::new(root).tools()
 }
 

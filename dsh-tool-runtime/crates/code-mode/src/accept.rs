@@ -12,6 +12,7 @@ const BACKOFF_MAX: Duration = Duration::from_secs(1);
 
 /// A listener whose `accept` waits out failures (out of descriptors, a connection reset
 /// before it was accepted) with a growing pause, logging each one under `face`.
+#[derive(Debug)]
 pub struct Acceptor {
     listener: TcpListener,
     face: &'static str,

@@ -4,14 +4,14 @@
 //! - [`code_mode`]: `run_code`, the transport tool, and the model's view of a scope in code mode
 //!   ([`CodeModeExt`], [`DisclosureExt`], [`ScopeDisclosureExt`]);
 //! - [`code_runtime`]: the runtimes a program runs in (subprocess Node/Python under the OS
-//!   sandbox, embedded QuickJS and Monty with features `embedded-js` / `embedded-python`), their
-//!   budgets and the binding-call bridge;
+//!   sandbox; the embedded QuickJS and Monty are the crate `dsh-tool-engines`, which builds on
+//!   the hidden `__engines` module), their budgets and the binding-call bridge;
 //! - [`durable`]: durable runs, journaled in SQLite (feature `durable`) or run as Restate
 //!   invocations (feature `restate`) ([`DurableExt`]).
 //!
-//! It depends on the core, `dsh-tool-runtime`, and is depended on by `dsh-tool-mcp` (serving
-//! code mode and approving durable runs over MCP) and the `dsh-tools` facade, which re-exports
-//! its curated API. Depend on `dsh-tools` instead.
+//! It depends on the core, `dsh-tool-runtime`, and is depended on by `dsh-tool-engines` (the
+//! embedded runtimes), `dsh-tool-mcp` (serving code mode and approving durable runs over MCP)
+//! and the `dsh-tools` facade, which re-exports its curated API. Depend on `dsh-tools` instead.
 // docs.rs marks each feature-gated item with the feature it needs.
 #![cfg_attr(docsrs, feature(doc_cfg))]
 
@@ -47,7 +47,7 @@ pub(crate) mod sealed {
 pub mod __private {
     // Internals the facade's integration tests drive directly.
     pub use crate::code_runtime::frame;
-    // The `dsh-monty-worker` program's entry point and allocator.
-    #[cfg(feature = "embedded-python")]
-    pub use crate::code_runtime::{MontyWorkerAllocator, monty_worker_main};
 }
+
+#[doc(hidden)]
+pub use code_runtime::kit as __engines;

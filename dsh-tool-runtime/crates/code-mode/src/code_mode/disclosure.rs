@@ -100,6 +100,7 @@ impl ScopeDisclosureExt for AgentScope {
 }
 
 /// The `sdk` namespace of one run: the tools the program may call, in the run's language.
+#[derive(Debug)]
 pub struct Catalog {
     language: Language,
     specs: Vec<ToolSpec>,

@@ -16,7 +16,7 @@ use super::{CodeRuntimeError, FailureKind, RunOutcome, RunRequest};
 /// # Errors
 /// [`CodeRuntimeError::InvalidBindings`] for unusable binding names, and
 /// [`CodeRuntimeError::Disposed`] when the slots are closed.
-pub(crate) async fn admit(
+pub async fn admit(
     request: &RunRequest,
     slots: &Arc<Semaphore>,
     disposed: &CancellationToken,

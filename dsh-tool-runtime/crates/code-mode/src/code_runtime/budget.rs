@@ -62,7 +62,7 @@ impl Budgets {
     /// # Errors
     ///
     /// [`CodeRuntimeError::InvalidConfig`] naming the first budget out of range.
-    pub(crate) fn validate(&self, min_memory_mb: u64) -> Result<(), CodeRuntimeError> {
+    pub fn validate(&self, min_memory_mb: u64) -> Result<(), CodeRuntimeError> {
         let fail = |m: String| Err(CodeRuntimeError::InvalidConfig(m));
         let ms = 1..=i32::MAX as u64;
         if !ms.contains(&self.compute_ms) {

@@ -3,8 +3,8 @@
 //! its replies to a process.
 //!
 //! Each transport — the pipes to a child process (`subprocess/`), the shared-memory ring to a
-//! pooled worker (`worker_pool/`), the interpreter thread in the host (`embedded/driver.rs`) —
-//! moves frames and watches its own process or thread (`watch.rs`), and asks this module what a
+//! pooled worker (the engines crate's `pool/`), the interpreter thread in the host (its
+//! `driver.rs`) — moves frames and watches its own process or thread (`watch.rs`), and asks this module what a
 //! call means and `ending.rs` what an ending means. So a program meets the same messages and
 //! failure kinds on every runtime.
 //!
@@ -29,7 +29,7 @@ use super::{BindingCall, BindingDispatch, BindingError, RunRequest};
 
 /// The `run` frame that hands a process its program: the program, the binding namespaces as the
 /// bootstraps read them, the output cap (`maxOutputBytes`) and the transport's own keys `extra`.
-pub(crate) fn run_frame(
+pub fn run_frame(
     program: &str,
     request: &RunRequest,
     cap: u64,
@@ -67,7 +67,7 @@ pub(crate) fn costly_call() -> String {
 
 /// A finished binding call as the program may see it: the value (lossless, with its nesting
 /// depth) or the failure the call rejects with.
-pub(crate) type CheckedResolution = Result<(Value, usize), BindingError>;
+pub type CheckedResolution = Result<(Value, usize), BindingError>;
 
 /// A resolution checked for the program: lossless and at most [`MAX_DEPTH`] deep.
 fn checked(result: Result<Value, BindingError>) -> CheckedResolution {
@@ -84,7 +84,7 @@ fn checked(result: Result<Value, BindingError>) -> CheckedResolution {
 }
 
 /// The reply frame of call `id` for a process on the frame protocol.
-pub(crate) fn reply_frame(id: u64, reply: CheckedResolution) -> Vec<u8> {
+pub fn reply_frame(id: u64, reply: CheckedResolution) -> Vec<u8> {
     match reply {
         Ok((value, depth)) => {
             let bytes = frame::reply_ok(id, &value, depth);
@@ -97,16 +97,17 @@ pub(crate) fn reply_frame(id: u64, reply: CheckedResolution) -> Vec<u8> {
 
 /// Which binding a call names: by namespace and name (frame protocol, Monty), or by its number
 /// over the request's namespaces and their names in order (the in-process QuickJS bootstrap).
-#[derive(Clone, Copy)]
-pub(crate) enum Target<'a> {
+#[derive(Debug, Clone, Copy)]
+pub enum Target<'a> {
+    /// The binding `name` (second) of the namespace whose global is the first.
     Named(&'a str, &'a str),
-    #[cfg_attr(not(feature = "embedded-js"), allow(dead_code))]
+    /// The binding at this place, counting every namespace's names in the request's order.
     Numbered(usize),
 }
 
 /// What became of a call the program made.
 #[derive(Debug)]
-pub(crate) enum Admitted {
+pub enum Admitted {
     /// An id seen before: a repeated frame, ignored.
     Repeated,
     /// One call too many: the run ends with this.
@@ -120,7 +121,7 @@ pub(crate) enum Admitted {
 type PendingCall = BoxFuture<'static, (u64, Result<Value, BindingError>)>;
 
 /// The binding calls of one run.
-pub(crate) struct Calls {
+pub struct Calls {
     /// `(global, name)` of every binding, in the order [`Target::Numbered`] counts them.
     bindings: Vec<(String, String)>,
     by_name: HashMap<String, HashMap<String, usize>>,
@@ -135,9 +136,22 @@ pub(crate) struct Calls {
     seq: u64,
 }
 
+impl std::fmt::Debug for Calls {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The dispatcher and the calls in flight are closures and futures.
+        f.debug_struct("Calls")
+            .field("bindings", &self.bindings)
+            .field("made", &self.made)
+            .field("max", &self.max)
+            .field("pending", &self.pending.len())
+            .field("journaled", &self.journal.is_some())
+            .finish_non_exhaustive()
+    }
+}
+
 impl Calls {
     /// The calls of `request`, at most `max_binding_calls` of them.
-    pub(crate) fn new(request: &RunRequest, max_binding_calls: u64) -> Self {
+    pub fn new(request: &RunRequest, max_binding_calls: u64) -> Self {
         let bindings: Vec<(String, String)> = request
             .bindings
             .iter()
@@ -177,7 +191,7 @@ impl Calls {
     /// Takes call `id` to `target` with `args` (`None`: they were not lossless JSON). Every
     /// call counts against the limit, an unknown or refused one too. A dispatch that is ready
     /// when first polled is answered at once, on every transport alike.
-    pub(crate) fn call(&mut self, id: u64, target: Target<'_>, args: Option<Value>) -> Admitted {
+    pub fn call(&mut self, id: u64, target: Target<'_>, args: Option<Value>) -> Admitted {
         if let Some(admitted) = self.count(id) {
             return admitted;
         }
@@ -247,18 +261,18 @@ impl Calls {
 
     /// A call frame the host will not decode (`message` says why): counted as a call and
     /// answered with a rejection.
-    pub(crate) fn refuse(&mut self, id: u64, message: String) -> Admitted {
+    pub fn refuse(&mut self, id: u64, message: String) -> Admitted {
         self.count(id)
             .unwrap_or(Admitted::Answer(Err(BindingError::new(message))))
     }
 
     /// Whether no call is under way.
-    pub(crate) fn idle(&self) -> bool {
+    pub fn idle(&self) -> bool {
         self.pending.is_empty()
     }
 
     /// The next finished call; `Pending` while none is (and for ever when [`idle`](Self::idle)).
-    pub(crate) fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<(u64, CheckedResolution)> {
+    pub fn poll_next(&mut self, cx: &mut Context<'_>) -> Poll<(u64, CheckedResolution)> {
         match self.pending.poll_next_unpin(cx) {
             Poll::Ready(Some((id, result))) => Poll::Ready((id, checked(result))),
             Poll::Ready(None) | Poll::Pending => Poll::Pending,
@@ -266,19 +280,20 @@ impl Calls {
     }
 
     /// [`poll_next`](Self::poll_next) as a future, for a `select!` branch.
-    pub(crate) fn next(&mut self) -> impl Future<Output = (u64, CheckedResolution)> + '_ {
+    pub fn next_reply(&mut self) -> impl Future<Output = (u64, CheckedResolution)> + '_ {
         std::future::poll_fn(|cx| self.poll_next(cx))
     }
 
     /// Stops every call in flight: the run has settled.
-    pub(crate) fn settle(&mut self) {
+    pub fn settle(&mut self) {
         self.signal.cancel();
         self.pending = FuturesUnordered::new();
     }
 }
 
 /// What a frame from a process on the frame protocol asks of its transport.
-pub(crate) enum Step {
+#[derive(Debug)]
+pub enum Step {
     /// A log entry for the transport's ledger.
     Log(String),
     /// The run ends.
@@ -292,7 +307,7 @@ pub(crate) enum Step {
 impl Calls {
     /// What `frame` asks: a log, the run's end, or a call admitted and, if answered at once,
     /// its reply frame.
-    pub(crate) fn on_frame(&mut self, frame: ChildFrame) -> Step {
+    pub fn on_frame(&mut self, frame: ChildFrame) -> Step {
         match frame {
             ChildFrame::Log { text } => Step::Log(text),
             ChildFrame::Done(completion) => Step::End(completion.into()),
@@ -313,7 +328,7 @@ impl Calls {
     }
 
     /// A call frame over `max_frame_bytes`, which the host never buffered whole.
-    pub(crate) fn on_oversized(&mut self, id: u64, max_frame_bytes: u64) -> Step {
+    pub fn on_oversized(&mut self, id: u64, max_frame_bytes: u64) -> Step {
         let admitted = self.refuse(id, oversized_call(max_frame_bytes));
         Self::step(id, admitted)
     }

@@ -15,7 +15,7 @@ use super::{CodeRunFailure, FailureKind, RunOutcome};
 
 /// How a run ended, before the output ledger has had its say.
 #[derive(Debug)]
-pub(crate) enum Ending {
+pub enum Ending {
     /// The program returned this value, as compact JSON text (`None`: nothing).
     Done(Option<JsonText>),
     /// A typed failure: the program's own (`exception`, `invalid-output`) or the host's.
@@ -35,17 +35,17 @@ impl From<Completion> for Ending {
 
 impl Ending {
     /// `abort` `run aborted`: the request's signal was cancelled mid-run.
-    pub(crate) fn aborted() -> Self {
+    pub fn aborted() -> Self {
         Ending::Fail(FailureKind::Abort, "run aborted".to_owned())
     }
 
     /// `abort` `runtime disposed`.
-    pub(crate) fn disposed() -> Self {
+    pub fn disposed() -> Self {
         Ending::Fail(FailureKind::Abort, "runtime disposed".to_owned())
     }
 
     /// `timeout` `wall-clock ceiling reached (<ms>ms)`.
-    pub(crate) fn wall(max_wall_ms: u64) -> Self {
+    pub fn wall(max_wall_ms: u64) -> Self {
         Ending::Fail(
             FailureKind::Timeout,
             format!("wall-clock ceiling reached ({max_wall_ms}ms)"),
@@ -53,7 +53,7 @@ impl Ending {
     }
 
     /// `timeout` `compute budget exhausted (<ms>ms of CPU time)`.
-    pub(crate) fn compute(compute_ms: u64) -> Self {
+    pub fn compute(compute_ms: u64) -> Self {
         Ending::Fail(
             FailureKind::Timeout,
             format!("compute budget exhausted ({compute_ms}ms of CPU time)"),
@@ -61,8 +61,7 @@ impl Ending {
     }
 
     /// `memory-limit` `memory limit reached (<mb> MiB)`: the interpreter's allocator refused.
-    #[cfg_attr(not(feature = "embedded-js"), allow(dead_code))]
-    pub(crate) fn allocator_limit(max_memory_mb: u64) -> Self {
+    pub fn allocator_limit(max_memory_mb: u64) -> Self {
         Ending::Fail(
             FailureKind::MemoryLimit,
             format!("memory limit reached ({max_memory_mb} MiB)"),
@@ -70,7 +69,7 @@ impl Ending {
     }
 
     /// `binding-limit` `binding call limit reached (<n> calls)`.
-    pub(crate) fn call_limit(max_binding_calls: u64) -> Self {
+    pub fn call_limit(max_binding_calls: u64) -> Self {
         Ending::Fail(
             FailureKind::BindingLimit,
             format!("binding call limit reached ({max_binding_calls} calls)"),
@@ -78,14 +77,14 @@ impl Ending {
     }
 
     /// `worker-exit` with `message`.
-    pub(crate) fn worker_exit(message: impl Into<String>) -> Self {
+    pub fn worker_exit(message: impl Into<String>) -> Self {
         Ending::Fail(FailureKind::WorkerExit, message.into())
     }
 
     /// The outcome: a value that does not fit after the logs ends as `output-limit`, a failure's
     /// message goes through the ledger like any output, and `sandbox` is reported whatever the
     /// ending.
-    pub(crate) fn into_outcome(
+    pub fn into_outcome(
         self,
         ledger: &mut OutputLedger,
         mut logs: Vec<String>,
@@ -120,11 +119,7 @@ impl Ending {
 
 /// The outcome of a run that ends before it has a process or an interpreter; its message still
 /// has to fit the output cap (`max_output_bytes`).
-pub(crate) fn early_outcome(
-    max_output_bytes: u64,
-    kind: FailureKind,
-    message: String,
-) -> RunOutcome {
+pub fn early_outcome(max_output_bytes: u64, kind: FailureKind, message: String) -> RunOutcome {
     let mut ledger = OutputLedger::new(max_output_bytes);
     failure_outcome(&mut ledger, Vec::new(), kind, message)
 }

@@ -87,9 +87,9 @@ pub enum Completion {
     },
 }
 
-/// One unit the [`FrameDecoder`] yields.
+/// One unit the [`FrameDecoder`] yields. Exhaustive: the engines' worker pool matches every
+/// unit as the subprocess runtime does.
 #[derive(Debug, Clone, PartialEq)]
-#[non_exhaustive]
 pub enum Inbound {
     /// A valid frame.
     Frame(ChildFrame),
@@ -429,7 +429,7 @@ fn decoded_size(line: &[u8]) -> Option<usize> {
 }
 
 /// Runs `f` on a stack sized for values `depth` levels deep.
-pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
+pub fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
     if depth <= SHALLOW {
         f()
     } else {
@@ -438,7 +438,7 @@ pub(crate) fn with_stack_for<R>(depth: usize, f: impl FnOnce() -> R) -> R {
 }
 
 /// Checks that `value` is lossless and at most [`MAX_DEPTH`] deep; returns its depth. Iterative.
-pub(crate) fn inspect(value: &Value) -> Result<usize, Unfit> {
+pub fn inspect(value: &Value) -> Result<usize, Unfit> {
     let mut deepest = 0;
     let unfit = walk(value, |node, level| match node {
         Value::Number(n)

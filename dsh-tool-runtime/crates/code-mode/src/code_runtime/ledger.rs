@@ -134,7 +134,7 @@ impl OutputLedger {
 
 /// The longest code-point-aligned prefix of `text` whose JSON string form takes at most
 /// `budget` bytes (empty when even `""` does not fit).
-pub(crate) fn longest_prefix(text: &str, budget: u64) -> &str {
+pub fn longest_prefix(text: &str, budget: u64) -> &str {
     let mut used = 2;
     for (i, c) in text.char_indices() {
         used += char_cost(c);
@@ -154,7 +154,7 @@ fn char_cost(c: char) -> u64 {
 }
 
 /// The byte length of `s` as a JSON string literal written by `serde_json`, quotes included.
-pub(crate) fn json_str_len(s: &str) -> u64 {
+pub fn json_str_len(s: &str) -> u64 {
     // ASCII without escapes is the common case; count it without decoding chars.
     2 + s
         .bytes()
@@ -218,14 +218,15 @@ pub(crate) fn failure_outcome(
 /// Splits a raw output stream (a process's stdout or stderr) into log entries, one per line; a
 /// line longer than `max` bytes is cut there, so a stream with no newline holds at most `max`
 /// bytes of the host's memory.
-pub(crate) struct Lines {
+#[derive(Debug)]
+pub struct Lines {
     line: Vec<u8>,
     max: usize,
 }
 
 impl Lines {
     /// A splitter cutting lines at `max` bytes.
-    pub(crate) fn new(max: usize) -> Self {
+    pub fn new(max: usize) -> Self {
         Lines {
             line: Vec::new(),
             max,
@@ -233,7 +234,7 @@ impl Lines {
     }
 
     /// Appends the entries `bytes` completes to `out`.
-    pub(crate) fn feed(&mut self, bytes: &[u8], out: &mut Vec<String>) {
+    pub fn feed(&mut self, bytes: &[u8], out: &mut Vec<String>) {
         for chunk in bytes.split_inclusive(|&b| b == b'\n') {
             let (body, complete) = match chunk.strip_suffix(b"\n") {
                 Some(body) => (body, true),
@@ -254,7 +255,7 @@ impl Lines {
     }
 
     /// The final unterminated line, if there is one.
-    pub(crate) fn finish(&mut self) -> Option<String> {
+    pub fn finish(&mut self) -> Option<String> {
         (!self.line.is_empty()).then(|| self.take())
     }
 

@@ -1,5 +1,5 @@
 //! Code runtimes: run a model-written program in a fresh child process per run, or (features
-//! `embedded-js`, `embedded-python`) in a fresh interpreter built into this crate.
+//! `embedded-js`, `embedded-python`, crate `dsh-tool-engines`) in a fresh embedded interpreter.
 //!
 //! A [`CodeRuntime`] takes a [`RunRequest`] (the program text, the binding namespaces it may call
 //! and a cancellation signal) and always resolves with a [`RunOutcome`]: the program's logs plus
@@ -10,38 +10,30 @@
 //! [`SubprocessRuntime`] is the implementation: TypeScript runs in Node.js (types stripped on the
 //! host with oxc), Python in CPython; each run gets a process no other program has touched, in its
 //! own process group, with an empty environment and a fresh temporary working directory, under
-//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` runs TypeScript on QuickJS and Python on
-//! Monty with no ambient authority, in pooled sandboxed worker processes (QuickJS also on a
-//! thread of the host, for trusted programs), under the same budgets (`EmbeddedConfig`). The
+//! the budgets of [`SubprocessConfig`]. `EmbeddedRuntime` (in `dsh-tool-engines`, which builds
+//! on the hidden `kit`) runs TypeScript on QuickJS and Python on Monty with no ambient
+//! authority, in pooled sandboxed worker processes (QuickJS also on a thread of the host, for
+//! trusted programs), under the same budgets (`EmbeddedConfig`). The
 //! contract follows the DSH code-runtime service; where it differs, the differences are documented
 //! on the item.
-
-// A runtime shows in its holder's `Debug`; what it hides (closures, processes) it says so.
-#![warn(missing_debug_implementations)]
 
 mod admission;
 mod budget;
 mod calls;
-#[cfg(feature = "embedded-js")]
-mod embedded;
 mod ending;
 mod journal;
 mod ledger;
-#[cfg(feature = "embedded-python")]
-mod monty;
 mod names;
 mod process;
-#[cfg(feature = "embedded-js")]
-mod quickjs;
 mod sandbox;
 mod strip;
 mod subprocess;
 mod value_text;
 mod watch;
-#[cfg(feature = "embedded-python")]
-mod worker_pool;
 
 pub mod frame;
+#[doc(hidden)]
+pub mod kit;
 
 use std::fmt;
 use std::sync::Arc;
@@ -53,13 +45,11 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 pub use budget::Budgets;
-#[cfg(feature = "embedded-js")]
-pub use embedded::{EmbeddedConfig, EmbeddedRuntime};
-pub(crate) use journal::{Admission, CallFuture, MakeCall, ParkSlot, RunJournal};
-pub use ledger::OutputLedger;
-#[cfg(feature = "embedded-python")]
+pub(crate) use journal::{Admission, CallFuture, RunJournal};
+// In the hidden `durable::steps` API of runs on Restate.
 #[doc(hidden)]
-pub use monty::{WorkerAllocator as MontyWorkerAllocator, worker_main as monty_worker_main};
+pub use journal::{MakeCall, ParkSlot};
+pub use ledger::OutputLedger;
 pub use names::validate_namespaces;
 pub use sandbox::{Sandbox, SandboxStatus};
 pub use subprocess::{SubprocessConfig, SubprocessRuntime};
@@ -68,7 +58,7 @@ pub use value_text::JsonText;
 /// A JavaScript bootstrap with the shared pieces put where it says
 /// `/* @include lossless_json.js */`, `/* @include binding_error.js */` and
 /// `/* @include failure_text.js */`.
-pub(crate) fn javascript_bootstrap(template: &str) -> String {
+pub fn javascript_bootstrap(template: &str) -> String {
     template
         .replacen("/* @include lossless_json.js */", LOSSLESS_JSON, 1)
         .replacen("/* @include binding_error.js */", BINDING_ERROR, 1)
@@ -303,15 +293,19 @@ pub struct RunRequest {
 /// that polls those calls on a thread of its own: driven there, a call needs no wake-up of a
 /// tokio worker. Whoever takes it first drives it: the runtime, or else `run_code` itself.
 #[derive(Clone)]
-pub(crate) struct Lane {
+pub struct Lane {
     take: Arc<dyn Fn() -> Option<BoxFuture<'static, ()>> + Send + Sync>,
     stop: CancellationToken,
 }
 
-#[cfg_attr(
-    not(any(feature = "embedded-js", feature = "embedded-python")),
-    allow(dead_code)
-)]
+impl fmt::Debug for Lane {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Lane")
+            .field("stop", &self.stop)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Lane {
     /// A lane whose scheduler `take` hands out once (later calls: `None`); it ends once `stop`
     /// is cancelled and its started calls have committed.
@@ -329,12 +323,12 @@ impl Lane {
     /// runtime's context) and, once the run has settled, cancel [`stop`](Lane::stop) and poll
     /// it to its end before answering: only then have the run's started calls committed. One
     /// that cannot must hand it to a task, never drop it.
-    pub(crate) fn take(&self) -> Option<BoxFuture<'static, ()>> {
+    pub fn take(&self) -> Option<BoxFuture<'static, ()>> {
         (self.take)()
     }
 
     /// What stops the scheduler: the run's own signal.
-    pub(crate) fn stop(&self) -> &CancellationToken {
+    pub fn stop(&self) -> &CancellationToken {
         &self.stop
     }
 }

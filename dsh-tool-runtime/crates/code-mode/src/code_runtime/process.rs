@@ -18,13 +18,13 @@ use super::sandbox::Plan;
 use tokio::process::{Child, ChildStderr, ChildStdout, Command};
 
 /// The child's protocol fds: it writes frames on 3 and reads frames on 4 (a pooled worker rings
-/// its doorbells there and finds its frame rings at fd 5, see `worker_pool/ring.rs`).
+/// its doorbells there and finds its frame rings at fd 5, see the engines crate's `ring.rs`).
 const CHILD_WRITE_FD: i32 = 3;
 const CHILD_READ_FD: i32 = 4;
 
 /// How to start one kind of child.
 #[derive(Debug, Clone)]
-pub(crate) struct Launch {
+pub struct Launch {
     /// Absolute path of the interpreter.
     pub interpreter: PathBuf,
     /// Arguments before the bootstrap file name.
@@ -43,7 +43,7 @@ pub(crate) struct Launch {
 
 /// Which rlimit bounds the child's memory.
 #[derive(Debug, Clone, Copy)]
-pub(crate) enum MemoryLimit {
+pub enum MemoryLimit {
     /// `RLIMIT_AS`: the whole address space (CPython).
     AddressSpace,
     /// `RLIMIT_DATA`: writable private memory; V8 reserves far more address space than it uses,
@@ -52,7 +52,9 @@ pub(crate) enum MemoryLimit {
 }
 
 /// A live child: its process, its group, its pipes and its working directory.
-pub(crate) struct Worker {
+#[derive(Debug)]
+pub struct Worker {
+    /// The child process.
     pub child: Child,
     /// The child's pid, which is also its process group id.
     pub pid: i32,
@@ -63,7 +65,8 @@ pub(crate) struct Worker {
 }
 
 /// The host ends of a child's pipes.
-pub(crate) struct WorkerIo {
+#[derive(Debug)]
+pub struct WorkerIo {
     /// Frames from the child (its fd 3).
     pub frames_in: pipe::Receiver,
     /// Frames to the child (its fd 4).
@@ -77,15 +80,12 @@ pub(crate) struct WorkerIo {
 impl Worker {
     /// Spawns one child in a fresh temporary directory, in its own process group, with an
     /// empty environment and the limits of `launch`.
-    pub(crate) fn spawn(launch: &Launch) -> io::Result<Worker> {
+    pub fn spawn(launch: &Launch) -> io::Result<Worker> {
         Worker::spawn_with(launch, None)
     }
 
     /// As [`Worker::spawn`], with `extra` placed at fd `extra.1` in the child as well.
-    pub(crate) fn spawn_with(
-        launch: &Launch,
-        extra: Option<(BorrowedFd<'_>, i32)>,
-    ) -> io::Result<Worker> {
+    pub fn spawn_with(launch: &Launch, extra: Option<(BorrowedFd<'_>, i32)>) -> io::Result<Worker> {
         use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
         let dir = tempfile::Builder::new()
             .prefix("dsh-code-")
@@ -197,7 +197,7 @@ impl Worker {
     }
 
     /// Whether the child is still running (not yet exited).
-    pub(crate) fn is_alive(&mut self) -> bool {
+    pub fn is_alive(&mut self) -> bool {
         matches!(self.child.try_wait(), Ok(None))
     }
 }
@@ -205,7 +205,7 @@ impl Worker {
 impl Worker {
     /// Kills the tree while the interpreter is still unreaped (its pid cannot have been reused
     /// then), and the process group in any case.
-    pub(crate) fn kill(&mut self) {
+    pub fn kill(&mut self) {
         if self.child.id().is_some() {
             kill_tree(self.pid);
         }
@@ -335,7 +335,7 @@ pub(crate) fn usage(pids: &[i32]) -> Option<Usage> {
 
 /// CPU time (user + system, in ms) used by process `pid` and its reaped children, read from
 /// `/proc/<pid>/stat` (proc(5) fields 14–17). `None` once the process is gone.
-pub(crate) fn cpu_time_ms(pid: i32) -> Option<u64> {
+pub fn cpu_time_ms(pid: i32) -> Option<u64> {
     let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
     // The command name (field 2) may hold spaces and parentheses: fields restart after the
     // last `)`, at field 3.

@@ -189,7 +189,7 @@ fn decide(mode: Sandbox, abi: u32, seccomp: bool) -> Result<SandboxStatus, CodeR
 
 /// The sandbox plan of one runtime: what to allow, decided once.
 #[derive(Debug)]
-pub(crate) struct Plan {
+pub struct Plan {
     status: SandboxStatus,
     /// Files and directories the child may read (beneath).
     #[cfg(target_os = "linux")]
@@ -205,7 +205,7 @@ pub(crate) struct Plan {
 #[cfg(not(target_os = "linux"))]
 impl Plan {
     /// No OS sandbox here: [`Sandbox::Enforce`] is refused, anything else runs unconfined.
-    pub(crate) fn new(
+    pub fn new(
         mode: Sandbox,
         _interpreter: &Path,
         _libraries: &[PathBuf],
@@ -215,7 +215,8 @@ impl Plan {
         })
     }
 
-    pub(crate) fn status(&self) -> &SandboxStatus {
+    /// What the plan's child gets, as reported on a run's outcome.
+    pub fn status(&self) -> &SandboxStatus {
         &self.status
     }
 
@@ -239,7 +240,7 @@ impl Confinement {
 #[cfg(target_os = "linux")]
 impl Plan {
     /// Decides the plan for `interpreter` whose libraries live under `libraries`.
-    pub(crate) fn new(
+    pub fn new(
         mode: Sandbox,
         interpreter: &Path,
         libraries: &[PathBuf],
@@ -293,7 +294,8 @@ impl Plan {
         })
     }
 
-    pub(crate) fn status(&self) -> &SandboxStatus {
+    /// What the plan's child gets, as reported on a run's outcome.
+    pub fn status(&self) -> &SandboxStatus {
         &self.status
     }
 

@@ -39,7 +39,7 @@ pub(crate) const MAX_PROGRAM_BYTES: usize = 256 << 10;
 
 /// The refusal of a program over [`MAX_PROGRAM_BYTES`], in either language: the bound is the
 /// stripper's, and every runtime applies it so that programs have one limit.
-pub(crate) fn oversized(program: &str) -> Option<String> {
+pub fn oversized(program: &str) -> Option<String> {
     (program.len() > MAX_PROGRAM_BYTES).then(|| {
         format!(
             "program is {} bytes; at most {MAX_PROGRAM_BYTES} are accepted",
@@ -58,7 +58,7 @@ const STRIP_STACK_BYTES: usize = 1 << 30;
 /// The text of the `exception` the run ends with: a syntax error with its position
 /// (`program.ts:<line>:<column>: <message>`), refused non-erasable syntax, or a program over
 /// [`MAX_PROGRAM_BYTES`].
-pub(crate) async fn strip_types(source: String) -> Result<String, String> {
+pub async fn strip_types(source: String) -> Result<String, String> {
     if let Some(refusal) = oversized(&source) {
         return Err(refusal);
     }

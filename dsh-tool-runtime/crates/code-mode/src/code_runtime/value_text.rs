@@ -26,7 +26,7 @@ pub const MAX_FRAME_DEPTH: usize = 4_096;
 /// Parses one JSON text without serde_json's recursion limit, growing the stack as it goes
 /// (`serde_stacker`); `None` unless it is exactly one JSON value. The caller bounds the depth
 /// ([`text_depth`](crate::json::text_depth)) and drops the value without recursion or on a big enough stack.
-pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
+pub fn parse_unbounded(text: &[u8]) -> Option<Value> {
     use serde::Deserialize;
     let mut de = serde_json::Deserializer::from_slice(text);
     de.disable_recursion_limit();
@@ -37,7 +37,7 @@ pub(crate) fn parse_unbounded(text: &[u8]) -> Option<Value> {
 
 /// Why a value may not cross the protocol.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Unfit {
+pub enum Unfit {
     /// It holds `-0`, which JSON cannot carry losslessly.
     Lossy,
     /// It nests deeper than [`MAX_FRAME_DEPTH`].
@@ -116,7 +116,7 @@ impl From<&Value> for JsonText {
 
 /// Why program text could not become a [`JsonText`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Refused {
+pub enum Refused {
     /// Not one JSON value (a lone surrogate in a string, a number out of range, junk).
     NotJson,
     /// JSON, but it may not cross the protocol.
@@ -126,7 +126,7 @@ pub(crate) enum Refused {
 /// Checks `text` (lossless: no `-0`; at most [`MAX_FRAME_DEPTH`] levels) and rewrites it as
 /// compact JSON in one streaming pass: no tree is built and nothing recurses on this stack, so
 /// the host holds `text` and its rewrite, about twice its bytes, at the most.
-pub(crate) fn canonical(text: &[u8]) -> Result<JsonText, Refused> {
+pub fn canonical(text: &[u8]) -> Result<JsonText, Refused> {
     let mut writer = Writer {
         out: Vec::with_capacity(text.len()),
         depth: 0,

@@ -1,8 +1,8 @@
 //! What watches a child process while it runs a program, for both kinds of child: a subprocess
-//! run's interpreter (`subprocess/`) and a pooled worker (`worker_pool/`). The run's abort, the
-//! runtime's disposal, the wall-clock ceiling and the CPU and memory budgets (sampled over the
-//! child's process tree) end a run the same way on both; each transport's own loop selects on
-//! [`Watch::ending`] first, then on its frames.
+//! run's interpreter (`subprocess/`) and a pooled worker (the engines crate's `pool/`). The
+//! run's abort, the runtime's disposal, the wall-clock ceiling and the CPU and memory budgets
+//! (sampled over the child's process tree) end a run the same way on both; each transport's own
+//! loop selects on [`Watch::ending`] first, then on its frames.
 
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -21,7 +21,7 @@ use super::process;
 const USAGE_POLL: Duration = Duration::from_millis(10);
 
 /// How long output (or log frames) a settled child had already written may take to arrive.
-pub(super) const DRAIN_GRACE: Duration = Duration::from_millis(100);
+pub const DRAIN_GRACE: Duration = Duration::from_millis(100);
 
 /// How long a child whose protocol channel closed may take to show its exit status. A dying
 /// child closes its descriptors just before its exit status exists; the status says how the run
@@ -32,13 +32,13 @@ const CLOSE_GRACE: Duration = Duration::from_millis(50);
 
 /// Frame slack beyond `max_output_bytes`: the frame's own keys, and numbers that the child
 /// writes longer than the host does.
-pub(super) const FRAME_SLACK: usize = 64 << 10;
+pub const FRAME_SLACK: usize = 64 << 10;
 
 /// Descendants remembered before the record is pruned of processes that are gone.
 const SEEN_BOUND: usize = 4 * 4096;
 
 /// The watch over one run on one child: abort, disposal, wall clock and budgets.
-pub(super) struct Watch {
+pub struct Watch {
     aborted: Pin<Box<WaitForCancellationFutureOwned>>,
     disposed: Pin<Box<WaitForCancellationFutureOwned>>,
     wall: Pin<Box<Sleep>>,
@@ -52,10 +52,21 @@ pub(super) struct Watch {
     seen: Option<HashMap<i32, u64>>,
 }
 
+impl std::fmt::Debug for Watch {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The clocks and signals are pinned futures.
+        f.debug_struct("Watch")
+            .field("pid", &self.pid)
+            .field("max_wall_ms", &self.max_wall_ms)
+            .field("sampling", &self.sampling)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Watch {
     /// Starts the watch over a run on the child `pid`: the wall clock and the CPU budget count
     /// from now. `abort` is the run's signal, `disposed` the runtime's.
-    pub(super) fn start(
+    pub fn start(
         pid: i32,
         budgets: &Budgets,
         abort: &CancellationToken,
@@ -79,21 +90,21 @@ impl Watch {
     }
 
     /// Also remembers every descendant a sample finds, for [`Watch::kill_descendants`].
-    pub(super) fn remembering_descendants(mut self) -> Self {
+    pub fn remembering_descendants(mut self) -> Self {
         self.seen = Some(HashMap::new());
         self
     }
 
     /// The child has exited: there is no tree left to sample. Abort, disposal and the wall
     /// clock still end the run.
-    pub(super) fn child_exited(&mut self) {
+    pub fn child_exited(&mut self) {
         self.sampling = false;
     }
 
     /// Resolves with the ending when the run is aborted, the runtime disposed, the wall clock
     /// reached or a budget overrun, checked in that order. Cancel-safe: the clocks and signals
     /// live in the watch, so a loop may select on a fresh call every turn.
-    pub(super) async fn ending(&mut self) -> Ending {
+    pub async fn ending(&mut self) -> Ending {
         loop {
             tokio::select! {
                 biased;
@@ -119,7 +130,7 @@ impl Watch {
     }
 
     /// Kills the descendants the samples found that are still the same processes.
-    pub(super) fn kill_descendants(&self) {
+    pub fn kill_descendants(&self) {
         if let Some(seen) = &self.seen {
             process::kill_seen(seen);
         }
@@ -143,7 +154,7 @@ fn remember(seen: &mut HashMap<i32, u64>, tree: &[i32]) {
 
 /// The child's exit status after its protocol channel closed, if it shows within
 /// [`CLOSE_GRACE`].
-pub(super) async fn exit_after_close(child: &mut tokio::process::Child) -> Option<ExitStatus> {
+pub async fn exit_after_close(child: &mut tokio::process::Child) -> Option<ExitStatus> {
     tokio::time::timeout(CLOSE_GRACE, child.wait())
         .await
         .ok()?
@@ -152,7 +163,7 @@ pub(super) async fn exit_after_close(child: &mut tokio::process::Child) -> Optio
 
 /// `worker-exit`: the child closed its protocol channel before completing, and how it ended
 /// when its exit status showed.
-pub(super) fn closed_before_completing(status: Option<ExitStatus>) -> Ending {
+pub fn closed_before_completing(status: Option<ExitStatus>) -> Ending {
     Ending::worker_exit(match status {
         Some(status) => format!(
             "worker {} before completing",

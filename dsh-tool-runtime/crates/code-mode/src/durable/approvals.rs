@@ -163,6 +163,7 @@ const DECIDED: &str = "decided";
 pub mod object {
     use super::*;
 
+    #[derive(Debug)]
     pub struct DurableApprovals {
         /// Whose secret checks continuations.
         pub registry: Registry,

@@ -328,6 +328,16 @@ pub struct Claim {
     claim: Option<u64>,
 }
 
+impl std::fmt::Debug for Claim {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The store is any `JournalStore`.
+        f.debug_struct("Claim")
+            .field("run_id", &self.run_id)
+            .field("claim", &self.claim)
+            .finish_non_exhaustive()
+    }
+}
+
 impl Claim {
     /// Claims `run_id` in `store`.
     #[doc(hidden)]

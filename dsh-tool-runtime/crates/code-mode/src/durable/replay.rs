@@ -46,6 +46,18 @@ pub struct Replay {
     span: tracing::Span,
 }
 
+impl std::fmt::Debug for Replay {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The store is any `JournalStore`, the publisher a closure.
+        f.debug_struct("Replay")
+            .field("run_id", &self.run_id)
+            .field("parent", &self.parent)
+            .field("entries", &self.entries.len())
+            .field("max_bytes", &self.max_bytes)
+            .finish_non_exhaustive()
+    }
+}
+
 #[derive(Default)]
 struct State {
     /// The status a park left.
@@ -60,6 +72,7 @@ struct State {
 }
 
 /// The tools whose calls a run treats apart, by `namespace.name`.
+#[derive(Debug)]
 pub struct ToolKinds {
     /// May run again when their outcome is unknown.
     pub idempotent: HashSet<String>,

@@ -33,7 +33,20 @@ pub struct StepRequest {
     pub reply: oneshot::Sender<StepReply>,
 }
 
+impl std::fmt::Debug for StepRequest {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The call is a closure.
+        f.debug_struct("StepRequest")
+            .field("seq", &self.seq)
+            .field("tool", &self.tool)
+            .field("args", &self.args)
+            .field("idempotent", &self.idempotent)
+            .finish_non_exhaustive()
+    }
+}
+
 /// How a step ended.
+#[derive(Debug)]
 pub enum StepReply {
     /// The program reads `result`; `replayed` when it came from the journal, `unknown` when a
     /// cut-off attempt left the outcome of a call that is not idempotent unknown.
@@ -58,6 +71,16 @@ pub struct Steps {
     diverged: Mutex<Option<String>>,
     /// The `run_code` call's span: calls answered from Restate's journal get spans under it.
     span: tracing::Span,
+}
+
+impl std::fmt::Debug for Steps {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        // The publisher is a closure.
+        f.debug_struct("Steps")
+            .field("run_id", &self.run_id)
+            .field("idempotent", &self.idempotent)
+            .finish_non_exhaustive()
+    }
 }
 
 impl Steps {

@@ -216,6 +216,7 @@ fn http_connect_failure(url: &str, err: ClientInitializeError) -> String {
             }
             match stage {
                 Stage::Server => format!("no MCP server answers at {url}: {cause}"),
+                #[cfg(feature = "oauth")]
                 Stage::AuthorizationServer => {
                     format!("OAuth: the authorization server of {url} failed: {cause}")
                 }
@@ -255,7 +256,7 @@ fn service_error(err: &ServiceError) -> String {
 /// Where an HTTP connect failed.
 enum Stage {
     Server,
-    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
+    #[cfg(feature = "oauth")]
     AuthorizationServer,
     Unauthorized,
 }
@@ -361,7 +362,7 @@ async fn start(
             let session = &clients.session;
             // Getting a token is part of connecting, within the same timeout; the time a person
             // takes to authorize a login is not (their authorizer bounds it).
-            let waiting = clients.waiting.clone();
+            let waiting = clients.person.subscribe();
             // An OAuth request may be part of the connect, a `tools/list` or a call (a token
             // refreshed, a login after a 401): the longest of their bounds bounds it, and the
             // operation's own timeout still ends it sooner.
@@ -429,9 +430,7 @@ struct HttpClients {
     #[cfg(feature = "oauth")]
     login: tokio::sync::Mutex<Option<LoginClient>>,
     /// `true` while a person is logging in (the connect timeout does not count it).
-    #[cfg_attr(not(feature = "oauth"), allow(dead_code))]
     person: tokio::sync::watch::Sender<bool>,
-    waiting: tokio::sync::watch::Receiver<bool>,
     /// The `Mcp-Session-Id` the clients last sent or were given, for the connection's spans.
     session: telemetry::SessionCell,
 }
@@ -444,14 +443,13 @@ type LoginClient = super::oauth::BearerClient<super::http::GuardedClient, super:
 
 impl Default for HttpClients {
     fn default() -> Self {
-        let (person, waiting) = tokio::sync::watch::channel(false);
+        let (person, _) = tokio::sync::watch::channel(false);
         HttpClients {
             #[cfg(feature = "oauth")]
             credentials: tokio::sync::Mutex::new(None),
             #[cfg(feature = "oauth")]
             login: tokio::sync::Mutex::new(None),
             person,
-            waiting,
             session: telemetry::SessionCell::default(),
         }
     }

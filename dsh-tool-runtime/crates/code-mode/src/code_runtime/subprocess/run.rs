@@ -145,7 +145,7 @@ impl<'r> Session<'r> {
                         }
                     }
                 },
-                (id, reply) = self.calls.next(), if !self.calls.idle() => {
+                (id, reply) = self.calls.next_reply(), if !self.calls.idle() => {
                     self.send(reply_frame(id, reply));
                 }
                 status = self.worker.child.wait(), if exited.is_none() => {

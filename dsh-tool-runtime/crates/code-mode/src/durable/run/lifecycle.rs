@@ -19,6 +19,7 @@ use crate::registry::{Registry, read};
 use crate::scope::AgentId;
 
 /// How a durable `run_code` call starts.
+#[derive(Debug)]
 pub enum Begun {
     /// The run ended before (or waits at an approval): this is its result, nothing runs.
     Done(Result<Value, ToolError>),

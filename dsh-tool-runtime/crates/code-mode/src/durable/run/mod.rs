@@ -45,6 +45,7 @@ pub struct ParkedRun {
 
 /// Who decides, and what they were shown: the principal and the issuers whose continuations
 /// are taken.
+#[derive(Debug)]
 pub struct Decider<'a> {
     pub principal: &'a Principal,
     pub issuers: &'a [String],

@@ -12,7 +12,7 @@ use std::ffi::c_char;
 use rquickjs::{Array, Ctx, Object, qjs};
 use serde_json::{Map, Number, Value};
 
-use super::super::frame::MAX_DEPTH;
+use dsh_tool_code_mode::code_runtime::frame::MAX_DEPTH;
 
 /// What the host made of a program's value.
 pub(crate) enum Read {

@@ -8,15 +8,14 @@ use std::time::Duration;
 use tokio::io::AsyncReadExt;
 use tokio::time::Instant;
 
-use super::super::calls::{Calls, Step, reply_frame, run_frame};
-use super::super::ending::Ending;
-use super::super::frame::{ChildFrame, FrameDecoder, Inbound};
-use super::super::ledger::Lines;
-use super::super::ledger::OutputLedger;
-use super::super::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
-use super::super::{RunOutcome, RunRequest};
-use super::ring;
+use dsh_tool_code_mode::__engines::calls::{Calls, Step, reply_frame, run_frame};
+use dsh_tool_code_mode::__engines::watch::{self, DRAIN_GRACE, FRAME_SLACK, Watch};
+use dsh_tool_code_mode::__engines::{Ending, Lines};
+use dsh_tool_code_mode::code_runtime::frame::{ChildFrame, FrameDecoder, Inbound};
+use dsh_tool_code_mode::code_runtime::{OutputLedger, RunOutcome, RunRequest};
+
 use super::{Channel, Pool, Pooled};
+use crate::ring;
 
 /// Largest binding-call frame (arguments plus a few bytes), as for the subprocess runtimes.
 const MAX_CALL_FRAME: usize = 1 << 20;
@@ -190,7 +189,7 @@ impl<'r> Session<'r> {
                         return self.broke();
                     }
                 }
-                (id, reply) = self.calls.next(), if !self.calls.idle() => {
+                (id, reply) = self.calls.next_reply(), if !self.calls.idle() => {
                     self.send(&mut pooled.frames, &reply_frame(id, reply));
                 }
                 () = std::future::ready(()), if at_once => {

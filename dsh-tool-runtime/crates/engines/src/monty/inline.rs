@@ -3,7 +3,7 @@
 //! dispatched and polled on the interpreter thread as QuickJS's are, instead of frames on a
 //! pipe.
 //!
-//! [`EmbeddedRuntime::python_in_process`]: super::super::EmbeddedRuntime::python_in_process
+//! [`EmbeddedRuntime::python_in_process`]: crate::EmbeddedRuntime::python_in_process
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -12,15 +12,13 @@ use std::time::Duration;
 
 use tokio::sync::oneshot;
 
-use super::super::embedded::Job;
-use super::super::embedded::driver::{
-    self, Calls, Ending, Stop, Submitted, Target, Unpark, Watch, parse_json,
-};
-use super::super::frame::{self, ChildFrame, Completion};
-use super::super::ledger::OutputLedger;
-use super::super::{FailureKind, RunOutcome};
+use dsh_tool_code_mode::__engines::bootstrap_form;
+use dsh_tool_code_mode::code_runtime::frame::{self, ChildFrame, Completion};
+use dsh_tool_code_mode::code_runtime::{FailureKind, OutputLedger, RunOutcome};
+
 use super::interpreter::{self, Finish, Halt, Link};
 use super::values::{self, BindingReply};
+use crate::driver::{self, Calls, Ending, Job, Stop, Submitted, Target, Unpark, Watch, parse_json};
 
 /// Longest wait between two checks of the budgets while calls are in flight.
 const CHECK_EVERY: Duration = Duration::from_millis(10);
@@ -119,12 +117,8 @@ pub(crate) fn run(mut job: Job, tx: oneshot::Sender<RunOutcome>) {
         ending: None,
         waker: Waker::from(Arc::new(Unpark(std::thread::current()))),
     };
-    let namespaces: Vec<serde_json::Value> = job
-        .request
-        .bindings
-        .iter()
-        .map(super::super::BindingNamespace::bootstrap_form)
-        .collect();
+    let namespaces: Vec<serde_json::Value> =
+        job.request.bindings.iter().map(bootstrap_form).collect();
     let run = serde_json::json!({
         "program": job.program,
         "namespaces": namespaces,

@@ -10,15 +10,15 @@ use futures::future::BoxFuture;
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
-use super::super::calls::{self, Admitted};
-pub(crate) use super::super::calls::{CheckedResolution, Target};
-pub(crate) use super::super::ending::Ending;
-use super::super::frame;
-use super::super::ledger::OutputLedger;
-use super::super::value_text::{MAX_FRAME_DEPTH, parse_unbounded};
-use super::super::{Lane, RunOutcome};
-use super::Job;
-use crate::json::text_depth;
+pub(crate) use dsh_tool_code_mode::__engines::Ending;
+use dsh_tool_code_mode::__engines::calls::{self, Admitted};
+pub(crate) use dsh_tool_code_mode::__engines::calls::{CheckedResolution, Target};
+use dsh_tool_code_mode::__engines::{Lane, parse_unbounded};
+use dsh_tool_code_mode::code_runtime::frame::{self, MAX_DEPTH as MAX_FRAME_DEPTH};
+use dsh_tool_code_mode::code_runtime::{OutputLedger, RunOutcome, RunRequest};
+use dsh_tool_runtime::json::text_depth;
+
+use crate::config::EmbeddedConfig;
 
 /// Stack of an interpreter thread. Only touched pages are committed; the interpreter's own
 /// limit ([`INTERPRETER_STACK_BYTES`]) sits well inside it, leaving room for the host code a
@@ -26,7 +26,6 @@ use crate::json::text_depth;
 pub(crate) const THREAD_STACK_BYTES: usize = 64 << 20;
 
 /// The native stack the interpreter may use before it raises a stack overflow in the program.
-#[cfg_attr(not(feature = "embedded-js"), allow(dead_code))]
 pub(crate) const INTERPRETER_STACK_BYTES: usize = 8 << 20;
 
 /// CPU time the calling thread has used, in ns.
@@ -35,6 +34,20 @@ pub(crate) fn thread_cpu_ns() -> u64 {
     (ts.tv_sec as u64)
         .saturating_mul(1_000_000_000)
         .saturating_add(ts.tv_nsec as u64)
+}
+
+/// Everything an interpreter thread needs for one run.
+pub(crate) struct Job {
+    /// The program as the engine runs it (TypeScript stripped to JavaScript).
+    pub(crate) program: String,
+    pub(crate) request: RunRequest,
+    pub(crate) config: EmbeddedConfig,
+    pub(crate) disposed: CancellationToken,
+    pub(crate) handle: tokio::runtime::Handle,
+    /// The scheduler of the run's binding calls, when this thread drives it.
+    pub(crate) lane: Option<InPlaceLane>,
+    /// The host, when the run is in a worker process.
+    pub(crate) relay: Option<Box<dyn Relay>>,
 }
 
 /// The host of a run inside a worker process: logs leave as they are made (a worker the host
@@ -191,7 +204,7 @@ pub(crate) enum Submitted {
 }
 
 /// The scheduler of a run's binding calls, driven by the interpreter thread that polls the
-/// calls (see [`crate::code_runtime::Lane`]).
+/// calls (see [`Lane`]).
 pub(crate) struct InPlaceLane {
     /// `None` once it has ended.
     schedule: Option<BoxFuture<'static, ()>>,

@@ -13,12 +13,12 @@
 //! the worker's own allocator decides `memory-limit` through an exit status no program can
 //! pick.
 //!
-//! One run over a pooled worker is `run.rs`; the frame rings shared with a worker, `ring.rs`.
+//! One run over a pooled worker is `run.rs`; the frame rings shared with a worker are
+//! `crate::ring`, the worker's side `crate::worker`.
 //!
-//! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
-//! [`EmbeddedRuntime::javascript`]: super::EmbeddedRuntime::javascript
+//! [`EmbeddedRuntime::python`]: crate::EmbeddedRuntime::python
+//! [`EmbeddedRuntime::javascript`]: crate::EmbeddedRuntime::javascript
 
-pub(super) mod ring;
 mod run;
 
 use std::os::fd::AsFd;
@@ -35,13 +35,15 @@ use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::{AbortOnDropHandle, TaskTracker};
 
-use super::admission::admit;
-use super::embedded::EmbeddedConfig;
-use super::ending::early_outcome;
-use super::process::{self, Launch, MemoryLimit, Worker};
-use super::sandbox::{Plan, Sandbox};
-use super::strip::strip_types;
-use super::{CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
+use dsh_tool_code_mode::__engines::process::{self, Launch, MemoryLimit, Worker};
+use dsh_tool_code_mode::__engines::strip::strip_types;
+use dsh_tool_code_mode::__engines::{Plan, admit, early_outcome};
+use dsh_tool_code_mode::code_runtime::{
+    CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest, Sandbox,
+};
+
+use crate::config::EmbeddedConfig;
+use crate::ring;
 use run::Session;
 
 /// Runs one worker serves before it is replaced: a bound on whatever a long-lived
@@ -160,7 +162,7 @@ impl Pool {
         // allocation past it) rather than the 10 ms resident-size sample decides.
         let mut args = vec![((mb << 20) / 8 * 7).to_string().into()];
         if engine == PoolEngine::QuickJs {
-            args.push(super::quickjs::worker::ENGINE_ARG.into());
+            args.push(crate::worker::quickjs::ENGINE_ARG.into());
         }
         let launch = Launch {
             interpreter: worker,
@@ -396,11 +398,11 @@ impl Pool {
 }
 
 /// The worker program's file name.
-pub(super) const WORKER_NAME: &str = "dsh-monty-worker";
+pub(crate) const WORKER_NAME: &str = "dsh-monty-worker";
 
 /// The worker program: `configured`, else `$DSH_MONTY_WORKER`, else next to the running
 /// executable or one directory up (Cargo's `deps/` and `examples/`).
-pub(super) fn find_worker(configured: Option<&Path>) -> Option<PathBuf> {
+pub(crate) fn find_worker(configured: Option<&Path>) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let usable = |p: &Path| {
         std::fs::metadata(p).is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)

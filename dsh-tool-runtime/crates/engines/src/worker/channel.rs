@@ -1,6 +1,6 @@
 //! The worker's frame channel to the host: the frame protocol (`print` output as `log` frames,
 //! so that it is ordered with the calls and belongs to its run) over two rings in memory shared
-//! with the host (fd 5; fds 3 and 4 are the doorbells, see `worker_pool/ring.rs`). Both
+//! with the host (fd 5; fds 3 and 4 are the doorbells, see `ring.rs`). Both
 //! directions are buffered; the interpreter thread reads and writes them itself, with no thread
 //! in between.
 
@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::super::worker_pool::ring;
-use super::interpreter::{Halt, Link};
-use super::values::{BindingReply, decode_reply, parse};
+use crate::monty::interpreter::{Halt, Link};
+use crate::monty::values::{BindingReply, decode_reply, parse};
+use crate::ring;
 
 /// The largest frame buffer kept between runs.
 const KEEP_BUFFER: usize = 1 << 20;
@@ -21,8 +21,8 @@ const KEEP_BUFFER: usize = 1 << 20;
 /// The frame channel to the host, from the descriptors it gives every worker; `Err` with the
 /// exit code when the shared region cannot be mapped.
 pub(crate) fn open_channel() -> Result<Channel, i32> {
-    // SAFETY: the host gives every worker exactly these three descriptors (see `process.rs`
-    // and `worker_pool/ring.rs`); nothing else in this process owns them.
+    // SAFETY: the host gives every worker exactly these three descriptors (see code mode's
+    // `process.rs` and `ring.rs`); nothing else in this process owns them.
     #[allow(unsafe_code)]
     let (bell_out, bell_in, region) = unsafe {
         (

@@ -1,5 +1,5 @@
 //! QuickJS inside the worker process ([`EmbeddedRuntime::javascript`]): the same engine as in
-//! the host (`quickjs/mod.rs`), one fresh interpreter per run, speaking the frame protocol of the
+//! the host (`crate::quickjs`), one fresh interpreter per run, speaking the frame protocol of the
 //! Monty worker over the same shared rings. QuickJS does not poll its interrupt hook inside
 //! long built-ins (a `replaceAll` over a huge string, a sort of millions of elements), so no
 //! budget can be kept from inside the interpreter: here the host keeps them all, watching the
@@ -10,7 +10,7 @@
 //! worker's allocator (exit status [`monty_types::OOM_EXIT_CODE`]). A run that ends any other
 //! way than with a value or a program error ends the process, leaving the host to report why.
 //!
-//! [`EmbeddedRuntime::javascript`]: super::super::EmbeddedRuntime::javascript
+//! [`EmbeddedRuntime::javascript`]: crate::EmbeddedRuntime::javascript
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -21,18 +21,18 @@ use serde_json::Value;
 use tokio::sync::oneshot;
 use tokio_util::sync::CancellationToken;
 
-use super::super::Budgets;
-use super::super::embedded::driver::{Ending, Relay};
-use super::super::embedded::{EmbeddedConfig, Job};
-use super::super::frame;
-use super::super::monty::alloc::release_memory;
-use super::super::monty::channel::Channel;
-use super::super::monty::interpreter::{Halt, Link};
-use super::super::value_text::parse_unbounded;
-use super::super::{
-    BindingCall, BindingError, BindingNamespace, ErrorClass, FailureKind, RunRequest,
+use dsh_tool_code_mode::__engines::parse_unbounded;
+use dsh_tool_code_mode::code_runtime::frame;
+use dsh_tool_code_mode::code_runtime::{
+    BindingCall, BindingError, BindingNamespace, Budgets, ErrorClass, FailureKind, RunRequest,
 };
-use crate::json::text_depth;
+use dsh_tool_runtime::json::text_depth;
+
+use super::alloc::release_memory;
+use super::channel::Channel;
+use crate::config::EmbeddedConfig;
+use crate::driver::{Ending, Job, Relay};
+use crate::monty::interpreter::{Halt, Link};
 
 /// The worker argument that selects QuickJS.
 pub(crate) const ENGINE_ARG: &str = "quickjs";
@@ -149,7 +149,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
     let Ok(tokio) = tokio::runtime::Builder::new_current_thread().build() else {
         return 71;
     };
-    super::prepare();
+    crate::quickjs::prepare();
     let shared: Host = Arc::new(Mutex::new(Shared {
         channel,
         waiting: HashMap::new(),
@@ -187,14 +187,10 @@ pub(crate) fn serve(channel: Channel) -> i32 {
         });
         let job = Job {
             program: run["program"].as_str().unwrap_or_default().to_owned(),
-            request: RunRequest {
-                program: String::new(),
-                bindings: namespaces(&run),
-                dispatch: Some(dispatch),
-                signal: CancellationToken::new(),
-                lane: None,
-                journal: None,
-            },
+            request: namespaces(&run)
+                .into_iter()
+                .fold(RunRequest::new(String::new()), RunRequest::binding)
+                .dispatch(dispatch),
             config: EmbeddedConfig {
                 budgets: Budgets {
                     compute_ms: UNREACHED_MS,
@@ -215,7 +211,7 @@ pub(crate) fn serve(channel: Channel) -> i32 {
         };
         drop(run);
         let mut done = None;
-        super::execute(job, |ending, _, _| done = Some(done_frame(ending)));
+        crate::quickjs::execute(job, |ending, _, _| done = Some(done_frame(ending)));
         shared.lock().waiting.clear();
         let Some(Some(done)) = done else {
             return HOST_DECIDES;
@@ -237,7 +233,10 @@ fn done_frame(ending: Ending) -> Option<String> {
         }
         Ending::Fail(FailureKind::MemoryLimit, _) => {
             // SAFETY: `_exit` ends the process at once; nothing runs after it.
-            unsafe { libc::_exit(monty_types::OOM_EXIT_CODE) }
+            #[allow(unsafe_code)]
+            unsafe {
+                libc::_exit(monty_types::OOM_EXIT_CODE)
+            }
         }
         Ending::Fail(kind @ (FailureKind::Exception | FailureKind::InvalidOutput), message) => {
             serde_json::json!({"type": "done", "error": {"kind": kind, "message": message}})

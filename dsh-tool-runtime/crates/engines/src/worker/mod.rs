@@ -1,15 +1,23 @@
 //! The worker process: its entry point ([`worker_main`]) and the loop that serves run frames one
 //! after another, each in a fresh Monty interpreter, or in QuickJS when started with `quickjs`
-//! (`quickjs/worker.rs`), over the same channel.
+//! (`quickjs.rs`), over the same channel to the host (`channel.rs`); the heap's allocator
+//! (`alloc.rs`) is the one thing that outlives a run.
+
+mod alloc;
+mod channel;
+pub(crate) mod quickjs;
 
 use std::sync::atomic::Ordering;
 
-use super::alloc::{LIMIT, release_memory};
-use super::channel::{Channel, open_channel};
-use super::interpreter::{Finish, execute};
+pub use alloc::WorkerAllocator;
+use alloc::{LIMIT, release_memory};
+use channel::{Channel, open_channel};
+
+use crate::monty::interpreter::{Finish, execute};
 
 /// Stack of the interpreter thread: Monty's recursion limit (1,000 frames) and the conversion
-/// of values up to [`MAX_FRAME_DEPTH`](crate::code_runtime::frame::MAX_DEPTH) levels fit well inside it.
+/// of values up to [`MAX_DEPTH`](dsh_tool_code_mode::code_runtime::frame::MAX_DEPTH) levels fit
+/// well inside it.
 const STACK_BYTES: usize = 64 << 20;
 
 /// The worker's entry point: `<worker> <max-memory-bytes> [quickjs] <bootstrap>`. Serves run
@@ -23,8 +31,7 @@ pub fn worker_main() -> ! {
         .unwrap_or(512 << 20);
     // The worker's own start-up is charged as well: the budget covers the whole heap.
     LIMIT.store(limit, Ordering::Relaxed);
-    let quickjs =
-        std::env::args().nth(2).as_deref() == Some(super::super::quickjs::worker::ENGINE_ARG);
+    let quickjs = std::env::args().nth(2).as_deref() == Some(quickjs::ENGINE_ARG);
     let code = std::thread::Builder::new()
         .name("dsh-monty".to_owned())
         .stack_size(STACK_BYTES)
@@ -34,7 +41,7 @@ pub fn worker_main() -> ! {
                 Err(code) => return code,
             };
             if quickjs {
-                super::super::quickjs::worker::serve(channel)
+                quickjs::serve(channel)
             } else {
                 serve(channel)
             }

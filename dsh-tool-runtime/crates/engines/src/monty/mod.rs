@@ -1,8 +1,8 @@
 //! Python on Monty ([`EmbeddedRuntime::python`]). Monty runs in the worker processes of the
-//! pool (`worker.rs`; the same program serves QuickJS when started with `quickjs`): one run
-//! after another, each in a fresh interpreter (nothing but the heap's allocator, `alloc.rs`,
-//! outlives a run), speaking the subprocess runtimes' frame protocol with the host over rings in
-//! shared memory (`channel.rs`).
+//! pool (`worker/`; the same program serves QuickJS when started with `quickjs`): one run
+//! after another, each in a fresh interpreter (nothing but the heap's allocator,
+//! `worker/alloc.rs`, outlives a run), speaking the subprocess runtimes' frame protocol with the
+//! host over rings in shared memory (`worker/channel.rs`).
 //!
 //! The program cannot reach anything but the bindings: Monty has no filesystem, network,
 //! environment or process access of its own, and every OS call it would delegate is refused by
@@ -17,17 +17,9 @@
 //! wraps the program into the source Monty runs; `values.rs` carries values between the
 //! protocol's JSON and Monty.
 //!
-//! [`EmbeddedRuntime::python`]: super::EmbeddedRuntime::python
+//! [`EmbeddedRuntime::python`]: crate::EmbeddedRuntime::python
 
-pub(super) mod alloc;
-pub(super) mod channel;
-pub(super) mod inline;
-pub(super) mod interpreter;
+pub(crate) mod inline;
+pub(crate) mod interpreter;
 mod program;
-mod values;
-mod worker;
-
-#[doc(hidden)]
-pub use alloc::WorkerAllocator;
-#[doc(hidden)]
-pub use worker::worker_main;
+pub(crate) mod values;

@@ -12,10 +12,10 @@ use monty_types::{
 };
 use serde_json::Value;
 
-use super::super::ledger::{json_str_len, longest_prefix};
-use super::super::value_text::MAX_FRAME_DEPTH;
 use super::program::{CALL, wrap};
 use super::values::{BindingReply, Unfit, encode};
+use dsh_tool_code_mode::__engines::{json_str_len, longest_prefix};
+use dsh_tool_code_mode::code_runtime::frame::MAX_DEPTH as MAX_FRAME_DEPTH;
 
 /// The file name the host gives the program in tracebacks.
 const SCRIPT: &str = "program.py";

@@ -6,7 +6,7 @@ use std::fmt::Write as _;
 use monty_types::{DictPairs, MontyObject};
 use serde_json::Value;
 
-use super::super::value_text::MAX_FRAME_DEPTH;
+use dsh_tool_code_mode::code_runtime::frame::MAX_DEPTH as MAX_FRAME_DEPTH;
 
 /// Largest integer that crosses the protocol exactly (JavaScript's safe integers).
 const MAX_SAFE_INTEGER: i64 = (1 << 53) - 1;
@@ -19,7 +19,7 @@ pub(crate) enum BindingReply {
 }
 
 /// A frame as a JSON tree, however deep.
-pub(super) fn parse(line: &[u8]) -> Option<Value> {
+pub(crate) fn parse(line: &[u8]) -> Option<Value> {
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
     serde::Deserialize::deserialize(&mut de).ok()
@@ -27,7 +27,7 @@ pub(super) fn parse(line: &[u8]) -> Option<Value> {
 
 /// A reply frame: `{"type":"reply","id":N,"ok":true,"value":V}` or
 /// `{"type":"reply","id":N,"ok":false,"message":M,"code":C?}`.
-pub(super) fn decode_reply(line: &[u8]) -> Option<(u64, BindingReply)> {
+pub(crate) fn decode_reply(line: &[u8]) -> Option<(u64, BindingReply)> {
     let mut de = serde_json::Deserializer::from_slice(line);
     de.disable_recursion_limit();
     let frame = <ReplyFrame as serde::Deserialize>::deserialize(&mut de).ok()?;

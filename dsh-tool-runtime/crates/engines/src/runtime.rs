@@ -22,90 +22,47 @@
 //!   benchmarks only.)
 //!
 //! Budgets and failure kinds are those of the subprocess runtimes; the host alone decides limit
-//! kinds. Here: the configuration, the runtime, and a run on a host thread (with `driver.rs`);
-//! the engines are in `quickjs/` and `monty/`, the pool in `worker_pool/`.
-
-pub(super) mod driver;
+//! kinds. Here: the runtime; its configuration is in `config.rs`, a run on a host thread in
+//! `driver.rs`; the engines are in `quickjs/` and `monty/`, the pool in `pool/`.
 
 use std::sync::Arc;
 
+use dsh_tool_code_mode::__engines::strip::{oversized, strip_types};
+use dsh_tool_code_mode::__engines::{early_outcome, take_lane};
+use dsh_tool_code_mode::code_runtime::{
+    Budgets, CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest,
+    validate_namespaces,
+};
 use futures::FutureExt;
 use futures::future::BoxFuture;
 use tokio::sync::{Semaphore, oneshot};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
-use super::Budgets;
-#[cfg(feature = "embedded-python")]
-use super::monty;
-use super::names::validate_namespaces;
-use super::quickjs;
-use super::strip::{oversized, strip_types};
-#[cfg(feature = "embedded-python")]
-use super::worker_pool;
-use super::{CodeRuntime, CodeRuntimeError, FailureKind, Isolation, RunOutcome, RunRequest};
-
-/// Budgets and options of an [`EmbeddedRuntime`].
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct EmbeddedConfig {
-    /// The run's budgets. Here `compute_ms` is the interpreter's CPU time: in the host, checked
-    /// by the interpreter's interrupt hook, so an overrun ends within a few ms; in a worker
-    /// pool, the worker's CPU time sampled every 10 ms. `max_wall_ms` counts from the moment
-    /// the interpreter starts. `max_memory_mb` (at least 4) is the interpreter's heap, held by
-    /// its allocator: the first refused allocation ends the run even if the program catches
-    /// the error, as `memory-limit` `memory limit reached (<max_memory_mb> MiB)`. Runs past
-    /// `max_concurrent_runs` wait without holding a thread; for the worker pools it is also the
-    /// most worker processes serving runs at once.
-    pub budgets: Budgets,
-    /// Worker pools only ([`EmbeddedRuntime::python`], [`EmbeddedRuntime::javascript`]):
-    /// worker processes the pool keeps started and idle, waiting for a run
-    /// (default 2, at most `max_concurrent_runs`). A worker whose run completed (with a value
-    /// or a program error) goes back on top, so the next run reuses it, while at most one more
-    /// than this is idle; otherwise it is ended. A worker whose run ended by a limit, a crash,
-    /// cancellation or disposal is always ended and replaced. With 0, only the last warm worker
-    /// is kept. At most `max_concurrent_runs` workers serve runs at once.
-    pub python_idle_workers: usize,
-    /// Worker pools only: the worker program (`dsh-monty-worker`, built from this crate's
-    /// facade; it serves both languages).
-    /// Default: `$DSH_MONTY_WORKER`, else `dsh-monty-worker` next to the running executable or
-    /// in its parent directory (where Cargo puts it for tests, benches and examples).
-    pub python_worker: Option<std::path::PathBuf>,
-}
-
-impl Default for EmbeddedConfig {
-    fn default() -> Self {
-        EmbeddedConfig {
-            budgets: Budgets::default(),
-            python_idle_workers: 2,
-            python_worker: None,
-        }
-    }
-}
-
-impl EmbeddedConfig {
-    fn validate(&self) -> Result<(), CodeRuntimeError> {
-        self.budgets.validate(4)
-    }
-}
+use crate::config::EmbeddedConfig;
+use crate::driver::{self, Job};
+#[cfg(feature = "python")]
+use crate::monty;
+#[cfg(feature = "python")]
+use crate::pool;
+use crate::quickjs;
 
 /// Which interpreter a runtime embeds.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum Engine {
-    #[cfg(feature = "embedded-js")]
     QuickJs,
-    #[cfg(feature = "embedded-python")]
+    #[cfg(feature = "python")]
     Monty,
     /// Monty on an interpreter thread of the host: for measurement only.
-    #[cfg(feature = "embedded-python")]
+    #[cfg(feature = "python")]
     MontyInProcess,
 }
 
 impl Engine {
     fn language(self) -> &'static str {
         match self {
-            #[cfg(feature = "embedded-js")]
             Engine::QuickJs => "typescript",
-            #[cfg(feature = "embedded-python")]
+            #[cfg(feature = "python")]
             Engine::Monty | Engine::MontyInProcess => "python",
         }
     }
@@ -141,8 +98,8 @@ struct Inner {
     disposed: CancellationToken,
     runs: TaskTracker,
     /// The worker pool of an out-of-process engine (Monty).
-    #[cfg(feature = "embedded-python")]
-    pooled: Option<Arc<worker_pool::Pool>>,
+    #[cfg(feature = "python")]
+    pooled: Option<Arc<pool::Pool>>,
 }
 
 impl EmbeddedRuntime {
@@ -165,9 +122,9 @@ impl EmbeddedRuntime {
     /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range (`max_memory_mb` must
     /// be at least 32 here); [`CodeRuntimeError::InterpreterNotFound`] when the worker program
     /// is not found (it comes with feature `embedded-python`).
-    #[cfg(feature = "embedded-python")]
+    #[cfg(feature = "python")]
     pub fn javascript(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::pooled(worker_pool::PoolEngine::QuickJs, config, 32, "typescript")
+        Self::pooled(pool::PoolEngine::QuickJs, config, 32, "typescript")
     }
 
     /// TypeScript on QuickJS as [`javascript`](Self::javascript), on an interpreter thread of
@@ -183,7 +140,6 @@ impl EmbeddedRuntime {
     /// # Errors
     ///
     /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range.
-    #[cfg(feature = "embedded-js")]
     pub fn javascript_in_process(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         Self::new(Engine::QuickJs, config)
     }
@@ -202,15 +158,15 @@ impl EmbeddedRuntime {
     ///
     /// [`CodeRuntimeError::InvalidConfig`] naming the field out of range;
     /// [`CodeRuntimeError::InterpreterNotFound`] when the worker program is not found.
-    #[cfg(feature = "embedded-python")]
+    #[cfg(feature = "python")]
     pub fn python(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
-        Self::pooled(worker_pool::PoolEngine::Monty, config, 64, "python")
+        Self::pooled(pool::PoolEngine::Monty, config, 64, "python")
     }
 
     /// A runtime served by a worker pool running `engine`, whose heap needs `min_memory_mb`.
-    #[cfg(feature = "embedded-python")]
+    #[cfg(feature = "python")]
     fn pooled(
-        engine: worker_pool::PoolEngine,
+        engine: pool::PoolEngine,
         config: EmbeddedConfig,
         min_memory_mb: u64,
         language: &'static str,
@@ -222,20 +178,19 @@ impl EmbeddedRuntime {
                  processes"
             )));
         }
-        let worker =
-            worker_pool::find_worker(config.python_worker.as_deref()).ok_or_else(|| {
-                CodeRuntimeError::InterpreterNotFound {
-                    language,
-                    binary: worker_pool::WORKER_NAME.to_owned(),
-                    fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
+        let worker = pool::find_worker(config.python_worker.as_deref()).ok_or_else(|| {
+            CodeRuntimeError::InterpreterNotFound {
+                language,
+                binary: pool::WORKER_NAME.to_owned(),
+                fix: "build it (`cargo install dsh-tools --bin dsh-monty-worker`, or \
                       `cargo build --bin dsh-monty-worker` in this workspace) and set \
                       `EmbeddedConfig::python_worker` or `$DSH_MONTY_WORKER` to its path",
-                }
-            })?;
-        let pool = worker_pool::Pool::new(engine, config.clone(), worker)?;
+            }
+        })?;
+        let pool = pool::Pool::new(engine, config.clone(), worker)?;
         let engine = match engine {
-            worker_pool::PoolEngine::Monty => Engine::Monty,
-            worker_pool::PoolEngine::QuickJs => Engine::QuickJs,
+            pool::PoolEngine::Monty => Engine::Monty,
+            pool::PoolEngine::QuickJs => Engine::QuickJs,
         };
         let mut runtime = Self::new(engine, config)?;
         if let Some(inner) = Arc::get_mut(&mut runtime.inner) {
@@ -249,7 +204,7 @@ impl EmbeddedRuntime {
     /// pool against: a hostile program can end the host process (Monty is not crash-proof in
     /// a process), the memory budget is not enforced (it needs the executable's allocator), and
     /// the compute budget is Monty's own duration limit.
-    #[cfg(feature = "embedded-python")]
+    #[cfg(feature = "python")]
     #[doc(hidden)]
     pub fn python_in_process(config: EmbeddedConfig) -> Result<Self, CodeRuntimeError> {
         Self::new(Engine::MontyInProcess, config)
@@ -259,7 +214,7 @@ impl EmbeddedRuntime {
         config.validate()?;
         Ok(EmbeddedRuntime {
             inner: Arc::new(Inner {
-                #[cfg(feature = "embedded-python")]
+                #[cfg(feature = "python")]
                 pooled: None,
                 engine,
                 slots: Arc::new(Semaphore::new(config.budgets.max_concurrent_runs)),
@@ -278,7 +233,7 @@ impl EmbeddedRuntime {
 
 /// The `tools:runtime` prompt section of the Monty runtimes: where Monty's Python differs from
 /// what the Python SDK guide (written for CPython) lets a program expect.
-#[cfg(feature = "embedded-python")]
+#[cfg(feature = "python")]
 const MONTY_NOTE: &str = "Python here is Monty, a subset of CPython:\n\
 - `ToolCallError` is another name for `RuntimeError`: read `str(error)`; it has no `tool_name` or `code`.\n\
 - Only built-in exceptions can be raised; classes cannot inherit; objects have no `__getitem__`.\n\
@@ -289,12 +244,12 @@ impl CodeRuntime for EmbeddedRuntime {
         self.inner.engine.language()
     }
 
-    fn budgets(&self) -> Option<&super::Budgets> {
+    fn budgets(&self) -> Option<&Budgets> {
         Some(&self.inner.config.budgets)
     }
 
     fn isolation(&self) -> Isolation {
-        #[cfg(feature = "embedded-python")]
+        #[cfg(feature = "python")]
         if let Some(pooled) = &self.inner.pooled {
             return pooled.isolation();
         }
@@ -303,20 +258,19 @@ impl CodeRuntime for EmbeddedRuntime {
 
     fn prompt_note(&self) -> Option<&'static str> {
         match self.inner.engine {
-            #[cfg(feature = "embedded-js")]
             Engine::QuickJs => None,
-            #[cfg(feature = "embedded-python")]
+            #[cfg(feature = "python")]
             Engine::Monty | Engine::MontyInProcess => Some(MONTY_NOTE),
         }
     }
 
     fn run(&self, mut request: RunRequest) -> BoxFuture<'_, Result<RunOutcome, CodeRuntimeError>> {
-        #[cfg(feature = "embedded-python")]
+        #[cfg(feature = "python")]
         if let Some(pooled) = &self.inner.pooled {
             return pooled.run(request);
         }
         // The interpreter thread polls the binding calls, so it drives their scheduler too.
-        let lane = request.lane.take().and_then(|lane| {
+        let lane = take_lane(&mut request).and_then(|lane| {
             driver::InPlaceLane::take(&lane, tokio::runtime::Handle::try_current().ok()?)
         });
         let inner = Arc::clone(&self.inner);
@@ -328,7 +282,7 @@ impl CodeRuntime for EmbeddedRuntime {
 
     fn dispose(&self) -> BoxFuture<'_, ()> {
         async move {
-            #[cfg(feature = "embedded-python")]
+            #[cfg(feature = "python")]
             if let Some(pooled) = &self.inner.pooled {
                 pooled.dispose().await;
             }
@@ -340,23 +294,9 @@ impl CodeRuntime for EmbeddedRuntime {
     }
 }
 
-/// Everything an interpreter thread needs for one run.
-pub(crate) struct Job {
-    pub(crate) program: String,
-    pub(crate) request: RunRequest,
-    pub(crate) config: EmbeddedConfig,
-    pub(crate) disposed: CancellationToken,
-    pub(crate) handle: tokio::runtime::Handle,
-    /// The scheduler of the run's binding calls, when this thread drives it.
-    pub(crate) lane: Option<driver::InPlaceLane>,
-    /// The host, when the run is in a worker process.
-    #[cfg_attr(not(feature = "embedded-python"), allow(dead_code))]
-    pub(crate) relay: Option<Box<dyn driver::Relay>>,
-}
-
 impl Inner {
     fn early(&self, kind: FailureKind, message: String) -> RunOutcome {
-        super::ending::early_outcome(self.config.budgets.max_output_bytes, kind, message)
+        early_outcome(self.config.budgets.max_output_bytes, kind, message)
     }
 
     async fn run(
@@ -383,13 +323,12 @@ impl Inner {
             return Ok(self.early(FailureKind::Exception, refusal));
         }
         let program = match self.engine {
-            #[cfg(feature = "embedded-js")]
             Engine::QuickJs => match strip_types(request.program.clone()).await {
                 Ok(js) => js,
                 Err(message) => return Ok(self.early(FailureKind::Exception, message)),
             },
             // `Monty` is served by its worker pool and never reaches an interpreter thread.
-            #[cfg(feature = "embedded-python")]
+            #[cfg(feature = "python")]
             Engine::Monty | Engine::MontyInProcess => request.program.clone(),
         };
         let slot = tokio::select! {
@@ -424,11 +363,10 @@ impl Inner {
             .spawn(move || {
                 // A panic drops `tx`: the run reads `worker-exit`.
                 let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| match engine {
-                    #[cfg(feature = "embedded-js")]
                     Engine::QuickJs => quickjs::run(job, tx),
-                    #[cfg(feature = "embedded-python")]
+                    #[cfg(feature = "python")]
                     Engine::MontyInProcess => monty::inline::run(job, tx),
-                    #[cfg(feature = "embedded-python")]
+                    #[cfg(feature = "python")]
                     Engine::Monty => drop((job, tx)),
                 }));
                 // The interpreter and its heap are gone before the slot is given back.

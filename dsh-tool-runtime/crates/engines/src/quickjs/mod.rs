@@ -1,15 +1,13 @@
 //! The QuickJS engine (through `rquickjs`): one fresh runtime and context per run, driven on the
 //! run's own thread, with binding calls polled on that thread between interpreter jobs. The
-//! thread is one of the host's or, in a pooled worker process, the worker's (`worker.rs`);
+//! thread is one of the host's or, in a pooled worker process, the worker's (`worker/quickjs.rs`);
 //! values cross between the interpreter's heap and the host in `values.rs`.
 
-// The engine: QuickJS through rquickjs's raw API, here and in `values.rs` and `worker.rs`;
-// every block notes its SAFETY.
+// The engine: QuickJS through rquickjs's raw API, here and in `values.rs` (the worker's
+// `worker/quickjs.rs` allows it for its one block); every block notes its SAFETY.
 #![allow(unsafe_code)]
 
 mod values;
-#[cfg(feature = "embedded-python")]
-pub(super) mod worker;
 
 use std::cell::RefCell;
 use std::collections::HashMap;
@@ -25,21 +23,18 @@ use rquickjs::module::WriteOptions;
 use rquickjs::{Context, Ctx, Function, Module, Object, Runtime};
 use tokio::sync::oneshot;
 
-use super::embedded::Job;
-use super::embedded::driver::{
-    self, Calls, Ending, INTERPRETER_STACK_BYTES, Relay, Stop, Submitted, Target, Unpark, Watch,
+use dsh_tool_code_mode::__engines::{Ending, bootstrap_form, canonical, javascript_bootstrap};
+use dsh_tool_code_mode::code_runtime::frame::{self, MAX_DEPTH as MAX_FRAME_DEPTH};
+use dsh_tool_code_mode::code_runtime::{FailureKind, OutputLedger, RunOutcome};
+
+use crate::driver::{
+    self, Calls, INTERPRETER_STACK_BYTES, Job, Relay, Stop, Submitted, Target, Unpark, Watch,
     parse_json,
 };
-use super::frame;
-use super::ledger::OutputLedger;
-use super::value_text::MAX_FRAME_DEPTH;
-use super::value_text::canonical;
-use super::{FailureKind, RunOutcome};
 use values::{Read, Reader};
 
-static BOOTSTRAP: std::sync::LazyLock<String> = std::sync::LazyLock::new(|| {
-    crate::code_runtime::javascript_bootstrap(dsh_sdk_templates::EMBEDDED_QUICKJS_JS)
-});
+static BOOTSTRAP: std::sync::LazyLock<String> =
+    std::sync::LazyLock::new(|| javascript_bootstrap(dsh_sdk_templates::EMBEDDED_QUICKJS_JS));
 
 /// The bootstrap compiled once per process into QuickJS bytecode, as a module whose default
 /// export is the bootstrap's function: parsing its source took about 450 µs of every run's start,
@@ -260,7 +255,7 @@ pub(crate) fn run(job: Job, tx: oneshot::Sender<RunOutcome>) {
 }
 
 /// Compiles the bootstrap ahead of the first run (a worker does it before it is needed).
-#[cfg(feature = "embedded-python")]
+#[cfg(feature = "python")]
 pub(crate) fn prepare() {
     std::sync::LazyLock::force(&BOOTSTRAP_BYTECODE);
 }
@@ -447,13 +442,8 @@ fn start<'js>(
     let api: Object = factory.call((host,))?;
     let prepare: Function = api.get("prepare")?;
     let failure: Function = api.get("failure")?;
-    let namespaces = serde_json::Value::Array(
-        job.request
-            .bindings
-            .iter()
-            .map(crate::code_runtime::BindingNamespace::bootstrap_form)
-            .collect(),
-    );
+    let namespaces =
+        serde_json::Value::Array(job.request.bindings.iter().map(bootstrap_form).collect());
     let prepared: Object = prepare.call((
         namespaces.to_string(),
         job.config.budgets.max_output_bytes as f64,
