@@ -65,6 +65,12 @@ pub(crate) struct McpHandler {
     restate: Option<super::restate::Restate>,
     /// The issuers of continuations this server takes: its own name first, then its peers.
     issuers: Arc<Vec<String>>,
+    /// The registry generation when this session last accepted a `subscriptions/listen`
+    /// filter: rmcp acknowledges the stream before `listen` runs, and a change made in between
+    /// (the client may change the list as soon as it reads the acknowledgement) is announced
+    /// once the stream watches. The oldest pending one is kept: an extra notification is
+    /// harmless, a missed one is not.
+    listen_since: parking_lot::Mutex<Option<u64>>,
     stop: CancellationToken,
 }
 
@@ -147,6 +153,7 @@ impl McpHandler {
             log_level: SessionLogLevel::default(),
             #[cfg(feature = "restate")]
             restate,
+            listen_since: parking_lot::Mutex::default(),
             stop: CancellationToken::new(),
         })
     }
@@ -165,6 +172,7 @@ impl McpHandler {
             #[cfg(feature = "restate")]
             restate: self.restate.clone(),
             issuers: self.issuers.clone(),
+            listen_since: parking_lot::Mutex::default(),
             stop: CancellationToken::new(),
         }
     }
@@ -239,16 +247,24 @@ impl McpHandler {
     }
 
     /// Watches the registry until `stop` fires or `notify` fails, calling `notify` whenever the
-    /// scope's listing changes.
+    /// scope's listing changes, and once at the start when the registry changed since
+    /// generation `since`.
     fn list_changes(
         &self,
         stop: CancellationToken,
+        since: Option<u64>,
     ) -> impl FnOnce(Notify) -> BoxFuture<'static, ()> {
         let listings = self.listings();
         move |notify| {
-            let mut changes = read(&listings.registry.inner.state).changes.subscribe();
+            let state = read(&listings.registry.inner.state);
+            let mut changes = state.changes.subscribe();
+            let missed = since.is_some_and(|since| since != state.changes.generation());
+            drop(state);
             let mut last = listings.get().ok();
             Box::pin(async move {
+                if missed && !notify().await {
+                    return;
+                }
                 loop {
                     tokio::select! {
                         _ = stop.cancelled() => return,
@@ -649,7 +665,7 @@ impl ServerHandler for McpHandler {
     async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
         let outbound = telemetry::Outbound::of_notification(&context);
         let peer = context.peer;
-        let changes = self.list_changes(self.stop.clone());
+        let changes = self.list_changes(self.stop.clone(), None);
         // A list change is no request's doing: each notification's span is a root.
         tokio::spawn(changes(Box::new(move || {
             let (peer, outbound) = (peer.clone(), outbound.clone());
@@ -668,6 +684,11 @@ impl ServerHandler for McpHandler {
     ) -> Option<SubscriptionFilter> {
         let mut accepted = SubscriptionFilter::new();
         accepted.tools_list_changed = requested.tools_list_changed;
+        if accepted.tools_list_changed == Some(true) {
+            let now = read(&self.registry.inner.state).changes.generation();
+            let mut since = self.listen_since.lock();
+            *since = Some(since.map_or(now, |since| since.min(now)));
+        }
         Some(accepted)
     }
 
@@ -688,7 +709,8 @@ impl ServerHandler for McpHandler {
             return Ok(());
         }
         let stop = self.stop.child_token();
-        let changes = self.list_changes(stop.clone());
+        let since = self.listen_since.lock().take();
+        let changes = self.list_changes(stop.clone(), since);
         let sink = context.sink().clone();
         let outbound = telemetry::Outbound::of(context.request_context());
         // Under the stream's span, the notifications' spans.
@@ -853,5 +875,52 @@ mod tests {
         second.unregister();
         assert!(server.get_tool("second").is_none());
         assert!(session.get_tool("first").is_some());
+    }
+
+    /// A tool added after the server accepted a `subscriptions/listen` filter (so after rmcp
+    /// acknowledged the stream to the client) but before the stream watched the registry is
+    /// announced as soon as it does; a stream accepted with nothing changed since says
+    /// nothing until a change.
+    #[tokio::test]
+    async fn a_change_between_the_acknowledgement_and_the_watch_is_announced() {
+        let registry = Registry::new();
+        registry.register(tool("first")).unwrap();
+        let session = McpHandler::new(registry.clone(), None, McpServeOptions::default()).unwrap();
+        let mut filter = SubscriptionFilter::new();
+        filter.tools_list_changed = Some(true);
+        let sent = Arc::new(AtomicU64::new(0));
+        let watch = |since| {
+            let sent = sent.clone();
+            let stop = CancellationToken::new();
+            let changes = session.list_changes(stop.clone(), since);
+            let watching = tokio::spawn(changes(Box::new(move || {
+                sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
+                Box::pin(async { false })
+            })));
+            (stop, watching)
+        };
+
+        session.accepted_subscription_filter(&filter);
+        registry.register(tool("second")).unwrap();
+        let since = session.listen_since.lock().take();
+        let (_stop, watching) = watch(since);
+        // The watcher ends at its first notification (the sink is gone); a minute only to fail.
+        tokio::time::timeout(std::time::Duration::from_secs(60), watching)
+            .await
+            .expect("the missed change is announced")
+            .unwrap();
+        assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 1);
+
+        session.accepted_subscription_filter(&filter);
+        let since = session.listen_since.lock().take();
+        let (stop, watching) = watch(since);
+        tokio::task::yield_now().await;
+        stop.cancel();
+        watching.await.unwrap();
+        assert_eq!(
+            sent.load(std::sync::atomic::Ordering::SeqCst),
+            1,
+            "nothing changed"
+        );
     }
 }
