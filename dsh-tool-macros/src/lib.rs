@@ -1,9 +1,6 @@
 //! The `#[tool]`, `#[toolbox]` and `#[tool_type]` attributes of dsh-tools. Use them through the
 //! `dsh-tools` crate, which re-exports them with the runtime they expand to.
 
-// Only the attributes are public: every module is the crate's own.
-#![warn(unreachable_pub, missing_debug_implementations)]
-
 mod ast;
 mod attr;
 mod check;
