@@ -407,18 +407,72 @@ fn expand_args_reader(tool: &ToolFn) -> TokenStream {
         };
         quote!(#ident: #value)
     });
+    let fields = ArgsFields {
+        ident: args_ident,
+        serde: quote!(#private::serde),
+        private: private.clone(),
+        name: &struct_name,
+        wires: &wires,
+        deny,
+        tys: &tys,
+        slots,
+        reads: quote!(#(#reads)*),
+        values: quote!(#(#values),*),
+    };
+    args_struct_impls(fields, &quote!(), &quote!())
+}
+
+/// What a struct read through `ArgsStruct` names: the struct, the paths of the runtime's
+/// `__private` and of serde, its name, its fields' wire names and types, whether it refuses
+/// unknown keys, and the generated slots, per-field reads and finished field values.
+pub(crate) struct ArgsFields<'a, W: quote::ToTokens> {
+    pub(crate) ident: &'a syn::Ident,
+    pub(crate) private: TokenStream,
+    pub(crate) serde: TokenStream,
+    pub(crate) name: &'a str,
+    pub(crate) wires: &'a [W],
+    pub(crate) deny: bool,
+    pub(crate) tys: &'a [&'a syn::Type],
+    pub(crate) slots: TokenStream,
+    pub(crate) reads: TokenStream,
+    pub(crate) values: TokenStream,
+}
+
+/// The `Deserialize` and `ArgsStruct` impls that read `ident` through the runtime's
+/// `deserialize_args`: one shape for a tool's arguments struct and a plain `#[tool_type]`
+/// struct. `attr` goes before each impl and `extra` into the `ArgsStruct` impl.
+pub(crate) fn args_struct_impls<W: quote::ToTokens>(
+    fields: ArgsFields<'_, W>,
+    attr: &TokenStream,
+    extra: &TokenStream,
+) -> TokenStream {
+    let ArgsFields {
+        ident,
+        private,
+        serde,
+        name,
+        wires,
+        deny,
+        tys,
+        slots,
+        reads,
+        values,
+    } = fields;
     quote! {
-        impl<'de> #private::serde::Deserialize<'de> for #args_ident {
-            fn deserialize<__D: #private::serde::Deserializer<'de>>(
+        #attr
+        impl<'de> #serde::Deserialize<'de> for #ident {
+            fn deserialize<__D: #serde::Deserializer<'de>>(
                 __dsh_deserializer: __D,
             ) -> ::core::result::Result<Self, __D::Error> {
                 #private::deserialize_args(__dsh_deserializer)
             }
         }
-        impl #private::ArgsStruct for #args_ident {
-            const STRUCT: &'static str = #struct_name;
+        #attr
+        impl #private::ArgsStruct for #ident {
+            const STRUCT: &'static str = #name;
             const FIELDS: &'static [&'static str] = &[#(#wires),*];
             const DENY_UNKNOWN: bool = #deny;
+            #extra
             type Slots = (#(::core::option::Option<#tys>,)*);
 
             fn slots() -> Self::Slots {
@@ -431,15 +485,15 @@ fn expand_args_reader(tool: &ToolFn) -> TokenStream {
                 __dsh_source: &mut __S,
             ) -> ::core::result::Result<(), __S::Error> {
                 match __dsh_index {
-                    #(#reads)*
+                    #reads
                     _ => ::core::result::Result::Ok(()),
                 }
             }
 
-            fn finish<__E: #private::serde::de::Error>(
+            fn finish<__E: #serde::de::Error>(
                 __dsh_slots: Self::Slots,
             ) -> ::core::result::Result<Self, __E> {
-                ::core::result::Result::Ok(Self { #(#values),* })
+                ::core::result::Result::Ok(Self { #values })
             }
         }
     }

@@ -116,6 +116,24 @@ pub(crate) fn expand(krate: &Path, serde: &LitStr, deny: bool, item: &ItemStruct
         .collect();
     let doc = doc_string(&docs).unwrap_or_else(|| quote!(""));
     let deny_attr = deny.then(|| quote!(#[serde(deny_unknown_fields)]));
+    let impls = crate::expand::args_struct_impls(
+        crate::expand::ArgsFields {
+            ident,
+            private: private.clone(),
+            serde: quote!(#krate::serde),
+            name: &name,
+            wires: &wires,
+            deny,
+            tys: &tys,
+            slots,
+            reads: quote!(#(#reads)*),
+            values: quote!(#(#values),*),
+        },
+        &quote!(#[automatically_derived]),
+        &quote!(
+            const SEQUENCE: bool = true;
+        ),
+    );
     quote! {
         #[derive(#krate::serde::Serialize)]
         #[serde(crate = #serde)]
@@ -123,43 +141,7 @@ pub(crate) fn expand(krate: &Path, serde: &LitStr, deny: bool, item: &ItemStruct
         #item
         #[doc(hidden)]
         const _: () = {
-            #[automatically_derived]
-            impl<'de> #krate::serde::Deserialize<'de> for #ident {
-                fn deserialize<__D: #krate::serde::Deserializer<'de>>(
-                    __dsh_deserializer: __D,
-                ) -> ::core::result::Result<Self, __D::Error> {
-                    #private::deserialize_args(__dsh_deserializer)
-                }
-            }
-            #[automatically_derived]
-            impl #private::ArgsStruct for #ident {
-                const STRUCT: &'static str = #name;
-                const FIELDS: &'static [&'static str] = &[#(#wires),*];
-                const DENY_UNKNOWN: bool = #deny;
-                const SEQUENCE: bool = true;
-                type Slots = (#(::core::option::Option<#tys>,)*);
-
-                fn slots() -> Self::Slots {
-                    #slots
-                }
-
-                fn read<'de, __S: #private::FieldSource<'de>>(
-                    __dsh_slots: &mut Self::Slots,
-                    __dsh_index: usize,
-                    __dsh_source: &mut __S,
-                ) -> ::core::result::Result<(), __S::Error> {
-                    match __dsh_index {
-                        #(#reads)*
-                        _ => ::core::result::Result::Ok(()),
-                    }
-                }
-
-                fn finish<__E: #krate::serde::de::Error>(
-                    __dsh_slots: Self::Slots,
-                ) -> ::core::result::Result<Self, __E> {
-                    ::core::result::Result::Ok(Self { #(#values),* })
-                }
-            }
+            #impls
             #[automatically_derived]
             impl #schemars::JsonSchema for #ident {
                 fn schema_name() -> #private::std::borrow::Cow<'static, str> {
