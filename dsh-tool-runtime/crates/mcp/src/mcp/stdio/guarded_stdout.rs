@@ -1,80 +1,20 @@
-//! The stdio transport: a child process whose stdout passes a depth guard before rmcp's codec.
-//!
-//! rmcp parses each line with serde_json's default recursion limit (128) and drops a line it
-//! cannot parse, so one tool with a 5,000-deep schema would make the whole `tools/list` answer
-//! vanish (and the list time out). The reader here measures each line's nesting with a byte scan
-//! before anything parses it. In a line nested deeper than [`MAX_RELAY_DEPTH`] every too-deep
-//! subtree is replaced, unparsed, by a marker string ([`cut_deep`]: one pass over the bytes, no
-//! recursion, nothing built), so a million levels cost no more than their bytes. The schema
-//! check then refuses that one tool (it is still deeper than
-//! [`MAX_SERVER_SCHEMA_DEPTH`](super::MAX_SCHEMA_DEPTH)); a too-deep answer to a
-//! `tools/call` fails that call instead.
+//! The child's stdout as rmcp reads it: whole lines, each checked for its length and depth, and
+//! the answers to `tools/call` taken parsed ([`CallAnswers`]), inside rmcp's own reads.
 
 use std::pin::Pin;
-use std::process::Stdio;
 use std::sync::Arc;
 use std::task::{Context, Poll};
 
-use rmcp::RoleClient;
 use rmcp::model::RequestId;
-use rmcp::transport::async_rw::AsyncRwTransport;
 use serde_json::Value;
 use tokio::io::{AsyncRead, ReadBuf};
-use tokio::process::{Child, ChildStdin, ChildStdout};
+use tokio::process::ChildStdout;
 
-use super::answers::{CallAnswers, Take};
-use super::config::{MAX_LINE_BYTES, McpServer};
+use super::relay_depth::{MAX_RELAY_DEPTH, cut_deep};
+use super::top_level_id::TopLevelId;
 use crate::json::text_depth;
-
-/// Deepest JSON-RPC message handed to rmcp; deeper subtrees are cut first. Below serde_json's
-/// parse limit of 128, which rmcp parses with, and above [`MAX_SCHEMA_DEPTH`](super::MAX_SCHEMA_DEPTH)
-/// plus the JSON-RPC envelope, so the schema check still sees (and refuses) a too-deep schema.
-pub(super) const MAX_RELAY_DEPTH: usize = 100;
-
-/// What replaces a subtree nested too deep.
-const TOO_DEEP: &str = "[nested too deep]";
-
-pub(crate) type StdioTransport = AsyncRwTransport<RoleClient, GuardedStdout, ChildStdin>;
-
-/// Starts the server process; returns its transport, the child (killed on drop) and its
-/// stderr.
-pub(crate) fn spawn(
-    config: &McpServer,
-    command: &str,
-    args: &[String],
-    answers: Arc<CallAnswers>,
-) -> std::io::Result<(StdioTransport, Child, Option<tokio::process::ChildStderr>)> {
-    let mut cmd = tokio::process::Command::new(command);
-    cmd.args(args)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .kill_on_drop(true);
-    for (key, value) in &config.env {
-        cmd.env(key, value);
-    }
-    if let Some(dir) = &config.cwd {
-        cmd.current_dir(dir);
-    }
-    let mut child = cmd.spawn()?;
-    let (Some(stdin), Some(stdout)) = (child.stdin.take(), child.stdout.take()) else {
-        return Err(std::io::Error::other("child stdio was not piped"));
-    };
-    let stderr = child.stderr.take();
-    Ok((
-        AsyncRwTransport::new_client(
-            GuardedStdout::new(stdout)
-                .with_answers(answers)
-                .with_max_line(config.max_message_bytes)
-                .with_max_list_line(config.max_list_bytes),
-            stdin,
-        )
-        // Above the guard's own limit (newline included), so every line it passes is read.
-        .with_max_line_length(config.max_message_bytes.saturating_add(1)),
-        child,
-        stderr,
-    ))
-}
+use crate::mcp::answers::{CallAnswers, Take};
+use crate::mcp::config::MAX_LINE_BYTES;
 
 /// The child's stdout as rmcp reads it: whole lines, each passed on as it is unless it nests
 /// deeper than [`MAX_RELAY_DEPTH`] (then rewritten by [`cut_deep`], or refused when it answers a
@@ -107,7 +47,7 @@ pub(crate) struct GuardedStdout<R = ChildStdout> {
 const CHUNK_BYTES: usize = 16 * 1024;
 
 impl<R> GuardedStdout<R> {
-    fn new(inner: R) -> Self {
+    pub(super) fn new(inner: R) -> Self {
         GuardedStdout {
             inner,
             max_line: MAX_LINE_BYTES,
@@ -122,17 +62,17 @@ impl<R> GuardedStdout<R> {
         }
     }
 
-    fn with_answers(mut self, answers: Arc<CallAnswers>) -> Self {
+    pub(super) fn with_answers(mut self, answers: Arc<CallAnswers>) -> Self {
         self.answers = Some(answers);
         self
     }
 
-    fn with_max_line(mut self, bytes: usize) -> Self {
+    pub(super) fn with_max_line(mut self, bytes: usize) -> Self {
         self.max_line = bytes;
         self
     }
 
-    fn with_max_list_line(mut self, bytes: usize) -> Self {
+    pub(super) fn with_max_list_line(mut self, bytes: usize) -> Self {
         self.max_list_line = bytes;
         self
     }
@@ -348,193 +288,15 @@ impl<R: AsyncRead + Unpin> AsyncRead for GuardedStdout<R> {
     }
 }
 
-/// Finds the top-level `"id"` of a JSON object streamed through [`TopLevelId::feed`] without
-/// keeping the text: a byte scan that tracks strings and nesting, and keeps only the keys and the
-/// `id` value at the top level (a number or a string, at most [`TopLevelId::MAX_ID`] bytes). It
-/// reads the id a JSON parser would: keys with their escapes decoded, the last of repeated ones.
-#[derive(Default)]
-struct TopLevelId {
-    depth: usize,
-    in_string: bool,
-    escaped: bool,
-    /// The top-level string being read (a key or a value), while short enough to matter.
-    text: Vec<u8>,
-    /// The last top-level key read, and whether a `:` followed it.
-    key: Vec<u8>,
-    after_colon: bool,
-    /// The raw text of the `id` value, once read.
-    raw: Vec<u8>,
-    reading_id: bool,
-    done: bool,
-}
-
-impl TopLevelId {
-    const MAX_ID: usize = 256;
-
-    fn feed(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            if self.in_string {
-                if self.depth == 1 && self.text.len() <= Self::MAX_ID {
-                    self.text.push(byte);
-                }
-                match byte {
-                    _ if self.escaped => self.escaped = false,
-                    b'\\' => self.escaped = true,
-                    b'"' => {
-                        self.in_string = false;
-                        if self.depth == 1 {
-                            self.string_ended();
-                        }
-                    }
-                    _ => {}
-                }
-                continue;
-            }
-            if self.reading_id && self.depth == 1 {
-                match byte {
-                    b',' | b'}' => {
-                        self.reading_id = false;
-                        self.done = true;
-                    }
-                    b' ' | b'\t' | b'\r' | b'\n' => {}
-                    _ if self.raw.len() <= Self::MAX_ID => self.raw.push(byte),
-                    _ => {}
-                }
-            }
-            match byte {
-                b'"' => {
-                    self.in_string = true;
-                    if self.depth == 1 {
-                        self.text.clear();
-                        self.text.push(byte);
-                    }
-                }
-                b'{' | b'[' => self.depth += 1,
-                b'}' | b']' => self.depth = self.depth.saturating_sub(1),
-                b':' if self.depth == 1 => {
-                    self.after_colon = true;
-                    // The key as a parser reads it (`"\u0069d"` is `id` too); a repeated `id`
-                    // replaces the earlier one, as it does for serde_json.
-                    if serde_json::from_slice::<String>(&self.key).is_ok_and(|key| key == "id") {
-                        self.raw.clear();
-                        self.reading_id = true;
-                    }
-                }
-                b',' if self.depth == 1 => self.after_colon = false,
-                _ => {}
-            }
-        }
-    }
-
-    /// A top-level string closed: a key when no `:` is pending, else a value (the id's, if
-    /// that is what is being read).
-    fn string_ended(&mut self) {
-        if self.reading_id {
-            self.raw = std::mem::take(&mut self.text);
-            self.reading_id = false;
-            self.done = true;
-        } else if !self.after_colon {
-            self.key = std::mem::take(&mut self.text);
-        }
-    }
-
-    /// The id: a JSON number or string, or `None` when the object had none (a notification).
-    fn value(&self) -> Option<Value> {
-        if !self.done {
-            return None;
-        }
-        match serde_json::from_slice::<Value>(&self.raw).ok()? {
-            id @ (Value::Number(_) | Value::String(_)) => Some(id),
-            _ => None,
-        }
-    }
-}
-
-/// `line` (one JSON text and its newline) with every array or object that opens at depth
-/// [`MAX_RELAY_DEPTH`] (the outermost being depth 1) replaced by the string [`TOO_DEEP`]. A byte
-/// scan that keeps strings intact and builds nothing: the cut subtrees are skipped unread, so the
-/// cost is one pass whatever the depth. Text that is no JSON stays no JSON (rmcp ignores it).
-pub(crate) fn cut_deep(line: &[u8]) -> Vec<u8> {
-    let mut out = Vec::with_capacity(line.len().min(1 << 20));
-    let (mut depth, mut in_string, mut escaped) = (0usize, false, false);
-    let mut skipping = false;
-    for &byte in line {
-        if in_string {
-            match byte {
-                _ if escaped => escaped = false,
-                b'\\' => escaped = true,
-                b'"' => in_string = false,
-                _ => {}
-            }
-        } else {
-            match byte {
-                b'"' => in_string = true,
-                b'[' | b'{' => {
-                    depth += 1;
-                    if depth == MAX_RELAY_DEPTH && !skipping {
-                        skipping = true;
-                        out.extend_from_slice(b"\"");
-                        out.extend_from_slice(TOO_DEEP.as_bytes());
-                        out.extend_from_slice(b"\"");
-                    }
-                }
-                b']' | b'}' => {
-                    if depth == MAX_RELAY_DEPTH && skipping {
-                        skipping = false;
-                        depth -= 1;
-                        continue;
-                    }
-                    depth = depth.saturating_sub(1);
-                }
-                _ => {}
-            }
-        }
-        if !skipping {
-            out.push(byte);
-        }
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
-    use super::super::progress::ProgressTap;
-    use super::*;
+    use rmcp::RoleClient;
+    use rmcp::transport::async_rw::AsyncRwTransport;
     use serde_json::json;
 
-    #[test]
-    fn deep_lines_are_cut_below_the_relay_depth() {
-        let levels = 5_000;
-        let line = format!(
-            r#"{{"jsonrpc":"2.0","id":1,"result":{{"x":{}1{}}}}}"#,
-            "[".repeat(levels),
-            "]".repeat(levels)
-        );
-        assert!(text_depth(line.as_bytes()) > levels);
-        let flat = cut_deep(line.as_bytes());
-        assert_eq!(text_depth(&flat), MAX_RELAY_DEPTH - 1);
-        let parsed: Value = serde_json::from_slice(&flat).unwrap();
-        assert_eq!(parsed["id"], 1);
-        assert!(String::from_utf8(flat).unwrap().contains(TOO_DEEP));
-        assert!(serde_json::from_slice::<Value>(&cut_deep(b"not json\n")).is_err());
-    }
-
-    /// Brackets and quotes inside strings neither open nor close anything, inside the cut
-    /// subtree or out of it; what follows the cut stays.
-    #[test]
-    fn the_cut_keeps_strings_and_what_follows() {
-        let levels = MAX_RELAY_DEPTH + 50;
-        let line = format!(
-            r#"{{"a":"[[{{\"","b":{}"]]\"}}",1{},"c":"}}]"}}"#,
-            "[".repeat(levels),
-            "]".repeat(levels)
-        );
-        let cut = cut_deep(line.as_bytes());
-        let parsed: Value = serde_json::from_slice(&cut).unwrap();
-        assert_eq!(parsed["a"], "[[{\"");
-        assert_eq!(parsed["c"], "}]");
-        assert!(String::from_utf8(cut).unwrap().contains(TOO_DEEP));
-    }
+    use super::*;
+    use crate::mcp::progress::ProgressTap;
+    use crate::mcp::stdio::relay_depth::TOO_DEEP;
 
     type Tap =
         ProgressTap<AsyncRwTransport<RoleClient, GuardedStdout<Pieces>, tokio::io::DuplexStream>>;
@@ -688,36 +450,6 @@ mod tests {
                 b"{\"a\":1}\n{\"b\":[2,3]}\n{\"c\":\"no newline\"}\n".to_vec(),
                 "chunk {chunk}"
             );
-        }
-    }
-
-    #[test]
-    fn the_top_level_id_is_found_wherever_it_stands() {
-        for (text, id) in [
-            (
-                r#"{"jsonrpc":"2.0","id":7,"result":{"id":99}}"#,
-                Some(json!(7)),
-            ),
-            (
-                r#"{"result":{"id":99,"x":["id",1]},"jsonrpc":"2.0","id":"a\"b"}"#,
-                Some(json!("a\"b")),
-            ),
-            (r#"{ "id" : 12 , "error": {}}"#, Some(json!(12))),
-            (
-                r#"{"method":"notifications/progress","params":{"id":3}}"#,
-                None,
-            ),
-            (r#"{"result":"\"id\":5","id":[1]}"#, None),
-            (r#"{"\u0069d":8,"result":{}}"#, Some(json!(8))),
-            (r#"{"id":99999,"result":{},"id":9}"#, Some(json!(9))),
-        ] {
-            for chunk in [1, 5, 1000] {
-                let mut scan = TopLevelId::default();
-                text.as_bytes()
-                    .chunks(chunk)
-                    .for_each(|part| scan.feed(part));
-                assert_eq!(scan.value(), id, "{text} in pieces of {chunk}");
-            }
         }
     }
 
