@@ -23,17 +23,22 @@
 //! stream in a task of its own once `notifications/initialized` is accepted and goes straight on
 //! to the next request, so a server could answer or ask (elicitation) on a stream the client had
 //! not opened yet. The stream's open is [`StandaloneGate`]'s to wait for.
+//!
+//! Its parts: this front is the client ([`GuardedClient`]) and the depth guard of SSE events;
+//! [`standalone_gate`] holds a session's requests until its standalone stream is open;
+//! [`message_kinds`] tells the messages the client treats apart (those that only read, a
+//! `tools/list`, `notifications/initialized`).
+
+mod message_kinds;
+mod standalone_gate;
 
 use std::collections::HashMap;
 use std::sync::Arc;
-use std::time::Duration;
 
 use futures::StreamExt;
 use futures::stream::BoxStream;
 use http::{HeaderName, HeaderValue};
-use rmcp::model::{
-    ClientJsonRpcMessage, ClientNotification, ClientRequest, JsonRpcMessage, ServerJsonRpcMessage,
-};
+use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_client::{
     SseError, StreamableHttpClient, StreamableHttpError, StreamableHttpPostResponse,
     StreamableHttpResponseLimits,
@@ -43,16 +48,13 @@ use sse_stream::Sse;
 use super::stdio::{MAX_RELAY_DEPTH, cut_deep};
 use crate::json::text_depth;
 use crate::telemetry::SessionCell;
+use message_kinds::{is_initialized, is_tools_list, only_reads, unanswered};
+use standalone_gate::StandaloneGate;
 
 /// The MCP session header (streamable HTTP, 2025-03-26 and later).
 const SESSION_HEADER: &str = "mcp-session-id";
 
 type HttpError = StreamableHttpError<reqwest::Error>;
-
-/// How long the first request after `notifications/initialized` waits for the standalone GET
-/// stream to be answered: a bound for a server that holds its answer's headers back, after which
-/// the request goes anyway (as it would without the wait).
-const STANDALONE_OPEN_BOUND: Duration = Duration::from_secs(10);
 
 /// rmcp's reqwest client with deep messages rewritten before rmcp parses them, and the session's
 /// requests held until its standalone GET stream is open.
@@ -81,53 +83,6 @@ impl Default for GuardedClient {
     }
 }
 
-/// Holds the requests of a session between its `notifications/initialized` and the answer to
-/// its standalone GET stream (Streamable HTTP, "Listening for Messages from the Server").
-///
-/// A 2025-era server may send what is not tied to a request (the answer of a request whose
-/// stream it closed, a server-to-client request such as elicitation) only on that stream; a
-/// request that arrives before the stream is open can find its answer sent elsewhere or
-/// dropped. `true` while a stream is expected and not yet answered (or refused).
-#[derive(Clone)]
-struct StandaloneGate(Arc<tokio::sync::watch::Sender<bool>>);
-
-impl Default for StandaloneGate {
-    fn default() -> Self {
-        Self(Arc::new(tokio::sync::watch::Sender::new(false)))
-    }
-}
-
-impl StandaloneGate {
-    /// A stream is about to be opened: rmcp opens it right after the accepted
-    /// `notifications/initialized` of a session.
-    fn expect(&self) {
-        self.0.send_replace(true);
-    }
-
-    /// The stream was answered (open, refused with 405, or failed): requests may go.
-    fn opened(&self) {
-        self.0.send_replace(false);
-    }
-
-    /// Waits while a stream is expected, at most [`STANDALONE_OPEN_BOUND`].
-    async fn wait(&self) {
-        let mut expected = self.0.subscribe();
-        let _ = tokio::time::timeout(
-            STANDALONE_OPEN_BOUND,
-            expected.wait_for(|expected| !*expected),
-        )
-        .await;
-    }
-}
-
-fn is_initialized(message: &ClientJsonRpcMessage) -> bool {
-    matches!(
-        message,
-        JsonRpcMessage::Notification(notification)
-            if matches!(notification.notification, ClientNotification::InitializedNotification(_))
-    )
-}
-
 /// Rewrites the data of an SSE event nested deeper than [`MAX_RELAY_DEPTH`].
 fn guard_event(event: Result<Sse, SseError>) -> Result<Sse, SseError> {
     let mut event = event?;
@@ -144,39 +99,6 @@ fn guard_stream(
     stream: BoxStream<'static, Result<Sse, SseError>>,
 ) -> BoxStream<'static, Result<Sse, SseError>> {
     stream.map(guard_event).boxed()
-}
-
-/// A request that only reads: asking twice has no more effect than asking once.
-fn only_reads(message: &ClientJsonRpcMessage) -> bool {
-    let JsonRpcMessage::Request(request) = message else {
-        return false;
-    };
-    matches!(
-        request.request,
-        ClientRequest::DiscoverRequest(_)
-            | ClientRequest::PingRequest(_)
-            | ClientRequest::ListToolsRequest(_)
-            | ClientRequest::ListPromptsRequest(_)
-            | ClientRequest::GetPromptRequest(_)
-            | ClientRequest::ListResourcesRequest(_)
-            | ClientRequest::ListResourceTemplatesRequest(_)
-            | ClientRequest::ReadResourceRequest(_)
-            | ClientRequest::GetTaskRequest(_)
-    )
-}
-
-fn is_tools_list(message: &ClientJsonRpcMessage) -> bool {
-    matches!(
-        message,
-        JsonRpcMessage::Request(request) if matches!(request.request, ClientRequest::ListToolsRequest(_))
-    )
-}
-
-/// `true` when the request got no answer at all: the connection reset, closed before the
-/// answer, or could not be opened. Not a timeout (a second one would double the bound), not an
-/// answer the server sent.
-fn unanswered(error: &reqwest::Error) -> bool {
-    error.is_request() && !error.is_timeout()
 }
 
 impl GuardedClient {
@@ -421,6 +343,8 @@ impl StreamableHttpClient for GuardedClient {
 
 #[cfg(test)]
 mod tests {
+    use rmcp::model::{ClientNotification, ClientRequest};
+
     use super::*;
 
     /// A loopback HTTP server handing each connection it accepts to `connection` with its
