@@ -9,8 +9,14 @@
 //! the file's directory and `concat!(env!("CARGO_MANIFEST_DIR"), "…")` from the package's root;
 //! any other argument fails the test, which cannot tell where it leads.
 //!
-//! `cargo package --workspace` checks the same and builds each package from its `.crate`; this
-//! test says which file is at fault in the time of a `cargo metadata`.
+//! `cargo package --workspace` checks the same and builds each package from its `.crate`, each
+//! against the `.crate` files of the workspace packages it depends on (cargo's local overlay of
+//! the registry): [`every_package_builds_from_its_crate_file`] runs it, and the scans above say
+//! which file is at fault in the time of a `cargo metadata`.
+//!
+//! The suite runs with every feature; a library user builds with the default features or none.
+//! [`the_doctests_pass_with_the_default_features`] and
+//! [`the_facade_builds_without_default_features`] run those builds.
 
 use std::collections::BTreeSet;
 use std::path::{Component, Path, PathBuf};
@@ -30,19 +36,28 @@ const LICENSE_FILES: &[&str] = &["LICENSE-MIT", "LICENSE-APACHE"];
 
 /// Runs cargo in the workspace root, offline; its standard output.
 fn cargo(args: &[&str]) -> String {
+    cargo_output(args).0
+}
+
+/// Runs cargo in the workspace root, offline, and fails with its messages unless it succeeds;
+/// its standard output and its standard error (where cargo reports what it builds). A build
+/// shares the suite's target directory (`CARGO_TARGET_DIR` is inherited), so what an earlier
+/// run compiled is compiled once.
+fn cargo_output(args: &[&str]) -> (String, String) {
     let out = Command::new(env!("CARGO"))
         .args(args)
         .arg("--offline")
         .current_dir(ROOT)
         .output()
         .expect("cargo runs");
+    let stdout = String::from_utf8(out.stdout).expect("cargo prints UTF-8");
+    let stderr = String::from_utf8(out.stderr).expect("cargo prints UTF-8");
     assert!(
         out.status.success(),
-        "cargo {}: {}",
-        args.join(" "),
-        String::from_utf8_lossy(&out.stderr)
+        "cargo {}: {stdout}{stderr}",
+        args.join(" ")
     );
-    String::from_utf8(out.stdout).expect("cargo prints UTF-8")
+    (stdout, stderr)
 }
 
 /// The workspace's packages, as `cargo metadata` describes them.
@@ -422,6 +437,49 @@ fn the_packages_publish_in_dependency_order() {
         }
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// What crates.io does with each package: `cargo package` builds it from its `.crate` file alone
+/// (no `--no-verify`), in [`PUBLISH_ORDER`], a workspace dependency taken from the `.crate` packed
+/// before it as if it were published. A file the build needs that the package leaves out, a
+/// build script reading outside the package, a target the manifest lists but the package does
+/// not ship: each fails here. A warm run rebuilds only the workspace's own libraries (about two
+/// minutes on two cores); the registry dependencies, built once per package's own resolution
+/// of features, stay in the target directory.
+#[test]
+fn every_package_builds_from_its_crate_file() {
+    let (_, stderr) = cargo_output(&["package", "--workspace", "--allow-dirty"]);
+    let verified: Vec<&str> = stderr
+        .lines()
+        .filter_map(|line| line.trim_start().strip_prefix("Verifying "))
+        .filter_map(|rest| rest.split_whitespace().next())
+        .collect();
+    let mut missing = Vec::new();
+    for name in PUBLISH_ORDER {
+        if !verified.contains(name) {
+            missing.push(*name);
+        }
+    }
+    assert!(
+        missing.is_empty(),
+        "not built from its .crate: {missing:?}\n{stderr}"
+    );
+}
+
+/// Every README, guide and rustdoc snippet compiles under the default features too: a chapter or
+/// a snippet that needs more is `cfg`-gated on the features it names (the suite's own doctests
+/// run with every feature).
+#[test]
+fn the_doctests_pass_with_the_default_features() {
+    cargo_output(&["test", "--doc", "--workspace", "--no-fail-fast"]);
+}
+
+/// The facade with no feature at all (no code mode, no MCP): the library builds and its unit
+/// tests pass.
+#[test]
+fn the_facade_builds_without_default_features() {
+    cargo_output(&["build", "-p", "dsh-tools", "--no-default-features", "--lib"]);
+    cargo_output(&["test", "-p", "dsh-tools", "--no-default-features", "--lib"]);
 }
 
 /// Where `unsafe_code` may be allowed: the engines crate, and code mode's process and sandbox

@@ -22,6 +22,7 @@ use crate::result::ToolResult;
 /// new waiting call). A host passes what follows its own `runs` word:
 ///
 /// ```no_run
+/// # #[cfg(feature = "durable")] // `SqliteJournal` is the `durable` feature's.
 /// # async fn host(registry: dsh_tool_runtime::Registry) -> Result<(), String> {
 /// use std::sync::Arc;
 /// use dsh_tool_code_mode::durable::{SqliteJournal, runs_command};
