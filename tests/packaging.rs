@@ -439,30 +439,87 @@ fn the_packages_publish_in_dependency_order() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
 }
 
-/// What crates.io does with each package: `cargo package` builds it from its `.crate` file alone
-/// (no `--no-verify`), in [`PUBLISH_ORDER`], a workspace dependency taken from the `.crate` packed
-/// before it as if it were published. A file the build needs that the package leaves out, a
-/// build script reading outside the package, a target the manifest lists but the package does
-/// not ship: each fails here. A warm run rebuilds only the workspace's own libraries (about two
-/// minutes on two cores); the registry dependencies, built once per package's own resolution
-/// of features, stay in the target directory.
+/// What crates.io does with each package, at the cost of a `cargo check`: every package is
+/// packed (`cargo package --workspace --no-verify`), each `.crate` unpacked into a workspace of
+/// its own where the packages reach each other only as unpacked `.crate` files
+/// (`[patch.crates-io]`, as if published), and that workspace checked with every feature, from
+/// the repository's `Cargo.lock` and profiles and in the suite's target directory, so the
+/// registry dependencies' checks are shared with earlier runs. A file the build needs that a
+/// package leaves out, a build script reading outside its package, a dependency only the
+/// workspace supplied: each fails here. `cargo package --workspace` (verifying) does the same with
+/// a full build of each package under its own features, which costs a cold CI run tens of
+/// minutes.
 #[test]
 fn every_package_builds_from_its_crate_file() {
-    let (_, stderr) = cargo_output(&["package", "--workspace", "--allow-dirty"]);
-    let verified: Vec<&str> = stderr
-        .lines()
-        .filter_map(|line| line.trim_start().strip_prefix("Verifying "))
-        .filter_map(|rest| rest.split_whitespace().next())
-        .collect();
-    let mut missing = Vec::new();
-    for name in PUBLISH_ORDER {
-        if !verified.contains(name) {
-            missing.push(*name);
-        }
+    cargo_output(&["package", "--workspace", "--no-verify", "--allow-dirty"]);
+    let metadata: Value =
+        serde_json::from_str(&cargo(&["metadata", "--no-deps", "--format-version", "1"]))
+            .expect("cargo metadata prints JSON");
+    let target = PathBuf::from(
+        metadata["target_directory"]
+            .as_str()
+            .expect("metadata names the target directory"),
+    );
+    let workspace = tempfile::tempdir().expect("a temporary directory");
+    let crates = workspace.path().join("crates");
+    std::fs::create_dir(&crates).expect("the crates directory");
+    let mut members = Vec::new();
+    let mut patches = String::new();
+    for package in packages() {
+        let (name, version) = (
+            name(&package),
+            package["version"].as_str().expect("a version"),
+        );
+        let file = target.join(format!("package/{name}-{version}.crate"));
+        let unpacked = Command::new("tar")
+            .arg("xzf")
+            .arg(&file)
+            .arg("-C")
+            .arg(&crates)
+            .status()
+            .expect("tar runs");
+        assert!(unpacked.success(), "{} unpacks", file.display());
+        members.push(format!("\"crates/{name}-{version}\""));
+        patches.push_str(&format!(
+            "{name} = {{ path = \"crates/{name}-{version}\" }}\n"
+        ));
     }
+    assert_eq!(
+        members.len(),
+        PUBLISH_ORDER.len(),
+        "every package is packed"
+    );
+    let root_manifest =
+        std::fs::read_to_string(Path::new(ROOT).join("Cargo.toml")).expect("the root manifest");
+    let profiles = root_manifest
+        .find("[profile.")
+        .map(|start| {
+            let rest = &root_manifest[start..];
+            let end = rest.find("\n[package]").unwrap_or(rest.len());
+            &rest[..end]
+        })
+        .unwrap_or_default();
+    std::fs::write(
+        workspace.path().join("Cargo.toml"),
+        format!(
+            "[workspace]\nmembers = [{}]\nresolver = \"3\"\n\n[patch.crates-io]\n{patches}\n{profiles}\n",
+            members.join(", ")
+        ),
+    )
+    .expect("the workspace manifest");
+    for file in ["Cargo.lock", "rust-toolchain.toml"] {
+        std::fs::copy(Path::new(ROOT).join(file), workspace.path().join(file)).expect(file);
+    }
+    let out = Command::new(env!("CARGO"))
+        .args(["check", "--workspace", "--all-features", "--offline"])
+        .env("CARGO_TARGET_DIR", &target)
+        .current_dir(workspace.path())
+        .output()
+        .expect("cargo runs");
     assert!(
-        missing.is_empty(),
-        "not built from its .crate: {missing:?}\n{stderr}"
+        out.status.success(),
+        "the packages do not build from their .crate files:\n{}",
+        String::from_utf8_lossy(&out.stderr)
     );
 }
 
