@@ -11,7 +11,7 @@ use syn::ext::IdentExt;
 use syn::spanned::Spanned;
 use syn::{Attribute, Fields, Item, ItemStruct, LitStr, Path};
 
-use crate::expand::doc_string;
+use crate::expand::args_schema::doc_string;
 
 /// Container attributes the derives read nothing from (besides the doc comment).
 const INERT: &[&str] = &[
@@ -116,8 +116,8 @@ pub(crate) fn expand(krate: &Path, serde: &LitStr, deny: bool, item: &ItemStruct
         .collect();
     let doc = doc_string(&docs).unwrap_or_else(|| quote!(""));
     let deny_attr = deny.then(|| quote!(#[serde(deny_unknown_fields)]));
-    let impls = crate::expand::args_struct_impls(
-        crate::expand::ArgsFields {
+    let impls = crate::expand::args_struct::args_struct_impls(
+        crate::expand::args_struct::ArgsFields {
             ident,
             private: private.clone(),
             serde: quote!(#krate::serde),

@@ -20,13 +20,20 @@ use landlock::{
     Ruleset, RulesetAttr, RulesetCreated, RulesetCreatedAttr, Scope,
 };
 #[cfg(target_os = "linux")]
-use seccompiler::{
-    BpfProgram, SeccompAction, SeccompCmpArgLen, SeccompCmpOp, SeccompCondition, SeccompFilter,
-    SeccompRule, TargetArch,
-};
+use seccompiler::BpfProgram;
 use serde::{Deserialize, Serialize};
 
 use super::CodeRuntimeError;
+
+#[cfg(target_os = "linux")]
+mod elf_interpreter;
+#[cfg(target_os = "linux")]
+mod seccomp_filter;
+
+#[cfg(target_os = "linux")]
+use elf_interpreter::elf_loader;
+#[cfg(target_os = "linux")]
+use seccomp_filter::{build_filter, seccomp_available};
 
 /// How much of the OS sandbox a subprocess runtime applies to each child (Linux).
 ///
@@ -111,12 +118,6 @@ fn kernel_landlock_abi() -> u32 {
         )
     };
     u32::try_from(v).unwrap_or(0)
-}
-
-/// Whether the kernel has seccomp: `PR_GET_SECCOMP` fails with `EINVAL` without it.
-#[cfg(target_os = "linux")]
-fn seccomp_available() -> bool {
-    rustix::thread::secure_computing_mode().is_ok()
 }
 
 /// What the sandbox names as missing where the OS has neither Landlock nor seccomp.
@@ -369,83 +370,6 @@ impl Plan {
     }
 }
 
-/// Bytes read from the head of an executable to find its program interpreter. Linkers put the
-/// ELF header, the program headers and `PT_INTERP` in the first page (`PT_PHDR` must lie in the
-/// first loaded segment); an executable whose headers lie past this is refused, so the host never
-/// reads more of it (Node.js is some 100 MiB).
-#[cfg(target_os = "linux")]
-const ELF_HEAD_BYTES: u64 = 64 << 10;
-
-/// The longest program interpreter path accepted, `PATH_MAX` with its NUL.
-#[cfg(target_os = "linux")]
-const MAX_INTERP_BYTES: u64 = 4096;
-
-/// The program interpreter (`PT_INTERP`, e.g. `/lib64/ld-linux-x86-64.so.2`) of an ELF
-/// executable (32 or 64 bits, either byte order), canonicalized: the sandbox must let the child
-/// execute it too. `Ok(None)` for a file that is not ELF or has no interpreter (static). Reads at
-/// most [`ELF_HEAD_BYTES`] of the file.
-///
-/// # Errors
-/// The reason, for a file that cannot be read, an ELF file whose headers are malformed or lie
-/// past [`ELF_HEAD_BYTES`], or an interpreter path that is too long, not UTF-8 or names no file.
-#[cfg(target_os = "linux")]
-fn elf_loader(executable: &Path) -> Result<Option<PathBuf>, String> {
-    use std::io::Read;
-    let mut head = Vec::new();
-    std::fs::File::open(executable)
-        .and_then(|file| file.take(ELF_HEAD_BYTES).read_to_end(&mut head))
-        .map_err(|err| format!("cannot be read: {err}"))?;
-    if !head.starts_with(&object::elf::ELFMAG) {
-        return Ok(None);
-    }
-    // `e_ident[EI_CLASS]`, the byte after the magic: 32 or 64 bits.
-    match head.get(4).copied() {
-        Some(object::elf::ELFCLASS64) => {
-            program_interpreter::<object::elf::FileHeader64<object::Endianness>>(&head)
-        }
-        Some(object::elf::ELFCLASS32) => {
-            program_interpreter::<object::elf::FileHeader32<object::Endianness>>(&head)
-        }
-        _ => Err("is an ELF file of no known class".to_owned()),
-    }
-}
-
-/// [`elf_loader`] for the ELF header type `Elf`, on the file's first bytes `head`.
-#[cfg(target_os = "linux")]
-fn program_interpreter<Elf>(head: &[u8]) -> Result<Option<PathBuf>, String>
-where
-    Elf: object::read::elf::FileHeader<Endian = object::Endianness>,
-{
-    use object::read::elf::ProgramHeader;
-    let malformed = |err: object::read::Error| {
-        format!(
-            "has ELF headers that are malformed or past its first {ELF_HEAD_BYTES} bytes: {err}"
-        )
-    };
-    let header = Elf::parse(head).map_err(malformed)?;
-    let endian = header.endian().map_err(malformed)?;
-    for segment in header.program_headers(endian, head).map_err(malformed)? {
-        if segment.p_type(endian) != object::elf::PT_INTERP {
-            continue;
-        }
-        if Into::<u64>::into(segment.p_filesz(endian)) > MAX_INTERP_BYTES {
-            return Err(format!(
-                "names a program interpreter longer than {MAX_INTERP_BYTES} bytes"
-            ));
-        }
-        let raw = segment
-            .interpreter(endian, head)
-            .map_err(malformed)?
-            .unwrap_or_default();
-        let path = std::str::from_utf8(raw)
-            .map_err(|_| "names a program interpreter that is not UTF-8".to_owned())?;
-        return std::fs::canonicalize(path).map(Some).map_err(|err| {
-            format!("names the program interpreter `{path}`, which cannot be resolved: {err}")
-        });
-    }
-    Ok(None)
-}
-
 /// What one child applies to itself between `fork` and `exec`.
 #[cfg(target_os = "linux")]
 #[derive(Default)]
@@ -506,85 +430,6 @@ fn drop_capabilities() -> io::Result<()> {
     Ok(())
 }
 
-/// The seccomp filter: default allow; no new processes (`fork`, `vfork`, `clone` without
-/// `CLONE_THREAD` ⇒ `EPERM`; `clone3` ⇒ `ENOSYS`, so libc falls back to `clone`), no sockets
-/// (`socket` ⇒ `EACCES`; `socketpair` stays for event loops' self-pipes), no `io_uring` (it
-/// would bypass the filter; libuv falls back on `ENOSYS`), and none of the calls that change
-/// namespaces, mounts, kernel state or trace other processes.
-///
-/// Syscall numbers come from `libc`'s tables: neither rustix nor seccompiler exports them.
-#[cfg(target_os = "linux")]
-fn build_filter() -> Result<Vec<BpfProgram>, seccompiler::BackendError> {
-    let arch = TargetArch::try_from(std::env::consts::ARCH)?;
-    let errno = |e: rustix::io::Errno| e.raw_os_error() as u32;
-    let eperm = errno(rustix::io::Errno::PERM);
-    let mut rules: BTreeMap<i64, Vec<SeccompRule>> = BTreeMap::new();
-    let clone_without_thread = SeccompRule::new(vec![SeccompCondition::new(
-        0,
-        SeccompCmpArgLen::Qword,
-        SeccompCmpOp::MaskedEq(libc::CLONE_THREAD as u64),
-        0,
-    )?])?;
-    rules.insert(libc::SYS_clone, vec![clone_without_thread]);
-    let denied: &[i64] = &[
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_fork,
-        #[cfg(target_arch = "x86_64")]
-        libc::SYS_vfork,
-        libc::SYS_execveat,
-        libc::SYS_ptrace,
-        libc::SYS_process_vm_readv,
-        libc::SYS_process_vm_writev,
-        libc::SYS_unshare,
-        libc::SYS_setns,
-        libc::SYS_mount,
-        libc::SYS_umount2,
-        libc::SYS_pivot_root,
-        libc::SYS_chroot,
-        libc::SYS_bpf,
-        libc::SYS_perf_event_open,
-        libc::SYS_userfaultfd,
-        libc::SYS_keyctl,
-        libc::SYS_add_key,
-        libc::SYS_request_key,
-        libc::SYS_kexec_load,
-        libc::SYS_init_module,
-        libc::SYS_finit_module,
-        libc::SYS_delete_module,
-        libc::SYS_reboot,
-    ];
-    for &nr in denied {
-        rules.insert(nr, Vec::new());
-    }
-    let mut errno_rules: BTreeMap<i64, (u32, Vec<SeccompRule>)> =
-        rules.into_iter().map(|(nr, r)| (nr, (eperm, r))).collect();
-    let enosys = errno(rustix::io::Errno::NOSYS);
-    errno_rules.insert(libc::SYS_clone3, (enosys, Vec::new()));
-    errno_rules.insert(libc::SYS_io_uring_setup, (enosys, Vec::new()));
-    errno_rules.insert(
-        libc::SYS_socket,
-        (errno(rustix::io::Errno::ACCESS), Vec::new()),
-    );
-    // One seccompiler filter has one match action: one filter per errno. The kernel runs every
-    // installed filter and takes the most restrictive answer.
-    let mut by_errno: BTreeMap<u32, BTreeMap<i64, Vec<SeccompRule>>> = BTreeMap::new();
-    for (nr, (errno, r)) in errno_rules {
-        by_errno.entry(errno).or_default().insert(nr, r);
-    }
-    by_errno
-        .into_iter()
-        .map(|(errno, rules)| {
-            let filter = SeccompFilter::new(
-                rules,
-                SeccompAction::Allow,
-                SeccompAction::Errno(errno),
-                arch,
-            )?;
-            filter.try_into()
-        })
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -631,96 +476,5 @@ mod tests {
         assert_eq!(auto.missing, [UNAVAILABLE_ON_THIS_OS]);
         let off = without_os_sandbox(Sandbox::Off).unwrap();
         assert!(!off.is_active() && off.missing.is_empty());
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_filter_compiles_for_this_machine() {
-        let filters = build_filter().unwrap();
-        assert_eq!(
-            filters.len(),
-            3,
-            "one filter per errno: EPERM, EACCES, ENOSYS"
-        );
-        assert!(filters.iter().all(|f| !f.is_empty()));
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_elf_loader_is_found() {
-        let loader = elf_loader(Path::new("/proc/self/exe")).unwrap();
-        assert!(loader.is_some_and(|p| p.exists()));
-    }
-
-    /// A little-endian ELF64 executable head: the 64-byte header, then `phnum` program headers
-    /// of 56 bytes at offset 64, each `(p_type, p_offset, p_filesz)`.
-    #[cfg(target_os = "linux")]
-    fn elf64(segments: &[(u32, u64, u64)], phoff: u64, phnum: u16) -> Vec<u8> {
-        let mut bytes = vec![0u8; 64];
-        bytes[..8].copy_from_slice(b"\x7fELF\x02\x01\x01\x00");
-        bytes[16..18].copy_from_slice(&2u16.to_le_bytes()); // ET_EXEC
-        bytes[18..20].copy_from_slice(&62u16.to_le_bytes()); // EM_X86_64
-        bytes[20..24].copy_from_slice(&1u32.to_le_bytes());
-        bytes[32..40].copy_from_slice(&phoff.to_le_bytes());
-        bytes[52..54].copy_from_slice(&64u16.to_le_bytes());
-        bytes[54..56].copy_from_slice(&56u16.to_le_bytes());
-        bytes[56..58].copy_from_slice(&phnum.to_le_bytes());
-        for &(p_type, offset, size) in segments {
-            let mut header = vec![0u8; 56];
-            header[..4].copy_from_slice(&p_type.to_le_bytes());
-            header[8..16].copy_from_slice(&offset.to_le_bytes());
-            header[32..40].copy_from_slice(&size.to_le_bytes());
-            bytes.extend(header);
-        }
-        bytes
-    }
-
-    #[cfg(target_os = "linux")]
-    fn loader_of(bytes: &[u8]) -> Result<Option<PathBuf>, String> {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("exe");
-        std::fs::write(&path, bytes).unwrap();
-        elf_loader(&path)
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn the_elf_loader_is_read_from_the_head_of_the_file() {
-        let mut exe = elf64(&[(3, 120, 10)], 64, 1);
-        exe.extend(b"/dev/null\0");
-        assert_eq!(loader_of(&exe), Ok(Some(PathBuf::from("/dev/null"))));
-        // Static, or not ELF at all: no loader.
-        assert_eq!(loader_of(&elf64(&[(1, 0, 0)], 64, 1)), Ok(None));
-        assert_eq!(loader_of(b"#!/bin/sh\n"), Ok(None));
-        assert_eq!(loader_of(b""), Ok(None));
-        // An interpreter past the head is refused, whatever the file's size: it is never read.
-        let mut far = elf64(&[(3, ELF_HEAD_BYTES + 8, 10)], 64, 1);
-        far.resize(usize::try_from(ELF_HEAD_BYTES).unwrap() + 8, 0);
-        far.extend(b"/dev/null\0");
-        assert!(loader_of(&far).is_err());
-    }
-
-    #[cfg(target_os = "linux")]
-    #[test]
-    fn hostile_elf_headers_are_errors_not_panics() {
-        let cases: Vec<Vec<u8>> = vec![
-            // Truncated header, unknown class.
-            b"\x7fELF\x02\x01".to_vec(),
-            b"\x7fELF\x07\x01\x01\x00".to_vec(),
-            // Program headers at an offset that overflows, or past the file.
-            elf64(&[], u64::MAX - 8, 2),
-            elf64(&[], 64, u16::MAX - 1),
-            // An interpreter whose offset plus size overflows, past the file, too long, without
-            // its NUL, not UTF-8, naming no file.
-            elf64(&[(3, u64::MAX - 1, 16)], 64, 1),
-            elf64(&[(3, 120, 1 << 40)], 64, 1),
-            elf64(&[(3, 120, MAX_INTERP_BYTES + 1)], 64, 1),
-            [elf64(&[(3, 120, 3)], 64, 1), b"/a/".to_vec()].concat(),
-            [elf64(&[(3, 120, 3)], 64, 1), b"\xff\xfe\0".to_vec()].concat(),
-            [elf64(&[(3, 120, 9)], 64, 1), b"/nowhere\0".to_vec()].concat(),
-        ];
-        for (i, case) in cases.iter().enumerate() {
-            assert!(loader_of(case).is_err(), "case {i}: {:?}", loader_of(case));
-        }
     }
 }
