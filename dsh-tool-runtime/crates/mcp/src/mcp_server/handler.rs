@@ -25,7 +25,7 @@ use tracing::{Instrument, Span};
 use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::Listing;
-use super::results::{mcp_result, progress_of};
+use super::results::{mcp_result, progress_of, server_failure};
 use super::rounds::{Asked, RoundCall, Rounds, Turn};
 use super::tasks::{self, Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
@@ -298,17 +298,31 @@ impl McpHandler {
         }
     }
 
-    fn answer(&self, name: &str, turn: Turn) -> CallToolResponse {
+    fn answer(&self, name: &str, turn: Turn) -> Result<CallToolResponse, ErrorData> {
         match turn {
-            Turn::Done(result) => self.mcp_result(name, &result).into(),
-            Turn::Input(input) => input.into(),
+            Turn::Done(result) => self.finished(name, &result),
+            Turn::Input(input) => Ok(input.into()),
         }
     }
 
-    fn answer_parked(&self, name: &str, parked: durable::Parked) -> CallToolResponse {
+    fn answer_parked(
+        &self,
+        name: &str,
+        parked: durable::Parked,
+    ) -> Result<CallToolResponse, ErrorData> {
         match parked {
-            durable::Parked::Done(result) => self.mcp_result(name, &result).into(),
-            durable::Parked::Input(input) => input.into(),
+            durable::Parked::Done(result) => self.finished(name, &result),
+            durable::Parked::Input(input) => Ok(input.into()),
+        }
+    }
+
+    /// A settled call's answer: its result, or the protocol error (`-32603`) when the tool
+    /// reported a failure of the server (MCP's tools answer "server errors" as protocol
+    /// errors, not as `isError` results).
+    fn finished(&self, name: &str, result: &ToolResult) -> Result<CallToolResponse, ErrorData> {
+        match server_failure(result, false) {
+            Some(error) => Err(error),
+            None => Ok(self.mcp_result(name, result).into()),
         }
     }
 
@@ -381,7 +395,7 @@ impl McpHandler {
                 )
                 .await
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
-                return Ok(self.answer_parked(&name, parked));
+                return self.answer_parked(&name, parked);
             }
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let retry = Asked::new(self.principal(&context).0, &name, &arguments);
@@ -397,7 +411,7 @@ impl McpHandler {
             if let Turn::Done(result) = &turn {
                 missing_capability(result, &missing)?;
             }
-            return Ok(self.answer(&name, turn));
+            return self.answer(&name, turn);
         }
         // An unknown tool is a protocol error (MCP 2025-06-18 on, "Error Handling": unknown
         // tools are -32602), not a tool result.
@@ -510,7 +524,7 @@ impl McpHandler {
                 result =
                     durable::settle_legacy(&self.registry, &journal.0, &client, id, result).await;
             }
-            return Ok(self.mcp_result(&name, &result).into());
+            return self.finished(&name, &result);
         };
         // The call outlives this request when it waits for its client, so it has a signal
         // and a task of its own.
@@ -540,9 +554,9 @@ impl McpHandler {
                     result,
                 )
                 .await;
-                Ok(self.answer_parked(&name, parked))
+                self.answer_parked(&name, parked)
             }
-            (turn, _) => Ok(self.answer(&name, turn)),
+            (turn, _) => self.answer(&name, turn),
         }
     }
 }

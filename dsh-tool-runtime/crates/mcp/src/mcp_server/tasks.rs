@@ -29,10 +29,9 @@ use tokio_util::sync::CancellationToken;
 use tokio_util::task::AbortOnDropHandle;
 
 use super::client::InputAsk;
-use super::results::{mcp_result, progress_of};
+use super::results::{mcp_result, progress_of, server_failure};
 use crate::call::ToolCall;
 use crate::durable::Principal;
-use crate::error::ErrorCode;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 use crate::result::ToolResult;
@@ -637,24 +636,21 @@ pub(super) fn start_task(
     }
 }
 
-/// A task's call's result as the task ends: a body that panicked ([`ErrorCode::ToolPanicked`])
-/// is a failure of the server, so its task ends `failed` with `-32603`, the panic's message and
-/// `data.code` `"TOOL_PANICKED"` (SEP-2663 reserves `failed` for such errors); any other result,
-/// a tool's own error included, completes the task.
+/// A task's call's result as the task ends: a failure of the server (a tool's
+/// [`ErrorCode::Internal`](crate::error::ErrorCode::Internal), or a body that panicked,
+/// [`ErrorCode::ToolPanicked`](crate::error::ErrorCode::ToolPanicked)) ends the task
+/// `failed` with `-32603`, the failure's message and its code as `data.code` (SEP-2663
+/// reserves `failed` for such errors); any other result, a tool's own error included,
+/// completes the task.
 pub(super) fn task_outcome(
     registry: &Registry,
     scope: Option<&AgentId>,
     name: &str,
     result: &ToolResult,
 ) -> TaskOutcome {
-    match result.error() {
-        Some(failure) if failure.code() == Some(ErrorCode::ToolPanicked) => {
-            TaskOutcome::Failed(ErrorData::internal_error(
-                failure.message.clone(),
-                Some(serde_json::json!({ "code": ErrorCode::ToolPanicked.as_str() })),
-            ))
-        }
-        _ => TaskOutcome::Result(mcp_result(registry, scope, name, result)),
+    match server_failure(result, true) {
+        Some(error) => TaskOutcome::Failed(error),
+        None => TaskOutcome::Result(mcp_result(registry, scope, name, result)),
     }
 }
 
@@ -869,6 +865,38 @@ mod tests {
         tasks.cancel(&id).unwrap();
         sleep(MS).await;
         assert_eq!(status(&tasks, &id), TaskStatus::Cancelled);
+    }
+
+    /// A tool's `INTERNAL_ERROR` and a contained panic end a task `failed` (-32603, their code
+    /// as `data.code`, no result); a tool's own error, coded or not, completes it with
+    /// `isError`.
+    #[test]
+    fn a_server_failure_fails_the_task_and_a_tool_error_completes_it() {
+        use crate::error::ErrorCode as Code;
+        use crate::result::ToolFailure;
+        let registry = Registry::new();
+        let outcome = |failure: ToolFailure| {
+            task_outcome(&registry, None, "job", &ToolResult::failure(failure))
+        };
+        for code in [Code::Internal, Code::ToolPanicked] {
+            match outcome(ToolFailure::coded(code.clone(), "the store is down")) {
+                TaskOutcome::Failed(error) => {
+                    assert_eq!(error.code, ErrorCode::INTERNAL_ERROR);
+                    assert_eq!(error.message, "the store is down");
+                    assert_eq!(error.data.unwrap()["code"], code.as_str());
+                }
+                TaskOutcome::Result(result) => panic!("{code} completed: {result:?}"),
+            }
+        }
+        for failure in [
+            ToolFailure::plain("the job failed"),
+            ToolFailure::coded(Code::Other("ENOSPC".to_owned()), "disk full"),
+        ] {
+            match outcome(failure) {
+                TaskOutcome::Result(result) => assert_eq!(result.is_error, Some(true)),
+                TaskOutcome::Failed(error) => panic!("a tool error failed the task: {error:?}"),
+            }
+        }
     }
 
     #[tokio::test(start_paused = true)]
