@@ -18,7 +18,7 @@ use serde_json::Value;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
 
-use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
+use super::client::{LogFloor, McpClientPeer, ResponseStream, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::Listing;
 use super::results::{mcp_result, server_failure};
@@ -383,6 +383,7 @@ impl McpHandler {
                     rounds: None,
                     missing: Arc::default(),
                     outbound: telemetry::Outbound::of(&context),
+                    stream: context.extensions.get::<ResponseStream>().cloned(),
                 }));
                 let answerer = self.answerer(&context);
                 let parked = durable::resume_modern(
@@ -480,6 +481,7 @@ impl McpHandler {
             rounds,
             missing: Arc::clone(&missing),
             outbound: telemetry::Outbound::of(&context),
+            stream: context.extensions.get::<ResponseStream>().cloned(),
         }));
         let mut call =
             ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
