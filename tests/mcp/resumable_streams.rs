@@ -26,9 +26,16 @@ async fn resumable(exec: &ToolExec) -> Result<String, ToolError> {
     Ok(format!("resumed: {resumed}"))
 }
 
+/// As [`resumable`], run as a task: its request was answered with the task.
+#[tool(task)]
+async fn resumable_job(exec: &ToolExec) -> Result<String, ToolError> {
+    resumable(exec).await
+}
+
 async fn serve() -> String {
     let registry = Registry::new();
     registry.register(ResumableTool).unwrap();
+    registry.register(ResumableJobTool).unwrap();
     let transport = McpTransport::http(SocketAddr::from((Ipv4Addr::LOCALHOST, 0)))
         .await
         .expect("binds")
@@ -76,18 +83,34 @@ fn post(url: &str, session: Option<&str>, body: Value) -> reqwest::RequestBuilde
     request.body(body.to_string())
 }
 
+/// Opens a 2025-11-25 session declaring the tasks extension; its id.
+async fn session(url: &str) -> String {
+    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {"extensions": {"io.modelcontextprotocol/tasks": {}}},
+        "clientInfo": {"name": "test", "version": "1"},
+    }});
+    let (headers, _) = exchange(post(url, None, initialize)).await;
+    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
+    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
+    exchange(post(url, Some(&session), initialized)).await;
+    session
+}
+
+/// The one JSON-RPC answer of a POST's body.
+async fn answer(request: reqwest::RequestBuilder) -> Value {
+    let (_, body) = exchange(request).await;
+    messages(&body)
+        .into_iter()
+        .next()
+        .or_else(|| serde_json::from_str(&body).ok())
+        .unwrap_or_else(|| panic!("no answer: {body}"))
+}
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_closed_stream_is_resumed_with_last_event_id_and_carries_the_answer() {
     let url = serve().await;
-    let initialize = json!({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
-        "protocolVersion": "2025-11-25",
-        "capabilities": {},
-        "clientInfo": {"name": "test", "version": "1"},
-    }});
-    let (headers, _) = exchange(post(&url, None, initialize)).await;
-    let session = headers["mcp-session-id"].to_str().unwrap().to_owned();
-    let initialized = json!({"jsonrpc": "2.0", "method": "notifications/initialized"});
-    exchange(post(&url, Some(&session), initialized)).await;
+    let session = session(&url).await;
 
     let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
         "params": {"name": "resumable", "arguments": {}}});
@@ -100,7 +123,7 @@ async fn a_closed_stream_is_resumed_with_last_event_id_and_carries_the_answer() 
         .lines()
         .filter_map(|line| line.strip_prefix("id:"))
         .map(str::trim)
-        .last()
+        .next_back()
         .expect("events with ids")
         .to_owned();
 
@@ -141,14 +164,36 @@ async fn a_stateless_request_has_no_stream_to_resume_and_is_answered_at_once() {
         .header("mcp-method", "tools/call")
         .header("mcp-name", "resumable")
         .body(call.to_string());
-    let (_, body) = exchange(request).await;
-    let answer = messages(&body)
-        .into_iter()
-        .next()
-        .or_else(|| serde_json::from_str(&body).ok())
-        .unwrap_or_else(|| panic!("no answer: {body}"));
+    let answer = answer(request).await;
     assert_eq!(
         answer["result"]["content"][0]["text"], "resumed: false",
         "{answer}"
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_task_has_no_stream_to_resume_its_request_was_answered_with_the_task() {
+    let url = serve().await;
+    let session = session(&url).await;
+    let call = json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "resumable_job", "arguments": {}}});
+    let created = answer(post(&url, Some(&session), call)).await;
+    let id = created["result"]["taskId"].clone();
+    assert!(id.is_string(), "{created}");
+    let deadline = tokio::time::Instant::now() + FAILURE_BOUND;
+    let done = loop {
+        let get = json!({"jsonrpc": "2.0", "id": 3, "method": "tasks/get",
+            "params": {"taskId": id}});
+        let got = answer(post(&url, Some(&session), get)).await;
+        if got["result"]["status"] != "working" {
+            break got;
+        }
+        assert!(tokio::time::Instant::now() < deadline, "{got}");
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    };
+    assert_eq!(done["result"]["status"], "completed", "{done}");
+    assert_eq!(
+        done["result"]["result"]["content"][0]["text"], "resumed: false",
+        "{done}"
     );
 }

@@ -481,7 +481,10 @@ impl McpHandler {
             rounds,
             missing: Arc::clone(&missing),
             outbound: telemetry::Outbound::of(&context),
-            stream: context.extensions.get::<ResponseStream>().cloned(),
+            // A task answers its request with the task: its stream is over by then.
+            stream: (!task)
+                .then(|| context.extensions.get::<ResponseStream>().cloned())
+                .flatten(),
         }));
         let mut call =
             ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
