@@ -42,13 +42,17 @@ async fn test_simple_text() -> String {
     "This is a simple text response for testing.".to_owned()
 }
 
-/// The tool of the suite's `server-sse-polling` scenario (SEP-1699), which a server may answer
-/// after closing the call's stream for the client to resume with `Last-Event-ID`. A tool here
-/// has no way to close the stream of the request it answers, so it answers on that stream;
-/// the scenario's priming-event and `retry` checks are scored, its resume check is not run.
+/// The tool of the suite's `server-sse-polling` scenario (SEP-1699): it ends the stream of
+/// the request it answers (`ToolExec::close_stream`), telling the client to reconnect after
+/// 100 ms, waits until the client has resumed it with `Last-Event-ID`, and answers on the
+/// resumed stream. Where the answer travels no resumable stream (a stateless request, stdio)
+/// it answers at once.
 #[tool]
-async fn test_reconnection() -> String {
-    "Reconnection test completed successfully".to_owned()
+async fn test_reconnection(exec: &ToolExec) -> Result<String, ToolError> {
+    exec.close_stream(Duration::from_millis(100))
+        .await
+        .map_err(client_error)?;
+    Ok("Reconnection test completed successfully".to_owned())
 }
 
 /// Returns a 1x1 red PNG image.

@@ -34,6 +34,15 @@ pub enum ErrorCode {
     /// server, so an MCP task whose call ends with it ends `failed` (SEP-2663's protocol-level
     /// error) rather than `completed` with `isError`.
     ToolPanicked,
+    /// The tool could not do its work because the server failed, not because of the request
+    /// or the work (`InternalError`): a tool returns it
+    /// (`ToolError::coded(ErrorCode::Internal, message)`) where a result with `isError` would
+    /// misreport the call as answered. Over MCP, whose tools report "server errors" as
+    /// protocol errors, a plain `tools/call` is answered with JSON-RPC `-32603` (the message,
+    /// `data.code` `"INTERNAL_ERROR"`) and a task ends `failed` with that error, as for
+    /// [`ToolPanicked`](Self::ToolPanicked); any other consumer sees an ordinary coded
+    /// failure.
+    Internal,
     /// A code chosen by a tool author, e.g. `ENOSPC`.
     Other(String),
 }
@@ -52,6 +61,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedSchema => "UNSUPPORTED_SCHEMA",
             ErrorCode::Denied => "DENIED",
             ErrorCode::ToolPanicked => "TOOL_PANICKED",
+            ErrorCode::Internal => "INTERNAL_ERROR",
             ErrorCode::Other(code) => code,
         }
     }
@@ -68,6 +78,7 @@ impl ErrorCode {
             ErrorCode::UnsupportedSchema => "JsonSchemaError",
             ErrorCode::Denied => "ToolDeniedError",
             ErrorCode::ToolPanicked => "ToolPanicError",
+            ErrorCode::Internal => "InternalError",
             ErrorCode::Other(_) => "ToolError",
         }
     }
@@ -85,6 +96,7 @@ impl ErrorCode {
             "UNSUPPORTED_SCHEMA" => ErrorCode::UnsupportedSchema,
             "DENIED" => ErrorCode::Denied,
             "TOOL_PANICKED" => ErrorCode::ToolPanicked,
+            "INTERNAL_ERROR" => ErrorCode::Internal,
             other => ErrorCode::Other(other.to_owned()),
         }
     }
@@ -186,3 +198,16 @@ impl fmt::Display for ToolError {
 }
 
 impl std::error::Error for ToolError {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_internal_code_round_trips_through_its_wire_string() {
+        let error = ToolError::coded(ErrorCode::Internal, "the database is down");
+        assert_eq!(error.code(), Some("INTERNAL_ERROR"));
+        assert_eq!(error.name(), Some("InternalError"));
+        assert_eq!(ErrorCode::from_wire("INTERNAL_ERROR"), ErrorCode::Internal);
+    }
+}

@@ -6,6 +6,7 @@ use std::time::Duration;
 
 use dsh_tools::client::{Elicitation, ElicitationRequest};
 use dsh_tools::definition::DefinitionError;
+use dsh_tools::result::ErrorCode;
 use dsh_tools::serde_json::{Value, json};
 use dsh_tools::{ToolDefinition, ToolError, ToolExec, tool};
 
@@ -53,11 +54,15 @@ pub(crate) fn failing_job() -> Result<ToolDefinition, DefinitionError> {
         .build()
 }
 
-/// Panics: the runtime contains it as `TOOL_PANICKED`, so its task ends `failed` with a
-/// protocol-level error (`-32603`) where a plain call gets an `isError` result.
+/// Fails as a failure of the server rather than with an answer of its own: a tool error coded
+/// [`ErrorCode::Internal`] ends its task `failed` with a protocol-level error (`-32603`, data
+/// `{"code": "INTERNAL_ERROR"}`), and answers a plain call with that JSON-RPC error.
 #[tool(task)]
-pub(crate) async fn protocol_error_job() -> String {
-    panic!("protocol_error_job always panics")
+pub(crate) async fn protocol_error_job() -> Result<String, ToolError> {
+    Err(ToolError::coded(
+        ErrorCode::Internal,
+        "protocol_error_job always fails as the server",
+    ))
 }
 
 fn confirmation(message: &str, key: &str) -> ElicitationRequest {

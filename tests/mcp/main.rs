@@ -32,6 +32,8 @@ mod oauth_principals;
 #[cfg(feature = "mcp-server")]
 mod protocol;
 mod real_servers;
+#[cfg(feature = "mcp-server")]
+mod resumable_streams;
 #[cfg(feature = "cli")]
 mod serve;
 #[cfg(all(feature = "mcp-server", feature = "durable"))]

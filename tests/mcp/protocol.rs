@@ -13,6 +13,7 @@ use std::time::Duration;
 use dsh_tools::client::{Elicitation, ElicitationRequest, RootsRequest, SamplingRequest};
 use dsh_tools::mcp::{McpHttpAuth, McpServeOptions, McpServer, McpTransport};
 use dsh_tools::prelude::*;
+use dsh_tools::result::ErrorCode;
 use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec, tool, tool_type};
 use serde_json::{Value, json};
 
@@ -312,6 +313,40 @@ async fn a_panicking_task_fails_with_a_protocol_error_and_a_tool_error_completes
         "Error: tool \"panicking_job\" panicked: the job exploded",
         "{plain}"
     );
+}
+
+/// Fails as a failure of the server, not with an answer of its own.
+#[tool(task)]
+async fn broken_store_job() -> Result<String, ToolError> {
+    Err(ToolError::coded(ErrorCode::Internal, "the store is down"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_internal_error_fails_the_task_and_is_a_protocol_error_for_a_plain_call() {
+    let registry = Registry::new();
+    registry.register(BrokenStoreJobTool).unwrap();
+    let url = serve(&registry).await;
+    let failed = task_end(&url, "broken_store_job").await;
+    assert_eq!(failed["status"], "failed", "{failed}");
+    assert_eq!(failed["error"]["code"], -32603, "{failed}");
+    assert_eq!(failed["error"]["message"], "the store is down", "{failed}");
+    assert_eq!(
+        failed["error"]["data"]["code"], "INTERNAL_ERROR",
+        "{failed}"
+    );
+    assert!(failed.get("result").is_none(), "{failed}");
+    // Not as a task, the call is answered with the same protocol error, not a tool result.
+    let (_, plain) = post(
+        &url,
+        "tools/call",
+        json!({"name": "broken_store_job"}),
+        None,
+    )
+    .await;
+    assert_eq!(plain["error"]["code"], -32603, "{plain}");
+    assert_eq!(plain["error"]["message"], "the store is down", "{plain}");
+    assert_eq!(plain["error"]["data"]["code"], "INTERNAL_ERROR", "{plain}");
+    assert!(plain.get("result").is_none(), "{plain}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

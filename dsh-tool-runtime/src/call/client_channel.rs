@@ -4,6 +4,7 @@
 
 use std::fmt;
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
@@ -273,6 +274,13 @@ pub trait ClientPeer: Send + Sync {
     ) -> BoxFuture<'_, Result<Elicitation, ClientError>>;
     /// Sends a `roots/list` request and waits for its answer.
     fn list_roots(&self, request: RootsRequest) -> BoxFuture<'_, Result<Vec<Root>, ClientError>>;
+    /// Ends the stream that carries the call's answer, telling the client to reconnect after
+    /// `retry`, and waits until it has resumed that stream; `false` at once when the call's
+    /// answer travels no resumable stream. The default has none.
+    fn close_stream(&self, retry: Duration) -> BoxFuture<'_, Result<bool, ClientError>> {
+        let _ = retry;
+        Box::pin(async { Ok(false) })
+    }
 }
 
 /// The way from one call to the client that made it, if any. Cheap to clone; carried by
@@ -381,6 +389,25 @@ impl ClientChannel {
             return Err(ClientError::Unsupported("roots"));
         }
         peer.list_roots(request).await
+    }
+
+    /// Ends the server-sent-events stream that carries this call's answer before the answer
+    /// is ready, with `retry` as the time the client should wait before it reconnects, and
+    /// waits until the client has resumed the stream (an HTTP GET with `Last-Event-ID`, MCP's
+    /// SSE polling of SEP-1699); the answer then goes on the resumed stream. A server does
+    /// this to free a connection during a long call. It waits for as long as the client
+    /// takes: bound it with the call's signal or timeout
+    /// ([`ToolExec::close_stream`](crate::ToolExec::close_stream) does the first).
+    ///
+    /// Returns `false` at once, closing nothing, when the answer travels no resumable stream:
+    /// over stdio, as a JSON response, or on a request outside a session (stateless 2026-07-28
+    /// requests have no stream to resume).
+    ///
+    /// # Errors
+    /// [`ClientError::NoClient`] without a client; [`ClientError::Failed`] when the session is
+    /// gone.
+    pub async fn close_stream(&self, retry: Duration) -> Result<bool, ClientError> {
+        self.peer()?.close_stream(retry).await
     }
 
     fn peer(&self) -> Result<&Arc<dyn ClientPeer>, ClientError> {

@@ -199,6 +199,17 @@ impl ToolExec {
             .await
     }
 
+    /// Ends the stream carrying this call's answer and waits for the client to resume it
+    /// ([`ClientChannel::close_stream`]), until the call's signal fires.
+    ///
+    /// # Errors
+    /// As [`ClientChannel::close_stream`]; [`ClientError::Cancelled`] when the call's signal
+    /// fires first.
+    pub async fn close_stream(&self, retry: std::time::Duration) -> Result<bool, ClientError> {
+        self.until_cancelled(self.client().close_stream(retry))
+            .await
+    }
+
     async fn until_cancelled<T>(
         &self,
         request: impl Future<Output = Result<T, ClientError>>,

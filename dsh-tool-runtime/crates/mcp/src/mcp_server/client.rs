@@ -6,6 +6,7 @@
 // how 2025-era clients (every one that declares the capability) are reached.
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use futures::future::BoxFuture;
 use parking_lot::Mutex;
@@ -16,9 +17,10 @@ use rmcp::model::{
     LoggingMessageNotificationParam, Notification, ServerNotification, ServerRequest,
 };
 use rmcp::service::{PeerRequestOptions, ServiceError};
+use rmcp::transport::streamable_http_server::session::local::LocalSessionHandle;
 use rmcp::{Peer, RoleServer};
 use serde_json::{Map, Value, json};
-use tokio::sync::{mpsc, oneshot};
+use tokio::sync::{Notify, mpsc, oneshot};
 use tracing::Instrument;
 
 use crate::call::client_channel::ClientPeer;
@@ -57,6 +59,21 @@ pub(crate) struct McpClientPeer {
     pub(crate) missing: Arc<Mutex<Option<&'static str>>>,
     /// The session the requests to the client go over, for their spans.
     pub(crate) outbound: Outbound,
+    /// The resumable stream the call's answer goes on, on a stateful HTTP session.
+    pub(crate) stream: Option<ResponseStream>,
+}
+
+/// The server-sent-events stream of one request on a stateful HTTP session, which the server
+/// may end before its answer for the client to resume with `Last-Event-ID` (SEP-1699). rmcp
+/// keeps the stream's events and replays those after the client's last on resumption; the
+/// HTTP layer (`super::http`) puts one in the request's extensions and tells `resumed` when
+/// the client resumes it.
+#[derive(Clone)]
+pub(crate) struct ResponseStream {
+    pub(crate) session: LocalSessionHandle,
+    /// rmcp's number of the request's stream in its session (the `N` of its event ids `i/N`).
+    pub(crate) http_request_id: u64,
+    pub(crate) resumed: Arc<Notify>,
 }
 
 /// One request for the client, to be carried by an `input_required` result; the client's
@@ -127,6 +144,22 @@ impl McpClientPeer {
 }
 
 impl ClientPeer for McpClientPeer {
+    fn close_stream(&self, retry: Duration) -> BoxFuture<'_, Result<bool, ClientError>> {
+        Box::pin(async move {
+            let Some(stream) = &self.stream else {
+                return Ok(false);
+            };
+            stream
+                .session
+                .close_sse_stream(stream.http_request_id, Some(retry))
+                .await
+                .map_err(|error| ClientError::Failed(format!("closing the stream: {error}")))?;
+            // A resumption that came first left its permit: this returns at once.
+            stream.resumed.notified().await;
+            Ok(true)
+        })
+    }
+
     fn can_sample(&self) -> bool {
         self.declared(|capabilities| capabilities.sampling.is_some())
     }

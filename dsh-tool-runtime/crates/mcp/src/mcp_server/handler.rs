@@ -1,4 +1,6 @@
-//! The rmcp `ServerHandler` over a registry scope.
+//! The rmcp `ServerHandler` over a registry scope: here a session's state and `tools/call`;
+//! in `methods` the protocol's methods rmcp dispatches to; in `progress` a call's progress
+//! forwarded to its client.
 
 #![allow(deprecated)] // rmcp marks logging deprecated for the 2026 protocol; 2025-era clients use it
 
@@ -7,36 +9,34 @@ use std::sync::atomic::{AtomicU64, Ordering};
 
 use futures::future::BoxFuture;
 use rmcp::model::{
-    CallToolRequestParams, CallToolResponse, CallToolResult, CancelTaskParams, ClientCapabilities,
-    ContentBlock as McpContent, GetTaskParams, GetTaskResult, Implementation, ListToolsResult,
-    Notification, PaginatedRequestParams, ProgressNotificationParam, ProgressToken,
-    ProtocolVersion, ReadResourceRequestParams, ReadResourceResponse, ServerCapabilities,
-    ServerConfig, ServerNotification, SetLevelRequestParams, SubscriptionFilter, Tool,
-    UpdateTaskParams,
+    CallToolRequestParams, CallToolResponse, CallToolResult, ClientCapabilities,
+    ContentBlock as McpContent, ProtocolVersion,
 };
-use rmcp::service::{NotificationContext, RequestContext, SubscriptionContext};
-use rmcp::{ErrorData, Peer, RoleServer, ServerHandler, ServiceExt};
+use rmcp::service::RequestContext;
+use rmcp::{ErrorData, RoleServer, ServiceExt};
 use serde_json::Value;
-use tokio::sync::broadcast::error::RecvError;
 use tokio::sync::mpsc;
 use tokio_util::sync::CancellationToken;
-use tracing::{Instrument, Span};
 
-use super::client::{LogFloor, McpClientPeer, SessionLogLevel, log_level};
+use super::client::{LogFloor, McpClientPeer, ResponseStream, SessionLogLevel, log_level};
 use super::durable;
 use super::listing::Listing;
-use super::results::{mcp_result, progress_of};
+use super::results::{mcp_result, server_failure};
 use super::rounds::{Asked, RoundCall, Rounds, Turn};
 use super::tasks::{self, Tasks, task_outcome};
 use super::{McpServeError, McpServeOptions};
 use crate::call::{ClientChannel, ToolCall};
 use crate::code_mode::CodeModeError;
 use crate::durable::Principal;
-use crate::events::ToolEvent;
 use crate::registry::{Registry, read};
 use crate::result::ToolResult;
 use crate::scope::AgentId;
 use crate::telemetry;
+
+mod methods;
+mod progress;
+
+use progress::execute_with_progress;
 
 /// Sends one list-changed notification; `false` once the client is gone.
 type Notify = Box<dyn Fn() -> BoxFuture<'static, bool> + Send>;
@@ -298,17 +298,31 @@ impl McpHandler {
         }
     }
 
-    fn answer(&self, name: &str, turn: Turn) -> CallToolResponse {
+    fn answer(&self, name: &str, turn: Turn) -> Result<CallToolResponse, ErrorData> {
         match turn {
-            Turn::Done(result) => self.mcp_result(name, &result).into(),
-            Turn::Input(input) => input.into(),
+            Turn::Done(result) => self.finished(name, &result),
+            Turn::Input(input) => Ok(input.into()),
         }
     }
 
-    fn answer_parked(&self, name: &str, parked: durable::Parked) -> CallToolResponse {
+    fn answer_parked(
+        &self,
+        name: &str,
+        parked: durable::Parked,
+    ) -> Result<CallToolResponse, ErrorData> {
         match parked {
-            durable::Parked::Done(result) => self.mcp_result(name, &result).into(),
-            durable::Parked::Input(input) => input.into(),
+            durable::Parked::Done(result) => self.finished(name, &result),
+            durable::Parked::Input(input) => Ok(input.into()),
+        }
+    }
+
+    /// A settled call's answer: its result, or the protocol error (`-32603`) when the tool
+    /// reported a failure of the server (MCP's tools answer "server errors" as protocol
+    /// errors, not as `isError` results).
+    fn finished(&self, name: &str, result: &ToolResult) -> Result<CallToolResponse, ErrorData> {
+        match server_failure(result, false) {
+            Some(error) => Err(error),
+            None => Ok(self.mcp_result(name, result).into()),
         }
     }
 
@@ -369,6 +383,7 @@ impl McpHandler {
                     rounds: None,
                     missing: Arc::default(),
                     outbound: telemetry::Outbound::of(&context),
+                    stream: context.extensions.get::<ResponseStream>().cloned(),
                 }));
                 let answerer = self.answerer(&context);
                 let parked = durable::resume_modern(
@@ -381,7 +396,7 @@ impl McpHandler {
                 )
                 .await
                 .map_err(|message| ErrorData::invalid_params(message, None))?;
-                return Ok(self.answer_parked(&name, parked));
+                return self.answer_parked(&name, parked);
             }
             let arguments = Value::Object(request.arguments.unwrap_or_default());
             let retry = Asked::new(self.principal(&context).0, &name, &arguments);
@@ -397,7 +412,7 @@ impl McpHandler {
             if let Turn::Done(result) = &turn {
                 missing_capability(result, &missing)?;
             }
-            return Ok(self.answer(&name, turn));
+            return self.answer(&name, turn);
         }
         // An unknown tool is a protocol error (MCP 2025-06-18 on, "Error Handling": unknown
         // tools are -32602), not a tool result.
@@ -466,6 +481,10 @@ impl McpHandler {
             rounds,
             missing: Arc::clone(&missing),
             outbound: telemetry::Outbound::of(&context),
+            // A task answers its request with the task: its stream is over by then.
+            stream: (!task)
+                .then(|| context.extensions.get::<ResponseStream>().cloned())
+                .flatten(),
         }));
         let mut call =
             ToolCall::new(format!("mcp-{n}"), name.clone(), arguments).with_client(client.clone());
@@ -510,7 +529,7 @@ impl McpHandler {
                 result =
                     durable::settle_legacy(&self.registry, &journal.0, &client, id, result).await;
             }
-            return Ok(self.mcp_result(&name, &result).into());
+            return self.finished(&name, &result);
         };
         // The call outlives this request when it waits for its client, so it has a signal
         // and a task of its own.
@@ -540,9 +559,9 @@ impl McpHandler {
                     result,
                 )
                 .await;
-                Ok(self.answer_parked(&name, parked))
+                self.answer_parked(&name, parked)
             }
-            (turn, _) => Ok(self.answer(&name, turn)),
+            (turn, _) => self.answer(&name, turn),
         }
     }
 }
@@ -570,357 +589,5 @@ fn missing_capability(
     Err(ErrorData::missing_required_client_capability(required))
 }
 
-/// Runs one call, forwarding its progress to `token` until it settles. Events published
-/// before the result are all sent before it, so the client sees them in order.
-async fn execute_with_progress(
-    registry: Registry,
-    call: ToolCall,
-    token: ProgressToken,
-    peer: Peer<RoleServer>,
-    outbound: telemetry::Outbound,
-) -> ToolResult {
-    let call_id = call.call_id.clone();
-    // The notifications' spans are under the request's, also when the call runs on a task.
-    let parent = call.trace_parent.clone().unwrap_or_else(Span::current);
-    let to = Progress {
-        token,
-        peer,
-        outbound,
-        parent,
-    };
-    let mut events = registry.subscribe();
-    let execution = registry.execute(call);
-    tokio::pin!(execution);
-    let mut sent = 0u64;
-    let result = loop {
-        tokio::select! {
-            biased;
-            result = &mut execution => break result,
-            event = events.recv() => match event {
-                Ok(event) => forward(&event, &call_id, &to, &mut sent).await,
-                Err(RecvError::Lagged(_)) => {}
-                Err(RecvError::Closed) => break execution.await,
-            },
-        }
-    };
-    while let Ok(event) = events.try_recv() {
-        forward(&event, &call_id, &to, &mut sent).await;
-    }
-    result
-}
-
-/// Where a call's progress goes: the client's token, and the session and span the
-/// notifications' spans name.
-struct Progress {
-    token: ProgressToken,
-    peer: Peer<RoleServer>,
-    outbound: telemetry::Outbound,
-    parent: Span,
-}
-
-/// Sends one progress notification for `event` when it belongs to the call `call_id`.
-async fn forward(event: &ToolEvent, call_id: &str, to: &Progress, sent: &mut u64) {
-    let Some((progress, total, message)) = progress_of(event, call_id) else {
-        return;
-    };
-    *sent += 1;
-    let mut params =
-        ProgressNotificationParam::new(to.token.clone(), progress.unwrap_or(*sent as f64));
-    if let Some(total) = total {
-        params = params.with_total(total);
-    }
-    if let Some(message) = message {
-        params = params.with_message(message);
-    }
-    let notification = ServerNotification::ProgressNotification(Notification::new(params));
-    // A client that went away cannot be told; the call still settles and answers.
-    let _ = telemetry::notify(&to.peer, &to.outbound, notification)
-        .instrument(to.parent.clone())
-        .await;
-}
-
-/// `notifications/tools/list_changed`.
-fn list_changed() -> ServerNotification {
-    ServerNotification::ToolListChangedNotification(Default::default())
-}
-
-impl ServerHandler for McpHandler {
-    fn get_info(&self) -> ServerConfig {
-        let capabilities = ServerCapabilities::builder()
-            .enable_tools()
-            .enable_tool_list_changed()
-            .enable_logging()
-            .enable_tasks()
-            .build();
-        let info = ServerConfig::new(capabilities).with_server_info(Implementation::new(
-            self.options.server_name.clone(),
-            env!("CARGO_PKG_VERSION"),
-        ));
-        match self.instructions() {
-            Some(instructions) => info.with_instructions(instructions),
-            None => info,
-        }
-    }
-
-    async fn on_initialized(&self, context: NotificationContext<RoleServer>) {
-        let outbound = telemetry::Outbound::of_notification(&context);
-        let peer = context.peer;
-        let changes = self.list_changes(self.stop.clone(), None);
-        // A list change is no request's doing: each notification's span is a root.
-        tokio::spawn(changes(Box::new(move || {
-            let (peer, outbound) = (peer.clone(), outbound.clone());
-            Box::pin(async move {
-                telemetry::notify(&peer, &outbound, list_changed())
-                    .await
-                    .is_ok()
-            })
-        })));
-    }
-
-    /// 2026-07-28 clients hear of list changes only on a `subscriptions/listen` stream.
-    fn accepted_subscription_filter(
-        &self,
-        requested: &SubscriptionFilter,
-    ) -> Option<SubscriptionFilter> {
-        let mut accepted = SubscriptionFilter::new();
-        accepted.tools_list_changed = requested.tools_list_changed;
-        if accepted.tools_list_changed == Some(true) {
-            let now = read(&self.registry.inner.state).changes.generation();
-            let mut since = self.listen_since.lock();
-            *since = Some(since.map_or(now, |since| since.min(now)));
-        }
-        Some(accepted)
-    }
-
-    async fn listen(&self, context: SubscriptionContext) -> Result<(), ErrorData> {
-        if context.accepted().tools_list_changed != Some(true) {
-            // Nothing to send: the stream lasts until the client cancels it or, over stdio
-            // (no HTTP request behind it), until input ends and `stop` is cancelled. An HTTP
-            // client's stream is not tied to the session's handler.
-            let over_stdio = context
-                .request_context()
-                .extensions
-                .get::<http::request::Parts>()
-                .is_none();
-            tokio::select! {
-                () = context.cancelled() => {}
-                () = self.stop.cancelled(), if over_stdio => {}
-            }
-            return Ok(());
-        }
-        let stop = self.stop.child_token();
-        let since = self.listen_since.lock().take();
-        let changes = self.list_changes(stop.clone(), since);
-        let sink = context.sink().clone();
-        let outbound = telemetry::Outbound::of(context.request_context());
-        // Under the stream's span, the notifications' spans.
-        tokio::select! {
-            () = changes(Box::new(move || {
-                let (sink, outbound) = (sink.clone(), outbound.clone());
-                Box::pin(async move {
-                    telemetry::notify_listener(&sink, &outbound, list_changed())
-                        .await
-                        .is_ok()
-                })
-            })) => {}
-            () = context.cancelled() => stop.cancel(),
-        }
-        Ok(())
-    }
-
-    /// The tool `name` as listed: rmcp checks a 2026-07-28 call's `Mcp-Param-*` headers
-    /// against its `x-mcp-header` properties (SEP-2243).
-    fn get_tool(&self, name: &str) -> Option<Tool> {
-        self.listing()
-            .ok()?
-            .tools
-            .iter()
-            .find(|tool| tool.name == name)
-            .cloned()
-    }
-
-    async fn list_tools(
-        &self,
-        request: Option<PaginatedRequestParams>,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<ListToolsResult, ErrorData> {
-        let listing = self.listing()?;
-        let tools = &listing.tools;
-        let start = match request.and_then(|request| request.cursor) {
-            None => 0,
-            Some(cursor) => cursor
-                .parse::<usize>()
-                .ok()
-                .filter(|start| *start < tools.len())
-                .ok_or_else(|| {
-                    ErrorData::invalid_params(
-                        format!("unknown tools/list cursor \"{cursor}\""),
-                        None,
-                    )
-                })?,
-        };
-        let end = (start + self.options.page_size).min(tools.len());
-        let mut page = ListToolsResult::with_all_items(tools[start..end].to_vec());
-        if end < tools.len() {
-            page.next_cursor = Some(end.to_string());
-        }
-        Ok(page)
-    }
-
-    /// A tool server serves no resources, so no URI names one: `resources/read` is the
-    /// revision's "Resource not found" error with the URI in its data — `-32602` from
-    /// 2026-07-28 (SEP-2164), `-32002` before — never an empty `contents`.
-    async fn read_resource(
-        &self,
-        request: ReadResourceRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<ReadResourceResponse, ErrorData> {
-        let data = Some(serde_json::json!({ "uri": request.uri }));
-        let modern = context
-            .protocol_version()
-            .is_some_and(|version| version >= ProtocolVersion::V_2026_07_28);
-        Err(if modern {
-            ErrorData::invalid_params("Resource not found", data)
-        } else {
-            ErrorData::resource_not_found("Resource not found", data)
-        })
-    }
-
-    async fn set_level(
-        &self,
-        request: SetLevelRequestParams,
-        _context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        *self.log_level.lock() = Some(log_level(request.level));
-        Ok(())
-    }
-
-    async fn get_task(
-        &self,
-        request: GetTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<GetTaskResult, ErrorData> {
-        #[cfg(feature = "restate")]
-        if let Some(restate) = self.restate_task(&request.task_id) {
-            return restate
-                .get(&request.task_id, self.task_owner(&context).as_ref())
-                .await;
-        }
-        self.tasks_of(&context).get(&request.task_id)
-    }
-
-    async fn update_task(
-        &self,
-        request: UpdateTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        self.tasks_of(&context)
-            .update(&request.task_id, request.input_responses)
-    }
-
-    async fn cancel_task(
-        &self,
-        request: CancelTaskParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<(), ErrorData> {
-        #[cfg(feature = "restate")]
-        if let Some(restate) = self.restate_task(&request.task_id) {
-            return restate
-                .cancel(&request.task_id, self.task_owner(&context).as_ref())
-                .await;
-        }
-        self.tasks_of(&context).cancel(&request.task_id)
-    }
-
-    async fn call_tool(
-        &self,
-        request: CallToolRequestParams,
-        context: RequestContext<RoleServer>,
-    ) -> Result<CallToolResponse, ErrorData> {
-        // The request's span is `telemetry::Traced`'s, around every request the handler serves.
-        self.serve_call(request, context).await
-    }
-}
-
 #[cfg(test)]
-mod tests {
-    use super::*;
-    use crate::ToolExec;
-    use crate::definition::ToolDefinition;
-
-    fn tool(name: &str) -> ToolDefinition {
-        ToolDefinition::builder(name)
-            .description("Answers.")
-            .handler(|_arguments: Value, _exec: ToolExec| async { Ok(Value::Null) })
-            .build()
-            .unwrap()
-    }
-
-    /// rmcp asks for the listing on every request (`get_info`, and at 2026-07-28 `get_tool` for
-    /// the `Mcp-Param-*` headers): a session reads the one its server made, until the registry
-    /// changes.
-    #[test]
-    fn the_listing_is_made_once_per_registry_change() {
-        let registry = Registry::new();
-        registry.register(tool("first")).unwrap();
-        let server = McpHandler::new(registry.clone(), None, McpServeOptions::default()).unwrap();
-        let session = server.session();
-        let listing = server.listing().unwrap();
-        assert!(Arc::ptr_eq(&listing, &session.listing().unwrap()));
-        assert!(session.get_tool("second").is_none());
-
-        let second = registry.register(tool("second")).unwrap();
-        assert!(session.get_tool("second").is_some());
-        assert!(!Arc::ptr_eq(&listing, &server.listing().unwrap()));
-        second.unregister();
-        assert!(server.get_tool("second").is_none());
-        assert!(session.get_tool("first").is_some());
-    }
-
-    /// A tool added after the server accepted a `subscriptions/listen` filter (so after rmcp
-    /// acknowledged the stream to the client) but before the stream watched the registry is
-    /// announced as soon as it does; a stream accepted with nothing changed since says
-    /// nothing until a change.
-    #[tokio::test]
-    async fn a_change_between_the_acknowledgement_and_the_watch_is_announced() {
-        let registry = Registry::new();
-        registry.register(tool("first")).unwrap();
-        let session = McpHandler::new(registry.clone(), None, McpServeOptions::default()).unwrap();
-        let mut filter = SubscriptionFilter::new();
-        filter.tools_list_changed = Some(true);
-        let sent = Arc::new(AtomicU64::new(0));
-        let watch = |since| {
-            let sent = sent.clone();
-            let stop = CancellationToken::new();
-            let changes = session.list_changes(stop.clone(), since);
-            let watching = tokio::spawn(changes(Box::new(move || {
-                sent.fetch_add(1, std::sync::atomic::Ordering::SeqCst);
-                Box::pin(async { false })
-            })));
-            (stop, watching)
-        };
-
-        session.accepted_subscription_filter(&filter);
-        registry.register(tool("second")).unwrap();
-        let since = session.listen_since.lock().take();
-        let (_stop, watching) = watch(since);
-        // The watcher ends at its first notification (the sink is gone); a minute only to fail.
-        tokio::time::timeout(std::time::Duration::from_secs(60), watching)
-            .await
-            .expect("the missed change is announced")
-            .unwrap();
-        assert_eq!(sent.load(std::sync::atomic::Ordering::SeqCst), 1);
-
-        session.accepted_subscription_filter(&filter);
-        let since = session.listen_since.lock().take();
-        let (stop, watching) = watch(since);
-        tokio::task::yield_now().await;
-        stop.cancel();
-        watching.await.unwrap();
-        assert_eq!(
-            sent.load(std::sync::atomic::Ordering::SeqCst),
-            1,
-            "nothing changed"
-        );
-    }
-}
+mod tests;

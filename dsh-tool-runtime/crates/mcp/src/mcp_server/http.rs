@@ -7,7 +7,7 @@ use std::cell::Cell;
 use std::collections::HashMap;
 use std::convert::Infallible;
 use std::pin::pin;
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use bytes::Bytes;
 use futures::Stream;
@@ -18,7 +18,7 @@ use hyper::service::Service;
 use hyper::{Request, Response, StatusCode};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
-use rmcp::model::{ClientJsonRpcMessage, ServerJsonRpcMessage};
+use rmcp::model::{ClientJsonRpcMessage, GetExtensions, ServerJsonRpcMessage};
 use rmcp::transport::streamable_http_server::session::local::{
     LocalSessionManager, LocalSessionManagerError,
 };
@@ -27,11 +27,12 @@ use rmcp::transport::streamable_http_server::{
     SessionId, StreamableHttpServerConfig, StreamableHttpService,
 };
 use tokio::net::{TcpListener, TcpStream};
-use tokio::sync::{OwnedSemaphorePermit, Semaphore};
+use tokio::sync::{Notify, OwnedSemaphorePermit, Semaphore};
 use tower_http::timeout::TimeoutBody;
 
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
+use super::client::ResponseStream;
 use super::handler::McpHandler;
 use super::response::Body;
 use crate::telemetry;
@@ -221,12 +222,17 @@ fn refuse(stream: &TcpStream, refusal: &[u8]) {
 }
 
 /// rmcp's in-memory sessions, at most `limit` at once: a session holds a slot from
-/// `initialize` until it is closed (HTTP DELETE, its client's end, or idle expiry).
+/// `initialize` until it is closed (HTTP DELETE, its client's end, or idle expiry). Each
+/// request's stream is one a tool may end early for its client to resume
+/// ([`ResponseStream`]).
 pub(crate) struct CappedSessions {
     inner: LocalSessionManager,
     slots: Arc<Semaphore>,
     held: Mutex<HashMap<SessionId, OwnedSemaphorePermit>>,
     limit: usize,
+    /// Whom to tell when a request's stream (session, rmcp's request number) is resumed,
+    /// while its request is served.
+    resumable: Mutex<HashMap<(SessionId, u64), Weak<Notify>>>,
 }
 
 impl CappedSessions {
@@ -238,11 +244,18 @@ impl CappedSessions {
             slots: Arc::new(Semaphore::new(limits.max_sessions)),
             held: Mutex::new(HashMap::new()),
             limit: limits.max_sessions,
+            resumable: Mutex::new(HashMap::new()),
         }
     }
 
     fn held(&self) -> std::sync::MutexGuard<'_, HashMap<SessionId, OwnedSemaphorePermit>> {
         self.held.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn resumable(&self) -> std::sync::MutexGuard<'_, HashMap<(SessionId, u64), Weak<Notify>>> {
+        self.resumable
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 
@@ -289,12 +302,41 @@ impl SessionManager for CappedSessions {
         Ok(closed?)
     }
 
+    /// As rmcp's `LocalSessionManager::create_stream`, with the request's [`ResponseStream`]
+    /// in its extensions, where the handler finds it.
     async fn create_stream(
         &self,
         id: &SessionId,
-        message: ClientJsonRpcMessage,
+        mut message: ClientJsonRpcMessage,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(SessionManager::create_stream(&self.inner, id, message).await?)
+        let session = self.inner.sessions.read().await.get(id).cloned();
+        let session =
+            session.ok_or_else(|| LocalSessionManagerError::SessionNotFound(id.clone()))?;
+        let receiver = session
+            .establish_request_wise_channel()
+            .await
+            .map_err(LocalSessionManagerError::from)?;
+        if let (Some(http_request_id), ClientJsonRpcMessage::Request(request)) =
+            (receiver.http_request_id, &mut message)
+        {
+            let resumed = Arc::new(Notify::new());
+            let mut resumable = self.resumable();
+            resumable.retain(|_, told| told.strong_count() > 0);
+            resumable.insert((id.clone(), http_request_id), Arc::downgrade(&resumed));
+            request.request.extensions_mut().insert(ResponseStream {
+                session: session.clone(),
+                http_request_id,
+                resumed,
+            });
+        }
+        session
+            .push_message(message, receiver.http_request_id)
+            .await
+            .map_err(LocalSessionManagerError::from)?;
+        let mut events = receiver.inner;
+        Ok(futures::stream::poll_fn(move |context| {
+            events.poll_recv(context)
+        }))
     }
 
     async fn accept_message(
@@ -317,6 +359,20 @@ impl SessionManager for CappedSessions {
         id: &SessionId,
         last_event_id: String,
     ) -> Result<impl Stream<Item = ServerSseMessage> + Send + Sync + 'static, Self::Error> {
-        Ok(SessionManager::resume(&self.inner, id, last_event_id).await?)
+        // rmcp's event ids are `index/request` on a request's stream.
+        let request = last_event_id
+            .split_once('/')
+            .and_then(|(_, request)| request.parse::<u64>().ok());
+        let stream = SessionManager::resume(&self.inner, id, last_event_id).await?;
+        // The answer now goes on the resumed stream: a tool waiting for that may answer.
+        if let Some(request) = request
+            && let Some(resumed) = self
+                .resumable()
+                .get(&(id.clone(), request))
+                .and_then(Weak::upgrade)
+        {
+            resumed.notify_one();
+        }
+        Ok(stream)
     }
 }

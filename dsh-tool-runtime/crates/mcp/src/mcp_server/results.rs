@@ -2,9 +2,11 @@
 //! `structuredContent`) and the progress notifications of a call under way. Shared by plain
 //! calls (`handler.rs`) and tasks (`tasks.rs`).
 
+use rmcp::ErrorData;
 use rmcp::model::{CallToolResult, ContentBlock as McpContent, ResourceContents};
 
 use super::listing::declares_object_output;
+use crate::error::ErrorCode;
 use crate::events::ToolEvent;
 use crate::registry::Registry;
 use crate::result::{self, ContentBlock, ToolResult};
@@ -39,6 +41,26 @@ pub(super) fn mcp_result(
             answer
         }
     }
+}
+
+/// The protocol error (`-32603`, the failure's message, `data.code` its code) a result stands
+/// for when it is a failure of the server rather than the tool's answer: a tool's
+/// [`ErrorCode::Internal`], and in a task (`panics`) also a contained panic
+/// ([`ErrorCode::ToolPanicked`]), which a plain call keeps reporting as its `isError` result.
+pub(super) fn server_failure(result: &ToolResult, panics: bool) -> Option<ErrorData> {
+    let failure = result.error()?;
+    let code = failure.code()?;
+    let failed = match code {
+        ErrorCode::Internal => true,
+        ErrorCode::ToolPanicked => panics,
+        _ => false,
+    };
+    failed.then(|| {
+        ErrorData::internal_error(
+            failure.message.clone(),
+            Some(serde_json::json!({ "code": code.as_str() })),
+        )
+    })
 }
 
 /// The progress `event` reports for the call `call_id` (progress, total, message), if it is
