@@ -32,6 +32,7 @@ use tower_http::timeout::TimeoutBody;
 
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
+use super::cors::{self, Cors, Verdict};
 use super::handler::McpHandler;
 use super::response::Body;
 use crate::telemetry;
@@ -50,6 +51,7 @@ pub(crate) async fn serve(
 ) -> Infallible {
     let handler = Arc::new(handler);
     let sessions = Arc::new(CappedSessions::new(&limits));
+    let cors = Cors::new(&limits.allowed_origins);
     // rmcp validates `Origin` only once asked to, and then refuses every origin not listed
     // with 403 (the MCP transport's MUST, 2025-06-18 on). rmcp reads an empty host list as
     // "any host".
@@ -83,6 +85,7 @@ pub(crate) async fn serve(
         let service = service.clone();
         let sessions = sessions.clone();
         let gate = gate.clone();
+        let cors = cors.clone();
         let body_timeout = limits.body_read_timeout;
         let session_limit = limits.max_sessions;
         let refusals = Arc::new(Refusals::default());
@@ -93,6 +96,7 @@ pub(crate) async fn serve(
                     service.clone(),
                     sessions.clone(),
                     gate.clone(),
+                    cors.clone(),
                     refusals.clone(),
                     session_limit,
                     request.map(|body| TimeoutBody::new(body_timeout, body)),
@@ -115,18 +119,63 @@ tokio::task_local! {
     static SESSION_REFUSED: Cell<bool>;
 }
 
+/// One request from a browser origin or none: a preflight from an allowed origin is answered
+/// here, before authentication (a preflight carries no credentials); anything else goes
+/// through [`admitted`], and its answer names an allowed origin, so that the page may read it.
+///
+/// A request from an origin not allowed is answered `403` without CORS headers (after the
+/// authentication check, whose `401` names no origin, unless it is a preflight), the MCP
+/// transport's DNS-rebinding rule (2025-06-18 on); rmcp's own check would refuse it as well.
+async fn answer(
+    service: TowerToHyperService<StreamableHttpService<Traced<McpHandler>, CappedSessions>>,
+    sessions: Arc<CappedSessions>,
+    gate: Gate,
+    cors: Cors,
+    refusals: Arc<Refusals>,
+    session_limit: usize,
+    request: Request<TimeoutBody<Incoming>>,
+) -> Result<Response<Body>, Infallible> {
+    let verdict = cors.verdict(request.headers());
+    let preflight = cors::is_preflight(request.method(), request.headers());
+    let refused = matches!(verdict, Verdict::Refused);
+    let origin = match verdict {
+        Verdict::Allowed(origin) if preflight => {
+            return Ok(cors::preflight(origin, request.headers()));
+        }
+        Verdict::Allowed(origin) => Some(origin),
+        Verdict::Refused if preflight => return Ok(cors::refused()),
+        Verdict::Refused | Verdict::Absent => None,
+    };
+    let mut response = admitted(
+        service,
+        sessions,
+        gate,
+        refused,
+        refusals,
+        session_limit,
+        request,
+    )
+    .await?;
+    if let Some(origin) = origin {
+        cors::allow(&mut response, origin);
+    }
+    Ok(response)
+}
+
 /// One request through rmcp once the gate admits it (a `401` slowed by the connection's
-/// `refusals`), its `initialize` answered 503 when every session slot is taken.
+/// `refusals`) and its origin is not `refused`, its `initialize` answered 503 when every
+/// session slot is taken.
 ///
 /// A request naming an `Mcp-Session-Id` this server did not issue (or that has ended) is
 /// answered 404, as the MCP transport specification (2025-06-18 on) has a server answer an
 /// unknown session — the 2026-07-28 requests rmcp serves statelessly included: the session is
 /// who a request's decisions are bound to ([`McpHandler`]'s principal), so a header value of
 /// the client's choosing must never pass for one.
-async fn answer(
+async fn admitted(
     service: TowerToHyperService<StreamableHttpService<Traced<McpHandler>, CappedSessions>>,
     sessions: Arc<CappedSessions>,
     gate: Gate,
+    refused: bool,
     refusals: Arc<Refusals>,
     session_limit: usize,
     request: Request<TimeoutBody<Incoming>>,
@@ -144,6 +193,9 @@ async fn answer(
             request.extensions_mut().insert(subject);
         }
         Ok(None) => {}
+    }
+    if refused {
+        return Ok(cors::refused());
     }
     if let Some(session) = request.headers().get("mcp-session-id") {
         let issued = match session.to_str() {
