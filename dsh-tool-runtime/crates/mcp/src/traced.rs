@@ -298,6 +298,9 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let span = self.request(&request.method, None, &context);
+        if let Some(why) = malformed(&request) {
+            return answered(span, async { Err(why) }).await;
+        }
         answered(span, self.inner.on_custom_request(request, context)).await
     }
 
@@ -337,5 +340,79 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
 
     fn get_info(&self) -> ServerConfig {
         self.inner.get_info()
+    }
+}
+
+/// A request of a method of the protocol whose `params` do not parse as that method's (rmcp
+/// then hands it over as a custom request, which would be answered "method not found"): the
+/// JSON-RPC 2.0 answer is `-32602 Invalid params`, saying what is wrong. `None` for a method
+/// the protocol does not have.
+fn malformed(request: &CustomRequest) -> Option<ErrorData> {
+    fn why<P: serde::de::DeserializeOwned>(request: &CustomRequest, required: bool) -> String {
+        match &request.params {
+            None if required => "params are missing".to_owned(),
+            None => "params do not match the method".to_owned(),
+            Some(params) => match serde_json::from_value::<P>(params.clone()) {
+                Err(error) => error.to_string(),
+                Ok(_) => "params do not match the method".to_owned(),
+            },
+        }
+    }
+    let method = request.method.as_str();
+    let reason = match method {
+        CallToolRequestMethod::VALUE => why::<CallToolRequestParams>(request, true),
+        InitializeResultMethod::VALUE => why::<InitializeRequestParams>(request, true),
+        GetPromptRequestMethod::VALUE => why::<GetPromptRequestParams>(request, true),
+        ReadResourceRequestMethod::VALUE => why::<ReadResourceRequestParams>(request, true),
+        SubscribeRequestMethod::VALUE => why::<SubscribeRequestParams>(request, true),
+        UnsubscribeRequestMethod::VALUE => why::<UnsubscribeRequestParams>(request, true),
+        CompleteRequestMethod::VALUE => why::<CompleteRequestParams>(request, true),
+        GetTaskMethod::VALUE => why::<GetTaskParams>(request, true),
+        UpdateTaskMethod::VALUE => why::<UpdateTaskParams>(request, true),
+        CancelTaskMethod::VALUE => why::<CancelTaskParams>(request, true),
+        GetSkillRequestMethod::VALUE => why::<GetSkillRequestParams>(request, true),
+        ReadResourceDirectoryRequestMethod::VALUE => {
+            why::<ReadResourceDirectoryRequestParams>(request, true)
+        }
+        ListToolsRequestMethod::VALUE
+        | ListPromptsRequestMethod::VALUE
+        | ListResourcesRequestMethod::VALUE
+        | ListResourceTemplatesRequestMethod::VALUE
+        | ListSkillsRequestMethod::VALUE => why::<PaginatedRequestParams>(request, false),
+        PingRequestMethod::VALUE
+        | DiscoverRequestMethod::VALUE
+        | SubscriptionsListenRequestMethod::VALUE => "params do not match the method".to_owned(),
+        _ => return None,
+    };
+    Some(ErrorData::invalid_params(
+        format!("Invalid params for {method}: {reason}"),
+        None,
+    ))
+}
+
+#[cfg(test)]
+mod malformed_tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_protocol_method_with_unparsable_params_is_invalid_params() {
+        let request = CustomRequest::new(
+            "tools/call",
+            Some(json!({"name": "x", "arguments": "notanobject"})),
+        );
+        let error = malformed(&request).unwrap();
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(
+            error.message.starts_with("Invalid params for tools/call: "),
+            "{error:?}"
+        );
+        assert!(error.message.contains("invalid type"), "{error:?}");
+        let missing = malformed(&CustomRequest::new("resources/read", None)).unwrap();
+        assert!(
+            missing.message.contains("params are missing"),
+            "{missing:?}"
+        );
+        assert!(malformed(&CustomRequest::new("acme/custom", Some(json!({})))).is_none());
     }
 }
