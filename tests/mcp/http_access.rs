@@ -374,6 +374,26 @@ fn http_serve_answers_cors_for_allowed_origins() {
     assert!(!answer.head.contains("access-control-"), "{answer:?}");
 }
 
+/// A JSON body that does not parse is answered `400` with JSON-RPC 2.0's `-32700 Parse error`
+/// (id `null`), JSON that is no message `400` with `-32600 Invalid Request` and its id.
+#[test]
+fn http_serve_answers_unparsable_bodies_with_json_rpc_errors() {
+    let server = Server::start(&[], None);
+    let auth = server.auth_line();
+    let answer = server.send("POST", &auth, r#"{"jsonrpc":"2.0","id":1,"method":"#);
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    let error: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(error["id"], serde_json::Value::Null, "{error}");
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    let answer = server.send("POST", &auth, r#"{"id":7,"hello":true}"#);
+    assert_eq!(answer.status, 400, "{answer:?}");
+    let error: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(error["id"], 7, "{error}");
+    assert_eq!(error["error"]["code"], -32600, "{error}");
+    assert_eq!(server.initialize().status, 200);
+}
+
 /// `--no-auth` serves without a token on loopback, its own loopback origins included, and is
 /// refused, saying why, anywhere else;
 /// the access flags need `--http`, an origin must look like one, and `--no-auth` cannot come

@@ -35,6 +35,7 @@ use super::auth::{Gate, Refusals};
 use super::cors::{self, Cors, Verdict};
 use super::handler::McpHandler;
 use super::response::Body;
+use super::unparsable::{self, Copied};
 use crate::telemetry;
 use crate::traced::Traced;
 
@@ -207,6 +208,12 @@ async fn admitted(
         }
     }
     let delete = request.method() == hyper::Method::DELETE;
+    let json_body = unparsable::declares_json(request.headers());
+    let (request, kept) = {
+        let (parts, body) = request.into_parts();
+        let (body, kept) = Copied::new(body);
+        (Request::from_parts(parts, body), kept)
+    };
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.
     let mut call = pin!(SESSION_REFUSED.scope(Cell::new(false), service.call(request)));
     let mut response = call.as_mut().await?;
@@ -216,6 +223,9 @@ async fn admitted(
         .is_some_and(|refused| refused.get())
     {
         return Ok(too_many_sessions(session_limit));
+    }
+    if let Some(answer) = unparsable::answer(response.status(), json_body, &kept) {
+        return Ok(answer);
     }
     if delete && response.status() == StatusCode::ACCEPTED {
         // rmcp answers a closed session `202 Accepted`, which says the close has not happened

@@ -33,6 +33,7 @@ mod results;
 mod rounds;
 mod stdio;
 mod tasks;
+mod unparsable;
 
 use std::net::SocketAddr;
 use std::time::Duration;
