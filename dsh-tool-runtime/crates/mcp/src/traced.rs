@@ -378,7 +378,9 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
 /// A request of a method of the protocol whose `params` do not parse as that method's (rmcp
 /// then hands it over as a custom request, which would be answered "method not found"): the
 /// JSON-RPC 2.0 answer is `-32602 Invalid params`, saying what is wrong. `None` for a method
-/// the protocol does not have.
+/// the protocol does not have, or one 2026-07-28 removed (`initialize`, `ping`,
+/// `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`): a stateless request of
+/// one is answered -32601, as that revision has it.
 fn malformed(request: &CustomRequest) -> Option<ErrorData> {
     fn why<P: serde::de::DeserializeOwned>(request: &CustomRequest, required: bool) -> String {
         match &request.params {
@@ -393,11 +395,8 @@ fn malformed(request: &CustomRequest) -> Option<ErrorData> {
     let method = request.method.as_str();
     let reason = match method {
         CallToolRequestMethod::VALUE => why::<CallToolRequestParams>(request, true),
-        InitializeResultMethod::VALUE => why::<InitializeRequestParams>(request, true),
         GetPromptRequestMethod::VALUE => why::<GetPromptRequestParams>(request, true),
         ReadResourceRequestMethod::VALUE => why::<ReadResourceRequestParams>(request, true),
-        SubscribeRequestMethod::VALUE => why::<SubscribeRequestParams>(request, true),
-        UnsubscribeRequestMethod::VALUE => why::<UnsubscribeRequestParams>(request, true),
         CompleteRequestMethod::VALUE => why::<CompleteRequestParams>(request, true),
         GetTaskMethod::VALUE => why::<GetTaskParams>(request, true),
         UpdateTaskMethod::VALUE => why::<UpdateTaskParams>(request, true),
@@ -411,9 +410,9 @@ fn malformed(request: &CustomRequest) -> Option<ErrorData> {
         | ListResourcesRequestMethod::VALUE
         | ListResourceTemplatesRequestMethod::VALUE
         | ListSkillsRequestMethod::VALUE => why::<PaginatedRequestParams>(request, false),
-        PingRequestMethod::VALUE
-        | DiscoverRequestMethod::VALUE
-        | SubscriptionsListenRequestMethod::VALUE => "params do not match the method".to_owned(),
+        DiscoverRequestMethod::VALUE | SubscriptionsListenRequestMethod::VALUE => {
+            "params do not match the method".to_owned()
+        }
         _ => return None,
     };
     Some(ErrorData::invalid_params(
