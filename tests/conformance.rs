@@ -1029,7 +1029,7 @@ async fn a_client_without_elicitation_gets_the_typed_error_at_once() {
     assert!(
         result
             .text()
-            .contains("Missing required client capability (code -32021)")
+            .contains("Missing required client capability: elicitation (code -32021)")
             || result.text().contains("does not support elicitation"),
         "{}",
         result.text()

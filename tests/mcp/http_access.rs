@@ -246,8 +246,15 @@ fn http_serve_refuses_foreign_origins() {
     for foreign in ["http://evil.example", own.as_str(), "null"] {
         let answer = server.send("POST", &format!("{auth}{}", origin(foreign)), INITIALIZE);
         assert_eq!(answer.status, 403, "{foreign}: {answer:?}");
-        assert_eq!(answer.body, "Forbidden: Origin header is not allowed");
+        assert_refusal_says_how_to_allow(&answer);
     }
+    // The refusal never repeats the client's text.
+    let hostile = "http://evil.example/<script>alert(1)</script>";
+    let answer = server.send("POST", &format!("{auth}{}", origin(hostile)), INITIALIZE);
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert_refusal_says_how_to_allow(&answer);
+    assert!(!answer.body.contains("evil.example"), "{answer:?}");
+    assert!(!answer.body.contains('<'), "{answer:?}");
     let unauthenticated = server.send("POST", &origin("http://evil.example"), INITIALIZE);
     assert_eq!(unauthenticated.status, 401, "{unauthenticated:?}");
     assert_eq!(server.initialize().status, 200);
@@ -274,6 +281,116 @@ fn http_serve_refuses_foreign_origins() {
         let answer = server.send("POST", &format!("{auth}{}", origin(foreign)), INITIALIZE);
         assert_eq!(answer.status, 403, "{foreign}: {answer:?}");
     }
+    assert_eq!(server.initialize().status, 200);
+}
+
+/// A `403` for an origin names both ways to allow one.
+fn assert_refusal_says_how_to_allow(answer: &Answer) {
+    assert!(answer.body.starts_with("Forbidden: "), "{answer:?}");
+    assert!(answer.body.contains("--allow-origin"), "{answer:?}");
+    assert!(answer.body.contains("allow_origin"), "{answer:?}");
+}
+
+/// Whether `answer` has a `Vary` header naming `Origin`.
+fn varies_by_origin(answer: &Answer) -> bool {
+    answer
+        .head
+        .lines()
+        .any(|line| line.starts_with("vary:") && line.contains("origin"))
+}
+
+/// `--allow-origin` lets a page of that origin call the server from a browser (the Fetch
+/// standard's CORS protocol): its preflight is answered before authentication with the
+/// transport's methods and headers, and every answer to it, the `401` included, names the
+/// origin and exposes `Mcp-Session-Id` and `WWW-Authenticate`. Another origin's preflight and
+/// requests get `403` and no CORS headers.
+#[test]
+fn http_serve_answers_cors_for_allowed_origins() {
+    let allowed = "http://localhost:18434";
+    let server = Server::start(&["--allow-origin", allowed], None);
+    let asks = "access-control-request-method: POST\r\n\
+                access-control-request-headers: authorization, content-type, mcp-session-id, \
+                mcp-param-region\r\n";
+    let preflight = server.send("OPTIONS", &format!("{}{asks}", origin(allowed)), "");
+    assert!(matches!(preflight.status, 200 | 204), "{preflight:?}");
+    assert_eq!(
+        preflight.header("access-control-allow-origin"),
+        Some(allowed)
+    );
+    let methods = preflight.header("access-control-allow-methods").unwrap();
+    for method in ["post", "get", "delete", "options"] {
+        assert!(methods.contains(method), "{methods}");
+    }
+    let headers = preflight.header("access-control-allow-headers").unwrap();
+    for header in [
+        "authorization",
+        "content-type",
+        "accept",
+        "mcp-session-id",
+        "mcp-protocol-version",
+        "mcp-method",
+        "mcp-name",
+        "last-event-id",
+        "mcp-param-region",
+    ] {
+        assert!(headers.contains(header), "{header}: {headers}");
+    }
+    assert!(varies_by_origin(&preflight), "{preflight:?}");
+
+    let unauthenticated = server.send("POST", &origin(allowed), INITIALIZE);
+    assert_eq!(unauthenticated.status, 401, "{unauthenticated:?}");
+    assert_eq!(
+        unauthenticated.header("access-control-allow-origin"),
+        Some(allowed)
+    );
+    let exposed = unauthenticated
+        .header("access-control-expose-headers")
+        .unwrap();
+    assert!(exposed.contains("mcp-session-id"), "{exposed}");
+    assert!(exposed.contains("www-authenticate"), "{exposed}");
+
+    let browser = format!("{}{}", server.auth_line(), origin(allowed));
+    let initialized = server.send("POST", &browser, INITIALIZE);
+    assert_eq!(initialized.status, 200, "{initialized:?}");
+    assert_eq!(
+        initialized.header("access-control-allow-origin"),
+        Some(allowed)
+    );
+    assert!(varies_by_origin(&initialized), "{initialized:?}");
+    let listed = list_tools(&server, &browser);
+    assert_eq!(listed.status, 200, "{listed:?}");
+    assert_eq!(listed.header("access-control-allow-origin"), Some(allowed));
+
+    let foreign = "http://evil.example";
+    let preflight = server.send("OPTIONS", &format!("{}{asks}", origin(foreign)), "");
+    assert_eq!(preflight.status, 403, "{preflight:?}");
+    assert!(!preflight.head.contains("access-control-"), "{preflight:?}");
+    let answer = server.send(
+        "POST",
+        &format!("{}{}", server.auth_line(), origin(foreign)),
+        INITIALIZE,
+    );
+    assert_eq!(answer.status, 403, "{answer:?}");
+    assert!(!answer.head.contains("access-control-"), "{answer:?}");
+}
+
+/// A JSON body that does not parse is answered `400` with JSON-RPC 2.0's `-32700 Parse error`
+/// (id `null`), JSON that is no message `400` with `-32600 Invalid Request` and its id.
+#[test]
+fn http_serve_answers_unparsable_bodies_with_json_rpc_errors() {
+    let server = Server::start(&[], None);
+    let auth = server.auth_line();
+    let answer = server.send("POST", &auth, r#"{"jsonrpc":"2.0","id":1,"method":"#);
+    assert_eq!(answer.status, 400, "{answer:?}");
+    assert_eq!(answer.header("content-type"), Some("application/json"));
+    let error: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(error["id"], serde_json::Value::Null, "{error}");
+    assert_eq!(error["error"]["code"], -32700, "{error}");
+    let answer = server.send("POST", &auth, r#"{"id":7,"hello":true}"#);
+    assert_eq!(answer.status, 400, "{answer:?}");
+    let error: serde_json::Value = serde_json::from_str(&answer.body).unwrap();
+    assert_eq!(error["id"], 7, "{error}");
+    assert_eq!(error["error"]["code"], -32600, "{error}");
     assert_eq!(server.initialize().status, 200);
 }
 

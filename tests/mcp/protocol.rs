@@ -141,6 +141,11 @@ async fn a_capability_the_client_did_not_declare_is_error_32021_with_status_400(
             answer["error"]["data"]["requiredCapabilities"][capability].is_object(),
             "{tool}: {answer}"
         );
+        assert_eq!(
+            answer["error"]["message"],
+            format!("Missing required client capability: {capability}"),
+            "{tool}: {answer}"
+        );
         // Declared, the same call asks the client (an `input_required` round) instead.
         let params = json!({"name": tool, "_meta": meta(json!({capability: {}}))});
         let (status, answer) = post(&url, "tools/call", params, None).await;

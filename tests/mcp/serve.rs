@@ -459,6 +459,40 @@ fn serve_over_stdio_answers_into_a_file_across_pauses() {
     assert_eq!(answers[1], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
 }
 
+/// Over stdio, a line that is not JSON is answered `-32700 Parse error` with a `null` id, and a
+/// `tools/call` whose params are not a call's (`arguments` not an object) `-32602 Invalid
+/// params` saying why (JSON-RPC 2.0 §5.1); serving goes on.
+#[test]
+fn serve_over_stdio_answers_unparsable_lines_and_malformed_params() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("out.jsonl");
+    let (mut child, mut stdin) = serve_into_file(dir.path(), &out, &[]);
+    send_line(&mut stdin, "this is not json");
+    wait_for_lines(&out, 2, &mut child);
+    send_line(
+        &mut stdin,
+        r#"{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"read_file","arguments":"notanobject"}}"#,
+    );
+    wait_for_lines(&out, 3, &mut child);
+    send_line(&mut stdin, PING);
+    wait_for_lines(&out, 4, &mut child);
+    drop(stdin);
+    assert!(child.wait().unwrap().success());
+    let text = std::fs::read_to_string(&out).unwrap();
+    let answers: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(answers[1]["id"], Value::Null, "{text}");
+    assert_eq!(answers[1]["error"]["code"], -32700, "{text}");
+    assert_eq!(answers[2]["id"], 3, "{text}");
+    assert_eq!(answers[2]["error"]["code"], -32602, "{text}");
+    let message = answers[2]["error"]["message"].as_str().unwrap();
+    assert!(message.contains("tools/call"), "{message}");
+    assert!(message.contains("invalid type"), "{message}");
+    assert_eq!(answers[3], json!({"jsonrpc": "2.0", "id": 2, "result": {}}));
+}
+
 /// The pipes `serve` is given stay blocking for every other holder of the same ends (a shell
 /// pipeline's next command, a parent that kept its copy) while it serves and after it exits.
 #[test]

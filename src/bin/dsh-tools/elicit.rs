@@ -98,6 +98,9 @@ fn ask(
         .unwrap_or_default();
     for (name, property) in &properties {
         let must = required.contains(&name.as_str()) && property.get("default").is_none();
+        for choice in listed(property).into_iter().flatten() {
+            let _ = writeln!(output, "    {}", escaped(&choice));
+        }
         loop {
             let (shown, described) = (escaped(name), escaped(&describe(property, must)));
             let _ = write!(output, "  {shown} ({described}): ");
@@ -126,18 +129,111 @@ fn ask(
     Elicitation::Accept(values)
 }
 
-/// The choices of a property: `enum`, or the `const`s of its `oneOf` (titled enums).
-fn choices(property: &Value) -> Option<Vec<Value>> {
+/// One choice of an enumerated property: the value sent, and the title shown (if any).
+struct Choice {
+    value: Value,
+    title: Option<String>,
+}
+
+/// The choices of a property (or of an array's `items`), in the shapes of the elicitation
+/// schema (SEP-1330): `enum` with its legacy `enumNames` titles, or the `{const, title}`
+/// entries of `oneOf` (single select) or `anyOf` (a multi-select's `items`).
+fn choices(property: &Value) -> Option<Vec<Choice>> {
     if let Some(values) = property["enum"].as_array() {
-        return Some(values.clone());
+        let titles = property["enumNames"].as_array();
+        return Some(
+            values
+                .iter()
+                .enumerate()
+                .map(|(index, value)| Choice {
+                    value: value.clone(),
+                    title: titles
+                        .and_then(|titles| titles.get(index)?.as_str())
+                        .map(str::to_owned),
+                })
+                .collect(),
+        );
     }
-    let titled = property["oneOf"].as_array()?;
+    let titled = property["oneOf"]
+        .as_array()
+        .or_else(|| property["anyOf"].as_array())?;
     Some(
         titled
             .iter()
-            .map(|choice| choice["const"].clone())
+            .filter_map(|choice| {
+                Some(Choice {
+                    value: choice.get("const")?.clone(),
+                    title: choice["title"].as_str().map(str::to_owned),
+                })
+            })
             .collect(),
     )
+}
+
+/// The choices of `property` as the prompt lists them, one a line: number, title and the
+/// value it stands for.
+fn listed(property: &Value) -> Option<Vec<String>> {
+    let choices = if property["type"] == "array" {
+        choices(&property["items"])
+    } else {
+        choices(property)
+    }?;
+    Some(
+        choices
+            .iter()
+            .enumerate()
+            .map(|(index, choice)| match &choice.title {
+                Some(title) => format!("{}. {title} = {}", index + 1, plain(&choice.value)),
+                None => format!("{}. {}", index + 1, plain(&choice.value)),
+            })
+            .collect(),
+    )
+}
+
+/// The choice `text` names: by its value or title (case aside), else by its number (a value
+/// that reads as a number wins over a position).
+fn chosen<'a>(choices: &'a [Choice], text: &str) -> Option<&'a Choice> {
+    let text = text.trim();
+    let by = |name: &str| name.eq_ignore_ascii_case(text);
+    choices
+        .iter()
+        .find(|choice| by(&plain(&choice.value)))
+        .or_else(|| {
+            choices
+                .iter()
+                .find(|choice| choice.title.as_deref().is_some_and(by))
+        })
+        .or_else(|| {
+            let number = text.parse::<usize>().ok()?;
+            choices.get(number.checked_sub(1)?)
+        })
+}
+
+/// The choices a multi-select answer names: separated by commas, or by spaces where a part
+/// names no choice as a whole (`1 3`, `value1 value2`); each once, in the order given.
+fn chosen_many(choices: &[Choice], text: &str) -> Result<Vec<Value>, String> {
+    let mut values: Vec<Value> = Vec::new();
+    for part in text
+        .split(',')
+        .map(str::trim)
+        .filter(|part| !part.is_empty())
+    {
+        let picked: Vec<&Choice> = match chosen(choices, part) {
+            Some(choice) => vec![choice],
+            None => part
+                .split_whitespace()
+                .map(|word| {
+                    chosen(choices, word).ok_or_else(|| format!("{part} is not one of the choices"))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        for choice in picked {
+            if !values.contains(&choice.value) {
+                values.push(choice.value.clone());
+            }
+        }
+    }
+    Ok(values)
 }
 
 /// What the prompt says of a property: its type, choices, default and whether it is required.
@@ -147,23 +243,12 @@ fn describe(property: &Value, required: bool) -> String {
     if let Some(description) = property["description"].as_str() {
         parts.insert(0, description.to_owned());
     }
-    let items = if kind == "array" {
-        choices(&property["items"])
-    } else {
-        choices(property)
-    };
-    if let Some(items) = items {
-        let names: Vec<String> = items.iter().map(plain).collect();
-        let joiner = if kind == "array" {
-            ", any of "
+    if listed(property).is_some() {
+        parts.push(if kind == "array" {
+            "any of the choices above by number, title or value, separated by commas".to_owned()
         } else {
-            ", one of "
-        };
-        parts.push(
-            format!("{joiner}{}", names.join("|"))
-                .trim_start_matches(", ")
-                .to_owned(),
-        );
+            "one of the choices above by number, title or value".to_owned()
+        });
     }
     if let Some(default) = property.get("default") {
         parts.push(format!("default {}", plain(default)));
@@ -182,10 +267,39 @@ fn plain(value: &Value) -> String {
     }
 }
 
-/// `text` as a value of `property`'s type; `Err` says what is wrong.
+/// `text` as a value of `property`'s type (one of its choices, when it has them); `Err` says
+/// what is wrong.
 fn parse(property: &Value, text: &str) -> Result<Value, String> {
     let kind = property["type"].as_str().unwrap_or("string");
-    let value = match kind {
+    if kind == "array" {
+        let values = match choices(&property["items"]) {
+            Some(choices) => chosen_many(&choices, text)?,
+            None => text
+                .split(',')
+                .map(str::trim)
+                .filter(|item| !item.is_empty())
+                .map(|item| Value::String(item.to_owned()))
+                .collect(),
+        };
+        let count = values.len() as u64;
+        if let Some(least) = property["minItems"].as_u64()
+            && count < least
+        {
+            return Err(format!("choose at least {least}"));
+        }
+        if let Some(most) = property["maxItems"].as_u64()
+            && count > most
+        {
+            return Err(format!("choose at most {most}"));
+        }
+        return Ok(Value::Array(values));
+    }
+    if let Some(choices) = choices(property) {
+        return chosen(&choices, text)
+            .map(|choice| choice.value.clone())
+            .ok_or_else(|| format!("{text:?} is not one of the choices"));
+    }
+    Ok(match kind {
         "integer" => text
             .trim()
             .parse::<i64>()
@@ -203,28 +317,8 @@ fn parse(property: &Value, text: &str) -> Result<Value, String> {
             "n" | "no" | "false" => Value::Bool(false),
             _ => return Err(format!("{text:?} is not yes or no")),
         },
-        "array" => {
-            let allowed = choices(&property["items"]);
-            let items = text
-                .split(',')
-                .map(|item| Value::String(item.trim().to_owned()))
-                .filter(|item| item.as_str() != Some(""));
-            let items: Vec<Value> = items.collect();
-            if let Some(allowed) = &allowed
-                && let Some(wrong) = items.iter().find(|item| !allowed.contains(item))
-            {
-                return Err(format!("{} is not one of the choices", plain(wrong)));
-            }
-            Value::Array(items)
-        }
         _ => Value::String(text.to_owned()),
-    };
-    match choices(property) {
-        Some(allowed) if kind != "array" && !allowed.contains(&value) => {
-            Err(format!("{text:?} is not one of the choices"))
-        }
-        _ => Ok(value),
-    }
+    })
 }
 
 #[cfg(test)]
@@ -311,6 +405,117 @@ mod tests {
         );
         assert!(!shown.contains("\nFAKE LINE"), "{shown:?}");
         assert!(shown.contains("\\u{1b}[2J"), "{shown:?}");
+    }
+
+    /// The SEP-1330 shapes of the conformance suite's `test_elicitation_sep1330_enums`.
+    fn enums() -> ElicitationRequest {
+        ElicitationRequest::new(
+            "pick",
+            json!({"type": "object", "properties": {
+                "a_titled_single": {"type": "string", "oneOf": [
+                    {"const": "value1", "title": "First Option"},
+                    {"const": "value2", "title": "Second Option"},
+                ]},
+                "b_legacy": {"type": "string", "enum": ["opt1", "opt2", "opt3"],
+                    "enumNames": ["Option One", "Option Two", "Option Three"]},
+                "c_titled_multi": {"type": "array", "minItems": 1, "maxItems": 2, "items": {
+                    "anyOf": [
+                        {"const": "value1", "title": "First Choice"},
+                        {"const": "value2", "title": "Second Choice"},
+                        {"const": "value3", "title": "Third Choice"},
+                    ]}},
+                "d_untitled_multi": {"type": "array",
+                    "items": {"type": "string", "enum": ["option1", "option2"]}},
+                "e_numbers": {"type": "integer", "enum": [10, 2]},
+            }}),
+        )
+    }
+
+    fn picked(typed: &str) -> (Elicitation, String) {
+        let mut output = Vec::new();
+        let answer = ask("srv", &enums(), &mut typed.as_bytes(), &mut output);
+        (answer, String::from_utf8(output).unwrap())
+    }
+
+    /// Titled choices are listed with their titles and values; a choice is taken by number,
+    /// title or value, and only the schema's values are sent.
+    #[test]
+    fn titled_choices_are_shown_and_taken_by_number_title_or_value() {
+        let (answer, shown) = picked(
+            "y
+2
+option two
+value1 value3
+option1, 2
+2
+",
+        );
+        let expected = json!({"a_titled_single": "value2", "b_legacy": "opt2",
+            "c_titled_multi": ["value1", "value3"], "d_untitled_multi": ["option1", "option2"],
+            "e_numbers": 2});
+        assert_eq!(
+            answer,
+            Elicitation::Accept(expected.as_object().unwrap().clone())
+        );
+        for line in [
+            "1. First Option = value1",
+            "2. Second Option = value2",
+            "3. Option Three = opt3",
+            "3. Third Choice = value3",
+            "2. option2",
+        ] {
+            assert!(shown.contains(line), "{line}: {shown}");
+        }
+        let (answer, _) = picked(
+            "y
+First Option
+opt3
+second choice,3
+
+1
+",
+        );
+        let expected = json!({"a_titled_single": "value1", "b_legacy": "opt3",
+            "c_titled_multi": ["value2", "value3"], "e_numbers": 10});
+        assert_eq!(
+            answer,
+            Elicitation::Accept(expected.as_object().unwrap().clone())
+        );
+    }
+
+    /// Text that names no choice, or too many or too few of a multi-select's, is asked again.
+    #[test]
+    fn anything_but_a_choice_is_asked_again() {
+        let (answer, shown) = picked(
+            "y
+value9
+1
+Option
+1
+value1 nope
+1 2 3
+,
+1
+
+7
+2
+",
+        );
+        let Elicitation::Accept(values) = answer else {
+            panic!("{answer:?}");
+        };
+        assert_eq!(values["c_titled_multi"], json!(["value1"]));
+        assert!(
+            shown.contains("\"value9\" is not one of the choices"),
+            "{shown}"
+        );
+        assert!(
+            shown.contains("value1 nope is not one of the choices"),
+            "{shown}"
+        );
+        assert!(shown.contains("choose at most 2"), "{shown}");
+        assert!(shown.contains("choose at least 1"), "{shown}");
+        assert!(shown.contains("\"7\" is not one of the choices"), "{shown}");
     }
 
     /// With no terminal no one is asked: the server's request is declined, whatever it asks.

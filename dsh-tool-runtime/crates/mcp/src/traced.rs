@@ -114,11 +114,43 @@ async fn answered<T>(
     span: Span,
     answer: impl Future<Output = Result<T, ErrorData>>,
 ) -> Result<T, ErrorData> {
-    let answer = answer.instrument(span.clone()).await;
-    if let Err(error) = &answer {
+    let mut answer = answer.instrument(span.clone()).await;
+    if let Err(error) = &mut answer {
+        name_missing_capabilities(error);
         failed(&span, None, Some(error.code.0), &error.message);
     }
     answer
+}
+
+/// A `MissingRequiredClientCapabilityError` (-32021) names in its message, too, the capabilities
+/// its `data.requiredCapabilities` holds (SEP-2575: `sampling`, `roots`, `elicitation`, and an
+/// extension by its id), so that a person reading only the message knows what to declare.
+fn name_missing_capabilities(error: &mut ErrorData) {
+    if error.code != rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
+        return;
+    }
+    let Some(required) = error
+        .data
+        .as_ref()
+        .and_then(|data| data.get("requiredCapabilities"))
+        .and_then(serde_json::Value::as_object)
+    else {
+        return;
+    };
+    let mut names = Vec::new();
+    for (name, value) in required {
+        match value.as_object() {
+            Some(extensions) if name == "extensions" => names.extend(
+                extensions
+                    .keys()
+                    .map(|extension| format!("extension {extension}")),
+            ),
+            _ => names.push(name.clone()),
+        }
+    }
+    if !names.is_empty() {
+        error.message = format!("{}: {}", error.message, names.join(", ")).into();
+    }
 }
 
 /// Requests whose handler method takes `(params, context)`: the method, its params and result
@@ -298,6 +330,9 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
         context: RequestContext<RoleServer>,
     ) -> Result<CustomResult, ErrorData> {
         let span = self.request(&request.method, None, &context);
+        if let Some(why) = malformed(&request) {
+            return answered(span, async { Err(why) }).await;
+        }
         answered(span, self.inner.on_custom_request(request, context)).await
     }
 
@@ -337,5 +372,104 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
 
     fn get_info(&self) -> ServerConfig {
         self.inner.get_info()
+    }
+}
+
+/// A request of a method of the protocol whose `params` do not parse as that method's (rmcp
+/// then hands it over as a custom request, which would be answered "method not found"): the
+/// JSON-RPC 2.0 answer is `-32602 Invalid params`, saying what is wrong. `None` for a method
+/// the protocol does not have, or one 2026-07-28 removed (`initialize`, `ping`,
+/// `logging/setLevel`, `resources/subscribe`, `resources/unsubscribe`): a stateless request of
+/// one is answered -32601, as that revision has it.
+fn malformed(request: &CustomRequest) -> Option<ErrorData> {
+    fn why<P: serde::de::DeserializeOwned>(request: &CustomRequest, required: bool) -> String {
+        match &request.params {
+            None if required => "params are missing".to_owned(),
+            None => "params do not match the method".to_owned(),
+            Some(params) => match serde_json::from_value::<P>(params.clone()) {
+                Err(error) => error.to_string(),
+                Ok(_) => "params do not match the method".to_owned(),
+            },
+        }
+    }
+    let method = request.method.as_str();
+    let reason = match method {
+        CallToolRequestMethod::VALUE => why::<CallToolRequestParams>(request, true),
+        GetPromptRequestMethod::VALUE => why::<GetPromptRequestParams>(request, true),
+        ReadResourceRequestMethod::VALUE => why::<ReadResourceRequestParams>(request, true),
+        CompleteRequestMethod::VALUE => why::<CompleteRequestParams>(request, true),
+        GetTaskMethod::VALUE => why::<GetTaskParams>(request, true),
+        UpdateTaskMethod::VALUE => why::<UpdateTaskParams>(request, true),
+        CancelTaskMethod::VALUE => why::<CancelTaskParams>(request, true),
+        GetSkillRequestMethod::VALUE => why::<GetSkillRequestParams>(request, true),
+        ReadResourceDirectoryRequestMethod::VALUE => {
+            why::<ReadResourceDirectoryRequestParams>(request, true)
+        }
+        ListToolsRequestMethod::VALUE
+        | ListPromptsRequestMethod::VALUE
+        | ListResourcesRequestMethod::VALUE
+        | ListResourceTemplatesRequestMethod::VALUE
+        | ListSkillsRequestMethod::VALUE => why::<PaginatedRequestParams>(request, false),
+        DiscoverRequestMethod::VALUE | SubscriptionsListenRequestMethod::VALUE => {
+            "params do not match the method".to_owned()
+        }
+        _ => return None,
+    };
+    Some(ErrorData::invalid_params(
+        format!("Invalid params for {method}: {reason}"),
+        None,
+    ))
+}
+
+#[cfg(test)]
+mod malformed_tests {
+    use super::*;
+    use rmcp::model::ClientCapabilities;
+    use serde_json::json;
+
+    #[test]
+    fn a_missing_capability_error_names_the_capability() {
+        let mut error = ErrorData::missing_required_client_capability(
+            serde_json::from_value::<ClientCapabilities>(json!({"sampling": {}})).unwrap(),
+        );
+        name_missing_capabilities(&mut error);
+        assert_eq!(
+            error.message,
+            "Missing required client capability: sampling"
+        );
+        assert!(error.data.unwrap()["requiredCapabilities"]["sampling"].is_object());
+        let mut error = ErrorData::missing_required_client_capability(
+            serde_json::from_value(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
+                .unwrap(),
+        );
+        name_missing_capabilities(&mut error);
+        assert_eq!(
+            error.message,
+            "Missing required client capability: extension io.modelcontextprotocol/tasks"
+        );
+        let mut other = ErrorData::invalid_params("x", None);
+        name_missing_capabilities(&mut other);
+        assert_eq!(other.message, "x");
+    }
+
+    #[test]
+    fn a_protocol_method_with_unparsable_params_is_invalid_params() {
+        let request = CustomRequest::new(
+            "tools/call",
+            Some(json!({"name": "x", "arguments": "notanobject"})),
+        );
+        let error = malformed(&request).unwrap();
+        assert_eq!(error.code, rmcp::model::ErrorCode::INVALID_PARAMS);
+        assert!(
+            error.message.starts_with("Invalid params for tools/call: "),
+            "{error:?}"
+        );
+        assert!(error.message.contains("invalid type"), "{error:?}");
+        let missing = malformed(&CustomRequest::new("resources/read", None)).unwrap();
+        assert!(
+            missing.message.contains("params are missing"),
+            "{missing:?}"
+        );
+        assert!(malformed(&CustomRequest::new("acme/custom", Some(json!({})))).is_none());
     }
 }

@@ -33,8 +33,10 @@ use tower_http::timeout::TimeoutBody;
 use super::McpHttpLimits;
 use super::auth::{Gate, Refusals};
 use super::client::ResponseStream;
+use super::cors::{self, Cors, Verdict};
 use super::handler::McpHandler;
 use super::response::Body;
+use super::unparsable::{self, Copied};
 use crate::telemetry;
 use crate::traced::Traced;
 
@@ -51,6 +53,7 @@ pub(crate) async fn serve(
 ) -> Infallible {
     let handler = Arc::new(handler);
     let sessions = Arc::new(CappedSessions::new(&limits));
+    let cors = Cors::new(&limits.allowed_origins);
     // rmcp validates `Origin` only once asked to, and then refuses every origin not listed
     // with 403 (the MCP transport's MUST, 2025-06-18 on). rmcp reads an empty host list as
     // "any host".
@@ -84,6 +87,7 @@ pub(crate) async fn serve(
         let service = service.clone();
         let sessions = sessions.clone();
         let gate = gate.clone();
+        let cors = cors.clone();
         let body_timeout = limits.body_read_timeout;
         let session_limit = limits.max_sessions;
         let refusals = Arc::new(Refusals::default());
@@ -94,6 +98,7 @@ pub(crate) async fn serve(
                     service.clone(),
                     sessions.clone(),
                     gate.clone(),
+                    cors.clone(),
                     refusals.clone(),
                     session_limit,
                     request.map(|body| TimeoutBody::new(body_timeout, body)),
@@ -116,18 +121,63 @@ tokio::task_local! {
     static SESSION_REFUSED: Cell<bool>;
 }
 
+/// One request from a browser origin or none: a preflight from an allowed origin is answered
+/// here, before authentication (a preflight carries no credentials); anything else goes
+/// through [`admitted`], and its answer names an allowed origin, so that the page may read it.
+///
+/// A request from an origin not allowed is answered `403` without CORS headers (after the
+/// authentication check, whose `401` names no origin, unless it is a preflight), the MCP
+/// transport's DNS-rebinding rule (2025-06-18 on); rmcp's own check would refuse it as well.
+async fn answer(
+    service: TowerToHyperService<StreamableHttpService<Traced<McpHandler>, CappedSessions>>,
+    sessions: Arc<CappedSessions>,
+    gate: Gate,
+    cors: Cors,
+    refusals: Arc<Refusals>,
+    session_limit: usize,
+    request: Request<TimeoutBody<Incoming>>,
+) -> Result<Response<Body>, Infallible> {
+    let verdict = cors.verdict(request.headers());
+    let preflight = cors::is_preflight(request.method(), request.headers());
+    let refused = matches!(verdict, Verdict::Refused);
+    let origin = match verdict {
+        Verdict::Allowed(origin) if preflight => {
+            return Ok(cors::preflight(origin, request.headers()));
+        }
+        Verdict::Allowed(origin) => Some(origin),
+        Verdict::Refused if preflight => return Ok(cors::refused()),
+        Verdict::Refused | Verdict::Absent => None,
+    };
+    let mut response = admitted(
+        service,
+        sessions,
+        gate,
+        refused,
+        refusals,
+        session_limit,
+        request,
+    )
+    .await?;
+    if let Some(origin) = origin {
+        cors::allow(&mut response, origin);
+    }
+    Ok(response)
+}
+
 /// One request through rmcp once the gate admits it (a `401` slowed by the connection's
-/// `refusals`), its `initialize` answered 503 when every session slot is taken.
+/// `refusals`) and its origin is not `refused`, its `initialize` answered 503 when every
+/// session slot is taken.
 ///
 /// A request naming an `Mcp-Session-Id` this server did not issue (or that has ended) is
 /// answered 404, as the MCP transport specification (2025-06-18 on) has a server answer an
 /// unknown session — the 2026-07-28 requests rmcp serves statelessly included: the session is
 /// who a request's decisions are bound to ([`McpHandler`]'s principal), so a header value of
 /// the client's choosing must never pass for one.
-async fn answer(
+async fn admitted(
     service: TowerToHyperService<StreamableHttpService<Traced<McpHandler>, CappedSessions>>,
     sessions: Arc<CappedSessions>,
     gate: Gate,
+    refused: bool,
     refusals: Arc<Refusals>,
     session_limit: usize,
     request: Request<TimeoutBody<Incoming>>,
@@ -146,6 +196,9 @@ async fn answer(
         }
         Ok(None) => {}
     }
+    if refused {
+        return Ok(cors::refused());
+    }
     if let Some(session) = request.headers().get("mcp-session-id") {
         let issued = match session.to_str() {
             Ok(id) => sessions.held().contains_key(&SessionId::from(id)),
@@ -156,6 +209,12 @@ async fn answer(
         }
     }
     let delete = request.method() == hyper::Method::DELETE;
+    let json_body = unparsable::declares_json(request.headers());
+    let (request, kept) = {
+        let (parts, body) = request.into_parts();
+        let (body, kept) = Copied::new(body);
+        (Request::from_parts(parts, body), kept)
+    };
     // rmcp awaits `create_session` within this future, so the task-local is in scope there.
     let mut call = pin!(SESSION_REFUSED.scope(Cell::new(false), service.call(request)));
     let mut response = call.as_mut().await?;
@@ -165,6 +224,9 @@ async fn answer(
         .is_some_and(|refused| refused.get())
     {
         return Ok(too_many_sessions(session_limit));
+    }
+    if let Some(answer) = unparsable::answer(response.status(), json_body, &kept) {
+        return Ok(answer);
     }
     if delete && response.status() == StatusCode::ACCEPTED {
         // rmcp answers a closed session `202 Accepted`, which says the close has not happened

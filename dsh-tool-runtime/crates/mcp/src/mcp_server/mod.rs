@@ -17,6 +17,7 @@
 
 mod auth;
 mod client;
+mod cors;
 mod durable;
 mod handler;
 mod http;
@@ -32,6 +33,7 @@ mod results;
 mod rounds;
 mod stdio;
 mod tasks;
+mod unparsable;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -341,7 +343,9 @@ pub struct McpHttpLimits {
     /// request without one, as non-browser clients send, is not affected. An entry is
     /// `scheme://host:port`, `scheme://host:*` for any port, or `null`; an entry without a
     /// port matches any port (rmcp's rule, deprecated there: give the port), and one that is
-    /// not an origin matches nothing. With [`McpHttpAuth::Bearer`] the token is checked first.
+    /// not an origin matches nothing. With [`McpHttpAuth::Bearer`] the token is checked first,
+    /// except for a CORS preflight. [`McpHttpLimits::allow_origin`] says what an allowed origin
+    /// gets.
     pub allowed_origins: Vec<String>,
     /// Host names (or `host:port`) requests may name in their `Host` header besides loopback
     /// (default: none), e.g. `tools.example.com`: naming any turns the `Host` check on for a
@@ -394,7 +398,17 @@ impl McpHttpLimits {
         self
     }
 
-    /// Adds `origin` to [`McpHttpLimits::allowed_origins`] (e.g. `http://localhost:5173`).
+    /// Adds `origin` to [`McpHttpLimits::allowed_origins`] (e.g. `http://localhost:5173`, a
+    /// web app's development server): pages of that origin may call this server from a
+    /// browser, as the Fetch standard's CORS protocol has a browser ask. Its preflights
+    /// (`OPTIONS` with `Access-Control-Request-Method`) are answered `204` before
+    /// authentication, allowing the transport's methods (`POST`, `GET`, `DELETE`, `OPTIONS`)
+    /// and request headers (`Authorization`, `Content-Type`, `Accept`, `Mcp-Session-Id`,
+    /// `Mcp-Protocol-Version`, `Mcp-Method`, `Mcp-Name`, `Last-Event-ID`, and the `Mcp-Param-*`
+    /// ones a preflight names); every answer to it (a `401` included) carries
+    /// `Access-Control-Allow-Origin` with that origin (never `*`), exposes `Mcp-Session-Id` and
+    /// `WWW-Authenticate`, and varies by `Origin`. A request from any other origin is answered
+    /// `403` without CORS headers.
     pub fn allow_origin(mut self, origin: impl Into<String>) -> Self {
         self.allowed_origins.push(origin.into());
         self

@@ -22,8 +22,13 @@ use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
-use tokio::io::{AsyncRead, AsyncWrite};
+use std::pin::Pin;
+use std::task::{Context, Poll};
+
+use rmcp::ErrorData;
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::unix::pipe;
+use tokio::sync::mpsc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
 
@@ -52,8 +57,11 @@ pub(crate) fn transport(ended: CancellationToken) -> Stdio {
                 (Box::new(input), Box::new(output))
             }
         };
+    let (unparsable, refused) = mpsc::unbounded_channel();
+    let input: Input = Box::new(Checked::new(input, unparsable));
     Stdio {
         inner: AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_REQUEST_BYTES),
+        refused,
         ended,
         listening: watch::Sender::new(HashSet::new()),
         held_until: None,
@@ -70,6 +78,8 @@ pub(crate) fn transport(ended: CancellationToken) -> Stdio {
 /// at most [`END_HOLD`] later.
 pub(crate) struct Stdio {
     inner: AsyncRwTransport<RoleServer, Input, Output>,
+    /// One message per input line that is not JSON, which [`Checked`] kept from rmcp.
+    refused: mpsc::UnboundedReceiver<()>,
     ended: CancellationToken,
     /// The ids of the `subscriptions/listen` requests read and not answered yet.
     listening: watch::Sender<HashSet<RequestId>>,
@@ -129,16 +139,25 @@ impl Transport<RoleServer> for Stdio {
     async fn receive(&mut self) -> Option<RxJsonRpcMessage<RoleServer>> {
         let held_until = match self.held_until {
             Some(held_until) => held_until,
-            None => match self.inner.receive().await {
-                Some(message) => {
-                    self.note(&message);
-                    return Some(message);
-                }
-                None => {
-                    self.ended.cancel();
-                    *self
-                        .held_until
-                        .insert(tokio::time::Instant::now() + END_HOLD)
+            None => loop {
+                tokio::select! {
+                    biased;
+                    Some(()) = self.refused.recv() => {
+                        // Spawned: an answer half sent when rmcp drops this future is not lost.
+                        tokio::spawn(self.inner.send(parse_error()));
+                    }
+                    message = self.inner.receive() => match message {
+                        Some(message) => {
+                            self.note(&message);
+                            return Some(message);
+                        }
+                        None => {
+                            self.ended.cancel();
+                            break *self
+                                .held_until
+                                .insert(tokio::time::Instant::now() + END_HOLD);
+                        }
+                    },
                 }
             },
         };
@@ -150,6 +169,122 @@ impl Transport<RoleServer> for Stdio {
 
     async fn close(&mut self) -> Result<(), Self::Error> {
         self.inner.close().await
+    }
+}
+
+/// The JSON-RPC 2.0 answer to a line that is not JSON: `-32700 Parse error` with a `null` id,
+/// as no request id can be read from it.
+fn parse_error() -> TxJsonRpcMessage<RoleServer> {
+    TxJsonRpcMessage::<RoleServer>::error(
+        ErrorData::parse_error("Parse error: the line is not JSON", None),
+        None,
+    )
+}
+
+/// The input with every line that is not JSON taken out and reported on `unparsable`, so that
+/// it is answered `-32700` (JSON-RPC 2.0 §5.1) where rmcp would drop it without a word. Lines
+/// that are JSON, empty, or longer than [`MAX_REQUEST_BYTES`] (which rmcp refuses itself) pass
+/// as they are; an unterminated last line passes at the end of input.
+pub(crate) struct Checked {
+    inner: Input,
+    /// The current line, up to its newline.
+    line: Vec<u8>,
+    /// Checked bytes not yet handed on, from `handed`.
+    ready: Vec<u8>,
+    handed: usize,
+    /// The current line is past the limit: passed on unchecked up to its newline.
+    passing: bool,
+    /// The input ended.
+    ended: bool,
+    unparsable: mpsc::UnboundedSender<()>,
+}
+
+impl Checked {
+    fn new(inner: Input, unparsable: mpsc::UnboundedSender<()>) -> Checked {
+        Checked {
+            inner,
+            line: Vec::new(),
+            ready: Vec::new(),
+            handed: 0,
+            passing: false,
+            ended: false,
+            unparsable,
+        }
+    }
+
+    /// Takes `bytes` read from the input.
+    fn take(&mut self, mut bytes: &[u8]) {
+        while !bytes.is_empty() {
+            let end = bytes.iter().position(|&byte| byte == b'\n');
+            let (part, rest) = match end {
+                Some(end) => bytes.split_at(end + 1),
+                None => (bytes, &[][..]),
+            };
+            bytes = rest;
+            if self.passing {
+                self.ready.extend_from_slice(part);
+                self.passing = end.is_none();
+                continue;
+            }
+            self.line.extend_from_slice(part);
+            if end.is_some() {
+                let line = std::mem::take(&mut self.line);
+                if is_json_or_blank(&line) {
+                    self.ready.extend_from_slice(&line);
+                } else {
+                    let _ = self.unparsable.send(());
+                }
+                self.line = line;
+                self.line.clear();
+            } else if self.line.len() > MAX_REQUEST_BYTES {
+                self.ready.append(&mut self.line);
+                self.passing = true;
+            }
+        }
+    }
+}
+
+/// Whether `line` (with its newline) is JSON, or blank (which rmcp skips).
+fn is_json_or_blank(line: &[u8]) -> bool {
+    let line = line.strip_suffix(b"\n").unwrap_or(line);
+    let line = line.strip_suffix(b"\r").unwrap_or(line);
+    // RFC 8259 §8.1 lets a parser skip a byte order mark, as rmcp does.
+    let line = line.strip_prefix(b"\xEF\xBB\xBF").unwrap_or(line);
+    line.iter().all(u8::is_ascii_whitespace)
+        || serde_json::from_slice::<serde::de::IgnoredAny>(line).is_ok()
+}
+
+impl AsyncRead for Checked {
+    fn poll_read(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        buf: &mut ReadBuf<'_>,
+    ) -> Poll<std::io::Result<()>> {
+        let this = &mut *self;
+        loop {
+            if this.handed < this.ready.len() {
+                let count = buf.remaining().min(this.ready.len() - this.handed);
+                buf.put_slice(&this.ready[this.handed..this.handed + count]);
+                this.handed += count;
+                if this.handed == this.ready.len() {
+                    this.ready.clear();
+                    this.handed = 0;
+                }
+                return Poll::Ready(Ok(()));
+            }
+            if this.ended {
+                return Poll::Ready(Ok(()));
+            }
+            let mut scratch = [0u8; 8192];
+            let mut read = ReadBuf::new(&mut scratch);
+            std::task::ready!(Pin::new(&mut this.inner).poll_read(cx, &mut read))?;
+            if read.filled().is_empty() {
+                this.ended = true;
+                this.ready.append(&mut this.line);
+            } else {
+                this.take(read.filled());
+            }
+        }
     }
 }
 
@@ -193,6 +328,29 @@ mod tests {
         // The descriptors given to us keep blocking: others holding them are not disturbed.
         assert!(!nonblocking(&theirs_in));
         assert!(!nonblocking(&theirs_out));
+    }
+
+    /// Lines that are not JSON are taken out and reported, one report each; JSON, blank and
+    /// unterminated lines pass, split across reads however they come.
+    #[tokio::test]
+    async fn lines_that_are_not_json_are_taken_out_and_reported() {
+        let text = "{\"a\":1}\r\nnot json\n\n[1,\n\u{feff}{}\n{\"b\":2}\n{\"c\"";
+        let (writer, reader) = tokio::io::duplex(3);
+        let (unparsable, mut reported) = mpsc::unbounded_channel();
+        let mut checked = Checked::new(Box::new(reader), unparsable);
+        let writing = tokio::spawn(async move {
+            let mut writer = writer;
+            writer.write_all(text.as_bytes()).await.unwrap();
+        });
+        let mut passed = String::new();
+        checked.read_to_string(&mut passed).await.unwrap();
+        writing.await.unwrap();
+        assert_eq!(passed, "{\"a\":1}\r\n\n\u{feff}{}\n{\"b\":2}\n{\"c\"");
+        let mut reports = 0;
+        while reported.try_recv().is_ok() {
+            reports += 1;
+        }
+        assert_eq!(reports, 2);
     }
 
     #[tokio::test]
