@@ -162,8 +162,9 @@ impl Otlp {
             .map(|meters| ToolDurationLayer::new(&meters.meter("dsh-tools")))
     }
 
-    /// The `tracing` layer that records [`MCP_CLIENT_DURATION`](super::MCP_CLIENT_DURATION) and [`MCP_SERVER_DURATION`](super::MCP_SERVER_DURATION)
-    /// into this exporter's metrics; `None` when `OTEL_METRICS_EXPORTER` is `none`.
+    /// The `tracing` layer that records [`MCP_CLIENT_DURATION`](super::MCP_CLIENT_DURATION) and [`MCP_SERVER_DURATION`](super::MCP_SERVER_DURATION),
+    /// and the session histograms ([`McpDurationLayer`]), into this exporter's metrics; `None`
+    /// when `OTEL_METRICS_EXPORTER` is `none`.
     pub fn mcp_duration_layer(&self) -> Option<McpDurationLayer> {
         self.meters
             .as_ref()

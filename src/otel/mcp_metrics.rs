@@ -1,4 +1,5 @@
-//! The MCP conventions' histograms, recorded from the MCP spans of both sides.
+//! The MCP conventions' histograms, recorded from the MCP spans of both sides and the events
+//! that end their sessions.
 
 use std::time::Instant;
 
@@ -44,14 +45,45 @@ pub const MCP_DURATION_ATTRIBUTES: [&str; 12] = [
     "server.port",
 ];
 
+/// The histogram of MCP sessions as the client sees them, in seconds: from the connection's
+/// start to its end, as the MCP conventions of [`SEMCONV`](crate::telemetry::SEMCONV) name it.
+/// A session counts once it is established: an `initialize` answered (a 2025-era server, stdio
+/// or streamable HTTP) or, over stdio, any request answered (a 2026-07-28 server has no
+/// `initialize`, but its pipe is one session). A 2026-07-28 exchange over streamable HTTP is no
+/// session (each request stands alone, with no `Mcp-Session-Id`) and is not recorded.
+pub const MCP_CLIENT_SESSION_DURATION: &str = "mcp.client.session.duration";
+
+/// The histogram of MCP sessions as the server sees them, in seconds: from the session's
+/// handler made (the stdio process serving, the streamable HTTP session opened) to its drop
+/// (stdin ended, the HTTP session closed or expired), counted as for
+/// [`MCP_CLIENT_SESSION_DURATION`].
+pub const MCP_SERVER_SESSION_DURATION: &str = "mcp.server.session.duration";
+
+/// The attributes of the session histograms, those of the conventions' list the session
+/// knows: `server.address` and `server.port` on the client over HTTP,
+/// `network.protocol.version` on the server over HTTP. The end is not classified: no
+/// `error.type`.
+pub const MCP_SESSION_ATTRIBUTES: [&str; 6] = [
+    "mcp.protocol.version",
+    "network.transport",
+    "network.protocol.name",
+    "network.protocol.version",
+    "server.address",
+    "server.port",
+];
+
 /// Records [`MCP_CLIENT_DURATION`] and [`MCP_SERVER_DURATION`] for every MCP request and
 /// notification: the time from its `CLIENT` or `SERVER` span's creation to its close, with the
-/// span's [`MCP_DURATION_ATTRIBUTES`]. The runtime emits nothing for it but the spans; a host
-/// with its own [`MeterProvider`](opentelemetry::metrics::MeterProvider) makes one with
-/// [`McpDurationLayer::new`].
+/// span's [`MCP_DURATION_ATTRIBUTES`]; and [`MCP_CLIENT_SESSION_DURATION`] and
+/// [`MCP_SERVER_SESSION_DURATION`] for every session, from the event the runtime emits as it
+/// ends, with its [`MCP_SESSION_ATTRIBUTES`]. The runtime emits nothing for them but the spans
+/// and events; a host with its own [`MeterProvider`](opentelemetry::metrics::MeterProvider)
+/// makes one with [`McpDurationLayer::new`].
 pub struct McpDurationLayer {
     client: Histogram<f64>,
     server: Histogram<f64>,
+    client_session: Histogram<f64>,
+    server_session: Histogram<f64>,
 }
 
 impl std::fmt::Debug for McpDurationLayer {
@@ -61,7 +93,7 @@ impl std::fmt::Debug for McpDurationLayer {
 }
 
 impl McpDurationLayer {
-    /// The two histograms (unit `s`, boundaries [`MCP_DURATION_BOUNDARIES`]) of `meter`.
+    /// The four histograms (unit `s`, boundaries [`MCP_DURATION_BOUNDARIES`]) of `meter`.
     pub fn new(meter: &Meter) -> Self {
         let histogram = |name: &'static str, description: &'static str| {
             meter
@@ -79,6 +111,14 @@ impl McpDurationLayer {
             server: histogram(
                 MCP_SERVER_DURATION,
                 "The duration of the MCP request or notification as observed on the receiver.",
+            ),
+            client_session: histogram(
+                MCP_CLIENT_SESSION_DURATION,
+                "The duration of the MCP session as observed on the MCP client.",
+            ),
+            server_session: histogram(
+                MCP_SERVER_SESSION_DURATION,
+                "The duration of the MCP session as observed on the MCP server.",
             ),
         }
     }
@@ -111,6 +151,42 @@ impl McpTiming {
 }
 
 impl Visit for McpTiming {
+    fn record_str(&mut self, field: &Field, value: &str) {
+        self.set(field, value.to_owned().into());
+    }
+
+    fn record_i64(&mut self, field: &Field, value: i64) {
+        self.set(field, value.into());
+    }
+
+    fn record_debug(&mut self, _field: &Field, _value: &dyn std::fmt::Debug) {}
+}
+
+/// What the event that ends a session says: its length (`duration`, seconds) and attributes.
+#[derive(Default)]
+struct SessionEnd {
+    duration: Option<f64>,
+    attributes: Vec<KeyValue>,
+}
+
+impl SessionEnd {
+    fn set(&mut self, field: &Field, value: opentelemetry::Value) {
+        if let Some(key) = MCP_SESSION_ATTRIBUTES
+            .iter()
+            .find(|key| **key == field.name())
+        {
+            self.attributes.push(KeyValue::new(*key, value));
+        }
+    }
+}
+
+impl Visit for SessionEnd {
+    fn record_f64(&mut self, field: &Field, value: f64) {
+        if field.name() == "duration" {
+            self.duration = Some(value);
+        }
+    }
+
     fn record_str(&mut self, field: &Field, value: &str) {
         self.set(field, value.to_owned().into());
     }
@@ -170,5 +246,22 @@ where
             &self.server
         };
         histogram.record(timing.started.elapsed().as_secs_f64(), &timing.attributes);
+    }
+
+    fn on_event(&self, event: &tracing::Event<'_>, _ctx: Context<'_, S>) {
+        let metadata = event.metadata();
+        if !metadata.target().starts_with("dsh_tool_mcp") {
+            return;
+        }
+        let histogram = match metadata.name() {
+            "mcp_client_session" => &self.client_session,
+            "mcp_server_session" => &self.server_session,
+            _ => return,
+        };
+        let mut end = SessionEnd::default();
+        event.record(&mut end);
+        if let Some(duration) = end.duration {
+            histogram.record(duration, &end.attributes);
+        }
     }
 }

@@ -1,11 +1,13 @@
 //! OpenTelemetry export of the spans every call emits (feature `otel`).
 //!
-//! The library emits `tracing` spans only ([`crate::telemetry`] lists their names and
-//! attributes). This module turns them into OpenTelemetry spans with `tracing-opentelemetry`,
+//! The library emits `tracing` spans only, and an event as an MCP session ends
+//! ([`crate::telemetry`] lists their names and attributes). This module turns them into OpenTelemetry spans with `tracing-opentelemetry`,
 //! exports them over OTLP/HTTP (protobuf) on a batch thread, and installs the W3C Trace Context
 //! propagation that MCP requests carry in `params._meta`. From the same spans it records the
 //! histograms `gen_ai.execute_tool.duration` ([`ToolDurationLayer`]) and, for MCP,
-//! `mcp.client.operation.duration` and `mcp.server.operation.duration` ([`McpDurationLayer`]),
+//! `mcp.client.operation.duration` and `mcp.server.operation.duration`, and from the events that
+//! end MCP sessions `mcp.client.session.duration` and `mcp.server.session.duration`
+//! ([`McpDurationLayer`]),
 //! exported as OTLP metrics next to the traces. The command line's `--otlp-endpoint` uses it;
 //! a Rust host wires the same:
 //!
@@ -65,8 +67,9 @@ mod tool_metrics;
 
 pub use export::{Otlp, OtlpError, is_library_target};
 pub use mcp_metrics::{
-    MCP_CLIENT_DURATION, MCP_DURATION_ATTRIBUTES, MCP_DURATION_BOUNDARIES, MCP_SERVER_DURATION,
-    McpDurationLayer,
+    MCP_CLIENT_DURATION, MCP_CLIENT_SESSION_DURATION, MCP_DURATION_ATTRIBUTES,
+    MCP_DURATION_BOUNDARIES, MCP_SERVER_DURATION, MCP_SERVER_SESSION_DURATION,
+    MCP_SESSION_ATTRIBUTES, McpDurationLayer,
 };
 pub use tool_metrics::{TOOL_DURATION, TOOL_DURATION_BOUNDARIES, ToolDurationLayer};
 
@@ -152,6 +155,26 @@ mod tests {
                 "gen_ai.prompt.name",
                 "error.type",
                 "rpc.response.status_code",
+                "mcp.protocol.version",
+                "network.transport",
+                "network.protocol.name",
+                "network.protocol.version",
+                "server.address",
+                "server.port",
+            ]
+        );
+    }
+
+    /// The session histograms and their attributes, as the MCP conventions of `SEMCONV` name
+    /// them (`error.type`, which they also list, is not recorded: a session's end is not
+    /// classified).
+    #[test]
+    fn the_session_histograms_are_named_as_the_conventions_do() {
+        assert_eq!(MCP_CLIENT_SESSION_DURATION, "mcp.client.session.duration");
+        assert_eq!(MCP_SERVER_SESSION_DURATION, "mcp.server.session.duration");
+        assert_eq!(
+            MCP_SESSION_ATTRIBUTES,
+            [
                 "mcp.protocol.version",
                 "network.transport",
                 "network.protocol.name",

@@ -5,6 +5,7 @@ use rmcp::model::{ConstString, MetaObject};
 use tracing::Span;
 use tracing::field::Empty;
 
+use super::session::Session;
 use super::{
     HTTP, PIPE, TCP, extract, failed, inject, notification_method, operation, record_prompt,
     record_resource, request_method, resource_uri, server_notification_method, span_name,
@@ -117,11 +118,14 @@ pub(crate) struct ClientSpans {
     /// The `SERVER` spans of the server's requests to this client (sampling, elicitation,
     /// roots), closed by the client's answer.
     serving: std::collections::HashMap<rmcp::model::RequestId, Span>,
+    /// The connection's session, reported when the connection ends.
+    lifetime: Session,
 }
 
 impl ClientSpans {
     pub(crate) fn new(peer: ClientPeer, session: Option<SessionCell>) -> Self {
         ClientSpans {
+            lifetime: Session::start(peer.transport),
             peer,
             session,
             protocol_version: None,
@@ -286,7 +290,10 @@ impl ClientSpans {
                     if let Some(span) = &span {
                         span.record("mcp.protocol.version", version.as_str());
                     }
+                    self.lifetime.initialized(version.clone(), None);
                     self.protocol_version = Some(version);
+                } else {
+                    self.lifetime.exchanged(self.protocol_version.as_deref());
                 }
             }
             ServerJsonRpcMessage::Error(error) => {
@@ -295,5 +302,13 @@ impl ClientSpans {
                 }
             }
         }
+    }
+}
+
+/// The connection ended: its session, if it had one, is reported.
+impl Drop for ClientSpans {
+    fn drop(&mut self) {
+        self.lifetime
+            .client_ended(self.peer.address.as_deref(), self.peer.port);
     }
 }

@@ -16,12 +16,15 @@ mod client;
 mod read_back;
 #[cfg(feature = "server")]
 mod server;
+mod session;
 
 pub(crate) use client::{ClientPeer, ClientSpans, SessionCell, client_span, record_session};
 #[cfg(feature = "server")]
 pub(crate) use server::{
     Outbound, Served, http_version, notify, notify_listener, outbound_span, server_span,
 };
+#[cfg(feature = "server")]
+pub(crate) use session::Session;
 
 /// `mcp.method.name` of a tool call.
 pub(crate) const TOOLS_CALL: &str = "tools/call";
