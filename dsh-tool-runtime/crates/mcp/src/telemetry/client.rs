@@ -270,11 +270,19 @@ impl ClientSpans {
             }
             ServerJsonRpcMessage::Notification(notification) => {
                 let notification = &notification.notification;
-                let span = self.serving_span(
-                    server_notification_method(notification),
-                    None,
-                    &notification.get_meta().0,
-                );
+                let meta = notification.get_meta();
+                let method = server_notification_method(notification);
+                // A notification on a `subscriptions/listen` stream without a trace context
+                // (rmcp's own acknowledgement of the stream, which a server over HTTP cannot
+                // give one) is under the span of the listen request, so in its trace.
+                let listen = match meta.0.get_traceparent() {
+                    None => meta.subscription_id().and_then(|id| self.open.get(&id)),
+                    Some(_) => None,
+                };
+                let span = match listen {
+                    Some(listen) => listen.in_scope(|| self.serving_span(method, None, &meta.0)),
+                    None => self.serving_span(method, None, &meta.0),
+                };
                 if let Some(uri) = resource_uri(notification) {
                     span.record("mcp.resource.uri", uri);
                 }

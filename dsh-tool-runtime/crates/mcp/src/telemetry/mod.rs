@@ -11,6 +11,8 @@ use tracing::Span;
 
 use dsh_tool_runtime::telemetry::{OTHER_ERROR, propagator};
 
+#[cfg(feature = "server")]
+mod acknowledgement;
 mod client;
 #[cfg(test)]
 mod read_back;
@@ -18,6 +20,8 @@ mod read_back;
 mod server;
 mod session;
 
+#[cfg(feature = "server")]
+pub(crate) use acknowledgement::Acknowledgements;
 pub(crate) use client::{ClientPeer, ClientSpans, SessionCell, client_span, record_session};
 #[cfg(feature = "server")]
 pub(crate) use server::{

@@ -49,6 +49,8 @@ impl Propagator for Noting {
 #[derive(Clone, Debug)]
 struct Seen {
     id: u64,
+    /// The tracing id of its parent span, given or current.
+    parent: Option<u64>,
     fields: BTreeMap<String, String>,
 }
 
@@ -76,11 +78,17 @@ impl Visit for Fields<'_> {
 }
 
 impl<S: tracing::Subscriber> Layer<S> for Spans {
-    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, _: Context<'_, S>) {
+    fn on_new_span(&self, attrs: &Attributes<'_>, id: &Id, context: Context<'_, S>) {
         let mut fields = BTreeMap::new();
         attrs.record(&mut Fields(&mut fields));
+        let parent = match attrs.parent() {
+            Some(parent) => Some(parent.into_u64()),
+            None if attrs.is_contextual() => context.current_span().id().map(Id::into_u64),
+            None => None,
+        };
         self.0.lock().unwrap().push(Seen {
             id: id.into_u64(),
+            parent,
             fields,
         });
     }
@@ -366,4 +374,124 @@ fn a_notification_the_server_sends_is_a_client_span_with_its_context_in_its_meta
     drop(outbound_notification(&mut updated, &stdio));
     let seen = spans.one("notifications/resources/updated");
     assert_eq!(seen.field("mcp.resource.uri"), Some("file:///b"));
+}
+
+/// rmcp acknowledges a `subscriptions/listen` stream itself, with no trace context over HTTP:
+/// the client reads the acknowledgement as a `SERVER` span under its listen request's span.
+#[test]
+fn an_acknowledgement_without_a_context_is_under_the_clients_listen_span() {
+    let (spans, _guard) = Spans::install();
+    let mut connection = http_connection();
+    connection.sent(&mut from_client(json!({"jsonrpc": "2.0", "id": 9,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/protocolVersion": "2026-07-28"}}})));
+    let listen = spans.one("subscriptions/listen");
+    connection.received(&from_server(json!({"jsonrpc": "2.0",
+        "method": "notifications/subscriptions/acknowledged",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"io.modelcontextprotocol/subscriptionId": 9}}})));
+    let acknowledged = spans.one("notifications/subscriptions/acknowledged");
+    assert_eq!(acknowledged.parent, Some(listen.id));
+    let expected = [
+        ("otel.kind", "server"),
+        (
+            "mcp.method.name",
+            "notifications/subscriptions/acknowledged",
+        ),
+        ("mcp.protocol.version", "2026-07-28"),
+        ("network.transport", "tcp"),
+    ];
+    for (key, value) in expected {
+        assert_eq!(
+            acknowledged.field(key),
+            Some(value),
+            "{key}: {acknowledged:?}"
+        );
+    }
+    assert_eq!(parent_of(acknowledged.id), None);
+
+    // With a context (a stdio server of ours gives one), the context is the parent.
+    connection.sent(&mut from_client(json!({"jsonrpc": "2.0", "id": 10,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true}}})));
+    connection.received(&from_server(json!({"jsonrpc": "2.0",
+        "method": "notifications/tools/list_changed",
+        "params": {"_meta": {"io.modelcontextprotocol/subscriptionId": 10,
+            "traceparent": REMOTE}}})));
+    let changed = spans.one("notifications/tools/list_changed");
+    assert_eq!(parent_of(changed.id).as_deref(), Some(REMOTE));
+}
+
+/// Over stdio the server's transport gives rmcp's acknowledgement a `CLIENT` span under the
+/// listen request's trace context, and puts the span's context in its `_meta`.
+#[cfg(feature = "server")]
+#[test]
+fn a_stdio_servers_acknowledgement_is_a_client_span_under_the_listen_requests_context() {
+    use rmcp::model::RequestId;
+
+    let (spans, _guard) = Spans::install();
+    let mut acknowledgements = Acknowledgements::default();
+    let listen: ClientJsonRpcMessage = from_client(json!({"jsonrpc": "2.0", "id": 9,
+        "method": "subscriptions/listen",
+        "params": {"notifications": {"toolsListChanged": true},
+            "_meta": {"traceparent": REMOTE,
+                "io.modelcontextprotocol/protocolVersion": "2026-07-28"}}}));
+    let ClientJsonRpcMessage::Request(request) = &listen else {
+        panic!("a request: {listen:?}");
+    };
+    let meta = request.request.get_meta();
+    acknowledgements.listening(
+        &request.id,
+        &meta.0,
+        meta.protocol_version().map(|version| version.to_string()),
+    );
+    let acknowledgement = || -> ServerNotification {
+        serde_json::from_value(json!({"method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": {"toolsListChanged": true},
+                "_meta": {"io.modelcontextprotocol/subscriptionId": 9}}}))
+        .unwrap()
+    };
+    // Another notification, or another stream's acknowledgement, is none of its business.
+    let mut changed: ServerNotification =
+        serde_json::from_value(json!({"method": "notifications/tools/list_changed"})).unwrap();
+    assert!(acknowledgements.acknowledging(&mut changed).is_none());
+    let mut other = acknowledgement();
+    other
+        .get_meta_mut()
+        .set_subscription_id(RequestId::Number(8));
+    assert!(acknowledgements.acknowledging(&mut other).is_none());
+
+    let mut acknowledged = acknowledgement();
+    let span = acknowledgements
+        .acknowledging(&mut acknowledged)
+        .expect("the stream's acknowledgement");
+    let id = span.id().unwrap().into_u64();
+    drop(span);
+    let seen = spans.one("notifications/subscriptions/acknowledged");
+    let expected = [
+        ("otel.kind", "client"),
+        (
+            "mcp.method.name",
+            "notifications/subscriptions/acknowledged",
+        ),
+        ("mcp.protocol.version", "2026-07-28"),
+        ("network.transport", "pipe"),
+    ];
+    for (key, value) in expected {
+        assert_eq!(seen.field(key), Some(value), "{key}: {seen:?}");
+    }
+    assert_eq!(parent_of(id).as_deref(), Some(REMOTE));
+    let wire = serde_json::to_value(&acknowledged).unwrap();
+    assert_eq!(wire["params"]["_meta"]["traceparent"], traceparent(id));
+    assert_eq!(
+        wire["params"]["_meta"]["io.modelcontextprotocol/subscriptionId"],
+        9
+    );
+    // Acknowledged once: the request is forgotten.
+    assert!(
+        acknowledgements
+            .acknowledging(&mut acknowledgement())
+            .is_none()
+    );
 }
