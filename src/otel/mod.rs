@@ -109,7 +109,9 @@ pub fn install_propagator() -> bool {
 mod tests {
     use super::export::{METRICS_PATH, TRACES_PATH, resolved_url, signal_url};
     use super::{
-        MCP_CLIENT_DURATION, MCP_DURATION_ATTRIBUTES, MCP_SERVER_DURATION, Otlp, TOOL_DURATION,
+        MCP_CLIENT_DURATION, MCP_CLIENT_SESSION_DURATION, MCP_DURATION_ATTRIBUTES,
+        MCP_SERVER_DURATION, MCP_SERVER_SESSION_DURATION, MCP_SESSION_ATTRIBUTES, Otlp,
+        TOOL_DURATION,
     };
     use dsh_tool_runtime::telemetry::otlp_flush_bound as bound_of;
     use std::time::Duration;

@@ -18,6 +18,7 @@ use super::{HTTP, PIPE, TCP};
 pub(crate) const CLIENT_SESSION: &str = "mcp_client_session";
 
 /// The name of the event that ends a server's session.
+#[cfg(feature = "server")]
 pub(crate) const SERVER_SESSION: &str = "mcp_server_session";
 
 /// One side's session: when it started, whether it was established, and what its event says.
@@ -98,6 +99,7 @@ impl Session {
     }
 
     /// Reports the end of a server's session: the [`SERVER_SESSION`] event, with no parent.
+    #[cfg(feature = "server")]
     pub(crate) fn server_ended(&self) {
         let Some(duration) = self.length() else {
             return;
@@ -118,7 +120,7 @@ impl Session {
 }
 
 /// The events of sessions, read back from a subscriber.
-#[cfg(test)]
+#[cfg(all(test, feature = "server"))]
 mod tests {
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
@@ -168,8 +170,7 @@ mod tests {
         let events = Events::default();
         let subscriber = tracing_subscriber::registry().with(events.clone());
         tracing::subscriber::with_default(subscriber, run);
-        let seen = events.0.lock().unwrap().clone();
-        seen
+        events.0.lock().unwrap().clone()
     }
 
     fn fields(seen: &Seen) -> BTreeMap<&str, &str> {
