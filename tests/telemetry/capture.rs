@@ -41,11 +41,21 @@ struct Seq(u64);
 impl Capture {
     /// A capture installed as this thread's default subscriber until the guard drops.
     pub(crate) fn install() -> (Capture, tracing::subscriber::DefaultGuard) {
+        Capture::install_filtered(|_| true)
+    }
+
+    /// Likewise, of the spans `filter` lets through (a global filter: the spans it leaves out
+    /// are disabled, as without a subscriber).
+    pub(crate) fn install_filtered(
+        filter: impl Fn(&tracing::Metadata<'_>) -> bool + Send + Sync + 'static,
+    ) -> (Capture, tracing::subscriber::DefaultGuard) {
         let capture = Capture {
             spans: Arc::new(Mutex::new(Vec::new())),
             next: Arc::new(AtomicU64::new(1)),
         };
-        let subscriber = tracing_subscriber::registry().with(capture.clone());
+        let subscriber = tracing_subscriber::registry()
+            .with(tracing_subscriber::filter::filter_fn(filter))
+            .with(capture.clone());
         (capture, tracing::subscriber::set_default(subscriber))
     }
 

@@ -38,6 +38,18 @@ fn the_convention_version_is_named() {
     );
 }
 
+/// A call whose span no subscriber takes (none installed, or a filter leaving it out) opens no
+/// stage span either: nothing of it is traced, and nothing is built for it.
+#[tokio::test]
+async fn a_call_span_nobody_takes_has_no_stage_spans() {
+    let (capture, _guard) = Capture::install_filtered(|metadata| metadata.name() != "execute_tool");
+    let registry = Registry::new();
+    registry.register(mirror("echo")).unwrap();
+    let result = registry.execute(call("c1", "echo", json!({"n": 1}))).await;
+    assert!(!result.is_error());
+    assert!(capture.named("execute").is_empty(), "{:?}", capture.spans());
+}
+
 #[tokio::test]
 async fn a_native_call_is_one_execute_tool_span() {
     let (capture, _guard) = Capture::install();

@@ -156,7 +156,10 @@ impl Registry {
             let outcome = contain(async move { next.run().await })
                 .instrument(stage.clone())
                 .await;
-            if let Ok(decision) = &outcome {
+            // A disabled span looks the field up all the same: skipped without a subscriber.
+            if let Ok(decision) = &outcome
+                && !stage.is_disabled()
+            {
                 stage.record(
                     "dsh.decision",
                     match decision {
@@ -212,13 +215,15 @@ impl Registry {
                     .ask(approver, park.as_deref(), &view, reason, arguments)
                     .instrument(stage.clone())
                     .await;
-                stage.record(
-                    "dsh.approval",
-                    match &outcome {
-                        Ok(None) => "allowed",
-                        Ok(Some(_)) | Err(_) => "denied",
-                    },
-                );
+                if !stage.is_disabled() {
+                    stage.record(
+                        "dsh.approval",
+                        match &outcome {
+                            Ok(None) => "allowed",
+                            Ok(Some(_)) | Err(_) => "denied",
+                        },
+                    );
+                }
                 match outcome {
                     Ok(None) => None,
                     Ok(Some(denial)) => Some(denial),

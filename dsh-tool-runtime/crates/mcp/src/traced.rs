@@ -36,7 +36,8 @@ use rmcp::{ErrorData, RoleServer, ServerHandler};
 use tracing::{Instrument, Span};
 
 use crate::telemetry::{
-    Served, TOOL_ERROR, extract, failed, http_version, record_prompt, record_resource, server_span,
+    Served, Session, TOOL_ERROR, extract, failed, http_version, record_prompt, record_resource,
+    server_span,
 };
 
 /// A server handler whose every request and notification is a `SERVER` span.
@@ -44,11 +45,18 @@ pub(crate) struct Traced<H> {
     inner: H,
     /// `network.transport`: [`crate::telemetry::PIPE`] or [`crate::telemetry::TCP`].
     transport: &'static str,
+    /// The session this handler serves (one per stdio process or streamable HTTP session; a
+    /// stateless request's handler serves none), reported when the handler is dropped.
+    session: parking_lot::Mutex<Session>,
 }
 
 impl<H: ServerHandler> Traced<H> {
     pub(crate) fn new(inner: H, transport: &'static str) -> Self {
-        Traced { inner, transport }
+        Traced {
+            inner,
+            transport,
+            session: parking_lot::Mutex::new(Session::start(transport)),
+        }
     }
 
     /// The span of `method` (`tool`: the tool a `tools/call` calls) for a message with
@@ -84,14 +92,16 @@ impl<H: ServerHandler> Traced<H> {
         tool: Option<&str>,
         context: &RequestContext<RoleServer>,
     ) -> Span {
+        let version = context
+            .protocol_version()
+            .map(|version| version.to_string());
+        self.session.lock().exchanged(version.as_deref());
         let span = self.span(
             method,
             tool,
             &context.extensions,
             Some(context.id.to_string()),
-            context
-                .protocol_version()
-                .map(|version| version.to_string()),
+            version,
         );
         extract(&span, &context.meta.0);
         span
@@ -186,6 +196,14 @@ macro_rules! traced_notifications {
     (@arg $arg:ident $params:ty) => { $arg };
 }
 
+/// The handler's session ended (its process's stdin, its HTTP session closed): it is reported,
+/// if it had one.
+impl<H> Drop for Traced<H> {
+    fn drop(&mut self) {
+        self.session.get_mut().server_ended();
+    }
+}
+
 impl<H: ServerHandler> ServerHandler for Traced<H> {
     traced_requests! {
         complete(CompleteRequestParams) -> CompleteResult = CompleteRequestMethod;
@@ -225,12 +243,15 @@ impl<H: ServerHandler> ServerHandler for Traced<H> {
             None,
         );
         extract(&span, &context.meta.0);
+        let http = context
+            .extensions
+            .get::<http::request::Parts>()
+            .and_then(|parts| http_version(parts.version));
         let answer = answered(span.clone(), self.inner.initialize(request, context)).await;
         if let Ok(result) = &answer {
-            span.record(
-                "mcp.protocol.version",
-                result.protocol_version.to_string().as_str(),
-            );
+            let version = result.protocol_version.to_string();
+            span.record("mcp.protocol.version", version.as_str());
+            self.session.lock().initialized(version, http);
         }
         answer
     }

@@ -202,12 +202,17 @@ async fn run(
         None => None,
     };
     let span = exec.span();
-    span.record("dsh.code.language", runtime.language());
-    span.record(
-        "dsh.code.max_parallel_sub_calls",
-        config.max_parallel_sub_calls,
-    );
-    if let Some(budgets) = runtime.budgets() {
+    // A disabled span looks each field up all the same: nothing is recorded without a
+    // subscriber.
+    let traced = !span.is_disabled();
+    if traced {
+        span.record("dsh.code.language", runtime.language());
+        span.record(
+            "dsh.code.max_parallel_sub_calls",
+            config.max_parallel_sub_calls,
+        );
+    }
+    if traced && let Some(budgets) = runtime.budgets() {
         span.record("dsh.code.budget.compute_ms", budgets.compute_ms);
         span.record("dsh.code.budget.max_wall_ms", budgets.max_wall_ms);
         span.record("dsh.code.budget.max_memory_mb", budgets.max_memory_mb);
@@ -256,13 +261,20 @@ async fn run(
         },
         bridge.drive()
     );
-    span.record("dsh.code.binding_calls", bridge.submitted());
+    if traced {
+        span.record("dsh.code.binding_calls", bridge.submitted());
+    }
     let outcome =
         outcome.map_err(|err| ToolError::coded(ErrorCode::CodeRunFailed, err.to_string()))?;
-    match &outcome.error {
-        Some(failure) => span.record("dsh.code.outcome", failure.kind.as_str()),
-        None => span.record("dsh.code.outcome", "ok"),
-    };
+    if traced {
+        span.record(
+            "dsh.code.outcome",
+            outcome
+                .error
+                .as_ref()
+                .map_or("ok", |failure| failure.kind.as_str()),
+        );
+    }
     match durable {
         Some(Durable::Store(run, replay)) => {
             let failure = outcome

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::time::Duration;
 
 use rmcp::RoleServer;
-use rmcp::model::{ClientNotification, ClientRequest, JsonRpcMessage, RequestId};
+use rmcp::model::{ClientNotification, ClientRequest, GetMeta, JsonRpcMessage, RequestId};
 use rmcp::service::{RxJsonRpcMessage, TxJsonRpcMessage};
 use rmcp::transport::Transport;
 use rmcp::transport::async_rw::AsyncRwTransport;
@@ -31,6 +31,9 @@ use tokio::net::unix::pipe;
 use tokio::sync::mpsc;
 use tokio::sync::watch;
 use tokio_util::sync::CancellationToken;
+use tracing::{Instrument, Span};
+
+use crate::telemetry::Acknowledgements;
 
 /// The read half of the transport.
 pub(crate) type Input = Box<dyn AsyncRead + Send + Unpin>;
@@ -65,6 +68,7 @@ pub(crate) fn transport(ended: CancellationToken) -> Stdio {
         ended,
         listening: watch::Sender::new(HashSet::new()),
         held_until: None,
+        acknowledgements: Acknowledgements::default(),
     }
 }
 
@@ -85,11 +89,13 @@ pub(crate) struct Stdio {
     listening: watch::Sender<HashSet<RequestId>>,
     /// Set once end of input was read: until when it is held back.
     held_until: Option<tokio::time::Instant>,
+    /// The listen requests whose acknowledgement (which rmcp sends) gets its span here.
+    acknowledgements: Acknowledgements,
 }
 
 impl Stdio {
     /// Keeps track of the listen requests among the messages read.
-    fn note(&self, message: &RxJsonRpcMessage<RoleServer>) {
+    fn note(&mut self, message: &RxJsonRpcMessage<RoleServer>) {
         match message {
             // Every stream the handler opens ends on `ended`.
             JsonRpcMessage::Request(request)
@@ -98,6 +104,12 @@ impl Stdio {
                     ClientRequest::SubscriptionsListenRequest(_)
                 ) =>
             {
+                let meta = request.request.get_meta();
+                self.acknowledgements.listening(
+                    &request.id,
+                    &meta.0,
+                    meta.protocol_version().map(|version| version.to_string()),
+                );
                 let id = request.id.clone();
                 self.listening.send_modify(|open| {
                     open.insert(id);
@@ -109,6 +121,7 @@ impl Stdio {
                     &notification.notification
                     && let Some(id) = &cancelled.params.request_id
                 {
+                    self.acknowledgements.ended(id);
                     self.listening.send_if_modified(|open| open.remove(id));
                 }
             }
@@ -122,7 +135,7 @@ impl Transport<RoleServer> for Stdio {
 
     fn send(
         &mut self,
-        item: TxJsonRpcMessage<RoleServer>,
+        mut item: TxJsonRpcMessage<RoleServer>,
     ) -> impl Future<Output = Result<(), Self::Error>> + Send + 'static {
         let answered = match &item {
             JsonRpcMessage::Response(response) => Some(&response.id),
@@ -130,9 +143,19 @@ impl Transport<RoleServer> for Stdio {
             _ => None,
         };
         if let Some(id) = answered {
+            self.acknowledgements.ended(id);
             self.listening.send_if_modified(|open| open.remove(id));
         }
-        self.inner.send(item)
+        // rmcp's acknowledgement of a listen stream: its span lasts until it is written.
+        let span = match &mut item {
+            JsonRpcMessage::Notification(notification) => self
+                .acknowledgements
+                .acknowledging(&mut notification.notification),
+            _ => None,
+        };
+        self.inner
+            .send(item)
+            .instrument(span.unwrap_or_else(Span::none))
     }
 
     /// Cancel-safe, as rmcp needs: the end of input, once read, is kept in `held_until`.
@@ -360,5 +383,96 @@ mod tests {
         let write = format!("/proc/self/fd/{}", write.as_raw_fd());
         assert!(polled(file.path(), Path::new(&write)).is_err());
         assert!(polled(Path::new(&write), file.path()).is_err());
+    }
+
+    /// Names the runtime's spans opened while it is the thread's subscriber, with their
+    /// `network.transport`.
+    #[derive(Clone, Default)]
+    struct Named(std::sync::Arc<std::sync::Mutex<Vec<(String, String)>>>);
+
+    struct Fields<'a>(&'a mut (String, String));
+
+    impl tracing::field::Visit for Fields<'_> {
+        fn record_str(&mut self, field: &tracing::field::Field, value: &str) {
+            match field.name() {
+                "otel.name" => self.0.0 = value.to_owned(),
+                "network.transport" => self.0.1 = value.to_owned(),
+                _ => {}
+            }
+        }
+        fn record_debug(&mut self, _: &tracing::field::Field, _: &dyn std::fmt::Debug) {}
+    }
+
+    impl<S: tracing::Subscriber> tracing_subscriber::Layer<S> for Named {
+        fn on_new_span(
+            &self,
+            attrs: &tracing::span::Attributes<'_>,
+            _: &tracing::span::Id,
+            _: tracing_subscriber::layer::Context<'_, S>,
+        ) {
+            let mut named = (String::new(), String::new());
+            attrs.record(&mut Fields(&mut named));
+            // The runtime's spans: rmcp's have no `otel.name`.
+            if !named.0.is_empty() {
+                self.0.lock().unwrap().push(named);
+            }
+        }
+    }
+
+    /// rmcp acknowledges a listen stream itself; the stdio transport, which writes it, gives it
+    /// its `CLIENT` span.
+    #[tokio::test]
+    async fn the_acknowledgement_of_a_listen_stream_is_a_span() {
+        use rmcp::model::ServerNotification;
+        use tracing_subscriber::layer::SubscriberExt;
+
+        let named = Named::default();
+        let _guard =
+            tracing::subscriber::set_default(tracing_subscriber::registry().with(named.clone()));
+        let (mut client, server) = tokio::io::duplex(4096);
+        let (input, output) = tokio::io::split(server);
+        let mut stdio = Stdio {
+            inner: AsyncRwTransport::new_server(
+                Box::new(input) as Input,
+                Box::new(output) as Output,
+            ),
+            ended: CancellationToken::new(),
+            listening: watch::Sender::new(HashSet::new()),
+            held_until: None,
+            acknowledgements: Acknowledgements::default(),
+        };
+        client
+            .write_all(
+                br#"{"jsonrpc":"2.0","id":3,"method":"subscriptions/listen","params":{"notifications":{"toolsListChanged":true},"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}"#,
+            )
+            .await
+            .unwrap();
+        client.write_all(b"\n").await.unwrap();
+        assert!(stdio.receive().await.is_some());
+        let acknowledgement: ServerNotification = serde_json::from_value(serde_json::json!({
+            "method": "notifications/subscriptions/acknowledged",
+            "params": {"notifications": {"toolsListChanged": true},
+                "_meta": {"io.modelcontextprotocol/subscriptionId": 3}}}))
+        .unwrap();
+        stdio
+            .send(JsonRpcMessage::notification(acknowledgement))
+            .await
+            .unwrap();
+        let mut line = Vec::new();
+        while !line.ends_with(b"\n") {
+            line.push(client.read_u8().await.unwrap());
+        }
+        let written: serde_json::Value = serde_json::from_slice(&line).unwrap();
+        assert_eq!(
+            written["method"],
+            "notifications/subscriptions/acknowledged"
+        );
+        assert_eq!(
+            *named.0.lock().unwrap(),
+            [(
+                "notifications/subscriptions/acknowledged".to_owned(),
+                "pipe".to_owned()
+            )]
+        );
     }
 }
