@@ -741,6 +741,29 @@ fn server_scenarios_pass_against_the_example_server() {
                         outcome.warnings.len(),
                     )
                 })
+                .chain(
+                    SERVER_LEGS
+                        .iter()
+                        .zip(outcomes)
+                        .filter(|(leg, _)| {
+                            required
+                                .iter()
+                                .all(|(revision, _)| leg.version != *revision)
+                        })
+                        .map(|(leg, outcome)| {
+                            format!(
+                                "server {}: every scenario run: {}/{}; warnings: {}",
+                                leg.version,
+                                outcome
+                                    .scenarios
+                                    .iter()
+                                    .filter(|(_, passed)| *passed)
+                                    .count(),
+                                outcome.scenarios.len(),
+                                outcome.warnings.len(),
+                            )
+                        }),
+                )
                 .chain(SERVER_LEGS.iter().zip(outcomes).flat_map(|(leg, outcome)| {
                     outcome.warning_lines(&format!("server {}", leg.version))
                 }))
