@@ -97,7 +97,7 @@ fn an_empty_endpoint_flag_is_refused() {
 }
 
 /// What `tracing-opentelemetry` adds by default and the conventions do not ask of these spans.
-const NOISE: [&str; 8] = [
+const NOISE: [&str; 10] = [
     "code.file.path",
     "code.line.number",
     "code.module.name",
@@ -106,6 +106,8 @@ const NOISE: [&str; 8] = [
     "busy_ns",
     "idle_ns",
     "target",
+    "otel.status_code",
+    "otel.status_description",
 ];
 
 /// A session of `serve` over stdio exports the runtime's spans only, none of rmcp's own, and
@@ -136,6 +138,8 @@ async fn the_command_lines_spans_are_the_runtimes_without_extras() {
         json!({"jsonrpc": "2.0", "method": "notifications/initialized"}),
         json!({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
             "name": "file_stats", "arguments": {"path": "Cargo.toml"}}}),
+        json!({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+            "name": "file_stats", "arguments": {"path": 5}}}),
     ];
     for message in messages {
         stdin
@@ -143,12 +147,17 @@ async fn the_command_lines_spans_are_the_runtimes_without_extras() {
             .await
             .unwrap();
     }
-    // The call's answer, then end of input.
-    loop {
-        let line = lines.next_line().await.unwrap().expect("the call's answer");
+    // Both calls' answers, then end of input.
+    let mut answered = 0;
+    while answered < 2 {
+        let line = lines
+            .next_line()
+            .await
+            .unwrap()
+            .expect("the calls' answers");
         let message: Value = serde_json::from_str(&line).unwrap();
-        if message["id"] == 2 {
-            break;
+        if message["id"] == 2 || message["id"] == 3 {
+            answered += 1;
         }
     }
     drop(stdin);
@@ -194,6 +203,16 @@ async fn the_command_lines_spans_are_the_runtimes_without_extras() {
     assert!(names.contains(&"tools/call file_stats"), "{names:?}");
     assert!(names.contains(&"execute_tool file_stats"), "{names:?}");
     assert!(!names.contains(&"serve_inner"), "{names:?}");
+    // A failed call's status is the exporter's own (code and description), not an attribute.
+    let failed = spans
+        .iter()
+        .find(|span| {
+            span.name == "execute_tool file_stats"
+                && span.status.as_ref().is_some_and(|status| status.code == 2)
+        })
+        .unwrap_or_else(|| panic!("the failed call's span has status ERROR: {spans:#?}"));
+    let message = &failed.status.as_ref().unwrap().message;
+    assert!(message.contains("path"), "{message:?}");
     for span in &spans {
         let keys = span
             .attributes

@@ -94,7 +94,7 @@ async fn an_unknown_tools_span_claims_no_type() {
             ("otel.name", "execute_tool missing"),
             ("otel.kind", "internal"),
             ("otel.status_code", "error"),
-            ("otel.status_message", "unknown tool \"missing\""),
+            ("otel.status_description", "unknown tool \"missing\""),
             ("gen_ai.operation.name", "execute_tool"),
             ("gen_ai.tool.name", "missing"),
             ("gen_ai.tool.call.id", "c1"),
@@ -131,14 +131,14 @@ async fn a_failing_call_records_its_error_code_and_status() {
     assert_eq!(span.field("error.type"), Some("INVALID_ARGS"));
     assert_eq!(span.field("otel.status_code"), Some("error"));
     assert_eq!(
-        span.field("otel.status_message"),
+        span.field("otel.status_description"),
         Some(invalid.error().unwrap().message.as_str())
     );
     registry.execute(call("boom", "fails", json!({}))).await;
     let span = capture.call("boom");
     // An error without a code is the conventions' fallback.
     assert_eq!(span.field("error.type"), Some("_OTHER"));
-    assert_eq!(span.field("otel.status_message"), Some("boom"));
+    assert_eq!(span.field("otel.status_description"), Some("boom"));
     registry.execute(call("none", "missing", json!({}))).await;
     let span = capture.call("none");
     assert_eq!(span.field("error.type"), Some("UNKNOWN_TOOL"));

@@ -159,7 +159,7 @@ pub fn call_span(
                 otel.name = format!("execute_tool {}", view.name),
                 otel.kind = "internal",
                 otel.status_code = Empty,
-                otel.status_message = Empty,
+                otel.status_description = Empty,
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = view.name.as_str(),
                 gen_ai.tool.call.id = view.call_id.as_str(),
@@ -216,7 +216,7 @@ pub fn record_result(span: &Span, result: &ToolResult, content: bool) {
                 .map_or(OTHER_ERROR, |info| info.code.as_str());
             span.record("error.type", code);
             span.record("otel.status_code", "error");
-            span.record("otel.status_message", error.message.as_str());
+            span.record("otel.status_description", error.message.as_str());
             if content {
                 span.record(
                     "gen_ai.tool.call.result",

@@ -174,7 +174,7 @@ pub(crate) fn failed(span: &Span, error_type: Option<&str>, rpc_code: Option<i32
         error_type.or(rpc_code.as_deref()).unwrap_or(OTHER_ERROR),
     );
     span.record("otel.status_code", "error");
-    span.record("otel.status_message", message);
+    span.record("otel.status_description", message);
 }
 /// The names and values the MCP conventions of [`SEMCONV`](dsh_tool_runtime::telemetry::SEMCONV) give.
 #[cfg(test)]
