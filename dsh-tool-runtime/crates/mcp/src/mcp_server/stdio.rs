@@ -26,10 +26,11 @@ use std::pin::Pin;
 use std::task::{Context, Poll};
 
 use rmcp::ErrorData;
+use std::sync::Arc;
 use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::unix::pipe;
-use tokio::sync::mpsc;
 use tokio::sync::watch;
+use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 use tracing::{Instrument, Span};
 
@@ -49,6 +50,11 @@ pub(crate) const MAX_REQUEST_BYTES: usize = 64 << 20;
 /// that does not (rmcp's own drain then waits up to 5 s more).
 const END_HOLD: Duration = Duration::from_secs(5);
 
+/// The parse errors (`-32700`, one per input line that is not JSON) waiting to be written at
+/// most: a client that sends garbage and never reads its answers cannot make the server hold
+/// more; further ones are dropped, as rmcp drops such lines.
+const MAX_PARSE_ERRORS_QUEUED: usize = 16;
+
 /// stdin and stdout as the server's transport: both polled when both are pipes, else both
 /// through tokio's blocking stdio. See [`Stdio`] for what happens at end of input.
 pub(crate) fn transport(ended: CancellationToken) -> Stdio {
@@ -60,11 +66,12 @@ pub(crate) fn transport(ended: CancellationToken) -> Stdio {
                 (Box::new(input), Box::new(output))
             }
         };
-    let (unparsable, refused) = mpsc::unbounded_channel();
+    let (unparsable, refused) = mpsc::channel(MAX_PARSE_ERRORS_QUEUED);
     let input: Input = Box::new(Checked::new(input, unparsable));
     Stdio {
         inner: AsyncRwTransport::new_server(input, output).with_max_line_length(MAX_REQUEST_BYTES),
         refused,
+        answering: Arc::new(Semaphore::new(MAX_PARSE_ERRORS_QUEUED)),
         ended,
         listening: watch::Sender::new(HashSet::new()),
         held_until: None,
@@ -83,7 +90,10 @@ pub(crate) fn transport(ended: CancellationToken) -> Stdio {
 pub(crate) struct Stdio {
     inner: AsyncRwTransport<RoleServer, Input, Output>,
     /// One message per input line that is not JSON, which [`Checked`] kept from rmcp.
-    refused: mpsc::UnboundedReceiver<()>,
+    refused: mpsc::Receiver<()>,
+    /// A permit per parse error being written: a client that sends garbage and reads nothing
+    /// holds at most [`MAX_PARSE_ERRORS_QUEUED`] answers in memory; the rest are dropped.
+    answering: Arc<Semaphore>,
     ended: CancellationToken,
     /// The ids of the `subscriptions/listen` requests read and not answered yet.
     listening: watch::Sender<HashSet<RequestId>>,
@@ -166,8 +176,15 @@ impl Transport<RoleServer> for Stdio {
                 tokio::select! {
                     biased;
                     Some(()) = self.refused.recv() => {
-                        // Spawned: an answer half sent when rmcp drops this future is not lost.
-                        tokio::spawn(self.inner.send(parse_error()));
+                        if let Ok(permit) = Arc::clone(&self.answering).try_acquire_owned() {
+                            // Spawned: an answer half sent when rmcp drops this future is not
+                            // lost.
+                            let answer = self.inner.send(parse_error());
+                            tokio::spawn(async move {
+                                let _ = answer.await;
+                                drop(permit);
+                            });
+                        }
                     }
                     message = self.inner.receive() => match message {
                         Some(message) => {
@@ -219,11 +236,11 @@ pub(crate) struct Checked {
     passing: bool,
     /// The input ended.
     ended: bool,
-    unparsable: mpsc::UnboundedSender<()>,
+    unparsable: mpsc::Sender<()>,
 }
 
 impl Checked {
-    fn new(inner: Input, unparsable: mpsc::UnboundedSender<()>) -> Checked {
+    fn new(inner: Input, unparsable: mpsc::Sender<()>) -> Checked {
         Checked {
             inner,
             line: Vec::new(),
@@ -255,7 +272,8 @@ impl Checked {
                 if is_json_or_blank(&line) {
                     self.ready.extend_from_slice(&line);
                 } else {
-                    let _ = self.unparsable.send(());
+                    // Full: the client reads none of the answers queued; this one is dropped.
+                    let _ = self.unparsable.try_send(());
                 }
                 self.line = line;
                 self.line.clear();
@@ -359,7 +377,7 @@ mod tests {
     async fn lines_that_are_not_json_are_taken_out_and_reported() {
         let text = "{\"a\":1}\r\nnot json\n\n[1,\n\u{feff}{}\n{\"b\":2}\n{\"c\"";
         let (writer, reader) = tokio::io::duplex(3);
-        let (unparsable, mut reported) = mpsc::unbounded_channel();
+        let (unparsable, mut reported) = mpsc::channel(MAX_PARSE_ERRORS_QUEUED);
         let mut checked = Checked::new(Box::new(reader), unparsable);
         let writing = tokio::spawn(async move {
             let mut writer = writer;
@@ -374,6 +392,23 @@ mod tests {
             reports += 1;
         }
         assert_eq!(reports, 2);
+    }
+
+    /// A client that sends lines of garbage and reads none of the answers makes the server queue
+    /// at most [`MAX_PARSE_ERRORS_QUEUED`] of them; the lines still never reach rmcp.
+    #[tokio::test]
+    async fn the_parse_errors_queued_are_bounded() {
+        let text = "garbage\n".repeat(1000);
+        let (unparsable, mut reported) = mpsc::channel(MAX_PARSE_ERRORS_QUEUED);
+        let mut checked = Checked::new(Box::new(std::io::Cursor::new(text)), unparsable);
+        let mut passed = String::new();
+        checked.read_to_string(&mut passed).await.unwrap();
+        assert_eq!(passed, "");
+        let mut reports = 0;
+        while reported.try_recv().is_ok() {
+            reports += 1;
+        }
+        assert_eq!(reports, MAX_PARSE_ERRORS_QUEUED);
     }
 
     #[tokio::test]
@@ -431,11 +466,14 @@ mod tests {
             tracing::subscriber::set_default(tracing_subscriber::registry().with(named.clone()));
         let (mut client, server) = tokio::io::duplex(4096);
         let (input, output) = tokio::io::split(server);
+        let (_unparsable, refused) = mpsc::channel(MAX_PARSE_ERRORS_QUEUED);
         let mut stdio = Stdio {
             inner: AsyncRwTransport::new_server(
                 Box::new(input) as Input,
                 Box::new(output) as Output,
             ),
+            refused,
+            answering: Arc::new(Semaphore::new(MAX_PARSE_ERRORS_QUEUED)),
             ended: CancellationToken::new(),
             listening: watch::Sender::new(HashSet::new()),
             held_until: None,
