@@ -87,6 +87,29 @@ fn http_serve_answers_401_without_the_bearer_token() {
     assert_eq!(answer.status, 200, "{answer:?}");
 }
 
+/// The command line's client, sent to a `serve --http` without its token, is told to give
+/// the token as a header, not to log in with OAuth: the server's 401 names no OAuth metadata.
+#[test]
+fn a_client_without_the_token_is_told_to_send_it_not_to_log_in() {
+    let server = Server::start(&[], None);
+    let output = Command::new(BIN)
+        .args([
+            "--mcp-http",
+            &format!("http://{}/mcp", server.addr),
+            "tools",
+        ])
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("give it in a --config entry, \"headers\""),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("--mcp-oauth-login"), "{stderr}");
+}
+
 /// The token generated at start is printed on stderr, 256 bits in hex, and lets its bearer
 /// list the tools.
 #[test]

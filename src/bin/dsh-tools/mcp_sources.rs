@@ -185,10 +185,20 @@ pub(crate) async fn add(registry: &Registry, sources: &Sources) -> Result<Starte
                         "; it refused the Authorization header its --config entry gives: \
                          check or renew that token",
                     );
-                } else if failure.contains("requires OAuth authorization (HTTP 401)") {
+                } else if failure.contains("requires OAuth authorization (HTTP 401)")
+                    && failure.contains("resource_metadata=")
+                {
                     failure.push_str(
                         "; log in with --mcp-oauth-login, or give client credentials with \
                          --mcp-oauth-client-id (a --config entry: \"oauth\")",
+                    );
+                } else if failure.contains("requires OAuth authorization (HTTP 401)") {
+                    // No protected-resource metadata (RFC 9728): a server that takes a fixed
+                    // token, such as `dsh-tools serve --http`.
+                    failure.push_str(
+                        "; its answer names no OAuth metadata, so it likely takes a fixed \
+                         token: give it in a --config entry, \"headers\": \
+                         {\"Authorization\": \"Bearer <token>\"}",
                     );
                 }
                 if !tail.is_empty() {
