@@ -124,43 +124,11 @@ async fn answered<T>(
     span: Span,
     answer: impl Future<Output = Result<T, ErrorData>>,
 ) -> Result<T, ErrorData> {
-    let mut answer = answer.instrument(span.clone()).await;
-    if let Err(error) = &mut answer {
-        name_missing_capabilities(error);
+    let answer = answer.instrument(span.clone()).await;
+    if let Err(error) = &answer {
         failed(&span, None, Some(error.code.0), &error.message);
     }
     answer
-}
-
-/// A `MissingRequiredClientCapabilityError` (-32021) names in its message, too, the capabilities
-/// its `data.requiredCapabilities` holds (SEP-2575: `sampling`, `roots`, `elicitation`, and an
-/// extension by its id), so that a person reading only the message knows what to declare.
-fn name_missing_capabilities(error: &mut ErrorData) {
-    if error.code != rmcp::model::ErrorCode::MISSING_REQUIRED_CLIENT_CAPABILITY {
-        return;
-    }
-    let Some(required) = error
-        .data
-        .as_ref()
-        .and_then(|data| data.get("requiredCapabilities"))
-        .and_then(serde_json::Value::as_object)
-    else {
-        return;
-    };
-    let mut names = Vec::new();
-    for (name, value) in required {
-        match value.as_object() {
-            Some(extensions) if name == "extensions" => names.extend(
-                extensions
-                    .keys()
-                    .map(|extension| format!("extension {extension}")),
-            ),
-            _ => names.push(name.clone()),
-        }
-    }
-    if !names.is_empty() {
-        error.message = format!("{}: {}", error.message, names.join(", ")).into();
-    }
 }
 
 /// Requests whose handler method takes `(params, context)`: the method, its params and result
@@ -445,33 +413,7 @@ fn malformed(request: &CustomRequest) -> Option<ErrorData> {
 #[cfg(test)]
 mod malformed_tests {
     use super::*;
-    use rmcp::model::ClientCapabilities;
     use serde_json::json;
-
-    #[test]
-    fn a_missing_capability_error_names_the_capability() {
-        let mut error = ErrorData::missing_required_client_capability(
-            serde_json::from_value::<ClientCapabilities>(json!({"sampling": {}})).unwrap(),
-        );
-        name_missing_capabilities(&mut error);
-        assert_eq!(
-            error.message,
-            "Missing required client capability: sampling"
-        );
-        assert!(error.data.unwrap()["requiredCapabilities"]["sampling"].is_object());
-        let mut error = ErrorData::missing_required_client_capability(
-            serde_json::from_value(json!({"extensions": {"io.modelcontextprotocol/tasks": {}}}))
-                .unwrap(),
-        );
-        name_missing_capabilities(&mut error);
-        assert_eq!(
-            error.message,
-            "Missing required client capability: extension io.modelcontextprotocol/tasks"
-        );
-        let mut other = ErrorData::invalid_params("x", None);
-        name_missing_capabilities(&mut other);
-        assert_eq!(other.message, "x");
-    }
 
     #[test]
     fn a_protocol_method_with_unparsable_params_is_invalid_params() {

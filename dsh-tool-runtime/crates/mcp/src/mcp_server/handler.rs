@@ -426,8 +426,9 @@ impl McpHandler {
             .client_capabilities()
             .is_some_and(|capabilities| capabilities.supports_tasks());
         if definition.requires_task() && !tasks_declared {
-            return Err(ErrorData::missing_required_client_capability(
+            return Err(missing_capability_error(
                 ClientCapabilities::builder().enable_tasks().build(),
+                "extension io.modelcontextprotocol/tasks",
             ));
         }
         let n = self.calls.fetch_add(1, Ordering::Relaxed);
@@ -586,7 +587,17 @@ fn missing_capability(
         "roots" => builder.enable_roots().build(),
         _ => return Ok(()),
     };
-    Err(ErrorData::missing_required_client_capability(required))
+    Err(missing_capability_error(required, capability))
+}
+
+/// A `MissingRequiredClientCapabilityError` (-32021, SEP-2575): `data.requiredCapabilities`
+/// holds `required`, and the message names it too (`named`: `sampling`, `roots`,
+/// `elicitation`, or an extension by its id), so a person reading only the message knows what
+/// to declare.
+fn missing_capability_error(required: ClientCapabilities, named: &str) -> ErrorData {
+    let mut error = ErrorData::missing_required_client_capability(required);
+    error.message = format!("{}: {named}", error.message).into();
+    error
 }
 
 #[cfg(test)]

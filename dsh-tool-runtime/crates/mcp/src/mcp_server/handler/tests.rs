@@ -79,3 +79,28 @@ async fn a_change_between_the_acknowledgement_and_the_watch_is_announced() {
         "nothing changed"
     );
 }
+
+#[test]
+fn a_missing_capability_error_names_the_capability() {
+    let error = missing_capability_error(
+        ClientCapabilities::builder().enable_sampling().build(),
+        "sampling",
+    );
+    assert_eq!(
+        error.message,
+        "Missing required client capability: sampling"
+    );
+    assert!(error.data.unwrap()["requiredCapabilities"]["sampling"].is_object());
+    let error = missing_capability_error(
+        ClientCapabilities::builder().enable_tasks().build(),
+        "extension io.modelcontextprotocol/tasks",
+    );
+    assert_eq!(
+        error.message,
+        "Missing required client capability: extension io.modelcontextprotocol/tasks"
+    );
+    assert!(
+        error.data.unwrap()["requiredCapabilities"]["extensions"]["io.modelcontextprotocol/tasks"]
+            .is_object()
+    );
+}
