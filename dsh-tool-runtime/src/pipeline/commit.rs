@@ -26,7 +26,7 @@ impl Registry {
         let view = &prepared.view;
         if run_post {
             if !prepared.hooks.post.is_empty() {
-                let stage = tracing::info_span!(parent: &prepared.span, "post_execute");
+                let stage = tracing::info_span!(parent: prepared.span(), "post_execute");
                 result = self.post_execute(&prepared, result).instrument(stage).await;
             }
             // A success that commits after the caller cancelled reads as cancelled, hooks or not.
@@ -63,7 +63,7 @@ impl Registry {
                 );
             }
         }
-        crate::telemetry::record_result(&prepared.span, &result, prepared.span_content);
+        crate::telemetry::record_result(prepared.span(), &result, prepared.span_content);
         // A failure has no result card: the UI shows its message on the pending card.
         let result_view = prepared.result_view.lock().take();
         self.publish(|| ToolEvent::Result {

@@ -29,11 +29,11 @@ impl Registry {
     pub async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
         // No subscriber takes the call's span: no stage span either, and no wrapper entering
         // one at every poll.
-        if prepared.span.is_disabled() {
+        if prepared.span().is_disabled() {
             return self.run_stages(prepared).await;
         }
         let stage = match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
-            Stage::Dispatch => tracing::info_span!(parent: &prepared.span, "execute"),
+            Stage::Dispatch => tracing::info_span!(parent: prepared.span(), "execute"),
             other => {
                 prepared.stage = other;
                 tracing::Span::none()

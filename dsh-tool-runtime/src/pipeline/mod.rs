@@ -118,10 +118,17 @@ pub struct PreparedCall {
     /// When the call entered the pipeline, for the result event's `duration_ms`.
     started: Instant,
     stage: Stage,
-    /// The call's `execute_tool` span (see [`crate::telemetry`]); it ends when the call commits.
-    span: tracing::Span,
     /// Whether the span carries the result (`Registry::set_span_content`).
     span_content: bool,
+}
+
+impl PreparedCall {
+    /// The call's `execute_tool` span (see [`crate::telemetry`]), held by its context alone: a
+    /// second handle here would grow every stage's future by a span; it ends when the call
+    /// commits.
+    fn span(&self) -> &tracing::Span {
+        self.exec.span()
+    }
 }
 
 impl std::fmt::Debug for PreparedCall {

@@ -45,7 +45,6 @@ impl Registry {
             )
         };
         let park = call.extensions.remove::<Arc<dyn Park>>();
-        let trace_parent = call.trace_parent.take();
         let view = Arc::new(ToolCallView {
             root_call_id: call
                 .root_call_id
@@ -60,18 +59,19 @@ impl Registry {
             client: call.client,
         });
         let span_content = self.span_content();
-        let span = crate::telemetry::call_span(
-            &view,
-            definition.as_ref().map(ToolDefinition::description),
-            mode,
-            trace_parent.as_ref(),
-            span_content,
-        );
+        // The span goes straight into the context, its only holder: a local (or the parent's)
+        // would stay in this future across every await.
         let exec = ToolExec::in_registry(
             view.clone(),
             self.inner.events.clone(),
             call.extensions,
-            span.clone(),
+            crate::telemetry::call_span(
+                &view,
+                definition.as_ref().map(ToolDefinition::description),
+                mode,
+                call.trace_parent.take().as_ref(),
+                span_content,
+            ),
         );
         let mut prepared = PreparedCall {
             finalizer: definition
@@ -85,7 +85,6 @@ impl Registry {
             result_view: Arc::default(),
             started,
             stage: Stage::Dispatch,
-            span,
             span_content,
         };
         let view = prepared.view.clone();
@@ -152,7 +151,7 @@ impl Registry {
                 index: 0,
                 view: view.clone(),
             };
-            let stage = tracing::info_span!(parent: &prepared.span, "pre_execute", dsh.decision = tracing::field::Empty);
+            let stage = tracing::info_span!(parent: prepared.span(), "pre_execute", dsh.decision = tracing::field::Empty);
             let outcome = contain(async move { next.run().await })
                 .instrument(stage.clone())
                 .await;
@@ -210,7 +209,7 @@ impl Registry {
                 park.as_deref().and_then(|slot| parked(slot, reason))
             }
             Asked::Ask { reason, arguments } => {
-                let stage = tracing::info_span!(parent: &prepared.span, "approval", dsh.approval = tracing::field::Empty);
+                let stage = tracing::info_span!(parent: prepared.span(), "approval", dsh.approval = tracing::field::Empty);
                 let outcome = self
                     .ask(approver, park.as_deref(), &view, reason, arguments)
                     .instrument(stage.clone())

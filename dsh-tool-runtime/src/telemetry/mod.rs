@@ -142,15 +142,8 @@ pub fn call_span(
     parent: Option<&Span>,
     content: bool,
 ) -> Span {
-    // Only a tool that exists has a type: the conventions' values name what the tool is, and
-    // a name nothing is registered under is none of them.
-    let tool_type = description.map(|_| {
-        if view.name.starts_with("mcp__") {
-            "extension"
-        } else {
-            "function"
-        }
-    });
+    // Every field below is an expression the macro evaluates only for a span a subscriber
+    // takes: with none, making the span is one level check.
     macro_rules! call_span {
         ($($parent:tt)*) => {
             tracing::info_span!(
@@ -163,7 +156,7 @@ pub fn call_span(
                 gen_ai.operation.name = "execute_tool",
                 gen_ai.tool.name = view.name.as_str(),
                 gen_ai.tool.call.id = view.call_id.as_str(),
-                gen_ai.tool.type = tool_type,
+                gen_ai.tool.type = tool_type(view, description),
                 gen_ai.tool.description = description,
                 gen_ai.tool.call.arguments = Empty,
                 gen_ai.tool.call.result = Empty,
@@ -197,12 +190,30 @@ pub fn call_span(
     span
 }
 
+/// The `gen_ai.tool.type` of a call: only a tool that exists has a type (the conventions'
+/// values name what the tool is, and a name nothing is registered under is none of them).
+fn tool_type(view: &ToolCallView, description: Option<&str>) -> Option<&'static str> {
+    description.map(|_| {
+        if view.name.starts_with("mcp__") {
+            "extension"
+        } else {
+            "function"
+        }
+    })
+}
+
 /// Records how the call ended on its span.
 #[doc(hidden)]
+#[inline]
 pub fn record_result(span: &Span, result: &ToolResult, content: bool) {
-    if span.is_disabled() {
-        return;
+    // Inlined down to this check, so a call with no subscriber does not make the call.
+    if !span.is_disabled() {
+        record_ended(span, result, content);
     }
+}
+
+/// [`record_result`] on a span a subscriber took.
+fn record_ended(span: &Span, result: &ToolResult, content: bool) {
     match result {
         ToolResult::Success { value, .. } => {
             if content {
