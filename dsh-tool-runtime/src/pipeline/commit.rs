@@ -17,67 +17,72 @@ use crate::result::{ToolFailure, ToolResult, blocks_text};
 impl Registry {
     /// The last stages of a call: post-execute hooks, `finalize_content`, observers and the result
     /// event.
-    pub async fn commit(&self, dispatched: DispatchedCall) -> ToolResult {
+    pub fn commit(&self, dispatched: DispatchedCall) -> impl Future<Output = ToolResult> + '_ {
+        // A plain fn taken apart before the `async` block: an `async fn` would hold the call
+        // twice (its argument, then the parts) across the post-execute hooks' await.
         let DispatchedCall {
             prepared,
             mut result,
             run_post,
         } = dispatched;
-        let view = &prepared.view;
-        if run_post {
-            if !prepared.hooks.post.is_empty() {
-                let stage = tracing::info_span!(parent: prepared.span(), "post_execute");
-                result = self.post_execute(&prepared, result).instrument(stage).await;
-            }
-            // A success that commits after the caller cancelled reads as cancelled, hooks or not.
-            if view.signal.is_cancelled() {
-                result = cancel_success(result, prepared.body_invoked.load(Ordering::SeqCst));
-            }
-        }
-        if let ToolResult::Success { concludes_turn, .. } = &mut result {
-            *concludes_turn = prepared.exec.concluded();
-        }
-        if let Some(finalizer) = &prepared.finalizer {
-            match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
-                finalizer.finalize_content(&prepared.exec, &result)
-            })) {
-                Ok(Some(content)) => *result.content_mut() = content,
-                Ok(None) => {}
-                Err(payload) => {
-                    let message = crate::contain::panic_message(payload.as_ref());
-                    result = ToolResult::failure(ToolFailure::plain(format!(
-                        "finalize_content failed: {message}"
-                    )));
+        async move {
+            let view = &prepared.view;
+            if run_post {
+                if !prepared.hooks.post.is_empty() {
+                    let stage = tracing::info_span!(parent: prepared.span(), "post_execute");
+                    result = self.post_execute(&prepared, result).instrument(stage).await;
+                }
+                // A success that commits after the caller cancelled reads as cancelled, hooks or
+                // not.
+                if view.signal.is_cancelled() {
+                    result = cancel_success(result, prepared.body_invoked.load(Ordering::SeqCst));
                 }
             }
-        }
-        for observer in &prepared.hooks.observers {
-            if let Err(payload) =
-                std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| observer(view, &result)))
-            {
-                tracing::warn!(
-                    "tool \"{}\" ({}): result observer failed: {}",
-                    view.name,
-                    view.call_id,
-                    crate::contain::panic_message(payload.as_ref())
-                );
+            if let ToolResult::Success { concludes_turn, .. } = &mut result {
+                *concludes_turn = prepared.exec.concluded();
             }
+            if let Some(finalizer) = &prepared.finalizer {
+                match std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    finalizer.finalize_content(&prepared.exec, &result)
+                })) {
+                    Ok(Some(content)) => *result.content_mut() = content,
+                    Ok(None) => {}
+                    Err(payload) => {
+                        let message = crate::contain::panic_message(payload.as_ref());
+                        result = ToolResult::failure(ToolFailure::plain(format!(
+                            "finalize_content failed: {message}"
+                        )));
+                    }
+                }
+            }
+            for observer in &prepared.hooks.observers {
+                if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| {
+                    observer(view, &result)
+                })) {
+                    tracing::warn!(
+                        "tool \"{}\" ({}): result observer failed: {}",
+                        view.name,
+                        view.call_id,
+                        crate::contain::panic_message(payload.as_ref())
+                    );
+                }
+            }
+            crate::telemetry::record_result(prepared.span(), &result, prepared.span_content);
+            // A failure has no result card: the UI shows its message on the pending card.
+            let result_view = prepared.result_view.lock().take();
+            self.publish(|| ToolEvent::Result {
+                call_id: view.call_id.clone(),
+                root_call_id: view.root_call_id.clone(),
+                name: view.name.clone(),
+                agent: view.agent.clone(),
+                parent: view.parent.clone(),
+                view: result_view.filter(|_| !result.is_error()),
+                result: Arc::new(result.clone()),
+                at_ms: unix_ms(),
+                duration_ms: prepared.started.elapsed().as_secs_f64() * 1000.0,
+            });
+            result
         }
-        crate::telemetry::record_result(prepared.span(), &result, prepared.span_content);
-        // A failure has no result card: the UI shows its message on the pending card.
-        let result_view = prepared.result_view.lock().take();
-        self.publish(|| ToolEvent::Result {
-            call_id: view.call_id.clone(),
-            root_call_id: view.root_call_id.clone(),
-            name: view.name.clone(),
-            agent: view.agent.clone(),
-            parent: view.parent.clone(),
-            view: result_view.filter(|_| !result.is_error()),
-            result: Arc::new(result.clone()),
-            at_ms: unix_ms(),
-            duration_ms: prepared.started.elapsed().as_secs_f64() * 1000.0,
-        });
-        result
     }
 
     async fn post_execute(&self, prepared: &PreparedCall, result: ToolResult) -> ToolResult {

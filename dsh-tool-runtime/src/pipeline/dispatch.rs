@@ -26,124 +26,124 @@ impl Registry {
     /// The middle stages of a call: execute wrappers around the body, normalization, deferred
     /// contexts. A started body is always awaited, never dropped (only a wrapper such as the
     /// timeout policy's grace may drop it).
-    pub async fn dispatch(&self, mut prepared: PreparedCall) -> DispatchedCall {
-        // No subscriber takes the call's span: no stage span either, and no wrapper entering
-        // one at every poll.
-        if prepared.span().is_disabled() {
-            return self.run_stages(prepared).await;
-        }
-        let stage = match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
-            Stage::Dispatch => tracing::info_span!(parent: prepared.span(), "execute"),
-            other => {
-                prepared.stage = other;
-                tracing::Span::none()
+    #[allow(clippy::manual_async_fn)] // an `async fn` holds the call twice, see below
+    pub fn dispatch(
+        &self,
+        mut prepared: PreparedCall,
+    ) -> impl Future<Output = DispatchedCall> + '_ {
+        // A plain fn returning an `async` block, which holds the call once where an `async fn`
+        // holds it twice (its argument, then the local it is moved into).
+        async move {
+            match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
+                Stage::PostResult(result) => {
+                    return DispatchedCall {
+                        prepared,
+                        result,
+                        run_post: true,
+                    };
+                }
+                Stage::FinalResult(result) => {
+                    return DispatchedCall {
+                        prepared,
+                        result,
+                        run_post: false,
+                    };
+                }
+                // A subscriber takes the call's span: the stages run again, boxed, inside their
+                // `execute` span. With none, they run right here, in this one future: no stage
+                // span, no wrapper entering one at every poll, no second future holding the call.
+                Stage::Dispatch if !prepared.span().is_disabled() => {
+                    let stage = tracing::info_span!(parent: prepared.span(), "execute");
+                    prepared.stage = Stage::InSpan;
+                    return Box::pin(self.dispatch(prepared)).instrument(stage).await;
+                }
+                Stage::Dispatch | Stage::InSpan => {}
             }
-        };
-        self.run_stages(prepared).instrument(stage).await
-    }
-
-    async fn run_stages(&self, mut prepared: PreparedCall) -> DispatchedCall {
-        match std::mem::replace(&mut prepared.stage, Stage::Dispatch) {
-            Stage::PostResult(result) => {
+            let view = prepared.view.clone();
+            let caller_signal = view.signal.clone();
+            if prepared.hooks.wrappers.is_empty() {
+                let invoked = prepared.body_invoked.clone();
+                let mut result = self
+                    .run_body(
+                        &view,
+                        &prepared.exec,
+                        &caller_signal,
+                        caller_signal.clone(),
+                        false,
+                        &invoked,
+                        &prepared.result_view,
+                    )
+                    .await;
+                self.attach_deferred(&prepared, &mut result);
                 return DispatchedCall {
                     prepared,
                     result,
                     run_post: true,
                 };
             }
-            Stage::FinalResult(result) => {
-                return DispatchedCall {
-                    prepared,
-                    result,
-                    run_post: false,
-                };
-            }
-            Stage::Dispatch => {}
-        }
-        let view = prepared.view.clone();
-        let caller_signal = view.signal.clone();
-        if prepared.hooks.wrappers.is_empty() {
-            let invoked = prepared.body_invoked.clone();
-            let mut result = self
-                .run_body(
-                    &view,
-                    &prepared.exec,
-                    &caller_signal,
-                    caller_signal.clone(),
-                    false,
-                    &invoked,
-                    &prepared.result_view,
-                )
-                .await;
+            let registry = self.clone();
+            let exec = prepared.exec.clone();
+            let body_invoked = prepared.body_invoked.clone();
+            let result_view = prepared.result_view.clone();
+            let base_result: Arc<Mutex<Option<ToolResult>>> = Arc::default();
+            let base_slot = base_result.clone();
+            let base: BaseDispatch = Arc::new(move |signal: CancellationToken, replaced: bool| {
+                let registry = registry.clone();
+                let view = view.clone();
+                let exec = exec.clone();
+                let body_invoked = body_invoked.clone();
+                let result_view = result_view.clone();
+                let caller_signal = view.signal.clone();
+                let base_slot = base_slot.clone();
+                Box::pin(async move {
+                    let result = registry
+                        .run_body(
+                            &view,
+                            &exec,
+                            &caller_signal,
+                            signal,
+                            replaced,
+                            &body_invoked,
+                            &result_view,
+                        )
+                        .await;
+                    *base_slot.lock() = Some(result.clone());
+                    result
+                })
+            });
+            let context = DispatchContext {
+                view: prepared.view.clone(),
+                timeout_ms: prepared
+                    .definition
+                    .as_ref()
+                    .and_then(ToolDefinition::timeout_ms),
+            };
+            let next = ExecNext {
+                wrappers: Arc::from(prepared.hooks.wrappers.clone()),
+                index: 0,
+                context,
+                signal: caller_signal.clone(),
+                replaced: false,
+                base,
+            };
+            let result = match contain(async move { next.run().await }).await {
+                Ok(result) => result,
+                Err(panic) => {
+                    let result = stage_failure("execute wrapper", &panic);
+                    return DispatchedCall {
+                        prepared,
+                        result,
+                        run_post: false,
+                    };
+                }
+            };
+            let mut result = self.trust(&prepared, result, base_result);
             self.attach_deferred(&prepared, &mut result);
-            return DispatchedCall {
+            DispatchedCall {
                 prepared,
                 result,
                 run_post: true,
-            };
-        }
-        let registry = self.clone();
-        let exec = prepared.exec.clone();
-        let body_invoked = prepared.body_invoked.clone();
-        let result_view = prepared.result_view.clone();
-        let base_result: Arc<Mutex<Option<ToolResult>>> = Arc::default();
-        let base_slot = base_result.clone();
-        let base: BaseDispatch = Arc::new(move |signal: CancellationToken, replaced: bool| {
-            let registry = registry.clone();
-            let view = view.clone();
-            let exec = exec.clone();
-            let body_invoked = body_invoked.clone();
-            let result_view = result_view.clone();
-            let caller_signal = view.signal.clone();
-            let base_slot = base_slot.clone();
-            Box::pin(async move {
-                let result = registry
-                    .run_body(
-                        &view,
-                        &exec,
-                        &caller_signal,
-                        signal,
-                        replaced,
-                        &body_invoked,
-                        &result_view,
-                    )
-                    .await;
-                *base_slot.lock() = Some(result.clone());
-                result
-            })
-        });
-        let context = DispatchContext {
-            view: prepared.view.clone(),
-            timeout_ms: prepared
-                .definition
-                .as_ref()
-                .and_then(ToolDefinition::timeout_ms),
-        };
-        let next = ExecNext {
-            wrappers: Arc::from(prepared.hooks.wrappers.clone()),
-            index: 0,
-            context,
-            signal: caller_signal.clone(),
-            replaced: false,
-            base,
-        };
-        let result = match contain(async move { next.run().await }).await {
-            Ok(result) => result,
-            Err(panic) => {
-                let result = stage_failure("execute wrapper", &panic);
-                return DispatchedCall {
-                    prepared,
-                    result,
-                    run_post: false,
-                };
             }
-        };
-        let mut result = self.trust(&prepared, result, base_result);
-        self.attach_deferred(&prepared, &mut result);
-        DispatchedCall {
-            prepared,
-            result,
-            run_post: true,
         }
     }
 

@@ -145,6 +145,8 @@ impl std::fmt::Debug for PreparedCall {
 enum Stage {
     /// Run wrappers and the body next.
     Dispatch,
+    /// Run wrappers and the body now: their `execute` span is entered.
+    InSpan,
     /// Skip dispatch, still run post-execute (denials).
     PostResult(ToolResult),
     /// Skip post-execute (pipeline failures, pre-aborted calls).
