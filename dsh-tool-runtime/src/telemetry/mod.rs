@@ -135,7 +135,24 @@ pub fn propagator() -> Option<&'static dyn Propagator> {
 
 /// The span of one call, its parent given or (for `None`) the caller's current span.
 #[doc(hidden)]
+#[inline]
 pub fn call_span(
+    view: &ToolCallView,
+    description: Option<&str>,
+    mode: Mode,
+    parent: Option<&Span>,
+    content: bool,
+) -> Span {
+    // The span macro's own first check, inlined into the caller: with no subscriber (or none
+    // taking INFO) a call makes no call to build a span nobody takes.
+    if !tracing::level_enabled!(tracing::Level::INFO) {
+        return Span::none();
+    }
+    open_call_span(view, description, mode, parent, content)
+}
+
+/// [`call_span`] past its level check.
+fn open_call_span(
     view: &ToolCallView,
     description: Option<&str>,
     mode: Mode,
