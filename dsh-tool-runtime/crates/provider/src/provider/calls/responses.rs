@@ -72,9 +72,13 @@ pub(super) fn openai_chat(message: Value) -> ParsedResponse {
         };
         turn.insert("content".into(), content);
     }
+    // Room for the next messages a step appends (one `role: "tool"` message per call and a
+    // user message), so building them does not move the turn to a larger list.
+    let mut assistant = Vec::with_capacity(records.len() + 2);
+    assistant.push(Value::Object(turn));
     ParsedResponse {
         text,
-        assistant: vec![Value::Object(turn)],
+        assistant,
         provider,
         records,
     }
