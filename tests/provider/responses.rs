@@ -8,7 +8,7 @@ use dsh_tools::provider::{Provider, Step, ToolLoop};
 use dsh_tools::result::ErrorCode;
 use serde_json::{Value, json};
 
-use crate::support::{PIXEL, at, registry};
+use crate::support::{PIXEL, at, registry, values};
 
 pub(crate) fn fixture(provider: Provider) -> Value {
     let path = format!(
@@ -65,7 +65,7 @@ async fn openai_chat_fixture() {
         6,
         "each call through the pipeline once: {published:?}"
     );
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // assistant, 6 tool messages, the image as a user message, the context.
     assert_eq!(m.len(), 9, "{m:#?}");
     assert_eq!(at(&m[0], "/role"), "assistant");
@@ -113,7 +113,7 @@ async fn openai_responses_fixture() {
     .await;
     check_fixture_results(&step);
     assert_eq!(published.len(), 6);
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // 7 output items echoed, 6 outputs, the context (images travel inside their output).
     assert_eq!(m.len(), 14, "{m:#?}");
     assert_eq!(at(&m[0], "/type"), "message");
@@ -132,7 +132,7 @@ async fn anthropic_fixture() {
     let (step, published) = step(Provider::Anthropic, &fixture(Provider::Anthropic)).await;
     check_fixture_results(&step);
     assert_eq!(published.len(), 6);
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // assistant, one user message of 6 tool_result blocks, the context.
     assert_eq!(m.len(), 3, "{m:#?}");
     let blocks = at(&m[1], "/content").as_array().unwrap();
@@ -169,7 +169,7 @@ async fn gemini_fixture_with_and_without_ids() {
             .skip(1)
             .all(|call| call.model_id.is_none() && call.error.is_none())
     );
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // model turn, one user content of 6 functionResponse parts, the image, the context.
     assert_eq!(m.len(), 4, "{m:#?}");
     assert_eq!(at(&m[0], "/role"), "model");
@@ -319,7 +319,7 @@ async fn calls_that_cannot_run_end_in_their_own_failure() {
             "{provider}: only runnable calls reach the pipeline"
         );
         // Every call id in the model's turn has exactly one result message.
-        let ids = result_ids(provider, &step.messages);
+        let ids = result_ids(provider, &values(&step.messages));
         let call_ids: Vec<String> = step.calls().iter().map(|call| call.id.to_owned()).collect();
         if provider == Provider::Gemini {
             assert_eq!(ids.len(), 5);
@@ -357,7 +357,7 @@ async fn calls_are_read_from_the_turn_sent_back() {
         assert_eq!(parsed.calls(), calls, "{provider}");
         assert_eq!(
             parsed.assistant(),
-            &step.messages[..parsed.assistant().len()]
+            &values(&step.messages)[..parsed.assistant().len()]
         );
     }
 }

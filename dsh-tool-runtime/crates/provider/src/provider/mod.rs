@@ -43,6 +43,7 @@
 mod async_openai;
 mod calls;
 mod content;
+mod message;
 mod names;
 mod results;
 #[cfg(feature = "rig")]
@@ -74,6 +75,7 @@ pub use ::rig_agent;
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub use ::rig_core;
 pub use calls::{ParsedCall, ParsedResponse};
+pub use message::Message;
 pub use step::Step;
 pub use stream::{AnthropicStream, OpenAiChatStream, StreamError, StreamLimits};
 pub use tools::{ProviderTools, StrictReport};

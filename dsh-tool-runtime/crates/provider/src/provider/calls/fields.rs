@@ -105,7 +105,8 @@ pub(super) fn call_name(map: &mut Map<String, Value>, key: &str) -> bool {
 
 /// Parses a call's argument JSON text (empty means `{}`).
 pub(super) fn arguments_text(text: &str) -> (Value, Option<ToolFailure>) {
-    if text.trim().is_empty() {
+    // Arguments are an object: only text that is not needs the emptiness check.
+    if !text.starts_with('{') && text.trim().is_empty() {
         return (json!({}), None);
     }
     match serde_json::from_str::<Value>(text) {

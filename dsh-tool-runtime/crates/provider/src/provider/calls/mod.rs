@@ -9,7 +9,7 @@ use std::borrow::Cow;
 
 use serde_json::{Map, Value, json};
 
-use super::{Provider, ProviderError, ToolLoop};
+use super::{Message, Provider, ProviderError, ToolLoop};
 use crate::result::ToolFailure;
 use fields::{arguments_text, field, field_mut};
 use responses::{anthropic, gemini, openai_chat, openai_responses};
@@ -132,10 +132,29 @@ impl ParsedResponse {
     }
 }
 
+/// A message of the model's turn as a call is read from it: a response's own JSON, or a step's
+/// [`Message`] (whose turn messages are [`Message::Json`]).
+pub(crate) trait TurnMessage {
+    /// The message's JSON, if it is held as JSON.
+    fn json(&self) -> Option<&Value>;
+}
+
+impl TurnMessage for Value {
+    fn json(&self) -> Option<&Value> {
+        Some(self)
+    }
+}
+
+impl TurnMessage for Message {
+    fn json(&self) -> Option<&Value> {
+        self.as_json()
+    }
+}
+
 /// The calls of `records`, read from the model's turn `turn`.
-pub(crate) fn calls<'a>(
+pub(crate) fn calls<'a, M: TurnMessage>(
     provider: Provider,
-    turn: &'a [Value],
+    turn: &'a [M],
     records: &'a [CallRecord],
 ) -> Vec<ParsedCall<'a>> {
     records
@@ -146,12 +165,13 @@ pub(crate) fn calls<'a>(
 
 /// The call of `record`, read from the model's turn `turn` (a part the turn no longer holds
 /// reads as empty).
-pub(crate) fn view<'a>(
+#[inline]
+pub(crate) fn view<'a, M: TurnMessage>(
     provider: Provider,
-    turn: &'a [Value],
+    turn: &'a [M],
     record: &'a CallRecord,
 ) -> ParsedCall<'a> {
-    let message = turn.get(record.message);
+    let message = turn.get(record.message).and_then(M::json);
     let (entry, arguments_at) = match provider {
         Provider::OpenAiChat => (
             message
