@@ -13,6 +13,7 @@ use crate::result::ToolFailure;
 const SCANNED: usize = 8;
 
 /// `map[key]`.
+#[inline]
 pub(super) fn map_field<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() > SCANNED {
         return map.get(key);
@@ -34,6 +35,7 @@ pub(super) fn map_field_mut<'a>(
 }
 
 /// `value[key]` when `value` is an object.
+#[inline]
 pub(super) fn field<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     map_field(value.as_object()?, key)
 }
