@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use dsh_tools::hooks::{PreNext, ToolCallView};
-use dsh_tools::provider::{Provider, Step, ToolLoop};
+use dsh_tools::provider::{Message, Provider, Step, ToolLoop};
 use dsh_tools::result::ErrorCode;
 use serde_json::{Value, json};
 
@@ -359,6 +359,61 @@ async fn calls_are_read_from_the_turn_sent_back() {
             parsed.assistant(),
             &values(&step.messages)[..parsed.assistant().len()]
         );
+    }
+}
+
+#[tokio::test]
+async fn a_well_formed_chat_call_and_one_repaired_read_the_same() {
+    let answer = |call: Value| {
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [call]}}]})
+    };
+    let well_formed = json!({"id": "c1", "type": "function",
+        "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}});
+    // A stream's `index`, a function's stray field, `type` missing: each repaired on the way.
+    let repaired = [
+        json!({"index": 0, "id": "c1", "type": "function",
+            "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}),
+        json!({"id": "c1", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}),
+        json!({"id": "c1", "type": "function",
+            "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}", "x": 1}}),
+    ];
+    let (expected, _) = step(Provider::OpenAiChat, &answer(well_formed)).await;
+    assert_eq!(expected.results[0].value(), Some(&json!(5)));
+    // The result is held as its id and text, not a JSON object.
+    assert!(matches!(
+        &expected.messages[1],
+        Message::ChatToolResult { tool_call_id, content } if tool_call_id == "c1" && content == "5"
+    ));
+    assert_eq!(
+        values(&expected.messages),
+        [
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+                "type": "function", "function": {"name": "add",
+                "arguments": "{\"a\": 2, \"b\": 3}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "5"}),
+        ]
+    );
+    for call in repaired {
+        let (got, _) = step(Provider::OpenAiChat, &answer(call.clone())).await;
+        assert_eq!(got.calls(), expected.calls(), "{call}");
+        assert_eq!(got.results[0].value(), Some(&json!(5)), "{call}");
+        // The repaired call is sent back in the request's form, keys in the request's order
+        // apart from where the model put them.
+        let turn = &values(&got.messages)[0]["tool_calls"][0];
+        let mut keys: Vec<&str> = turn
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["function", "id", "type"], "{call}");
+        assert_eq!(
+            turn["function"],
+            expected.messages[0].to_value()["tool_calls"][0]["function"]
+        );
+        assert_eq!(got.messages[1], expected.messages[1], "{call}");
     }
 }
 
