@@ -417,6 +417,58 @@ async fn a_well_formed_chat_call_and_one_repaired_read_the_same() {
     }
 }
 
+#[tokio::test]
+async fn an_id_made_up_for_a_call_is_not_one_the_model_used() {
+    let args = "{\"a\": 1, \"b\": 1}";
+    let answers = [
+        (
+            Provider::OpenAiChat,
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "dsh_call_1", "type": "function", "function": {"name": "add", "arguments": args}},
+                {"type": "function", "function": {"name": "add", "arguments": args}},
+                {"id": "dsh_call_1_1", "type": "function", "function": {"name": "add", "arguments": args}},
+            ]}}]}),
+        ),
+        (
+            Provider::OpenAiResponses,
+            json!({"output": [
+                {"type": "function_call", "call_id": "dsh_call_1", "name": "add", "arguments": args},
+                {"type": "function_call", "name": "add", "arguments": args},
+                {"type": "function_call", "call_id": "dsh_call_1_1", "name": "add", "arguments": args},
+            ]}),
+        ),
+        (
+            Provider::Anthropic,
+            json!({"content": [
+                {"type": "tool_use", "id": "dsh_call_1", "name": "add", "input": {"a": 1, "b": 1}},
+                {"type": "tool_use", "name": "add", "input": {"a": 1, "b": 1}},
+                {"type": "tool_use", "id": "dsh_call_1_1", "name": "add", "input": {"a": 1, "b": 1}},
+            ]}),
+        ),
+    ];
+    for (provider, answer) in answers {
+        let (step, _) = step(provider, &answer).await;
+        let ids: Vec<&str> = step.calls().iter().map(|call| call.id).collect();
+        assert_eq!(
+            ids,
+            ["dsh_call_1", "dsh_call_1_2", "dsh_call_1_1"],
+            "{provider}"
+        );
+        assert_eq!(
+            result_ids(provider, &values(&step.messages)),
+            ids,
+            "{provider}"
+        );
+        // Each id is sent twice: in the turn sent back, and in its result.
+        let wire = serde_json::to_string(&step.messages).unwrap();
+        for id in ids {
+            let quoted = format!("\"{id}\"");
+            assert_eq!(wire.matches(&quoted).count(), 2, "{provider}: {wire}");
+        }
+    }
+}
+
 /// The ids the result messages answer, in order (Gemini: names for calls without id).
 pub(crate) fn result_ids(provider: Provider, messages: &[Value]) -> Vec<String> {
     let text = |value: &Value| value.as_str().unwrap_or_default().to_owned();

@@ -29,7 +29,7 @@ use serde_json::{Map, Value};
 ///     json!({"role": "tool", "tool_call_id": "call_1", "content": "4"})
 /// );
 /// ```
-#[derive(Debug, Clone, PartialEq)]
+#[derive(Debug, Clone)]
 pub enum Message {
     /// A message as the provider's JSON: the model's turn, the results of Anthropic and Gemini
     /// (one user message), a result with images, a user message.
@@ -108,6 +108,34 @@ impl From<Message> for Value {
     }
 }
 
+/// Messages are equal when they serialize to the same JSON, whichever form holds them (a
+/// typed result equals the [`Message::Json`] of its JSON).
+impl PartialEq for Message {
+    fn eq(&self, other: &Self) -> bool {
+        match (self, other) {
+            (Message::Json(value), other) | (other, Message::Json(value)) => other == value,
+            (
+                Message::ChatToolResult {
+                    tool_call_id,
+                    content,
+                },
+                Message::ChatToolResult {
+                    tool_call_id: other_id,
+                    content: other_content,
+                },
+            ) => tool_call_id == other_id && content == other_content,
+            (
+                Message::FunctionCallOutput { call_id, output },
+                Message::FunctionCallOutput {
+                    call_id: other_id,
+                    output: other_output,
+                },
+            ) => call_id == other_id && output == other_output,
+            _ => false,
+        }
+    }
+}
+
 /// A message compares equal to the JSON it serializes to.
 impl PartialEq<Value> for Message {
     fn eq(&self, other: &Value) -> bool {
@@ -115,6 +143,13 @@ impl PartialEq<Value> for Message {
             Message::Json(value) => value == other,
             _ => &self.to_value() == other,
         }
+    }
+}
+
+/// JSON compares equal to a message that serializes to it.
+impl PartialEq<Message> for Value {
+    fn eq(&self, other: &Message) -> bool {
+        other == self
     }
 }
 
@@ -190,9 +225,14 @@ mod tests {
             );
             assert_eq!(message, expected);
             assert_eq!(message.to_value(), expected);
+            assert_eq!(vec![expected.clone()], vec![message.clone()]);
             assert_eq!(Value::from(message.clone()), expected);
+            assert_eq!(expected, message);
+            // Read back, a message is JSON, and equal to the message it was.
             let back: Message = serde_json::from_value(expected.clone()).unwrap();
-            assert_eq!(back, Message::Json(expected));
+            assert!(matches!(back, Message::Json(_)));
+            assert_eq!(back, message);
+            assert_eq!(message, back);
         }
     }
 
@@ -209,5 +249,17 @@ mod tests {
         };
         assert_eq!(result.as_json(), None);
         assert_ne!(result, json!({"role": "tool", "tool_call_id": "c1"}));
+        let output = Message::FunctionCallOutput {
+            call_id: "c1".into(),
+            output: "4".into(),
+        };
+        assert_ne!(result, output);
+        assert_ne!(
+            result,
+            Message::ChatToolResult {
+                tool_call_id: "c2".into(),
+                content: "4".into(),
+            }
+        );
     }
 }
