@@ -537,6 +537,15 @@ async fn a_response_of_another_shape_is_a_typed_error_and_runs_nothing() {
             .unwrap_err();
         assert!(error.to_string().contains(provider.as_str()), "{error}");
     }
+    // A Chat Completions choice whose message is not an object is not an empty answer.
+    let tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat);
+    for message in [json!(null), json!("4"), json!([])] {
+        let error = tool_loop
+            .step(json!({"choices": [{"index": 0, "message": message}]}))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("not an object"), "{error}");
+    }
 }
 
 /// Strict mode's `null` for an optional property means "absent": hooks, guards and events see

@@ -354,6 +354,9 @@ fn read_response(provider: Provider, mut response: Value) -> Result<ParsedRespon
             } else {
                 return Err(shape("`choices` is missing"));
             };
+            if !message.is_object() {
+                return Err(shape("`choices[0].message` is not an object"));
+            }
             Ok(openai_chat(message))
         }
         Provider::OpenAiResponses => {
