@@ -24,7 +24,7 @@ use anyhow::{Context, bail};
 use dsh_tools::code::{SubprocessConfig, SubprocessRuntime};
 use dsh_tools::hooks::{ApprovalOutcome, ApprovalRequest, PreDecision, PreNext, ToolCallView};
 use dsh_tools::prelude::*;
-use dsh_tools::provider::{Provider, ToolLoop};
+use dsh_tools::provider::{Message, Provider, ToolLoop};
 use dsh_tools::{Mode, Registry, ToolDefinition, ToolExec};
 use serde_json::{Value, json};
 
@@ -200,11 +200,12 @@ async fn main() -> anyhow::Result<()> {
     for report in &tools.reports {
         println!("(`{}` is sent non-strict: {})", report.tool, report.reason);
     }
-    let mut messages = Vec::new();
+    // The conversation: the step's messages serialize into the request as they are.
+    let mut messages: Vec<Message> = Vec::new();
     if let Some(system) = &tools.system {
-        messages.push(json!({"role": "system", "content": system}));
+        messages.push(json!({"role": "system", "content": system}).into());
     }
-    messages.push(json!({"role": "user", "content": task}));
+    messages.push(json!({"role": "user", "content": task}).into());
     println!("user: {task}");
     for _ in 0..MAX_TURNS {
         let request = json!({"messages": messages, "tools": tools.tools});

@@ -121,8 +121,8 @@ pub mod dialect {
 /// request's messages from the results (see the guide's "Providers and the agent loop").
 pub mod provider {
     pub use dsh_tool_provider::provider::{
-        AnthropicStream, OpenAiChatStream, ParsedCall, ParsedResponse, Provider, ProviderError,
-        ProviderTools, Step, StreamError, StreamLimits, StrictReport, ToolLoop,
+        AnthropicStream, Message, OpenAiChatStream, ParsedCall, ParsedResponse, Provider,
+        ProviderError, ProviderTools, Step, StreamError, StreamLimits, StrictReport, ToolLoop,
     };
     #[cfg(feature = "rig")]
     #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]

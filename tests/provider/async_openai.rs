@@ -42,7 +42,7 @@ async fn a_chat_completion_round_trip_in_async_openai_types() {
     for (message, built) in typed.messages.iter().zip(&typed.step.messages) {
         assert_eq!(
             without_nulls(&serde_json::to_value(message).unwrap()),
-            without_nulls(built)
+            without_nulls(&built.to_value())
         );
     }
     let request = CreateChatCompletionRequestArgs::default()

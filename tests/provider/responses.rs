@@ -4,11 +4,11 @@
 use std::sync::{Arc, Mutex};
 
 use dsh_tools::hooks::{PreNext, ToolCallView};
-use dsh_tools::provider::{Provider, Step, ToolLoop};
+use dsh_tools::provider::{Message, Provider, Step, ToolLoop};
 use dsh_tools::result::ErrorCode;
 use serde_json::{Value, json};
 
-use crate::support::{PIXEL, at, registry};
+use crate::support::{PIXEL, at, registry, values};
 
 pub(crate) fn fixture(provider: Provider) -> Value {
     let path = format!(
@@ -65,7 +65,7 @@ async fn openai_chat_fixture() {
         6,
         "each call through the pipeline once: {published:?}"
     );
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // assistant, 6 tool messages, the image as a user message, the context.
     assert_eq!(m.len(), 9, "{m:#?}");
     assert_eq!(at(&m[0], "/role"), "assistant");
@@ -113,7 +113,7 @@ async fn openai_responses_fixture() {
     .await;
     check_fixture_results(&step);
     assert_eq!(published.len(), 6);
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // 7 output items echoed, 6 outputs, the context (images travel inside their output).
     assert_eq!(m.len(), 14, "{m:#?}");
     assert_eq!(at(&m[0], "/type"), "message");
@@ -132,7 +132,7 @@ async fn anthropic_fixture() {
     let (step, published) = step(Provider::Anthropic, &fixture(Provider::Anthropic)).await;
     check_fixture_results(&step);
     assert_eq!(published.len(), 6);
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // assistant, one user message of 6 tool_result blocks, the context.
     assert_eq!(m.len(), 3, "{m:#?}");
     let blocks = at(&m[1], "/content").as_array().unwrap();
@@ -169,7 +169,7 @@ async fn gemini_fixture_with_and_without_ids() {
             .skip(1)
             .all(|call| call.model_id.is_none() && call.error.is_none())
     );
-    let m = &step.messages;
+    let m = &values(&step.messages);
     // model turn, one user content of 6 functionResponse parts, the image, the context.
     assert_eq!(m.len(), 4, "{m:#?}");
     assert_eq!(at(&m[0], "/role"), "model");
@@ -319,7 +319,7 @@ async fn calls_that_cannot_run_end_in_their_own_failure() {
             "{provider}: only runnable calls reach the pipeline"
         );
         // Every call id in the model's turn has exactly one result message.
-        let ids = result_ids(provider, &step.messages);
+        let ids = result_ids(provider, &values(&step.messages));
         let call_ids: Vec<String> = step.calls().iter().map(|call| call.id.to_owned()).collect();
         if provider == Provider::Gemini {
             assert_eq!(ids.len(), 5);
@@ -357,8 +357,115 @@ async fn calls_are_read_from_the_turn_sent_back() {
         assert_eq!(parsed.calls(), calls, "{provider}");
         assert_eq!(
             parsed.assistant(),
-            &step.messages[..parsed.assistant().len()]
+            &values(&step.messages)[..parsed.assistant().len()]
         );
+    }
+}
+
+#[tokio::test]
+async fn a_well_formed_chat_call_and_one_repaired_read_the_same() {
+    let answer = |call: Value| {
+        json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [call]}}]})
+    };
+    let well_formed = json!({"id": "c1", "type": "function",
+        "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}});
+    // A stream's `index`, a function's stray field, `type` missing: each repaired on the way.
+    let repaired = [
+        json!({"index": 0, "id": "c1", "type": "function",
+            "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}),
+        json!({"id": "c1", "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}"}}),
+        json!({"id": "c1", "type": "function",
+            "function": {"name": "add", "arguments": "{\"a\": 2, \"b\": 3}", "x": 1}}),
+    ];
+    let (expected, _) = step(Provider::OpenAiChat, &answer(well_formed)).await;
+    assert_eq!(expected.results[0].value(), Some(&json!(5)));
+    // The result is held as its id and text, not a JSON object.
+    assert!(matches!(
+        &expected.messages[1],
+        Message::ChatToolResult { tool_call_id, content } if tool_call_id == "c1" && content == "5"
+    ));
+    assert_eq!(
+        values(&expected.messages),
+        [
+            json!({"role": "assistant", "content": null, "tool_calls": [{"id": "c1",
+                "type": "function", "function": {"name": "add",
+                "arguments": "{\"a\": 2, \"b\": 3}"}}]}),
+            json!({"role": "tool", "tool_call_id": "c1", "content": "5"}),
+        ]
+    );
+    for call in repaired {
+        let (got, _) = step(Provider::OpenAiChat, &answer(call.clone())).await;
+        assert_eq!(got.calls(), expected.calls(), "{call}");
+        assert_eq!(got.results[0].value(), Some(&json!(5)), "{call}");
+        // The repaired call is sent back in the request's form, keys in the request's order
+        // apart from where the model put them.
+        let turn = &values(&got.messages)[0]["tool_calls"][0];
+        let mut keys: Vec<&str> = turn
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(String::as_str)
+            .collect();
+        keys.sort_unstable();
+        assert_eq!(keys, ["function", "id", "type"], "{call}");
+        assert_eq!(
+            turn["function"],
+            expected.messages[0].to_value()["tool_calls"][0]["function"]
+        );
+        assert_eq!(got.messages[1], expected.messages[1], "{call}");
+    }
+}
+
+#[tokio::test]
+async fn an_id_made_up_for_a_call_is_not_one_the_model_used() {
+    let args = "{\"a\": 1, \"b\": 1}";
+    let answers = [
+        (
+            Provider::OpenAiChat,
+            json!({"choices": [{"index": 0, "message": {"role": "assistant", "content": null,
+            "tool_calls": [
+                {"id": "dsh_call_1", "type": "function", "function": {"name": "add", "arguments": args}},
+                {"type": "function", "function": {"name": "add", "arguments": args}},
+                {"id": "dsh_call_1_1", "type": "function", "function": {"name": "add", "arguments": args}},
+            ]}}]}),
+        ),
+        (
+            Provider::OpenAiResponses,
+            json!({"output": [
+                {"type": "function_call", "call_id": "dsh_call_1", "name": "add", "arguments": args},
+                {"type": "function_call", "name": "add", "arguments": args},
+                {"type": "function_call", "call_id": "dsh_call_1_1", "name": "add", "arguments": args},
+            ]}),
+        ),
+        (
+            Provider::Anthropic,
+            json!({"content": [
+                {"type": "tool_use", "id": "dsh_call_1", "name": "add", "input": {"a": 1, "b": 1}},
+                {"type": "tool_use", "name": "add", "input": {"a": 1, "b": 1}},
+                {"type": "tool_use", "id": "dsh_call_1_1", "name": "add", "input": {"a": 1, "b": 1}},
+            ]}),
+        ),
+    ];
+    for (provider, answer) in answers {
+        let (step, _) = step(provider, &answer).await;
+        let ids: Vec<&str> = step.calls().iter().map(|call| call.id).collect();
+        assert_eq!(
+            ids,
+            ["dsh_call_1", "dsh_call_1_2", "dsh_call_1_1"],
+            "{provider}"
+        );
+        assert_eq!(
+            result_ids(provider, &values(&step.messages)),
+            ids,
+            "{provider}"
+        );
+        // Each id is sent twice: in the turn sent back, and in its result.
+        let wire = serde_json::to_string(&step.messages).unwrap();
+        for id in ids {
+            let quoted = format!("\"{id}\"");
+            assert_eq!(wire.matches(&quoted).count(), 2, "{provider}: {wire}");
+        }
     }
 }
 
@@ -429,6 +536,15 @@ async fn a_response_of_another_shape_is_a_typed_error_and_runs_nothing() {
             .await
             .unwrap_err();
         assert!(error.to_string().contains(provider.as_str()), "{error}");
+    }
+    // A Chat Completions choice whose message is not an object is not an empty answer.
+    let tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat);
+    for message in [json!(null), json!("4"), json!([])] {
+        let error = tool_loop
+            .step(json!({"choices": [{"index": 0, "message": message}]}))
+            .await
+            .unwrap_err();
+        assert!(error.to_string().contains("not an object"), "{error}");
     }
 }
 

@@ -6,7 +6,9 @@
 use std::io::Write;
 use std::process::{Command, Stdio};
 
-use dsh_tools::provider::{AnthropicStream, OpenAiChatStream, Provider, ProviderTools, ToolLoop};
+use dsh_tools::provider::{
+    AnthropicStream, Message, OpenAiChatStream, Provider, ProviderTools, ToolLoop,
+};
 use dsh_tools::{Mode, Registry, ToolDefinition};
 use serde_json::{Value, json};
 
@@ -16,11 +18,14 @@ use crate::streams::{anthropic_events, openai_chunks};
 use crate::support::{registry, with_code_runtime};
 
 /// A request body of `provider` with `tools`, code mode's system text and `messages`.
-fn request(provider: Provider, out: &ProviderTools, messages: Vec<Value>) -> Value {
-    let user = |text: &str| match provider {
-        Provider::Gemini => json!({"role": "user", "parts": [{"text": text}]}),
-        _ => json!({"role": "user", "content": text}),
+fn request(provider: Provider, out: &ProviderTools, messages: Vec<Message>) -> Value {
+    let user = |text: &str| {
+        Message::from(match provider {
+            Provider::Gemini => json!({"role": "user", "parts": [{"text": text}]}),
+            _ => json!({"role": "user", "content": text}),
+        })
     };
+    // The conversation as a loop keeps it: the step's messages as they serialize.
     let mut all = vec![user("What is 1 + 2?")];
     all.extend(messages);
     let mut body = match provider {

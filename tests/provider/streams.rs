@@ -130,16 +130,22 @@ async fn anthropic_input_json_deltas_assemble_into_calls() {
                 step.results[0].text()
             );
             // The turn sent back carries an object input, whatever arrived.
-            assert_eq!(step.messages[0]["content"][1]["input"], json!({}));
+            assert_eq!(
+                step.messages[0].to_value()["content"][1]["input"],
+                json!({})
+            );
         } else {
             assert_eq!(step.results[0].value(), Some(&json!(11)));
             // A tool_use without input deltas keeps its start input.
             assert!(!step.results[1].is_error());
             assert_eq!(
-                step.messages[0]["content"][1]["input"],
+                step.messages[0].to_value()["content"][1]["input"],
                 json!({"a": 5, "b": 6})
             );
-            assert_eq!(step.messages[0]["content"][0]["text"], "Adding now.");
+            assert_eq!(
+                step.messages[0].to_value()["content"][0]["text"],
+                "Adding now."
+            );
         }
     }
 }

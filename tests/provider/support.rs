@@ -8,6 +8,7 @@ use dsh_tools::code::{
 use dsh_tools::guards::TimeoutPolicy;
 use dsh_tools::hooks::BoxFuture;
 use dsh_tools::prelude::*;
+use dsh_tools::provider::Message;
 use dsh_tools::result::{AdditionalContext, ContentBlock};
 use dsh_tools::{Registry, ToolDefinition, ToolError, ToolExec};
 use serde_json::{Value, json};
@@ -114,6 +115,11 @@ impl CodeRuntime for Presented {
 /// Mounts [`Presented`].
 pub(crate) fn with_code_runtime(registry: &Registry) {
     registry.set_code_runtime(Arc::new(Presented));
+}
+
+/// A step's messages as the JSON they serialize to.
+pub(crate) fn values(messages: &[Message]) -> Vec<Value> {
+    messages.iter().map(Message::to_value).collect()
 }
 
 /// The value at `pointer`, or a panic naming it and the document.

@@ -171,7 +171,9 @@ pub(crate) fn render(raw_name: &str, value: &Value) -> Vec<ContentBlock> {
     out
 }
 
-/// The text of a failed call (`isError: true`): its rendered text blocks.
+/// The text of a failed call (`isError: true`): its rendered text blocks, without the `Error: `
+/// a server (this crate's among them) starts a failure's text with, since the failure this text
+/// becomes is shown with one (`Error: Error: …` otherwise).
 pub(crate) fn error_text(raw_name: &str, value: &Value) -> String {
     let texts: Vec<String> = render(raw_name, value)
         .into_iter()
@@ -181,9 +183,12 @@ pub(crate) fn error_text(raw_name: &str, value: &Value) -> String {
         })
         .collect();
     if texts.is_empty() {
-        format!("({raw_name} returned no model-visible content)")
-    } else {
-        texts.join("\n")
+        return format!("({raw_name} returned no model-visible content)");
+    }
+    let text = texts.join("\n");
+    match text.strip_prefix("Error: ") {
+        Some(rest) if !rest.is_empty() => rest.to_owned(),
+        _ => text,
     }
 }
 
@@ -300,6 +305,16 @@ mod tests {
                  [invalid content block: not an object]"
             )
         );
+    }
+
+    #[test]
+    fn a_failure_text_loses_the_servers_error_prefix_once() {
+        let failed =
+            |text: &str| json!({"content": [{"type": "text", "text": text}], "isError": true});
+        assert_eq!(error_text("rm", &failed("Error: disk full")), "disk full");
+        assert_eq!(error_text("rm", &failed("Error: Error: x")), "Error: x");
+        assert_eq!(error_text("rm", &failed("disk full")), "disk full");
+        assert_eq!(error_text("rm", &failed("Error: ")), "Error: ");
     }
 
     #[test]

@@ -10,7 +10,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
 
-use super::{Provider, ProviderError, Step, ToolLoop};
+use super::{Message, Provider, ProviderError, Step, ToolLoop};
 
 /// A [`Step`] whose next messages are also in a client library's own type.
 #[derive(Debug, Clone)]
@@ -98,7 +98,16 @@ impl ToolLoop {
     ) -> Result<TypedStep<M>, ProviderError> {
         let response = serde_json::to_value(response).map_err(types_error)?;
         let step = self.step(response).await?;
-        let messages = typed(&step.messages)?;
+        let messages = step
+            .messages
+            .iter()
+            .map(|message| match message {
+                Message::Json(value) => M::deserialize(value),
+                // A typed message is read through its JSON (the fields async-openai's types take).
+                typed => M::deserialize(typed.to_value()),
+            })
+            .collect::<Result<_, _>>()
+            .map_err(types_error)?;
         Ok(TypedStep { step, messages })
     }
 }

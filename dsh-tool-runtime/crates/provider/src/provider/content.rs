@@ -39,6 +39,10 @@ pub(crate) fn image(block: &ContentBlock) -> Option<(&str, &str)> {
 
 /// The text of blocks that are not images (joined by `\n`), and the images.
 pub(crate) fn split(blocks: &[ContentBlock]) -> (String, Vec<(&str, &str)>) {
+    // Most results are one text block.
+    if let [ContentBlock::Text { text }] = blocks {
+        return (text.clone(), Vec::new());
+    }
     let mut text = String::new();
     let mut texts = 0usize;
     let mut images = Vec::new();

@@ -12,7 +12,8 @@
 //! - [`ToolLoop::parse`]: the calls of a response, each with an id, a name and its arguments, or
 //!   the failure it ends with (malformed or truncated argument JSON, no id, no name);
 //! - [`ToolLoop::step`]: runs the calls through [`Registry::execute_batch`] and returns the
-//!   messages to append for the next request: the model's own turn, one result per call in model
+//!   messages to append for the next request, each a [`Message`] that serializes to the
+//!   provider's JSON: the model's own turn, one result per call in model
 //!   order, images the provider does not take in a result as a user message after them, then the
 //!   step's additional contexts as user messages (the order the reference agent loop uses).
 //!
@@ -43,6 +44,7 @@
 mod async_openai;
 mod calls;
 mod content;
+mod message;
 mod names;
 mod results;
 #[cfg(feature = "rig")]
@@ -74,6 +76,7 @@ pub use ::rig_agent;
 #[cfg_attr(docsrs, doc(cfg(feature = "rig")))]
 pub use ::rig_core;
 pub use calls::{ParsedCall, ParsedResponse};
+pub use message::Message;
 pub use step::Step;
 pub use stream::{AnthropicStream, OpenAiChatStream, StreamError, StreamLimits};
 pub use tools::{ProviderTools, StrictReport};

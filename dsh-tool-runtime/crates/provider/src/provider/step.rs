@@ -4,7 +4,7 @@ use serde_json::Value;
 
 use super::calls::{CallRecord, calls, view};
 use super::results::next_messages;
-use super::{ParsedCall, Provider, ProviderError, ToolLoop};
+use super::{Message, ParsedCall, Provider, ProviderError, ToolLoop};
 use crate::call::ToolCall;
 use crate::dialect::normalize_strict_arguments;
 use crate::result::ToolResult;
@@ -20,7 +20,7 @@ pub struct Step {
     pub results: Vec<ToolResult>,
     /// The messages to append to the conversation (see [`ToolLoop::next_messages`]): the
     /// model's turn first, which [`Step::calls`] reads the calls from.
-    pub messages: Vec<Value>,
+    pub messages: Vec<Message>,
     /// `true` when the loop should stop: the model made no call (its text is the answer), or a
     /// call's body concluded the turn.
     pub done: bool,
@@ -69,8 +69,8 @@ impl ToolLoop {
         signal: CancellationToken,
     ) -> Result<Step, ProviderError> {
         let (text, assistant, mut records) = self.parse(response)?.into_parts();
-        let results = self.execute(&assistant, &mut records, signal).await;
-        let messages = next_messages(self.provider, assistant, &records, &results);
+        let (results, reply_ids) = self.execute(&assistant, &mut records, signal).await;
+        let messages = next_messages(self.provider, assistant, &records, &results, reply_ids);
         let done = records.is_empty()
             || results.iter().any(|result| {
                 matches!(
@@ -92,20 +92,30 @@ impl ToolLoop {
     }
 
     /// One result per call, in order: the runnable calls through one batch (their parsed
-    /// arguments moved out of `records`), the others their parse failure.
+    /// arguments moved out of `records`), the others their parse failure. With them, for the
+    /// OpenAI APIs, the id each result is sent under (one per call), read here once.
     async fn execute(
         &self,
         turn: &[Value],
         records: &mut [CallRecord],
         signal: CancellationToken,
-    ) -> Vec<ToolResult> {
+    ) -> (Vec<ToolResult>, Vec<String>) {
         // Sized once: a call is large, and growing the list would copy every call made so far.
         let mut runnable = Vec::with_capacity(records.len());
+        let openai = matches!(
+            self.provider,
+            Provider::OpenAiChat | Provider::OpenAiResponses
+        );
+        let mut reply_ids = Vec::with_capacity(if openai { records.len() } else { 0 });
         for record in records.iter_mut() {
-            let Some(arguments) = record.arguments.take() else {
+            let arguments = record.arguments.take();
+            let call = view(self.provider, turn, record);
+            if openai {
+                reply_ids.push(call.id.to_owned());
+            }
+            let Some(arguments) = arguments else {
                 continue;
             };
-            let call = view(self.provider, turn, record);
             // Only a `null` can need normalising, and most calls have none: the strict schema
             // is looked up only then.
             let strict = has_null(&arguments)
@@ -127,10 +137,10 @@ impl ToolLoop {
             .await;
         // Every call ran (the common case): the batch's results are the step's.
         if ran.len() == records.len() {
-            return ran;
+            return (ran, reply_ids);
         }
         let mut ran = ran.into_iter();
-        records
+        let results = records
             .iter()
             .map(|record| match record.error() {
                 Some(error) => ToolResult::failure(error.clone()),
@@ -141,7 +151,8 @@ impl ToolLoop {
                     )
                 }),
             })
-            .collect()
+            .collect();
+        (results, reply_ids)
     }
 }
 

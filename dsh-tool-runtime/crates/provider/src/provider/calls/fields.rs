@@ -13,6 +13,7 @@ use crate::result::ToolFailure;
 const SCANNED: usize = 8;
 
 /// `map[key]`.
+#[inline]
 pub(super) fn map_field<'a>(map: &'a Map<String, Value>, key: &str) -> Option<&'a Value> {
     if map.len() > SCANNED {
         return map.get(key);
@@ -34,6 +35,7 @@ pub(super) fn map_field_mut<'a>(
 }
 
 /// `value[key]` when `value` is an object.
+#[inline]
 pub(super) fn field<'a>(value: &'a Value, key: &str) -> Option<&'a Value> {
     map_field(value.as_object()?, key)
 }
@@ -105,7 +107,8 @@ pub(super) fn call_name(map: &mut Map<String, Value>, key: &str) -> bool {
 
 /// Parses a call's argument JSON text (empty means `{}`).
 pub(super) fn arguments_text(text: &str) -> (Value, Option<ToolFailure>) {
-    if text.trim().is_empty() {
+    // Arguments are an object: only text that is not needs the emptiness check.
+    if !text.starts_with('{') && text.trim().is_empty() {
         return (json!({}), None);
     }
     match serde_json::from_str::<Value>(text) {

@@ -6,10 +6,11 @@ mod fields;
 mod responses;
 
 use std::borrow::Cow;
+use std::collections::HashSet;
 
 use serde_json::{Map, Value, json};
 
-use super::{Provider, ProviderError, ToolLoop};
+use super::{Message, Provider, ProviderError, ToolLoop};
 use crate::result::ToolFailure;
 use fields::{arguments_text, field, field_mut};
 use responses::{anthropic, gemini, openai_chat, openai_responses};
@@ -132,10 +133,29 @@ impl ParsedResponse {
     }
 }
 
+/// A message of the model's turn as a call is read from it: a response's own JSON, or a step's
+/// [`Message`] (whose turn messages are [`Message::Json`]).
+pub(crate) trait TurnMessage {
+    /// The message's JSON, if it is held as JSON.
+    fn json(&self) -> Option<&Value>;
+}
+
+impl TurnMessage for Value {
+    fn json(&self) -> Option<&Value> {
+        Some(self)
+    }
+}
+
+impl TurnMessage for Message {
+    fn json(&self) -> Option<&Value> {
+        self.as_json()
+    }
+}
+
 /// The calls of `records`, read from the model's turn `turn`.
-pub(crate) fn calls<'a>(
+pub(crate) fn calls<'a, M: TurnMessage>(
     provider: Provider,
-    turn: &'a [Value],
+    turn: &'a [M],
     records: &'a [CallRecord],
 ) -> Vec<ParsedCall<'a>> {
     records
@@ -146,12 +166,13 @@ pub(crate) fn calls<'a>(
 
 /// The call of `record`, read from the model's turn `turn` (a part the turn no longer holds
 /// reads as empty).
-pub(crate) fn view<'a>(
+#[inline]
+pub(crate) fn view<'a, M: TurnMessage>(
     provider: Provider,
-    turn: &'a [Value],
+    turn: &'a [M],
     record: &'a CallRecord,
 ) -> ParsedCall<'a> {
-    let message = turn.get(record.message);
+    let message = turn.get(record.message).and_then(M::json);
     let (entry, arguments_at) = match provider {
         Provider::OpenAiChat => (
             message
@@ -214,8 +235,10 @@ impl ToolLoop {
     ///
     /// `response` is taken, not borrowed: the model's turn sent back
     /// ([`ParsedResponse::assistant`]) is the response's own message moved out of it, with only
-    /// what the next request needs changed (a missing call id filled in, fields the request
-    /// does not take dropped), and the calls ([`ParsedResponse::calls`]) are read from it, so
+    /// what the next request needs changed (a missing call id filled in, unique among the
+    /// turn's ids; for Chat Completions, the fields its request message does not take dropped;
+    /// Responses items and Anthropic blocks are sent back as the response gave them), and the
+    /// calls ([`ParsedResponse::calls`]) are read from it, so
     /// reading an answer copies nothing of it but each runnable call's arguments, parsed.
     ///
     /// # Errors
@@ -238,10 +261,82 @@ impl ToolLoop {
 }
 
 /// [`ToolLoop::parse`] for `provider`.
-pub(crate) fn parse(
+pub(crate) fn parse(provider: Provider, response: Value) -> Result<ParsedResponse, ProviderError> {
+    let mut parsed = read_response(provider, response)?;
+    unique_made_up_ids(&mut parsed);
+    Ok(parsed)
+}
+
+/// Makes every id made up for a call without one (`dsh_call_<position>`) differ from the ids
+/// the model gave: one the model already used gets a suffix (`dsh_call_<position>_<n>`), in the
+/// record and in the turn sent back. Two calls under one id would get two results the request
+/// cannot tell apart. Ids the model itself repeats are sent back as it gave them.
+fn unique_made_up_ids(parsed: &mut ParsedResponse) {
+    if parsed
+        .records
+        .iter()
+        .all(|record| record.generated_id().is_none())
+    {
+        return;
+    }
+    let provider = parsed.provider;
+    let mut taken: HashSet<String> = parsed
+        .records
+        .iter()
+        .filter(|record| record.generated_id().is_none())
+        .map(|record| view(provider, &parsed.assistant, record).id.to_owned())
+        .collect();
+    for (position, record) in parsed.records.iter_mut().enumerate() {
+        let Some(made_up) = record.generated_id() else {
+            continue;
+        };
+        if !taken.contains(made_up) {
+            taken.insert(made_up.to_owned());
+            continue;
+        }
+        let base = made_up.to_owned();
+        let unique = (1..)
+            .map(|n| format!("{base}_{n}"))
+            .find(|id| !taken.contains(id))
+            .unwrap_or_else(|| format!("{base}_{position}"));
+        taken.insert(unique.clone());
+        if provider != Provider::Gemini
+            && let Some(map) = call_map_mut(provider, &mut parsed.assistant, record)
+        {
+            let key = if provider == Provider::OpenAiResponses {
+                "call_id"
+            } else {
+                "id"
+            };
+            map.insert(key.to_owned(), Value::String(unique.clone()));
+        }
+        if let Some(unusual) = record.unusual.as_mut() {
+            unusual.generated_id = Some(unique);
+        }
+    }
+}
+
+/// The object of `record`'s call in the model's turn `turn` (Gemini: its `functionCall`).
+fn call_map_mut<'a>(
     provider: Provider,
-    mut response: Value,
-) -> Result<ParsedResponse, ProviderError> {
+    turn: &'a mut [Value],
+    record: &CallRecord,
+) -> Option<&'a mut Map<String, Value>> {
+    let message = turn.get_mut(record.message)?;
+    let call = match provider {
+        Provider::OpenAiChat => field_mut(message, "tool_calls")?.get_mut(record.entry)?,
+        Provider::OpenAiResponses => message,
+        Provider::Anthropic => field_mut(message, "content")?.get_mut(record.entry)?,
+        Provider::Gemini => field_mut(
+            field_mut(message, "parts")?.get_mut(record.entry)?,
+            "functionCall",
+        )?,
+    };
+    call.as_object_mut()
+}
+
+/// A response of `provider`'s shape read into its text, calls and turn.
+fn read_response(provider: Provider, mut response: Value) -> Result<ParsedResponse, ProviderError> {
     let shape = |reason: &str| ProviderError::Response {
         provider,
         reason: reason.to_owned(),
@@ -259,6 +354,9 @@ pub(crate) fn parse(
             } else {
                 return Err(shape("`choices` is missing"));
             };
+            if !message.is_object() {
+                return Err(shape("`choices[0].message` is not an object"));
+            }
             Ok(openai_chat(message))
         }
         Provider::OpenAiResponses => {

@@ -4,10 +4,11 @@ use serde_json::{Value, json};
 
 use super::ParsedResponse;
 use super::fields::{
-    call_id, call_name, field, field_mut, map_field, map_field_mut, object, object_at, record,
-    string_arguments, value_arguments,
+    arguments_text, call_id, call_name, field, field_mut, map_field, map_field_mut, object,
+    object_at, record, string_arguments, value_arguments,
 };
 use crate::provider::Provider;
+use crate::result::ToolFailure;
 
 /// A Chat Completions message: its text and calls, and the message itself as the turn sent
 /// back (`role`, `content` and `tool_calls` only; each call `id`, `type` and `function` with
@@ -32,6 +33,10 @@ pub(super) fn openai_chat(message: Value) -> ParsedResponse {
     if let Some(Value::Array(tool_calls)) = map_field_mut(&mut turn, "tool_calls") {
         records.reserve(tool_calls.len());
         for (position, raw) in tool_calls.iter_mut().enumerate() {
+            if let Some(arguments) = well_formed_chat_call(raw) {
+                records.push(record((0, position), (None, None), true, arguments));
+                continue;
+            }
             let map = object(raw);
             map.retain(|key, _| matches!(key.as_str(), "id" | "type" | "function"));
             let id = call_id(map, "id", position, true);
@@ -62,6 +67,7 @@ pub(super) fn openai_chat(message: Value) -> ParsedResponse {
     // Text parts are sent back as one string; no text beside calls is `null`.
     let content_kept = match map_field(&turn, "content") {
         Some(Value::String(_)) => !text.is_empty() || records.is_empty(),
+        Some(Value::Null) => text.is_empty() && !records.is_empty(),
         _ => false,
     };
     if !content_kept {
@@ -78,6 +84,44 @@ pub(super) fn openai_chat(message: Value) -> ParsedResponse {
         provider,
         records,
     }
+}
+
+/// The arguments of a Chat Completions call that is already what the request takes back (its
+/// keys `id`, `type` and `function` only, a non-empty id, type `function`, a function of a
+/// non-empty `name` and an `arguments` string), read in one pass without changing it; `None`
+/// for any other call, which the general path reads and repairs. Most calls are well formed.
+fn well_formed_chat_call(call: &Value) -> Option<(Value, Option<ToolFailure>)> {
+    let Value::Object(call) = call else {
+        return None;
+    };
+    if call.len() != 3 {
+        return None;
+    }
+    let mut function = None;
+    for (key, value) in call {
+        let fits = match key.as_str() {
+            "id" => value.as_str().is_some_and(|id| !id.is_empty()),
+            "type" => value.as_str() == Some("function"),
+            "function" => {
+                function = value.as_object();
+                function.is_some_and(|function| function.len() == 2)
+            }
+            _ => false,
+        };
+        if !fits {
+            return None;
+        }
+    }
+    let (mut name, mut arguments) = (None, None);
+    for (key, value) in function? {
+        match (key.as_str(), value) {
+            ("name", Value::String(text)) if !text.is_empty() => name = Some(text),
+            ("arguments", Value::String(text)) => arguments = Some(text),
+            _ => return None,
+        }
+    }
+    name?;
+    arguments.map(|text| arguments_text(text))
 }
 
 pub(super) fn openai_responses(mut items: Vec<Value>) -> ParsedResponse {
