@@ -65,35 +65,35 @@ pub(crate) fn next_messages(
             Provider::OpenAiChat | Provider::OpenAiResponses => reply_ids.next(),
             _ => None,
         };
-        let message = match (provider, reply_id) {
-            (Provider::OpenAiChat, Some(id)) if images.is_empty() => Message::ChatToolResult {
-                tool_call_id: id,
+        let call = (reply_id.is_none() || !images.is_empty())
+            .then(|| view(provider, &out[..turn], record));
+        if let Some(call) = &call
+            && matches!(provider, Provider::OpenAiChat | Provider::Gemini)
+            && !images.is_empty()
+        {
+            // Chat Completions and Gemini results carry no image: a user message after them does.
+            image_messages.push(images_message(provider, call.model_name, call.id, &images));
+        }
+        let id = || {
+            reply_id.unwrap_or_else(|| call.as_ref().map(|c| c.id.to_owned()).unwrap_or_default())
+        };
+        let message = match (provider, &call) {
+            (Provider::OpenAiChat, _) => Message::ChatToolResult {
+                tool_call_id: id(),
                 content: text,
             },
-            (Provider::OpenAiResponses, Some(id)) if images.is_empty() => {
-                Message::FunctionCallOutput {
-                    call_id: id,
-                    output: text,
-                }
-            }
-            _ => {
-                let call = view(provider, &out[..turn], record);
-                // Chat Completions and Gemini results carry no image: a user message after
-                // them does.
-                if matches!(provider, Provider::OpenAiChat | Provider::Gemini) && !images.is_empty()
-                {
-                    image_messages.push(images_message(
-                        provider,
-                        call.model_name,
-                        call.id,
-                        &images,
-                    ));
-                }
-                match result_message(provider, &call, result, text, &images, &mut grouped) {
+            (Provider::OpenAiResponses, _) if images.is_empty() => Message::FunctionCallOutput {
+                call_id: id(),
+                output: text,
+            },
+            (_, Some(call)) => {
+                match result_message(provider, call, result, text, &images, &mut grouped) {
                     Some(message) => message,
                     None => continue,
                 }
             }
+            // Not reached: the call is read whenever there are images or no id was handed over.
+            (_, None) => continue,
         };
         out.push(message);
     }
@@ -115,8 +115,9 @@ pub(crate) fn next_messages(
     out
 }
 
-/// The message of `call`'s `result` (its text `text`, its images `images`), or `None` when it
-/// joins the results grouped in one message (Anthropic, Gemini), pushed on `grouped`.
+/// The JSON message of `call`'s `result` (its text `text`, its images `images`): a Responses
+/// output with images; `None` when it joins the results grouped in one message (Anthropic,
+/// Gemini), pushed on `grouped`. Text results of the OpenAI APIs are typed by the caller.
 fn result_message(
     provider: Provider,
     call: &ParsedCall<'_>,
@@ -126,14 +127,8 @@ fn result_message(
     grouped: &mut Vec<Value>,
 ) -> Option<Message> {
     match provider {
-        Provider::OpenAiChat => Some(Message::ChatToolResult {
-            tool_call_id: call.id.to_owned(),
-            content: text,
-        }),
-        Provider::OpenAiResponses if images.is_empty() => Some(Message::FunctionCallOutput {
-            call_id: call.id.to_owned(),
-            output: text,
-        }),
+        // Typed by the caller.
+        Provider::OpenAiChat => None,
         Provider::OpenAiResponses => {
             let mut output = vec![text_part(provider, &text)];
             output.extend(images.iter().map(|(m, d)| image_part(provider, m, d)));
