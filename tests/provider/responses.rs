@@ -537,6 +537,32 @@ async fn a_response_of_another_shape_is_a_typed_error_and_runs_nothing() {
             .unwrap_err();
         assert!(error.to_string().contains(provider.as_str()), "{error}");
     }
+    // Parts of an answer that are not of the API's shape are no empty answer either.
+    let malformed = [
+        (
+            Provider::OpenAiChat,
+            json!({"choices": [{"message": {"role": "assistant", "tool_calls": {"id": "c1"}}}]}),
+        ),
+        (
+            Provider::OpenAiChat,
+            json!({"choices": [{"message": {"role": "assistant", "tool_calls": "x"}}]}),
+        ),
+        (Provider::OpenAiResponses, json!({"output": [null]})),
+        (
+            Provider::Anthropic,
+            json!({"content": [null, {"type": "text", "text": "hi"}]}),
+        ),
+        (Provider::Gemini, json!({"candidates": [null]})),
+        (Provider::Gemini, json!({"candidates": ["x"]})),
+    ];
+    for (provider, answer) in malformed {
+        let tool_loop = ToolLoop::new(&registry, None, provider);
+        let error = tool_loop.step(answer.clone()).await.unwrap_err();
+        assert!(
+            error.to_string().contains("not"),
+            "{provider} {answer}: {error}"
+        );
+    }
     // A Chat Completions choice whose message is not an object is not an empty answer.
     let tool_loop = ToolLoop::new(&registry, None, Provider::OpenAiChat);
     for message in [json!(null), json!("4"), json!([])] {

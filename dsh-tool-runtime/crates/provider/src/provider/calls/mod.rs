@@ -357,6 +357,13 @@ fn read_response(provider: Provider, mut response: Value) -> Result<ParsedRespon
             if !message.is_object() {
                 return Err(shape("`choices[0].message` is not an object"));
             }
+            // `null` is how the API says "no calls"; anything else but a list is no answer.
+            if message
+                .get("tool_calls")
+                .is_some_and(|calls| !calls.is_array() && !calls.is_null())
+            {
+                return Err(shape("`choices[0].message.tool_calls` is not an array"));
+            }
             Ok(openai_chat(message))
         }
         Provider::OpenAiResponses => {
@@ -365,7 +372,10 @@ fn read_response(provider: Provider, mut response: Value) -> Result<ParsedRespon
                 None => response,
             };
             match output {
-                Value::Array(items) => Ok(openai_responses(items)),
+                Value::Array(items) if items.iter().all(Value::is_object) => {
+                    Ok(openai_responses(items))
+                }
+                Value::Array(_) => Err(shape("an `output` item is not an object")),
                 _ => Err(shape("`output` is not an array")),
             }
         }
@@ -375,15 +385,22 @@ fn read_response(provider: Provider, mut response: Value) -> Result<ParsedRespon
                 None => response,
             };
             match content {
-                Value::Array(blocks) => Ok(anthropic(blocks)),
+                Value::Array(blocks) if blocks.iter().all(Value::is_object) => {
+                    Ok(anthropic(blocks))
+                }
+                Value::Array(_) => Err(shape("a `content` block is not an object")),
                 _ => Err(shape("`content` is not an array")),
             }
         }
         Provider::Gemini => {
             let content = if let Some(candidates) = response.get_mut("candidates") {
-                candidates
+                let candidate = candidates
                     .get_mut(0)
-                    .ok_or_else(|| shape("`candidates` is empty"))?
+                    .ok_or_else(|| shape("`candidates` is empty"))?;
+                if !candidate.is_object() {
+                    return Err(shape("`candidates[0]` is not an object"));
+                }
+                candidate
                     .get_mut("content")
                     .map(Value::take)
                     // A candidate stopped by a filter has no content: nothing was said.
