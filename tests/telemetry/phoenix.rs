@@ -51,24 +51,54 @@ fn free_port() -> u16 {
 
 /// A Phoenix server of its own (its own database), killed on drop.
 struct Phoenix {
-    child: Child,
+    child: std::cell::RefCell<Child>,
     url: String,
     log: PathBuf,
+    err: PathBuf,
     _dir: tempfile::TempDir,
 }
 
 impl Drop for Phoenix {
     fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
+        let child = self.child.get_mut();
+        let _ = child.kill();
+        let _ = child.wait();
     }
 }
 
+/// How many times Phoenix is started on fresh ports when it could not bind the ones it was
+/// given: a free port is picked, then released for Phoenix to bind, and another process on the
+/// machine may take it in between.
+const PORT_RACES: usize = 3;
+
 impl Phoenix {
     fn start(venv: &Path) -> Phoenix {
+        for _ in 0..PORT_RACES {
+            let phoenix = Phoenix::spawn(venv);
+            match phoenix.wait_until(STARTUP_BOUND, "Phoenix to answer /healthz", |phoenix| {
+                phoenix
+                    .get("/healthz")
+                    .is_some_and(|(status, _)| status == 200)
+            }) {
+                Ok(()) => return phoenix,
+                // uvicorn's words for the HTTP port, gRPC's for the other.
+                Err(stderr)
+                    if stderr.contains("address already in use")
+                        || stderr.contains("Failed to bind") =>
+                {
+                    continue;
+                }
+                Err(stderr) => panic!("Phoenix exited before it answered: {stderr}"),
+            }
+        }
+        panic!("Phoenix lost the race for its ports {PORT_RACES} times");
+    }
+
+    fn spawn(venv: &Path) -> Phoenix {
         let dir = tempfile::tempdir().unwrap();
         let port = free_port();
         let log = dir.path().join("phoenix.log");
+        let err = dir.path().join("phoenix.err");
         let child = Command::new(venv.join("bin/phoenix"))
             .arg("serve")
             .env("PHOENIX_HOST", "127.0.0.1")
@@ -78,21 +108,16 @@ impl Phoenix {
             .env("PHOENIX_TELEMETRY_ENABLED", "false")
             .stdin(Stdio::null())
             .stdout(std::fs::File::create(&log).unwrap())
-            .stderr(std::fs::File::create(dir.path().join("phoenix.err")).unwrap())
+            .stderr(std::fs::File::create(&err).unwrap())
             .spawn()
             .expect("phoenix starts");
-        let phoenix = Phoenix {
-            child,
+        Phoenix {
+            child: std::cell::RefCell::new(child),
             url: format!("http://127.0.0.1:{port}"),
             log,
+            err,
             _dir: dir,
-        };
-        phoenix.wait_until(STARTUP_BOUND, "Phoenix to answer /healthz", |phoenix| {
-            phoenix
-                .get("/healthz")
-                .is_some_and(|(status, _)| status == 200)
-        });
-        phoenix
+        }
     }
 
     /// A GET's status and body, `None` while nothing listens.
@@ -109,16 +134,31 @@ impl Phoenix {
         })
     }
 
-    fn wait_until(&self, bound: Duration, what: &str, mut done: impl FnMut(&Phoenix) -> bool) {
+    /// Polls `done` until it holds; `Err` with Phoenix's stderr as soon as Phoenix has exited
+    /// (nothing would ever answer), a panic once `bound` has passed.
+    fn wait_until(
+        &self,
+        bound: Duration,
+        what: &str,
+        mut done: impl FnMut(&Phoenix) -> bool,
+    ) -> Result<(), String> {
         let started = Instant::now();
         while !done(self) {
+            if let Ok(Some(status)) = self.child.borrow_mut().try_wait() {
+                let stderr = std::fs::read_to_string(&self.err).unwrap_or_default();
+                return Err(format!(
+                    "{status} while waiting for {what}; stderr:\n{stderr}"
+                ));
+            }
             assert!(
                 started.elapsed() < bound,
-                "waited {bound:?} for {what}; phoenix log:\n{}",
-                std::fs::read_to_string(&self.log).unwrap_or_default()
+                "waited {bound:?} for {what}; phoenix log:\n{}\nstderr:\n{}",
+                std::fs::read_to_string(&self.log).unwrap_or_default(),
+                std::fs::read_to_string(&self.err).unwrap_or_default()
             );
             std::thread::sleep(Duration::from_millis(200));
         }
+        Ok(())
     }
 
     /// Every span of the default project.
@@ -138,10 +178,12 @@ impl Phoenix {
     /// Polls until `pick` finds what it needs among the spans.
     fn wait_for<T>(&self, what: &str, mut pick: impl FnMut(&[Span]) -> Option<T>) -> T {
         let mut found = None;
-        self.wait_until(SPANS_BOUND, what, |phoenix| {
+        if let Err(exit) = self.wait_until(SPANS_BOUND, what, |phoenix| {
             found = pick(&phoenix.spans());
             found.is_some()
-        });
+        }) {
+            panic!("Phoenix exited: {exit}");
+        }
         found.expect("found")
     }
 }
