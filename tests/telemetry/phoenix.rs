@@ -5,12 +5,13 @@
 //! Every wait polls for what it needs; the bounds only fail a stuck run.
 
 use std::collections::HashMap;
-use std::net::TcpListener;
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
+
+use crate::mcp_support::free_port;
 
 const BIN: &str = env!("CARGO_BIN_EXE_dsh-tools");
 const ROOT: &str = env!("CARGO_MANIFEST_DIR");
@@ -40,13 +41,6 @@ fn phoenix_venv() -> Option<PathBuf> {
             None
         }
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .and_then(|listener| listener.local_addr())
-        .expect("a free loopback port")
-        .port()
 }
 
 /// A Phoenix server of its own (its own database), killed on drop.
